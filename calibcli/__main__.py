@@ -1,0 +1,3 @@
+from calibcli.cli import main
+
+main()

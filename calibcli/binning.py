@@ -1,0 +1,78 @@
+"""Binning schemes for binned calibration errors (SPEC section 2.1).
+
+- ``uniform``: B equal-width bins ``[j/B, (j+1)/B)``, the last one closed: bin index
+  ``min(floor(z * B), B - 1)``, so a prediction of exactly 1.0 lands in the last bin.
+- ``quantile``: equal-mass bins. Sort the z, cut at ranks ``round(j * n / B)`` (j = 1..B-1); an
+  edge is the midpoint of the two neighbouring sorted values. A point equal to an edge goes to the
+  bin above it, so equal values never straddle an edge; ties merge bins (fewer than B may result).
+
+Both schemes are described by their interior edges: a value ``z`` lies in bin
+``searchsorted(edges, z, side="right")`` (for ``uniform`` the closed form above is used, which
+agrees with that rule and is exact in floating point).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from calibcli.errors import CalibcliError
+
+STRATEGIES = ("uniform", "quantile")
+
+#: How bin edges are read, stated in every report.
+EDGE_CONVENTION = "bins are [lo, hi); the last bin includes 1.0; a value equal to an interior edge goes to the bin above"
+
+
+@dataclass(frozen=True)
+class Binning:
+    """A fitted binning: ``strategy``, the requested ``n_bins`` and the interior ``edges``."""
+
+    strategy: str
+    n_bins: int
+    edges: np.ndarray  # interior edges, increasing, length n_bins_effective - 1
+
+    @property
+    def n_bins_effective(self) -> int:
+        """Bins that exist after quantile ties merged some (empty ones included)."""
+        return len(self.edges) + 1
+
+    def assign(self, z: np.ndarray) -> np.ndarray:
+        """Bin index of every value of ``z`` (int64, in ``0..n_bins_effective-1``)."""
+        z = np.asarray(z, dtype=np.float64)
+        if self.strategy == "uniform":
+            return uniform_bin_index(z, self.n_bins)
+        return np.searchsorted(self.edges, z, side="right").astype(np.int64)
+
+    def bounds(self) -> np.ndarray:
+        """All bin boundaries including 0 and 1 (length ``n_bins_effective + 1``)."""
+        return np.concatenate([[0.0], self.edges, [1.0]])
+
+
+def uniform_bin_index(z: np.ndarray, n_bins: int) -> np.ndarray:
+    """``min(floor(z * B), B - 1)`` for z in [0, 1]."""
+    idx = np.floor(np.asarray(z, dtype=np.float64) * n_bins).astype(np.int64)
+    np.minimum(idx, n_bins - 1, out=idx)
+    np.maximum(idx, 0, out=idx)
+    return idx
+
+
+def quantile_edges_sorted(z_sorted: np.ndarray, n_bins: int) -> np.ndarray:
+    """Interior quantile edges of already sorted values (ties merged, so possibly fewer than B-1)."""
+    n = len(z_sorted)
+    ranks = np.round(np.arange(1, n_bins) * n / n_bins).astype(np.int64)
+    ranks = ranks[(ranks > 0) & (ranks < n)]
+    edges = 0.5 * (z_sorted[ranks - 1] + z_sorted[ranks])
+    return np.unique(edges)
+
+
+def fit_binning(z: np.ndarray, *, n_bins: int = 15, strategy: str = "uniform") -> Binning:
+    """Fit the bins of ``strategy`` with ``n_bins`` bins to predictions ``z`` (SPEC 2.1)."""
+    if strategy not in STRATEGIES:
+        raise CalibcliError(f"unknown binning strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
+    if n_bins < 1:
+        raise CalibcliError(f"--n-bins is {n_bins}: expected a positive number of bins")
+    if strategy == "uniform":
+        return Binning("uniform", n_bins, np.arange(1, n_bins) / n_bins)
+    return Binning("quantile", n_bins, quantile_edges_sorted(np.sort(np.asarray(z, dtype=np.float64)), n_bins))
