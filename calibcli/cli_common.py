@@ -1,0 +1,161 @@
+"""What every command shares: option declarations, input loading, errors, progress and gates.
+
+A command module declares its parameters with the ``Annotated`` aliases below (so the flags are
+spelled and documented once), wraps its function in :func:`command` (one place that turns
+exceptions into ``Error: ...`` and exit codes), loads files with :func:`load_inputs`, and hands its
+document to :func:`calibcli.report.emit`.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from contextlib import contextmanager
+from typing import Annotated, Iterator, Optional
+
+import typer
+
+from calibcli.errors import CalibcliError, GateFailed
+from calibcli.io import ColumnSpec, LoadedInput, read_input
+
+# ---------------------------------------------------------------------------------------------
+# Options shared by the commands (one declaration each)
+
+Files = Annotated[
+    list[str],
+    typer.Argument(
+        help="Prediction files: CSV, TSV (.gz too), Parquet, Arrow IPC/Feather, JSON Lines; '-' reads stdin. "
+        "Several files are evaluated one by one.",
+        show_default=False,
+    ),
+]
+ProbCol = Annotated[Optional[str], typer.Option("--prob-col", help="Column with the positive-class probability (binary).")]
+ProbCols = Annotated[
+    Optional[list[str]],
+    typer.Option("--prob-cols", help="Columns with one probability per class: a comma-separated list or a pattern such as 'p_*'."),
+]
+LabelCol = Annotated[Optional[str], typer.Option("--label-col", help="Column with the labels (integers, booleans or class names).")]
+WeightCol = Annotated[Optional[str], typer.Option("--weight-col", help="Column with sample (frequency) weights.")]
+Logits = Annotated[bool, typer.Option("--logits", help="The probability columns hold logits: apply sigmoid (one column) or softmax.")]
+InputFormat = Annotated[
+    Optional[str], typer.Option("--input-format", help="csv, tsv, parquet, feather or jsonl; default: from the extension (stdin: csv).")
+]
+DropInvalid = Annotated[
+    bool, typer.Option("--drop-invalid", help="Drop invalid rows (NaN, out-of-range, unknown labels) instead of failing; the report counts them.")
+]
+Mode = Annotated[
+    Optional[str],
+    typer.Option("--mode", help="binary, top-label or marginal. Default: binary for one or two probability columns, top-label for K > 2."),
+]
+ClassWeights = Annotated[
+    str, typer.Option("--class-weights", help="Marginal aggregate weights: uniform (1/K) or prior (class frequencies).")
+]
+NBins = Annotated[int, typer.Option("--n-bins", help="Number of bins.")]
+Strategy = Annotated[str, typer.Option("--strategy", help="Binning: uniform (equal width) or quantile (equal mass).")]
+NBoot = Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples for the confidence intervals (0: none).")]
+Alpha = Annotated[float, typer.Option("--alpha", help="1 - confidence level of the intervals and bounds.")]
+Seed = Annotated[int, typer.Option("--seed", help="Seed of every random draw; the same seed prints the same numbers.")]
+Json = Annotated[bool, typer.Option("--json", help="Print the JSON report on stdout instead of the table.")]
+Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Also write the JSON report to this file (atomically).")]
+FailAbove = Annotated[Optional[float], typer.Option("--fail-above", help="Exit 1 when the gated metric's estimate exceeds this value.")]
+FailAboveUpper = Annotated[
+    Optional[float], typer.Option("--fail-above-upper", help="Exit 1 when the upper end of the gated metric's interval exceeds this value.")
+]
+
+
+def column_spec(prob_col, prob_cols, label_col, weight_col, logits) -> ColumnSpec:
+    return ColumnSpec(
+        prob_col=prob_col,
+        prob_cols=tuple(prob_cols) if prob_cols else None,
+        label_col=label_col,
+        weight_col=weight_col,
+        logits=logits,
+    )
+
+
+def load_inputs(files: list[str], spec: ColumnSpec, *, input_format: str | None, drop_invalid: bool) -> Iterator[LoadedInput]:
+    """Read the files one by one (a bad file stops the run before anything is written)."""
+    if files.count("-") > 1:
+        raise CalibcliError("'-' (stdin) is given more than once: standard input can be read only once")
+    for path in files:
+        yield read_input(path, spec, input_format=input_format, drop_invalid=drop_invalid)
+
+
+def check_choice(value: str, choices: tuple[str, ...], flag: str) -> str:
+    if value not in choices:
+        raise CalibcliError(f"{flag} is {value!r}: expected one of {', '.join(choices)}")
+    return value
+
+
+def warn(message: str) -> None:
+    """A warning or hint on stderr (never on stdout)."""
+    sys.stderr.write(f"Warning: {message}\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors and exit codes, in one place
+
+
+def debugging() -> bool:
+    return os.environ.get("CALIBCLI_DEBUG", "") not in ("", "0")
+
+
+def command(func):
+    """Run a command body: bad input -> ``Error: ...`` and exit 2; failed gate -> exit 1.
+
+    A traceback is shown only when ``CALIBCLI_DEBUG=1``.
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except CalibcliError as exc:
+            if debugging():
+                raise
+            sys.stderr.write(f"Error: {exc}\n")
+            raise typer.Exit(2) from None
+        except GateFailed as exc:
+            sys.stderr.write(f"{exc}\n")
+            raise typer.Exit(1) from None
+        except typer.Exit:
+            raise
+        except KeyboardInterrupt:
+            sys.stderr.write("Error: interrupted\n")
+            raise typer.Exit(130) from None
+        except MemoryError:
+            sys.stderr.write("Error: out of memory: try fewer --n-boot resamples or a smaller file\n")
+            raise typer.Exit(2) from None
+        except Exception as exc:  # a bug: say so in one line; CALIBCLI_DEBUG=1 shows the traceback
+            if debugging():
+                raise
+            sys.stderr.write(
+                f"Error: internal error ({type(exc).__name__}: {exc}); rerun with CALIBCLI_DEBUG=1 for the traceback "
+                f"and report it\n"
+            )
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+# ---------------------------------------------------------------------------------------------
+# Progress on stderr, only for a terminal
+
+
+@contextmanager
+def progress_bar(total: int, description: str):
+    """Yield an ``advance()`` callable; draws a rich bar on stderr only when stderr is a terminal."""
+    if total <= 0 or not sys.stderr.isatty():
+        yield lambda: None
+        return
+    from rich.progress import BarColumn, Progress, TimeRemainingColumn, MofNCompleteColumn
+
+    from calibcli.report import stderr_console
+
+    with Progress(
+        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        console=stderr_console(), transient=True,
+    ) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda: bar.advance(task)

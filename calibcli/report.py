@@ -1,0 +1,175 @@
+"""Reports: the JSON document, atomic output, rich tables and CI gates (SPEC section 7).
+
+Every command builds one JSON-able document (:func:`new_document`) and hands it to :func:`emit`,
+which prints a table (the command's renderer) or the JSON on stdout and/or writes the JSON to a
+file atomically. stdout carries data only; progress, warnings and gate messages go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from calibcli._version import __version__
+from calibcli.errors import CalibcliError
+
+SCHEMA_VERSION = 1
+
+
+def new_document(command: str, parameters: dict) -> dict:
+    """The common head of every report: tool, version, schema version, command, parameters."""
+    return {
+        "tool": "calibcli",
+        "version": __version__,
+        "schema_version": SCHEMA_VERSION,
+        "command": command,
+        "parameters": parameters,
+        "files": [],
+    }
+
+
+def jsonable(value):
+    """Plain JSON types; non-finite floats become null (JSON has no NaN)."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [jsonable(v) for v in value.tolist()]
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    return value
+
+
+def to_json(doc: dict) -> str:
+    return json.dumps(jsonable(doc), indent=2, allow_nan=False)
+
+
+def write_atomic(path: str, data: bytes | str) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
+
+    A reader never sees a partly written file, and a failure leaves no file behind.
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise CalibcliError(f"cannot write {path}: the folder {folder} does not exist")
+    mode = "wb" if isinstance(data, bytes) else "w"
+    fd, tmp = tempfile.mkstemp(prefix=".calibcli-", dir=folder)
+    try:
+        with os.fdopen(fd, mode) as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def emit(doc: dict, *, as_json: bool, output: str | None, render: Callable[[dict, "Console"], None]) -> None:
+    """Write the JSON to ``output`` (atomically) and print the table, or the JSON with ``--json``."""
+    text = to_json(doc)
+    if output:
+        write_atomic(output, text + "\n")
+    if as_json:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    else:
+        render(doc, stdout_console())
+
+
+def stdout_console():
+    """A rich console on stdout; colours follow NO_COLOR and whether stdout is a terminal."""
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
+
+
+def stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+def fmt_number(value, digits: int = 4) -> str:
+    """Numbers in tables: 4 significant digits, '-' for missing."""
+    if value is None:
+        return "-"
+    value = float(value)
+    if not math.isfinite(value):
+        return "nan"
+    if value == 0:
+        return "0"
+    if abs(value) < 1e-3 or abs(value) >= 1e5:
+        return f"{value:.{digits - 1}e}"
+    return f"{value:.{digits}g}"
+
+
+def fmt_interval(low, high) -> str:
+    if low is None or high is None:
+        return "-"
+    return f"[{fmt_number(low)}, {fmt_number(high)}]"
+
+
+# ---------------------------------------------------------------------------------------------
+# Gates
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    """``--fail-above`` / ``--fail-above-upper`` on one metric (``--metric``)."""
+
+    metric: str
+    fail_above: float | None = None
+    fail_above_upper: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.fail_above is not None or self.fail_above_upper is not None
+
+    def describe(self) -> dict:
+        return {"metric": self.metric, "fail_above": self.fail_above, "fail_above_upper": self.fail_above_upper}
+
+
+def check_gate(spec: GateSpec, file_label: str, metric: dict | None) -> dict:
+    """Evaluate the gate on one file's headline metric (a JSON metric dict); returns the verdict."""
+    if metric is None:
+        raise CalibcliError(f"--metric {spec.metric}: no such metric in the report of {file_label}")
+    failures = []
+    est = metric.get("estimate")
+    if spec.fail_above is not None and est is not None and est > spec.fail_above:
+        failures.append(f"{file_label}: {spec.metric} = {est:.6g} > {spec.fail_above:g} (--fail-above)")
+    if spec.fail_above_upper is not None:
+        upper = metric.get("ci_high")
+        if upper is None:
+            raise CalibcliError(
+                f"--fail-above-upper needs a confidence interval for {spec.metric}, but none was computed: "
+                f"pass --n-boot N (N > 0)"
+            )
+        if upper > spec.fail_above_upper:
+            failures.append(
+                f"{file_label}: upper end of the confidence interval of {spec.metric} = {upper:.6g} > "
+                f"{spec.fail_above_upper:g} (--fail-above-upper)"
+            )
+    return {**spec.describe(), "estimate": est, "ci_high": metric.get("ci_high"), "passed": not failures, "failures": failures}
+
+
+def finish_gates(doc: dict, spec: GateSpec) -> bool:
+    """Summarise the per-file gate verdicts into ``doc['gate']``; True when every file passed."""
+    if not spec.active:
+        return True
+    verdicts = [f["gate"] for f in doc["files"] if "gate" in f]
+    passed = all(v["passed"] for v in verdicts)
+    doc["gate"] = {**spec.describe(), "passed": passed, "failures": [m for v in verdicts for m in v["failures"]]}
+    return passed
