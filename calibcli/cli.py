@@ -9,9 +9,9 @@ from typing import Annotated
 
 import typer
 
+import importlib
+
 from calibcli._version import __version__
-from calibcli.cli_common import command
-from calibcli.commands.ece import ece
 
 app = typer.Typer(
     name="calibcli",
@@ -37,7 +37,18 @@ def _root(
     """Measure, test and fix the calibration of probabilistic classifiers."""
 
 
-app.command("ece")(command(ece))
+#: Subcommand modules in :mod:`calibcli.commands`, in the order ``--help`` lists them. Each module
+#: has ``register(app)``; command bodies are wrapped in :func:`calibcli.cli_common.command`.
+COMMANDS = ("ece", "smece", "tcal", "recalibrate", "diagram")
+
+for _name in COMMANDS:
+    try:
+        _module = importlib.import_module(f"calibcli.commands.{_name}")
+    except ModuleNotFoundError as exc:  # a command still being built in this checkout
+        if exc.name != f"calibcli.commands.{_name}":
+            raise
+        continue
+    _module.register(app)
 
 
 def main() -> None:

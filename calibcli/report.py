@@ -53,6 +53,17 @@ def jsonable(value):
     return value
 
 
+def metric_json(m) -> dict:
+    """A :class:`calibcli.estimators.Metric` (or any object with its fields) as a report entry."""
+    out = {"estimate": m.estimate, "ci_low": m.ci_low, "ci_high": m.ci_high, "ci_method": m.ci_method}
+    if getattr(m, "upper_bound", None) is not None:
+        out["upper_bound"] = m.upper_bound
+        out["upper_bound_method"] = m.upper_bound_method
+    if getattr(m, "note", None):
+        out["note"] = m.note
+    return out
+
+
 def to_json(doc: dict) -> str:
     return json.dumps(jsonable(doc), indent=2, allow_nan=False)
 

@@ -9,23 +9,13 @@ import typer
 from calibcli import cli_common as cc
 from calibcli.binning import EDGE_CONVENTION, STRATEGIES
 from calibcli.errors import GateFailed
-from calibcli.estimators import LOG_LOSS_EPS, Metric
+from calibcli.estimators import LOG_LOSS_EPS
 from calibcli.modes import CLASS_WEIGHTS, MODES, default_mode
-from calibcli.report import GateSpec, check_gate, emit, finish_gates, fmt_interval, fmt_number, new_document
+from calibcli.report import GateSpec, check_gate, emit, finish_gates, fmt_interval, fmt_number, metric_json, new_document
 from calibcli.validation import check_option
 
 #: Metrics shown per class in marginal mode (the aggregate shows every metric).
 PER_CLASS_TABLE = ("ece_l1_plugin", "ece_l2_plugin", "ece_max_plugin", "ece_l2_sq_debiased_kumar", "ece_l2_sq_debiased_dpe")
-
-
-def metric_json(m: Metric) -> dict:
-    out = {"estimate": m.estimate, "ci_low": m.ci_low, "ci_high": m.ci_high, "ci_method": m.ci_method}
-    if m.upper_bound is not None:
-        out["upper_bound"] = m.upper_bound
-        out["upper_bound_method"] = m.upper_bound_method
-    if m.note:
-        out["note"] = m.note
-    return out
 
 
 def _problem_json(p) -> dict:
@@ -220,3 +210,7 @@ def render_ece(doc: dict, console) -> None:
     if "gate" in doc:
         g = doc["gate"]
         console.print(f"gate on {g['metric']}: {'passed' if g['passed'] else 'FAILED'}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ece")(cc.command(ece))
