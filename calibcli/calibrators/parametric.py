@@ -373,6 +373,10 @@ def fit_temperature(y_true, y_prob, *, sample_weight=None, eps: float = DEFAULT_
         raise CalibcliError(
             "temperature scaling has no minimiser with T > 0: the log-loss keeps decreasing as T grows "
             "(the predictions carry no information about the labels); use another method")
+    if np.all(Lc[w > 0] == 0.0):
+        raise CalibcliError(
+            "temperature scaling has no minimiser with T > 0: the log-loss keeps decreasing as T shrinks "
+            "(every prediction's top class is right); use another method")
     # safeguarded Newton on beta = 1/T: [lo, hi] brackets the root of the derivative (hi = inf until found)
     lo, hi, beta = 0.0, math.inf, 1.0
     converged = False
