@@ -117,10 +117,14 @@ class HistogramCalibrator(BinaryCalibrator):
     def from_fields(cls, params: Fields, options: Fields, info: dict) -> "HistogramCalibrator":
         binning = _binning_from_fields(options, params)
         m = binning.n_bins_effective
+        counts = params.array("counts", length=m, low=0.0)
         info = dict(info)
-        info.setdefault("n_effective", float(params.array("counts", length=m, low=0.0).sum()))
-        return cls(binning, params.array("values", length=m, low=0.0, high=1.0),
-                   params.array("counts", length=m, low=0.0), info=info)
+        # the certificate reads n_effective from info: check it, or fall back to the total count
+        if "n_effective" in info:
+            info["n_effective"] = Fields(info, "info").number("n_effective", low=0.0, open_low=True)
+        else:
+            info["n_effective"] = float(counts.sum())
+        return cls(binning, params.array("values", length=m, low=0.0, high=1.0), counts, info=info)
 
 
 def fit_histogram(y_true, y_prob, *, sample_weight=None, n_bins: int = 15,

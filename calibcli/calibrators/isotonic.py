@@ -21,8 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from calibcli.calibrators._common import BinaryCalibrator, Fields, float_list
-from calibcli.errors import CalibcliError
+from calibcli.calibrators._common import BinaryCalibrator, Fields, check_predict_input, float_list
 from calibcli.validation import check_binary, check_option
 
 INTERPOLATIONS = ("step", "linear")
@@ -170,8 +169,6 @@ class VennAbersCalibrator(BinaryCalibrator):
 
     def predict_interval(self, y_prob) -> tuple[np.ndarray, np.ndarray]:
         """``(p0, p1)`` for every prediction: the two isotonic fits at z with the test label 0 and 1."""
-        from calibcli.calibrators._common import check_predict_input
-
         z = check_predict_input(y_prob)
         return self._interval(z)
 
