@@ -56,6 +56,10 @@ def _mean_log_loss(X: np.ndarray, y: np.ndarray, w: np.ndarray, wsum: float, coe
     return float(np.dot(w, np.logaddexp(0.0, eta) - y * eta) / wsum)
 
 
+#: Mean log-loss below which the data count as separated and Newton's method stops (no minimiser exists).
+_SEPARATED_LOSS = 1e-9
+
+
 def fit_logistic(X: np.ndarray, y: np.ndarray, w: np.ndarray, *, init: np.ndarray,
                  max_iter: int = 100, tol: float = 1e-12) -> LogisticFit:
     """Weighted, unpenalised logistic regression of ``y`` on the columns of ``X`` by Newton / IRLS.
@@ -63,7 +67,8 @@ def fit_logistic(X: np.ndarray, y: np.ndarray, w: np.ndarray, *, init: np.ndarra
     Each Newton step solves ``H step = g`` (gradient and Hessian of the mean weighted log-loss; a
     least-squares solve when ``H`` is singular, e.g. for a constant feature) and is halved until the loss
     does not increase. Stops when the step is below ``tol`` relative to the coefficients. On separable
-    data the minimiser does not exist: the iterations run to ``max_iter`` and ``converged`` is False.
+    data (e.g. a single class) the minimiser does not exist: the iterations stop once the mean loss is
+    below 1e-9, or at ``max_iter``, with ``converged`` False.
     """
     yf = y.astype(np.float64)
     wsum = float(w.sum())
@@ -90,6 +95,8 @@ def fit_logistic(X: np.ndarray, y: np.ndarray, w: np.ndarray, *, init: np.ndarra
         coef, loss = trial, trial_loss
         if moved <= tol * max(1.0, float(np.max(np.abs(coef)))):
             return LogisticFit(coef, loss, it, True)
+        if loss < _SEPARATED_LOSS:  # the classes are separated: the coefficients would grow for ever
+            return LogisticFit(coef, loss, it, False)
     return LogisticFit(coef, loss, max_iter, False)
 
 
