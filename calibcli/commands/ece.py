@@ -198,14 +198,15 @@ def render_ece(doc: dict, console) -> None:
     console.print(table)
     for f in doc["files"]:
         i = f["input"]
-        q = f["problems"][0]
+        nonempty = sorted({q["bins"]["n_bins_nonempty"] for q in f["problems"]})
+        bins_text = f"{nonempty[0]}" if len(nonempty) == 1 else f"{nonempty[0]}-{nonempty[-1]} (per class)"
         cols = i["columns"]
         dropped = f", dropped {i['rows_dropped']} ({', '.join(f'{k}: {v}' for k, v in i['dropped_reasons'].items())})" if i["rows_dropped"] else ""
         console.print(
             f"{i['path']}: {i['rows_used']} rows{dropped}; mode {f['mode']}; K={i['n_classes']}; "
             f"probabilities {', '.join(cols['probabilities'])}{' (logits)' if cols['logits'] else ''}, labels {cols['label']}"
             f"{', weights ' + cols['weight'] if cols['weight'] else ''} (columns chosen by {cols['chosen_by']}); "
-            f"{q['bins']['n_bins_nonempty']} non-empty bins"
+            f"{bins_text} non-empty bins"
         )
     if "gate" in doc:
         g = doc["gate"]
