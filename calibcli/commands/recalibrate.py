@@ -1,0 +1,802 @@
+"""``calibcli recalibrate``: fit, save, apply and evaluate recalibration maps (SPEC 5).
+
+- ``recalibrate fit --method M TRAIN -o calibrator.json`` fits a calibrator (:mod:`calibcli.calibrators`)
+  and writes it as a versioned JSON document (:func:`calibrator_document`): the method and its parameters,
+  the column mapping, mode and classes it expects, the rows it was fitted on, the tool version. Never a pickle.
+- ``recalibrate apply calibrator.json FILE -o OUT`` writes FILE with its probability columns replaced by
+  the recalibrated probabilities (OUT's format follows its extension, else the input's).
+- ``recalibrate evaluate --method M [--method M2 ...] FILE --holdout F`` (or ``--fit TRAIN FILE``) fits on
+  one part and reports, on the other, before/after: l1 and debiased l2 ECE, SmoothECE, Brier, log-loss and
+  the T-Cal decision (the exact binomial test per value for predictors with few distinct outputs), one row
+  per method: the layout of the T-Cal paper's Tables 1 to 3.
+
+The command layer only reads files, calls the core and renders; every number comes from
+:mod:`calibcli.calibrators`, :mod:`calibcli.evaluation`, :mod:`calibcli.smooth` and :mod:`calibcli.tcal`.
+"""
+
+from __future__ import annotations
+
+import io as _stdio
+import json
+import os
+from typing import Annotated, Any, Optional
+
+import numpy as np
+import typer
+
+from calibcli import cli_common as cc
+from calibcli._version import __version__
+from calibcli.binning import EDGE_CONVENTION, STRATEGIES
+from calibcli.errors import CalibcliError
+from calibcli.modes import MODES, default_mode
+from calibcli.report import emit, fmt_number, jsonable, new_document, write_atomic
+from calibcli.validation import check_option
+
+#: Version of the calibrator document; ``apply`` refuses any other.
+CALIBRATOR_SCHEMA_VERSION = 1
+CALIBRATOR_KIND = "calibcli calibrator"
+
+METHOD_NAMES = ("platt", "temperature", "histogram", "isotonic", "scaling-binning", "polynomial", "beta", "venn-abers")
+
+# ---------------------------------------------------------------------------------------------
+# Options
+
+Method = Annotated[str, typer.Option("--method", help=f"Recalibration method: {', '.join(METHOD_NAMES)}.", show_default=False)]
+Methods = Annotated[
+    list[str],
+    typer.Option("--method", help=f"Recalibration method; repeat it to compare several: {', '.join(METHOD_NAMES)}.",
+                 show_default=False),
+]
+CalibratorBins = Annotated[
+    Optional[int], typer.Option("--n-bins", help="histogram, scaling-binning: number of bins of the calibrator [default: 15].")
+]
+CalibratorStrategy = Annotated[
+    Optional[str], typer.Option("--strategy", help="histogram: uniform (equal width) or quantile (equal mass) bins [default: uniform].")
+]
+Degree = Annotated[Optional[int], typer.Option("--degree", help="polynomial: degree of the least-squares polynomial [default: 3].")]
+Interpolation = Annotated[
+    Optional[str],
+    typer.Option("--interpolation", help="isotonic: step (the fitted step function) or linear (between calibration scores) [default: step]."),
+]
+Clip = Annotated[
+    Optional[float],
+    typer.Option("--clip", help="platt, beta, scaling-binning, temperature: clip predictions to [clip, 1 - clip] before logits/logs [default: 1e-12]."),
+]
+Monotone = Annotated[
+    Optional[bool],
+    typer.Option("--monotone/--no-monotone", help="beta: keep the map non-decreasing by fixing a negative coefficient at 0 (betacal) [default: no]."),
+]
+CalibratorOutput = Annotated[
+    str, typer.Option("--output", "-o", help="Calibrator file to write (JSON, atomically).", show_default=False)
+]
+ReportOutput = Annotated[Optional[str], typer.Option("--report", help="Also write the JSON report to this file (atomically).")]
+CalibratorFile = Annotated[str, typer.Argument(help="Calibrator written by `calibcli recalibrate fit`.", show_default=False)]
+DataFile = Annotated[str, typer.Argument(help="Prediction file (CSV, TSV, Parquet, Arrow IPC/Feather, JSON Lines; '-' reads stdin).",
+                                         show_default=False)]
+TrainFile = Annotated[str, typer.Argument(help="File to fit on (CSV, TSV, Parquet, Arrow IPC/Feather, JSON Lines; '-' reads stdin).",
+                                          show_default=False)]
+DataOutput = Annotated[
+    str,
+    typer.Option("--output", "-o", help="File to write: the input with recalibrated probability columns. Format from the "
+                 "extension (.csv, .tsv, .parquet, .feather, .jsonl, optionally .gz for text), else the input's.",
+                 show_default=False),
+]
+Holdout = Annotated[
+    Optional[float],
+    typer.Option("--holdout", help="Fit on this random fraction of FILE's rows (seeded by --seed), evaluate on the rest."),
+]
+FitFile = Annotated[Optional[str], typer.Option("--fit", help="Fit on this file and evaluate on FILE (instead of --holdout).")]
+EceBins = Annotated[int, typer.Option("--ece-n-bins", help="Bins of the binned calibration errors reported.")]
+EceStrategy = Annotated[str, typer.Option("--ece-strategy", help="Binning of the reported errors: uniform or quantile.")]
+TestBoot = Annotated[int, typer.Option("--n-boot", help="Resamples of the T-Cal y-bootstrap null.")]
+Discrete = Annotated[
+    str,
+    typer.Option("--discrete", help="Binomial test per value instead of T-Cal: auto (when the predictions take at most "
+                 "sqrt(n) distinct values), yes or no."),
+]
+DISCRETE_CHOICES = ("auto", "yes", "no")
+INTERPOLATIONS = ("step", "linear")
+
+#: CLI flag of each calibrator option, and the methods that take it.
+_FLAGS = {"n_bins": "--n-bins", "strategy": "--strategy", "degree": "--degree", "interpolation": "--interpolation",
+          "clip": "--clip", "monotone": "--monotone"}
+
+
+def method_options(methods: list[str], **given) -> dict[str, dict[str, Any]]:
+    """The keyword options of each method from the CLI flags that were given (None: not given).
+
+    A flag that applies to none of the methods is a usage error; ``--clip`` is temperature's ``eps``.
+    """
+    from calibcli.calibrators import METHOD_OPTIONS
+
+    given = {k: v for k, v in given.items() if v is not None}
+    per_method: dict[str, dict[str, Any]] = {}
+    for m in methods:
+        takes = set(METHOD_OPTIONS[m]) | ({"clip"} if m == "temperature" else set())
+        opts = {k: v for k, v in given.items() if k in takes}
+        if m == "temperature" and "clip" in opts:
+            opts["eps"] = opts.pop("clip")
+        per_method[m] = opts
+    for k in given:
+        if not any(k in per_method[m] or (k == "clip" and "eps" in per_method[m]) for m in methods):
+            users = [m for m in METHOD_NAMES if k in METHOD_OPTIONS[m] or (k == "clip" and m == "temperature")]
+            raise CalibcliError(f"{_FLAGS[k]} does not apply to --method {', '.join(methods)}: it is an option of "
+                                f"{', '.join(users)}")
+    if "strategy" in given:
+        cc.check_choice(given["strategy"], STRATEGIES, "--strategy")
+    if "interpolation" in given:
+        cc.check_choice(given["interpolation"], INTERPOLATIONS, "--interpolation")
+    return per_method
+
+
+def _check_methods(methods: list[str]) -> list[str]:
+    check_option(bool(methods), f"--method is missing: expected one of {', '.join(METHOD_NAMES)}")
+    for m in methods:
+        cc.check_choice(m, METHOD_NAMES, "--method")
+    check_option(len(set(methods)) == len(methods), f"--method lists a method twice ({', '.join(methods)})")
+    return methods
+
+
+# ---------------------------------------------------------------------------------------------
+# Fitting on loaded arrays
+
+
+def fit_arrays(method: str, labels: np.ndarray, probs: np.ndarray, sample_weight, *, mode: str | None,
+               options: dict[str, Any], seed: int):
+    """Fit ``method`` on validated arrays in ``mode``; returns ``(calibrator, effective mode)``."""
+    from calibcli.calibrators import fit_calibrator, fit_multiclass
+
+    rng = np.random.default_rng(seed)
+    if probs.ndim == 1:
+        if mode not in (None, "binary"):
+            raise CalibcliError(
+                f"--mode {mode} needs one probability column per class, but the input has a single probability "
+                f"column: use --mode binary, or pass --prob-cols for every class")
+        return fit_calibrator(method, labels, probs, sample_weight=sample_weight, rng=rng, **options), "binary"
+    file_mode = mode or default_mode(probs.shape[1])
+    cal = fit_multiclass(method, labels, probs, mode=file_mode, sample_weight=sample_weight, rng=rng, **options)
+    return cal, ("multiclass" if method == "temperature" else file_mode)
+
+
+def _layout(loaded) -> str:
+    if loaded.probs.ndim == 1:
+        return "single"
+    return "vector" if len(loaded.prob_columns) == 1 else "columns"
+
+
+def calibrator_document(cal, loaded, *, method: str, mode: str, options: dict, seed: int) -> dict:
+    """The versioned calibrator file: what ``apply`` needs, and where it came from."""
+    return {
+        "kind": CALIBRATOR_KIND,
+        "schema_version": CALIBRATOR_SCHEMA_VERSION,
+        "tool": "calibcli",
+        "version": __version__,
+        "method": method,
+        "mode": mode,
+        "n_classes": loaded.n_classes,
+        "class_names": list(loaded.class_names),
+        "columns": {
+            "probabilities": list(loaded.prob_columns),
+            "layout": _layout(loaded),
+            "logits": bool(loaded.logits),
+            "label": loaded.label_column,
+            "weight": loaded.weight_column,
+        },
+        "fitted_on": {"path": loaded.path, "rows_used": loaded.n_rows, "rows_dropped": loaded.n_rows_dropped},
+        "n": loaded.n_rows,
+        "options": options,
+        "seed": seed,
+        "calibrator": cal.to_dict(),
+    }
+
+
+def calibrator_json(doc: dict) -> str:
+    """The calibrator document as text: the header indented for people, the parameters on one line."""
+    head = jsonable(dict(doc))
+    body = head.pop("calibrator")
+    text = json.dumps(head, indent=1, allow_nan=False)
+    return text[: -len("\n}")] + ',\n "calibrator": ' + json.dumps(body, allow_nan=False) + "\n}"
+
+
+def _summary_params(d: dict) -> dict:
+    """A calibrator dict's parameters for a report: scalars as they are, long lists by their length."""
+    if "calibrators" in d:
+        return {"per_class" if d["mode"] == "marginal" else d["mode"]: [_summary_params(c) for c in d["calibrators"]]}
+    out = {}
+    for k, v in d.get("params", {}).items():
+        out[k] = v if not isinstance(v, list) or len(v) <= 16 else f"{len(v)} values"
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# recalibrate fit
+
+
+def fit(
+    train: TrainFile,
+    method: Method,
+    output: CalibratorOutput,
+    prob_col: cc.ProbCol = None,
+    prob_cols: cc.ProbCols = None,
+    label_col: cc.LabelCol = None,
+    weight_col: cc.WeightCol = None,
+    logits: cc.Logits = False,
+    input_format: cc.InputFormat = None,
+    drop_invalid: cc.DropInvalid = False,
+    mode: cc.Mode = None,
+    n_bins: CalibratorBins = None,
+    strategy: CalibratorStrategy = None,
+    degree: Degree = None,
+    interpolation: Interpolation = None,
+    clip: Clip = None,
+    monotone: Monotone = None,
+    seed: cc.Seed = 0,
+    alpha: Annotated[float, typer.Option("--alpha", help="histogram: the delta of the distribution-free ECE bound.")] = 0.05,
+    as_json: cc.Json = False,
+    report: ReportOutput = None,
+) -> None:
+    """Fit a recalibration map on TRAIN and save it as a versioned JSON calibrator (never a pickle)."""
+    _check_methods([method])
+    if mode is not None:
+        cc.check_choice(mode, MODES, "--mode")
+    check_option(0.0 < alpha < 1.0, f"--alpha is {alpha}: expected a number strictly between 0 and 1")
+    options = method_options([method], n_bins=n_bins, strategy=strategy, degree=degree, interpolation=interpolation,
+                             clip=clip, monotone=monotone)[method]
+    spec = cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits)
+    (loaded,) = cc.load_inputs([train], spec, input_format=input_format, drop_invalid=drop_invalid)
+    cal, file_mode = fit_arrays(method, loaded.labels, loaded.probs, loaded.sample_weight, mode=mode,
+                                options=options, seed=seed)
+    calibrator = calibrator_document(cal, loaded, method=method, mode=file_mode, options=options, seed=seed)
+    text = calibrator_json(calibrator)
+
+    doc = new_document("recalibrate fit", {"method": method, "mode": mode or "auto", "options": options, "seed": seed,
+                                           "alpha": alpha})
+    entry = {
+        "input": loaded.describe(),
+        "mode": file_mode,
+        "calibrator_file": output,
+        "method": method,
+        "params": _summary_params(calibrator["calibrator"]),
+        "fit_info": _fit_info(calibrator["calibrator"]),
+    }
+    certificate = _certificate(cal, alpha)
+    if certificate is not None:
+        entry["certificate"] = certificate
+    if "calibrators" in calibrator["calibrator"] and file_mode == "marginal":
+        entry["renormalised"] = "rows of the per-class outputs are divided by their sum"
+    doc["files"].append(entry)
+    write_atomic(output, text + "\n")
+    emit(doc, as_json=as_json, output=report, render=render_fit)
+
+
+def _fit_info(d: dict) -> Any:
+    if "calibrators" in d:
+        return [c.get("info", {}) for c in d["calibrators"]]
+    return d.get("info", {})
+
+
+def _certificate(cal, alpha: float) -> dict | None:
+    """Seed 002 Thm 12.6 for histogram binning (per class in marginal mode)."""
+    from calibcli.calibrators import HistogramCalibrator, MulticlassCalibrator
+
+    cals = cal.calibrators if isinstance(cal, MulticlassCalibrator) else (cal,)
+    if not all(isinstance(c, HistogramCalibrator) for c in cals):
+        return None
+    certs = [c.certificate(delta=alpha) for c in cals]
+    return {
+        "theorem": "seed 002 Thm 12.6: E[ECE] <= sqrt(B/(2n)); ECE <= sqrt(B/n)/sqrt(2 delta) w.p. 1 - delta",
+        "delta": alpha,
+        "n_bins": certs[0].n_bins,
+        "n": [c.n for c in certs] if len(certs) > 1 else certs[0].n,
+        "expected_ece_bound": [c.expected_ece_bound for c in certs] if len(certs) > 1 else certs[0].expected_ece_bound,
+        "ece_bound": [c.ece_bound for c in certs] if len(certs) > 1 else certs[0].ece_bound,
+        "fixed_partition": certs[0].fixed_partition,
+        "note": None if certs[0].fixed_partition else
+        "quantile bins are cut on the same data: the theorem assumes a fixed partition, so the bounds are indicative",
+    }
+
+
+def render_fit(doc: dict, console) -> None:
+    from rich.table import Table
+
+    for f in doc["files"]:
+        i = f["input"]
+        console.print(f"calibcli recalibrate fit: {f['method']} on {i['path']} ({i['rows_used']} rows, mode {f['mode']})")
+        table = Table()
+        table.add_column("item")
+        table.add_column("value", overflow="fold")
+        for k, v in _flatten(f["params"]):
+            table.add_row(k, v)
+        info = f["fit_info"]
+        for k, v in _flatten(info if isinstance(info, dict) else {"per_class": info}):
+            table.add_row(f"info {k}", v)
+        if "certificate" in f:
+            c = f["certificate"]
+            table.add_row("E[ECE] bound (Thm 12.6)", _fmt_any(c["expected_ece_bound"]))
+            table.add_row(f"ECE bound, prob. {1 - c['delta']:g} (Thm 12.6)", _fmt_any(c["ece_bound"]))
+            if c["note"]:
+                table.add_row("certificate note", c["note"])
+        if f.get("renormalised"):
+            table.add_row("marginal", f["renormalised"])
+        table.add_row("written to", f["calibrator_file"])
+        console.print(table)
+
+
+def _flatten(d, prefix: str = ""):
+    if isinstance(d, dict):
+        for k, v in d.items():
+            yield from _flatten(v, f"{prefix}{k}" if not prefix else f"{prefix}.{k}")
+    elif isinstance(d, list) and d and isinstance(d[0], dict):
+        for j, v in enumerate(d):
+            yield from _flatten(v, f"{prefix}[{j}]")
+    else:
+        yield prefix, _fmt_any(d)
+
+
+def _fmt_any(v) -> str:
+    if isinstance(v, bool) or v is None:
+        return str(v).lower() if v is not None else "-"
+    if isinstance(v, float):
+        return fmt_number(v, 6)
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt_any(x) for x in v) + "]"
+    return str(v)
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading a calibrator file
+
+
+def load_calibrator(path: str):
+    """Read and validate a calibrator file; returns ``(document, calibrator)``.
+
+    Every problem (missing file, not JSON, truncated, another kind of JSON, an unsupported schema version,
+    a malformed field) is a :class:`CalibcliError` naming the file.
+    """
+    from calibcli.calibrators import calibrator_from_dict
+
+    if not os.path.isfile(path):
+        raise CalibcliError(f"{path}: no such calibrator file: check the path")
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    hint = "expected the JSON document written by `calibcli recalibrate fit`"
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise CalibcliError(f"{path}: not a calibrator (not UTF-8 text): {hint}") from None
+    except json.JSONDecodeError as exc:
+        ends_early = exc.pos >= len(raw.rstrip()) or exc.msg.startswith("Unterminated")
+        truncated = " (the file looks truncated)" if ends_early else ""
+        raise CalibcliError(f"{path}: not a calibrator: invalid JSON ({exc.msg}: line {exc.lineno} column {exc.colno})"
+                            f"{truncated}: {hint}") from None
+    if not isinstance(doc, dict) or doc.get("kind") != CALIBRATOR_KIND:
+        raise CalibcliError(f"{path}: not a calibrator: the JSON has no \"kind\": \"{CALIBRATOR_KIND}\": {hint}")
+    version = doc.get("schema_version")
+    if version != CALIBRATOR_SCHEMA_VERSION:
+        raise CalibcliError(f"{path}: calibrator schema version {version!r} is not supported by calibcli {__version__} "
+                            f"(it reads version {CALIBRATOR_SCHEMA_VERSION}): refit it with this version, or use the "
+                            f"calibcli version that wrote it ({doc.get('version', 'unknown')})")
+    try:
+        cal = calibrator_from_dict(doc.get("calibrator"))
+        _check_document(doc, cal)
+    except CalibcliError as exc:
+        raise CalibcliError(f"{path}: {exc}") from None
+    return doc, cal
+
+
+def _check_document(doc: dict, cal) -> None:
+    from calibcli.calibrators._common import Fields
+
+    f = Fields(doc, "")
+    method = f.choice("method", METHOD_NAMES)
+    if cal.method != method:
+        raise CalibcliError(f"calibrator: field 'method' is {method!r} but the parameters are those of {cal.method!r}")
+    f.choice("mode", ("binary", "multiclass", "top-label", "marginal"))
+    K = f.integer("n_classes", low=2)
+    names = f.get("class_names")
+    if not isinstance(names, list) or len(names) != K or not all(isinstance(x, str) for x in names):
+        raise CalibcliError(f"calibrator: field 'class_names' must list {K} class names")
+    cols = f.sub("columns")
+    layout = cols.choice("layout", ("single", "columns", "vector"))
+    probs = cols.get("probabilities")
+    if not isinstance(probs, list) or not probs or not all(isinstance(x, str) for x in probs):
+        raise CalibcliError("calibrator: field 'columns.probabilities' must be a list of column names")
+    expected = K if layout == "columns" else 1
+    if len(probs) != expected:
+        raise CalibcliError(f"calibrator: field 'columns.probabilities' has {len(probs)} names: expected {expected}")
+    cols.boolean("logits")
+    n_cal = getattr(cal, "n_classes", 2)
+    if n_cal != K:
+        raise CalibcliError(f"calibrator: n_classes is {K} but the parameters are for {n_cal} classes")
+
+
+# ---------------------------------------------------------------------------------------------
+# recalibrate apply
+
+
+def _read_prob_columns(path: str, doc: dict, *, prob_col, prob_cols, input_format):
+    """The whole table of ``path``, its layout, the probability columns and their array.
+
+    The columns are the calibrator's unless --prob-col / --prob-cols name others (names, comma-separated
+    lists or patterns such as 'p_*'). One list column or K numeric columns give an (n, K) array, one numeric
+    column a 1-D array; the form must be the one the calibrator was fitted on.
+    """
+    import fnmatch
+
+    import pyarrow as pa
+
+    from calibcli.io import _column_to_numpy, _natural_suffix_order, _source, _vector_column, detect_format, read_table
+
+    display = "<stdin>" if path == "-" else path
+    fmt = detect_format(path, input_format)
+    src = _source(path)
+    try:
+        table = read_table(src, fmt)
+    except Exception as exc:  # pyarrow raises many types for unreadable or truncated files
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CalibcliError(f"{display}: cannot read as {fmt} ({message}): check that the file is complete and in that "
+                            f"format, or pass --input-format") from None
+    if table.num_rows == 0:
+        raise CalibcliError(f"{display}: the file has no data rows: expected at least one prediction")
+    K = doc["n_classes"]
+    expected = list(doc["columns"]["probabilities"])
+    if prob_col and prob_cols:
+        raise CalibcliError("pass either --prob-col (one binary column) or --prob-cols (one column per class), not both")
+    names = table.column_names
+    columns = expected
+    if prob_col:
+        columns = [prob_col]
+    elif prob_cols:
+        columns = []
+        for item in (c.strip() for entry in prob_cols for c in entry.split(",") if c.strip()):
+            if any(ch in item for ch in "*?["):
+                matched = [n for n in names if fnmatch.fnmatchcase(n, item)]
+                if not matched:
+                    raise CalibcliError(f"{display}: --prob-cols pattern {item!r} matches no column; the file has "
+                                        f"columns {names}")
+                columns.extend(_natural_suffix_order(matched))
+            else:
+                columns.append(item)
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise CalibcliError(
+            f"{display}: no column {missing[0]!r}, which the calibrator expects (fitted on columns {', '.join(expected)}, "
+            f"classes {doc['class_names']}); the file has columns {names}: pass --prob-col/--prob-cols to map them")
+    one_d = doc["columns"]["layout"] == "single"
+    if len(columns) == 1:
+        t = table.column(columns[0]).type
+        layout = "vector" if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) else "single"
+    else:
+        layout = "columns"
+    if (layout == "single") != one_d or (layout == "columns" and len(columns) != K):
+        fitted = "one probability column" if one_d else f"{K} class probabilities"
+        given = {"single": "one probability column", "vector": f"the vector column {columns[0]!r}",
+                 "columns": f"{len(columns)} columns"}[layout]
+        raise CalibcliError(f"{display}: the calibrator was fitted on {fitted} ({', '.join(expected)}) but {given} "
+                            f"were given: pass --prob-col/--prob-cols naming {fitted}")
+    if layout == "vector":
+        probs = _vector_column(table, columns[0], display)
+        if probs.shape[1] != K:
+            raise CalibcliError(f"{display}: column {columns[0]!r} holds vectors of length {probs.shape[1]}, but the "
+                                f"calibrator was fitted on {K} classes")
+    else:
+        arrays = [_column_to_numpy(table, c) for c in columns]
+        for c, a in zip(columns, arrays):
+            if a.dtype.kind not in "fiu":
+                raise CalibcliError(f"{display}: probability column {c!r} has type {table.column(c).type}: expected numbers")
+        probs = arrays[0].astype(np.float64) if layout == "single" else np.column_stack(arrays).astype(np.float64)
+    if doc["columns"]["logits"]:
+        from calibcli.modes import sigmoid, softmax
+
+        with np.errstate(invalid="ignore", over="ignore"):
+            probs = sigmoid(probs) if probs.ndim == 1 else softmax(probs)
+    return table, fmt, layout, columns, probs
+
+
+def _serialise(table, fmt: str, path: str) -> bytes:
+    """The table in ``fmt`` as bytes (gzip for a text format when ``path`` ends in .gz)."""
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, sink)
+    elif fmt == "feather":
+        import pyarrow.feather as feather
+
+        feather.write_feather(table, sink)
+    elif fmt in ("csv", "tsv"):
+        import pyarrow.csv as pcsv
+
+        lists = [f.name for f in table.schema if pa.types.is_list(f.type) or pa.types.is_large_list(f.type)
+                 or pa.types.is_fixed_size_list(f.type)]
+        if lists:
+            raise CalibcliError(f"{path}: column {lists[0]!r} holds a vector per row, which {fmt.upper()} cannot store: "
+                                f"write .parquet, .feather or .jsonl instead")
+
+        pcsv.write_csv(table, sink, write_options=pcsv.WriteOptions(delimiter="\t" if fmt == "tsv" else ","))
+    else:
+        text = "".join(json.dumps(jsonable(row), allow_nan=False) + "\n" for row in table.to_pylist())
+        sink.write(text.encode("utf-8"))
+    data = sink.getvalue().to_pybytes()
+    if fmt in ("csv", "tsv", "jsonl") and path.lower().endswith(".gz"):
+        import gzip
+
+        buf = _stdio.BytesIO()
+        with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz:
+            gz.write(data)
+        data = buf.getvalue()
+    return data
+
+
+def apply(
+    calibrator: CalibratorFile,
+    file: DataFile,
+    output: DataOutput,
+    prob_col: cc.ProbCol = None,
+    prob_cols: cc.ProbCols = None,
+    input_format: cc.InputFormat = None,
+    as_json: cc.Json = False,
+    report: ReportOutput = None,
+) -> None:
+    """Apply a saved calibrator to FILE and write FILE with recalibrated probability columns to --output."""
+    import pyarrow as pa
+
+    from calibcli.io import detect_format
+    from calibcli.validation import check_probabilities
+
+    doc, cal = load_calibrator(calibrator)
+    table, in_fmt, layout, columns, probs = _read_prob_columns(file, doc, prob_col=prob_col, prob_cols=prob_cols,
+                                                               input_format=input_format)
+    display = "<stdin>" if file == "-" else file
+    check_probabilities(probs, name="probability" if probs.ndim == 1 else "class probabilities", where=display)
+    out = cal.predict(probs)
+    try:
+        out_fmt = detect_format(output, None)
+    except CalibcliError:
+        out_fmt = in_fmt
+    if layout == "vector":
+        K = out.shape[1]
+        values = pa.array(out.ravel(), type=pa.float64())
+        offsets = pa.array(np.arange(0, out.size + 1, K, dtype=np.int32))
+        table = table.set_column(table.column_names.index(columns[0]), columns[0], pa.ListArray.from_arrays(offsets, values))
+    else:
+        cols = out[:, None] if out.ndim == 1 else out
+        for k, name in enumerate(columns):
+            table = table.set_column(table.column_names.index(name), name, pa.array(cols[:, k], type=pa.float64()))
+    data = _serialise(table, out_fmt, output)
+
+    rep = new_document("recalibrate apply", {"calibrator": calibrator, "method": doc["method"], "mode": doc["mode"]})
+    rep["files"].append({
+        "input": {"path": display, "format": in_fmt, "rows": table.num_rows, "columns": columns},
+        "output": {"path": output, "format": out_fmt, "rows": table.num_rows},
+        "method": doc["method"],
+        "mode": doc["mode"],
+        "fitted_on": doc.get("fitted_on"),
+        "mean_probability_before": np.mean(probs, axis=0).tolist() if probs.ndim == 2 else float(np.mean(probs)),
+        "mean_probability_after": np.mean(out, axis=0).tolist() if out.ndim == 2 else float(np.mean(out)),
+    })
+    write_atomic(output, data)
+    if doc["columns"]["logits"]:
+        cc.warn(f"the columns {', '.join(columns)} held logits; in {output} they hold recalibrated probabilities")
+    emit(rep, as_json=as_json, output=report, render=render_apply)
+
+
+def render_apply(doc: dict, console) -> None:
+    for f in doc["files"]:
+        i, o = f["input"], f["output"]
+        console.print(
+            f"calibcli recalibrate apply: {f['method']} ({f['mode']}) on {i['path']}: {i['rows']} rows, columns "
+            f"{', '.join(i['columns'])} recalibrated; written to {o['path']} ({o['format']})")
+
+
+# ---------------------------------------------------------------------------------------------
+# recalibrate evaluate
+
+
+def _slice(loaded, idx: np.ndarray):
+    w = None if loaded.sample_weight is None else loaded.sample_weight[idx]
+    return loaded.labels[idx], loaded.probs[idx], w
+
+
+def evaluate_predictions(labels, probs, sample_weight, *, mode: str, class_names, ece_n_bins: int,
+                         ece_strategy: str, n_boot: int, alpha: float, seed: int, discrete: str) -> dict:
+    """Before/after numbers of one set of predictions: ECE (l1, debiased l2), SmoothECE, Brier, log-loss, test."""
+    from calibcli.evaluation import evaluate_binned
+    from calibcli.modes import binary_problems, class_weights
+    from calibcli.report import metric_json
+    from calibcli.smooth import smooth_ece
+    from calibcli.tcal import binomial_test, discreteness, tcal_test
+
+    report = evaluate_binned(labels, probs, mode=mode, sample_weight=sample_weight, class_names=class_names,
+                             n_bins=ece_n_bins, strategy=ece_strategy, n_boot=0, alpha=alpha, seed=seed)
+    head = report.headline()
+    names = ["ece_l1_plugin", "ece_l2_sq_debiased_dpe", "ece_l2_debiased_dpe", "ece_l2_sq_debiased_kumar"]
+    if "brier_score_multiclass" in head:
+        names += ["brier_score_multiclass", "log_loss_multiclass"]
+    else:
+        names += ["brier_score", "log_loss"]
+    metrics = {k: metric_json(head[k]) for k in names}
+
+    problems = binary_problems(labels, probs, mode=mode, sample_weight=sample_weight, class_names=class_names)
+    v = class_weights(labels, probs.shape[1], scheme="uniform") if mode == "marginal" else np.ones(1)
+    sm = [smooth_ece(p.y, p.z, sample_weight=p.sample_weight).smece for p in problems]
+    metrics["smece"] = {"estimate": float(np.dot(v, sm)), "ci_low": None, "ci_high": None, "ci_method": None,
+                        **({"note": "marginal aggregate sum_k v_k smECE_k, v_k = 1/K"} if mode == "marginal" else {})}
+
+    tests = []
+    for p in problems:
+        check = discreteness(p.z)
+        use_binomial = discrete == "yes" or (discrete == "auto" and check.discrete)
+        if use_binomial:
+            r = binomial_test(p.y, p.z, alpha=alpha)
+            tests.append({"problem": p.name, "test": "binomial", "p_value": r.p_value, "n_values": r.n_values,
+                          "weighted": False})
+        else:
+            r = tcal_test(p.y, p.z, sample_weight=p.sample_weight, n_boot=n_boot, alpha=alpha,
+                          rng=np.random.default_rng(seed))
+            tests.append({"problem": p.name, "test": "T-Cal", "p_value": r.p_value, "n_levels": r.n_levels,
+                          "weighted": r.weighted})
+    t = len(tests)
+    p_min = min(x["p_value"] for x in tests)
+    kinds = sorted({x["test"] for x in tests})
+    test = {
+        "test": "+".join(kinds),
+        "p_value": min(1.0, t * p_min),
+        "reject": bool(min(1.0, t * p_min) <= alpha),
+        "alpha": alpha,
+        "combined_over": t,
+        "rule": "Bonferroni over the classes: p = min(1, K min_k p_k)" if t > 1 else None,
+        "per_problem": tests,
+        "weights_ignored": bool(sample_weight is not None and any(x["test"] == "binomial" for x in tests)),
+    }
+    return {"metrics": metrics, "test": test}
+
+
+def evaluate(
+    file: DataFile,
+    method: Methods,
+    holdout: Holdout = None,
+    fit_file: FitFile = None,
+    prob_col: cc.ProbCol = None,
+    prob_cols: cc.ProbCols = None,
+    label_col: cc.LabelCol = None,
+    weight_col: cc.WeightCol = None,
+    logits: cc.Logits = False,
+    input_format: cc.InputFormat = None,
+    drop_invalid: cc.DropInvalid = False,
+    mode: cc.Mode = None,
+    n_bins: CalibratorBins = None,
+    strategy: CalibratorStrategy = None,
+    degree: Degree = None,
+    interpolation: Interpolation = None,
+    clip: Clip = None,
+    monotone: Monotone = None,
+    ece_n_bins: EceBins = 15,
+    ece_strategy: EceStrategy = "uniform",
+    n_boot: TestBoot = 1000,
+    discrete: Discrete = "auto",
+    alpha: cc.Alpha = 0.05,
+    seed: cc.Seed = 0,
+    as_json: cc.Json = False,
+    output: cc.Output = None,
+) -> None:
+    """Fit each --method on one part of the data and compare before/after calibration on the other part."""
+    methods = _check_methods(list(method))
+    if mode is not None:
+        cc.check_choice(mode, MODES, "--mode")
+    cc.check_choice(ece_strategy, STRATEGIES, "--ece-strategy")
+    cc.check_choice(discrete, DISCRETE_CHOICES, "--discrete")
+    check_option(ece_n_bins >= 1, f"--ece-n-bins is {ece_n_bins}: expected a positive number of bins")
+    check_option(n_boot >= 1, f"--n-boot is {n_boot}: expected at least 1 resample")
+    check_option(0.0 < alpha < 1.0, f"--alpha is {alpha}: expected a number strictly between 0 and 1")
+    if (holdout is None) == (fit_file is None):
+        raise CalibcliError("pass either --holdout FRACTION (split FILE) or --fit TRAIN (fit on TRAIN, evaluate on FILE)")
+    if holdout is not None:
+        check_option(0.0 < holdout < 1.0, f"--holdout is {holdout}: expected the fraction of rows to fit on, in (0, 1)")
+    options = method_options(methods, n_bins=n_bins, strategy=strategy, degree=degree, interpolation=interpolation,
+                             clip=clip, monotone=monotone)
+    spec = cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits)
+    inputs = list(cc.load_inputs([fit_file, file] if fit_file else [file], spec, input_format=input_format,
+                                 drop_invalid=drop_invalid))
+    test_in = inputs[-1]
+    if fit_file:
+        train_in = inputs[0]
+        if train_in.n_classes != test_in.n_classes or train_in.class_names != test_in.class_names:
+            raise CalibcliError(f"{train_in.path} has classes {list(train_in.class_names)} but {test_in.path} has "
+                                f"{list(test_in.class_names)}: fit and test files must have the same classes")
+        fit_data = (train_in.labels, train_in.probs, train_in.sample_weight)
+        test_data = (test_in.labels, test_in.probs, test_in.sample_weight)
+        split = {"kind": "files", "fit_path": train_in.path, "n_fit": train_in.n_rows, "n_test": test_in.n_rows}
+    else:
+        n = test_in.n_rows
+        n_fit = int(round(holdout * n))
+        check_option(2 <= n_fit <= n - 2, f"--holdout {holdout} leaves {n_fit} of {n} rows to fit on and {n - n_fit} to "
+                     f"evaluate: expected at least 2 in each part")
+        perm = np.random.default_rng(seed).permutation(n)
+        fit_data, test_data = _slice(test_in, np.sort(perm[:n_fit])), _slice(test_in, np.sort(perm[n_fit:]))
+        split = {"kind": "holdout", "fit_fraction": holdout, "n_fit": n_fit, "n_test": n - n_fit, "seed": seed}
+
+    labels, probs, w = test_data
+    K = test_in.n_classes
+    if probs.ndim == 1 and mode not in (None, "binary"):
+        raise CalibcliError(f"--mode {mode} needs one probability column per class, but the input has a single "
+                            f"probability column: use --mode binary, or pass --prob-cols for every class")
+    eval_mode = mode or (default_mode(K) if probs.ndim == 2 else "binary")
+    common = dict(mode=eval_mode, class_names=list(test_in.class_names), ece_n_bins=ece_n_bins,
+                  ece_strategy=ece_strategy, n_boot=n_boot, alpha=alpha, seed=seed, discrete=discrete)
+
+    rows = [{"method": "uncalibrated", **evaluate_predictions(labels, probs, w, **common)}]
+    with cc.progress_bar(len(methods), "fitting and evaluating") as advance:
+        for m in methods:
+            cal, fit_mode = fit_arrays(m, *fit_data, mode=mode, options=options[m], seed=seed)
+            after = cal.predict(probs)
+            rows.append({"method": m, "fit_mode": fit_mode, "options": options[m],
+                         **evaluate_predictions(labels, after, w, **common),
+                         "params": _summary_params(cal.to_dict())})
+            advance()
+
+    doc = new_document("recalibrate evaluate", {
+        "methods": methods, "options": options, "mode": mode or "auto", "ece_n_bins": ece_n_bins,
+        "ece_strategy": ece_strategy, "edges_convention": EDGE_CONVENTION, "n_boot": n_boot, "alpha": alpha,
+        "seed": seed, "discrete": discrete, "split": split,
+        "estimators": {
+            "ece_l1_plugin": "sum_b (n_b/n) |acc_b - conf_b| (Guo et al. 2017)",
+            "ece_l2_sq_debiased_dpe": "T-Cal debiased plug-in estimate of the squared l2-ECE (can be < 0)",
+            "ece_l2_debiased_dpe": "sqrt(max(0, ece_l2_sq_debiased_dpe))",
+            "ece_l2_sq_debiased_kumar": "Kumar et al. 2019 debiased squared l2-ECE (can be < 0)",
+            "smece": "SmoothECE at its fixed-point bandwidth (Blasiok and Nakkiran 2023)",
+            "brier_score": "mean (z - y)^2 (binary problem) or mean ||P - e_c||^2 (multiclass)",
+            "log_loss": "mean -log p of the true class, clipped",
+            "test": "T-Cal adaptive test (y-bootstrap null, Bonferroni over levels) or, for predictions with at most "
+                    "sqrt(n) distinct values, the exact binomial test per value (SPEC 4.4)",
+        },
+    })
+    doc["files"].append({"input": test_in.describe(), "fit_input": inputs[0].describe() if fit_file else None,
+                         "split": split, "mode": eval_mode, "rows": rows})
+    emit(doc, as_json=as_json, output=output, render=render_evaluate)
+
+
+def render_evaluate(doc: dict, console) -> None:
+    from rich.table import Table
+
+    p = doc["parameters"]
+    for f in doc["files"]:
+        s = f["split"]
+        how = (f"fit on {s['n_fit']} rows ({100 * s['fit_fraction']:g}%, seed {s['seed']}), evaluated on {s['n_test']}"
+               if s["kind"] == "holdout" else f"fit on {s['fit_path']} ({s['n_fit']} rows), evaluated on {s['n_test']}")
+        console.print(f"calibcli recalibrate evaluate: {f['input']['path']}, mode {f['mode']}; {how}; "
+                      f"errors on {p['ece_n_bins']} {p['ece_strategy']} bins")
+        table = Table()
+        multi = "brier_score_multiclass" in f["rows"][0]["metrics"]
+        brier, ll = ("brier_score_multiclass", "log_loss_multiclass") if multi else ("brier_score", "log_loss")
+        for col in ("method", "ece_l1_plugin", "ece_l2_sq_debiased_dpe (sqrt)", "smece", brier, ll, "test",
+                    "p-value", f"reject at {p['alpha']:g}"):
+            table.add_column(col, justify="left" if col in ("method", "test") else "right")
+        for r in f["rows"]:
+            m = r["metrics"]
+            sq = m["ece_l2_sq_debiased_dpe"]["estimate"]
+            t = r["test"]
+            table.add_row(r["method"], fmt_number(m["ece_l1_plugin"]["estimate"]),
+                          f"{fmt_number(sq)} ({fmt_number(m['ece_l2_debiased_dpe']['estimate'])})",
+                          fmt_number(m["smece"]["estimate"]), fmt_number(m[brier]["estimate"]),
+                          fmt_number(m[ll]["estimate"]), t["test"], fmt_number(t["p_value"]),
+                          "yes" if t["reject"] else "no")
+        console.print(table)
+        notes = [f"T-Cal: {p['n_boot']} y-bootstrap resamples; binomial: exact test per distinct value (Bonferroni)"]
+        if f["mode"] == "marginal":
+            notes.append("marginal: errors aggregate over classes; marginal recalibrations renormalise each row")
+        console.print("; ".join(notes))
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def register(app: typer.Typer) -> None:
+    sub = typer.Typer(help="Fit, save, apply and evaluate recalibration maps (SPEC 5).", no_args_is_help=True,
+                      add_completion=False, pretty_exceptions_enable=False)
+    sub.command("fit")(cc.command(fit))
+    sub.command("apply")(cc.command(apply))
+    sub.command("evaluate")(cc.command(evaluate))
+    app.add_typer(sub, name="recalibrate")
