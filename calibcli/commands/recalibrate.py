@@ -48,23 +48,23 @@ Methods = Annotated[
                  show_default=False),
 ]
 CalibratorBins = Annotated[
-    Optional[int], typer.Option("--n-bins", help="histogram, scaling-binning: number of bins of the calibrator [default: 15].")
+    Optional[int], typer.Option("--n-bins", help="histogram, scaling-binning: number of bins of the calibrator (default 15).")
 ]
 CalibratorStrategy = Annotated[
-    Optional[str], typer.Option("--strategy", help="histogram: uniform (equal width) or quantile (equal mass) bins [default: uniform].")
+    Optional[str], typer.Option("--strategy", help="histogram: uniform (equal width) or quantile (equal mass) bins (default uniform).")
 ]
-Degree = Annotated[Optional[int], typer.Option("--degree", help="polynomial: degree of the least-squares polynomial [default: 3].")]
+Degree = Annotated[Optional[int], typer.Option("--degree", help="polynomial: degree of the least-squares polynomial (default 3).")]
 Interpolation = Annotated[
     Optional[str],
-    typer.Option("--interpolation", help="isotonic: step (the fitted step function) or linear (between calibration scores) [default: step]."),
+    typer.Option("--interpolation", help="isotonic: step (the fitted step function) or linear (between calibration scores) (default step)."),
 ]
 Clip = Annotated[
     Optional[float],
-    typer.Option("--clip", help="platt, beta, scaling-binning, temperature: clip predictions to [clip, 1 - clip] before logits/logs [default: 1e-12]."),
+    typer.Option("--clip", help="platt, beta, scaling-binning, temperature: clip predictions to the interval from clip to 1 - clip before logits or logs (default 1e-12)."),
 ]
 Monotone = Annotated[
     Optional[bool],
-    typer.Option("--monotone/--no-monotone", help="beta: keep the map non-decreasing by fixing a negative coefficient at 0 (betacal) [default: no]."),
+    typer.Option("--monotone/--no-monotone", help="beta: keep the map non-decreasing by fixing a negative coefficient at 0 (betacal) (default no)."),
 ]
 CalibratorOutput = Annotated[
     str, typer.Option("--output", "-o", help="Calibrator file to write (JSON, atomically).", show_default=False)
@@ -266,6 +266,11 @@ def fit(
         entry["renormalised"] = "rows of the per-class outputs are divided by their sum"
     doc["files"].append(entry)
     write_atomic(output, text + "\n")
+    clipped = [i.get("n_clipped", 0) for i in (entry["fit_info"] if isinstance(entry["fit_info"], list)
+                                               else [entry["fit_info"]])]
+    if any(clipped):
+        cc.warn(f"{max(clipped)} of {loaded.n_rows} predictions lay outside [clip, 1 - clip] and were clipped before "
+                f"taking logits (clip {options.get('clip', options.get('eps', 1e-12)):g}); the fit depends on --clip")
     emit(doc, as_json=as_json, output=report, render=render_fit)
 
 
@@ -677,7 +682,7 @@ def evaluate(
     ece_strategy: EceStrategy = "uniform",
     n_boot: TestBoot = 1000,
     discrete: Discrete = "auto",
-    alpha: cc.Alpha = 0.05,
+    alpha: Annotated[float, typer.Option("--alpha", help="Level of the calibration tests (T-Cal, binomial).")] = 0.05,
     seed: cc.Seed = 0,
     as_json: cc.Json = False,
     output: cc.Output = None,
