@@ -304,3 +304,33 @@ def test_installed_command_runs_as_a_subprocess(tmp_path):
                        capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
     assert r.returncode == 0, r.stderr
     assert json.loads(cal.read_text())["method"] == "beta"
+
+
+def test_apply_invalid_rows_fail_or_are_dropped(tmp_path):
+    cal = tmp_path / "p.json"
+    ok("recalibrate", "fit", BINARY, "--method", "platt", "-o", cal)
+    df = pd.read_csv(BINARY)
+    df.loc[3, "prob"] = np.nan
+    df.loc[7, "prob"] = 1.5
+    src = tmp_path / "bad_rows.csv"
+    df.to_csv(src, index=False)
+    out = tmp_path / "o.csv"
+    r = run("recalibrate", "apply", cal, src, "-o", out)
+    assert r.exit_code == 2
+    assert r.stderr == (f"Error: {src}: row 4, column prob: probabilities nan are not valid (finite, within [0, 1], "
+                        f"summing to 1 per row); 2 such row(s): fix the file or pass --drop-invalid to leave them out "
+                        f"of the output\n")
+    assert not out.exists()
+    rep = json.loads(ok("recalibrate", "apply", cal, src, "-o", out, "--drop-invalid", "--json").stdout)
+    assert rep["files"][0]["input"]["rows_dropped"] == 2 and rep["files"][0]["output"]["rows"] == 567
+    assert len(pd.read_csv(out)) == 567
+
+
+def test_evaluate_with_weights_warns_that_the_binomial_test_ignores_them(tmp_path):
+    weighted = tmp_path / "w.csv"
+    pd.read_csv(BINARY).assign(w=np.arange(569) % 3 + 1.0).to_csv(weighted, index=False)
+    r = ok("recalibrate", "evaluate", weighted, "--weight-col", "w", "--method", "histogram", "--holdout", "0.5",
+           "--n-boot", "19", "--json")
+    assert r.stderr == "Warning: the binomial test counts rows and ignores the sample weights (SPEC 4.4)\n"
+    rows = json.loads(r.stdout)["files"][0]["rows"]
+    assert rows[1]["test"]["weights_ignored"] is True and rows[0]["test"]["per_problem"][0]["weighted"] is True

@@ -498,6 +498,23 @@ def _read_prob_columns(path: str, doc: dict, *, prob_col, prob_cols, input_forma
     return table, fmt, layout, columns, probs
 
 
+def _invalid_probability_rows(probs: np.ndarray) -> np.ndarray:
+    """Rows that are not probabilities: non-finite, outside [0, 1], or (K columns) not summing to 1."""
+    from calibcli.validation import ROW_SUM_TOLERANCE
+
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(probs) | (probs < 0) | (probs > 1)
+        if probs.ndim == 1:
+            return bad
+        return bad.any(axis=1) | (np.abs(probs.sum(axis=1) - 1.0) > ROW_SUM_TOLERANCE)
+
+
+def _fmt_row(v) -> str:
+    a = np.atleast_1d(np.asarray(v, dtype=np.float64))
+    body = ", ".join(f"{x:.6g}" for x in a[:6])
+    return body if a.size == 1 else f"[{body}{', ...' if a.size > 6 else ''}]"
+
+
 def _serialise(table, fmt: str, path: str) -> bytes:
     """The table in ``fmt`` as bytes (gzip for a text format when ``path`` ends in .gz)."""
     import pyarrow as pa
@@ -542,6 +559,9 @@ def apply(
     prob_col: cc.ProbCol = None,
     prob_cols: cc.ProbCols = None,
     input_format: cc.InputFormat = None,
+    drop_invalid: Annotated[bool, typer.Option(
+        "--drop-invalid", help="Drop rows whose probabilities are invalid (NaN, outside [0, 1], not summing to 1) "
+        "from the output instead of failing; the report counts them.")] = False,
     as_json: cc.Json = False,
     report: ReportOutput = None,
 ) -> None:
@@ -549,13 +569,24 @@ def apply(
     import pyarrow as pa
 
     from calibcli.io import detect_format
-    from calibcli.validation import check_probabilities
 
     doc, cal = load_calibrator(calibrator)
     table, in_fmt, layout, columns, probs = _read_prob_columns(file, doc, prob_col=prob_col, prob_cols=prob_cols,
                                                                input_format=input_format)
     display = "<stdin>" if file == "-" else file
-    check_probabilities(probs, name="probability" if probs.ndim == 1 else "class probabilities", where=display)
+    bad = _invalid_probability_rows(probs)
+    n_dropped = int(bad.sum())
+    if n_dropped:
+        row = int(np.flatnonzero(bad)[0])
+        if not drop_invalid:
+            raise CalibcliError(
+                f"{display}: row {row + 1}, column {', '.join(columns)}: probabilities {_fmt_row(probs[row])} are not "
+                f"valid (finite, within [0, 1], summing to 1 per row); {n_dropped} such row(s): fix the file or pass "
+                f"--drop-invalid to leave them out of the output")
+        keep = ~bad
+        table, probs = table.filter(pa.array(keep)), probs[keep]
+        if len(probs) == 0:
+            raise CalibcliError(f"{display}: every row has invalid probabilities: nothing to recalibrate")
     out = cal.predict(probs)
     try:
         out_fmt = detect_format(output, None)
@@ -574,7 +605,8 @@ def apply(
 
     rep = new_document("recalibrate apply", {"calibrator": calibrator, "method": doc["method"], "mode": doc["mode"]})
     rep["files"].append({
-        "input": {"path": display, "format": in_fmt, "rows": table.num_rows, "columns": columns},
+        "input": {"path": display, "format": in_fmt, "rows": table.num_rows + n_dropped, "rows_dropped": n_dropped,
+                  "columns": columns},
         "output": {"path": output, "format": out_fmt, "rows": table.num_rows},
         "method": doc["method"],
         "mode": doc["mode"],
@@ -591,9 +623,10 @@ def apply(
 def render_apply(doc: dict, console) -> None:
     for f in doc["files"]:
         i, o = f["input"], f["output"]
+        dropped = f" ({i['rows_dropped']} rows with invalid probabilities left out)" if i["rows_dropped"] else ""
         console.print(
-            f"calibcli recalibrate apply: {f['method']} ({f['mode']}) on {i['path']}: {i['rows']} rows, columns "
-            f"{', '.join(i['columns'])} recalibrated; written to {o['path']} ({o['format']})")
+            f"calibcli recalibrate apply: {f['method']} ({f['mode']}) on {i['path']}: {o['rows']} rows{dropped}, "
+            f"columns {', '.join(i['columns'])} recalibrated; written to {o['path']} ({o['format']})")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -758,6 +791,8 @@ def evaluate(
                     "sqrt(n) distinct values, the exact binomial test per value (SPEC 4.4)",
         },
     })
+    if any(r["test"]["weights_ignored"] for r in rows):
+        cc.warn("the binomial test counts rows and ignores the sample weights (SPEC 4.4)")
     doc["files"].append({"input": test_in.describe(), "fit_input": inputs[0].describe() if fit_file else None,
                          "split": split, "mode": eval_mode, "rows": rows})
     emit(doc, as_json=as_json, output=output, render=render_evaluate)
