@@ -1,0 +1,775 @@
+"""T-Cal: a test of perfect calibration (SPEC section 4; seed 004).
+
+Lee, Huang, Hassani, Dobriban, *T-Cal: An optimal test for the calibration of predictive
+models* (JMLR 2023). Reference implementation: https://github.com/dh7401/T-Cal.
+
+What is here
+- :func:`tcal_statistic`: the debiased plug-in estimate ``T_m`` of the squared l2-ECE (SPEC 4.1,
+  the paper's eq. 6). Binary / top-label data use the scalar residual ``U = y - z`` with ``m``
+  equal-width bins; canonical data (K > 2 columns) use the residual vectors ``U = e_c - P`` and the
+  equal-volume simplex partition of SPEC 4.3 (:func:`simplex_bin_keys`). The paper writes the binary
+  case with K = 2 vectors, so its ``T^d`` is twice the scalar ``T_m``; its constants are halved here.
+- :func:`tcal_test`: the adaptive test (Algorithm 2: levels ``b = 1..L`` with ``m = 2^b`` bins per
+  axis) or the single-scale test of Algorithm 1 for a known Holder smoothness ``s``
+  (``m* = floor(n^(2/(4s+K-1)))``), with three null distributions (``y-bootstrap``,
+  ``consistency``, ``chebyshev``) and two ways to combine levels (``bonferroni``, ``min-p``).
+- :func:`binomial_test`: the exact binomial test for predictors with few distinct values
+  (the paper's appendix 8.2.4, SPEC 4.4), and the rule :func:`discreteness` that chooses it.
+
+How the resampling is organised (binary, ``y-bootstrap``; the default and the fast path)
+The predictions are sorted once. At every level the equal-width bins are contiguous runs of the
+sorted order, so a bin's sum of resampled residuals is the difference of two prefix sums. For a
+chunk of resamples we draw ``y* ~ Bernoulli(z)`` for all points, form the centred residuals
+``D = y* - z`` and the prefix sums of ``w D`` and ``w^2 D (1 - 2z)``; since
+``(y - z)^2 = z(1 - z) + (y - z)(1 - 2z)``, every bin's ``sum w U`` and ``sum w^2 U^2`` follow from
+two gathers at its run boundaries (the ``z(1 - z)`` part is computed once). A bin holding one point
+contributes exactly 0 to ``T_m`` for every draw, so only bins with at least two points are gathered;
+the cost of a level is O(R x those bins). All levels and both combination rules use the same draws.
+The observed statistic goes through the same arithmetic as the resampled ones.
+
+Monte Carlo p-values are ``(1 + #{T* >= T}) / (R + 1)`` (seed 004, 8.3.3). Resampled statistics
+within a relative ``1e-7`` of the largest absolute value at that level count as ties (as
+``scipy.stats.permutation_test`` does): this absorbs floating-point noise between draws whose bins
+hold identical data, is a symmetric rule over the R + 1 statistics, and so keeps the y-bootstrap
+p-value exact (it can only make it larger).
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from calibcli.binning import uniform_bin_index
+from calibcli.errors import CalibcliError
+from calibcli.validation import check_binary, check_multiclass, check_option
+
+NULLS = ("y-bootstrap", "consistency", "chebyshev")
+COMBINES = ("bonferroni", "min-p")
+
+STATISTIC_NAME = "T_m: debiased plug-in estimate of the squared l2-ECE (T-Cal DPE, SPEC 4.1)"
+
+#: Resampled statistics within this relative distance of each other count as ties.
+TIE_RTOL = 1e-7
+
+#: Memory budget (bytes) for one chunk of resamples; fixes the chunking, hence the random stream.
+_CHUNK_BYTES = 4 * 2**20
+
+#: Worker threads for chunks of resamples (NumPy releases the GIL in the heavy calls).
+_N_THREADS = 2
+
+#: Canonical mode: warn when the minimax detectable l2-ECE for Lipschitz (s = 1) miscalibration,
+#: ``n^(-2/(K+3))``, exceeds this.
+HOPELESS_RATE = 0.1
+
+#: Discrete predictors (SPEC 4.4): ``--discrete auto`` uses the binomial test when the number of
+#: distinct prediction values t satisfies ``t <= sqrt(n)``.
+DISCRETE_RULE = "t <= sqrt(n): at most sqrt(n) distinct prediction values (on average >= sqrt(n) predictions per value)"
+
+# Contraction towards a fixed interior point before simplex binning (see simplex_bin_keys).
+_SIMPLEX_EPS = 2.0**-40
+
+
+# ----------------------------------------------------------------------------------------------
+# Results
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TcalLevel:
+    """One scale of the test.
+
+    ``level`` is ``b`` (``m = 2^b`` in the adaptive test; 1 for the single-scale test), ``n_bins``
+    the bins per axis ``m``, ``n_cells`` the number of cells of the partition (``m^(K-1)``),
+    ``n_nonempty`` the cells holding data, ``statistic`` ``T_m``, ``critical_value`` the value of
+    ``T_m`` beyond which this level rejects at ``per_level_alpha`` (``None`` when the level cannot
+    reject with this many resamples), ``p_value`` the per-level p-value, ``reject`` the per-level
+    decision at ``per_level_alpha``.
+    """
+
+    level: int
+    n_bins: int
+    n_cells: int
+    n_nonempty: int
+    statistic: float
+    critical_value: float | None
+    p_value: float
+    reject: bool
+
+
+@dataclass(frozen=True)
+class TcalResult:
+    """Outcome of :func:`tcal_test`.
+
+    ``reject`` is the decision at ``alpha``; ``p_value`` the combined p-value (``bonferroni``:
+    ``min(1, L min_b p_b)``; ``min-p``: the Monte Carlo p-value of ``min_b p_b``). ``levels`` holds
+    the per-level table. ``per_level_alpha`` is the level each scale was tested at (``alpha / L``
+    for ``bonferroni``, the calibrated threshold for ``min-p``). ``exact`` says whether the
+    p-value is exact in finite samples (``y-bootstrap``) rather than approximate (``consistency``)
+    or conservative (``chebyshev``). ``warnings`` are sentences for the user.
+    """
+
+    reject: bool
+    p_value: float
+    alpha: float
+    null: str
+    combine: str
+    adaptive: bool
+    smoothness: float | None
+    mode: str
+    n_classes: int
+    n: int
+    n_boot: int
+    n_levels: int
+    per_level_alpha: float
+    exact: bool
+    weighted: bool
+    statistic_name: str
+    levels: tuple[TcalLevel, ...]
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BinomialRow:
+    """One distinct prediction value ``value`` with ``n`` predictions, ``positives`` of them positive."""
+
+    value: float
+    n: int
+    positives: int
+    observed_rate: float
+    p_value: float
+    reject: bool
+
+
+@dataclass(frozen=True)
+class BinomialTestResult:
+    """Exact binomial test per distinct value, Bonferroni over the ``n_values`` values (SPEC 4.4)."""
+
+    reject: bool
+    p_value: float
+    alpha: float
+    n: int
+    n_values: int
+    per_value_alpha: float
+    method: str
+    rows: tuple[BinomialRow, ...]
+
+
+@dataclass(frozen=True)
+class DiscreteCheck:
+    """Whether ``--discrete auto`` treats the predictor as discrete, and why."""
+
+    discrete: bool
+    n_distinct: int
+    n: int
+    threshold: float
+    rule: str
+
+
+# ----------------------------------------------------------------------------------------------
+# Scales
+# ----------------------------------------------------------------------------------------------
+
+
+def n_levels(n: int, n_classes: int = 2) -> int:
+    """``L = ceil((2/(K-1)) log2(n / sqrt(ln n)))`` levels of the adaptive test (SPEC 4.2), at least 1."""
+    if n < 3:
+        return 1
+    value = (2.0 / (n_classes - 1)) * math.log2(n / math.sqrt(math.log(n)))
+    return max(1, math.ceil(value - 1e-12))
+
+
+def optimal_n_bins(n: int, smoothness: float, n_classes: int = 2) -> int:
+    """``m* = floor(n^(2/(4s+K-1)))`` bins per axis for Holder smoothness ``s`` (Theorem 3.1), at least 1."""
+    return max(1, math.floor(n ** (2.0 / (4.0 * smoothness + n_classes - 1)) + 1e-9))
+
+
+def chebyshev_constant(n: int, n_bins: int, n_classes: int = 2, *, scalar: bool = True) -> float:
+    """``C`` with critical value ``C / sqrt(alpha)`` of Theorem 3.1.
+
+    The paper's critical value is ``sqrt(2 K^2 / alpha) min(m^((K-1)/2) / n, m^(-(K-1)/2))`` for its
+    vector statistic; the scalar binary statistic is half of it, so ``scalar=True`` halves it
+    (SPEC 4.1).
+    """
+    K = n_classes
+    half = (K - 1) / 2.0
+    scale = min(n_bins**half / n, n_bins ** (-half))
+    c = math.sqrt(2.0 * K * K) * scale
+    return 0.5 * c if scalar else c
+
+
+# ----------------------------------------------------------------------------------------------
+# Equal-volume simplex partition (SPEC 4.3)
+# ----------------------------------------------------------------------------------------------
+
+
+def _interior_point(K: int) -> np.ndarray:
+    weights = 1.0 + ((np.arange(1, K + 1) * 0.6180339887498949) % 1.0)
+    return weights / weights.sum()
+
+
+def simplex_bin_keys(P, n_bins: int) -> np.ndarray:
+    """Cell of every row of ``P`` in the equal-volume partition of the simplex (SPEC 4.3).
+
+    ``x = m z``; cube cell ``i_k = min(floor(x_k), m - 1)``; fractional part ``w = x - i``; the
+    permutation sorting the partial sums ``v_j = (w_1 + ... + w_j) mod 1`` (j = 1..K-1) names the
+    unit simplex of Stanley's triangulation of the hypersimplex slice. These cells are the alcoves
+    ``floor(m (z_1 + ... + z_j))``-type regions: ``m^(K-1)`` simplices of equal volume and diameter
+    O(1/m) (seed 004, appendix 8.2.3), nested when ``m`` doubles.
+
+    Rows are first moved by ``2^-40`` towards a fixed interior point with irrational-looking
+    coordinates, so that rows lying on a cell face (hard 0/1 probabilities, values such as 1/2)
+    land in one well-defined cell inside the simplex; rows are also renormalised to sum to 1.
+
+    Returns an int64 array of shape ``(n, 2 (K-1))``: the cube cell of the first ``K - 1``
+    coordinates and the permutation. Two rows share a cell exactly when their keys are equal.
+    """
+    P = np.asarray(P, dtype=np.float64)
+    check_option(P.ndim == 2 and P.shape[1] >= 2, f"simplex binning needs an (n, K) array with K >= 2, got shape {P.shape}")
+    check_option(n_bins >= 1, f"simplex binning needs m >= 1 bins per axis, got {n_bins}")
+    K = P.shape[1]
+    Z = P / P.sum(axis=1, keepdims=True)
+    Z = (1.0 - _SIMPLEX_EPS) * Z + _SIMPLEX_EPS * _interior_point(K)
+    x = Z[:, : K - 1] * n_bins
+    cell = np.minimum(np.floor(x), n_bins - 1)
+    w = x - cell
+    v = np.cumsum(w, axis=1) % 1.0
+    perm = np.argsort(v, axis=1, kind="stable")
+    return np.concatenate([cell.astype(np.int64), perm.astype(np.int64)], axis=1)
+
+
+def simplex_bin_index(P, n_bins: int) -> np.ndarray:
+    """Dense cell ids ``0..G-1`` of the rows of ``P`` (G = non-empty cells), from :func:`simplex_bin_keys`."""
+    keys = simplex_bin_keys(P, n_bins)
+    _, inverse = np.unique(keys, axis=0, return_inverse=True)
+    return inverse.reshape(-1).astype(np.int64)
+
+
+# ----------------------------------------------------------------------------------------------
+# Engines: statistics of the observed data and of resamples, for a list of partitions
+# ----------------------------------------------------------------------------------------------
+
+
+class _SortedScalarEngine:
+    """Binary / top-label data under the y-bootstrap: prefix sums over the z-sorted order."""
+
+    def __init__(self, z: np.ndarray, y: np.ndarray, w: np.ndarray | None, n_bins_list: list[int]):
+        order = np.argsort(z, kind="stable")
+        self.z = z[order]
+        self.y = y[order]
+        self.w = None if w is None else w[order]
+        self.n = len(z)
+        self.total_weight = float(self.n if w is None else w.sum())
+        zs = self.z
+        w2 = np.ones_like(zs) if self.w is None else self.w**2
+        self.coef2 = w2 * (1.0 - 2.0 * zs)  # multiplies D = y - z in the centred square term
+        det_sq = np.concatenate([[0.0], np.cumsum(w2 * zs * (1.0 - zs))])
+        wsum = np.concatenate([[0.0], np.cumsum(np.ones_like(zs) if self.w is None else self.w)])
+        self.nonempty: list[int] = []
+        self.level_of: list[int] = []  # index into self.parts for each requested level
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        previous_runs = -1
+        for m in n_bins_list:
+            idx = uniform_bin_index(zs, m)
+            starts = np.concatenate([[0], np.flatnonzero(np.diff(idx)) + 1])
+            ends = np.concatenate([starts[1:], [self.n]])
+            self.nonempty.append(len(starts))
+            if len(starts) == previous_runs:  # nested dyadic partitions: same count means same partition
+                self.level_of.append(len(self.parts) - 1)
+                continue
+            previous_runs = len(starts)
+            keep = (ends - starts) >= 2
+            s, e = starts[keep], ends[keep]
+            self.parts.append((s, e, 1.0 / (wsum[e] - wsum[s]), det_sq[e] - det_sq[s]))
+            self.level_of.append(len(self.parts) - 1)
+        # sum_b (sum_{i in b} w_i^2 z_i (1 - z_i)) / W_b: the fixed part of the debiasing term
+        self.const = np.array([float(det @ inv) for (_, _, inv, det) in self.parts])
+
+    def _stats_from_residuals(self, D: np.ndarray) -> np.ndarray:
+        """``T_m`` for every row of centred residuals ``D = y - z`` (rows x n) and every distinct partition.
+
+        The two prefix sums are carried as the real and imaginary parts of one complex array: one
+        cumulative sum and one gather per boundary instead of two (about twice as fast).
+        """
+        rows = D.shape[0]
+        C = np.empty((rows, self.n + 1), dtype=np.complex128)
+        C[:, 0] = 0.0
+        body = C[:, 1:]
+        if self.w is None:
+            body.real = D
+        else:
+            np.multiply(D, self.w, out=body.real)
+        np.multiply(D, self.coef2, out=body.imag)
+        np.cumsum(body, axis=1, out=body)
+        out = np.zeros((rows, len(self.parts)))
+        for j, (s, e, inv_w, det) in enumerate(self.parts):
+            if len(s) == 0:
+                continue
+            S = np.take(C, e, axis=1)
+            S -= np.take(C, s, axis=1)
+            S1 = S.real
+            contrib = S1 * S1
+            contrib -= S.imag
+            out[:, j] = np.einsum("rb,b->r", contrib, inv_w)
+        out -= self.const
+        out /= self.total_weight
+        return out
+
+    def observed(self) -> np.ndarray:
+        D = (self.y - self.z)[None, :].astype(np.float64)
+        return self._stats_from_residuals(D)[0]
+
+    def resampled(self, rng: np.random.Generator, rows: int, null: str) -> np.ndarray:
+        D = rng.random((rows, self.n))
+        below = D < self.z
+        np.subtract(below, self.z, out=D)
+        return self._stats_from_residuals(D)
+
+    def chunk_rows(self) -> int:
+        return max(1, _CHUNK_BYTES // (24 * self.n))
+
+
+class _GroupVectorEngine:
+    """Residual vectors ``e_c - P`` grouped by cell ids: canonical data, and the consistency null.
+
+    Binary data go through here with ``P = [1 - z, z]`` and ``scale = 1/2`` (the scalar statistic is
+    half the K = 2 vector one).
+    """
+
+    def __init__(self, P: np.ndarray, c: np.ndarray, w: np.ndarray | None, groups: list[np.ndarray], scale: float):
+        self.P = P
+        self.c = c
+        self.w = w
+        self.n, self.K = P.shape
+        self.scale = scale
+        self.total_weight = float(self.n if w is None else w.sum())
+        self.cumP = np.cumsum(P, axis=1)[:, :-1]
+        self.sqnorm = np.einsum("ij,ij->i", P, P)
+        self.nonempty: list[int] = []
+        self.level_of: list[int] = []
+        self.parts: list[np.ndarray] = []
+        for g in groups:
+            G = int(g.max()) + 1
+            self.nonempty.append(G)
+            if self.parts and G == int(self.parts[-1].max()) + 1 and np.array_equal(g, self.parts[-1]):
+                self.level_of.append(len(self.parts) - 1)
+                continue
+            self.parts.append(g)
+            self.level_of.append(len(self.parts) - 1)
+
+    def _draw_classes(self, rng: np.random.Generator, cumP: np.ndarray, rows: int) -> np.ndarray:
+        """``c* ~ Categorical(P)``: the number of cumulative probabilities at or below a uniform draw."""
+        u = rng.random((rows, self.n))
+        cls = np.zeros(u.shape, dtype=np.int64)
+        for k in range(self.K - 1):  # a loop over classes, not rows
+            cls += u >= cumP[..., k]
+        return cls
+
+    def _stats(self, J: np.ndarray | None, cls: np.ndarray) -> np.ndarray:
+        """``T`` for every row: ``J`` (rows x n) resampled point indices or None, ``cls`` drawn classes."""
+        rows = cls.shape[0]
+        out = np.zeros((rows, len(self.parts)))
+        pts = np.arange(self.n) if J is None else J
+        P_c = self.P[pts, cls]
+        w = np.ones(self.n) if self.w is None else self.w
+        wp = w[pts] if J is not None else np.broadcast_to(w, cls.shape)
+        sq_term = (wp * wp) * (1.0 - 2.0 * P_c + self.sqnorm[pts])
+        row_off = np.arange(rows)[:, None]
+        for j, g in enumerate(self.parts):
+            G = int(g.max()) + 1
+            if J is None:
+                counts = np.bincount(g, minlength=G)
+                sel = counts[g] >= 2
+                if not sel.any():
+                    continue
+                gs = g[sel]
+                cells, gs = np.unique(gs, return_inverse=True)
+                Gs = len(cells)
+                key = (row_off * Gs + gs[None, :]).ravel()
+                cls_s = cls[:, sel].ravel()
+                w_s = np.broadcast_to(w[sel], (rows, int(sel.sum()))).ravel()
+                wsum = np.bincount(gs, weights=w[sel], minlength=Gs)
+                ws_P = np.stack([np.bincount(gs, weights=w[sel] * self.P[sel, k], minlength=Gs) for k in range(self.K)], axis=1)
+                cnt = np.bincount(key * self.K + cls_s, weights=w_s, minlength=rows * Gs * self.K).reshape(rows, Gs, self.K)
+                S1 = cnt - ws_P[None, :, :]
+                S2 = np.bincount(key, weights=sq_term[:, sel].ravel(), minlength=rows * Gs).reshape(rows, Gs)
+                val = (np.einsum("rgk,rgk->rg", S1, S1) - S2) @ (1.0 / wsum)
+            else:
+                gj = g[J]
+                key = (row_off * G + gj).ravel()
+                num = np.bincount(key, minlength=rows * G).reshape(rows, G)
+                Pk = np.stack([np.bincount(key, weights=self.P[J, k].ravel(), minlength=rows * G) for k in range(self.K)], axis=1)
+                cnt = np.bincount(key * self.K + cls.ravel(), minlength=rows * G * self.K).astype(np.float64)
+                S1 = (cnt - Pk.ravel()).reshape(rows, G, self.K)
+                S2 = np.bincount(key, weights=sq_term.ravel(), minlength=rows * G).reshape(rows, G)
+                contrib = np.einsum("rgk,rgk->rg", S1, S1) - S2
+                contrib = np.where(num >= 2, contrib / np.maximum(num, 1), 0.0)
+                val = contrib.sum(axis=1)
+            out[:, j] = self.scale * val / self.total_weight
+        return out
+
+    def observed(self) -> np.ndarray:
+        return self._stats(None, self.c[None, :])[0]
+
+    def resampled(self, rng: np.random.Generator, rows: int, null: str) -> np.ndarray:
+        if null == "consistency":
+            J = rng.integers(0, self.n, size=(rows, self.n))
+            cls = self._draw_classes(rng, self.cumP[J], rows)
+            return self._stats(J, cls)
+        cls = self._draw_classes(rng, self.cumP, rows)
+        return self._stats(None, cls)
+
+    def chunk_rows(self) -> int:
+        return max(1, _CHUNK_BYTES // (8 * self.n * (self.K + 6)))
+
+
+def _resample_all(engine, rng: np.random.Generator, n_boot: int, null: str) -> np.ndarray:
+    """``n_boot`` resampled statistics per distinct partition, chunk by chunk (seeded per chunk)."""
+    rows = min(engine.chunk_rows(), n_boot)
+    sizes = [rows] * (n_boot // rows) + ([n_boot % rows] if n_boot % rows else [])
+    seeds = rng.integers(0, 2**63 - 1, size=len(sizes))
+
+    def run(i: int) -> np.ndarray:
+        return engine.resampled(np.random.default_rng(int(seeds[i])), sizes[i], null)
+
+    if len(sizes) > 1 and _N_THREADS > 1:
+        with ThreadPoolExecutor(max_workers=_N_THREADS) as pool:
+            parts = list(pool.map(run, range(len(sizes))))
+    else:
+        parts = [run(i) for i in range(len(sizes))]
+    return np.concatenate(parts, axis=0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Public API
+# ----------------------------------------------------------------------------------------------
+
+
+def _prepare(y_true, y_prob, sample_weight):
+    """Validate; return (mode, K, y or c, z or P, w or None, weighted)."""
+    arr = np.asarray(y_prob)
+    if arr.ndim == 2 and arr.shape[1] == 2:
+        c, P, w = check_multiclass(y_true, arr, sample_weight)
+        y, z = c, P[:, 1].copy()
+        mode, K = "binary", 2
+        data = (y, z)
+    elif arr.ndim == 2:
+        c, P, w = check_multiclass(y_true, arr, sample_weight)
+        mode, K = "canonical", P.shape[1]
+        data = (c, P)
+    else:
+        y, z, w = check_binary(y_true, arr, sample_weight)
+        mode, K = "binary", 2
+        data = (y, z)
+    weighted = sample_weight is not None and not np.all(w == w[0])
+    labels, probs = data
+    if weighted:
+        keep = w > 0  # rows of weight 0 contribute nothing
+        labels, probs, w = labels[keep], probs[keep], w[keep]
+    else:
+        w = None  # constant weights change nothing: T_m is invariant to a common factor
+    return mode, K, labels, probs, w, weighted
+
+
+def _make_engine(mode: str, K: int, labels, probs, w, n_bins_list: list[int], null: str):
+    if mode == "binary" and null != "consistency":
+        return _SortedScalarEngine(probs, labels.astype(np.float64), w, n_bins_list)
+    if mode == "binary":
+        P = np.stack([1.0 - probs, probs], axis=1)
+        groups = [uniform_bin_index(probs, m) for m in n_bins_list]
+        groups = [np.unique(g, return_inverse=True)[1].reshape(-1) for g in groups]
+        return _GroupVectorEngine(P, labels, w, groups, scale=0.5)
+    P = probs / probs.sum(axis=1, keepdims=True)
+    groups = [simplex_bin_index(P, m) for m in n_bins_list]
+    return _GroupVectorEngine(P, labels, w, groups, scale=1.0)
+
+
+def tcal_statistic(y_true, y_prob, *, n_bins: int, sample_weight=None) -> float:
+    """The debiased plug-in statistic ``T_m`` of SPEC 4.1 with ``n_bins`` = m bins per axis.
+
+    Binary (1-D ``y_prob``, or two columns): ``(1/n) sum_b (1/n_b) [(sum_b U)^2 - sum_b U^2]`` with
+    ``U = y - z`` and equal-width bins. Canonical (K > 2 columns): the same with ``U = e_c - P``,
+    squared norms, and the simplex partition of SPEC 4.3. With weights, ``n`` and ``n_b`` become
+    sums of weights and the debiasing term ``sum w^2 U^2``. It estimates the squared l2-ECE (it can
+    be negative).
+    """
+    check_option(int(n_bins) >= 1, f"n_bins is {n_bins}: expected at least 1 bin per axis")
+    mode, K, labels, probs, w, _ = _prepare(y_true, y_prob, sample_weight)
+    engine = _make_engine(mode, K, labels, probs, w, [int(n_bins)], "y-bootstrap")
+    return float(engine.observed()[engine.level_of[0]])
+
+
+def _tie_tolerance(values: np.ndarray) -> np.ndarray:
+    """Per-level tolerance: ``TIE_RTOL`` times the largest absolute statistic over all R + 1 values."""
+    return TIE_RTOL * np.max(np.abs(values), axis=0)
+
+
+def _exceed_counts(all_stats: np.ndarray) -> np.ndarray:
+    """``c[j, l] = #{i : T[i, l] >= T[j, l] - tol_l}`` over the R + 1 rows (observed first)."""
+    tol = _tie_tolerance(all_stats)
+    total = all_stats.shape[0]
+    counts = np.empty(all_stats.shape, dtype=np.int64)
+    for l in range(all_stats.shape[1]):  # loop over levels (at most ~40), not resamples
+        ordered = np.sort(all_stats[:, l])
+        counts[:, l] = total - np.searchsorted(ordered, all_stats[:, l] - tol[l], side="left")
+    return counts
+
+
+def tcal_test(
+    y_true,
+    y_prob,
+    *,
+    sample_weight=None,
+    smoothness: float | None = None,
+    null: str = "y-bootstrap",
+    n_boot: int = 1000,
+    combine: str = "bonferroni",
+    alpha: float = 0.05,
+    rng: np.random.Generator | None = None,
+) -> TcalResult:
+    """Test the null hypothesis of perfect calibration with T-Cal (seed 004; SPEC 4.2).
+
+    Inputs: binary labels and 1-D probabilities (binary or top-label data; the caller reduces
+    top-label to binary), or integer labels and an (n, K) probability matrix (canonical mode;
+    K = 2 columns reduce to binary on column 1).
+
+    ``smoothness=None`` runs the adaptive test (Algorithm 2): levels ``b = 1..L`` with ``m = 2^b``.
+    A number ``s`` runs the single-scale test with ``m* = floor(n^(2/(4s+K-1)))`` bins per axis.
+
+    ``null``: ``y-bootstrap`` (keep z, draw ``y* ~ Bernoulli(z)``; the Monte Carlo p-value is exact),
+    ``consistency`` (z* resampled with replacement, then ``y* ~ Bernoulli(z*)``; approximate), or
+    ``chebyshev`` (no resampling; the conservative critical value of Theorem 3.1). One set of
+    ``n_boot`` resamples serves every level and both combination rules.
+
+    ``combine``: ``bonferroni`` (reject if some level has ``p_b <= alpha/L``; p-value
+    ``min(1, L min_b p_b)``) or ``min-p`` (``min_b p_b`` calibrated against its own distribution over
+    the same resamples; exact under the y-bootstrap). For ``chebyshev``, the per-level p-value is
+    the smallest level at which Theorem 3.1's test rejects: ``min(1, (C_m / T_m)^2)`` for
+    ``T_m > 0`` (its critical value is ``C_m / sqrt(alpha)``), else 1; ``min-p`` needs resamples
+    and is refused.
+
+    ``rng``: the source of all randomness (``None`` means ``numpy.random.default_rng(0)``).
+    Sample weights are supported by the y-bootstrap only (weights held fixed, labels redrawn).
+    """
+    check_option(null in NULLS, f"unknown null {null!r}: expected one of {', '.join(NULLS)}")
+    check_option(combine in COMBINES, f"unknown combine rule {combine!r}: expected one of {', '.join(COMBINES)}")
+    check_option(0.0 < alpha < 1.0, f"alpha is {alpha}: expected a level strictly between 0 and 1")
+    check_option(null == "chebyshev" or int(n_boot) >= 1, f"--n-boot is {n_boot}: expected at least 1 resample")
+    check_option(
+        not (null == "chebyshev" and combine == "min-p"),
+        "--combine min-p calibrates the minimum p-value over resamples, and --null chebyshev draws none: "
+        "use --combine bonferroni with chebyshev, or a resampling null",
+    )
+    check_option(smoothness is None or smoothness > 0, f"--smoothness is {smoothness}: expected a positive Holder exponent")
+    mode, K, labels, probs, w, weighted = _prepare(y_true, y_prob, sample_weight)
+    check_option(
+        not weighted or null == "y-bootstrap",
+        f"sample weights are supported by --null y-bootstrap only (got --null {null}): "
+        "drop the weights or use the y-bootstrap",
+    )
+    n = len(labels)
+    check_option(n >= 2, f"T-Cal needs at least 2 predictions, got {n}")
+    rng = np.random.default_rng(0) if rng is None else rng
+    R = 0 if null == "chebyshev" else int(n_boot)
+
+    adaptive = smoothness is None
+    if adaptive:
+        L = n_levels(n, K)
+        n_bins_list = [2**b for b in range(1, L + 1)]
+    else:
+        L = 1
+        n_bins_list = [optimal_n_bins(n, float(smoothness), K)]
+
+    warnings: list[str] = []
+    if mode == "canonical":
+        rate = n ** (-2.0 / (K + 3))
+        if rate > HOPELESS_RATE:
+            warnings.append(
+                f"canonical mode with K = {K} classes splits the simplex into m^{K - 1} cells "
+                f"({2 ** (K - 1)} already at m = 2), and the smallest detectable l2-ECE shrinks only like "
+                f"n^(-2s/(4s+K-1)) (about {rate:.2f} here for s = 1): the test has little power; "
+                f"use --mode top-label to test the confidence of the predicted class instead"
+            )
+
+    engine = _make_engine(mode, K, labels, probs, w, n_bins_list, null)
+    observed = engine.observed()  # one value per distinct partition
+    level_of = np.asarray(engine.level_of)
+    T_obs = observed[level_of]
+    n_cells = [m ** (K - 1) for m in n_bins_list]
+
+    if null == "chebyshev":
+        C = np.array([chebyshev_constant(n, m, K, scalar=(mode == "binary")) for m in n_bins_list])
+        p_levels = np.where(T_obs > 0, np.minimum(1.0, (C / np.where(T_obs > 0, T_obs, 1.0)) ** 2), 1.0)
+        per_level_alpha = alpha / L
+        crit = [float(c / math.sqrt(per_level_alpha)) for c in C]
+        reject_levels = [bool(t >= cv) for t, cv in zip(T_obs, crit)]
+        p_value = min(1.0, L * float(p_levels.min()))
+        reject = any(reject_levels)
+        exact = False
+    else:
+        star = _resample_all(engine, rng, R, null)
+        all_stats = np.concatenate([observed[None, :], star], axis=0)  # (R + 1) x distinct partitions
+        counts = _exceed_counts(all_stats)[:, level_of]  # (R + 1) x L
+        total = R + 1
+        p_levels = counts[0] / total
+        if combine == "bonferroni":
+            threshold = math.floor(alpha / L * total * (1 + 1e-12))
+            p_value = min(1.0, L * float(p_levels.min()))
+        else:
+            q = counts.min(axis=1)  # min-p statistic (as counts) of the observed and of every resample
+            q_star = np.sort(q[1:])
+            # largest count c with 1 + #{q* <= c} <= alpha (R + 1)
+            budget = math.floor(alpha * total * (1 + 1e-12)) - 1
+            threshold = 0
+            if budget >= 0:
+                candidates = np.arange(1, total + 1)
+                n_below = np.searchsorted(q_star, candidates, side="right")
+                ok = candidates[n_below <= budget]
+                threshold = int(ok.max()) if len(ok) else 0
+            p_value = (1 + int(np.sum(q[1:] <= q[0]))) / total
+        per_level_alpha = threshold / total
+        reject_levels = [bool(c <= threshold) for c in counts[0]]
+        reject = any(reject_levels)
+        crit = []
+        for l in range(L):
+            if threshold < 1:
+                crit.append(None)
+                continue
+            column = np.sort(star[:, level_of[l]])[::-1]
+            crit.append(float(column[threshold - 1]) if threshold - 1 < R else None)
+        if threshold < 1:
+            need = math.ceil(L / alpha) - 1 if combine == "bonferroni" else math.ceil(1 / alpha) - 1
+            warnings.append(
+                f"with --n-boot {R} the smallest attainable p-value is 1/{total} = {1 / total:.3g}, too large for "
+                f"{'alpha/L = ' + format(alpha / L, '.3g') if combine == 'bonferroni' else 'alpha = ' + format(alpha, '.3g')}: "
+                f"the test cannot reject; use --n-boot {need} or more"
+            )
+        exact = null == "y-bootstrap"
+        if null == "consistency":
+            warnings.append(
+                "--null consistency resamples the predictions as well as the labels: its p-value is approximate, "
+                "not exact (seed 004, 8.3.3); --null y-bootstrap is exact"
+            )
+
+    levels = tuple(
+        TcalLevel(
+            level=(b + 1 if adaptive else 1),
+            n_bins=int(m),
+            n_cells=int(cells),
+            n_nonempty=int(engine.nonempty[b]),
+            statistic=float(T_obs[b]),
+            critical_value=crit[b],
+            p_value=float(p_levels[b]),
+            reject=reject_levels[b],
+        )
+        for b, (m, cells) in enumerate(zip(n_bins_list, n_cells))
+    )
+    return TcalResult(
+        reject=bool(reject),
+        p_value=float(p_value),
+        alpha=float(alpha),
+        null=null,
+        combine=combine,
+        adaptive=adaptive,
+        smoothness=None if smoothness is None else float(smoothness),
+        mode=mode,
+        n_classes=K,
+        n=n,
+        n_boot=R,
+        n_levels=L,
+        per_level_alpha=float(per_level_alpha),
+        exact=bool(exact),
+        weighted=bool(weighted),
+        statistic_name=STATISTIC_NAME,
+        levels=levels,
+        warnings=tuple(warnings),
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Discrete predictors (SPEC 4.4)
+# ----------------------------------------------------------------------------------------------
+
+
+def discreteness(y_prob) -> DiscreteCheck:
+    """Apply the ``--discrete auto`` rule: discrete when the distinct values number at most ``sqrt(n)``.
+
+    With ``t <= sqrt(n)`` every value has on average at least ``sqrt(n)`` predictions, enough for a
+    binomial test per value; continuous predictors have ``t`` close to ``n``. Histogram-binned and
+    scaling-binned models (B values) fall on the discrete side as soon as ``n >= B^2``.
+    """
+    z = np.asarray(y_prob, dtype=np.float64).reshape(-1)
+    n = len(z)
+    t = int(len(np.unique(z)))
+    threshold = math.sqrt(n)
+    return DiscreteCheck(discrete=bool(n > 0 and t <= threshold), n_distinct=t, n=n, threshold=threshold, rule=DISCRETE_RULE)
+
+
+def is_discrete(y_prob) -> bool:
+    """``True`` when :func:`discreteness` says the predictor takes few distinct values."""
+    return discreteness(y_prob).discrete
+
+
+def binomial_test(y_true, y_prob, *, alpha: float = 0.05) -> BinomialTestResult:
+    """Exact two-sided binomial test of ``P(Y = 1 | z = v) = v`` per distinct value v (seed 004, 8.2.4).
+
+    For each of the ``t`` distinct values, ``M_v`` positives among ``N_v`` predictions are compared
+    with ``Binomial(N_v, v)`` (``scipy.stats.binomtest``, two-sided: the total probability of counts
+    no more likely than the observed one). Bonferroni over the t values: reject if
+    ``min_v p_v <= alpha / t``; p-value ``min(1, t min_v p_v)``.
+    """
+    from scipy.stats import binomtest
+
+    check_option(0.0 < alpha < 1.0, f"alpha is {alpha}: expected a level strictly between 0 and 1")
+    y, z, _ = check_binary(y_true, y_prob)
+    values, inverse = np.unique(z, return_inverse=True)
+    N = np.bincount(inverse, minlength=len(values))
+    M = np.bincount(inverse, weights=y, minlength=len(values)).astype(np.int64)
+    t = len(values)
+    per_value_alpha = alpha / t
+    p = np.array([binomtest(int(k), int(nn), float(v)).pvalue for k, nn, v in zip(M, N, values)])  # loop over values
+    rows = tuple(
+        BinomialRow(
+            value=float(v),
+            n=int(nn),
+            positives=int(k),
+            observed_rate=float(k / nn),
+            p_value=float(pv),
+            reject=bool(pv <= per_value_alpha),
+        )
+        for v, nn, k, pv in zip(values, N, M, p)
+    )
+    p_min = float(p.min())
+    return BinomialTestResult(
+        reject=bool(p_min <= per_value_alpha),
+        p_value=min(1.0, t * p_min),
+        alpha=float(alpha),
+        n=int(len(z)),
+        n_values=int(t),
+        per_value_alpha=float(per_value_alpha),
+        method="exact two-sided binomial test per distinct value (scipy.stats.binomtest), Bonferroni over values",
+        rows=rows,
+    )
+
+
+__all__ = [
+    "COMBINES",
+    "NULLS",
+    "BinomialRow",
+    "BinomialTestResult",
+    "DiscreteCheck",
+    "TcalLevel",
+    "TcalResult",
+    "binomial_test",
+    "chebyshev_constant",
+    "discreteness",
+    "is_discrete",
+    "n_levels",
+    "optimal_n_bins",
+    "simplex_bin_index",
+    "simplex_bin_keys",
+    "tcal_statistic",
+    "tcal_test",
+]

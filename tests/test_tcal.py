@@ -1,0 +1,346 @@
+"""Tests of the T-Cal core (SPEC section 4; seed 004)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from calibcli.errors import CalibcliError
+from calibcli.tcal import (
+    _GroupVectorEngine,
+    binomial_test,
+    chebyshev_constant,
+    discreteness,
+    is_discrete,
+    n_levels,
+    optimal_n_bins,
+    simplex_bin_index,
+    simplex_bin_keys,
+    tcal_statistic,
+    tcal_test,
+)
+
+
+def calibrated(n, seed, skew=False):
+    rng = np.random.default_rng(seed)
+    z = rng.random(n) ** (3 if skew else 1)
+    y = (rng.random(n) < z).astype(int)
+    return y, z
+
+
+# ----------------------------------------------------------------------------------------------
+# The statistic
+# ----------------------------------------------------------------------------------------------
+
+
+def test_statistic_hand_computed_binary():
+    # bins [0, .5) and [.5, 1]: U = (-0.1, 0.8) and (0.4, -0.7)
+    # bin 1: ((0.7)^2 - 0.65) / 2 = -0.08; bin 2: ((-0.3)^2 - 0.65) / 2 = -0.28; T = -0.36 / 4
+    z = np.array([0.1, 0.2, 0.6, 0.7])
+    y = np.array([0, 1, 1, 0])
+    assert tcal_statistic(y, z, n_bins=2) == pytest.approx(-0.09, abs=1e-12)
+    # one bin: (0.4^2 - 1.3) / 4 / 4
+    assert tcal_statistic(y, z, n_bins=1) == pytest.approx(-0.07125, abs=1e-12)
+    # singleton bins contribute exactly 0
+    assert tcal_statistic(y, z, n_bins=10) == 0.0
+
+
+def test_statistic_hand_computed_canonical():
+    # one cell: U1 = (0.5, -0.3, -0.2), U2 = (-0.2, -0.2, 0.4); ||U1 + U2||^2 = 0.38, sum ||U||^2 = 0.62
+    P = np.array([[0.5, 0.3, 0.2], [0.2, 0.2, 0.6]])
+    c = np.array([0, 2])
+    assert tcal_statistic(c, P, n_bins=1) == pytest.approx((0.38 - 0.62) / 4, abs=1e-12)
+
+
+def test_statistic_two_columns_equal_binary_and_engines_agree():
+    y, z = calibrated(500, 1)
+    t = tcal_statistic(y, z, n_bins=8)
+    assert tcal_statistic(y, np.stack([1 - z, z], axis=1), n_bins=8) == pytest.approx(t, abs=1e-15)
+    # the vector engine with K = 2 and scale 1/2 (used by the consistency null) gives the same number
+    groups = [np.unique(np.minimum(np.floor(z * 8), 7), return_inverse=True)[1].reshape(-1)]
+    engine = _GroupVectorEngine(np.stack([1 - z, z], axis=1), y, None, groups, scale=0.5)
+    assert engine.observed()[0] == pytest.approx(t, rel=1e-10, abs=1e-15)
+
+
+def test_statistic_invariances():
+    y, z = calibrated(300, 2)
+    t = tcal_statistic(y, z, n_bins=4)
+    perm = np.random.default_rng(0).permutation(300)
+    assert tcal_statistic(y[perm], z[perm], n_bins=4) == pytest.approx(t, abs=1e-14)
+    assert tcal_statistic(y, z, n_bins=4, sample_weight=np.full(300, 3.0)) == pytest.approx(t, abs=1e-14)
+
+
+def test_statistic_weighted_formula():
+    z = np.array([0.1, 0.2, 0.3])
+    y = np.array([1, 0, 1])
+    w = np.array([1.0, 2.0, 3.0])
+    U = y - z
+    expected = ((w @ U) ** 2 - (w**2) @ (U**2)) / w.sum() / w.sum()
+    assert tcal_statistic(y, z, n_bins=1, sample_weight=w) == pytest.approx(expected, abs=1e-14)
+
+
+def test_statistic_mean_zero_under_calibration():
+    # E[T_m] = 0 exactly for calibrated data (the debiasing); check the simulation mean within 4 SE
+    reps, n = 1500, 200
+    rng = np.random.default_rng(3)
+    z = rng.random(n)
+    values = np.array([tcal_statistic((rng.random(n) < z).astype(int), z, n_bins=8) for _ in range(reps)])
+    se = values.std(ddof=1) / math.sqrt(reps)
+    assert abs(values.mean()) < 4 * se
+    # while the plug-in (biased) version would sit at about (m/n) * mean z(1-z) > 0: far more than 4 SE
+    assert 8 / n * np.mean(z * (1 - z)) > 10 * se
+
+
+def test_statistic_positive_for_miscalibration():
+    rng = np.random.default_rng(4)
+    z = rng.random(20000)
+    y = (rng.random(20000) < z**2).astype(int)
+    # the squared l2-ECE of z -> z^2 is integral (z - z^2)^2 = 1/30
+    assert tcal_statistic(y, z, n_bins=16) == pytest.approx(1 / 30, abs=0.004)
+
+
+# ----------------------------------------------------------------------------------------------
+# Scales and constants
+# ----------------------------------------------------------------------------------------------
+
+
+def test_levels_and_optimal_bins():
+    assert n_levels(10_000) == math.ceil(2 * math.log2(10_000 / math.sqrt(math.log(10_000))))
+    assert n_levels(10_000) == 24
+    assert n_levels(10_000, 3) == 12
+    assert n_levels(1_000_000) == 37
+    assert optimal_n_bins(10_000, 1.0) == math.floor(10_000 ** (2 / 5))
+    assert optimal_n_bins(10_000, 0.5, 3) == 100
+
+
+def test_chebyshev_constant_is_half_the_papers_for_scalar():
+    n, m = 1000, 16
+    paper = math.sqrt(2 * 2**2) * min(math.sqrt(m) / n, 1 / math.sqrt(m))
+    assert chebyshev_constant(n, m) == pytest.approx(paper / 2)
+    assert chebyshev_constant(n, m, 3, scalar=False) == pytest.approx(math.sqrt(18) * min(m / n, 1 / m))
+
+
+# ----------------------------------------------------------------------------------------------
+# Equal-volume simplex partition (SPEC 4.3)
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("K,m", [(3, 2), (3, 3), (3, 4), (4, 2), (4, 3)])
+def test_simplex_partition_has_equal_volume_cells(K, m):
+    N = 120_000
+    P = np.random.default_rng(5).dirichlet(np.ones(K), size=N)
+    keys = simplex_bin_keys(P, m)
+    assert keys.shape == (N, 2 * (K - 1))
+    cells, counts = np.unique(keys, axis=0, return_counts=True)
+    n_cells = m ** (K - 1)
+    assert len(cells) == n_cells
+    # uniform points: every cell's count is Binomial(N, 1/n_cells); allow 5 standard deviations
+    expected = N / n_cells
+    sd = math.sqrt(N * (1 / n_cells) * (1 - 1 / n_cells))
+    assert np.all(np.abs(counts - expected) < 5 * sd)
+    # cells are small: every coordinate varies by less than 1/m within a cell
+    index = simplex_bin_index(P, m)
+    for k in range(K):
+        spread = np.bincount(index, weights=None, minlength=n_cells)  # sizes, for the shape check
+        assert spread.sum() == N
+        hi = np.full(n_cells, -np.inf)
+        lo = np.full(n_cells, np.inf)
+        np.maximum.at(hi, index, P[:, k])
+        np.minimum.at(lo, index, P[:, k])
+        assert np.all(hi - lo <= 1 / m + 1e-12)
+
+
+def test_simplex_partition_maps_boundary_points_into_valid_cells():
+    K, m = 3, 4
+    P = np.random.default_rng(6).dirichlet(np.ones(K), size=50_000)
+    valid = {tuple(k) for k in simplex_bin_keys(P, m)}
+    assert len(valid) == m ** (K - 1)
+    grid = np.array([[a, b, m - a - b] for a in range(m + 1) for b in range(m + 1 - a)]) / m
+    edges = np.array([[0.5, 0.5, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [1 / 3, 1 / 3, 1 / 3], [0.25, 0.0, 0.75]])
+    for key in simplex_bin_keys(np.vstack([grid, edges]), m):
+        assert tuple(key) in valid
+
+
+def test_simplex_partition_is_nested_when_m_doubles():
+    P = np.random.default_rng(7).dirichlet(np.ones(4), size=20_000)
+    coarse = simplex_bin_index(P, 2)
+    fine = simplex_bin_index(P, 4)
+    # every fine cell lies inside exactly one coarse cell
+    pairs = np.unique(np.stack([fine, coarse], axis=1), axis=0)
+    assert len(pairs) == len(np.unique(fine))
+
+
+# ----------------------------------------------------------------------------------------------
+# The test
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("null", ["y-bootstrap", "consistency", "chebyshev"])
+def test_decisions_calibrated_and_miscalibrated(null):
+    y, z = calibrated(2000, 8)
+    result = tcal_test(y, z, null=null, n_boot=500, rng=np.random.default_rng(0))
+    assert not result.reject
+    assert result.p_value > 0.05
+    rng = np.random.default_rng(9)
+    wiggle = 0.3 * np.sin(4 * np.pi * z) if null == "chebyshev" else 0.25 * np.sin(6 * np.pi * z)  # chebyshev is conservative
+    y_bad = (rng.random(2000) < np.clip(z + wiggle, 0, 1)).astype(int)
+    bad = tcal_test(y_bad, z, null=null, n_boot=500, rng=np.random.default_rng(0))
+    assert bad.reject
+    assert bad.p_value <= 0.05
+    assert len(bad.levels) == n_levels(2000)
+    assert any(level.reject for level in bad.levels)
+
+
+def test_min_p_and_bonferroni_from_same_resamples():
+    y, z = calibrated(1000, 10)
+    rng = np.random.default_rng(9)
+    y_bad = (rng.random(1000) < np.clip(z + 0.2 * np.sin(8 * np.pi * z), 0, 1)).astype(int)
+    b = tcal_test(y_bad, z, n_boot=400, rng=np.random.default_rng(1))
+    p = tcal_test(y_bad, z, n_boot=400, combine="min-p", rng=np.random.default_rng(1))
+    # same resamples: identical per-level statistics and per-level p-values
+    assert [l.p_value for l in b.levels] == [l.p_value for l in p.levels]
+    assert [l.statistic for l in b.levels] == [l.statistic for l in p.levels]
+    assert b.p_value == pytest.approx(min(1.0, b.n_levels * min(l.p_value for l in b.levels)))
+    assert p.reject and b.reject
+    assert p.p_value <= b.p_value
+    assert p.per_level_alpha >= b.per_level_alpha  # min-p is never stricter per level than Bonferroni
+
+
+def test_p_values_reproducible_with_seed():
+    y, z = calibrated(800, 11)
+    a = tcal_test(y, z, n_boot=200, combine="min-p", rng=np.random.default_rng(42))
+    b = tcal_test(y, z, n_boot=200, combine="min-p", rng=np.random.default_rng(42))
+    assert a == b
+    c = tcal_test(y, z, n_boot=200, combine="min-p", rng=np.random.default_rng(43))
+    assert [l.p_value for l in a.levels] != [l.p_value for l in c.levels]
+
+
+def test_monte_carlo_p_value_formula_and_critical_values():
+    y, z = calibrated(500, 12)
+    r = tcal_test(y, z, smoothness=1.0, n_boot=99, alpha=0.1, rng=np.random.default_rng(0))
+    level = r.levels[0]
+    assert r.n_levels == 1 and level.n_bins == optimal_n_bins(500, 1.0)
+    assert level.p_value * 100 == pytest.approx(round(level.p_value * 100))  # (1 + count) / (R + 1)
+    assert level.p_value >= 1 / 100
+    assert r.per_level_alpha == pytest.approx(0.1)
+    # rejection is T_m above the critical value
+    assert level.reject == (level.statistic > level.critical_value)
+
+
+def test_y_bootstrap_p_value_is_valid():
+    # exact Monte Carlo test: P(p <= k / (R + 1)) <= k / (R + 1) under calibration
+    reps, R = 300, 19
+    pvals = []
+    for seed in range(reps):
+        y, z = calibrated(150, 100 + seed, skew=seed % 2 == 1)
+        pvals.append(tcal_test(y, z, smoothness=1.0, n_boot=R, rng=np.random.default_rng(seed)).p_value)
+    pvals = np.array(pvals)
+    for level in (0.1, 0.25, 0.5):
+        rate = np.mean(pvals <= level + 1e-12)
+        assert rate <= level + 3 * math.sqrt(level * (1 - level) / reps)
+    assert abs(pvals.mean() - 0.5 * (1 + 1 / (R + 1))) < 4 * 0.29 / math.sqrt(reps)
+
+
+def test_chebyshev_p_value_matches_its_decision():
+    rng = np.random.default_rng(13)
+    z = rng.random(20000)
+    y = (rng.random(20000) < np.clip(z + 0.3 * np.sin(4 * np.pi * z), 0, 1)).astype(int)
+    r = tcal_test(y, z, null="chebyshev")
+    assert r.n_boot == 0 and not r.exact
+    for level in r.levels:
+        assert level.reject == (level.p_value <= r.per_level_alpha + 1e-15)
+        if level.statistic > 0:
+            C = chebyshev_constant(20000, level.n_bins)
+            assert level.p_value == pytest.approx(min(1.0, (C / level.statistic) ** 2))
+            assert level.critical_value == pytest.approx(C / math.sqrt(r.per_level_alpha))
+    assert r.reject == (r.p_value <= r.alpha)
+
+
+def test_canonical_mode_runs_and_warns_for_many_classes():
+    rng = np.random.default_rng(14)
+    P = rng.dirichlet(np.ones(3), size=600)
+    c = (rng.random(600)[:, None] > np.cumsum(P, axis=1)).sum(axis=1)
+    r = tcal_test(c, P, n_boot=100, rng=np.random.default_rng(0))
+    assert r.mode == "canonical" and r.n_classes == 3
+    assert r.n_levels == n_levels(600, 3)
+    assert r.levels[0].n_cells == 4
+    assert not r.reject
+    P8 = rng.dirichlet(np.ones(8), size=300)
+    c8 = rng.integers(0, 8, size=300)
+    r8 = tcal_test(c8, P8, n_boot=50, rng=np.random.default_rng(0))
+    assert any("top-label" in w for w in r8.warnings)
+
+
+def test_canonical_detects_miscalibration():
+    rng = np.random.default_rng(15)
+    P = rng.dirichlet(np.ones(3), size=3000)
+    sharp = P**3 / (P**3).sum(axis=1, keepdims=True)  # labels drawn from sharper probabilities
+    c = (rng.random(3000)[:, None] > np.cumsum(sharp, axis=1)).sum(axis=1)
+    for null in ("y-bootstrap", "consistency"):
+        r = tcal_test(c, P, null=null, n_boot=300, rng=np.random.default_rng(0))
+        assert r.reject
+
+
+def test_too_few_resamples_warns():
+    y, z = calibrated(1000, 16)
+    r = tcal_test(y, z, n_boot=50, rng=np.random.default_rng(0))
+    assert not r.reject
+    assert any("cannot reject" in w for w in r.warnings)
+    assert all(level.critical_value is None for level in r.levels)
+
+
+def test_bad_options_are_usage_errors():
+    y, z = calibrated(100, 17)
+    with pytest.raises(CalibcliError, match="min-p"):
+        tcal_test(y, z, null="chebyshev", combine="min-p")
+    with pytest.raises(CalibcliError, match="unknown null"):
+        tcal_test(y, z, null="bootstrap")
+    with pytest.raises(CalibcliError, match="y-bootstrap only"):
+        tcal_test(y, z, null="consistency", sample_weight=np.arange(1, 101.0))
+    with pytest.raises(CalibcliError, match="alpha"):
+        tcal_test(y, z, alpha=1.5)
+
+
+def test_weighted_y_bootstrap_runs():
+    y, z = calibrated(1000, 18)
+    w = np.random.default_rng(0).random(1000) + 0.5
+    r = tcal_test(y, z, sample_weight=w, n_boot=200, rng=np.random.default_rng(0))
+    assert r.weighted and r.exact and not r.reject
+
+
+# ----------------------------------------------------------------------------------------------
+# Discrete predictors (SPEC 4.4)
+# ----------------------------------------------------------------------------------------------
+
+
+def test_binomial_test_hand_computed():
+    # value 0.5: 8 of 10 positive, two-sided p = 2 * (45 + 10 + 1) / 1024 = 0.109375
+    # value 0.2: 1 of 5 positive is the most likely count, p = 1
+    z = np.array([0.5] * 10 + [0.2] * 5)
+    y = np.array([1] * 8 + [0] * 2 + [1] + [0] * 4)
+    r = binomial_test(y, z, alpha=0.05)
+    rows = {row.value: row for row in r.rows}
+    assert rows[0.5].p_value == pytest.approx(0.109375)
+    assert rows[0.5].n == 10 and rows[0.5].positives == 8
+    assert rows[0.2].p_value == pytest.approx(1.0)
+    assert r.n_values == 2 and r.per_value_alpha == pytest.approx(0.025)
+    assert r.p_value == pytest.approx(0.21875)
+    assert not r.reject
+
+
+def test_binomial_test_rejects_miscalibrated_bins():
+    rng = np.random.default_rng(20)
+    z = rng.choice([0.1, 0.3, 0.5, 0.7, 0.9], size=5000)
+    assert not binomial_test((rng.random(5000) < z).astype(int), z).reject
+    assert binomial_test((rng.random(5000) < np.clip(z + 0.08, 0, 1)).astype(int), z).reject
+
+
+def test_discreteness_rule():
+    z = np.repeat([0.1, 0.4, 0.8], 100)
+    check = discreteness(z)
+    assert check.discrete and check.n_distinct == 3 and check.threshold == pytest.approx(math.sqrt(300))
+    assert "sqrt(n)" in check.rule
+    assert not is_discrete(np.random.default_rng(0).random(300))
+    assert is_discrete(np.round(np.random.default_rng(0).random(20_000), 2))  # 101 values <= 141
