@@ -454,3 +454,24 @@ def test_predict_validates_its_input_and_class_count():
     cal = fit_multiclass("histogram", c, P, mode="top-label")
     with pytest.raises(CalibcliError, match="fitted on 3 classes"):
         cal.predict(np.full((2, 4), 0.25))
+
+
+# --------------------------------------------------------------------------- invariances
+
+
+@pytest.mark.parametrize("method", [m for m in METHODS if m != "scaling-binning"])
+def test_row_order_does_not_matter(method):
+    y, z = _binary_data(400, seed=30)
+    perm = np.random.default_rng(31).permutation(len(y))
+    new = np.linspace(0, 1, 101)
+    assert_allclose(fit_calibrator(method, y[perm], z[perm]).predict(new), fit_calibrator(method, y, z).predict(new),
+                    rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["platt", "temperature", "histogram", "isotonic", "polynomial", "beta"])
+def test_weight_two_equals_duplicated_rows(method):
+    y, z = _binary_data(300, seed=32)
+    new = np.linspace(0, 1, 101)
+    weighted = fit_calibrator(method, y, z, sample_weight=np.full(len(y), 2.0))
+    duplicated = fit_calibrator(method, np.tile(y, 2), np.tile(z, 2))
+    assert_allclose(weighted.predict(new), duplicated.predict(new), rtol=1e-9, atol=1e-12)
