@@ -237,6 +237,32 @@ def _time_reference_bootstrap(y, z, resamples: tuple[int, int]) -> tuple[float, 
     return per, t1 - per * r1, interval
 
 
+def bootstrap_breakdown(n: int, R: int) -> None:
+    """Where one resample's time goes in calibcli's bootstrap (private helpers, for diagnosis only)."""
+    from calibcli.binning import fit_binning
+    from calibcli.estimators import _point_metrics, _SortedProblem, bootstrap_multiplicities
+
+    y, z = make_binary(n, SEED)
+    w = np.ones(n)
+    problem = _SortedProblem(y, z, w, fit_binning(z, n_bins=N_BINS), N_BINS)
+    rng = np.random.default_rng(0)
+    t = dict.fromkeys(("draw multiplicities (integers + bincount)", "reorder to sorted rows", "per-bin sums (dot products)", "metrics from bin sums"), 0.0)
+    keys = list(t)
+    for _ in range(R):
+        t0 = time.perf_counter()
+        m = bootstrap_multiplicities(n, rng)
+        t1 = time.perf_counter()
+        m = m[problem.order]
+        t2 = time.perf_counter()
+        s_b, s_u = problem.resampled(m)
+        t3 = time.perf_counter()
+        _point_metrics(s_b, s_u)
+        t4 = time.perf_counter()
+        for k, dt in zip(keys, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+            t[k] += dt
+    print(f"  where one resample's time goes (mean of {R}, n = {n:,}): " + "; ".join(f"{k} {1000 * v / R:.1f} ms" for k, v in t.items()))
+
+
 def bench_bootstrap(n: int, R: int, ref_resamples: tuple[int, int], n_public: int) -> None:
     bench_dir = os.path.dirname(os.path.abspath(__file__))
     print(f"== 2. bootstrap, {R} resamples, n = {n:,} (15 equal-width bins, seed {SEED}) ==")
@@ -244,6 +270,8 @@ def bench_bootstrap(n: int, R: int, ref_resamples: tuple[int, int], n_public: in
     res0 = _subprocess_json(CALIBCLI_BOOT.format(bench_dir=bench_dir, n=n, seed=SEED, bins=N_BINS, R=0))
     print(f"calibcli binned_calibration(n_boot={R}): {res['seconds']:.1f} s wall "
           f"({1000 * res['seconds'] / R:.1f} ms per resample; every metric of SPEC 2 per resample)")
+
+    bootstrap_breakdown(n, 20)
 
     try:
         import calibration as cal
