@@ -104,7 +104,9 @@ class TcalResult:
     """Outcome of :func:`tcal_test`.
 
     ``reject`` is the decision at ``alpha``; ``p_value`` the combined p-value (``bonferroni``:
-    ``min(1, L min_b p_b)``; ``min-p``: the Monte Carlo p-value of ``min_b p_b``). ``levels`` holds
+    ``min(1, L min_b p_b)``; ``min-p``: the Monte Carlo p-value of ``min_b p_b``); both are also
+    given as ``p_value_bonferroni`` and ``p_value_min_p`` (from the same resamples; the latter is
+    ``None`` for ``chebyshev``). ``levels`` holds
     the per-level table. ``per_level_alpha`` is the level each scale was tested at (``alpha / L``
     for ``bonferroni``, the calibrated threshold for ``min-p``). ``exact`` says whether the
     p-value is exact in finite samples (``y-bootstrap``) rather than approximate (``consistency``)
@@ -113,6 +115,8 @@ class TcalResult:
 
     reject: bool
     p_value: float
+    p_value_bonferroni: float
+    p_value_min_p: float | None
     alpha: float
     null: str
     combine: str
@@ -271,6 +275,7 @@ class _SortedScalarEngine:
         self.level_of: list[int] = []  # index into self.parts for each requested level
         self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         previous_runs = -1
+        singletons: list[np.ndarray] = []
         for m in n_bins_list:
             idx = uniform_bin_index(zs, m)
             starts = np.concatenate([[0], np.flatnonzero(np.diff(idx)) + 1])
@@ -282,10 +287,19 @@ class _SortedScalarEngine:
             previous_runs = len(starts)
             keep = (ends - starts) >= 2
             s, e = starts[keep], ends[keep]
+            singletons.append(starts[~keep])
             self.parts.append((s, e, 1.0 / (wsum[e] - wsum[s]), det_sq[e] - det_sq[s]))
             self.level_of.append(len(self.parts) - 1)
         # sum_b (sum_{i in b} w_i^2 z_i (1 - z_i)) / W_b: the fixed part of the debiasing term
         self.const = np.array([float(det @ inv) for (_, _, inv, det) in self.parts])
+        # Consistency null: a point alone in its bin at partition j stays alone at finer ones. Order
+        # the points by the first partition where they are alone, so that the singleton part of every
+        # partition is a prefix of that order.
+        first_alone = np.full(self.n, len(self.parts))
+        for j in range(len(self.parts) - 1, -1, -1):
+            first_alone[singletons[j]] = j
+        self.alone_order = np.argsort(first_alone, kind="stable")
+        self.alone_count = np.searchsorted(first_alone[self.alone_order], np.arange(len(self.parts)), side="right")
 
     def _stats_from_residuals(self, D: np.ndarray) -> np.ndarray:
         """``T_m`` for every row of centred residuals ``D = y - z`` (rows x n) and every distinct partition.
@@ -322,13 +336,52 @@ class _SortedScalarEngine:
         return self._stats_from_residuals(D)[0]
 
     def resampled(self, rng: np.random.Generator, rows: int, null: str) -> np.ndarray:
+        if null == "consistency":
+            return self._consistency(rng, rows)
         D = rng.random((rows, self.n))
         below = D < self.z
         np.subtract(below, self.z, out=D)
         return self._stats_from_residuals(D)
 
+    def _consistency(self, rng: np.random.Generator, rows: int) -> np.ndarray:
+        """Consistency resampling (unit weights): ``z*`` drawn with replacement, ``y* ~ Bernoulli(z*)``.
+
+        The resample is described by copies ``k_i`` of every sorted point and positives ``s_i`` among
+        them; a bin then has ``n_b = sum k``, ``sum U = sum (s - k z)`` and
+        ``sum U^2 = sum (s (1 - 2z) + k z^2)``; bins with fewer than two copies contribute 0.
+        """
+        n, z = self.n, self.z
+        J = rng.integers(0, n, size=(rows, n))
+        positive = rng.random((rows, n)) < z[J]
+        J += (np.arange(rows) * n)[:, None]
+        k = np.bincount(J.ravel(), minlength=rows * n).reshape(rows, n).astype(np.float64)
+        pos = np.bincount(J.ravel(), weights=positive.ravel(), minlength=rows * n).reshape(rows, n)
+        A = pos - k * z
+        B = pos * (1.0 - 2.0 * z) + k * (z * z)
+        # points alone in their bin: contribution (A^2 - B) / k when k >= 2, else 0
+        alone = np.where(k >= 2, (A * A - B) / np.maximum(k, 1.0), 0.0)
+        alone_prefix = np.zeros((rows, n + 1))
+        np.cumsum(np.take(alone, self.alone_order, axis=1), axis=1, out=alone_prefix[:, 1:])
+        C = np.zeros((rows, n + 1), dtype=np.complex128)
+        body = C[:, 1:]
+        body.real = A
+        body.imag = B
+        np.cumsum(body, axis=1, out=body)
+        Ck = np.zeros((rows, n + 1))
+        np.cumsum(k, axis=1, out=Ck[:, 1:])
+        out = np.take(alone_prefix, self.alone_count, axis=1)
+        for j, (s, e, _, _) in enumerate(self.parts):
+            if len(s) == 0:
+                continue
+            S = np.take(C, e, axis=1)
+            S -= np.take(C, s, axis=1)
+            nb = np.take(Ck, e, axis=1) - np.take(Ck, s, axis=1)
+            contrib = S.real * S.real - S.imag
+            out[:, j] += np.where(nb >= 2, contrib / np.maximum(nb, 1.0), 0.0).sum(axis=1)
+        return out / n
+
     def chunk_rows(self) -> int:
-        return max(1, _CHUNK_BYTES // (24 * self.n))
+        return max(1, _CHUNK_BYTES // (48 * self.n))
 
 
 class _GroupVectorEngine:
@@ -473,14 +526,9 @@ def _prepare(y_true, y_prob, sample_weight):
     return mode, K, labels, probs, w, weighted
 
 
-def _make_engine(mode: str, K: int, labels, probs, w, n_bins_list: list[int], null: str):
-    if mode == "binary" and null != "consistency":
-        return _SortedScalarEngine(probs, labels.astype(np.float64), w, n_bins_list)
+def _make_engine(mode: str, K: int, labels, probs, w, n_bins_list: list[int]):
     if mode == "binary":
-        P = np.stack([1.0 - probs, probs], axis=1)
-        groups = [uniform_bin_index(probs, m) for m in n_bins_list]
-        groups = [np.unique(g, return_inverse=True)[1].reshape(-1) for g in groups]
-        return _GroupVectorEngine(P, labels, w, groups, scale=0.5)
+        return _SortedScalarEngine(probs, labels.astype(np.float64), w, n_bins_list)
     P = probs / probs.sum(axis=1, keepdims=True)
     groups = [simplex_bin_index(P, m) for m in n_bins_list]
     return _GroupVectorEngine(P, labels, w, groups, scale=1.0)
@@ -497,7 +545,7 @@ def tcal_statistic(y_true, y_prob, *, n_bins: int, sample_weight=None) -> float:
     """
     check_option(int(n_bins) >= 1, f"n_bins is {n_bins}: expected at least 1 bin per axis")
     mode, K, labels, probs, w, _ = _prepare(y_true, y_prob, sample_weight)
-    engine = _make_engine(mode, K, labels, probs, w, [int(n_bins)], "y-bootstrap")
+    engine = _make_engine(mode, K, labels, probs, w, [int(n_bins)])
     return float(engine.observed()[engine.level_of[0]])
 
 
@@ -515,6 +563,54 @@ def _exceed_counts(all_stats: np.ndarray) -> np.ndarray:
         ordered = np.sort(all_stats[:, l])
         counts[:, l] = total - np.searchsorted(ordered, all_stats[:, l] - tol[l], side="left")
     return counts
+
+
+@dataclass(frozen=True)
+class MonteCarloCombination:
+    """Both combination rules from one set of resamples (internal to :func:`tcal_test`, used by benchmarks).
+
+    ``counts[l] = #{j in 0..R : T_j >= T_0}`` for the observed statistic (row 0) at level ``l``, so the
+    per-level p-value is ``counts / (R + 1)``. A level rejects when its count is at most the
+    threshold: ``floor(alpha/L (R + 1))`` for Bonferroni; for min-p, the largest count ``c`` with
+    ``1 + #{resamples whose min count <= c} <= alpha (R + 1)``.
+    """
+
+    counts: np.ndarray
+    p_levels: np.ndarray
+    threshold_bonferroni: int
+    threshold_min_p: int
+    p_value_bonferroni: float
+    p_value_min_p: float
+
+
+def monte_carlo_combine(observed: np.ndarray, star: np.ndarray, level_of: np.ndarray, alpha: float) -> MonteCarloCombination:
+    """Per-level Monte Carlo p-values and both combinations, from statistics per distinct partition.
+
+    ``observed``: one value per distinct partition; ``star``: R x distinct partitions;
+    ``level_of``: the distinct partition of each of the L levels.
+    """
+    L = len(level_of)
+    all_stats = np.concatenate([observed[None, :], star], axis=0)
+    counts = _exceed_counts(all_stats)[:, level_of]  # (R + 1) x L
+    total = all_stats.shape[0]
+    p_levels = counts[0] / total
+    threshold_b = math.floor(alpha / L * total * (1 + 1e-12))
+    q = counts.min(axis=1)  # the min-p statistic, as counts, of the observed and of every resample
+    q_star = np.sort(q[1:])
+    budget = math.floor(alpha * total * (1 + 1e-12)) - 1
+    threshold_m = 0
+    if budget >= 0:
+        candidates = np.arange(1, total + 1)
+        ok = candidates[np.searchsorted(q_star, candidates, side="right") <= budget]
+        threshold_m = int(ok.max()) if len(ok) else 0
+    return MonteCarloCombination(
+        counts=counts[0],
+        p_levels=p_levels,
+        threshold_bonferroni=int(threshold_b),
+        threshold_min_p=int(threshold_m),
+        p_value_bonferroni=min(1.0, L * float(p_levels.min())),
+        p_value_min_p=(1 + int(np.sum(q[1:] <= q[0]))) / total,
+    )
 
 
 def tcal_test(
@@ -593,7 +689,7 @@ def tcal_test(
                 f"use --mode top-label to test the confidence of the predicted class instead"
             )
 
-    engine = _make_engine(mode, K, labels, probs, w, n_bins_list, null)
+    engine = _make_engine(mode, K, labels, probs, w, n_bins_list)
     observed = engine.observed()  # one value per distinct partition
     level_of = np.asarray(engine.level_of)
     T_obs = observed[level_of]
@@ -606,39 +702,27 @@ def tcal_test(
         crit = [float(c / math.sqrt(per_level_alpha)) for c in C]
         reject_levels = [bool(t >= cv) for t, cv in zip(T_obs, crit)]
         p_value = min(1.0, L * float(p_levels.min()))
+        p_value_min_p = None
         reject = any(reject_levels)
         exact = False
     else:
         star = _resample_all(engine, rng, R, null)
-        all_stats = np.concatenate([observed[None, :], star], axis=0)  # (R + 1) x distinct partitions
-        counts = _exceed_counts(all_stats)[:, level_of]  # (R + 1) x L
+        mc = monte_carlo_combine(observed, star, level_of, alpha)
+        p_levels = mc.p_levels
+        threshold = mc.threshold_bonferroni if combine == "bonferroni" else mc.threshold_min_p
+        p_value = mc.p_value_bonferroni if combine == "bonferroni" else mc.p_value_min_p
+        p_value_min_p = mc.p_value_min_p
         total = R + 1
-        p_levels = counts[0] / total
-        if combine == "bonferroni":
-            threshold = math.floor(alpha / L * total * (1 + 1e-12))
-            p_value = min(1.0, L * float(p_levels.min()))
-        else:
-            q = counts.min(axis=1)  # min-p statistic (as counts) of the observed and of every resample
-            q_star = np.sort(q[1:])
-            # largest count c with 1 + #{q* <= c} <= alpha (R + 1)
-            budget = math.floor(alpha * total * (1 + 1e-12)) - 1
-            threshold = 0
-            if budget >= 0:
-                candidates = np.arange(1, total + 1)
-                n_below = np.searchsorted(q_star, candidates, side="right")
-                ok = candidates[n_below <= budget]
-                threshold = int(ok.max()) if len(ok) else 0
-            p_value = (1 + int(np.sum(q[1:] <= q[0]))) / total
         per_level_alpha = threshold / total
-        reject_levels = [bool(c <= threshold) for c in counts[0]]
+        reject_levels = [bool(c <= threshold) for c in mc.counts]
         reject = any(reject_levels)
         crit = []
         for l in range(L):
-            if threshold < 1:
+            if threshold < 1 or threshold - 1 >= R:
                 crit.append(None)
                 continue
             column = np.sort(star[:, level_of[l]])[::-1]
-            crit.append(float(column[threshold - 1]) if threshold - 1 < R else None)
+            crit.append(float(column[threshold - 1]))
         if threshold < 1:
             need = math.ceil(L / alpha) - 1 if combine == "bonferroni" else math.ceil(1 / alpha) - 1
             warnings.append(
@@ -669,6 +753,8 @@ def tcal_test(
     return TcalResult(
         reject=bool(reject),
         p_value=float(p_value),
+        p_value_bonferroni=min(1.0, L * float(np.min(p_levels))),
+        p_value_min_p=None if p_value_min_p is None else float(p_value_min_p),
         alpha=float(alpha),
         null=null,
         combine=combine,

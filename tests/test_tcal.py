@@ -205,6 +205,8 @@ def test_min_p_and_bonferroni_from_same_resamples():
     assert b.p_value == pytest.approx(min(1.0, b.n_levels * min(l.p_value for l in b.levels)))
     assert p.reject and b.reject
     assert p.p_value <= b.p_value
+    # each result reports both combinations
+    assert b.p_value_min_p == p.p_value and p.p_value_bonferroni == b.p_value
     assert p.per_level_alpha >= b.per_level_alpha  # min-p is never stricter per level than Bonferroni
 
 
