@@ -133,8 +133,9 @@ def detect_format(path: str, input_format: str | None) -> str:
         name = name[:-3]
     ext = os.path.splitext(name)[1]
     if ext not in _EXTENSIONS:
+        found = f"from the extension {ext!r}" if ext else "the file name has no extension"
         raise CalibcliError(
-            f"{path}: cannot tell the format from the extension {ext or '(none)'!r}: expected one of "
+            f"{path}: cannot tell the format{' ' if ext else ': '}{found}: expected one of "
             f"{', '.join(sorted(_EXTENSIONS))} (optionally .gz for text formats), or pass --input-format"
         )
     return _EXTENSIONS[ext]
@@ -257,6 +258,12 @@ class _Resolved:
 
 def resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str) -> _Resolved:
     """Map the file's columns to probabilities, labels and weights (flags first, then common layouts)."""
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise CalibcliError(
+            f"{where}: column name {duplicated[0]!r} appears more than once in the header: "
+            f"expected unique column names; rename the duplicates"
+        )
     lower = {n.lower(): n for n in names}
     chosen = "flags" if (spec.prob_col or spec.prob_cols or spec.label_col) else "auto"
 
@@ -421,11 +428,22 @@ def _remap_int_labels(vals: np.ndarray, class_names: tuple[str, ...] | None) -> 
 # Validation of a whole table, row by row
 
 
-def _invalid_rows(probs, labels, weights, n_classes: int, prob_desc: str, label_col: str, weight_col: str | None):
-    """Masks of invalid rows, in the order they are reported, each with a message maker."""
+def _invalid_rows(probs, labels, weights, n_classes: int, label_col: str, weight_col: str | None, logits=None):
+    """Masks of invalid rows, in the order they are reported, each with a message maker.
+
+    ``logits`` are the file's values when ``--logits`` was given: a non-finite value is reported as
+    the file has it, not as its softmax.
+    """
     checks = []
-    finite = np.isfinite(probs) if probs.ndim == 1 else np.isfinite(probs).all(axis=1)
-    checks.append(("non-finite probability", ~finite, lambda r: f"{prob_desc} is {_fmt(probs[r])} (not a finite number)"))
+    many = probs.ndim == 2
+    prob_desc = "class probabilities are" if many else "probability is"
+    source = probs if logits is None else logits
+    finite = np.isfinite(source) if source.ndim == 1 else np.isfinite(source).all(axis=1)
+    source_desc = prob_desc if logits is None else ("logits are" if many else "logit is")
+    checks.append(
+        ("non-finite probability", ~finite, lambda r: f"{source_desc} {_fmt(source[r])} (not {'all ' if many else 'a '}finite number{'s' if many else ''})")
+    )
+    finite = finite & (np.isfinite(probs) if probs.ndim == 1 else np.isfinite(probs).all(axis=1))
     with np.errstate(invalid="ignore"):
         outside = (probs < 0) | (probs > 1)
         outside = outside if probs.ndim == 1 else outside.any(axis=1)
@@ -434,7 +452,7 @@ def _invalid_rows(probs, labels, weights, n_classes: int, prob_desc: str, label_
         (
             "probability outside [0, 1]",
             outside,
-            lambda r: f"{prob_desc} is {_fmt(probs[r])}, outside [0, 1] (pass --logits if the columns hold logits)",
+            lambda r: f"{prob_desc} {_fmt(probs[r])}, outside [0, 1] (pass --logits if the columns hold logits)",
         )
     )
     if probs.ndim == 2:
@@ -444,7 +462,7 @@ def _invalid_rows(probs, labels, weights, n_classes: int, prob_desc: str, label_
             (
                 "probabilities not summing to 1",
                 off,
-                lambda r: f"{prob_desc} sum to {sums[r]:.6g}, expected 1 within {ROW_SUM_TOLERANCE:g} "
+                lambda r: f"class probabilities sum to {sums[r]:.6g}, expected 1 within {ROW_SUM_TOLERANCE:g} "
                 f"(pass every class's column to --prob-cols, or --logits)",
             )
         )
@@ -463,10 +481,21 @@ def _invalid_rows(probs, labels, weights, n_classes: int, prob_desc: str, label_
             (
                 "invalid sample weight",
                 bad_w,
-                lambda r: f"weight in column {weight_col!r} is {weights[r]!r}, expected a finite number >= 0",
+                lambda r: f"weight in column {weight_col!r} is {_fmt(weights[r])}, expected a finite number >= 0",
             )
         )
     return checks
+
+
+def _show(value) -> str:
+    """A value from the file as the user wrote it: numbers plain (2, 0.5), text quoted ('cow')."""
+    if value is None:
+        return "empty"
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value) if isinstance(value, str) else str(value)
 
 
 def _fmt(v) -> str:
@@ -535,9 +564,11 @@ def read_input(
     if probs.ndim == 2 and probs.shape[1] == 1:
         probs = probs[:, 0]
         class_names = ("0", "1")
+    raw_logits = None
     if spec.logits:
         from calibcli.modes import sigmoid, softmax
 
+        raw_logits = probs
         with np.errstate(invalid="ignore", over="ignore"):
             probs = sigmoid(probs) if probs.ndim == 1 else softmax(probs)
     n_classes = 2 if probs.ndim == 1 else probs.shape[1]
@@ -548,15 +579,17 @@ def read_input(
     labels, _ = _labels_to_index(raw_labels, None if probs.ndim == 1 else class_names, n_classes, resolved.label_column, where)
     weights = None
     if resolved.weight_column:
+        weight_type = table.column(resolved.weight_column).type
+        if not (pa.types.is_floating(weight_type) or pa.types.is_integer(weight_type) or pa.types.is_boolean(weight_type)):
+            raise CalibcliError(f"{where}: weight column {resolved.weight_column!r} has type {weight_type}: expected numbers")
         weights = _column_to_numpy(table, resolved.weight_column)
-        if weights.dtype.kind not in "fiub":
-            raise CalibcliError(f"{where}: weight column {resolved.weight_column!r} has type {weights.dtype}: expected numbers")
         weights = weights.astype(np.float64, copy=False)
 
-    prob_desc = "probability" if probs.ndim == 1 else "class probabilities"
     dropped: dict[str, int] = {}
     keep = np.ones(n_read, dtype=bool)
-    for reason, mask, describe in _invalid_rows(probs, labels, weights, n_classes, prob_desc, resolved.label_column, resolved.weight_column):
+    for reason, mask, describe in _invalid_rows(
+        probs, labels, weights, n_classes, resolved.label_column, resolved.weight_column, logits=raw_logits
+    ):
         mask = mask & keep
         if not mask.any():
             continue
@@ -567,7 +600,7 @@ def read_input(
             )
             extra = ""
             if reason.startswith("label"):
-                extra = f" (found {raw_labels[row]!r}; classes: {list(class_names)})"
+                extra = f" (found {_show(raw_labels[row])}; classes: {list(class_names)})"
             raise CalibcliError(
                 f"{where}: row {row + 1}, column {col}: {describe(row)}{extra}; {int(mask.sum())} such row(s): "
                 f"fix the file or pass --drop-invalid to drop them"

@@ -91,7 +91,7 @@ def test_unknown_extension_is_overridden_by_input_format(tmp_path):
     assert doc["files"][0]["input"]["format"] == "csv"
 
 
-@pytest.mark.xfail(strict=True, reason="io.detect_format quotes the placeholder: extension '(none)'")
+
 def test_no_extension_message(tmp_path):
     path = write(tmp_path, "preds", BINARY_CSV)
     assert_error(
@@ -195,7 +195,7 @@ def test_inf_probability(tmp_path):
     assert_error(tmp_path, [path], f"{path}: row 2, column prob: probability is inf (not a finite number); 2 such row(s): {FIX}")
 
 
-@pytest.mark.xfail(strict=True, reason="io.read_input prints the repr of a NumPy scalar: 'found np.int64(2)'")
+
 def test_label_outside_classes(tmp_path):
     path = write(tmp_path, "p.csv", "prob,label\n0.1,0\n0.7,1\n0.4,2\n")
     assert_error(
@@ -215,7 +215,7 @@ def test_label_outside_classes_exit_code_and_row(tmp_path):
     assert result.stderr.endswith(f"1 such row(s): {FIX}\n")
 
 
-@pytest.mark.xfail(strict=True, reason="io.read_input prints the repr of a NumPy scalar: 'found np.float64(0.5)'")
+
 def test_non_integer_label(tmp_path):
     path = write(tmp_path, "p.csv", "prob,label\n0.1,0\n0.7,0.5\n0.4,1\n")
     assert_error(
@@ -263,7 +263,7 @@ def test_negative_weight_exit_code_and_row(tmp_path):
     assert result.stderr.endswith(f", expected a finite number >= 0; 1 such row(s): {FIX}\n")
 
 
-@pytest.mark.xfail(strict=True, reason="io._invalid_rows prints the repr of a NumPy scalar: 'is np.float64(-1.0)'")
+
 def test_negative_weight(tmp_path):
     path = write(tmp_path, "p.csv", "prob,label,w\n0.1,0,1\n0.7,1,-1\n0.4,1,2\n")
     assert_error(
@@ -273,7 +273,7 @@ def test_negative_weight(tmp_path):
     )
 
 
-@pytest.mark.xfail(strict=True, reason="io._invalid_rows prints 'is np.float64(nan)' for an empty weight")
+
 def test_missing_weight(tmp_path):
     path = write(tmp_path, "p.csv", "prob,label,w\n0.1,0,1\n0.7,1,\n0.4,1,2\n")
     assert_error(
@@ -283,7 +283,7 @@ def test_missing_weight(tmp_path):
     )
 
 
-@pytest.mark.xfail(strict=True, reason="io.read_input names the NumPy dtype 'object' instead of the column's type")
+
 def test_non_numeric_weight_column(tmp_path):
     path = write(tmp_path, "p.csv", "prob,label,w\n0.1,0,1\n0.7,1,abc\n0.4,1,2\n")
     assert_error(tmp_path, [path, "--weight-col", "w"], f"{path}: weight column 'w' has type string: expected numbers")
@@ -294,7 +294,7 @@ def test_weights_summing_to_zero(tmp_path):
     assert_error(tmp_path, [path, "--weight-col", "w"], f"{path}: sample weights sum to 0: expected a positive total weight")
 
 
-@pytest.mark.xfail(strict=True, reason="io._invalid_rows: 'class probabilities is [...]' (grammar)")
+
 def test_multiclass_outside_unit_interval_grammar(tmp_path):
     path = write(tmp_path, "p.csv", "p_0,p_1,p_2,label\n0.2,0.3,0.5,1\n-2,1,2,0\n")
     assert_error(
@@ -305,7 +305,7 @@ def test_multiclass_outside_unit_interval_grammar(tmp_path):
     )
 
 
-@pytest.mark.xfail(strict=True, reason="io.read_input reports the softmax output [nan, nan], not the logits in the file")
+
 def test_non_finite_logits_name_the_logits(tmp_path):
     path = write(tmp_path, "p.csv", "logit_0,logit_1,label\n-2.0,1,0\ninf,1,1\n")
     result = ece(path, "--logits")
@@ -408,7 +408,7 @@ def test_no_label_column(tmp_path):
     assert run_json(path, "--label-col", "truth")["files"][0]["input"]["columns"]["label"] == "truth"
 
 
-@pytest.mark.xfail(strict=True, reason="duplicate column names reach pyarrow's KeyError: 'Error: internal error (KeyError ...)'")
+
 def test_duplicate_column_names(tmp_path):
     path = write(tmp_path, "p.csv", "prob,prob,label\n0.1,0.2,0\n")
     result = ece(path)
