@@ -248,10 +248,8 @@ def render_tcal(doc: dict, console) -> None:
         for note in f["notes"]:
             console.print(f"  note: {note}")
         if f["test"] == "binomial":
-            console.print(
-                f"  exact binomial test per value, Bonferroni over {r['n_values']} values: "
-                f"p-value {fmt_number(r['p_value'])} at alpha {r['alpha']:g} -> {verdict}"
-            )
+            console.print(f"  exact binomial test per value, Bonferroni over {r['n_values']} values")
+            console.print(f"  p-value {fmt_number(r['p_value'])} at alpha {r['alpha']:g}: {verdict}")
             table = Table(title_justify="left")
             for col in ("value", "n", "positives", "observed rate", "p-value", f"p <= {fmt_number(r['per_value_alpha'])}"):
                 table.add_column(col, justify="right")
@@ -268,11 +266,9 @@ def render_tcal(doc: dict, console) -> None:
         if r["p_value_min_p"] is not None:
             other_name = "min-p" if r["combine"] == "bonferroni" else "bonferroni"
             other_value = r["p_value_min_p"] if r["combine"] == "bonferroni" else r["p_value_bonferroni"]
-            other = f" ({other_name} p-value {fmt_number(other_value)})"
-        console.print(
-            f"  T-Cal {how}, null {r['null']} ({resampling}), {r['n_levels']} level(s), combine {r['combine']}: "
-            f"p-value {fmt_number(r['p_value'])}{other} at alpha {r['alpha']:g} -> {verdict}"
-        )
+            other = f" ({other_name}: {fmt_number(other_value)})"
+        console.print(f"  T-Cal {how}, null {r['null']} ({resampling}), {r['n_levels']} level(s), combine {r['combine']}")
+        console.print(f"  p-value {fmt_number(r['p_value'])}{other} at alpha {r['alpha']:g}: {verdict}")
         table = Table(title_justify="left")
         for col in ("level", "m", "cells", "non-empty", "T_m", f"critical (alpha {fmt_number(r['per_level_alpha'])})", "p-value", "rejects"):
             table.add_column(col, justify="right")
@@ -283,7 +279,7 @@ def render_tcal(doc: dict, console) -> None:
                 "yes" if level["reject"] else "",
             )
         console.print(table)
-        console.print(f"  T_m = {r['statistic_name']}")
+        console.print(f"  statistic: {r['statistic_name']}")
     if "gate" in doc:
         console.print(f"gate --fail-on-reject: {'passed' if doc['gate']['passed'] else 'FAILED'}")
 
