@@ -185,8 +185,14 @@ def test_nan_probability(tmp_path):
 
 
 def test_empty_probability_cell(tmp_path):
+    # the wording for the empty value itself is checked by test_empty_probability_cell_is_called_empty
     path = write(tmp_path, "p.csv", "prob,label\n0.1,0\n0.3,1\n,1\n")
-    assert_error(tmp_path, [path], f"{path}: row 3, column prob: probability is nan (not a finite number); 1 such row(s): {FIX}")
+    out = tmp_path / "report.json"
+    result = ece(path, "--output", str(out))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Error: {path}: row 3, column prob: probability is ")
+    assert result.stderr.endswith(f"; 1 such row(s): {FIX}\n")
+    assert not out.exists()
 
 
 def test_inf_probability(tmp_path):
@@ -675,3 +681,34 @@ def test_stdin_feather_file(reference_l1):
 def test_stdin_jsonl(reference_l1):
     lines = "".join(json.dumps({"prob": p, "label": y}) + "\n" for p, y in zip([0.1, 0.7, 0.4, 0.9, 0.2], [0, 1, 1, 1, 0]))
     assert l1(run_json("-", "--input-format", "jsonl", input=lines)) == reference_l1
+
+
+# ---------------------------------------------------------------------------------------------
+# Messages that could say more (strict xfail, checked by what they should contain, since the exact
+# wording is the lead's choice)
+
+
+@pytest.mark.xfail(strict=True, reason="io.read_input: a text value in a probability column is reported by type only, not by row and value")
+def test_non_numeric_probability_names_row_and_value(tmp_path):
+    path = write(tmp_path, "p.csv", "prob,label\n0.1,0\nabc,1\n0.4,1\n")
+    result = ece(path)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Error: {path}: ")
+    assert "row 2" in result.stderr and "'abc'" in result.stderr
+
+
+@pytest.mark.xfail(strict=True, reason="io._column_to_numpy turns an empty cell into NaN, so the message says 'nan' for an empty label")
+def test_empty_label_cell_is_called_empty(tmp_path):
+    path = write(tmp_path, "p.csv", "prob,label\n0.1,0\n0.7,\n0.4,1\n")
+    result = ece(path)
+    assert result.exit_code == 2
+    assert f"Error: {path}: row 2, column label: " in result.stderr
+    assert "(found empty; classes: ['0', '1'])" in result.stderr
+
+
+@pytest.mark.xfail(strict=True, reason="io._column_to_numpy turns an empty cell into NaN, so the message says 'probability is nan'")
+def test_empty_probability_cell_is_called_empty(tmp_path):
+    path = write(tmp_path, "p.csv", "prob,label\n0.1,0\n0.3,1\n,1\n")
+    result = ece(path)
+    assert result.exit_code == 2
+    assert f"Error: {path}: row 3, column prob: probability is empty" in result.stderr
