@@ -42,6 +42,8 @@ _EXTENSIONS = {
 }
 _FORMAT_NAMES = {"csv": "CSV", "tsv": "TSV", "parquet": "Parquet", "feather": "Arrow IPC/Feather", "jsonl": "JSON Lines"}
 
+CSV_NULL_VALUES = ("", "NA", "N/A", "n/a", "NULL", "null", "#N/A")
+
 LABEL_NAMES = ("label", "labels", "y", "y_true", "target", "true_label", "class")
 SINGLE_PROB_NAMES = ("prob", "probability", "proba", "score", "confidence", "y_prob", "y_score", "p", "pred", "prediction")
 VECTOR_PROB_NAMES = ("probs", "probabilities", "proba", "prob", "p", "scores", "logits", "y_prob")
@@ -179,14 +181,26 @@ def read_table(path_or_buf, fmt: str, columns: list[str] | None = None):
 
         return pq.read_table(path_or_buf, columns=columns)
     if fmt == "feather":
+        import pyarrow as pa
         import pyarrow.feather as feather
+        import pyarrow.ipc as ipc
 
-        return feather.read_table(path_or_buf, columns=columns)
+        try:
+            return feather.read_table(path_or_buf, columns=columns)
+        except pa.ArrowInvalid:  # not the IPC file format: the IPC stream format (what a pipe carries)
+            if not isinstance(path_or_buf, str):
+                path_or_buf.seek(0)
+            with ipc.open_stream(pa.OSFile(path_or_buf) if isinstance(path_or_buf, str) else path_or_buf) as reader:
+                table = reader.read_all()
+            return table.select(columns) if columns else table
     if fmt in ("csv", "tsv"):
         import pyarrow.csv as pcsv
 
         parse = pcsv.ParseOptions(delimiter="\t" if fmt == "tsv" else ",")
-        convert = pcsv.ConvertOptions(include_columns=columns) if columns else None
+        # An empty cell is null ("empty" in messages); the text "nan" stays a NaN number.
+        convert = pcsv.ConvertOptions(
+            include_columns=columns or [], null_values=list(CSV_NULL_VALUES), strings_can_be_null=True
+        )
         src = path_or_buf
         if isinstance(src, str) and src.lower().endswith(".gz"):
             import pyarrow as pa
@@ -258,6 +272,17 @@ class _Resolved:
 
 def resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str) -> _Resolved:
     """Map the file's columns to probabilities, labels and weights (flags first, then common layouts)."""
+    resolved = _resolve_columns(names, types, spec, where)
+    for role, col in (("label", resolved.label_column), ("weight", resolved.weight_column)):
+        if col is not None and col in resolved.prob_columns:
+            raise CalibcliError(
+                f"{where}: column {col!r} is used both as a probability column and as the {role} column: "
+                f"name each column once"
+            )
+    return resolved
+
+
+def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str) -> _Resolved:
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
         raise CalibcliError(
@@ -278,8 +303,10 @@ def resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str)
     else:
         found = [lower[n] for n in LABEL_NAMES if n in lower]
         if not found:
+            spaced = [n for n in names if n != n.strip()]
+            hint = f" (names with surrounding spaces: {spaced}; remove the spaces after the commas)" if spaced else ""
             raise CalibcliError(
-                f"{where}: no label column recognised among {names}: expected one named "
+                f"{where}: no label column recognised among {names}{hint}: expected one named "
                 f"{'/'.join(LABEL_NAMES[:5])}; pass --label-col NAME"
             )
         label = found[0]
@@ -362,6 +389,32 @@ def _column_to_numpy(table, name: str) -> np.ndarray:
     return col.to_numpy()
 
 
+def _null_rows(table, name: str) -> np.ndarray | None:
+    """Rows where the column's cell is empty (None when it has none)."""
+    col = table.column(name)
+    if not col.null_count:
+        return None
+    return col.is_null().to_numpy(zero_copy_only=False)
+
+
+def _parse_text_numbers(table, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A text column read as numbers: the values (NaN where not a number) and the mask of such cells."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    col = table.column(name).cast(pa.string())
+    numeric = pc.match_substring_regex(
+        pc.utf8_trim_whitespace(col), r"^[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|Infinity|nan|NaN)$"
+    )
+    numeric = pc.fill_null(numeric, False).to_numpy(zero_copy_only=False)
+    values = np.full(len(col), np.nan)
+    if numeric.any():
+        good = pc.filter(col, pa.array(numeric))
+        values[numeric] = pc.cast(pc.utf8_trim_whitespace(good), pa.float64()).to_numpy(zero_copy_only=False)
+    nulls = col.is_null().to_numpy(zero_copy_only=False)
+    return values, ~numeric & ~nulls
+
+
 def _vector_column(table, name: str, where: str) -> np.ndarray:
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -428,15 +481,23 @@ def _remap_int_labels(vals: np.ndarray, class_names: tuple[str, ...] | None) -> 
 # Validation of a whole table, row by row
 
 
-def _invalid_rows(probs, labels, weights, n_classes: int, label_col: str, weight_col: str | None, logits=None):
+def _invalid_rows(
+    probs, labels, weights, n_classes: int, label_col: str, weight_col: str | None, logits=None,
+    empty: dict | None = None, not_numbers: dict | None = None, text_of=None, empty_other: dict | None = None,
+):
     """Masks of invalid rows, in the order they are reported, each with a message maker.
 
     ``logits`` are the file's values when ``--logits`` was given: a non-finite value is reported as
-    the file has it, not as its softmax.
+    the file has it, not as its softmax. ``empty`` maps probability columns to their empty cells,
+    ``not_numbers`` text columns to their cells that are not numbers (``text_of(col, row)`` gives the text).
     """
     checks = []
     many = probs.ndim == 2
     prob_desc = "class probabilities are" if many else "probability is"
+    for col, mask in (empty or {}).items():
+        checks.append(("empty probability cell", mask, lambda r, c=col: f"the cell in column {c!r} is empty" if many else "probability is empty"))
+    for col, mask in (not_numbers or {}).items():
+        checks.append(("probability not a number", mask, lambda r, c=col: f"column {c!r} holds {text_of(c, r)!r}, not a number"))
     source = probs if logits is None else logits
     finite = np.isfinite(source) if source.ndim == 1 else np.isfinite(source).all(axis=1)
     source_desc = prob_desc if logits is None else ("logits are" if many else "logit is")
@@ -475,13 +536,15 @@ def _invalid_rows(probs, labels, weights, n_classes: int, label_col: str, weight
         )
     )
     if weights is not None:
+        weight_empty = (empty_other or {}).get(weight_col)
         with np.errstate(invalid="ignore"):
             bad_w = ~np.isfinite(weights) | (weights < 0)
         checks.append(
             (
                 "invalid sample weight",
                 bad_w,
-                lambda r: f"weight in column {weight_col!r} is {_fmt(weights[r])}, expected a finite number >= 0",
+                lambda r: f"weight in column {weight_col!r} is {'empty' if weight_empty is not None and weight_empty[r] else _fmt(weights[r])}, "
+                f"expected a finite number >= 0",
             )
         )
     return checks
@@ -547,6 +610,7 @@ def read_input(
     import pyarrow as pa
 
     where = display
+    not_numbers: dict[str, np.ndarray] = {}
     if resolved.vector_column:
         probs = _vector_column(table, resolved.prob_columns[0], where)
         class_names = tuple(str(k) for k in range(probs.shape[1]))
@@ -554,6 +618,12 @@ def read_input(
         cols = []
         for c in resolved.prob_columns:
             t = table.column(c).type
+            if pa.types.is_string(t) or pa.types.is_large_string(t):
+                values, bad = _parse_text_numbers(table, c)
+                if bad.any():
+                    not_numbers[c] = bad
+                cols.append(values)
+                continue
             if not (pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_null(t)):
                 raise CalibcliError(
                     f"{where}: probability column {c!r} has type {t}: expected numbers; check the column or pass --prob-col/--prob-cols"
@@ -587,8 +657,15 @@ def read_input(
 
     dropped: dict[str, int] = {}
     keep = np.ones(n_read, dtype=bool)
+    prob_empty = {} if resolved.vector_column else {
+        c: m for c in resolved.prob_columns if (m := _null_rows(table, c)) is not None
+    }
+    label_empty = _null_rows(table, resolved.label_column)
+    other_empty = {resolved.weight_column: _null_rows(table, resolved.weight_column)} if resolved.weight_column else {}
     for reason, mask, describe in _invalid_rows(
-        probs, labels, weights, n_classes, resolved.label_column, resolved.weight_column, logits=raw_logits
+        probs, labels, weights, n_classes, resolved.label_column, resolved.weight_column, logits=raw_logits,
+        empty=prob_empty, not_numbers=not_numbers, text_of=lambda c, r: table.column(c)[r].as_py(),
+        empty_other=other_empty,
     ):
         mask = mask & keep
         if not mask.any():
@@ -600,7 +677,8 @@ def read_input(
             )
             extra = ""
             if reason.startswith("label"):
-                extra = f" (found {_show(raw_labels[row])}; classes: {list(class_names)})"
+                found = "empty" if label_empty is not None and label_empty[row] else _show(raw_labels[row])
+                extra = f" (found {found}; classes: {list(class_names)})"
             raise CalibcliError(
                 f"{where}: row {row + 1}, column {col}: {describe(row)}{extra}; {int(mask.sum())} such row(s): "
                 f"fix the file or pass --drop-invalid to drop them"
