@@ -448,7 +448,8 @@ class _SortedProblem:
 
 def bootstrap_multiplicities(n: int, rng: np.random.Generator) -> np.ndarray:
     """How often each of n rows appears in one bootstrap resample of size n (multinomial)."""
-    return np.bincount(rng.integers(0, n, size=n), minlength=n).astype(np.float64)
+    dtype = np.int32 if n < 2**31 else np.int64
+    return np.bincount(rng.integers(0, n, size=n, dtype=dtype), minlength=n).astype(np.float64)
 
 
 def percentile_interval(replicates: np.ndarray, alpha: float) -> tuple[float, float]:
@@ -486,8 +487,8 @@ def binned_calibration(
         Percentile bootstrap with ``n_boot`` resamples at level ``1 - alpha``; the binning rule is
         re-applied to each resample. ``alpha`` is also the ``delta`` of the distribution-free bounds.
     keep_replicates
-        Keep the bootstrap replicates in the result. Resample r's row multiplicities are the r-th draw
-        of :func:`bootstrap_multiplicities` from ``rng`` in the input's row order, so problems given
+        Keep the bootstrap replicates in the result. Resample r's row multiplicities are then the r-th
+        draw of :func:`bootstrap_multiplicities` from ``rng`` in the input's row order, so problems given
         generators with the same seed (the classes of a marginal report) see the same resampled rows
         and their replicates can be aggregated.
     progress
@@ -514,7 +515,10 @@ def binned_calibration(
         reps = np.empty((n_boot, len(point)))
         names = list(point)
         for r in range(n_boot):
-            m = bootstrap_multiplicities(len(z), rng)[problem.order]
+            m = bootstrap_multiplicities(len(z), rng)
+            if keep_replicates:  # input row order, shared by every problem drawn with the same seed
+                m = m[problem.order]
+            # otherwise the draw is over the sorted rows directly: the same law, one gather less
             s_b, s_u = problem.resampled(m)
             p = _point_metrics(s_b, s_u)
             p["ece_l2_sq_debiased_sun"] = ece_l2_sq_sun_estimate(s_b)
