@@ -300,7 +300,9 @@ class _GridData:
         return _abs_integral(_smoothed_on_grid(self.spectrum(n_cells), sigma))
 
 
-def _solve_fixed_point(data: _GridData, *, start_cells: int = MIN_GRID) -> tuple[float, float, float, int]:
+def _solve_fixed_point(
+    data: _GridData, *, start_cells: int = MIN_GRID, cells_per_sigma: float = CELLS_PER_SIGMA
+) -> tuple[float, float, float, int]:
     """Fixed point ``s* = smECE_{s*}``; returns ``(s*, smECE_{s*}, gap, grid cells)``.
 
     Brent's method on the strictly decreasing ``g(s) = smECE_s - s`` over the bracket
@@ -312,6 +314,10 @@ def _solve_fixed_point(data: _GridData, *, start_cells: int = MIN_GRID) -> tuple
     lo = abs(data.mean_residual)
     hi = data.mean_abs_residual
     n_cells = start_cells
+    grid_variation = float(np.abs(data.deposit(n_cells)[0]).sum())
+    if grid_variation <= 1e-12 * hi:
+        # The residuals cancel wherever predictions coincide: smECE_s <= grid variation ~ 0 for all s.
+        return 0.0, grid_variation, grid_variation, n_cells
     while True:
         if hi - lo <= 0.5 * FIXED_POINT_TOL:
             # All residuals of one sign: smECE_s is the same for every s.
@@ -330,7 +336,7 @@ def _solve_fixed_point(data: _GridData, *, start_cells: int = MIN_GRID) -> tuple
             s = hi
         else:
             s = brentq(g, lo, hi, xtol=1e-13, rtol=4 * np.finfo(float).eps, maxiter=200)
-        needed = _grid_level(s)
+        needed = _grid_level(s * CELLS_PER_SIGMA / cells_per_sigma)
         if needed <= n_cells or n_cells >= MAX_GRID:
             value = data.smece(s, n_cells)
             return float(s), value, abs(value - s), n_cells
@@ -394,31 +400,33 @@ class _Bootstrap:
         self.want_curve = want_curve
         self.j, f = _cell_position(z, n_cells)
         base = np.ones_like(z) if w is None else w
-        self.base = base
-        self.wu = base * (y - z)
-        self.wabs = np.abs(self.wu)
-        self.parts = [self.wu] + ([base * y, base] if want_curve else [])
-        self.f = f
+        parts = [base * (y - z)] + ([base * y, base] if want_curve else [])
+        # Each row's share of every deposited quantity at its two grid nodes, computed once.
+        self.shares = [(v - v * f, v * f) for v in parts]
 
     def resample(self, rng: np.random.Generator):
         """One bootstrap resample as a ``_GridData`` whose deposit at ``n_cells`` is precomputed."""
-        m = np.bincount(rng.integers(0, self.n, size=self.n), minlength=self.n).astype(np.float64)
-        total = float(m @ self.base)
+        m = np.bincount(rng.integers(0, self.n, size=self.n), minlength=self.n)
+        total = float(self.n) if self.w is None else float((m * self.w).sum())
+        if total <= 0:
+            return None
+        size = self.n_cells + 1
+        deposits = []
+        for lower, upper in self.shares:
+            dep = np.bincount(self.j, weights=m * lower, minlength=size)
+            dep[1:] += np.bincount(self.j, weights=m * upper, minlength=size)[:-1]
+            deposits.append(dep / total)
         data = _GridData.__new__(_GridData)
         data.z, data.y = self.z, self.y
-        data.w = m if self.w is None else m * self.w
+        data.w = m.astype(np.float64) if self.w is None else m * self.w
         data.want_curve = self.want_curve
         data.n = self.n
         data._spectra = {}
-        data.weight_total = total
-        if total <= 0:
-            return None
-        data.mean_residual = float(m @ self.wu) / total
-        data.mean_abs_residual = float(m @ self.wabs) / total
-        deposits = []
-        for values in self.parts:
-            deposits.append(_deposit_chunk(self.j, self.f, m * values, self.n_cells) / total)
         data._deposits = {self.n_cells: tuple(deposits)}
+        data.weight_total = total
+        # The deposit keeps the residual's total mass; |mean residual| <= s* <= 1 brackets the root.
+        data.mean_residual = float(deposits[0].sum())
+        data.mean_abs_residual = 1.0
         return data
 
 
@@ -477,8 +485,6 @@ def smooth_ece(
 
 def _bootstrap_values(y, z, w, *, sigma, n_cells, n_boot, rng, curve_t=None):
     """smECE of each resample (and its kernel regression on ``curve_t`` when given)."""
-    # Start a little finer than the full-data grid: resamples' s* scatter around s*.
-    n_cells = min(MAX_GRID, 2 * n_cells) if sigma is None else n_cells
     boot = _Bootstrap(y, z, w, n_cells=n_cells, want_curve=curve_t is not None)
     values = np.full(n_boot, np.nan)
     curves = None if curve_t is None else np.full((n_boot, len(curve_t)), np.nan)
@@ -487,7 +493,11 @@ def _bootstrap_values(y, z, w, *, sigma, n_cells, n_boot, rng, curve_t=None):
         if data is None:
             continue
         if sigma is None:
-            s, values[b], _, cells = _solve_fixed_point(data, start_cells=n_cells)
+            # Resamples' s* scatter around the full-data s*: start at its grid and accept half the
+            # cells per sigma (still < 1e-6 discretisation error) before depositing a finer grid.
+            s, values[b], _, cells = _solve_fixed_point(
+                data, start_cells=n_cells, cells_per_sigma=CELLS_PER_SIGMA / 2
+            )
         else:
             s, cells = sigma, n_cells
             values[b] = data.smece(s, cells)
