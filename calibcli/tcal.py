@@ -37,6 +37,7 @@ p-value exact (it can only make it larger).
 from __future__ import annotations
 
 import math
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -300,15 +301,60 @@ class _SortedScalarEngine:
             first_alone[singletons[j]] = j
         self.alone_order = np.argsort(first_alone, kind="stable")
         self.alone_count = np.searchsorted(first_alone[self.alone_order], np.arange(len(self.parts)), side="right")
+        # Every distinct bin (start, end) over all partitions, with the first and last partition holding
+        # it (nested partitions: a bin present at two partitions is present at all in between), sorted
+        # by position so that the gathers sweep the prefix sums once.
+        starts_all = np.concatenate([p[0] for p in self.parts] + [np.zeros(0, dtype=np.int64)])
+        ends_all = np.concatenate([p[1] for p in self.parts] + [np.zeros(0, dtype=np.int64)])
+        inv_all = np.concatenate([p[2] for p in self.parts] + [np.zeros(0)])
+        part_all = np.concatenate([np.full(len(p[0]), j) for j, p in enumerate(self.parts)] + [np.zeros(0, dtype=np.int64)])
+        key = starts_all.astype(np.int64) * (self.n + 1) + ends_all
+        order = np.lexsort((part_all, key))
+        key, part_all = key[order], part_all[order]
+        first_of_run = np.concatenate([[True], key[1:] != key[:-1]]) if len(key) else np.zeros(0, dtype=bool)
+        run_id = np.cumsum(first_of_run) - 1
+        heads = np.flatnonzero(first_of_run)
+        last = np.zeros(len(heads), dtype=np.int64)
+        np.maximum.at(last, run_id, part_all)
+        first = part_all[heads]
+        # group the bins by the first partition holding them (positions increasing within a group), so
+        # that the contributions of the bins starting at each partition are contiguous sums
+        by_first = np.argsort(first, kind="stable")
+        self.bin_start = starts_all[order][heads][by_first]
+        self.bin_end = ends_all[order][heads][by_first]
+        self.bin_inv_weight = inv_all[order][heads][by_first]
+        self.bin_last = last[by_first]
+        self.first_groups, self.first_offsets = np.unique(first[by_first], return_index=True)
+        self._local = threading.local()
+
+    def _workspace(self, rows: int) -> dict:
+        """Per-thread buffers, reused from chunk to chunk (fresh large arrays would cost a page fault per page)."""
+        space = getattr(self._local, "space", None)
+        if space is None or space["rows"] < rows:
+            U = len(self.bin_start)
+            space = {
+                "rows": rows,
+                "D": np.empty((rows, self.n)),
+                "below": np.empty((rows, self.n), dtype=bool),
+                "C": np.empty((rows, self.n + 1), dtype=np.complex128),
+                "hi": np.empty((rows, U), dtype=np.complex128),
+                "lo": np.empty((rows, U), dtype=np.complex128),
+                "sq": np.empty((rows, U)),
+            }
+            self._local.space = space
+        return space
 
     def _stats_from_residuals(self, D: np.ndarray) -> np.ndarray:
         """``T_m`` for every row of centred residuals ``D = y - z`` (rows x n) and every distinct partition.
 
-        The two prefix sums are carried as the real and imaginary parts of one complex array: one
-        cumulative sum and one gather per boundary instead of two (about twice as fast).
+        The prefix sums of ``w D`` and ``w^2 D (1 - 2z)`` are carried as the real and imaginary parts of
+        one complex array. Every distinct bin (of two or more points) of every partition is visited
+        once, in the sorted order (one sweep through memory); its contribution
+        ``((sum w U)^2 - sum w^2 U^2) / W_b`` then counts for the consecutive partitions that contain it.
         """
         rows = D.shape[0]
-        C = np.empty((rows, self.n + 1), dtype=np.complex128)
+        space = self._workspace(rows)
+        C = space["C"][:rows]
         C[:, 0] = 0.0
         body = C[:, 1:]
         if self.w is None:
@@ -317,16 +363,25 @@ class _SortedScalarEngine:
             np.multiply(D, self.w, out=body.real)
         np.multiply(D, self.coef2, out=body.imag)
         np.cumsum(body, axis=1, out=body)
-        out = np.zeros((rows, len(self.parts)))
-        for j, (s, e, inv_w, det) in enumerate(self.parts):
-            if len(s) == 0:
-                continue
-            S = np.take(C, e, axis=1)
-            S -= np.take(C, s, axis=1)
-            S1 = S.real
-            contrib = S1 * S1
-            contrib -= S.imag
-            out[:, j] = np.einsum("rb,b->r", contrib, inv_w)
+        S = space["hi"][:rows]
+        lo = space["lo"][:rows]
+        sq = space["sq"][:rows]
+        np.take(C, self.bin_end, axis=1, out=S, mode="clip")  # indices are valid; "clip" avoids a buffered copy
+        np.take(C, self.bin_start, axis=1, out=lo, mode="clip")
+        S -= lo
+        np.multiply(S.real, S.real, out=sq)
+        sq -= S.imag
+        sq *= self.bin_inv_weight
+        P = len(self.parts)
+        out = np.empty((rows, P))
+        # sums of the contributions of the bins that appear first at each partition (contiguous groups)
+        starting = np.zeros((rows, P))
+        if len(self.first_groups):
+            starting[:, self.first_groups] = np.add.reduceat(sq, self.first_offsets, axis=1)
+        for r in range(rows):  # a loop over the rows of a chunk
+            ending = np.bincount(self.bin_last, weights=sq[r], minlength=P)
+            out[r] = np.cumsum(starting[r])
+            out[r, 1:] -= np.cumsum(ending)[:-1]
         out -= self.const
         out /= self.total_weight
         return out
@@ -338,8 +393,11 @@ class _SortedScalarEngine:
     def resampled(self, rng: np.random.Generator, rows: int, null: str) -> np.ndarray:
         if null == "consistency":
             return self._consistency(rng, rows)
-        D = rng.random((rows, self.n))
-        below = D < self.z
+        space = self._workspace(rows)
+        D = space["D"][:rows]
+        below = space["below"][:rows]
+        rng.random(out=D)
+        np.less(D, self.z, out=below)
         np.subtract(below, self.z, out=D)
         return self._stats_from_residuals(D)
 
