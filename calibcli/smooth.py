@@ -62,7 +62,7 @@ MAX_GRID = 2**22
 #: Grid deposited first; finer grids are deposited only when a bandwidth needs them.
 FIRST_GRID = 2**16
 #: Rows processed at a time when depositing, which bounds the temporary memory.
-CHUNK_ROWS = 2**20
+CHUNK_ROWS = 2**18
 #: Default number of points of the smoothed curve.
 CURVE_POINTS = 501
 #: The kernel regression is left undefined (NaN) where the smoothed density is below this fraction of
@@ -349,13 +349,13 @@ def _solve_fixed_point(
 
 
 def _check(y_true, y_prob, sample_weight):
-    """Validate once; returns ``(y float 0/1, z float, w or None)`` without copying valid float input."""
+    """Validate once; returns ``(y int 0/1, z float, w or None)`` without copying int64/float64 input."""
     z = np.asarray(y_prob, dtype=np.float64)
     check_option(z.ndim == 1, f"binary predictions must be 1-D, got shape {z.shape}")
     y = np.asarray(y_true)
     n = check_consistent_length(y, z, sample_weight, names=("labels", "predictions", "sample_weight"))
     z = check_probabilities(z, name="prediction")
-    y = check_labels(y, n_classes=2).astype(np.float64)
+    y = check_labels(y, n_classes=2)
     w = None if sample_weight is None else check_sample_weight(sample_weight, n)
     return y, z, w
 
