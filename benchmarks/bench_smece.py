@@ -175,8 +175,8 @@ def main() -> None:
         rows,
     )
     print("Notes on the differences (relplot 1.0.3 flaws that calibcli does not share):")
-    print(" - bandwidth share = calibcli's smECE at relplot's sigma minus calibcli's s*: relplot quantises sigma")
-    print("   to 1/1024 and returns the interval's upper end, so its smECE is taken at a slightly larger sigma;")
+    print(" - bandwidth share = calibcli's smECE at relplot's sigma minus calibcli's s*: relplot's sigma is the")
+    print("   fixed point of its own (flawed) smECE, quantised to 1/1024 and taken at the interval's upper end;")
     print(" - kernel share = relplot minus calibcli at the same sigma: relplot counts predictions at exactly 0 or 1")
     print("   with half weight (visible on 'ends'), truncates the kernel at +-0.5 so the two ends never meet")
     print("   (on 'badly-wrong' its value stays near the no-smoothing value instead of falling to the fixed")
