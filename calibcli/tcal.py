@@ -40,6 +40,7 @@ import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -536,8 +537,11 @@ class _GroupVectorEngine:
         return max(1, _CHUNK_BYTES // (8 * self.n * (self.K + 6)))
 
 
-def _resample_all(engine, rng: np.random.Generator, n_boot: int, null: str) -> np.ndarray:
-    """``n_boot`` resampled statistics per distinct partition, chunk by chunk (seeded per chunk)."""
+def _resample_all(engine, rng: np.random.Generator, n_boot: int, null: str, progress: Callable[[], None] | None = None) -> np.ndarray:
+    """``n_boot`` resampled statistics per distinct partition, chunk by chunk (seeded per chunk).
+
+    ``progress()``, if given, is called once per finished resample, from the calling thread.
+    """
     rows = min(engine.chunk_rows(), n_boot)
     sizes = [rows] * (n_boot // rows) + ([n_boot % rows] if n_boot % rows else [])
     seeds = rng.integers(0, 2**63 - 1, size=len(sizes))
@@ -545,11 +549,18 @@ def _resample_all(engine, rng: np.random.Generator, n_boot: int, null: str) -> n
     def run(i: int) -> np.ndarray:
         return engine.resampled(np.random.default_rng(int(seeds[i])), sizes[i], null)
 
+    parts = []
     if len(sizes) > 1 and _N_THREADS > 1:
         with ThreadPoolExecutor(max_workers=_N_THREADS) as pool:
-            parts = list(pool.map(run, range(len(sizes))))
+            for part in pool.map(run, range(len(sizes))):
+                parts.append(part)
+                for _ in range(len(part)) if progress is not None else ():
+                    progress()
     else:
-        parts = [run(i) for i in range(len(sizes))]
+        for i in range(len(sizes)):
+            parts.append(run(i))
+            for _ in range(sizes[i]) if progress is not None else ():
+                progress()
     return np.concatenate(parts, axis=0)
 
 
@@ -682,6 +693,7 @@ def tcal_test(
     combine: str = "bonferroni",
     alpha: float = 0.05,
     rng: np.random.Generator | None = None,
+    progress: Callable[[], None] | None = None,
 ) -> TcalResult:
     """Test the null hypothesis of perfect calibration with T-Cal (seed 004; SPEC 4.2).
 
@@ -705,6 +717,7 @@ def tcal_test(
     and is refused.
 
     ``rng``: the source of all randomness (``None`` means ``numpy.random.default_rng(0)``).
+    ``progress``: called once per finished resample (for a progress bar).
     Sample weights are supported by the y-bootstrap only (weights held fixed, labels redrawn).
     """
     check_option(null in NULLS, f"unknown null {null!r}: expected one of {', '.join(NULLS)}")
@@ -764,7 +777,7 @@ def tcal_test(
         reject = any(reject_levels)
         exact = False
     else:
-        star = _resample_all(engine, rng, R, null)
+        star = _resample_all(engine, rng, R, null, progress)
         mc = monte_carlo_combine(observed, star, level_of, alpha)
         p_levels = mc.p_levels
         threshold = mc.threshold_bonferroni if combine == "bonferroni" else mc.threshold_min_p

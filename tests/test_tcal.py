@@ -371,3 +371,10 @@ def test_discreteness_rule():
     assert "sqrt(n)" in check.rule
     assert not is_discrete(np.random.default_rng(0).random(300))
     assert is_discrete(np.round(np.random.default_rng(0).random(20_000), 2))  # 101 values <= 141
+
+
+def test_progress_called_once_per_resample():
+    y, z = calibrated(3000, 22)
+    calls = []
+    tcal_test(y, z, n_boot=257, rng=np.random.default_rng(0), progress=lambda: calls.append(1))
+    assert len(calls) == 257

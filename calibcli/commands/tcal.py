@@ -190,17 +190,20 @@ def _test_file(loaded, mode, smoothness, null, n_boot, combine, discrete, alpha,
             "per_value": [asdict(row) for row in result.rows],
         }
         return entry
-    result = tcal_test(
-        labels,
-        probs,
-        sample_weight=weights,
-        smoothness=smoothness,
-        null=null,
-        n_boot=n_boot,
-        combine=combine,
-        alpha=alpha,
-        rng=np.random.default_rng(seed),
-    )
+    total = 0 if null == "chebyshev" else n_boot
+    with cc.progress_bar(total, f"T-Cal resamples {loaded.path}") as advance:
+        result = tcal_test(
+            labels,
+            probs,
+            sample_weight=weights,
+            smoothness=smoothness,
+            null=null,
+            n_boot=n_boot,
+            combine=combine,
+            alpha=alpha,
+            rng=np.random.default_rng(seed),
+            progress=advance,
+        )
     for message in result.warnings:
         cc.warn(f"{loaded.path}: {message}")
     entry["test"] = "tcal"
