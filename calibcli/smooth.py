@@ -41,6 +41,7 @@ Differences from relplot 1.0.3 (``relplot.smECE``), all deliberate:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -56,6 +57,9 @@ from calibcli.validation import (
 FIXED_POINT_TOL = 1e-7
 #: Grid cells per bandwidth (at least); the discretisation error is O((1/CELLS_PER_SIGMA)^2) relative.
 CELLS_PER_SIGMA = 200
+#: Grid cells per bandwidth for bootstrap resamples: relative error about 0.04 / cells^2 (6e-5 here),
+#: far below the spread of the replicates, which only feed percentiles.
+BOOT_CELLS_PER_SIGMA = 25
 #: Coarsest and finest grids (number of cells, powers of two).
 MIN_GRID = 2**12
 MAX_GRID = 2**22
@@ -301,13 +305,19 @@ class _GridData:
 
 
 def _solve_fixed_point(
-    data: _GridData, *, start_cells: int = MIN_GRID, cells_per_sigma: float = CELLS_PER_SIGMA
+    data: _GridData,
+    *,
+    start_cells: int = MIN_GRID,
+    cells_per_sigma: float = CELLS_PER_SIGMA,
+    guess: float | None = None,
 ) -> tuple[float, float, float, int]:
     """Fixed point ``s* = smECE_{s*}``; returns ``(s*, smECE_{s*}, gap, grid cells)``.
 
     Brent's method on the strictly decreasing ``g(s) = smECE_s - s`` over the bracket
     ``[|mean residual|, mean |residual|]`` (``smECE_s`` lies between these for every s), at a fixed
-    grid; the grid is refined and the root re-solved until the grid has CELLS_PER_SIGMA cells per s*.
+    grid; the grid is refined and the root re-solved until the grid has ``cells_per_sigma`` cells
+    per s*. A ``guess`` (e.g. the full-data s* for a bootstrap resample) first narrows the bracket to
+    ``[0.8 guess, 1.25 guess]`` when the root lies there.
     """
     from scipy.optimize import brentq
 
@@ -318,29 +328,40 @@ def _solve_fixed_point(
     if grid_variation <= 1e-12 * hi:
         # The residuals cancel wherever predictions coincide: smECE_s <= grid variation ~ 0 for all s.
         return 0.0, grid_variation, grid_variation, n_cells
+    if hi - lo <= 0.5 * FIXED_POINT_TOL:
+        # All residuals of one sign: smECE_s is the same for every s.
+        s = 0.5 * (lo + hi)
+        value = data.smece(s, n_cells)
+        return s, value, abs(value - s), n_cells
     while True:
-        if hi - lo <= 0.5 * FIXED_POINT_TOL:
-            # All residuals of one sign: smECE_s is the same for every s.
-            s = 0.5 * (lo + hi)
-            value = data.smece(s, n_cells) if s > 0 else 0.0
-            return s, value, abs(value - s), n_cells
+        values: dict[float, float] = {}
 
-        def g(s, n_cells=n_cells):
-            return data.smece(s, n_cells) - s
+        def g(s, n_cells=n_cells, values=values):
+            if s not in values:
+                values[s] = data.smece(s, n_cells) - s
+            return values[s]
 
-        g_lo = g(lo)
-        g_hi = g(hi)
-        if g_lo <= 0:
-            s = lo
-        elif g_hi >= 0:
-            s = hi
+        a, b = lo, hi
+        if guess is not None and lo < guess < hi:
+            inner_a, inner_b = max(lo, 0.8 * guess), min(hi, 1.25 * guess)
+            if g(inner_a) <= 0:
+                b = inner_a
+            elif g(inner_b) >= 0:
+                a = inner_b
+            else:
+                a, b = inner_a, inner_b
+        if g(a) <= 0:
+            s = a
+        elif g(b) >= 0:
+            s = b
         else:
-            s = brentq(g, lo, hi, xtol=1e-13, rtol=4 * np.finfo(float).eps, maxiter=200)
+            s = brentq(g, a, b, xtol=1e-13, rtol=4 * np.finfo(float).eps, maxiter=200)
         needed = _grid_level(s * CELLS_PER_SIGMA / cells_per_sigma)
         if needed <= n_cells or n_cells >= MAX_GRID:
-            value = data.smece(s, n_cells)
+            value = g(s) + s
             return float(s), value, abs(value - s), n_cells
         n_cells = needed
+        guess = s
 
 
 # ----------------------------------------------------------------------------------------------
@@ -431,7 +452,19 @@ class _Bootstrap:
 
 
 def _percentiles(values: np.ndarray, alpha: float, axis=0):
-    return np.nanquantile(values, [alpha / 2, 1 - alpha / 2], axis=axis)
+    """Percentile interval; a replicate that could not be computed (NaN) is left out."""
+    import warnings
+
+    with warnings.catch_warnings():
+        # Where no resample has data (a curve point far from every prediction) the band is NaN.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanquantile(values, [alpha / 2, 1 - alpha / 2], axis=axis)
+
+
+def percentile_interval(replicates: np.ndarray, alpha: float) -> tuple[float, float]:
+    """Percentile bootstrap interval at level ``1 - alpha`` of replicates (NaN ones left out)."""
+    low, high = _percentiles(np.asarray(replicates, dtype=np.float64), alpha)
+    return float(low), float(high)
 
 
 def smooth_ece(
@@ -443,6 +476,7 @@ def smooth_ece(
     n_boot: int = 0,
     alpha: float = 0.05,
     rng: np.random.Generator | int | None = None,
+    progress: Callable[[], None] | None = None,
 ) -> SmoothECEResult:
     """SmoothECE of a binary problem (Blasiok & Nakkiran 2023, seed 003; SPEC section 3).
 
@@ -450,7 +484,10 @@ def smooth_ece(
     ``|s - smECE_s| <= 1e-7``; with ``sigma`` the value ``smECE_sigma`` at that bandwidth.
     With ``n_boot > 0`` a percentile bootstrap interval at level ``1 - alpha`` (SPEC 2.4): rows are
     resampled with replacement and the bandwidth is re-solved on every resample. ``rng`` is a
-    ``numpy.random.Generator`` (or a seed; None means seed 0), so results are reproducible.
+    ``numpy.random.Generator`` (or a seed; None means seed 0), so results are reproducible: the
+    resamples are drawn as ``rng.integers(0, n, n)`` one after the other, so problems with the same
+    n and generators seeded alike see the same rows (joint intervals across classes). ``progress``
+    is called after each resample.
     """
     y, z, w = _check(y_true, y_prob, sample_weight)
     _check_bootstrap(n_boot, alpha)
@@ -465,7 +502,8 @@ def smooth_ece(
     replicates = ci_low = ci_high = None
     if n_boot > 0:
         replicates = _bootstrap_values(y, z, w, sigma=None if fixed else s, n_cells=n_cells,
-                                       n_boot=int(n_boot), rng=np.random.default_rng(0 if rng is None else rng))
+                                       n_boot=int(n_boot), rng=np.random.default_rng(0 if rng is None else rng),
+                                       progress=progress, sigma_full=s)
         ci_low, ci_high = (float(v) for v in _percentiles(replicates, alpha))
     return SmoothECEResult(
         smece=float(value),
@@ -483,26 +521,34 @@ def smooth_ece(
     )
 
 
-def _bootstrap_values(y, z, w, *, sigma, n_cells, n_boot, rng, curve_t=None):
-    """smECE of each resample (and its kernel regression on ``curve_t`` when given)."""
+def _bootstrap_values(y, z, w, *, sigma, n_cells, n_boot, rng, curve_t=None, progress=None, sigma_full=None):
+    """smECE of each resample (and its kernel regression on ``curve_t`` when given).
+
+    Resamples use a grid with BOOT_CELLS_PER_SIGMA cells per bandwidth (fixed sigma), or 1.2 times
+    that per full-data s* (fixed point; a resample whose s* is much smaller gets a finer grid).
+    """
+    bandwidth = sigma if sigma is not None else sigma_full / 1.2
+    n_cells = _grid_level(bandwidth * CELLS_PER_SIGMA / BOOT_CELLS_PER_SIGMA) if bandwidth > 0 else n_cells
     boot = _Bootstrap(y, z, w, n_cells=n_cells, want_curve=curve_t is not None)
     values = np.full(n_boot, np.nan)
     curves = None if curve_t is None else np.full((n_boot, len(curve_t)), np.nan)
     for b in range(n_boot):
         data = boot.resample(rng)
-        if data is None:
-            continue
-        if sigma is None:
-            # Resamples' s* scatter around the full-data s*: start at its grid and accept half the
-            # cells per sigma (still < 1e-6 discretisation error) before depositing a finer grid.
-            s, values[b], _, cells = _solve_fixed_point(
-                data, start_cells=n_cells, cells_per_sigma=CELLS_PER_SIGMA / 2
-            )
-        else:
-            s, cells = sigma, n_cells
-            values[b] = data.smece(s, cells)
-        if curves is not None:
-            curves[b] = _curve_on(data, s, cells, curve_t)[0]
+        if data is not None:  # None: the resample drew only rows of weight 0 (its value stays NaN)
+            if sigma is None:
+                # Resamples' s* scatter around the full-data s*: start from it, on a grid with
+                # BOOT_CELLS_PER_SIGMA cells per bandwidth (discretisation error ~1e-4 relative at most,
+                # far below the bootstrap's own spread).
+                s, values[b], _, cells = _solve_fixed_point(
+                    data, start_cells=n_cells, cells_per_sigma=BOOT_CELLS_PER_SIGMA, guess=sigma_full
+                )
+            else:
+                s, cells = sigma, n_cells
+                values[b] = data.smece(s, cells)
+            if curves is not None:
+                curves[b] = _curve_on(data, s, cells, curve_t)[0]
+        if progress is not None:
+            progress()
     return values if curves is None else (values, curves)
 
 
@@ -529,6 +575,7 @@ def smooth_curve(
     n_boot: int = 0,
     alpha: float = 0.05,
     rng: np.random.Generator | int | None = None,
+    progress: Callable[[], None] | None = None,
 ) -> SmoothCurve:
     """The smooth reliability diagram's data (seed 003, section 1.1; SPEC sections 3 and 6).
 
@@ -554,7 +601,7 @@ def smooth_curve(
     if n_boot > 0:
         values, curves = _bootstrap_values(
             y, z, w, sigma=None if fixed else s, n_cells=n_cells, n_boot=int(n_boot),
-            rng=np.random.default_rng(0 if rng is None else rng), curve_t=t,
+            rng=np.random.default_rng(0 if rng is None else rng), curve_t=t, progress=progress, sigma_full=s,
         )
         ci_low, ci_high = (float(v) for v in _percentiles(values, alpha))
         band_low, band_high = _percentiles(curves, alpha, axis=0)
