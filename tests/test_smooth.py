@@ -400,3 +400,16 @@ def test_bad_input_is_rejected():
         smooth_ece([0, 2], [0.2, 0.7])
     with pytest.raises(CalibcliError, match="lengths"):
         smooth_ece([0, 1, 1], [0.2, 0.7])
+
+
+def test_progress_is_called_once_per_resample_and_zero_weight_resamples_are_skipped():
+    calls = []
+    y, z = _typical(300)
+    smooth_ece(y, z, n_boot=17, rng=np.random.default_rng(0), progress=lambda: calls.append(1))
+    assert len(calls) == 17
+    # Only one row has weight: a resample that misses it has no data, and its replicate is NaN.
+    w = np.zeros(300)
+    w[0] = 1.0
+    result = smooth_ece(y, z, sample_weight=w, n_boot=20, rng=np.random.default_rng(0))
+    assert np.isnan(result.replicates).any() and not np.isnan(result.replicates).all()
+    assert result.ci_low == result.ci_high == pytest.approx(abs(y[0] - z[0]), abs=1e-9)

@@ -56,9 +56,7 @@ def smece(
     input_format: cc.InputFormat = None,
     drop_invalid: cc.DropInvalid = False,
     mode: cc.Mode = None,
-    class_weights_scheme: Annotated[
-        str, typer.Option("--class-weights", help="Marginal aggregate weights: uniform (1/K) or prior (class frequencies).")
-    ] = "uniform",
+    class_weights_scheme: cc.ClassWeights = "uniform",
     sigma: Sigma = None,
     n_boot: cc.NBoot = 1000,
     alpha: cc.Alpha = 0.05,
