@@ -224,9 +224,10 @@ def _abs_integral(r: np.ndarray) -> float:
 class _GridData:
     """Weighted data of one binary problem, with cached grid deposits and their spectra.
 
-    ``z`` predictions, ``y`` labels (float 0/1), ``w`` weights or None (unit weights), ``mult``
-    bootstrap multiplicities or None. Deposits (of the residual, and on request of w*y and w) are
-    computed in chunks of CHUNK_ROWS rows, so temporary memory stays a few chunk-sized arrays.
+    ``z`` predictions, ``y`` labels (0/1), ``w`` weights or None (unit weights; for a bootstrap
+    resample, the multiplicities times the weights). Deposits (of the residual, and on request of w*y
+    and w) are computed in chunks of CHUNK_ROWS rows, so temporary memory stays a few chunk-sized
+    arrays; coarser grids are exact restrictions of the finest one deposited.
     """
 
     def __init__(self, z, y, w, *, want_curve: bool = False):
