@@ -413,3 +413,13 @@ def test_progress_is_called_once_per_resample_and_zero_weight_resamples_are_skip
     result = smooth_ece(y, z, sample_weight=w, n_boot=20, rng=np.random.default_rng(0))
     assert np.isnan(result.replicates).any() and not np.isnan(result.replicates).all()
     assert result.ci_low == result.ci_high == pytest.approx(abs(y[0] - z[0]), abs=1e-9)
+
+
+def test_tiny_residual_and_unresolved_bandwidth():
+    # One-signed residuals: smECE_s = |mean residual| for every s, so s* equals it exactly.
+    result = smooth_ece([1], [0.99999])
+    assert result.smece == pytest.approx(1e-5, rel=1e-9) and result.fixed_point_gap == 0.0
+    # A bandwidth of a few grid cells at most: the kernel stays positive (no ringing).
+    y, z = _data("calibrated")
+    for s in (1e-6, 1e-7):
+        assert smece_at_sigma(y, z, sigma=s) == pytest.approx(brute_smece(y, z, s), abs=1e-9)
