@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibcli.binning import Binning, fit_binning, quantile_edges_sorted, uniform_bin_index
+from calibcli.binning import Binning, fit_binning, uniform_bin_index
 from calibcli.validation import check_binary, check_option
 
 #: Probabilities are clipped to [LOG_LOSS_EPS, 1 - LOG_LOSS_EPS] inside the log-loss.

@@ -88,7 +88,7 @@ def write_atomic(path: str, data: bytes | str) -> None:
         raise
 
 
-def emit(doc: dict, *, as_json: bool, output: str | None, render: Callable[[dict, "Console"], None]) -> None:
+def emit(doc: dict, *, as_json: bool, output: str | None, render: Callable[[dict, object], None]) -> None:
     """Write the JSON to ``output`` (atomically) and print the table, or the JSON with ``--json``."""
     text = to_json(doc)
     if output:
@@ -174,6 +174,19 @@ def check_gate(spec: GateSpec, file_label: str, metric: dict | None) -> dict:
                 f"{spec.fail_above_upper:g} (--fail-above-upper)"
             )
     return {**spec.describe(), "estimate": est, "ci_high": metric.get("ci_high"), "passed": not failures, "failures": failures}
+
+
+def emit_with_gates(doc: dict, spec: GateSpec, *, as_json: bool, output: str | None, render) -> None:
+    """Summarise the gates, emit the report, then raise :class:`GateFailed` (exit 1) if a gate failed.
+
+    The report is always written in full first, so a failed gate still leaves its evidence.
+    """
+    from calibcli.errors import GateFailed
+
+    passed = finish_gates(doc, spec)
+    emit(doc, as_json=as_json, output=output, render=render)
+    if not passed:
+        raise GateFailed("Gate failed: " + "; ".join(doc["gate"]["failures"]))
 
 
 def finish_gates(doc: dict, spec: GateSpec) -> bool:

@@ -8,10 +8,9 @@ import typer
 
 from calibcli import cli_common as cc
 from calibcli.binning import EDGE_CONVENTION, STRATEGIES
-from calibcli.errors import GateFailed
 from calibcli.estimators import LOG_LOSS_EPS
 from calibcli.modes import CLASS_WEIGHTS, MODES, default_mode
-from calibcli.report import GateSpec, check_gate, emit, finish_gates, fmt_interval, fmt_number, metric_json, new_document
+from calibcli.report import GateSpec, check_gate, emit_with_gates, fmt_interval, fmt_number, metric_json, new_document
 from calibcli.validation import check_option
 
 #: Metrics shown per class in marginal mode (the aggregate shows every metric).
@@ -152,10 +151,7 @@ def ece(
             entry["gate"] = check_gate(gate, loaded.path, headline.get(metric))
         doc["files"].append(entry)
 
-    passed = finish_gates(doc, gate)
-    emit(doc, as_json=as_json, output=output, render=render_ece)
-    if not passed:
-        raise GateFailed("Gate failed: " + "; ".join(doc["gate"]["failures"]))
+    emit_with_gates(doc, gate, as_json=as_json, output=output, render=render_ece)
 
 
 def render_ece(doc: dict, console) -> None:

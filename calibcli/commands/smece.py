@@ -8,9 +8,8 @@ import numpy as np
 import typer
 
 from calibcli import cli_common as cc
-from calibcli.errors import GateFailed
 from calibcli.modes import CLASS_WEIGHTS, MODES, binary_problems, class_weights, default_mode
-from calibcli.report import GateSpec, check_gate, emit, finish_gates, fmt_interval, fmt_number, new_document
+from calibcli.report import GateSpec, check_gate, emit_with_gates, fmt_interval, fmt_number, new_document
 from calibcli.validation import check_option
 
 Sigma = Annotated[
@@ -154,10 +153,7 @@ def smece(
             entry["gate"] = check_gate(gate, loaded.path, headline)
         doc["files"].append(entry)
 
-    passed = finish_gates(doc, gate)
-    emit(doc, as_json=as_json, output=output, render=render_smece)
-    if not passed:
-        raise GateFailed("Gate failed: " + "; ".join(doc["gate"]["failures"]))
+    emit_with_gates(doc, gate, as_json=as_json, output=output, render=render_smece)
 
 
 def render_smece(doc: dict, console) -> None:
