@@ -1,0 +1,520 @@
+"""Reliability diagrams: the picture's data apart from its drawing (SPEC section 6).
+
+``prepare_binned`` and ``prepare_smooth`` compute what a diagram shows and return frozen
+dataclasses; ``plot_binned``, ``plot_smooth`` and ``plot_diagram`` draw them with matplotlib and
+return the :class:`matplotlib.figure.Figure`; :func:`figure_bytes` renders a figure to PNG, SVG or
+PDF bytes that depend only on the figure (no software version or date in the file). The split
+follows relplot's ``prepare_rel_diagram`` / ``plot_rel_diagram`` and scikit-learn's
+``CalibrationDisplay``.
+
+- Binned (Guo et al. 2017, "On Calibration of Modern Neural Networks"; Niculescu-Mizil and Caruana
+  2005): per non-empty bin the accuracy (weighted mean of y) against the mean confidence (weighted
+  mean of z), with the Wilson score interval of the accuracy (Wilson 1927), the gap to the diagonal
+  shaded over the bin's range, the bin counts as a histogram under the panel, and the binned
+  ``ece_l1_plugin`` with its percentile bootstrap interval. Empty bins have no accuracy and are
+  not drawn.
+- Smooth (Blasiok and Nakkiran 2023, seed 003): the Nadaraya-Watson regression of y on z with the
+  reflected Gaussian kernel at the SmoothECE bandwidth s*, its pointwise bootstrap band, the
+  kernel density of the predictions under the panel, and the SmoothECE with its interval.
+
+matplotlib is imported only inside the drawing functions (never by ``calibcli --help``), and
+figures are built on the headless Agg canvas, without pyplot's global state.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Sequence
+
+import numpy as np
+
+from calibcli.binning import STRATEGIES
+from calibcli.errors import CalibcliError
+from calibcli.validation import check_binary, check_option
+
+#: Kinds of diagram the ``diagram`` command draws.
+KINDS = ("binned", "smooth", "both")
+#: Output formats by file extension.
+FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
+#: Colours of overlaid curves (matplotlib's tab10, in order).
+COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+#: Name of the binned metric printed on the diagram.
+BINNED_METRIC = "ece_l1_plugin"
+#: Size of one panel (inches): width of one kind, height including the histogram.
+PANEL_WIDTH = 5.0
+PANEL_HEIGHT = 5.2
+#: Axis limits of [0, 1] quantities, with a margin so that points at 0 or 1 are drawn whole.
+LIMITS = (-0.02, 1.02)
+#: Line width of the smooth curve where the predictions' density is zero / at its maximum (seed 003
+#: encodes the density in the curve's width).
+SMOOTH_WIDTH = (0.4, 3.2)
+#: Matplotlib settings of every figure (fixed so that the picture depends only on the data).
+_RC = {
+    "font.size": 10.0,
+    "axes.titlesize": 11.0,
+    "axes.labelsize": 10.0,
+    "legend.fontsize": 8.5,
+    "xtick.labelsize": 9.0,
+    "ytick.labelsize": 9.0,
+    "svg.hashsalt": "calibcli",
+    "svg.fonttype": "path",
+    "pdf.fonttype": 42,
+    "path.simplify": True,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# The picture's data
+
+
+@dataclass(frozen=True)
+class BinnedDiagramData:
+    """What a binned reliability diagram of one binary problem shows (SPEC 6).
+
+    Per non-empty bin ``j`` (empty bins are absent from these arrays): its range
+    ``[bin_lower, bin_upper)``, ``count`` (rows), ``weight`` (sum of sample weights),
+    ``confidence`` (weighted mean prediction), ``accuracy`` (weighted mean label) and the Wilson
+    score interval ``[acc_low, acc_high]`` at level ``1 - alpha``. ``bounds`` and ``counts_all``
+    describe every bin (empty ones included) for the histogram. ``estimate``, ``ci_low``,
+    ``ci_high`` are the ``ece_l1_plugin`` and its percentile bootstrap interval (None without
+    bootstrap).
+    """
+
+    name: str
+    problem: str
+    n: int
+    weight_total: float
+    strategy: str
+    n_bins: int
+    n_bins_nonempty: int
+    bounds: np.ndarray
+    counts_all: np.ndarray
+    bin_lower: np.ndarray
+    bin_upper: np.ndarray
+    count: np.ndarray
+    weight: np.ndarray
+    confidence: np.ndarray
+    accuracy: np.ndarray
+    acc_low: np.ndarray
+    acc_high: np.ndarray
+    metric: str
+    estimate: float
+    ci_low: float | None
+    ci_high: float | None
+    n_boot: int
+    alpha: float
+
+
+@dataclass(frozen=True)
+class SmoothDiagramData:
+    """What a smooth reliability diagram of one binary problem shows (SPEC 3 and 6, seed 003).
+
+    ``yhat`` is the kernel regression of y on z at ``t`` (bandwidth ``sigma`` = s*), NaN where the
+    predictions' density vanishes; ``band_low``/``band_high`` its pointwise bootstrap band (None
+    without bootstrap); ``density`` the predictions' smoothed density. ``smece`` and
+    ``ci_low``/``ci_high`` are the SmoothECE and its percentile bootstrap interval.
+    """
+
+    name: str
+    problem: str
+    n: int
+    weight_total: float
+    t: np.ndarray
+    yhat: np.ndarray
+    band_low: np.ndarray | None
+    band_high: np.ndarray | None
+    density: np.ndarray
+    sigma: float
+    smece: float
+    ci_low: float | None
+    ci_high: float | None
+    n_boot: int
+    alpha: float
+
+
+@dataclass(frozen=True)
+class DiagramPanel:
+    """One panel of a figure: a title and the curves overlaid in it (binned, smooth or both)."""
+
+    title: str
+    binned: tuple[BinnedDiagramData, ...] = ()
+    smooth: tuple[SmoothDiagramData, ...] = ()
+
+
+def wilson_interval(successes, total, *, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval for a proportion ``successes / total`` at level ``1 - alpha``.
+
+    E. B. Wilson, "Probable inference, the law of succession, and statistical inference" (JASA,
+    1927). With frequency weights, ``successes`` and ``total`` are sums of weights. ``total``
+    must be positive.
+    """
+    s = np.asarray(successes, dtype=np.float64)
+    n = np.asarray(total, dtype=np.float64)
+    zq = NormalDist().inv_cdf(1.0 - alpha / 2.0)
+    p = np.clip(s / n, 0.0, 1.0)
+    z2n = zq * zq / n
+    centre = (p + z2n / 2.0) / (1.0 + z2n)
+    half = zq / (1.0 + z2n) * np.sqrt(p * (1.0 - p) / n + z2n / (4.0 * n))
+    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+
+
+def prepare_binned(
+    y_true,
+    y_prob,
+    *,
+    sample_weight=None,
+    n_bins: int = 15,
+    strategy: str = "uniform",
+    n_boot: int = 200,
+    alpha: float = 0.05,
+    rng: np.random.Generator | None = None,
+    name: str = "",
+    problem: str = "binary",
+) -> BinnedDiagramData:
+    """The data of a binned reliability diagram (SPEC 2.1 bins, SPEC 6).
+
+    Bins, per-bin sums and the ``ece_l1_plugin`` with its bootstrap interval come from
+    :func:`calibcli.estimators.binned_calibration` (the numbers ``calibcli ece`` prints for the
+    same options and seed); the Wilson interval of each bin's accuracy is added here.
+    """
+    from calibcli.estimators import binned_calibration
+
+    check_option(strategy in STRATEGIES, f"--strategy is {strategy!r}: expected one of {', '.join(STRATEGIES)}")
+    result = binned_calibration(
+        y_true, y_prob, sample_weight=sample_weight, n_bins=n_bins, strategy=strategy,
+        n_boot=n_boot, alpha=alpha, rng=rng,
+    )
+    s = result.bin_stats
+    bounds = np.asarray(result.bin_bounds, dtype=np.float64)
+    keep = s.nonempty & (s.weight > 0)
+    weight = s.weight[keep]
+    acc_low, acc_high = wilson_interval(s.sum_y[keep], weight, alpha=alpha)
+    m = result.metrics[BINNED_METRIC]
+    return BinnedDiagramData(
+        name=name,
+        problem=problem,
+        n=result.n,
+        weight_total=result.weight_total,
+        strategy=strategy,
+        n_bins=n_bins,
+        n_bins_nonempty=int(keep.sum()),
+        bounds=bounds,
+        counts_all=np.asarray(s.count, dtype=np.int64),
+        bin_lower=bounds[:-1][keep],
+        bin_upper=bounds[1:][keep],
+        count=np.asarray(s.count[keep], dtype=np.int64),
+        weight=weight,
+        confidence=s.sum_z[keep] / weight,
+        accuracy=s.sum_y[keep] / weight,
+        acc_low=acc_low,
+        acc_high=acc_high,
+        metric=BINNED_METRIC,
+        estimate=m.estimate,
+        ci_low=m.ci_low,
+        ci_high=m.ci_high,
+        n_boot=n_boot,
+        alpha=alpha,
+    )
+
+
+def prepare_smooth(
+    y_true,
+    y_prob,
+    *,
+    sample_weight=None,
+    n_boot: int = 200,
+    alpha: float = 0.05,
+    rng: np.random.Generator | None = None,
+    n_points: int = 501,
+    name: str = "",
+    problem: str = "binary",
+) -> SmoothDiagramData:
+    """The data of a smooth reliability diagram, from :func:`calibcli.smooth.smooth_curve` (seed 003)."""
+    from calibcli.smooth import smooth_curve
+
+    y, z, w = check_binary(y_true, y_prob, sample_weight)
+    with warnings.catch_warnings():
+        # Where no resample has data, the band is NaN (not drawn); numpy's "All-NaN slice" warning
+        # about it is not news for the user.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        c = smooth_curve(y, z, sample_weight=None if sample_weight is None else w, n_points=n_points,
+                         n_boot=n_boot, alpha=alpha, rng=rng)
+    return SmoothDiagramData(
+        name=name,
+        problem=problem,
+        n=c.n,
+        weight_total=float(c.weight_total),
+        t=np.asarray(c.t),
+        yhat=np.asarray(c.yhat),
+        band_low=None if c.band_low is None else np.asarray(c.band_low),
+        band_high=None if c.band_high is None else np.asarray(c.band_high),
+        density=np.asarray(c.density),
+        sigma=float(c.sigma),
+        smece=float(c.smece),
+        ci_low=c.ci_low,
+        ci_high=c.ci_high,
+        n_boot=int(c.n_boot),
+        alpha=float(c.alpha),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Drawing
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}" if abs(x) >= 1e-3 or x == 0 else f"{x:.2e}"
+
+
+def _interval_text(low, high) -> str:
+    return "" if low is None or high is None else f" [{_fmt(low)}, {_fmt(high)}]"
+
+
+def binned_label(d: BinnedDiagramData) -> str:
+    """The legend entry of a binned curve: its name, the metric with its interval, and n."""
+    head = f"{d.name}\n" if d.name else ""
+    return f"{head}{d.metric} = {_fmt(d.estimate)}{_interval_text(d.ci_low, d.ci_high)}, n = {d.n:,}"
+
+
+def smooth_label(d: SmoothDiagramData) -> str:
+    """The legend entry of a smooth curve: its name, the SmoothECE with its interval, and n."""
+    head = f"{d.name}\n" if d.name else ""
+    return f"{head}smECE = {_fmt(d.smece)}{_interval_text(d.ci_low, d.ci_high)}, n = {d.n:,}"
+
+
+def _axis_labels(problem: str) -> tuple[str, str]:
+    if problem == "top-label":
+        return "confidence (top-label probability)", "accuracy"
+    return "predicted probability", "observed frequency of positives"
+
+
+def _as_tuple(data) -> tuple:
+    return tuple(data) if isinstance(data, (list, tuple)) else (data,)
+
+
+def _new_figure(figsize):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _pair_axes(fig, *, ratio: float = 3.2):
+    gs = fig.add_gridspec(2, 1, height_ratios=[ratio, 1.0])
+    ax = fig.add_subplot(gs[0, 0])
+    return ax, fig.add_subplot(gs[1, 0], sharex=ax)
+
+
+def _style_main(ax, problem: str, title: str | None) -> None:
+    ax.plot([0, 1], [0, 1], color="0.45", linestyle="--", linewidth=1.0, zorder=1)
+    ax.set_xlim(*LIMITS)
+    ax.set_ylim(*LIMITS)
+    ax.set_aspect("auto")
+    ax.set_ylabel(_axis_labels(problem)[1])
+    ax.grid(True, color="0.92", linewidth=0.6, zorder=0)
+    ax.tick_params(labelbottom=False)
+    if title:
+        ax.set_title(title)
+
+
+def _style_lower(ax, problem: str, ylabel: str) -> None:
+    ax.set_xlabel(_axis_labels(problem)[0])
+    ax.set_ylabel(ylabel)
+    ax.set_xlim(*LIMITS)
+    ax.grid(True, axis="x", color="0.92", linewidth=0.6, zorder=0)
+
+
+def _legend(ax, fontsize=None) -> None:
+    ax.legend(loc="best", frameon=True, framealpha=0.9, fontsize=fontsize, handlelength=1.4,
+              borderaxespad=0.4)
+
+
+def plot_binned(data, *, ax=None, hist_ax=None, title: str | None = None, legend_fontsize=None):
+    """Draw one :class:`BinnedDiagramData` or several overlaid; returns the Figure.
+
+    Without ``ax`` a new figure is made with the main panel and the histogram under it; with
+    ``ax`` the curves go there and the histogram into ``hist_ax`` when one is given. Draws, per
+    curve: the points (accuracy against mean confidence, joined by a line) with Wilson error bars,
+    the gap to the diagonal shaded over each bin's range, and the bin counts as stairs.
+    """
+    from matplotlib.patches import Rectangle
+
+    curves = _as_tuple(data)
+    if ax is None:
+        fig = _new_figure((PANEL_WIDTH, PANEL_HEIGHT))
+        ax, hist_ax = _pair_axes(fig)
+    problem = curves[0].problem if curves else "binary"
+    _style_main(ax, problem, title)
+    several = len(curves) > 1
+    for i, d in enumerate(curves):
+        color = COLORS[i % len(COLORS)]
+        for lo, hi, conf, acc in zip(d.bin_lower, d.bin_upper, d.confidence, d.accuracy):
+            ax.add_patch(Rectangle((lo, min(conf, acc)), hi - lo, abs(acc - conf), facecolor=color,
+                                   alpha=0.10 if several else 0.22, edgecolor="none", zorder=2))
+        ax.errorbar(
+            d.confidence, d.accuracy, yerr=np.vstack([d.accuracy - d.acc_low, d.acc_high - d.accuracy]),
+            color=color, marker="o", markersize=4.0, linewidth=1.0, elinewidth=1.0, capsize=2.5,
+            label=binned_label(d), zorder=3,
+        )
+        if hist_ax is not None:
+            hist_ax.stairs(d.counts_all, d.bounds, color=color, fill=not several, alpha=0.55 if not several else 1.0,
+                           linewidth=1.2, zorder=2)
+    _legend(ax, legend_fontsize)
+    if hist_ax is not None:
+        _style_lower(hist_ax, problem, "count")
+        hist_ax.set_ylim(bottom=0.0)
+    return ax.figure
+
+
+def plot_smooth(data, *, ax=None, density_ax=None, title: str | None = None, legend_fontsize=None):
+    """Draw one :class:`SmoothDiagramData` or several overlaid; returns the Figure.
+
+    Per curve: the kernel regression at s* with its pointwise bootstrap band, and the predictions'
+    density in ``density_ax`` (made under ``ax`` when no ``ax`` is given).
+    """
+    curves = _as_tuple(data)
+    if ax is None:
+        fig = _new_figure((PANEL_WIDTH, PANEL_HEIGHT))
+        ax, density_ax = _pair_axes(fig)
+    problem = curves[0].problem if curves else "binary"
+    _style_main(ax, problem, title)
+    several = len(curves) > 1
+    for i, d in enumerate(curves):
+        color = COLORS[i % len(COLORS)]
+        if d.band_low is not None and d.band_high is not None:
+            ax.fill_between(d.t, d.band_low, d.band_high, color=color, alpha=0.15 if several else 0.25,
+                            linewidth=0, zorder=2)
+        _density_width_line(ax, d, color)
+        if density_ax is not None:
+            density_ax.plot(d.t, d.density, color=color, linewidth=1.2, zorder=3)
+            if not several:
+                density_ax.fill_between(d.t, 0.0, d.density, color=color, alpha=0.3, linewidth=0, zorder=2)
+    _legend(ax, legend_fontsize)
+    if density_ax is not None:
+        _style_lower(density_ax, problem, "density")
+        density_ax.set_ylim(bottom=0.0)
+    return ax.figure
+
+
+def smooth_line_widths(density: np.ndarray) -> np.ndarray:
+    """Line width of each segment of the smooth curve: grows with the predictions' density there."""
+    dens = np.asarray(density, dtype=np.float64)
+    mid = 0.5 * (dens[:-1] + dens[1:])
+    top = float(np.nanmax(mid)) if mid.size and np.nanmax(mid) > 0 else 1.0
+    lo, hi = SMOOTH_WIDTH
+    return lo + (hi - lo) * np.clip(mid / top, 0.0, 1.0)
+
+
+def _density_width_line(ax, d: SmoothDiagramData, color: str) -> None:
+    """The kernel regression as a line whose width follows the density (thin where data are scarce)."""
+    from matplotlib.collections import LineCollection
+    from matplotlib.lines import Line2D
+
+    points = np.column_stack([d.t, d.yhat])
+    segments = np.stack([points[:-1], points[1:]], axis=1)
+    widths = smooth_line_widths(d.density)
+    ok = np.isfinite(segments).all(axis=(1, 2))
+    ax.add_collection(LineCollection(segments[ok], linewidths=widths[ok], colors=color, capstyle="round",
+                                     joinstyle="round", zorder=3, label="_smooth_curve"))
+    ax.add_line(Line2D([], [], color=color, linewidth=2.0, label=smooth_label(d)))
+
+
+def figure_size(n_panels: int, kind: str) -> tuple[tuple[float, float], int, int]:
+    """Figure size (inches) and the (rows, columns) grid of ``n_panels`` panels of ``kind``."""
+    per = 2 if kind == "both" else 1
+    ncols = min(n_panels, 2 if per == 2 else 4)
+    ncols = max(ncols, 1)
+    nrows = -(-n_panels // ncols)
+    scale = 1.0 if n_panels == 1 else 0.82
+    return (PANEL_WIDTH * per * ncols * scale, PANEL_HEIGHT * nrows * scale + 0.35), nrows, ncols
+
+
+def plot_diagram(panels: Sequence[DiagramPanel], *, kind: str = "both", title: str | None = None,
+                 note: str | None = None, figsize=None):
+    """The whole figure: panels (small multiples, e.g. one per class) of ``kind`` in a grid.
+
+    Each panel has the binned diagram, the smooth one, or both side by side, each with its
+    histogram or density underneath. ``title`` goes on top, ``note`` (e.g. which classes are shown)
+    at the bottom. Returns the Figure.
+    """
+    import matplotlib
+
+    if kind not in KINDS:
+        raise CalibcliError(f"--kind is {kind!r}: expected one of {', '.join(KINDS)}")
+    panels = list(panels)
+    check_option(len(panels) >= 1, "nothing to draw: expected at least one panel")
+    size, nrows, ncols = figure_size(len(panels), kind)
+    with matplotlib.rc_context(_RC):
+        fig = _new_figure(figsize or size)
+        small = len(panels) > 1
+        legend_fontsize = 7.0 if small else None
+        subfigs = fig.subfigures(nrows, ncols, squeeze=False)
+        for k, sf in enumerate(subfigs.flat):
+            if k >= len(panels):
+                continue
+            p = panels[k]
+            kinds = [x for x in ("binned", "smooth") if kind in (x, "both")]
+            gs = sf.add_gridspec(2, len(kinds), height_ratios=[3.2, 1.0])
+            for j, which in enumerate(kinds):
+                ax = sf.add_subplot(gs[0, j])
+                lower = sf.add_subplot(gs[1, j], sharex=ax)
+                sub = _panel_title(p, which)
+                if which == "binned":
+                    plot_binned(p.binned, ax=ax, hist_ax=lower, title=sub, legend_fontsize=legend_fontsize)
+                else:
+                    plot_smooth(p.smooth, ax=ax, density_ax=lower, title=sub, legend_fontsize=legend_fontsize)
+        if title:
+            fig.suptitle(title, fontsize=12)
+        if note:
+            fig.supxlabel(note, fontsize=9, color="0.3")
+    return fig
+
+
+def _panel_title(p: DiagramPanel, which: str) -> str:
+    """``binned (15 uniform bins)`` or ``smooth (bandwidth s* = 0.05)``, after the panel's title."""
+    if which == "binned":
+        b = p.binned[0] if p.binned else None
+        what = f"binned ({b.n_bins} {b.strategy} bins)" if b is not None else "binned"
+    else:
+        sig = {round(c.sigma, 12) for c in p.smooth}
+        what = f"smooth (bandwidth s* = {_fmt(p.smooth[0].sigma)})" if len(sig) == 1 else "smooth (bandwidth s* of each curve)"
+    return f"{p.title} \u00b7 {what}" if p.title else what
+
+
+def figure_bytes(fig, fmt: str, *, dpi: float = 150) -> bytes:
+    """Render ``fig`` to PNG, SVG or PDF bytes, with no date or software version in the file.
+
+    The same figure gives the same bytes (PNG/SVG/PDF metadata fixed; SVG ids salted with a
+    constant).
+    """
+    import matplotlib
+
+    if fmt not in FORMATS.values():
+        raise CalibcliError(f"unknown figure format {fmt!r}: expected one of {', '.join(FORMATS.values())}")
+    metadata = {
+        "png": {"Software": None},
+        "svg": {"Date": None, "Creator": None},
+        "pdf": {"Creator": None, "Producer": None, "CreationDate": None, "ModDate": None},
+    }[fmt]
+    buf = io.BytesIO()
+    with matplotlib.rc_context(_RC):
+        fig.savefig(buf, format=fmt, dpi=dpi, metadata=metadata)
+    return buf.getvalue()
+
+
+def format_of(path: str) -> str:
+    """The figure format named by ``path``'s extension (png, svg, pdf)."""
+    import os
+
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in FORMATS:
+        raise CalibcliError(
+            f"--output {path}: cannot tell the figure format from the extension {ext or '(none)'!r}: expected "
+            f"{', '.join(FORMATS)}"
+        )
+    return FORMATS[ext]
