@@ -5,6 +5,11 @@ options, returning frozen dataclasses. Names are imported lazily, so ``import ca
 
 - :func:`binned_calibration` (SPEC 2): every binned estimator of one binary problem, with intervals.
 - :func:`evaluate_binned`: the same in binary, top-label or marginal mode for (n, K) probabilities.
+- :func:`smooth_ece`, :func:`smece_at_sigma`, :func:`smooth_curve` (SPEC 3): SmoothECE and the smooth
+  reliability curve.
+- :func:`tcal_test`, :func:`binomial_test` (SPEC 4): is the miscalibration statistically real?
+- :func:`fit_calibrator`, :func:`fit_multiclass`, :func:`calibrator_from_dict` (SPEC 5): recalibration maps.
+- :func:`prepare_binned`, :func:`prepare_smooth`, :func:`plot_diagram` (SPEC 6): reliability diagrams.
 - :func:`read_input`, :class:`ColumnSpec`: read and validate a prediction file as the CLI does.
 """
 
@@ -27,6 +32,19 @@ _LAZY = {
     "read_input": "calibcli.io",
     "ColumnSpec": "calibcli.io",
     "CalibcliError": "calibcli.errors",
+    "smooth_ece": "calibcli.smooth",
+    "smece_at_sigma": "calibcli.smooth",
+    "smooth_curve": "calibcli.smooth",
+    "tcal_test": "calibcli.tcal",
+    "tcal_statistic": "calibcli.tcal",
+    "binomial_test": "calibcli.tcal",
+    "simplex_bin_index": "calibcli.tcal",
+    "fit_calibrator": "calibcli.calibrators",
+    "fit_multiclass": "calibcli.calibrators",
+    "calibrator_from_dict": "calibcli.calibrators",
+    "prepare_binned": "calibcli.diagrams",
+    "prepare_smooth": "calibcli.diagrams",
+    "plot_diagram": "calibcli.diagrams",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -81,6 +81,9 @@ def write_atomic(path: str, data: bytes | str) -> None:
     try:
         with os.fdopen(fd, mode) as fh:
             fh.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
