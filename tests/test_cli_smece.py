@@ -3,37 +3,16 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
-from calibcli.cli import app
 from calibcli.modes import softmax
 from calibcli.smooth import smece_at_sigma, smooth_ece
 
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
-BINARY = str(SAMPLE / "breast_cancer_nb.csv")
-MULTI = str(SAMPLE / "digits_nb.parquet")
-runner = CliRunner()
+from _cli import BINARY, MULTI, SAMPLE, run, run_json, write_csv  # noqa: E402  (tests/ is on sys.path)
 
-
-def run(*args, input=None):
-    return runner.invoke(app, [str(a) for a in args], input=input)
-
-
-def run_json(*args):
-    r = run(*args, "--json")
-    assert r.exit_code == 0, r.stderr
-    return json.loads(r.stdout)
-
-
-def write_csv(tmp_path, name, z, y, **extra):
-    path = tmp_path / name
-    pd.DataFrame({"prob": z, "label": y, **extra}).to_csv(path, index=False)
-    return str(path)
 
 
 def test_json_document_binary_matches_the_core():
