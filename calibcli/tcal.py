@@ -18,16 +18,20 @@ What is here
 
 How the resampling is organised (binary, ``y-bootstrap``; the default and the fast path)
 The predictions are sorted once. At every level the equal-width bins are contiguous runs of the
-sorted order, so a bin's sum of resampled residuals is the difference of two prefix sums. For a
-chunk of resamples we draw ``y* ~ Bernoulli(z)`` for all points, form the centred residuals
-``D = y* - z`` and the prefix sums of ``w D`` and ``w^2 D (1 - 2z)``; since
-``(y - z)^2 = z(1 - z) + (y - z)(1 - 2z)``, every bin's ``sum w U`` and ``sum w^2 U^2`` follow from
-two gathers at its run boundaries (the ``z(1 - z)`` part is computed once). A bin holding one point
-contributes exactly 0 to ``T_m`` for every draw, so only bins with at least two points are gathered;
-such a bin is the same set of points at every level from the one where it appears to the one where it
-splits, so each distinct bin is visited once per resample and its contribution is credited to that range
-of levels: O(R x n) for all L levels together. All levels and both combination rules use the same draws.
-The observed statistic goes through the same arithmetic as the resampled ones.
+sorted order, so a bin's label-dependent sums are differences of two prefix sums. Since
+``y* in {0, 1}``, ``sum w U = sum w y* - sum w z`` and ``sum w^2 U^2 = sum w^2 y* (1 - 2z) + sum w^2 z^2``:
+only the prefix sums of ``w y*`` and ``w^2 y* (1 - 2z)`` change between draws. With unit weights they
+are an integer count and a fixed-point sum (``1 - 2z`` scaled by ``2^F``, ``F = min(52, 62 - bits(n))``,
+so no partial sum overflows int64): integer cumulative sums are exact and several times faster than
+floating-point ones. The rounding of ``1 - 2z`` to ``2^-F`` moves ``T_m`` by at most about ``2^-F`` (about
+``1e-13`` at n = 10^6); the observed statistic goes through the same arithmetic, so the Monte Carlo
+p-value stays exact. A bin holding one point contributes exactly 0 to ``T_m`` for every draw, so only
+bins with at least two points are gathered; such a bin is the same set of points at every level from
+the one where it appears to the one where it splits, so each distinct bin is visited once per resample
+and its contribution is credited to that range of levels: O(R x n) for all L levels together. The
+sweep goes block by block through the sorted points (drawing ``y*``, extending the prefix sums,
+finishing the bins that end in the block), so the working arrays stay in cache. All levels and both
+combination rules use the same draws.
 
 Monte Carlo p-values are ``(1 + #{T* >= T}) / (R + 1)`` (seed 004, 8.3.3). Two statistics of one
 level that differ by less than ``1e-7`` times the largest absolute statistic of that level count as
@@ -59,6 +63,9 @@ TIE_RTOL = 1e-7
 
 #: Memory budget (bytes) for one chunk of resamples; fixes the chunking, hence the random stream.
 _CHUNK_BYTES = 4 * 2**20
+
+#: Points per block of the sorted sweep (binary engine): the block's working arrays fit in cache.
+_BLOCK_POINTS = 2**15
 
 #: Worker threads for chunks of resamples (NumPy releases the GIL in the heavy calls).
 _N_THREADS = 2
@@ -271,12 +278,10 @@ class _SortedScalarEngine:
         self.total_weight = float(self.n if w is None else w.sum())
         zs = self.z
         w2 = np.ones_like(zs) if self.w is None else self.w**2
-        self.coef2 = w2 * (1.0 - 2.0 * zs)  # multiplies D = y - z in the centred square term
-        det_sq = np.concatenate([[0.0], np.cumsum(w2 * zs * (1.0 - zs))])
         wsum = np.concatenate([[0.0], np.cumsum(np.ones_like(zs) if self.w is None else self.w)])
         self.nonempty: list[int] = []
         self.level_of: list[int] = []  # index into self.parts for each requested level
-        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (starts, ends, 1 / W_b) of bins >= 2 points
         previous_runs = -1
         singletons: list[np.ndarray] = []
         for m in n_bins_list:
@@ -291,10 +296,8 @@ class _SortedScalarEngine:
             keep = (ends - starts) >= 2
             s, e = starts[keep], ends[keep]
             singletons.append(starts[~keep])
-            self.parts.append((s, e, 1.0 / (wsum[e] - wsum[s]), det_sq[e] - det_sq[s]))
+            self.parts.append((s, e, 1.0 / (wsum[e] - wsum[s])))
             self.level_of.append(len(self.parts) - 1)
-        # sum_b (sum_{i in b} w_i^2 z_i (1 - z_i)) / W_b: the fixed part of the debiasing term
-        self.const = np.array([float(det @ inv) for (_, _, inv, det) in self.parts])
         # Consistency null: a point alone in its bin at partition j stays alone at finer ones. Order
         # the points by the first partition where they are alone, so that the singleton part of every
         # partition is a prefix of that order.
@@ -319,89 +322,139 @@ class _SortedScalarEngine:
         last = np.zeros(len(heads), dtype=np.int64)
         np.maximum.at(last, run_id, part_all)
         first = part_all[heads]
-        # group the bins by the first partition holding them (positions increasing within a group), so
-        # that the contributions of the bins starting at each partition are contiguous sums
-        by_first = np.argsort(first, kind="stable")
-        self.bin_start = starts_all[order][heads][by_first]
-        self.bin_end = ends_all[order][heads][by_first]
-        self.bin_inv_weight = inv_all[order][heads][by_first]
-        self.bin_last = last[by_first]
-        self.first_groups, self.first_offsets = np.unique(first[by_first], return_index=True)
+        # Group the bins by (first, last) partition: the sum of a group's contributions counts for
+        # partitions first..last, a (groups x partitions) 0/1 matrix. The sweep goes through the sorted
+        # points block by block (so a block's arrays stay in cache); the bins are ordered by the block
+        # holding their end and, within a block, by group, so each block's contributions reduce per group.
+        P = len(self.parts)
+        pairs, group = np.unique(first * P + last, return_inverse=True)
+        self.group_spans = np.zeros((len(pairs), P))
+        for g, (f, l) in enumerate(zip(pairs // P, pairs % P)):
+            self.group_spans[g, f : l + 1] = 1.0
+        bin_start, bin_end, bin_inv = starts_all[order][heads], ends_all[order][heads], inv_all[order][heads]
+        self.block_edges = np.append(np.arange(0, self.n, _BLOCK_POINTS), self.n)
+        block_of_end = (bin_end - 1) // _BLOCK_POINTS
+        by_block = np.lexsort((bin_end, group, block_of_end))
+        self.bin_start, self.bin_end = bin_start[by_block], bin_end[by_block]
+        self.bin_inv_weight = bin_inv[by_block]
+        bin_group, block_of_end = group[by_block], block_of_end[by_block]
+        bounds = np.searchsorted(block_of_end, np.arange(len(self.block_edges)))
+        self.blocks = []  # per block: (first bin, last bin + 1, reduceat offsets within, their groups)
+        for k in range(len(self.block_edges) - 1):
+            lo, hi = int(bounds[k]), int(bounds[k + 1])
+            heads_k = np.flatnonzero(np.diff(bin_group[lo:hi], prepend=-1)) if hi > lo else np.zeros(0, dtype=np.int64)
+            self.blocks.append((lo, hi, heads_k, bin_group[lo:hi][heads_k]))
+        # The deterministic parts of every bin: sum w z (subtracted from sum w y* to give sum w U) and
+        # sum w^2 z^2 (the part of sum w^2 U^2 = sum w^2 y* (1 - 2z) + sum w^2 z^2 that does not move).
+        wz = np.concatenate([[0.0], np.cumsum(zs if self.w is None else self.w * zs)])
+        self.bin_wz = wz[self.bin_end] - wz[self.bin_start]
+        wz2 = np.concatenate([[0.0], np.cumsum(w2 * zs * zs)])
+        fixed_part = (wz2[self.bin_end] - wz2[self.bin_start]) * self.bin_inv_weight
+        self.const = np.bincount(bin_group, weights=fixed_part, minlength=len(pairs)) @ self.group_spans
+        # What a positive (y* = 1) adds to the two prefix sums. With unit weights these are an integer
+        # count and (1 - 2z) in fixed point, so the prefix sums are exact integer cumsums (several
+        # times faster than floating-point ones, whose serial additions cannot be vectorised).
+        if self.w is None:
+            self.fixed_bits = min(52, 62 - int(self.n).bit_length())
+            self.step_b = np.rint((1.0 - 2.0 * zs) * 2.0**self.fixed_bits).astype(np.int64)
+            self.scale_b = 2.0 ** -self.fixed_bits
+        else:
+            self.step_b = self.w**2 * (1.0 - 2.0 * zs)
+            self.scale_b = 1.0
         self._local = threading.local()
 
     def _workspace(self, rows: int) -> dict:
         """Per-thread buffers, reused from chunk to chunk (fresh large arrays would cost a page fault per page)."""
         space = getattr(self._local, "space", None)
         if space is None or space["rows"] < rows:
-            U = len(self.bin_start)
+            width = int(np.diff(self.block_edges).max(initial=0))
+            most_bins = max([hi - lo for (lo, hi, _, _) in self.blocks] + [0])
+            prefix_dtype = np.int64 if self.w is None else np.float64
             space = {
                 "rows": rows,
-                "D": np.empty((rows, self.n)),
-                "below": np.empty((rows, self.n), dtype=bool),
-                "C": np.empty((rows, self.n + 1), dtype=np.complex128),
-                "hi": np.empty((rows, U), dtype=np.complex128),
-                "lo": np.empty((rows, U), dtype=np.complex128),
-                "sq": np.empty((rows, U)),
+                "D": np.empty((rows, width)),
+                "positive": np.empty((rows, width), dtype=bool),
+                "A": np.empty((rows, self.n + 1), dtype=prefix_dtype),
+                "B": np.empty((rows, self.n + 1), dtype=prefix_dtype),
+                "hi": np.empty((rows, most_bins), dtype=prefix_dtype),
+                "lo": np.empty((rows, most_bins), dtype=prefix_dtype),
+                "S": np.empty((rows, most_bins)),
+                "Q": np.empty((rows, most_bins)),
             }
             self._local.space = space
         return space
 
-    def _stats_from_residuals(self, D: np.ndarray) -> np.ndarray:
-        """``T_m`` for every row of centred residuals ``D = y - z`` (rows x n) and every distinct partition.
+    def _statistics(self, rows: int, labels: Callable[[int, int, np.ndarray], None]) -> np.ndarray:
+        """``T_m`` for ``rows`` label vectors and every distinct partition.
 
-        The prefix sums of ``w D`` and ``w^2 D (1 - 2z)`` are carried as the real and imaginary parts of
-        one complex array. Every distinct bin (of two or more points) of every partition is visited
-        once, in the sorted order (one sweep through memory); its contribution
-        ``((sum w U)^2 - sum w^2 U^2) / W_b`` then counts for the consecutive partitions that contain it.
+        ``labels(a, b, out)`` writes the labels of sorted points ``a..b-1`` (rows x (b - a), bool).
+        Per bin, ``sum w U = sum w y - sum w z`` and ``sum w^2 U^2 = sum w^2 y (1 - 2z) + sum w^2 z^2``;
+        the label-dependent sums are differences of two prefix sums over the sorted order, built block
+        by block. Every distinct bin (of two or more points) of every partition is gathered once, in
+        the block holding its end; its contribution ``((sum w U)^2 - sum w^2 U^2) / W_b`` then counts
+        for the consecutive partitions that contain it.
         """
-        rows = D.shape[0]
         space = self._workspace(rows)
-        C = space["C"][:rows]
-        C[:, 0] = 0.0
-        body = C[:, 1:]
-        if self.w is None:
-            body.real = D
-        else:
-            np.multiply(D, self.w, out=body.real)
-        np.multiply(D, self.coef2, out=body.imag)
-        np.cumsum(body, axis=1, out=body)
-        S = space["hi"][:rows]
-        lo = space["lo"][:rows]
-        sq = space["sq"][:rows]
-        np.take(C, self.bin_end, axis=1, out=S, mode="clip")  # indices are valid; "clip" avoids a buffered copy
-        np.take(C, self.bin_start, axis=1, out=lo, mode="clip")
-        S -= lo
-        np.multiply(S.real, S.real, out=sq)
-        sq -= S.imag
-        sq *= self.bin_inv_weight
-        P = len(self.parts)
-        out = np.empty((rows, P))
-        # sums of the contributions of the bins that appear first at each partition (contiguous groups)
-        starting = np.zeros((rows, P))
-        if len(self.first_groups):
-            starting[:, self.first_groups] = np.add.reduceat(sq, self.first_offsets, axis=1)
-        for r in range(rows):  # a loop over the rows of a chunk
-            ending = np.bincount(self.bin_last, weights=sq[r], minlength=P)
-            out[r] = np.cumsum(starting[r])
-            out[r, 1:] -= np.cumsum(ending)[:-1]
+        A, B = space["A"][:rows], space["B"][:rows]
+        A[:, 0] = 0
+        B[:, 0] = 0
+        totals = np.zeros((rows, self.group_spans.shape[0]))
+        for k, (first_bin, end_bin, heads, groups) in enumerate(self.blocks):
+            a, b = int(self.block_edges[k]), int(self.block_edges[k + 1])
+            positive = space["positive"][:rows, : b - a]
+            labels(a, b, positive)
+            A_k, B_k = A[:, a + 1 : b + 1], B[:, a + 1 : b + 1]
+            if self.w is None:
+                np.cumsum(positive, axis=1, out=A_k)
+            else:
+                np.multiply(positive, self.w[a:b], out=A_k)
+                np.cumsum(A_k, axis=1, out=A_k)
+            A_k += A[:, a : a + 1]
+            np.multiply(positive, self.step_b[a:b], out=B_k)
+            np.cumsum(B_k, axis=1, out=B_k)
+            B_k += B[:, a : a + 1]
+            if end_bin == first_bin:
+                continue
+            count = end_bin - first_bin
+            starts, ends = self.bin_start[first_bin:end_bin], self.bin_end[first_bin:end_bin]
+            hi, lo = space["hi"][:rows, :count], space["lo"][:rows, :count]
+            S, Q = space["S"][:rows, :count], space["Q"][:rows, :count]
+            np.take(A, ends, axis=1, out=hi, mode="clip")  # indices are valid; "clip" avoids a buffered copy
+            np.take(A, starts, axis=1, out=lo, mode="clip")
+            np.subtract(hi, lo, out=hi)
+            np.subtract(hi, self.bin_wz[first_bin:end_bin], out=S)
+            np.multiply(S, S, out=S)
+            np.take(B, ends, axis=1, out=hi, mode="clip")
+            np.take(B, starts, axis=1, out=lo, mode="clip")
+            np.subtract(hi, lo, out=hi)
+            np.multiply(hi, self.scale_b, out=Q)
+            S -= Q
+            S *= self.bin_inv_weight[first_bin:end_bin]
+            totals[:, groups] += np.add.reduceat(S, heads, axis=1)
+        out = totals @ self.group_spans
         out -= self.const
         out /= self.total_weight
         return out
 
     def observed(self) -> np.ndarray:
-        D = (self.y - self.z)[None, :].astype(np.float64)
-        return self._stats_from_residuals(D)[0]
+        positive = self.y > 0.5
+
+        def labels(a: int, b: int, out: np.ndarray) -> None:
+            out[0] = positive[a:b]
+
+        return self._statistics(1, labels)[0]
 
     def resampled(self, rng: np.random.Generator, rows: int, null: str) -> np.ndarray:
         if null == "consistency":
             return self._consistency(rng, rows)
-        space = self._workspace(rows)
-        D = space["D"][:rows]
-        below = space["below"][:rows]
-        rng.random(out=D)
-        np.less(D, self.z, out=below)
-        np.subtract(below, self.z, out=D)
-        return self._stats_from_residuals(D)
+        D = self._workspace(rows)["D"]
+
+        def labels(a: int, b: int, out: np.ndarray) -> None:  # y* ~ Bernoulli(z), drawn block by block
+            uniform = D.reshape(-1)[: rows * (b - a)].reshape(rows, b - a)  # contiguous, as rng.random needs
+            rng.random(out=uniform)
+            np.less(uniform, self.z[a:b], out=out)
+
+        return self._statistics(rows, labels)
 
     def _consistency(self, rng: np.random.Generator, rows: int) -> np.ndarray:
         """Consistency resampling (unit weights): ``z*`` drawn with replacement, ``y* ~ Bernoulli(z*)``.
@@ -430,7 +483,7 @@ class _SortedScalarEngine:
         Ck = np.zeros((rows, n + 1))
         np.cumsum(k, axis=1, out=Ck[:, 1:])
         out = np.take(alone_prefix, self.alone_count, axis=1)
-        for j, (s, e, _, _) in enumerate(self.parts):
+        for j, (s, e, _) in enumerate(self.parts):
             if len(s) == 0:
                 continue
             S = np.take(C, e, axis=1)

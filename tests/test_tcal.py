@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+import calibcli.tcal as tcal_module
 from calibcli.errors import CalibcliError
 from calibcli.tcal import (
     _GroupVectorEngine,
@@ -93,9 +94,12 @@ def brute_force_statistic(y, z, m, w=None):
     return float(np.sum((S1[keep] ** 2 - S2[keep]) / W[keep]) / w.sum())
 
 
-@pytest.mark.parametrize("n", [40, 3000])
-def test_all_levels_match_brute_force_with_ties_and_weights(n):
-    # the adaptive test's per-level statistics (distinct bins shared across levels) against the formula
+@pytest.mark.parametrize("n, block", [(40, None), (3000, None), (3000, 97)])
+def test_all_levels_match_brute_force_with_ties_and_weights(n, block, monkeypatch):
+    # the adaptive test's per-level statistics (distinct bins shared across levels) against the formula;
+    # a small block size makes the sorted sweep cross many blocks, with bins spanning several of them
+    if block is not None:
+        monkeypatch.setattr(tcal_module, "_BLOCK_POINTS", block)
     rng = np.random.default_rng(21)
     z = np.round(rng.random(n) ** 3, 3)  # skewed, with ties
     y = (rng.random(n) < z).astype(int)
