@@ -422,38 +422,72 @@ def smece_at_sigma(y_true, y_prob, *, sigma: float, sample_weight=None) -> float
 class _Bootstrap:
     """Row resampling with replacement (SPEC 2.4) through multiplicities, one resample at a time.
 
-    The rows' grid positions are computed once at the grid of the full-data estimate; each resample
-    draws ``n`` row indices from ``rng``, counts them (``np.bincount``; never an n-by-R array), and
-    deposits the multiplicity-weighted residuals again. A resample whose bandwidth needs a finer
-    grid is deposited again from its rows.
+    Every deposited quantity is a sum over rows of ``g = multiplicity x weight`` times a function of
+    the row's label y, cell j and position f in its cell: ``w (y - z)``, ``w y`` and ``w`` split as
+    ``(1 - f, f)`` between nodes j and j + 1, with ``z = (j + f) / M``. With the rows sorted by
+    ``(y, j)`` once, all of them follow from three sums per run of equal ``(y, j)``: ``sum g``,
+    ``sum g f`` and ``sum g f^2`` (``np.add.reduceat``; never an n-by-R array). A resample draws the
+    multiplicities of the rows in their original order (:func:`calibcli.estimators.bootstrap_multiplicities`,
+    so generators seeded alike resample the same rows of every class) and gathers them into that
+    order. A resample whose bandwidth needs a finer grid is deposited again from its rows.
     """
 
     def __init__(self, y, z, w, *, n_cells: int, want_curve: bool):
-        self.y, self.z, self.w = y, z, w
         self.n = len(z)
         self.n_cells = n_cells
         self.want_curve = want_curve
-        self.j, f = _cell_position(z, n_cells)
-        base = np.ones_like(z) if w is None else w
-        parts = [base * (y - z)] + ([base * y, base] if want_curve else [])
-        # Each row's share of every deposited quantity at its two grid nodes, computed once.
-        self.shares = [(v - v * f, v * f) for v in parts]
+        j, f = _cell_position(z, n_cells)
+        self.order = np.lexsort((j, y))
+        self.z, self.y, self.f = z[self.order], y[self.order], f[self.order]
+        self.w = None if w is None else w[self.order]
+        key = j[self.order] + (n_cells + 1) * self.y
+        self.offsets = np.flatnonzero(np.diff(key, prepend=-1))
+        self.run_cell = j[self.order][self.offsets]
+        self.run_positive = self.y[self.offsets] == 1
+        self._buffers = None
+        self._gf = np.empty(self.n)
+
+    def _deposits(self, g: np.ndarray) -> list[np.ndarray]:
+        """Unnormalised grid deposits of ``g (y - z)`` (and ``g y``, ``g`` for curves) at ``n_cells``."""
+        gf = np.multiply(g, self.f, out=self._gf)
+        s0 = np.add.reduceat(g, self.offsets)
+        s1 = np.add.reduceat(gf, self.offsets)
+        np.multiply(gf, self.f, out=gf)
+        s2 = np.add.reduceat(gf, self.offsets)
+        size, cell = self.n_cells + 1, self.run_cell
+
+        def deposit(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+            return np.bincount(cell, weights=lower, minlength=size) + np.bincount(cell + 1, weights=upper, minlength=size)
+
+        pos = self.run_positive
+        w_lower, w_upper = s0 - s1, s1
+        y_lower, y_upper = np.where(pos, w_lower, 0.0), np.where(pos, w_upper, 0.0)
+        # sum g z (1 - f) and sum g z f, from z = (j + f) / M
+        z_lower = (cell * w_lower + (s1 - s2)) / self.n_cells
+        z_upper = (cell * s1 + s2) / self.n_cells
+        out = [deposit(y_lower - z_lower, y_upper - z_upper)]
+        if self.want_curve:
+            out += [deposit(y_lower, y_upper), deposit(w_lower, w_upper)]
+        return out
 
     def resample(self, rng: np.random.Generator):
-        """One bootstrap resample as a ``_GridData`` whose deposit at ``n_cells`` is precomputed."""
-        m = np.bincount(rng.integers(0, self.n, size=self.n), minlength=self.n)
-        total = float(self.n) if self.w is None else float((m * self.w).sum())
+        """One bootstrap resample as a ``_GridData`` whose deposit at ``n_cells`` is precomputed.
+
+        Its row weights live in buffers that the next call overwrites: use it before drawing again.
+        """
+        from calibcli.estimators import bootstrap_multiplicities
+
+        if self._buffers is None:  # reused by every resample: fresh 8n-byte arrays cost page faults
+            self._buffers = (np.empty(self.n), np.empty(self.n), np.empty(self.n))
+        drawn, m, self._gf = self._buffers
+        np.take(bootstrap_multiplicities(self.n, rng, out=drawn), self.order, out=m, mode="clip")  # "clip": no buffered copy
+        g = m if self.w is None else m * self.w
+        total = float(self.n) if self.w is None else float(g.sum())
         if total <= 0:
             return None
-        size = self.n_cells + 1
-        deposits = []
-        for lower, upper in self.shares:
-            dep = np.bincount(self.j, weights=m * lower, minlength=size)
-            dep[1:] += np.bincount(self.j, weights=m * upper, minlength=size)[:-1]
-            deposits.append(dep / total)
+        deposits = [dep / total for dep in self._deposits(g)]
         data = _GridData.__new__(_GridData)
-        data.z, data.y = self.z, self.y
-        data.w = m.astype(np.float64) if self.w is None else m * self.w
+        data.z, data.y, data.w = self.z, self.y, g
         data.want_curve = self.want_curve
         data.n = self.n
         data._spectra = {}
@@ -499,8 +533,8 @@ def smooth_ece(
     With ``n_boot > 0`` a percentile bootstrap interval at level ``1 - alpha`` (SPEC 2.4): rows are
     resampled with replacement and the bandwidth is re-solved on every resample. ``rng`` is a
     ``numpy.random.Generator`` (or a seed; None means seed 0), so results are reproducible: the
-    resamples are drawn as ``rng.integers(0, n, n)`` one after the other, so problems with the same
-    n and generators seeded alike see the same rows (joint intervals across classes). ``progress``
+    resamples' row multiplicities are drawn from ``rng`` one resample after the other, so problems
+    with the same n and generators seeded alike see the same rows (joint intervals across classes). ``progress``
     is called after each resample.
     """
     y, z, w = _check(y_true, y_prob, sample_weight)
