@@ -316,6 +316,58 @@ class _GridData:
         return _abs_integral(_smoothed_on_grid(self.spectrum(n_cells), sigma))
 
 
+def _brent_root(f: Callable[[float], float], a: float, b: float, *, xtol: float, rtol: float, maxiter: int = 200) -> float:
+    """A root of ``f`` in ``[a, b]``, where ``f(a)`` and ``f(b)`` have opposite signs, by Brent's method.
+
+    R. P. Brent, *Algorithms for Minimization without Derivatives* (1973), ch. 4: keep a bracket
+    ``[b, c]`` around the root with ``b`` the best point; step by inverse quadratic interpolation
+    through the last three points (or the secant through two) when the step lands well inside the
+    bracket and the steps keep shrinking, by bisection otherwise. Stops when the bracket's half width
+    is at most ``(xtol + rtol |b|) / 2``. (Written here rather than imported from scipy.optimize,
+    whose import alone costs about half a second on every ``smece`` and ``diagram`` run.)
+    """
+    fa, fb = f(a), f(b)
+    if fa == 0.0:
+        return a
+    c, fc = a, fa
+    step = previous_step = b - a
+    for _ in range(maxiter):
+        if fb == 0.0:
+            return b
+        if (fb > 0) == (fc > 0):  # the root lies between a and b: make a the far end
+            c, fc = a, fa
+            step = previous_step = b - a
+        if abs(fc) < abs(fb):  # b must be the point with the smaller |f|
+            a, fa = b, fb
+            b, fb = c, fc
+            c, fc = a, fa
+        tol = 0.5 * (xtol + rtol * abs(b))
+        half = 0.5 * (c - b)
+        if abs(half) <= tol:
+            return b
+        if abs(previous_step) >= tol and abs(fa) > abs(fb):
+            ratio = fb / fa
+            if a == c:  # two distinct points: secant
+                p, q = 2.0 * half * ratio, 1.0 - ratio
+            else:  # three: inverse quadratic interpolation
+                qa, rb = fa / fc, fb / fc
+                p = ratio * (2.0 * half * qa * (qa - rb) - (b - a) * (rb - 1.0))
+                q = (qa - 1.0) * (rb - 1.0) * (ratio - 1.0)
+            if p > 0:
+                q = -q
+            p = abs(p)
+            if 2.0 * p < min(3.0 * half * q - abs(tol * q), abs(previous_step * q)):
+                previous_step, step = step, p / q
+            else:
+                step = previous_step = half
+        else:
+            step = previous_step = half
+        a, fa = b, fb
+        b += step if abs(step) > tol else (tol if half > 0 else -tol)
+        fb = f(b)
+    raise RuntimeError(f"Brent's method did not converge in {maxiter} iterations")
+
+
 def _solve_fixed_point(
     data: _GridData,
     *,
@@ -331,8 +383,6 @@ def _solve_fixed_point(
     per s*. A ``guess`` (e.g. the full-data s* for a bootstrap resample) first narrows the bracket to
     ``[0.8 guess, 1.25 guess]`` when the root lies there.
     """
-    from scipy.optimize import brentq
-
     lo = abs(data.mean_residual)
     hi = data.mean_abs_residual
     n_cells = start_cells
@@ -367,7 +417,7 @@ def _solve_fixed_point(
         elif g(b) >= 0:
             s = b
         else:
-            s = brentq(g, a, b, xtol=1e-13, rtol=4 * np.finfo(float).eps, maxiter=200)
+            s = _brent_root(g, a, b, xtol=1e-13, rtol=4 * np.finfo(float).eps)
         needed = _grid_level(s * CELLS_PER_SIGMA / cells_per_sigma)
         if needed <= n_cells or n_cells >= MAX_GRID:
             value = g(s) + s

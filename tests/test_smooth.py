@@ -424,3 +424,30 @@ def test_tiny_residual_and_unresolved_bandwidth():
     y, z = _data("calibrated")
     for s in (1e-6, 1e-7):
         assert smece_at_sigma(y, z, sigma=s) == pytest.approx(brute_smece(y, z, s), abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    "f, a, b",
+    [
+        (lambda x: x**3 - 2 * x - 5, 2.0, 3.0),  # Wallis's example
+        (lambda x: np.exp(-5 * x) - x, 0.0, 1.0),  # decreasing, like smECE_s - s
+        (lambda x: np.tanh(50 * (x - 0.3)), 0.0, 1.0),  # nearly a step: bisection steps needed
+        (lambda x: (x - 0.7) ** 3, 0.0, 1.0),  # a triple root: slow interpolation
+        (lambda x: x - 1e-9, 0.0, 1.0),  # root near an end
+    ],
+)
+def test_brent_root_matches_scipy_brentq(f, a, b):
+    from scipy.optimize import brentq
+
+    from calibcli.smooth import _brent_root
+
+    calls = []
+
+    def counted(x):
+        calls.append(x)
+        return f(x)
+
+    root = _brent_root(counted, a, b, xtol=1e-13, rtol=4 * np.finfo(float).eps)
+    expected = brentq(f, a, b, xtol=1e-13, rtol=4 * np.finfo(float).eps, maxiter=200)
+    assert root == pytest.approx(expected, abs=2e-13)
+    assert all(a <= x <= b for x in calls) and len(calls) < 120
