@@ -86,8 +86,8 @@ def run_size(n: int, G: int, M: int, seed: int) -> dict:
         for m in M_VALUES:
             Y = (rng.random((M, n)) < g_m(z, m)).astype(np.float64)
             D = Y - z
-            obs_adaptive = adaptive._stats_from_residuals(D.copy())
-            obs_single = single._stats_from_residuals(D.copy())[:, 0]
+            obs_adaptive = adaptive.statistics_of(Y)
+            obs_single = single.statistics_of(Y)[:, 0]
             obs_l1 = l1_ece_15(D, bins15)
             for i in range(M):
                 mc = monte_carlo_combine(obs_adaptive[i], star_adaptive, level_of, ALPHA)

@@ -48,7 +48,7 @@ def run_cell(dist: str, n: int, G: int, M: int, seed: int) -> dict:
         Y = (rng.random((M, n)) < z).astype(np.float64)
         engine = _make_engine("binary", 2, Y[0], z, None, n_bins_list)
         level_of = np.asarray(engine.level_of)
-        observed = engine._stats_from_residuals(Y - z)  # M x distinct partitions
+        observed = engine.statistics_of(Y)  # M x distinct partitions
         for null in ("y-bootstrap", "consistency"):
             star = _resample_all(engine, rng, R, null)
             for i in range(M):

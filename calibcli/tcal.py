@@ -271,6 +271,7 @@ class _SortedScalarEngine:
 
     def __init__(self, z: np.ndarray, y: np.ndarray, w: np.ndarray | None, n_bins_list: list[int]):
         order = np.argsort(z, kind="stable")
+        self.order = order
         self.z = z[order]
         self.y = y[order]
         self.w = None if w is None else w[order]
@@ -437,12 +438,19 @@ class _SortedScalarEngine:
         return out
 
     def observed(self) -> np.ndarray:
-        positive = self.y > 0.5
+        return self.statistics_of(self.y[None, :], sorted_order=True)[0]
+
+    def statistics_of(self, labels_rows: np.ndarray, *, sorted_order: bool = False) -> np.ndarray:
+        """``T_m`` per distinct partition for each row of 0/1 labels (rows x n; benchmarks test many
+        label vectors on one z this way). Labels are in input order unless ``sorted_order``."""
+        positive = np.asarray(labels_rows) > 0.5
+        if not sorted_order:
+            positive = positive[:, self.order]
 
         def labels(a: int, b: int, out: np.ndarray) -> None:
-            out[0] = positive[a:b]
+            out[:] = positive[:, a:b]
 
-        return self._statistics(1, labels)[0]
+        return self._statistics(positive.shape[0], labels)
 
     def resampled(self, rng: np.random.Generator, rows: int, null: str) -> np.ndarray:
         if null == "consistency":
