@@ -239,7 +239,7 @@ def _split_list(items) -> list[str]:
     return out
 
 
-def _natural_suffix_order(names: list[str]) -> list[str]:
+def natural_suffix_order(names: list[str]) -> list[str]:
     """Columns ordered by their numeric suffix when every suffix is an integer (p_2 before p_10)."""
     suffixes = [_suffix(n) for n in names]
     if all(re.fullmatch(r"-?\d+", s) for s in suffixes):
@@ -326,7 +326,7 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
                 matched = [n for n in names if fnmatch.fnmatchcase(n, item) and n not in (label, weight)]
                 if not matched:
                     raise CalibcliError(f"{where}: --prob-cols pattern {item!r} matches no column; the file has columns {names}")
-                cols.extend(_natural_suffix_order(matched))
+                cols.extend(natural_suffix_order(matched))
             else:
                 cols.append(need(item, "--prob-cols"))
         if len(cols) == 1:
@@ -353,7 +353,7 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
     if singles:
         candidates.append(("single", [singles[0]]))
     for prefix, cols in groups.items():
-        candidates.append(("multi", _natural_suffix_order(cols)))
+        candidates.append(("multi", natural_suffix_order(cols)))
     for v in vectors:
         candidates.append(("vector", [v]))
     if not candidates:
@@ -377,7 +377,7 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
 # Conversion to arrays
 
 
-def _column_to_numpy(table, name: str) -> np.ndarray:
+def column_to_numpy(table, name: str) -> np.ndarray:
     col = table.column(name)
     if col.null_count:
         import pyarrow.compute as pc
@@ -415,7 +415,7 @@ def _parse_text_numbers(table, name: str) -> tuple[np.ndarray, np.ndarray]:
     return values, ~numeric & ~nulls
 
 
-def _vector_column(table, name: str, where: str) -> np.ndarray:
+def vector_column(table, name: str, where: str) -> np.ndarray:
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -567,6 +567,32 @@ def _fmt(v) -> str:
     return body if arr.size == 1 else f"[{body}{', ...' if arr.size > 6 else ''}]"
 
 
+def read_whole_table(path: str, input_format: str | None = None):
+    """Every column of one input (``-`` for standard input): ``(pyarrow table, format, display name)``.
+
+    For commands that carry the whole table through (``recalibrate apply`` writes it back with the
+    recalibrated columns); unreadable or empty inputs raise :class:`CalibcliError` as in :func:`read_input`.
+    """
+    display = "<stdin>" if path == "-" else path
+    fmt = detect_format(path, input_format)
+    src = _source(path)
+    try:
+        table = read_table(src, fmt)
+    except Exception as exc:  # pyarrow raises many types for unreadable or truncated files
+        raise _unreadable(display, fmt, exc) from None
+    if table.num_rows == 0:
+        raise CalibcliError(f"{display}: the file has no data rows: expected at least one prediction")
+    return table, fmt, display
+
+
+def _unreadable(display: str, fmt: str, exc: Exception) -> CalibcliError:
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return CalibcliError(
+        f"{display}: cannot read as {_FORMAT_NAMES[fmt]} ({message}): check that the file is complete and "
+        f"in that format, or pass --input-format"
+    )
+
+
 def read_input(
     path: str,
     spec: ColumnSpec = ColumnSpec(),
@@ -597,11 +623,7 @@ def read_input(
     except CalibcliError:
         raise
     except Exception as exc:  # pyarrow raises many types for unreadable or truncated files
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CalibcliError(
-            f"{display}: cannot read as {_FORMAT_NAMES[fmt]} ({message}): check that the file is complete and "
-            f"in that format, or pass --input-format"
-        ) from None
+        raise _unreadable(display, fmt, exc) from None
 
     n_read = table.num_rows
     if n_read == 0:
@@ -612,7 +634,7 @@ def read_input(
     where = display
     not_numbers: dict[str, np.ndarray] = {}
     if resolved.vector_column:
-        probs = _vector_column(table, resolved.prob_columns[0], where)
+        probs = vector_column(table, resolved.prob_columns[0], where)
         class_names = tuple(str(k) for k in range(probs.shape[1]))
     else:
         cols = []
@@ -628,7 +650,7 @@ def read_input(
                 raise CalibcliError(
                     f"{where}: probability column {c!r} has type {t}: expected numbers; check the column or pass --prob-col/--prob-cols"
                 )
-            cols.append(_column_to_numpy(table, c).astype(np.float64, copy=False))
+            cols.append(column_to_numpy(table, c).astype(np.float64, copy=False))
         probs = cols[0] if len(cols) == 1 else np.column_stack(cols)
         class_names = resolved.class_names or ("0", "1")
     if probs.ndim == 2 and probs.shape[1] == 1:
@@ -645,14 +667,14 @@ def read_input(
     if probs.ndim == 2 and n_classes < 2:
         raise CalibcliError(f"{where}: expected at least 2 classes, found {n_classes}")
 
-    raw_labels = _column_to_numpy(table, resolved.label_column)
+    raw_labels = column_to_numpy(table, resolved.label_column)
     labels, _ = _labels_to_index(raw_labels, None if probs.ndim == 1 else class_names, n_classes, resolved.label_column, where)
     weights = None
     if resolved.weight_column:
         weight_type = table.column(resolved.weight_column).type
         if not (pa.types.is_floating(weight_type) or pa.types.is_integer(weight_type) or pa.types.is_boolean(weight_type)):
             raise CalibcliError(f"{where}: weight column {resolved.weight_column!r} has type {weight_type}: expected numbers")
-        weights = _column_to_numpy(table, resolved.weight_column)
+        weights = column_to_numpy(table, resolved.weight_column)
         weights = weights.astype(np.float64, copy=False)
 
     dropped: dict[str, int] = {}

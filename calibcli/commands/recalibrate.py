@@ -430,19 +430,9 @@ def _read_prob_columns(path: str, doc: dict, *, prob_col, prob_cols, input_forma
 
     import pyarrow as pa
 
-    from calibcli.io import _column_to_numpy, _natural_suffix_order, _source, _vector_column, detect_format, read_table
+    from calibcli.io import column_to_numpy, natural_suffix_order, read_whole_table, vector_column
 
-    display = "<stdin>" if path == "-" else path
-    fmt = detect_format(path, input_format)
-    src = _source(path)
-    try:
-        table = read_table(src, fmt)
-    except Exception as exc:  # pyarrow raises many types for unreadable or truncated files
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CalibcliError(f"{display}: cannot read as {fmt} ({message}): check that the file is complete and in that "
-                            f"format, or pass --input-format") from None
-    if table.num_rows == 0:
-        raise CalibcliError(f"{display}: the file has no data rows: expected at least one prediction")
+    table, fmt, display = read_whole_table(path, input_format)
     K = doc["n_classes"]
     expected = list(doc["columns"]["probabilities"])
     if prob_col and prob_cols:
@@ -459,7 +449,7 @@ def _read_prob_columns(path: str, doc: dict, *, prob_col, prob_cols, input_forma
                 if not matched:
                     raise CalibcliError(f"{display}: --prob-cols pattern {item!r} matches no column; the file has "
                                         f"columns {names}")
-                columns.extend(_natural_suffix_order(matched))
+                columns.extend(natural_suffix_order(matched))
             else:
                 columns.append(item)
     missing = [c for c in columns if c not in names]
@@ -480,12 +470,12 @@ def _read_prob_columns(path: str, doc: dict, *, prob_col, prob_cols, input_forma
         raise CalibcliError(f"{display}: the calibrator was fitted on {fitted} ({', '.join(expected)}) but {given} "
                             f"were given: pass --prob-col/--prob-cols naming {fitted}")
     if layout == "vector":
-        probs = _vector_column(table, columns[0], display)
+        probs = vector_column(table, columns[0], display)
         if probs.shape[1] != K:
             raise CalibcliError(f"{display}: column {columns[0]!r} holds vectors of length {probs.shape[1]}, but the "
                                 f"calibrator was fitted on {K} classes")
     else:
-        arrays = [_column_to_numpy(table, c) for c in columns]
+        arrays = [column_to_numpy(table, c) for c in columns]
         for c, a in zip(columns, arrays):
             if a.dtype.kind not in "fiu":
                 raise CalibcliError(f"{display}: probability column {c!r} has type {table.column(c).type}: expected numbers")
