@@ -158,7 +158,9 @@ def wilson_interval(successes, total, *, alpha: float = 0.05) -> tuple[np.ndarra
     z2n = zq * zq / n
     centre = (p + z2n / 2.0) / (1.0 + z2n)
     half = zq / (1.0 + z2n) * np.sqrt(p * (1.0 - p) / n + z2n / (4.0 * n))
-    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+    # The interval contains p; at p = 0 or 1 an end equals p exactly, which rounding of centre -+ half
+    # can miss by an ulp (a negative error-bar length, which matplotlib refuses to draw).
+    return np.minimum(np.clip(centre - half, 0.0, 1.0), p), np.maximum(np.clip(centre + half, 0.0, 1.0), p)
 
 
 def prepare_binned(

@@ -8,6 +8,7 @@ atomically and prints what it drew (a table, or JSON with ``--json``).
 from __future__ import annotations
 
 import os
+import struct
 from typing import Annotated, Optional
 
 import numpy as np
@@ -208,6 +209,9 @@ def diagram(
     fig = dg.plot_diagram(panel_list, kind=kind, title=title, note=note)
     data = dg.figure_bytes(fig, fmt, dpi=dpi)
     width_in, height_in = fig.get_size_inches()
+    # The PNG's size as rendered, from its IHDR chunk: matplotlib truncates inches x dpi (and its
+    # own floating-point product), so rounding here could report a pixel more than the file has.
+    width_px, height_px = struct.unpack(">II", data[16:24]) if fmt == "png" else (None, None)
     write_atomic(output, data)
     doc["diagram"] = {
         "path": output,
@@ -215,8 +219,8 @@ def diagram(
         "bytes": len(data),
         "width_in": float(width_in),
         "height_in": float(height_in),
-        "width_px": int(round(width_in * dpi)) if fmt == "png" else None,
-        "height_px": int(round(height_in * dpi)) if fmt == "png" else None,
+        "width_px": width_px,
+        "height_px": height_px,
         "mode": fig_mode,
         "panels": [p.title or fig_mode for p in panel_list],
         "n_panels": len(panel_list),
