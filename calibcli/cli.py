@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 import importlib
+import sys
 
 from calibcli._version import __version__
 
@@ -52,4 +53,18 @@ for _name in COMMANDS:
 
 
 def main() -> None:
-    app()
+    """Entry point: the app without Typer's standalone handling, so that an option the parser rejects
+    (a missing value, a word where a number belongs) is one ``Error:`` line on stderr with exit 2,
+    like every other bad input, rather than a usage box."""
+    try:
+        code = app(standalone_mode=False)
+    except Exception as exc:
+        if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):  # not a parser error
+            raise
+        if type(exc).__name__ == "NoArgsIsHelpError":  # the help is already printed
+            sys.exit(exc.exit_code)
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        sys.stderr.write(f"Error: {exc.format_message()}{hint}\n")
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)

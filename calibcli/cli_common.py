@@ -28,6 +28,7 @@ Files = Annotated[
         help="Prediction files: CSV, TSV (.gz too), Parquet, Arrow IPC/Feather, JSON Lines; '-' reads stdin. "
         "Several files are evaluated one by one.",
         show_default=False,
+        metavar="FILES",
     ),
 ]
 ProbCol = Annotated[Optional[str], typer.Option("--prob-col", help="Column with the positive-class probability (binary).")]
@@ -110,6 +111,10 @@ def command(func):
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         try:
+            if kwargs.get("output"):  # every command names its file option `output`
+                from calibcli.report import check_output_path
+
+                check_output_path(kwargs["output"])
             return func(*args, **kwargs)
         except CalibcliError as exc:
             if debugging():

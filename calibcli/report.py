@@ -68,14 +68,28 @@ def to_json(doc: dict) -> str:
     return json.dumps(jsonable(doc), indent=2, allow_nan=False)
 
 
+def check_output_path(path: str) -> None:
+    """Refuse an output path that cannot be written: a directory, a missing folder, no permission.
+
+    Commands call it before any work (through :func:`calibcli.cli_common.command`), so a bad
+    ``--output`` fails at once rather than after minutes of resampling.
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise CalibcliError(f"--output {path}: it is a directory: name a file (one inside it, for example)")
+    if not os.path.isdir(folder):
+        raise CalibcliError(f"--output {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise CalibcliError(f"--output {path}: no permission to create files in {folder}")
+
+
 def write_atomic(path: str, data: bytes | str) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
 
     A reader never sees a partly written file, and a failure leaves no file behind.
     """
+    check_output_path(path)
     folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise CalibcliError(f"cannot write {path}: the folder {folder} does not exist")
     mode = "wb" if isinstance(data, bytes) else "w"
     fd, tmp = tempfile.mkstemp(prefix=".calibcli-", dir=folder)
     try:

@@ -12,6 +12,7 @@ import gzip
 import io
 import json
 import math
+import sys
 
 import numpy as np
 import pyarrow as pa
@@ -20,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from _cli import SAMPLE, run
 from calibcli.cli import app
 
 runner = CliRunner()
@@ -707,3 +709,35 @@ def test_empty_probability_cell_is_called_empty(tmp_path):
     result = ece(path)
     assert result.exit_code == 2
     assert f"Error: {path}: row 3, column prob: probability is empty" in result.stderr
+
+
+@pytest.mark.parametrize("command", [["ece"], ["smece"], ["tcal"], ["diagram"], ["recalibrate", "fit", "--method", "platt"]])
+def test_output_that_is_a_directory_or_in_a_missing_folder_fails_before_any_work(command, tmp_path):
+    sample = str(SAMPLE / "breast_cancer_nb.csv")
+    missing = tmp_path / "nowhere" / "out.json"
+    for target, message in ((tmp_path, "it is a directory"), (missing, f"the folder {missing.parent} does not exist")):
+        result = run(*command, sample, "-o", str(target))
+        assert result.exit_code == 2
+        assert result.stderr.startswith(f"Error: --output {target}: {message}")
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["ece", "x.csv", "--n-bins", "abc"], "Error: Invalid value for '--n-bins'"),
+        (["diagram", "x.csv"], "Error: Missing option '--output' / '-o'."),
+        (["ece", "x.csv", "--bogus"], "Error: No such option: --bogus"),
+        (["nosuch"], "Error: No such command 'nosuch'."),
+    ],
+)
+def test_option_parser_errors_are_one_line_with_exit_2(argv, message, monkeypatch, capsys):
+    from calibcli.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["calibcli", *argv])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1 and "--help" in err

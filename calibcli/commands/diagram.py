@@ -115,9 +115,7 @@ def diagram(
     check_option(0.0 < alpha < 1.0, f"--alpha is {alpha}: expected a number strictly between 0 and 1")
     check_option(10.0 <= dpi <= 1200.0, f"--dpi is {dpi:g}: expected a resolution between 10 and 1200")
     check_option(max_classes >= 1, f"--max-classes is {max_classes}: expected at least 1")
-    fmt = dg.format_of(output)
-    folder = os.path.dirname(os.path.abspath(output))
-    check_option(os.path.isdir(folder), f"--output {output}: the folder {folder} does not exist")
+    fmt = dg.format_of(output)  # (the folder is checked before the command starts, in cc.command)
     columns: list[str | None] = list(dict.fromkeys(prob_col)) if prob_col else [None]
     if len(columns) > 1:
         check_option(prob_cols is None, "--prob-col is repeated to overlay binary models, which excludes --prob-cols")

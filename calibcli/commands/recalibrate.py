@@ -70,11 +70,12 @@ CalibratorOutput = Annotated[
     str, typer.Option("--output", "-o", help="Calibrator file to write (JSON, atomically).", show_default=False)
 ]
 ReportOutput = Annotated[Optional[str], typer.Option("--report", help="Also write the JSON report to this file (atomically).")]
-CalibratorFile = Annotated[str, typer.Argument(help="Calibrator written by `calibcli recalibrate fit`.", show_default=False)]
+CalibratorFile = Annotated[str, typer.Argument(help="Calibrator written by `calibcli recalibrate fit`.", show_default=False,
+                                               metavar="CALIBRATOR")]
 DataFile = Annotated[str, typer.Argument(help="Prediction file (CSV, TSV, Parquet, Arrow IPC/Feather, JSON Lines; '-' reads stdin).",
-                                         show_default=False)]
+                                         show_default=False, metavar="FILE")]
 TrainFile = Annotated[str, typer.Argument(help="File to fit on (CSV, TSV, Parquet, Arrow IPC/Feather, JSON Lines; '-' reads stdin).",
-                                          show_default=False)]
+                                          show_default=False, metavar="FILE")]
 DataOutput = Annotated[
     str,
     typer.Option("--output", "-o", help="File to write: the input with recalibrated probability columns. Format from the "
