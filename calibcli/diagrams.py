@@ -360,9 +360,10 @@ def plot_binned(data, *, ax=None, hist_ax=None, title: str | None = None, legend
                                    alpha=0.10 if several else 0.22, edgecolor="none", zorder=2))
         ax.errorbar(
             d.confidence, d.accuracy, yerr=np.vstack([d.accuracy - d.acc_low, d.acc_high - d.accuracy]),
-            color=color, marker="o", markersize=4.0, linewidth=1.0, elinewidth=1.0, capsize=2.5,
+            color=color, marker="o", markersize=4.0, linestyle="none", elinewidth=1.0, capsize=2.5,
             label=binned_label(d), zorder=3,
         )
+        ax.plot(*_joined_across_full_bins(d), color=color, linewidth=1.0, zorder=3)
         if hist_ax is not None:
             hist_ax.stairs(d.counts_all, d.bounds, color=color, fill=not several, alpha=0.55 if not several else 1.0,
                            linewidth=1.2, zorder=2)
@@ -371,6 +372,14 @@ def plot_binned(data, *, ax=None, hist_ax=None, title: str | None = None, legend
         _style_lower(hist_ax, problem, "count")
         hist_ax.set_ylim(bottom=0.0)
     return ax.figure
+
+
+def _joined_across_full_bins(d: BinnedDiagramData) -> tuple[np.ndarray, np.ndarray]:
+    """The points' line, broken (a NaN) wherever empty bins lie between two drawn points, so that a
+    straight segment never suggests data where there is none."""
+    x, y = np.asarray(d.confidence, dtype=np.float64), np.asarray(d.accuracy, dtype=np.float64)
+    gap = np.flatnonzero(np.asarray(d.bin_lower)[1:] > np.asarray(d.bin_upper)[:-1]) + 1
+    return np.insert(x, gap, np.nan), np.insert(y, gap, np.nan)
 
 
 def plot_smooth(data, *, ax=None, density_ax=None, title: str | None = None, legend_fontsize=None):

@@ -300,6 +300,10 @@ def test_empty_bins_are_not_drawn_as_zero():
     assert len(error_bar_ends(eb)) == 4
     assert all(r.get_x() < 0.2 or r.get_x() >= 0.8 for r in ax.patches if isinstance(r, Rectangle))
     assert legend_texts(ax) == [f"ece_l1_plugin = {fmt3(d.estimate)}, n = 120"]  # no bootstrap: no interval
+    # the line joining the points breaks over the empty bins (no segment from 0.2 to 0.8)
+    (joined,) = [line for line in ax.lines if np.isnan(np.asarray(line.get_xdata(), dtype=float)).any()]
+    np.testing.assert_array_equal(joined.get_xdata(), [x[0], x[1], np.nan, x[2], x[3]])
+    np.testing.assert_array_equal(joined.get_ydata(), [d.accuracy[0], d.accuracy[1], np.nan, d.accuracy[2], d.accuracy[3]])
 
 
 def test_all_positive_and_all_negative_bins_are_drawn():

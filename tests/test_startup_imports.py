@@ -1,5 +1,6 @@
-"""Start-up cost: ``calibcli --help`` and ``calibcli ece`` must not import matplotlib or scipy.stats
-(HELPERS_COMMON: scipy is imported lazily inside functions), checked in fresh interpreters; and the
+"""Start-up cost: ``calibcli --help`` and ``calibcli ece`` must not import matplotlib, scipy.stats or
+pandas (HELPERS_COMMON: scipy is imported lazily inside functions); ``smece`` and ``diagram`` neither
+pandas nor scipy.optimize (each costs 0.2-0.5 s per run). Checked in fresh interpreters; and the
 installed ``calibcli`` console script runs for real, with ``--json`` parsed.
 """
 
@@ -16,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_data"
-FORBIDDEN = ("matplotlib", "scipy.stats")
+FORBIDDEN = ("matplotlib", "scipy.stats", "pandas")
 
 # Runs the CLI as the console script does (calibcli.cli:main with sys.argv), catches its SystemExit,
 # then writes the exit code and every imported module name to the file named by argv[1].
@@ -45,8 +46,8 @@ def imported_modules(tmp_path, *args: str) -> tuple[int, list[str]]:
     return doc["code"], doc["modules"]
 
 
-def forbidden_in(modules: list[str]) -> list[str]:
-    return [m for m in modules if any(m == f or m.startswith(f + ".") for f in FORBIDDEN)]
+def forbidden_in(modules: list[str], forbidden=FORBIDDEN) -> list[str]:
+    return [m for m in modules if any(m == f or m.startswith(f + ".") for f in forbidden)]
 
 
 def test_probe_sees_imports(tmp_path):
@@ -81,6 +82,22 @@ def test_ece_run_imports_neither_matplotlib_nor_scipy_stats(tmp_path, args):
     assert code == 0
     assert "calibcli.estimators" in modules  # it really computed
     assert forbidden_in(modules) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["smece", "breast_cancer_nb.parquet", "--n-boot", "5"],
+        ["diagram", "breast_cancer_nb.parquet", "--n-boot", "5", "--kind", "smooth", "-o", "{tmp}/fig.png"],
+    ],
+    ids=["smece", "diagram"],
+)
+def test_smooth_commands_import_neither_pandas_nor_scipy_optimize(tmp_path, args):
+    args = [str(SAMPLES / a) if a.endswith(".parquet") else a.replace("{tmp}", str(tmp_path)) for a in args]
+    code, modules = imported_modules(tmp_path, *args, "--json")
+    assert code == 0
+    assert "calibcli.smooth" in modules
+    assert forbidden_in(modules, ("pandas", "scipy.optimize")) == []
 
 
 def console_script() -> str:

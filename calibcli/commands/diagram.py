@@ -7,6 +7,7 @@ atomically and prints what it drew (a table, or JSON with ``--json``).
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 from typing import Annotated, Optional
@@ -76,6 +77,25 @@ def _curve_names(files: list[str], columns: list[str | None], names: list[str] |
             else:
                 out.append(f"{stem}:{col}")
     return out
+
+
+def _run_side_by_side(tasks: dict, advance) -> dict:
+    """Results of the callables in ``tasks`` (two threads when there are two; NumPy releases the GIL
+    in the heavy calls), calling ``advance()`` as each finishes. The first error raised is re-raised."""
+    if len(tasks) < 2:
+        out = {}
+        for key, task in tasks.items():
+            out[key] = task()
+            advance()
+        return out
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
+        futures = {pool.submit(task): key for key, task in tasks.items()}
+        for future in as_completed(futures):
+            future.result()
+            advance()
+    return {key: future.result() for future, key in futures.items()}
 
 
 def diagram(
@@ -171,19 +191,20 @@ def diagram(
                 for p in problems:
                     panel = panels.setdefault(p.name, {"binned": [], "smooth": []})
                     curve = {"name": curve_name, "problem": p.name, "class_index": p.class_index, "n": int(len(p.z))}
+                    # The binned and the smooth statistics (each with its own seeded resamples) are
+                    # independent: with --kind both they run side by side, one per core.
+                    tasks = {}
                     if want_binned:
-                        b = dg.prepare_binned(p.y, p.z, sample_weight=p.sample_weight, n_bins=n_bins, strategy=strategy,
-                                              n_boot=n_boot, alpha=alpha, rng=np.random.default_rng(seed),
-                                              name=legend_name, problem=p.name)
-                        panel["binned"].append(b)
-                        curve["binned"] = _binned_json(b)
-                        advance()
+                        tasks["binned"] = functools.partial(
+                            dg.prepare_binned, p.y, p.z, sample_weight=p.sample_weight, n_bins=n_bins, strategy=strategy,
+                            n_boot=n_boot, alpha=alpha, rng=np.random.default_rng(seed), name=legend_name, problem=p.name)
                     if want_smooth:
-                        s = dg.prepare_smooth(p.y, p.z, sample_weight=p.sample_weight, n_boot=n_boot, alpha=alpha,
-                                              rng=np.random.default_rng(seed), name=legend_name, problem=p.name)
-                        panel["smooth"].append(s)
-                        curve["smooth"] = _smooth_json(s)
-                        advance()
+                        tasks["smooth"] = functools.partial(
+                            dg.prepare_smooth, p.y, p.z, sample_weight=p.sample_weight, n_boot=n_boot, alpha=alpha,
+                            rng=np.random.default_rng(seed), name=legend_name, problem=p.name)
+                    for key, result in _run_side_by_side(tasks, advance).items():
+                        panel[key].append(result)
+                        curve[key] = _binned_json(result) if key == "binned" else _smooth_json(result)
                     entry["curves"].append(curve)
             doc["files"].append(entry)
 
