@@ -387,6 +387,15 @@ def test_option_errors(small, tmp_path, args, message):
     assert_error(run("diagram", small, "-o", folder / "fig.png", *args), folder, message)
 
 
+def test_too_many_pixels_is_refused_before_rendering(tmp_path):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    result = run("diagram", MULTI, "--mode", "marginal", "--dpi", "1200", "--n-boot", "0", "-o", folder / "fig.png")
+    assert_error(result, folder, None)
+    assert result.stderr.startswith("Error: --dpi 1200: the PNG would be ")
+    assert result.stderr.rstrip().endswith("more than 100: lower --dpi (or --max-classes), or write .svg or .pdf")
+
+
 def test_output_errors(small, tmp_path):
     folder = tmp_path / "out"
     folder.mkdir()

@@ -46,6 +46,9 @@ FigureOutput = Annotated[
 Dpi = Annotated[float, typer.Option("--dpi", help="Resolution of PNG output (dots per inch).")]
 MaxClasses = Annotated[int, typer.Option("--max-classes", help="Marginal mode: draw at most this many classes (the first ones).")]
 
+#: Largest PNG drawn (its RGBA buffer is 4 bytes per pixel: 400 MB at this size).
+MAX_PIXELS = 100e6
+
 ESTIMATORS = {
     "ece_l1_plugin": "sum_b (n_b/n) |acc_b - conf_b| (Guo et al. 2017), percentile bootstrap interval",
     "smece": "SmoothECE at its fixed-point bandwidth s* (Blasiok and Nakkiran 2023), percentile bootstrap interval",
@@ -226,6 +229,13 @@ def diagram(
         for key, v in panels.items()
     ]
     fig = dg.plot_diagram(panel_list, kind=kind, title=title, note=note)
+    if fmt == "png":
+        w_px, h_px = (float(v) * dpi for v in fig.get_size_inches())
+        check_option(
+            w_px * h_px <= MAX_PIXELS,
+            f"--dpi {dpi:g}: the PNG would be {w_px:,.0f} x {h_px:,.0f} pixels ({w_px * h_px / 1e6:,.0f} megapixels), "
+            f"more than {MAX_PIXELS / 1e6:,.0f}: lower --dpi (or --max-classes), or write .svg or .pdf",
+        )
     data = dg.figure_bytes(fig, fmt, dpi=dpi)
     width_in, height_in = fig.get_size_inches()
     # The PNG's size as rendered, from its IHDR chunk: matplotlib truncates inches x dpi (and its
