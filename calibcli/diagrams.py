@@ -331,9 +331,33 @@ def _style_lower(ax, problem: str, ylabel: str) -> None:
     ax.grid(True, axis="x", color="0.92", linewidth=0.6, zorder=0)
 
 
-def _legend(ax, fontsize=None) -> None:
-    ax.legend(loc="best", frameon=True, framealpha=0.9, fontsize=fontsize, handlelength=1.4,
-              borderaxespad=0.4)
+#: The two off-diagonal corners where the legend may go, as (x range, y range) of the axes it covers
+#: (roughly: a legend line of a metric with its interval spans three quarters of a panel's width).
+_CORNERS = {"upper left": ((0.0, 0.78), (0.84, 1.0)), "lower right": ((0.22, 1.0), (0.0, 0.16))}
+
+
+def _legend(ax, fontsize=None, *, ink: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = ()) -> None:
+    """The legend (metric, interval, n) in the off-diagonal corner that hides the least of the data.
+
+    ``ink`` lists what is drawn as vertical spans ``(x, y_low, y_high)`` (error bars, shaded gaps,
+    the band); a corner's cost is the total length of those spans inside it, growing with the number
+    of legend lines. The off-diagonal corners are where a calibrated curve never goes; ties go to the
+    upper left. (A fixed rule rather than matplotlib's ``loc="best"``: the same for every backend and
+    cheap for curves of many points.)
+    """
+    entries = max(1, len(ax.get_legend_handles_labels()[0]))
+    cost = {}
+    for corner, ((x0, x1), (y0, y1)) in _CORNERS.items():
+        grow = 0.07 * (entries - 1)
+        y0, y1 = (y0 - grow, y1) if corner == "upper left" else (y0, y1 + grow)
+        total = 0.0
+        for x, lo, hi in ink:
+            x, lo, hi = (np.asarray(v, dtype=np.float64) for v in (x, lo, hi))
+            inside = (x >= x0) & (x <= x1) & np.isfinite(lo) & np.isfinite(hi)
+            total += float(np.sum(np.clip(np.minimum(hi, y1) - np.maximum(lo, y0), 0.0, None)[inside]))
+        cost[corner] = total
+    loc = min(cost, key=lambda c: (cost[c], c != "upper left"))
+    ax.legend(loc=loc, frameon=True, framealpha=0.9, fontsize=fontsize, handlelength=1.4, borderaxespad=0.4)
 
 
 def plot_binned(data, *, ax=None, hist_ax=None, title: str | None = None, legend_fontsize=None):
@@ -367,7 +391,10 @@ def plot_binned(data, *, ax=None, hist_ax=None, title: str | None = None, legend
         if hist_ax is not None:
             hist_ax.stairs(d.counts_all, d.bounds, color=color, fill=not several, alpha=0.55 if not several else 1.0,
                            linewidth=1.2, zorder=2)
-    _legend(ax, legend_fontsize)
+    ink = [(d.confidence, d.acc_low, d.acc_high) for d in curves]
+    ink += [(0.5 * (d.bin_lower + d.bin_upper), np.minimum(d.confidence, d.accuracy), np.maximum(d.confidence, d.accuracy))
+            for d in curves]
+    _legend(ax, legend_fontsize, ink=ink)
     if hist_ax is not None:
         _style_lower(hist_ax, problem, "count")
         hist_ax.set_ylim(bottom=0.0)
@@ -405,7 +432,8 @@ def plot_smooth(data, *, ax=None, density_ax=None, title: str | None = None, leg
             density_ax.plot(d.t, d.density, color=color, linewidth=1.2, zorder=3)
             if not several:
                 density_ax.fill_between(d.t, 0.0, d.density, color=color, alpha=0.3, linewidth=0, zorder=2)
-    _legend(ax, legend_fontsize)
+    _legend(ax, legend_fontsize, ink=[(d.t, d.yhat if d.band_low is None else d.band_low,
+                                       d.yhat if d.band_high is None else d.band_high) for d in curves])
     if density_ax is not None:
         _style_lower(density_ax, problem, "density")
         density_ax.set_ylim(bottom=0.0)

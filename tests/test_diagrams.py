@@ -522,3 +522,16 @@ def test_format_of():
     assert str(e.value) == "--output fig.jpg: cannot tell the figure format from the extension '.jpg': expected .png, .svg, .pdf"
     with pytest.raises(CalibcliError, match=r"extension '\(none\)'"):
         dg.format_of("figure")
+
+
+@pytest.mark.parametrize("flip, corner", [(False, "lower right"), (True, "upper left")])
+def test_legend_goes_to_the_off_diagonal_corner_that_hides_least(flip, corner):
+    # low predictions that come true put points (and the band) in the upper left; flipped, in the lower right
+    rng = np.random.default_rng(5)
+    z = np.concatenate([rng.uniform(0.0, 0.3, 400), rng.uniform(0.3, 1.0, 400)])
+    y = np.concatenate([np.ones(400, int), (rng.random(400) < z[400:]).astype(int)])
+    if flip:
+        z, y = 1.0 - z, 1 - y
+    for fig in (dg.plot_binned(dg.prepare_binned(y, z, n_boot=0)),
+                dg.plot_smooth(dg.prepare_smooth(y, z, n_boot=20, rng=np.random.default_rng(0)))):
+        assert fig.axes[0].get_legend()._loc == {"upper left": 2, "lower right": 4}[corner]
