@@ -226,7 +226,7 @@ def main() -> None:
     print("The SmoothECE of a finite sample is biased upwards (sampling noise adds |residual| mass; compare the mean")
     print("estimate with the population value), and the percentile interval inherits that bias: on calibrated data")
     print("(population value 0) it lies above 0, so it describes the sample's smECE and is not a test of calibration")
-    print("(use `calibcli tcal`); on miscalibrated data its coverage falls short of 95% by about what the bias costs.")
+    print("(use `calibcli tcal`); on miscalibrated data the bias can cost coverage (compare the coverage with 0.95 and its s.e.).")
 
 if __name__ == "__main__":
     main()

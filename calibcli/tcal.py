@@ -532,6 +532,20 @@ class _GroupVectorEngine:
                 continue
             self.parts.append(g)
             self.level_of.append(len(self.parts) - 1)
+        # y-bootstrap: per partition, what does not depend on the drawn classes. Points alone in their
+        # cell contribute 0 and are left out; the rest are renumbered by cell (``cell``, ``n_cells``).
+        w = np.ones(self.n) if w is None else w
+        self.fixed = []
+        for g in self.parts:
+            counts = np.bincount(g)
+            sel = np.flatnonzero(counts[g] >= 2)
+            _, cell = np.unique(g[sel], return_inverse=True)
+            n_cells = int(cell.max()) + 1 if len(sel) else 0
+            wsum = np.bincount(cell, weights=w[sel], minlength=n_cells)
+            wP = np.stack([np.bincount(cell, weights=w[sel] * P[sel, k], minlength=n_cells) for k in range(self.K)], axis=1)
+            # sum over the cell of w^2 (1 + |P|^2): the part of sum w^2 |e_c - P|^2 that does not move
+            sq_fixed = np.bincount(cell, weights=w[sel] ** 2 * (1.0 + self.sqnorm[sel]), minlength=n_cells)
+            self.fixed.append((sel, cell, n_cells, 1.0 / wsum, wP, float(sq_fixed @ (1.0 / wsum)) if n_cells else 0.0))
 
     def _draw_classes(self, rng: np.random.Generator, cumP: np.ndarray, rows: int) -> np.ndarray:
         """``c* ~ Categorical(P)``: the number of cumulative probabilities at or below a uniform draw."""
@@ -549,27 +563,22 @@ class _GroupVectorEngine:
         P_c = self.P[pts, cls]
         w = np.ones(self.n) if self.w is None else self.w
         wp = w[pts] if J is not None else np.broadcast_to(w, cls.shape)
-        sq_term = (wp * wp) * (1.0 - 2.0 * P_c + self.sqnorm[pts])
+        sq_term = None if J is None else (wp * wp) * (1.0 - 2.0 * P_c + self.sqnorm[pts])
         row_off = np.arange(rows)[:, None]
         for j, g in enumerate(self.parts):
             G = int(g.max()) + 1
             if J is None:
-                counts = np.bincount(g, minlength=G)
-                sel = counts[g] >= 2
-                if not sel.any():
+                sel, cell, Gs, inv_wsum, wP, sq_fixed = self.fixed[j]
+                if Gs == 0:
                     continue
-                gs = g[sel]
-                cells, gs = np.unique(gs, return_inverse=True)
-                Gs = len(cells)
-                key = (row_off * Gs + gs[None, :]).ravel()
-                cls_s = cls[:, sel].ravel()
-                w_s = np.broadcast_to(w[sel], (rows, int(sel.sum()))).ravel()
-                wsum = np.bincount(gs, weights=w[sel], minlength=Gs)
-                ws_P = np.stack([np.bincount(gs, weights=w[sel] * self.P[sel, k], minlength=Gs) for k in range(self.K)], axis=1)
-                cnt = np.bincount(key * self.K + cls_s, weights=w_s, minlength=rows * Gs * self.K).reshape(rows, Gs, self.K)
-                S1 = cnt - ws_P[None, :, :]
-                S2 = np.bincount(key, weights=sq_term[:, sel].ravel(), minlength=rows * Gs).reshape(rows, Gs)
-                val = (np.einsum("rgk,rgk->rg", S1, S1) - S2) @ (1.0 / wsum)
+                key = (row_off * Gs + cell[None, :]).ravel()
+                cls_s = cls[:, sel]
+                w_s = None if self.w is None else np.broadcast_to(self.w[sel], cls_s.shape).ravel()
+                cnt = np.bincount(key * self.K + cls_s.ravel(), weights=w_s, minlength=rows * Gs * self.K)
+                S1 = cnt.reshape(rows, Gs, self.K) - wP[None, :, :]
+                # sum w^2 |e_c - P|^2 = sum w^2 (1 + |P|^2) - 2 sum w^2 P_c
+                moving = np.bincount(key, weights=(wp[:, sel] ** 2 * P_c[:, sel]).ravel(), minlength=rows * Gs).reshape(rows, Gs)
+                val = np.einsum("rgk,rgk->rg", S1, S1) @ inv_wsum + 2.0 * (moving @ inv_wsum) - sq_fixed
             else:
                 gj = g[J]
                 key = (row_off * G + gj).ravel()
