@@ -77,8 +77,9 @@ class BinnedDiagramData:
     Per non-empty bin ``j`` (empty bins are absent from these arrays): its range
     ``[bin_lower, bin_upper)``, ``count`` (rows), ``weight`` (sum of sample weights),
     ``confidence`` (weighted mean prediction), ``accuracy`` (weighted mean label) and the Wilson
-    score interval ``[acc_low, acc_high]`` at level ``1 - alpha``. ``bounds`` and ``counts_all``
-    describe every bin (empty ones included) for the histogram. ``estimate``, ``ci_low``,
+    score interval ``[acc_low, acc_high]`` at level ``1 - alpha``. ``bounds``, ``counts_all`` (rows)
+    and ``weights_all`` (sums of the frequency weights) describe every bin (empty ones included) for
+    the histogram, which shows the weights when the rows are weighted. ``estimate``, ``ci_low``,
     ``ci_high`` are the ``ece_l1_plugin`` and its percentile bootstrap interval (None without
     bootstrap).
     """
@@ -92,6 +93,7 @@ class BinnedDiagramData:
     n_bins_nonempty: int
     bounds: np.ndarray
     counts_all: np.ndarray
+    weights_all: np.ndarray
     bin_lower: np.ndarray
     bin_upper: np.ndarray
     count: np.ndarray
@@ -205,6 +207,7 @@ def prepare_binned(
         n_bins_nonempty=int(keep.sum()),
         bounds=bounds,
         counts_all=np.asarray(s.count, dtype=np.int64),
+        weights_all=np.asarray(s.weight, dtype=np.float64),
         bin_lower=bounds[:-1][keep],
         bin_upper=bounds[1:][keep],
         count=np.asarray(s.count[keep], dtype=np.int64),
@@ -278,13 +281,18 @@ def _interval_text(low, high) -> str:
 def binned_label(d: BinnedDiagramData) -> str:
     """The legend entry of a binned curve: its name, the metric with its interval, and n."""
     head = f"{d.name}\n" if d.name else ""
-    return f"{head}{d.metric} = {_fmt(d.estimate)}{_interval_text(d.ci_low, d.ci_high)}, n = {d.n:,}"
+    return f"{head}{d.metric} = {_fmt(d.estimate)}{_interval_text(d.ci_low, d.ci_high)}, {_n_text(d.n, d.weight_total)}"
 
 
 def smooth_label(d: SmoothDiagramData) -> str:
     """The legend entry of a smooth curve: its name, the SmoothECE with its interval, and n."""
     head = f"{d.name}\n" if d.name else ""
-    return f"{head}smECE = {_fmt(d.smece)}{_interval_text(d.ci_low, d.ci_high)}, n = {d.n:,}"
+    return f"{head}smECE = {_fmt(d.smece)}{_interval_text(d.ci_low, d.ci_high)}, {_n_text(d.n, d.weight_total)}"
+
+
+def _n_text(n: int, weight_total: float) -> str:
+    """``n = rows``, and the total frequency weight when the rows are weighted."""
+    return f"n = {n:,}" if weight_total == n else f"n = {n:,} rows, weight {weight_total:,.6g}"
 
 
 def _axis_labels(problem: str) -> tuple[str, str]:
@@ -377,6 +385,7 @@ def plot_binned(data, *, ax=None, hist_ax=None, title: str | None = None, legend
     problem = curves[0].problem if curves else "binary"
     _style_main(ax, problem, title)
     several = len(curves) > 1
+    weighted = any(d.weight_total != d.n for d in curves)  # frequency weights: the histogram counts them
     for i, d in enumerate(curves):
         color = COLORS[i % len(COLORS)]
         for lo, hi, conf, acc in zip(d.bin_lower, d.bin_upper, d.confidence, d.accuracy):
@@ -389,14 +398,14 @@ def plot_binned(data, *, ax=None, hist_ax=None, title: str | None = None, legend
         )
         ax.plot(*_joined_across_full_bins(d), color=color, linewidth=1.0, zorder=3)
         if hist_ax is not None:
-            hist_ax.stairs(d.counts_all, d.bounds, color=color, fill=not several, alpha=0.55 if not several else 1.0,
+            hist_ax.stairs(d.weights_all if weighted else d.counts_all, d.bounds, color=color, fill=not several, alpha=0.55 if not several else 1.0,
                            linewidth=1.2, zorder=2)
     ink = [(d.confidence, d.acc_low, d.acc_high) for d in curves]
     ink += [(0.5 * (d.bin_lower + d.bin_upper), np.minimum(d.confidence, d.accuracy), np.maximum(d.confidence, d.accuracy))
             for d in curves]
     _legend(ax, legend_fontsize, ink=ink)
     if hist_ax is not None:
-        _style_lower(hist_ax, problem, "count")
+        _style_lower(hist_ax, problem, "weighted count" if weighted else "count")
         hist_ax.set_ylim(bottom=0.0)
     return ax.figure
 

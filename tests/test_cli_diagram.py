@@ -64,11 +64,11 @@ def small(tmp_path):
 
 
 def main_axes(fig):
-    return [ax for ax in fig.axes if ax.get_ylabel() not in ("count", "density")]
+    return [ax for ax in fig.axes if ax.get_ylabel() not in ("count", "weighted count", "density")]
 
 
 def lower_axes(fig):
-    return [ax for ax in fig.axes if ax.get_ylabel() in ("count", "density")]
+    return [ax for ax in fig.axes if ax.get_ylabel() in ("count", "weighted count", "density")]
 
 
 def errorbars(ax):

@@ -63,11 +63,11 @@ def fmt3(x: float) -> str:
 
 def main_axes(fig):
     """The reliability panels (the axes above a histogram or a density)."""
-    return [ax for ax in fig.axes if ax.get_ylabel() not in ("count", "density")]
+    return [ax for ax in fig.axes if ax.get_ylabel() not in ("count", "weighted count", "density")]
 
 
 def lower_axes(fig):
-    return [ax for ax in fig.axes if ax.get_ylabel() in ("count", "density")]
+    return [ax for ax in fig.axes if ax.get_ylabel() in ("count", "weighted count", "density")]
 
 
 def errorbars(ax) -> list[ErrorbarContainer]:
@@ -235,6 +235,14 @@ def test_prepare_binned_frequency_weights_equal_duplicated_rows():
         np.testing.assert_allclose(getattr(a, field), getattr(b, field), rtol=1e-12, err_msg=field)
     assert a.estimate == pytest.approx(b.estimate, abs=1e-12)
     assert a.weight_total == w.sum() and a.n == 120
+    # the histogram counts the weights (as the duplicated rows), and the legend says so
+    np.testing.assert_allclose(a.weights_all, b.counts_all)
+    fig = dg.plot_binned(a)
+    (hist,) = lower_axes(fig)
+    assert hist.get_ylabel() == "weighted count"
+    (stairs,) = [p for p in hist.patches if hasattr(p, "get_data")]
+    np.testing.assert_allclose(stairs.get_data().values, b.counts_all)
+    assert legend_texts(fig.axes[0])[0].endswith(f"n = 120 rows, weight {w.sum():,}")
 
 
 def test_prepare_binned_rejects_bad_options():
