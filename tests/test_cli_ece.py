@@ -3,31 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
+from _cli import BINARY, MULTI, SAMPLE, run, run_json  # tests/ is on sys.path
 from calibcli import __version__
-from calibcli.cli import app
 from calibcli.estimators import binned_calibration
-
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
-BINARY = str(SAMPLE / "breast_cancer_nb.csv")
-MULTI = str(SAMPLE / "digits_nb.parquet")
-runner = CliRunner()
-
-
-def run(*args, input=None):
-    return runner.invoke(app, [str(a) for a in args], input=input)
-
-
-def run_json(*args):
-    r = run(*args, "--json")
-    assert r.exit_code == 0, r.stderr
-    return json.loads(r.stdout)
 
 
 def test_version():
