@@ -58,13 +58,27 @@ def uniform_bin_index(z: np.ndarray, n_bins: int) -> np.ndarray:
     return idx
 
 
-def quantile_edges_sorted(z_sorted: np.ndarray, n_bins: int) -> np.ndarray:
-    """Interior quantile edges of already sorted values (ties merged, so possibly fewer than B-1)."""
-    n = len(z_sorted)
+def quantile_edges_sorted(z_sorted: np.ndarray, n_bins: int, counts: np.ndarray | None = None) -> np.ndarray:
+    """Interior quantile edges of already sorted values (ties merged, so possibly fewer than B-1).
+
+    ``counts``, if given, says how often each sorted value occurs (a bootstrap resample's row
+    multiplicities): the edges are then those of the sample with the repeats, whose value of
+    (1-based) rank r is ``z_sorted[first i with cumsum(counts)[i] >= r]``.
+    """
+    if counts is None:
+        n = len(z_sorted)
+
+        def value(rank: np.ndarray) -> np.ndarray:
+            return z_sorted[rank - 1]
+    else:
+        cum = np.cumsum(counts)
+        n = int(round(cum[-1]))
+
+        def value(rank: np.ndarray) -> np.ndarray:
+            return z_sorted[np.searchsorted(cum, rank, side="left")]
     ranks = np.round(np.arange(1, n_bins) * n / n_bins).astype(np.int64)
     ranks = ranks[(ranks > 0) & (ranks < n)]
-    edges = 0.5 * (z_sorted[ranks - 1] + z_sorted[ranks])
-    return np.unique(edges)
+    return np.unique(0.5 * (value(ranks) + value(ranks + 1)))
 
 
 def fit_binning(z: np.ndarray, *, n_bins: int = 15, strategy: str = "uniform") -> Binning:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibcli.binning import Binning, fit_binning, uniform_bin_index
+from calibcli.binning import Binning, fit_binning, quantile_edges_sorted, uniform_bin_index
 from calibcli.validation import check_binary, check_option
 
 #: Probabilities are clipped to [LOG_LOSS_EPS, 1 - LOG_LOSS_EPS] inside the log-loss.
@@ -439,15 +439,8 @@ class _SortedProblem:
         if self.binning.strategy == "uniform":
             starts = self.main_starts
         else:
-            # The resample's sorted values are z[i] repeated m[i] times, so its value of (1-based)
-            # rank r is z[first i with cum[i] >= r]; SPEC 2.1's edges follow from those.
-            cum = np.cumsum(m)
-            n = int(round(cum[-1]))
-            ranks = np.round(np.arange(1, self.binning.n_bins) * n / self.binning.n_bins).astype(np.int64)
-            ranks = ranks[(ranks > 0) & (ranks < n)]
-            below = self.z[np.searchsorted(cum, ranks, side="left")]
-            above = self.z[np.searchsorted(cum, ranks + 1, side="left")]
-            edges = np.unique(0.5 * (below + above))
+            # The resample's sorted values are z[i] repeated m[i] times; SPEC 2.1's edges of those.
+            edges = quantile_edges_sorted(self.z, self.binning.n_bins, counts=m)
             starts = np.concatenate([[0], np.searchsorted(self.z, edges, side="left")])
         pairs = np.subtract(m, 1.0, out=self._pairs)
         pairs *= m

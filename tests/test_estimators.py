@@ -261,3 +261,14 @@ def test_bad_arguments_raise_calibcli_error():
         binned_calibration([0, 1], [0.2, 0.3], strategy="kmeans")
     with pytest.raises(CalibcliError, match="no rows"):
         binned_calibration([], [])
+
+
+def test_quantile_edges_with_counts_equal_those_of_the_repeated_sample():
+    # the bootstrap's quantile bins: edges of z repeated m times, without building the repeated array
+    from calibcli.binning import quantile_edges_sorted
+
+    rng = np.random.default_rng(11)
+    z = np.sort(np.round(rng.random(200), 2))  # ties too
+    for n_bins in (1, 2, 7, 15, 40):
+        m = rng.integers(0, 4, len(z))
+        np.testing.assert_array_equal(quantile_edges_sorted(z, n_bins, counts=m), quantile_edges_sorted(np.repeat(z, m), n_bins))
