@@ -25,6 +25,15 @@ from calibcli.validation import check_option
 # The calibcli.diagrams names used here are imported inside the command, which keeps matplotlib
 # (and numpy-heavy drawing code) out of `calibcli --help`.
 
+DiagramFiles = Annotated[
+    list[str],
+    typer.Argument(
+        help="Prediction files: CSV, TSV (.gz too), Parquet, Arrow IPC/Feather, JSON Lines; '-' reads stdin. "
+        "Several files are overlaid on one figure, one curve each.",
+        show_default=False,
+        metavar="FILES",
+    ),
+]
 DiagramProbCol = Annotated[
     Optional[list[str]],
     typer.Option(
@@ -102,7 +111,7 @@ def _run_side_by_side(tasks: dict, advance) -> dict:
 
 
 def diagram(
-    files: cc.Files,
+    files: DiagramFiles,
     output: FigureOutput,
     kind: Kind = "both",
     prob_col: DiagramProbCol = None,
