@@ -22,15 +22,19 @@ from calibcli.io import ColumnSpec, LoadedInput, read_input
 # ---------------------------------------------------------------------------------------------
 # Options shared by the commands (one declaration each)
 
-Files = Annotated[
-    list[str],
-    typer.Argument(
-        help="Prediction files: CSV, TSV (.gz too), Parquet, Arrow IPC/Feather, JSON Lines; '-' reads stdin. "
-        "Several files are evaluated one by one.",
-        show_default=False,
-        metavar="FILES",
-    ),
-]
+def files_argument(several: str):
+    """The FILES argument; ``several`` says what the command does with more than one file."""
+    return Annotated[
+        list[str],
+        typer.Argument(
+            help=f"Prediction files: CSV, TSV (.gz too), Parquet, Arrow IPC/Feather, JSON Lines; '-' reads stdin. {several}",
+            show_default=False,
+            metavar="FILES",
+        ),
+    ]
+
+
+Files = files_argument("Several files are evaluated one by one.")
 ProbCol = Annotated[Optional[str], typer.Option("--prob-col", help="Column with the positive-class probability (binary).")]
 ProbCols = Annotated[
     Optional[list[str]],
@@ -102,6 +106,10 @@ def debugging() -> bool:
     return os.environ.get("CALIBCLI_DEBUG", "") not in ("", "0")
 
 
+#: Parameters that name a file a command writes (every command uses these names), and their flags.
+FILE_OPTIONS = {"output": "--output", "report": "--report"}
+
+
 def command(func):
     """Run a command body: bad input -> ``Error: ...`` and exit 2; failed gate -> exit 1.
 
@@ -111,10 +119,11 @@ def command(func):
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         try:
-            if kwargs.get("output"):  # every command names its file option `output`
-                from calibcli.report import check_output_path
+            for name, flag in FILE_OPTIONS.items():
+                if kwargs.get(name):
+                    from calibcli.report import check_output_path
 
-                check_output_path(kwargs["output"])
+                    check_output_path(kwargs[name], flag)
             return func(*args, **kwargs)
         except CalibcliError as exc:
             if debugging():

@@ -68,19 +68,20 @@ def to_json(doc: dict) -> str:
     return json.dumps(jsonable(doc), indent=2, allow_nan=False)
 
 
-def check_output_path(path: str) -> None:
+def check_output_path(path: str, flag: str | None = "--output") -> None:
     """Refuse an output path that cannot be written: a directory, a missing folder, no permission.
 
-    Commands call it before any work (through :func:`calibcli.cli_common.command`), so a bad
-    ``--output`` fails at once rather than after minutes of resampling.
+    Commands call it before any work (through :func:`calibcli.cli_common.command`, naming the option
+    ``flag``), so a bad file option fails at once rather than after minutes of resampling.
     """
+    where = f"{flag} {path}" if flag else f"cannot write {path}"
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
-        raise CalibcliError(f"--output {path}: it is a directory: name a file (one inside it, for example)")
+        raise CalibcliError(f"{where}: it is a directory: name a file (one inside it, for example)")
     if not os.path.isdir(folder):
-        raise CalibcliError(f"--output {path}: the folder {folder} does not exist")
+        raise CalibcliError(f"{where}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise CalibcliError(f"--output {path}: no permission to create files in {folder}")
+        raise CalibcliError(f"{where}: no permission to create files in {folder}")
 
 
 def write_atomic(path: str, data: bytes | str) -> None:
@@ -88,7 +89,7 @@ def write_atomic(path: str, data: bytes | str) -> None:
 
     A reader never sees a partly written file, and a failure leaves no file behind.
     """
-    check_output_path(path)
+    check_output_path(path, flag=None)  # commands have checked already; this guards other callers
     folder = os.path.dirname(os.path.abspath(path))
     mode = "wb" if isinstance(data, bytes) else "w"
     fd, tmp = tempfile.mkstemp(prefix=".calibcli-", dir=folder)

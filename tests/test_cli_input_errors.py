@@ -723,6 +723,15 @@ def test_output_that_is_a_directory_or_in_a_missing_folder_fails_before_any_work
     assert list(tmp_path.iterdir()) == []
 
 
+def test_report_that_is_a_directory_fails_before_any_work(tmp_path):
+    out = tmp_path / "cal.json"
+    result = run("recalibrate", "fit", str(SAMPLE / "breast_cancer_nb.csv"), "--method", "platt", "-o", str(out),
+                 "--report", str(tmp_path))
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: --report {tmp_path}: it is a directory: name a file (one inside it, for example)\n"
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
