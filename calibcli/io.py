@@ -603,8 +603,12 @@ def read_whole_table(path: str, input_format: str | None = None):
     except Exception as exc:  # pyarrow raises many types for unreadable or truncated files
         raise _unreadable(display, fmt, exc) from None
     if table.num_rows == 0:
-        raise CalibcliError(f"{display}: the file has no data rows: expected at least one prediction")
+        raise _no_rows(display)
     return table, fmt, display
+
+
+def _no_rows(display: str) -> CalibcliError:
+    return CalibcliError(f"{display}: the file has no data rows: expected at least one prediction")
 
 
 def _unreadable(display: str, fmt: str, exc: Exception) -> CalibcliError:
@@ -649,7 +653,7 @@ def read_input(
 
     n_read = table.num_rows
     if n_read == 0:
-        raise CalibcliError(f"{display}: the file has no data rows: expected at least one prediction")
+        raise _no_rows(display)
 
     import pyarrow as pa
 

@@ -490,12 +490,12 @@ class _Bootstrap:
         self.order = np.lexsort((j, y))
         self.z, self.y, self.f = z[self.order], y[self.order], f[self.order]
         self.w = None if w is None else w[self.order]
-        key = j[self.order] + (n_cells + 1) * self.y
-        self.offsets = np.flatnonzero(np.diff(key, prepend=-1))
-        self.run_cell = j[self.order][self.offsets]
+        cell = j[self.order]
+        self.offsets = np.flatnonzero(np.diff(cell + (n_cells + 1) * self.y, prepend=-1))  # runs of equal (y, cell)
+        self.run_cell = cell[self.offsets]
         self.run_positive = self.y[self.offsets] == 1
-        self._buffers = None
-        self._gf = np.empty(self.n)
+        # Reused by every resample (fresh 8n-byte arrays would cost a page fault per page each time).
+        self._drawn, self._m, self._gf = np.empty(self.n), np.empty(self.n), np.empty(self.n)
 
     def _deposits(self, g: np.ndarray) -> list[np.ndarray]:
         """Unnormalised grid deposits of ``g (y - z)`` (and ``g y``, ``g`` for curves) at ``n_cells``."""
@@ -527,10 +527,7 @@ class _Bootstrap:
         """
         from calibcli.estimators import bootstrap_multiplicities
 
-        if self._buffers is None:  # reused by every resample: fresh 8n-byte arrays cost page faults
-            self._buffers = (np.empty(self.n), np.empty(self.n), np.empty(self.n))
-        drawn, m, self._gf = self._buffers
-        np.take(bootstrap_multiplicities(self.n, rng, out=drawn), self.order, out=m, mode="clip")  # "clip": no buffered copy
+        m = np.take(bootstrap_multiplicities(self.n, rng, out=self._drawn), self.order, out=self._m, mode="clip")  # "clip": no buffered copy
         g = m if self.w is None else m * self.w
         total = float(self.n) if self.w is None else float(g.sum())
         if total <= 0:

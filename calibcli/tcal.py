@@ -420,15 +420,15 @@ class _SortedScalarEngine:
             starts, ends = self.bin_start[first_bin:end_bin], self.bin_end[first_bin:end_bin]
             hi, lo = space["hi"][:rows, :count], space["lo"][:rows, :count]
             S, Q = space["S"][:rows, :count], space["Q"][:rows, :count]
-            np.take(A, ends, axis=1, out=hi, mode="clip")  # indices are valid; "clip" avoids a buffered copy
-            np.take(A, starts, axis=1, out=lo, mode="clip")
-            np.subtract(hi, lo, out=hi)
-            np.subtract(hi, self.bin_wz[first_bin:end_bin], out=S)
+
+            def bin_sums(prefix: np.ndarray) -> np.ndarray:  # prefix[end] - prefix[start], into `hi`
+                np.take(prefix, ends, axis=1, out=hi, mode="clip")  # indices are valid; "clip": no buffered copy
+                np.take(prefix, starts, axis=1, out=lo, mode="clip")
+                return np.subtract(hi, lo, out=hi)
+
+            np.subtract(bin_sums(A), self.bin_wz[first_bin:end_bin], out=S)
             np.multiply(S, S, out=S)
-            np.take(B, ends, axis=1, out=hi, mode="clip")
-            np.take(B, starts, axis=1, out=lo, mode="clip")
-            np.subtract(hi, lo, out=hi)
-            np.multiply(hi, self.scale_b, out=Q)
+            np.multiply(bin_sums(B), self.scale_b, out=Q)
             S -= Q
             S *= self.bin_inv_weight[first_bin:end_bin]
             totals[:, groups] += np.add.reduceat(S, heads, axis=1)

@@ -25,15 +25,7 @@ from calibcli.validation import check_option
 # The calibcli.diagrams names used here are imported inside the command, which keeps matplotlib
 # (and numpy-heavy drawing code) out of `calibcli --help`.
 
-DiagramFiles = Annotated[
-    list[str],
-    typer.Argument(
-        help="Prediction files: CSV, TSV (.gz too), Parquet, Arrow IPC/Feather, JSON Lines; '-' reads stdin. "
-        "Several files are overlaid on one figure, one curve each.",
-        show_default=False,
-        metavar="FILES",
-    ),
-]
+DiagramFiles = cc.files_argument("Several files are overlaid on one figure, one curve each.")
 DiagramProbCol = Annotated[
     Optional[list[str]],
     typer.Option(
@@ -102,12 +94,13 @@ def _run_side_by_side(tasks: dict, advance) -> dict:
         return out
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
+    results = {}
     with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
         futures = {pool.submit(task): key for key, task in tasks.items()}
         for future in as_completed(futures):
-            future.result()
+            results[futures[future]] = future.result()
             advance()
-    return {key: future.result() for future, key in futures.items()}
+    return {key: results[key] for key in tasks}  # in the order asked, whatever finished first
 
 
 def diagram(
