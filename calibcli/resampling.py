@@ -1,0 +1,113 @@
+"""Randomness that does not depend on how the data were split (SPEC 8).
+
+Every random quantity a streamed evaluation needs is a function of ``(seed, global row index)``
+(and of the replicate number), never of the order in which batches, files or workers arrive:
+
+- :func:`poisson_multiplicities`: the bootstrap multiplicity ``m_ir ~ Poisson(1)`` of row ``i`` in
+  replicate ``r`` (the Poisson bootstrap). The draws of one aligned block of ``BLOCK_ROWS`` global
+  rows come from one ``numpy.random.SFC64`` generator keyed by ``SeedSequence((seed, r, block))``, so
+  any subset of rows, in any order and any batching, gets the same multiplicities.
+- :func:`row_hash`: a 64-bit hash of ``(seed, i)`` (SplitMix64 finaliser, Steele, Lea & Flood 2014),
+  used to pick the bottom-k sample of rows that a test needing all rows at once runs on.
+- :func:`percentile_interval`: the percentile bootstrap interval (SPEC 2.4).
+
+Poisson(1) draws are made by inversion: a uniform 32-bit integer ``u`` gives
+``m = #{k >= 1 : u >= 2^32 P(M <= k - 1)}``, so each probability of the law is exact to within 2^-32.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: Rows per aligned block of the counter-based generator (SPEC 8 suggests 2^16).
+BLOCK_ROWS = 1 << 16
+
+#: Multiplicities above this are drawn as this value; P(Poisson(1) > 12) = 1.2e-10 < 2^-32 * 1.
+_MAX_MULTIPLICITY = 12
+
+#: 2^32 * P(M <= k) for k = 0..MAX-1: the inversion thresholds of Poisson(1).
+_THRESHOLDS = np.array(
+    [min(round(math.ldexp(sum(math.exp(-1.0) / math.factorial(j) for j in range(k + 1)), 32)), 2**32 - 1)
+     for k in range(_MAX_MULTIPLICITY)],
+    dtype=np.uint64,
+).astype(np.uint32)
+
+_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+# Inversion by table: the high 16 bits of u settle m except in the few cells of 2^16 values that hold a
+# threshold; those rows are finished by a search over the thresholds.
+_CELL_VALUE = np.searchsorted(_THRESHOLDS.astype(np.int64), np.arange(1 << 16, dtype=np.int64) << 16, side="right").astype(np.uint8)
+_CELL_SPLIT = np.zeros(1 << 16, dtype=bool)
+_CELL_SPLIT[(_THRESHOLDS[(_THRESHOLDS & 0xFFFF) != 0] >> 16).astype(np.int64)] = True
+
+
+def _block_draws(seed: int, replicate: int, block: int) -> np.ndarray:
+    """Poisson(1) multiplicities (uint8) of the ``BLOCK_ROWS`` rows of one aligned block in one replicate."""
+    generator = np.random.SFC64(np.random.SeedSequence((int(seed) & 0xFFFFFFFFFFFFFFFF, int(replicate), int(block))))
+    u = generator.random_raw(BLOCK_ROWS // 2).view(np.uint32)
+    high = (u >> 16).astype(np.uint16)
+    m = _CELL_VALUE[high]
+    split = np.flatnonzero(_CELL_SPLIT[high])
+    m[split] = np.searchsorted(_THRESHOLDS, u[split], side="right")
+    return m
+
+
+class Multiplicities:
+    """Bootstrap multiplicities of a fixed set of rows (global indices), one replicate at a time.
+
+    ``Multiplicities(seed, row_index).replicate(r)`` is ``m_ir ~ Poisson(1)`` for those rows (float64),
+    a function of ``(seed, r, i)`` only: the same rows get the same values however the data were
+    batched, ordered or split between workers. The rows' block structure is worked out once.
+    """
+
+    def __init__(self, seed: int, row_index: np.ndarray):
+        self.seed = int(seed)
+        row_index = np.asarray(row_index, dtype=np.int64)
+        order = np.argsort(row_index, kind="stable")
+        self._order = None if np.all(order == np.arange(len(order))) else order
+        sorted_index = row_index if self._order is None else row_index[order]
+        blocks = sorted_index >> 16
+        starts = np.flatnonzero(np.diff(blocks, prepend=-1)) if len(blocks) else np.empty(0, dtype=np.int64)
+        stops = np.append(starts[1:], len(blocks)).astype(np.int64)
+        self._runs = [(int(blocks[a]), int(a), int(b)) for a, b in zip(starts, stops)]
+        self._offsets = sorted_index & (BLOCK_ROWS - 1)
+        self.n = len(row_index)
+
+    def replicate(self, r: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Multiplicities of the rows (in the order given) in replicate ``r``."""
+        out = np.empty(self.n) if out is None else out
+        target = out if self._order is None else np.empty(self.n)
+        for block, a, b in self._runs:
+            target[a:b] = _block_draws(self.seed, r, block)[self._offsets[a:b]]
+        if self._order is not None:
+            out[self._order] = target
+        return out
+
+
+def poisson_multiplicities(seed: int, replicate: int, row_index: np.ndarray) -> np.ndarray:
+    """Multiplicity ``m_ir`` (float64) of every row in ``row_index`` (global indices) in one replicate."""
+    return Multiplicities(seed, row_index).replicate(replicate)
+
+
+def row_hash(seed: int, row_index: np.ndarray) -> np.ndarray:
+    """64-bit hash of ``(seed, row)`` for every row (uint64): SplitMix64's finaliser of ``row + seed * phi``."""
+    x = np.asarray(row_index, dtype=np.int64).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        x = x + np.uint64((int(seed) * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) & 0xFFFFFFFFFFFFFFFF)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+    return x & _MASK64
+
+
+def percentile_interval(replicates: np.ndarray, alpha: float) -> tuple[float, float]:
+    """Percentile bootstrap interval at level ``1 - alpha``; replicates that are NaN are left out."""
+    import warnings
+
+    values = np.asarray(replicates, dtype=np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # every replicate NaN: the interval is NaN
+        lo, hi = np.nanquantile(values, [alpha / 2.0, 1.0 - alpha / 2.0])
+    return float(lo), float(hi)
