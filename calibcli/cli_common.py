@@ -16,7 +16,7 @@ from typing import Annotated, Iterator, Optional
 
 import typer
 
-from calibcli.errors import CalibcliError, GateFailed
+from calibcli.errors import CalibcliError, GateFailed, OptionError
 from calibcli.io import ColumnSpec, LoadedInput, read_input
 
 # ---------------------------------------------------------------------------------------------
@@ -106,6 +106,14 @@ def debugging() -> bool:
     return os.environ.get("CALIBCLI_DEBUG", "") not in ("", "0")
 
 
+def flag_of(parameter: str) -> str:
+    """The command-line flag of a library parameter name (``n_bins`` -> ``--n-bins``)."""
+    return FLAGS.get(parameter, "--" + parameter.replace("_", "-"))
+
+
+#: Parameters whose flag is not ``--`` plus the name with dashes.
+FLAGS = {"class_weights_scheme": "--class-weights"}
+
 #: Parameters that name a file a command writes (every command uses these names), and their flags.
 FILE_OPTIONS = {"output": "--output", "report": "--report"}
 
@@ -128,7 +136,8 @@ def command(func):
         except CalibcliError as exc:
             if debugging():
                 raise
-            sys.stderr.write(f"Error: {exc}\n")
+            message = exc.with_name(flag_of(exc.parameter)) if isinstance(exc, OptionError) else str(exc)
+            sys.stderr.write(f"Error: {message}\n")
             raise typer.Exit(2) from None
         except GateFailed as exc:
             sys.stderr.write(f"{exc}\n")

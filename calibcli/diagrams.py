@@ -174,7 +174,7 @@ def prepare_binned(
     strategy: str = "uniform",
     n_boot: int = 200,
     alpha: float = 0.05,
-    rng: np.random.Generator | None = None,
+    seed: int = 0,
     name: str = "",
     problem: str = "binary",
 ) -> BinnedDiagramData:
@@ -189,7 +189,7 @@ def prepare_binned(
     check_option(strategy in STRATEGIES, f"--strategy is {strategy!r}: expected one of {', '.join(STRATEGIES)}")
     result = binned_calibration(
         y_true, y_prob, sample_weight=sample_weight, n_bins=n_bins, strategy=strategy,
-        n_boot=n_boot, alpha=alpha, rng=rng,
+        n_boot=n_boot, alpha=alpha, seed=seed,
     )
     s = result.bin_stats
     bounds = np.asarray(result.bin_bounds, dtype=np.float64)

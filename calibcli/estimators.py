@@ -94,6 +94,16 @@ class Metric:
     upper_bound_method: str | None = None
     note: str | None = None
 
+    def to_dict(self) -> dict:
+        """The metric as a report entry: estimate, interval and how it was made; bound and note when present."""
+        out = {"estimate": self.estimate, "ci_low": self.ci_low, "ci_high": self.ci_high, "ci_method": self.ci_method}
+        if self.upper_bound is not None:
+            out["upper_bound"] = self.upper_bound
+            out["upper_bound_method"] = self.upper_bound_method
+        if self.note:
+            out["note"] = self.note
+        return out
+
 
 @dataclass(frozen=True)
 class CalibrationResult:
@@ -111,6 +121,35 @@ class CalibrationResult:
     n_boot: int
     log_loss_eps: float = LOG_LOSS_EPS
     replicates: dict[str, np.ndarray] | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict:
+        """Sizes, the bins (non-empty ones, with their bounds, counts, confidence and accuracy) and the metrics."""
+        from calibcli.binning import EDGE_CONVENTION
+
+        s, bounds = self.bin_stats, self.bin_bounds
+        return {
+            "n": self.n,
+            "weight_total": self.weight_total,
+            "bins": {
+                "strategy": self.strategy,
+                "n_bins": self.n_bins,
+                "n_bins_nonempty": self.n_bins_nonempty,
+                "edges_convention": EDGE_CONVENTION,
+                "per_bin": [
+                    {
+                        "lower": float(bounds[j]),
+                        "upper": float(bounds[j + 1]),
+                        "count": int(s.count[j]),
+                        "weight": float(s.weight[j]),
+                        "mean_confidence": float(s.sum_z[j] / s.weight[j]),
+                        "accuracy": float(s.sum_y[j] / s.weight[j]),
+                    }
+                    for j in range(len(s.count))
+                    if s.count[j] > 0 and s.weight[j] > 0
+                ],
+            },
+            "metrics": {k: m.to_dict() for k, m in self.metrics.items()},
+        }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -472,10 +511,7 @@ def bootstrap_multiplicities(n: int, rng: np.random.Generator, out: np.ndarray |
     return out
 
 
-def percentile_interval(replicates: np.ndarray, alpha: float) -> tuple[float, float]:
-    """Percentile bootstrap interval at level 1 - alpha (NaN replicates ignored)."""
-    lo, hi = np.nanquantile(replicates, [alpha / 2.0, 1.0 - alpha / 2.0])
-    return float(lo), float(hi)
+from calibcli.resampling import percentile_interval  # noqa: E402  (re-exported: one definition)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -491,7 +527,8 @@ def binned_calibration(
     strategy: str = "uniform",
     n_boot: int = 0,
     alpha: float = 0.05,
-    rng: np.random.Generator | None = None,
+    seed: int = 0,
+    row_index=None,
     keep_replicates: bool = False,
     progress=None,
 ) -> CalibrationResult:
@@ -503,21 +540,26 @@ def binned_calibration(
         Labels in {0, 1}, predictions in [0, 1] and optional frequency weights.
     n_bins, strategy
         Binning (SPEC 2.1). The dCE always uses ``n_bins`` equal-width bins, as seed 002 defines it.
-    n_boot, alpha, rng
+    n_boot, alpha, seed
         Percentile bootstrap with ``n_boot`` resamples at level ``1 - alpha``; the binning rule is
         re-applied to each resample. ``alpha`` is also the ``delta`` of the distribution-free bounds.
+        Resamples are Poisson bootstraps (SPEC 8): row i appears ``m_ir ~ Poisson(1)`` times in
+        replicate r, drawn by :class:`calibcli.resampling.Multiplicities` from ``(seed, r, row index)``.
+    row_index
+        Global index of every row (default ``0..n-1``): the key of its bootstrap multiplicities, so
+        that problems built from the same rows (the classes of a marginal report) and streamed runs
+        see the same resampled rows.
     keep_replicates
-        Keep the bootstrap replicates in the result. Resample r's row multiplicities are then the r-th
-        draw of :func:`bootstrap_multiplicities` from ``rng`` in the input's row order, so problems given
-        generators with the same seed (the classes of a marginal report) see the same resampled rows
-        and their replicates can be aggregated.
+        Keep the bootstrap replicates in the result (for joint intervals of aggregates).
     progress
         Optional callable invoked once per finished resample (progress bars).
     """
+    from calibcli.resampling import Multiplicities
+
     unweighted = sample_weight is None
     y, z, w = check_binary(y_true, y_prob, sample_weight)
-    check_option(0.0 < alpha < 1.0, f"--alpha is {alpha}: expected a level strictly between 0 and 1")
-    check_option(n_boot >= 0, f"--n-boot is {n_boot}: expected 0 (no bootstrap) or a positive count")
+    check_option(0.0 < alpha < 1.0, f"alpha is {alpha}: expected a level strictly between 0 and 1")
+    check_option(n_boot >= 0, f"n_boot is {n_boot}: expected 0 (no bootstrap) or a positive count")
     binning = fit_binning(z, n_bins=n_bins, strategy=strategy)
     w_bins = None if unweighted else w
     stats = bin_statistics(y, z, binning.assign(z), binning.n_bins_effective, w_bins)
@@ -530,16 +572,13 @@ def binned_calibration(
     ci: dict[str, tuple[float, float]] = {}
     replicates = None
     if n_boot > 0:
-        rng = rng if rng is not None else np.random.default_rng(0)
         problem = _SortedProblem(y, z, w, binning, n_bins)
+        rows = Multiplicities(seed, np.arange(len(z)) if row_index is None else row_index)
         reps = np.empty((n_boot, len(point)))
         names = list(point)
         drawn, m_sorted = np.empty(len(z)), np.empty(len(z))  # buffers reused by every resample
         for r in range(n_boot):
-            m = bootstrap_multiplicities(len(z), rng, out=drawn)
-            if keep_replicates:  # input row order, shared by every problem drawn with the same seed
-                m = np.take(m, problem.order, out=m_sorted, mode="clip")  # "clip": no buffered copy
-            # otherwise the draw is over the sorted rows directly: the same law, one gather less
+            m = np.take(rows.replicate(r, out=drawn), problem.order, out=m_sorted, mode="clip")  # "clip": no buffered copy
             s_b, s_u = problem.resampled(m)
             p = _point_metrics(s_b, s_u)
             p["ece_l2_sq_debiased_sun"] = ece_l2_sq_sun_estimate(s_b)
@@ -550,6 +589,25 @@ def binned_calibration(
         if keep_replicates:
             replicates = {k: reps[:, j] for j, k in enumerate(names)}
 
+    method = f"percentile Poisson bootstrap over rows, {n_boot} resamples" if n_boot > 0 else None
+    return CalibrationResult(
+        n=len(z),
+        weight_total=W,
+        n_bins=n_bins,
+        strategy=strategy,
+        n_bins_nonempty=stats.n_nonempty,
+        bin_bounds=binning.bounds(),
+        bin_stats=stats,
+        metrics=assemble_metrics(point, ci, method, sun, W, alpha, n_bins),
+        alpha=alpha,
+        n_boot=n_boot,
+        replicates=replicates,
+    )
+
+
+def assemble_metrics(point: dict, ci: dict, ci_method: str | None, sun: SunInterval, W: float, alpha: float,
+                     n_bins: int) -> dict[str, Metric]:
+    """The :class:`Metric` objects of a binned report: estimates, intervals and the distribution-free bounds."""
     metrics = {}
     margin = hoeffding_margin(W, alpha)
     for name in METRIC_NAMES:
@@ -572,14 +630,8 @@ def binned_calibration(
                     f"{' (includes 0)' if sun.includes_zero else ''}, eq. (8) case {sun.case}"
                 ),
             )
-        metrics[name] = Metric(
-            name=name,
-            estimate=point[name],
-            ci_low=lo,
-            ci_high=hi,
-            ci_method=f"percentile bootstrap, {n_boot} resamples" if n_boot > 0 else None,
-            **kwargs,
-        )
+        metrics[name] = Metric(name=name, estimate=point[name], ci_low=lo, ci_high=hi,
+                               ci_method=ci_method if lo is not None else None, **kwargs)
     metrics["ece_l2_sq_sun_interval"] = Metric(
         name="ece_l2_sq_sun_interval",
         estimate=sun.estimate,
@@ -588,16 +640,4 @@ def binned_calibration(
         ci_method=f"Sun et al. 2024 (seed 002 Algorithm 1), eq. (8) case {sun.case}"
         + (", zero included" if sun.includes_zero else ""),
     )
-    return CalibrationResult(
-        n=len(z),
-        weight_total=W,
-        n_bins=n_bins,
-        strategy=strategy,
-        n_bins_nonempty=stats.n_nonempty,
-        bin_bounds=binning.bounds(),
-        bin_stats=stats,
-        metrics=metrics,
-        alpha=alpha,
-        n_boot=n_boot,
-        replicates=replicates,
-    )
+    return metrics

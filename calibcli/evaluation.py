@@ -1,43 +1,35 @@
-"""The binned calibration report of one input in a given mode (SPEC sections 1 and 2).
+"""One evaluation pipeline: batches -> accumulators (per group, per binary problem) -> reports (SPEC 1, 2, 8).
 
-:func:`evaluate_binned` reduces the input to its binary problems (:mod:`calibcli.modes`), runs the
-estimators of :mod:`calibcli.estimators` on each, aggregates the classes in marginal mode, and adds
-the multiclass proper scores. Every problem draws its bootstrap resamples from a generator seeded with
-the same seed, so all classes see the same resampled rows and the aggregates' intervals are joint.
+- :class:`InputAccumulator` holds everything one input (or one group of it) needs for the binned
+  family: one :class:`~calibcli.accumulators.binned.BinnedAccumulator` per binary problem of the mode
+  (SPEC 1), the class totals for ``prior`` class weights, and the multiclass proper scores.
+- :class:`Grouped` keys input accumulators by the ``--group-by`` values (SPEC 8 "Groups").
+- :func:`run_local` is the local engine: it streams a dataset once (twice for quantile bins over
+  more rows than are kept) and returns one finished :class:`BinnedReport` per entry.
+- :func:`evaluate_binned` is the in-memory case: one batch of arrays.
+
+Every accumulator here follows the contract of :mod:`calibcli.accumulators` (``update``, ``merge``,
+``to_dict``/``from_dict``, ``result``), so a distributed engine can build them per fragment and merge.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibcli.estimators import (
-    LOG_LOSS_EPS,
-    CalibrationResult,
-    Metric,
-    binned_calibration,
-    bootstrap_multiplicities,
-    percentile_interval,
-)
-from calibcli.modes import aggregate_lp, binary_problems, class_weights
+from calibcli.accumulators.binned import ROW_LIMIT, BinnedAccumulator
+from calibcli.accumulators.rows import RowSample
+from calibcli.errors import CalibcliError
+from calibcli.estimators import LOG_LOSS_EPS, CalibrationResult, Metric
+from calibcli.metrics import REGISTRY, aggregate_over_classes
+from calibcli.modes import binary_problems, default_mode
+from calibcli.resampling import Multiplicities, percentile_interval
 
-#: How each metric aggregates over classes in marginal mode: the p of (sum_k v_k CE_k^p)^(1/p),
-#: or "sum" for squared errors (aggregate of the squares, p = 2 before the root).
-AGGREGATION = {
-    "ece_l1_plugin": 1.0,
-    "ece_l2_plugin": 2.0,
-    "ece_max_plugin": math.inf,
-    "ece_l2_sq_debiased_kumar": "sum",
-    "ece_l2_sq_debiased_dpe": "sum",
-    "ece_l2_sq_debiased_sun": "sum",
-    "dce": 1.0,
-}
-_ROOTS = {
-    "ece_l2_debiased_kumar": "ece_l2_sq_debiased_kumar",
-    "ece_l2_debiased_dpe": "ece_l2_sq_debiased_dpe",
-}
+STATE_VERSION = 1
+#: More distinct groups than this is an error (SPEC 8).
+MAX_GROUPS = 10_000
 
 
 @dataclass(frozen=True)
@@ -57,6 +49,23 @@ class BinnedReport:
     class_weight_scheme: str | None
     class_weight_values: np.ndarray | None
     multiclass_scores: dict[str, Metric] | None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict:
+        """The report entry's results: mode, problems, aggregate and multiclass scores (SPEC 7)."""
+        out = {"mode": self.mode,
+               "problems": [{"name": p.name, "class_index": p.class_index, **p.result.to_dict()} for p in self.problems]}
+        if self.aggregate is not None:
+            out["aggregate"] = {
+                "class_weights": self.class_weight_scheme,
+                "class_weight_values": self.class_weight_values.tolist(),
+                "metrics": {k: m.to_dict() for k, m in self.aggregate.items()},
+            }
+        if self.multiclass_scores is not None:
+            out["multiclass_scores"] = {k: m.to_dict() for k, m in self.multiclass_scores.items()}
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
 
     def headline(self) -> dict[str, Metric]:
         """The metrics a gate or a summary looks at: the aggregate in marginal mode, else the one problem."""
@@ -64,6 +73,324 @@ class BinnedReport:
         if self.multiclass_scores:
             metrics.update(self.multiclass_scores)
         return metrics
+
+
+# ---------------------------------------------------------------------------------------------
+# Multiclass proper scores
+
+
+class MulticlassScores:
+    """Multiclass Brier ``mean ||P_i - e_{c_i}||^2`` and log-loss ``mean -log P_{i,c_i}`` (SPEC 2.3), streamed.
+
+    For a single probability column (binary) the vector is ``(1 - z, z)``, so the Brier score is twice the
+    binary one. Intervals: the per-row Poisson bootstrap on the kept rows (the same multiplicities as
+    the binned metrics), or beyond ``row_limit`` rows the normal law of the sums with their exact
+    Poisson-bootstrap moments (a ratio of sums of many rows).
+    """
+
+    kind = "multiclass_scores"
+    _COLUMNS = ("w", "wb", "wl", "w2", "w2b", "w2l", "w2bb", "w2ll", "w2bl")
+
+    def __init__(self, *, row_limit: int = ROW_LIMIT):
+        self.sums = np.zeros(len(self._COLUMNS))
+        self.rows = RowSample(row_limit, 0, keep_when_full=False)
+
+    @staticmethod
+    def per_row(probs: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        P = probs if probs.ndim == 2 else np.column_stack([1.0 - probs, probs])
+        onehot_p = P[np.arange(len(labels)), labels]
+        brier = (P**2).sum(axis=1) - 2.0 * onehot_p + 1.0
+        ll = -np.log(np.clip(onehot_p, LOG_LOSS_EPS, 1.0))
+        return np.column_stack([brier, ll])
+
+    def update(self, row_index, probs, labels, w=None) -> "MulticlassScores":
+        values = self.per_row(probs, labels)
+        b, l = values[:, 0], values[:, 1]
+        ww = np.ones(len(b)) if w is None else w
+        w2 = ww * ww
+        self.sums += [ww.sum(), ww @ b, ww @ l, w2.sum(), w2 @ b, w2 @ l, w2 @ (b * b), w2 @ (l * l), w2 @ (b * l)]
+        self.rows.update(row_index, values, labels, w)
+        return self
+
+    def merge(self, other: "MulticlassScores") -> "MulticlassScores":
+        self.sums += other.sums
+        self.rows.merge(other.rows)
+        return self
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "version": STATE_VERSION, "sums": self.sums.tolist(), "rows": self.rows.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "MulticlassScores":
+        out = cls()
+        out.sums = np.asarray(d["sums"], dtype=np.float64)
+        out.rows = RowSample.from_dict(d["rows"])
+        return out
+
+    def result(self, *, n_boot: int, alpha: float, seed: int) -> dict[str, Metric]:
+        s = dict(zip(self._COLUMNS, self.sums))
+        est = {"brier_score_multiclass": s["wb"] / s["w"], "log_loss_multiclass": s["wl"] / s["w"]}
+        ci = {k: (None, None) for k in est}
+        method = None
+        if n_boot:
+            if not self.rows.dropped:
+                row_index, values, _, w = self.rows.arrays()
+                X = np.column_stack([np.ones(len(values)) if w is None else w, values * (1.0 if w is None else w[:, None])])
+                rows = Multiplicities(seed, row_index)
+                reps = np.array([rows.replicate(r) @ X for r in range(n_boot)])
+                method = f"percentile Poisson bootstrap over rows, {n_boot} resamples"
+            else:
+                rng = np.random.Generator(np.random.Philox(key=[int(seed) & 0xFFFFFFFFFFFFFFFF, 0x73636F726573]))  # "scores"
+                mean = np.array([s["w"], s["wb"], s["wl"]])
+                cov = np.array([[s["w2"], s["w2b"], s["w2l"]], [s["w2b"], s["w2bb"], s["w2bl"]], [s["w2l"], s["w2bl"], s["w2ll"]]])
+                reps = rng.multivariate_normal(mean, cov, size=n_boot, method="eigh")
+                method = f"percentile Poisson bootstrap from the sums' moments (normal), {n_boot} resamples"
+            ci = {
+                "brier_score_multiclass": percentile_interval(reps[:, 1] / reps[:, 0], alpha),
+                "log_loss_multiclass": percentile_interval(reps[:, 2] / reps[:, 0], alpha),
+            }
+        return {
+            k: Metric(k, float(v), ci[k][0], ci[k][1], method, note=f"log-loss eps={LOG_LOSS_EPS:g}" if "log" in k else None)
+            for k, v in est.items()
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# One input (or group) in one mode
+
+
+@dataclass(frozen=True)
+class BinnedOptions:
+    """What the binned family computes; validated once (:func:`calibcli.validation.check_options`)."""
+
+    n_bins: int = 15
+    strategy: str = "uniform"
+    n_boot: int = 0
+    alpha: float = 0.05
+    seed: int = 0
+    class_weights: str = "uniform"
+    row_limit: int = ROW_LIMIT
+
+
+class InputAccumulator:
+    """The binned family's state for one input (or group): one accumulator per binary problem of ``mode``."""
+
+    kind = "binned_input"
+
+    def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: BinnedOptions,
+                 edges: list | None = None, edges_method: str | None = None):
+        self.mode, self.n_classes, self.class_names, self.options = mode, n_classes, tuple(class_names), options
+        self.edges_method = edges_method
+        n_problems = n_classes if mode == "marginal" else 1
+        self.problems = [
+            BinnedAccumulator(n_bins=options.n_bins, strategy=options.strategy, row_limit=options.row_limit,
+                              edges=None if edges is None else edges[k])
+            for k in range(n_problems)
+        ]
+        self.class_totals = np.zeros(n_classes)
+        self.scores = MulticlassScores(row_limit=options.row_limit) if self._has_scores else None
+
+    @property
+    def _has_scores(self) -> bool:
+        return self.n_classes > 2 or self.mode == "marginal"
+
+    def update(self, row_index, probs, labels, w=None) -> "InputAccumulator":
+        for problem, acc in zip(binary_problems(labels, probs, mode=self.mode, sample_weight=w,
+                                                class_names=list(self.class_names)), self.problems):
+            acc.update(row_index, problem.z, problem.y, problem.sample_weight)
+        self.class_totals += np.bincount(labels, weights=w, minlength=self.n_classes)[: self.n_classes]
+        if self.scores is not None:
+            self.scores.update(row_index, probs, labels, w)
+        return self
+
+    def merge(self, other: "InputAccumulator") -> "InputAccumulator":
+        for mine, theirs in zip(self.problems, other.problems):
+            mine.merge(theirs)
+        self.class_totals += other.class_totals
+        if self.scores is not None:
+            self.scores.merge(other.scores)
+        return self
+
+    @property
+    def n_rows(self) -> int:
+        return self.problems[0].n_rows
+
+    @property
+    def needs_edges(self) -> bool:
+        return any(p.needs_edges for p in self.problems)
+
+    def with_fitted_edges(self) -> "InputAccumulator":
+        """An empty accumulator for a second pass, with each problem's quantile edges from this pass."""
+        fitted = [p.fitted_edges() for p in self.problems]
+        return InputAccumulator(mode=self.mode, n_classes=self.n_classes, class_names=self.class_names,
+                                options=self.options, edges=[e for e, _ in fitted], edges_method=fitted[0][1])
+
+    def to_dict(self) -> dict:
+        o = self.options
+        return {
+            "kind": self.kind, "version": STATE_VERSION, "mode": self.mode, "n_classes": self.n_classes,
+            "class_names": list(self.class_names), "edges_method": self.edges_method,
+            "options": {"n_bins": o.n_bins, "strategy": o.strategy, "n_boot": o.n_boot, "alpha": o.alpha, "seed": o.seed,
+                        "class_weights": o.class_weights, "row_limit": o.row_limit},
+            "problems": [p.to_dict() for p in self.problems],
+            "class_totals": self.class_totals.tolist(),
+            "scores": None if self.scores is None else self.scores.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "InputAccumulator":
+        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
+            raise ValueError(f"not a binned input state of version {STATE_VERSION}")
+        out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),
+                  options=BinnedOptions(**d["options"]), edges_method=d["edges_method"])
+        out.problems = [BinnedAccumulator.from_dict(p) for p in d["problems"]]
+        out.class_totals = np.asarray(d["class_totals"], dtype=np.float64)
+        out.scores = None if d["scores"] is None else MulticlassScores.from_dict(d["scores"])
+        return out
+
+    def result(self, progress=None) -> BinnedReport:
+        o = self.options
+        marginal = self.mode == "marginal"
+        keep = marginal and o.n_boot > 0
+        names = [f"class {c}" for c in self.class_names] if marginal else [self.mode]
+        results = [
+            ProblemResult(names[k], k if marginal else None,
+                          acc.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, keep_replicates=keep, progress=progress))
+            for k, acc in enumerate(self.problems)
+        ]
+        aggregate = weights = None
+        notes = []
+        if marginal:
+            if o.class_weights == "uniform":
+                weights = np.full(self.n_classes, 1.0 / self.n_classes)
+            else:
+                weights = self.class_totals / self.class_totals.sum()
+            aggregate = _aggregate(results, weights, o.n_boot, o.alpha)
+        if self.edges_method:
+            notes.append(f"quantile edges from {self.edges_method}")
+        scores = None if self.scores is None else self.scores.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed)
+        return BinnedReport(self.mode, results, aggregate, o.class_weights if marginal else None, weights, scores, tuple(notes))
+
+
+def _aggregate(results: list[ProblemResult], v: np.ndarray, n_boot: int, alpha: float) -> dict[str, Metric]:
+    """The marginal aggregate of every metric that has a class rule in the registry (SPEC 1)."""
+    out: dict[str, Metric] = {}
+    per_bin = any("sufficient" in (r.result.metrics["ece_l1_plugin"].ci_method or "") for r in results)
+    method = None if not n_boot else (
+        f"percentile Poisson bootstrap from per-bin sufficient statistics, {n_boot} resamples, classes resampled independently"
+        if per_bin else f"percentile Poisson bootstrap, {n_boot} resamples, classes resampled jointly")
+    for name, entry in REGISTRY.items():
+        if entry.family != "binned" or entry.combine is None:
+            continue
+        base = entry.combine.of or name
+        est = aggregate_over_classes(entry.combine, np.array([r.result.metrics[base].estimate for r in results]), v)
+        lo = hi = None
+        if n_boot:
+            reps = aggregate_over_classes(entry.combine, np.array([r.result.replicates[base] for r in results]), v)
+            lo, hi = percentile_interval(reps, alpha)
+        out[name] = Metric(name, float(est), lo, hi, method, note=f"marginal aggregate {entry.combine.describe()}")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Groups
+
+
+def _group_codes(columns: tuple[np.ndarray, ...]) -> tuple[np.ndarray, list[tuple]]:
+    """Row codes ``0..G-1`` of the distinct value combinations, and those combinations."""
+    codes = np.zeros(len(columns[0]), dtype=np.int64)
+    levels_per_column = []
+    for col in columns:
+        levels, inverse = np.unique(np.asarray(col), return_inverse=True)
+        codes = codes * len(levels) + inverse
+        levels_per_column.append(levels)
+    distinct, inverse = np.unique(codes, return_inverse=True)
+    keys = []
+    for code in distinct:
+        key = []
+        for levels in reversed(levels_per_column):
+            code, j = divmod(int(code), len(levels))
+            key.append(levels[j].item() if hasattr(levels[j], "item") else levels[j])
+        keys.append(tuple(reversed(key)))
+    return inverse.reshape(-1), keys
+
+
+class Grouped:
+    """Accumulators keyed by the values of the group columns; each group is its own input (SPEC 8)."""
+
+    def __init__(self, factory, *, max_groups: int = MAX_GROUPS):
+        self.factory = factory
+        self.max_groups = max_groups
+        self.groups: dict[tuple, object] = {}
+
+    def update(self, groups: tuple[np.ndarray, ...], row_index, probs, labels, w=None) -> "Grouped":
+        codes, keys = _group_codes(groups)
+        if len(keys) == 1:
+            self._get(keys[0]).update(row_index, probs, labels, w)
+            return self
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(keys) + 1))
+        for j, key in enumerate(keys):
+            sel = order[bounds[j]: bounds[j + 1]]
+            self._get(key).update(row_index[sel], probs[sel], labels[sel], None if w is None else w[sel])
+        return self
+
+    def _get(self, key: tuple):
+        if key not in self.groups:
+            if len(self.groups) >= self.max_groups:
+                raise CalibcliError(
+                    f"more than {self.max_groups} distinct groups: max_groups is {self.max_groups}; "
+                    f"group by fewer or coarser columns, or raise max_groups"
+                )
+            self.groups[key] = self.factory()
+        return self.groups[key]
+
+    def merge(self, other: "Grouped") -> "Grouped":
+        for key, acc in other.groups.items():
+            if key in self.groups:
+                self.groups[key].merge(acc)
+            elif len(self.groups) >= self.max_groups:
+                self._get(key)  # raises: too many groups
+            else:
+                self.groups[key] = acc
+        return self
+
+
+
+# ---------------------------------------------------------------------------------------------
+# The local engine and the in-memory case
+
+
+def run_local(stream, *, mode: str | None, options: BinnedOptions) -> tuple[str, list[tuple[dict | None, InputAccumulator]]]:
+    """Stream ``stream`` through the binned family: the mode and ``(group values or None, accumulator)`` pairs.
+
+    One pass; a second one for quantile bins over more rows than are kept, with each problem's edges
+    fixed from the first (SPEC 8).
+    """
+    mode = mode or default_mode(stream.n_classes)
+
+    def new() -> InputAccumulator:
+        return InputAccumulator(mode=mode, n_classes=stream.n_classes, class_names=stream.class_names, options=options)
+
+    state = _stream_into(stream, {}, new)
+    if any(acc.needs_edges for acc in state.values()):
+        state = _stream_into(stream, {key: acc.with_fitted_edges() for key, acc in state.items()}, None)
+    keys = sorted(state, key=lambda key: () if key is None else tuple((type(v).__name__, v) for v in key))
+    return mode, [(None if key is None else dict(zip(stream.group_by, key)), state[key]) for key in keys]
+
+
+def _stream_into(stream, state: dict, new) -> dict:
+    """One pass over the stream into ``state`` (group key -> accumulator; key None without groups)."""
+    if stream.group_by:
+        grouped = Grouped(new)
+        grouped.groups = state
+        for batch in stream.batches():
+            grouped.update(batch.groups, batch.row_index, batch.probs, batch.labels, batch.sample_weight)
+        return grouped.groups
+    acc = state.get(None) or new()
+    for batch in stream.batches():
+        acc.update(batch.row_index, batch.probs, batch.labels, batch.sample_weight)
+    return {None: acc}
 
 
 def evaluate_binned(
@@ -81,93 +408,18 @@ def evaluate_binned(
     class_weight_scheme: str = "uniform",
     progress=None,
 ) -> BinnedReport:
-    """Every SPEC 2 estimator for validated ``labels`` and ``probs`` in ``mode``."""
-    problems = binary_problems(labels, probs, mode=mode, sample_weight=sample_weight, class_names=class_names)
-    keep = mode == "marginal" and n_boot > 0
-    results = [
-        ProblemResult(
-            p.name,
-            p.class_index,
-            binned_calibration(
-                p.y,
-                p.z,
-                sample_weight=p.sample_weight,
-                n_bins=n_bins,
-                strategy=strategy,
-                n_boot=n_boot,
-                alpha=alpha,
-                rng=np.random.default_rng(seed),
-                keep_replicates=keep,
-                progress=progress,
-            ),
-        )
-        for p in problems
-    ]
-    aggregate = weights = None
-    if mode == "marginal":
-        weights = class_weights(labels, probs.shape[1], scheme=class_weight_scheme, sample_weight=sample_weight)
-        aggregate = _aggregate(results, weights, n_boot, alpha)
-    scores = None
-    if probs.ndim == 2 and probs.shape[1] > 2 or mode == "marginal":
-        scores = multiclass_scores(labels, probs, sample_weight=sample_weight, n_boot=n_boot, alpha=alpha, seed=seed)
-    return BinnedReport(mode, results, aggregate, class_weight_scheme if mode == "marginal" else None, weights, scores)
-
-
-def _aggregate(results: list[ProblemResult], v: np.ndarray, n_boot: int, alpha: float) -> dict[str, Metric]:
-    def combine(name: str, values: np.ndarray) -> np.ndarray | float:
-        rule = AGGREGATION[name]
-        if rule == "sum":
-            return np.tensordot(v, values, axes=1)
-        if values.ndim == 1:
-            return aggregate_lp(values, v, rule)
-        if math.isinf(rule):
-            return values.max(axis=0)
-        return np.tensordot(v, values**rule, axes=1) ** (1.0 / rule)
-
-    out: dict[str, Metric] = {}
-    method = f"percentile bootstrap, {n_boot} resamples, classes resampled jointly" if n_boot else None
-    for name in [*AGGREGATION, *_ROOTS]:
-        base = _ROOTS.get(name, name)
-        est = float(combine(base, np.array([r.result.metrics[base].estimate for r in results])))
-        lo = hi = None
-        if n_boot:
-            reps = combine(base, np.array([r.result.replicates[base] for r in results]))
-            if name in _ROOTS:
-                reps = np.sqrt(np.maximum(reps, 0.0))
-            lo, hi = percentile_interval(reps, alpha)
-        if name in _ROOTS:
-            est = math.sqrt(max(est, 0.0))
-        rule = AGGREGATION[base]
-        how = "sum_k v_k CE_k^2" if rule == "sum" else ("max_k CE_k" if math.isinf(rule) else f"(sum_k v_k CE_k^{rule:g})^(1/{rule:g})")
-        out[name] = Metric(name, est, lo, hi, method, note=f"marginal aggregate {how}")
-    return out
+    """Every SPEC 2 estimator for validated ``labels`` and ``probs`` in ``mode``: the one-batch case of the pipeline."""
+    n_classes = 2 if probs.ndim == 1 else probs.shape[1]
+    names = tuple(class_names or [str(k) for k in range(n_classes)])
+    options = BinnedOptions(n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed,
+                            class_weights=class_weight_scheme, row_limit=max(len(labels), 1))
+    acc = InputAccumulator(mode=mode, n_classes=n_classes, class_names=names, options=options)
+    acc.update(np.arange(len(labels)), probs, labels, sample_weight)
+    return acc.result(progress=progress)
 
 
 def multiclass_scores(labels, probs, *, sample_weight=None, n_boot=0, alpha=0.05, seed=0) -> dict[str, Metric]:
-    """Multiclass Brier ``mean ||P_i - e_{c_i}||^2`` and log-loss ``mean -log P_{i,c_i}`` (SPEC 2.3).
-
-    For a single probability column (binary) the vector is ``(1 - z, z)``, so the Brier score is twice
-    the binary one. Bootstrap intervals use the same resampled rows as the binned metrics.
-    """
-    n = len(labels)
-    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-    P = probs if probs.ndim == 2 else np.column_stack([1.0 - probs, probs])
-    onehot_p = P[np.arange(n), labels]
-    brier = (P**2).sum(axis=1) - 2.0 * onehot_p + 1.0
-    ll = -np.log(np.clip(onehot_p, LOG_LOSS_EPS, 1.0))
-    X = np.column_stack([w, w * brier, w * ll])
-    point = X.sum(axis=0)
-    est = {"brier_score_multiclass": point[1] / point[0], "log_loss_multiclass": point[2] / point[0]}
-    ci = {k: (None, None) for k in est}
-    if n_boot:
-        rng = np.random.default_rng(seed)
-        reps = np.array([bootstrap_multiplicities(n, rng) @ X for _ in range(n_boot)])
-        ci = {
-            "brier_score_multiclass": percentile_interval(reps[:, 1] / reps[:, 0], alpha),
-            "log_loss_multiclass": percentile_interval(reps[:, 2] / reps[:, 0], alpha),
-        }
-    method = f"percentile bootstrap, {n_boot} resamples" if n_boot else None
-    return {
-        k: Metric(k, float(v), ci[k][0], ci[k][1], method, note=f"log-loss eps={LOG_LOSS_EPS:g}" if "log" in k else None)
-        for k, v in est.items()
-    }
+    """Multiclass Brier and log-loss with Poisson-bootstrap intervals (the one-batch case of :class:`MulticlassScores`)."""
+    acc = MulticlassScores(row_limit=max(len(labels), 1))
+    acc.update(np.arange(len(labels)), probs, labels, sample_weight)
+    return acc.result(n_boot=n_boot, alpha=alpha, seed=seed)

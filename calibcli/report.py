@@ -215,3 +215,40 @@ def finish_gates(doc: dict, spec: GateSpec) -> bool:
     passed = all(v["passed"] for v in verdicts)
     doc["gate"] = {**spec.describe(), "passed": passed, "failures": [m for v in verdicts for m in v["failures"]]}
     return passed
+
+
+# ---------------------------------------------------------------------------------------------
+# Entries, groups and gates on typed results
+
+
+def entry_label(entry: dict) -> str:
+    """How an entry is named in messages: the input's path, and its group values when grouped."""
+    path = entry["input"]["path"]
+    group = entry.get("group")
+    if not group:
+        return path
+    return f"{path} [{', '.join(f'{k}={v}' for k, v in group.items())}]"
+
+
+def group_summary(entries: list[dict], headline: dict[str, dict]) -> dict:
+    """Per metric, the worst group and the spread across groups (subgroup calibration).
+
+    ``headline`` maps each entry's label to its headline metrics (JSON metric dicts); "worst" follows
+    the metric's direction in :data:`calibcli.metrics.REGISTRY`.
+    """
+    from calibcli.metrics import REGISTRY, worse
+
+    names = [n for n in next(iter(headline.values())) if REGISTRY.get(n) is None or REGISTRY[n].better != "none"]
+    out = {}
+    for name in names:
+        values = [(label, m[name]["estimate"]) for label, m in headline.items() if m.get(name, {}).get("estimate") is not None]
+        if not values:
+            continue
+        worst_label, worst_value = values[0]
+        for label, value in values[1:]:
+            if worse(name, value, worst_value):
+                worst_label, worst_value = label, value
+        estimates = [v for _, v in values]
+        out[name] = {"worst_group": worst_label, "worst": worst_value, "best": min(estimates) if REGISTRY.get(name) is None
+                     or REGISTRY[name].better != "higher" else max(estimates), "spread": max(estimates) - min(estimates)}
+    return out

@@ -147,6 +147,41 @@ def check_multiclass(y_true, y_prob, sample_weight=None, *, where: str | None = 
     return c, P, w
 
 
+#: Option rules by parameter name: (test, what is expected). One place for every range check.
+_RULES = {
+    "n_bins": (lambda v: v >= 1, "expected a positive number of bins"),
+    "n_boot": (lambda v: v >= 0, "expected 0 (no intervals) or a positive count"),
+    "alpha": (lambda v: 0.0 < v < 1.0, "expected a number strictly between 0 and 1"),
+    "batch_rows": (lambda v: v >= 1, "expected a positive number of rows per batch"),
+    "max_groups": (lambda v: v >= 1, "expected a positive number of groups"),
+    "sigma": (lambda v: v > 0, "expected a positive bandwidth, or none for the fixed point"),
+    "fail_above": (lambda v: True, ""),
+    "fail_above_upper": (lambda v: True, ""),
+}
+
+
+def check_options(choices: dict[str, tuple[str, ...]] | None = None, **values) -> None:
+    """Check option values by parameter name: finite numbers within range, choices among the allowed.
+
+    Raises :class:`calibcli.errors.OptionError`, whose message names the parameter (the CLI shows the
+    flag instead). ``None`` means "not given" and is always accepted.
+    """
+    from calibcli.errors import OptionError
+
+    for name, value in values.items():
+        if value is None:
+            continue
+        if choices and name in choices:
+            if value not in choices[name]:
+                raise OptionError(name, f"{{name}} is {value!r}: expected one of {', '.join(choices[name])}")
+            continue
+        if isinstance(value, float) and not np.isfinite(value):
+            raise OptionError(name, f"{{name}} is {value}: expected a finite number")
+        test, expected = _RULES[name]
+        if not test(value):
+            raise OptionError(name, f"{{name}} is {value}: {expected}")
+
+
 def check_option(condition: bool, message: str) -> None:
     """Raise a usage error (exit 2) when an option value is out of range."""
     if not condition:

@@ -32,7 +32,7 @@ def test_json_document_binary():
     assert prob["bins"]["n_bins"] == 10 and prob["bins"]["n_bins_nonempty"] == len(prob["bins"]["per_bin"])
     m = prob["metrics"]["ece_l1_plugin"]
     df = pd.read_csv(BINARY)
-    ref = binned_calibration(df["label"], df["prob"], n_bins=10, n_boot=50, rng=np.random.default_rng(3))
+    ref = binned_calibration(df["label"], df["prob"], n_bins=10, n_boot=50, seed=3)
     assert m["estimate"] == pytest.approx(ref.metrics["ece_l1_plugin"].estimate)
     assert m["ci_low"] == pytest.approx(ref.metrics["ece_l1_plugin"].ci_low)
     assert m["ci_low"] <= m["estimate"] <= m["ci_high"]

@@ -202,7 +202,7 @@ def diagram(
                     if want_binned:
                         tasks["binned"] = functools.partial(
                             dg.prepare_binned, p.y, p.z, sample_weight=p.sample_weight, n_bins=n_bins, strategy=strategy,
-                            n_boot=n_boot, alpha=alpha, rng=np.random.default_rng(seed), name=legend_name, problem=p.name)
+                            n_boot=n_boot, alpha=alpha, seed=seed, name=legend_name, problem=p.name)
                     if want_smooth:
                         tasks["smooth"] = functools.partial(
                             dg.prepare_smooth, p.y, p.z, sample_weight=p.sample_weight, n_boot=n_boot, alpha=alpha,
