@@ -1,0 +1,94 @@
+"""Per-row validation of converted arrays: which rows are invalid, why, and the message for each."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calibcli.validation import ROW_SUM_TOLERANCE
+
+
+def _invalid_rows(
+    probs, labels, weights, n_classes: int, label_col: str, weight_col: str | None, logits=None,
+    empty: dict | None = None, not_numbers: dict | None = None, text_of=None, empty_other: dict | None = None,
+):
+    """Masks of invalid rows, in the order they are reported, each with a message maker.
+
+    ``logits`` are the file's values when ``--logits`` was given: a non-finite value is reported as
+    the file has it, not as its softmax. ``empty`` maps probability columns to their empty cells,
+    ``not_numbers`` text columns to their cells that are not numbers (``text_of(col, row)`` gives the text).
+    """
+    checks = []
+    many = probs.ndim == 2
+    prob_desc = "class probabilities are" if many else "probability is"
+    for col, mask in (empty or {}).items():
+        checks.append(("empty probability cell", mask, lambda r, c=col: f"the cell in column {c!r} is empty" if many else "probability is empty"))
+    for col, mask in (not_numbers or {}).items():
+        checks.append(("probability not a number", mask, lambda r, c=col: f"column {c!r} holds {text_of(c, r)!r}, not a number"))
+    source = probs if logits is None else logits
+    finite = np.isfinite(source) if source.ndim == 1 else np.isfinite(source).all(axis=1)
+    source_desc = prob_desc if logits is None else ("logits are" if many else "logit is")
+    checks.append(
+        ("non-finite probability", ~finite, lambda r: f"{source_desc} {_fmt(source[r])} (not {'all ' if many else 'a '}finite number{'s' if many else ''})")
+    )
+    finite = finite & (np.isfinite(probs) if probs.ndim == 1 else np.isfinite(probs).all(axis=1))
+    with np.errstate(invalid="ignore"):
+        outside = (probs < 0) | (probs > 1)
+        outside = outside if probs.ndim == 1 else outside.any(axis=1)
+    outside &= finite
+    checks.append(
+        (
+            "probability outside [0, 1]",
+            outside,
+            lambda r: f"{prob_desc} {_fmt(probs[r])}, outside [0, 1] (pass --logits if the columns hold logits)",
+        )
+    )
+    if probs.ndim == 2:
+        sums = probs.sum(axis=1)
+        off = finite & ~outside & (np.abs(sums - 1.0) > ROW_SUM_TOLERANCE)
+        checks.append(
+            (
+                "probabilities not summing to 1",
+                off,
+                lambda r: f"class probabilities sum to {sums[r]:.6g}, expected 1 within {ROW_SUM_TOLERANCE:g} "
+                f"(pass every class's column to --prob-cols, or --logits)",
+            )
+        )
+    bad_label = (labels < 0) | (labels >= n_classes)
+    checks.append(
+        (
+            "label outside the classes",
+            bad_label,
+            lambda r: f"label in column {label_col!r} is not one of the {n_classes} classes",
+        )
+    )
+    if weights is not None:
+        weight_empty = (empty_other or {}).get(weight_col)
+        with np.errstate(invalid="ignore"):
+            bad_w = ~np.isfinite(weights) | (weights < 0)
+        checks.append(
+            (
+                "invalid sample weight",
+                bad_w,
+                lambda r: f"weight in column {weight_col!r} is {'empty' if weight_empty is not None and weight_empty[r] else _fmt(weights[r])}, "
+                f"expected a finite number >= 0",
+            )
+        )
+    return checks
+
+
+def _show(value) -> str:
+    """A value from the file as the user wrote it: numbers plain (2, 0.5), text quoted ('cow')."""
+    if value is None:
+        return "empty"
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _fmt(v) -> str:
+    arr = np.atleast_1d(np.asarray(v, dtype=np.float64))
+    body = ", ".join(f"{x:.6g}" for x in arr[:6])
+    return body if arr.size == 1 else f"[{body}{', ...' if arr.size > 6 else ''}]"
+
