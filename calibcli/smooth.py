@@ -678,7 +678,9 @@ def _solve_fixed_point(
         if needed <= n_cells:
             value = g(s) + s
             return float(s), value, abs(value - s), n_cells, False
-        n_cells = needed
+        # At most 8 times finer per step: an s* solved on a grid that cannot resolve it is a poor
+        # guess, and overshooting to the finest grid costs seconds per evaluation there.
+        n_cells = min(needed, 8 * n_cells)
         guess = s
 
 
