@@ -69,6 +69,20 @@ FailAboveUpper = Annotated[
 ]
 
 
+from calibcli.io import DEFAULT_BATCH_ROWS  # noqa: E402  (the reader owns the default)
+BatchRows = Annotated[int, typer.Option("--batch-rows", help="Rows read and reduced at a time (memory stays flat in the number of rows; results do not depend on it).")]
+Pool = Annotated[bool, typer.Option("--pool", help="Treat all FILES as one dataset (one report entry), rows in sorted-path order.")]
+GroupBy = Annotated[
+    Optional[str],
+    typer.Option("--group-by", help="Report one entry per value of these columns (comma-separated; hive partition columns of a directory too), with the worst group and the spread."),
+]
+
+
+def split_columns(value: str | None) -> tuple[str, ...]:
+    """``a,b`` -> ``("a", "b")``; None -> ``()``."""
+    return tuple(part.strip() for part in (value or "").split(",") if part.strip())
+
+
 def column_spec(prob_col, prob_cols, label_col, weight_col, logits) -> ColumnSpec:
     return ColumnSpec(
         prob_col=prob_col,
