@@ -196,3 +196,39 @@ def progress_bar(total: int, description: str):
     ) as bar:
         task = bar.add_task(description, total=total)
         yield lambda: bar.advance(task)
+
+
+# ---------------------------------------------------------------------------------------------
+# The pipeline, run for a command: streams -> accumulators -> entries of the report
+
+
+def evaluate_streams(doc: dict, streams, new_accumulator, *, gate, n_boot: int) -> None:
+    """Run every stream through accumulators made by ``new_accumulator(stream)`` and add one report
+    entry per input (or group) to ``doc``: input, group, results (``to_dict``), per-entry gate; with
+    groups, ``doc["groups"]`` gets the worst group and the spread of every headline metric."""
+    from calibcli.evaluation import run_local
+    from calibcli.report import check_gate, entry_label, group_summary
+
+    headlines = {}
+    grouped = False
+    for stream in streams:
+        accumulators = run_local(stream, lambda: new_accumulator(stream))
+        described = stream.describe()
+        for group, acc in accumulators:
+            entry = {"input": described}
+            if group is not None:
+                grouped = True
+                entry["group"] = group
+                entry["rows_in_group"] = acc.n_rows
+            label = entry_label(entry)
+            with progress_bar(n_boot * len(acc.problems), f"bootstrap {label}") as advance:
+                report = acc.result(progress=advance)
+            entry.update(report.to_dict())
+            headline = {k: m.to_dict() for k, m in report.headline().items()}
+            headlines[label] = headline
+            if gate.active:
+                entry["gate"] = check_gate(gate, label, headline.get(gate.metric))
+            doc["files"].append(entry)
+    if grouped:
+        by = doc["parameters"].get("group_by") or []
+        doc["groups"] = {"by": by, "n_groups": len(doc["files"]), "metrics": group_summary(doc["files"], headlines)}

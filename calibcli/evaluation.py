@@ -215,11 +215,11 @@ class InputAccumulator:
     def n_rows(self) -> int:
         return self.problems[0].n_rows
 
-    @property
-    def needs_edges(self) -> bool:
+    def needs_second_pass(self) -> bool:
+        """Quantile bins over more rows than are kept: edges from this pass, sums from a second one."""
         return any(p.needs_edges for p in self.problems)
 
-    def with_fitted_edges(self) -> "InputAccumulator":
+    def for_second_pass(self) -> "InputAccumulator":
         """An empty accumulator for a second pass, with each problem's quantile edges from this pass."""
         fitted = [p.fitted_edges() for p in self.problems]
         return InputAccumulator(mode=self.mode, n_classes=self.n_classes, class_names=self.class_names,
@@ -261,15 +261,19 @@ class InputAccumulator:
         aggregate = weights = None
         notes = []
         if marginal:
-            if o.class_weights == "uniform":
-                weights = np.full(self.n_classes, 1.0 / self.n_classes)
-            else:
-                weights = self.class_totals / self.class_totals.sum()
+            weights = class_weight_values(o.class_weights, self.class_totals)
             aggregate = _aggregate(results, weights, o.n_boot, o.alpha)
         if self.edges_method:
             notes.append(f"quantile edges from {self.edges_method}")
         scores = None if self.scores is None else self.scores.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed)
         return BinnedReport(self.mode, results, aggregate, o.class_weights if marginal else None, weights, scores, tuple(notes))
+
+
+def class_weight_values(scheme: str, class_totals: np.ndarray) -> np.ndarray:
+    """The ``v_k`` of the marginal aggregate: ``1/K`` (uniform) or the class frequency (prior, seed 001)."""
+    if scheme == "uniform":
+        return np.full(len(class_totals), 1.0 / len(class_totals))
+    return class_totals / class_totals.sum()
 
 
 def _aggregate(results: list[ProblemResult], v: np.ndarray, n_boot: int, alpha: float) -> dict[str, Metric]:
@@ -361,22 +365,175 @@ class Grouped:
 # The local engine and the in-memory case
 
 
-def run_local(stream, *, mode: str | None, options: BinnedOptions) -> tuple[str, list[tuple[dict | None, InputAccumulator]]]:
-    """Stream ``stream`` through the binned family: the mode and ``(group values or None, accumulator)`` pairs.
+# ---------------------------------------------------------------------------------------------
+# The smooth family (SPEC 3)
 
-    One pass; a second one for quantile bins over more rows than are kept, with each problem's edges
-    fixed from the first (SPEC 8).
+
+@dataclass(frozen=True)
+class SmoothOptions:
+    """What the smooth family computes: SmoothECE at the fixed point (``sigma`` None) or at ``sigma``."""
+
+    sigma: float | None = None
+    n_boot: int = 0
+    alpha: float = 0.05
+    seed: int = 0
+    class_weights: str = "uniform"
+    row_limit: int = ROW_LIMIT
+
+    @property
+    def metric(self) -> str:
+        return "smece" if self.sigma is None else "smece_at_sigma"
+
+
+@dataclass(frozen=True)
+class SmoothProblemResult:
+    name: str
+    class_index: int | None
+    result: object  # calibcli.smooth.SmoothECEResult
+    metric: str
+
+    @property
+    def metrics(self) -> dict[str, Metric]:
+        r = self.result
+        method = None if r.ci_method is None else (
+            r.ci_method + (", bandwidth re-solved on each" if r.sigma_is_fixed_point else ", fixed sigma"))
+        return {self.metric: Metric(self.metric, float(r.smece), r.ci_low, r.ci_high, method)}
+
+    def to_dict(self) -> dict:
+        r = self.result
+        return {
+            "name": self.name, "class_index": self.class_index, "n": r.n, "weight_total": r.weight_total,
+            "sigma": r.sigma, "sigma_is_fixed_point": r.sigma_is_fixed_point, "fixed_point_gap": r.fixed_point_gap,
+            "grid_cells": r.grid_size, "metrics": {k: m.to_dict() for k, m in self.metrics.items()},
+        }
+
+
+@dataclass(frozen=True)
+class SmoothReport:
+    mode: str
+    problems: list[SmoothProblemResult]
+    aggregate: dict[str, Metric] | None
+    class_weight_scheme: str | None
+    class_weight_values: np.ndarray | None
+
+    def to_dict(self) -> dict:
+        out = {"mode": self.mode, "problems": [p.to_dict() for p in self.problems]}
+        if self.aggregate is not None:
+            out["aggregate"] = {"class_weights": self.class_weight_scheme,
+                                "class_weight_values": self.class_weight_values.tolist(),
+                                "metrics": {k: m.to_dict() for k, m in self.aggregate.items()}}
+        return out
+
+    def headline(self) -> dict[str, Metric]:
+        return dict(self.aggregate) if self.aggregate is not None else dict(self.problems[0].metrics)
+
+
+class SmoothInputAccumulator:
+    """The smooth family's state for one input (or group): one SmoothAccumulator per binary problem."""
+
+    kind = "smooth_input"
+
+    def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: SmoothOptions,
+                 grids: list[int] | None = None):
+        from calibcli.accumulators.smooth import SmoothAccumulator
+        from calibcli.smooth import STATS_GRID
+
+        self.mode, self.n_classes, self.class_names, self.options = mode, n_classes, tuple(class_names), options
+        n_problems = n_classes if mode == "marginal" else 1
+        grids = grids or [STATS_GRID] * n_problems
+        self.problems = [SmoothAccumulator(row_limit=options.row_limit, seed=options.seed, n_cells=g) for g in grids]
+        self.class_totals = np.zeros(n_classes)
+        self._results = None
+
+    def update(self, row_index, probs, labels, w=None) -> "SmoothInputAccumulator":
+        for problem, acc in zip(binary_problems(labels, probs, mode=self.mode, sample_weight=w,
+                                                class_names=list(self.class_names)), self.problems):
+            acc.update(row_index, problem.z, problem.y, problem.sample_weight)
+        self.class_totals += np.bincount(labels, weights=w, minlength=self.n_classes)[: self.n_classes]
+        self._results = None
+        return self
+
+    def merge(self, other: "SmoothInputAccumulator") -> "SmoothInputAccumulator":
+        for mine, theirs in zip(self.problems, other.problems):
+            mine.merge(theirs)
+        self.class_totals += other.class_totals
+        self._results = None
+        return self
+
+    @property
+    def n_rows(self) -> int:
+        return self.problems[0].n_rows
+
+    def _finish(self, progress=None):
+        if self._results is None:
+            o = self.options
+            self._results = [acc.result(sigma=o.sigma, n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, progress=progress)
+                             for acc in self.problems]
+        return self._results
+
+    def needs_second_pass(self) -> bool:
+        """A bandwidth below what the first pass's grid resolves, without the rows at hand (SPEC 8)."""
+        return any(r.needs_finer_grid for r in self._finish())
+
+    def for_second_pass(self) -> "SmoothInputAccumulator":
+        grids = [r.finer_grid if r.needs_finer_grid else acc.n_cells for r, acc in zip(self._finish(), self.problems)]
+        return SmoothInputAccumulator(mode=self.mode, n_classes=self.n_classes, class_names=self.class_names,
+                                      options=self.options, grids=grids)
+
+    def to_dict(self) -> dict:
+        o = self.options
+        return {"kind": self.kind, "version": STATE_VERSION, "mode": self.mode, "n_classes": self.n_classes,
+                "class_names": list(self.class_names),
+                "options": {"sigma": o.sigma, "n_boot": o.n_boot, "alpha": o.alpha, "seed": o.seed,
+                            "class_weights": o.class_weights, "row_limit": o.row_limit},
+                "problems": [p.to_dict() for p in self.problems], "class_totals": self.class_totals.tolist()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SmoothInputAccumulator":
+        from calibcli.accumulators.smooth import SmoothAccumulator
+
+        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
+            raise ValueError(f"not a smooth input state of version {STATE_VERSION}")
+        problems = [SmoothAccumulator.from_dict(p) for p in d["problems"]]
+        out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),
+                  options=SmoothOptions(**d["options"]), grids=[p.n_cells for p in problems])
+        out.problems = problems
+        out.class_totals = np.asarray(d["class_totals"], dtype=np.float64)
+        return out
+
+    def result(self, progress=None) -> SmoothReport:
+        o = self.options
+        marginal = self.mode == "marginal"
+        names = [f"class {c}" for c in self.class_names] if marginal else [self.mode]
+        if progress is not None and self._results is None:
+            self._finish(progress)
+        results = [SmoothProblemResult(names[k], k if marginal else None, r, o.metric) for k, r in enumerate(self._finish())]
+        aggregate = weights = None
+        if marginal:
+            weights = class_weight_values(o.class_weights, self.class_totals)
+            rule = REGISTRY[o.metric].combine
+            estimate = float(aggregate_over_classes(rule, np.array([r.result.smece for r in results]), weights))
+            low = high = method = None
+            if o.n_boot:
+                reps = aggregate_over_classes(rule, np.stack([r.result.replicates for r in results]), weights)
+                low, high = percentile_interval(reps, o.alpha)
+                per_row = all("over rows" in (r.result.ci_method or "") for r in results)
+                method = f"{results[0].result.ci_method}, classes resampled {'jointly' if per_row else 'independently'}"
+            aggregate = {o.metric: Metric(o.metric, estimate, low, high, method, note=f"marginal aggregate {rule.describe()}")}
+        return SmoothReport(self.mode, results, aggregate, o.class_weights if marginal else None, weights)
+
+
+def run_local(stream, new) -> list[tuple[dict | None, object]]:
+    """Stream ``stream`` into input accumulators made by ``new()``: ``(group values or None, accumulator)`` pairs.
+
+    One pass; a second one when an accumulator asks for it (quantile edges or a finer smoothing grid
+    fixed by the first pass, SPEC 8). Groups come in sorted order.
     """
-    mode = mode or default_mode(stream.n_classes)
-
-    def new() -> InputAccumulator:
-        return InputAccumulator(mode=mode, n_classes=stream.n_classes, class_names=stream.class_names, options=options)
-
     state = _stream_into(stream, {}, new)
-    if any(acc.needs_edges for acc in state.values()):
-        state = _stream_into(stream, {key: acc.with_fitted_edges() for key, acc in state.items()}, None)
+    if any(acc.needs_second_pass() for acc in state.values()):
+        state = _stream_into(stream, {key: acc.for_second_pass() for key, acc in state.items()}, None)
     keys = sorted(state, key=lambda key: () if key is None else tuple((type(v).__name__, v) for v in key))
-    return mode, [(None if key is None else dict(zip(stream.group_by, key)), state[key]) for key in keys]
+    return [(None if key is None else dict(zip(stream.group_by, key)), state[key]) for key in keys]
 
 
 def _stream_into(stream, state: dict, new) -> dict:

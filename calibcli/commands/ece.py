@@ -12,7 +12,7 @@ import typer
 
 from calibcli import cli_common as cc
 from calibcli.errors import CalibcliError
-from calibcli.report import GateSpec, check_gate, emit_with_gates, fmt_interval, fmt_number, new_document
+from calibcli.report import GateSpec, emit_with_gates, fmt_interval, fmt_number, new_document
 
 #: Metrics shown per class in marginal mode (the aggregate shows every metric).
 PER_CLASS_TABLE = ("ece_l1_plugin", "ece_l2_plugin", "ece_max_plugin", "ece_l2_sq_debiased_kumar", "ece_l2_sq_debiased_dpe")
@@ -48,7 +48,7 @@ def ece(
     --group-by. Files, directories of shards and quoted globs are streamed in flat memory."""
     from calibcli.binning import EDGE_CONVENTION, STRATEGIES
     from calibcli.estimators import LOG_LOSS_EPS
-    from calibcli.evaluation import BinnedOptions, run_local
+    from calibcli.evaluation import BinnedOptions
     from calibcli.metrics import describe
     from calibcli.modes import CLASS_WEIGHTS, MODES
     from calibcli.validation import check_options
@@ -86,32 +86,18 @@ def ece(
             "gate": gate.describe() if gate.active else None,
         },
     )
-    headlines = {}
     from calibcli.engines.local import open_streams
+    from calibcli.evaluation import InputAccumulator
+    from calibcli.modes import default_mode
 
-    for stream in open_streams(files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits),
-                                  input_format=input_format, drop_invalid=drop_invalid, pool=pool,
-                                  batch_rows=batch_rows, group_by=groups):
-        file_mode, accumulators = run_local(stream, mode=mode, options=options)
-        described = stream.describe()
-        for group, acc in accumulators:
-            entry = {"input": described}
-            if group is not None:
-                entry["group"] = group
-                entry["rows_in_group"] = acc.n_rows
-            label = entry_name(entry)
-            with cc.progress_bar(n_boot * len(acc.problems), f"bootstrap {label}") as advance:
-                report = acc.result(progress=advance)
-            entry.update(report.to_dict())
-            headline = {k: m.to_dict() for k, m in report.headline().items()}
-            headlines[label] = headline
-            if gate.active:
-                entry["gate"] = check_gate(gate, label, headline.get(metric))
-            doc["files"].append(entry)
-    if groups:
-        from calibcli.report import group_summary
+    def new(stream) -> InputAccumulator:
+        return InputAccumulator(mode=mode or default_mode(stream.n_classes), n_classes=stream.n_classes,
+                                class_names=stream.class_names, options=options)
 
-        doc["groups"] = {"by": list(groups), "n_groups": len(doc["files"]), "metrics": group_summary(doc["files"], headlines)}
+    streams = open_streams(files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits),
+                           input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows,
+                           group_by=groups)
+    cc.evaluate_streams(doc, streams, new, gate=gate, n_boot=n_boot)
     emit_with_gates(doc, gate, as_json=as_json, output=output, render=render_ece)
 
 

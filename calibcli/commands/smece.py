@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Optional
 
-import numpy as np
 import typer
 
 from calibcli import cli_common as cc
-from calibcli.modes import CLASS_WEIGHTS, MODES, binary_problems, class_weights, default_mode
-from calibcli.report import GateSpec, check_gate, emit_with_gates, fmt_interval, fmt_number, new_document
-from calibcli.validation import check_option
+from calibcli.errors import CalibcliError
+from calibcli.report import GateSpec, emit_with_gates, fmt_interval, fmt_number, new_document
 
 Sigma = Annotated[
     Optional[float],
@@ -20,29 +18,6 @@ Sigma = Annotated[
         "(solved to 1e-7), the SmoothECE proper.",
     ),
 ]
-
-ESTIMATORS = {
-    "smece": "SmoothECE (Blasiok & Nakkiran 2023): smECE at the fixed point sigma* = smECE_sigma*, "
-    "reflected Gaussian kernel on [0, 1]",
-    "smece_at_sigma": "smECE_sigma = int_0^1 |(1/W) sum_i w_i K_sigma(t, z_i) (y_i - z_i)| dt at the given sigma, "
-    "reflected Gaussian kernel on [0, 1]",
-}
-
-
-def _problem_json(problem, result, metric: str, ci_method: str | None) -> dict:
-    return {
-        "name": problem.name,
-        "class_index": problem.class_index,
-        "n": result.n,
-        "weight_total": result.weight_total,
-        "sigma": result.sigma,
-        "sigma_is_fixed_point": result.sigma_is_fixed_point,
-        "fixed_point_gap": result.fixed_point_gap,
-        "grid_cells": result.grid_size,
-        "metrics": {
-            metric: {"estimate": result.smece, "ci_low": result.ci_low, "ci_high": result.ci_high, "ci_method": ci_method}
-        },
-    }
 
 
 def smece(
@@ -54,6 +29,9 @@ def smece(
     logits: cc.Logits = False,
     input_format: cc.InputFormat = None,
     drop_invalid: cc.DropInvalid = False,
+    pool: cc.Pool = False,
+    group_by: cc.GroupBy = None,
+    batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
     mode: cc.Mode = None,
     class_weights_scheme: cc.ClassWeights = "uniform",
     sigma: Sigma = None,
@@ -67,30 +45,24 @@ def smece(
 ) -> None:
     """SmoothECE: the calibration error of the kernel-smoothed residual at the bandwidth where
     smECE_sigma = sigma (no bins, no bandwidth to choose), with a bootstrap interval in which the
-    bandwidth is re-solved on every resample; binary, top-label or marginal mode."""
-    if mode is not None:
-        cc.check_choice(mode, MODES, "--mode")
-    cc.check_choice(class_weights_scheme, CLASS_WEIGHTS, "--class-weights")
-    check_option(
-        sigma is None or (np.isfinite(sigma) and sigma > 0),
-        f"--sigma is {sigma}: expected a positive bandwidth, or no --sigma for the fixed point",
-    )
-    check_option(n_boot >= 0, f"--n-boot is {n_boot}: expected 0 (no intervals) or a positive count")
-    check_option(0.0 < alpha < 1.0, f"--alpha is {alpha}: expected a number strictly between 0 and 1")
-    metric = "smece" if sigma is None else "smece_at_sigma"
+    bandwidth is re-solved on every resample; binary, top-label or marginal mode; per group with
+    --group-by. Files, directories of shards and quoted globs are streamed in flat memory."""
+    from calibcli.engines.local import open_streams
+    from calibcli.evaluation import SmoothInputAccumulator, SmoothOptions
+    from calibcli.metrics import REGISTRY
+    from calibcli.modes import CLASS_WEIGHTS, MODES, default_mode
+    from calibcli.smooth import FIXED_POINT_TOL, STATS_GRID
+    from calibcli.validation import check_options
+
+    check_options({"mode": MODES, "class_weights_scheme": CLASS_WEIGHTS}, mode=mode, class_weights_scheme=class_weights_scheme,
+                  sigma=sigma, n_boot=n_boot, alpha=alpha, batch_rows=batch_rows, fail_above=fail_above,
+                  fail_above_upper=fail_above_upper)
+    options = SmoothOptions(sigma=sigma, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights_scheme)
+    metric = options.metric
     gate = GateSpec(metric, fail_above, fail_above_upper)
-    if gate.fail_above_upper is not None:
-        check_option(n_boot > 0, "--fail-above-upper needs bootstrap intervals: pass --n-boot N with N > 0")
-
-    from calibcli.smooth import FIXED_POINT_TOL, percentile_interval, smooth_ece
-
-    ci_method = (
-        f"percentile bootstrap, {n_boot} resamples"
-        + (", bandwidth re-solved on each" if sigma is None else ", fixed sigma")
-        if n_boot
-        else None
-    )
-    spec = cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits)
+    if gate.fail_above_upper is not None and n_boot == 0:
+        raise CalibcliError("--fail-above-upper needs bootstrap intervals: pass --n-boot N with N > 0")
+    groups = cc.split_columns(group_by)
     doc = new_document(
         "smece",
         {
@@ -101,58 +73,31 @@ def smece(
             "class_weights": class_weights_scheme,
             "marginal_aggregate": "sum_k v_k smECE_k (the lp rule with p = 1)",
             "n_boot": n_boot,
+            "bootstrap": "Poisson, keyed by (seed, global row index); per row up to "
+                         f"{options.row_limit} rows, from per-cell sufficient statistics beyond"
+                         + (", bandwidth re-solved on each resample" if sigma is None else ", fixed sigma"),
+            "first_pass_grid_cells": STATS_GRID,
             "alpha": alpha,
             "confidence_level": 1.0 - alpha,
             "seed": seed,
-            "estimators": {metric: ESTIMATORS[metric]},
+            "estimators": {metric: REGISTRY[metric].description},
             "weights": "frequency weights" if weight_col else None,
+            "group_by": list(groups) or None,
+            "pool": pool,
+            "batch_rows": batch_rows,
+            "engine": "local",
             "gate": gate.describe() if gate.active else None,
         },
     )
-    for loaded in cc.load_inputs(files, spec, input_format=input_format, drop_invalid=drop_invalid):
-        file_mode = mode or default_mode(loaded.n_classes)
-        problems = binary_problems(
-            loaded.labels, loaded.probs, mode=file_mode, sample_weight=loaded.sample_weight,
-            class_names=list(loaded.class_names),
-        )
-        results = []
-        with cc.progress_bar(n_boot * len(problems), f"bootstrap {loaded.path}") as advance:
-            for problem in problems:
-                # One generator per problem, all seeded alike: every class sees the same resampled
-                # rows, so the marginal aggregate's interval is joint.
-                results.append(
-                    smooth_ece(
-                        problem.y, problem.z, sample_weight=problem.sample_weight, sigma=sigma,
-                        n_boot=n_boot, alpha=alpha, rng=np.random.default_rng(seed), progress=advance,
-                    )
-                )
-        entry = {
-            "input": loaded.describe(),
-            "mode": file_mode,
-            "problems": [_problem_json(p, r, metric, ci_method) for p, r in zip(problems, results)],
-        }
-        headline = entry["problems"][0]["metrics"][metric]
-        if file_mode == "marginal":
-            v = class_weights(loaded.labels, loaded.n_classes, scheme=class_weights_scheme,
-                              sample_weight=loaded.sample_weight)
-            estimate = float(np.dot(v, [r.smece for r in results]))
-            low = high = None
-            if n_boot:
-                low, high = percentile_interval(np.stack([r.replicates for r in results]).T @ v, alpha)
-            headline = {
-                "estimate": estimate, "ci_low": low, "ci_high": high,
-                "ci_method": None if ci_method is None else ci_method + ", classes resampled jointly",
-                "note": "marginal aggregate sum_k v_k smECE_k",
-            }
-            entry["aggregate"] = {
-                "class_weights": class_weights_scheme,
-                "class_weight_values": v.tolist(),
-                "metrics": {metric: headline},
-            }
-        if gate.active:
-            entry["gate"] = check_gate(gate, loaded.path, headline)
-        doc["files"].append(entry)
 
+    def new(stream) -> SmoothInputAccumulator:
+        return SmoothInputAccumulator(mode=mode or default_mode(stream.n_classes), n_classes=stream.n_classes,
+                                      class_names=stream.class_names, options=options)
+
+    streams = open_streams(files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits),
+                           input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows,
+                           group_by=groups)
+    cc.evaluate_streams(doc, streams, new, gate=gate, n_boot=n_boot)
     emit_with_gates(doc, gate, as_json=as_json, output=output, render=render_smece)
 
 
@@ -173,12 +118,14 @@ def render_smece(doc: dict, console) -> None:
     for col, just in (("file", "left"), ("problem", "left"), ("metric", "left"), ("estimate", "right"),
                       (f"{level} CI", "right"), ("sigma", "right"), ("n", "right")):
         table.add_column(col, justify=just, overflow="fold")
+    from calibcli.report import entry_label
+
     for f in doc["files"]:
-        path = f["input"]["path"]
+        path = entry_label(f)
         rows = []
         if "aggregate" in f:
             for name, m in f["aggregate"]["metrics"].items():
-                rows.append(("aggregate", name, m, "-", f["input"]["rows_used"]))
+                rows.append(("aggregate", name, m, "-", f.get("rows_in_group", f["input"]["rows_used"])))
         for q in f["problems"]:
             for name, m in q["metrics"].items():
                 rows.append((q["name"], name, m, fmt_number(q["sigma"]), q["n"]))
