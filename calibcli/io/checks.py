@@ -4,7 +4,58 @@ from __future__ import annotations
 
 import numpy as np
 
+from calibcli.errors import CalibcliError
 from calibcli.validation import ROW_SUM_TOLERANCE
+
+#: Why a row is invalid, in the order the checks run (a row counts under the first that fails) and
+#: the order reports list the dropped rows in.
+REASONS = (
+    "empty probability cell",
+    "probability not a number",
+    "non-finite probability",
+    "probability outside [0, 1]",
+    "probabilities not summing to 1",
+    "label outside the classes",
+    "invalid sample weight",
+)
+
+
+def check_rows(conv, plan, where: str, first_row: int, *, whole_file: bool, text_of) -> tuple[np.ndarray, dict[str, int]]:
+    """The rows of one converted batch that pass every check, and how many were dropped per reason.
+
+    Without ``plan.drop_invalid`` the first check that fails raises, naming its first row (1-based,
+    within the file) and how many rows fail it: in the file when the batch is the whole file, else in
+    the batch's rows. ``text_of(column, row)`` is a cell's text as the file has it.
+    """
+    res = plan.columns
+    keep = np.ones(len(conv.labels), dtype=bool)
+    dropped: dict[str, int] = {}
+    checks = _invalid_rows(
+        conv.probs, conv.labels, conv.weights, plan.n_classes, res.label_column, res.weight_column,
+        logits=conv.raw_logits, empty=conv.prob_empty, not_numbers=conv.not_numbers, text_of=text_of,
+        empty_other={res.weight_column: conv.weight_empty} if res.weight_column else {},
+    )
+    for reason, mask, describe in checks:
+        mask = mask & keep
+        if not mask.any():
+            continue
+        if not plan.drop_invalid:
+            row = int(np.flatnonzero(mask)[0])
+            col = res.label_column if reason.startswith("label") else (
+                res.weight_column if reason.startswith("invalid sample") else ", ".join(res.prob_columns)
+            )
+            extra = ""
+            if reason.startswith("label"):
+                empty = conv.label_empty is not None and conv.label_empty[row]
+                extra = f" (found {'empty' if empty else _show(conv.raw_labels[row])}; classes: {list(plan.class_names)})"
+            scope = "" if whole_file else f" in rows {first_row + 1}-{first_row + len(keep)}"
+            raise CalibcliError(
+                f"{where}: row {first_row + row + 1}, column {col}: {describe(row)}{extra}; {int(mask.sum())} such row(s)"
+                f"{scope}: fix the file or pass --drop-invalid to drop them"
+            )
+        dropped[reason] = dropped.get(reason, 0) + int(mask.sum())
+        keep &= ~mask
+    return keep, dropped
 
 
 def _invalid_rows(

@@ -173,19 +173,158 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
 
 
 # ---------------------------------------------------------------------------------------------
-# Conversion to arrays
+# What every file of a dataset is read for (fixed once, from the first file)
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """How the files of one dataset are read and converted; decided from the first file, picklable.
+
+    ``group_kinds`` says what each group column's values are: ``int``, ``float``, ``bool`` or ``str``
+    (the first file's type; every other file is converted to it). ``partition_keys`` are the group
+    columns that come from ``key=value`` directories rather than from the files' data.
+    """
+
+    columns: _Resolved
+    class_names: tuple[str, ...]
+    n_classes: int
+    vector_length: int | None  # entries per row of the vector column; None without one
+    logits: bool
+    first_file: str
+    batch_rows: int
+    drop_invalid: bool = False
+    group_by: tuple[str, ...] = ()
+    group_kinds: tuple[str, ...] = ()
+    partition_keys: tuple[str, ...] = ()
+
+    @property
+    def data_columns(self) -> list[str]:
+        """The columns read from each file: probabilities, label, weight, group columns (each once)."""
+        c = self.columns
+        groups = [g for g in self.group_by if g not in self.partition_keys]
+        return list(dict.fromkeys([*c.prob_columns, c.label_column, *([c.weight_column] if c.weight_column else []), *groups]))
+
+    def role_of(self, column: str) -> str:
+        c = self.columns
+        if column in c.prob_columns:
+            return "a probability column"
+        if column == c.label_column:
+            return "the label column"
+        if column == c.weight_column:
+            return "the weight column"
+        return "a group-by column"
+
+
+@dataclass
+class Converted:
+    """One batch's columns as arrays, before the row checks (:mod:`calibcli.io.checks`)."""
+
+    probs: np.ndarray
+    labels: np.ndarray  # class indices; -1 where the label is not a class
+    weights: np.ndarray | None
+    raw_labels: np.ndarray  # as in the file, for messages
+    raw_logits: np.ndarray | None  # the file's values when they are logits
+    prob_empty: dict  # probability column -> mask of its empty cells
+    not_numbers: dict  # text probability column -> mask of its cells that are not numbers
+    label_empty: np.ndarray | None
+    weight_empty: np.ndarray | None
+    groups: tuple[np.ndarray, ...] | None
+
+
+def group_kind(arrow_type) -> str:
+    """What a group column's values are, from its pyarrow type: int, float, bool or str."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(arrow_type):
+        return group_kind(arrow_type.value_type)
+    if pa.types.is_integer(arrow_type):
+        return "int"
+    if pa.types.is_floating(arrow_type):
+        return "float"
+    if pa.types.is_boolean(arrow_type):
+        return "bool"
+    return "str"
+
+
+def convert_batch(table, plan: ReadPlan, where: str, first_row: int, partition: dict | None = None) -> Converted:
+    """Convert one batch (a pyarrow table of ``plan.data_columns``) to arrays.
+
+    ``first_row`` is the batch's first row within its file (0-based), for messages. Text columns (CSV)
+    are typed here, batch by batch, value by value where it matters, so that the result never depends
+    on how the file was cut into batches. Raises :class:`CalibcliError` for problems of a whole column
+    (a type that cannot hold probabilities, text labels without class names, ragged vectors).
+    """
+    import pyarrow as pa
+
+    res = plan.columns
+    not_numbers: dict[str, np.ndarray] = {}
+    prob_empty: dict[str, np.ndarray] = {}
+    if res.vector_column:
+        probs = vector_column(table, res.prob_columns[0], where, first_row=first_row, length=plan.vector_length)
+    else:
+        cols = []
+        for c in res.prob_columns:
+            col = table.column(c)
+            if (empty := null_mask(col)) is not None:
+                prob_empty[c] = empty
+            if _is_text(col.type):
+                values, bad = _text_numbers(col)
+                if bad.any():
+                    not_numbers[c] = bad
+                cols.append(values)
+                continue
+            if not (pa.types.is_floating(col.type) or pa.types.is_integer(col.type) or pa.types.is_null(col.type)):
+                raise CalibcliError(
+                    f"{where}: probability column {c!r} has type {col.type}: expected numbers; check the column or pass --prob-col/--prob-cols"
+                )
+            cols.append(_floats(col))
+        probs = cols[0] if len(cols) == 1 else np.column_stack(cols)
+    if probs.ndim == 2 and probs.shape[1] == 1:
+        probs = probs[:, 0]
+    raw_logits = None
+    if plan.logits:
+        from calibcli.modes import sigmoid, softmax
+
+        raw_logits = probs
+        with np.errstate(invalid="ignore", over="ignore"):
+            probs = sigmoid(probs) if probs.ndim == 1 else softmax(probs)
+
+    label_col = table.column(res.label_column)
+    if _is_text(label_col.type):
+        label_col = _typed_text(label_col)
+    raw_labels = _values(label_col)
+    labels = _labels_to_index(raw_labels, None if probs.ndim == 1 else plan.class_names, plan.n_classes, res.label_column, where)
+
+    weights = weight_empty = None
+    if res.weight_column:
+        col = table.column(res.weight_column)
+        if _is_text(col.type):
+            col = _typed_text(col)
+        if not (pa.types.is_floating(col.type) or pa.types.is_integer(col.type) or pa.types.is_boolean(col.type)):
+            raise CalibcliError(f"{where}: weight column {res.weight_column!r} has type {col.type}: expected numbers")
+        weights = _floats(col)
+        weight_empty = null_mask(col)
+
+    groups = None
+    if plan.group_by:
+        n = table.num_rows
+        groups = tuple(
+            _constant(partition[g], kind, n) if g in plan.partition_keys
+            else group_values(table.column(g), kind, g, where, first_row)
+            for g, kind in zip(plan.group_by, plan.group_kinds)
+        )
+    return Converted(probs, labels, weights, raw_labels, raw_logits, prob_empty, not_numbers,
+                     null_mask(table.column(res.label_column)), weight_empty, groups)
+
+
+# ---------------------------------------------------------------------------------------------
+# Conversion to arrays. Everything is read from the Arrow buffers: pyarrow's own ``to_numpy`` and
+# any pyarrow scalar made from a Python value import pandas (about 0.2 s of every run).
 
 
 def column_to_numpy(table, name: str) -> np.ndarray:
-    col = table.column(name)
-    if col.null_count:
-        import pyarrow.compute as pc
-        import pyarrow as pa
-
-        if pa.types.is_floating(col.type) or pa.types.is_integer(col.type):
-            return pc.fill_null(col.cast(pa.float64()), float("nan")).to_numpy()
-        return np.asarray(col.to_pylist(), dtype=object)
-    return _numbers_to_numpy(col)
+    """A column as NumPy: numbers as numbers (NaN where empty), anything else as objects (None where empty)."""
+    return _values(table.column(name))
 
 
 #: NumPy dtypes of Arrow's fixed-width number types, by the type's name.
@@ -193,95 +332,234 @@ _NUMBER_DTYPES = {"double": np.float64, "float": np.float32, "halffloat": np.flo
                   **{f"{sign}int{bits}": np.dtype(f"{sign}int{bits}") for sign in ("", "u") for bits in (8, 16, 32, 64)}}
 
 
+def _chunks(col) -> list:
+    return list(col.chunks) if hasattr(col, "chunks") else [col]
+
+
 def _numbers_to_numpy(col) -> np.ndarray:
-    """A null-free column as a NumPy array. Fixed-width numbers are read straight from the Arrow
-    buffers: pyarrow's own ``to_numpy`` imports pandas (about 0.2 s of every run) to check for
-    pandas-specific types, which number columns never are."""
-    dtype = _NUMBER_DTYPES.get(str(col.type))
-    if dtype is None:
-        return col.to_numpy()
-    parts = [np.frombuffer(chunk.buffers()[1], dtype=dtype, count=len(chunk), offset=chunk.offset * np.dtype(dtype).itemsize)
-             for chunk in col.chunks if len(chunk)]
+    """A column of fixed-width numbers as a NumPy array, straight from the Arrow buffers (the values
+    under empty cells are whatever the buffer holds: see :func:`null_mask`)."""
+    dtype = np.dtype(_NUMBER_DTYPES[str(col.type)])
+    parts = []
+    for chunk in _chunks(col):
+        data = chunk.buffers()[1]
+        if not len(chunk):
+            continue
+        if data is None:
+            parts.append(np.zeros(len(chunk), dtype=dtype))
+        else:
+            parts.append(np.frombuffer(data, dtype=dtype, count=len(chunk), offset=chunk.offset * dtype.itemsize))
     if not parts:
         return np.empty(0, dtype=dtype)
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
-def _null_rows(table, name: str) -> np.ndarray | None:
-    """Rows where the column's cell is empty (None when it has none)."""
-    col = table.column(name)
+def null_mask(col) -> np.ndarray | None:
+    """Rows where the column's cell is empty (None when it has none), from the validity bitmaps."""
     if not col.null_count:
         return None
-    return col.is_null().to_numpy(zero_copy_only=False)
+    parts = []
+    for chunk in _chunks(col):
+        n = len(chunk)
+        if chunk.null_count == 0:
+            parts.append(np.zeros(n, dtype=bool))
+        elif chunk.null_count == n:
+            parts.append(np.ones(n, dtype=bool))
+        else:
+            bits = np.unpackbits(np.frombuffer(chunk.buffers()[0], dtype=np.uint8), bitorder="little")
+            parts.append(bits[chunk.offset:chunk.offset + n] == 0)
+    return np.concatenate(parts)
 
 
-def _parse_text_numbers(table, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """A text column read as numbers: the values (NaN where not a number) and the mask of such cells."""
+def _floats(col) -> np.ndarray:
+    """Numbers (or booleans) as float64, NaN where empty."""
+    import pyarrow as pa
+
+    if pa.types.is_boolean(col.type) or pa.types.is_null(col.type) or str(col.type) not in _NUMBER_DTYPES:
+        col = col.cast(pa.float64())
+    values = _numbers_to_numpy(col).astype(np.float64, copy=False)
+    empty = null_mask(col)
+    if empty is not None:
+        values = values.copy()
+        values[empty] = np.nan
+    return values
+
+
+def _bools(col) -> np.ndarray:
+    import pyarrow as pa
+
+    return _numbers_to_numpy(col.cast(pa.uint8())).astype(bool)
+
+
+def _is_text(arrow_type) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(arrow_type):
+        return _is_text(arrow_type.value_type)
+    return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+
+
+def _plain_text(col):
+    """A text column as plain ``string`` (dictionary-encoded and large strings decoded)."""
+    import pyarrow as pa
+
+    return col if col.type == pa.string() else col.cast(pa.string())
+
+
+def _text_values(col) -> np.ndarray:
+    """A text column as an object array of str (None where empty), through its dictionary of distinct values."""
+    import pyarrow as pa
+
+    encoded = _plain_text(col)
+    encoded = (encoded.combine_chunks() if hasattr(encoded, "combine_chunks") else encoded).dictionary_encode()
+    distinct = np.array([*encoded.dictionary.to_pylist(), None], dtype=object)
+    index = _numbers_to_numpy(encoded.indices.cast(pa.int64())).copy()
+    empty = null_mask(encoded.indices)
+    if empty is not None:
+        index[empty] = len(distinct) - 1
+    return distinct[index]
+
+
+def _values(col) -> np.ndarray:
+    """A column as NumPy: numbers as numbers (float64 with NaN when some are empty), booleans as bool,
+    text as str objects, anything else (and booleans with empty cells) as Python objects."""
+    import pyarrow as pa
+
+    t = col.type
+    if pa.types.is_dictionary(t):
+        col, t = col.cast(t.value_type), t.value_type
+    if pa.types.is_floating(t) or pa.types.is_integer(t):
+        return _floats(col) if col.null_count else _numbers_to_numpy(col)
+    if pa.types.is_boolean(t) and not col.null_count:
+        return _bools(col)
+    if _is_text(t):
+        return _text_values(col)
+    return np.asarray(col.to_pylist(), dtype=object)
+
+
+_NUMBER_RE = r"^[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|Infinity|nan|NaN)$"
+
+
+def _cast(col, arrow_type, *, trim: bool = True):
+    """``col`` cast to ``arrow_type`` (surrounding spaces ignored for text, as pyarrow's CSV reader does
+    for numbers); None when some value does not convert."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    col = table.column(name).cast(pa.string())
-    numeric = pc.match_substring_regex(
-        pc.utf8_trim_whitespace(col), r"^[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|Infinity|nan|NaN)$"
-    )
-    numeric = pc.fill_null(numeric, False).to_numpy(zero_copy_only=False)
+    try:
+        return pc.cast(col, arrow_type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    if trim and _is_text(col.type):
+        try:
+            return pc.cast(pc.utf8_trim_whitespace(_plain_text(col)), arrow_type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+    return None
+
+
+def _text_numbers(col) -> tuple[np.ndarray, np.ndarray]:
+    """A text column read as numbers: the values (NaN where not a number) and the mask of such cells.
+
+    When every cell converts, this is what a numeric column would give (pyarrow's own number parser);
+    otherwise each cell is checked on its own, so one bad cell does not change how the others read.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    numbers = _cast(col, pa.float64())
+    if numbers is not None:
+        return _floats(numbers), np.zeros(len(col), dtype=bool)
+    trimmed = pc.utf8_trim_whitespace(_plain_text(col))
+    numeric = pc.match_substring_regex(trimmed, _NUMBER_RE)
+    is_number = _bools(numeric)
+    if (empty := null_mask(numeric)) is not None:
+        is_number &= ~empty
     values = np.full(len(col), np.nan)
-    if numeric.any():
-        good = pc.filter(col, pa.array(numeric))
-        values[numeric] = pc.cast(pc.utf8_trim_whitespace(good), pa.float64()).to_numpy(zero_copy_only=False)
-    nulls = col.is_null().to_numpy(zero_copy_only=False)
-    return values, ~numeric & ~nulls
+    if is_number.any():
+        values[is_number] = _floats(pc.cast(pc.filter(trimmed, numeric), pa.float64()))
+    empty = null_mask(col)
+    return values, ~is_number if empty is None else ~is_number & ~empty
 
 
-def vector_column(table, name: str, where: str) -> np.ndarray:
+def _typed_text(col):
+    """A text column typed as pyarrow's CSV reader would have typed it: integers, else numbers, else
+    booleans, else text (then each label is read on its own: :func:`_labels_to_index`)."""
+    import pyarrow as pa
+
+    for arrow_type in (pa.int64(), pa.float64()):
+        if (typed := _cast(col, arrow_type)) is not None:
+            return typed
+    typed = _cast(col, pa.bool_(), trim=False)
+    return col if typed is None else typed
+
+
+def vector_column(table, name: str, where: str, *, first_row: int = 0, length: int | None = None) -> np.ndarray:
+    """A list column as an (n, K) float64 array (NaN for empty entries); every row must hold ``length``
+    entries (by default as many as the first row). ``first_row`` numbers the rows in messages."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    col = table.column(name).combine_chunks()
-    if col.null_count:
-        row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-        raise CalibcliError(f"{where}: column {name!r} is empty at row {row + 1}: expected a probability vector on every row")
-    lengths = pc.list_value_length(col).to_numpy(zero_copy_only=False)
-    if len(lengths) == 0:
-        return np.empty((0, 2))
-    if np.any(lengths != lengths[0]):
-        row = int(np.flatnonzero(lengths != lengths[0])[0])
+    col = table.column(name)
+    col = col.combine_chunks() if hasattr(col, "combine_chunks") else col
+    if (empty := null_mask(col)) is not None:
+        row = int(np.flatnonzero(empty)[0])
         raise CalibcliError(
-            f"{where}: column {name!r} holds vectors of length {lengths[0]} and {lengths[row]} (row {row + 1}): "
+            f"{where}: column {name!r} is empty at row {first_row + row + 1}: expected a probability vector on every row"
+        )
+    if len(col) == 0:
+        return np.empty((0, 2 if length is None else length))
+    lengths = _numbers_to_numpy(pc.list_value_length(col))
+    expected = int(lengths[0]) if length is None else length
+    if np.any(lengths != expected):
+        row = int(np.flatnonzero(lengths != expected)[0])
+        raise CalibcliError(
+            f"{where}: column {name!r} holds vectors of length {expected} and {lengths[row]} (row {first_row + row + 1}): "
             f"expected one probability per class on every row"
         )
-    values = pc.list_flatten(col).cast(pa.float64())
-    values = pc.fill_null(values, float("nan")).to_numpy()
-    return values.reshape(len(col), int(lengths[0]))
+    return _floats(pc.list_flatten(col).cast(pa.float64())).reshape(len(col), expected)
 
 
 def _labels_to_index(raw: np.ndarray, class_names: tuple[str, ...] | None, n_classes: int, label_col: str, where: str):
-    """Labels as class indices; unmappable ones become -1 (reported by validation)."""
+    """Labels as class indices; unmappable ones become -1 (reported by validation).
+
+    Text labels are read one by one: a class name (matching the probability columns' suffixes), else
+    true/false, else a number (as an integer label would be); any other text is -1 with class names and
+    an error without (a binary problem has no names to match).
+    """
     if raw.dtype == bool:
-        return raw.astype(np.int64), None
+        return raw.astype(np.int64)
     if raw.dtype.kind in "iu":
-        vals = raw.astype(np.int64)
-        return _remap_int_labels(vals, class_names), None
+        return _remap_int_labels(raw.astype(np.int64), class_names)
     if raw.dtype.kind == "f":
         bad = ~np.isfinite(raw) | (raw != np.round(raw))
-        vals = np.where(bad, -1, raw).astype(np.int64)
-        vals = _remap_int_labels(vals, class_names)
+        vals = _remap_int_labels(np.where(bad, -1, raw).astype(np.int64), class_names)
         vals[bad] = -1
-        return vals, ("non-integer" if bad.any() else None)
-    # strings: class names matching the probability columns' suffixes, or true/false
-    text = np.array([None if v is None else str(v) for v in raw], dtype=object)
-    lowered = {str(v).strip().lower() for v in text if v is not None}
-    if class_names is None and lowered <= {"true", "false", "0", "1"}:
-        out = np.array([-1 if v is None else int(str(v).strip().lower() in ("true", "1")) for v in text], dtype=np.int64)
-        return out, None
-    if class_names is None:
-        sample = sorted(lowered)[:5]
+        return vals
+    present = np.array([v is not None for v in raw], dtype=bool)
+    distinct, inverse = np.unique(np.array([str(v).strip() for v in raw[present]], dtype=object), return_inverse=True)
+    index = {name: k for k, name in enumerate(class_names or ())}
+    mapped = np.full(len(distinct), -1, dtype=np.int64)
+    unknown = []
+    for i, text in enumerate(distinct):
+        lowered = text.lower()
+        if text in index:
+            mapped[i] = index[text]
+        elif lowered in ("true", "false"):
+            mapped[i] = int(lowered == "true")
+        elif re.fullmatch(_NUMBER_RE, text):
+            mapped[i] = _labels_to_index(np.array([float(text)]), class_names, n_classes, label_col, where)[0]
+        else:
+            unknown.append(lowered)
+    if class_names is None and unknown:
+        sample = sorted({t.lower() for t in distinct})[:5]
         raise CalibcliError(
             f"{where}: labels in column {label_col!r} are text ({sample}) but the probabilities have no class "
             f"names to match: expected integer labels 0..{n_classes - 1}, booleans, or p_<class> columns"
         )
-    index = {name: k for k, name in enumerate(class_names)}
-    return np.array([index.get(None if v is None else str(v).strip(), -1) for v in text], dtype=np.int64), None
+    out = np.full(len(raw), -1, dtype=np.int64)
+    out[present] = mapped[inverse.reshape(-1)]
+    return out
 
 
 def _remap_int_labels(vals: np.ndarray, class_names: tuple[str, ...] | None) -> np.ndarray:
@@ -291,7 +569,60 @@ def _remap_int_labels(vals: np.ndarray, class_names: tuple[str, ...] | None) -> 
     suffix = np.array([int(c) for c in class_names])
     if np.array_equal(suffix, np.arange(len(suffix))):
         return vals
-    lookup = {int(s): k for k, s in enumerate(suffix)}
-    return np.array([lookup.get(int(v), -1) for v in vals], dtype=np.int64)
+    order = np.argsort(suffix)
+    at = np.clip(np.searchsorted(suffix[order], vals), 0, len(suffix) - 1)
+    return np.where(suffix[order][at] == vals, order[at], -1).astype(np.int64)
 
 
+# ---------------------------------------------------------------------------------------------
+# Group columns
+
+
+_KIND_NAMES = {"int": "integers", "float": "numbers", "bool": "booleans", "str": "text"}
+
+
+def group_values(col, kind: str, name: str, where: str, first_row: int) -> np.ndarray:
+    """A group column as NumPy: int64, float64 or bool, or str objects for ``kind == "str"``.
+
+    An empty cell is an error (a row must belong to a group); so is a value that does not convert to
+    the dataset's kind (the first file's type of the column).
+    """
+    import pyarrow as pa
+
+    if (empty := null_mask(col)) is not None:
+        row = int(np.flatnonzero(empty)[0])
+        raise CalibcliError(
+            f"{where}: row {first_row + row + 1}, column {name}: the group-by value is empty: expected a value on "
+            f"every row (fill it in, or leave this column out of --group-by)"
+        )
+    if kind == "str":
+        return _text_values(col if _is_text(col.type) else col.cast(pa.string()))
+    target = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}[kind]
+    typed = _cast(col, target)
+    if typed is None:
+        row = _first_failing_row(col, target)
+        raise CalibcliError(
+            f"{where}: row {first_row + row + 1}, column {name}: the group-by value is {col[row].as_py()!r}, but the "
+            f"column holds {_KIND_NAMES[kind]} (as in the dataset's first file): make the column one type"
+        )
+    return _bools(typed) if kind == "bool" else _numbers_to_numpy(typed)
+
+
+def _first_failing_row(col, arrow_type) -> int:
+    """The first row whose value does not convert (by bisection: a handful of casts, no loop over rows)."""
+    lo, hi = 0, len(col)  # the first failing row is in [lo, hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _cast(col.slice(lo, mid - lo), arrow_type) is None:
+            hi = mid
+        else:
+            lo = mid
+    return lo
+
+
+def _constant(value, kind: str, n: int) -> np.ndarray:
+    """A partition key's value on every row of a batch."""
+    dtype = {"int": np.int64, "float": np.float64, "bool": bool, "str": object}[kind]
+    out = np.empty(n, dtype=dtype)
+    out[:] = value
+    return out

@@ -1,18 +1,26 @@
-"""Input formats: which format a path holds, and reading it with pyarrow.
+"""Input formats: which format a path holds, and reading it with pyarrow in bounded batches.
 
 CSV and TSV (also ``.gz``), Parquet, Arrow IPC / Feather (file and stream), JSON Lines (also ``.gz``).
+Every reader yields pyarrow tables of at most ``batch_rows`` rows holding only the columns asked for,
+so memory stays flat in the number of rows: Parquet through ``ParquetFile.iter_batches``, Arrow IPC
+record batch by record batch (memory-mapped when local), CSV/TSV through ``pyarrow.csv.open_csv``.
+JSON Lines files are the exception: each file is parsed whole, then cut into batches.
+
+A *location* is a local path or a URI (:mod:`calibcli.io.filesystems`); ``.gz`` at its end means gzip.
+pyarrow is imported inside the functions, so importing this module costs nothing.
 """
 
 from __future__ import annotations
 
 import os
-import sys
+from typing import Iterable, Iterator
 
 from calibcli.errors import CalibcliError
+from calibcli.io.filesystems import first_line, open_input_stream, open_random_access
 
 FORMATS = ("csv", "tsv", "parquet", "feather", "jsonl")
 
-_EXTENSIONS = {
+EXTENSIONS = {
     ".csv": "csv",
     ".tsv": "tsv",
     ".tab": "tsv",
@@ -24,7 +32,7 @@ _EXTENSIONS = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
 }
-_FORMAT_NAMES = {"csv": "CSV", "tsv": "TSV", "parquet": "Parquet", "feather": "Arrow IPC/Feather", "jsonl": "JSON Lines"}
+FORMAT_NAMES = {"csv": "CSV", "tsv": "TSV", "parquet": "Parquet", "feather": "Arrow IPC/Feather", "jsonl": "JSON Lines"}
 
 CSV_NULL_VALUES = ("", "NA", "N/A", "n/a", "NULL", "null", "#N/A")
 
@@ -46,111 +54,268 @@ def detect_format(path: str, input_format: str | None) -> str:
     if name.endswith(".gz"):
         name = name[:-3]
     ext = os.path.splitext(name)[1]
-    if ext not in _EXTENSIONS:
+    if ext not in EXTENSIONS:
         found = f"from the extension {ext!r}" if ext else "the file name has no extension"
         raise CalibcliError(
             f"{path}: cannot tell the format{' ' if ext else ': '}{found}: expected one of "
-            f"{', '.join(sorted(_EXTENSIONS))} (optionally .gz for text formats), or pass --input-format"
+            f"{', '.join(sorted(EXTENSIONS))} (optionally .gz for text formats), or pass --input-format"
         )
-    return _EXTENSIONS[ext]
+    return EXTENSIONS[ext]
 
 
-def _source(path: str):
-    """A path, or a buffer holding standard input."""
-    if path == "-":
-        import pyarrow as pa
+#: Text formats: their cells are read as text and typed batch by batch (:mod:`calibcli.io.columns`).
+TEXT_FORMATS = ("csv", "tsv")
 
-        return pa.BufferReader(sys.stdin.buffer.read())
-    if not os.path.exists(path):
-        raise CalibcliError(f"{path}: no such file: check the path")
-    if os.path.isdir(path):
-        raise CalibcliError(f"{path}: is a directory: expected a file of predictions")
-    return path
+#: How much of a JSON Lines file is parsed to learn its columns.
+_JSON_HEAD_BYTES = 1 << 20
+
+#: Block size of the CSV/TSV reader (a row must fit in one block). pyarrow's streaming CSV reader reads
+#: about 40 blocks ahead, so a CSV stream holds about 40 MiB whatever the file's length.
+CSV_BLOCK_BYTES = 1 << 20
 
 
-def read_schema_names(path_or_buf, fmt: str):
-    """Column names and pyarrow types without reading the data (Parquet, Arrow); None otherwise."""
+class MissingColumns(Exception):
+    """The file lacks some of the columns asked for (the caller words the message)."""
+
+    def __init__(self, missing: list[str], names: list[str]):
+        super().__init__(", ".join(missing))
+        self.missing = missing
+        self.names = names
+
+
+def is_gzip(location: str) -> bool:
+    return location.lower().endswith(".gz")
+
+
+def _csv_options(fmt: str, columns: list[str] | None = None):
+    """Parse and convert options of the CSV/TSV reader: an empty cell (and NA, NULL, ...) is null, reported
+    as "empty"; the text "nan" stays a NaN number. ``columns`` are read as text (typed later, batch by batch:
+    a streaming reader can type a column only from its first block)."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    parse = pcsv.ParseOptions(delimiter="\t" if fmt == "tsv" else ",")
+    convert = pcsv.ConvertOptions(
+        include_columns=columns or [],
+        column_types={c: pa.string() for c in columns or ()},
+        null_values=list(CSV_NULL_VALUES),
+        strings_can_be_null=True,
+    )
+    return parse, convert
+
+
+def _open_csv(location: str, fmt: str, columns: list[str] | None = None):
+    import pyarrow.csv as pcsv
+
+    parse, convert = _csv_options(fmt, columns)
+    return pcsv.open_csv(open_input_stream(location, gzip=is_gzip(location)), parse_options=parse, convert_options=convert,
+                         read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES))
+
+
+def _is_feather_v1(location: str) -> bool:
+    if os.path.exists(location):
+        with open(location, "rb") as fh:
+            return fh.read(4) == b"FEA1"
+    return False
+
+
+def _ipc_source(location: str):
+    """An Arrow IPC file to read: memory-mapped when local (record batches are then read without copying)."""
+    import pyarrow as pa
+
+    return pa.memory_map(location) if os.path.exists(location) else open_random_access(location)
+
+
+def read_schema(location: str, fmt: str):
+    """The file's columns as a pyarrow schema, reading as little as the format allows: the footer of a
+    Parquet file, the schema message of an Arrow file, the first block of a CSV file (types as inferred
+    from it), the first megabyte of a JSON Lines file."""
+    import pyarrow as pa
+
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
-        return pq.read_schema(path_or_buf)
-    if fmt == "feather" and isinstance(path_or_buf, str):
+        return pq.read_schema(open_random_access(location))
+    if fmt == "feather":
+        import pyarrow.feather as feather
+        import pyarrow.ipc as ipc
+
+        if _is_feather_v1(location):
+            return feather.read_table(location).schema
+        try:
+            with ipc.open_file(open_random_access(location)) as reader:
+                return reader.schema
+        except pa.ArrowInvalid:  # not the IPC file format: the IPC stream format (what a pipe carries)
+            with ipc.open_stream(open_random_access(location)) as reader:
+                return reader.schema
+    if fmt in TEXT_FORMATS:
+        with _open_csv(location, fmt) as reader:
+            return reader.schema
+    import pyarrow.json as pjson
+
+    stream = open_input_stream(location, gzip=is_gzip(location))
+    if isinstance(stream, str):
+        stream = pa.input_stream(stream)
+    with stream:
+        head = stream.read(_JSON_HEAD_BYTES)
+        while head and b"\n" not in head:
+            more = stream.read(_JSON_HEAD_BYTES)
+            if not more:
+                break
+            head += more
+    if b"\n" in head:
+        head = head[: head.rindex(b"\n") + 1]
+    return pjson.read_json(pa.BufferReader(head)).schema
+
+
+def _check_columns(schema, columns: list[str]) -> None:
+    missing = [c for c in columns if c not in schema.names]
+    if missing:
+        raise MissingColumns(missing, list(schema.names))
+
+
+def iter_tables(location: str, fmt: str, columns: list[str], batch_rows: int,
+                row_groups: tuple[int, ...] | None = None) -> Iterator:
+    """The rows of ``columns`` as pyarrow tables of exactly ``batch_rows`` rows (the last one fewer).
+
+    ``row_groups`` restricts a Parquet file to those row groups. Columns of the text formats come as
+    text. Raises :class:`MissingColumns` before the first table when the file lacks a column.
+    """
+    return _rechunk(_record_batches(location, fmt, columns, batch_rows, row_groups), batch_rows)
+
+
+def _record_batches(location: str, fmt: str, columns: list[str], batch_rows: int, row_groups) -> Iterator:
+    import pyarrow as pa
+
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        with pq.ParquetFile(open_random_access(location)) as parquet:
+            _check_columns(parquet.schema_arrow, columns)
+            rows = parquet.metadata.num_rows
+            yield from parquet.iter_batches(batch_size=max(1, min(batch_rows, rows)), columns=columns, row_groups=row_groups)
+        return
+    if fmt == "feather":
+        import pyarrow.feather as feather
+        import pyarrow.ipc as ipc
+
+        if _is_feather_v1(location):  # the legacy Feather format has no batches: read it whole
+            table = feather.read_table(location)
+            _check_columns(table.schema, columns)
+            yield from table.select(columns).to_batches()
+            return
+        try:
+            reader = ipc.open_file(_ipc_source(location))
+        except pa.ArrowInvalid:  # not the IPC file format: the IPC stream format (what a pipe carries)
+            reader = ipc.open_stream(_ipc_source(location))
+        with reader:
+            _check_columns(reader.schema, columns)
+            if isinstance(reader, ipc.RecordBatchFileReader):
+                for i in range(reader.num_record_batches):
+                    yield reader.get_batch(i).select(columns)
+            else:
+                for batch in reader:
+                    yield batch.select(columns)
+        return
+    if fmt in TEXT_FORMATS:
+        with _open_csv(location, fmt) as header:  # the header alone, to name missing columns
+            _check_columns(header.schema, columns)
+        with _open_csv(location, fmt, columns) as reader:
+            yield from reader
+        return
+    import pyarrow.json as pjson
+
+    table = pjson.read_json(open_input_stream(location, gzip=is_gzip(location)))
+    _check_columns(table.schema, columns)
+    yield from table.select(columns).to_batches(max_chunksize=batch_rows)
+
+
+def _rechunk(batches: Iterable, batch_rows: int) -> Iterator:
+    """Record batches regrouped into tables of exactly ``batch_rows`` rows (the last one fewer), without
+    copying: a table may hold several record batches, and a record batch may be sliced across tables."""
+    import pyarrow as pa
+
+    pending, count = [], 0
+    for batch in batches:
+        while batch.num_rows:
+            take = min(batch_rows - count, batch.num_rows)
+            pending.append(batch.slice(0, take))
+            count += take
+            batch = batch.slice(take)
+            if count == batch_rows:
+                yield pa.Table.from_batches(pending)
+                pending, count = [], 0
+    if count:
+        yield pa.Table.from_batches(pending)
+
+
+def count_rows(location: str, fmt: str) -> int:
+    """The file's number of data rows: from the metadata of Parquet and Arrow IPC files, by reading otherwise."""
+    import pyarrow as pa
+
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        with pq.ParquetFile(open_random_access(location)) as parquet:
+            return parquet.metadata.num_rows
+    if fmt == "feather" and not _is_feather_v1(location):
         import pyarrow.ipc as ipc
 
         try:
-            with ipc.open_file(path_or_buf) as reader:
-                return reader.schema
-        except Exception:
-            with open(path_or_buf, "rb") as fh, ipc.open_stream(fh) as reader:
-                return reader.schema
-    return None
+            with ipc.open_file(open_random_access(location)) as reader:
+                return reader.count_rows()
+        except pa.ArrowInvalid:
+            pass
+    first = read_schema(location, fmt).names[:1]
+    return sum(t.num_rows for t in _record_batches(location, fmt, first, 1 << 20, None))
 
 
-def read_table(path_or_buf, fmt: str, columns: list[str] | None = None):
-    """Read a pyarrow Table of ``columns`` (all when None)."""
+def parquet_row_groups(location: str) -> list[int]:
+    """The number of rows of each row group of a Parquet file (from its footer)."""
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(open_random_access(location)) as parquet:
+        meta = parquet.metadata
+        return [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+
+
+def read_table(location: str, fmt: str):
+    """Every column of one file as a pyarrow Table (CSV columns typed by pyarrow's inference over the file),
+    for commands that write the table back (``recalibrate apply``)."""
+    import pyarrow as pa
+
+    if fmt in TEXT_FORMATS:
+        import pyarrow.csv as pcsv
+
+        parse, convert = _csv_options(fmt)
+        return pcsv.read_csv(open_input_stream(location, gzip=is_gzip(location)), parse_options=parse, convert_options=convert)
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
         # ParquetFile rather than pq.read_table: the latter goes through pyarrow.dataset, whose
         # import (it pulls in pandas) costs about 0.25 s of every run.
-        with pq.ParquetFile(path_or_buf) as parquet:
-            return parquet.read(columns=columns)
+        with pq.ParquetFile(open_random_access(location)) as parquet:
+            return parquet.read()
     if fmt == "feather":
-        import pyarrow as pa
         import pyarrow.feather as feather
         import pyarrow.ipc as ipc
 
         try:
-            return feather.read_table(path_or_buf, columns=columns)
-        except pa.ArrowInvalid:  # not the IPC file format: the IPC stream format (what a pipe carries)
-            if not isinstance(path_or_buf, str):
-                path_or_buf.seek(0)
-            with ipc.open_stream(pa.OSFile(path_or_buf) if isinstance(path_or_buf, str) else path_or_buf) as reader:
-                table = reader.read_all()
-            return table.select(columns) if columns else table
-    if fmt in ("csv", "tsv"):
-        import pyarrow.csv as pcsv
-
-        parse = pcsv.ParseOptions(delimiter="\t" if fmt == "tsv" else ",")
-        # An empty cell is null ("empty" in messages); the text "nan" stays a NaN number.
-        convert = pcsv.ConvertOptions(
-            include_columns=columns or [], null_values=list(CSV_NULL_VALUES), strings_can_be_null=True
-        )
-        src = path_or_buf
-        if isinstance(src, str) and src.lower().endswith(".gz"):
-            import pyarrow as pa
-
-            src = pa.input_stream(src, compression="gzip")
-        elif not isinstance(src, str) and _is_gzip(src):
-            import pyarrow as pa
-
-            src = pa.input_stream(src, compression="gzip")
-        return pcsv.read_csv(src, parse_options=parse, convert_options=convert)
+            return feather.read_table(open_random_access(location))
+        except pa.ArrowInvalid:  # the IPC stream format
+            with ipc.open_stream(open_random_access(location)) as reader:
+                return reader.read_all()
     import pyarrow.json as pjson
 
-    src = path_or_buf
-    if (isinstance(src, str) and src.lower().endswith(".gz")) or (not isinstance(src, str) and _is_gzip(src)):
-        import pyarrow as pa
-
-        src = pa.input_stream(src, compression="gzip")
-    table = pjson.read_json(src)
-    return table.select(columns) if columns else table
+    return pjson.read_json(open_input_stream(location, gzip=is_gzip(location)))
 
 
-def _is_gzip(buf) -> bool:
-    head = buf.read(2)
-    buf.seek(0)
-    return head == b"\x1f\x8b"
-
-
-def _no_rows(display: str) -> CalibcliError:
+def no_rows(display: str) -> CalibcliError:
     return CalibcliError(f"{display}: the file has no data rows: expected at least one prediction")
 
 
-def _unreadable(display: str, fmt: str, exc: Exception) -> CalibcliError:
-    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+def unreadable(display: str, fmt: str, exc: Exception) -> CalibcliError:
     return CalibcliError(
-        f"{display}: cannot read as {_FORMAT_NAMES[fmt]} ({message}): check that the file is complete and "
+        f"{display}: cannot read as {FORMAT_NAMES[fmt]} ({first_line(exc)}): check that the file is complete and "
         f"in that format, or pass --input-format"
     )
-

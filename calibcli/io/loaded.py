@@ -1,4 +1,8 @@
-"""One input read whole into memory (:func:`read_input`), as every command used it before streams."""
+"""One input read whole into memory (:func:`read_input`): the one-batch case of the stream.
+
+:func:`read_input` resolves the path as a dataset (:mod:`calibcli.io.sources`), reads it in batches
+as large as a file, and concatenates them: one reader, whether the rows are streamed or held.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +11,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from calibcli.errors import CalibcliError
-from calibcli.io.checks import _invalid_rows, _show
-from calibcli.io.columns import (
-    ColumnSpec,
-    _labels_to_index,
-    _null_rows,
-    _parse_text_numbers,
-    column_to_numpy,
-    resolve_columns,
-    vector_column,
-)
-from calibcli.io.formats import _no_rows, _source, _unreadable, detect_format, read_schema_names, read_table
+from calibcli.io import formats
+from calibcli.io.columns import ColumnSpec
+from calibcli.io.sources import Dataset, resolve_datasets
+
+#: The batch size that makes every file one batch (messages then count a file's rows over the file).
+WHOLE_FILE = 1 << 62
+
 
 @dataclass(frozen=True)
 class LoadedInput:
-    """One input file, read, mapped to columns, validated."""
+    """One input (a file, or a dataset of several), read, mapped to columns, validated, in memory."""
 
     path: str
     format: str
@@ -37,6 +37,7 @@ class LoadedInput:
     sample_weight: np.ndarray | None
     logits: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    row_index: np.ndarray | None = None  # global row index of each row kept (SPEC 8 row identity)
 
     @property
     def n_rows(self) -> int:
@@ -71,24 +72,6 @@ class LoadedInput:
         }
 
 
-def read_whole_table(path: str, input_format: str | None = None):
-    """Every column of one input (``-`` for standard input): ``(pyarrow table, format, display name)``.
-
-    For commands that carry the whole table through (``recalibrate apply`` writes it back with the
-    recalibrated columns); unreadable or empty inputs raise :class:`CalibcliError` as in :func:`read_input`.
-    """
-    display = "<stdin>" if path == "-" else path
-    fmt = detect_format(path, input_format)
-    src = _source(path)
-    try:
-        table = read_table(src, fmt)
-    except Exception as exc:  # pyarrow raises many types for unreadable or truncated files
-        raise _unreadable(display, fmt, exc) from None
-    if table.num_rows == 0:
-        raise _no_rows(display)
-    return table, fmt, display
-
-
 def read_input(
     path: str,
     spec: ColumnSpec = ColumnSpec(),
@@ -96,132 +79,63 @@ def read_input(
     input_format: str | None = None,
     drop_invalid: bool = False,
 ) -> LoadedInput:
-    """Read, map and validate one input file (``-`` for standard input).
+    """Read, map and validate one input (a file, ``-`` for standard input, a directory, a glob, a URI).
 
     Raises :class:`CalibcliError` naming the file, the row or column, what was found and what to do;
     with ``drop_invalid`` invalid rows are dropped instead and counted by reason.
     """
-    display = "<stdin>" if path == "-" else path
-    fmt = detect_format(path, input_format)
-    src = _source(path)
+    (dataset,) = resolve_datasets([path])
+    return read_dataset(dataset, spec, input_format=input_format, drop_invalid=drop_invalid)
+
+
+def read_dataset(dataset: Dataset, spec: ColumnSpec = ColumnSpec(), *, input_format: str | None = None,
+                 drop_invalid: bool = False) -> LoadedInput:
+    """Every batch of ``dataset``'s stream, concatenated into one :class:`LoadedInput`."""
+    stream = dataset.open(spec, input_format=input_format, drop_invalid=drop_invalid, batch_rows=WHOLE_FILE)
+    batches = list(stream.batches())
+    info = stream.describe()
+
+    def joined(arrays: list[np.ndarray]) -> np.ndarray:
+        return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+    return LoadedInput(
+        path=stream.name,
+        format=stream.format,
+        n_rows_read=info["rows_read"],
+        dropped=info["dropped_reasons"],
+        prob_columns=stream.prob_columns,
+        label_column=stream.label_column,
+        weight_column=stream.weight_column,
+        columns_chosen=stream.columns_chosen,
+        class_names=stream.class_names,
+        probs=joined([b.probs for b in batches]),
+        labels=joined([b.labels for b in batches]),
+        sample_weight=None if stream.weight_column is None else joined([b.sample_weight for b in batches]),
+        logits=spec.logits,
+        row_index=joined([b.row_index for b in batches]),
+    )
+
+
+def read_whole_table(path: str, input_format: str | None = None):
+    """Every column of one input file (``-`` for standard input): ``(pyarrow table, format, display name)``.
+
+    For commands that carry the whole table through (``recalibrate apply`` writes it back with the
+    recalibrated columns); unreadable or empty inputs raise :class:`CalibcliError` as in :func:`read_input`.
+    """
+    (dataset,) = resolve_datasets([path])
+    if dataset.kind == "directory":
+        raise CalibcliError(f"{path}: is a directory: expected a file of predictions")
+    if len(dataset.files) != 1:
+        raise CalibcliError(f"{path}: names {len(dataset.files)} files: expected one file")
+    (location,) = dataset._locations()
+    display = dataset.files[0]
+    fmt = formats.detect_format("-" if path == "-" else display, input_format)
     try:
-        schema = read_schema_names(src, fmt)
-        if schema is not None:
-            names, types = list(schema.names), {f.name: f.type for f in schema}
-            table = None
-        else:
-            table = read_table(src, fmt)
-            names, types = list(table.column_names), {f.name: f.type for f in table.schema}
-        resolved = resolve_columns(names, types, spec, display)
-        needed = list(dict.fromkeys([*resolved.prob_columns, resolved.label_column] + ([resolved.weight_column] if resolved.weight_column else [])))
-        if table is None:
-            table = read_table(src, fmt, needed)
+        table = formats.read_table(location, fmt)
     except CalibcliError:
         raise
     except Exception as exc:  # pyarrow raises many types for unreadable or truncated files
-        raise _unreadable(display, fmt, exc) from None
-
-    n_read = table.num_rows
-    if n_read == 0:
-        raise _no_rows(display)
-
-    import pyarrow as pa
-
-    where = display
-    not_numbers: dict[str, np.ndarray] = {}
-    if resolved.vector_column:
-        probs = vector_column(table, resolved.prob_columns[0], where)
-        class_names = tuple(str(k) for k in range(probs.shape[1]))
-    else:
-        cols = []
-        for c in resolved.prob_columns:
-            t = table.column(c).type
-            if pa.types.is_string(t) or pa.types.is_large_string(t):
-                values, bad = _parse_text_numbers(table, c)
-                if bad.any():
-                    not_numbers[c] = bad
-                cols.append(values)
-                continue
-            if not (pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_null(t)):
-                raise CalibcliError(
-                    f"{where}: probability column {c!r} has type {t}: expected numbers; check the column or pass --prob-col/--prob-cols"
-                )
-            cols.append(column_to_numpy(table, c).astype(np.float64, copy=False))
-        probs = cols[0] if len(cols) == 1 else np.column_stack(cols)
-        class_names = resolved.class_names or ("0", "1")
-    if probs.ndim == 2 and probs.shape[1] == 1:
-        probs = probs[:, 0]
-        class_names = ("0", "1")
-    raw_logits = None
-    if spec.logits:
-        from calibcli.modes import sigmoid, softmax
-
-        raw_logits = probs
-        with np.errstate(invalid="ignore", over="ignore"):
-            probs = sigmoid(probs) if probs.ndim == 1 else softmax(probs)
-    n_classes = 2 if probs.ndim == 1 else probs.shape[1]
-    if probs.ndim == 2 and n_classes < 2:
-        raise CalibcliError(f"{where}: expected at least 2 classes, found {n_classes}")
-
-    raw_labels = column_to_numpy(table, resolved.label_column)
-    labels, _ = _labels_to_index(raw_labels, None if probs.ndim == 1 else class_names, n_classes, resolved.label_column, where)
-    weights = None
-    if resolved.weight_column:
-        weight_type = table.column(resolved.weight_column).type
-        if not (pa.types.is_floating(weight_type) or pa.types.is_integer(weight_type) or pa.types.is_boolean(weight_type)):
-            raise CalibcliError(f"{where}: weight column {resolved.weight_column!r} has type {weight_type}: expected numbers")
-        weights = column_to_numpy(table, resolved.weight_column)
-        weights = weights.astype(np.float64, copy=False)
-
-    dropped: dict[str, int] = {}
-    keep = np.ones(n_read, dtype=bool)
-    prob_empty = {} if resolved.vector_column else {
-        c: m for c in resolved.prob_columns if (m := _null_rows(table, c)) is not None
-    }
-    label_empty = _null_rows(table, resolved.label_column)
-    other_empty = {resolved.weight_column: _null_rows(table, resolved.weight_column)} if resolved.weight_column else {}
-    for reason, mask, describe in _invalid_rows(
-        probs, labels, weights, n_classes, resolved.label_column, resolved.weight_column, logits=raw_logits,
-        empty=prob_empty, not_numbers=not_numbers, text_of=lambda c, r: table.column(c)[r].as_py(),
-        empty_other=other_empty,
-    ):
-        mask = mask & keep
-        if not mask.any():
-            continue
-        if not drop_invalid:
-            row = int(np.flatnonzero(mask)[0])
-            col = resolved.label_column if reason.startswith("label") else (
-                resolved.weight_column if reason.startswith("invalid sample") else ", ".join(resolved.prob_columns)
-            )
-            extra = ""
-            if reason.startswith("label"):
-                found = "empty" if label_empty is not None and label_empty[row] else _show(raw_labels[row])
-                extra = f" (found {found}; classes: {list(class_names)})"
-            raise CalibcliError(
-                f"{where}: row {row + 1}, column {col}: {describe(row)}{extra}; {int(mask.sum())} such row(s): "
-                f"fix the file or pass --drop-invalid to drop them"
-            )
-        dropped[reason] = int(mask.sum())
-        keep &= ~mask
-    if not keep.all():
-        probs, labels = probs[keep], labels[keep]
-        weights = None if weights is None else weights[keep]
-    if len(labels) == 0:
-        raise CalibcliError(f"{where}: every row was invalid and dropped ({dropped}): nothing left to evaluate")
-    if weights is not None and weights.sum() <= 0:
-        raise CalibcliError(f"{where}: sample weights sum to 0: expected a positive total weight")
-    return LoadedInput(
-        path=display,
-        format=fmt,
-        n_rows_read=n_read,
-        dropped=dropped,
-        prob_columns=resolved.prob_columns,
-        label_column=resolved.label_column,
-        weight_column=resolved.weight_column,
-        columns_chosen=resolved.chosen,
-        class_names=class_names,
-        probs=probs,
-        labels=labels,
-        sample_weight=weights,
-        logits=spec.logits,
-    )
+        raise formats.unreadable(display, fmt, exc) from None
+    if table.num_rows == 0:
+        raise formats.no_rows(display)
+    return table, fmt, display

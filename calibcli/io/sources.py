@@ -1,0 +1,688 @@
+"""Datasets and their streams of validated batches (SPEC 8): files, directories, globs, URIs, stdin.
+
+One command-line argument is one :class:`Dataset` (all of them with ``pool=True``): a file; ``-``
+(standard input); a directory (every file of a known format below it, hidden and ``_``-prefixed
+names skipped, ``key=value`` directories read as hive partitions); a glob pattern, quoted so that
+we expand it (``'shards/*.parquet'``, ``**`` for any depth); or a URI (``s3://``, ``gs://``,
+``file://``, ...), a file or a prefix of files, read through ``pyarrow.fs`` or fsspec.
+
+**Row identity.** The files of a dataset are ordered by their sorted paths (relative to the
+directory for a directory, whatever order they were given in when pooled), each file's rows in
+order; a row's global index is its position in that order. Invalid rows dropped with
+``drop_invalid`` keep their index. A :class:`Fragment` (a file, or a run of a Parquet file's row
+groups) knows its first row's global index from the files' metadata where the format has it.
+
+:meth:`Dataset.open` fixes, from the first file, which columns hold what and the classes
+(:class:`calibcli.io.columns.ReadPlan`); :meth:`Stream.batches` then reads every file in bounded
+memory, as often as asked (standard input and pipes are copied to a temporary file first, in chunks,
+and the copy removed when the dataset is no longer used or at exit).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+import stat
+import sys
+import tempfile
+import weakref
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+from urllib.parse import unquote
+
+import numpy as np
+
+from calibcli.errors import CalibcliError
+from calibcli.io import formats
+from calibcli.io.checks import REASONS, check_rows
+from calibcli.io.columns import ColumnSpec, ReadPlan, convert_batch, group_kind, resolve_columns, vector_column
+from calibcli.io.filesystems import list_files, uri_scheme
+
+#: Rows per batch by default: 2^20 rows of K probabilities take 8K MiB.
+DEFAULT_BATCH_ROWS = 1 << 20
+
+#: How standard input is named in reports and messages.
+STDIN = "<stdin>"
+
+_SPOOL_CHUNK = 1 << 20
+_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+# ---------------------------------------------------------------------------------------------
+# What a stream yields, and the row accounting
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Validated rows of one file, at most ``batch_rows`` of them."""
+
+    probs: np.ndarray  # (n,) float64 for one probability column, else (n, K); --logits already applied
+    labels: np.ndarray  # (n,) int64 class indices 0..K-1
+    sample_weight: np.ndarray | None  # (n,) float64, None without a weight column
+    row_index: np.ndarray  # (n,) int64 global row index within the dataset
+    groups: tuple[np.ndarray, ...] | None  # one array per group-by column (numbers as numbers, text as str objects)
+    source: str  # the file these rows came from, as reported
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+@dataclass
+class RowCounts:
+    """Rows read, used and dropped (by reason), and the total weight used: what :meth:`Stream.describe`
+    reports. Counts of fragments add up (:meth:`merge`) to the counts of the whole stream."""
+
+    rows_read: int = 0
+    rows_used: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    weight_total: float = 0.0
+
+    @property
+    def rows_dropped(self) -> int:
+        return sum(self.dropped.values())
+
+    def merge(self, other: RowCounts) -> RowCounts:
+        dropped = dict(self.dropped)
+        for reason, n in other.dropped.items():
+            dropped[reason] = dropped.get(reason, 0) + n
+        return RowCounts(self.rows_read + other.rows_read, self.rows_used + other.rows_used, dropped,
+                         self.weight_total + other.weight_total)
+
+    def to_dict(self) -> dict:
+        return {"rows_read": self.rows_read, "rows_used": self.rows_used, "dropped": dict(self.dropped),
+                "weight_total": self.weight_total}
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> RowCounts:
+        return cls(int(doc["rows_read"]), int(doc["rows_used"]), {k: int(v) for k, v in doc["dropped"].items()},
+                   float(doc["weight_total"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Fragments: independent pieces of a stream
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """A file of a stream, or a run of a Parquet file's row groups, with the global index of its first row.
+
+    Holds only paths and options (no open file), so it pickles: a worker reads it with :meth:`batches`
+    and gets the same rows, row indices and messages as the stream. A fragment of standard input
+    points at the stream's temporary copy, which lives as long as the dataset.
+    """
+
+    path: str  # the file, as reported
+    row_offset: int  # global index of the fragment's first row
+    n_rows: int | None  # rows in the fragment (before validation); None when not counted
+    row_groups: tuple[int, ...] | None  # Parquet row groups; None for the whole file
+    format: str
+    location: str  # where the bytes are: the path, a URI, or the temporary copy of stdin
+    plan: ReadPlan
+    partition: tuple[tuple[str, object], ...] = ()  # values of the group-by partition keys
+    first_file_row: int = 0  # the fragment's first row within its file
+
+    def batches(self, counts: RowCounts | None = None) -> Iterator[Batch]:
+        """The fragment's validated batches; ``counts`` (when given) accumulates its row accounting."""
+        return _read_fragment(self, RowCounts() if counts is None else counts)
+
+
+def _read_fragment(frag: Fragment, counts: RowCounts) -> Iterator[Batch]:
+    plan = frag.plan
+    partition = dict(frag.partition)
+    tables = formats.iter_tables(frag.location, frag.format, plan.data_columns, plan.batch_rows, frag.row_groups)
+    file_row, index = frag.first_file_row, frag.row_offset
+    for table, last in _with_last(_guarded_iter(frag.path, frag.format, tables, plan)):
+        n = table.num_rows
+        conv = convert_batch(table, plan, frag.path, file_row, partition)
+        whole_file = frag.row_groups is None and file_row == 0 and last
+        keep, dropped = check_rows(conv, plan, frag.path, file_row, whole_file=whole_file,
+                                   text_of=lambda c, r, t=table: t.column(c)[r].as_py())
+        counts.rows_read += n
+        for reason, k in dropped.items():
+            counts.dropped[reason] = counts.dropped.get(reason, 0) + k
+        rows = np.arange(index, index + n, dtype=np.int64)
+        probs, labels, weights, groups = conv.probs, conv.labels, conv.weights, conv.groups
+        if not keep.all():
+            probs, labels, rows = probs[keep], labels[keep], rows[keep]
+            weights = None if weights is None else weights[keep]
+            groups = None if groups is None else tuple(g[keep] for g in groups)
+        counts.rows_used += len(labels)
+        if weights is not None:
+            counts.weight_total += float(weights.sum())
+        file_row += n
+        index += n
+        if len(labels):
+            yield Batch(probs, labels, weights, rows, groups, frag.path)
+
+
+def _with_last(items: Iterable) -> Iterator[tuple[object, bool]]:
+    """Each item with whether it is the last (one item of look-ahead)."""
+    it = iter(items)
+    end = object()
+    item = next(it, end)
+    while item is not end:
+        following = next(it, end)
+        yield item, following is end
+        item = following
+
+
+def _guarded_iter(path: str, fmt: str, tables: Iterator, plan: ReadPlan | None = None) -> Iterator:
+    """The tables of one file, with pyarrow's errors turned into one-line messages naming the file."""
+    while True:
+        try:
+            table = next(tables)
+        except StopIteration:
+            return
+        except formats.MissingColumns as exc:
+            missing = exc.missing[0]
+            role = "" if plan is None else f", {plan.role_of(missing)} of the dataset (as in {plan.first_file})"
+            raise CalibcliError(f"{path}: no column {missing!r}{role}; the file has columns {exc.names}") from None
+        except CalibcliError:
+            raise
+        except Exception as exc:  # pyarrow raises many types for unreadable or truncated files
+            raise formats.unreadable(path, fmt, exc) from None
+        yield table
+
+
+def _guarded(path: str, fmt: str, read, *args):
+    """``read(*args)``, with pyarrow's errors turned into one-line messages naming the file."""
+    try:
+        return read(*args)
+    except CalibcliError:
+        raise
+    except Exception as exc:
+        raise formats.unreadable(path, fmt, exc) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Streams
+
+
+@dataclass(frozen=True)
+class _Source:
+    """One file of a dataset."""
+
+    path: str  # as reported
+    location: str  # where the bytes are: the path, a URI, or "-" for standard input
+    partition: tuple[tuple[str, str | None], ...] = ()  # key=value directories above it (raw text)
+    single_pass: bool = False  # standard input or a pipe: copied to a temporary file before reading
+
+
+class Stream:
+    """An opened dataset: its columns and classes fixed from the first file, its rows read on demand."""
+
+    def __init__(self, dataset: Dataset, plan: ReadPlan, files: list[tuple[_Source, str, str, dict]]):
+        self.dataset = dataset  # keeps the temporary copy of stdin alive while the stream is used
+        self.plan = plan
+        self._files = files  # (source, location, format, group-by partition values)
+        self._counts: RowCounts | None = None
+        self.name = dataset.name
+        self.format = ", ".join(dict.fromkeys(fmt for _, _, fmt, _ in files))
+        self.prob_columns = plan.columns.prob_columns
+        self.label_column = plan.columns.label_column
+        self.weight_column = plan.columns.weight_column
+        self.columns_chosen = plan.columns.chosen
+        self.class_names = plan.class_names
+        self.n_classes = plan.n_classes
+        self.logits = plan.logits
+        self.group_by = plan.group_by
+
+    @property
+    def files(self) -> list[str]:
+        return [source.path for source, _, _, _ in self._files]
+
+    def _fragment(self, i: int, row_offset: int, n_rows: int | None = None, row_groups=None, first_file_row: int = 0) -> Fragment:
+        source, location, fmt, partition = self._files[i]
+        return Fragment(source.path, row_offset, n_rows, row_groups, fmt, location, self.plan,
+                        tuple(partition.items()), first_file_row)
+
+    def batches(self) -> Iterator[Batch]:
+        """Every file's validated batches in row-identity order; can be iterated again (same batches).
+
+        After the last batch the dataset as a whole is checked (:meth:`check_counts`), and
+        :meth:`describe` can report it.
+        """
+        counts = RowCounts()
+        offset = 0
+        for i in range(len(self._files)):
+            before = counts.rows_read
+            yield from self._fragment(i, offset).batches(counts)
+            offset += counts.rows_read - before
+        self.check_counts(counts)
+        self._counts = counts
+
+    def fragments(self, *, split_row_groups: bool = True) -> list[Fragment]:
+        """Independent pieces of the stream in row-identity order, each with its global row offset.
+
+        A Parquet file with several row groups is split into runs of consecutive row groups of at most
+        ``batch_rows`` rows (a larger row group is a run of its own) when ``split_row_groups``. Offsets
+        come from the footers of Parquet files and Arrow IPC files; other formats are read to count
+        their rows.
+        """
+        out: list[Fragment] = []
+        offset = 0
+        for i, (source, location, fmt, _) in enumerate(self._files):
+            if fmt == "parquet":
+                sizes = _guarded(source.path, fmt, formats.parquet_row_groups, location)
+                runs = _row_group_runs(sizes, self.plan.batch_rows) if split_row_groups else [tuple(range(len(sizes)))]
+                file_row = 0
+                for run in runs:
+                    n = sum(sizes[g] for g in run)
+                    out.append(self._fragment(i, offset, n, run if len(runs) > 1 else None, file_row))
+                    offset += n
+                    file_row += n
+            else:
+                n = _guarded(source.path, fmt, formats.count_rows, location, fmt)
+                out.append(self._fragment(i, offset, n))
+                offset += n
+        return out
+
+    def check_counts(self, counts: RowCounts) -> None:
+        """The checks of the dataset as a whole, once every row has been read (by the stream, or by
+        fragments whose counts were merged): some rows, some valid rows, a positive total weight."""
+        if counts.rows_read == 0:
+            if len(self._files) == 1:
+                raise formats.no_rows(self.name)
+            raise CalibcliError(f"{self.name}: none of its {len(self._files)} files has data rows: expected at least one prediction")
+        if counts.rows_used == 0:
+            raise CalibcliError(f"{self.name}: every row was invalid and dropped ({_ordered(counts.dropped)}): nothing left to evaluate")
+        if self.weight_column is not None and not counts.weight_total > 0:
+            raise CalibcliError(f"{self.name}: sample weights sum to 0: expected a positive total weight")
+
+    def describe(self, counts: RowCounts | None = None) -> dict:
+        """The input section of a report (SPEC 7), after a full pass of :meth:`batches`, or from the merged
+        ``counts`` of every fragment."""
+        counts = counts if counts is not None else self._counts
+        if counts is None:
+            raise RuntimeError("Stream.describe() needs a full pass over batches() first, or the merged counts of every fragment")
+        return {
+            "path": self.name,
+            "format": self.format,
+            "rows_read": counts.rows_read,
+            "rows_used": counts.rows_used,
+            "rows_dropped": counts.rows_dropped,
+            "dropped_reasons": _ordered(counts.dropped),
+            "columns": {
+                "probabilities": list(self.prob_columns),
+                "label": self.label_column,
+                "weight": self.weight_column,
+                "chosen_by": self.columns_chosen,
+                "logits": self.logits,
+            },
+            "n_classes": self.n_classes,
+            "class_names": list(self.class_names),
+            "files": len(self._files),
+            "group_by": list(self.group_by),
+        }
+
+
+def _ordered(dropped: dict[str, int]) -> dict[str, int]:
+    """Drop counts in the order of the checks, whatever order the batches met them in."""
+    return {reason: dropped[reason] for reason in REASONS if reason in dropped}
+
+
+def _row_group_runs(sizes: list[int], target: int) -> list[tuple[int, ...]]:
+    """Consecutive row groups in runs of at most ``target`` rows (a larger row group alone)."""
+    runs: list[tuple[int, ...]] = []
+    current: list[int] = []
+    rows = 0
+    for g, size in enumerate(sizes):
+        if current and rows + size > target:
+            runs.append(tuple(current))
+            current, rows = [], 0
+        current.append(g)
+        rows += size
+    runs.append(tuple(current))
+    return runs
+
+
+# ---------------------------------------------------------------------------------------------
+# Datasets
+
+
+class Dataset:
+    """The files of one command-line argument (or of all of them, pooled), in row-identity order."""
+
+    def __init__(self, name: str, sources: list[_Source], kind: str):
+        self.name = name  # as reported: the argument, "<stdin>", or the pooled arguments joined
+        self.kind = kind  # "file", "stdin", "directory", "glob" or "pool"
+        self._sources = sources
+        self._spools: dict[str, str] = {}
+        self.partition_kinds = _partition_kinds(sources)
+
+    @property
+    def files(self) -> list[str]:
+        return [s.path for s in self._sources]
+
+    def __repr__(self) -> str:
+        return f"Dataset({self.name!r}, {len(self._sources)} file(s))"
+
+    def open(self, spec: ColumnSpec = ColumnSpec(), *, input_format: str | None = None, drop_invalid: bool = False,
+             batch_rows: int = DEFAULT_BATCH_ROWS, group_by: tuple[str, ...] = ()) -> Stream:
+        """Fix the columns and classes from the first file and return the dataset's :class:`Stream`.
+
+        ``group_by`` names data columns or partition keys; a group value that is empty is an error
+        (every row must belong to a group), as is a column that no file has.
+        """
+        from calibcli.validation import check_options
+
+        check_options(batch_rows=batch_rows)
+        group_by = tuple(group_by)
+        if input_format is not None:
+            formats.detect_format("-", input_format)  # a bad --input-format fails before stdin is read
+        fmts = [formats.detect_format("-" if s.location == "-" else s.path, input_format) for s in self._sources]
+        located = self._locations()
+        first, location, fmt = self._sources[0], located[0], fmts[0]
+        schema = _guarded(first.path, fmt, formats.read_schema, location, fmt)
+        names, types = list(schema.names), {f.name: f.type for f in schema}
+        resolved = resolve_columns(names, types, spec, first.path)
+        kinds = tuple(self._group_kind(g, names, types, first.path) for g in group_by)
+        if len(set(group_by)) < len(group_by):
+            twice = next(g for g in group_by if group_by.count(g) > 1)
+            raise CalibcliError(f"the group-by columns name {twice!r} twice: name each column once")
+        partition_keys = tuple(g for g in group_by if g in self.partition_kinds)
+        partitions = [self._group_partition(s, partition_keys, kinds, group_by) for s in self._sources]
+
+        vector_length = None
+        if resolved.vector_column:
+            vector_length = self._vector_length(located, fmts, resolved.prob_columns[0])
+        if resolved.vector_column and vector_length not in (None, 1):
+            class_names = tuple(str(k) for k in range(vector_length))
+            if vector_length < 2:
+                raise CalibcliError(f"{first.path}: expected at least 2 classes, found {vector_length}")
+        elif not resolved.vector_column and len(resolved.prob_columns) > 1:
+            class_names = resolved.class_names
+        else:
+            class_names = ("0", "1")
+        plan = ReadPlan(
+            columns=resolved, class_names=class_names, n_classes=len(class_names), vector_length=vector_length,
+            logits=spec.logits, first_file=first.path, batch_rows=batch_rows, drop_invalid=drop_invalid,
+            group_by=group_by, group_kinds=kinds, partition_keys=partition_keys,
+        )
+        return Stream(self, plan, list(zip(self._sources, located, fmts, partitions)))
+
+    def _locations(self) -> list[str]:
+        """Where each file's bytes are; standard input and pipes copied to temporary files first."""
+        out = []
+        for source in self._sources:
+            if source.single_pass:
+                if source.location not in self._spools:
+                    path = _spool(source)
+                    self._spools[source.location] = path
+                    weakref.finalize(self, _remove, path)
+                out.append(self._spools[source.location])
+            else:
+                out.append(source.location)
+        return out
+
+    def _group_kind(self, column: str, names: list[str], types: dict, first: str) -> str:
+        if column in self.partition_kinds:
+            if column in names:
+                raise CalibcliError(
+                    f"{first}: {column!r} is both a column of the file and a partition key of its directories "
+                    f"({column}=...): rename one of them"
+                )
+            return self.partition_kinds[column]
+        if column not in names:
+            keys = f" and the partition keys {list(self.partition_kinds)}" if self.partition_kinds else ""
+            raise CalibcliError(f"{first}: no column {column!r} (given by --group-by); the file has columns {names}{keys}")
+        return group_kind(types[column])
+
+    def _group_partition(self, source: _Source, keys: tuple[str, ...], kinds: tuple[str, ...], group_by) -> dict:
+        """The typed values of the group-by partition keys for one file."""
+        raw = dict(source.partition)
+        values = {}
+        for key in keys:
+            if raw.get(key) is None:
+                found = "is empty (" + _HIVE_NULL + ")" if key in raw else "is missing"
+                raise CalibcliError(
+                    f"{source.path}: the partition key {key!r} {found} in the file's path: expected a {key}=value "
+                    f"directory above every file to group by it"
+                )
+            values[key] = _typed(raw[key], kinds[group_by.index(key)])
+        return values
+
+    def _vector_length(self, located: list[str], fmts: list[str], column: str) -> int | None:
+        """Entries per row of the probability vectors, from the first row of the first file that has rows."""
+        for source, location, fmt in zip(self._sources, located, fmts):
+            tables = formats.iter_tables(location, fmt, [column], 1024)
+            try:
+                first = next(_guarded_iter(source.path, fmt, tables), None)
+            finally:
+                tables.close()
+            if first is not None:
+                return vector_column(first, column, source.path).shape[1]
+        return None
+
+
+def resolve_datasets(paths: list[str], *, pool: bool = False) -> list[Dataset]:
+    """One :class:`Dataset` per argument (one for all of them with ``pool``), in argument order.
+
+    Missing paths, empty directories and globs matching nothing raise :class:`CalibcliError` before
+    anything is read.
+    """
+    paths = list(paths)
+    if paths.count("-") > 1:
+        raise CalibcliError("'-' (stdin) is given more than once: standard input can be read only once")
+    datasets = [_resolve(p) for p in paths]
+    if not pool:
+        return datasets
+    sources = sorted((s for d in datasets for s in d._sources), key=lambda s: s.path)
+    for a, b in zip(sources, sources[1:]):
+        if a.path == b.path:
+            raise CalibcliError(f"{a.path}: is named more than once in the pooled inputs: each file can be read once")
+    return [Dataset(", ".join(paths), sources, "pool")]
+
+
+def _resolve(arg: str) -> Dataset:
+    if arg == "-":
+        return Dataset(STDIN, [_Source(STDIN, "-", single_pass=True)], "stdin")
+    if uri_scheme(arg) is not None:
+        return _resolve_uri(arg)
+    if os.path.isdir(arg):
+        found = _walk(arg)
+        if not found:
+            _no_files(arg, _other_files(arg))
+        return Dataset(arg, [_Source(os.path.join(arg, rel), os.path.join(arg, rel), _hive(rel)) for rel in found], "directory")
+    if os.path.exists(arg):
+        return Dataset(arg, [_Source(arg, arg, single_pass=not stat.S_ISREG(os.stat(arg).st_mode))], "file")
+    if glob.has_magic(arg):
+        return _resolve_glob(arg)
+    raise CalibcliError(f"{arg}: no such file: check the path")
+
+
+def _known(name: str) -> bool:
+    """A file name with an extension of a known format (``.gz`` looked through)."""
+    name = name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    return os.path.splitext(name)[1] in formats.EXTENSIONS
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith((".", "_"))
+
+
+def _walk(directory: str) -> list[str]:
+    """Relative paths of the files of known formats below ``directory``, sorted."""
+    found = []
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = [d for d in dirs if not _hidden(d)]
+        rel_root = os.path.relpath(root, directory)
+        found.extend(os.path.normpath(os.path.join(rel_root, f)) for f in files if not _hidden(f) and _known(f))
+    return sorted(found)
+
+
+def _other_files(directory: str) -> list[str]:
+    return sorted(
+        os.path.relpath(os.path.join(root, f), directory)
+        for root, dirs, files in os.walk(directory)
+        for f in files if not _hidden(f)
+    )
+
+
+def _no_files(arg: str, others: list[str]) -> None:
+    if not others:
+        raise CalibcliError(f"{arg}: is a directory: expected a file of predictions")
+    raise CalibcliError(
+        f"{arg}: is a directory without prediction files ({len(others)} other file(s), such as {others[0]!r}): "
+        f"expected files ending in {', '.join(sorted(formats.EXTENSIONS))} (optionally .gz for text formats)"
+    )
+
+
+def _hive(rel: str, sep: str = os.sep) -> tuple[tuple[str, str | None], ...]:
+    """The ``key=value`` directories of a relative path (values URL-decoded; the hive null as None)."""
+    out = {}
+    for segment in rel.split(sep)[:-1]:
+        key, eq, value = segment.partition("=")
+        if eq and key:
+            out[unquote(key)] = None if value == _HIVE_NULL else unquote(value)
+    return tuple(out.items())
+
+
+def _resolve_glob(pattern: str) -> Dataset:
+    base = _glob_base(pattern, os.sep)
+    paths = set()
+    for match in glob.glob(pattern, recursive=True):
+        if os.path.isdir(match):
+            paths.update(os.path.join(match, rel) for rel in _walk(match))
+        elif _known(os.path.basename(match)) and not _hidden(os.path.basename(match)):
+            paths.add(match)
+    if not paths:
+        raise CalibcliError(
+            f"{pattern}: no file of a known format matches the pattern: check it (and quote it, so that the shell "
+            f"passes it on)"
+        )
+    return Dataset(pattern, [_Source(p, p, _hive(os.path.relpath(p, base))) for p in sorted(paths)], "glob")
+
+
+def _glob_base(pattern: str, sep: str) -> str:
+    """The directory part of a pattern before its first wildcard."""
+    parts = pattern.split(sep)
+    base = []
+    for part in parts[:-1]:
+        if glob.has_magic(part):
+            break
+        base.append(part)
+    if base == [""]:
+        return sep
+    return sep.join(base) or "."
+
+
+def _resolve_uri(uri: str) -> Dataset:
+    scheme_end = uri.index("://") + 3
+    if not glob.has_magic(uri[scheme_end:]):
+        listing = list_files(uri)
+        if listing is None:
+            raise CalibcliError(f"{uri}: no such file: check the path")
+        kind, rels = listing
+        if kind == "file":
+            return Dataset(uri, [_Source(uri, uri)], "file")
+        return _uri_dataset(uri, uri.rstrip("/"), rels, lambda parts: True, "directory")
+    base = _glob_base(uri[scheme_end:], "/")
+    base = uri[:scheme_end] + ("" if base == "." else base)
+    pattern = [p for p in uri[len(base):].split("/") if p]
+    listing = list_files(base)
+    rels = listing[1] if listing is not None and listing[0] == "directory" else []
+
+    def matches(parts: list[str]) -> bool:  # the file, or a directory above it, matches the pattern
+        return any(_match_segments(pattern, parts[:j]) for j in range(1, len(parts) + 1))
+
+    return _uri_dataset(uri, base.rstrip("/"), rels, matches, "glob")
+
+
+def _uri_dataset(name: str, base: str, rels: list[str], matches, kind: str) -> Dataset:
+    found = sorted(
+        rel for rel in rels
+        if matches(rel.split("/")) and not any(_hidden(p) for p in rel.split("/")) and _known(rel.rsplit("/", 1)[-1])
+    )
+    if not found:
+        if kind == "glob":
+            raise CalibcliError(f"{name}: no file matches the pattern: check it")
+        _no_files(name, [r for r in rels if not any(_hidden(p) for p in r.split("/"))])
+    return Dataset(name, [_Source(f"{base}/{rel}", f"{base}/{rel}", _hive(rel, "/")) for rel in found], kind)
+
+
+def _match_segments(pattern: list[str], parts: list[str]) -> bool:
+    """Glob matching segment by segment (``*`` within a segment, ``**`` across any number of them)."""
+    if not pattern:
+        return not parts
+    if pattern[0] == "**":
+        return any(_match_segments(pattern[1:], parts[i:]) for i in range(len(parts) + 1))
+    return bool(parts) and fnmatch.fnmatchcase(parts[0], pattern[0]) and _match_segments(pattern[1:], parts[1:])
+
+
+# ---------------------------------------------------------------------------------------------
+# Partition keys
+
+
+def _partition_kinds(sources: list[_Source]) -> dict[str, str]:
+    """Each partition key's kind over every file: int when every value is an integer, float when every
+    value is a number, str otherwise."""
+    values: dict[str, list[str]] = {}
+    for source in sources:
+        for key, value in source.partition:
+            values.setdefault(key, [])
+            if value is not None:
+                values[key].append(value)
+    return {key: _text_kind(vals) for key, vals in values.items()}
+
+
+def _text_kind(values: list[str]) -> str:
+    def all_are(convert) -> bool:
+        try:
+            for v in values:
+                convert(v)
+        except ValueError:
+            return False
+        return bool(values)
+
+    if all_are(int):
+        return "int"
+    if all_are(float):
+        return "float"
+    return "str"
+
+
+def _typed(value: str, kind: str):
+    return {"int": int, "float": float}.get(kind, str)(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Standard input and pipes
+
+
+def _spool(source: _Source) -> str:
+    """Copy standard input (or a pipe) to a temporary file, in chunks; the file's name ends in .gz when
+    the bytes are gzip, so the text readers decompress them."""
+    if source.location == "-":
+        stream = getattr(sys.stdin, "buffer", sys.stdin)
+        return _copy(stream)
+    with open(source.location, "rb") as stream:
+        return _copy(stream)
+
+
+def _copy(stream) -> str:
+    def read() -> bytes:
+        chunk = stream.read(_SPOOL_CHUNK)
+        return chunk.encode() if isinstance(chunk, str) else chunk
+
+    chunk = read()
+    fd, path = tempfile.mkstemp(prefix="calibcli-stdin-", suffix=".gz" if chunk[:2] == b"\x1f\x8b" else "")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            while chunk:
+                out.write(chunk)
+                chunk = read()
+    except BaseException:
+        _remove(path)
+        raise
+    return path
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
