@@ -93,6 +93,9 @@ class SmoothAccumulator:
             check_finite(w, name="sample weight")
             if (w < 0).any():
                 raise CalibcliError(f"sample weight at row {int(np.argmax(w < 0))} is negative: expected weights >= 0")
+        if self.rows.n_seen + len(z) <= self.row_limit:  # kept: copies, so a caller may reuse its buffers
+            row_index, z, y = row_index.copy(), z.copy(), y.copy()
+            w = None if w is None else w.copy()
         self.rows.update(row_index, z, y, w)
         self._pending.append(CellSums.of_rows(z, y, w, self.n_cells))
         if sum(len(p) for p in self._pending) > max(_PENDING_ENTRIES, len(self._sums)):
