@@ -5,6 +5,11 @@
   overconfident). Columns: ``prob`` (P(benign)), ``label`` (1 = benign).
 - ``digits_nb.{csv,parquet}``: 10 classes. Gaussian naive Bayes on the 8x8 digits (1797 rows),
   out-of-fold. Columns ``p_0`` .. ``p_9``, ``label``.
+- ``eval_shards/``: the layout an evaluation job writes, hive-partitioned by model: the breast cancer
+  data scored out-of-fold by naive Bayes (``model=nb``) and by a logistic regression
+  (``model=logreg``), each model's rows in Parquet shards ``part-0.parquet`` .. ``part-2.parquet``.
+  Read as one dataset (``calibcli ece sample_data/eval_shards``), compared per model with
+  ``--group-by model``.
 - ``digits_svm.parquet``: 10 classes, a linear SVM's decision values as logits (``--logits``),
   out-of-fold, in one list column ``logits`` (the Parquet list layout).
 
@@ -22,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
+from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import GaussianNB
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -39,6 +45,15 @@ def main() -> None:
     binary = pd.DataFrame({"prob": np.round(p, 10), "label": y})
     binary.to_csv(HERE / "breast_cancer_nb.csv", index=False)
     binary.to_parquet(HERE / "breast_cancer_nb.parquet", index=False)
+
+    logreg = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=1000))
+    q = cross_val_predict(logreg, X, y, cv=cv, method="predict_proba")[:, 1]
+    for model, scores in (("nb", p), ("logreg", q)):
+        folder = HERE / "eval_shards" / f"model={model}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for k, rows in enumerate(np.array_split(np.arange(len(y)), 3)):
+            shard = pa.table({"prob": np.round(scores[rows], 10), "label": y[rows]})
+            pq.write_table(shard, folder / f"part-{k}.parquet")
 
     X, y = load_digits(return_X_y=True)
     P = cross_val_predict(GaussianNB(), X, y, cv=cv, method="predict_proba")

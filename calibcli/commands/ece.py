@@ -109,6 +109,7 @@ def entry_name(entry: dict) -> str:
 
 def render_ece(doc: dict, console) -> None:
     """The rich table of an ``ece`` report: one row per entry, problem and metric."""
+    from rich.markup import escape
     from rich.table import Table
 
     p = doc["parameters"]
@@ -121,7 +122,7 @@ def render_ece(doc: dict, console) -> None:
     for col, just in (("file", "left"), ("problem", "left"), ("metric", "left"), ("estimate", "right"), (f"{level} CI", "right"), ("bound / note", "left")):
         table.add_column(col, justify=just, overflow="fold")
     for f in doc["files"]:
-        path = entry_name(f)
+        path = escape(entry_name(f))
         sections = []
         if "aggregate" in f:
             sections.append(("aggregate", f["aggregate"]["metrics"], None))
@@ -153,7 +154,7 @@ def render_ece(doc: dict, console) -> None:
         dropped = f", dropped {i['rows_dropped']} ({', '.join(f'{k}: {v}' for k, v in i['dropped_reasons'].items())})" if i["rows_dropped"] else ""
         rows = f"{f['rows_in_group']} rows in the group of {i['rows_used']}" if "group" in f else f"{i['rows_used']} rows"
         console.print(
-            f"{entry_name(f)}: {rows}{dropped}; mode {f['mode']}; K={i['n_classes']}; "
+            f"{escape(entry_name(f))}: {rows}{dropped}; mode {f['mode']}; K={i['n_classes']}; "
             f"probabilities {', '.join(cols['probabilities'])}{' (logits)' if cols['logits'] else ''}, labels {cols['label']}"
             f"{', weights ' + cols['weight'] if cols['weight'] else ''} (columns chosen by {cols['chosen_by']}); "
             f"{bins_text} non-empty bins"
@@ -163,7 +164,7 @@ def render_ece(doc: dict, console) -> None:
         g = doc["groups"]["metrics"].get(name)
         if g:
             console.print(f"{doc['groups']['n_groups']} groups by {', '.join(doc['groups']['by'])}: worst {name} "
-                          f"{fmt_number(g['worst'])} in {g['worst_group']}; spread {fmt_number(g['spread'])}")
+                          f"{fmt_number(g['worst'])} in {escape(g['worst_group'])}; spread {fmt_number(g['spread'])}")
     if "gate" in doc:
         g = doc["gate"]
         console.print(f"gate on {g['metric']}: {'passed' if g['passed'] else 'FAILED'}")

@@ -118,10 +118,12 @@ def render_smece(doc: dict, console) -> None:
     for col, just in (("file", "left"), ("problem", "left"), ("metric", "left"), ("estimate", "right"),
                       (f"{level} CI", "right"), ("sigma", "right"), ("n", "right")):
         table.add_column(col, justify=just, overflow="fold")
+    from rich.markup import escape
+
     from calibcli.report import entry_label
 
     for f in doc["files"]:
-        path = entry_label(f)
+        path = escape(entry_label(f))
         rows = []
         if "aggregate" in f:
             for name, m in f["aggregate"]["metrics"].items():
@@ -146,7 +148,7 @@ def render_smece(doc: dict, console) -> None:
         if "aggregate" in f:
             aggregate = f"; aggregate = sum_k v_k smECE_k with {f['aggregate']['class_weights']} class weights"
         console.print(
-            f"{i['path']}: {i['rows_used']} rows{dropped}; mode {f['mode']}; K={i['n_classes']}; "
+            f"{escape(entry_label(f))}: {f.get('rows_in_group', i['rows_used'])} rows{dropped}; mode {f['mode']}; K={i['n_classes']}; "
             f"probabilities {', '.join(cols['probabilities'])}{' (logits)' if cols['logits'] else ''}, labels {cols['label']}"
             f"{', weights ' + cols['weight'] if cols['weight'] else ''} (columns chosen by {cols['chosen_by']}){aggregate}"
         )
