@@ -17,7 +17,8 @@ from typing import Annotated, Iterator, Optional
 import typer
 
 from calibcli.errors import CalibcliError, GateFailed, OptionError
-from calibcli.io import ColumnSpec, LoadedInput, read_input
+from calibcli.io import DEFAULT_BATCH_ROWS  # noqa: F401  (BatchRows' default, for the commands)
+from calibcli.io import ColumnSpec, LoadedInput, read_dataset, resolve_datasets
 
 # ---------------------------------------------------------------------------------------------
 # Options shared by the commands (one declaration each)
@@ -27,7 +28,11 @@ def files_argument(several: str):
     return Annotated[
         list[str],
         typer.Argument(
-            help=f"Prediction files: CSV, TSV (.gz too), Parquet, Arrow IPC/Feather, JSON Lines; '-' reads stdin. {several}",
+            help=(
+                "Prediction files (CSV, TSV (.gz too), Parquet, Arrow IPC/Feather, JSON Lines); directories of them "
+                "(read recursively, key=value subdirectories as partition columns); quoted glob patterns such as "
+                f"'shards/*.parquet'; URIs (s3://, gs://, file://); '-' reads stdin. {several}"
+            ),
             show_default=False,
             metavar="FILES",
         ),
@@ -67,10 +72,10 @@ FailAbove = Annotated[Optional[float], typer.Option("--fail-above", help="Exit 1
 FailAboveUpper = Annotated[
     Optional[float], typer.Option("--fail-above-upper", help="Exit 1 when the upper end of the gated metric's interval exceeds this value.")
 ]
-
-
-from calibcli.io import DEFAULT_BATCH_ROWS  # noqa: E402  (the reader owns the default)
-BatchRows = Annotated[int, typer.Option("--batch-rows", help="Rows read and reduced at a time (memory stays flat in the number of rows; results do not depend on it).")]
+BatchRows = Annotated[
+    int,
+    typer.Option("--batch-rows", help="Rows read and reduced at a time (memory stays flat in the number of rows; results do not depend on it)."),
+]
 Pool = Annotated[bool, typer.Option("--pool", help="Treat all FILES as one dataset (one report entry), rows in sorted-path order.")]
 GroupBy = Annotated[
     Optional[str],
@@ -94,11 +99,13 @@ def column_spec(prob_col, prob_cols, label_col, weight_col, logits) -> ColumnSpe
 
 
 def load_inputs(files: list[str], spec: ColumnSpec, *, input_format: str | None, drop_invalid: bool) -> Iterator[LoadedInput]:
-    """Read the files one by one (a bad file stops the run before anything is written)."""
-    if files.count("-") > 1:
-        raise CalibcliError("'-' (stdin) is given more than once: standard input can be read only once")
-    for path in files:
-        yield read_input(path, spec, input_format=input_format, drop_invalid=drop_invalid)
+    """Read the inputs one by one into memory (a bad one stops the run before anything is written).
+
+    Every argument is resolved first (a file, a directory, a glob, a URI, '-'), so a missing path fails
+    before any reading.
+    """
+    for dataset in resolve_datasets(files):
+        yield read_dataset(dataset, spec, input_format=input_format, drop_invalid=drop_invalid)
 
 
 def check_choice(value: str, choices: tuple[str, ...], flag: str) -> str:
