@@ -66,9 +66,6 @@ def detect_format(path: str, input_format: str | None) -> str:
 #: Text formats: their cells are read as text and typed batch by batch (:mod:`calibcli.io.columns`).
 TEXT_FORMATS = ("csv", "tsv")
 
-#: How much of a JSON Lines file is parsed to learn its columns.
-_JSON_HEAD_BYTES = 1 << 20
-
 #: Block size of the CSV/TSV reader (a row must fit in one block). pyarrow's streaming CSV reader reads
 #: about 40 blocks ahead, so a CSV stream holds about 40 MiB whatever the file's length.
 CSV_BLOCK_BYTES = 1 << 20
@@ -128,8 +125,8 @@ def _ipc_source(location: str):
 
 def read_schema(location: str, fmt: str):
     """The file's columns as a pyarrow schema, reading as little as the format allows: the footer of a
-    Parquet file, the schema message of an Arrow file, the first block of a CSV file (types as inferred
-    from it), the first megabyte of a JSON Lines file."""
+    Parquet file, the schema message of an Arrow file, the first lines (about a megabyte) of a CSV or
+    JSON Lines file, whose types are then those pyarrow infers from these lines."""
     import pyarrow as pa
 
     if fmt == "parquet":
@@ -149,23 +146,29 @@ def read_schema(location: str, fmt: str):
             with ipc.open_stream(open_random_access(location)) as reader:
                 return reader.schema
     if fmt in TEXT_FORMATS:
-        with _open_csv(location, fmt) as reader:
-            return reader.schema
+        import pyarrow.csv as pcsv
+
+        parse, convert = _csv_options(fmt)
+        return pcsv.read_csv(pa.BufferReader(_head(location)), parse_options=parse, convert_options=convert).schema
     import pyarrow.json as pjson
 
-    stream = open_input_stream(location, gzip=is_gzip(location))
-    if isinstance(stream, str):
-        stream = pa.input_stream(stream)
-    with stream:
-        head = stream.read(_JSON_HEAD_BYTES)
-        while head and b"\n" not in head:
-            more = stream.read(_JSON_HEAD_BYTES)
-            if not more:
-                break
-            head += more
-    if b"\n" in head:
-        head = head[: head.rindex(b"\n") + 1]
-    return pjson.read_json(pa.BufferReader(head)).schema
+    return pjson.read_json(pa.BufferReader(_head(location))).schema
+
+
+def _head(location: str) -> bytes:
+    """The first lines of a text file, decompressed (about a block's worth, whole lines; all of a short
+    file): enough to learn its columns without starting a streaming reader, which reads blocks ahead."""
+    import pyarrow as pa
+
+    source = open_input_stream(location, gzip=is_gzip(location))
+    with pa.input_stream(source) if isinstance(source, str) else source as stream:
+        head = chunk = stream.read(CSV_BLOCK_BYTES)
+        while len(chunk) == CSV_BLOCK_BYTES and b"\n" not in head:
+            chunk = stream.read(CSV_BLOCK_BYTES)
+            head += chunk
+        if len(chunk) < CSV_BLOCK_BYTES:  # the whole file
+            return head
+    return head[: head.rindex(b"\n") + 1] if b"\n" in head else head
 
 
 def _check_columns(schema, columns: list[str]) -> None:
@@ -218,8 +221,7 @@ def _record_batches(location: str, fmt: str, columns: list[str], batch_rows: int
                     yield batch.select(columns)
         return
     if fmt in TEXT_FORMATS:
-        with _open_csv(location, fmt) as header:  # the header alone, to name missing columns
-            _check_columns(header.schema, columns)
+        _check_columns(read_schema(location, fmt), columns)
         with _open_csv(location, fmt, columns) as reader:
             yield from reader
         return
