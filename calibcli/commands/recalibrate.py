@@ -16,6 +16,8 @@ The command layer only reads files, calls the core and renders; every number com
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import io as _stdio
 import json
 import os
@@ -233,10 +235,13 @@ def fit(
     monotone: Monotone = None,
     seed: cc.Seed = 0,
     alpha: Annotated[float, typer.Option("--alpha", help="histogram: the delta of the distribution-free ECE bound.")] = 0.05,
+    max_rows: MaxRows = 1_000_000,
+    batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
     as_json: cc.Json = False,
     report: ReportOutput = None,
 ) -> None:
-    """Fit a recalibration map on TRAIN and save it as a versioned JSON calibrator (never a pickle)."""
+    """Fit a recalibration map on TRAIN (a file, a directory of shards, a quoted glob or '-') and save it as a
+    versioned JSON calibrator (never a pickle)."""
     _check_methods([method])
     if mode is not None:
         cc.check_choice(mode, MODES, "--mode")
@@ -244,16 +249,19 @@ def fit(
     options = method_options([method], n_bins=n_bins, strategy=strategy, degree=degree, interpolation=interpolation,
                              clip=clip, monotone=monotone)[method]
     spec = cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits)
-    (loaded,) = cc.load_inputs([train], spec, input_format=input_format, drop_invalid=drop_invalid)
+    loaded, fit_rows = stream_fit_rows(train, spec, method=method, mode=mode, options=options, seed=seed,
+                                       max_rows=max_rows, input_format=input_format, drop_invalid=drop_invalid,
+                                       batch_rows=batch_rows)
     cal, file_mode = fit_arrays(method, loaded.labels, loaded.probs, loaded.sample_weight, mode=mode,
                                 options=options, seed=seed)
     calibrator = calibrator_document(cal, loaded, method=method, mode=file_mode, options=options, seed=seed)
     text = calibrator_json(calibrator)
 
     doc = new_document("recalibrate fit", {"method": method, "mode": mode or "auto", "options": options, "seed": seed,
-                                           "alpha": alpha})
+                                           "alpha": alpha, "max_rows": max_rows, "batch_rows": batch_rows})
     entry = {
         "input": loaded.describe(),
+        "fit_rows": fit_rows,
         "mode": file_mode,
         "calibrator_file": output,
         "method": method,
@@ -273,6 +281,62 @@ def fit(
         cc.warn(f"{max(clipped)} of {loaded.n_rows} predictions lay outside [clip, 1 - clip] and were clipped before "
                 f"taking logits (clip {options.get('clip', options.get('eps', 1e-12)):g}); the fit depends on --clip")
     emit(doc, as_json=as_json, output=report, render=render_fit)
+
+
+MaxRows = Annotated[int, typer.Option(
+    "--max-rows", help="Fit on all rows up to this many; beyond, on the seeded bottom-k sample of this many rows, "
+    "except methods whose fit is a weighted sum over rows (platt, beta, polynomial, isotonic, uniform histogram), "
+    "which use exact per-value sums of every row while there are at most 2^20 distinct predictions.")]
+
+
+@dataclass(frozen=True)
+class _FitInput:
+    """What the calibrator document and the report need of the training data, from a stream."""
+
+    path: str
+    described: dict
+    n_classes: int
+    class_names: tuple[str, ...]
+    prob_columns: tuple[str, ...]
+    logits: bool
+    label_column: str
+    weight_column: str | None
+    labels: np.ndarray
+    probs: np.ndarray
+    sample_weight: np.ndarray | None
+
+    @property
+    def n_rows(self) -> int:
+        return self.described["rows_used"]
+
+    @property
+    def n_rows_dropped(self) -> int:
+        return self.described["rows_dropped"]
+
+    def describe(self) -> dict:
+        return self.described
+
+
+def stream_fit_rows(path: str, spec, *, method: str, mode, options: dict, seed: int, max_rows: int,
+                    input_format, drop_invalid: bool, batch_rows: int) -> tuple[_FitInput, dict]:
+    """Stream one dataset into a :class:`FitAccumulator`; the rows to fit on and how they were chosen."""
+    from calibcli.accumulators.fit import FitAccumulator
+    from calibcli.engines.local import open_streams
+    from calibcli.errors import OptionError
+
+    if max_rows < 2:
+        raise OptionError("max_rows", f"{{name}} is {max_rows}: expected at least 2 rows to fit on")
+    (stream,) = open_streams([path], spec, input_format=input_format, drop_invalid=drop_invalid, pool=False,
+                             batch_rows=batch_rows, group_by=())
+    acc = FitAccumulator(max_rows=max_rows, seed=seed)
+    for batch in stream.batches():
+        acc.update(batch.row_index, batch.probs, batch.labels, batch.sample_weight)
+    labels, probs, w, how = acc.data(method, mode=mode, options=options)
+    described = stream.describe()
+    loaded = _FitInput(described["path"], described, stream.n_classes, tuple(stream.class_names),
+                       tuple(stream.prob_columns), bool(stream.logits), stream.label_column, stream.weight_column,
+                       labels, probs, w)
+    return loaded, how
 
 
 def _fit_info(d: dict) -> Any:

@@ -1,0 +1,113 @@
+"""The rows a recalibration map is fitted on, streamed (SPEC 5, 8).
+
+Fitting a map needs the rows at once. :class:`FitAccumulator` keeps
+
+- the seeded bottom-k sample of the rows (:class:`RowSample`, k = ``max_rows``): every row while at most
+  ``max_rows`` arrived, else the k rows with the smallest hash of ``(seed, global row index)``;
+- for a binary problem, the exact per-value sums ``sum w y`` and ``sum w (1 - y)`` of every distinct
+  prediction while there are at most ``max_distinct`` of them.
+
+A fit whose objective is a weighted sum over rows (Platt, beta, polynomial least squares, isotonic with ties
+pooled, equal-width histogram binning) is the same on the rows and on two weighted rows per distinct
+prediction, ``(z, 1, sum w y)`` and ``(z, 0, sum w (1 - y))``: beyond ``max_rows`` such methods are fitted
+on every row through those sums, exactly. The others (Venn-Abers and scaling-binning, which do not take
+weights; quantile histogram bins; temperature and multiclass modes) use the sample, and the report says
+which, with k and n.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calibcli.accumulators.rows import RowSample
+
+STATE_VERSION = 1
+#: Rows kept for fitting (SPEC 8's default for what needs all rows at once).
+MAX_ROWS = 1_000_000
+#: Distinct predictions whose per-value sums are kept (SPEC 8: isotonic on at most 2^20 distinct values).
+MAX_DISTINCT = 1 << 20
+#: Binary methods fitted exactly from per-value sums (their objective is a weighted sum over rows).
+REDUCIBLE = ("platt", "beta", "polynomial", "isotonic", "histogram")
+
+
+class FitAccumulator:
+    """Rows to fit a recalibration map on (see the module docstring)."""
+
+    kind = "fit"
+
+    def __init__(self, *, max_rows: int = MAX_ROWS, seed: int = 0, max_distinct: int = MAX_DISTINCT):
+        self.sample = RowSample(max_rows, seed)
+        self.max_distinct = max_distinct
+        self.values = np.empty(0)
+        self.w1 = np.empty(0)
+        self.w0 = np.empty(0)
+        self.binary: bool | None = None
+        self.too_many_values = False
+
+    def update(self, row_index, probs, labels, w=None) -> "FitAccumulator":
+        self.sample.update(row_index, probs, labels, w)
+        self.binary = probs.ndim == 1 if self.binary is None else self.binary
+        if self.binary and not self.too_many_values:
+            ww = np.ones(len(labels)) if w is None else w
+            self._combine(np.concatenate([self.values, probs]), np.concatenate([self.w1, ww * labels]),
+                          np.concatenate([self.w0, ww * (1 - labels)]))
+        return self
+
+    def _combine(self, values, w1, w0) -> None:
+        distinct, inverse = np.unique(values, return_inverse=True)
+        if len(distinct) > self.max_distinct:
+            self.too_many_values = True
+            self.values = self.w1 = self.w0 = np.empty(0)
+            return
+        self.values = distinct
+        self.w1 = np.bincount(inverse, weights=w1, minlength=len(distinct))
+        self.w0 = np.bincount(inverse, weights=w0, minlength=len(distinct))
+
+    def merge(self, other: "FitAccumulator") -> "FitAccumulator":
+        self.sample.merge(other.sample)
+        self.binary = other.binary if self.binary is None else self.binary
+        if other.too_many_values:
+            self.too_many_values = True
+        if self.binary and not self.too_many_values:
+            self._combine(np.concatenate([self.values, other.values]), np.concatenate([self.w1, other.w1]),
+                          np.concatenate([self.w0, other.w0]))
+        return self
+
+    @property
+    def n_rows(self) -> int:
+        return self.sample.n_seen
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "version": STATE_VERSION, "max_distinct": self.max_distinct, "binary": self.binary,
+                "too_many_values": self.too_many_values, "sample": self.sample.to_dict(),
+                "values": self.values.tolist(), "w1": self.w1.tolist(), "w0": self.w0.tolist()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "FitAccumulator":
+        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
+            raise ValueError(f"not a fit state of version {STATE_VERSION}")
+        out = cls(max_distinct=d["max_distinct"])
+        out.sample = RowSample.from_dict(d["sample"])
+        out.binary, out.too_many_values = d["binary"], bool(d["too_many_values"])
+        out.values, out.w1, out.w0 = (np.asarray(d[k], dtype=np.float64) for k in ("values", "w1", "w0"))
+        return out
+
+    def data(self, method: str, *, mode: str | None = None, options: dict | None = None):
+        """``(labels, probs, sample_weight, how)`` to fit ``method`` on; ``how`` says which rows, for the report."""
+        n = self.sample.n_seen
+        if self.sample.complete:
+            _, probs, labels, w = self.sample.arrays()
+            return labels, probs, w, {"rows": "all", "n": n}
+        reducible = (self.binary and method in REDUCIBLE and mode in (None, "binary") and not self.too_many_values
+                     and (options or {}).get("strategy", "uniform") == "uniform")
+        if reducible:
+            pos, neg = self.w1 > 0, self.w0 > 0
+            probs = np.concatenate([self.values[pos], self.values[neg]])
+            labels = np.concatenate([np.ones(pos.sum(), dtype=np.int64), np.zeros(neg.sum(), dtype=np.int64)])
+            w = np.concatenate([self.w1[pos], self.w0[neg]])
+            return labels, probs, w, {"rows": "all", "n": n, "via": f"exact per-value sums of {len(self.values)} "
+                                      f"distinct predictions (two weighted rows per value)"}
+        _, probs, labels, w = self.sample.arrays()
+        return labels, probs, w, {"rows": "bottom-k sample", "k": self.sample.k, "n": n,
+                                  "how": f"the {self.sample.k} rows with the smallest hash of (seed {self.sample.seed}, "
+                                         f"row index)"}
