@@ -51,10 +51,10 @@ class Binning:
 
 
 def uniform_bin_index(z: np.ndarray, n_bins: int) -> np.ndarray:
-    """``min(floor(z * B), B - 1)`` for z in [0, 1]."""
-    idx = np.floor(np.asarray(z, dtype=np.float64) * n_bins).astype(np.int64)
+    """``min(floor(z * B), B - 1)`` for z in [0, 1] (truncation is the floor of a number >= 0)."""
+    idx = (np.asarray(z, dtype=np.float64) * n_bins).astype(np.int64)
     np.minimum(idx, n_bins - 1, out=idx)
-    np.maximum(idx, 0, out=idx)
+    np.maximum(idx, 0, out=idx)  # -0.0 and tiny negatives from upstream rounding
     return idx
 
 

@@ -184,7 +184,7 @@ class InputAccumulator:
         n_problems = n_classes if mode == "marginal" else 1
         self.problems = [
             BinnedAccumulator(n_bins=options.n_bins, strategy=options.strategy, row_limit=options.row_limit,
-                              edges=None if edges is None else edges[k])
+                              edges=None if edges is None else edges[k], moments=options.n_boot > 0)
             for k in range(n_problems)
         ]
         self.class_totals = np.zeros(n_classes)
@@ -198,7 +198,8 @@ class InputAccumulator:
         for problem, acc in zip(binary_problems(labels, probs, mode=self.mode, sample_weight=w,
                                                 class_names=list(self.class_names)), self.problems):
             acc.update(row_index, problem.z, problem.y, problem.sample_weight)
-        self.class_totals += np.bincount(labels, weights=w, minlength=self.n_classes)[: self.n_classes]
+        if self.mode == "marginal":  # the prior class weights of the aggregate
+            self.class_totals += np.bincount(labels, weights=w, minlength=self.n_classes)[: self.n_classes]
         if self.scores is not None:
             self.scores.update(row_index, probs, labels, w)
         return self

@@ -57,22 +57,28 @@ CELL_COLUMNS = ("w", "wu", "wu2", "wll", "wu3", "wu4", "wll2", "w2", "w2u", "w2u
 _C = {name: j for j, name in enumerate(CELL_COLUMNS)}
 
 
-def _row_values(z: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> dict[str, np.ndarray]:
-    """Per-row quantities summed into the cells."""
+def _row_values(z: np.ndarray, y: np.ndarray, w: np.ndarray | None, moments: bool) -> dict[str, np.ndarray]:
+    """Per-row quantities summed into the cells (the bootstrap's higher moments only when ``moments``)."""
     u = y - z
-    p_true = np.where(y == 1, z, 1.0 - z)
-    np.clip(p_true, LOG_LOSS_EPS, 1.0 - LOG_LOSS_EPS, out=p_true)
-    ll = -np.log(p_true)
+    # the probability given to the observed label is 1 - |y - z| (y in {0, 1}, z in [0, 1])
+    ll = np.abs(u)
+    np.subtract(1.0, ll, out=ll)
+    np.clip(ll, LOG_LOSS_EPS, 1.0 - LOG_LOSS_EPS, out=ll)
+    np.log(ll, out=ll)
+    np.negative(ll, out=ll)
     u2 = u * u
-    ll2 = ll * ll
-    values = {"wu": u, "wu2": u2, "wll": ll, "wu3": u2 * u, "wu4": u2 * u2, "wll2": ll2}
+    values = {"wu": u, "wu2": u2, "wll": ll}
+    if moments:
+        values.update(wu3=u2 * u, wu4=u2 * u2, wll2=ll * ll)
     if w is None:
         return values
     out = {"w": w}
     for key, v in values.items():
         out[key] = w * v
-    w2 = w * w
-    out.update(w2=w2, w2u=w2 * u, w2u2=w2 * u2, w2u3=w2 * u2 * u, w2u4=w2 * u2 * u2, w2ll=w2 * ll, w2ll2=w2 * ll2)
+    if moments:
+        w2 = w * w
+        out.update(w2=w2, w2u=w2 * u, w2u2=w2 * u2, w2u3=w2 * values["wu3"], w2u4=w2 * values["wu4"], w2ll=w2 * ll,
+                   w2ll2=w2 * values["wll2"])
     return out
 
 
@@ -217,7 +223,7 @@ class BinnedAccumulator:
     kind = "binned"
 
     def __init__(self, *, n_bins: int = 15, strategy: str = "uniform", edges: np.ndarray | None = None,
-                 row_limit: int = ROW_LIMIT, binning_note: str | None = None):
+                 row_limit: int = ROW_LIMIT, binning_note: str | None = None, moments: bool = True):
         if strategy == "uniform":
             self.binning = fit_binning(np.empty(0), n_bins=n_bins, strategy="uniform")
         elif edges is not None:
@@ -232,6 +238,7 @@ class BinnedAccumulator:
         self.uniform_cells = _Cells(n_bins) if strategy == "quantile" else None
         self.sketch = QuantileSketch() if self.binning is None else None
         self.weighted = False
+        self.moments = moments  # the higher moments the per-bin bootstrap needs (off: point estimates only)
 
     # -- streaming -------------------------------------------------------------------------------
 
@@ -240,7 +247,7 @@ class BinnedAccumulator:
             return self
         self.weighted |= w is not None
         self.rows.update(row_index, z, y, w)
-        values = _row_values(z, y.astype(np.float64), w)
+        values = _row_values(z, y.astype(np.float64), w, self.moments)
         if self.cells is not None:
             self.cells.add(self.binning.assign(z) * 2 + y, values, w is not None)
         if self.uniform_cells is not None:
@@ -250,7 +257,7 @@ class BinnedAccumulator:
         return self
 
     def merge(self, other: "BinnedAccumulator") -> "BinnedAccumulator":
-        if (other.n_bins, other.strategy) != (self.n_bins, self.strategy) or (
+        if (other.n_bins, other.strategy, other.moments) != (self.n_bins, self.strategy, self.moments) or (
             (self.binning is None) != (other.binning is None)
             or (self.binning is not None and not np.array_equal(self.binning.edges, other.binning.edges))
         ):
@@ -291,6 +298,7 @@ class BinnedAccumulator:
             "edges": None if self.binning is None or self.strategy == "uniform" else self.binning.edges.tolist(),
             "binning_note": self.binning_note,
             "weighted": self.weighted,
+            "moments": self.moments,
             "rows": self.rows.to_dict(),
             "cells": None if self.cells is None else self.cells.to_dict(),
             "uniform_cells": None if self.uniform_cells is None else self.uniform_cells.to_dict(),
@@ -301,7 +309,8 @@ class BinnedAccumulator:
     def from_dict(cls, d: dict) -> "BinnedAccumulator":
         if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
             raise ValueError(f"not a binned accumulator state of version {STATE_VERSION}")
-        out = cls(n_bins=d["n_bins"], strategy=d["strategy"], edges=d["edges"], binning_note=d["binning_note"])
+        out = cls(n_bins=d["n_bins"], strategy=d["strategy"], edges=d["edges"], binning_note=d["binning_note"],
+                  moments=d["moments"])
         out.weighted = bool(d["weighted"])
         out.rows = RowSample.from_dict(d["rows"])
         out.cells = None if d["cells"] is None else _Cells.from_dict(d["cells"])
@@ -335,6 +344,8 @@ class BinnedAccumulator:
         point["ece_l2_sq_debiased_sun"] = sun.estimate
         ci, replicates = {}, None
         if n_boot > 0:
+            if not self.moments:
+                raise ValueError("bootstrap from per-bin statistics needs an accumulator built with moments=True")
             rng = np.random.Generator(np.random.Philox(key=[int(seed) & 0xFFFFFFFFFFFFFFFF, 0x62696E6E6564]))  # "binned"
             draws_main = _cell_replicates(self.cells, self.weighted, n_boot, rng)
             draws_uniform = draws_main if self.uniform_cells is None else _cell_replicates(self.uniform_cells, self.weighted, n_boot, rng)
