@@ -438,6 +438,42 @@ def test_file_uri(shards):
     assert str(err.value) == f"{root.as_uri()}/missing.parquet: no such file: check the path"
 
 
+def test_scheme_pyarrow_lacks_goes_through_fsspec(tmp_path):
+    fsspec = pytest.importorskip("fsspec")
+    memory = fsspec.filesystem("memory")
+    root = f"/calibcli-test-{tmp_path.name}"
+    try:
+        for name, probs in (("model=x/b.parquet", [0.5, 0.6]), ("model=x/a.parquet", [0.1, 0.2, 0.3])):
+            buf = io.BytesIO()
+            pq.write_table(pa.table({"prob": probs, "label": [1] * len(probs)}), buf)
+            memory.pipe(f"{root}/{name}", buf.getvalue())
+        memory.pipe(f"{root}/model=y/c.csv", b"prob,label\n0.9,1\n")
+        (dataset,) = resolve_datasets([f"memory://{root}"])
+        assert dataset.files == [f"memory://{root}/{n}" for n in ("model=x/a.parquet", "model=x/b.parquet", "model=y/c.csv")]
+        stream = dataset.open(group_by=("model",), batch_rows=2)
+        got = read_all(stream)
+        np.testing.assert_array_equal(got["probs"], [0.1, 0.2, 0.3, 0.5, 0.6, 0.9])
+        assert got["groups"][0].tolist() == ["x"] * 5 + ["y"]
+        assert stream.format == "parquet, csv"
+    finally:
+        memory.rm(root, recursive=True)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_pipe_is_spooled(tmp_path):
+    import threading
+
+    fifo = tmp_path / "preds.csv"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text("prob,label\n0.1,0\n0.9,1\n"), daemon=True)
+    writer.start()
+    (dataset,) = resolve_datasets([str(fifo)])
+    stream = dataset.open()
+    writer.join(timeout=10)
+    assert_same(read_all(stream), read_all(stream))
+    assert read_all(stream)["probs"].tolist() == [0.1, 0.9] and stream.describe()["path"] == str(fifo)
+
+
 def test_unknown_uri_scheme_names_what_is_missing():
     try:
         import fsspec  # noqa: F401

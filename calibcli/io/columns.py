@@ -448,12 +448,12 @@ def _cast(col, arrow_type, *, trim: bool = True):
 
     try:
         return pc.cast(col, arrow_type)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+    except pa.ArrowException:  # no such value, or no such conversion
         pass
     if trim and _is_text(col.type):
         try:
             return pc.cast(pc.utf8_trim_whitespace(_plain_text(col)), arrow_type)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        except pa.ArrowException:  # no such value, or no such conversion
             pass
     return None
 
