@@ -127,7 +127,7 @@ def read_whole_table(path: str, input_format: str | None = None):
         raise CalibcliError(f"{path}: is a directory: expected a file of predictions")
     if len(dataset.files) != 1:
         raise CalibcliError(f"{path}: names {len(dataset.files)} files: expected one file")
-    (location,) = dataset._locations()
+    (location,) = dataset.locations()
     display = dataset.files[0]
     fmt = formats.detect_format("-" if path == "-" else display, input_format)
     try:

@@ -372,7 +372,7 @@ class Dataset:
         if input_format is not None:
             formats.detect_format("-", input_format)  # a bad --input-format fails before stdin is read
         fmts = [formats.detect_format("-" if s.location == "-" else s.path, input_format) for s in self._sources]
-        located = self._locations()
+        located = self.locations()
         first, location, fmt = self._sources[0], located[0], fmts[0]
         schema = _guarded(first.path, fmt, formats.read_schema, location, fmt)
         names, types = list(schema.names), {f.name: f.type for f in schema}
@@ -402,7 +402,7 @@ class Dataset:
         )
         return Stream(self, plan, list(zip(self._sources, located, fmts, partitions)))
 
-    def _locations(self) -> list[str]:
+    def locations(self) -> list[str]:
         """Where each file's bytes are; standard input and pipes copied to temporary files first."""
         out = []
         for source in self._sources:
