@@ -14,7 +14,9 @@ What is here
   (``m* = floor(n^(2/(4s+K-1)))``), with three null distributions (``y-bootstrap``,
   ``consistency``, ``chebyshev``) and two ways to combine levels (``bonferroni``, ``min-p``).
 - :func:`binomial_test`: the exact binomial test for predictors with few distinct values
-  (the paper's appendix 8.2.4, SPEC 4.4), and the rule :func:`discreteness` that chooses it.
+  (the paper's appendix 8.2.4, SPEC 4.4), and the rule :func:`discreteness` that chooses it; both
+  also from per-value counts (:func:`binomial_test_from_counts`, :func:`discreteness_from_counts`),
+  which a stream accumulates exactly over every row (:mod:`calibcli.accumulators.tcal`).
 
 How the resampling is organised (binary, ``y-bootstrap``; the default and the fast path)
 The predictions are sorted once. At every level the equal-width bins are contiguous runs of the
@@ -929,10 +931,14 @@ def discreteness(y_prob) -> DiscreteCheck:
     scaling-binned models (B values) fall on the discrete side as soon as ``n >= B^2``.
     """
     z = np.asarray(y_prob, dtype=np.float64).reshape(-1)
-    n = len(z)
-    t = int(len(np.unique(z)))
+    return discreteness_from_counts(int(len(np.unique(z))), len(z))
+
+
+def discreteness_from_counts(n_distinct: int, n: int) -> DiscreteCheck:
+    """The rule of :func:`discreteness` for a predictor known by its counts: ``t`` distinct values among ``n``."""
     threshold = math.sqrt(n)
-    return DiscreteCheck(discrete=bool(n > 0 and t <= threshold), n_distinct=t, n=n, threshold=threshold, rule=DISCRETE_RULE)
+    return DiscreteCheck(discrete=bool(n > 0 and n_distinct <= threshold), n_distinct=int(n_distinct), n=int(n),
+                         threshold=threshold, rule=DISCRETE_RULE)
 
 
 def is_discrete(y_prob) -> bool:
@@ -948,13 +954,33 @@ def binomial_test(y_true, y_prob, *, alpha: float = 0.05) -> BinomialTestResult:
     no more likely than the observed one). Bonferroni over the t values: reject if
     ``min_v p_v <= alpha / t``; p-value ``min(1, t min_v p_v)``.
     """
-    from scipy.stats import binomtest
-
     check_option(0.0 < alpha < 1.0, f"alpha is {alpha}: expected a level strictly between 0 and 1")
     y, z, _ = check_binary(y_true, y_prob)
     values, inverse = np.unique(z, return_inverse=True)
     N = np.bincount(inverse, minlength=len(values))
     M = np.bincount(inverse, weights=y, minlength=len(values)).astype(np.int64)
+    return binomial_test_from_counts(values, N, M, alpha=alpha)
+
+
+def binomial_test_from_counts(values, n, positives, *, alpha: float = 0.05) -> BinomialTestResult:
+    """:func:`binomial_test` from its sufficient statistics: the distinct values ``v`` (increasing), and per
+    value the predictions ``N_v`` (``n``) and the positives ``M_v`` (``positives``) among them.
+
+    Counts add across batches and workers, so a streamed run tests every row exactly
+    (:class:`calibcli.accumulators.tcal.ValueCounts`).
+    """
+    from scipy.stats import binomtest
+
+    check_option(0.0 < alpha < 1.0, f"alpha is {alpha}: expected a level strictly between 0 and 1")
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    N = np.asarray(n, dtype=np.int64).reshape(-1)
+    M = np.asarray(positives, dtype=np.int64).reshape(-1)
+    check_option(len(values) >= 1 and len(values) == len(N) == len(M),
+                 f"the binomial test needs one count and one positive count per value, got {len(values)} values, "
+                 f"{len(N)} counts and {len(M)} positive counts")
+    check_option(bool(np.all((values >= 0.0) & (values <= 1.0))), "prediction values must lie in [0, 1]")
+    check_option(bool(np.all(N >= 1) and np.all((M >= 0) & (M <= N))),
+                 "every value needs at least one prediction and between 0 and that many positives")
     t = len(values)
     per_value_alpha = alpha / t
     p = np.array([binomtest(int(k), int(nn), float(v)).pvalue for k, nn, v in zip(M, N, values)])  # loop over values
@@ -974,7 +1000,7 @@ def binomial_test(y_true, y_prob, *, alpha: float = 0.05) -> BinomialTestResult:
         reject=bool(p_min <= per_value_alpha),
         p_value=min(1.0, t * p_min),
         alpha=float(alpha),
-        n=int(len(z)),
+        n=int(N.sum()),
         n_values=int(t),
         per_value_alpha=float(per_value_alpha),
         method="exact two-sided binomial test per distinct value (scipy.stats.binomtest), Bonferroni over values",
@@ -991,8 +1017,10 @@ __all__ = [
     "TcalLevel",
     "TcalResult",
     "binomial_test",
+    "binomial_test_from_counts",
     "chebyshev_constant",
     "discreteness",
+    "discreteness_from_counts",
     "is_discrete",
     "n_levels",
     "optimal_n_bins",

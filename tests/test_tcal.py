@@ -12,8 +12,10 @@ from calibcli.errors import CalibcliError
 from calibcli.tcal import (
     _GroupVectorEngine,
     binomial_test,
+    binomial_test_from_counts,
     chebyshev_constant,
     discreteness,
+    discreteness_from_counts,
     is_discrete,
     n_levels,
     optimal_n_bins,
@@ -375,6 +377,20 @@ def test_discreteness_rule():
     assert "sqrt(n)" in check.rule
     assert not is_discrete(np.random.default_rng(0).random(300))
     assert is_discrete(np.round(np.random.default_rng(0).random(20_000), 2))  # 101 values <= 141
+
+
+def test_binomial_test_and_discreteness_from_counts_equal_the_row_versions():
+    rng = np.random.default_rng(21)
+    z = rng.choice([0.15, 0.35, 0.6, 0.95], size=3000)
+    y = (rng.random(3000) < z).astype(int)
+    values = np.array([0.15, 0.35, 0.6, 0.95])
+    n = np.array([(z == v).sum() for v in values])
+    m = np.array([y[z == v].sum() for v in values])
+    assert binomial_test_from_counts(values, n, m, alpha=0.01) == binomial_test(y, z, alpha=0.01)
+    assert discreteness_from_counts(4, 3000) == discreteness(z)
+    assert not discreteness_from_counts(56, 3000).discrete and discreteness_from_counts(54, 3000).discrete
+    with pytest.raises(CalibcliError, match="between 0 and that many positives"):
+        binomial_test_from_counts([0.5], [3], [4])
 
 
 def test_progress_called_once_per_resample():

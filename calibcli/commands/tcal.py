@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Annotated, Optional
 
-import numpy as np
 import typer
 
 from calibcli import cli_common as cc
+from calibcli.accumulators.tcal import MAX_ROWS, TCAL_MODES
 from calibcli.errors import CalibcliError, GateFailed
-from calibcli.modes import binary_problems, default_mode
-from calibcli.report import emit, fmt_number, new_document
-from calibcli.tcal import COMBINES, DISCRETE_RULE, NULLS, STATISTIC_NAME, binomial_test, discreteness, tcal_test
-from calibcli.validation import check_option
-
-TCAL_MODES = ("binary", "top-label", "canonical")
-DISCRETE_CHOICES = ("auto", "yes", "no")
+from calibcli.report import GateSpec, emit, entry_label, fmt_number, new_document
 
 TcalMode = Annotated[
     Optional[str],
@@ -61,6 +54,14 @@ Discrete = Annotated[
     ),
 ]
 FailOnReject = Annotated[bool, typer.Option("--fail-on-reject", help="Exit 1 when the test rejects perfect calibration.")]
+MaxRows = Annotated[
+    int,
+    typer.Option(
+        "--max-rows",
+        help="T-Cal runs on every row up to this many, else on the bottom-k sample of this many rows (smallest hash "
+        "of (seed, row index); the same however the data are split). The binomial test counts every row.",
+    ),
+]
 
 
 def tcal(
@@ -72,6 +73,9 @@ def tcal(
     logits: cc.Logits = False,
     input_format: cc.InputFormat = None,
     drop_invalid: cc.DropInvalid = False,
+    pool: cc.Pool = False,
+    group_by: cc.GroupBy = None,
+    batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
     mode: TcalMode = None,
     smoothness: Smoothness = None,
     null: Null = "y-bootstrap",
@@ -80,27 +84,30 @@ def tcal(
     discrete: Discrete = "auto",
     alpha: TcalAlpha = 0.05,
     seed: cc.Seed = 0,
+    max_rows: MaxRows = MAX_ROWS,
     as_json: cc.Json = False,
     output: cc.Output = None,
     fail_on_reject: FailOnReject = False,
 ) -> None:
     """Test the hypothesis of perfect calibration with T-Cal (adaptive debiased plug-in test,
-    Lee et al.), or with exact binomial tests for predictors that take few distinct values."""
-    if mode is not None:
-        cc.check_choice(mode, TCAL_MODES, "--mode")
-    cc.check_choice(null, NULLS, "--null")
-    cc.check_choice(combine, COMBINES, "--combine")
-    cc.check_choice(discrete, DISCRETE_CHOICES, "--discrete")
-    check_option(0.0 < alpha < 1.0, f"--alpha is {alpha}: expected a number strictly between 0 and 1")
-    check_option(null == "chebyshev" or n_boot >= 1, f"--n-boot is {n_boot}: expected at least 1 resample for --null {null}")
-    check_option(smoothness is None or smoothness > 0, f"--smoothness is {smoothness}: expected a positive Holder exponent")
-    check_option(
-        not (null == "chebyshev" and combine == "min-p"),
-        "--combine min-p calibrates the minimum p-value over resamples, and --null chebyshev draws none: "
-        "use --combine bonferroni with chebyshev, or a resampling null",
-    )
+    Lee et al.), or with exact binomial tests for predictors that take few distinct values; per group
+    with --group-by. Files, directories of shards and quoted globs are streamed: T-Cal runs on every row
+    up to --max-rows, else on a seeded bottom-k sample; the binomial test counts every row."""
+    from calibcli.accumulators.tcal import TcalInputAccumulator, TcalOptions
+    from calibcli.engines.local import open_streams
+    from calibcli.modes import default_mode
+    from calibcli.tcal import DISCRETE_RULE, STATISTIC_NAME
+    from calibcli.validation import check_options
 
-    spec = cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits)
+    check_options({"mode": TCAL_MODES}, mode=mode, batch_rows=batch_rows)
+    options = TcalOptions(smoothness=smoothness, null=null, n_boot=n_boot, combine=combine, alpha=alpha, seed=seed,
+                          discrete=discrete, max_rows=max_rows)
+    if null == "chebyshev" and combine == "min-p":
+        raise CalibcliError(
+            "--combine min-p calibrates the minimum p-value over resamples, and --null chebyshev draws none: "
+            "use --combine bonferroni with chebyshev, or a resampling null"
+        )
+    groups = cc.split_columns(group_by)
     doc = new_document(
         "tcal",
         {
@@ -108,12 +115,17 @@ def tcal(
             "test": "adaptive" if smoothness is None else "single-scale",
             "smoothness": smoothness,
             "null": null,
-            "n_boot": 0 if null == "chebyshev" else n_boot,
+            "n_boot": options.resamples,
             "combine": combine,
             "alpha": alpha,
             "seed": seed,
             "discrete": discrete,
             "discrete_rule": DISCRETE_RULE,
+            "discrete_counts": f"per distinct value over every row, up to {options.max_distinct} values "
+                               "(more: the predictor is continuous)",
+            "max_rows": max_rows,
+            "sample": f"T-Cal runs on every row up to {max_rows} rows, else on the bottom-k sample of {max_rows} rows "
+                      "with the smallest hash of (seed, global row index)",
             "statistic": STATISTIC_NAME,
             "binning": "equal-width bins [j/m, (j+1)/m), the last closed (binary, top-label); "
             "equal-volume simplex cells (canonical, SPEC 4.3)",
@@ -122,17 +134,27 @@ def tcal(
             else "min(1, (C_m / T_m)^2): the smallest level at which Theorem 3.1's test rejects",
             "fail_on_reject": fail_on_reject,
             "weights": "frequency weights" if weight_col else None,
+            "group_by": list(groups) or None,
+            "pool": pool,
+            "batch_rows": batch_rows,
+            "engine": "local",
         },
     )
-    failures: list[str] = []
-    for loaded in cc.load_inputs(files, spec, input_format=input_format, drop_invalid=drop_invalid):
-        entry = _test_file(loaded, mode, smoothness, null, n_boot, combine, discrete, alpha, seed)
-        doc["files"].append(entry)
-        if entry["result"]["reject"]:
-            failures.append(
-                f"{loaded.path}: {entry['test']} rejects perfect calibration "
-                f"(p-value {entry['result']['p_value']:.4g} <= alpha {alpha:g})"
-            )
+
+    def new(stream) -> TcalInputAccumulator:
+        return TcalInputAccumulator(mode=mode or default_mode(stream.n_classes), n_classes=stream.n_classes,
+                                    class_names=stream.class_names, options=options)
+
+    streams = open_streams(files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits),
+                           input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows,
+                           group_by=groups)
+    cc.evaluate_streams(doc, streams, new, gate=GateSpec("tcal_p_value"), n_boot=options.resamples)
+    for entry in doc["files"]:
+        for message in entry["result"].get("warnings", []):
+            cc.warn(f"{entry_label(entry)}: {message}")
+    if "groups" in doc:
+        _summarise_groups(doc)
+    failures = [f for entry in doc["files"] for f in _gate(entry, alpha, fail_on_reject)]
     if fail_on_reject:
         doc["gate"] = {"fail_on_reject": True, "passed": not failures, "failures": failures}
     emit(doc, as_json=as_json, output=output, render=render_tcal)
@@ -140,95 +162,34 @@ def tcal(
         raise GateFailed("Gate failed: " + "; ".join(failures))
 
 
-def _test_file(loaded, mode, smoothness, null, n_boot, combine, discrete, alpha, seed) -> dict:
-    K = loaded.n_classes
-    file_mode = mode or default_mode(K)
-    notes: list[str] = []
-    if file_mode == "canonical" and K == 2:
-        notes.append("canonical mode with K = 2 is binary mode on the positive class (SPEC 1)")
-        file_mode = "binary"
-    if file_mode == "canonical":
-        if loaded.probs.ndim == 1:
-            raise CalibcliError(
-                "--mode canonical needs one probability column per class, but the input has a single probability "
-                "column: use --mode binary, or pass --prob-cols for every class"
-            )
-        if discrete == "yes":
-            raise CalibcliError("--discrete yes tests one probability per prediction: use --mode binary or top-label with it")
-        labels, probs, weights = loaded.labels, loaded.probs, loaded.sample_weight
-        check = None
-    else:
-        (problem,) = binary_problems(
-            loaded.labels, loaded.probs, mode=file_mode, sample_weight=loaded.sample_weight, class_names=list(loaded.class_names)
-        )
-        labels, probs, weights = problem.y, problem.z, problem.sample_weight
-        check = discreteness(probs)
+def _gate(entry: dict, alpha: float, active: bool) -> list[str]:
+    """The ``--fail-on-reject`` verdict of one entry (``entry["gate"]``); the failure messages."""
+    if not active:
+        return []
+    r = entry["result"]
+    failures = []
+    if r["reject"]:
+        failures.append(f"{entry_label(entry)}: {entry['test']} rejects perfect calibration "
+                        f"(p-value {r['p_value']:.4g} <= alpha {alpha:g})")
+    entry["gate"] = {"fail_on_reject": True, "passed": not failures, "failures": failures}
+    return failures
 
-    use_binomial = check is not None and (discrete == "yes" or (discrete == "auto" and check.discrete))
-    if use_binomial and weights is not None:
-        if discrete == "yes":
-            raise CalibcliError(
-                "--discrete yes: the exact binomial test counts predictions and cannot use sample weights: "
-                "drop --weight-col, or use --discrete no"
-            )
-        cc.warn(f"{loaded.path}: the predictor is discrete but has sample weights; T-Cal is used (the binomial test counts rows)")
-        use_binomial = False
-    entry = {"input": loaded.describe(), "mode": file_mode, "notes": notes}
-    if check is not None:
-        entry["discrete_check"] = {**asdict(check), "choice": discrete, "used": "binomial" if use_binomial else "tcal"}
-    if use_binomial:
-        result = binomial_test(labels, probs, alpha=alpha)
-        entry["test"] = "binomial"
-        entry["result"] = {
-            "reject": result.reject,
-            "p_value": result.p_value,
-            "alpha": result.alpha,
-            "n": result.n,
-            "n_values": result.n_values,
-            "per_value_alpha": result.per_value_alpha,
-            "method": result.method,
-            "per_value": [asdict(row) for row in result.rows],
-        }
-        return entry
-    total = 0 if null == "chebyshev" else n_boot
-    with cc.progress_bar(total, f"T-Cal resamples {loaded.path}") as advance:
-        result = tcal_test(
-            labels,
-            probs,
-            sample_weight=weights,
-            smoothness=smoothness,
-            null=null,
-            n_boot=n_boot,
-            combine=combine,
-            alpha=alpha,
-            rng=np.random.default_rng(seed),
-            progress=advance,
-        )
-    for message in result.warnings:
-        cc.warn(f"{loaded.path}: {message}")
-    entry["test"] = "tcal"
-    entry["result"] = {
-        "reject": result.reject,
-        "p_value": result.p_value,
-        "p_value_bonferroni": result.p_value_bonferroni,
-        "p_value_min_p": result.p_value_min_p,
-        "combine": result.combine,
-        "null": result.null,
-        "exact": result.exact,
-        "alpha": result.alpha,
-        "per_level_alpha": result.per_level_alpha,
-        "n": result.n,
-        "n_classes": result.n_classes,
-        "n_boot": result.n_boot,
-        "n_levels": result.n_levels,
-        "adaptive": result.adaptive,
-        "smoothness": result.smoothness,
-        "weighted": result.weighted,
-        "statistic_name": result.statistic_name,
-        "levels": [asdict(level) for level in result.levels],
-        "warnings": list(result.warnings),
-    }
-    return entry
+
+def _summarise_groups(doc: dict) -> None:
+    """The group summary with the p-values' direction: the worst group is the one with the smallest p-value
+    (the shared summary treats unregistered metrics as lower-is-better); and which groups reject."""
+    summary = doc["groups"]["metrics"]
+    for name in ("tcal_p_value", "binomial_p_value"):
+        values = [(entry_label(e), e["result"]["p_value"]) for e in doc["files"]
+                  if (e["test"] == "binomial") == (name == "binomial_p_value")]
+        if not values:
+            summary.pop(name, None)
+            continue
+        worst = min(values, key=lambda item: item[1])
+        estimates = [v for _, v in values]
+        summary[name] = {"worst_group": worst[0], "worst": worst[1], "best": max(estimates),
+                         "spread": max(estimates) - min(estimates)}
+    doc["groups"]["rejecting"] = [entry_label(e) for e in doc["files"] if e["result"]["reject"]]
 
 
 def render_tcal(doc: dict, console) -> None:
@@ -241,13 +202,16 @@ def render_tcal(doc: dict, console) -> None:
         r = f["result"]
         verdict = "REJECT perfect calibration" if r["reject"] else "no evidence of miscalibration"
         dropped = f", {i['rows_dropped']} dropped" if i["rows_dropped"] else ""
-        console.print(f"[bold]{i['path']}[/bold]: {i['rows_used']} rows{dropped}; K={i['n_classes']}; mode {f['mode']}")
+        rows = f"{f['rows_in_group']} rows in the group of {i['rows_used']}" if "group" in f else f"{i['rows_used']} rows"
+        console.print(f"[bold]{entry_label(f)}[/bold]: {rows}{dropped}; K={i['n_classes']}; mode {f['mode']}")
         if "discrete_check" in f:
             d = f["discrete_check"]
+            distinct = f"{d['n_distinct']}" if d["n_distinct"] is not None else f"more than {d['n_distinct_more_than']}"
             console.print(
-                f"  predictor takes {d['n_distinct']} distinct values (discrete when t <= sqrt(n) = {d['threshold']:.1f}): "
+                f"  predictor takes {distinct} distinct values (discrete when t <= sqrt(n) = {d['threshold']:.1f}): "
                 f"{'discrete' if d['discrete'] else 'continuous'}; --discrete {d['choice']} -> {d['used']} test"
             )
+        console.print(f"  rows tested: {f['sample']['description']}")
         for note in f["notes"]:
             console.print(f"  note: {note}")
         if f["test"] == "binomial":
@@ -283,6 +247,12 @@ def render_tcal(doc: dict, console) -> None:
             )
         console.print(table)
         console.print(f"  statistic: {r['statistic_name']}")
+    if "groups" in doc:
+        g = doc["groups"]
+        worst = [f"smallest {name} {fmt_number(m['worst'])} in {m['worst_group']}" for name, m in g["metrics"].items()
+                 if name.endswith("_p_value")]
+        console.print(f"{g['n_groups']} groups by {', '.join(g['by'])}: {len(g['rejecting'])} reject perfect calibration"
+                      + (f"; {'; '.join(worst)}" if worst else ""))
     if "gate" in doc:
         console.print(f"gate --fail-on-reject: {'passed' if doc['gate']['passed'] else 'FAILED'}")
 
