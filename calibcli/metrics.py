@@ -68,6 +68,10 @@ _ENTRIES = [
                combine=ClassRule(1)),
     MetricInfo("brier_score_multiclass", "mean ||P_i - e_{c_i}||^2", "2.3", "scores"),
     MetricInfo("log_loss_multiclass", "mean -log P_{i,c_i}, clipped to [eps, 1]", "2.3", "scores"),
+    MetricInfo("tcal_p_value", "T-Cal adaptive test's Monte Carlo p-value (Lee et al. 2023)", "4.2", "tcal", better="higher"),
+    MetricInfo("tcal_statistic", "T_m, the debiased plug-in statistic at the level with the smallest p-value", "4.1", "tcal"),
+    MetricInfo("binomial_p_value", "exact binomial test per distinct prediction, Bonferroni over the values", "4.4", "tcal",
+               better="higher"),
     MetricInfo("smece", "SmoothECE (Blasiok & Nakkiran 2023): smECE at the fixed point sigma* = smECE_sigma*, "
                "reflected Gaussian kernel on [0, 1]", "3", "smooth", combine=ClassRule(1)),
     MetricInfo("smece_at_sigma", "smECE_sigma = int_0^1 |(1/W) sum_i w_i K_sigma(t, z_i) (y_i - z_i)| dt at the given "

@@ -249,6 +249,7 @@ def group_summary(entries: list[dict], headline: dict[str, dict]) -> dict:
             if worse(name, value, worst_value):
                 worst_label, worst_value = label, value
         estimates = [v for _, v in values]
-        out[name] = {"worst_group": worst_label, "worst": worst_value, "best": min(estimates) if REGISTRY.get(name) is None
-                     or REGISTRY[name].better != "higher" else max(estimates), "spread": max(estimates) - min(estimates)}
+        best = max(estimates) if name in REGISTRY and REGISTRY[name].better == "higher" else min(estimates)
+        out[name] = {"worst_group": worst_label, "worst": worst_value, "best": best,
+                     "spread": max(estimates) - min(estimates)}
     return out

@@ -176,19 +176,7 @@ def _gate(entry: dict, alpha: float, active: bool) -> list[str]:
 
 
 def _summarise_groups(doc: dict) -> None:
-    """The group summary with the p-values' direction: the worst group is the one with the smallest p-value
-    (the shared summary treats unregistered metrics as lower-is-better); and which groups reject."""
-    summary = doc["groups"]["metrics"]
-    for name in ("tcal_p_value", "binomial_p_value"):
-        values = [(entry_label(e), e["result"]["p_value"]) for e in doc["files"]
-                  if (e["test"] == "binomial") == (name == "binomial_p_value")]
-        if not values:
-            summary.pop(name, None)
-            continue
-        worst = min(values, key=lambda item: item[1])
-        estimates = [v for _, v in values]
-        summary[name] = {"worst_group": worst[0], "worst": worst[1], "best": max(estimates),
-                         "spread": max(estimates) - min(estimates)}
+    """Which groups reject (the worst group and spread of each p-value come from the shared summary)."""
     doc["groups"]["rejecting"] = [entry_label(e) for e in doc["files"] if e["result"]["reject"]]
 
 
