@@ -37,6 +37,7 @@ class RowSample:
         self._held = 0
         self.weighted = False
         self.dropped = False
+        self._threshold = None  # once thinned: the largest hash held (a row must hash below it to enter)
 
     @property
     def complete(self) -> bool:
@@ -53,9 +54,15 @@ class RowSample:
         if not self.complete and not self.keep_when_full:
             self._drop()
             return self
-        self._parts.append((np.asarray(row_index, dtype=np.int64), np.asarray(z, dtype=np.float64),
-                            np.asarray(y, dtype=np.int64), None if w is None else np.asarray(w, dtype=np.float64)))
-        self._held += n
+        row_index = np.asarray(row_index, dtype=np.int64)
+        z, y = np.asarray(z, dtype=np.float64), np.asarray(y, dtype=np.int64)
+        w = None if w is None else np.asarray(w, dtype=np.float64)
+        if self._threshold is not None:  # full: only rows that beat the k-th smallest hash can enter
+            keep = row_hash(self.seed, row_index) < self._threshold
+            row_index, z, y = row_index[keep], z[keep], y[keep]
+            w = None if w is None else w[keep]
+        self._parts.append((row_index, z, y, w))
+        self._held += len(row_index)
         if self._held > 2 * self.k:
             self._thin()
         return self
@@ -82,9 +89,11 @@ class RowSample:
     def _thin(self) -> None:
         row, z, y, w = self._concat()
         if len(row) > self.k:
-            keep = np.argpartition(row_hash(self.seed, row), self.k - 1)[: self.k]
+            hashes = row_hash(self.seed, row)
+            keep = np.argpartition(hashes, self.k - 1)[: self.k]
             row, z, y = row[keep], z[keep], y[keep]
             w = None if w is None else w[keep]
+            self._threshold = hashes[keep].max()
         self._parts, self._held = [(row, z, y, w)], len(row)
 
     def _concat(self):
