@@ -16,7 +16,7 @@ from typing import Annotated, Iterator, Optional
 
 import typer
 
-from calibcli.errors import CalibcliError, GateFailed, OptionError
+from calibcli.errors import CalibcliError, GateFailed
 from calibcli.io import DEFAULT_BATCH_ROWS  # noqa: F401  (BatchRows' default, for the commands)
 from calibcli.io import ColumnSpec, LoadedInput, read_dataset, resolve_datasets
 
@@ -82,6 +82,23 @@ GroupBy = Annotated[
     typer.Option("--group-by", help="Report one entry per value of these columns (comma-separated; hive partition columns of a directory too), with the worst group and the spread."),
 ]
 
+Engine = Annotated[
+    str,
+    typer.Option("--engine", help="local (this process) or dask (a Dask cluster: --scheduler, or a local one of --workers processes); the same report either way."),
+]
+Scheduler = Annotated[
+    Optional[str],
+    typer.Option(
+        "--scheduler",
+        help="With --engine dask: the address of a running Dask scheduler (tcp://HOST:PORT) or its scheduler file. "
+        "Default: DASK_SCHEDULER_ADDRESS, else a local cluster.",
+    ),
+]
+Workers = Annotated[
+    Optional[int],
+    typer.Option("--workers", help="With --engine dask and no scheduler: start a local cluster of this many worker processes for the run (default: one per CPU)."),
+]
+
 
 def split_columns(value: str | None) -> tuple[str, ...]:
     """``a,b`` -> ``("a", "b")``; None -> ``()``."""
@@ -116,7 +133,9 @@ def check_choice(value: str, choices: tuple[str, ...], flag: str) -> str:
 
 def warn(message: str) -> None:
     """A warning or hint on stderr (never on stdout)."""
-    sys.stderr.write(f"Warning: {message}\n")
+    from calibcli.errors import cli_text
+
+    sys.stderr.write(f"Warning: {cli_text(message, flag_of)}\n")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,8 +176,7 @@ def command(func):
         except CalibcliError as exc:
             if debugging():
                 raise
-            message = exc.with_name(flag_of(exc.parameter)) if isinstance(exc, OptionError) else str(exc)
-            sys.stderr.write(f"Error: {message}\n")
+            sys.stderr.write(f"Error: {exc.for_cli(flag_of)}\n")
             raise typer.Exit(2) from None
         except GateFailed as exc:
             sys.stderr.write(f"{exc}\n")
@@ -209,33 +227,76 @@ def progress_bar(total: int, description: str):
 # The pipeline, run for a command: streams -> accumulators -> entries of the report
 
 
-def evaluate_streams(doc: dict, streams, new_accumulator, *, gate, n_boot: int) -> None:
+def evaluate_streams(doc: dict, streams, new_accumulator, *, gate, n_boot: int, engine: str = "local",
+                     scheduler: str | None = None, workers: int | None = None) -> None:
     """Run every stream through accumulators made by ``new_accumulator(stream)`` and add one report
     entry per input (or group) to ``doc``: input, group, results (``to_dict``), per-entry gate; with
-    groups, ``doc["groups"]`` gets the worst group and the spread of every headline metric."""
-    from calibcli.evaluation import run_local
+    groups, ``doc["groups"]`` gets the worst group and the spread of every headline metric.
+
+    ``engine`` runs the accumulators: ``local`` in this process, ``dask`` on a Dask cluster
+    (``scheduler``, else a local cluster of ``workers`` processes), with the same report; it and the
+    number of workers go into ``doc["parameters"]``. Options are checked before any work, and a cluster
+    is started only once the first dataset has been opened (so a bad path fails at once).
+    """
     from calibcli.report import check_gate, entry_label, group_summary
 
+    check_choice(engine, ("local", "dask"), "--engine")
+    if engine == "local" and (scheduler is not None or workers is not None):
+        raise CalibcliError(f"{'--scheduler' if scheduler is not None else '--workers'} is for --engine dask: add --engine dask, or drop it")
+    if scheduler is not None and workers is not None:
+        raise CalibcliError("--scheduler and --workers both say where to run: --scheduler uses a running cluster, "
+                            "--workers starts a local one; give one of them")
+    if workers is not None and workers < 1:
+        raise CalibcliError(f"--workers is {workers}: expected at least 1 worker process")
+    if engine == "dask":
+        from calibcli.engines.dask import require_distributed
+
+        require_distributed()
+
+    streams = iter(streams)
+    first = next(streams, None)  # every dataset resolved, the first opened, before a cluster starts
     headlines = {}
     grouped = False
-    for stream in streams:
-        accumulators = run_local(stream, lambda: new_accumulator(stream))
-        described = stream.describe()
-        for group, acc in accumulators:
-            entry = {"input": described}
-            if group is not None:
-                grouped = True
-                entry["group"] = group
-                entry["rows_in_group"] = acc.n_rows
-            label = entry_label(entry)
-            with progress_bar(n_boot * len(acc.problems), f"bootstrap {label}") as advance:
-                report = acc.result(progress=advance)
-            entry.update(report.to_dict())
-            headline = {k: m.to_dict() for k, m in report.headline().items()}
-            headlines[label] = headline
-            if gate.active:
-                entry["gate"] = check_gate(gate, label, headline.get(gate.metric))
-            doc["files"].append(entry)
+    with _engine(engine, scheduler, workers) as runner:
+        doc["parameters"]["engine"] = engine
+        doc["parameters"]["workers"] = runner.workers
+        for stream in _chain(first, streams):
+            accumulators, described = runner.run(stream, lambda: new_accumulator(stream))
+            for group, acc in accumulators:
+                entry = {"input": described}
+                if group is not None:
+                    grouped = True
+                    entry["group"] = group
+                    entry["rows_in_group"] = acc.n_rows
+                label = entry_label(entry)
+                with progress_bar(n_boot * len(acc.problems), f"bootstrap {label}") as advance:
+                    report = acc.result(progress=advance)
+                entry.update(report.to_dict())
+                headline = {k: m.to_dict() for k, m in report.headline().items()}
+                headlines[label] = headline
+                if gate.active:
+                    entry["gate"] = check_gate(gate, label, headline.get(gate.metric))
+                doc["files"].append(entry)
     if grouped:
         by = doc["parameters"].get("group_by") or []
         doc["groups"] = {"by": by, "n_groups": len(doc["files"]), "metrics": group_summary(doc["files"], headlines)}
+
+
+def _chain(first, rest):
+    if first is not None:
+        yield first
+    yield from rest
+
+
+@contextmanager
+def _engine(engine: str, scheduler: str | None, workers: int | None):
+    """The engine of ``--engine``: local, or Dask on a cluster that lives as long as the context."""
+    if engine == "local":
+        from calibcli.engines.local import LocalEngine
+
+        yield LocalEngine()
+        return
+    from calibcli.engines.dask import dask_engine
+
+    with dask_engine(scheduler=scheduler, workers=workers, progress=progress_bar) as runner:
+        yield runner

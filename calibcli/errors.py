@@ -7,9 +7,40 @@ exit code 2, in one place (:func:`calibcli.cli.main`).
 
 from __future__ import annotations
 
+import re
+
+#: How a message names an option: ``{opt:drop_invalid}``. The library shows the parameter name
+#: (``drop_invalid``); the command line shows its flag (``--drop-invalid``), through :func:`cli_text`.
+_OPTION = re.compile(r"\{opt:([a-z_]+)\}")
+
+
+def library_text(text: str) -> str:
+    """A message as the library shows it: options by their parameter names."""
+    return _OPTION.sub(lambda m: m.group(1), text)
+
+
+def cli_text(text: str, flag_of=None) -> str:
+    """A message as the command line shows it: options by their flags (``n_bins`` -> ``--n-bins``)."""
+    flag_of = flag_of or (lambda name: "--" + name.replace("_", "-"))
+    return _OPTION.sub(lambda m: flag_of(m.group(1)), text)
+
 
 class CalibcliError(Exception):
-    """Bad usage or bad input: the message says what was found, what was expected, how to fix it."""
+    """Bad usage or bad input: the message says what was found, what was expected, how to fix it.
+
+    Options are written ``{opt:name}`` in the message: ``str(error)`` names the parameter, and the CLI
+    shows the flag instead (:func:`cli_text`), so the core never speaks of flags.
+    """
+
+    def __init__(self, message: str = ""):
+        self.template = str(message)
+        super().__init__(self.template)
+
+    def __str__(self) -> str:
+        return library_text(self.template)
+
+    def for_cli(self, flag_of=None) -> str:
+        return cli_text(self.template, flag_of)
 
 
 class OptionError(CalibcliError):
@@ -18,11 +49,7 @@ class OptionError(CalibcliError):
 
     def __init__(self, parameter: str, template: str):
         self.parameter = parameter
-        self.template = template
-        super().__init__(template.format(name=parameter))
-
-    def with_name(self, name: str) -> str:
-        return self.template.format(name=name)
+        super().__init__(template.replace("{name}", "{opt:" + parameter + "}"))
 
 
 class GateFailed(Exception):

@@ -70,12 +70,12 @@ def binary_problems(
     problems (one per class, named by ``class_names``) for ``marginal``.
     """
     if mode not in MODES:
-        raise CalibcliError(f"unknown --mode {mode!r}: expected one of {', '.join(MODES)}")
+        raise CalibcliError(f"unknown {{opt:mode}} {mode!r}: expected one of {', '.join(MODES)}")
     if probs.ndim == 1:
         if mode != "binary":
             raise CalibcliError(
-                f"--mode {mode} needs one probability column per class, but the input has a single "
-                f"probability column: use --mode binary, or pass --prob-cols for every class"
+                f"{{opt:mode}} {mode} needs one probability column per class, but the input has a single "
+                f"probability column: use {{opt:mode}} binary, or pass {{opt:prob_cols}} for every class"
             )
         return [BinaryProblem("binary", labels, probs, sample_weight)]
     K = probs.shape[1]
@@ -83,8 +83,8 @@ def binary_problems(
     if mode == "binary":
         if K != 2:
             raise CalibcliError(
-                f"--mode binary needs one probability column or two classes, but the input has {K} "
-                f"classes: use --mode top-label or --mode marginal"
+                f"{{opt:mode}} binary needs one probability column or two classes, but the input has {K} "
+                f"classes: use {{opt:mode}} top-label or {{opt:mode}} marginal"
             )
         return [BinaryProblem("binary", (labels == 1).astype(np.int64), probs[:, 1], sample_weight)]
     if mode == "top-label":
@@ -100,7 +100,7 @@ def binary_problems(
 def class_weights(labels: np.ndarray, n_classes: int, *, scheme: str, sample_weight=None) -> np.ndarray:
     """The ``v_k`` of the marginal aggregate: ``1/K`` (uniform) or the class frequency (prior, seed 001)."""
     if scheme not in CLASS_WEIGHTS:
-        raise CalibcliError(f"unknown --class-weights {scheme!r}: expected one of {', '.join(CLASS_WEIGHTS)}")
+        raise CalibcliError(f"unknown {{opt:class_weights}} {scheme!r}: expected one of {', '.join(CLASS_WEIGHTS)}")
     if scheme == "uniform":
         return np.full(n_classes, 1.0 / n_classes)
     freq = np.bincount(labels, weights=sample_weight, minlength=n_classes)

@@ -175,7 +175,7 @@ class BinomialTestResult:
 
 @dataclass(frozen=True)
 class DiscreteCheck:
-    """Whether ``--discrete auto`` treats the predictor as discrete, and why."""
+    """Whether ``{opt:discrete} auto`` treats the predictor as discrete, and why."""
 
     discrete: bool
     n_distinct: int
@@ -799,14 +799,14 @@ def tcal_test(
     check_option(null == "chebyshev" or int(n_boot) >= 1, f"--n-boot is {n_boot}: expected at least 1 resample")
     check_option(
         not (null == "chebyshev" and combine == "min-p"),
-        "--combine min-p calibrates the minimum p-value over resamples, and --null chebyshev draws none: "
-        "use --combine bonferroni with chebyshev, or a resampling null",
+        "{opt:combine} min-p calibrates the minimum p-value over resamples, and {opt:null} chebyshev draws none: "
+        "use {opt:combine} bonferroni with chebyshev, or a resampling null",
     )
-    check_option(smoothness is None or smoothness > 0, f"--smoothness is {smoothness}: expected a positive Holder exponent")
+    check_option(smoothness is None or smoothness > 0, f"{{opt:smoothness}} is {smoothness}: expected a positive Holder exponent")
     mode, K, labels, probs, w, weighted = _prepare(y_true, y_prob, sample_weight)
     check_option(
         not weighted or null == "y-bootstrap",
-        f"sample weights are supported by --null y-bootstrap only (got --null {null}): "
+        f"sample weights are supported by {{opt:null}} y-bootstrap only (got {{opt:null}} {null}): "
         "drop the weights or use the y-bootstrap",
     )
     n = len(labels)
@@ -830,7 +830,7 @@ def tcal_test(
                 f"canonical mode with K = {K} classes splits the simplex into m^{K - 1} cells "
                 f"({2 ** (K - 1)} already at m = 2), and the smallest detectable l2-ECE shrinks only like "
                 f"n^(-2s/(4s+K-1)) (about {rate:.2f} here for s = 1): the test has little power; "
-                f"use --mode top-label to test the confidence of the predicted class instead"
+                f"use {{opt:mode}} top-label to test the confidence of the predicted class instead"
             )
 
     engine = _make_engine(mode, K, labels, probs, w, n_bins_list)
@@ -877,8 +877,8 @@ def tcal_test(
         exact = null == "y-bootstrap"
         if null == "consistency":
             warnings.append(
-                "--null consistency resamples the predictions as well as the labels: its p-value is approximate, "
-                "not exact (seed 004, 8.3.3); --null y-bootstrap is exact"
+                "{opt:null} consistency resamples the predictions as well as the labels: its p-value is approximate, "
+                "not exact (seed 004, 8.3.3); {opt:null} y-bootstrap is exact"
             )
 
     levels = tuple(

@@ -32,7 +32,7 @@ def check_finite(values: np.ndarray, *, name: str, where: str | None = None) -> 
         found = values.reshape(len(values), -1)[row] if values.ndim > 1 else values[row]
         raise CalibcliError(
             f"{_prefix(where)}{name} has a non-finite value ({_fmt(found)}) at row {row}: "
-            f"expected finite numbers; remove the row or pass --drop-invalid"
+            f"expected finite numbers; remove the row or pass {{opt:drop_invalid}}"
         )
 
 
@@ -58,7 +58,7 @@ def check_probabilities(y_prob: np.ndarray, *, name: str = "probabilities", wher
         row = _first_bad(rows)
         raise CalibcliError(
             f"{_prefix(where)}{name} at row {row} is {_fmt(y_prob[row])}, outside [0, 1]: "
-            f"if the columns hold logits pass --logits, otherwise pass --drop-invalid to drop such rows"
+            f"if the columns hold logits pass {{opt:logits}}, otherwise pass {{opt:drop_invalid}} to drop such rows"
         )
     if y_prob.ndim == 2:
         sums = y_prob.sum(axis=1)
@@ -67,8 +67,8 @@ def check_probabilities(y_prob: np.ndarray, *, name: str = "probabilities", wher
             row = _first_bad(off)
             raise CalibcliError(
                 f"{_prefix(where)}{name} at row {row} sum to {sums[row]:.6g}, expected 1 "
-                f"(tolerance {ROW_SUM_TOLERANCE:g}): pass every class's column to --prob-cols, "
-                f"--logits if they are logits, or --drop-invalid"
+                f"(tolerance {ROW_SUM_TOLERANCE:g}): pass every class's column to {{opt:prob_cols}}, "
+                f"{{opt:logits}} if they are logits, or {{opt:drop_invalid}}"
             )
     return y_prob
 
@@ -98,7 +98,7 @@ def check_labels(y_true: np.ndarray, *, n_classes: int, where: str | None = None
         found = sorted(set(np.unique(y).tolist()))[:10]
         raise CalibcliError(
             f"{_prefix(where)}label at row {row} is {int(y[row])} but there are {n_classes} classes "
-            f"(labels found: {found}): expected labels in 0..{n_classes - 1}; pass --prob-cols for every class"
+            f"(labels found: {found}): expected labels in 0..{n_classes - 1}; pass {{opt:prob_cols}} for every class"
         )
     return y.astype(np.int64, copy=False)
 

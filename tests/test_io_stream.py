@@ -137,7 +137,7 @@ def test_quoted_glob(shards, tmp_path):
     pattern = str(tmp_path / "nothing" / "*.csv")
     with pytest.raises(CalibcliError) as err:
         resolve_datasets([pattern])
-    assert str(err.value) == (
+    assert err.value.for_cli() == (
         f"{pattern}: no file of a known format matches the pattern: check it (and quote it, so that the shell passes it on)"
     )
 
@@ -221,10 +221,14 @@ def test_hive_partitions_are_group_columns(tmp_path):
     assert stream.prob_columns == ("prob",)
     with pytest.raises(CalibcliError) as err:
         dataset.open(group_by=("region",))
-    assert str(err.value) == (
+    # the library names the parameter; the command line shows its flag
+    assert err.value.for_cli() == (
         f"{dataset.files[0]}: no column 'region' (given by --group-by); the file has columns ['prob', 'label'] "
         f"and the partition keys ['model', 'fold']"
     )
+    assert str(err.value) == (
+        f"{dataset.files[0]}: no column 'region' (given by group_by); the file has columns ['prob', 'label'] "
+        f"and the partition keys ['model', 'fold']")
 
 
 def test_group_by_a_data_column(tmp_path):
@@ -241,7 +245,7 @@ def test_empty_group_value_is_an_error_naming_file_row_and_column(tmp_path):
     path.write_text("prob,label,site\n0.1,0,x\n0.7,1,\n")
     with pytest.raises(CalibcliError) as err:
         read_all(one(path).open(group_by=("site",)))
-    assert str(err.value) == (
+    assert err.value.for_cli() == (
         f"{path}: row 2, column site: the group-by value is empty: expected a value on every row (fill it in, or "
         f"leave this column out of --group-by)"
     )
@@ -315,7 +319,7 @@ def test_vector_column_streams_and_checks_lengths_across_batches(tmp_path):
     assert (stream.n_classes, stream.class_names) == (2, ("0", "1"))
     with pytest.raises(CalibcliError) as err:
         read_all(stream)
-    assert str(err.value) == (
+    assert err.value.for_cli() == (
         f"{path}: column 'probs' holds vectors of length 2 and 3 (row 1031): expected one probability per class on every row"
     )
 
@@ -334,11 +338,11 @@ def test_bad_row_in_the_second_shard_names_that_shard_and_its_row(shards):
                 f"logits); 2 such row(s): fix the file or pass --drop-invalid to drop them")
     with pytest.raises(CalibcliError) as err:
         read_input(str(root))
-    assert str(err.value) == expected
+    assert err.value.for_cli() == expected
     # in small batches the count is the batch's, and says so
     with pytest.raises(CalibcliError) as err:
         read_all(one(root).open(batch_rows=32))
-    assert str(err.value) == expected.replace("2 such row(s)", "1 such row(s) in rows 33-64")
+    assert err.value.for_cli() == expected.replace("2 such row(s)", "1 such row(s) in rows 33-64")
     # dropped instead: counted, and the other rows keep their global index
     stream = one(root).open(drop_invalid=True, batch_rows=32)
     got = read_all(stream)
@@ -351,7 +355,7 @@ def test_a_later_file_without_a_column_is_named(shards):
     pq.write_table(pa.table({"prob": [0.5], "y": [1]}), files[2])
     with pytest.raises(CalibcliError) as err:
         read_all(one(root).open())
-    assert str(err.value) == (
+    assert err.value.for_cli() == (
         f"{files[2]}: no column 'label', the label column of the dataset (as in {files[0]}); the file has columns ['prob', 'y']"
     )
 
@@ -363,11 +367,11 @@ def test_end_of_dataset_checks(tmp_path):
     write_csv(root / "b.csv", [("1.5", "1", "0"), ("0.5", "1", "0")])
     with pytest.raises(CalibcliError) as err:
         read_all(one(root).open(ColumnSpec(weight_col="w"), drop_invalid=True, batch_rows=1))
-    assert str(err.value) == f"{root}: sample weights sum to 0: expected a positive total weight"
+    assert err.value.for_cli() == f"{root}: sample weights sum to 0: expected a positive total weight"
     write_csv(root / "b.csv", [("1.5", "1", "1")])
     with pytest.raises(CalibcliError) as err:
         read_all(one(root).open(drop_invalid=True))
-    assert str(err.value) == (
+    assert err.value.for_cli() == (
         f"{root}: every row was invalid and dropped ({{'non-finite probability': 1, 'probability outside [0, 1]': 1}}): "
         f"nothing left to evaluate"
     )
@@ -375,7 +379,7 @@ def test_end_of_dataset_checks(tmp_path):
         write_csv(root / name, [])
     with pytest.raises(CalibcliError) as err:
         read_all(one(root).open())
-    assert str(err.value) == f"{root}: none of its 2 files has data rows: expected at least one prediction"
+    assert err.value.for_cli() == f"{root}: none of its 2 files has data rows: expected at least one prediction"
 
 
 def test_directories_without_prediction_files(tmp_path):
@@ -383,7 +387,7 @@ def test_directories_without_prediction_files(tmp_path):
     empty.mkdir()
     with pytest.raises(CalibcliError) as err:
         resolve_datasets([str(empty)])
-    assert str(err.value) == f"{empty}: is a directory: expected a file of predictions"
+    assert err.value.for_cli() == f"{empty}: is a directory: expected a file of predictions"
     (empty / "notes.txt").write_text("x")
     with pytest.raises(CalibcliError) as err:
         resolve_datasets([str(empty)])
@@ -435,7 +439,7 @@ def test_file_uri(shards):
     assert globbed.files == dataset.files[:2]
     with pytest.raises(CalibcliError) as err:
         resolve_datasets([f"{root.as_uri()}/missing.parquet"])
-    assert str(err.value) == f"{root.as_uri()}/missing.parquet: no such file: check the path"
+    assert err.value.for_cli() == f"{root.as_uri()}/missing.parquet: no such file: check the path"
 
 
 def test_scheme_pyarrow_lacks_goes_through_fsspec(tmp_path):

@@ -154,7 +154,7 @@ class QuantileSketch:
 
                 raise CalibcliError(
                     f"quantile bins over more than {self.exact_limit} predictions need a quantile sketch: "
-                    f"pip install \"calibcli[stream]\" (Apache DataSketches), or use --strategy uniform"
+                    f"pip install \"calibcli[stream]\" (Apache DataSketches), or use {{opt:strategy}} uniform"
                 ) from None
             self._kll = kll_doubles_sketch(KLL_K)
             for part in self._values:

@@ -112,7 +112,7 @@ def _method_kwargs(method: str, sample_weight, rng, options: dict[str, Any]) -> 
     kwargs = dict(options)
     if sample_weight is not None:
         if method not in WEIGHTED_METHODS:
-            raise CalibcliError(f"method {method!r} does not take sample weights: drop --weight-col or choose "
+            raise CalibcliError(f"method {method!r} does not take sample weights: drop {{opt:weight_col}} or choose "
                                 f"one of {', '.join(WEIGHTED_METHODS)}")
         kwargs["sample_weight"] = sample_weight
     if method == "scaling-binning":
@@ -149,7 +149,7 @@ def fit_multiclass(method: str, y_true, y_prob, *, mode: str = "top-label", samp
     fit = _FITTERS[method]
     if mode == "binary":
         if K != 2:
-            raise CalibcliError(f"mode 'binary' needs 2 probability columns, got {K}: use --mode top-label or marginal")
+            raise CalibcliError(f"mode 'binary' needs 2 probability columns, got {K}: use {{opt:mode}} top-label or marginal")
         return MulticlassCalibrator("binary", 2, (fit(c, P[:, 1], **kwargs),))
     if mode == "top-label":
         correct, conf = top_label_problem(c, P)

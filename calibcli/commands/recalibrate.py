@@ -450,7 +450,7 @@ def load_calibrator(path: str):
         cal = calibrator_from_dict(doc.get("calibrator"))
         _check_document(doc, cal)
     except CalibcliError as exc:
-        raise CalibcliError(f"{path}: {exc}") from None
+        raise CalibcliError(f"{path}: {exc.template}") from None
     return doc, cal
 
 

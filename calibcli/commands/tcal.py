@@ -149,7 +149,12 @@ def tcal(
                            input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows,
                            group_by=groups)
     cc.evaluate_streams(doc, streams, new, gate=GateSpec("tcal_p_value"), n_boot=options.resamples)
+    from calibcli.errors import cli_text
+
     for entry in doc["files"]:
+        warnings = entry["result"].get("warnings")
+        if warnings:  # the report speaks the command line's language: options by their flags
+            entry["result"]["warnings"] = [cli_text(w, cc.flag_of) for w in warnings]
         for message in entry["result"].get("warnings", []):
             cc.warn(f"{entry_label(entry)}: {message}")
     if "groups" in doc:

@@ -51,7 +51,7 @@ def check_rows(conv, plan, where: str, first_row: int, *, whole_file: bool, text
             scope = "" if whole_file else f" in rows {first_row + 1}-{first_row + len(keep)}"
             raise CalibcliError(
                 f"{where}: row {first_row + row + 1}, column {col}: {describe(row)}{extra}; {int(mask.sum())} such row(s)"
-                f"{scope}: fix the file or pass --drop-invalid to drop them"
+                f"{scope}: fix the file or pass {{opt:drop_invalid}} to drop them"
             )
         dropped[reason] = dropped.get(reason, 0) + int(mask.sum())
         keep &= ~mask
@@ -90,7 +90,7 @@ def _invalid_rows(
         (
             "probability outside [0, 1]",
             outside,
-            lambda r: f"{prob_desc} {_fmt(probs[r])}, outside [0, 1] (pass --logits if the columns hold logits)",
+            lambda r: f"{prob_desc} {_fmt(probs[r])}, outside [0, 1] (pass {{opt:logits}} if the columns hold logits)",
         )
     )
     if probs.ndim == 2:
@@ -101,7 +101,7 @@ def _invalid_rows(
                 "probabilities not summing to 1",
                 off,
                 lambda r: f"class probabilities sum to {sums[r]:.6g}, expected 1 within {ROW_SUM_TOLERANCE:g} "
-                f"(pass every class's column to --prob-cols, or --logits)",
+                f"(pass every class's column to {{opt:prob_cols}}, or {{opt:logits}})",
             )
         )
     bad_label = (labels < 0) | (labels >= n_classes)

@@ -98,7 +98,7 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
 
     # labels
     if spec.label_col:
-        label = need(spec.label_col, "--label-col")
+        label = need(spec.label_col, "{opt:label_col}")
     else:
         found = [lower[n] for n in LABEL_NAMES if n in lower]
         if not found:
@@ -106,16 +106,16 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
             hint = f" (names with surrounding spaces: {spaced}; remove the spaces after the commas)" if spaced else ""
             raise CalibcliError(
                 f"{where}: no label column recognised among {names}{hint}: expected one named "
-                f"{'/'.join(LABEL_NAMES[:5])}; pass --label-col NAME"
+                f"{'/'.join(LABEL_NAMES[:5])}; pass {{opt:label_col}} NAME"
             )
         label = found[0]
 
-    weight = need(spec.weight_col, "--weight-col") if spec.weight_col else None
+    weight = need(spec.weight_col, "{opt:weight_col}") if spec.weight_col else None
 
     if spec.prob_col and spec.prob_cols:
-        raise CalibcliError("pass either --prob-col (one binary column) or --prob-cols (one column per class), not both")
+        raise CalibcliError("pass either {opt:prob_col} (one binary column) or {opt:prob_cols} (one column per class), not both")
     if spec.prob_col:
-        col = need(spec.prob_col, "--prob-col")
+        col = need(spec.prob_col, "{opt:prob_col}")
         vector = types.get(col) is not None and _is_list_type(types[col])
         return _Resolved((col,), vector, label, weight, chosen, None)
     if spec.prob_cols:
@@ -124,16 +124,16 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
             if any(ch in item for ch in "*?["):
                 matched = [n for n in names if fnmatch.fnmatchcase(n, item) and n not in (label, weight)]
                 if not matched:
-                    raise CalibcliError(f"{where}: --prob-cols pattern {item!r} matches no column; the file has columns {names}")
+                    raise CalibcliError(f"{where}: {{opt:prob_cols}} pattern {item!r} matches no column; the file has columns {names}")
                 cols.extend(natural_suffix_order(matched))
             else:
-                cols.append(need(item, "--prob-cols"))
+                cols.append(need(item, "{opt:prob_cols}"))
         if len(cols) == 1:
             vector = types.get(cols[0]) is not None and _is_list_type(types[cols[0]])
             if not vector:
                 raise CalibcliError(
-                    f"{where}: --prob-cols names one column ({cols[0]!r}): for a binary problem use "
-                    f"--prob-col, for K classes name K columns"
+                    f"{where}: {{opt:prob_cols}} names one column ({cols[0]!r}): for a binary problem use "
+                    f"{{opt:prob_col}}, for K classes name K columns"
                 )
             return _Resolved(tuple(cols), True, label, weight, chosen, None)
         return _Resolved(tuple(cols), False, label, weight, chosen, tuple(_suffix(c) for c in cols))
@@ -158,13 +158,13 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
     if not candidates:
         raise CalibcliError(
             f"{where}: no probability column recognised among {names}: expected a column named "
-            f"prob/score/confidence, columns p_0..p_K-1, or a list column; pass --prob-col or --prob-cols"
+            f"prob/score/confidence, columns p_0..p_K-1, or a list column; pass {{opt:prob_col}} or {{opt:prob_cols}}"
         )
     if len(candidates) > 1:
         described = "; ".join(", ".join(c) for _, c in candidates)
         raise CalibcliError(
             f"{where}: the probability columns are ambiguous (candidates: {described}): "
-            f"pass --prob-col NAME for one binary column or --prob-cols for one column per class"
+            f"pass {{opt:prob_col}} NAME for one binary column or {{opt:prob_cols}} for one column per class"
         )
     kind, cols = candidates[0]
     if kind == "multi":
@@ -275,7 +275,7 @@ def convert_batch(table, plan: ReadPlan, where: str, first_row: int, partition: 
                 continue
             if not (pa.types.is_floating(col.type) or pa.types.is_integer(col.type) or pa.types.is_null(col.type)):
                 raise CalibcliError(
-                    f"{where}: probability column {c!r} has type {col.type}: expected numbers; check the column or pass --prob-col/--prob-cols"
+                    f"{where}: probability column {c!r} has type {col.type}: expected numbers; check the column or pass {{opt:prob_col}}/{{opt:prob_cols}}"
                 )
             cols.append(_floats(col))
         probs = cols[0] if len(cols) == 1 else np.column_stack(cols)
@@ -593,7 +593,7 @@ def group_values(col, kind: str, name: str, where: str, first_row: int) -> np.nd
         row = int(np.flatnonzero(empty)[0])
         raise CalibcliError(
             f"{where}: row {first_row + row + 1}, column {name}: the group-by value is empty: expected a value on "
-            f"every row (fill it in, or leave this column out of --group-by)"
+            f"every row (fill it in, or leave this column out of {{opt:group_by}})"
         )
     if kind == "str":
         return _text_values(col if _is_text(col.type) else col.cast(pa.string()))

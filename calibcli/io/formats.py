@@ -38,7 +38,7 @@ CSV_NULL_VALUES = ("", "NA", "N/A", "n/a", "NULL", "null", "#N/A")
 
 
 def detect_format(path: str, input_format: str | None) -> str:
-    """The format named by ``--input-format``, else by the file's extension (``.gz`` looked through)."""
+    """The format named by ``{opt:input_format}``, else by the file's extension (``.gz`` looked through)."""
     if input_format is not None:
         fmt = input_format.lower()
         if fmt in ("arrow", "ipc"):
@@ -46,7 +46,7 @@ def detect_format(path: str, input_format: str | None) -> str:
         if fmt in ("json", "ndjson"):
             fmt = "jsonl"
         if fmt not in FORMATS:
-            raise CalibcliError(f"--input-format is {input_format!r}: expected one of {', '.join(FORMATS)}")
+            raise CalibcliError(f"{{opt:input_format}} is {input_format!r}: expected one of {', '.join(FORMATS)}")
         return fmt
     if path == "-":
         return "csv"
@@ -58,7 +58,7 @@ def detect_format(path: str, input_format: str | None) -> str:
         found = f"from the extension {ext!r}" if ext else "the file name has no extension"
         raise CalibcliError(
             f"{path}: cannot tell the format{' ' if ext else ': '}{found}: expected one of "
-            f"{', '.join(sorted(EXTENSIONS))} (optionally .gz for text formats), or pass --input-format"
+            f"{', '.join(sorted(EXTENSIONS))} (optionally .gz for text formats), or pass {{opt:input_format}}"
         )
     return EXTENSIONS[ext]
 
@@ -319,5 +319,5 @@ def no_rows(display: str) -> CalibcliError:
 def unreadable(display: str, fmt: str, exc: Exception) -> CalibcliError:
     return CalibcliError(
         f"{display}: cannot read as {FORMAT_NAMES[fmt]} ({first_line(exc)}): check that the file is complete and "
-        f"in that format, or pass --input-format"
+        f"in that format, or pass {{opt:input_format}}"
     )

@@ -426,7 +426,7 @@ class Dataset:
             return self.partition_kinds[column]
         if column not in names:
             keys = f" and the partition keys {list(self.partition_kinds)}" if self.partition_kinds else ""
-            raise CalibcliError(f"{first}: no column {column!r} (given by --group-by); the file has columns {names}{keys}")
+            raise CalibcliError(f"{first}: no column {column!r} (given by {{opt:group_by}}); the file has columns {names}{keys}")
         return group_kind(types[column])
 
     def _group_partition(self, source: _Source, keys: tuple[str, ...], kinds: tuple[str, ...], group_by) -> dict:
