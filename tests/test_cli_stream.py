@@ -103,3 +103,25 @@ def test_missing_directory_and_empty_glob_are_one_error_line(tmp_path):
     assert r.exit_code == 2 and r.stderr.startswith("Error: ") and r.stderr.count("\n") == 1
     r = run("ece", str(tmp_path / "*.parquet"))
     assert r.exit_code == 2 and r.stderr.startswith("Error: ") and r.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("batch_rows", ["1000", "65536", "7"])
+def test_smece_on_shards_equals_the_whole_table_whatever_the_batches(shards, batch_rows):
+    a = run_json("smece", shards / "shards", "--n-boot", "40", "--batch-rows", batch_rows)
+    b = run_json("smece", shards / "whole.parquet", "--n-boot", "40")
+    assert a["files"][0]["problems"] == b["files"][0]["problems"]
+
+
+def test_smece_pool_in_any_order_and_groups_equal_each_group_alone(shards, tmp_path):
+    parts = sorted(str(p) for p in (shards / "shards").iterdir())
+    pooled = run_json("smece", *reversed(parts), "--pool", "--n-boot", "30")
+    whole = run_json("smece", shards / "whole.parquet", "--n-boot", "30")
+    assert pooled["files"][0]["problems"] == whole["files"][0]["problems"]
+    grouped = run_json("smece", shards / "hive", "--group-by", "model", "--n-boot", "0")
+    table = pq.read_table(shards / "whole.parquet").to_pandas()
+    for k, name in enumerate("ab"):
+        alone = tmp_path / f"{name}.parquet"
+        table[table["model"] == name][["prob", "label"]].to_parquet(alone)
+        ref = run_json("smece", alone, "--n-boot", "0")
+        got = grouped["files"][k]["problems"][0]
+        assert got["metrics"]["smece"]["estimate"] == pytest.approx(ref["files"][0]["problems"][0]["metrics"]["smece"]["estimate"], rel=1e-12)
