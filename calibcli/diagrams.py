@@ -1,21 +1,29 @@
-"""Reliability diagrams: the picture's data apart from its drawing (SPEC section 6).
+"""Reliability diagrams: the picture's data apart from its drawing (SPEC sections 6 and 8).
 
-``prepare_binned`` and ``prepare_smooth`` compute what a diagram shows and return frozen
-dataclasses; ``plot_binned``, ``plot_smooth`` and ``plot_diagram`` draw them with matplotlib and
-return the :class:`matplotlib.figure.Figure`; :func:`figure_bytes` renders a figure to PNG, SVG or
-PDF bytes that depend only on the figure (no software version or date in the file). The split
-follows relplot's ``prepare_rel_diagram`` / ``plot_rel_diagram`` and scikit-learn's
-``CalibrationDisplay``.
+What a diagram shows comes from the accumulators' results: :class:`DiagramInputAccumulator` streams
+one input (or one group of it) through a binned and a smooth accumulator per binary problem
+(:mod:`calibcli.accumulators`), and :func:`binned_data_from_result` / :func:`smooth_data_from_result`
+turn their results into frozen dataclasses. ``prepare_binned`` and ``prepare_smooth`` are the
+one-batch case (arrays in memory, rows numbered ``0..n-1``). ``plot_binned``, ``plot_smooth`` and
+``plot_diagram`` draw the data with matplotlib and return the :class:`matplotlib.figure.Figure`;
+:func:`figure_bytes` renders a figure to PNG, SVG or PDF bytes that depend only on the figure (no
+software version or date in the file). The split follows relplot's ``prepare_rel_diagram`` /
+``plot_rel_diagram`` and scikit-learn's ``CalibrationDisplay``.
 
 - Binned (Guo et al. 2017, "On Calibration of Modern Neural Networks"; Niculescu-Mizil and Caruana
   2005): per non-empty bin the accuracy (weighted mean of y) against the mean confidence (weighted
   mean of z), with the Wilson score interval of the accuracy (Wilson 1927), the gap to the diagonal
   shaded over the bin's range, the bin counts as a histogram under the panel, and the binned
-  ``ece_l1_plugin`` with its percentile bootstrap interval. Empty bins have no accuracy and are
-  not drawn.
+  ``ece_l1_plugin`` with its percentile bootstrap interval (the numbers ``calibcli ece`` prints).
+  Empty bins have no accuracy and are not drawn.
 - Smooth (Blasiok and Nakkiran 2023, seed 003): the Nadaraya-Watson regression of y on z with the
   reflected Gaussian kernel at the SmoothECE bandwidth s*, its pointwise bootstrap band, the
-  kernel density of the predictions under the panel, and the SmoothECE with its interval.
+  kernel density of the predictions under the panel, and the SmoothECE with its interval (the
+  numbers ``calibcli smece`` prints).
+
+Bootstrap intervals and bands are the Poisson bootstrap keyed by ``(seed, global row index)``
+(SPEC 8), so a streamed dataset, however it is split into batches or files, gives the figure of the
+same rows in memory.
 
 matplotlib is imported only inside the drawing functions (never by ``calibcli --help``), and
 figures are built on the headless Agg canvas, without pyplot's global state.
@@ -25,9 +33,9 @@ from __future__ import annotations
 
 import io
 import warnings
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from statistics import NormalDist
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -70,6 +78,12 @@ _RC = {
 # The picture's data
 
 
+#: What the diagram's intervals are, for the report's parameters (the metrics' own descriptions are
+#: in :data:`calibcli.metrics.REGISTRY`).
+BIN_ACCURACY_INTERVAL = "Wilson score interval of each bin's accuracy (Wilson 1927)"
+SMOOTH_BAND = "pointwise percentile band of the kernel regression over the same bootstrap resamples (bandwidth re-solved on each)"
+
+
 @dataclass(frozen=True)
 class BinnedDiagramData:
     """What a binned reliability diagram of one binary problem shows (SPEC 6).
@@ -81,7 +95,7 @@ class BinnedDiagramData:
     and ``weights_all`` (sums of the frequency weights) describe every bin (empty ones included) for
     the histogram, which shows the weights when the rows are weighted. ``estimate``, ``ci_low``,
     ``ci_high`` are the ``ece_l1_plugin`` and its percentile bootstrap interval (None without
-    bootstrap).
+    bootstrap), made as ``ci_method`` says.
     """
 
     name: str
@@ -108,6 +122,26 @@ class BinnedDiagramData:
     ci_high: float | None
     n_boot: int
     alpha: float
+    ci_method: str | None = None
+
+    def to_dict(self) -> dict:
+        """The report's ``binned`` section of a curve: bins, the metric with its interval, every non-empty bin."""
+        from calibcli.estimators import Metric
+
+        return {
+            "strategy": self.strategy,
+            "n_bins": self.n_bins,
+            "n_bins_nonempty": self.n_bins_nonempty,
+            "metrics": {self.metric: Metric(self.metric, self.estimate, self.ci_low, self.ci_high, self.ci_method).to_dict()},
+            "per_bin": [
+                {
+                    "lower": float(lo), "upper": float(hi), "count": int(c), "mean_confidence": float(conf),
+                    "accuracy": float(acc), "wilson_low": float(al), "wilson_high": float(ah),
+                }
+                for lo, hi, c, conf, acc, al, ah in zip(self.bin_lower, self.bin_upper, self.count, self.confidence,
+                                                        self.accuracy, self.acc_low, self.acc_high)
+            ],
+        }
 
 
 @dataclass(frozen=True)
@@ -117,7 +151,8 @@ class SmoothDiagramData:
     ``yhat`` is the kernel regression of y on z at ``t`` (bandwidth ``sigma`` = s*), NaN where the
     predictions' density vanishes; ``band_low``/``band_high`` its pointwise bootstrap band (None
     without bootstrap); ``density`` the predictions' smoothed density. ``smece`` and
-    ``ci_low``/``ci_high`` are the SmoothECE and its percentile bootstrap interval.
+    ``ci_low``/``ci_high`` are the SmoothECE and its percentile bootstrap interval, made as
+    ``ci_method`` says; ``grid_cells`` the grid s* was solved on (when known).
     """
 
     name: str
@@ -135,6 +170,19 @@ class SmoothDiagramData:
     ci_high: float | None
     n_boot: int
     alpha: float
+    ci_method: str | None = None
+    grid_cells: int | None = None
+
+    def to_dict(self) -> dict:
+        """The report's ``smooth`` section of a curve: s*, the SmoothECE with its interval, the band."""
+        from calibcli.estimators import Metric
+
+        return {
+            "sigma": self.sigma,
+            "grid_cells": self.grid_cells,
+            "metrics": {"smece": Metric("smece", self.smece, self.ci_low, self.ci_high, self.ci_method).to_dict()},
+            "band": None if self.band_low is None else f"pointwise percentile band, {self.ci_method}",
+        }
 
 
 @dataclass(frozen=True)
@@ -165,45 +213,27 @@ def wilson_interval(successes, total, *, alpha: float = 0.05) -> tuple[np.ndarra
     return np.minimum(np.clip(centre - half, 0.0, 1.0), p), np.maximum(np.clip(centre + half, 0.0, 1.0), p)
 
 
-def prepare_binned(
-    y_true,
-    y_prob,
-    *,
-    sample_weight=None,
-    n_bins: int = 15,
-    strategy: str = "uniform",
-    n_boot: int = 200,
-    alpha: float = 0.05,
-    seed: int = 0,
-    name: str = "",
-    problem: str = "binary",
-) -> BinnedDiagramData:
-    """The data of a binned reliability diagram (SPEC 2.1 bins, SPEC 6).
+def binned_data_from_result(result, *, name: str = "", problem: str = "binary") -> BinnedDiagramData:
+    """The binned diagram of one binary problem from its :class:`calibcli.estimators.CalibrationResult`.
 
-    Bins, per-bin sums and the ``ece_l1_plugin`` with its bootstrap interval come from
-    :func:`calibcli.estimators.binned_calibration` (the numbers ``calibcli ece`` prints for the
-    same options and seed); the Wilson interval of each bin's accuracy is added here.
+    ``result`` is what :meth:`calibcli.accumulators.binned.BinnedAccumulator.result` (or, for rows in
+    memory, :func:`calibcli.estimators.binned_calibration`) returns: its per-bin sums give the points,
+    its ``ece_l1_plugin`` the legend; the Wilson interval of each bin's accuracy, at the result's
+    level ``1 - alpha``, is added here.
     """
-    from calibcli.estimators import binned_calibration
-
-    check_option(strategy in STRATEGIES, f"--strategy is {strategy!r}: expected one of {', '.join(STRATEGIES)}")
-    result = binned_calibration(
-        y_true, y_prob, sample_weight=sample_weight, n_bins=n_bins, strategy=strategy,
-        n_boot=n_boot, alpha=alpha, seed=seed,
-    )
     s = result.bin_stats
     bounds = np.asarray(result.bin_bounds, dtype=np.float64)
     keep = s.nonempty & (s.weight > 0)
     weight = s.weight[keep]
-    acc_low, acc_high = wilson_interval(s.sum_y[keep], weight, alpha=alpha)
+    acc_low, acc_high = wilson_interval(s.sum_y[keep], weight, alpha=result.alpha)
     m = result.metrics[BINNED_METRIC]
     return BinnedDiagramData(
         name=name,
         problem=problem,
         n=result.n,
         weight_total=result.weight_total,
-        strategy=strategy,
-        n_bins=n_bins,
+        strategy=result.strategy,
+        n_bins=result.n_bins,
         n_bins_nonempty=int(keep.sum()),
         bounds=bounds,
         counts_all=np.asarray(s.count, dtype=np.int64),
@@ -220,9 +250,74 @@ def prepare_binned(
         estimate=m.estimate,
         ci_low=m.ci_low,
         ci_high=m.ci_high,
-        n_boot=n_boot,
-        alpha=alpha,
+        n_boot=result.n_boot,
+        alpha=result.alpha,
+        ci_method=m.ci_method,
     )
+
+
+def smooth_data_from_result(result, *, name: str = "", problem: str = "binary") -> SmoothDiagramData:
+    """The smooth diagram of one binary problem from its SmoothECE result.
+
+    ``result`` is a :class:`calibcli.smooth.SmoothECEResult` made with its curve
+    (:meth:`calibcli.accumulators.smooth.SmoothAccumulator.result` with ``curve_points``), or the
+    :class:`calibcli.smooth.SmoothCurve` itself (:func:`calibcli.smooth.smooth_curve`).
+    """
+    curve = getattr(result, "curve", result)
+    if curve is None:
+        raise ValueError("the SmoothECE result has no curve: ask for one with curve_points")
+    method = curve.ci_method
+    if method is not None and curve.sigma_is_fixed_point:
+        method += ", bandwidth re-solved on each"
+    return SmoothDiagramData(
+        name=name,
+        problem=problem,
+        n=int(curve.n),
+        weight_total=float(curve.weight_total),
+        t=np.asarray(curve.t),
+        yhat=np.asarray(curve.yhat),
+        band_low=None if curve.band_low is None else np.asarray(curve.band_low),
+        band_high=None if curve.band_high is None else np.asarray(curve.band_high),
+        density=np.asarray(curve.density),
+        sigma=float(curve.sigma),
+        smece=float(curve.smece),
+        ci_low=curve.ci_low,
+        ci_high=curve.ci_high,
+        n_boot=int(curve.n_boot),
+        alpha=float(curve.alpha),
+        ci_method=method,
+        grid_cells=getattr(result, "grid_size", None),
+    )
+
+
+def prepare_binned(
+    y_true,
+    y_prob,
+    *,
+    sample_weight=None,
+    n_bins: int = 15,
+    strategy: str = "uniform",
+    n_boot: int = 200,
+    alpha: float = 0.05,
+    seed: int = 0,
+    name: str = "",
+    problem: str = "binary",
+) -> BinnedDiagramData:
+    """The data of a binned reliability diagram of rows in memory (SPEC 2.1 bins, SPEC 6).
+
+    The one-batch case of :func:`binned_data_from_result`: rows ``0..n-1`` through
+    :func:`calibcli.estimators.binned_calibration`, which is what a binned accumulator holding every
+    row computes, so the numbers are ``calibcli ece``'s for the same options and ``seed`` (the
+    Poisson bootstrap keyed by ``(seed, row)``).
+    """
+    from calibcli.estimators import binned_calibration
+
+    check_option(strategy in STRATEGIES, f"--strategy is {strategy!r}: expected one of {', '.join(STRATEGIES)}")
+    result = binned_calibration(
+        y_true, y_prob, sample_weight=sample_weight, n_bins=n_bins, strategy=strategy,
+        n_boot=n_boot, alpha=alpha, seed=seed,
+    )
+    return binned_data_from_result(result, name=name, problem=problem)
 
 
 def prepare_smooth(
@@ -232,12 +327,17 @@ def prepare_smooth(
     sample_weight=None,
     n_boot: int = 200,
     alpha: float = 0.05,
-    rng: np.random.Generator | None = None,
+    seed: int = 0,
     n_points: int = 501,
     name: str = "",
     problem: str = "binary",
 ) -> SmoothDiagramData:
-    """The data of a smooth reliability diagram, from :func:`calibcli.smooth.smooth_curve` (seed 003)."""
+    """The data of a smooth reliability diagram of rows in memory (seed 003).
+
+    The one-batch case of :func:`smooth_data_from_result`: :func:`calibcli.smooth.smooth_curve` with
+    the bootstrap keyed by ``(seed, row)``, which is what a smooth accumulator fed rows ``0..n-1``
+    gives (``calibcli smece``'s numbers for the same ``seed``).
+    """
     from calibcli.smooth import smooth_curve
 
     y, z, w = check_binary(y_true, y_prob, sample_weight)
@@ -246,24 +346,262 @@ def prepare_smooth(
         # about it is not news for the user.
         warnings.simplefilter("ignore", RuntimeWarning)
         c = smooth_curve(y, z, sample_weight=None if sample_weight is None else w, n_points=n_points,
-                         n_boot=n_boot, alpha=alpha, rng=rng)
-    return SmoothDiagramData(
-        name=name,
-        problem=problem,
-        n=c.n,
-        weight_total=float(c.weight_total),
-        t=np.asarray(c.t),
-        yhat=np.asarray(c.yhat),
-        band_low=None if c.band_low is None else np.asarray(c.band_low),
-        band_high=None if c.band_high is None else np.asarray(c.band_high),
-        density=np.asarray(c.density),
-        sigma=float(c.sigma),
-        smece=float(c.smece),
-        ci_low=c.ci_low,
-        ci_high=c.ci_high,
-        n_boot=int(c.n_boot),
-        alpha=float(c.alpha),
-    )
+                         n_boot=n_boot, alpha=alpha, rng=int(seed))
+    return smooth_data_from_result(c, name=name, problem=problem)
+
+
+# ---------------------------------------------------------------------------------------------
+# One input (or group), streamed: a binned and a smooth accumulator per binary problem
+
+
+@dataclass(frozen=True)
+class DiagramOptions:
+    """What a diagram computes: which kinds, the bins, the bootstrap, the smooth curve's points.
+
+    ``max_problems`` caps the binary problems accumulated (marginal mode draws the first classes
+    only, so the others are never summed).
+    """
+
+    binned: bool = True
+    smooth: bool = True
+    n_bins: int = 15
+    strategy: str = "uniform"
+    n_boot: int = 0
+    alpha: float = 0.05
+    seed: int = 0
+    curve_points: int = 501
+    max_problems: int | None = None
+    row_limit: int | None = None  # None: the accumulators' own limit (ROW_LIMIT rows kept per problem)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class DiagramProblem:
+    """The finished statistics of one binary problem: the binned and / or the smooth result."""
+
+    name: str
+    class_index: int | None
+    binned: object | None  # calibcli.estimators.CalibrationResult
+    smooth: object | None  # calibcli.smooth.SmoothECEResult, with its curve
+
+    @property
+    def n(self) -> int:
+        return (self.binned or self.smooth).n
+
+
+@dataclass(frozen=True)
+class DiagramCurve:
+    """One curve of a figure: one binary problem of one input (or group), its binned and / or smooth data."""
+
+    name: str
+    problem: str
+    class_index: int | None
+    n: int
+    binned: BinnedDiagramData | None = None
+    smooth: SmoothDiagramData | None = None
+
+    def to_dict(self) -> dict:
+        out = {"name": self.name, "problem": self.problem, "class_index": self.class_index, "n": self.n}
+        if self.binned is not None:
+            out["binned"] = self.binned.to_dict()
+        if self.smooth is not None:
+            out["smooth"] = self.smooth.to_dict()
+        return out
+
+
+@dataclass(frozen=True)
+class DiagramReport:
+    """What :meth:`DiagramInputAccumulator.result` returns: the mode and one result per problem drawn."""
+
+    mode: str
+    problems: list[DiagramProblem]
+    notes: tuple[str, ...] = ()
+
+    def curves(self, name: str, *, legend: str | None = None) -> list[DiagramCurve]:
+        """One curve per problem, named ``name`` in the report and ``legend`` (default ``name``) on the figure."""
+        legend = name if legend is None else legend
+        return [
+            DiagramCurve(
+                name=name, problem=p.name, class_index=p.class_index, n=p.n,
+                binned=None if p.binned is None else binned_data_from_result(p.binned, name=legend, problem=p.name),
+                smooth=None if p.smooth is None else smooth_data_from_result(p.smooth, name=legend, problem=p.name),
+            )
+            for p in self.problems
+        ]
+
+
+class DiagramInputAccumulator:
+    """A diagram's state for one input (or group): per binary problem of ``mode`` (at most
+    ``options.max_problems`` of them) a :class:`~calibcli.accumulators.binned.BinnedAccumulator` and a
+    :class:`~calibcli.accumulators.smooth.SmoothAccumulator` that keeps the curve, as asked.
+
+    The protocol of :class:`calibcli.evaluation.InputAccumulator` (``update``, ``merge``, ``n_rows``,
+    ``problems``, ``needs_second_pass`` / ``for_second_pass``, ``to_dict`` / ``from_dict``,
+    ``result``), so :func:`calibcli.evaluation.run_local` streams it, per group too. A second pass is
+    needed for quantile bins over more rows than are kept (edges from the first pass) or for an s*
+    below what the smoothing grid resolves (a finer grid); both families are summed again in it.
+    """
+
+    kind = "diagram_input"
+
+    def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: DiagramOptions,
+                 edges: list | None = None, edges_method: str | None = None, grids: list[int] | None = None):
+        from calibcli.accumulators.binned import ROW_LIMIT, BinnedAccumulator
+        from calibcli.accumulators.smooth import SmoothAccumulator
+        from calibcli.smooth import STATS_GRID
+
+        self.mode, self.n_classes, self.class_names, self.options = mode, int(n_classes), tuple(class_names), options
+        self.edges_method = edges_method
+        n_problems = self.n_classes if mode == "marginal" else 1
+        if options.max_problems is not None:
+            n_problems = min(n_problems, options.max_problems)
+        row_limit = ROW_LIMIT if options.row_limit is None else options.row_limit
+        self.binned = [
+            BinnedAccumulator(n_bins=options.n_bins, strategy=options.strategy, row_limit=row_limit,
+                              edges=None if edges is None else edges[k])
+            for k in range(n_problems)
+        ] if options.binned else None
+        grids = grids or [STATS_GRID] * n_problems
+        self.smooth = [SmoothAccumulator(row_limit=row_limit, seed=options.seed, want_curve=True, n_cells=g)
+                       for g in grids] if options.smooth else None
+        self._grids: list[int] | None | bool = False  # second-pass grids, once checked (False: not yet)
+
+    @property
+    def problems(self) -> list:
+        """Per binary problem, its accumulators (binned, smooth; None for a kind not drawn)."""
+        n = len(self.binned if self.binned is not None else self.smooth)
+        return [(None if self.binned is None else self.binned[k], None if self.smooth is None else self.smooth[k])
+                for k in range(n)]
+
+    def _binary_problems(self, labels, probs, w):
+        from calibcli.modes import binary_problems
+
+        names = list(self.class_names)
+        if self.mode == "marginal" and probs.ndim == 2:
+            # only the classes drawn: class k's problem reads column k alone
+            keep = len(self.binned if self.binned is not None else self.smooth)
+            return binary_problems(labels, probs[:, :keep], mode=self.mode, sample_weight=w, class_names=names[:keep])
+        return binary_problems(labels, probs, mode=self.mode, sample_weight=w, class_names=names)
+
+    def update(self, row_index, probs, labels, w=None) -> "DiagramInputAccumulator":
+        for k, problem in enumerate(self._binary_problems(labels, probs, w)):
+            if self.binned is not None:
+                self.binned[k].update(row_index, problem.z, problem.y, problem.sample_weight)
+            if self.smooth is not None:
+                self.smooth[k].update(row_index, problem.z, problem.y, problem.sample_weight)
+        self._grids = False
+        return self
+
+    def merge(self, other: "DiagramInputAccumulator") -> "DiagramInputAccumulator":
+        for mine, theirs in ((self.binned, other.binned), (self.smooth, other.smooth)):
+            for a, b in zip(mine or (), theirs or ()):
+                a.merge(b)
+        self._grids = False
+        return self
+
+    @property
+    def n_rows(self) -> int:
+        return (self.binned or self.smooth)[0].n_rows
+
+    def _second_pass_grids(self) -> list[int] | None:
+        """Per problem, the smoothing grid of a second pass; None when every s* is resolved by this pass.
+
+        Only without the rows at hand can s* be finer than the grid resolves; the check solves s*
+        alone (no bootstrap), once per state.
+        """
+        if self.smooth is None:
+            return None
+        if self._grids is False:
+            checks = [None if acc.rows_kept else acc.result(n_boot=0, alpha=self.options.alpha) for acc in self.smooth]
+            finer = [c is not None and c.needs_finer_grid for c in checks]
+            self._grids = [c.finer_grid if f else acc.n_cells for c, f, acc in zip(checks, finer, self.smooth)] if any(finer) else None
+        return self._grids
+
+    def needs_second_pass(self) -> bool:
+        return any(acc.needs_edges for acc in self.binned or ()) or self._second_pass_grids() is not None
+
+    def for_second_pass(self) -> "DiagramInputAccumulator":
+        """An empty accumulator for a second pass: quantile edges and smoothing grids from this pass."""
+        edges = edges_method = None
+        if self.binned is not None and any(acc.needs_edges for acc in self.binned):
+            fitted = [acc.fitted_edges() for acc in self.binned]
+            edges, edges_method = [e for e, _ in fitted], fitted[0][1]
+        grids = None if self.smooth is None else (self._second_pass_grids() or [acc.n_cells for acc in self.smooth])
+        return DiagramInputAccumulator(mode=self.mode, n_classes=self.n_classes, class_names=self.class_names,
+                                       options=self.options, edges=edges, edges_method=edges_method, grids=grids)
+
+    def to_dict(self) -> dict:
+        from calibcli.evaluation import STATE_VERSION
+
+        return {
+            "kind": self.kind, "version": STATE_VERSION, "mode": self.mode, "n_classes": self.n_classes,
+            "class_names": list(self.class_names), "edges_method": self.edges_method,
+            "options": self.options.to_dict(),
+            "binned": None if self.binned is None else [acc.to_dict() for acc in self.binned],
+            "smooth": None if self.smooth is None else [acc.to_dict() for acc in self.smooth],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "DiagramInputAccumulator":
+        from calibcli.accumulators.binned import BinnedAccumulator
+        from calibcli.accumulators.smooth import SmoothAccumulator
+        from calibcli.evaluation import STATE_VERSION
+
+        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
+            raise ValueError(f"not a diagram input state of version {STATE_VERSION}")
+        smooth = None if d["smooth"] is None else [SmoothAccumulator.from_dict(s) for s in d["smooth"]]
+        out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),
+                  options=DiagramOptions(**d["options"]), edges_method=d["edges_method"],
+                  grids=None if smooth is None else [acc.n_cells for acc in smooth])
+        out.binned = None if d["binned"] is None else [BinnedAccumulator.from_dict(b) for b in d["binned"]]
+        out.smooth = smooth
+        return out
+
+    def result(self, progress: Callable[[], None] | None = None) -> DiagramReport:
+        """Every problem's binned and smooth results (with bootstrap intervals, and the curve with its band).
+
+        With both kinds the two families run side by side, one thread each (NumPy releases the GIL
+        in the heavy calls); ``progress`` is called after every bootstrap resample.
+        """
+        o = self.options
+        marginal = self.mode == "marginal"
+        names = [f"class {c}" for c in self.class_names] if marginal else [self.mode]
+        tasks = {}
+        if self.binned is not None:
+            tasks["binned"] = lambda: [acc.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, progress=progress)
+                                       for acc in self.binned]
+        if self.smooth is not None:
+            def smooth_results():
+                with warnings.catch_warnings():
+                    # Where no resample has data, the band is NaN (not drawn); numpy's "All-NaN slice"
+                    # warning about it is not news for the user.
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    return [acc.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, curve_points=o.curve_points,
+                                       progress=progress) for acc in self.smooth]
+            tasks["smooth"] = smooth_results
+        done = run_side_by_side(tasks)
+        n = len(self.problems)
+        problems = [
+            DiagramProblem(names[k], k if marginal else None,
+                           done["binned"][k] if "binned" in done else None, done["smooth"][k] if "smooth" in done else None)
+            for k in range(n)
+        ]
+        notes = (f"quantile edges from {self.edges_method}",) if self.edges_method else ()
+        return DiagramReport(self.mode, problems, notes)
+
+
+def run_side_by_side(tasks: dict[str, Callable[[], object]]) -> dict[str, object]:
+    """Results of the callables in ``tasks``, in two threads when there are two. The first error raised
+    is re-raised."""
+    if len(tasks) < 2:
+        return {key: task() for key, task in tasks.items()}
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
+        futures = {key: pool.submit(task) for key, task in tasks.items()}
+        return {key: future.result() for key, future in futures.items()}
 
 
 # ---------------------------------------------------------------------------------------------

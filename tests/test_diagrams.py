@@ -14,6 +14,7 @@ import io
 import math
 import struct
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 
 import matplotlib
 import numpy as np
@@ -132,7 +133,7 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 def one_panel(y, z, *, n_boot=20, seed=0, name="", problem="binary", **binned):
     b = dg.prepare_binned(y, z, n_boot=n_boot, seed=seed, name=name, problem=problem, **binned)
-    s = dg.prepare_smooth(y, z, n_boot=n_boot, rng=np.random.default_rng(seed), n_points=201, name=name, problem=problem)
+    s = dg.prepare_smooth(y, z, n_boot=n_boot, seed=seed, n_points=201, name=name, problem=problem)
     return b, s
 
 
@@ -340,8 +341,8 @@ def test_top_label_axis_labels():
 
 def test_prepare_smooth_is_smooth_curve():
     y, z = make_binary(300, seed=5)
-    d = dg.prepare_smooth(y, z, n_boot=20, rng=np.random.default_rng(7), n_points=201)
-    ref = smooth_curve(y, z, n_boot=20, rng=np.random.default_rng(7), n_points=201)
+    d = dg.prepare_smooth(y, z, n_boot=20, seed=7, n_points=201)
+    ref = smooth_curve(y, z, n_boot=20, rng=7, n_points=201)
     assert (d.sigma, d.smece, d.ci_low, d.ci_high, d.n, d.n_boot) == (ref.sigma, ref.smece, ref.ci_low, ref.ci_high, 300, 20)
     for field in ("t", "yhat", "density", "band_low", "band_high"):
         np.testing.assert_array_equal(getattr(d, field), getattr(ref, field), err_msg=field)
@@ -355,14 +356,14 @@ def test_prepare_smooth_is_smooth_curve():
 
 def test_smooth_figure_draws_the_smooth_curve():
     y, z = make_binary(300, seed=5)
-    d = dg.prepare_smooth(y, z, n_boot=20, rng=np.random.default_rng(7), n_points=201)
+    d = dg.prepare_smooth(y, z, n_boot=20, seed=7, n_points=201)
     fig = dg.plot_smooth(d)
     ax, dens = fig.axes
     assert ax.get_ylabel() == "observed frequency of positives"
     assert dens.get_xlabel() == "predicted probability" and dens.get_ylabel() == "density"
     # The curve: segments joining consecutive (t, yhat) where yhat is defined, widths following the density.
     (curve,) = smooth_lines(ax)
-    ref = smooth_curve(y, z, n_boot=20, rng=np.random.default_rng(7), n_points=201)
+    ref = smooth_curve(y, z, n_boot=20, rng=7, n_points=201)
     pts = np.column_stack([ref.t, ref.yhat])
     expected = np.stack([pts[:-1], pts[1:]], axis=1)
     ok = np.isfinite(expected).all(axis=(1, 2))
@@ -382,6 +383,144 @@ def test_smooth_figure_draws_the_smooth_curve():
     np.testing.assert_array_equal(line.get_xdata(), ref.t)
     np.testing.assert_array_equal(line.get_ydata(), ref.density)
     assert legend_texts(ax) == [f"smECE = {fmt3(ref.smece)} [{fmt3(ref.ci_low)}, {fmt3(ref.ci_high)}], n = 300"]
+
+
+# ---------------------------------------------------------------------------------------------
+# DiagramInputAccumulator: the streamed case, from which prepare_* are the one-batch case
+
+
+class _Stream:
+    """The few things :func:`calibcli.evaluation.run_local` reads from a stream: batches of rows."""
+
+    group_by = ()
+
+    def __init__(self, labels, probs, w=None, *, batch: int):
+        self.labels, self.probs, self.w, self.batch = labels, probs, w, batch
+
+    def batches(self):
+        from types import SimpleNamespace
+
+        for start in range(0, len(self.labels), self.batch):
+            sel = slice(start, start + self.batch)
+            yield SimpleNamespace(row_index=np.arange(start, min(start + self.batch, len(self.labels))),
+                                  probs=self.probs[sel], labels=self.labels[sel],
+                                  sample_weight=None if self.w is None else self.w[sel], groups=())
+
+
+def _streamed(labels, probs, w=None, *, batch=37, mode="binary", n_classes=2, **options):
+    from calibcli.evaluation import run_local
+
+    opts = dg.DiagramOptions(**options)
+    ((group, acc),) = run_local(_Stream(labels, probs, w, batch=batch), lambda: dg.DiagramInputAccumulator(
+        mode=mode, n_classes=n_classes, class_names=tuple(str(k) for k in range(n_classes)), options=opts))
+    assert group is None
+    return acc
+
+
+def _same(a, b, *, rtol=0.0) -> None:
+    """Two diagram data objects hold the same numbers (to ``rtol``)."""
+    assert type(a) is type(b)
+    for field in a.__dataclass_fields__:
+        x, y = getattr(a, field), getattr(b, field)
+        if isinstance(x, np.ndarray):
+            np.testing.assert_allclose(x, y, rtol=rtol, atol=0, equal_nan=True, err_msg=field)
+        elif isinstance(x, float) and rtol:
+            assert x == pytest.approx(y, rel=rtol), field
+        else:
+            assert x == y, field
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_prepare_is_the_one_batch_case_of_the_streamed_accumulator(weighted):
+    y, z = make_binary(500, seed=8)
+    w = np.random.default_rng(1).integers(1, 4, len(z)).astype(float) if weighted else None
+    acc = _streamed(y, z, w, batch=37, n_bins=12, n_boot=20, seed=5, curve_points=201)
+    assert acc.n_rows == 500 and len(acc.problems) == 1
+    report = acc.result()
+    (curve,) = report.curves("m")
+    assert (curve.name, curve.problem, curve.class_index, curve.n) == ("m", "binary", None, 500)
+    _same(curve.binned, dg.prepare_binned(y, z, sample_weight=w, n_bins=12, n_boot=20, seed=5, name="m"))
+    ref = dg.prepare_smooth(y, z, sample_weight=w, n_boot=20, seed=5, n_points=201, name="m")
+    assert curve.smooth.grid_cells is not None and ref.grid_cells is None
+    _same(replace(curve.smooth, grid_cells=None), ref, rtol=1e-12)
+    # the report sections come from these objects
+    doc = curve.to_dict()
+    assert doc["binned"] == curve.binned.to_dict() and doc["smooth"]["sigma"] == curve.smooth.sigma
+    assert doc["binned"]["metrics"]["ece_l1_plugin"]["ci_method"] == "percentile Poisson bootstrap over rows, 20 resamples"
+    assert doc["smooth"]["metrics"]["smece"]["ci_method"] == (
+        "Poisson bootstrap over rows, 20 resamples, bandwidth re-solved on each")
+
+
+def test_accumulator_states_merge_and_round_trip_through_json():
+    import json
+
+    y, z = make_binary(400, seed=9)
+    whole = _streamed(y, z, batch=400, n_boot=10, seed=2, curve_points=101).result().curves("x")[0]
+    # two workers, each with every other block of rows, their states shipped as JSON and merged
+    opts = dg.DiagramOptions(n_boot=10, seed=2, curve_points=101)
+    parts = [dg.DiagramInputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=opts) for _ in range(2)]
+    for k, start in enumerate(range(0, 400, 50)):
+        rows = np.arange(start, start + 50)
+        parts[k % 2].update(rows, z[rows], y[rows])
+    shipped = [dg.DiagramInputAccumulator.from_dict(json.loads(json.dumps(p.to_dict()))) for p in parts]
+    merged = shipped[1].merge(shipped[0])
+    assert merged.n_rows == 400
+    (curve,) = merged.result().curves("x")
+    _same(curve.binned, whole.binned)
+    _same(curve.smooth, whole.smooth, rtol=1e-12)
+    with pytest.raises(ValueError, match="not a diagram input state"):
+        dg.DiagramInputAccumulator.from_dict({**parts[0].to_dict(), "kind": "binned_input"})
+
+
+def test_second_pass_fixes_quantile_edges_beyond_the_rows_kept():
+    rng = np.random.default_rng(4)
+    z = rng.beta(0.7, 0.7, 1000)
+    y = (rng.random(1000) < z).astype(int)
+    acc = _streamed(y, z, batch=64, smooth=False, strategy="quantile", n_bins=10, n_boot=0, row_limit=100)
+    report = acc.result()
+    assert report.notes == ("quantile edges from exact quantiles of all predictions",)
+    ref = dg.prepare_binned(y, z, strategy="quantile", n_bins=10, n_boot=0)
+    (curve,) = report.curves("")
+    assert curve.smooth is None
+    np.testing.assert_array_equal(curve.binned.bounds, ref.bounds)
+    np.testing.assert_array_equal(curve.binned.counts_all, ref.counts_all)
+    np.testing.assert_allclose(curve.binned.confidence, ref.confidence, rtol=1e-12)
+    assert curve.binned.estimate == pytest.approx(ref.estimate, rel=1e-12)
+
+
+def test_second_pass_on_a_finer_grid_when_s_star_is_below_what_the_first_resolves():
+    # A residual of mean 0.001 at one point: s* = 0.001, four cells of a 4096-cell grid (SPEC 3 wants
+    # eight); without the rows, the accumulator streams the data again on a finer grid.
+    from calibcli.evaluation import run_local
+
+    z = np.full(1000, 0.5)
+    y = np.zeros(1000, dtype=np.int64)
+    y[::2] = 1
+    y[1] = 1  # 501 positives
+    opts = dg.DiagramOptions(binned=False, n_boot=0, row_limit=100)
+    first = dg.DiagramInputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=opts, grids=[4096])
+    first.update(np.arange(1000), z, y)
+    assert first.needs_second_pass()
+    second = first.for_second_pass()
+    assert second.n_rows == 0 and second.smooth[0].n_cells >= 8 * 1000
+    ((_, acc),) = run_local(_Stream(y, z, batch=64), lambda: dg.DiagramInputAccumulator(
+        mode="binary", n_classes=2, class_names=("0", "1"), options=opts, grids=[4096]))
+    (curve,) = acc.result().curves("")
+    assert curve.smooth.grid_cells == acc.smooth[0].n_cells > 4096
+    assert curve.smooth.sigma == pytest.approx(0.001, rel=1e-6)
+    assert curve.smooth.sigma == pytest.approx(dg.prepare_smooth(y, z, n_boot=0).sigma, rel=1e-6)
+
+
+def test_marginal_accumulates_only_the_classes_drawn():
+    rng = np.random.default_rng(6)
+    P = rng.dirichlet([1, 1, 1, 1], 300)
+    labels = np.array([rng.choice(4, p=row) for row in P])
+    acc = _streamed(labels, P, batch=50, mode="marginal", n_classes=4, n_boot=0, max_problems=2)
+    assert len(acc.problems) == 2
+    curves = acc.result().curves("m")
+    assert [(c.problem, c.class_index) for c in curves] == [("class 0", 0), ("class 1", 1)]
+    for k, c in enumerate(curves):
+        _same(c.binned, dg.prepare_binned((labels == k).astype(int), P[:, k], n_boot=0, name="m", problem=f"class {k}"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -541,5 +680,5 @@ def test_legend_goes_to_the_off_diagonal_corner_that_hides_least(flip, corner):
     if flip:
         z, y = 1.0 - z, 1 - y
     for fig in (dg.plot_binned(dg.prepare_binned(y, z, n_boot=0)),
-                dg.plot_smooth(dg.prepare_smooth(y, z, n_boot=20, rng=np.random.default_rng(0)))):
+                dg.plot_smooth(dg.prepare_smooth(y, z, n_boot=20, seed=0))):
         assert fig.axes[0].get_legend()._loc == {"upper left": 2, "lower right": 4}[corner]

@@ -1,31 +1,29 @@
-"""``calibcli diagram``: binned and smooth reliability diagrams to PNG, SVG or PDF (SPEC 6).
+"""``calibcli diagram``: binned and smooth reliability diagrams to PNG, SVG or PDF (SPEC 6 and 8).
 
-The command loads the files, computes each curve's data with :mod:`calibcli.diagrams`
-(``prepare_binned`` / ``prepare_smooth``), draws them (``plot_diagram``), writes the figure
-atomically and prints what it drew (a table, or JSON with ``--json``).
+The command parses options, streams every dataset (a file, a directory of shards, a quoted glob,
+stdin, or all files with ``--pool``) through :class:`calibcli.diagrams.DiagramInputAccumulator` with
+the local engine (:func:`calibcli.evaluation.run_local`, one entry per ``--group-by`` group), draws
+the curves it returns (``plot_diagram``), writes the figure atomically and prints what it drew (a
+table, or JSON with ``--json``).
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import struct
 from typing import Annotated, Optional
 
-import numpy as np
 import typer
 
 from calibcli import cli_common as cc
-from calibcli.binning import EDGE_CONVENTION, STRATEGIES
 from calibcli.errors import CalibcliError
-from calibcli.modes import MODES, binary_problems, default_mode
 from calibcli.report import emit, fmt_interval, fmt_number, new_document, write_atomic
 from calibcli.validation import check_option
 
 # The calibcli.diagrams names used here are imported inside the command, which keeps matplotlib
 # (and numpy-heavy drawing code) out of `calibcli --help`.
 
-DiagramFiles = cc.files_argument("Several files are overlaid on one figure, one curve each.")
+DiagramFiles = cc.files_argument("Several files are overlaid on one figure, one curve each (one dataset with --pool).")
 DiagramProbCol = Annotated[
     Optional[list[str]],
     typer.Option(
@@ -37,7 +35,7 @@ DiagramProbCol = Annotated[
 Kind = Annotated[str, typer.Option("--kind", help="binned, smooth, or both (side by side).")]
 Names = Annotated[
     Optional[list[str]],
-    typer.Option("--name", help="Legend name of a curve, one per file (or per --prob-col); repeat it. Default: the file names."),
+    typer.Option("--name", help="Legend name of a curve, one per dataset (or per --prob-col); repeat it. Default: the file names."),
 ]
 FigureOutput = Annotated[
     str,
@@ -46,61 +44,50 @@ FigureOutput = Annotated[
 ]
 Dpi = Annotated[float, typer.Option("--dpi", help="Resolution of PNG output (dots per inch).")]
 MaxClasses = Annotated[int, typer.Option("--max-classes", help="Marginal mode: draw at most this many classes (the first ones).")]
+MaxGroups = Annotated[
+    int,
+    typer.Option("--max-groups", help="With --group-by: draw at most this many groups per dataset (the first ones in sorted "
+                                      "order), each as its own curve."),
+]
 
 #: Largest PNG drawn (its RGBA buffer is 4 bytes per pixel: 400 MB at this size).
 MAX_PIXELS = 100e6
 
-ESTIMATORS = {
-    "ece_l1_plugin": "sum_b (n_b/n) |acc_b - conf_b| (Guo et al. 2017), percentile bootstrap interval",
-    "smece": "SmoothECE at its fixed-point bandwidth s* (Blasiok and Nakkiran 2023), percentile bootstrap interval",
-    "bin_accuracy_interval": "Wilson score interval of each bin's accuracy (Wilson 1927)",
-    "smooth_band": "pointwise percentile bootstrap band of the kernel regression (bandwidth re-solved per resample)",
-}
+
+def _dataset_names(files: list[str], pool: bool) -> list[str]:
+    """One short name per dataset: the file's (directory's, glob's) base name, or all of them pooled."""
+    stems = ["stdin" if f == "-" else os.path.basename(os.path.normpath(f)) or f for f in files]
+    if len(set(stems)) < len(stems):
+        stems = list(files)
+    return [", ".join(stems)] if pool else stems
 
 
-def _curve_names(files: list[str], columns: list[str | None], names: list[str] | None) -> list[str]:
-    """One legend name per (file, column): ``--name`` values, else the file's (and column's) name."""
-    n_curves = len(files) * len(columns)
+def _curve_names(files: list[str], pool: bool, columns: list[str | None], names: list[str] | None) -> list[str]:
+    """One legend name per (dataset, column): ``--name`` values, else the dataset's (and column's) name."""
+    datasets = _dataset_names(files, pool)
+    n_curves = len(datasets) * len(columns)
     if names:
+        what = f"{len(files)} files pooled into 1 dataset" if pool else f"{len(files)} file(s)"
         check_option(
             len(names) == n_curves,
             f"--name is given {len(names)} time(s) but there are {n_curves} curve(s) "
-            f"({len(files)} file(s) x {len(columns)} probability column(s)): give one --name per curve, or none",
+            f"({what} x {len(columns)} probability column(s)): give one --name per curve, or none",
         )
         return list(names)
-    stems = [os.path.basename(f) if f != "-" else "stdin" for f in files]
-    if len(set(stems)) < len(stems):
-        stems = list(files)
     out = []
-    for stem in stems:
+    for stem in datasets:
         for col in columns:
             if len(columns) == 1:
                 out.append(stem)
-            elif len(files) == 1:
+            elif len(datasets) == 1:
                 out.append(col)
             else:
                 out.append(f"{stem}:{col}")
     return out
 
 
-def _run_side_by_side(tasks: dict, advance) -> dict:
-    """Results of the callables in ``tasks`` (two threads when there are two; NumPy releases the GIL
-    in the heavy calls), calling ``advance()`` as each finishes. The first error raised is re-raised."""
-    if len(tasks) < 2:
-        out = {}
-        for key, task in tasks.items():
-            out[key] = task()
-            advance()
-        return out
-    from concurrent.futures import ThreadPoolExecutor, as_completed
-
-    results = {}
-    with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
-        futures = {pool.submit(task): key for key, task in tasks.items()}
-        for future in as_completed(futures):
-            results[futures[future]] = future.result()
-            advance()
-    return {key: results[key] for key in tasks}  # in the order asked, whatever finished first
+def _group_text(group: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in group.items())
 
 
 def diagram(
@@ -114,6 +101,9 @@ def diagram(
     logits: cc.Logits = False,
     input_format: cc.InputFormat = None,
     drop_invalid: cc.DropInvalid = False,
+    pool: cc.Pool = False,
+    group_by: cc.GroupBy = None,
+    batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
     mode: cc.Mode = None,
     n_bins: cc.NBins = 15,
     strategy: cc.Strategy = "uniform",
@@ -123,13 +113,22 @@ def diagram(
     name: Names = None,
     dpi: Dpi = 150.0,
     max_classes: MaxClasses = 12,
+    max_groups: MaxGroups = 10,
     as_json: cc.Json = False,
 ) -> None:
     """Draw reliability diagrams: binned (accuracy per bin with Wilson intervals, bin histogram) and
     smooth (kernel regression at the SmoothECE bandwidth with a bootstrap band, density), with the
-    metric and its interval in the legend. Several files or --prob-col columns are overlaid; marginal
-    mode draws one panel per class."""
+    metric and its interval in the legend. Several files or --prob-col columns are overlaid, and so
+    are the groups of --group-by; marginal mode draws one panel per class. Files, directories of
+    shards and quoted globs are streamed in flat memory."""
     from calibcli import diagrams as dg
+    from calibcli.binning import EDGE_CONVENTION, STRATEGIES
+    from calibcli.engines.local import open_streams
+    from calibcli.evaluation import run_local
+    from calibcli.metrics import REGISTRY
+    from calibcli.modes import MODES, default_mode
+    from calibcli.smooth import ROW_LIMIT, STATS_GRID
+    from calibcli.validation import check_options
 
     cc.check_choice(kind, dg.KINDS, "--kind")
     if mode is not None:
@@ -140,15 +139,24 @@ def diagram(
     check_option(0.0 < alpha < 1.0, f"--alpha is {alpha}: expected a number strictly between 0 and 1")
     check_option(10.0 <= dpi <= 1200.0, f"--dpi is {dpi:g}: expected a resolution between 10 and 1200")
     check_option(max_classes >= 1, f"--max-classes is {max_classes}: expected at least 1")
+    check_options(batch_rows=batch_rows, max_groups=max_groups)
     fmt = dg.format_of(output)  # (the folder is checked before the command starts, in cc.command)
     columns: list[str | None] = list(dict.fromkeys(prob_col)) if prob_col else [None]
     if len(columns) > 1:
         check_option(prob_cols is None, "--prob-col is repeated to overlay binary models, which excludes --prob-cols")
         check_option("-" not in files, "several --prob-col columns need a file: standard input ('-') can be read only once")
-    curve_names = _curve_names(files, columns, name)
+    base_names = _curve_names(files, pool, columns, name)
+    groups = cc.split_columns(group_by)
 
     want_binned = kind in ("binned", "both")
     want_smooth = kind in ("smooth", "both")
+    estimators = {}
+    if want_binned:
+        estimators[dg.BINNED_METRIC] = REGISTRY[dg.BINNED_METRIC].description + ", percentile bootstrap interval"
+        estimators["bin_accuracy_interval"] = dg.BIN_ACCURACY_INTERVAL
+    if want_smooth:
+        estimators["smece"] = REGISTRY["smece"].description + ", percentile bootstrap interval"
+        estimators["smooth_band"] = dg.SMOOTH_BAND
     doc = new_document(
         "diagram",
         {
@@ -158,76 +166,109 @@ def diagram(
             "edges_convention": EDGE_CONVENTION,
             "mode": mode or "auto",
             "n_boot": n_boot,
+            "bootstrap": "Poisson, keyed by (seed, global row index); per row up to "
+                         f"{ROW_LIMIT} rows, from per-bin and per-cell sufficient statistics beyond",
+            "first_pass_grid_cells": STATS_GRID if want_smooth else None,
             "alpha": alpha,
             "confidence_level": 1.0 - alpha,
             "seed": seed,
             "max_classes": max_classes,
+            "max_groups": max_groups if groups else None,
             "dpi": dpi,
-            "estimators": {k: v for k, v in ESTIMATORS.items()
-                           if (want_binned or k not in ("ece_l1_plugin", "bin_accuracy_interval"))
-                           and (want_smooth or k not in ("smece", "smooth_band"))},
+            "estimators": estimators,
             "weights": "frequency weights" if weight_col else None,
+            "group_by": list(groups) or None,
+            "pool": pool,
+            "batch_rows": batch_rows,
+            "engine": "local",
         },
     )
 
-    # panels keyed by problem name, in first-seen order; each holds the overlaid curves
-    panels: dict[str, dict] = {}
-    modes_seen: set[str] = set()
-    n_classes_total = 0
-    curve_index = 0
-    for path in files:
-        for col in columns:
-            spec = cc.column_spec(col, prob_cols, label_col, weight_col, logits)
-            loaded = next(iter(cc.load_inputs([path], spec, input_format=input_format, drop_invalid=drop_invalid)))
-            file_mode = mode or default_mode(loaded.n_classes)
-            modes_seen.add(file_mode)
-            problems = binary_problems(loaded.labels, loaded.probs, mode=file_mode, sample_weight=loaded.sample_weight,
-                                       class_names=list(loaded.class_names))
-            if file_mode == "marginal":
-                n_classes_total = max(n_classes_total, len(problems))
-                problems = problems[:max_classes]
-            curve_name = curve_names[curve_index]
-            # one curve per panel: its name goes in the figure's title rather than in every legend
-            legend_name = curve_name if len(curve_names) > 1 else ""
-            curve_index += 1
-            entry = {"input": loaded.describe(), "mode": file_mode, "name": curve_name, "curves": []}
-            total = len(problems) * (int(want_binned) + int(want_smooth))
-            with cc.progress_bar(total, f"diagram {loaded.path}") as advance:
-                for p in problems:
-                    panel = panels.setdefault(p.name, {"binned": [], "smooth": []})
-                    curve = {"name": curve_name, "problem": p.name, "class_index": p.class_index, "n": int(len(p.z))}
-                    # The binned and the smooth statistics (each with its own seeded resamples) are
-                    # independent: with --kind both they run side by side, one per core.
-                    tasks = {}
-                    if want_binned:
-                        tasks["binned"] = functools.partial(
-                            dg.prepare_binned, p.y, p.z, sample_weight=p.sample_weight, n_bins=n_bins, strategy=strategy,
-                            n_boot=n_boot, alpha=alpha, seed=seed, name=legend_name, problem=p.name)
-                    if want_smooth:
-                        tasks["smooth"] = functools.partial(
-                            dg.prepare_smooth, p.y, p.z, sample_weight=p.sample_weight, n_boot=n_boot, alpha=alpha,
-                            rng=np.random.default_rng(seed), name=legend_name, problem=p.name)
-                    for key, result in _run_side_by_side(tasks, advance).items():
-                        panel[key].append(result)
-                        curve[key] = _binned_json(result) if key == "binned" else _smooth_json(result)
-                    entry["curves"].append(curve)
-            doc["files"].append(entry)
-
-    if len(modes_seen) > 1:
+    # Every dataset is opened (columns, classes) before any is read: a bad column or a mix of modes
+    # fails before minutes of streaming. One stream per (dataset, probability column).
+    per_column = [
+        list(open_streams(files, cc.column_spec(col, prob_cols, label_col, weight_col, logits), input_format=input_format,
+                          drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows, group_by=groups))
+        for col in columns
+    ]
+    streams = [s for per_dataset in zip(*per_column) for s in per_dataset]  # dataset-major, as the names
+    modes = [mode or default_mode(s.n_classes) for s in streams]
+    if len(set(modes)) > 1:
         raise CalibcliError(
-            f"the inputs need different modes ({', '.join(sorted(modes_seen))}) and cannot share one figure: "
+            f"the inputs need different modes ({', '.join(sorted(set(modes)))}) and cannot share one figure: "
             f"pass --mode for all of them"
         )
-    (fig_mode,) = modes_seen
-    note = None
-    if fig_mode == "marginal" and n_classes_total > max_classes:
-        note = f"marginal mode: the first {max_classes} of {n_classes_total} classes are drawn (--max-classes {max_classes})"
-        cc.warn(note)
-    overlaid = len(files) * len(columns)
-    title = f"Reliability diagram of {curve_names[0]}" if overlaid == 1 else f"Reliability diagrams of {overlaid} models"
+    fig_mode = modes[0]
+    marginal = fig_mode == "marginal"
+    options = dg.DiagramOptions(binned=want_binned, smooth=want_smooth, n_bins=n_bins, strategy=strategy, n_boot=n_boot,
+                                alpha=alpha, seed=seed, max_problems=max_classes if marginal else None)
+
+    entries: list[tuple[dict, object]] = []  # (report entry without its curves, the DiagramReport)
+    groups_seen: set[tuple] = set()
+    groups_drawn: set[tuple] = set()
+    for stream, base in zip(streams, base_names):
+        def new(stream=stream):
+            return dg.DiagramInputAccumulator(mode=fig_mode, n_classes=stream.n_classes,
+                                              class_names=stream.class_names, options=options)
+
+        accumulators = run_local(stream, new)
+        described = stream.describe()
+        if groups:
+            groups_seen.update(tuple(g.items()) for g, _ in accumulators)
+            del accumulators[max_groups:]  # (in sorted order) the groups beyond the cap are counted, not drawn
+        for group, acc in accumulators:
+            entry = {"input": described}
+            curve_name = base
+            if group is not None:
+                groups_drawn.add(tuple(group.items()))
+                entry["group"] = group
+                entry["rows_in_group"] = acc.n_rows
+                # one dataset named by its file: the group alone names the curve
+                curve_name = _group_text(group) if len(base_names) == 1 and not name else f"{base} [{_group_text(group)}]"
+            total = n_boot * len(acc.problems) * (int(want_binned) + int(want_smooth))
+            with cc.progress_bar(total, f"diagram {curve_name}") as advance:
+                report = acc.result(progress=advance)
+            entry.update(mode=report.mode, name=curve_name)
+            if report.notes:
+                entry["notes"] = list(report.notes)
+            entries.append((entry, report))
+
+    n_curves = len(entries)
+    # one curve per panel: its name goes in the figure's title rather than in every legend
+    curves_of = [report.curves(entry["name"], legend=entry["name"] if n_curves > 1 else "") for entry, report in entries]
+    for (entry, _), curves in zip(entries, curves_of):
+        doc["files"].append({**entry, "curves": [c.to_dict() for c in curves]})
+
+    n_classes_total = max(s.n_classes for s in streams) if marginal else 0
+    notes = []
+    if marginal and n_classes_total > max_classes:
+        notes.append(f"marginal mode: the first {max_classes} of {n_classes_total} classes are drawn (--max-classes {max_classes})")
+    if groups and len(groups_seen) > len(groups_drawn):
+        notes.append(f"the first {max_groups} of {len(groups_seen)} groups by {', '.join(groups)} are drawn "
+                     f"(--max-groups {max_groups})")
+    note = "; ".join(notes) or None
+    for text in notes:
+        cc.warn(text)
+    if groups:
+        doc["groups"] = {"by": list(groups), "n_groups": len(groups_seen), "n_groups_drawn": len(groups_drawn)}
+
+    models = len(base_names)
+    title = f"Reliability diagram of {base_names[0]}" if models == 1 else f"Reliability diagrams of {models} models"
+    if groups and n_curves == 1:  # the one curve's group, as its legend would name it
+        title += f" [{_group_text(entries[0][0]['group'])}]"
+    elif groups:
+        title += f" by {', '.join(groups)}"
     title += f", {fig_mode} mode"
+    panels: dict[str, dict] = {}  # keyed by problem name, in first-seen order; each holds the overlaid curves
+    for curves in curves_of:
+        for c in curves:
+            panel = panels.setdefault(c.problem, {"binned": [], "smooth": []})
+            if c.binned is not None:
+                panel["binned"].append(c.binned)
+            if c.smooth is not None:
+                panel["smooth"].append(c.smooth)
     panel_list = [
-        dg.DiagramPanel(title=(key if fig_mode == "marginal" else ""), binned=tuple(v["binned"]), smooth=tuple(v["smooth"]))
+        dg.DiagramPanel(title=(key if marginal else ""), binned=tuple(v["binned"]), smooth=tuple(v["smooth"]))
         for key, v in panels.items()
     ]
     fig = dg.plot_diagram(panel_list, kind=kind, title=title, note=note)
@@ -255,53 +296,14 @@ def diagram(
         "mode": fig_mode,
         "panels": [p.title or fig_mode for p in panel_list],
         "n_panels": len(panel_list),
-        "n_curves_per_panel": overlaid,
-        "classes_drawn": len(panel_list) if fig_mode == "marginal" else None,
-        "classes_total": n_classes_total if fig_mode == "marginal" else None,
+        "n_curves_per_panel": n_curves,
+        "classes_drawn": len(panel_list) if marginal else None,
+        "classes_total": n_classes_total if marginal else None,
+        "groups_drawn": len(groups_drawn) if groups else None,
+        "groups_total": len(groups_seen) if groups else None,
         "note": note,
     }
     emit(doc, as_json=as_json, output=None, render=render_diagram)
-
-
-def _interval(low, high) -> dict:
-    return {"ci_low": low, "ci_high": high}
-
-
-def _binned_json(b) -> dict:
-    return {
-        "strategy": b.strategy,
-        "n_bins": b.n_bins,
-        "n_bins_nonempty": b.n_bins_nonempty,
-        "metrics": {
-            b.metric: {
-                "estimate": b.estimate,
-                **_interval(b.ci_low, b.ci_high),
-                "ci_method": f"percentile bootstrap, {b.n_boot} resamples" if b.n_boot else None,
-            }
-        },
-        "per_bin": [
-            {
-                "lower": float(lo), "upper": float(hi), "count": int(c), "mean_confidence": float(conf),
-                "accuracy": float(acc), "wilson_low": float(al), "wilson_high": float(ah),
-            }
-            for lo, hi, c, conf, acc, al, ah in zip(b.bin_lower, b.bin_upper, b.count, b.confidence, b.accuracy,
-                                                    b.acc_low, b.acc_high)
-        ],
-    }
-
-
-def _smooth_json(s) -> dict:
-    return {
-        "sigma": s.sigma,
-        "metrics": {
-            "smece": {
-                "estimate": s.smece,
-                **_interval(s.ci_low, s.ci_high),
-                "ci_method": f"percentile bootstrap, {s.n_boot} resamples" if s.n_boot else None,
-            }
-        },
-        "band": f"pointwise percentile bootstrap band, {s.n_boot} resamples" if s.n_boot else None,
-    }
 
 
 def render_diagram(doc: dict, console) -> None:
