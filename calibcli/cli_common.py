@@ -240,7 +240,9 @@ def evaluate_streams(doc: dict, streams, new_accumulator, *, gate, n_boot: int, 
     """
     from calibcli.report import check_gate, entry_label, group_summary
 
-    check_choice(engine, ("local", "dask"), "--engine")
+    from calibcli.engines import ENGINES
+
+    check_choice(engine, ENGINES, "--engine")
     if engine == "local" and (scheduler is not None or workers is not None):
         raise CalibcliError(f"{'--scheduler' if scheduler is not None else '--workers'} is for --engine dask: add --engine dask, or drop it")
     if scheduler is not None and workers is not None:

@@ -321,11 +321,18 @@ def _group_codes(columns: tuple[np.ndarray, ...]) -> tuple[np.ndarray, list[tupl
 
 
 class Grouped:
-    """Accumulators keyed by the values of the group columns; each group is its own input (SPEC 8)."""
+    """Accumulators keyed by the values of the group columns; each group is its own input (SPEC 8).
 
-    def __init__(self, factory, *, max_groups: int = MAX_GROUPS):
+    ``factory()`` makes a new group's accumulator (``factory(key)`` with ``keyed=True``: a second pass
+    starts each group from its own template). Keys are tuples of plain values (int, float, str, bool).
+    """
+
+    kind = "grouped"
+
+    def __init__(self, factory, *, max_groups: int = MAX_GROUPS, keyed: bool = False):
         self.factory = factory
         self.max_groups = max_groups
+        self.keyed = keyed
         self.groups: dict[tuple, object] = {}
 
     def update(self, groups: tuple[np.ndarray, ...], row_index, probs, labels, w=None) -> "Grouped":
@@ -347,7 +354,7 @@ class Grouped:
                     f"more than {self.max_groups} distinct groups: max_groups is {self.max_groups}; "
                     f"group by fewer or coarser columns, or raise max_groups"
                 )
-            self.groups[key] = self.factory()
+            self.groups[key] = self.factory(key) if self.keyed else self.factory()
         return self.groups[key]
 
     def merge(self, other: "Grouped") -> "Grouped":
@@ -360,6 +367,21 @@ class Grouped:
                 self.groups[key] = acc
         return self
 
+    def to_dict(self) -> dict:
+        """Every group's state, in order of first appearance: ``{"groups": [[key, state], ...]}`` (a key is
+        the list of the group's values; None for the whole input of an ungrouped run)."""
+        return {"kind": self.kind, "version": STATE_VERSION, "max_groups": self.max_groups,
+                "groups": [[None if key is None else list(key), acc.to_dict()] for key, acc in self.groups.items()]}
+
+    @classmethod
+    def from_dict(cls, d: dict, load, factory=None, *, keyed: bool = False) -> "Grouped":
+        """The groups of :meth:`to_dict`, each state read back with ``load`` (an accumulator class's
+        ``from_dict``)."""
+        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
+            raise ValueError(f"not a grouped state of version {STATE_VERSION}")
+        out = cls(factory, max_groups=d["max_groups"], keyed=keyed)
+        out.groups = {None if key is None else tuple(key): load(state) for key, state in d["groups"]}
+        return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -530,25 +552,121 @@ def run_local(stream, new) -> list[tuple[dict | None, object]]:
     One pass; a second one when an accumulator asks for it (quantile edges or a finer smoothing grid
     fixed by the first pass, SPEC 8). Groups come in sorted order.
     """
-    state = _stream_into(stream, {}, new)
+    state = _stream_into(stream.batches(), stream.group_by, {}, lambda key: new())
     if any(acc.needs_second_pass() for acc in state.values()):
-        state = _stream_into(stream, {key: acc.for_second_pass() for key, acc in state.items()}, None)
+        state = _stream_into(stream.batches(), stream.group_by, {key: acc.for_second_pass() for key, acc in state.items()}, None)
+    return _entries(stream.group_by, state)
+
+
+def _entries(group_by: tuple[str, ...], state: dict) -> list[tuple[dict | None, object]]:
+    """``(group values or None, accumulator)`` pairs, groups in sorted order (numbers before text)."""
     keys = sorted(state, key=lambda key: () if key is None else tuple((type(v).__name__, v) for v in key))
-    return [(None if key is None else dict(zip(stream.group_by, key)), state[key]) for key in keys]
+    return [(None if key is None else dict(zip(group_by, key)), state[key]) for key in keys]
 
 
-def _stream_into(stream, state: dict, new) -> dict:
-    """One pass over the stream into ``state`` (group key -> accumulator; key None without groups)."""
-    if stream.group_by:
-        grouped = Grouped(new)
+def _stream_into(batches, group_by: tuple[str, ...], state: dict, new) -> dict:
+    """One pass over ``batches`` into ``state`` (group key -> accumulator; key None without groups);
+    ``new(key)`` makes the accumulator of a key not yet in ``state``."""
+    if group_by:
+        grouped = Grouped(new, keyed=True)
         grouped.groups = state
-        for batch in stream.batches():
+        for batch in batches:
             grouped.update(batch.groups, batch.row_index, batch.probs, batch.labels, batch.sample_weight)
         return grouped.groups
-    acc = state.get(None) or new()
-    for batch in stream.batches():
+    acc = state.get(None)
+    for batch in batches:
+        if acc is None:
+            acc = new(None)
         acc.update(batch.row_index, batch.probs, batch.labels, batch.sample_weight)
-    return {None: acc}
+    return {} if acc is None else {None: acc}
+
+
+# ---------------------------------------------------------------------------------------------
+# Fragments: the pipeline as independent tasks (the Dask engine; SPEC 8 "Engines")
+
+
+def run_fragment(fragment, kind, first: dict | None = None, second: dict | None = None) -> dict:
+    """Read one fragment into input accumulators of class ``kind``: the task a distributed engine runs
+    on a worker (only the fragment's paths and options travel; the rows are read where the task runs).
+
+    First pass: every group starts from ``first``, an empty accumulator's ``to_dict()``. Second pass:
+    each group starts from its own template in ``second`` (group key -> ``for_second_pass().to_dict()``
+    of the merged first pass). Returns ``{"counts": RowCounts.to_dict(), "state": Grouped.to_dict()}``
+    (the groups this fragment has rows of; key None without groups). Pure: the same fragment gives the
+    same document, so a task lost with its worker can run again anywhere.
+    """
+    from calibcli.io import RowCounts
+
+    if second is not None:
+        def new(key):
+            return kind.from_dict(second[key])
+    else:
+        def new(key):
+            return kind.from_dict(first)
+    counts = RowCounts()
+    grouped = Grouped(new, keyed=True)
+    grouped.groups = _stream_into(fragment.batches(counts), fragment.plan.group_by, {}, new)
+    return {"counts": counts.to_dict(), "state": grouped.to_dict()}
+
+
+def run_fragments(stream, new, map_fragments) -> tuple[list[tuple[dict | None, object]], object]:
+    """The pipeline over ``stream.fragments()``: the same entries as :func:`run_local`, and the merged
+    :class:`~calibcli.io.RowCounts` of the first pass (for :meth:`Stream.describe`).
+
+    ``map_fragments(fragments, kind, first=..., second=...)`` runs :func:`run_fragment` on every fragment
+    (anywhere: in this process, on a cluster) and yields the documents in fragment order, raising a
+    fragment's error when its turn comes (so the first bad fragment in row order is the one reported,
+    as locally). States are merged here in fragment order, then the dataset is checked as a whole
+    (:meth:`Stream.check_counts`), then a second pass runs when an accumulator asks for it.
+    """
+    fragments, unreadable = _fragments(stream)
+    template = new()
+    kind = type(template)
+    state, counts = _merge_documents(map_fragments(fragments, kind, first=template.to_dict()), kind)
+    if unreadable is not None:  # the files before it were fine: now it is its turn, as locally
+        raise unreadable
+    stream.check_counts(counts)
+    if any(acc.needs_second_pass() for acc in state.values()):
+        second = {key: acc.for_second_pass().to_dict() for key, acc in state.items()}
+        state, _ = _merge_documents(map_fragments(fragments, kind, second=second), kind)
+    return _entries(stream.group_by, state), counts
+
+
+def _fragments(stream) -> tuple[list, CalibcliError | None]:
+    """The stream's fragments; when a file's metadata cannot be read, the fragments of the files before
+    it and the error, to raise once those have been read (the local engine reads files in order, so a bad
+    row in an earlier file is the error it reports)."""
+    try:
+        return stream.fragments(), None
+    except CalibcliError as exc:
+        error = exc
+    from calibcli.io.sources import Stream
+
+    files = stream._files  # (the per-file listing of the stream; see Stream.fragments)
+    for j in range(len(files)):
+        try:
+            Stream(stream.dataset, stream.plan, files[j: j + 1]).fragments()
+        except CalibcliError:
+            return (Stream(stream.dataset, stream.plan, files[:j]).fragments() if j else []), error
+    return [], error
+
+
+def _merge_documents(documents, kind) -> tuple[dict, object]:
+    """Merge :func:`run_fragment` documents, in the order given: (group key -> accumulator, RowCounts)."""
+    from calibcli.io import RowCounts
+
+    counts = RowCounts()
+    merged = Grouped(None)
+    for doc in documents:
+        counts = counts.merge(RowCounts.from_dict(doc["counts"]))
+        merged.merge(Grouped.from_dict(doc["state"], kind.from_dict))
+    return merged.groups, counts
+
+
+def map_in_process(fragments, kind, *, first=None, second=None):
+    """:func:`run_fragment` on each fragment in turn, in this process (the reference for an engine's map)."""
+    for fragment in fragments:
+        yield run_fragment(fragment, kind, first, second)
 
 
 def evaluate_binned(

@@ -30,6 +30,9 @@ def ece(
     pool: cc.Pool = False,
     group_by: cc.GroupBy = None,
     batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
+    engine: cc.Engine = "local",
+    scheduler: cc.Scheduler = None,
+    workers: cc.Workers = None,
     mode: cc.Mode = None,
     class_weights: cc.ClassWeights = "uniform",
     n_bins: cc.NBins = 15,
@@ -82,7 +85,7 @@ def ece(
             "group_by": list(groups) or None,
             "pool": pool,
             "batch_rows": batch_rows,
-            "engine": "local",
+            "engine": engine,
             "gate": gate.describe() if gate.active else None,
         },
     )
@@ -97,7 +100,7 @@ def ece(
     streams = open_streams(files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits),
                            input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows,
                            group_by=groups)
-    cc.evaluate_streams(doc, streams, new, gate=gate, n_boot=n_boot)
+    cc.evaluate_streams(doc, streams, new, gate=gate, n_boot=n_boot, engine=engine, scheduler=scheduler, workers=workers)
     emit_with_gates(doc, gate, as_json=as_json, output=output, render=render_ece)
 
 

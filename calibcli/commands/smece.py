@@ -32,6 +32,9 @@ def smece(
     pool: cc.Pool = False,
     group_by: cc.GroupBy = None,
     batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
+    engine: cc.Engine = "local",
+    scheduler: cc.Scheduler = None,
+    workers: cc.Workers = None,
     mode: cc.Mode = None,
     class_weights_scheme: cc.ClassWeights = "uniform",
     sigma: Sigma = None,
@@ -85,7 +88,7 @@ def smece(
             "group_by": list(groups) or None,
             "pool": pool,
             "batch_rows": batch_rows,
-            "engine": "local",
+            "engine": engine,
             "gate": gate.describe() if gate.active else None,
         },
     )
@@ -97,7 +100,7 @@ def smece(
     streams = open_streams(files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits),
                            input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows,
                            group_by=groups)
-    cc.evaluate_streams(doc, streams, new, gate=gate, n_boot=n_boot)
+    cc.evaluate_streams(doc, streams, new, gate=gate, n_boot=n_boot, engine=engine, scheduler=scheduler, workers=workers)
     emit_with_gates(doc, gate, as_json=as_json, output=output, render=render_smece)
 
 

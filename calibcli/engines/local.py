@@ -17,3 +17,17 @@ def open_streams(files: list[str], spec, *, input_format: str | None, drop_inval
     for dataset in datasets:
         yield dataset.open(spec, input_format=input_format, drop_invalid=drop_invalid, batch_rows=batch_rows,
                            group_by=tuple(group_by))
+
+
+class LocalEngine:
+    """Streams each dataset's batches through the accumulators in this process."""
+
+    name = "local"
+    workers = None
+
+    def run(self, stream, new) -> tuple[list[tuple[dict | None, object]], dict]:
+        """The stream's entries ``(group values or None, accumulator)`` and its report input section."""
+        from calibcli.evaluation import run_local
+
+        entries = run_local(stream, new)
+        return entries, stream.describe()

@@ -1,0 +1,462 @@
+"""Benchmark of ``--engine dask`` (SPEC 8 "Engines"): scaling with workers, per-task overhead, worker
+memory, and a scaling model fitted on the measurements.
+
+Data: the Parquet shards of ``bench_stream.py`` under ``benchmarks/out/`` (git-ignored; written block
+by block on the first run and reused): ``stream_1e8/`` is 100,000,000 rows in 20 shards of 10 row groups
+of 500,000 rows, so with the default ``--batch-rows`` (2^20) the Dask engine makes 100 fragments of
+1,000,000 rows; ``stream_1e7/`` and ``stream_1e6/`` the same rows, fewer. Plus ``dask_empty/``: one
+1,000-row shard and 200 empty ones (schema only), and ``dask_one/``: that one shard alone.
+
+Every ``calibcli`` run is a fresh subprocess (wall time from start to exit). Parts:
+
+0. The machine now, before and after part 1: a CPU-bound loop alone and two copies at once (others'
+   load on a shared machine shows here, and caps what any engine can gain from a second worker).
+
+1. Throughput at 1e8 rows, ``calibcli ece DIR --n-boot 1000 --json``: the local engine, ``--engine dask
+   --workers 1`` and ``--workers 2`` (each starts and stops its own local cluster: end to end, as a user
+   runs it), interleaved, ``--repeats`` times each; then steady state, with ``--scheduler`` on a cluster of
+   1 and of 2 workers started beforehand. Bars: workers 2 / workers 1 throughput >= 1.6x; the Dask engine
+   with 2 workers no slower than the local engine. Every Dask report is compared with the local one
+   (largest relative difference of any number; SPEC 8 says 1e-12).
+2. Per-task overhead: ``dask_empty/`` minus ``dask_one/`` over the 200 empty shards, on a running
+   cluster of 1 and of 2 workers (the client's and scheduler's share per task, and the workers').
+   Bar: < 50 ms per task.
+3. Worker memory: a fresh cluster of 2 workers per size (1e6, 1e7, 1e8 rows); each worker's peak
+   resident set (``ru_maxrss`` inside the worker) after one ``ece --n-boot 1000`` run. A worker holds one
+   fragment's batches at a time, so its peak depends on the fragment size, not on the rows: bar
+   peak(1e8) / peak(1e7) <= 1.25 (10x the rows, the same 1e6-row fragments); 1e6 for context (its
+   fragments are 500,000-row files).
+4. Scaling model: time = start + files x footer + F x task_serial + ceil(F / W) x (rows_per_fragment x
+   per_row + task_worker) + F x merge + finish, for F fragments on W workers, from the measured parts:
+   start = a run on a tiny shard (part 2), the serial share of a task = client and scheduler CPU per
+   task (part 2), per-row cost from the scheduler's task stream (part 1), merge time and state size from
+   the library in this process, the bootstrap finish on the client; checked against part 1's
+   steady-state runs, then used to predict 1e10 rows (10,000 fragments of 1e6 rows in 2,000 files) on
+   100 workers.
+
+Run: ``python benchmarks/bench_dask.py`` (about 4 minutes after the data exist; the first run writes
+1 GB of shards), ``--quick`` (1e7 rows instead of 1e8 for part 1 and the model; no 1e8 memory run).
+Exit status 0 whatever the bars; the report says which were met. Needs ``pip install -e ".[dask]"``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import pickle
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+OUT = os.path.join(HERE, "out")
+PY = sys.executable
+CALIBCLI = shutil.which("calibcli", path=os.path.dirname(PY)) or shutil.which("calibcli") or "calibcli"
+EMPTY_SHARDS = 200
+TIMEOUT = 900
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Data (bench_stream.py's shards)
+
+
+def ensure_data(name: str) -> str:
+    sys.path.insert(0, HERE)
+    import bench_stream
+
+    return bench_stream.ensure_dir(OUT, name)
+
+
+def ensure_empty() -> tuple[str, str]:
+    """``dask_one/``: one shard of 1,000 rows; ``dask_empty/``: it and 200 empty shards."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    one, empty = os.path.join(OUT, "dask_one"), os.path.join(OUT, "dask_empty")
+    if os.path.isdir(empty) and len(os.listdir(empty)) == EMPTY_SHARDS + 1 and os.path.isdir(one):
+        return one, empty
+    for d in (one, empty):
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+    rng = np.random.default_rng(1)
+    z = rng.random(1000)
+    table = pa.table({"prob": z, "label": (rng.random(1000) < z).astype(np.int64)})
+    for d in (one, empty):
+        pq.write_table(table, os.path.join(d, "part-00000.parquet"))
+    nothing = table.slice(0, 0)
+    for k in range(1, EMPTY_SHARDS + 1):
+        pq.write_table(nothing, os.path.join(empty, f"part-{k:05d}.parquet"))
+    return one, empty
+
+
+# ---------------------------------------------------------------------------------------------
+# Runs
+
+
+LAST_CPU = {}
+
+
+def run_cli(args: list[str]) -> tuple[float, dict | None, str]:
+    """Wall time, the JSON report (or None) and the last stderr line of ``calibcli ARGS --json``.
+
+    ``LAST_CPU`` gets the run's CPU seconds: ``client`` (the calibcli process) and ``here`` (this
+    process: the scheduler and the nannies of a cluster started by the benchmark)."""
+    import resource
+
+    r0, p0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.process_time()
+    t0 = time.perf_counter()
+    proc = subprocess.run([CALIBCLI, *args, "--json"], capture_output=True, text=True, timeout=TIMEOUT,
+                          env={**os.environ, "CALIBCLI_DEBUG": ""})
+    wall = time.perf_counter() - t0
+    r1, p1 = resource.getrusage(resource.RUSAGE_CHILDREN), time.process_time()
+    LAST_CPU.update(client=(r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime), here=p1 - p0)
+    doc = json.loads(proc.stdout) if proc.returncode == 0 else None
+    last = (proc.stderr.strip().splitlines() or [""])[-1]
+    if doc is None:
+        log(f"  FAILED ({proc.returncode}): {last}")
+    return wall, doc, last
+
+
+def max_rel_diff(a, b, where="$") -> float:
+    """Largest relative difference between two reports' numbers (inf when their shapes differ)."""
+    if isinstance(b, dict):
+        if not isinstance(a, dict) or set(a) != set(b):
+            return math.inf
+        return max([0.0] + [max_rel_diff(a[k], b[k]) for k in b if k not in ("engine", "workers")])
+    if isinstance(b, list):
+        if not isinstance(a, list) or len(a) != len(b):
+            return math.inf
+        return max([0.0] + [max_rel_diff(x, y) for x, y in zip(a, b)])
+    if isinstance(b, float) and isinstance(a, (int, float)):
+        return 0.0 if a == b else abs(a - b) / max(abs(a), abs(b))
+    return 0.0 if a == b else math.inf
+
+
+class Cluster:
+    """A LocalCluster of ``n`` worker processes (one thread each) in this process, on 127.0.0.1."""
+
+    def __init__(self, n: int):
+        from distributed import Client, LocalCluster
+
+        t0 = time.perf_counter()
+        self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                    dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL)
+        self.client = Client(self.cluster)
+        self.client.get_task_stream()  # installs the scheduler's task-stream recorder
+        self.start_time = time.perf_counter() - t0
+        self.address = self.cluster.scheduler_address
+
+    def peak_rss_mb(self) -> list[float]:
+        def peak(dask_worker=None):
+            import resource
+
+            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+        return sorted(self.client.run(peak).values())
+
+    def fragment_times(self, since: float) -> tuple[list[float], float]:
+        """Compute time of every calibcli fragment task that started after ``since`` (the scheduler's task
+        stream), and the span from the first one's start to the last one's end (the compute phase)."""
+        times, starts, stops = [], [], []
+        for record in self.client.get_task_stream(start=since):
+            key = record["key"] if isinstance(record["key"], str) else str(record["key"])
+            if "calibcli-fragment" in key:
+                for s in record["startstops"]:
+                    if s["action"] == "compute":
+                        times.append(s["stop"] - s["start"])
+                        starts.append(s["start"])
+                        stops.append(s["stop"])
+        return times, (max(stops) - min(starts)) if times else float("nan")
+
+    def close(self):
+        self.client.close()
+        self.cluster.close()
+
+
+def median(values):
+    return statistics.median(values) if values else float("nan")
+
+
+# ---------------------------------------------------------------------------------------------
+# Parts
+
+SPIN = r"""
+import sys, time
+import numpy as np
+x = np.random.default_rng(0).integers(0, 15, 4_000_000)
+t0 = time.perf_counter()
+for _ in range(int(sys.argv[1])):
+    np.bincount(x, minlength=15)
+print(time.perf_counter() - t0)
+"""
+
+
+def part_machine() -> list[str]:
+    """What two processes get from this machine right now: the same CPU-bound loop (np.bincount) run
+    alone, then twice at once. Other users' load shows here; the scaling bars are read against it."""
+    loops = 150
+
+    def spin(n: int) -> list[float]:
+        procs = [subprocess.Popen([PY, "-c", SPIN, str(loops)], stdout=subprocess.PIPE, text=True) for _ in range(n)]
+        return [float(p.communicate()[0]) for p in procs]
+
+    alone = median([spin(1)[0] for _ in range(2)])
+    together = median([max(spin(2)) for _ in range(2)])
+    ratio = 2 * alone / together
+    return ["== 0. The machine now: a CPU-bound loop alone, then two copies at once ==",
+            f"one process {alone:.2f} s; two at once {together:.2f} s each -> two processes get {ratio:.2f}x the throughput "
+            f"of one (2.00x on two idle cores); load average {os.getloadavg()[0]:.2f}"]
+
+
+def part_throughput(data: str, rows: int, repeats: int, results: dict) -> list[str]:
+    lines = [f"== 1. Throughput: calibcli ece DIR --n-boot 1000 at {rows:,} rows ({data}) =="]
+    base = ["ece", data, "--n-boot", "1000"]
+    variants = {
+        "local engine": base,
+        "dask --workers 1": base + ["--engine", "dask", "--workers", "1"],
+        "dask --workers 2": base + ["--engine", "dask", "--workers", "2"],
+    }
+    walls = {k: [] for k in variants}
+    docs = {}
+    for rep in range(repeats):
+        for name, args in variants.items():
+            log(f"  [{rep + 1}/{repeats}] {name}")
+            wall, doc, _ = run_cli(args)
+            if doc is not None:
+                walls[name].append(wall)
+                docs.setdefault(name, doc)
+    steady = {}
+    stream_times, spans = {}, {}
+    for n in (1, 2):
+        log(f"  steady state: a running cluster of {n} worker(s)")
+        c = Cluster(n)
+        try:
+            run_cli(base + ["--engine", "dask", "--scheduler", c.address])  # warm-up: workers import calibcli
+            walls[f"dask --scheduler ({n} running)"] = []
+            for rep in range(repeats):
+                since = time.time()
+                wall, doc, _ = run_cli(base + ["--engine", "dask", "--scheduler", c.address])
+                if doc is not None:
+                    walls[f"dask --scheduler ({n} running)"].append(wall)
+                    docs.setdefault(f"dask --scheduler ({n} running)", doc)
+                    times, span = c.fragment_times(since)
+                    stream_times.setdefault(n, []).extend(times)
+                    spans.setdefault(n, []).append(span)
+            steady[n] = c.start_time
+        finally:
+            c.close()
+    ref = docs.get("local engine")
+    lines.append(f"{'run':34} {'median':>8} {'min':>8} {'Mrows/s':>8}  {'runs':>4}  max rel. diff vs local")
+    for name, w in walls.items():
+        diff = max_rel_diff(docs[name], ref) if ref is not None and name in docs else float("nan")
+        lines.append(f"{name:34} {median(w):7.2f}s {min(w) if w else float('nan'):7.2f}s {rows / 1e6 / median(w):8.1f}  "
+                     f"{len(w):>4}  {diff:.1e}")
+    for n, times in stream_times.items():
+        lines.append(f"fragment tasks on {n} running worker(s): {len(times)} tasks, compute median {median(times) * 1e3:.1f} ms, "
+                     f"mean {statistics.mean(times) * 1e3:.1f} ms; compute phase (first task start to last task end) "
+                     f"median {median(spans[n]):.2f} s = {rows / 1e6 / median(spans[n]):.1f} Mrows/s")
+    e2e = median(walls["dask --workers 1"]) / median(walls["dask --workers 2"])
+    st = median(walls["dask --scheduler (1 running)"]) / median(walls["dask --scheduler (2 running)"])
+    phase = median(spans[1]) / median(spans[2])
+    vs_local = median(walls["local engine"]) / median(walls["dask --workers 2"])
+    lines.append(f"throughput workers 2 / workers 1, compute phase: {phase:.2f}x   (bar >= 1.6x: {'met' if phase >= 1.6 else 'MISSED'})")
+    lines.append(f"throughput workers 2 / workers 1, end to end: {e2e:.2f}x   (bar >= 1.6x: {'met' if e2e >= 1.6 else 'MISSED'})")
+    lines.append(f"throughput workers 2 / workers 1, steady state: {st:.2f}x   (bar >= 1.6x: {'met' if st >= 1.6 else 'MISSED'})")
+    lines.append(f"dask --workers 2 vs local engine: {vs_local:.2f}x the local throughput   "
+                 f"(bar: no slower, >= 1.0x: {'met' if vs_local >= 1.0 else 'MISSED'})")
+    lines.append(f"local cluster start (in this process): {statistics.mean(steady.values()):.2f} s")
+    results.update(walls=walls, stream_times=stream_times, cluster_start=statistics.mean(steady.values()))
+    return lines
+
+
+def part_overhead(results: dict) -> list[str]:
+    one, empty = ensure_empty()
+    lines = [f"== 2. Per-task overhead: {EMPTY_SHARDS} empty shards (dask_empty/ minus dask_one/, --n-boot 0) =="]
+    per_task, serial, fixed = {}, {}, {}
+    for n in (1, 2):
+        c = Cluster(n)
+        try:
+            run_cli(["ece", one, "--n-boot", "0", "--engine", "dask", "--scheduler", c.address])  # warm-up
+            t_one, t_empty, cpu_one, cpu_empty = [], [], [], []
+            for _ in range(3):
+                t_one.append(run_cli(["ece", one, "--n-boot", "0", "--engine", "dask", "--scheduler", c.address])[0])
+                cpu_one.append(LAST_CPU["client"] + LAST_CPU["here"])
+                t_empty.append(run_cli(["ece", empty, "--n-boot", "0", "--engine", "dask", "--scheduler", c.address])[0])
+                cpu_empty.append(LAST_CPU["client"] + LAST_CPU["here"])
+            per_task[n] = (median(t_empty) - median(t_one)) / EMPTY_SHARDS
+            serial[n] = (median(cpu_empty) - median(cpu_one)) / EMPTY_SHARDS
+            fixed[n] = median(t_one)
+            lines.append(f"{n} running worker(s): dask_one {median(t_one):.2f} s, dask_empty {median(t_empty):.2f} s -> "
+                         f"{per_task[n] * 1e3:.1f} ms per task, of which {serial[n] * 1e3:.1f} ms CPU in the client and "
+                         f"the scheduler")
+        finally:
+            c.close()
+    local_one = median([run_cli(["ece", one, "--n-boot", "0"])[0] for _ in range(3)])
+    local_empty = median([run_cli(["ece", empty, "--n-boot", "0"])[0] for _ in range(3)])
+    lines.append(f"local engine, for context: {(local_empty - local_one) / EMPTY_SHARDS * 1e3:.1f} ms per empty file; "
+                 f"a run on one tiny shard {local_one:.2f} s (dask, running cluster: {fixed[1]:.2f} s)")
+    worst = max(per_task.values())
+    lines.append(f"per-task overhead: {worst * 1e3:.1f} ms   (bar < 50 ms: {'met' if worst < 0.05 else 'MISSED'})")
+    task_serial = serial[1]
+    task_worker = max(0.0, per_task[1] - task_serial)
+    lines.append(f"model split: serial (client + scheduler CPU) {task_serial * 1e3:.1f} ms per task; the rest, "
+                 f"{task_worker * 1e3:.1f} ms (round trips, the worker's share), overlaps across workers")
+    results.update(per_task=per_task, task_serial=task_serial, task_worker=task_worker, fixed=fixed[1])
+    return lines
+
+
+def part_memory(sizes: list[str]) -> list[str]:
+    lines = ["== 3. Worker peak memory (ru_maxrss in each worker; a fresh cluster of 2 per size; ece --n-boot 1000) =="]
+    peaks = {}
+    for name in sizes:
+        data = ensure_data(name)
+        c = Cluster(2)
+        try:
+            before = c.peak_rss_mb()
+            wall, doc, _ = run_cli(["ece", data, "--n-boot", "1000", "--engine", "dask", "--scheduler", c.address])
+            peaks[name] = c.peak_rss_mb()
+            lines.append(f"{name:>4} rows: workers' peak RSS {', '.join(f'{p:.0f}' for p in peaks[name])} MB "
+                         f"(idle {', '.join(f'{p:.0f}' for p in before)} MB); run {wall:.1f} s")
+        finally:
+            c.close()
+    if "1e8" in peaks and "1e7" in peaks:
+        ratio = max(peaks["1e8"]) / max(peaks["1e7"])
+        lines.append(f"largest worker peak 1e8 / 1e7 (10x the rows, the same 1e6-row fragments): {ratio:.2f}   "
+                     f"(bar <= 1.25: {'met' if ratio <= 1.25 else 'MISSED'})")
+    if "1e6" in peaks and "1e7" in peaks:
+        lines.append(f"context: 1e7 / 1e6: {max(peaks['1e7']) / max(peaks['1e6']):.2f} (1e6's fragments are its two "
+                     f"500,000-row files: a worker holds half the rows at a time)")
+    return lines
+
+
+def part_model(data: str, rows: int, results: dict) -> list[str]:
+    """Fit the scaling model's constants and check it against part 1, then predict 1e10 rows on 100 workers."""
+    from calibcli.evaluation import BinnedOptions, InputAccumulator, _merge_documents, run_fragment
+    from calibcli.io import ColumnSpec, resolve_datasets
+
+    (dataset,) = resolve_datasets([data])
+    stream = dataset.open(ColumnSpec())
+    t0 = time.perf_counter()
+    fragments = stream.fragments()
+    listing = time.perf_counter() - t0
+    files = len(stream.files)
+    options = BinnedOptions(n_boot=1000)
+    template = InputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names, options=options).to_dict()
+    doc = run_fragment(fragments[0], InputAccumulator, template)
+    blob = pickle.dumps(doc)
+    copies = 1000
+    t0 = time.perf_counter()
+    state, _ = _merge_documents((pickle.loads(blob) for _ in range(copies)), InputAccumulator)
+    merge = (time.perf_counter() - t0) / copies
+    acc = state[None]
+    t0 = time.perf_counter()
+    acc.result()
+    finish = time.perf_counter() - t0
+
+    frag_rows = rows / len(fragments)
+    one_worker = results["stream_times"].get(1) or [float("nan")]
+    per_row = median(one_worker) / frag_rows
+    serial, worker = results["task_serial"], results["task_worker"]
+
+    def model(n_rows, n_workers, n_files, start, footer=listing / files, frag=frag_rows):
+        F = math.ceil(n_rows / frag)
+        parts = {
+            "start": start,  # a run on a tiny shard: interpreter, imports, connect, one task
+            "listing": n_files * footer,
+            "tasks (serial share)": F * serial,
+            "fragments on workers": math.ceil(F / n_workers) * (frag * per_row + worker),  # rounds of W tasks
+            "merge on the client": F * merge,
+            "finish (bootstrap)": finish,
+        }
+        return sum(parts.values()), parts, F
+
+    lines = ["== 4. Scaling model =="]
+    lines.append(f"fragments: {len(fragments)} of {frag_rows:,.0f} rows from {files} files; footers listed in {listing * 1e3:.0f} ms "
+                 f"({listing / files * 1e3:.1f} ms per file, on the client)")
+    lines.append(f"per fragment on 1 running worker: {median(one_worker) * 1e3:.1f} ms -> {per_row * 1e9:.1f} ns per row")
+    lines.append(f"fixed cost of a run (part 2's tiny shard on a running cluster): {results['fixed']:.2f} s; task overhead: "
+                 f"serial {serial * 1e3:.1f} ms + {worker * 1e3:.1f} ms spread over the workers (part 2)")
+    lines.append(f"state of one fragment: {len(blob):,} bytes pickled ({len(json.dumps(doc)):,} as JSON); "
+                 f"merge (unpickle + from_dict + merge) {merge * 1e3:.3f} ms per state")
+    lines.append(f"finish on the client (1000 bootstrap resamples from the merged state): {finish:.2f} s")
+    walls = results["walls"]
+    for n in (1, 2):
+        measured = median(walls.get(f"dask --scheduler ({n} running)", []))
+        predicted, _, _ = model(rows, n, files, start=results["fixed"])
+        lines.append(f"check at {rows:,} rows on {n} running worker(s): predicted {predicted:.1f} s, measured {measured:.1f} s")
+    n_rows, n_workers, n_files = 10**10, 100, 2000
+    for label, footer in (("local disk", listing / files), ("object store, 30 ms per footer (assumed)", 0.030)):
+        total, parts, F = model(n_rows, n_workers, n_files, start=results["fixed"], footer=footer)
+        lines.append(f"prediction, 1e10 rows in {n_files:,} files ({F:,} fragments) on {n_workers} workers, {label}: "
+                     f"{total:.0f} s = " + " + ".join(f"{k} {v:.1f}" for k, v in parts.items()))
+    lines.append(f"client traffic at 1e10 rows: {F:,} states x {len(blob):,} bytes = {F * len(blob) / 1e6:.0f} MB")
+    big = 1 << 23
+    total, parts, F = model(n_rows, n_workers, n_files, start=results["fixed"], frag=min(big, n_rows / n_files))
+    lines.append(f"the same with --batch-rows {big} (fragments of {min(big, n_rows // n_files):,} rows: whole 5e6-row files): "
+                 f"{total:.0f} s = " + " + ".join(f"{k} {v:.1f}" for k, v in parts.items()))
+    lines.append("assumptions: one core per worker and no other load; storage bandwidth grows with the workers (no "
+                 "shared-disk or network bottleneck); per-row cost as on this machine; the scheduler keeps up (its "
+                 "share is in the serial per-task time); footers listed serially by the client")
+    return lines
+
+
+def machine() -> list[str]:
+    import distributed
+
+    import calibcli
+
+    load = os.getloadavg()
+    return [
+        f"machine: {os.cpu_count()} CPUs, {platform.platform()}, load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} at start",
+        f"versions: calibcli {calibcli.__version__}, distributed {distributed.__version__}, Python {platform.python_version()}, "
+        f"numpy {np.__version__}",
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1e7 rows for part 1 and the model; memory at 1e6 and 1e7")
+    parser.add_argument("--repeats", type=int, default=2, help="runs of each variant in part 1 (medians)")
+    parser.add_argument("--parts", default="1234", help="which parts to run (model needs 1 and 2)")
+    args = parser.parse_args()
+    big = "1e7" if args.quick else "1e8"
+    rows = {"1e7": 10**7, "1e8": 10**8}[big]
+    t0 = time.perf_counter()
+    lines = ["bench_dask.py", *machine()]
+    data = ensure_data(big)
+    results: dict = {}
+    print("\n".join(lines), flush=True)
+    print("\n" + "\n".join(part_machine()), flush=True)
+    if "1" in args.parts:
+        out = part_throughput(data, rows, args.repeats, results)
+        print("\n" + "\n".join(out), flush=True)
+        print("\n" + "\n".join(part_machine()), flush=True)
+    if "2" in args.parts:
+        out = part_overhead(results)
+        print("\n" + "\n".join(out), flush=True)
+    if "3" in args.parts:
+        out = part_memory(["1e6", "1e7"] + ([] if args.quick else ["1e8"]))
+        print("\n" + "\n".join(out), flush=True)
+    if "4" in args.parts and "walls" in results and "per_task" in results:
+        out = part_model(data, rows, results)
+        print("\n" + "\n".join(out), flush=True)
+    load = os.getloadavg()
+    print(f"\nload average at the end {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}; total wall time {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

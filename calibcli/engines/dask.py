@@ -1,0 +1,278 @@
+"""The Dask engine: fragments -> tasks -> accumulator states -> merged here (SPEC 8 "Engines").
+
+A dataset's fragments (files, or runs of a large Parquet file's row groups; see
+:meth:`calibcli.io.Stream.fragments`) become one task each. A task gets only paths and options, reads
+its fragment on the worker, and returns its accumulators' ``to_dict()`` state and its row counts
+(:func:`calibcli.evaluation.run_fragment`); the client merges the states in fragment order and
+finishes there, exactly as the local engine does (:func:`calibcli.evaluation.run_fragments`). Rows
+are numbered by their global index, so bootstrap draws do not depend on which worker saw them and the
+report equals the local engine's to 1e-12.
+
+Where the work runs: an existing cluster (``--scheduler ADDRESS`` or a scheduler file, or Dask's own
+``DASK_SCHEDULER_ADDRESS``), else a ``distributed.LocalCluster`` of ``--workers`` processes (one
+thread each) started for the run and closed afterwards, also on an error or Ctrl-C. Tasks are pure, so
+a task lost with its worker is run again by Dask elsewhere and the result does not change. A fragment
+that cannot be read raises the same :class:`~calibcli.errors.CalibcliError` as locally: the first bad
+fragment in row order is reported and the other tasks are cancelled.
+
+``distributed`` is an optional dependency (``pip install "calibcli[dask]"``), imported only here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import sys
+import uuid
+from contextlib import ExitStack, contextmanager
+from typing import Callable, Iterator
+
+from calibcli.errors import CalibcliError
+
+INSTALL_HINT = 'pip install "calibcli[dask]"'
+
+
+def require_distributed() -> None:
+    """Fail with the install command when ``distributed`` is missing (exit 2 from the CLI)."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise CalibcliError(f"{{opt:engine}} dask needs the package distributed, which is not installed: {INSTALL_HINT}") from None
+
+
+class DaskEngine:
+    """Runs a stream's fragments as tasks on a connected ``distributed.Client``.
+
+    ``workers`` is the number of worker processes when the run starts (the report's ``workers``);
+    ``progress(total, description)`` is a context manager yielding an ``advance()`` callable (a bar of
+    fragments done), or None.
+    """
+
+    name = "dask"
+
+    def __init__(self, client, *, workers: int, progress=None):
+        self.client = client
+        self.workers = workers
+        self.progress = progress
+        self._run = uuid.uuid4().hex[:8]  # task keys unique to this run on a shared cluster
+        self._passes = 0
+
+    def run(self, stream, new) -> tuple[list[tuple[dict | None, object]], dict]:
+        """The stream's entries ``(group values or None, accumulator)`` and its report input section."""
+        from calibcli.evaluation import run_fragments
+
+        entries, counts = run_fragments(stream, new, lambda fragments, kind, **templates: self.map(
+            fragments, kind, description=f"{stream.name}: fragments", **templates))
+        return entries, stream.describe(counts)
+
+    def map(self, fragments, kind, *, first: dict | None = None, second: dict | None = None,
+            description: str = "fragments") -> Iterator[dict]:
+        """Run :func:`calibcli.evaluation.run_fragment` on every fragment as a task; yield the documents
+        in fragment order (each as soon as it and those before it are done)."""
+        from distributed import as_completed
+
+        if not fragments:
+            return
+        client = self.client
+        # The template travels once, as a task of its own that the others depend on (not scattered: a
+        # scattered value lost with its worker could not be made again, and its dependents would fail).
+        template = client.submit(_template, first if second is None else second,
+                                 key=f"calibcli-template-{self._run}-{self._passes + 1}", pure=False)
+        tag = f"{self._run}-{self._passes + 1}"
+        self._passes += 1
+        # one submission for every task (keys zero-padded: Dask runs equal-priority tasks in key order)
+        futures = client.map(_task, fragments, kind=kind, first=template if second is None else None,
+                             second=template if second is not None else None,
+                             key=[f"calibcli-fragment-{tag}-{i:07d}" for i in range(len(fragments))], pure=False)
+        index = {future.key: i for i, future in enumerate(futures)}
+        done: dict[int, object] = {}  # index -> finished future, or the error to raise at its turn
+        first_error: int | None = None
+        next_index = 0
+        progress = self.progress(len(fragments), description) if self.progress else _no_progress()
+        try:
+            with progress as advance:
+                for batch in as_completed(futures).batches():
+                    for future in batch:
+                        i = index[future.key]
+                        if future.status == "cancelled" and first_error is not None and i > first_error:
+                            continue  # cancelled here: a fragment before it failed
+                        advance()
+                        if future.status == "cancelled":
+                            done[i] = CalibcliError(f"{fragments[i].path}: its task was cancelled on the Dask cluster "
+                                                    f"(scheduler restarted, or cancelled by hand): run the command again")
+                        elif future.status == "error":
+                            if first_error is None or i < first_error:
+                                first_error = i
+                                later = [f for f in futures[i + 1:] if f is not None]
+                                if later:
+                                    client.cancel(later)
+                            done[i] = _remote_error(future.exception(), fragments[i])
+                        else:
+                            done[i] = future
+                    # the documents now ready in fragment order, fetched together (a result lost with its
+                    # worker meanwhile is computed again: gather waits for it)
+                    ready = []
+                    while next_index + len(ready) in done and not isinstance(done[next_index + len(ready)], BaseException):
+                        ready.append(done.pop(next_index + len(ready)))
+                    if ready:
+                        for document in client.gather(ready):
+                            futures[next_index] = None  # released on the workers
+                            next_index += 1
+                            yield document
+                    if next_index in done:
+                        raise done.pop(next_index)
+            if next_index != len(fragments):
+                raise RuntimeError(f"{len(fragments) - next_index} of {len(fragments)} fragments returned no result")
+        finally:
+            remaining = [f for f in futures if f is not None and not f.done()]
+            if remaining:
+                client.cancel(remaining)
+            del template
+
+
+def _template(document: dict) -> dict:
+    return document
+
+
+def _task(fragment, kind, first, second) -> dict:
+    """The task: one fragment into accumulator states, with an error that travels back intact."""
+    from calibcli.evaluation import run_fragment
+
+    try:
+        return run_fragment(fragment, kind, first, second)
+    except CalibcliError as exc:
+        raise portable_error(exc) from None
+
+
+def portable_error(exc: CalibcliError) -> CalibcliError:
+    """``exc`` if it survives pickling with its message (so the client re-raises it as it is), else a
+    plain :class:`CalibcliError` with the same message (its ``{opt:...}`` template, so the command line
+    still shows flags)."""
+    template = getattr(exc, "template", str(exc))
+    try:
+        back = pickle.loads(pickle.dumps(exc))
+        if type(back) is type(exc) and getattr(back, "template", str(back)) == template:
+            return exc
+    except Exception:
+        pass
+    return CalibcliError(template)
+
+
+def _remote_error(exc: BaseException, fragment) -> BaseException:
+    """What the client raises for a failed task: a CalibcliError as it is; a worker that kept dying or
+    could not load calibcli as a CalibcliError that says so."""
+    if isinstance(exc, CalibcliError):
+        return exc
+    name = type(exc).__name__
+    if name == "KilledWorker":
+        return CalibcliError(
+            f"{fragment.path}: the workers reading it died repeatedly (out of memory?): see the workers' logs; "
+            f"smaller fragments come with a smaller {{opt:batch_rows}}"
+        )
+    if isinstance(exc, ImportError):
+        return CalibcliError(
+            f"the Dask workers cannot run calibcli's tasks ({name}: {exc}): install the same calibcli on every "
+            f"worker ({INSTALL_HINT})"
+        )
+    return exc
+
+
+def _debugging() -> bool:
+    return os.environ.get("CALIBCLI_DEBUG", "") not in ("", "0")
+
+
+@contextmanager
+def _no_progress():
+    yield lambda: None
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the tasks run
+
+
+def scheduler_address(scheduler: str | None) -> str | None:
+    """The scheduler to connect to: ``--scheduler``, else Dask's ``scheduler-address`` setting (the
+    ``DASK_SCHEDULER_ADDRESS`` environment variable or Dask's configuration files), else None."""
+    if scheduler:
+        return scheduler
+    import dask
+
+    return dask.config.get("scheduler-address", None) or None
+
+
+@contextmanager
+def dask_engine(*, scheduler: str | None = None, workers: int | None = None, progress=None,
+                announce: Callable[[str], None] | None = None) -> Iterator[DaskEngine]:
+    """A :class:`DaskEngine` on an existing cluster (``scheduler``: an address such as
+    ``tcp://10.0.0.5:8786``, or the path of a scheduler file), or on a ``LocalCluster`` of ``workers``
+    processes (default: one per CPU) started now and closed on leaving, whatever happens.
+
+    ``announce`` gets one line for stderr: the cluster and its dashboard.
+    """
+    require_distributed()
+    from distributed import Client
+
+    announce = announce or (lambda line: sys.stderr.write(line + "\n"))
+    quiet = not _debugging()
+    with ExitStack() as stack:
+        if quiet:
+            stack.enter_context(_quiet_logs())
+        address = None if workers is not None else scheduler_address(scheduler)
+        if address is not None:
+            client = stack.enter_context(_connect(Client, address))
+            n_workers = len(client.nthreads())
+            announce(f"Dask: connected to {client.scheduler.address} ({n_workers} workers); dashboard {client.dashboard_link}")
+        else:
+            from distributed import LocalCluster
+            from dask.system import CPU_COUNT
+
+            n_workers = CPU_COUNT if workers is None else workers
+            cluster = stack.enter_context(LocalCluster(
+                n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL if quiet else logging.WARNING,
+            ))
+            client = stack.enter_context(Client(cluster))
+            announce(f"Dask: a local cluster of {n_workers} worker processes; dashboard {_dashboard(cluster.dashboard_link)}")
+        yield DaskEngine(client, workers=n_workers, progress=progress)
+
+
+@contextmanager
+def _connect(Client, address: str):
+    try:
+        if os.path.isfile(address):
+            client = Client(scheduler_file=address)
+        else:
+            client = Client(address)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise CalibcliError(
+            f"cannot connect to a Dask scheduler at {address} ({type(exc).__name__}: {exc}): check the address "
+            f"(tcp://HOST:PORT) or scheduler file, or start one with `dask scheduler`"
+        ) from None
+    with client:
+        yield client
+
+
+def _dashboard(link: str | None) -> str:
+    import importlib.util
+
+    if not link:
+        return "not available"
+    if importlib.util.find_spec("bokeh") is None:
+        return f"{link} (needs bokeh: pip install bokeh)"
+    return link
+
+
+@contextmanager
+def _quiet_logs():
+    """Dask's own log lines (workers started and stopped, results computed again after a lost worker)
+    stay off stderr during the run; ``CALIBCLI_DEBUG=1`` shows them."""
+    names = ["distributed", *(name for name in logging.root.manager.loggerDict if name.startswith("distributed."))]
+    levels = {name: logging.getLogger(name).level for name in names}
+    for name in names:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)

@@ -1,0 +1,424 @@
+"""`--engine dask` (SPEC 8 "Engines"): the same report as the local engine, on a real Dask cluster.
+
+No mocks: a ``LocalCluster`` of 2 worker processes (shared by most tests), the CLI's own local
+cluster (``--workers 2``), and a scheduler and workers started as separate processes with the ``dask``
+command, as the README shows. Reports are compared with the local engine's to 1e-12 (bootstrap
+intervals included): only ``parameters.engine`` and ``parameters.workers`` may differ.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from _cli import MULTI, run  # noqa: E402
+
+N = 200_000  # more than the 2^17 rows kept per problem: sufficient-statistics bootstrap, quantile second pass
+ROW_GROUP = 10_000
+BATCH = "16384"  # fragments: one row group each (20); the local engine reads other batches
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+QUIET = {"CALIBCLI_DEBUG": ""}
+
+
+def _console_script() -> str:
+    import shutil
+
+    return shutil.which("calibcli", path=os.path.dirname(sys.executable)) or "calibcli"
+
+
+def _write_shards(root: Path, n: int, shards: int, row_group: int, seed: int = 11) -> Path:
+    rng = np.random.default_rng(seed)
+    z = rng.beta(2, 3, n)
+    y = (rng.random(n) < z**1.2).astype(np.int64)
+    w = rng.integers(1, 4, n).astype(np.float64)
+    model = np.where(rng.random(n) < 0.7, "a", "b")  # group a: 140,000 rows (> 2^17), b: 60,000
+    table = pa.table({"prob": z, "label": y, "w": w, "model": model})
+    root.mkdir(parents=True)
+    for k, part in enumerate(np.array_split(np.arange(n), shards)):
+        pq.write_table(table.take(part), root / f"part-{k:02d}.parquet", row_group_size=row_group)
+    return root
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory) -> Path:
+    return _write_shards(tmp_path_factory.mktemp("dask") / "shards", N, 5, ROW_GROUP)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two worker processes, one thread each, on 127.0.0.1 (workers' logs off stderr)."""
+    import logging
+
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0",
+                      silence_logs=logging.CRITICAL) as c:
+        yield c.scheduler_address
+
+
+def _json(*args) -> dict:
+    r = run(*args, "--json")
+    assert r.exit_code == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def assert_same_report(dask_doc: dict, local_doc: dict, *, rel: float = 1e-12) -> None:
+    """Equal documents, numbers to ``rel``, except the engine and the workers in the parameters."""
+    assert dask_doc["parameters"].pop("engine") == "dask" and local_doc["parameters"].pop("engine") == "local"
+    assert dask_doc["parameters"].pop("workers") >= 1 and local_doc["parameters"].pop("workers") is None
+    _compare(dask_doc, local_doc, rel, "$")
+
+
+def _compare(a, b, rel, where):
+    if isinstance(b, dict):
+        assert isinstance(a, dict) and list(a) == list(b), where
+        for k in b:
+            _compare(a[k], b[k], rel, f"{where}.{k}")
+    elif isinstance(b, list):
+        assert isinstance(a, list) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _compare(x, y, rel, f"{where}[{i}]")
+    elif isinstance(b, float) and not isinstance(a, bool):
+        assert math.isclose(a, b, rel_tol=rel, abs_tol=1e-300), f"{where}: {a!r} != {b!r}"
+    else:
+        assert a == b, f"{where}: {a!r} != {b!r}"
+
+
+ECE_CASES = {
+    "groups-weights-quantile": ["--group-by", "model", "--weight-col", "w", "--strategy", "quantile", "--n-boot", "100"],
+    "pooled-uniform": ["--n-boot", "100", "--seed", "5"],
+}
+
+
+@pytest.mark.parametrize("options", ECE_CASES.values(), ids=ECE_CASES.keys())
+def test_ece_equals_the_local_engine(shards, cluster, options):
+    local = _json("ece", shards, *options, "--batch-rows", BATCH)
+    remote = _json("ece", shards, *options, "--batch-rows", BATCH, "--engine", "dask", "--scheduler", cluster)
+    if "--group-by" in options:
+        assert [f["group"] for f in local["files"]] == [{"model": "a"}, {"model": "b"}]
+        assert "quantile edges from" in " ".join(local["files"][0].get("notes", []))  # the second pass ran
+    assert_same_report(remote, local)
+
+
+def test_multiclass_marginal_file_equals_the_local_engine(cluster):
+    options = ["--mode", "marginal", "--n-boot", "50", "--class-weights", "prior"]
+    assert_same_report(_json("ece", MULTI, *options, "--engine", "dask", "--scheduler", cluster), _json("ece", MULTI, *options))
+
+
+SMECE_CASES = {
+    "groups-weights": ["--group-by", "model", "--weight-col", "w", "--n-boot", "20"],
+    # a sigma below what the first pass's grid resolves (2^-14): a second pass on a finer grid
+    "second-pass": ["--sigma", "0.00002", "--n-boot", "0"],
+}
+
+
+@pytest.mark.parametrize("options", SMECE_CASES.values(), ids=SMECE_CASES.keys())
+def test_smece_equals_the_local_engine(shards, cluster, options):
+    local = _json("smece", shards, *options, "--batch-rows", BATCH)
+    remote = _json("smece", shards, *options, "--batch-rows", BATCH, "--engine", "dask", "--scheduler", cluster)
+    assert_same_report(remote, local)
+
+
+def test_a_local_cluster_of_workers_runs_and_is_shut_down(shards):
+    import psutil
+
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    options = ["--group-by", "model", "--n-boot", "30", "--batch-rows", BATCH]
+    r = run("ece", shards, *options, "--engine", "dask", "--workers", "2", "--json")
+    assert r.exit_code == 0, r.stderr
+    (line,) = r.stderr.splitlines()
+    assert line.startswith("Dask: a local cluster of 2 worker processes; dashboard http://127.0.0.1:")
+    doc = json.loads(r.stdout)
+    assert doc["parameters"]["workers"] == 2
+    assert_same_report(doc, _json("ece", shards, *options))
+    time.sleep(0.5)
+    assert {p.pid for p in psutil.Process().children(recursive=True)} <= before  # the workers are gone
+
+
+def _binned(stream):
+    from calibcli.evaluation import BinnedOptions, InputAccumulator
+
+    return InputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names,
+                            options=BinnedOptions(strategy="quantile", n_boot=20))
+
+
+def test_fragments_merged_in_this_process_equal_the_local_stream(shards):
+    # the engine-independent half: fragment documents (JSON states) merged in fragment order
+    from calibcli.evaluation import map_in_process, run_fragments, run_local
+    from calibcli.io import ColumnSpec, resolve_datasets
+
+    (dataset,) = resolve_datasets([str(shards)])
+    stream = dataset.open(ColumnSpec(weight_col="w"), batch_rows=16384, group_by=("model",))
+    entries, counts = run_fragments(stream, lambda: _binned(stream), map_in_process)
+    local = run_local(stream, lambda: _binned(stream))
+    assert stream.describe(counts) == stream.describe()
+    assert [g for g, _ in entries] == [g for g, _ in local] == [{"model": "a"}, {"model": "b"}]
+    for (_, acc), (_, ref) in zip(entries, local):
+        _compare(json.loads(json.dumps(acc.result().to_dict())), json.loads(json.dumps(ref.result().to_dict())), 1e-12, "$")
+
+
+def test_progress_counts_fragments_done(shards, cluster):
+    from contextlib import contextmanager
+
+    from distributed import Client
+
+    from calibcli.engines.dask import DaskEngine
+    from calibcli.io import ColumnSpec, resolve_datasets
+
+    bars = []
+
+    @contextmanager
+    def progress(total, description):
+        bar = {"total": total, "description": description, "done": 0}
+        bars.append(bar)
+        yield lambda: bar.__setitem__("done", bar["done"] + 1)
+
+    (dataset,) = resolve_datasets([str(shards)])
+    stream = dataset.open(ColumnSpec(), batch_rows=16384)
+    with Client(cluster) as client:
+        entries, described = DaskEngine(client, workers=2, progress=progress).run(stream, lambda: _binned(stream))
+    assert described["rows_used"] == N
+    # two passes (quantile edges over more rows than are kept), 20 fragments each
+    assert bars == [{"total": 20, "description": f"{shards}: fragments", "done": 20}] * 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors: the local engine's message, exit code 2, nothing written
+
+
+def _bad_dataset(root: Path, what: str) -> Path:
+    data = _write_shards(root, 5000, 5, 400, seed=3)
+    victim = data / "part-02.parquet"
+    if what == "truncated":
+        size = victim.stat().st_size
+        with open(victim, "r+b") as fh:
+            fh.truncate(size // 2)
+    else:
+        table = pq.read_table(victim)
+        z = table["prob"].to_numpy().copy()
+        z[777] = 1.25  # row 778 of the file, in its second row group
+        pq.write_table(table.set_column(0, "prob", pa.array(z)), victim, row_group_size=400)
+    return data
+
+
+@pytest.mark.parametrize("what", ["truncated", "bad-row"])
+def test_a_bad_shard_gives_the_local_error_and_no_output(tmp_path, cluster, what):
+    data = _bad_dataset(tmp_path / "data", what)
+    out = tmp_path / "report.json"
+    local = run("ece", data, "-o", out)
+    remote = run("ece", data, "-o", out, "--engine", "dask", "--scheduler", cluster)
+    assert local.exit_code == remote.exit_code == 2
+    (error,) = [line for line in remote.stderr.splitlines() if line.startswith("Error:")]
+    assert error + "\n" == local.stderr
+    assert error.startswith(f"Error: {data / 'part-02.parquet'}: ")
+    if what == "bad-row":
+        assert "row 778" in error and "probability is 1.25" in error
+    assert not out.exists()
+
+
+def test_an_unreadable_file_after_a_bad_row_is_reported_as_locally(tmp_path, cluster):
+    # part-02 has a bad row, part-04's footer is gone: the local engine meets part-02 first
+    data = _bad_dataset(tmp_path / "data", "bad-row")
+    with open(data / "part-04.parquet", "r+b") as fh:
+        fh.truncate(100)
+    local = run("ece", data)
+    remote = run("ece", data, "--engine", "dask", "--scheduler", cluster)
+    assert remote.exit_code == 2 and remote.stderr.splitlines()[-1] + "\n" == local.stderr
+    assert "part-02.parquet: row 778" in local.stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--scheduler", "tcp://127.0.0.1:1"], "Error: --scheduler is for --engine dask: add --engine dask, or drop it"),
+        (["--workers", "2"], "Error: --workers is for --engine dask: add --engine dask, or drop it"),
+        (["--engine", "spark"], "Error: --engine is 'spark': expected one of local, dask"),
+        (["--engine", "dask", "--workers", "0"], "Error: --workers is 0: expected at least 1 worker process"),
+        (["--engine", "dask", "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"],
+         "Error: --scheduler and --workers both say where to run: --scheduler uses a running cluster, --workers starts "
+         "a local one; give one of them"),
+    ],
+)
+def test_engine_options_are_checked_before_any_work(args, message):
+    r = run("ece", MULTI, *args)
+    assert r.exit_code == 2 and r.stderr == message + "\n"
+
+
+def test_errors_travel_back_from_workers_with_their_message():
+    import pickle
+
+    from calibcli.engines.dask import portable_error
+    from calibcli.errors import CalibcliError, OptionError
+
+    plain = CalibcliError("shard.parquet: row 3, column prob: probability is 2, outside [0, 1]; or pass {opt:drop_invalid}")
+    assert portable_error(plain) is plain
+    assert pickle.loads(pickle.dumps(plain)).for_cli() == plain.for_cli()
+    option = OptionError("n_bins", "{name} is 0: expected at least 1")  # does not unpickle by itself
+    sent = pickle.loads(pickle.dumps(portable_error(option)))
+    assert sent.for_cli() == "--n-bins is 0: expected at least 1" and str(sent) == str(option)
+
+
+PROBE = """
+import importlib.abc, json, sys
+class NoDask(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("dask", "distributed"):
+            raise ImportError(f"No module named {name!r}")
+        return None
+if sys.argv[1] == "block":
+    sys.meta_path.insert(0, NoDask())
+out, args = sys.argv[2], sys.argv[3:]
+sys.argv = ["calibcli", *args]
+from calibcli.cli import main
+code = 0
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+with open(out, "w") as fh:
+    json.dump({"code": code, "modules": sorted(sys.modules)}, fh)
+"""
+
+
+def _probe(tmp_path, mode: str, *args) -> tuple[dict, str]:
+    out = tmp_path / "probe.json"
+    proc = subprocess.run([sys.executable, "-c", PROBE, mode, str(out), *args], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)
+    return json.loads(out.read_text()), proc.stderr
+
+
+def test_without_distributed_the_error_says_how_to_install_it(tmp_path):
+    doc, stderr = _probe(tmp_path, "block", "ece", MULTI, "--engine", "dask")
+    assert doc["code"] == 2
+    assert stderr == 'Error: --engine dask needs the package distributed, which is not installed: pip install "calibcli[dask]"\n'
+
+
+def test_plain_runs_import_neither_dask_nor_distributed(tmp_path):
+    doc, _ = _probe(tmp_path, "plain", "ece", MULTI, "--n-boot", "10", "--json")
+    assert doc["code"] == 0
+    assert [m for m in doc["modules"] if m.split(".")[0] in ("dask", "distributed")] == []
+
+
+# ---------------------------------------------------------------------------------------------
+# A cluster started with the dask command: scheduler and workers as separate processes
+
+
+def _start(*args, **kw) -> subprocess.Popen:
+    return subprocess.Popen(list(args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, **kw)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGKILL the process and every process it started (a worker's nanny and the worker itself)."""
+    import psutil
+
+    try:
+        family = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        family = []
+    for p in family:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    proc.wait(timeout=30)
+    psutil.wait_procs(family, timeout=30)
+
+
+def _wait_for(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_scheduler_and_workers_started_with_the_dask_command(tmp_path, shards):
+    from distributed import Client
+
+    dask_cli = os.path.join(os.path.dirname(sys.executable), "dask")
+    scheduler_file = tmp_path / "scheduler.json"
+    scheduler = _start(dask_cli, "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", "127.0.0.1:0",
+                       "--scheduler-file", str(scheduler_file))
+    worker_cmd = [dask_cli, "worker", "--scheduler-file", str(scheduler_file), "--nworkers", "1", "--nthreads", "1",
+                  "--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0"]
+    workers = []
+    try:
+        _wait_for(scheduler_file.exists, 60, "the scheduler file")
+        address = json.loads(_wait_for(lambda: scheduler_file.read_text() or None, 10, "the address"))["address"]
+        workers.append(_start(*worker_cmd))
+        with Client(address, timeout=30) as client:
+            client.wait_for_workers(1, timeout=60)
+
+            # 1. the same report as the local engine, through --scheduler ADDRESS
+            options = ["--group-by", "model", "--weight-col", "w", "--n-boot", "40", "--batch-rows", BATCH]
+            assert_same_report(_json("ece", shards, *options, "--engine", "dask", "--scheduler", address),
+                               _json("ece", shards, *options))
+
+            # ... and through the scheduler file
+            options = ["--mode", "marginal", "--n-boot", "20"]
+            assert_same_report(_json("ece", MULTI, *options, "--engine", "dask", "--scheduler", scheduler_file),
+                               _json("ece", MULTI, *options))
+
+            # 2. the worker is killed mid-run and another one joins: the run ends with the same numbers
+            many = _write_shards(tmp_path / "many", 1_000_000, 4, 5000, seed=5)  # 200 fragments of 5,000 rows
+            options = ["--n-boot", "50", "--batch-rows", "5000", "--json"]
+            reference = _json("ece", many, *options[:-1])
+            def executed():
+                return sum(client.run(lambda dask_worker: dask_worker.state.executed_count).values())
+
+            baseline = executed()
+            run_env = {**os.environ, **QUIET, "DASK_SCHEDULER_ADDRESS": address}  # Dask's own variable
+            cli = subprocess.Popen([_console_script(), "ece", str(many), *options, "--engine", "dask"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=run_env)
+            done_before = _wait_for(lambda: executed() - baseline >= 20 and executed() - baseline, 60, "20 tasks done")
+            assert cli.poll() is None, "the run ended before the worker could be killed"
+            _stop(workers.pop())
+            workers.append(_start(*worker_cmd))
+            stdout, stderr = cli.communicate(timeout=120)
+            assert cli.returncode == 0, stderr
+            assert done_before < 200 and executed() > 0  # the first worker did not finish; the new one ran the rest
+            assert "(1 workers)" in stderr
+            assert_same_report(json.loads(stdout), reference)
+    finally:
+        for proc in workers + [scheduler]:
+            _stop(proc)
+
+
+def test_ctrl_c_stops_the_run_and_the_local_cluster(tmp_path):
+    import psutil
+
+    many = _write_shards(tmp_path / "many", 1_000_000, 4, 5000, seed=6)
+    cli = subprocess.Popen([_console_script(), "ece", str(many), "--batch-rows", "5000", "--engine", "dask", "--workers", "1"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **QUIET})
+    try:
+        first = cli.stderr.readline()
+        assert first.startswith("Dask: a local cluster of 1 worker processes"), first
+        children = psutil.Process(cli.pid).children(recursive=True)
+        assert children
+        time.sleep(0.5)
+        cli.send_signal(signal.SIGINT)
+        _, stderr = cli.communicate(timeout=60)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    assert cli.returncode == 130
+    assert stderr.splitlines()[-1] == "Error: interrupted"
+    _wait_for(lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in children), 30,
+              "the cluster's processes to end")
