@@ -240,26 +240,13 @@ def evaluate_streams(doc: dict, streams, new_accumulator, *, gate, n_boot: int, 
     """
     from calibcli.report import check_gate, entry_label, group_summary
 
-    from calibcli.engines import ENGINES
-
-    check_choice(engine, ENGINES, "--engine")
-    if engine == "local" and (scheduler is not None or workers is not None):
-        raise CalibcliError(f"{'--scheduler' if scheduler is not None else '--workers'} is for --engine dask: add --engine dask, or drop it")
-    if scheduler is not None and workers is not None:
-        raise CalibcliError("--scheduler and --workers both say where to run: --scheduler uses a running cluster, "
-                            "--workers starts a local one; give one of them")
-    if workers is not None and workers < 1:
-        raise CalibcliError(f"--workers is {workers}: expected at least 1 worker process")
-    if engine == "dask":
-        from calibcli.engines.dask import require_distributed
-
-        require_distributed()
+    check_engine(engine, scheduler, workers)
 
     streams = iter(streams)
     first = next(streams, None)  # every dataset resolved, the first opened, before a cluster starts
     headlines = {}
     grouped = False
-    with _engine(engine, scheduler, workers) as runner:
+    with engine_runner(engine, scheduler, workers) as runner:
         doc["parameters"]["engine"] = engine
         doc["parameters"]["workers"] = runner.workers
         for stream in _chain(first, streams):
@@ -290,9 +277,28 @@ def _chain(first, rest):
     yield from rest
 
 
+def check_engine(engine: str, scheduler: str | None, workers: int | None) -> None:
+    """``--engine`` and its options, before any work; Dask is imported (or its absence reported) here."""
+    from calibcli.engines import ENGINES
+
+    check_choice(engine, ENGINES, "--engine")
+    if engine == "local" and (scheduler is not None or workers is not None):
+        raise CalibcliError(f"{'--scheduler' if scheduler is not None else '--workers'} is for --engine dask: add --engine dask, or drop it")
+    if scheduler is not None and workers is not None:
+        raise CalibcliError("--scheduler and --workers both say where to run: --scheduler uses a running cluster, "
+                            "--workers starts a local one; give one of them")
+    if workers is not None and workers < 1:
+        raise CalibcliError(f"--workers is {workers}: expected at least 1 worker process")
+    if engine == "dask":
+        from calibcli.engines.dask import require_distributed
+
+        require_distributed()
+
+
 @contextmanager
-def _engine(engine: str, scheduler: str | None, workers: int | None):
-    """The engine of ``--engine``: local, or Dask on a cluster that lives as long as the context."""
+def engine_runner(engine: str, scheduler: str | None, workers: int | None):
+    """The engine of ``--engine``: local, or Dask on a cluster that lives as long as the context.
+    ``runner.run(stream, new_accumulator)`` gives ``([(group, accumulator)], input description)``."""
     if engine == "local":
         from calibcli.engines.local import LocalEngine
 

@@ -351,8 +351,8 @@ class Grouped:
         if key not in self.groups:
             if len(self.groups) >= self.max_groups:
                 raise CalibcliError(
-                    f"more than {self.max_groups} distinct groups: max_groups is {self.max_groups}; "
-                    f"group by fewer or coarser columns, or raise max_groups"
+                    f"more than {self.max_groups} distinct groups (at most {self.max_groups} are reported, SPEC 8): "
+                    f"group by fewer or coarser columns"
                 )
             self.groups[key] = self.factory(key) if self.keyed else self.factory()
         return self.groups[key]

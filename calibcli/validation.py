@@ -154,6 +154,7 @@ _RULES = {
     "alpha": (lambda v: 0.0 < v < 1.0, "expected a number strictly between 0 and 1"),
     "batch_rows": (lambda v: v >= 1, "expected a positive number of rows per batch"),
     "max_groups": (lambda v: v >= 1, "expected a positive number of groups"),
+    "max_overlays": (lambda v: v >= 1, "expected a positive number of groups to draw"),
     "sigma": (lambda v: v > 0, "expected a positive bandwidth, or no {name} for the fixed point"),
     "fail_above": (lambda v: True, ""),
     "fail_above_upper": (lambda v: True, ""),

@@ -142,7 +142,7 @@ def test_group_by_draws_one_overlay_per_group_equal_to_its_rows_drawn_alone(shar
     assert [(f["group"], f["rows_in_group"], f["name"]) for f in doc["files"]] == [
         ({"model": "a"}, int((model == "a").sum()), "model=a"), ({"model": "b"}, int((model == "b").sum()), "model=b")]
     p = doc["parameters"]
-    assert (p["group_by"], p["max_groups"], p["pool"], p["engine"]) == (["model"], 10, False, "local")
+    assert (p["group_by"], p["max_overlays"], p["pool"], p["engine"]) == (["model"], 10, False, "local")
     assert doc["groups"] == {"by": ["model"], "n_groups": 2, "n_groups_drawn": 2}
     d = doc["diagram"]
     assert (d["n_panels"], d["n_curves_per_panel"], d["groups_drawn"], d["groups_total"], d["note"]) == (1, 2, 2, 2, None)
@@ -193,8 +193,8 @@ def test_group_by_hive_partition_equals_the_column(shards, tmp_path):
 
 
 def test_groups_beyond_the_cap_are_counted_and_the_cap_is_stated(shards, tmp_path, figures):
-    note = "the first 1 of 2 groups by model are drawn (--max-groups 1)"
-    r = run("diagram", shards / "whole.parquet", "-o", tmp_path / "g.png", "--group-by", "model", "--max-groups", "1",
+    note = "the first 1 of 2 groups by model are drawn (--max-overlays 1)"
+    r = run("diagram", shards / "whole.parquet", "-o", tmp_path / "g.png", "--group-by", "model", "--max-overlays", "1",
             "--n-boot", "0", "--kind", "binned", "--json")
     assert r.exit_code == 0, r.stderr
     assert r.stderr == f"Warning: {note}\n"
@@ -209,8 +209,8 @@ def test_groups_beyond_the_cap_are_counted_and_the_cap_is_stated(shards, tmp_pat
     (ax,) = main_axes(fig)
     assert ax.get_legend().get_texts()[0].get_text().startswith("ece_l1_plugin = ")
 
-    r = run("diagram", shards / "whole.parquet", "-o", tmp_path / "x.png", "--group-by", "model", "--max-groups", "0")
-    assert (r.exit_code, r.stderr) == (2, "Error: --max-groups is 0: expected a positive number of groups\n")
+    r = run("diagram", shards / "whole.parquet", "-o", tmp_path / "x.png", "--group-by", "model", "--max-overlays", "0")
+    assert (r.exit_code, r.stderr) == (2, "Error: --max-overlays is 0: expected a positive number of groups to draw\n")
 
 
 def test_marginal_mode_panels_per_class_overlays_per_group(tmp_path, figures):

@@ -2,7 +2,7 @@
 
 The command parses options, streams every dataset (a file, a directory of shards, a quoted glob,
 stdin, or all files with ``--pool``) through :class:`calibcli.diagrams.DiagramInputAccumulator` with
-the local engine (:func:`calibcli.evaluation.run_local`, one entry per ``--group-by`` group), draws
+the engine of ``--engine`` (local, or a Dask cluster; one entry per ``--group-by`` group), draws
 the curves it returns (``plot_diagram``), writes the figure atomically and prints what it drew (a
 table, or JSON with ``--json``).
 """
@@ -44,9 +44,9 @@ FigureOutput = Annotated[
 ]
 Dpi = Annotated[float, typer.Option("--dpi", help="Resolution of PNG output (dots per inch).")]
 MaxClasses = Annotated[int, typer.Option("--max-classes", help="Marginal mode: draw at most this many classes (the first ones).")]
-MaxGroups = Annotated[
+MaxOverlays = Annotated[
     int,
-    typer.Option("--max-groups", help="With --group-by: draw at most this many groups per dataset (the first ones in sorted "
+    typer.Option("--max-overlays", help="With --group-by: draw at most this many groups per dataset (the first ones in sorted "
                                       "order), each as its own curve."),
 ]
 
@@ -113,7 +113,10 @@ def diagram(
     name: Names = None,
     dpi: Dpi = 150.0,
     max_classes: MaxClasses = 12,
-    max_groups: MaxGroups = 10,
+    max_overlays: MaxOverlays = 10,
+    engine: cc.Engine = "local",
+    scheduler: cc.Scheduler = None,
+    workers: cc.Workers = None,
     as_json: cc.Json = False,
 ) -> None:
     """Draw reliability diagrams: binned (accuracy per bin with Wilson intervals, bin histogram) and
@@ -124,7 +127,6 @@ def diagram(
     from calibcli import diagrams as dg
     from calibcli.binning import EDGE_CONVENTION, STRATEGIES
     from calibcli.engines.local import open_streams
-    from calibcli.evaluation import run_local
     from calibcli.metrics import REGISTRY
     from calibcli.modes import MODES, default_mode
     from calibcli.smooth import ROW_LIMIT, STATS_GRID
@@ -139,7 +141,8 @@ def diagram(
     check_option(0.0 < alpha < 1.0, f"--alpha is {alpha}: expected a number strictly between 0 and 1")
     check_option(10.0 <= dpi <= 1200.0, f"--dpi is {dpi:g}: expected a resolution between 10 and 1200")
     check_option(max_classes >= 1, f"--max-classes is {max_classes}: expected at least 1")
-    check_options(batch_rows=batch_rows, max_groups=max_groups)
+    check_options(batch_rows=batch_rows, max_overlays=max_overlays)
+    cc.check_engine(engine, scheduler, workers)
     fmt = dg.format_of(output)  # (the folder is checked before the command starts, in cc.command)
     columns: list[str | None] = list(dict.fromkeys(prob_col)) if prob_col else [None]
     if len(columns) > 1:
@@ -173,14 +176,14 @@ def diagram(
             "confidence_level": 1.0 - alpha,
             "seed": seed,
             "max_classes": max_classes,
-            "max_groups": max_groups if groups else None,
+            "max_overlays": max_overlays if groups else None,
             "dpi": dpi,
             "estimators": estimators,
             "weights": "frequency weights" if weight_col else None,
             "group_by": list(groups) or None,
             "pool": pool,
             "batch_rows": batch_rows,
-            "engine": "local",
+            "engine": engine,
         },
     )
 
@@ -206,32 +209,33 @@ def diagram(
     entries: list[tuple[dict, object]] = []  # (report entry without its curves, the DiagramReport)
     groups_seen: set[tuple] = set()
     groups_drawn: set[tuple] = set()
-    for stream, base in zip(streams, base_names):
-        def new(stream=stream):
-            return dg.DiagramInputAccumulator(mode=fig_mode, n_classes=stream.n_classes,
-                                              class_names=stream.class_names, options=options)
+    with cc.engine_runner(engine, scheduler, workers) as runner:
+        doc["parameters"].update(engine=engine, workers=runner.workers)
+        for stream, base in zip(streams, base_names):
+            def new(stream=stream):
+                return dg.DiagramInputAccumulator(mode=fig_mode, n_classes=stream.n_classes,
+                                                  class_names=stream.class_names, options=options)
 
-        accumulators = run_local(stream, new)
-        described = stream.describe()
-        if groups:
-            groups_seen.update(tuple(g.items()) for g, _ in accumulators)
-            del accumulators[max_groups:]  # (in sorted order) the groups beyond the cap are counted, not drawn
-        for group, acc in accumulators:
-            entry = {"input": described}
-            curve_name = base
-            if group is not None:
-                groups_drawn.add(tuple(group.items()))
-                entry["group"] = group
-                entry["rows_in_group"] = acc.n_rows
-                # one dataset named by its file: the group alone names the curve
-                curve_name = _group_text(group) if len(base_names) == 1 and not name else f"{base} [{_group_text(group)}]"
-            total = n_boot * len(acc.problems) * (int(want_binned) + int(want_smooth))
-            with cc.progress_bar(total, f"diagram {curve_name}") as advance:
-                report = acc.result(progress=advance)
-            entry.update(mode=report.mode, name=curve_name)
-            if report.notes:
-                entry["notes"] = list(report.notes)
-            entries.append((entry, report))
+            accumulators, described = runner.run(stream, new)
+            if groups:
+                groups_seen.update(tuple(g.items()) for g, _ in accumulators)
+                del accumulators[max_overlays:]  # (in sorted order) the groups beyond the cap are counted, not drawn
+            for group, acc in accumulators:
+                entry = {"input": described}
+                curve_name = base
+                if group is not None:
+                    groups_drawn.add(tuple(group.items()))
+                    entry["group"] = group
+                    entry["rows_in_group"] = acc.n_rows
+                    # one dataset named by its file: the group alone names the curve
+                    curve_name = _group_text(group) if len(base_names) == 1 and not name else f"{base} [{_group_text(group)}]"
+                total = n_boot * len(acc.problems) * (int(want_binned) + int(want_smooth))
+                with cc.progress_bar(total, f"diagram {curve_name}") as advance:
+                    report = acc.result(progress=advance)
+                entry.update(mode=report.mode, name=curve_name)
+                if report.notes:
+                    entry["notes"] = list(report.notes)
+                entries.append((entry, report))
 
     n_curves = len(entries)
     # one curve per panel: its name goes in the figure's title rather than in every legend
@@ -244,8 +248,8 @@ def diagram(
     if marginal and n_classes_total > max_classes:
         notes.append(f"marginal mode: the first {max_classes} of {n_classes_total} classes are drawn (--max-classes {max_classes})")
     if groups and len(groups_seen) > len(groups_drawn):
-        notes.append(f"the first {max_groups} of {len(groups_seen)} groups by {', '.join(groups)} are drawn "
-                     f"(--max-groups {max_groups})")
+        notes.append(f"the first {max_overlays} of {len(groups_seen)} groups by {', '.join(groups)} are drawn "
+                     f"(--max-overlays {max_overlays})")
     note = "; ".join(notes) or None
     for text in notes:
         cc.warn(text)

@@ -85,6 +85,9 @@ def tcal(
     alpha: TcalAlpha = 0.05,
     seed: cc.Seed = 0,
     max_rows: MaxRows = MAX_ROWS,
+    engine: cc.Engine = "local",
+    scheduler: cc.Scheduler = None,
+    workers: cc.Workers = None,
     as_json: cc.Json = False,
     output: cc.Output = None,
     fail_on_reject: FailOnReject = False,
@@ -137,7 +140,7 @@ def tcal(
             "group_by": list(groups) or None,
             "pool": pool,
             "batch_rows": batch_rows,
-            "engine": "local",
+            "engine": engine,
         },
     )
 
@@ -148,7 +151,8 @@ def tcal(
     streams = open_streams(files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits),
                            input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows,
                            group_by=groups)
-    cc.evaluate_streams(doc, streams, new, gate=GateSpec("tcal_p_value"), n_boot=options.resamples)
+    cc.evaluate_streams(doc, streams, new, gate=GateSpec("tcal_p_value"), n_boot=options.resamples, engine=engine,
+                        scheduler=scheduler, workers=workers)
     from calibcli.errors import cli_text
 
     for entry in doc["files"]:

@@ -1,0 +1,32 @@
+"""`--engine dask` on tcal and diagram: the same report as the local engine (SPEC 8 "Engines")."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("distributed")
+
+from test_engine_dask import BATCH, _json, _write_shards, assert_same_report, cluster  # noqa: E402,F401
+
+
+@pytest.fixture(scope="module")
+def small_shards(tmp_path_factory):
+    return _write_shards(tmp_path_factory.mktemp("dask_cmds") / "shards", 30_000, 3, 5_000)
+
+
+def test_tcal_on_a_cluster_equals_the_local_engine(small_shards, cluster):
+    common = ("tcal", small_shards, "--n-boot", "200", "--batch-rows", BATCH, "--group-by", "model", "--max-rows", "8000")
+    local = _json(*common)
+    remote = _json(*common, "--engine", "dask", "--scheduler", cluster)
+    assert remote["parameters"]["engine"] == "dask"
+    assert_same_report(remote, local)
+
+
+def test_diagram_on_a_cluster_equals_the_local_engine(small_shards, cluster, tmp_path):
+    common = ("diagram", small_shards, "--n-boot", "30", "--batch-rows", BATCH, "--weight-col", "w")
+    (tmp_path / "local").mkdir()
+    local = _json(*common, "-o", tmp_path / "local" / "d.png")
+    (tmp_path / "local" / "d.png").rename(tmp_path / "local.png")
+    remote = _json(*common, "-o", tmp_path / "local" / "d.png", "--engine", "dask", "--scheduler", cluster)
+    assert_same_report(remote, local)
+    assert (tmp_path / "local" / "d.png").stat().st_size > 10_000
