@@ -11,6 +11,13 @@ options, returning frozen dataclasses. Names are imported lazily, so ``import ca
 - :func:`fit_calibrator`, :func:`fit_multiclass`, :func:`calibrator_from_dict` (SPEC 5): recalibration maps.
 - :func:`prepare_binned`, :func:`prepare_smooth`, :func:`plot_diagram` (SPEC 6): reliability diagrams.
 - :func:`read_input`, :class:`ColumnSpec`: read and validate a prediction file as the CLI does.
+- :func:`ece`, :func:`dce`, :func:`sun_interval`, :func:`brier_decomposition`, :func:`brier_score`,
+  :func:`log_loss`, :func:`compute` (:mod:`calibcli.metrics`): the metrics on array-likes (NumPy, lists,
+  pandas, polars, pyarrow, torch/JAX), returning a :class:`MetricResult` with the CLI's numbers. Their
+  SmoothECE and T-Cal are ``calibcli.metrics.smooth_ece`` and ``calibcli.metrics.tcal_test`` (the names
+  ``calibcli.smooth_ece`` and ``calibcli.tcal_test`` stay the compute cores above).
+- :class:`Recalibrator`, :func:`make_calibration_scorer` (:mod:`calibcli.sklearn`, needs scikit-learn):
+  recalibration as a scikit-learn meta-estimator, calibration metrics as scorers.
 """
 
 from __future__ import annotations
@@ -45,6 +52,16 @@ _LAZY = {
     "prepare_binned": "calibcli.diagrams",
     "prepare_smooth": "calibcli.diagrams",
     "plot_diagram": "calibcli.diagrams",
+    "ece": "calibcli.metrics",
+    "dce": "calibcli.metrics",
+    "sun_interval": "calibcli.metrics",
+    "brier_decomposition": "calibcli.metrics",
+    "brier_score": "calibcli.metrics",
+    "log_loss": "calibcli.metrics",
+    "compute": "calibcli.metrics",
+    "MetricResult": "calibcli.metrics",
+    "Recalibrator": "calibcli.sklearn",
+    "make_calibration_scorer": "calibcli.sklearn",
 }
 
 __all__ = ["__version__", *_LAZY]
