@@ -253,3 +253,110 @@ def group_summary(entries: list[dict], headline: dict[str, dict]) -> dict:
         out[name] = {"worst_group": worst_label, "worst": worst_value, "best": best,
                      "spread": max(estimates) - min(estimates)}
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# One renderer: every command's entries as tidy rows, a table, markdown or CSV
+
+
+#: Columns of the tidy (long) form of a report: one row per entry, problem and metric.
+LONG_COLUMNS = ("file", "group", "problem", "metric", "estimate", "ci_low", "ci_high", "bound")
+
+
+def entry_sections(entry: dict) -> list[tuple[str, dict]]:
+    """The ``(problem, {metric: metric dict})`` sections of an entry, in report order: the marginal aggregate,
+    each binary problem, the multiclass scores, and a command's headline metrics when it has no problems."""
+    sections = []
+    if "aggregate" in entry:
+        sections.append(("aggregate", entry["aggregate"]["metrics"]))
+    for q in entry.get("problems", []):
+        if "metrics" in q:
+            sections.append((q["name"], q["metrics"]))
+    if "multiclass_scores" in entry:
+        sections.append(("multiclass", entry["multiclass_scores"]))
+    if not sections and entry.get("headline"):
+        sections.append((entry.get("mode", ""), entry["headline"]))
+    return sections
+
+
+def long_rows(doc: dict) -> list[dict]:
+    """The report as tidy rows (:data:`LONG_COLUMNS`), the same for every command."""
+    rows = []
+    for entry in doc["files"]:
+        group = entry.get("group")
+        group_text = ", ".join(f"{k}={v}" for k, v in group.items()) if group else ""
+        for problem, metrics in entry_sections(entry):
+            for name, m in metrics.items():
+                rows.append({"file": entry["input"]["path"], "group": group_text, "problem": problem, "metric": name,
+                             "estimate": m.get("estimate"), "ci_low": m.get("ci_low"), "ci_high": m.get("ci_high"),
+                             "bound": m.get("upper_bound")})
+    return rows
+
+
+def render_csv(doc: dict) -> str:
+    """The tidy rows as CSV (pandas reads it directly); numbers written so that they round-trip."""
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(LONG_COLUMNS)
+    for row in long_rows(doc):
+        writer.writerow(["" if row[c] is None else (repr(float(row[c])) if isinstance(row[c], float) else row[c])
+                         for c in LONG_COLUMNS])
+    return buffer.getvalue()
+
+
+def render_markdown(doc: dict) -> str:
+    """The tidy rows as a GitHub-flavoured markdown table, the interval under the estimate's column."""
+    p = doc["parameters"]
+    level = f"{100 * (1 - p['alpha']):g}%" if isinstance(p.get("alpha"), (int, float)) else "CI"
+    lines = [f"**calibcli {doc['command']}**", "", f"| file | group | problem | metric | estimate | {level} CI | bound |",
+             "|---|---|---|---|---:|---:|---:|"]
+
+    def cell(text: str) -> str:
+        return str(text).replace("|", "\\|")
+
+    for row in long_rows(doc):
+        lines.append(f"| {cell(row['file'])} | {cell(row['group'])} | {cell(row['problem'])} | `{row['metric']}` | "
+                     f"{fmt_number(row['estimate'])} | {fmt_interval(row['ci_low'], row['ci_high'])} | "
+                     f"{fmt_number(row['bound']) if row['bound'] is not None else ''} |")
+    if "gate" in doc:
+        g = doc["gate"]
+        lines += ["", f"Gate: **{'passed' if g['passed'] else 'failed'}**"] + [f"- {f}" for f in g.get("failures", [])]
+    return "\n".join(lines) + "\n"
+
+
+def render_metric_table(doc: dict, console, *, title: str, only: dict[str, tuple[str, ...]] | None = None,
+                        detail=None) -> None:
+    """The rich table every measuring command prints: one row per entry, problem and metric.
+
+    ``only`` limits a section's metrics by problem kind (``{"class": (...)}`` for per-class rows of a
+    marginal report); ``detail(name, metric_dict, problem_dict)`` gives the last column's text.
+    """
+    from rich.markup import escape
+    from rich.table import Table
+
+    p = doc["parameters"]
+    level = f"{100 * (1 - p['alpha']):g}%"
+    table = Table(title=title, title_justify="left")
+    for col, just in (("file", "left"), ("problem", "left"), ("metric", "left"), ("estimate", "right"),
+                      (f"{level} CI", "right"), ("bound / note", "left")):
+        table.add_column(col, justify=just, overflow="fold")
+    for entry in doc["files"]:
+        label = escape(entry_label(entry))
+        problems = {q["name"]: q for q in entry.get("problems", [])}
+        first = True
+        for problem, metrics in entry_sections(entry):
+            keep = None
+            if only and "aggregate" in entry and problem in problems:
+                keep = only.get("class")
+            for name, m in metrics.items():
+                if keep is not None and name not in keep:
+                    continue
+                extra = detail(name, m, problems.get(problem)) if detail else ""
+                table.add_row(label if first else "", problem, name, fmt_number(m.get("estimate")),
+                              fmt_interval(m.get("ci_low"), m.get("ci_high")), extra)
+                first = False
+        table.add_section()
+    console.print(table)

@@ -12,7 +12,7 @@ import typer
 
 from calibcli import cli_common as cc
 from calibcli.errors import CalibcliError
-from calibcli.report import GateSpec, emit_with_gates, fmt_interval, fmt_number, new_document
+from calibcli.report import GateSpec, emit_with_gates, fmt_number, new_document
 
 #: Metrics shown per class in marginal mode (the aggregate shows every metric).
 PER_CLASS_TABLE = ("ece_l1_plugin", "ece_l2_plugin", "ece_max_plugin", "ece_l2_sq_debiased_kumar", "ece_l2_sq_debiased_dpe")
@@ -113,7 +113,8 @@ def entry_name(entry: dict) -> str:
 def render_ece(doc: dict, console) -> None:
     """The rich table of an ``ece`` report: one row per entry, problem and metric."""
     from rich.markup import escape
-    from rich.table import Table
+
+    from calibcli.report import render_metric_table
 
     p = doc["parameters"]
     level = f"{100 * (1 - p['alpha']):g}%"
@@ -121,34 +122,13 @@ def render_ece(doc: dict, console) -> None:
         f"calibcli ece: {p['n_bins']} {p['strategy']} bins, "
         + (f"{p['n_boot']} bootstrap resamples, {level} percentile intervals, seed {p['seed']}" if p["n_boot"] else "no bootstrap")
     )
-    table = Table(title=title, title_justify="left")
-    for col, just in (("file", "left"), ("problem", "left"), ("metric", "left"), ("estimate", "right"), (f"{level} CI", "right"), ("bound / note", "left")):
-        table.add_column(col, justify=just, overflow="fold")
-    for f in doc["files"]:
-        path = escape(entry_name(f))
-        sections = []
-        if "aggregate" in f:
-            sections.append(("aggregate", f["aggregate"]["metrics"], None))
-            sections.extend((q["name"], q["metrics"], PER_CLASS_TABLE) for q in f["problems"])
-        else:
-            sections.extend((q["name"], q["metrics"], None) for q in f["problems"])
-        if "multiclass_scores" in f:
-            sections.append(("multiclass", f["multiclass_scores"], None))
-        first = True
-        for problem, metrics, only in sections:
-            for name, m in metrics.items():
-                if only is not None and name not in only:
-                    continue
-                extra = ""
-                if m.get("upper_bound") is not None:
-                    extra = f"upper bound {fmt_number(m['upper_bound'])} (delta={p['bound_delta']:g})"
-                elif name == "ece_l2_sq_sun_interval":
-                    extra = "Sun et al. interval"
-                ci = fmt_interval(m["ci_low"], m["ci_high"])
-                table.add_row(path if first else "", problem, name, fmt_number(m["estimate"]), ci, extra)
-                first = False
-        table.add_section()
-    console.print(table)
+
+    def detail(name: str, m: dict, problem) -> str:
+        if m.get("upper_bound") is not None:
+            return f"upper bound {fmt_number(m['upper_bound'])} (delta={p['bound_delta']:g})"
+        return "Sun et al. interval" if name == "ece_l2_sq_sun_interval" else ""
+
+    render_metric_table(doc, console, title=title, only={"class": PER_CLASS_TABLE}, detail=detail)
     for f in doc["files"]:
         i = f["input"]
         nonempty = sorted({q["bins"]["n_bins_nonempty"] for q in f["problems"]})

@@ -8,7 +8,7 @@ import typer
 
 from calibcli import cli_common as cc
 from calibcli.errors import CalibcliError
-from calibcli.report import GateSpec, emit_with_gates, fmt_interval, fmt_number, new_document
+from calibcli.report import GateSpec, emit_with_gates, fmt_number, new_document, render_metric_table
 
 Sigma = Annotated[
     Optional[float],
@@ -106,7 +106,9 @@ def smece(
 
 def render_smece(doc: dict, console) -> None:
     """The rich table of a ``smece`` report: one row per file and problem (and the aggregate)."""
-    from rich.table import Table
+    from rich.markup import escape
+
+    from calibcli.report import entry_label
 
     p = doc["parameters"]
     level = f"{100 * (1 - p['alpha']):g}%"
@@ -117,28 +119,13 @@ def render_smece(doc: dict, console) -> None:
         if p["n_boot"]
         else "no bootstrap"
     )
-    table = Table(title=f"calibcli smece: {bandwidth}; {boot}", title_justify="left")
-    for col, just in (("file", "left"), ("problem", "left"), ("metric", "left"), ("estimate", "right"),
-                      (f"{level} CI", "right"), ("sigma", "right"), ("n", "right")):
-        table.add_column(col, justify=just, overflow="fold")
-    from rich.markup import escape
 
-    from calibcli.report import entry_label
+    def detail(name: str, m: dict, problem) -> str:
+        if problem is None:  # the marginal aggregate
+            return f"sum_k v_k smECE_k, {doc['files'][0].get('aggregate', {}).get('class_weights', '')} weights"
+        return f"sigma {fmt_number(problem['sigma'])}, n {problem['n']}"
 
-    for f in doc["files"]:
-        path = escape(entry_label(f))
-        rows = []
-        if "aggregate" in f:
-            for name, m in f["aggregate"]["metrics"].items():
-                rows.append(("aggregate", name, m, "-", f.get("rows_in_group", f["input"]["rows_used"])))
-        for q in f["problems"]:
-            for name, m in q["metrics"].items():
-                rows.append((q["name"], name, m, fmt_number(q["sigma"]), q["n"]))
-        for i, (problem, name, m, sig, n) in enumerate(rows):
-            table.add_row(path if i == 0 else "", problem, name, fmt_number(m["estimate"]),
-                          fmt_interval(m["ci_low"], m["ci_high"]), sig, str(n))
-        table.add_section()
-    console.print(table)
+    render_metric_table(doc, console, title=f"calibcli smece: {bandwidth}; {boot}", detail=detail)
     for f in doc["files"]:
         i = f["input"]
         cols = i["columns"]
