@@ -106,16 +106,27 @@ def write_atomic(path: str, data: bytes | str) -> None:
         raise
 
 
-def emit(doc: dict, *, as_json: bool, output: str | None, render: Callable[[dict, object], None]) -> None:
-    """Write the JSON to ``output`` (atomically) and print the table, or the JSON with ``--json``."""
+#: What ``--format`` can print on stdout.
+FORMATS = ("table", "json", "markdown", "csv")
+
+
+def emit(doc: dict, *, as_json: bool, output: str | None, render: Callable[[dict, object], None],
+         fmt: str = "table") -> None:
+    """Write the JSON to ``output`` (atomically) and print the report on stdout: the table (``render``),
+    the JSON (``--json`` or ``--format json``), markdown or the tidy CSV (:func:`long_rows`)."""
     text = to_json(doc)
     if output:
         write_atomic(output, text + "\n")
-    if as_json:
+    if as_json or fmt == "json":
         sys.stdout.write(text + "\n")
-        sys.stdout.flush()
+    elif fmt == "markdown":
+        sys.stdout.write(render_markdown(doc))
+    elif fmt == "csv":
+        sys.stdout.write(render_csv(doc))
     else:
         render(doc, stdout_console())
+        return
+    sys.stdout.flush()
 
 
 def stdout_console():
@@ -194,7 +205,7 @@ def check_gate(spec: GateSpec, file_label: str, metric: dict | None) -> dict:
     return {**spec.describe(), "estimate": est, "ci_high": metric.get("ci_high"), "passed": not failures, "failures": failures}
 
 
-def emit_with_gates(doc: dict, spec: GateSpec, *, as_json: bool, output: str | None, render) -> None:
+def emit_with_gates(doc: dict, spec: GateSpec, *, as_json: bool, output: str | None, render, fmt: str = "table") -> None:
     """Summarise the gates, emit the report, then raise :class:`GateFailed` (exit 1) if a gate failed.
 
     The report is always written in full first, so a failed gate still leaves its evidence.
@@ -202,7 +213,7 @@ def emit_with_gates(doc: dict, spec: GateSpec, *, as_json: bool, output: str | N
     from calibcli.errors import GateFailed
 
     passed = finish_gates(doc, spec)
-    emit(doc, as_json=as_json, output=output, render=render)
+    emit(doc, as_json=as_json, output=output, render=render, fmt=fmt)
     if not passed:
         raise GateFailed("Gate failed: " + "; ".join(doc["gate"]["failures"]))
 

@@ -41,6 +41,7 @@ def ece(
     alpha: cc.Alpha = 0.05,
     seed: cc.Seed = 0,
     as_json: cc.Json = False,
+    fmt: cc.Format = "table",
     output: cc.Output = None,
     fail_above: cc.FailAbove = None,
     fail_above_upper: cc.FailAboveUpper = None,
@@ -54,10 +55,11 @@ def ece(
     from calibcli.evaluation import BinnedOptions
     from calibcli.metrics import describe
     from calibcli.modes import CLASS_WEIGHTS, MODES
+    from calibcli.report import FORMATS
     from calibcli.validation import check_options
 
-    check_options({"mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS}, mode=mode, strategy=strategy,
-                  class_weights=class_weights, n_bins=n_bins, n_boot=n_boot, alpha=alpha, batch_rows=batch_rows,
+    check_options({"fmt": FORMATS, "mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS}, mode=mode, strategy=strategy,
+                  class_weights=class_weights, fmt=fmt, n_bins=n_bins, n_boot=n_boot, alpha=alpha, batch_rows=batch_rows,
                   fail_above=fail_above, fail_above_upper=fail_above_upper)
     gate = GateSpec(metric, fail_above, fail_above_upper)
     if gate.fail_above_upper is not None and n_boot == 0:
@@ -101,7 +103,7 @@ def ece(
                            input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows,
                            group_by=groups)
     cc.evaluate_streams(doc, streams, new, gate=gate, n_boot=n_boot, engine=engine, scheduler=scheduler, workers=workers)
-    emit_with_gates(doc, gate, as_json=as_json, output=output, render=render_ece)
+    emit_with_gates(doc, gate, as_json=as_json, output=output, render=render_ece, fmt=fmt)
 
 
 def entry_name(entry: dict) -> str:

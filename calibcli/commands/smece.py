@@ -42,6 +42,7 @@ def smece(
     alpha: cc.Alpha = 0.05,
     seed: cc.Seed = 0,
     as_json: cc.Json = False,
+    fmt: cc.Format = "table",
     output: cc.Output = None,
     fail_above: cc.FailAbove = None,
     fail_above_upper: cc.FailAboveUpper = None,
@@ -55,9 +56,10 @@ def smece(
     from calibcli.metrics import REGISTRY
     from calibcli.modes import CLASS_WEIGHTS, MODES, default_mode
     from calibcli.smooth import FIXED_POINT_TOL, STATS_GRID
+    from calibcli.report import FORMATS
     from calibcli.validation import check_options
 
-    check_options({"mode": MODES, "class_weights_scheme": CLASS_WEIGHTS}, mode=mode, class_weights_scheme=class_weights_scheme,
+    check_options({"fmt": FORMATS, "mode": MODES, "class_weights_scheme": CLASS_WEIGHTS}, mode=mode, class_weights_scheme=class_weights_scheme, fmt=fmt,
                   sigma=sigma, n_boot=n_boot, alpha=alpha, batch_rows=batch_rows, fail_above=fail_above,
                   fail_above_upper=fail_above_upper)
     options = SmoothOptions(sigma=sigma, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights_scheme)
@@ -101,7 +103,7 @@ def smece(
                            input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows,
                            group_by=groups)
     cc.evaluate_streams(doc, streams, new, gate=gate, n_boot=n_boot, engine=engine, scheduler=scheduler, workers=workers)
-    emit_with_gates(doc, gate, as_json=as_json, output=output, render=render_smece)
+    emit_with_gates(doc, gate, as_json=as_json, output=output, render=render_smece, fmt=fmt)
 
 
 def render_smece(doc: dict, console) -> None:

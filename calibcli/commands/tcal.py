@@ -89,6 +89,7 @@ def tcal(
     scheduler: cc.Scheduler = None,
     workers: cc.Workers = None,
     as_json: cc.Json = False,
+    fmt: cc.Format = "table",
     output: cc.Output = None,
     fail_on_reject: FailOnReject = False,
 ) -> None:
@@ -102,7 +103,9 @@ def tcal(
     from calibcli.tcal import DISCRETE_RULE, STATISTIC_NAME
     from calibcli.validation import check_options
 
-    check_options({"mode": TCAL_MODES}, mode=mode, batch_rows=batch_rows)
+    from calibcli.report import FORMATS
+
+    check_options({"mode": TCAL_MODES, "fmt": FORMATS}, mode=mode, batch_rows=batch_rows, fmt=fmt)
     options = TcalOptions(smoothness=smoothness, null=null, n_boot=n_boot, combine=combine, alpha=alpha, seed=seed,
                           discrete=discrete, max_rows=max_rows)
     if null == "chebyshev" and combine == "min-p":
@@ -166,7 +169,7 @@ def tcal(
     failures = [f for entry in doc["files"] for f in _gate(entry, alpha, fail_on_reject)]
     if fail_on_reject:
         doc["gate"] = {"fail_on_reject": True, "passed": not failures, "failures": failures}
-    emit(doc, as_json=as_json, output=output, render=render_tcal)
+    emit(doc, as_json=as_json, output=output, render=render_tcal, fmt=fmt)
     if fail_on_reject and failures:
         raise GateFailed("Gate failed: " + "; ".join(failures))
 
