@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from calibcli.errors import CalibcliError
+from calibcli.estimators import Metric
 
 
 @dataclass(frozen=True)
@@ -126,10 +127,11 @@ def worse(name: str, a: float, b: float) -> bool:
 
 
 @dataclass(frozen=True)
-class MetricResult:
-    """One metric of one set of predictions: the estimate, its interval and bound, and how it was made.
+class MetricResult(Metric):
+    """One metric of one set of predictions: a :class:`~calibcli.estimators.Metric` (``name``, ``estimate``,
+    ``ci_low``, ``ci_high``, ``ci_method``, ``upper_bound``, ``upper_bound_method``, ``note``) with how it was made.
 
-    ``metric`` is the registry's name (:data:`REGISTRY`): it says which estimator it is. ``related`` holds
+    ``name`` is the registry's name (:data:`REGISTRY`): it says which estimator it is. ``related`` holds
     the metrics reported beside it (the signed square of a debiased l2 error beside its root, SPEC 2.2; the
     parts of the Murphy decomposition beside the Brier score; the T-Cal statistic beside its p-value);
     ``per_class`` the per-class values of a marginal aggregate (SPEC 1); ``params`` the options that made
@@ -138,14 +140,6 @@ class MetricResult:
     ``float(result)`` is the estimate.
     """
 
-    metric: str
-    estimate: float
-    ci_low: float | None = None
-    ci_high: float | None = None
-    ci_method: str | None = None
-    upper_bound: float | None = None
-    upper_bound_method: str | None = None
-    note: str | None = None
     n: int = 0
     mode: str = "binary"
     params: dict = field(default_factory=dict)
@@ -158,13 +152,12 @@ class MetricResult:
         return float(self.estimate)
 
     def to_dict(self) -> dict:
-        """Plain JSON values: the metric's entry as the CLI's report writes it (estimate, ci_low, ci_high,
-        ci_method, and upper_bound, upper_bound_method, note when present), its name, n, mode, the
-        parameters, and the related and per-class metrics in the same form."""
-        from calibcli.report import jsonable, metric_json
+        """Plain JSON values: the metric's name (``metric``), its entry as the CLI's report writes it
+        (:meth:`Metric.to_dict`), n, mode, the parameters, the related and per-class metrics, the details."""
+        from calibcli.report import jsonable
 
         return jsonable({
-            "metric": self.metric, **metric_json(self), "n": self.n, "mode": self.mode, "params": dict(self.params),
+            "metric": self.name, **super().to_dict(), "n": self.n, "mode": self.mode, "params": dict(self.params),
             "related": {k: m.to_dict() for k, m in self.related.items()},
             "per_class": {k: m.to_dict() for k, m in self.per_class.items()},
             "details": dict(self.details),
@@ -179,11 +172,11 @@ class MetricResult:
         """
         import pandas as pd
 
-        row = {**labels, "metric": self.metric, "estimate": self.estimate, "ci_low": self.ci_low,
+        row = {**labels, "metric": self.name, "estimate": self.estimate, "ci_low": self.ci_low,
                "ci_high": self.ci_high, "upper_bound": self.upper_bound, "n": self.n, "mode": self.mode}
         row.update(self.params)
         row.update({name: m.estimate for name, m in self.related.items()})
-        row.update({f"{self.metric} {name}": m.estimate for name, m in self.per_class.items()})
+        row.update({f"{self.name} {name}": m.estimate for name, m in self.per_class.items()})
         row.update({k: v for k, v in self.details.items() if isinstance(v, (bool, int, float, str)) and k not in row})
         return pd.DataFrame([row])
 
@@ -234,9 +227,8 @@ def _result(name: str, metrics: dict, *, n: int, mode: str, params: dict, per_cl
             report=None) -> MetricResult:
     m = metrics[name]
     return MetricResult(
-        metric=name, estimate=float(m.estimate), ci_low=m.ci_low, ci_high=m.ci_high, ci_method=m.ci_method,
-        upper_bound=m.upper_bound, upper_bound_method=m.upper_bound_method, note=m.note, n=n, mode=mode,
-        params=params, related={k: metrics[k] for k in _RELATED.get(name, ()) if k in metrics},
+        name, float(m.estimate), m.ci_low, m.ci_high, m.ci_method, m.upper_bound, m.upper_bound_method, m.note,
+        n=n, mode=mode, params=params, related={k: metrics[k] for k in _RELATED.get(name, ()) if k in metrics},
         per_class=dict(per_class or {}), details=dict(details or {}), report=report,
     )
 
@@ -254,7 +246,7 @@ def binned_metric(name: str, y_true, y_prob, *, n_bins: int = 15, strategy: str 
     >>> y_true = [0, 1, 1, 0, 1, 1, 0, 1]
     >>> y_prob = [0.2, 0.6, 0.9, 0.4, 0.7, 0.8, 0.1, 0.3]
     >>> r = binned_metric("ece_l2_sq_debiased_kumar", y_true, y_prob, n_bins=5)
-    >>> r.metric, round(r.estimate, 4), r.related["ece_l2_debiased_kumar"].estimate
+    >>> r.name, round(r.estimate, 4), r.related["ece_l2_debiased_kumar"].estimate
     ('ece_l2_sq_debiased_kumar', -0.0106, 0.0)
     """
     from calibcli._arrays import prepare
@@ -348,10 +340,10 @@ def ece(y_true, y_prob, *, n_bins: int = 15, strategy: str = "uniform", norm: st
     >>> y_true = [0, 1, 1, 0, 1, 1, 0, 1]
     >>> y_prob = [0.2, 0.6, 0.9, 0.4, 0.7, 0.8, 0.1, 0.3]
     >>> r = ece(y_true, y_prob, n_bins=5)
-    >>> r.metric, round(r.estimate, 4), round(r.upper_bound, 4)
+    >>> r.name, round(r.estimate, 4), round(r.upper_bound, 4)
     ('ece_l1_plugin', 0.25, 1.1154)
     >>> r = ece(y_true, y_prob, n_bins=5, norm="l2", estimator="debiased_kumar")
-    >>> r.metric, sorted(r.related)
+    >>> r.name, sorted(r.related)
     ('ece_l2_debiased_kumar', ['ece_l2_sq_debiased_kumar'])
     """
     from calibcli.validation import check_options
@@ -373,7 +365,7 @@ def dce(y_true, y_prob, *, n_bins: int = 15, sample_weight=None, mode: str | Non
 
     >>> from calibcli.metrics import dce
     >>> r = dce([0, 1, 1, 0, 1, 1, 0, 1], [0.2, 0.6, 0.9, 0.4, 0.7, 0.8, 0.1, 0.3], n_bins=5)
-    >>> r.metric, round(r.estimate, 4), round(r.upper_bound, 4)
+    >>> r.name, round(r.estimate, 4), round(r.upper_bound, 4)
     ('dce', 0.175, 1.2404)
     """
     return binned_metric("dce", y_true, y_prob, n_bins=n_bins, sample_weight=sample_weight, mode=mode,
@@ -391,7 +383,7 @@ def sun_interval(y_true, y_prob, *, n_bins: int = 15, strategy: str = "uniform",
 
     >>> from calibcli.metrics import sun_interval
     >>> r = sun_interval([0, 1, 1, 0, 1, 1, 0, 1], [0.2, 0.6, 0.9, 0.4, 0.7, 0.8, 0.1, 0.3], n_bins=5)
-    >>> r.metric, round(r.ci_low, 4), round(r.ci_high, 4)
+    >>> r.name, round(r.ci_low, 4), round(r.ci_high, 4)
     ('ece_l2_sq_sun_interval', 0.0, 0.0869)
     """
     return binned_metric("ece_l2_sq_sun_interval", y_true, y_prob, n_bins=n_bins, strategy=strategy,
@@ -427,7 +419,7 @@ def brier_score(y_true, y_prob, *, sample_weight=None, n_boot: int = 0, alpha: f
     >>> round(brier_score([0, 1, 1], [0.1, 0.8, 0.6]).estimate, 4)
     0.07
     >>> r = brier_score([0, 2], [[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]])
-    >>> r.metric, round(r.estimate, 4)
+    >>> r.name, round(r.estimate, 4)
     ('brier_score_multiclass', 0.1)
     """
     return _proper_score("brier_score", y_true, y_prob, sample_weight=sample_weight, n_boot=n_boot, alpha=alpha,
@@ -466,7 +458,7 @@ def smooth_ece(y_true, y_prob, *, sigma: float | None = None, sample_weight=None
 
     >>> from calibcli.metrics import smooth_ece
     >>> r = smooth_ece([0, 1, 1, 0, 1, 1, 0, 1], [0.2, 0.6, 0.9, 0.4, 0.7, 0.8, 0.1, 0.3])
-    >>> r.metric, round(r.estimate, 4), round(r.details["sigma"], 4)
+    >>> r.name, round(r.estimate, 4), round(r.details["sigma"], 4)
     ('smece', 0.1373, 0.1373)
     """
     from calibcli._arrays import prepare
@@ -517,7 +509,7 @@ def tcal_test(y_true, y_prob, *, sample_weight=None, mode: str | None = None, sm
     >>> z = rng.random(2000)
     >>> y = rng.random(2000) < z ** 2          # miscalibrated: P(y = 1 | z) = z^2
     >>> r = tcal_test(y, z, n_boot=500)
-    >>> r.metric, r.details["reject"], round(r.estimate, 4)
+    >>> r.name, r.details["reject"], round(r.estimate, 4)
     ('tcal_p_value', True, 0.0399)
     """
     import warnings
@@ -566,7 +558,7 @@ def compute(metric: str, y_true, y_prob, **options) -> MetricResult:
 
     >>> from calibcli.metrics import compute
     >>> r = compute("ece_max_plugin", [0, 1, 1, 0, 1, 1, 0, 1], [0.2, 0.6, 0.9, 0.4, 0.7, 0.8, 0.1, 0.3], n_bins=5)
-    >>> r.metric, round(r.estimate, 4)
+    >>> r.name, round(r.estimate, 4)
     ('ece_max_plugin', 0.4)
     """
     info = REGISTRY.get(metric)
@@ -581,19 +573,13 @@ def compute(metric: str, y_true, y_prob, **options) -> MetricResult:
         return smooth_ece(y_true, y_prob, **options)
     options.setdefault("discrete", "yes" if metric == "binomial_p_value" else "no")
     result = tcal_test(y_true, y_prob, **options)
-    if metric not in (result.metric, *result.related):
-        raise CalibcliError(f"{metric} is not what the test reported ({result.metric}): "
+    if metric not in (result.name, *result.related):
+        raise CalibcliError(f"{metric} is not what the test reported ({result.name}): "
                             f"{{opt:discrete}} {options['discrete']} chose the {result.details['test']} test")
-    if metric == result.metric:
+    if metric == result.name:
         return result
-    return _result(metric, {result.metric: _as_metric(result), **result.related}, n=result.n, mode=result.mode,
+    return _result(metric, {result.name: result, **result.related}, n=result.n, mode=result.mode,
                    params=result.params, details=result.details, report=result.report)
-
-
-def _as_metric(r: MetricResult):
-    from calibcli.estimators import Metric
-
-    return Metric(r.metric, r.estimate, r.ci_low, r.ci_high, r.ci_method, r.upper_bound, r.upper_bound_method, r.note)
 
 
 def __getattr__(name: str):

@@ -89,7 +89,7 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     >>> P = recal.predict_proba(X_test)
     >>> P.shape, bool(np.allclose(P.sum(axis=1), 1.0))
     ((171, 2), True)
-    >>> ece(y_test, P).metric
+    >>> ece(y_test, P).name
     'ece_l1_plugin'
     """
 

@@ -57,7 +57,7 @@ def synthetic(n=3000, seed=0, k=None):
 
 def test_hand_worked_binned_errors():
     r = ece(Y8, Z8, n_bins=5)
-    assert (r.metric, r.n, r.mode) == ("ece_l1_plugin", 8, "binary")
+    assert (r.name, r.n, r.mode) == ("ece_l1_plugin", 8, "binary")
     assert r.estimate == pytest.approx((0.1 + 2 * 0.25 + 0.4 + 2 * 0.35 + 2 * 0.15) / 8)
     assert r.upper_bound == pytest.approx(0.25 + math.sqrt(2 * math.log(1 / 0.05) / 8))
     assert ece(Y8, Z8, n_bins=5, norm="max").estimate == pytest.approx(0.4)
@@ -71,7 +71,7 @@ def test_hand_worked_binned_errors():
 def test_debiased_error_reports_the_signed_square_beside_its_root():
     r = ece(Y8, Z8, n_bins=5, norm="l2", estimator="debiased_kumar")
     sq = r.related["ece_l2_sq_debiased_kumar"].estimate
-    assert r.metric == "ece_l2_debiased_kumar" and sq < 0 and r.estimate == 0.0
+    assert r.name == "ece_l2_debiased_kumar" and sq < 0 and r.estimate == 0.0
     r = compute("ece_l2_sq_debiased_dpe", Y8, Z8, n_bins=5)
     assert r.related["ece_l2_debiased_dpe"].estimate == math.sqrt(max(r.estimate, 0.0))
 
@@ -94,7 +94,7 @@ def test_log_loss_and_brier_match_scikit_learn():
     assert brier_score(y, z).estimate == pytest.approx(brier_score_loss(y, z))
     c, P = synthetic(500, k=4)
     r = log_loss(c, P)
-    assert r.metric == "log_loss_multiclass" and r.estimate == pytest.approx(sk_log_loss(c, P))
+    assert r.name == "log_loss_multiclass" and r.estimate == pytest.approx(sk_log_loss(c, P))
     assert brier_score(c, P).estimate == pytest.approx(np.mean(((P - np.eye(4)[c]) ** 2).sum(axis=1)))
 
 
@@ -118,7 +118,7 @@ def test_compute_reaches_every_metric_of_the_registry():
         if info.family == "tcal":
             options["n_boot"] = 50
         binary = compute(name, y, z, **options)
-        assert binary.metric == name and np.isfinite(binary.estimate), name
+        assert binary.name == name and np.isfinite(binary.estimate), name
     assert compute("brier_score_multiclass", c, P).estimate == brier_score(c, P).estimate
     assert compute("binomial_p_value", y, np.round(z, 1)).details["test"] == "binomial"
     assert compute("tcal_statistic", y, z, n_boot=50).related["tcal_p_value"].estimate > 0
@@ -205,14 +205,14 @@ def test_tcal_test_equals_the_cli_json(tmp_path):
     cli = _problem_metrics(doc)["result"]
     with pytest.warns(UserWarning, match="smallest attainable p-value"):
         r = tcal_test(y, z, n_boot=150, seed=2)
-    assert (r.metric, r.estimate, r.details["reject"]) == ("tcal_p_value", cli["p_value"], cli["reject"])
+    assert (r.name, r.estimate, r.details["reject"]) == ("tcal_p_value", cli["p_value"], cli["reject"])
     assert r.details["levels"] == cli["levels"]
     assert r.related["tcal_statistic"].estimate == min(cli["levels"], key=lambda lv: lv["p_value"])["statistic"]
     discrete = np.round(z, 1)
     pd.DataFrame({"prob": discrete, "label": y}).to_csv(path, index=False)
     cli = _problem_metrics(run_json("tcal", path))["result"]
     r = tcal_test(y, discrete)
-    assert (r.metric, r.estimate, r.details["per_value"]) == ("binomial_p_value", cli["p_value"], cli["per_value"])
+    assert (r.name, r.estimate, r.details["per_value"]) == ("binomial_p_value", cli["p_value"], cli["per_value"])
 
 
 # --------------------------------------------------------------------------- input types
