@@ -137,7 +137,7 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         """Fit the recalibration map on ``(X, y)`` (and, with ``cv``, the estimator by cross-fitting).
 
         ``sample_weight`` weighs the rows of the map's fit (methods that take weights) and of the estimator's
-        fits with ``cv`` (when its ``fit`` takes them); ``fit_params`` go to the estimator's ``fit``.
+        fits with ``cv`` (when its ``fit`` takes them); ``fit_params`` go to the estimator's ``fit`` (with ``cv``).
         """
         from calibcli.calibrators import WEIGHTED_METHODS
 
@@ -165,6 +165,9 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 raise ValueError(f"method {self.method!r} does not take sample weights: fit without them, or use one of "
                                  f"{', '.join(WEIGHTED_METHODS)}")
         if self.cv is None:
+            if fit_params:
+                raise ValueError(f"fit parameters {sorted(fit_params)} are for the estimator's fit, which cv=None does "
+                                 f"not run (the estimator is fitted already): drop them, or pass cv to cross-fit")
             self._fit_prefit(X, y, w, options)
         else:
             self._fit_cross(X, y, w, options, fit_params)

@@ -105,9 +105,12 @@ def test_prefit_fits_the_map_the_cli_fits(cancer):
         assert_array_equal(recal.classes_, [0, 1]) and recal.n_features_in_ == 30
 
 
-def test_prefit_needs_a_fitted_estimator():
+def test_prefit_needs_a_fitted_estimator_and_no_fit_params(cancer):
     with pytest.raises(sklearn.exceptions.NotFittedError, match="GaussianNB is not fitted: with cv=None"):
         Recalibrator(GaussianNB()).fit([[0.0], [1.0]], [0, 1])
+    model, X_cal, y_cal, _, _ = cancer
+    with pytest.raises(ValueError, match=re.escape("fit parameters ['var_smoothing'] are for the estimator's fit")):
+        Recalibrator(model).fit(X_cal, y_cal, var_smoothing=1e-9)
 
 
 def test_cross_fitting_one_map_on_out_of_fold_probabilities(cancer):
