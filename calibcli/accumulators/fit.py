@@ -77,6 +77,24 @@ class FitAccumulator:
     def n_rows(self) -> int:
         return self.sample.n_seen
 
+    # -- what an engine's runner asks of an accumulator (SPEC 8): one pass, nothing to resample
+
+    def needs_second_pass(self) -> bool:
+        """Never: the sample and the per-value sums are complete after one pass."""
+        return False
+
+    def for_second_pass(self) -> "FitAccumulator":
+        return self
+
+    @property
+    def problems(self) -> list:
+        """Nothing is resampled when the rows are gathered (the fit itself happens on the client)."""
+        return []
+
+    def result(self, progress=None) -> "FitAccumulator":
+        """The state itself: :meth:`data` gives the rows of each method's fit."""
+        return self
+
     def to_dict(self) -> dict:
         return {"kind": self.kind, "version": STATE_VERSION, "max_distinct": self.max_distinct, "binary": self.binary,
                 "too_many_values": self.too_many_values, "sample": self.sample.to_dict(),
@@ -86,8 +104,9 @@ class FitAccumulator:
     def from_dict(cls, d: dict) -> "FitAccumulator":
         if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
             raise ValueError(f"not a fit state of version {STATE_VERSION}")
-        out = cls(max_distinct=d["max_distinct"])
-        out.sample = RowSample.from_dict(d["sample"])
+        sample = RowSample.from_dict(d["sample"])
+        out = cls(max_rows=sample.k, seed=sample.seed, max_distinct=d["max_distinct"])
+        out.sample = sample
         out.binary, out.too_many_values = d["binary"], bool(d["too_many_values"])
         out.values, out.w1, out.w0 = (np.asarray(d[k], dtype=np.float64) for k in ("values", "w1", "w0"))
         return out

@@ -237,6 +237,9 @@ def fit(
     alpha: Annotated[float, typer.Option("--alpha", help="histogram: the delta of the distribution-free ECE bound.")] = 0.05,
     max_rows: MaxRows = 1_000_000,
     batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
+    engine: cc.Engine = "local",
+    scheduler: cc.Scheduler = None,
+    workers: cc.Workers = None,
     as_json: cc.Json = False,
     report: ReportOutput = None,
 ) -> None:
@@ -248,17 +251,22 @@ def fit(
     check_option(0.0 < alpha < 1.0, f"--alpha is {alpha}: expected a number strictly between 0 and 1")
     options = method_options([method], n_bins=n_bins, strategy=strategy, degree=degree, interpolation=interpolation,
                              clip=clip, monotone=monotone)[method]
+    cc.check_engine(engine, scheduler, workers)
     spec = cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits)
-    loaded, fit_rows = stream_fit_rows(train, spec, method=method, mode=mode, options=options, seed=seed,
-                                       max_rows=max_rows, input_format=input_format, drop_invalid=drop_invalid,
-                                       batch_rows=batch_rows)
+    stream = _open_one(train, spec, max_rows=max_rows, input_format=input_format, drop_invalid=drop_invalid,
+                       batch_rows=batch_rows)
+    with cc.engine_runner(engine, scheduler, workers) as runner:
+        acc, loaded = stream_fit_accumulator(runner, stream, max_rows=max_rows, seed=seed)
+        n_workers = runner.workers
+    loaded, fit_rows = fit_input(loaded, acc, method=method, mode=mode, options=options)
     cal, file_mode = fit_arrays(method, loaded.labels, loaded.probs, loaded.sample_weight, mode=mode,
                                 options=options, seed=seed)
     calibrator = calibrator_document(cal, loaded, method=method, mode=file_mode, options=options, seed=seed)
     text = calibrator_json(calibrator)
 
     doc = new_document("recalibrate fit", {"method": method, "mode": mode or "auto", "options": options, "seed": seed,
-                                           "alpha": alpha, "max_rows": max_rows, "batch_rows": batch_rows})
+                                           "alpha": alpha, "max_rows": max_rows, "batch_rows": batch_rows,
+                                           "engine": engine, "workers": n_workers})
     entry = {
         "input": loaded.describe(),
         "fit_rows": fit_rows,
@@ -317,10 +325,8 @@ class _FitInput:
         return self.described
 
 
-def stream_fit_rows(path: str, spec, *, method: str, mode, options: dict, seed: int, max_rows: int,
-                    input_format, drop_invalid: bool, batch_rows: int) -> tuple[_FitInput, dict]:
-    """Stream one dataset into a :class:`FitAccumulator`; the rows to fit on and how they were chosen."""
-    from calibcli.accumulators.fit import FitAccumulator
+def _open_one(path: str, spec, *, max_rows: int, input_format, drop_invalid: bool, batch_rows: int):
+    """The stream of one dataset (a file, a directory of shards, a glob, '-'); ``max_rows`` checked first."""
     from calibcli.engines.local import open_streams
     from calibcli.errors import OptionError
 
@@ -328,11 +334,27 @@ def stream_fit_rows(path: str, spec, *, method: str, mode, options: dict, seed: 
         raise OptionError("max_rows", f"{{name}} is {max_rows}: expected at least 2 rows to fit on")
     (stream,) = open_streams([path], spec, input_format=input_format, drop_invalid=drop_invalid, pool=False,
                              batch_rows=batch_rows, group_by=())
-    acc = FitAccumulator(max_rows=max_rows, seed=seed)
-    for batch in stream.batches():
-        acc.update(batch.row_index, batch.probs, batch.labels, batch.sample_weight)
+    return stream
+
+
+def _single(entries, empty):
+    """The one accumulator of an ungrouped run (an empty one when the stream had no rows)."""
+    return entries[0][1] if entries else empty
+
+
+def stream_fit_accumulator(runner, stream, *, max_rows: int, seed: int):
+    """Run ``stream`` into a :class:`FitAccumulator` on the engine of ``runner`` (states built where the
+    rows are read, merged here); the accumulator and what the calibrator document needs of the input."""
+    from calibcli.accumulators.fit import FitAccumulator
+
+    entries, described = runner.run(stream, lambda: FitAccumulator(max_rows=max_rows, seed=seed))
+    return _single(entries, FitAccumulator(max_rows=max_rows, seed=seed)), (stream, described)
+
+
+def fit_input(source, acc, *, method: str, mode, options: dict) -> tuple[_FitInput, dict]:
+    """The rows to fit ``method`` on, from a :class:`FitAccumulator`, and how they were chosen (for the report)."""
+    stream, described = source
     labels, probs, w, how = acc.data(method, mode=mode, options=options)
-    described = stream.describe()
     loaded = _FitInput(described["path"], described, stream.n_classes, tuple(stream.class_names),
                        tuple(stream.prob_columns), bool(stream.logits), stream.label_column, stream.weight_column,
                        labels, probs, w)
