@@ -238,10 +238,14 @@ def test_evaluate_numbers_are_those_of_the_library():
 
     doc = json.loads(ok("recalibrate", "evaluate", BINARY, "--method", "platt", "--holdout", "0.6", "--seed", "4",
                         "--n-boot", "19", "--json").stdout)
+    from calibcli.resampling import row_hash
+
     df = pd.read_csv(BINARY)
-    perm = np.random.default_rng(4).permutation(len(df))
+    # the fit part: the round(F n) rows with the smallest hash of (seed, row index); the test part: the others
+    order = np.argsort(row_hash(4, np.arange(len(df))))
     n_fit = int(round(0.6 * len(df)))
-    fit_idx, test_idx = np.sort(perm[:n_fit]), np.sort(perm[n_fit:])
+    fit_idx, test_idx = np.sort(order[:n_fit]), np.sort(order[n_fit:])
+    assert doc["files"][0]["split"]["n_fit"] == n_fit == len(fit_idx)
     cal = fit_platt(df["label"].to_numpy()[fit_idx], df["prob"].to_numpy()[fit_idx])
     after = cal.predict(df["prob"].to_numpy()[test_idx])
     ref = binned_calibration(df["label"].to_numpy()[test_idx], after, n_bins=15)
@@ -326,11 +330,15 @@ def test_apply_invalid_rows_fail_or_are_dropped(tmp_path):
     assert len(pd.read_csv(out)) == 567
 
 
-def test_evaluate_with_weights_warns_that_the_binomial_test_ignores_them(tmp_path):
+def test_evaluate_with_weights_uses_tcal_and_warns_as_the_tcal_command_does(tmp_path):
+    # the tcal command's rule: the binomial test counts rows, so a weighted discrete predictor gets T-Cal, with a warning
     weighted = tmp_path / "w.csv"
     pd.read_csv(BINARY).assign(w=np.arange(569) % 3 + 1.0).to_csv(weighted, index=False)
     r = ok("recalibrate", "evaluate", weighted, "--weight-col", "w", "--method", "histogram", "--holdout", "0.5",
-           "--n-boot", "19", "--json")
-    assert r.stderr == "Warning: the binomial test counts rows and ignores the sample weights (SPEC 4.4)\n"
+           "--n-boot", "299", "--json")
+    assert r.stderr == ("Warning: the predictor is discrete but has sample weights; T-Cal is used (the binomial test "
+                        "counts rows)\n")
     rows = json.loads(r.stdout)["files"][0]["rows"]
-    assert rows[1]["test"]["weights_ignored"] is True and rows[0]["test"]["per_problem"][0]["weighted"] is True
+    assert rows[1]["test"]["test"] == "T-Cal" and rows[1]["test"]["weights_ignored"] is False
+    assert rows[1]["test"]["per_problem"][0]["discrete_check"]["discrete"] is True
+    assert all(row["test"]["per_problem"][0]["weighted"] is True for row in rows)

@@ -710,63 +710,27 @@ def render_apply(doc: dict, console) -> None:
 # recalibrate evaluate
 
 
-def _slice(loaded, idx: np.ndarray):
-    w = None if loaded.sample_weight is None else loaded.sample_weight[idx]
-    return loaded.labels[idx], loaded.probs[idx], w
+EvalMaxRows = Annotated[int, typer.Option(
+    "--max-rows", help="Rows each fit and each T-Cal test use at most: beyond, the seeded bottom-k sample of this many "
+    "(fits whose objective is a weighted sum over rows use exact per-value sums of every fit row, as in `fit`); the "
+    "report says which.")]
 
+#: What each reported number is (the estimators of the ece, smece and tcal commands).
+EVALUATE_ESTIMATORS = {
+    "ece_l1_plugin": "sum_b (n_b/n) |acc_b - conf_b| (Guo et al. 2017)",
+    "ece_l2_sq_debiased_dpe": "T-Cal debiased plug-in estimate of the squared l2-ECE (can be < 0)",
+    "ece_l2_debiased_dpe": "sqrt(max(0, ece_l2_sq_debiased_dpe))",
+    "ece_l2_sq_debiased_kumar": "Kumar et al. 2019 debiased squared l2-ECE (can be < 0)",
+    "smece": "SmoothECE at its fixed-point bandwidth (Blasiok and Nakkiran 2023)",
+    "brier_score": "mean (z - y)^2 (binary problem) or mean ||P - e_c||^2 (multiclass)",
+    "log_loss": "mean -log p of the true class, clipped",
+    "test": "the tcal command's test: T-Cal adaptive test (y-bootstrap null, Bonferroni over levels) or, for "
+            "unweighted predictions with at most sqrt(n) distinct values, the exact binomial test per value "
+            "(SPEC 4.4); T-Cal on at most --max-rows rows (the bottom-k sample beyond)",
+}
 
-def evaluate_predictions(labels, probs, sample_weight, *, mode: str, class_names, ece_n_bins: int,
-                         ece_strategy: str, n_boot: int, alpha: float, seed: int, discrete: str) -> dict:
-    """Before/after numbers of one set of predictions: ECE (l1, debiased l2), SmoothECE, Brier, log-loss, test."""
-    from calibcli.evaluation import evaluate_binned
-    from calibcli.modes import binary_problems, class_weights
-    from calibcli.report import metric_json
-    from calibcli.smooth import smooth_ece
-    from calibcli.tcal import binomial_test, discreteness, tcal_test
-
-    report = evaluate_binned(labels, probs, mode=mode, sample_weight=sample_weight, class_names=class_names,
-                             n_bins=ece_n_bins, strategy=ece_strategy, n_boot=0, alpha=alpha, seed=seed)
-    head = report.headline()
-    names = ["ece_l1_plugin", "ece_l2_sq_debiased_dpe", "ece_l2_debiased_dpe", "ece_l2_sq_debiased_kumar"]
-    if "brier_score_multiclass" in head:
-        names += ["brier_score_multiclass", "log_loss_multiclass"]
-    else:
-        names += ["brier_score", "log_loss"]
-    metrics = {k: metric_json(head[k]) for k in names}
-
-    problems = binary_problems(labels, probs, mode=mode, sample_weight=sample_weight, class_names=class_names)
-    v = class_weights(labels, probs.shape[1], scheme="uniform") if mode == "marginal" else np.ones(1)
-    sm = [smooth_ece(p.y, p.z, sample_weight=p.sample_weight).smece for p in problems]
-    metrics["smece"] = {"estimate": float(np.dot(v, sm)), "ci_low": None, "ci_high": None, "ci_method": None,
-                        **({"note": "marginal aggregate sum_k v_k smECE_k, v_k = 1/K"} if mode == "marginal" else {})}
-
-    tests = []
-    for p in problems:
-        check = discreteness(p.z)
-        use_binomial = discrete == "yes" or (discrete == "auto" and check.discrete)
-        if use_binomial:
-            r = binomial_test(p.y, p.z, alpha=alpha)
-            tests.append({"problem": p.name, "test": "binomial", "p_value": r.p_value, "n_values": r.n_values,
-                          "weighted": False})
-        else:
-            r = tcal_test(p.y, p.z, sample_weight=p.sample_weight, n_boot=n_boot, alpha=alpha,
-                          rng=np.random.default_rng(seed))
-            tests.append({"problem": p.name, "test": "T-Cal", "p_value": r.p_value, "n_levels": r.n_levels,
-                          "weighted": r.weighted})
-    t = len(tests)
-    p_min = min(x["p_value"] for x in tests)
-    kinds = sorted({x["test"] for x in tests})
-    test = {
-        "test": "+".join(kinds),
-        "p_value": min(1.0, t * p_min),
-        "reject": bool(min(1.0, t * p_min) <= alpha),
-        "alpha": alpha,
-        "combined_over": t,
-        "rule": "Bonferroni over the classes: p = min(1, K min_k p_k)" if t > 1 else None,
-        "per_problem": tests,
-        "weights_ignored": bool(sample_weight is not None and any(x["test"] == "binomial" for x in tests)),
-    }
-    return {"metrics": metrics, "test": test}
+SPLIT_RULE = ("the fit part is the round(F n) rows with the smallest hash of (seed, global row index), the test part "
+              "every other row: the same rows whatever the batch size, file order or engine")
 
 
 def evaluate(
@@ -794,10 +758,20 @@ def evaluate(
     discrete: Discrete = "auto",
     alpha: Annotated[float, typer.Option("--alpha", help="Level of the calibration tests (T-Cal, binomial).")] = 0.05,
     seed: cc.Seed = 0,
+    max_rows: EvalMaxRows = 1_000_000,
+    batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
+    engine: cc.Engine = "local",
+    scheduler: cc.Scheduler = None,
+    workers: cc.Workers = None,
     as_json: cc.Json = False,
     output: cc.Output = None,
 ) -> None:
-    """Fit each --method on one part of the data and compare before/after calibration on the other part."""
+    """Fit each --method on one part of the data and compare before/after calibration on the other part
+    (FILE and TRAIN: a file, a directory of shards, a quoted glob or '-'; streamed, memory flat in the rows)."""
+    from calibcli.accumulators.evaluate import EvaluateAccumulator, HoldoutFitAccumulator, SplitCounter
+    from calibcli.accumulators.tcal import TcalOptions
+    from calibcli.evaluation import BinnedOptions, SmoothOptions
+
     methods = _check_methods(list(method))
     if mode is not None:
         cc.check_choice(mode, MODES, "--mode")
@@ -812,66 +786,88 @@ def evaluate(
         check_option(0.0 < holdout < 1.0, f"--holdout is {holdout}: expected the fraction of rows to fit on, in (0, 1)")
     options = method_options(methods, n_bins=n_bins, strategy=strategy, degree=degree, interpolation=interpolation,
                              clip=clip, monotone=monotone)
+    cc.check_engine(engine, scheduler, workers)
+    tcal_options = TcalOptions(n_boot=n_boot, alpha=alpha, seed=seed, discrete=discrete, max_rows=max(max_rows, 2))
     spec = cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits)
-    inputs = list(cc.load_inputs([fit_file, file] if fit_file else [file], spec, input_format=input_format,
-                                 drop_invalid=drop_invalid))
-    test_in = inputs[-1]
+    paths = [fit_file, file] if fit_file else [file]
+    from calibcli.engines.local import open_streams
+    from calibcli.errors import OptionError
+
+    if max_rows < 2:
+        raise OptionError("max_rows", f"{{name}} is {max_rows}: expected at least 2 rows to fit on")
+    streams = list(open_streams(paths, spec, input_format=input_format, drop_invalid=drop_invalid, pool=False,
+                                batch_rows=batch_rows, group_by=()))
+    test_stream = streams[-1]
+    with cc.engine_runner(engine, scheduler, workers) as runner:
+        n_workers = runner.workers
+        if fit_file:
+            train_stream = streams[0]
+            if train_stream.n_classes != test_stream.n_classes or train_stream.class_names != test_stream.class_names:
+                raise CalibcliError(f"{train_stream.name} has classes {list(train_stream.class_names)} but "
+                                    f"{test_stream.name} has {list(test_stream.class_names)}: fit and test files must "
+                                    f"have the same classes")
+            fit_acc, source = stream_fit_accumulator(runner, train_stream, max_rows=max_rows, seed=seed)
+            binary = fit_acc.binary
+            fit_described = source[1]
+            split_rows = None
+            split = {"kind": "files", "fit_path": fit_described["path"], "n_fit": fit_acc.n_rows}
+        else:
+            entries, _ = runner.run(test_stream, lambda: SplitCounter(seed=seed))
+            counter = _single(entries, SplitCounter(seed=seed))
+            n = counter.n_rows
+            n_fit = int(round(holdout * n))
+            check_option(2 <= n_fit <= n - 2, f"--holdout {holdout} leaves {n_fit} of {n} rows to fit on and "
+                         f"{n - n_fit} to evaluate: expected at least 2 in each part")
+            binary = counter.binary
+            bucket, rank = counter.boundary(n_fit)
+            entries, _ = runner.run(test_stream, lambda: HoldoutFitAccumulator(seed=seed, bucket=bucket, rank=rank,
+                                                                                max_rows=max_rows))
+            fit_acc, threshold = entries[0][1].finish()
+            fit_described = None
+            split_rows = {"seed": seed, "threshold": threshold}
+            split = {"kind": "holdout", "fit_fraction": holdout, "n_fit": n_fit, "n_test": n - n_fit, "seed": seed}
+        if binary and mode not in (None, "binary"):
+            raise CalibcliError(f"--mode {mode} needs one probability column per class, but the input has a single "
+                                f"probability column: use --mode binary, or pass --prob-cols for every class")
+        K = test_stream.n_classes
+        eval_mode = mode or default_mode(K)
+
+        fitted = []
+        with cc.progress_bar(len(methods), "fitting") as advance:
+            for m in methods:
+                labels, probs, w, how = fit_acc.data(m, mode=mode, options=options[m])
+                cal, fit_mode = fit_arrays(m, labels, probs, w, mode=mode, options=options[m], seed=seed)
+                fitted.append((m, fit_mode, cal.to_dict(), how))
+                advance()
+
+        def new() -> EvaluateAccumulator:
+            return EvaluateAccumulator(
+                calibrators=[(m, d) for m, _, d, _ in fitted], split=split_rows, mode=eval_mode, n_classes=K,
+                class_names=tuple(test_stream.class_names),
+                binned=BinnedOptions(n_bins=ece_n_bins, strategy=ece_strategy, n_boot=0, alpha=alpha, seed=seed),
+                smooth=SmoothOptions(n_boot=0, alpha=alpha, seed=seed), tcal=tcal_options)
+
+        entries, described = runner.run(test_stream, new)
+        measured = _single(entries, new())
     if fit_file:
-        train_in = inputs[0]
-        if train_in.n_classes != test_in.n_classes or train_in.class_names != test_in.class_names:
-            raise CalibcliError(f"{train_in.path} has classes {list(train_in.class_names)} but {test_in.path} has "
-                                f"{list(test_in.class_names)}: fit and test files must have the same classes")
-        fit_data = (train_in.labels, train_in.probs, train_in.sample_weight)
-        test_data = (test_in.labels, test_in.probs, test_in.sample_weight)
-        split = {"kind": "files", "fit_path": train_in.path, "n_fit": train_in.n_rows, "n_test": test_in.n_rows}
-    else:
-        n = test_in.n_rows
-        n_fit = int(round(holdout * n))
-        check_option(2 <= n_fit <= n - 2, f"--holdout {holdout} leaves {n_fit} of {n} rows to fit on and {n - n_fit} to "
-                     f"evaluate: expected at least 2 in each part")
-        perm = np.random.default_rng(seed).permutation(n)
-        fit_data, test_data = _slice(test_in, np.sort(perm[:n_fit])), _slice(test_in, np.sort(perm[n_fit:]))
-        split = {"kind": "holdout", "fit_fraction": holdout, "n_fit": n_fit, "n_test": n - n_fit, "seed": seed}
-
-    labels, probs, w = test_data
-    K = test_in.n_classes
-    if probs.ndim == 1 and mode not in (None, "binary"):
-        raise CalibcliError(f"--mode {mode} needs one probability column per class, but the input has a single "
-                            f"probability column: use --mode binary, or pass --prob-cols for every class")
-    eval_mode = mode or (default_mode(K) if probs.ndim == 2 else "binary")
-    common = dict(mode=eval_mode, class_names=list(test_in.class_names), ece_n_bins=ece_n_bins,
-                  ece_strategy=ece_strategy, n_boot=n_boot, alpha=alpha, seed=seed, discrete=discrete)
-
-    rows = [{"method": "uncalibrated", **evaluate_predictions(labels, probs, w, **common)}]
-    with cc.progress_bar(len(methods), "fitting and evaluating") as advance:
-        for m in methods:
-            cal, fit_mode = fit_arrays(m, *fit_data, mode=mode, options=options[m], seed=seed)
-            after = cal.predict(probs)
-            rows.append({"method": m, "fit_mode": fit_mode, "options": options[m],
-                         **evaluate_predictions(labels, after, w, **common),
-                         "params": _summary_params(cal.to_dict())})
-            advance()
+        split["n_test"] = measured.n_rows
+    results, warnings = measured.rows()
+    rows = [{"method": "uncalibrated", **results["uncalibrated"]}]
+    for m, fit_mode, d, how in fitted:
+        rows.append({"method": m, "fit_mode": fit_mode, "options": options[m], **results[m],
+                     "params": _summary_params(d), "fit_rows": how})
 
     doc = new_document("recalibrate evaluate", {
         "methods": methods, "options": options, "mode": mode or "auto", "ece_n_bins": ece_n_bins,
         "ece_strategy": ece_strategy, "edges_convention": EDGE_CONVENTION, "n_boot": n_boot, "alpha": alpha,
-        "seed": seed, "discrete": discrete, "split": split,
-        "estimators": {
-            "ece_l1_plugin": "sum_b (n_b/n) |acc_b - conf_b| (Guo et al. 2017)",
-            "ece_l2_sq_debiased_dpe": "T-Cal debiased plug-in estimate of the squared l2-ECE (can be < 0)",
-            "ece_l2_debiased_dpe": "sqrt(max(0, ece_l2_sq_debiased_dpe))",
-            "ece_l2_sq_debiased_kumar": "Kumar et al. 2019 debiased squared l2-ECE (can be < 0)",
-            "smece": "SmoothECE at its fixed-point bandwidth (Blasiok and Nakkiran 2023)",
-            "brier_score": "mean (z - y)^2 (binary problem) or mean ||P - e_c||^2 (multiclass)",
-            "log_loss": "mean -log p of the true class, clipped",
-            "test": "T-Cal adaptive test (y-bootstrap null, Bonferroni over levels) or, for predictions with at most "
-                    "sqrt(n) distinct values, the exact binomial test per value (SPEC 4.4)",
-        },
+        "seed": seed, "discrete": discrete, "max_rows": max_rows, "batch_rows": batch_rows, "engine": engine,
+        "workers": n_workers, "split": split, "split_rule": SPLIT_RULE if holdout is not None else None,
+        "estimators": EVALUATE_ESTIMATORS,
     })
-    if any(r["test"]["weights_ignored"] for r in rows):
-        cc.warn("the binomial test counts rows and ignores the sample weights (SPEC 4.4)")
-    doc["files"].append({"input": test_in.describe(), "fit_input": inputs[0].describe() if fit_file else None,
-                         "split": split, "mode": eval_mode, "rows": rows})
+    for warning in warnings:
+        cc.warn(warning)
+    doc["files"].append({"input": described, "fit_input": fit_described, "split": split, "mode": eval_mode,
+                         "rows": rows})
     emit(doc, as_json=as_json, output=output, render=render_evaluate)
 
 
@@ -902,6 +898,15 @@ def render_evaluate(doc: dict, console) -> None:
                           "yes" if t["reject"] else "no")
         console.print(table)
         notes = [f"T-Cal: {p['n_boot']} y-bootstrap resamples; binomial: exact test per distinct value (Bonferroni)"]
+        for r in f["rows"][1:]:
+            how = r["fit_rows"]
+            if how["rows"] != "all":
+                notes.append(f"{r['method']} fitted on the bottom-k sample of {how['k']} of the {how['n']} fit rows "
+                             f"(--max-rows)")
+        sampled = {x["sample"]["n_tested"] for r in f["rows"] for x in r["test"]["per_problem"]
+                   if x["sample"]["method"] == "bottom-k"}
+        if sampled:
+            notes.append(f"T-Cal on the bottom-k sample of {max(sampled)} test rows (--max-rows)")
         if f["mode"] == "marginal":
             notes.append("marginal: errors aggregate over classes; marginal recalibrations renormalise each row")
         console.print("; ".join(notes))
