@@ -232,6 +232,18 @@ def progress_bar(total: int, description: str):
 # The pipeline, run for a command: streams -> accumulators -> entries of the report
 
 
+def run_family(doc: dict, files: list[str], spec: ColumnSpec, new_accumulator, *, input_format, drop_invalid: bool,
+               pool: bool, batch_rows: int, group_by: tuple[str, ...], gate, n_boot: int, engine: str,
+               scheduler: str | None, workers: int | None) -> None:
+    """Open the datasets named on the command line and run them through :func:`evaluate_streams`."""
+    from calibcli.engines.local import open_streams
+
+    streams = open_streams(files, spec, input_format=input_format, drop_invalid=drop_invalid, pool=pool,
+                           batch_rows=batch_rows, group_by=group_by)
+    evaluate_streams(doc, streams, new_accumulator, gate=gate, n_boot=n_boot, engine=engine, scheduler=scheduler,
+                     workers=workers)
+
+
 def evaluate_streams(doc: dict, streams, new_accumulator, *, gate, n_boot: int, engine: str = "local",
                      scheduler: str | None = None, workers: int | None = None) -> None:
     """Run every stream through accumulators made by ``new_accumulator(stream)`` and add one report

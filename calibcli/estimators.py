@@ -574,20 +574,11 @@ def binned_calibration(
     if n_boot > 0:
         problem = _SortedProblem(y, z, w, binning, n_bins)
         rows = Multiplicities(seed, np.arange(len(z)) if row_index is None else row_index)
-        reps = np.empty((n_boot, len(point)))
-        names = list(point)
         drawn, m_sorted = np.empty(len(z)), np.empty(len(z))  # buffers reused by every resample
-        for r in range(n_boot):
-            m = np.take(rows.replicate(r, out=drawn), problem.order, out=m_sorted, mode="clip")  # "clip": no buffered copy
-            s_b, s_u = problem.resampled(m)
-            p = _point_metrics(s_b, s_u)
-            p["ece_l2_sq_debiased_sun"] = ece_l2_sq_sun_estimate(s_b)
-            reps[r] = [p[k] for k in names]
-            if progress is not None:
-                progress()
-        ci = {k: percentile_interval(reps[:, j], alpha) for j, k in enumerate(names)}
-        if keep_replicates:
-            replicates = {k: reps[:, j] for j, k in enumerate(names)}
+        resamples = (problem.resampled(np.take(rows.replicate(r, out=drawn), problem.order, out=m_sorted, mode="clip"))
+                     for r in range(n_boot))  # "clip": no buffered copy
+        ci, replicates = summarise_replicates(resamples, list(point), alpha, keep_replicates=keep_replicates,
+                                              progress=progress)
 
     method = f"percentile Poisson bootstrap over rows, {n_boot} resamples" if n_boot > 0 else None
     return CalibrationResult(
@@ -603,6 +594,21 @@ def binned_calibration(
         n_boot=n_boot,
         replicates=replicates,
     )
+
+
+def summarise_replicates(resamples, names: list[str], alpha: float, *, keep_replicates: bool = False, progress=None):
+    """Percentile intervals ``{name: (low, high)}`` (and the replicates when kept) of every bootstrappable
+    metric, from the ``(main bins, equal-width bins)`` statistics of each resample in turn."""
+    reps = []
+    for s_b, s_u in resamples:
+        p = _point_metrics(s_b, s_u)
+        p["ece_l2_sq_debiased_sun"] = ece_l2_sq_sun_estimate(s_b)
+        reps.append([p[k] for k in names])
+        if progress is not None:
+            progress()
+    reps = np.array(reps, dtype=np.float64).reshape(-1, len(names))
+    ci = {k: percentile_interval(reps[:, j], alpha) for j, k in enumerate(names)}
+    return ci, ({k: reps[:, j] for j, k in enumerate(names)} if keep_replicates else None)
 
 
 def assemble_metrics(point: dict, ci: dict, ci_method: str | None, sun: SunInterval, W: float, alpha: float,

@@ -38,10 +38,9 @@ from calibcli.estimators import (
     _point_metrics,
     assemble_metrics,
     binned_calibration,
-    ece_l2_sq_sun_estimate,
     ece_l2_sq_sun_interval,
+    summarise_replicates,
 )
-from calibcli.resampling import percentile_interval
 
 STATE_VERSION = 1
 
@@ -349,17 +348,8 @@ class BinnedAccumulator:
             rng = np.random.Generator(np.random.Philox(key=[int(seed) & 0xFFFFFFFFFFFFFFFF, 0x62696E6E6564]))  # "binned"
             draws_main = _cell_replicates(self.cells, self.weighted, n_boot, rng)
             draws_uniform = draws_main if self.uniform_cells is None else _cell_replicates(self.uniform_cells, self.weighted, n_boot, rng)
-            names = list(point)
-            reps = np.empty((n_boot, len(names)))
-            for r in range(n_boot):
-                p = _point_metrics(draws_main[r], draws_uniform[r])
-                p["ece_l2_sq_debiased_sun"] = ece_l2_sq_sun_estimate(draws_main[r])
-                reps[r] = [p[k] for k in names]
-                if progress is not None:
-                    progress()
-            ci = {k: percentile_interval(reps[:, j], alpha) for j, k in enumerate(names)}
-            if keep_replicates:
-                replicates = {k: reps[:, j] for j, k in enumerate(names)}
+            ci, replicates = summarise_replicates(zip(draws_main, draws_uniform), list(point), alpha,
+                                                  keep_replicates=keep_replicates, progress=progress)
         W = float(main.weight.sum())
         method = f"Poisson bootstrap from per-bin sufficient statistics, {n_boot} resamples, bins fixed" if n_boot else None
         metrics = assemble_metrics(point, ci, method, sun, W, alpha, self.n_bins)

@@ -91,7 +91,6 @@ def ece(
             "gate": gate.describe() if gate.active else None,
         },
     )
-    from calibcli.engines.local import open_streams
     from calibcli.evaluation import InputAccumulator
     from calibcli.modes import default_mode
 
@@ -99,10 +98,9 @@ def ece(
         return InputAccumulator(mode=mode or default_mode(stream.n_classes), n_classes=stream.n_classes,
                                 class_names=stream.class_names, options=options)
 
-    streams = open_streams(files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits),
-                           input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows,
-                           group_by=groups)
-    cc.evaluate_streams(doc, streams, new, gate=gate, n_boot=n_boot, engine=engine, scheduler=scheduler, workers=workers)
+    cc.run_family(doc, files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits), new,
+                  input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows, group_by=groups,
+                  gate=gate, n_boot=n_boot, engine=engine, scheduler=scheduler, workers=workers)
     emit_with_gates(doc, gate, as_json=as_json, output=output, render=render_ece, fmt=fmt)
 
 

@@ -51,7 +51,6 @@ def smece(
     smECE_sigma = sigma (no bins, no bandwidth to choose), with a bootstrap interval in which the
     bandwidth is re-solved on every resample; binary, top-label or marginal mode; per group with
     --group-by. Files, directories of shards and quoted globs are streamed in flat memory."""
-    from calibcli.engines.local import open_streams
     from calibcli.evaluation import SmoothInputAccumulator, SmoothOptions
     from calibcli.metrics import REGISTRY
     from calibcli.modes import CLASS_WEIGHTS, MODES, default_mode
@@ -99,10 +98,9 @@ def smece(
         return SmoothInputAccumulator(mode=mode or default_mode(stream.n_classes), n_classes=stream.n_classes,
                                       class_names=stream.class_names, options=options)
 
-    streams = open_streams(files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits),
-                           input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows,
-                           group_by=groups)
-    cc.evaluate_streams(doc, streams, new, gate=gate, n_boot=n_boot, engine=engine, scheduler=scheduler, workers=workers)
+    cc.run_family(doc, files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits), new,
+                  input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows, group_by=groups,
+                  gate=gate, n_boot=n_boot, engine=engine, scheduler=scheduler, workers=workers)
     emit_with_gates(doc, gate, as_json=as_json, output=output, render=render_smece, fmt=fmt)
 
 
