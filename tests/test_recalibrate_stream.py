@@ -63,3 +63,27 @@ def test_beyond_max_rows_other_methods_fit_on_the_bottom_k_sample_whatever_the_b
     how = report["files"][0]["fit_rows"]
     assert how["rows"] == "bottom-k sample" and (how["k"], how["n"]) == (500, N)
     assert a["calibrator"] == b["calibrator"]
+
+
+@pytest.mark.parametrize("method, extra", [("isotonic", ()), ("venn-abers", ("--max-rows", "500"))])
+def test_dask_engine_fits_the_local_calibrator(data, tmp_path, method, extra):
+    pytest.importorskip("distributed")
+    import logging
+
+    from distributed import LocalCluster
+
+    local, local_report = _fit(tmp_path, data / "shards", method, *extra)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL) as cluster:
+        remote, report = _fit(tmp_path, data / "shards", method, *extra, "--engine", "dask", "--scheduler",
+                              cluster.scheduler_address)
+    assert remote["calibrator"] == local["calibrator"]
+    assert {k: v for k, v in remote.items() if k != "calibrator"} == {k: v for k, v in local.items() if k != "calibrator"}
+    assert report["files"][0]["fit_rows"] == local_report["files"][0]["fit_rows"]
+    assert (report["parameters"]["engine"], report["parameters"]["workers"]) == ("dask", 2)
+
+
+def test_engine_options_are_checked(data, tmp_path):
+    r = run("recalibrate", "fit", data / "whole.parquet", "--method", "platt", "--workers", "2", "-o", tmp_path / "c.json")
+    assert r.exit_code == 2
+    assert r.stderr == "Error: --workers is for --engine dask: add --engine dask, or drop it\n"
