@@ -770,6 +770,8 @@ def evaluate(
     (FILE and TRAIN: a file, a directory of shards, a quoted glob or '-'; streamed, memory flat in the rows)."""
     from calibcli.accumulators.evaluate import EvaluateAccumulator, HoldoutFitAccumulator, SplitCounter
     from calibcli.accumulators.tcal import TcalOptions
+    from calibcli.engines.local import open_streams
+    from calibcli.errors import OptionError
     from calibcli.evaluation import BinnedOptions, SmoothOptions
 
     methods = _check_methods(list(method))
@@ -787,14 +789,11 @@ def evaluate(
     options = method_options(methods, n_bins=n_bins, strategy=strategy, degree=degree, interpolation=interpolation,
                              clip=clip, monotone=monotone)
     cc.check_engine(engine, scheduler, workers)
-    tcal_options = TcalOptions(n_boot=n_boot, alpha=alpha, seed=seed, discrete=discrete, max_rows=max(max_rows, 2))
-    spec = cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits)
-    paths = [fit_file, file] if fit_file else [file]
-    from calibcli.engines.local import open_streams
-    from calibcli.errors import OptionError
-
     if max_rows < 2:
         raise OptionError("max_rows", f"{{name}} is {max_rows}: expected at least 2 rows to fit on")
+    tcal_options = TcalOptions(n_boot=n_boot, alpha=alpha, seed=seed, discrete=discrete, max_rows=max_rows)
+    spec = cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits)
+    paths = [fit_file, file] if fit_file else [file]
     streams = list(open_streams(paths, spec, input_format=input_format, drop_invalid=drop_invalid, pool=False,
                                 batch_rows=batch_rows, group_by=()))
     test_stream = streams[-1]
