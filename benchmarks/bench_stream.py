@@ -466,7 +466,7 @@ def part_throughput(data: dict, sizes: list[str], reps: dict, timeout: float, re
             ratio = statistics.median(times["calibcli"]) / statistics.median(times["bare"])
             extra = f"; ratio of the minima {min(times['calibcli']) / min(times['bare']):.2f}x"
             if times["bare-1thr"]:
-                extra = (f"; context: calibcli / bare-1thr (use_threads=False) = "
+                extra += (f"; context: calibcli / bare-1thr (use_threads=False) = "
                          f"{statistics.median(times['calibcli']) / statistics.median(times['bare-1thr']):.2f}x")
             verdicts.append(f"ratio calibcli / bare at {size} ({SIZES[size][1]} shards): {ratio:.2f}x   "
                             f"(bar <= 1.5: {'met' if ratio <= 1.5 else 'MISSED'}){extra}")
@@ -508,7 +508,7 @@ def part_bootstrap(data: dict, file_1e6: str, large: str, timeout: float, result
         if a and b:
             diffs = [abs((a[k] or 0.0) - (b[k] or 0.0)) for k in ("estimate", "ci_low", "ci_high")]
             verdicts.append(f"1e6 rows as one file vs as 2 shards, ece_l1_plugin estimate / ci_low / ci_high: max |difference| "
-                            f"{max(diffs):.3g}" + ("  (identical)" if max(diffs) == 0 else ("  (equal to 1e-12)" if max(diffs) < 1e-12 else "  DIFFERENT")))
+                            f"{max(diffs):.3g}" + ("  (identical)" if max(diffs) == 0 else ("  (equal within 1e-12)" if max(diffs) < 1e-12 else "  DIFFERENT")))
     # the large data set: --n-boot 1000 vs --n-boot 0, interleaved, after the warm-up of part 2
     path = data[large]
     t_large = {"0": [], "1000": []}
@@ -539,7 +539,7 @@ def part_bootstrap(data: dict, file_1e6: str, large: str, timeout: float, result
         if ma and mb:
             diffs = [abs((ma[k] or 0.0) - (mb[k] or 0.0)) for k in ("estimate", "ci_low", "ci_high")]
             verdicts.append(f"1e8 rows as 20 vs as 100 shards (--n-boot 1000), ece_l1_plugin estimate / ci_low / ci_high: max |difference| "
-                            f"{max(diffs):.3g}" + ("  (identical)" if max(diffs) == 0 else ("  (equal to 1e-12)" if max(diffs) < 1e-12 else "  DIFFERENT")))
+                            f"{max(diffs):.3g}" + ("  (identical)" if max(diffs) == 0 else ("  (equal within 1e-12)" if max(diffs) < 1e-12 else "  DIFFERENT")))
     return lines + verdicts
 
 

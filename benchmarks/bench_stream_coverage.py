@@ -29,7 +29,8 @@ simulation, library only (no CLI):
   n = 10^8 (rows generated batch by batch outside the timer; the per-row path would hold 10^8 rows, so its
   time there is the 10^6 time scaled by 100, which is how it grows: every resample touches every row).
 
-Run: ``python benchmarks/bench_stream_coverage.py`` (about 9 minutes on 2 cores; progress on stderr).
+Run: ``python benchmarks/bench_stream_coverage.py`` (about 10 minutes on 2 idle cores, 12-14 with other jobs
+running; progress on stderr).
 ``--n-datasets``, ``--n``, ``--settings``, ``--workers``, ``--no-timing`` for shorter runs.
 """
 
@@ -214,8 +215,11 @@ def one_dataset(task):
         t0 = time.perf_counter()
         acc = BinnedAccumulator(n_bins=N_BINS, strategy="uniform", row_limit=row_limit)
         acc.update(idx, z, y)
-        res = acc.result(n_boot=n_boot, alpha=ALPHA, seed=i)
+        res = acc.result(n_boot=n_boot, alpha=ALPHA, seed=i, keep_replicates=True)
         out[f"time_{label}"] = time.perf_counter() - t0
+        # the bootstrap distribution's location and spread: mean replicate minus estimate, s.d. of the replicates
+        out[f"boot_{label}"] = {k: (float(np.nanmean(res.replicates[k])) - res.metrics[k].estimate,
+                                    float(np.nanstd(res.replicates[k], ddof=1))) for k in METRICS}
         expected = "over rows" if label == "row" else "sufficient statistics"
         method = res.metrics[METRICS[0]].ci_method or ""
         if expected not in method:
@@ -329,20 +333,28 @@ def report(results: list[dict], targets: dict, settings: list[str], n: int, n_bo
             mean_est = float(est.mean())
             cr_m, _ = _cov((lo_r <= mean_est) & (mean_est <= hi_r))
             cb_m, _ = _cov((lo_b <= mean_est) & (mean_est <= hi_b))
-            diag.append((metric, sname, mean_est - t, float(est.std(ddof=1)), wr / (2 * 1.959964), wb / (2 * 1.959964), cr_m, cb_m))
+            bb_r = np.array([r["boot_row"][metric][0] for r in rs])
+            bb_b = np.array([r["boot_bin"][metric][0] for r in rs])
+            bs_r = np.array([r["boot_row"][metric][1] for r in rs])
+            bs_b = np.array([r["boot_bin"][metric][1] for r in rs])
+            dd = bb_b - bb_r
+            diag.append((metric, sname, mean_est - t, float(est.std(ddof=1)), float(bs_r.mean()), float(bs_b.mean()), cr_m, cb_m,
+                         float(bb_r.mean()), float(bb_b.mean()), float(dd.mean()), float(dd.std(ddof=1) / math.sqrt(len(dd)))))
     print(f"(± : Monte Carlo standard error over {len(results) // max(1, len(settings))} data sets per setting; "
           f"'bin-row' is the paired difference of the two coverages, points, ± its s.e.; flag: |difference| > {BAR_POINTS:g} points)")
     print()
     print("== Diagnostics: estimator bias and spread across data sets vs the bootstrap's spread ==")
     hdr2 = (f"{'metric':<24}{'setting':<9}{'bias':>11}{'bias/sd':>8}{'sd(est)':>11}{'boot sd row':>12}{'boot sd bin':>12}"
-            f"{'cov E[est] row':>15}{'cov E[est] bin':>15}")
+            f"{'cov E[est] row':>15}{'cov E[est] bin':>15}{'boot bias row':>14}{'boot bias bin':>14}{'bin-row':>20}")
     print(hdr2)
     print("-" * len(hdr2))
-    for metric, sname, bias, sd_est, bsr, bsb, cr_m, cb_m in diag:
+    for metric, sname, bias, sd_est, bsr, bsb, cr_m, cb_m, bbr, bbb, dd, dd_se in diag:
         print(f"{metric:<24}{sname:<9}{bias:>11.3g}{bias / sd_est if sd_est > 0 else float('nan'):>8.2f}{sd_est:>11.3g}"
-              f"{bsr:>12.3g}{bsb:>12.3g}{cr_m:>14.1f}%{cb_m:>14.1f}%")
-    print("(bias = mean estimate - population value; sd(est) = s.d. of the estimate across data sets; boot sd = mean interval "
-          "width / 3.92; cov E[est] = coverage of the mean estimate, i.e. of the estimator's expectation)")
+              f"{bsr:>12.3g}{bsb:>12.3g}{cr_m:>14.1f}%{cb_m:>14.1f}%{bbr:>14.3g}{bbb:>14.3g}{dd:>11.2g} ± {dd_se:<6.2g}")
+    print("(bias = mean estimate - population value; sd(est) = s.d. of the estimate across data sets; boot sd = s.d. of the "
+          "replicates, averaged over data sets; cov E[est] = coverage of the mean estimate, i.e. of the estimator's expectation; "
+          "boot bias = mean replicate - estimate, averaged over data sets; bin-row = their paired difference ± s.e.: "
+          "a location shift of the per-bin bootstrap distribution would show here first)")
     print()
     if flagged:
         print("BAR MISSED: per-bin and per-row coverages differ by more than 2 points in: "
@@ -357,6 +369,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=200_000, help="rows per simulated data set (default 200,000)")
     ap.add_argument("--n-datasets", type=int, default=110, help="simulated data sets per setting (default 110)")
+    ap.add_argument("--first-dataset", type=int, default=0, help="number of the first data set (seeds (setting, i)); default 0")
     ap.add_argument("--n-boot", type=int, default=500, help="bootstrap resamples per interval (default 500)")
     ap.add_argument("--settings", default=",".join(SETTINGS), help=f"comma-separated, from {','.join(SETTINGS)}")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
@@ -379,7 +392,13 @@ def main() -> int:
     t_start = time.perf_counter()
     print(f"bench_stream_coverage.py: calibcli {getattr(calibcli, '__version__', '?')}, Python {platform.python_version()}, "
           f"numpy {np.__version__}, scipy {scipy.__version__}, {os.cpu_count()} CPUs, {args.workers} workers")
-    print(f"n = {args.n:,} rows per data set, {args.n_datasets} data sets per setting, R = {args.n_boot}, "
+    import subprocess
+
+    head = subprocess.run(["git", "-C", os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "log", "-1", "--format=%h %s"],
+                          capture_output=True, text=True).stdout.strip()
+    print(f"repository: HEAD {head[:100]}")
+    print(f"n = {args.n:,} rows per data set, {args.n_datasets} data sets per setting (numbers {args.first_dataset} to "
+          f"{args.first_dataset + args.n_datasets - 1}), R = {args.n_boot}, "
           f"per-row path row_limit = n, per-bin path row_limit = {PER_BIN_ROW_LIMIT}")
     print()
     print("== Settings and population values (15 equal-width bins; quad per bin, checked against the closed form) ==")
@@ -397,7 +416,8 @@ def main() -> int:
             print(f"    {k:<24}quad {targets[sname][k]:<17.10g}closed form {closed[k]:<17.10g}rel. diff {rel:.1e}{extra}")
     sys.stdout.flush()
 
-    tasks = [(sname, i, args.n, args.n_boot) for i in range(args.n_datasets) for sname in settings]
+    tasks = [(sname, i, args.n, args.n_boot) for i in range(args.first_dataset, args.first_dataset + args.n_datasets)
+             for sname in settings]
     results = []
     t0 = time.perf_counter()
     ctx = mp.get_context("fork")
