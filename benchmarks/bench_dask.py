@@ -32,7 +32,8 @@ Every ``calibcli`` run is a fresh subprocess (wall time from start to exit). Par
    task (part 2), per-row cost from the scheduler's task stream (part 1), merge time and state size from
    the library in this process, the bootstrap finish on the client; checked against part 1's
    steady-state runs, then used to predict 1e10 rows (10,000 fragments of 1e6 rows in 2,000 files) on
-   100 workers.
+   100 workers, with the default --batch-rows and with whole-file fragments; and for smece, whose
+   per-fragment state (the smoothing grid's sums) is megabytes, from its own fragment, state and merge.
 
 Run: ``python benchmarks/bench_dask.py`` (about 4 minutes after the data exist; the first run writes
 1 GB of shards), ``--quick`` (1e7 rows instead of 1e8 for part 1 and the model; no 1e8 memory run).
@@ -407,6 +408,24 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
     total, parts, F = model(n_rows, n_workers, n_files, start=results["fixed"], frag=min(big, n_rows / n_files))
     lines.append(f"the same with --batch-rows {big} (fragments of {min(big, n_rows // n_files):,} rows: whole 5e6-row files): "
                  f"{total:.0f} s = " + " + ".join(f"{k} {v:.1f}" for k, v in parts.items()))
+    # smece: the same model with its own per-fragment time, state and merge (measured here in this process)
+    from calibcli.evaluation import SmoothInputAccumulator, SmoothOptions
+
+    smooth = SmoothInputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names,
+                                    options=SmoothOptions(n_boot=1000)).to_dict()
+    t0 = time.perf_counter()
+    sdoc = run_fragment(fragments[0], SmoothInputAccumulator, smooth)
+    s_frag = time.perf_counter() - t0
+    sblob = pickle.dumps(sdoc)
+    t0 = time.perf_counter()
+    _merge_documents((pickle.loads(sblob) for _ in range(20)), SmoothInputAccumulator)
+    s_merge = (time.perf_counter() - t0) / 20
+    F = math.ceil(n_rows / frag_rows)
+    s_total = results["fixed"] + F * (serial + s_merge) + math.ceil(F / n_workers) * (s_frag + worker)
+    lines.append(f"smece: a fragment {s_frag * 1e3:.0f} ms in this process, its state {len(sblob) / 1e6:.1f} MB pickled, merge "
+                 f"{s_merge * 1e3:.0f} ms per state on the client: 1e10 rows on {n_workers} workers ~ {s_total:.0f} s, "
+                 f"{F * s_merge:.0f} s of it merging {F * len(sblob) / 1e9:.0f} GB on the client (the client is the "
+                 f"bottleneck beyond {max(1, round(s_frag / s_merge))} workers)")
     lines.append("assumptions: one core per worker and no other load; storage bandwidth grows with the workers (no "
                  "shared-disk or network bottleneck); per-row cost as on this machine; the scheduler keeps up (its "
                  "share is in the serial per-task time); footers listed serially by the client")
