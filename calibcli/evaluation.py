@@ -564,20 +564,76 @@ def _entries(group_by: tuple[str, ...], state: dict) -> list[tuple[dict | None, 
     return [(None if key is None else dict(zip(group_by, key)), state[key]) for key in keys]
 
 
+class _Failed:
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+
+def prefetched(batches):
+    """``batches``, the next one read in a background thread while this one is reduced (pyarrow releases
+    the GIL while it reads and decodes). At most two batches are in memory: the reader starts batch i + 1
+    only once batch i has been handed over. Errors are raised here, in order; when the consumer stops
+    early, the reader stops before its next batch."""
+    import queue
+    import threading
+
+    items: queue.Queue = queue.Queue()
+    may_read = threading.Semaphore(1)
+    stop = threading.Event()
+    done = object()
+
+    def read() -> None:
+        source = iter(batches)
+        try:
+            while True:
+                while not may_read.acquire(timeout=0.1):
+                    if stop.is_set():
+                        return
+                if stop.is_set():
+                    return
+                batch = next(source, done)
+                items.put(batch)
+                if batch is done:
+                    return
+                del batch
+        except BaseException as exc:  # handed to the consumer, which raises it
+            items.put(_Failed(exc))
+
+    reader = threading.Thread(target=read, name="calibcli-reader", daemon=True)
+    reader.start()
+    try:
+        while True:
+            item = items.get()
+            if item is done:
+                return
+            if isinstance(item, _Failed):
+                raise item.exc
+            may_read.release()  # read the next batch while this one is reduced
+            yield item
+            del item
+    finally:
+        stop.set()
+        reader.join(timeout=5)
+
+
 def _stream_into(batches, group_by: tuple[str, ...], state: dict, new) -> dict:
     """One pass over ``batches`` into ``state`` (group key -> accumulator; key None without groups);
-    ``new(key)`` makes the accumulator of a key not yet in ``state``."""
+    ``new(key)`` makes the accumulator of a key not yet in ``state``. The next batch is read while this
+    one is reduced (:func:`prefetched`)."""
+    batches = prefetched(batches)
     if group_by:
         grouped = Grouped(new, keyed=True)
         grouped.groups = state
         for batch in batches:
             grouped.update(batch.groups, batch.row_index, batch.probs, batch.labels, batch.sample_weight)
+            del batch  # the reader can free it while it reads the next one
         return grouped.groups
     acc = state.get(None)
     for batch in batches:
         if acc is None:
             acc = new(None)
         acc.update(batch.row_index, batch.probs, batch.labels, batch.sample_weight)
+        del batch  # the reader can free it while it reads the next one
     return {} if acc is None else {None: acc}
 
 

@@ -81,6 +81,13 @@ def _row_values(z: np.ndarray, y: np.ndarray, w: np.ndarray | None, moments: boo
     return out
 
 
+def _cell_index(bin_index: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The (bin, label) cell of every row, ``2 bin + y``, computed in place in the bin index."""
+    bin_index <<= 1
+    bin_index += y
+    return bin_index
+
+
 class _Cells:
     """Per (bin, label) counts and sums on a fixed binning."""
 
@@ -246,11 +253,11 @@ class BinnedAccumulator:
             return self
         self.weighted |= w is not None
         self.rows.update(row_index, z, y, w)
-        values = _row_values(z, y.astype(np.float64), w, self.moments)
+        values = _row_values(z, y, w, self.moments)
         if self.cells is not None:
-            self.cells.add(self.binning.assign(z) * 2 + y, values, w is not None)
+            self.cells.add(_cell_index(self.binning.assign(z), y), values, w is not None)
         if self.uniform_cells is not None:
-            self.uniform_cells.add(uniform_bin_index(z, self.n_bins) * 2 + y, values, w is not None)
+            self.uniform_cells.add(_cell_index(uniform_bin_index(z, self.n_bins), y), values, w is not None)
         if self.sketch is not None:
             self.sketch.update(z)
         return self

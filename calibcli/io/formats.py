@@ -193,10 +193,15 @@ def _record_batches(location: str, fmt: str, columns: list[str], batch_rows: int
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
-        with pq.ParquetFile(open_random_access(location)) as parquet:
+        with pq.ParquetFile(open_random_access(location), pre_buffer=False) as parquet:
             _check_columns(parquet.schema_arrow, columns)
-            rows = parquet.metadata.num_rows
-            yield from parquet.iter_batches(batch_size=max(1, min(batch_rows, rows)), columns=columns, row_groups=row_groups)
+            # One row group at a time, without pre-buffering: pyarrow otherwise reads ahead across a large
+            # file's row groups, and memory grows with the file (not with the batch) on big shards.
+            for group in (range(parquet.num_row_groups) if row_groups is None else row_groups):
+                rows = parquet.metadata.row_group(group).num_rows
+                if rows:
+                    yield from parquet.iter_batches(batch_size=max(1, min(batch_rows, rows)), columns=columns,
+                                                    row_groups=[group])
         return
     if fmt == "feather":
         import pyarrow.feather as feather

@@ -154,6 +154,8 @@ def _read_fragment(frag: Fragment, counts: RowCounts) -> Iterator[Batch]:
         index += n
         if len(labels):
             yield Batch(probs, labels, weights, rows, groups, frag.path)
+        # Let go of this batch's arrays before the next table is read: memory holds one batch, not two.
+        del table, conv, keep, probs, labels, weights, rows, groups
 
 
 def _with_last(items: Iterable) -> Iterator[tuple[object, bool]]:
