@@ -14,6 +14,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.container import ErrorbarContainer
 
 from calibcli import diagrams as dg
+from calibcli.io import DEFAULT_BATCH_ROWS
 
 from _cli import run, run_json  # noqa: E402  (tests/ is on sys.path)
 
@@ -115,7 +116,7 @@ def test_globs_pools_and_batch_sizes_do_not_change_the_report(shards, tmp_path, 
     assert curves(doc) == curves(ref)
     p = doc["parameters"]
     assert (p["engine"], p["pool"], p["group_by"], p["batch_rows"]) == (
-        "local", how == "pool", None, int(how.split()[-1]) if how.startswith("batch") else 1 << 20)
+        "local", how == "pool", None, int(how.split()[-1]) if how.startswith("batch") else DEFAULT_BATCH_ROWS)
     if how == "pool":
         # named as given (like the input's path), read in sorted-path order
         assert doc["files"][0]["name"] == ", ".join(f"part-{k:02d}.parquet" for k in reversed(range(4)))
