@@ -307,7 +307,12 @@ class CellSums:
 
     @classmethod
     def of_rows(cls, z: np.ndarray, y: np.ndarray, w: np.ndarray | None, n_cells: int) -> "CellSums":
-        """The sums of rows ``(z, y, w)`` (``w`` None for unit weights), in chunks of CHUNK_ROWS rows."""
+        """The sums of rows ``(z, y, w)`` (``w`` None for unit weights), in chunks of CHUNK_ROWS rows
+        (densely, as :class:`DenseSums` adds a batch, on grids of at most ``DENSE_MAX_CELLS`` cells)."""
+        if n_cells <= DENSE_MAX_CELLS:
+            dense = DenseSums(n_cells)
+            dense.add_rows(z, y, w)
+            return dense.take()
         parts = []
         for start in range(0, len(z), CHUNK_ROWS):
             stop = min(len(z), start + CHUNK_ROWS)
@@ -470,6 +475,70 @@ class CellSums:
 # ----------------------------------------------------------------------------------------------
 # A binary problem on grids
 # ----------------------------------------------------------------------------------------------
+
+
+#: Grids up to this many cells sum batches straight into dense per-(label, cell) arrays (a few MB).
+DENSE_MAX_CELLS = 1 << 18
+
+
+class DenseSums:
+    """Per-(label, cell) sums of the rows added since the last :meth:`take`, as dense arrays.
+
+    The same sums as :meth:`CellSums.of_rows` (count, ``w``, ``w f``, ``w f^2``, ``w f^3``,
+    ``w^2``; ``w`` and ``ww`` only once a weighted batch arrives), added batch by batch with bincount.
+    """
+
+    def __init__(self, n_cells: int):
+        self.n_cells = n_cells
+        self._reset()
+
+    def _reset(self) -> None:
+        size = 2 * self.n_cells
+        self.rows = 0
+        self.count = np.zeros(size, dtype=np.int64)
+        self.wf, self.wf2, self.wf3 = np.zeros(size), np.zeros(size), np.zeros(size)
+        self.w = self.ww = None
+
+    def add_rows(self, z: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> None:
+        """Add rows, CHUNK_ROWS at a time (bounded temporaries; the same sums however a batch is cut)."""
+        for start in range(0, len(z), CHUNK_ROWS):
+            stop = min(len(z), start + CHUNK_ROWS)
+            self._add_chunk(z[start:stop], y[start:stop], None if w is None else w[start:stop])
+
+    def _add_chunk(self, z: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> None:
+        n, size = self.n_cells, 2 * self.n_cells
+        x = z * n
+        j = np.floor(x).astype(np.int64)
+        np.minimum(j, n - 1, out=j)
+        f = np.subtract(x, j, out=x)
+        key = np.asarray(y, dtype=np.int64) * n
+        key += j
+        if w is not None and self.w is None:  # unit weights so far: their w and w^2 are the counts
+            self.w, self.ww = self.count.astype(np.float64), self.count.astype(np.float64)
+        counts = np.bincount(key, minlength=size)
+        self.count += counts
+        if self.w is not None:
+            ww = np.ones(len(z)) if w is None else w
+            self.w += np.bincount(key, weights=ww, minlength=size)
+            self.ww += np.bincount(key, weights=ww * ww, minlength=size)
+            wf = ww * f
+        else:
+            wf = f
+        self.wf += np.bincount(key, weights=wf, minlength=size)
+        wf2 = wf * f
+        self.wf2 += np.bincount(key, weights=wf2, minlength=size)
+        wf2 *= f
+        self.wf3 += np.bincount(key, weights=wf2, minlength=size)
+        self.rows += len(z)
+
+    def take(self) -> CellSums:
+        """The sums so far as (sparse) cell sums; the arrays start again from zero."""
+        where = np.flatnonzero(self.count)
+        pick = (lambda a: None if a is None else a[where])
+        out = CellSums(self.n_cells, where.astype(np.int64), self.count[where], pick(self.w), pick(self.wf),
+                       pick(self.wf2), pick(self.wf3), pick(self.ww))
+        self._reset()
+        return out
 
 
 def _restrict(a: np.ndarray) -> np.ndarray:

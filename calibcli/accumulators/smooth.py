@@ -36,7 +36,9 @@ from calibcli.smooth import (
     MIN_GRID,
     ROW_LIMIT,
     STATS_GRID,
+    DENSE_MAX_CELLS,
     CellSums,
+    DenseSums,
     SmoothECEResult,
     finish,
 )
@@ -45,6 +47,7 @@ STATE_VERSION = 1
 
 #: Batches' sums are added to the state once this many entries are waiting (or at a result / merge).
 _PENDING_ENTRIES = 1 << 16
+
 
 
 class SmoothAccumulator:
@@ -70,6 +73,7 @@ class SmoothAccumulator:
         self.rows = RowSample(self.row_limit, self.seed, keep_when_full=False)
         self._sums = CellSums.empty(n_cells)
         self._pending: list[CellSums] = []
+        self._dense = DenseSums(n_cells) if n_cells <= DENSE_MAX_CELLS else None
 
     def for_grid(self, n_cells: int) -> "SmoothAccumulator":
         """An empty accumulator with these options on a grid of ``n_cells`` cells (for a second pass)."""
@@ -97,6 +101,9 @@ class SmoothAccumulator:
             row_index, z, y = row_index.copy(), z.copy(), y.copy()
             w = None if w is None else w.copy()
         self.rows.update(row_index, z, y, w)
+        if self._dense is not None:  # a grid small enough to sum densely: no sorting, no growing buffers
+            self._dense.add_rows(z, y, w)
+            return self
         self._pending.append(CellSums.of_rows(z, y, w, self.n_cells))
         if sum(len(p) for p in self._pending) > max(_PENDING_ENTRIES, len(self._sums)):
             self._flush()
@@ -113,6 +120,8 @@ class SmoothAccumulator:
         return self
 
     def _flush(self) -> None:
+        if self._dense is not None and self._dense.rows:
+            self._pending.append(self._dense.take())
         if self._pending:
             self._sums = CellSums.combine([self._sums, *self._pending], self.n_cells)
             self._pending = []
