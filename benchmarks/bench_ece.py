@@ -149,7 +149,7 @@ CALIBCLI_BOOT = textwrap.dedent(
     reset = reset_peak_rss()  # the peak from here on is the call's (plus what is already resident)
     before = peak_rss_kb()
     t0 = time.perf_counter()
-    r = binned_calibration(y, z, n_bins={bins}, strategy="uniform", n_boot={R}, alpha=0.05, rng=np.random.default_rng(0))
+    r = binned_calibration(y, z, n_bins={bins}, strategy="uniform", n_boot={R}, alpha=0.05, seed=0)
     elapsed = time.perf_counter() - t0
     after = peak_rss_kb()
     m = {{k: [v.estimate, v.ci_low, v.ci_high] for k, v in r.metrics.items()}}
@@ -192,7 +192,7 @@ TRACEMALLOC = textwrap.dedent(
     out = {{}}
     for R in (0, 10, {R}):
         tracemalloc.start()
-        binned_calibration(y, z, n_bins={bins}, n_boot=R, rng=np.random.default_rng(0))
+        binned_calibration(y, z, n_bins={bins}, n_boot=R, seed=0)
         out[R] = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
     print(json.dumps(out))
@@ -240,17 +240,18 @@ def _time_reference_bootstrap(y, z, resamples: tuple[int, int]) -> tuple[float, 
 def bootstrap_breakdown(n: int, R: int) -> None:
     """Where one resample's time goes in calibcli's bootstrap (private helpers, for diagnosis only)."""
     from calibcli.binning import fit_binning
-    from calibcli.estimators import _point_metrics, _SortedProblem, bootstrap_multiplicities
+    from calibcli.estimators import _point_metrics, _SortedProblem
+    from calibcli.resampling import Multiplicities
 
     y, z = make_binary(n, SEED)
     w = np.ones(n)
     problem = _SortedProblem(y, z, w, fit_binning(z, n_bins=N_BINS), N_BINS)
-    rng = np.random.default_rng(0)
-    t = dict.fromkeys(("draw multiplicities (integers + bincount)", "reorder to sorted rows", "per-bin sums (dot products)", "metrics from bin sums"), 0.0)
+    rows = Multiplicities(0, np.arange(n))
+    t = dict.fromkeys(("draw multiplicities (counter-based Poisson)", "reorder to sorted rows", "per-bin sums (dot products)", "metrics from bin sums"), 0.0)
     keys = list(t)
-    for _ in range(R):
+    for r in range(R):
         t0 = time.perf_counter()
-        m = bootstrap_multiplicities(n, rng)
+        m = rows.replicate(r)
         t1 = time.perf_counter()
         m = m[problem.order]
         t2 = time.perf_counter()

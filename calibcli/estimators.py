@@ -489,28 +489,6 @@ class _SortedProblem:
         return main, self._sums(m, pairs, self.uniform_starts)
 
 
-_CHUNK = 1 << 16
-
-
-def bootstrap_multiplicities(n: int, rng: np.random.Generator, out: np.ndarray | None = None) -> np.ndarray:
-    """How often each of n rows appears in one bootstrap resample of size n: Multinomial(n; 1/n, ...).
-
-    Drawn in two stages with the same law: how many of the n draws fall in each block of 65,536 rows
-    (a multinomial over blocks, by size), then uniform draws within each block. Counting within a
-    block stays in the CPU cache, which makes this about three times faster than one bincount over n.
-    ``out`` (float64, length n) is filled and returned if given: reusing one buffer across resamples
-    saves the page faults of a fresh array each time, a sizeable share of the cost at large n.
-    """
-    sizes = np.full(-(-n // _CHUNK), _CHUNK)
-    sizes[-1] = n - _CHUNK * (len(sizes) - 1)
-    per_block = rng.multinomial(n, sizes / n)
-    out = np.empty(n) if out is None else out
-    for j, (size, draws) in enumerate(zip(sizes, per_block)):
-        lo = j * _CHUNK
-        out[lo : lo + size] = np.bincount(rng.integers(0, size, size=draws, dtype=np.uint16 if size <= 65536 else np.int32), minlength=size)
-    return out
-
-
 from calibcli.resampling import percentile_interval  # noqa: E402  (re-exported: one definition)
 
 
