@@ -232,6 +232,18 @@ def progress_bar(total: int, description: str):
 # The pipeline, run for a command: streams -> accumulators -> entries of the report
 
 
+def per_input(accumulator_class, mode: str | None, options):
+    """How a command makes the input accumulator of a stream: ``accumulator_class`` in ``mode`` (default:
+    binary for one or two probability columns, top-label for K > 2) with the stream's classes."""
+    from calibcli.modes import default_mode
+
+    def new(stream):
+        return accumulator_class(mode=mode or default_mode(stream.n_classes), n_classes=stream.n_classes,
+                                 class_names=stream.class_names, options=options)
+
+    return new
+
+
 def run_family(doc: dict, files: list[str], spec: ColumnSpec, new_accumulator, *, input_format, drop_invalid: bool,
                pool: bool, batch_rows: int, group_by: tuple[str, ...], gate, n_boot: int, engine: str,
                scheduler: str | None, workers: int | None) -> None:

@@ -92,11 +92,8 @@ def ece(
         },
     )
     from calibcli.evaluation import InputAccumulator
-    from calibcli.modes import default_mode
 
-    def new(stream) -> InputAccumulator:
-        return InputAccumulator(mode=mode or default_mode(stream.n_classes), n_classes=stream.n_classes,
-                                class_names=stream.class_names, options=options)
+    new = cc.per_input(InputAccumulator, mode, options)
 
     cc.run_family(doc, files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits), new,
                   input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows, group_by=groups,

@@ -53,7 +53,7 @@ def smece(
     --group-by. Files, directories of shards and quoted globs are streamed in flat memory."""
     from calibcli.evaluation import SmoothInputAccumulator, SmoothOptions
     from calibcli.metrics import REGISTRY
-    from calibcli.modes import CLASS_WEIGHTS, MODES, default_mode
+    from calibcli.modes import CLASS_WEIGHTS, MODES
     from calibcli.smooth import FIXED_POINT_TOL, STATS_GRID
     from calibcli.report import FORMATS
     from calibcli.validation import check_options
@@ -94,9 +94,7 @@ def smece(
         },
     )
 
-    def new(stream) -> SmoothInputAccumulator:
-        return SmoothInputAccumulator(mode=mode or default_mode(stream.n_classes), n_classes=stream.n_classes,
-                                      class_names=stream.class_names, options=options)
+    new = cc.per_input(SmoothInputAccumulator, mode, options)
 
     cc.run_family(doc, files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits), new,
                   input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows, group_by=groups,

@@ -99,7 +99,6 @@ def tcal(
     up to --max-rows, else on a seeded bottom-k sample; the binomial test counts every row."""
     from calibcli.accumulators.tcal import TcalInputAccumulator, TcalOptions
     from calibcli.engines.local import open_streams
-    from calibcli.modes import default_mode
     from calibcli.tcal import DISCRETE_RULE, STATISTIC_NAME
     from calibcli.validation import check_options
 
@@ -147,9 +146,7 @@ def tcal(
         },
     )
 
-    def new(stream) -> TcalInputAccumulator:
-        return TcalInputAccumulator(mode=mode or default_mode(stream.n_classes), n_classes=stream.n_classes,
-                                    class_names=stream.class_names, options=options)
+    new = cc.per_input(TcalInputAccumulator, mode, options)
 
     streams = open_streams(files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits),
                            input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows,

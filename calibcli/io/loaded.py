@@ -13,7 +13,7 @@ import numpy as np
 from calibcli.errors import CalibcliError
 from calibcli.io import formats
 from calibcli.io.columns import ColumnSpec
-from calibcli.io.sources import Dataset, resolve_datasets
+from calibcli.io.sources import Dataset, input_description, resolve_datasets
 
 #: The batch size that makes every file one batch (messages then count a file's rows over the file).
 WHOLE_FILE = 1 << 62
@@ -53,23 +53,8 @@ class LoadedInput:
 
     def describe(self) -> dict:
         """The input section of a JSON report (SPEC 7)."""
-        return {
-            "path": self.path,
-            "format": self.format,
-            "rows_read": self.n_rows_read,
-            "rows_used": self.n_rows,
-            "rows_dropped": self.n_rows_dropped,
-            "dropped_reasons": dict(self.dropped),
-            "columns": {
-                "probabilities": list(self.prob_columns),
-                "label": self.label_column,
-                "weight": self.weight_column,
-                "chosen_by": self.columns_chosen,
-                "logits": self.logits,
-            },
-            "n_classes": self.n_classes,
-            "class_names": list(self.class_names),
-        }
+        return input_description(self, path=self.path, rows_read=self.n_rows_read, rows_used=self.n_rows,
+                                 dropped=self.dropped)
 
 
 def read_input(

@@ -299,24 +299,33 @@ class Stream:
         if counts is None:
             raise RuntimeError("Stream.describe() needs a full pass over batches() first, or the merged counts of every fragment")
         return {
-            "path": self.name,
-            "format": self.format,
-            "rows_read": counts.rows_read,
-            "rows_used": counts.rows_used,
-            "rows_dropped": counts.rows_dropped,
-            "dropped_reasons": _ordered(counts.dropped),
-            "columns": {
-                "probabilities": list(self.prob_columns),
-                "label": self.label_column,
-                "weight": self.weight_column,
-                "chosen_by": self.columns_chosen,
-                "logits": self.logits,
-            },
-            "n_classes": self.n_classes,
-            "class_names": list(self.class_names),
+            **input_description(self, path=self.name, rows_read=counts.rows_read, rows_used=counts.rows_used,
+                                dropped=_ordered(counts.dropped)),
             "files": len(self._files),
             "group_by": list(self.group_by),
         }
+
+
+def input_description(source, *, path: str, rows_read: int, rows_used: int, dropped: dict[str, int]) -> dict:
+    """The input section of a report (SPEC 7) for a stream or a loaded input (``source`` gives the format,
+    the columns and the classes)."""
+    return {
+        "path": path,
+        "format": source.format,
+        "rows_read": rows_read,
+        "rows_used": rows_used,
+        "rows_dropped": sum(dropped.values()),
+        "dropped_reasons": dict(dropped),
+        "columns": {
+            "probabilities": list(source.prob_columns),
+            "label": source.label_column,
+            "weight": source.weight_column,
+            "chosen_by": source.columns_chosen,
+            "logits": source.logits,
+        },
+        "n_classes": source.n_classes,
+        "class_names": list(source.class_names),
+    }
 
 
 def _ordered(dropped: dict[str, int]) -> dict[str, int]:
