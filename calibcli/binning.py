@@ -86,7 +86,7 @@ def fit_binning(z: np.ndarray, *, n_bins: int = 15, strategy: str = "uniform") -
     if strategy not in STRATEGIES:
         raise CalibcliError(f"unknown binning strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
     if n_bins < 1:
-        raise CalibcliError(f"--n-bins is {n_bins}: expected a positive number of bins")
+        raise CalibcliError(f"{{opt:n_bins}} is {n_bins}: expected a positive number of bins")
     if strategy == "uniform":
         return Binning("uniform", n_bins, np.arange(1, n_bins) / n_bins)
     return Binning("quantile", n_bins, quantile_edges_sorted(np.sort(np.asarray(z, dtype=np.float64)), n_bins))

@@ -312,7 +312,7 @@ def prepare_binned(
     """
     from calibcli.estimators import binned_calibration
 
-    check_option(strategy in STRATEGIES, f"--strategy is {strategy!r}: expected one of {', '.join(STRATEGIES)}")
+    check_option(strategy in STRATEGIES, f"{{opt:strategy}} is {strategy!r}: expected one of {', '.join(STRATEGIES)}")
     result = binned_calibration(
         y_true, y_prob, sample_weight=sample_weight, n_bins=n_bins, strategy=strategy,
         n_boot=n_boot, alpha=alpha, seed=seed,
@@ -831,7 +831,7 @@ def plot_diagram(panels: Sequence[DiagramPanel], *, kind: str = "both", title: s
     import matplotlib
 
     if kind not in KINDS:
-        raise CalibcliError(f"--kind is {kind!r}: expected one of {', '.join(KINDS)}")
+        raise CalibcliError(f"{{opt:kind}} is {kind!r}: expected one of {', '.join(KINDS)}")
     panels = list(panels)
     check_option(len(panels) >= 1, "nothing to draw: expected at least one panel")
     size, nrows, ncols = figure_size(len(panels), kind)
@@ -900,7 +900,7 @@ def format_of(path: str) -> str:
     ext = os.path.splitext(path)[1].lower()
     if ext not in FORMATS:
         raise CalibcliError(
-            f"--output {path}: cannot tell the figure format from the extension {ext or '(none)'!r}: expected "
+            f"{{opt:output}} {path}: cannot tell the figure format from the extension {ext or '(none)'!r}: expected "
             f"{', '.join(FORMATS)}"
         )
     return FORMATS[ext]
