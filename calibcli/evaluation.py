@@ -249,10 +249,11 @@ class InputAccumulator:
         out.scores = None if d["scores"] is None else MulticlassScores.from_dict(d["scores"])
         return out
 
-    def result(self, progress=None) -> BinnedReport:
+    def result(self, progress=None, keep_replicates: bool = False) -> BinnedReport:
+        """The report; ``keep_replicates`` keeps every problem's bootstrap replicates (a comparison's differences)."""
         o = self.options
         marginal = self.mode == "marginal"
-        keep = marginal and o.n_boot > 0
+        keep = (marginal or keep_replicates) and o.n_boot > 0
         names = [f"class {c}" for c in self.class_names] if marginal else [self.mode]
         results = [
             ProblemResult(names[k], k if marginal else None,
