@@ -40,7 +40,7 @@ def _root(
 
 #: Subcommand modules in :mod:`calibcli.commands`, in the order ``--help`` lists them. Each module
 #: has ``register(app)``; command bodies are wrapped in :func:`calibcli.cli_common.command`.
-COMMANDS = ("ece", "smece", "tcal", "recalibrate", "diagram")
+COMMANDS = ("ece", "smece", "tcal", "recalibrate", "diagram", "report", "compare")
 
 for _name in COMMANDS:
     try:
@@ -55,16 +55,33 @@ for _name in COMMANDS:
 def main() -> None:
     """Entry point: the app without Typer's standalone handling, so that an option the parser rejects
     (a missing value, a word where a number belongs) is one ``Error:`` line on stderr with exit 2,
-    like every other bad input, rather than a usage box."""
+    like every other bad input, rather than a usage box.
+
+    SIGINT and SIGTERM stop the run (:mod:`calibcli.cancel`): ``Error: interrupted``, exit 130 or 143.
+    A reader of stdout that goes away (``| head``) ends the run quietly with exit 141."""
+    from calibcli import cancel
+    from calibcli.cli_common import PIPE_CLOSED, quiet_stdout
+
     try:
-        code = app(standalone_mode=False)
-    except Exception as exc:
-        if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):  # not a parser error
-            raise
-        if type(exc).__name__ == "NoArgsIsHelpError":  # the help is already printed
-            sys.exit(exc.exit_code)
-        ctx = getattr(exc, "ctx", None)
-        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-        sys.stderr.write(f"Error: {exc.format_message()}{hint}\n")
-        sys.exit(exc.exit_code)
+        with cancel.handling_signals():
+            try:
+                code = app(standalone_mode=False)
+                sys.stdout.flush()  # a closed pipe shows here rather than at exit
+            except Exception as exc:
+                if type(exc).__name__ == "Abort" and isinstance(exc.__context__, KeyboardInterrupt):
+                    raise exc.__context__ from None  # interrupted outside a command (Click's wrapping)
+                if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):  # not a parser error
+                    raise
+                if type(exc).__name__ == "NoArgsIsHelpError":  # the help is already printed
+                    sys.exit(exc.exit_code)
+                ctx = getattr(exc, "ctx", None)
+                hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+                sys.stderr.write(f"Error: {exc.format_message()}{hint}\n")
+                sys.exit(exc.exit_code)
+    except KeyboardInterrupt as exc:
+        sys.stderr.write("Error: interrupted\n")
+        sys.exit(cancel.exit_code(exc))
+    except BrokenPipeError:
+        quiet_stdout()
+        sys.exit(PIPE_CLOSED)
     sys.exit(code if isinstance(code, int) else 0)

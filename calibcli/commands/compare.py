@@ -1,0 +1,261 @@
+"""``calibcli compare BASELINE CANDIDATE``: a model against a baseline, metric by metric, with CI gates.
+
+The command parses options, opens both inputs and renders; :func:`calibcli.comparison.compare_streams`
+runs them through the pipeline of ``ece`` (and ``smece`` with ``--smece``) and replicates the
+differences with a paired bootstrap when both score the same examples.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from calibcli import cli_common as cc
+from calibcli.errors import CalibcliError
+
+#: The entry of the differences in the report's ``files`` (so the tidy renderers show them as rows).
+DIFFERENCE_PATH = "candidate - baseline"
+
+IdCol = Annotated[
+    Optional[str],
+    typer.Option("--id-col", help="Pair the rows of both inputs by this ID column (present in both; the candidate is held "
+                 "in memory). Default: pair by row order when the labels agree row by row."),
+]
+Pairing = Annotated[
+    str,
+    typer.Option("--pairing", help="auto (by --id-col, else by row order when the labels agree, else unpaired), order "
+                 "(an error when the rows are not the same examples), or none (independent bootstraps)."),
+]
+FailIfWorse = Annotated[
+    Optional[list[str]],
+    typer.Option("--fail-if-worse", metavar="METRIC",
+                 help="Exit 1 when the candidate is worse on METRIC and the interval of the difference excludes 0 "
+                 "(repeatable)."),
+]
+FailIfWorseBy = Annotated[
+    Optional[list[str]],
+    typer.Option("--fail-if-worse-by", metavar="METRIC=X",
+                 help="Exit 1 when the candidate is worse on METRIC by more than X (repeatable)."),
+]
+Smooth = Annotated[bool, typer.Option("--smece", help="Compare the SmoothECE as well (SPEC 3).")]
+
+
+def compare(
+    baseline: Annotated[str, typer.Argument(help="The baseline's predictions: a file, a directory of shards, a quoted glob, '-'.",
+                                            show_default=False)],
+    candidate: Annotated[str, typer.Argument(help="The candidate's predictions, in the same forms.", show_default=False)],
+    prob_col: cc.ProbCol = None,
+    prob_cols: cc.ProbCols = None,
+    label_col: cc.LabelCol = None,
+    weight_col: cc.WeightCol = None,
+    logits: cc.Logits = False,
+    input_format: cc.InputFormat = None,
+    drop_invalid: cc.DropInvalid = False,
+    batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
+    id_col: IdCol = None,
+    pairing: Pairing = "auto",
+    mode: cc.Mode = None,
+    class_weights: cc.ClassWeights = "uniform",
+    n_bins: cc.NBins = 15,
+    strategy: cc.Strategy = "uniform",
+    n_boot: cc.NBoot = 1000,
+    alpha: cc.Alpha = 0.05,
+    seed: cc.Seed = 0,
+    smece: Smooth = False,
+    as_json: cc.Json = False,
+    fmt: cc.Format = "table",
+    output: cc.Output = None,
+    fail_if_worse: FailIfWorse = None,
+    fail_if_worse_by: FailIfWorseBy = None,
+) -> None:
+    """Every metric of `ece` (and `smece` with --smece) for BASELINE and CANDIDATE, and candidate - baseline with a
+    bootstrap interval: paired (the same multiplicity for the same example in both) when both score the same
+    examples, matched by --id-col or by row order; unpaired otherwise, and said so.
+
+    Example: calibcli compare old.parquet new.parquet --fail-if-worse ece_l1_plugin
+    """
+    from calibcli.binning import EDGE_CONVENTION, STRATEGIES
+    from calibcli.comparison import ID_PAIRING_LIMIT, PAIRINGS, compare_streams
+    from calibcli.evaluation import BinnedOptions, SmoothOptions
+    from calibcli.io import resolve_datasets
+    from calibcli.metrics import describe
+    from calibcli.modes import CLASS_WEIGHTS, MODES, default_mode
+    from calibcli.report import FORMATS, emit, new_document
+    from calibcli.validation import check_options
+
+    check_options({"fmt": FORMATS, "mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS, "pairing": PAIRINGS},
+                  mode=mode, strategy=strategy, class_weights=class_weights, fmt=fmt, pairing=pairing, n_bins=n_bins,
+                  n_boot=n_boot, alpha=alpha, batch_rows=batch_rows)
+    by = [_threshold(item) for item in fail_if_worse_by or []]
+    gates = list(fail_if_worse or [])
+    if gates and n_boot == 0:
+        raise CalibcliError("--fail-if-worse needs the interval of the difference: pass --n-boot N with N > 0")
+    spec = cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits)
+    datasets = [resolve_datasets([path])[0] for path in (baseline, candidate)]  # both resolved before any reading
+    group_by = (id_col,) if id_col else ()
+    if id_col:
+        for d in datasets:
+            _check_id_column(d, id_col, input_format)
+    streams = [d.open(spec, input_format=input_format, drop_invalid=drop_invalid, batch_rows=batch_rows, group_by=group_by)
+               for d in datasets]
+    used_mode = mode or default_mode(streams[0].n_classes)
+    options = BinnedOptions(n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights)
+    smooth = SmoothOptions(n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights) if smece else None
+    run = compare_streams(streams[0], streams[1], options, mode_a=used_mode, smooth_options=smooth, id_column=id_col,
+                          pairing=pairing)
+    for entry in run.entries:  # the input section names the ID column it read beside the data
+        entry["input"]["group_by"] = []
+    for name in gates + [name for name, _ in by]:
+        _check_gate_metric(name, run.comparison)
+    doc = new_document("compare", {
+        "baseline": baseline,
+        "candidate": candidate,
+        "n_bins": n_bins,
+        "strategy": strategy,
+        "edges_convention": EDGE_CONVENTION,
+        "mode": used_mode,
+        "class_weights": class_weights,
+        "smece": smece,
+        "n_boot": n_boot,
+        "alpha": alpha,
+        "confidence_level": 1.0 - alpha,
+        "seed": seed,
+        "seeds": run.seeds,
+        "pairing": {**run.pairing.to_dict(), "asked": pairing,
+                    "id_pairing_limit": ID_PAIRING_LIMIT if id_col else None},
+        "bootstrap": "Poisson, keyed by (seed, global row index): paired replicates per row while the rows are kept, "
+                     "from joint per-bin sufficient statistics beyond; unpaired inputs use independent seeds",
+        "estimators": describe("binned"),
+        "weights": "frequency weights" if weight_col else None,
+        "batch_rows": batch_rows,
+        "gates": {"fail_if_worse": gates, "fail_if_worse_by": dict(by)} if gates or by else None,
+    })
+    doc["files"] = run.entries + [_difference_entry(run.comparison, used_mode)]
+    doc["comparison"] = run.comparison
+    if not run.pairing.paired:
+        cc.warn(f"{baseline} and {candidate} are compared unpaired ({run.pairing.reason}): the intervals of the "
+                f"differences treat them as independent samples")
+    failures = _gate_failures(run.comparison, gates, by, baseline, candidate, alpha)
+    if gates or by:
+        doc["gate"] = {"fail_if_worse": gates, "fail_if_worse_by": dict(by), "passed": not failures, "failures": failures}
+    emit(doc, as_json=as_json, output=output, render=render_compare, fmt=fmt)
+    if failures:
+        from calibcli.errors import GateFailed
+
+        raise GateFailed("Gate failed: " + "; ".join(failures))
+
+
+def _threshold(item: str) -> tuple[str, float]:
+    """``METRIC=X`` of --fail-if-worse-by."""
+    name, sep, value = item.partition("=")
+    try:
+        x = float(value) if sep else None
+    except ValueError:
+        x = None
+    if not name.strip() or x is None or not (x >= 0.0) or x == float("inf"):
+        raise CalibcliError(f"--fail-if-worse-by is {item!r}: expected METRIC=X with X a number >= 0, "
+                            f"for example ece_l1_plugin=0.01")
+    return name.strip(), x
+
+
+def _check_id_column(dataset, id_col: str, input_format) -> None:
+    """The ID column is in the first file of the dataset (the message names the option, not a group-by)."""
+    from calibcli.io import detect_format, read_schema
+
+    location = dataset.locations()[0]
+    path = dataset.files[0]
+    names = list(read_schema(location, detect_format("-" if location == "-" else path, input_format)).names)
+    if id_col not in names and id_col not in dataset.partition_kinds:
+        raise CalibcliError(f"{path}: no column {id_col!r} (given by --id-col); the file has columns {names}")
+
+
+def _check_gate_metric(name: str, comparison: dict) -> None:
+    if name not in comparison:
+        raise CalibcliError(f"no metric {name!r} to gate on: expected one of {', '.join(comparison)}")
+    if comparison[name]["better"] == "none":
+        raise CalibcliError(f"{name} has no better direction (a part of a decomposition): gate on another metric")
+
+
+def _gate_failures(comparison: dict, gates: list[str], by: list[tuple[str, float]], baseline: str, candidate: str,
+                   alpha: float) -> list[str]:
+    from calibcli.report import fmt_interval, fmt_number
+
+    level = f"{100 * (1 - alpha):g}%"
+    out = []
+
+    def says(name: str, c: dict) -> str:
+        return (f"{candidate} (candidate) is worse than {baseline} (baseline) on {name}: {fmt_number(c['candidate'])} vs "
+                f"{fmt_number(c['baseline'])}, difference {c['difference']:+.4g} ({level} CI "
+                f"{fmt_interval(c['ci_low'], c['ci_high'])}{', paired' if c['paired'] else ', unpaired'})")
+
+    for name in gates:
+        c = comparison[name]
+        if c["worse"] and c["significant"]:
+            out.append(says(name, c) + " (--fail-if-worse: the interval excludes 0)")
+    for name, x in by:
+        c = comparison[name]
+        worse_by = c["difference"] if c["better"] == "lower" else -c["difference"]
+        if worse_by > x:
+            out.append(says(name, c) + f" (--fail-if-worse-by: worse by {worse_by:.4g} > {x:g})")
+    return out
+
+
+def _difference_entry(comparison: dict, mode: str) -> dict:
+    """The differences as a report entry, so that the tidy renderers (CSV, markdown) list them as rows."""
+    return {
+        "input": {"path": DIFFERENCE_PATH},
+        "role": "difference",
+        "mode": mode,
+        "headline": {name: {"estimate": c["difference"], "ci_low": c["ci_low"], "ci_high": c["ci_high"],
+                            "ci_method": c["ci_method"]} for name, c in comparison.items()},
+    }
+
+
+def verdict(c: dict) -> str:
+    """A comparison row's verdict: better / worse (significant or not), or no direction."""
+    if c["better"] == "none":
+        return "-"
+    if c["difference"] == 0:
+        return "equal"
+    word = "worse" if c["worse"] else "better"
+    if c["ci_low"] is None:
+        return word
+    return f"{word} (significant)" if c["significant"] else f"{word} (not significant)"
+
+
+def render_compare(doc: dict, console) -> None:
+    """The table of a comparison: metric | baseline | candidate | difference | CI | verdict."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from calibcli.report import fmt_interval, fmt_number
+
+    p = doc["parameters"]
+    level = f"{100 * (1 - p['alpha']):g}%"
+    pairing = p["pairing"]
+    how = {"id": f"paired by ID column {pairing['id_column']}", "order": "paired by row order", "none": "unpaired"}[pairing["by"]]
+    boot = f"{p['n_boot']} bootstrap resamples, {level} percentile intervals, seed {p['seed']}" if p["n_boot"] else "no bootstrap"
+    title = (f"calibcli compare: {escape(p['candidate'])} (candidate) - {escape(p['baseline'])} (baseline); "
+             f"{p['n_bins']} {p['strategy']} bins, mode {p['mode']}; {how}; {boot}")
+    table = Table(title=title, title_justify="left")
+    for col, just in (("metric", "left"), ("baseline", "right"), ("candidate", "right"), ("difference", "right"),
+                      (f"{level} CI", "right"), ("verdict", "left")):
+        table.add_column(col, justify=just, overflow="fold")
+    for name, c in doc["comparison"].items():
+        table.add_row(name, fmt_number(c["baseline"]), fmt_number(c["candidate"]), f"{c['difference']:+.4g}",
+                      fmt_interval(c["ci_low"], c["ci_high"]), verdict(c))
+    console.print(table)
+    rows = {f["role"]: f["input"].get("rows_used") for f in doc["files"] if f.get("family") == "ece"}
+    console.print(f"baseline {escape(p['baseline'])}: {rows.get('baseline')} rows; candidate {escape(p['candidate'])}: "
+                  f"{rows.get('candidate')} rows; {how} ({escape(pairing['reason'])})")
+    unpaired = [n for n, c in doc["comparison"].items() if c["ci_low"] is not None and not c["paired"]]
+    if pairing["paired"] and unpaired:
+        console.print(f"unpaired intervals for {', '.join(unpaired)} (see ci_method in the JSON report)")
+    if "gate" in doc:
+        g = doc["gate"]
+        console.print(f"gate: {'passed' if g['passed'] else 'FAILED'}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare")(cc.command(compare))
