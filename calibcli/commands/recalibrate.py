@@ -3,8 +3,10 @@
 - ``recalibrate fit --method M TRAIN -o calibrator.json`` fits a calibrator (:mod:`calibcli.calibrators`)
   and writes it as a versioned JSON document (:func:`calibrator_document`): the method and its parameters,
   the column mapping, mode and classes it expects, the rows it was fitted on, the tool version. Never a pickle.
-- ``recalibrate apply calibrator.json FILE -o OUT`` writes FILE with its probability columns replaced by
-  the recalibrated probabilities (OUT's format follows its extension, else the input's).
+- ``recalibrate apply calibrator.json FILE [-o OUT]`` writes FILE with its probability columns replaced by
+  the recalibrated probabilities, batch by batch, to OUT (its format follows its extension, else the input's)
+  or to stdout (CSV, or ``--output-format``), so that ``... | calibcli ece -`` reads it; Venn-Abers adds
+  its interval columns (``prob_p0``, ``prob_p1``) beside the probability.
 - ``recalibrate evaluate --method M [--method M2 ...] FILE --holdout F`` (or ``--fit TRAIN FILE``) fits on
   one part and reports, on the other, before/after: l1 and debiased l2 ECE, SmoothECE, Brier, log-loss and
   the T-Cal decision (the exact binomial test per value for predictors with few distinct outputs), one row
@@ -80,9 +82,16 @@ TrainFile = Annotated[str, typer.Argument(help="File to fit on (CSV, TSV, Parque
                                           show_default=False, metavar="FILE")]
 DataOutput = Annotated[
     str,
-    typer.Option("--output", "-o", help="File to write: the input with recalibrated probability columns. Format from the "
-                 "extension (.csv, .tsv, .parquet, .feather, .jsonl, optionally .gz for text), else the input's.",
+    typer.Option("--output", "-o", help="Where to write the input with recalibrated probability columns: a file "
+                 "(written atomically; format from the extension .csv, .tsv, .parquet, .feather, .jsonl, optionally .gz "
+                 "for text, else the input's), or '-' for stdout (the default).",
                  show_default=False),
+]
+OutputFormat = Annotated[
+    Optional[str],
+    typer.Option("--output-format", help="Format of the rows written: csv, tsv, parquet, feather (Arrow IPC; the "
+                 "stream format on stdout) or jsonl. Default: from --output's extension, else the input's format; "
+                 "csv on stdout.", metavar="[csv|tsv|parquet|feather|jsonl]", show_default=False),
 ]
 Holdout = Annotated[
     Optional[float],
@@ -506,8 +515,25 @@ def _check_document(doc: dict, cal) -> None:
 # recalibrate apply
 
 
-def _read_prob_columns(path: str, doc: dict, *, prob_col, prob_cols, input_format):
-    """The whole table of ``path``, its layout, the probability columns and their array.
+def _invalid_probability_rows(probs: np.ndarray) -> np.ndarray:
+    """Rows that are not probabilities: non-finite, outside [0, 1], or (K columns) not summing to 1."""
+    from calibcli.validation import ROW_SUM_TOLERANCE
+
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(probs) | (probs < 0) | (probs > 1)
+        if probs.ndim == 1:
+            return bad
+        return bad.any(axis=1) | (np.abs(probs.sum(axis=1) - 1.0) > ROW_SUM_TOLERANCE)
+
+
+def _fmt_row(v) -> str:
+    a = np.atleast_1d(np.asarray(v, dtype=np.float64))
+    body = ", ".join(f"{x:.6g}" for x in a[:6])
+    return body if a.size == 1 else f"[{body}{', ...' if a.size > 6 else ''}]"
+
+
+def _apply_columns(schema, doc: dict, *, prob_col, prob_cols, display: str) -> tuple[str, list[str]]:
+    """The layout (``single``, ``columns``, ``vector``) and the probability columns of the file to recalibrate.
 
     The columns are the calibrator's unless --prob-col / --prob-cols name others (names, comma-separated
     lists or patterns such as 'p_*'). One list column or K numeric columns give an (n, K) array, one numeric
@@ -517,14 +543,13 @@ def _read_prob_columns(path: str, doc: dict, *, prob_col, prob_cols, input_forma
 
     import pyarrow as pa
 
-    from calibcli.io import column_to_numpy, natural_suffix_order, read_whole_table, vector_column
+    from calibcli.io import natural_suffix_order
 
-    table, fmt, display = read_whole_table(path, input_format)
     K = doc["n_classes"]
     expected = list(doc["columns"]["probabilities"])
     if prob_col and prob_cols:
         raise CalibcliError("pass either --prob-col (one binary column) or --prob-cols (one column per class), not both")
-    names = table.column_names
+    names = list(schema.names)
     columns = expected
     if prob_col:
         columns = [prob_col]
@@ -546,7 +571,7 @@ def _read_prob_columns(path: str, doc: dict, *, prob_col, prob_cols, input_forma
             f"classes {doc['class_names']}); the file has columns {names}: pass --prob-col/--prob-cols to map them")
     one_d = doc["columns"]["layout"] == "single"
     if len(columns) == 1:
-        t = table.column(columns[0]).type
+        t = schema.field(columns[0]).type
         layout = "vector" if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) else "single"
     else:
         layout = "columns"
@@ -556,154 +581,284 @@ def _read_prob_columns(path: str, doc: dict, *, prob_col, prob_cols, input_forma
                  "columns": f"{len(columns)} columns"}[layout]
         raise CalibcliError(f"{display}: the calibrator was fitted on {fitted} ({', '.join(expected)}) but {given} "
                             f"were given: pass --prob-col/--prob-cols naming {fitted}")
+    if layout != "vector":
+        for c in columns:
+            t = schema.field(c).type
+            if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t)):
+                raise CalibcliError(f"{display}: probability column {c!r} has type {t}: expected numbers")
+    return layout, columns
+
+
+def _batch_probs(table, doc: dict, layout: str, columns: list[str], display: str, first_row: int) -> np.ndarray:
+    """The probabilities of one batch: (n,) for one column, (n, K) otherwise; logits turned into probabilities."""
+    from calibcli.io import column_to_numpy, vector_column
+
     if layout == "vector":
-        probs = vector_column(table, columns[0], display)
-        if probs.shape[1] != K:
+        probs = vector_column(table, columns[0], display, first_row=first_row)
+        if probs.shape[1] != doc["n_classes"]:
             raise CalibcliError(f"{display}: column {columns[0]!r} holds vectors of length {probs.shape[1]}, but the "
-                                f"calibrator was fitted on {K} classes")
+                                f"calibrator was fitted on {doc['n_classes']} classes")
     else:
-        arrays = [column_to_numpy(table, c) for c in columns]
-        for c, a in zip(columns, arrays):
-            if a.dtype.kind not in "fiu":
-                raise CalibcliError(f"{display}: probability column {c!r} has type {table.column(c).type}: expected numbers")
-        probs = arrays[0].astype(np.float64) if layout == "single" else np.column_stack(arrays).astype(np.float64)
+        arrays = [np.asarray(column_to_numpy(table, c), dtype=np.float64) for c in columns]
+        probs = arrays[0] if layout == "single" else np.column_stack(arrays)
     if doc["columns"]["logits"]:
         from calibcli.modes import sigmoid, softmax
 
         with np.errstate(invalid="ignore", over="ignore"):
             probs = sigmoid(probs) if probs.ndim == 1 else softmax(probs)
-    return table, fmt, layout, columns, probs
+    return probs
 
 
-def _invalid_probability_rows(probs: np.ndarray) -> np.ndarray:
-    """Rows that are not probabilities: non-finite, outside [0, 1], or (K columns) not summing to 1."""
-    from calibcli.validation import ROW_SUM_TOLERANCE
+def venn_abers_columns(cal, layout: str, columns: list[str]) -> list[tuple[str, str]]:
+    """The interval columns a Venn-Abers calibrator adds, as ``(after column, new name)``: ``{col}_p0`` and
+    ``{col}_p1`` beside the probability column they bracket (Vovk & Petej 2014, the isotonic fits with the
+    test label 0 and 1; the merged probability is ``p1 / (1 - p0 + p1)``).
 
-    with np.errstate(invalid="ignore"):
-        bad = ~np.isfinite(probs) | (probs < 0) | (probs > 1)
-        if probs.ndim == 1:
-            return bad
-        return bad.any(axis=1) | (np.abs(probs.sum(axis=1) - 1.0) > ROW_SUM_TOLERANCE)
+    One column: ``prob_p0, prob_p1``. K columns: marginal gives every class column its pair (the interval of
+    that class's one-vs-rest map, before the rows are renormalised), binary the second (positive) class column;
+    a vector column gets ``{col}_p0, {col}_p1`` (per-class lists in marginal mode). Top-label brackets the
+    recalibrated confidence of each row's top class: ``confidence_p0, confidence_p1`` after the last column.
+    Empty for any other method.
+    """
+    if cal.method != "venn-abers":
+        return []
+    mode = getattr(cal, "mode", "binary")
+    if layout == "single":
+        return [(columns[0], f"{columns[0]}_{p}") for p in ("p0", "p1")]
+    if mode == "top-label":
+        return [(columns[-1], f"confidence_{p}") for p in ("p0", "p1")]
+    if layout == "vector" or mode == "binary":
+        col = columns[0] if layout == "vector" else columns[1]
+        return [(col, f"{col}_{p}") for p in ("p0", "p1")]
+    return [(c, f"{c}_{p}") for c in columns for p in ("p0", "p1")]
 
 
-def _fmt_row(v) -> str:
-    a = np.atleast_1d(np.asarray(v, dtype=np.float64))
-    body = ", ".join(f"{x:.6g}" for x in a[:6])
-    return body if a.size == 1 else f"[{body}{', ...' if a.size > 6 else ''}]"
+def _venn_abers_values(cal, probs: np.ndarray, layout: str) -> list[np.ndarray]:
+    """The interval values in the order of :func:`venn_abers_columns` (1-D arrays, or (n, K) for lists)."""
+    from calibcli.calibrators.multiclass import top_label_problem
+
+    if probs.ndim == 1:
+        return list(cal.predict_interval(probs))
+    mode = cal.mode
+    if mode == "binary":
+        return list(cal.calibrators[0].predict_interval(probs[:, 1]))
+    if mode == "top-label":
+        _, conf = top_label_problem(np.zeros(len(probs), dtype=np.int64), probs)
+        return list(cal.calibrators[0].predict_interval(conf))
+    pairs = [c.predict_interval(probs[:, k]) for k, c in enumerate(cal.calibrators)]
+    if layout == "vector":
+        return [np.column_stack([p[0] for p in pairs]), np.column_stack([p[1] for p in pairs])]
+    return [v for pair in pairs for v in pair]
 
 
-def _serialise(table, fmt: str, path: str) -> bytes:
-    """The table in ``fmt`` as bytes (gzip for a text format when ``path`` ends in .gz)."""
+def _apply_schema(schema, layout: str, columns: list[str], extra: list[tuple[str, str]], display: str, *,
+                  list_extra: bool):
+    """The output's schema: the probability columns as float64 (lists of float64 for a vector column), the
+    Venn-Abers interval columns inserted after the column they bracket."""
     import pyarrow as pa
 
-    sink = pa.BufferOutputStream()
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
+    prob_type = pa.list_(pa.float64()) if layout == "vector" else pa.float64()
+    clash = [name for _, name in extra if name in schema.names]
+    if clash:
+        raise CalibcliError(f"{display}: already has a column {clash[0]!r}, where the Venn-Abers interval would go: "
+                            f"rename it first")
+    fields = []
+    for f in schema:
+        fields.append(pa.field(f.name, prob_type) if f.name in columns else f)
+        for after, name in extra:
+            if after == f.name:
+                fields.append(pa.field(name, prob_type if list_extra else pa.float64()))
+    return pa.schema(fields)
 
-        pq.write_table(table, sink)
-    elif fmt == "feather":
-        import pyarrow.feather as feather
 
-        feather.write_feather(table, sink)
-    elif fmt in ("csv", "tsv"):
-        import pyarrow.csv as pcsv
+class _ApplyRun:
+    """Recalibrates the batches of one input as they are read; counts rows and sums for the report."""
 
-        lists = [f.name for f in table.schema if pa.types.is_list(f.type) or pa.types.is_large_list(f.type)
-                 or pa.types.is_fixed_size_list(f.type)]
-        if lists:
-            raise CalibcliError(f"{path}: column {lists[0]!r} holds a vector per row, which {fmt.upper()} cannot store: "
-                                f"write .parquet, .feather or .jsonl instead")
+    def __init__(self, cal, doc: dict, layout: str, columns: list[str], extra, schema, display: str,
+                 drop_invalid: bool):
+        self.cal, self.doc, self.layout, self.columns, self.extra = cal, doc, layout, columns, extra
+        self.schema, self.display, self.drop_invalid = schema, display, drop_invalid
+        self.rows_in = self.rows_out = self.n_dropped = 0
+        self.first_bad: tuple[int, np.ndarray] | None = None
+        self.sum_before = self.sum_after = 0.0
 
-        pcsv.write_csv(table, sink, write_options=pcsv.WriteOptions(delimiter="\t" if fmt == "tsv" else ","))
-    else:
-        text = "".join(json.dumps(jsonable(row), allow_nan=False) + "\n" for row in table.to_pylist())
-        sink.write(text.encode("utf-8"))
-    data = sink.getvalue().to_pybytes()
-    if fmt in ("csv", "tsv", "jsonl") and path.lower().endswith(".gz"):
-        import gzip
+    def batches(self, tables):
+        """The recalibrated tables; invalid probabilities stop the run (after counting them all) unless dropped."""
+        import pyarrow as pa
 
-        buf = _stdio.BytesIO()
-        with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz:
-            gz.write(data)
-        data = buf.getvalue()
-    return data
+        for table in tables:
+            first_row = self.rows_in
+            self.rows_in += table.num_rows
+            probs = _batch_probs(table, self.doc, self.layout, self.columns, self.display, first_row)
+            bad = _invalid_probability_rows(probs)
+            if bad.any():
+                self.n_dropped += int(bad.sum())
+                if self.first_bad is None:
+                    row = int(np.flatnonzero(bad)[0])
+                    self.first_bad = (first_row + row, probs[row])
+                if not self.drop_invalid:
+                    continue  # keep counting: the message says how many rows are invalid
+                keep = ~bad
+                table, probs = table.filter(pa.array(keep)), probs[keep]
+            if (self.first_bad is not None and not self.drop_invalid) or len(probs) == 0:
+                continue
+            out = self.cal.predict(probs)
+            self.sum_before = self.sum_before + probs.sum(axis=0)
+            self.sum_after = self.sum_after + out.sum(axis=0)
+            self.rows_out += len(out)
+            yield self._table(table, probs, out)
+        if self.rows_in == 0:
+            from calibcli.io.formats import no_rows
+
+            raise no_rows(self.display)
+        if self.first_bad is not None and not self.drop_invalid:
+            row, values = self.first_bad
+            raise CalibcliError(
+                f"{self.display}: row {row + 1}, column {', '.join(self.columns)}: probabilities {_fmt_row(values)} "
+                f"are not valid (finite, within [0, 1], summing to 1 per row); {self.n_dropped} such row(s): fix the "
+                f"file or pass --drop-invalid to leave them out of the output")
+        if self.rows_out == 0:
+            raise CalibcliError(f"{self.display}: every row has invalid probabilities: nothing to recalibrate")
+
+    def _table(self, table, probs: np.ndarray, out: np.ndarray):
+        import pyarrow as pa
+
+        new = {}
+        if self.layout == "vector":
+            new[self.columns[0]] = _list_array(out)
+        else:
+            cols = out[:, None] if out.ndim == 1 else out
+            for k, name in enumerate(self.columns):
+                new[name] = pa.array(cols[:, k], type=pa.float64())
+        values = _venn_abers_values(self.cal, probs, self.layout) if self.extra else []
+        for (_, name), v in zip(self.extra, values):
+            new[name] = _list_array(v) if v.ndim == 2 else pa.array(v, type=pa.float64())
+        arrays = [new[f.name] if f.name in new else table.column(f.name) for f in self.schema]
+        return pa.Table.from_arrays(arrays, schema=self.schema)
+
+
+def _list_array(values: np.ndarray):
+    import pyarrow as pa
+
+    K = values.shape[1]
+    offsets = pa.array(np.arange(0, values.size + 1, K, dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, pa.array(values.ravel(), type=pa.float64()))
+
+
+def _open_apply_input(path: str, input_format: str | None):
+    """The one file to recalibrate: ``(dataset, location, format, display name, schema)``; standard input
+    is spooled to a temporary file (kept while ``dataset`` lives) and its format sniffed."""
+    from calibcli.io import formats, resolve_datasets
+    from calibcli.io.sources import _guarded
+
+    (dataset,) = resolve_datasets([path])
+    if dataset.kind == "directory":
+        raise CalibcliError(f"{path}: is a directory: expected a file of predictions")
+    if len(dataset.files) != 1:
+        raise CalibcliError(f"{path}: names {len(dataset.files)} files: expected one file")
+    display = "<stdin>" if path == "-" else dataset.files[0]
+    fmt = formats.detect_format("-" if path == "-" else display, input_format)
+    (location,) = dataset.locations()
+    if path == "-" and input_format is None:
+        fmt = formats.sniff_format(location)
+    schema = _guarded(display, fmt, formats.read_schema, location, fmt)
+    return dataset, location, fmt, display, schema
 
 
 def apply(
     calibrator: CalibratorFile,
     file: DataFile,
-    output: DataOutput,
+    output: DataOutput = "-",
+    output_format: OutputFormat = None,
     prob_col: cc.ProbCol = None,
     prob_cols: cc.ProbCols = None,
     input_format: cc.InputFormat = None,
     drop_invalid: Annotated[bool, typer.Option(
         "--drop-invalid", help="Drop rows whose probabilities are invalid (NaN, outside [0, 1], not summing to 1) "
         "from the output instead of failing; the report counts them.")] = False,
+    batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
     as_json: cc.Json = False,
     report: ReportOutput = None,
 ) -> None:
-    """Apply a saved calibrator to FILE and write FILE with recalibrated probability columns to --output."""
-    import pyarrow as pa
+    """Apply a saved calibrator to FILE and write FILE with recalibrated probability columns to --output
+    (default: stdout, as CSV), batch by batch: memory stays flat in the rows. Venn-Abers adds its interval
+    columns (prob_p0, prob_p1) beside the probability. With the data on stdout, the summary goes to stderr.
 
-    from calibcli.io import detect_format
+    Example: calibcli recalibrate apply cal.json test.parquet | calibcli ece -
+    """
+    from calibcli.io import formats
+    from calibcli.io.sources import _guarded_iter
+    from calibcli.io.writers import output_format as pick_format, write_table_output
+    from calibcli.validation import check_options
 
+    to_stdout = output == "-"
+    if to_stdout and as_json:
+        raise CalibcliError("--json prints the report on stdout, which carries the recalibrated rows: write the rows "
+                            "to a file with --output, or the report with --report")
+    check_options(batch_rows=batch_rows)
     doc, cal = load_calibrator(calibrator)
-    table, in_fmt, layout, columns, probs = _read_prob_columns(file, doc, prob_col=prob_col, prob_cols=prob_cols,
-                                                               input_format=input_format)
-    display = "<stdin>" if file == "-" else file
-    bad = _invalid_probability_rows(probs)
-    n_dropped = int(bad.sum())
-    if n_dropped:
-        row = int(np.flatnonzero(bad)[0])
-        if not drop_invalid:
-            raise CalibcliError(
-                f"{display}: row {row + 1}, column {', '.join(columns)}: probabilities {_fmt_row(probs[row])} are not "
-                f"valid (finite, within [0, 1], summing to 1 per row); {n_dropped} such row(s): fix the file or pass "
-                f"--drop-invalid to leave them out of the output")
-        keep = ~bad
-        table, probs = table.filter(pa.array(keep)), probs[keep]
-        if len(probs) == 0:
-            raise CalibcliError(f"{display}: every row has invalid probabilities: nothing to recalibrate")
-    out = cal.predict(probs)
-    try:
-        out_fmt = detect_format(output, None)
-    except CalibcliError:
-        out_fmt = in_fmt
-    if layout == "vector":
-        K = out.shape[1]
-        values = pa.array(out.ravel(), type=pa.float64())
-        offsets = pa.array(np.arange(0, out.size + 1, K, dtype=np.int32))
-        table = table.set_column(table.column_names.index(columns[0]), columns[0], pa.ListArray.from_arrays(offsets, values))
-    else:
-        cols = out[:, None] if out.ndim == 1 else out
-        for k, name in enumerate(columns):
-            table = table.set_column(table.column_names.index(name), name, pa.array(cols[:, k], type=pa.float64()))
-    data = _serialise(table, out_fmt, output)
+    if output_format is not None:
+        pick_format(output, output_format, "csv")  # a bad --output-format fails before the input is read
+    dataset, location, in_fmt, display, schema = _open_apply_input(file, input_format)
+    layout, columns = _apply_columns(schema, doc, prob_col=prob_col, prob_cols=prob_cols, display=display)
+    out_fmt = pick_format(output, output_format, "csv" if to_stdout else in_fmt)
+    extra = venn_abers_columns(cal, layout, columns)
+    types = None
+    if in_fmt in formats.TEXT_FORMATS:  # typed as the first lines say, the probability columns as float64
+        schema = _apply_schema_text(schema, tuple(columns))
+        types = {f.name: f.type for f in schema}
+    out_schema = _apply_schema(schema, layout, columns, extra, display,
+                               list_extra=layout == "vector" and getattr(cal, "mode", "binary") == "marginal")
+    run = _ApplyRun(cal, doc, layout, columns, extra, out_schema, display, drop_invalid)
+    tables = _guarded_iter(display, in_fmt, formats.iter_full_tables(location, in_fmt, batch_rows, types))
+    write_table_output(output, out_fmt, run.batches(tables), schema=out_schema)
+    del dataset  # the temporary copy of stdin can go
 
+    mean = lambda s: (s / run.rows_out).tolist() if isinstance(s, np.ndarray) else float(s / run.rows_out)  # noqa: E731
     rep = new_document("recalibrate apply", {"calibrator": calibrator, "method": doc["method"], "mode": doc["mode"]})
     rep["files"].append({
-        "input": {"path": display, "format": in_fmt, "rows": table.num_rows + n_dropped, "rows_dropped": n_dropped,
+        "input": {"path": display, "format": in_fmt, "rows": run.rows_in, "rows_dropped": run.n_dropped,
                   "columns": columns},
-        "output": {"path": output, "format": out_fmt, "rows": table.num_rows},
+        "output": {"path": "<stdout>" if to_stdout else output, "format": out_fmt, "rows": run.rows_out,
+                   "interval_columns": [name for _, name in extra]},
         "method": doc["method"],
         "mode": doc["mode"],
         "fitted_on": doc.get("fitted_on"),
-        "mean_probability_before": np.mean(probs, axis=0).tolist() if probs.ndim == 2 else float(np.mean(probs)),
-        "mean_probability_after": np.mean(out, axis=0).tolist() if out.ndim == 2 else float(np.mean(out)),
+        "mean_probability_before": mean(run.sum_before),
+        "mean_probability_after": mean(run.sum_after),
     })
-    write_atomic(output, data)
     if doc["columns"]["logits"]:
-        cc.warn(f"the columns {', '.join(columns)} held logits; in {output} they hold recalibrated probabilities")
+        where = "the output" if to_stdout else output
+        cc.warn(f"the columns {', '.join(columns)} held logits; in {where} they hold recalibrated probabilities")
+    if to_stdout:  # stdout carries the rows: the summary goes to stderr (and the JSON report to --report)
+        from rich.console import Console
+
+        from calibcli.report import to_json
+
+        if report:
+            write_atomic(report, to_json(rep) + "\n")
+        render_apply(rep, Console(stderr=True, highlight=False, soft_wrap=True))
+        return
     emit(rep, as_json=as_json, output=report, render=render_apply)
+
+
+def _apply_schema_text(schema, numeric: tuple[str, ...]):
+    """A CSV file's schema as the apply reader types it: the probability columns float64, a column empty
+    in the first lines as text (pyarrow's "null" type would reject a later value)."""
+    import pyarrow as pa
+
+    return pa.schema([pa.field(f.name, pa.float64()) if f.name in numeric
+                      else pa.field(f.name, pa.string()) if pa.types.is_null(f.type) else f for f in schema])
 
 
 def render_apply(doc: dict, console) -> None:
     for f in doc["files"]:
         i, o = f["input"], f["output"]
         dropped = f" ({i['rows_dropped']} rows with invalid probabilities left out)" if i["rows_dropped"] else ""
+        added = f", interval columns {', '.join(o['interval_columns'])} added" if o.get("interval_columns") else ""
         console.print(
             f"calibcli recalibrate apply: {f['method']} ({f['mode']}) on {i['path']}: {o['rows']} rows{dropped}, "
-            f"columns {', '.join(i['columns'])} recalibrated; written to {o['path']} ({o['format']})")
+            f"columns {', '.join(i['columns'])} recalibrated{added}; written to {o['path']} ({o['format']})")
 
 
 # ---------------------------------------------------------------------------------------------

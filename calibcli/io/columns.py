@@ -139,7 +139,10 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
         return _Resolved(tuple(cols), False, label, weight, chosen, tuple(_suffix(c) for c in cols))
 
     # automatic recognition of the common layouts
-    others = [n for n in names if n not in (label, weight)]
+    # the Venn-Abers interval columns that `recalibrate apply` writes beside a probability column X
+    # (X_p0, X_p1) are not candidates themselves, so its output reads back without naming the columns
+    companions = {f"{n}_{s}" for n in names for s in ("p0", "p1")}
+    others = [n for n in names if n not in (label, weight) and n not in companions]
     groups: dict[str, list[str]] = {}
     for n in others:
         m = _MULTI_PROB_RE.match(n)

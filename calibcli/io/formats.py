@@ -63,6 +63,27 @@ def detect_format(path: str, input_format: str | None) -> str:
     return EXTENSIONS[ext]
 
 
+def sniff_format(location: str) -> str:
+    """The format of standard input's bytes (spooled to ``location``) by their first bytes: Parquet
+    (``PAR1``), Arrow IPC file (``ARROW1``), IPC stream (a continuation marker ``FF FF FF FF``) or
+    Feather v1 (``FEA1``), JSON Lines (a first ``{``), TSV (a first line with tabs and no commas), else
+    CSV. So ``calibcli recalibrate apply ... --output-format parquet | calibcli ece -`` needs no flag."""
+    if is_gzip(location):
+        return "csv"
+    with open(location, "rb") as fh:
+        head = fh.read(1 << 16)
+    if head[:4] == b"PAR1":
+        return "parquet"
+    if head[:6] == b"ARROW1" or head[:4] in (b"\xff\xff\xff\xff", b"FEA1"):
+        return "feather"
+    if head.lstrip()[:1] == b"{":
+        return "jsonl"
+    first = head.split(b"\n", 1)[0]
+    if b"\t" in first and b"," not in first:
+        return "tsv"
+    return "csv"
+
+
 #: Text formats: their cells are read as text and typed batch by batch (:mod:`calibcli.io.columns`).
 TEXT_FORMATS = ("csv", "tsv")
 
@@ -315,6 +336,36 @@ def read_table(location: str, fmt: str):
     import pyarrow.json as pjson
 
     return pjson.read_json(open_input_stream(location, gzip=is_gzip(location)))
+
+
+def iter_full_tables(location: str, fmt: str, batch_rows: int, column_types: dict | None = None) -> Iterator:
+    """Every column of one file as pyarrow tables of ``batch_rows`` rows (the last one fewer), for a
+    command that writes the rows back (``recalibrate apply``): memory stays that of a batch.
+
+    CSV/TSV columns get ``column_types`` (pyarrow types by name; typically :func:`read_schema`'s, from the
+    first lines), else pyarrow's inference on the first block; a later cell that does not fit its column's
+    type is a read error. JSON Lines is parsed whole.
+    """
+    if fmt in TEXT_FORMATS:
+        import pyarrow.csv as pcsv
+
+        parse, convert = _csv_options(fmt)
+        convert.column_types = dict(column_types or {})
+        reader = pcsv.open_csv(open_input_stream(location, gzip=is_gzip(location)), parse_options=parse,
+                               convert_options=convert, read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES))
+        return _rechunk(_closing(reader), batch_rows)
+    if fmt == "parquet" or fmt == "feather":
+        return _rechunk(_record_batches(location, fmt, list(read_schema(location, fmt).names), batch_rows, None),
+                        batch_rows)
+    import pyarrow.json as pjson
+
+    table = pjson.read_json(open_input_stream(location, gzip=is_gzip(location)))
+    return _rechunk(iter(table.to_batches(max_chunksize=batch_rows)), batch_rows)
+
+
+def _closing(reader) -> Iterator:
+    with reader:
+        yield from reader
 
 
 def no_rows(display: str) -> CalibcliError:

@@ -115,6 +115,8 @@ def read_whole_table(path: str, input_format: str | None = None):
     (location,) = dataset.locations()
     display = dataset.files[0]
     fmt = formats.detect_format("-" if path == "-" else display, input_format)
+    if path == "-" and input_format is None:  # standard input has no extension: its first bytes say the format
+        fmt = formats.sniff_format(location)
     try:
         table = formats.read_table(location, fmt)
     except CalibcliError:

@@ -384,6 +384,8 @@ class Dataset:
             formats.detect_format("-", input_format)  # a bad --input-format fails before stdin is read
         fmts = [formats.detect_format("-" if s.location == "-" else s.path, input_format) for s in self._sources]
         located = self.locations()
+        if input_format is None:  # standard input has no extension: its first bytes say the format
+            fmts = [formats.sniff_format(loc) if s.location == "-" else f for s, loc, f in zip(self._sources, located, fmts)]
         first, location, fmt = self._sources[0], located[0], fmts[0]
         schema = _guarded(first.path, fmt, formats.read_schema, location, fmt)
         names, types = list(schema.names), {f.name: f.type for f in schema}
