@@ -147,25 +147,200 @@ def check_multiclass(y_true, y_prob, sample_weight=None, *, where: str | None = 
     return c, P, w
 
 
-#: Option rules by parameter name: (test, what is expected). One place for every range check.
+#: Integers the options may hold: what NumPy's int64 indices and counts can represent.
+INT64_MAX = 2**63 - 1
+
+#: Option rules by parameter name: (test, what is expected). One place for every range check: the CLI runs
+#: every numeric option of every command through it (:func:`check_command_options`), and a test checks that
+#: each int and float option of each command has a rule here or is a size option (:data:`_SIZES`).
 _RULES = {
     "n_bins": (lambda v: v >= 1, "expected a positive number of bins"),
+    "ece_n_bins": (lambda v: v >= 1, "expected a positive number of bins"),
     "n_boot": (lambda v: v >= 0, "expected 0 (no intervals) or a positive count"),
     "alpha": (lambda v: 0.0 < v < 1.0, "expected a number strictly between 0 and 1"),
     "batch_rows": (lambda v: v >= 1, "expected a positive number of rows per batch"),
     "max_groups": (lambda v: v >= 1, "expected a positive number of groups"),
     "max_overlays": (lambda v: v >= 1, "expected a positive number of groups to draw"),
+    "max_classes": (lambda v: v >= 1, "expected at least 1"),
+    "workers": (lambda v: v >= 1, "expected at least 1 worker process"),
+    "degree": (lambda v: 0 <= v <= 20, "expected an integer in 0..20"),
+    "seed": (lambda v: 0 <= v < 2**64, "expected a non-negative integer below 2^64"),
     "sigma": (lambda v: v > 0, "expected a positive bandwidth, or no {name} for the fixed point"),
+    "smoothness": (lambda v: v > 0, "expected a positive Holder exponent"),
+    "holdout": (lambda v: 0.0 < v < 1.0, "expected the fraction of rows to fit on, in (0, 1)"),
+    "clip": (lambda v: 0.0 < v < 0.5, "expected a number in (0, 0.5), e.g. 1e-12"),
+    "eps": (lambda v: 0.0 < v < 0.5, "expected a number in (0, 0.5), e.g. 1e-12"),
+    "dpi": (lambda v: 10.0 <= v <= 1200.0, "expected a resolution between 10 and 1200"),
     "fail_above": (lambda v: True, ""),
     "fail_above_upper": (lambda v: True, ""),
 }
 
 
-def check_options(choices: dict[str, tuple[str, ...]] | None = None, **values) -> None:
-    """Check option values by parameter name: finite numbers within range, choices among the allowed.
+# ---------------------------------------------------------------------------------------------
+# Limits: a size option is checked against the memory it will allocate, before anything is allocated
 
-    Raises :class:`calibcli.errors.OptionError`, whose message names the parameter (the CLI shows the
-    flag instead). ``None`` means "not given" and is always accepted.
+#: Fraction of the machine's memory (physical RAM, or the cgroup's limit when lower) one run may plan to use.
+MEMORY_FRACTION = 0.5
+
+#: Bytes per bin of one binary problem: two grids (the bins, and the equal-width bins of the dCE) of
+#: 2 labels x 15 sums (480 B), plus the per-bin statistics the estimators build (about 160 B).
+BYTES_PER_BIN = 640
+#: Bytes per bootstrap resample of one problem: about 20 metric values kept as Python floats for the
+#: percentile intervals (list, float objects and the final array).
+BYTES_PER_RESAMPLE = 1024
+#: Bytes per (resample, bin cell) of the bootstrap from per-bin statistics (SPEC 8): the Poisson counts,
+#: three normal draws and sums per cell, their clipped copies, the log-loss draw, and the per-bin
+#: statistics of every replicate.
+BYTES_PER_RESAMPLE_CELL = 192
+#: Bytes per sampled row (bottom-k samples of tcal and recalibrate): global index, hash, probability,
+#: label, weight, and the copy a merge makes (a K-class row holds K probabilities: more).
+BYTES_PER_SAMPLED_ROW = 128
+#: Bytes per row of a batch: the Arrow columns as read, the float64 arrays made from them, and the batch
+#: read ahead in the background (two in memory).
+BYTES_PER_BATCH_ROW = 256
+#: Bytes per Dask worker process started for a local cluster (the interpreter, NumPy, pandas, pyarrow).
+BYTES_PER_WORKER = 256 * 2**20
+#: Bytes per panel (class drawn) of a diagram at the largest resolution: the figure's RGBA buffer.
+BYTES_PER_PANEL = 4 * 2000 * 1600
+
+#: Size options: parameter name -> (bytes per unit, what they are for).
+_SIZES = {
+    "n_bins": (BYTES_PER_BIN, "the bin arrays"),
+    "ece_n_bins": (BYTES_PER_BIN, "the bin arrays"),
+    "n_boot": (BYTES_PER_RESAMPLE, "the bootstrap replicates"),
+    "max_rows": (BYTES_PER_SAMPLED_ROW, "the sampled rows"),
+    "batch_rows": (BYTES_PER_BATCH_ROW, "the batches of rows"),
+    "workers": (BYTES_PER_WORKER, "the worker processes"),
+    "max_classes": (BYTES_PER_PANEL, "the figure's panels"),
+    "max_overlays": (BYTES_PER_PANEL // 8, "the curves drawn"),
+    "max_groups": (BYTES_PER_BIN * 15 + BYTES_PER_RESAMPLE * 1000, "the groups' accumulators"),
+}
+
+
+def _memory_of_machine() -> int | None:
+    """Physical RAM (``os.sysconf``), or the cgroup's memory limit when that is lower; None if unknown."""
+    import os
+
+    sizes = []
+    try:
+        sizes.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as fh:
+                text = fh.read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and 0 < int(text) < 2**60:
+            sizes.append(int(text))
+    sizes = [v for v in sizes if v > 0]
+    return min(sizes) if sizes else None
+
+
+def memory_budget() -> int:
+    """Bytes one run may plan to allocate: ``CALIBCLI_MEMORY_BUDGET`` (bytes; a K, M, G or T suffix is
+    allowed), else :data:`MEMORY_FRACTION` of the machine's memory (8 GiB when that is unknown)."""
+    import os
+
+    text = os.environ.get("CALIBCLI_MEMORY_BUDGET", "").strip()
+    if text:
+        units = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+        scale = units.get(text[-1:].upper(), 1)
+        digits = text[:-1] if scale != 1 else text
+        try:
+            value = float(digits) * scale
+        except ValueError:
+            value = float("nan")
+        if not (np.isfinite(value) and value > 0):
+            raise CalibcliError(f"CALIBCLI_MEMORY_BUDGET is {text[:40]!r}: expected a positive number of bytes "
+                                f"(a K, M, G or T suffix is allowed), e.g. 4G")
+        return int(value)
+    machine = _memory_of_machine()
+    return int(MEMORY_FRACTION * machine) if machine else 8 * 2**30
+
+
+def format_bytes(n: float) -> str:
+    """``8.0 GB``: bytes in the largest unit (powers of 1024) that keeps the number at least 1."""
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024.0
+    return f"{n:.1f} PB" if n < 1e4 else f"{n:.2g} PB"
+
+
+def _budget_text() -> str:
+    import os
+
+    if os.environ.get("CALIBCLI_MEMORY_BUDGET", "").strip():
+        return "CALIBCLI_MEMORY_BUDGET"
+    return f"{MEMORY_FRACTION:g} of this machine's memory"
+
+
+def check_allocation(name: str, value, nbytes: float, what: str, *, most: int | None = None, hint: str = "") -> None:
+    """Refuse ``value`` of option ``name`` when it would need ``nbytes`` for ``what`` beyond the budget.
+
+    ``most`` is the largest value that fits (default: by proportion). The message names the parameter
+    (the CLI shows the flag) and the limit it was held to.
+    """
+    from calibcli.errors import OptionError
+
+    budget = memory_budget()
+    if nbytes <= budget:
+        return
+    if most is None:
+        most = int(value * (budget / nbytes)) if nbytes > 0 else 0
+    raise OptionError(
+        name,
+        f"{{name}} {value} would need {format_bytes(nbytes)} for {what}; use at most {most} "
+        f"(the memory budget is {format_bytes(budget)}, {_budget_text()}){hint}",
+    )
+
+
+def planned_bytes(name: str, value) -> tuple[float, str] | None:
+    """What size option ``name`` at ``value`` will allocate, at least: ``(bytes, what for)``; None if it
+    is not a size option."""
+    if name not in _SIZES or isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        return None
+    per_unit, what = _SIZES[name]
+    return float(value) * per_unit, what
+
+
+def _check_size(name: str, value) -> None:
+    planned = planned_bytes(name, value)
+    if planned is None:
+        return
+    nbytes, what = planned
+    per_unit = _SIZES[name][0]
+    check_allocation(name, value, nbytes, what, most=max(memory_budget() // per_unit, 1))
+
+
+def memory_culprit(values: dict) -> str:
+    """For an out-of-memory failure: the option whose value plans the largest allocation, as
+    ``{opt:name} value (about X for what)``; empty when none plans at least 1% of the memory budget (an
+    option at 0, unset or small is never blamed)."""
+    best = None
+    least = memory_budget() / 100
+    for name, value in values.items():
+        planned = planned_bytes(name, value)
+        if planned is None or not value or planned[0] < least:
+            continue
+        if best is None or planned[0] > best[0]:
+            best = (planned[0], name, value, planned[1])
+    if best is None:
+        return ""
+    nbytes, name, value, what = best
+    return f"{{opt:{name}}} {value} (about {format_bytes(nbytes)} for {what})"
+
+
+def check_options(choices: dict[str, tuple[str, ...]] | None = None, **values) -> None:
+    """Check option values by parameter name: finite numbers within range and within the memory budget,
+    choices among the allowed.
+
+    Every float must be finite; every int must fit an int64 (64-bit counts and indices); a name in
+    :data:`_RULES` must pass its rule, and a size option (:data:`_SIZES`) must not plan an allocation
+    beyond :func:`memory_budget`. Raises :class:`calibcli.errors.OptionError`, whose message names the
+    parameter (the CLI shows the flag instead). ``None`` means "not given" and is always accepted.
     """
     from calibcli.errors import OptionError
 
@@ -174,13 +349,55 @@ def check_options(choices: dict[str, tuple[str, ...]] | None = None, **values) -
             continue
         if choices and name in choices:
             if value not in choices[name]:
-                raise OptionError(name, f"{{name}} is {value!r}: expected one of {', '.join(choices[name])}")
+                raise OptionError(name, f"{{name}} is {_short_value(value)}: expected one of {', '.join(choices[name])}")
             continue
-        if isinstance(value, float) and not np.isfinite(value):
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, (float, np.floating)) and not np.isfinite(value):
             raise OptionError(name, f"{{name}} is {value}: expected a finite number")
-        test, expected = _RULES[name]
-        if not test(value):
-            raise OptionError(name, f"{{name}} is {value}: {expected}")
+        if isinstance(value, (int, np.integer)) and name != "seed" and not -INT64_MAX - 1 <= value <= INT64_MAX:
+            planned = planned_bytes(name, value)
+            if planned is not None:  # say what it would need, and the largest that fits
+                _check_size(name, value)
+            raise OptionError(name, f"{{name}} is {_short_value(value)}: expected an integer of at most {INT64_MAX}")
+        if name in _RULES:
+            test, expected = _RULES[name]
+            if not test(value):
+                raise OptionError(name, f"{{name}} is {_short_value(value)}: {expected}")
+        elif not isinstance(value, (int, float, np.integer, np.floating)):
+            raise KeyError(name)
+        _check_size(name, value)
+
+
+def _short_value(value, limit: int = 60) -> str:
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+#: Words that a user may have meant as the value of a flag (``--logits false``).
+FLAG_WORDS = ("true", "false", "yes", "no", "on", "off", "1", "0", "t", "f", "y", "n")
+
+
+def check_command_options(params: dict, *, flags: dict[str, bool] | None = None,
+                          file_arguments: dict[str, object] | None = None) -> None:
+    """Every numeric option of a command, checked by :func:`check_options` (finite, within range, within the
+    memory budget); and FILES arguments that are the word a flag would take (``--logits false``), refused.
+
+    ``params``: the command's keyword values; ``flags``: its boolean options and their values;
+    ``file_arguments``: its positional path arguments (a string or a list of strings each).
+    """
+    import os
+
+    numeric = {k: v for k, v in params.items()
+               if not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating))}
+    check_options(**numeric)
+    for name, value in (file_arguments or {}).items():
+        for path in ([value] if isinstance(value, str) else list(value or [])):
+            if isinstance(path, str) and path.lower() in FLAG_WORDS and not os.path.lexists(path):
+                on = [f for f, v in (flags or {}).items() if v]
+                who = "{opt:" + on[0] + "} is a flag and takes" if len(on) == 1 else "flags take"
+                raise CalibcliError(f"{who} no value; {_short_value(path)} was read as an input file: remove it "
+                                    f"(a flag is on when given, off when left out)")
 
 
 def check_option(condition: bool, message: str) -> None:

@@ -161,8 +161,10 @@ def fit_multiclass(method: str, y_true, y_prob, *, mode: str = "top-label", samp
 def _binary_from_dict(f: Fields) -> BinaryCalibrator:
     method = f.choice("method", tuple(_CLASSES))
     f.choice("mode", ("binary",))
-    info = dict(f.sub("info", optional=True).d)
-    return _CLASSES[method].from_fields(f.sub("params"), f.sub("options", optional=True), info)
+    info = dict(f.sub("info", optional=True).any_keys().d)
+    cal = _CLASSES[method].from_fields(f.sub("params"), f.sub("options", optional=True), info)
+    f.check_all_read()
+    return cal
 
 
 def calibrator_from_dict(d: Any) -> Calibrator:
@@ -176,12 +178,15 @@ def calibrator_from_dict(d: Any) -> Calibrator:
     if method not in METHODS:
         raise CalibcliError(f"calibrator: unknown method {method!r}: expected one of {', '.join(METHODS)}")
     if method == "temperature":
-        info = dict(f.sub("info", optional=True).d)
-        return TemperatureCalibrator.from_fields(f, f.sub("params"), f.sub("options"), info)
+        info = dict(f.sub("info", optional=True).any_keys().d)
+        cal = TemperatureCalibrator.from_fields(f, f.sub("params"), f.sub("options"), info)
+        f.check_all_read()
+        return cal
     if "calibrators" not in d:
         return _binary_from_dict(f)
     mode = f.choice("mode", WRAP_MODES)
     n_classes = f.integer("n_classes", low=2)
+    f.read.add("renormalised")  # written for the reader's information: it follows from the mode
     items = f.get("calibrators")
     expected = n_classes if mode == "marginal" else 1
     if not isinstance(items, list) or len(items) != expected:
@@ -190,6 +195,7 @@ def calibrator_from_dict(d: Any) -> Calibrator:
     if mode == "binary" and n_classes != 2:
         raise CalibcliError(f"calibrator: mode 'binary' has n_classes {n_classes}: expected 2")
     calibrators = tuple(_binary_from_dict(Fields(item, f"calibrators[{i}]")) for i, item in enumerate(items))
+    f.check_all_read()
     if any(cal.method != method for cal in calibrators):
         raise CalibcliError(f"calibrator: the per-class calibrators do not all use method {method!r}")
     return MulticlassCalibrator(mode, n_classes, calibrators)

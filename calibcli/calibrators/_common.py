@@ -132,19 +132,50 @@ class Fields:
             raise CalibcliError(f"calibrator: {where} is {_kind(d)}: expected a JSON object")
         self.d = d
         self.where = where
+        self.read: set[str] = set()  # the keys a loader asked for (see check_all_read)
+        self.children: list[Fields] = []
+        self.free_form = False
 
     def _name(self, key: str) -> str:
         return f"{self.where}.{key}" if self.where else key
 
     def get(self, key: str) -> Any:
+        self.read.add(key)
         if key not in self.d:
             raise CalibcliError(f"calibrator: missing field '{self._name(key)}'")
         return self.d[key]
 
     def sub(self, key: str, *, optional: bool = False) -> "Fields":
         if optional and key not in self.d:
-            return Fields({}, self._name(key))
-        return Fields(self.get(key), self._name(key))
+            self.read.add(key)
+            child = Fields({}, self._name(key))
+        else:
+            child = Fields(self.get(key), self._name(key))
+        self.children.append(child)
+        return child
+
+    def any_keys(self) -> "Fields":
+        """Mark this object as free-form (``info``: facts about the fit that ``predict`` does not use)."""
+        self.free_form = True
+        return self
+
+    def check_all_read(self) -> None:
+        """Refuse fields the loader did not read, in this object and every object read through it.
+
+        A calibrator is rebuilt only from the fields this version knows; a field it does not know (written
+        by a newer calibcli, or edited in) could change what ``predict`` should do, so it is never ignored.
+        """
+        unknown = [] if self.free_form else [self._name(k) for k in self.d if k not in self.read]
+        if unknown:
+            from calibcli._version import __version__
+
+            shown = ", ".join(repr(_short(k)) for k in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+            raise CalibcliError(
+                f"calibrator: unknown field{'s' if len(unknown) > 1 else ''} {shown}: calibcli {__version__} does not "
+                f"know {'them' if len(unknown) > 1 else 'it'} (a calibrator written by a newer calibcli, or edited by "
+                f"hand); refit the calibrator with this version, or remove the field")
+        for child in self.children:
+            child.check_all_read()
 
     def number(self, key: str, *, low: float | None = None, high: float | None = None,
                open_low: bool = False) -> float:
@@ -204,6 +235,12 @@ class Fields:
                 order = "strictly increasing" if strictly else "non-decreasing"
                 raise CalibcliError(f"calibrator: field '{name}' is not {order}")
         return a
+
+
+def _short(text: str, limit: int = 60) -> str:
+    """A field name as a message shows it: at most ``limit`` characters."""
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _kind(v: Any) -> str:
