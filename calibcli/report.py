@@ -19,6 +19,10 @@ import numpy as np
 
 from calibcli._version import __version__
 from calibcli.errors import CalibcliError
+from calibcli.render import (  # noqa: F401  (the renderer's names, where commands have always found them)
+    entry_label, entry_sections, fmt_interval, fmt_number, long_rows, render_csv, render_markdown,
+    render_metric_table, stderr_console, stdout_console,
+)
 
 SCHEMA_VERSION = 1
 
@@ -110,56 +114,55 @@ def write_atomic(path: str, data: bytes | str) -> None:
 FORMATS = ("table", "json", "markdown", "csv")
 
 
-def emit(doc: dict, *, as_json: bool, output: str | None, render: Callable[[dict, object], None],
-         fmt: str = "table") -> None:
-    """Write the JSON to ``output`` (atomically) and print the report on stdout: the table (``render``),
-    the JSON (``--json`` or ``--format json``), markdown or the tidy CSV (:func:`long_rows`)."""
+@dataclass(frozen=True)
+class Layout:
+    """How the report is shown on stdout: ``--format``, ``--json``, ``--summary``, ``--metrics``, ``--sort``."""
+
+    fmt: str = "table"
+    summary: bool | None = None
+    metrics: tuple[str, ...] | None = None
+    sort: str | None = None
+
+    @classmethod
+    def of(cls, fmt: str = "table", as_json: bool = False, summary: bool | None = None, metrics=None,
+           sort: str | None = None) -> "Layout":
+        return cls("json" if as_json else fmt, summary, tuple(metrics) if metrics else None, sort)
+
+
+def emit(doc: dict, *, as_json: bool = False, output: str | None = None, fmt: str = "table", layout: Layout | None = None,
+         render: Callable[[dict, object], None] | None = None) -> None:
+    """Write the JSON to ``output`` (atomically) and print the report on stdout in its layout: the table
+    or the batch summary (:func:`calibcli.render.render_table`), the JSON, markdown or the tidy CSV.
+
+    ``--metrics`` and ``--sort`` are checked against the report before anything is written.
+    """
+    from calibcli import render as rd
+
+    layout = layout or Layout.of(fmt, as_json)
+    if layout.metrics or layout.sort:
+        rd.check_metric_names(doc, list(layout.metrics or ()), layout.sort)
     text = to_json(doc)
     if output:
-        write_atomic(output, text + "\n")
-    if as_json or fmt == "json":
+        write_atomic(output, text + "\n", "output")
+    from calibcli.outputs import stdout_claimed
+
+    if stdout_claimed():  # a file went to stdout ('-o -'): it carries nothing else
+        return
+    options = {"summary": layout.summary, "metrics": list(layout.metrics) if layout.metrics else None, "sort": layout.sort}
+    if as_json or layout.fmt == "json":
         sys.stdout.write(text + "\n")
-    elif fmt == "markdown":
-        sys.stdout.write(render_markdown(doc))
-    elif fmt == "csv":
-        sys.stdout.write(render_csv(doc))
+    elif layout.fmt == "markdown":
+        sys.stdout.write(rd.render_markdown(doc, **options))
+    elif layout.fmt == "csv":
+        sys.stdout.write(rd.render_csv(doc))
     else:
-        render(doc, stdout_console())
+        console = rd.stdout_console()
+        if render is not None:
+            render(doc, console)
+        else:
+            rd.render_table(doc, console, **options)
         return
     sys.stdout.flush()
-
-
-def stdout_console():
-    """A rich console on stdout; colours follow NO_COLOR and whether stdout is a terminal."""
-    from rich.console import Console
-
-    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
-
-
-def stderr_console():
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False)
-
-
-def fmt_number(value, digits: int = 4) -> str:
-    """Numbers in tables: 4 significant digits, '-' for missing."""
-    if value is None:
-        return "-"
-    value = float(value)
-    if not math.isfinite(value):
-        return "nan"
-    if value == 0:
-        return "0"
-    if abs(value) < 1e-3 or abs(value) >= 1e5:
-        return f"{value:.{digits - 1}e}"
-    return f"{value:.{digits}g}"
-
-
-def fmt_interval(low, high) -> str:
-    if low is None or high is None:
-        return "-"
-    return f"[{fmt_number(low)}, {fmt_number(high)}]"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -205,7 +208,8 @@ def check_gate(spec: GateSpec, file_label: str, metric: dict | None) -> dict:
     return {**spec.describe(), "estimate": est, "ci_high": metric.get("ci_high"), "passed": not failures, "failures": failures}
 
 
-def emit_with_gates(doc: dict, spec: GateSpec, *, as_json: bool, output: str | None, render, fmt: str = "table") -> None:
+def emit_with_gates(doc: dict, spec: GateSpec, *, as_json: bool = False, output: str | None = None, render=None,
+                    fmt: str = "table", layout: Layout | None = None) -> None:
     """Summarise the gates, emit the report, then raise :class:`GateFailed` (exit 1) if a gate failed.
 
     The report is always written in full first, so a failed gate still leaves its evidence.
@@ -213,7 +217,7 @@ def emit_with_gates(doc: dict, spec: GateSpec, *, as_json: bool, output: str | N
     from calibcli.errors import GateFailed
 
     passed = finish_gates(doc, spec)
-    emit(doc, as_json=as_json, output=output, render=render, fmt=fmt)
+    emit(doc, as_json=as_json, output=output, render=render, fmt=fmt, layout=layout)
     if not passed:
         raise GateFailed("Gate failed: " + "; ".join(doc["gate"]["failures"]))
 
@@ -229,16 +233,7 @@ def finish_gates(doc: dict, spec: GateSpec) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# Entries, groups and gates on typed results
-
-
-def entry_label(entry: dict) -> str:
-    """How an entry is named in messages: the input's path, and its group values when grouped."""
-    path = entry["input"]["path"]
-    group = entry.get("group")
-    if not group:
-        return path
-    return f"{path} [{', '.join(f'{k}={v}' for k, v in group.items())}]"
+# Groups
 
 
 def group_summary(entries: list[dict], headline: dict[str, dict]) -> dict:
@@ -264,110 +259,3 @@ def group_summary(entries: list[dict], headline: dict[str, dict]) -> dict:
         out[name] = {"worst_group": worst_label, "worst": worst_value, "best": best,
                      "spread": max(estimates) - min(estimates)}
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# One renderer: every command's entries as tidy rows, a table, markdown or CSV
-
-
-#: Columns of the tidy (long) form of a report: one row per entry, problem and metric.
-LONG_COLUMNS = ("file", "group", "problem", "metric", "estimate", "ci_low", "ci_high", "bound")
-
-
-def entry_sections(entry: dict) -> list[tuple[str, dict]]:
-    """The ``(problem, {metric: metric dict})`` sections of an entry, in report order: the marginal aggregate,
-    each binary problem, the multiclass scores, and a command's headline metrics when it has no problems."""
-    sections = []
-    if "aggregate" in entry:
-        sections.append(("aggregate", entry["aggregate"]["metrics"]))
-    for q in entry.get("problems", []):
-        if "metrics" in q:
-            sections.append((q["name"], q["metrics"]))
-    if "multiclass_scores" in entry:
-        sections.append(("multiclass", entry["multiclass_scores"]))
-    if not sections and entry.get("headline"):
-        sections.append((entry.get("mode", ""), entry["headline"]))
-    return sections
-
-
-def long_rows(doc: dict) -> list[dict]:
-    """The report as tidy rows (:data:`LONG_COLUMNS`), the same for every command."""
-    rows = []
-    for entry in doc["files"]:
-        group = entry.get("group")
-        group_text = ", ".join(f"{k}={v}" for k, v in group.items()) if group else ""
-        for problem, metrics in entry_sections(entry):
-            for name, m in metrics.items():
-                rows.append({"file": entry["input"]["path"], "group": group_text, "problem": problem, "metric": name,
-                             "estimate": m.get("estimate"), "ci_low": m.get("ci_low"), "ci_high": m.get("ci_high"),
-                             "bound": m.get("upper_bound")})
-    return rows
-
-
-def render_csv(doc: dict) -> str:
-    """The tidy rows as CSV (pandas reads it directly); numbers written so that they round-trip."""
-    import csv
-    import io
-
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(LONG_COLUMNS)
-    for row in long_rows(doc):
-        writer.writerow(["" if row[c] is None else (repr(float(row[c])) if isinstance(row[c], float) else row[c])
-                         for c in LONG_COLUMNS])
-    return buffer.getvalue()
-
-
-def render_markdown(doc: dict) -> str:
-    """The tidy rows as a GitHub-flavoured markdown table, the interval under the estimate's column."""
-    p = doc["parameters"]
-    level = f"{100 * (1 - p['alpha']):g}%" if isinstance(p.get("alpha"), (int, float)) else "CI"
-    lines = [f"**calibcli {doc['command']}**", "", f"| file | group | problem | metric | estimate | {level} CI | bound |",
-             "|---|---|---|---|---:|---:|---:|"]
-
-    def cell(text: str) -> str:
-        return str(text).replace("|", "\\|")
-
-    for row in long_rows(doc):
-        lines.append(f"| {cell(row['file'])} | {cell(row['group'])} | {cell(row['problem'])} | `{row['metric']}` | "
-                     f"{fmt_number(row['estimate'])} | {fmt_interval(row['ci_low'], row['ci_high'])} | "
-                     f"{fmt_number(row['bound']) if row['bound'] is not None else ''} |")
-    if "gate" in doc:
-        g = doc["gate"]
-        lines += ["", f"Gate: **{'passed' if g['passed'] else 'failed'}**"] + [f"- {f}" for f in g.get("failures", [])]
-    return "\n".join(lines) + "\n"
-
-
-def render_metric_table(doc: dict, console, *, title: str, only: dict[str, tuple[str, ...]] | None = None,
-                        detail=None) -> None:
-    """The rich table every measuring command prints: one row per entry, problem and metric.
-
-    ``only`` limits a section's metrics by problem kind (``{"class": (...)}`` for per-class rows of a
-    marginal report); ``detail(name, metric_dict, problem_dict)`` gives the last column's text.
-    """
-    from rich.markup import escape
-    from rich.table import Table
-
-    p = doc["parameters"]
-    level = f"{100 * (1 - p['alpha']):g}%"
-    table = Table(title=title, title_justify="left")
-    for col, just in (("file", "left"), ("problem", "left"), ("metric", "left"), ("estimate", "right"),
-                      (f"{level} CI", "right"), ("bound / note", "left")):
-        table.add_column(col, justify=just, overflow="fold")
-    for entry in doc["files"]:
-        label = escape(entry_label(entry))
-        problems = {q["name"]: q for q in entry.get("problems", [])}
-        first = True
-        for problem, metrics in entry_sections(entry):
-            keep = None
-            if only and "aggregate" in entry and problem in problems:
-                keep = only.get("class")
-            for name, m in metrics.items():
-                if keep is not None and name not in keep:
-                    continue
-                extra = detail(name, m, problems.get(problem)) if detail else ""
-                table.add_row(label if first else "", problem, name, fmt_number(m.get("estimate")),
-                              fmt_interval(m.get("ci_low"), m.get("ci_high")), extra)
-                first = False
-        table.add_section()
-    console.print(table)
