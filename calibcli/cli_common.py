@@ -73,6 +73,17 @@ Format = Annotated[
                  "(tidy: file, group, problem, metric, estimate, ci_low, ci_high, bound)."),
 ]
 Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Also write the JSON report to this file (atomically).")]
+Summary = Annotated[
+    Optional[bool],
+    typer.Option("--summary/--no-summary", help="One row per file or group with the metrics as columns (the default beyond "
+                 "3 rows), or the full table of every metric.", show_default=False),
+]
+Metrics = Annotated[
+    Optional[str],
+    typer.Option("--metrics", help="Summary columns: comma-separated metric names from the report, e.g. "
+                 "ece_l1_plugin,brier_score (default: the command's headline metrics)."),
+]
+Sort = Annotated[Optional[str], typer.Option("--sort", help="Order summary rows by this metric, best first (default: as given).")]
 FailAbove = Annotated[Optional[float], typer.Option("--fail-above", help="Exit 1 when the gated metric's estimate exceeds this value.")]
 FailAboveUpper = Annotated[
     Optional[float], typer.Option("--fail-above-upper", help="Exit 1 when the upper end of the gated metric's interval exceeds this value.")
@@ -108,6 +119,16 @@ Workers = Annotated[
 def split_columns(value: str | None) -> tuple[str, ...]:
     """``a,b`` -> ``("a", "b")``; None -> ``()``."""
     return tuple(part.strip() for part in (value or "").split(",") if part.strip())
+
+
+def layout(fmt: str = "table", as_json: bool = False, summary: bool | None = None, metrics: str | None = None,
+           sort: str | None = None):
+    """The report's layout on stdout from ``--format``, ``--json``, ``--summary``, ``--metrics`` and ``--sort``."""
+    from calibcli.report import FORMATS, Layout
+    from calibcli.validation import check_options
+
+    check_options({"fmt": FORMATS}, fmt=fmt)
+    return Layout.of(fmt, as_json, summary, split_columns(metrics) or None, sort)
 
 
 def column_spec(prob_col, prob_cols, label_col, weight_col, logits) -> ColumnSpec:

@@ -143,11 +143,7 @@ def emit(doc: dict, *, as_json: bool = False, output: str | None = None, fmt: st
         rd.check_metric_names(doc, list(layout.metrics or ()), layout.sort)
     text = to_json(doc)
     if output:
-        write_atomic(output, text + "\n", "output")
-    from calibcli.outputs import stdout_claimed
-
-    if stdout_claimed():  # a file went to stdout ('-o -'): it carries nothing else
-        return
+        write_atomic(output, text + "\n")
     options = {"summary": layout.summary, "metrics": list(layout.metrics) if layout.metrics else None, "sort": layout.sort}
     if as_json or layout.fmt == "json":
         sys.stdout.write(text + "\n")

@@ -12,11 +12,7 @@ import typer
 
 from calibcli import cli_common as cc
 from calibcli.errors import CalibcliError
-from calibcli.report import GateSpec, emit_with_gates, fmt_number, new_document
-
-#: Metrics shown per class in marginal mode (the aggregate shows every metric).
-PER_CLASS_TABLE = ("ece_l1_plugin", "ece_l2_plugin", "ece_max_plugin", "ece_l2_sq_debiased_kumar", "ece_l2_sq_debiased_dpe")
-
+from calibcli.report import GateSpec, emit_with_gates, new_document
 
 def ece(
     files: cc.Files,
@@ -42,6 +38,9 @@ def ece(
     seed: cc.Seed = 0,
     as_json: cc.Json = False,
     fmt: cc.Format = "table",
+    summary: cc.Summary = None,
+    metrics: cc.Metrics = None,
+    sort: cc.Sort = None,
     output: cc.Output = None,
     fail_above: cc.FailAbove = None,
     fail_above_upper: cc.FailAboveUpper = None,
@@ -55,12 +54,12 @@ def ece(
     from calibcli.evaluation import BinnedOptions
     from calibcli.metrics import describe
     from calibcli.modes import CLASS_WEIGHTS, MODES
-    from calibcli.report import FORMATS
     from calibcli.validation import check_options
 
-    check_options({"fmt": FORMATS, "mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS}, mode=mode, strategy=strategy,
-                  class_weights=class_weights, fmt=fmt, n_bins=n_bins, n_boot=n_boot, alpha=alpha, batch_rows=batch_rows,
+    check_options({"mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS}, mode=mode, strategy=strategy,
+                  class_weights=class_weights, n_bins=n_bins, n_boot=n_boot, alpha=alpha, batch_rows=batch_rows,
                   fail_above=fail_above, fail_above_upper=fail_above_upper)
+    layout = cc.layout(fmt, as_json, summary, metrics, sort)
     gate = GateSpec(metric, fail_above, fail_above_upper)
     if gate.fail_above_upper is not None and n_boot == 0:
         raise CalibcliError("--fail-above-upper needs bootstrap intervals: pass --n-boot N with N > 0")
@@ -98,56 +97,7 @@ def ece(
     cc.run_family(doc, files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits), new,
                   input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows, group_by=groups,
                   gate=gate, n_boot=n_boot, engine=engine, scheduler=scheduler, workers=workers)
-    emit_with_gates(doc, gate, as_json=as_json, output=output, render=render_ece, fmt=fmt)
-
-
-def entry_name(entry: dict) -> str:
-    from calibcli.report import entry_label
-
-    return entry_label(entry)
-
-
-def render_ece(doc: dict, console) -> None:
-    """The rich table of an ``ece`` report: one row per entry, problem and metric."""
-    from rich.markup import escape
-
-    from calibcli.report import render_metric_table
-
-    p = doc["parameters"]
-    level = f"{100 * (1 - p['alpha']):g}%"
-    title = (
-        f"calibcli ece: {p['n_bins']} {p['strategy']} bins, "
-        + (f"{p['n_boot']} bootstrap resamples, {level} percentile intervals, seed {p['seed']}" if p["n_boot"] else "no bootstrap")
-    )
-
-    def detail(name: str, m: dict, problem) -> str:
-        if m.get("upper_bound") is not None:
-            return f"upper bound {fmt_number(m['upper_bound'])} (delta={p['bound_delta']:g})"
-        return "Sun et al. interval" if name == "ece_l2_sq_sun_interval" else ""
-
-    render_metric_table(doc, console, title=title, only={"class": PER_CLASS_TABLE}, detail=detail)
-    for f in doc["files"]:
-        i = f["input"]
-        nonempty = sorted({q["bins"]["n_bins_nonempty"] for q in f["problems"]})
-        bins_text = f"{nonempty[0]}" if len(nonempty) == 1 else f"{nonempty[0]}-{nonempty[-1]} (per class)"
-        cols = i["columns"]
-        dropped = f", dropped {i['rows_dropped']} ({', '.join(f'{k}: {v}' for k, v in i['dropped_reasons'].items())})" if i["rows_dropped"] else ""
-        rows = f"{f['rows_in_group']} rows in the group of {i['rows_used']}" if "group" in f else f"{i['rows_used']} rows"
-        console.print(
-            f"{escape(entry_name(f))}: {rows}{dropped}; mode {f['mode']}; K={i['n_classes']}; "
-            f"probabilities {', '.join(cols['probabilities'])}{' (logits)' if cols['logits'] else ''}, labels {cols['label']}"
-            f"{', weights ' + cols['weight'] if cols['weight'] else ''} (columns chosen by {cols['chosen_by']}); "
-            f"{bins_text} non-empty bins"
-        )
-    if "groups" in doc:
-        name = (p["gate"] or {}).get("metric", "ece_l1_plugin")
-        g = doc["groups"]["metrics"].get(name)
-        if g:
-            console.print(f"{doc['groups']['n_groups']} groups by {', '.join(doc['groups']['by'])}: worst {name} "
-                          f"{fmt_number(g['worst'])} in {escape(g['worst_group'])}; spread {fmt_number(g['spread'])}")
-    if "gate" in doc:
-        g = doc["gate"]
-        console.print(f"gate on {g['metric']}: {'passed' if g['passed'] else 'FAILED'}")
+    emit_with_gates(doc, gate, output=output, layout=layout)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,7 +8,7 @@ import typer
 
 from calibcli import cli_common as cc
 from calibcli.errors import CalibcliError
-from calibcli.report import GateSpec, emit_with_gates, fmt_number, new_document, render_metric_table
+from calibcli.report import GateSpec, emit_with_gates, new_document
 
 Sigma = Annotated[
     Optional[float],
@@ -43,6 +43,9 @@ def smece(
     seed: cc.Seed = 0,
     as_json: cc.Json = False,
     fmt: cc.Format = "table",
+    summary: cc.Summary = None,
+    metrics: cc.Metrics = None,
+    sort: cc.Sort = None,
     output: cc.Output = None,
     fail_above: cc.FailAbove = None,
     fail_above_upper: cc.FailAboveUpper = None,
@@ -55,10 +58,10 @@ def smece(
     from calibcli.metrics import REGISTRY
     from calibcli.modes import CLASS_WEIGHTS, MODES
     from calibcli.smooth import FIXED_POINT_TOL, STATS_GRID
-    from calibcli.report import FORMATS
     from calibcli.validation import check_options
 
-    check_options({"fmt": FORMATS, "mode": MODES, "class_weights_scheme": CLASS_WEIGHTS}, mode=mode, class_weights_scheme=class_weights_scheme, fmt=fmt,
+    layout = cc.layout(fmt, as_json, summary, metrics, sort)
+    check_options({"mode": MODES, "class_weights_scheme": CLASS_WEIGHTS}, mode=mode, class_weights_scheme=class_weights_scheme,
                   sigma=sigma, n_boot=n_boot, alpha=alpha, batch_rows=batch_rows, fail_above=fail_above,
                   fail_above_upper=fail_above_upper)
     options = SmoothOptions(sigma=sigma, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights_scheme)
@@ -99,50 +102,7 @@ def smece(
     cc.run_family(doc, files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits), new,
                   input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows, group_by=groups,
                   gate=gate, n_boot=n_boot, engine=engine, scheduler=scheduler, workers=workers)
-    emit_with_gates(doc, gate, as_json=as_json, output=output, render=render_smece, fmt=fmt)
-
-
-def render_smece(doc: dict, console) -> None:
-    """The rich table of a ``smece`` report: one row per file and problem (and the aggregate)."""
-    from rich.markup import escape
-
-    from calibcli.report import entry_label
-
-    p = doc["parameters"]
-    level = f"{100 * (1 - p['alpha']):g}%"
-    bandwidth = "sigma* = fixed point" if p["sigma"] == "fixed point" else f"sigma = {p['sigma']:g}"
-    boot = (
-        f"{p['n_boot']} bootstrap resamples ({'bandwidth re-solved on each' if p['sigma'] == 'fixed point' else 'fixed sigma'}), "
-        f"{level} percentile intervals, seed {p['seed']}"
-        if p["n_boot"]
-        else "no bootstrap"
-    )
-
-    def detail(name: str, m: dict, problem) -> str:
-        if problem is None:  # the marginal aggregate
-            return f"sum_k v_k smECE_k, {doc['files'][0].get('aggregate', {}).get('class_weights', '')} weights"
-        return f"sigma {fmt_number(problem['sigma'])}, n {problem['n']}"
-
-    render_metric_table(doc, console, title=f"calibcli smece: {bandwidth}; {boot}", detail=detail)
-    for f in doc["files"]:
-        i = f["input"]
-        cols = i["columns"]
-        dropped = (
-            f", dropped {i['rows_dropped']} ({', '.join(f'{k}: {v}' for k, v in i['dropped_reasons'].items())})"
-            if i["rows_dropped"]
-            else ""
-        )
-        aggregate = ""
-        if "aggregate" in f:
-            aggregate = f"; aggregate = sum_k v_k smECE_k with {f['aggregate']['class_weights']} class weights"
-        console.print(
-            f"{escape(entry_label(f))}: {f.get('rows_in_group', i['rows_used'])} rows{dropped}; mode {f['mode']}; K={i['n_classes']}; "
-            f"probabilities {', '.join(cols['probabilities'])}{' (logits)' if cols['logits'] else ''}, labels {cols['label']}"
-            f"{', weights ' + cols['weight'] if cols['weight'] else ''} (columns chosen by {cols['chosen_by']}){aggregate}"
-        )
-    if "gate" in doc:
-        g = doc["gate"]
-        console.print(f"gate on {g['metric']}: {'passed' if g['passed'] else 'FAILED'}")
+    emit_with_gates(doc, gate, output=output, layout=layout)
 
 
 def register(app: typer.Typer) -> None:
