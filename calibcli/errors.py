@@ -25,6 +25,31 @@ def cli_text(text: str, flag_of=None) -> str:
     return _OPTION.sub(lambda m: flag_of(m.group(1)), text)
 
 
+#: Longest value a message quotes in full (a column name, a cell's text): longer ones are cut.
+SHOWN_CHARS = 80
+#: Most names a message lists (the columns of a file): more are counted, not shown.
+SHOWN_NAMES = 20
+
+
+def shown(value, limit: int = SHOWN_CHARS, *, quote: bool = True) -> str:
+    """A value from the user's data as a message quotes it: ``repr`` (so that spaces and control bytes
+    show; ``str`` without ``quote``), cut to about ``limit`` characters with an ellipsis and the full
+    length, so that one 100,000-character column name does not make a 100 KB error line."""
+    text = repr(value) if quote else str(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(str(value))} characters)"
+
+
+def shown_names(names, limit: int = SHOWN_NAMES) -> str:
+    """A list of names (a file's columns) as a message shows it: each name :func:`shown`, at most
+    ``limit`` of them, then how many more there are."""
+    names = list(names)
+    body = ", ".join(shown(n) for n in names[:limit])
+    more = f", ... ({len(names) - limit} more)" if len(names) > limit else ""
+    return f"[{body}{more}]"
+
+
 class CalibcliError(Exception):
     """Bad usage or bad input: the message says what was found, what was expected, how to fix it.
 
@@ -41,6 +66,12 @@ class CalibcliError(Exception):
 
     def for_cli(self, flag_of=None) -> str:
         return cli_text(self.template, flag_of)
+
+    def about(self, where: str) -> "CalibcliError":
+        """The same error naming the input it is about (``where: ...``), unless it already starts so."""
+        if not where or self.template.startswith(f"{where}:"):
+            return self
+        return CalibcliError(f"{where}: {self.template}")
 
 
 class OptionError(CalibcliError):

@@ -389,8 +389,10 @@ def test_directories_without_prediction_files(tmp_path):
         resolve_datasets([str(empty)])
     assert err.value.for_cli() == f"{empty}: is a directory: expected a file of predictions"
     (empty / "notes.txt").write_text("x")
+    (dataset,) = resolve_datasets([str(empty)])  # files without a known extension: read with an input format
     with pytest.raises(CalibcliError) as err:
-        resolve_datasets([str(empty)])
+        dataset.open()
+    assert str(err.value).endswith(", or pass input_format to read all 1 file(s) in that format")
     assert str(err.value).startswith(f"{empty}: is a directory without prediction files (1 other file(s), such as 'notes.txt'): "
                                      f"expected files ending in .arrow, .csv, ")
 

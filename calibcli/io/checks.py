@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibcli.errors import CalibcliError
+from calibcli.errors import CalibcliError, shown, shown_names
 from calibcli.validation import ROW_SUM_TOLERANCE
 
 #: Why a row is invalid, in the order the checks run (a row counts under the first that fails) and
@@ -37,6 +37,10 @@ def check_rows(conv, plan, where: str, first_row: int, *, whole_file: bool, text
         logits=conv.raw_logits, empty=conv.prob_empty, not_numbers=conv.not_numbers, text_of=text_of,
         empty_other={res.weight_column: conv.weight_empty} if res.weight_column else {},
     )
+    if not plan.drop_invalid:  # report the first bad row in file order (under the first check it fails)
+        failing = [(int(np.flatnonzero(mask)[0]), k) for k, (_, mask, _) in enumerate(checks) if mask.any()]
+        if failing:
+            checks = [checks[min(failing)[1]]]
     for reason, mask, describe in checks:
         mask = mask & keep
         if not mask.any():
@@ -52,7 +56,7 @@ def check_rows(conv, plan, where: str, first_row: int, *, whole_file: bool, text
                 extra = f" (found {'empty' if empty else _show(conv.raw_labels[row])}; classes: {list(plan.class_names)})"
             scope = "" if whole_file else f" in rows {first_row + 1}-{first_row + len(keep)}"
             raise CalibcliError(
-                f"{where}: row {first_row + row + 1}, column {col}: {describe(row)}{extra}; {int(mask.sum())} such row(s)"
+                f"{where}: row {first_row + row + 1}, column {shown(col, quote=False)}: {describe(row)}{extra}; {int(mask.sum())} such row(s)"
                 f"{scope}: fix the file or pass {{opt:drop_invalid}} to drop them"
             )
         dropped[reason] = dropped.get(reason, 0) + int(mask.sum())
@@ -95,9 +99,9 @@ def _invalid_rows(
     many = probs.ndim == 2
     prob_desc = "class probabilities are" if many else "probability is"
     for col, mask in (empty or {}).items():
-        checks.append(("empty probability cell", mask, lambda r, c=col: f"the cell in column {c!r} is empty" if many else "probability is empty"))
+        checks.append(("empty probability cell", mask, lambda r, c=col: f"the cell in column {shown(c)} is empty" if many else "probability is empty"))
     for col, mask in (not_numbers or {}).items():
-        checks.append(("probability not a number", mask, lambda r, c=col: f"column {c!r} holds {text_of(c, r)!r}, not a number"))
+        checks.append(("probability not a number", mask, lambda r, c=col: f"column {shown(c)} holds {shown(text_of(c, r))}, not a number"))
     source = probs if logits is None else logits
     finite = np.isfinite(source) if source.ndim == 1 else np.isfinite(source).all(axis=1)
     source_desc = prob_desc if logits is None else ("logits are" if many else "logit is")
@@ -132,7 +136,7 @@ def _invalid_rows(
         (
             "label outside the classes",
             bad_label,
-            lambda r: f"label in column {label_col!r} is not one of the {n_classes} classes",
+            lambda r: f"label in column {shown(label_col)} is not one of the {n_classes} classes",
         )
     )
     if weights is not None:
@@ -143,7 +147,7 @@ def _invalid_rows(
             (
                 "invalid sample weight",
                 bad_w,
-                lambda r: f"weight in column {weight_col!r} is {'empty' if weight_empty is not None and weight_empty[r] else _fmt(weights[r])}, "
+                lambda r: f"weight in column {shown(weight_col)} is {'empty' if weight_empty is not None and weight_empty[r] else _fmt(weights[r])}, "
                 f"expected a finite number >= 0",
             )
         )
@@ -158,7 +162,7 @@ def _show(value) -> str:
         value = value.item()
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
-    return repr(value) if isinstance(value, str) else str(value)
+    return shown(value) if isinstance(value, str) else shown(value, quote=False)
 
 
 def _fmt(v) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibcli.errors import CalibcliError
+from calibcli.errors import CalibcliError, shown, shown_names
 
 LABEL_NAMES = ("label", "labels", "y", "y_true", "target", "true_label", "class")
 SINGLE_PROB_NAMES = ("prob", "probability", "proba", "score", "confidence", "y_prob", "y_score", "p", "pred", "prediction")
@@ -75,7 +75,7 @@ def resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str)
     for role, col in (("label", resolved.label_column), ("weight", resolved.weight_column)):
         if col is not None and col in resolved.prob_columns:
             raise CalibcliError(
-                f"{where}: column {col!r} is used both as a probability column and as the {role} column: "
+                f"{where}: column {shown(col)} is used both as a probability column and as the {role} column: "
                 f"name each column once"
             )
     return resolved
@@ -85,7 +85,7 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
         raise CalibcliError(
-            f"{where}: column name {duplicated[0]!r} appears more than once in the header: "
+            f"{where}: column name {shown(duplicated[0])} appears more than once in the header: "
             f"expected unique column names; rename the duplicates"
         )
     lower = {n.lower(): n for n in names}
@@ -93,7 +93,7 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
 
     def need(col: str, flag: str) -> str:
         if col not in names:
-            raise CalibcliError(f"{where}: no column {col!r} (given by {flag}); the file has columns {names}")
+            raise CalibcliError(f"{where}: no column {shown(col)} (given by {flag}); the file has columns {shown_names(names)}")
         return col
 
     # labels
@@ -103,9 +103,9 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
         found = [lower[n] for n in LABEL_NAMES if n in lower]
         if not found:
             spaced = [n for n in names if n != n.strip()]
-            hint = f" (names with surrounding spaces: {spaced}; remove the spaces after the commas)" if spaced else ""
+            hint = f" (names with surrounding spaces: {shown_names(spaced)}; remove the spaces after the commas)" if spaced else ""
             raise CalibcliError(
-                f"{where}: no label column recognised among {names}{hint}: expected one named "
+                f"{where}: no label column recognised among {shown_names(names)}{hint}: expected one named "
                 f"{'/'.join(LABEL_NAMES[:5])}; pass {{opt:label_col}} NAME"
             )
         label = found[0]
@@ -124,7 +124,7 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
             if any(ch in item for ch in "*?["):
                 matched = [n for n in names if fnmatch.fnmatchcase(n, item) and n not in (label, weight)]
                 if not matched:
-                    raise CalibcliError(f"{where}: {{opt:prob_cols}} pattern {item!r} matches no column; the file has columns {names}")
+                    raise CalibcliError(f"{where}: {{opt:prob_cols}} pattern {shown(item)} matches no column; the file has columns {shown_names(names)}")
                 cols.extend(natural_suffix_order(matched))
             else:
                 cols.append(need(item, "{opt:prob_cols}"))
@@ -132,7 +132,7 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
             vector = types.get(cols[0]) is not None and _is_list_type(types[cols[0]])
             if not vector:
                 raise CalibcliError(
-                    f"{where}: {{opt:prob_cols}} names one column ({cols[0]!r}): for a binary problem use "
+                    f"{where}: {{opt:prob_cols}} names one column ({shown(cols[0])}): for a binary problem use "
                     f"{{opt:prob_col}}, for K classes name K columns"
                 )
             return _Resolved(tuple(cols), True, label, weight, chosen, None)
@@ -160,7 +160,7 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
         candidates.append(("vector", [v]))
     if not candidates:
         raise CalibcliError(
-            f"{where}: no probability column recognised among {names}: expected a column named "
+            f"{where}: no probability column recognised among {shown_names(names)}: expected a column named "
             f"prob/score/confidence, columns p_0..p_K-1, or a list column; pass {{opt:prob_col}} or {{opt:prob_cols}}"
         )
     if len(candidates) > 1:
@@ -278,7 +278,7 @@ def convert_batch(table, plan: ReadPlan, where: str, first_row: int, partition: 
                 continue
             if not (pa.types.is_floating(col.type) or pa.types.is_integer(col.type) or pa.types.is_null(col.type)):
                 raise CalibcliError(
-                    f"{where}: probability column {c!r} has type {col.type}: expected numbers; check the column or pass {{opt:prob_col}}/{{opt:prob_cols}}"
+                    f"{where}: probability column {shown(c)} holds {_type_words(col.type)}: expected numbers; check the column or pass {{opt:prob_col}}/{{opt:prob_cols}}"
                 )
             cols.append(_floats(col))
         probs = cols[0] if len(cols) == 1 else np.column_stack(cols)
@@ -293,6 +293,11 @@ def convert_batch(table, plan: ReadPlan, where: str, first_row: int, partition: 
             probs = sigmoid(probs) if probs.ndim == 1 else softmax(probs)
 
     label_col = table.column(res.label_column)
+    if _is_list_type(label_col.type) or pa.types.is_struct(label_col.type) or pa.types.is_map(label_col.type):
+        raise CalibcliError(
+            f"{where}: label column {shown(res.label_column)} holds {_type_words(label_col.type)}: expected one label per "
+            f"row (an integer, a boolean or a class name); check the column or pass {{opt:label_col}}"
+        )
     if _is_text(label_col.type):
         label_col = _typed_text(label_col)
     raw_labels = _values(label_col)
@@ -304,7 +309,7 @@ def convert_batch(table, plan: ReadPlan, where: str, first_row: int, partition: 
         if _is_text(col.type):
             col = _typed_text(col)
         if not (pa.types.is_floating(col.type) or pa.types.is_integer(col.type) or pa.types.is_boolean(col.type)):
-            raise CalibcliError(f"{where}: weight column {res.weight_column!r} has type {col.type}: expected numbers")
+            raise CalibcliError(f"{where}: weight column {shown(res.weight_column)} has type {str(col.type)[:80]}: expected numbers")
         weights = _floats(col)
         weight_empty = null_mask(col)
 
@@ -505,10 +510,11 @@ def vector_column(table, name: str, where: str, *, first_row: int = 0, length: i
 
     col = table.column(name)
     col = col.combine_chunks() if hasattr(col, "combine_chunks") else col
+    _check_list_of_numbers(col.type, name, where)
     if (empty := null_mask(col)) is not None:
         row = int(np.flatnonzero(empty)[0])
         raise CalibcliError(
-            f"{where}: column {name!r} is empty at row {first_row + row + 1}: expected a probability vector on every row"
+            f"{where}: column {shown(name)} is empty at row {first_row + row + 1}: expected a probability vector on every row"
         )
     if len(col) == 0:
         return np.empty((0, 2 if length is None else length))
@@ -517,18 +523,55 @@ def vector_column(table, name: str, where: str, *, first_row: int = 0, length: i
     if np.any(lengths != expected):
         row = int(np.flatnonzero(lengths != expected)[0])
         raise CalibcliError(
-            f"{where}: column {name!r} holds vectors of length {expected} and {lengths[row]} (row {first_row + row + 1}): "
+            f"{where}: column {shown(name)} holds vectors of length {expected} and {lengths[row]} (row {first_row + row + 1}): "
             f"expected one probability per class on every row"
         )
     return _floats(pc.list_flatten(col).cast(pa.float64())).reshape(len(col), expected)
+
+
+def _type_words(arrow_type) -> str:
+    """What a column's values are, in words (for messages): numbers, strings, lists of strings, ..."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(arrow_type):
+        return _type_words(arrow_type.value_type)
+    if _is_list_type(arrow_type):
+        return f"lists of {_type_words(arrow_type.value_type)}"
+    if pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type):
+        return "numbers"
+    if _is_text(arrow_type):
+        return "strings"
+    if pa.types.is_boolean(arrow_type):
+        return "booleans"
+    if pa.types.is_null(arrow_type):
+        return "empty values"
+    if pa.types.is_struct(arrow_type) or pa.types.is_map(arrow_type):
+        return "records"
+    if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type) or pa.types.is_fixed_size_binary(arrow_type):
+        return "bytes"
+    return f"values of type {str(arrow_type)[:60]}"
+
+
+def _check_list_of_numbers(arrow_type, name: str, where: str) -> None:
+    """A probability vector column must hold lists of numbers (a list of strings or of lists does not
+    convert: say so, naming the file and the column)."""
+    import pyarrow as pa
+
+    value = arrow_type.value_type
+    if pa.types.is_integer(value) or pa.types.is_floating(value) or pa.types.is_null(value):
+        return
+    raise CalibcliError(
+        f"{where}: column {shown(name)} holds {_type_words(arrow_type)}; expected numbers (one probability per row) "
+        f"or lists of numbers (one probability per class); check the column or pass {{opt:prob_col}}/{{opt:prob_cols}}"
+    )
 
 
 def _labels_to_index(raw: np.ndarray, class_names: tuple[str, ...] | None, n_classes: int, label_col: str, where: str):
     """Labels as class indices; unmappable ones become -1 (reported by validation).
 
     Text labels are read one by one: a class name (matching the probability columns' suffixes), else
-    true/false, else a number (as an integer label would be); any other text is -1 with class names and
-    an error without (a binary problem has no names to match).
+    true/false, else a number (as an integer label would be); any other text is -1 (a bad row), and an
+    error when no label of the batch reads as a class and there are no class names to match.
     """
     if raw.dtype == bool:
         return raw.astype(np.int64)
@@ -554,10 +597,11 @@ def _labels_to_index(raw: np.ndarray, class_names: tuple[str, ...] | None, n_cla
             mapped[i] = _labels_to_index(np.array([float(text)]), class_names, n_classes, label_col, where)[0]
         else:
             unknown.append(lowered)
-    if class_names is None and unknown:
+    if class_names is None and unknown and len(unknown) == len(distinct):  # no label is a number: the column is wrong
+        # (a few text labels among numbers are bad rows, reported or dropped one by one)
         sample = sorted({t.lower() for t in distinct})[:5]
         raise CalibcliError(
-            f"{where}: labels in column {label_col!r} are text ({sample}) but the probabilities have no class "
+            f"{where}: labels in column {shown(label_col)} are text ({shown_names(sample)}) but the probabilities have no class "
             f"names to match: expected integer labels 0..{n_classes - 1}, booleans, or p_<class> columns"
         )
     out = np.full(len(raw), -1, dtype=np.int64)
@@ -605,7 +649,7 @@ def group_values(col, kind: str, name: str, where: str, first_row: int) -> np.nd
     if typed is None:
         row = _first_failing_row(col, target)
         raise CalibcliError(
-            f"{where}: row {first_row + row + 1}, column {name}: the group-by value is {col[row].as_py()!r}, but the "
+            f"{where}: row {first_row + row + 1}, column {shown(name, quote=False)}: the group-by value is {shown(col[row].as_py())}, but the "
             f"column holds {_KIND_NAMES[kind]} (as in the dataset's first file): make the column one type"
         )
     return _bools(typed) if kind == "bool" else _numbers_to_numpy(typed)

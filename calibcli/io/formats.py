@@ -92,6 +92,153 @@ TEXT_FORMATS = ("csv", "tsv")
 CSV_BLOCK_BYTES = 1 << 20
 
 
+class FileProblem(Exception):
+    """Something wrong with a file's bytes, found before pyarrow parses them; the caller words it as
+    ``{path}: {message}`` (a format function knows where the bytes are, not how the file is reported)."""
+
+
+#: Deepest nesting of a JSON document handed to pyarrow. Its parser recurses once per level and
+#: crashes the process (SIGSEGV) somewhere beyond 10,000 levels; prediction files need 2 or 3.
+MAX_JSON_DEPTH = 512
+
+_JSON_CHUNK = 1 << 23
+
+
+def _json_depth_bound(chunk: bytes, depth: int) -> tuple[int, int]:
+    """The deepest bracket nesting reached in ``chunk`` starting at ``depth`` (brackets inside strings
+    counted too: an upper bound), and the depth at its end. One NumPy pass, no loop over bytes."""
+    import numpy as np
+
+    arr = np.frombuffer(chunk, dtype=np.uint8)
+    step = ((arr == 0x5B) | (arr == 0x7B)).astype(np.int64) - ((arr == 0x5D) | (arr == 0x7D))
+    if not len(step):
+        return depth, depth
+    level = np.cumsum(step) + depth
+    return int(level.max()), int(level[-1])
+
+
+def _json_too_deep(data: bytes, limit: int) -> tuple[int, int] | None:
+    """``(line, byte offset)`` where nesting first exceeds ``limit`` in JSON text, strings skipped
+    exactly; None when it never does. A loop over bytes: run only where the bound says it may."""
+    depth, in_string, escaped, line = 0, False, False, 1
+    for offset, byte in enumerate(data):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            if depth > limit:
+                return line, offset
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+        if byte == 0x0A:
+            line += 1
+    return None
+
+
+def check_json_depth(data: bytes | None = None, location: str | None = None, limit: int = MAX_JSON_DEPTH) -> None:
+    """Raise :class:`FileProblem` when JSON text (``data``, or the file at ``location``) nests deeper
+    than ``limit``: pyarrow's parser would crash the process (a recursion in C++, not an exception)."""
+    import pyarrow as pa
+
+    def deep(chunk: bytes, line: int, offset: int) -> None:
+        found = _json_too_deep(chunk, limit)
+        if found is not None:
+            raise FileProblem(
+                f"a JSON document nests deeper than {limit} levels (line {line + found[0] - 1}, byte {offset + found[1]}): "
+                f"expected one flat record per line (a probability vector nests 2 levels); check the file"
+            )
+
+    if data is not None:
+        if _json_depth_bound(data, 0)[0] > limit:
+            deep(data, 1, 0)
+        return
+    source = open_input_stream(location, gzip=is_gzip(location))
+    with pa.input_stream(source) if isinstance(source, str) else source as stream:
+        depth, line, offset, previous = 0, 1, 0, b""
+        while chunk := stream.read(_JSON_CHUNK):
+            most, end = _json_depth_bound(chunk, depth)
+            if most > limit:  # scan exactly from the start of the previous chunk's last line
+                cut = previous.rfind(b"\n") + 1
+                start = previous[cut:]
+                deep(start + chunk, line + previous.count(b"\n", 0, cut), offset - len(start))
+            line += chunk.count(b"\n")
+            offset += len(chunk)
+            depth, previous = end, chunk
+
+
+def _read_json(location: str):
+    """A JSON Lines file as a pyarrow table, its nesting checked first (:func:`check_json_depth`)."""
+    import pyarrow.json as pjson
+
+    check_json_depth(location=location)
+    return pjson.read_json(open_input_stream(location, gzip=is_gzip(location)))
+
+
+def _header_names(head: bytes, fmt: str) -> tuple[list[str], int] | None:
+    """When a CSV/TSV header is not UTF-8 text: its names with the bad bytes written as escapes
+    (``caf\\xe9``) and how many lines the header takes; None for a UTF-8 header (read by pyarrow as usual).
+
+    pyarrow rejects the whole file for one such byte in any column name; with the names given, the
+    reader converts only the columns a command uses, so a bad byte in another column's name is harmless.
+    """
+    import csv
+    import io
+
+    first = head.split(b"\n", 1)[0]
+    try:
+        first.decode("utf-8")
+        return None
+    except UnicodeDecodeError:
+        pass
+    records = csv.reader(io.StringIO(head.decode("latin-1"), newline=""), delimiter="\t" if fmt == "tsv" else ",")
+    record = next(records, None)
+    if record is None:
+        return None
+    return [field.encode("latin-1").decode("utf-8", "backslashreplace") for field in record], records.line_num
+
+
+def _csv_read_options(location: str, fmt: str, head: bytes | None = None):
+    """The reader's options: the block size, and the column names when the header is not UTF-8."""
+    import pyarrow.csv as pcsv
+
+    named = _header_names(_head(location) if head is None else head, fmt)
+    if named is None:
+        return pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES)
+    names, lines = named
+    return pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES, column_names=names, skip_rows=lines)
+
+
+def first_non_utf8(location: str) -> tuple[int, int, int] | None:
+    """``(byte offset, line, byte)`` of the first byte of a text file that is not UTF-8; None when all are."""
+    import pyarrow as pa
+
+    source = open_input_stream(location, gzip=is_gzip(location))
+    with pa.input_stream(source) if isinstance(source, str) else source as stream:
+        offset, line, carry = 0, 1, b""  # carry: an unfinished character at the end of the last chunk
+        while True:
+            chunk = stream.read(CSV_BLOCK_BYTES)
+            data = carry + chunk
+            try:
+                data.decode("utf-8")
+                carry = b""
+            except UnicodeDecodeError as exc:
+                if not (chunk and exc.end == len(data) and exc.reason == "unexpected end of data"):
+                    return offset + exc.start, line + data.count(b"\n", 0, exc.start), data[exc.start]
+                carry = data[exc.start:]
+            if not chunk:
+                return None
+            used = len(data) - len(carry)
+            line += data.count(b"\n", 0, used)
+            offset += used
+
+
 class MissingColumns(Exception):
     """The file lacks some of the columns asked for (the caller words the message)."""
 
@@ -126,8 +273,9 @@ def _open_csv(location: str, fmt: str, columns: list[str] | None = None):
     import pyarrow.csv as pcsv
 
     parse, convert = _csv_options(fmt, columns)
+    read = _csv_read_options(location, fmt)  # reads the head: before the stream is opened (a URI's stream may be shared)
     return pcsv.open_csv(open_input_stream(location, gzip=is_gzip(location)), parse_options=parse, convert_options=convert,
-                         read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES))
+                         read_options=read)
 
 
 def _is_feather_v1(location: str) -> bool:
@@ -170,10 +318,14 @@ def read_schema(location: str, fmt: str):
         import pyarrow.csv as pcsv
 
         parse, convert = _csv_options(fmt)
-        return pcsv.read_csv(pa.BufferReader(_head(location)), parse_options=parse, convert_options=convert).schema
+        head = _head(location)
+        return pcsv.read_csv(pa.BufferReader(head), parse_options=parse, convert_options=convert,
+                             read_options=_csv_read_options(location, fmt, head)).schema
     import pyarrow.json as pjson
 
-    return pjson.read_json(pa.BufferReader(_head(location))).schema
+    head = _head(location)
+    check_json_depth(head)
+    return pjson.read_json(pa.BufferReader(head)).schema
 
 
 def _head(location: str) -> bytes:
@@ -251,9 +403,7 @@ def _record_batches(location: str, fmt: str, columns: list[str], batch_rows: int
         with _open_csv(location, fmt, columns) as reader:
             yield from reader
         return
-    import pyarrow.json as pjson
-
-    table = pjson.read_json(open_input_stream(location, gzip=is_gzip(location)))
+    table = _read_json(location)
     _check_columns(table.schema, columns)
     yield from table.select(columns).to_batches(max_chunksize=batch_rows)
 
@@ -316,7 +466,9 @@ def read_table(location: str, fmt: str):
         import pyarrow.csv as pcsv
 
         parse, convert = _csv_options(fmt)
-        return pcsv.read_csv(open_input_stream(location, gzip=is_gzip(location)), parse_options=parse, convert_options=convert)
+        read = _csv_read_options(location, fmt)
+        return pcsv.read_csv(open_input_stream(location, gzip=is_gzip(location)), parse_options=parse, convert_options=convert,
+                             read_options=read)
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -333,9 +485,7 @@ def read_table(location: str, fmt: str):
         except pa.ArrowInvalid:  # the IPC stream format
             with ipc.open_stream(open_random_access(location)) as reader:
                 return reader.read_all()
-    import pyarrow.json as pjson
-
-    return pjson.read_json(open_input_stream(location, gzip=is_gzip(location)))
+    return _read_json(location)
 
 
 def iter_full_tables(location: str, fmt: str, batch_rows: int, column_types: dict | None = None) -> Iterator:
@@ -351,15 +501,14 @@ def iter_full_tables(location: str, fmt: str, batch_rows: int, column_types: dic
 
         parse, convert = _csv_options(fmt)
         convert.column_types = dict(column_types or {})
+        read = _csv_read_options(location, fmt)
         reader = pcsv.open_csv(open_input_stream(location, gzip=is_gzip(location)), parse_options=parse,
-                               convert_options=convert, read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES))
+                               convert_options=convert, read_options=read)
         return _rechunk(_closing(reader), batch_rows)
     if fmt == "parquet" or fmt == "feather":
         return _rechunk(_record_batches(location, fmt, list(read_schema(location, fmt).names), batch_rows, None),
                         batch_rows)
-    import pyarrow.json as pjson
-
-    table = pjson.read_json(open_input_stream(location, gzip=is_gzip(location)))
+    table = _read_json(location)
     return _rechunk(iter(table.to_batches(max_chunksize=batch_rows)), batch_rows)
 
 
@@ -372,7 +521,28 @@ def no_rows(display: str) -> CalibcliError:
     return CalibcliError(f"{display}: the file has no data rows: expected at least one prediction")
 
 
-def unreadable(display: str, fmt: str, exc: Exception) -> CalibcliError:
+def _encoding_error(exc: Exception) -> bool:
+    text = str(exc)
+    return isinstance(exc, UnicodeDecodeError) or "UTF8" in text or "UTF-8" in text or "encoding" in text.lower()
+
+
+def unreadable(display: str, fmt: str, exc: Exception, location: str | None = None) -> CalibcliError:
+    """The message for a file pyarrow could not read: what :class:`FileProblem` says, where a text file
+    stops being UTF-8 (found by reading it again), or pyarrow's own first line."""
+    if isinstance(exc, FileProblem):
+        return CalibcliError(f"{display}: {exc}")
+    if location is not None and fmt in (*TEXT_FORMATS, "jsonl") and _encoding_error(exc):
+        try:
+            found = first_non_utf8(location)
+        except Exception:  # the file went away or cannot be read again: keep pyarrow's message
+            found = None
+        if found is not None:
+            offset, line, byte = found
+            return CalibcliError(
+                f"{display}: byte 0x{byte:02x} on line {line} (byte offset {offset}) is not UTF-8 text: the file is in "
+                f"another encoding (such as Latin-1 or Windows-1252); convert it to UTF-8, for example "
+                f"iconv -f latin1 -t utf-8 FILE > FILE.utf8.csv, and read the converted file"
+            )
     return CalibcliError(
         f"{display}: cannot read as {FORMAT_NAMES[fmt]} ({first_line(exc)}): check that the file is complete and "
         f"in that format, or pass {{opt:input_format}}"

@@ -122,7 +122,7 @@ def read_whole_table(path: str, input_format: str | None = None):
     except CalibcliError:
         raise
     except Exception as exc:  # pyarrow raises many types for unreadable or truncated files
-        raise formats.unreadable(display, fmt, exc) from None
+        raise formats.unreadable(display, fmt, exc, location) from None
     if table.num_rows == 0:
         raise formats.no_rows(display)
     return table, fmt, display

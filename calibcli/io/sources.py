@@ -33,7 +33,7 @@ from urllib.parse import unquote
 
 import numpy as np
 
-from calibcli.errors import CalibcliError
+from calibcli.errors import CalibcliError, shown, shown_names
 from calibcli.io import formats
 from calibcli.io.checks import REASONS, check_rows
 from calibcli.io.columns import ColumnSpec, ReadPlan, convert_batch, group_kind, resolve_columns, vector_column
@@ -132,7 +132,7 @@ def _read_fragment(frag: Fragment, counts: RowCounts) -> Iterator[Batch]:
     partition = dict(frag.partition)
     tables = formats.iter_tables(frag.location, frag.format, plan.data_columns, plan.batch_rows, frag.row_groups)
     file_row, index = frag.first_file_row, frag.row_offset
-    for table, last in _with_last(_guarded_iter(frag.path, frag.format, tables, plan)):
+    for table, last in _with_last(_guarded_iter(frag.path, frag.format, tables, plan, frag.location)):
         n = table.num_rows
         conv = convert_batch(table, plan, frag.path, file_row, partition)
         whole_file = frag.row_groups is None and file_row == 0 and last
@@ -169,7 +169,7 @@ def _with_last(items: Iterable) -> Iterator[tuple[object, bool]]:
         item = following
 
 
-def _guarded_iter(path: str, fmt: str, tables: Iterator, plan: ReadPlan | None = None) -> Iterator:
+def _guarded_iter(path: str, fmt: str, tables: Iterator, plan: ReadPlan | None = None, location: str | None = None) -> Iterator:
     """The tables of one file, with pyarrow's errors turned into one-line messages naming the file."""
     while True:
         try:
@@ -179,11 +179,11 @@ def _guarded_iter(path: str, fmt: str, tables: Iterator, plan: ReadPlan | None =
         except formats.MissingColumns as exc:
             missing = exc.missing[0]
             role = "" if plan is None else f", {plan.role_of(missing)} of the dataset (as in {plan.first_file})"
-            raise CalibcliError(f"{path}: no column {missing!r}{role}; the file has columns {exc.names}") from None
+            raise CalibcliError(f"{path}: no column {shown(missing)}{role}; the file has columns {shown_names(exc.names)}") from None
         except CalibcliError:
             raise
         except Exception as exc:  # pyarrow raises many types for unreadable or truncated files
-            raise formats.unreadable(path, fmt, exc) from None
+            raise formats.unreadable(path, fmt, exc, location) from None
         yield table
 
 
@@ -194,7 +194,7 @@ def _guarded(path: str, fmt: str, read, *args):
     except CalibcliError:
         raise
     except Exception as exc:
-        raise formats.unreadable(path, fmt, exc) from None
+        raise formats.unreadable(path, fmt, exc, args[0] if args and isinstance(args[0], str) else None) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -355,10 +355,12 @@ def _row_group_runs(sizes: list[int], target: int) -> list[tuple[int, ...]]:
 class Dataset:
     """The files of one command-line argument (or of all of them, pooled), in row-identity order."""
 
-    def __init__(self, name: str, sources: list[_Source], kind: str):
+    def __init__(self, name: str, sources: list[_Source], kind: str, *, formats_unknown: bool = False):
         self.name = name  # as reported: the argument, "<stdin>", or the pooled arguments joined
         self.kind = kind  # "file", "stdin", "directory", "glob" or "pool"
         self._sources = sources
+        # A directory whose files have no known extension (part-00000, ...): read only with {opt:input_format}.
+        self.formats_unknown = formats_unknown
         self._spools: dict[str, str] = {}
         self.partition_kinds = _partition_kinds(sources)
 
@@ -382,10 +384,13 @@ class Dataset:
         group_by = tuple(group_by)
         if input_format is not None:
             formats.detect_format("-", input_format)  # a bad --input-format fails before stdin is read
-        fmts = [formats.detect_format("-" if s.location == "-" else s.path, input_format) for s in self._sources]
+        if self.formats_unknown and input_format is None:
+            _no_files(self.name, [os.path.relpath(f, self.name) if self.kind == "directory" else f for f in self.files],
+                      input_format=True)
+        fmts = [formats.detect_format("-" if _by_content(s) else s.path, input_format) for s in self._sources]
         located = self.locations()
-        if input_format is None:  # standard input has no extension: its first bytes say the format
-            fmts = [formats.sniff_format(loc) if s.location == "-" else f for s, loc, f in zip(self._sources, located, fmts)]
+        if input_format is None:  # standard input and pipes have no extension: their first bytes say the format
+            fmts = [formats.sniff_format(loc) if _by_content(s) else f for s, loc, f in zip(self._sources, located, fmts)]
         first, location, fmt = self._sources[0], located[0], fmts[0]
         schema = _guarded(first.path, fmt, formats.read_schema, location, fmt)
         names, types = list(schema.names), {f.name: f.type for f in schema}
@@ -393,7 +398,7 @@ class Dataset:
         kinds = tuple(self._group_kind(g, names, types, first.path) for g in group_by)
         if len(set(group_by)) < len(group_by):
             twice = next(g for g in group_by if group_by.count(g) > 1)
-            raise CalibcliError(f"the group-by columns name {twice!r} twice: name each column once")
+            raise CalibcliError(f"the group-by columns name {shown(twice)} twice: name each column once")
         partition_keys = tuple(g for g in group_by if g in self.partition_kinds)
         partitions = [self._group_partition(s, partition_keys, kinds, group_by) for s in self._sources]
 
@@ -433,13 +438,13 @@ class Dataset:
         if column in self.partition_kinds:
             if column in names:
                 raise CalibcliError(
-                    f"{first}: {column!r} is both a column of the file and a partition key of its directories "
+                    f"{first}: {shown(column)} is both a column of the file and a partition key of its directories "
                     f"({column}=...): rename one of them"
                 )
             return self.partition_kinds[column]
         if column not in names:
             keys = f" and the partition keys {list(self.partition_kinds)}" if self.partition_kinds else ""
-            raise CalibcliError(f"{first}: no column {column!r} (given by {{opt:group_by}}); the file has columns {names}{keys}")
+            raise CalibcliError(f"{first}: no column {shown(column)} (given by {{opt:group_by}}); the file has columns {shown_names(names)}{keys}")
         return group_kind(types[column])
 
     def _group_partition(self, source: _Source, keys: tuple[str, ...], kinds: tuple[str, ...], group_by) -> dict:
@@ -450,7 +455,7 @@ class Dataset:
             if raw.get(key) is None:
                 found = "is empty (" + _HIVE_NULL + ")" if key in raw else "is missing"
                 raise CalibcliError(
-                    f"{source.path}: the partition key {key!r} {found} in the file's path: expected a {key}=value "
+                    f"{source.path}: the partition key {shown(key)} {found} in the file's path: expected a {key}=value "
                     f"directory above every file to group by it"
                 )
             values[key] = _typed(raw[key], kinds[group_by.index(key)])
@@ -461,7 +466,7 @@ class Dataset:
         for source, location, fmt in zip(self._sources, located, fmts):
             tables = formats.iter_tables(location, fmt, [column], 1024)
             try:
-                first = next(_guarded_iter(source.path, fmt, tables), None)
+                first = next(_guarded_iter(source.path, fmt, tables, location=location), None)
             finally:
                 tables.close()
             if first is not None:
@@ -485,7 +490,7 @@ def resolve_datasets(paths: list[str], *, pool: bool = False) -> list[Dataset]:
     for a, b in zip(sources, sources[1:]):
         if a.path == b.path:
             raise CalibcliError(f"{a.path}: is named more than once in the pooled inputs: each file can be read once")
-    return [Dataset(", ".join(paths), sources, "pool")]
+    return [Dataset(", ".join(paths), sources, "pool", formats_unknown=any(d.formats_unknown for d in datasets))]
 
 
 def _resolve(arg: str) -> Dataset:
@@ -495,14 +500,44 @@ def _resolve(arg: str) -> Dataset:
         return _resolve_uri(arg)
     if os.path.isdir(arg):
         found = _walk(arg)
-        if not found:
-            _no_files(arg, _other_files(arg))
-        return Dataset(arg, [_Source(os.path.join(arg, rel), os.path.join(arg, rel), _hive(rel)) for rel in found], "directory")
-    if os.path.exists(arg):
-        return Dataset(arg, [_Source(arg, arg, single_pass=not stat.S_ISREG(os.stat(arg).st_mode))], "file")
+        unknown = not found
+        if unknown:  # files without a known extension (part-00000, ...): read when a format is given
+            found = [rel for rel in _other_files(arg) if not any(_hidden(part) for part in rel.split(os.sep))]
+            if not found:
+                _no_files(arg, found)
+        return Dataset(arg, [_Source(os.path.join(arg, rel), os.path.join(arg, rel), _hive(rel)) for rel in found],
+                       "directory", formats_unknown=unknown)
+    try:
+        mode = os.stat(arg).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:  # a loop of symbolic links, a path through a file, no permission, ...
+        raise CalibcliError(_unopenable(arg, exc)) from None
+    if mode is not None:
+        # Standard input, a named pipe (<(cmd) is /dev/fd/N) or a device is read once, as a stream.
+        return Dataset(arg, [_Source(arg, arg, single_pass=not stat.S_ISREG(mode))], "file")
     if glob.has_magic(arg):
         return _resolve_glob(arg)
+    if os.path.islink(arg):
+        raise CalibcliError(f"{arg}: is a symbolic link to {shown(os.readlink(arg))}, which does not exist: check the link")
     raise CalibcliError(f"{arg}: no such file: check the path")
+
+
+def _unopenable(arg: str, exc: OSError) -> str:
+    import errno
+
+    if exc.errno == errno.ELOOP:
+        return f"{arg}: is a loop of symbolic links (they lead back to each other, not to a file): check them with ls -l"
+    if exc.errno == errno.ENOTDIR:
+        return f"{arg}: a part of the path is a file, not a directory: check the path"
+    if exc.errno == errno.EACCES:
+        return f"{arg}: permission denied: check the file's permissions"
+    return f"{arg}: cannot open ({exc.strerror or exc}): check the path"
+
+
+def _by_content(source: _Source) -> bool:
+    """The format of a stream (stdin, a pipe) without a known extension comes from its first bytes."""
+    return source.location == "-" or (source.single_pass and not _known(os.path.basename(source.path)))
 
 
 def _known(name: str) -> bool:
@@ -535,12 +570,13 @@ def _other_files(directory: str) -> list[str]:
     )
 
 
-def _no_files(arg: str, others: list[str]) -> None:
+def _no_files(arg: str, others: list[str], input_format: bool = False) -> None:
     if not others:
         raise CalibcliError(f"{arg}: is a directory: expected a file of predictions")
+    hint = f", or pass {{opt:input_format}} to read all {len(others)} file(s) in that format" if input_format else ""
     raise CalibcliError(
-        f"{arg}: is a directory without prediction files ({len(others)} other file(s), such as {others[0]!r}): "
-        f"expected files ending in {', '.join(sorted(formats.EXTENSIONS))} (optionally .gz for text formats)"
+        f"{arg}: is a directory without prediction files ({len(others)} other file(s), such as {shown(others[0])}): "
+        f"expected files ending in {', '.join(sorted(formats.EXTENSIONS))} (optionally .gz for text formats){hint}"
     )
 
 
