@@ -309,7 +309,10 @@ def evaluate_streams(doc: dict, streams, new_accumulator, *, gate, n_boot: int, 
                     entry["rows_in_group"] = acc.n_rows
                 label = entry_label(entry)
                 with progress_bar(n_boot * len(acc.problems), f"bootstrap {label}") as advance:
-                    report = acc.result(progress=advance)
+                    try:
+                        report = acc.result(progress=advance)
+                    except CalibcliError as exc:  # what these rows cannot give (too few of them, ...): name the input
+                        raise exc.about(label) from None
                 entry.update(report.to_dict())
                 headline = {k: m.to_dict() for k, m in report.headline().items()}
                 headlines[label] = headline

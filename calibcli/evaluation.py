@@ -574,7 +574,13 @@ def prefetched(batches):
     """``batches``, the next one read in a background thread while this one is reduced (pyarrow releases
     the GIL while it reads and decodes). At most two batches are in memory: the reader starts batch i + 1
     only once batch i has been handed over. Errors are raised here, in order; when the consumer stops
-    early, the reader stops before its next batch."""
+    early, the reader stops before its next batch.
+
+    The reader thread never outlives this generator: it is not a daemon, closing the generator (its
+    consumer must close it, :func:`_stream_into` does) waits for it, and it closes the batches' source
+    (pyarrow's reader) itself. A daemon thread still inside pyarrow when the interpreter exits is
+    stopped by the interpreter mid-call, which aborts the process (SIGABRT) now and then: a consumer
+    that raised (a bad option found at its first batch) while the reader was reading ahead did so."""
     import queue
     import threading
 
@@ -599,8 +605,15 @@ def prefetched(batches):
                 del batch
         except BaseException as exc:  # handed to the consumer, which raises it
             items.put(_Failed(exc))
+        finally:  # let go of the file in this thread, whichever way the reading ended
+            close = getattr(source, "close", None)
+            if close is not None:
+                try:
+                    close()
+                except Exception:  # the reading already failed or stopped; nothing more to report
+                    pass
 
-    reader = threading.Thread(target=read, name="calibcli-reader", daemon=True)
+    reader = threading.Thread(target=read, name="calibcli-reader", daemon=False)
     reader.start()
     try:
         while True:
@@ -614,7 +627,7 @@ def prefetched(batches):
             del item
     finally:
         stop.set()
-        reader.join(timeout=5)
+        reader.join()
 
 
 def _stream_into(batches, group_by: tuple[str, ...], state: dict, new) -> dict:
@@ -622,20 +635,23 @@ def _stream_into(batches, group_by: tuple[str, ...], state: dict, new) -> dict:
     ``new(key)`` makes the accumulator of a key not yet in ``state``. The next batch is read while this
     one is reduced (:func:`prefetched`)."""
     batches = prefetched(batches)
-    if group_by:
-        grouped = Grouped(new, keyed=True)
-        grouped.groups = state
+    try:
+        if group_by:
+            grouped = Grouped(new, keyed=True)
+            grouped.groups = state
+            for batch in batches:
+                grouped.update(batch.groups, batch.row_index, batch.probs, batch.labels, batch.sample_weight)
+                del batch  # the reader can free it while it reads the next one
+            return grouped.groups
+        acc = state.get(None)
         for batch in batches:
-            grouped.update(batch.groups, batch.row_index, batch.probs, batch.labels, batch.sample_weight)
+            if acc is None:
+                acc = new(None)
+            acc.update(batch.row_index, batch.probs, batch.labels, batch.sample_weight)
             del batch  # the reader can free it while it reads the next one
-        return grouped.groups
-    acc = state.get(None)
-    for batch in batches:
-        if acc is None:
-            acc = new(None)
-        acc.update(batch.row_index, batch.probs, batch.labels, batch.sample_weight)
-        del batch  # the reader can free it while it reads the next one
-    return {} if acc is None else {None: acc}
+        return {} if acc is None else {None: acc}
+    finally:  # an error here stops the reader thread now, not when the traceback is freed (at exit)
+        batches.close()
 
 
 # ---------------------------------------------------------------------------------------------
