@@ -184,7 +184,10 @@ def _values(z, y, w) -> np.ndarray:
 def _psd_root(cov: np.ndarray) -> np.ndarray:
     """``L`` with ``L L^T = cov`` for stacked positive semi-definite matrices (eigen-decomposition)."""
     vals, vecs = np.linalg.eigh(cov)
-    return vecs * np.sqrt(np.maximum(vals, 0.0))[:, None, :]
+    # eigenvalues at rounding level are zeros (two identical inputs give a singular covariance; their square
+    # roots, about 1e-8 of the scale, would make the two inputs' draws differ)
+    vals = np.where(vals > 1e-12 * np.max(np.abs(vals), axis=-1, keepdims=True), vals, 0.0)
+    return vecs * np.sqrt(vals)[:, None, :]
 
 
 def _bin_stats_replicates(per_cell, count_star, count, totals, n_bins: int, weighted: bool) -> list[BinStats]:
@@ -619,8 +622,10 @@ def _headline_replicates(report, per_problem: list[dict]) -> dict[str, np.ndarra
         return out
     out = {}
     for name in report.aggregate:
-        rule = REGISTRY[name].combine
-        base = rule.of or name
+        rule = REGISTRY[name].combine if name in REGISTRY else None
+        base = (rule.of if rule is not None else None) or name
+        if rule is None or any(base not in p for p in per_problem):
+            continue  # no replicates of this metric here
         out[name] = np.asarray(aggregate_over_classes(rule, np.array([p[base] for p in per_problem]), report.class_weight_values))
     return out
 

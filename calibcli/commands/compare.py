@@ -236,15 +236,16 @@ def render_compare(doc: dict, console) -> None:
     pairing = p["pairing"]
     how = {"id": f"paired by ID column {pairing['id_column']}", "order": "paired by row order", "none": "unpaired"}[pairing["by"]]
     boot = f"{p['n_boot']} bootstrap resamples, {level} percentile intervals, seed {p['seed']}" if p["n_boot"] else "no bootstrap"
-    title = (f"calibcli compare: {escape(p['candidate'])} (candidate) - {escape(p['baseline'])} (baseline); "
-             f"{p['n_bins']} {p['strategy']} bins, mode {p['mode']}; {how}; {boot}")
+    title = f"calibcli compare: candidate - baseline; {p['n_bins']} {p['strategy']} bins, mode {p['mode']}; {how}; {boot}"
     table = Table(title=title, title_justify="left")
-    for col, just in (("metric", "left"), ("baseline", "right"), ("candidate", "right"), ("difference", "right"),
-                      (f"{level} CI", "right"), ("verdict", "left")):
-        table.add_column(col, justify=just, overflow="fold")
-    for name, c in doc["comparison"].items():
-        table.add_row(name, fmt_number(c["baseline"]), fmt_number(c["candidate"]), f"{c['difference']:+.4g}",
-                      fmt_interval(c["ci_low"], c["ci_high"]), verdict(c))
+    widest = max([len(name) for name in doc["comparison"]] + [6])
+    for col, just in (("metric", "left"), ("baseline", "right"), ("candidate", "right"),
+                      (f"difference\n{level} CI", "right")):  # names and numbers are never broken
+        table.add_column(col, justify=just, no_wrap=True, min_width=widest if col == "metric" else None)
+    table.add_column("verdict", justify="left")  # wraps at spaces
+    for name, c in doc["comparison"].items():  # the interval under the difference: fits 100 columns
+        table.add_row(name, fmt_number(c["baseline"]), fmt_number(c["candidate"]),
+                      f"{c['difference']:+.4g}\n{fmt_interval(c['ci_low'], c['ci_high'])}", verdict(c))
     console.print(table)
     rows = {f["role"]: f["input"].get("rows_used") for f in doc["files"] if f.get("family") == "ece"}
     console.print(f"baseline {escape(p['baseline'])}: {rows.get('baseline')} rows; candidate {escape(p['candidate'])}: "

@@ -1,0 +1,264 @@
+"""calibcli compare: a model against a baseline, paired or not, with gates (issue 13)."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from _cli import BINARY, run, run_json
+
+
+def _models(n=3000, seed=0):
+    """Labels drawn from a true probability p; a miscalibrated raw model and a recalibrated (calibrated) one."""
+    rng = np.random.default_rng(seed)
+    p = rng.beta(2, 2, n)
+    y = (rng.random(n) < p).astype(int)
+    raw = np.clip(p**2.5 + rng.normal(0, 0.03, n), 0, 1)  # overconfident towards 0: miscalibrated
+    recal = np.clip(p + rng.normal(0, 0.03, n), 0, 1)
+    return y, raw, recal
+
+
+def _write(tmp_path, name, z, y, **extra):
+    path = tmp_path / name
+    pd.DataFrame({"prob": z, "label": y, **extra}).to_csv(path, index=False)
+    return str(path)
+
+
+@pytest.fixture()
+def pair(tmp_path):
+    y, raw, recal = _models()
+    return _write(tmp_path, "raw.csv", raw, y), _write(tmp_path, "recal.csv", recal, y)
+
+
+def test_identical_files_difference_is_exactly_zero():
+    doc = run_json("compare", BINARY, BINARY, "--n-boot", "200")
+    assert doc["command"] == "compare"
+    assert doc["parameters"]["pairing"]["by"] == "order" and doc["parameters"]["pairing"]["paired"]
+    from calibcli.estimators import METRIC_NAMES
+
+    for name, c in doc["comparison"].items():
+        assert c["difference"] == 0.0, name
+        assert not c["significant"] and not c["worse"]
+        if name in METRIC_NAMES:  # bootstrapped here: paired replicates; others (Wald intervals) go unpaired
+            assert (c["ci_low"], c["ci_high"]) == (0.0, 0.0), name
+            assert c["paired"]
+    # the two entries are ece's own entries for the file (same seed, same rows): the same numbers
+    ece = run_json("ece", BINARY, "--n-boot", "200")
+    mine = doc["files"][0]["problems"][0]["metrics"]
+    theirs = ece["files"][0]["problems"][0]["metrics"]
+    for name in ("ece_l1_plugin", "brier_score", "dce"):
+        assert mine[name] == theirs[name]
+
+
+def test_gate_direction_and_exit_codes(pair):
+    raw, recal = pair
+    ok = run("compare", raw, recal, "--n-boot", "300", "--fail-if-worse", "ece_l1_plugin", "--fail-if-worse", "brier_score")
+    assert ok.exit_code == 0, ok.stderr
+    bad = run("compare", recal, raw, "--n-boot", "300", "--fail-if-worse", "ece_l1_plugin")
+    assert bad.exit_code == 1
+    line = bad.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"Gate failed: {raw} (candidate) is worse than {recal} (baseline) on ece_l1_plugin: ")
+    doc = run_json("compare", recal, raw, "--n-boot", "300")
+    c = doc["comparison"]["ece_l1_plugin"]
+    assert c["worse"] and c["significant"] and c["ci_low"] > 0
+    from calibcli.report import fmt_interval, fmt_number
+
+    assert f"{fmt_number(c['candidate'])} vs {fmt_number(c['baseline'])}, difference {c['difference']:+.4g}" in line
+    assert f"(95% CI {fmt_interval(c['ci_low'], c['ci_high'])}, paired)" in line
+    # --fail-if-worse-by: a margin larger than the difference passes, a smaller one fails
+    d = c["difference"]
+    assert run("compare", recal, raw, "--n-boot", "0", "--fail-if-worse-by", f"ece_l1_plugin={d * 2}").exit_code == 0
+    r = run("compare", recal, raw, "--n-boot", "0", "--fail-if-worse-by", f"ece_l1_plugin={d / 2}")
+    assert r.exit_code == 1 and "--fail-if-worse-by: worse by" in r.stderr
+    # a higher-is-better metric: worse means lower
+    skill = doc["comparison"].get("brier_resolution")
+    assert skill["better"] == "higher" and skill["worse"] == (skill["difference"] < 0)
+
+
+def test_gate_on_unknown_metric_names_the_available_ones(pair):
+    raw, recal = pair
+    r = run("compare", raw, recal, "--n-boot", "50", "--fail-if-worse", "ece")
+    assert r.exit_code == 2
+    assert r.stderr.startswith("Error: no metric 'ece' to gate on: expected one of ece_l1_plugin, ece_l2_plugin")
+    r = run("compare", raw, recal, "--fail-if-worse-by", "ece_l1_plugin")
+    assert r.exit_code == 2 and "expected METRIC=X" in r.stderr
+    r = run("compare", raw, recal, "--n-boot", "0", "--fail-if-worse", "ece_l1_plugin")
+    assert r.exit_code == 2 and "--n-boot" in r.stderr
+
+
+def test_paired_by_id_on_shuffled_rows_equals_paired_by_order(tmp_path):
+    y, raw, recal = _models(n=1500, seed=3)
+    ids = np.array([f"ex{i:05d}" for i in range(len(y))])
+    base = _write(tmp_path, "base.csv", raw, y, id=ids)
+    cand = _write(tmp_path, "cand.csv", recal, y, id=ids)
+    perm = np.random.default_rng(1).permutation(len(y))
+    shuffled = _write(tmp_path, "cand_shuffled.csv", recal[perm], y[perm], id=ids[perm])
+    by_order = run_json("compare", base, cand, "--n-boot", "200", "--prob-col", "prob", "--label-col", "label")
+    by_id = run_json("compare", base, shuffled, "--n-boot", "200", "--id-col", "id", "--prob-col", "prob", "--label-col", "label")
+    assert by_order["parameters"]["pairing"]["by"] == "order"
+    assert by_id["parameters"]["pairing"]["by"] == "id" and by_id["parameters"]["pairing"]["id_column"] == "id"
+    assert by_order["comparison"].keys() == by_id["comparison"].keys()
+    for name, c in by_order["comparison"].items():
+        d = by_id["comparison"][name]
+        for key in ("baseline", "candidate", "difference", "ci_low", "ci_high"):
+            if c[key] is None:
+                assert d[key] is None, (name, key)
+            else:
+                assert d[key] == pytest.approx(c[key], rel=1e-12, abs=1e-12), (name, key)
+        assert d["paired"] == c["paired"]
+    assert by_id["comparison"]["ece_l1_plugin"]["paired"]
+
+
+def test_mismatched_ids_exit_2(tmp_path):
+    y, raw, recal = _models(n=200)
+    ids = np.arange(len(y))
+    base = _write(tmp_path, "base.csv", raw, y, id=ids)
+    cand = _write(tmp_path, "cand.csv", recal[3:], y[3:], id=ids[3:] + 1)  # 3 + 1 fewer ... and one new
+    r = run("compare", base, cand, "--id-col", "id", "--prob-col", "prob", "--label-col", "label", "-o", tmp_path / "out.json")
+    assert r.exit_code == 2
+    assert r.stderr == (f"Error: the IDs of column 'id' differ: 4 of {base}'s IDs are missing from {cand}, and 1 of "
+                        f"{cand}'s IDs are missing from {base}: pairing by --id-col needs the same examples in both\n")
+    assert not (tmp_path / "out.json").exists()
+    r = run("compare", base, cand, "--id-col", "nope")
+    assert r.exit_code == 2 and "no column 'nope' (given by --id-col)" in r.stderr
+
+
+def test_unpaired_when_labels_differ_is_stated(tmp_path):
+    y, raw, recal = _models(n=800)
+    y2 = y.copy()
+    y2[10] = 1 - y2[10]
+    base = _write(tmp_path, "base.csv", raw, y)
+    cand = _write(tmp_path, "cand.csv", recal, y2)
+    r = run("compare", base, cand, "--n-boot", "100", "--json")
+    assert r.exit_code == 0
+    doc = json.loads(r.stdout)
+    p = doc["parameters"]["pairing"]
+    assert not p["paired"] and p["by"] == "none" and "labels differ first at row 11" in p["reason"]
+    assert doc["parameters"]["seeds"]["candidate"] != doc["parameters"]["seeds"]["baseline"]
+    assert all(not c["paired"] for c in doc["comparison"].values())
+    assert "are compared unpaired (the labels differ first at row 11" in r.stderr
+    # asking for pairing by order makes it an error naming both files and the row
+    r = run("compare", base, cand, "--pairing", "order")
+    assert r.exit_code == 2
+    assert r.stderr.startswith(f"Error: {base} and {cand} cannot be paired by row order: the labels differ first at row 11 ")
+    # different row counts: unpaired too
+    short = _write(tmp_path, "short.csv", recal[:500], y[:500])
+    doc = run_json("compare", base, short, "--n-boot", "50")
+    assert doc["parameters"]["pairing"]["reason"] == f"{base} has 800 rows and {short} has 500"
+
+
+def test_directory_inputs(tmp_path):
+    y, raw, recal = _models(n=1200, seed=5)
+    for name, z in (("base", raw), ("cand", recal)):
+        (tmp_path / name).mkdir()
+        for k, part in enumerate(np.array_split(np.arange(len(y)), 3)):
+            pd.DataFrame({"prob": z[part], "label": y[part]}).to_parquet(tmp_path / name / f"part-{k}.parquet")
+    whole = [_write(tmp_path, f"{n}.csv", z, y) for n, z in (("base", raw), ("cand", recal))]
+    from_dirs = run_json("compare", tmp_path / "base", tmp_path / "cand", "--n-boot", "100")
+    from_files = run_json("compare", *whole, "--n-boot", "100")
+    assert from_dirs["parameters"]["pairing"]["by"] == "order"
+    assert from_dirs["files"][0]["input"]["files"] == 3
+    for name, c in from_files["comparison"].items():
+        for key in ("difference", "ci_low", "ci_high"):
+            if c[key] is not None:
+                assert from_dirs["comparison"][name][key] == pytest.approx(c[key], rel=1e-12, abs=1e-14), (name, key)
+
+
+def test_csv_and_markdown_and_json_round_trip(pair, tmp_path):
+    raw, recal = pair
+    r = run("compare", raw, recal, "--n-boot", "100", "--format", "csv", "-o", tmp_path / "report.json")
+    assert r.exit_code == 0, r.stderr
+    table = pd.read_csv(io.StringIO(r.stdout))
+    assert list(table.columns) == ["file", "group", "problem", "metric", "estimate", "ci_low", "ci_high", "bound"]
+    doc = json.loads((tmp_path / "report.json").read_text())
+    diff = table[table.file == "candidate - baseline"].set_index("metric")
+    for name, c in doc["comparison"].items():
+        assert diff.loc[name, "estimate"] == c["difference"]
+        if c["ci_low"] is None:
+            assert np.isnan(diff.loc[name, "ci_low"])
+        else:
+            assert diff.loc[name, "ci_low"] == c["ci_low"]
+    assert set(table.file) == {raw, recal, "candidate - baseline"}
+    assert table[table.file == raw].set_index("metric").loc["ece_l1_plugin", "estimate"] == \
+        doc["comparison"]["ece_l1_plugin"]["baseline"]
+    # the JSON on stdout is the file's document
+    again = run_json("compare", raw, recal, "--n-boot", "100")
+    assert again == doc
+    assert [f.get("role") for f in doc["files"]] == ["baseline", "candidate", "difference"]
+    md = run("compare", raw, recal, "--n-boot", "100", "--format", "markdown").stdout
+    assert "candidate - baseline" in md and "`ece_l1_plugin`" in md
+
+
+def test_smece_comparison(pair):
+    raw, recal = pair
+    doc = run_json("compare", raw, recal, "--n-boot", "100", "--smece")
+    c = doc["comparison"]["smece"]
+    assert c["paired"] and c["difference"] < 0 and c["ci_high"] < 0
+    assert [(f["role"], f["family"]) for f in doc["files"][:4]] == [
+        ("baseline", "ece"), ("candidate", "ece"), ("baseline", "smece"), ("candidate", "smece")]
+
+
+def test_multiclass_marginal_scores_are_compared():
+    from _cli import MULTI
+
+    doc = run_json("compare", MULTI, MULTI, "--n-boot", "50", "--mode", "marginal")
+    for name in ("ece_l1_plugin", "brier_score_multiclass", "log_loss_multiclass"):
+        c = doc["comparison"][name]
+        assert c["difference"] == 0 and (c["ci_low"], c["ci_high"]) == (0.0, 0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The paired bootstrap beyond the kept rows (joint per-bin draws), through the library
+
+
+def _streams(tmp_path, za, zb, y, tag=""):
+    from calibcli.io import ColumnSpec, resolve_datasets
+
+    paths = [_write(tmp_path, f"{tag}a.csv", za, y), _write(tmp_path, f"{tag}b.csv", zb, y)]
+    return [resolve_datasets([p])[0].open(ColumnSpec()) for p in paths]
+
+
+def _compare(tmp_path, za, zb, y, *, row_limit, pairing="auto", n_boot=300, seed=0, tag=""):
+    from calibcli.comparison import compare_streams
+    from calibcli.evaluation import BinnedOptions
+
+    a, b = _streams(tmp_path, za, zb, y, tag)
+    options = BinnedOptions(n_boot=n_boot, seed=seed, row_limit=row_limit)
+    return compare_streams(a, b, options, mode_a="binary", pairing=pairing)
+
+
+def test_joint_per_bin_draw_identical_inputs_give_zero(tmp_path):
+    y, raw, _ = _models(n=2000)
+    run_ = _compare(tmp_path, raw, raw, y, row_limit=100)
+    c = run_.comparison["ece_l1_plugin"]
+    assert "joint per-bin" in c["ci_method"] and c["paired"]
+    assert abs(c["ci_low"]) < 1e-10 and abs(c["ci_high"]) < 1e-10  # zero up to the eigen-decomposition's rounding
+
+
+def test_paired_interval_is_narrower_and_agrees_with_per_row(tmp_path):
+    """Correlated models on the same examples: the paired interval (per row, and from joint per-bin draws) is
+    much narrower than the unpaired one, and the two paired methods agree on its width."""
+    y, raw, _ = _models(n=4000, seed=7)
+    rng = np.random.default_rng(8)
+    other = np.clip(raw + 0.02 + rng.normal(0, 0.01, len(y)), 0, 1)  # the same model, shifted
+    width = {}
+    for name, limit, pairing in (("row", 1 << 17, "auto"), ("joint", 100, "auto"), ("unpaired", 1 << 17, "none")):
+        c = _compare(tmp_path, raw, other, y, row_limit=limit, pairing=pairing, tag=name).comparison["brier_score"]
+        width[name] = c["ci_high"] - c["ci_low"]
+    assert width["row"] < 0.5 * width["unpaired"]
+    assert width["joint"] == pytest.approx(width["row"], rel=0.3)
+
+
+def test_installed_command_runs(pair):
+    raw, recal = pair
+    r = subprocess.run([sys.executable, "-m", "calibcli", "compare", raw, recal, "--n-boot", "50", "--fail-if-worse",
+                        "ece_l1_plugin"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    words = " ".join(r.stdout.split())
+    assert "│ ece_l1_plugin " in r.stdout and "paired by row order" in words and f"baseline {raw}: 3000 rows" in words
