@@ -20,6 +20,9 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # the root help in Click's plain layout: Rich's help renderer imports markdown-it and more (about
+    # 0.1 s), which a command's own --help pays (its options in panels) but `calibcli --help` need not
+    rich_markup_mode=None,
 )
 
 
@@ -42,14 +45,72 @@ def _root(
 #: has ``register(app)``; command bodies are wrapped in :func:`calibcli.cli_common.command`.
 COMMANDS = ("ece", "smece", "tcal", "recalibrate", "diagram", "report", "compare")
 
-for _name in COMMANDS:
+#: The line ``calibcli --help`` shows for each command (its ``short_help``), so that listing the
+#: commands imports none of them (numpy, pyarrow, ...): ``calibcli --help`` stays fast. A command's own
+#: ``--help`` shows its full text.
+SUMMARIES = {
+    "ece": "Binned calibration errors (l1, l2, max), Brier and log-loss, with bootstrap intervals.",
+    "smece": "SmoothECE (no bins, no bandwidth to choose), with a bootstrap interval.",
+    "tcal": "Test perfect calibration: T-Cal, or exact binomial tests for discrete predictors.",
+    "recalibrate": "Fit, save, apply and evaluate recalibration maps (SPEC 5).",
+    "diagram": "Draw binned and smooth reliability diagrams, with intervals and the metric in the legend.",
+    "report": "One self-contained HTML page: verdict, diagrams, metrics, test and recalibration.",
+    "compare": "A candidate model against a baseline: every metric and their difference, paired when possible.",
+}
+
+
+def load_command(name: str):
+    """The Click command of ``calibcli NAME``, its module imported now; None for a command still being
+    built in this checkout (its module absent)."""
+    import typer.main
+
     try:
-        _module = importlib.import_module(f"calibcli.commands.{_name}")
-    except ModuleNotFoundError as exc:  # a command still being built in this checkout
-        if exc.name != f"calibcli.commands.{_name}":
+        module = importlib.import_module(f"calibcli.commands.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"calibcli.commands.{name}":
             raise
-        continue
-    _module.register(app)
+        return None
+    holder = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode="rich")
+    module.register(holder)
+    command = typer.main.get_group(holder).commands[name]
+    command.short_help = SUMMARIES.get(name, command.short_help)
+    return command
+
+
+class _LazyGroup(typer.core.TyperGroup):
+    """The root command: a subcommand's module is imported when it runs (or shows its help), not when
+    ``calibcli --help`` lists the commands, which uses :data:`SUMMARIES`."""
+
+    _listing = False
+
+    def list_commands(self, ctx) -> list[str]:
+        return [n for n in COMMANDS if self.get_command(ctx, n) is not None]
+
+    def get_command(self, ctx, cmd_name: str):
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            if self._listing and cmd_name in SUMMARIES and _exists(cmd_name):
+                return typer.core.TyperCommand(cmd_name, short_help=SUMMARIES[cmd_name], help=SUMMARIES[cmd_name])
+            command = load_command(cmd_name)
+            if command is None:
+                return None
+            self.commands[cmd_name] = command
+        return self.commands.get(cmd_name)
+
+    def format_help(self, ctx, formatter) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+
+def _exists(name: str) -> bool:
+    from importlib.util import find_spec
+
+    return find_spec(f"calibcli.commands.{name}") is not None
+
+
+app.info.cls = _LazyGroup
 
 
 def main() -> None:
@@ -60,7 +121,6 @@ def main() -> None:
     SIGINT and SIGTERM stop the run (:mod:`calibcli.cancel`): ``Error: interrupted``, exit 130 or 143.
     A reader of stdout that goes away (``| head``) ends the run quietly with exit 141."""
     from calibcli import cancel
-    from calibcli.cli_common import PIPE_CLOSED, quiet_stdout
 
     try:
         with cancel.handling_signals():
@@ -72,7 +132,8 @@ def main() -> None:
                     raise exc.__context__ from None  # interrupted outside a command (Click's wrapping)
                 if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):  # not a parser error
                     raise
-                if type(exc).__name__ == "NoArgsIsHelpError":  # the help is already printed
+                if type(exc).__name__ == "NoArgsIsHelpError":  # Rich printed the help; Click's plain one is the message
+                    sys.stdout.write(exc.format_message() + ("\n" if exc.format_message() else ""))
                     sys.exit(exc.exit_code)
                 ctx = getattr(exc, "ctx", None)
                 hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
@@ -82,6 +143,8 @@ def main() -> None:
         sys.stderr.write("Error: interrupted\n")
         sys.exit(cancel.exit_code(exc))
     except BrokenPipeError:
+        from calibcli.cli_common import PIPE_CLOSED, quiet_stdout  # here: cli_common imports numpy (slow --help)
+
         quiet_stdout()
         sys.exit(PIPE_CLOSED)
     sys.exit(code if isinstance(code, int) else 0)

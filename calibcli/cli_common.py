@@ -23,6 +23,17 @@ from calibcli.io import ColumnSpec, LoadedInput, read_dataset, resolve_datasets
 # ---------------------------------------------------------------------------------------------
 # Options shared by the commands (one declaration each)
 
+
+def choices(*values: str) -> str:
+    """The metavar of an option that takes one of ``values``: ``[a|b|c]``, so that ``--help`` lists them.
+
+    The parser takes any word; the command checks it (:func:`check_choice`,
+    :func:`calibcli.validation.check_options`), so a bad value is the project's one ``Error:`` line
+    naming the option and the choices, exit 2, rather than a usage box.
+    """
+    return "[" + "|".join(values) + "]"
+
+
 def files_argument(several: str):
     """The FILES argument; ``several`` says what the command does with more than one file."""
     return Annotated[
@@ -49,20 +60,25 @@ LabelCol = Annotated[Optional[str], typer.Option("--label-col", help="Column wit
 WeightCol = Annotated[Optional[str], typer.Option("--weight-col", help="Column with sample (frequency) weights.")]
 Logits = Annotated[bool, typer.Option("--logits", help="The probability columns hold logits: apply sigmoid (one column) or softmax.")]
 InputFormat = Annotated[
-    Optional[str], typer.Option("--input-format", help="csv, tsv, parquet, feather or jsonl; default: from the extension (stdin: csv).")
+    Optional[str], typer.Option("--input-format", help="csv, tsv, parquet, feather or jsonl; default: from the extension "
+                                "(stdin: from its first bytes: Parquet, Arrow IPC, JSON Lines, TSV, else CSV).",
+                                metavar=choices("csv", "tsv", "parquet", "feather", "jsonl"))
 ]
 DropInvalid = Annotated[
     bool, typer.Option("--drop-invalid", help="Drop invalid rows (NaN, out-of-range, unknown labels) instead of failing; the report counts them.")
 ]
 Mode = Annotated[
     Optional[str],
-    typer.Option("--mode", help="binary, top-label or marginal. Default: binary for one or two probability columns, top-label for K > 2."),
+    typer.Option("--mode", help="binary, top-label or marginal. Default: binary for one or two probability columns, top-label for K > 2.",
+                 metavar=choices("binary", "top-label", "marginal")),
 ]
 ClassWeights = Annotated[
-    str, typer.Option("--class-weights", help="Marginal aggregate weights: uniform (1/K) or prior (class frequencies).")
+    str, typer.Option("--class-weights", help="Marginal aggregate weights: uniform (1/K) or prior (class frequencies).",
+                      metavar=choices("uniform", "prior"))
 ]
 NBins = Annotated[int, typer.Option("--n-bins", help="Number of bins.")]
-Strategy = Annotated[str, typer.Option("--strategy", help="Binning: uniform (equal width) or quantile (equal mass).")]
+Strategy = Annotated[str, typer.Option("--strategy", help="Binning: uniform (equal width) or quantile (equal mass).",
+                                       metavar=choices("uniform", "quantile"))]
 NBoot = Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples for the confidence intervals (0: none).")]
 Alpha = Annotated[float, typer.Option("--alpha", help="1 - confidence level of the intervals and bounds.")]
 Seed = Annotated[int, typer.Option("--seed", help="Seed of every random draw; the same seed prints the same numbers.")]
@@ -70,7 +86,8 @@ Json = Annotated[bool, typer.Option("--json", help="Print the JSON report on std
 Format = Annotated[
     str,
     typer.Option("--format", help="What stdout carries: table, json, markdown (pull requests, $GITHUB_STEP_SUMMARY) or csv "
-                 "(tidy: file, group, problem, metric, estimate, ci_low, ci_high, bound)."),
+                 "(tidy: file, group, problem, metric, estimate, ci_low, ci_high, bound).",
+                 metavar=choices("table", "json", "markdown", "csv")),
 ]
 Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Also write the JSON report to this file (atomically).")]
 Summary = Annotated[
@@ -100,7 +117,8 @@ GroupBy = Annotated[
 
 Engine = Annotated[
     str,
-    typer.Option("--engine", help="local (this process) or dask (a Dask cluster: --scheduler, or a local one of --workers processes); the same report either way."),
+    typer.Option("--engine", help="local (this process) or dask (a Dask cluster: --scheduler, or a local one of --workers processes); the same report either way.",
+                 metavar=choices("local", "dask")),
 ]
 Scheduler = Annotated[
     Optional[str],

@@ -32,7 +32,8 @@ DiagramProbCol = Annotated[
         "stored as columns of one file.",
     ),
 ]
-Kind = Annotated[str, typer.Option("--kind", help="binned, smooth, or both (side by side).")]
+Kind = Annotated[str, typer.Option("--kind", help="binned, smooth, or both (side by side).",
+                                   metavar=cc.choices("binned", "smooth", "both"))]
 Names = Annotated[
     Optional[list[str]],
     typer.Option("--name", help="Legend name of a curve, one per dataset (or per --prob-col); repeat it. Default: the file names."),
@@ -123,7 +124,9 @@ def diagram(
     smooth (kernel regression at the SmoothECE bandwidth with a bootstrap band, density), with the
     metric and its interval in the legend. Several files or --prob-col columns are overlaid, and so
     are the groups of --group-by; marginal mode draws one panel per class. Files, directories of
-    shards and quoted globs are streamed in flat memory."""
+    shards and quoted globs are streamed in flat memory.
+
+    Example: calibcli diagram sample_data/breast_cancer_nb.csv -o reliability.png"""
     from calibcli import diagrams as dg
     from calibcli.binning import EDGE_CONVENTION, STRATEGIES
     from calibcli.engines.local import open_streams

@@ -48,7 +48,9 @@ def ece(
 ) -> None:
     """Binned calibration errors (l1, l2, max; plugin and debiased), Brier and log-loss, bootstrap
     intervals and distribution-free bounds, in binary, top-label or marginal mode; per group with
-    --group-by. Files, directories of shards and quoted globs are streamed in flat memory."""
+    --group-by. Files, directories of shards and quoted globs are streamed in flat memory.
+
+    Example: calibcli ece sample_data/breast_cancer_nb.csv --n-bins 10 --fail-above 0.05"""
     from calibcli.binning import EDGE_CONVENTION, STRATEGIES
     from calibcli.estimators import LOG_LOSS_EPS
     from calibcli.evaluation import BinnedOptions

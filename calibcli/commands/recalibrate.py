@@ -45,22 +45,25 @@ METHOD_NAMES = ("platt", "temperature", "histogram", "isotonic", "scaling-binnin
 # ---------------------------------------------------------------------------------------------
 # Options
 
-Method = Annotated[str, typer.Option("--method", help=f"Recalibration method: {', '.join(METHOD_NAMES)}.", show_default=False)]
+Method = Annotated[str, typer.Option("--method", help=f"Recalibration method: {', '.join(METHOD_NAMES)}.", show_default=False,
+                                     metavar=cc.choices(*METHOD_NAMES))]
 Methods = Annotated[
     list[str],
     typer.Option("--method", help=f"Recalibration method; repeat it to compare several: {', '.join(METHOD_NAMES)}.",
-                 show_default=False),
+                 show_default=False, metavar=cc.choices(*METHOD_NAMES)),
 ]
 CalibratorBins = Annotated[
     Optional[int], typer.Option("--n-bins", help="histogram, scaling-binning: number of bins of the calibrator (default 15).")
 ]
 CalibratorStrategy = Annotated[
-    Optional[str], typer.Option("--strategy", help="histogram: uniform (equal width) or quantile (equal mass) bins (default uniform).")
+    Optional[str], typer.Option("--strategy", help="histogram: uniform (equal width) or quantile (equal mass) bins (default uniform).",
+                                metavar=cc.choices("uniform", "quantile"))
 ]
 Degree = Annotated[Optional[int], typer.Option("--degree", help="polynomial: degree of the least-squares polynomial (default 3).")]
 Interpolation = Annotated[
     Optional[str],
-    typer.Option("--interpolation", help="isotonic: step (the fitted step function) or linear (between calibration scores) (default step)."),
+    typer.Option("--interpolation", help="isotonic: step (the fitted step function) or linear (between calibration scores) (default step).",
+                 metavar=cc.choices("step", "linear")),
 ]
 Clip = Annotated[
     Optional[float],
@@ -91,7 +94,7 @@ OutputFormat = Annotated[
     Optional[str],
     typer.Option("--output-format", help="Format of the rows written: csv, tsv, parquet, feather (Arrow IPC; the "
                  "stream format on stdout) or jsonl. Default: from --output's extension, else the input's format; "
-                 "csv on stdout.", metavar="[csv|tsv|parquet|feather|jsonl]", show_default=False),
+                 "csv on stdout.", metavar=cc.choices("csv", "tsv", "parquet", "feather", "jsonl"), show_default=False),
 ]
 Holdout = Annotated[
     Optional[float],
@@ -99,12 +102,13 @@ Holdout = Annotated[
 ]
 FitFile = Annotated[Optional[str], typer.Option("--fit", help="Fit on this file and evaluate on FILE (instead of --holdout).")]
 EceBins = Annotated[int, typer.Option("--ece-n-bins", help="Bins of the binned calibration errors reported.")]
-EceStrategy = Annotated[str, typer.Option("--ece-strategy", help="Binning of the reported errors: uniform or quantile.")]
+EceStrategy = Annotated[str, typer.Option("--ece-strategy", help="Binning of the reported errors: uniform or quantile.",
+                                          metavar=cc.choices("uniform", "quantile"))]
 TestBoot = Annotated[int, typer.Option("--n-boot", help="Resamples of the T-Cal y-bootstrap null.")]
 Discrete = Annotated[
     str,
     typer.Option("--discrete", help="Binomial test per value instead of T-Cal: auto (when the predictions take at most "
-                 "sqrt(n) distinct values), yes or no."),
+                 "sqrt(n) distinct values), yes or no.", metavar=cc.choices("auto", "yes", "no")),
 ]
 DISCRETE_CHOICES = ("auto", "yes", "no")
 INTERPOLATIONS = ("step", "linear")
@@ -253,7 +257,9 @@ def fit(
     report: ReportOutput = None,
 ) -> None:
     """Fit a recalibration map on TRAIN (a file, a directory of shards, a quoted glob or '-') and save it as a
-    versioned JSON calibrator (never a pickle)."""
+    versioned JSON calibrator (never a pickle).
+
+    Example: calibcli recalibrate fit sample_data/breast_cancer_nb.csv --method isotonic -o cal.json"""
     _check_methods([method])
     if mode is not None:
         cc.check_choice(mode, MODES, "--mode")
@@ -922,7 +928,9 @@ def evaluate(
     output: cc.Output = None,
 ) -> None:
     """Fit each --method on one part of the data and compare before/after calibration on the other part
-    (FILE and TRAIN: a file, a directory of shards, a quoted glob or '-'; streamed, memory flat in the rows)."""
+    (FILE and TRAIN: a file, a directory of shards, a quoted glob or '-'; streamed, memory flat in the rows).
+
+    Example: calibcli recalibrate evaluate sample_data/breast_cancer_nb.csv --method platt --method isotonic --holdout 0.5"""
     from calibcli.accumulators.evaluate import EvaluateAccumulator, HoldoutFitAccumulator, SplitCounter
     from calibcli.accumulators.tcal import TcalOptions
     from calibcli.engines.local import open_streams
@@ -1070,7 +1078,8 @@ def render_evaluate(doc: dict, console) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    sub = typer.Typer(help="Fit, save, apply and evaluate recalibration maps (SPEC 5).", no_args_is_help=True,
+    sub = typer.Typer(help="Fit, save, apply and evaluate recalibration maps (SPEC 5).\n\nExample: calibcli recalibrate "
+                      "fit sample_data/breast_cancer_nb.csv --method platt -o cal.json", no_args_is_help=True,
                       add_completion=False, pretty_exceptions_enable=False)
     sub.command("fit")(cc.command(fit))
     sub.command("apply")(cc.command(apply))

@@ -53,7 +53,9 @@ def smece(
     """SmoothECE: the calibration error of the kernel-smoothed residual at the bandwidth where
     smECE_sigma = sigma (no bins, no bandwidth to choose), with a bootstrap interval in which the
     bandwidth is re-solved on every resample; binary, top-label or marginal mode; per group with
-    --group-by. Files, directories of shards and quoted globs are streamed in flat memory."""
+    --group-by. Files, directories of shards and quoted globs are streamed in flat memory.
+
+    Example: calibcli smece sample_data/digits_nb.parquet --mode top-label"""
     from calibcli.evaluation import SmoothInputAccumulator, SmoothOptions
     from calibcli.metrics import REGISTRY
     from calibcli.modes import CLASS_WEIGHTS, MODES

@@ -17,6 +17,7 @@ TcalMode = Annotated[
         "--mode",
         help="binary, top-label or canonical (the whole probability vector, equal-volume simplex bins). "
         "Default: binary for one or two probability columns, top-label for K > 2.",
+        metavar=cc.choices(*TCAL_MODES),
     ),
 ]
 Smoothness = Annotated[
@@ -33,6 +34,7 @@ Null = Annotated[
         "--null",
         help="Null distribution: y-bootstrap (keep z, redraw y ~ Bernoulli(z); exact p-values), consistency "
         "(also resample z; approximate) or chebyshev (no resampling; conservative critical values of Theorem 3.1).",
+        metavar=cc.choices("y-bootstrap", "consistency", "chebyshev"),
     ),
 ]
 TcalNBoot = Annotated[int, typer.Option("--n-boot", help="Resamples for the null distribution; one set serves every level.")]
@@ -43,6 +45,7 @@ Combine = Annotated[
         "--combine",
         help="Combining the levels: bonferroni (reject if some level has p <= alpha/L) or min-p "
         "(min_b p_b calibrated over the same resamples; exact and more powerful).",
+        metavar=cc.choices("bonferroni", "min-p"),
     ),
 ]
 Discrete = Annotated[
@@ -51,6 +54,7 @@ Discrete = Annotated[
         "--discrete",
         help="Exact binomial test per distinct prediction value instead of T-Cal: auto (when the predictor takes "
         "at most sqrt(n) distinct values), yes or no.",
+        metavar=cc.choices("auto", "yes", "no"),
     ),
 ]
 FailOnReject = Annotated[bool, typer.Option("--fail-on-reject", help="Exit 1 when the test rejects perfect calibration.")]
@@ -96,7 +100,9 @@ def tcal(
     """Test the hypothesis of perfect calibration with T-Cal (adaptive debiased plug-in test,
     Lee et al.), or with exact binomial tests for predictors that take few distinct values; per group
     with --group-by. Files, directories of shards and quoted globs are streamed: T-Cal runs on every row
-    up to --max-rows, else on a seeded bottom-k sample; the binomial test counts every row."""
+    up to --max-rows, else on a seeded bottom-k sample; the binomial test counts every row.
+
+    Example: calibcli tcal sample_data/breast_cancer_nb.csv --alpha 0.05 --fail-on-reject"""
     from calibcli.accumulators.tcal import TcalInputAccumulator, TcalOptions
     from calibcli.engines.local import open_streams
     from calibcli.tcal import DISCRETE_RULE, STATISTIC_NAME
