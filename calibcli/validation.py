@@ -171,6 +171,8 @@ _RULES = {
     "clip": (lambda v: 0.0 < v < 0.5, "expected a number in (0, 0.5), e.g. 1e-12"),
     "eps": (lambda v: 0.0 < v < 0.5, "expected a number in (0, 0.5), e.g. 1e-12"),
     "dpi": (lambda v: 10.0 <= v <= 1200.0, "expected a resolution between 10 and 1200"),
+    "font_size": (lambda v: 1.0 <= v <= 100.0, "expected a text size between 1 and 100 points"),
+    "min_count": (lambda v: v >= 0, "expected 0 (every bin joined) or a positive number of rows"),
     "fail_above": (lambda v: True, ""),
     "fail_above_upper": (lambda v: True, ""),
 }
@@ -317,10 +319,10 @@ def _check_size(name: str, value) -> None:
 
 def memory_culprit(values: dict) -> str:
     """For an out-of-memory failure: the option whose value plans the largest allocation, as
-    ``{opt:name} value (about X for what)``; empty when none plans at least 1% of the memory budget (an
+    ``{opt:name} value (about X for what)``; empty when none plans at least 10% of the memory budget (an
     option at 0, unset or small is never blamed)."""
     best = None
-    least = memory_budget() / 100
+    least = memory_budget() / 10
     for name, value in values.items():
         planned = planned_bytes(name, value)
         if planned is None or not value or planned[0] < least:
