@@ -1,0 +1,135 @@
+"""``calibcli compare``: speed against one file's bootstrap, and the paired interval's coverage (issue 13).
+
+Speed. Two models' predictions of the same 1e6 examples (Parquet); wall time of
+``calibcli ece A --n-boot 1000`` and of ``calibcli compare A B --n-boot 1000`` (paired by row order, so
+beyond the 2^17 rows kept: the joint per-bin draw), best of ``--repeats`` runs each; the bar is a ratio of
+at most 2.
+
+Coverage. ``--sims`` simulated test sets of ``--n`` examples from one population (fixed seed): p ~ Beta(2, 2),
+y ~ Bernoulli(p), model A ``clip(p + N(0, 0.05))`` and model B ``clip(A^1.15 + N(0, 0.01))`` (correlated, as two
+versions of one model are). The "true" difference of each metric is its difference on ``--n-true`` examples
+of the same population. For each simulated test set, intervals of the difference at 95% from ``--n-boot``
+resamples: paired per row (all rows kept), paired from joint per-bin statistics (the row limit set below n,
+as beyond 2^17 rows), and unpaired (independent seeds). Reported: coverage of the true difference with its
+Monte Carlo standard error, and the median width. Plug-in ECE estimates are biased at finite n (they
+overestimate), so their coverage of the population value falls short for every method; the Brier score and
+log-loss are means of per-row terms and unbiased.
+
+    python benchmarks/bench_compare.py                 # both parts
+    python benchmarks/bench_compare.py --skip-speed    # coverage only
+    python benchmarks/bench_compare.py --quick         # small sizes
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pandas as pd
+
+METRICS = ("brier_score", "log_loss", "ece_l1_plugin", "ece_l2_sq_debiased_kumar")
+
+
+def population(n: int, rng: np.random.Generator):
+    p = rng.beta(2, 2, n)
+    y = (rng.random(n) < p).astype(np.int64)
+    za = np.clip(p + rng.normal(0, 0.05, n), 0, 1)
+    zb = np.clip(za**1.15 + rng.normal(0, 0.01, n), 0, 1)
+    return y, za, zb
+
+
+def timed(cmd: list[str], repeats: int) -> float:
+    best = math.inf
+    for _ in range(repeats):
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def speed(rows: int, n_boot: int, repeats: int, folder: str) -> None:
+    y, za, zb = population(rows, np.random.default_rng(1))
+    a, b = os.path.join(folder, "a.parquet"), os.path.join(folder, "b.parquet")
+    pd.DataFrame({"prob": za, "label": y}).to_parquet(a)
+    pd.DataFrame({"prob": zb, "label": y}).to_parquet(b)
+    exe = [sys.executable, "-m", "calibcli"]
+    one = timed(exe + ["ece", a, "--n-boot", str(n_boot), "--json"], repeats)
+    both = timed(exe + ["compare", a, b, "--n-boot", str(n_boot), "--json"], repeats)
+    print(f"speed, {rows} rows, {n_boot} resamples (best of {repeats}):")
+    print(f"  calibcli ece A             {one:7.2f} s")
+    print(f"  calibcli compare A B       {both:7.2f} s   ratio {both / one:.2f} (bar: <= 2)")
+
+
+def coverage(sims: int, n: int, n_true: int, n_boot: int, folder: str) -> None:
+    from calibcli.comparison import compare_streams
+    from calibcli.evaluation import BinnedOptions, InputAccumulator
+    from calibcli.io import ColumnSpec, resolve_datasets
+
+    rng = np.random.default_rng(20261123)
+    y, za, zb = population(n_true, rng)
+    truth = {}
+    for name, z in (("a", za), ("b", zb)):
+        acc = InputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=BinnedOptions(row_limit=1))
+        acc.update(np.arange(n_true), z, y)
+        truth[name] = acc.result().headline()
+    true_diff = {m: truth["b"][m].estimate - truth["a"][m].estimate for m in METRICS}
+    methods = {"paired, per row": dict(row_limit=1 << 17, pairing="auto"),
+               "paired, joint per-bin": dict(row_limit=max(1, n // 8), pairing="auto"),
+               "unpaired": dict(row_limit=1 << 17, pairing="none")}
+    hits = {k: {m: 0 for m in METRICS} for k in methods}
+    widths = {k: {m: [] for m in METRICS} for k in methods}
+    t0 = time.perf_counter()
+    for s in range(sims):
+        y, za, zb = population(n, rng)
+        paths = [os.path.join(folder, f"sim_{k}.parquet") for k in "ab"]
+        pd.DataFrame({"prob": za, "label": y}).to_parquet(paths[0])
+        pd.DataFrame({"prob": zb, "label": y}).to_parquet(paths[1])
+        for name, how in methods.items():
+            streams = [resolve_datasets([p])[0].open(ColumnSpec()) for p in paths]
+            run = compare_streams(streams[0], streams[1], BinnedOptions(n_boot=n_boot, seed=s, row_limit=how["row_limit"]),
+                                  mode_a="binary", pairing=how["pairing"])
+            for m in METRICS:
+                c = run.comparison[m]
+                hits[name][m] += c["ci_low"] <= true_diff[m] <= c["ci_high"]
+                widths[name][m].append(c["ci_high"] - c["ci_low"])
+    elapsed = time.perf_counter() - t0
+    print(f"\ncoverage of the true difference by 95% intervals: {sims} simulated test sets of {n} examples, "
+          f"{n_boot} resamples each, truth from {n_true} examples ({elapsed:.0f} s)")
+    se = math.sqrt(0.95 * 0.05 / sims)
+    print(f"  Monte Carlo standard error of a coverage near 95%: {100 * se:.1f} points")
+    print(f"  {'metric':26s} {'true diff':>10s}  " + "  ".join(f"{k:>30s}" for k in methods))
+    for m in METRICS:
+        cells = [f"{100 * hits[k][m] / sims:5.1f}% (width {np.median(widths[k][m]):.2e})" for k in methods]
+        print(f"  {m:26s} {true_diff[m]:+10.5f}  " + "  ".join(f"{c:>30s}" for c in cells))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--n-boot", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--sims", type=int, default=200)
+    parser.add_argument("--n", type=int, default=4000)
+    parser.add_argument("--n-true", type=int, default=4_000_000)
+    parser.add_argument("--sim-boot", type=int, default=200)
+    parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--skip-coverage", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="small sizes: 1e5 rows, 20 simulations")
+    args = parser.parse_args()
+    if args.quick:
+        args.rows, args.repeats, args.sims, args.n_true, args.sim_boot = 100_000, 1, 20, 200_000, 100
+    with tempfile.TemporaryDirectory() as folder:
+        if not args.skip_speed:
+            speed(args.rows, args.n_boot, args.repeats, folder)
+        if not args.skip_coverage:
+            coverage(args.sims, args.n, args.n_true, args.sim_boot, folder)
+
+
+if __name__ == "__main__":
+    main()
