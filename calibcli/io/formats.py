@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from typing import Iterable, Iterator
 
-from calibcli.errors import CalibcliError
+from calibcli.errors import CalibcliError, shown
 from calibcli.io.filesystems import first_line, open_input_stream, open_random_access
 
 FORMATS = ("csv", "tsv", "parquet", "feather", "jsonl")
@@ -295,7 +295,18 @@ def _ipc_source(location: str):
 def read_schema(location: str, fmt: str):
     """The file's columns as a pyarrow schema, reading as little as the format allows: the footer of a
     Parquet file, the schema message of an Arrow file, the first lines (about a megabyte) of a CSV or
-    JSON Lines file, whose types are then those pyarrow infers from these lines."""
+    JSON Lines file, whose types are then those pyarrow infers from these lines. A name given to two
+    columns is a :class:`FileProblem` (pyarrow cannot select either of them)."""
+    schema = _read_schema(location, fmt)
+    names = list(schema.names)
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None:
+        raise FileProblem(f"column name {shown(twice)} appears more than once in the header: expected unique column "
+                          f"names; rename the duplicates")
+    return schema
+
+
+def _read_schema(location: str, fmt: str):
     import pyarrow as pa
 
     if fmt == "parquet":
