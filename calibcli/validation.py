@@ -205,18 +205,22 @@ BYTES_PER_WORKER = 256 * 2**20
 #: Bytes per panel (class drawn) of a diagram at the largest resolution: the figure's RGBA buffer.
 BYTES_PER_PANEL = 4 * 2000 * 1600
 
-#: Size options: parameter name -> (bytes per unit, what they are for).
+#: Size options: parameter name -> (bytes per unit, what they are for). ``batch_rows`` is one only on the
+#: command line (:data:`_COMMAND_SIZES`): for the library it is a cap on the rows of a batch (``1 << 62`` reads
+#: a file as one batch), while ``--batch-rows`` is what the user plans to hold in memory.
 _SIZES = {
     "n_bins": (BYTES_PER_BIN, "the bin arrays"),
     "ece_n_bins": (BYTES_PER_BIN, "the bin arrays"),
     "n_boot": (BYTES_PER_RESAMPLE, "the bootstrap replicates"),
     "max_rows": (BYTES_PER_SAMPLED_ROW, "the sampled rows"),
-    "batch_rows": (BYTES_PER_BATCH_ROW, "the batches of rows"),
     "workers": (BYTES_PER_WORKER, "the worker processes"),
     "max_classes": (BYTES_PER_PANEL, "the figure's panels"),
     "max_overlays": (BYTES_PER_PANEL // 8, "the curves drawn"),
     "max_groups": (BYTES_PER_BIN * 15 + BYTES_PER_RESAMPLE * 1000, "the groups' accumulators"),
 }
+
+
+_COMMAND_SIZES = {"batch_rows": (BYTES_PER_BATCH_ROW, "the batches of rows")}
 
 
 def _memory_of_machine() -> int | None:
@@ -299,22 +303,22 @@ def check_allocation(name: str, value, nbytes: float, what: str, *, most: int | 
     )
 
 
-def planned_bytes(name: str, value) -> tuple[float, str] | None:
+def planned_bytes(name: str, value, sizes: dict | None = None) -> tuple[float, str] | None:
     """What size option ``name`` at ``value`` will allocate, at least: ``(bytes, what for)``; None if it
-    is not a size option."""
-    if name not in _SIZES or isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    is not a size option (of ``sizes``, default :data:`_SIZES` and :data:`_COMMAND_SIZES`)."""
+    sizes = {**_SIZES, **_COMMAND_SIZES} if sizes is None else sizes
+    if name not in sizes or isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         return None
-    per_unit, what = _SIZES[name]
+    per_unit, what = sizes[name]
     return float(value) * per_unit, what
 
 
-def _check_size(name: str, value) -> None:
-    planned = planned_bytes(name, value)
+def _check_size(name: str, value, sizes: dict = _SIZES) -> None:
+    planned = planned_bytes(name, value, sizes)
     if planned is None:
         return
     nbytes, what = planned
-    per_unit = _SIZES[name][0]
-    check_allocation(name, value, nbytes, what, most=max(memory_budget() // per_unit, 1))
+    check_allocation(name, value, nbytes, what, most=max(memory_budget() // sizes[name][0], 1))
 
 
 def memory_culprit(values: dict) -> str:
@@ -358,8 +362,7 @@ def check_options(choices: dict[str, tuple[str, ...]] | None = None, **values) -
         if isinstance(value, (float, np.floating)) and not np.isfinite(value):
             raise OptionError(name, f"{{name}} is {value}: expected a finite number")
         if isinstance(value, (int, np.integer)) and name != "seed" and not -INT64_MAX - 1 <= value <= INT64_MAX:
-            planned = planned_bytes(name, value)
-            if planned is not None:  # say what it would need, and the largest that fits
+            if name in _SIZES:  # say what it would need, and the largest that fits
                 _check_size(name, value)
             raise OptionError(name, f"{{name}} is {_short_value(value)}: expected an integer of at most {INT64_MAX}")
         if name in _RULES:
@@ -372,7 +375,13 @@ def check_options(choices: dict[str, tuple[str, ...]] | None = None, **values) -
 
 
 def _short_value(value, limit: int = 60) -> str:
-    text = repr(value) if isinstance(value, str) else str(value)
+    """A value as a message shows it: strings quoted, whole floats without ``.0``, at most ``limit`` characters."""
+    if isinstance(value, str):
+        text = repr(value)
+    elif isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer() and abs(value) < 1e16:
+        text = str(int(value))
+    else:
+        text = str(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -392,6 +401,9 @@ def check_command_options(params: dict, *, flags: dict[str, bool] | None = None,
 
     numeric = {k: v for k, v in params.items()
                if not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating))}
+    for name, value in numeric.items():
+        if name in _COMMAND_SIZES and value >= 1:
+            _check_size(name, value, _COMMAND_SIZES)
     check_options(**numeric)
     for name, value in (file_arguments or {}).items():
         for path in ([value] if isinstance(value, str) else list(value or [])):
