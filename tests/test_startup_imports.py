@@ -129,3 +129,40 @@ def test_console_script_bad_input_one_line_exit_2(tmp_path):
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert proc.stderr == f"Error: {missing}: no such file: check the path\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# `calibcli --help` in well under a second: importing the CLI loads no command and no numerical library
+
+
+HEAVY = ("numpy", "pandas", "pyarrow", "scipy", "matplotlib")
+
+
+def test_importing_the_cli_imports_no_numerical_library():
+    proc = subprocess.run(
+        [sys.executable, "-c", "import json, sys; import calibcli.cli; print(json.dumps(sorted(sys.modules)))"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    modules = json.loads(proc.stdout)
+    assert "calibcli.cli" in modules and "typer" in modules
+    assert forbidden_in(modules, HEAVY) == []
+    assert [m for m in modules if m.startswith("calibcli.commands.")] == []  # no command loaded to list them
+
+
+def test_root_help_imports_no_numerical_library_and_lists_every_command(tmp_path):
+    code, modules = imported_modules(tmp_path, "--help")
+    assert code == 0
+    assert forbidden_in(modules, (*HEAVY, "rich")) == []  # the root help is Click's plain layout
+    proc = subprocess.run([console_script(), "--help"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0
+    from calibcli.cli import COMMANDS
+
+    listed = proc.stdout.split("Commands:", 1)[1]
+    assert [line.split()[0] for line in listed.splitlines() if line.startswith("  ") and line[2] != " "] == list(COMMANDS)
+
+
+def test_a_command_is_loaded_when_it_runs(tmp_path):
+    code, modules = imported_modules(tmp_path, "ece", "--help")
+    assert code == 0
+    assert "calibcli.commands.ece" in modules and "calibcli.commands.tcal" not in modules

@@ -1,0 +1,237 @@
+"""Run the console examples of README.md and write what they print back into it (``--check``: only compare).
+
+    python scripts/update_readme.py            # refresh every example's output in README.md, in place
+    python scripts/update_readme.py --check    # exit 1 and show the differences if README.md is stale
+
+An *example* is a fenced block with no info string or the info string ``console`` whose first line starts
+with ``$ ``: every ``$ COMMAND`` line is run with ``bash`` (so pipes, redirections and ``echo $?`` work), and
+the lines after it, up to the next ``$ `` line, are what it prints (stdout and stderr together, in the order
+written). A block whose info string is ``console not-run`` is shown but never run (a cluster, a benchmark's
+timing); the other fences (``bash``, ``python``, ``json``) are scripts and data, not examples.
+
+The commands of one README run in order in one scratch directory, made fresh for each run, holding
+``sample_data`` (a link to the repository's), an empty ``docs/images/`` and the files the README's text
+says were made beforehand (:data:`SETUP`); so an example that writes a file (``-o platt.json``) leaves the
+repository alone. The environment is fixed: ``COLUMNS`` (:data:`COLUMNS`) for the width of the tables,
+``NO_COLOR``, ``PYTHONUNBUFFERED`` (stdout and stderr in the order written) and no ``CALIBCLI_*`` variables.
+
+What may differ between a run and the README, and is normalised on both sides (:func:`normalise`) before
+comparing: the tool version (``calibcli 0.1.0``, ``"version": "0.1.0"``), the scratch directory's and the
+repository's absolute paths, spaces at the end of a line and blank lines at the end of an output. Nothing
+else: every number, path and message must match.
+
+``tests/test_readme.py`` runs the same comparison (and checks that every command of ``calibcli --help`` has
+a README section).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+#: Terminal width the examples are run (and printed in the README) at.
+COLUMNS = 150
+
+#: Info strings of the fences that are run; ``console not-run`` blocks are skipped on purpose.
+RUN_INFO = ("", "console")
+SKIP_INFO = "console not-run"
+
+#: Files the README's text says were made before its examples, made in the scratch directory first.
+SETUP = (
+    "printf '' > broken.json",
+    "calibcli recalibrate fit --method platt sample_data/breast_cancer_nb.csv -o platt.json > /dev/null",
+    "calibcli recalibrate fit --method histogram --n-bins 10 sample_data/breast_cancer_nb.csv -o hist.json > /dev/null",
+    "calibcli recalibrate apply hist.json sample_data/breast_cancer_nb.csv -o breast_cancer_hist.csv > /dev/null",
+)
+
+_MARK = "@@calibcli-readme-example-end@@"
+
+
+@dataclass
+class Command:
+    """One ``$ COMMAND`` line of an example and what the README says it prints."""
+
+    command: str
+    expected: list[str]  # the output lines, trailing blank lines removed
+    trailing_blank: int = 0  # blank lines after the output in the README (kept when rewriting)
+    line: int = 0  # 1-based line of the ``$`` in README.md
+
+
+@dataclass
+class Block:
+    """A fenced example: where its body is in README.md (0-based line range) and its commands."""
+
+    start: int
+    end: int
+    commands: list[Command] = field(default_factory=list)
+
+
+def parse(text: str) -> tuple[list[Block], list[int]]:
+    """The runnable examples of a README, and the lines (1-based) of the fences marked not-run."""
+    lines = text.split("\n")
+    blocks, skipped = [], []
+    i = 0
+    while i < len(lines):
+        m = re.match(r"^(```+)(.*)$", lines[i])
+        if not m:
+            i += 1
+            continue
+        fence, info = m.group(1), m.group(2).strip()
+        j = i + 1
+        while j < len(lines) and not lines[j].startswith(fence):
+            j += 1
+        body = lines[i + 1 : j]
+        if info == SKIP_INFO:
+            skipped.append(i + 1)
+        elif info in RUN_INFO and body and body[0].startswith("$ "):
+            blocks.append(_block(i + 1, j, body))
+        i = j + 1
+    return blocks, skipped
+
+
+def _block(start: int, end: int, body: list[str]) -> Block:
+    block = Block(start, end)
+    for k, line in enumerate(body):
+        if line.startswith("$ "):
+            block.commands.append(Command(line[2:], [], line=start + k + 1))
+        else:
+            block.commands[-1].expected.append(line)
+    for c in block.commands:
+        while c.expected and not c.expected[-1].strip():
+            c.expected.pop()
+            c.trailing_blank += 1
+    return block
+
+
+def environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CALIBCLI_")}
+    env.update(COLUMNS=str(COLUMNS), LINES="50", NO_COLOR="1", TERM="dumb", PYTHONUNBUFFERED="1", LC_ALL="C.UTF-8")
+    # the calibcli of this interpreter's environment first (the repository's, installed editable)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    return env
+
+
+def scratch_directory() -> tempfile.TemporaryDirectory:
+    """A fresh directory to run the examples in: ``sample_data`` linked, ``docs/images`` made, :data:`SETUP` run."""
+    tmp = tempfile.TemporaryDirectory(prefix="calibcli-readme-")
+    os.symlink(ROOT / "sample_data", Path(tmp.name) / "sample_data")
+    (Path(tmp.name) / "docs" / "images").mkdir(parents=True)
+    for command in SETUP:
+        proc = subprocess.run(["bash", "-c", command], cwd=tmp.name, env=environment(), capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"README setup failed: {command}\n{proc.stderr}")
+    return tmp
+
+
+def run_block(block: Block, cwd: str, timeout: float = 900) -> list[list[str]]:
+    """Run a block's commands in one ``bash`` (so ``echo $?`` sees the previous command): each one's output lines."""
+    script = ["exec 2>&1"]
+    for c in block.commands:
+        script.append(c.command)
+        # the exit status survives the marker: `echo $?` on the next line reports the command's
+        script.append(f"__rc=$?; printf '\\n%s\\n' '{_MARK}'; (exit $__rc)")
+    proc = subprocess.run(["bash", "-c", "\n".join(script)], cwd=cwd, env=environment(), capture_output=True,
+                          text=True, timeout=timeout)
+    parts = proc.stdout.split(f"\n{_MARK}\n")
+    outputs = []
+    for part in parts[: len(block.commands)]:
+        lines = part.split("\n") if part else []
+        while lines and not lines[-1].strip():
+            lines.pop()
+        outputs.append(lines)
+    while len(outputs) < len(block.commands):
+        outputs.append(["<the example's shell stopped before this command>"])
+    return outputs
+
+
+def normalise(lines: list[str], cwd: str | None = None) -> list[str]:
+    """What may differ between runs, replaced on both sides: the version, absolute paths, trailing spaces."""
+    out = []
+    for line in lines:
+        if cwd:
+            line = line.replace(os.path.realpath(cwd) + "/", "").replace(cwd + "/", "")
+        line = line.replace(str(ROOT) + "/", "")
+        line = re.sub(r'"version": "[^"]*"', '"version": "<version>"', line)
+        line = re.sub(r"\bcalibcli \d+\.\d+\.\d+\S*", "calibcli <version>", line)
+        out.append(line.rstrip())
+    while out and not out[-1]:
+        out.pop()
+    return out
+
+
+def run_readme(text: str) -> list[tuple[Block, list[list[str]]]]:
+    """Every runnable example of ``text`` with what its commands print now (paths relative, spaces trimmed)."""
+    blocks, _ = parse(text)
+    results = []
+    with scratch_directory() as cwd:
+        for block in blocks:
+            outputs = run_block(block, cwd)
+            results.append((block, [_relative(o, cwd) for o in outputs]))
+    return results
+
+
+def _relative(lines: list[str], cwd: str) -> list[str]:
+    real = os.path.realpath(cwd) + "/"
+    return [line.replace(real, "").replace(cwd + "/", "").replace(str(ROOT) + "/", "").rstrip() for line in lines]
+
+
+def differences(results) -> list[str]:
+    """Unified diffs of every command whose normalised output differs from the README's."""
+    diffs = []
+    for block, outputs in results:
+        for c, got in zip(block.commands, outputs):
+            want, have = normalise(c.expected), normalise(got)
+            if want != have:
+                diffs.append(f"README.md line {c.line}: $ {c.command}\n" + "\n".join(
+                    difflib.unified_diff(want, have, "README", "now", lineterm="", n=1)))
+    return diffs
+
+
+def rewrite(text: str, results) -> str:
+    """``text`` with every example's output replaced by what it prints now (fences and commands kept)."""
+    lines = text.split("\n")
+    for block, outputs in sorted(results, key=lambda r: -r[0].start):  # bottom up: line numbers stay valid
+        body = []
+        for c, got in zip(block.commands, outputs):
+            body.append(f"$ {c.command}")
+            body.extend(got)
+            body.extend([""] * c.trailing_blank)
+        lines[block.start : block.end] = body
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="compare only; exit 1 if README.md is stale")
+    parser.add_argument("--readme", default=str(README), help="the README to run (default: the repository's)")
+    args = parser.parse_args(argv)
+    path = Path(args.readme)
+    text = path.read_text()
+    results = run_readme(text)
+    diffs = differences(results)
+    n = sum(len(b.commands) for b, _ in results)
+    if args.check:
+        print("\n\n".join(diffs) if diffs else f"{path}: all {n} example commands print what the README shows")
+        return 1 if diffs else 0
+    if diffs:
+        current = path.read_text()
+        if current != text:  # edited meanwhile (another section): run again rather than overwrite it
+            print(f"{path} changed while the examples ran: run the script again", file=sys.stderr)
+            return 1
+        path.write_text(rewrite(text, results))
+    print(f"{path}: {len(diffs)} of {n} example outputs updated")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

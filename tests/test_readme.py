@@ -1,0 +1,135 @@
+"""README.md stays true: every console example in it is run for real and must print what the README shows,
+and every command of ``calibcli --help`` has its README section (sqlite-utils' tests/test_docs.py does the
+same for its docs).
+
+The examples run as ``scripts/update_readme.py`` runs them (its docstring says how: one ``bash`` per block,
+in a scratch directory, fixed ``COLUMNS``); only the tool version, absolute paths, trailing spaces and
+trailing blank lines are normalised. When an output changes on purpose, refresh the README with
+``python scripts/update_readme.py`` and review the diff.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("update_readme", ROOT / "scripts" / "update_readme.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["update_readme"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+ur = _load_script()
+
+
+# --------------------------------------------------------------------------- the parser and the runner
+
+
+SAMPLE_README = """# x
+
+```
+$ printf 'a\\nb\\n'
+a
+b
+$ (exit 3)
+$ echo $?
+3
+
+$ echo "  spaced   "
+  spaced
+```
+
+```console not-run
+$ calibcli ece shards/ --engine dask
+Dask: a local cluster
+```
+
+```bash
+$ this is a script, not an example
+```
+
+```console
+$ printf 'x\\n'
+y
+```
+"""
+
+
+def test_parse_finds_the_examples_and_the_blocks_marked_not_run():
+    blocks, skipped = ur.parse(SAMPLE_README)
+    assert [[c.command for c in b.commands] for b in blocks] == [
+        ["printf 'a\\nb\\n'", "(exit 3)", "echo $?", 'echo "  spaced   "'], ["printf 'x\\n'"]]
+    first = blocks[0].commands
+    assert [c.expected for c in first] == [["a", "b"], [], ["3"], ["  spaced"]]
+    assert [c.trailing_blank for c in first] == [0, 0, 1, 0]
+    assert first[0].line == 4
+    assert skipped == [15]
+
+
+def test_the_runner_compares_and_rewrites(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(SAMPLE_README)
+    assert ur.main(["--check", "--readme", str(readme)]) == 1  # 'y' is not what printf prints
+    assert ur.main(["--readme", str(readme)]) == 0
+    fixed = readme.read_text()
+    assert fixed == SAMPLE_README.replace("$ printf 'x\\n'\ny", "$ printf 'x\\n'\nx")
+    assert ur.main(["--check", "--readme", str(readme)]) == 0
+
+
+def test_normalise_touches_only_version_paths_and_trailing_spaces():
+    lines = [f"{ur.ROOT}/sample_data/a.csv: 3 rows   ", 'calibcli 9.8.7 "version": "9.8.7"', "0.0602 ", "", ""]
+    assert ur.normalise(lines) == ["sample_data/a.csv: 3 rows", 'calibcli <version> "version": "<version>"', "0.0602"]
+    assert ur.normalise(["0.0602"]) != ur.normalise(["0.0603"])
+
+
+# --------------------------------------------------------------------------- the README itself
+
+
+@pytest.mark.slow
+def test_every_readme_example_prints_what_the_readme_shows():
+    results = ur.run_readme(README.read_text())
+    assert sum(len(b.commands) for b, _ in results) >= 20  # the examples were found
+    diffs = ur.differences(results)
+    assert not diffs, ("README.md is stale; refresh it with `python scripts/update_readme.py`:\n\n"
+                       + "\n\n".join(diffs))
+
+
+def root_help_commands() -> list[str]:
+    proc = subprocess.run([sys.executable, "-m", "calibcli", "--help"], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    listed = proc.stdout.split("Commands:", 1)[1]
+    return re.findall(r"^  (\S+)  ", listed, flags=re.MULTILINE)
+
+
+def test_every_command_in_help_has_a_readme_section():
+    commands = root_help_commands()
+    assert {"ece", "smece", "tcal", "recalibrate", "diagram"} <= set(commands)
+    text = README.read_text()
+    sections = set(re.findall(r"^## `calibcli (\S+)`", text, flags=re.MULTILINE))
+    table = set(re.findall(r"^\| `calibcli (\S+)` \|", text, flags=re.MULTILINE))
+    missing = [c for c in commands if c not in sections]
+    assert not missing, f"commands of `calibcli --help` without a '## `calibcli NAME`' section in README.md: {missing}"
+    unlisted = [c for c in commands if c not in table]
+    assert not unlisted, f"commands missing from README.md's Commands table: {unlisted}"
+    extra = sorted((sections | table) - set(commands))
+    assert not extra, f"README.md describes commands that `calibcli --help` does not list: {extra}"
+
+
+def test_the_readme_runs_every_subcommand_it_documents():
+    blocks, _ = ur.parse(README.read_text())
+    run = {c.command.split()[1] for b in blocks for c in b.commands if c.command.startswith("calibcli ")}
+    documented = set(re.findall(r"^## `calibcli (\S+)`", README.read_text(), flags=re.MULTILINE))
+    assert {"ece", "smece", "tcal", "recalibrate", "diagram"} <= run
+    assert documented <= run, f"README sections without a console example that runs: {sorted(documented - run)}"
