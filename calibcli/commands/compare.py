@@ -25,7 +25,8 @@ IdCol = Annotated[
 Pairing = Annotated[
     str,
     typer.Option("--pairing", help="auto (by --id-col, else by row order when the labels agree, else unpaired), order "
-                 "(an error when the rows are not the same examples), or none (independent bootstraps)."),
+                 "(an error when the rows are not the same examples), or none (independent bootstraps).",
+                 metavar="[auto|order|none]"),
 ]
 FailIfWorse = Annotated[
     Optional[list[str]],
@@ -43,8 +44,9 @@ Smooth = Annotated[bool, typer.Option("--smece", help="Compare the SmoothECE as 
 
 def compare(
     baseline: Annotated[str, typer.Argument(help="The baseline's predictions: a file, a directory of shards, a quoted glob, '-'.",
-                                            show_default=False)],
-    candidate: Annotated[str, typer.Argument(help="The candidate's predictions, in the same forms.", show_default=False)],
+                                            show_default=False, metavar="BASELINE")],
+    candidate: Annotated[str, typer.Argument(help="The candidate's predictions, in the same forms.", show_default=False,
+                                             metavar="CANDIDATE")],
     prob_col: cc.ProbCol = None,
     prob_cols: cc.ProbCols = None,
     label_col: cc.LabelCol = None,
