@@ -167,9 +167,9 @@ class JointCells:
             np.add.at(count_star.T, cells, c_star.T)
             np.add.at(count, cells, c)
             totals = np.zeros((2 * n_bins, 2 * _V))
-            np.add.at(totals, cells, np.stack([self.sums[:, side * _V:(side + 1) * _V],
-                                               self.moments[:, side * _V + np.arange(_V), side * _V + np.arange(_V)]], -1)
-                      .reshape(J, 2 * _V))
+            # per cell: the sums of (w, w u, w u^2, w ll), then of w times each (w^2, w^2 u, w^2 u^2, w^2 ll)
+            np.add.at(totals, cells, np.concatenate([self.sums[:, side * _V:(side + 1) * _V],
+                                                     self.moments[:, side * _V, side * _V:(side + 1) * _V]], axis=1))
             out.append(_bin_stats_replicates(per_cell, count_star, count, totals, n_bins, self.weighted))
         return out[0], out[1]
 

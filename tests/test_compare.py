@@ -291,3 +291,26 @@ def test_paired_interval_covers_the_true_difference(tmp_path):
         narrower += (paired["ci_high"] - paired["ci_low"]) < (unpaired["ci_high"] - unpaired["ci_low"])
     assert covered >= 24
     assert narrower == 30
+
+
+def test_weighted_joint_draw_matches_per_row(tmp_path):
+    """Frequency weights beyond the kept rows: identical inputs still give 0, and the joint per-bin interval of a
+    real difference has about the per-row interval's width."""
+    from calibcli.comparison import compare_streams
+    from calibcli.evaluation import BinnedOptions
+    from calibcli.io import ColumnSpec, resolve_datasets
+
+    y, raw, recal = _models(n=3000, seed=9)
+    w = np.random.default_rng(2).integers(1, 4, len(y)).astype(float)
+    paths = [_write(tmp_path, "wa.csv", raw, y, w=w), _write(tmp_path, "wb.csv", recal, y, w=w)]
+    spec = ColumnSpec(prob_col="prob", label_col="label", weight_col="w")
+
+    def compare(a, b, limit):
+        streams = [resolve_datasets([p])[0].open(spec) for p in (a, b)]
+        return compare_streams(*streams, BinnedOptions(n_boot=300, row_limit=limit), mode_a="binary").comparison
+
+    same = compare(paths[0], paths[0], 100)["brier_score"]
+    assert "joint per-bin" in same["ci_method"] and abs(same["ci_low"]) < 1e-10 and abs(same["ci_high"]) < 1e-10
+    joint, rows = compare(*paths, 100)["brier_score"], compare(*paths, 1 << 17)["brier_score"]
+    assert joint["difference"] == pytest.approx(rows["difference"], rel=1e-12)
+    assert joint["ci_high"] - joint["ci_low"] == pytest.approx(rows["ci_high"] - rows["ci_low"], rel=0.3)
