@@ -89,7 +89,8 @@ Format = Annotated[
                  "(tidy: file, group, problem, metric, estimate, ci_low, ci_high, bound).",
                  metavar=choices("table", "json", "markdown", "csv")),
 ]
-Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Also write the JSON report to this file (atomically).")]
+Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Also write the JSON report to this file (atomically; "
+                                               "'-': stdout, instead of the table).")]
 Summary = Annotated[
     Optional[bool],
     typer.Option("--summary/--no-summary", help="One row per file or group with the metrics as columns (the default beyond "
@@ -201,6 +202,51 @@ FLAGS = {"class_weights_scheme": "--class-weights", "fmt": "--format"}
 #: Parameters that name a file a command writes (every command uses these names), and their flags.
 FILE_OPTIONS = {"output": "--output", "report": "--report"}
 
+#: Parameters that name what a command reads (every command uses these names), and what each is called
+#: when an output would overwrite it: outputs are checked against them before any work.
+INPUT_ARGUMENTS = {"files": "input file", "train": "input file", "file": "input file", "fit_file": "input file",
+                   "calibrator": "calibrator"}
+
+
+def check_file_options(kwargs: dict) -> None:
+    """Every file option of a command's arguments (:data:`FILE_OPTIONS`), before any work: writable, not
+    an input (:data:`INPUT_ARGUMENTS`) and not another output."""
+    from calibcli.outputs import STDOUT, check_output
+
+    inputs = []
+    for name, what in INPUT_ARGUMENTS.items():
+        value = kwargs.get(name)
+        for arg in ([value] if isinstance(value, str) else value or []):
+            inputs.append((what, arg))
+    seen: list[tuple[str, str]] = []
+    for name in FILE_OPTIONS:
+        path = kwargs.get(name)
+        if not path:
+            continue
+        for other, other_path in seen:
+            if path == other_path or (path != STDOUT and other_path != STDOUT and os.path.exists(path)
+                                      and os.path.exists(other_path) and os.path.samefile(path, other_path)):
+                raise CalibcliError(f"{{opt:{name}}} {path} is the {{opt:{other}}} file too: name another file")
+        check_output(path, name, inputs)
+        seen.append((name, path))
+
+
+#: Exit code when the reader of stdout goes away: 128 + SIGPIPE, as the shell reports a tool killed by it.
+PIPE_CLOSED = 141
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null after a broken pipe, so that the flush at exit does not complain
+    (Python docs, signal module, "Note on SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor (captured in tests)
+        pass
+
+
+
 
 def command(func):
     """Run a command body: bad input -> ``Error: ...`` and exit 2; failed gate -> exit 1.
@@ -210,12 +256,12 @@ def command(func):
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        try:
-            for name, flag in FILE_OPTIONS.items():
-                if kwargs.get(name):
-                    from calibcli.report import check_output_path
+        from calibcli import cancel, outputs
 
-                    check_output_path(kwargs[name], flag)
+        cancel.reset()
+        outputs.reset()
+        try:
+            check_file_options(kwargs)
             return func(*args, **kwargs)
         except CalibcliError as exc:
             if debugging():
@@ -227,9 +273,18 @@ def command(func):
             raise typer.Exit(1) from None
         except typer.Exit:
             raise
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (calibcli.cancel): temporary files are gone by now
+            cancel.request(getattr(exc, "signum", 2))  # worker threads still running stop at their next check
             sys.stderr.write("Error: interrupted\n")
-            raise typer.Exit(130) from None
+            raise typer.Exit(cancel.exit_code(exc)) from None
+        except BrokenPipeError:  # the reader of stdout went away (`| head`): end quietly
+            quiet_stdout()
+            raise typer.Exit(PIPE_CLOSED) from None
+        except SystemExit as exc:  # rich's console exits 1 on a broken pipe (Console.on_broken_pipe)
+            if isinstance(exc.__context__, BrokenPipeError):
+                quiet_stdout()
+                raise typer.Exit(PIPE_CLOSED) from None
+            raise
         except MemoryError:
             sys.stderr.write("Error: out of memory: try fewer --n-boot resamples or a smaller file\n")
             raise typer.Exit(2) from None

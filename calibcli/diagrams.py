@@ -599,9 +599,14 @@ def run_side_by_side(tasks: dict[str, Callable[[], object]]) -> dict[str, object
         return {key: task() for key, task in tasks.items()}
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
+    from calibcli import cancel
+
+    pool = ThreadPoolExecutor(max_workers=len(tasks))
+    try:
         futures = {key: pool.submit(task) for key, task in tasks.items()}
         return {key: future.result() for key, future in futures.items()}
+    finally:  # on an error or a signal, the other task stops at its next cancel.check()
+        cancel.shutdown_now(pool)
 
 
 # ---------------------------------------------------------------------------------------------

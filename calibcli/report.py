@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from typing import Callable
 
@@ -72,42 +70,26 @@ def to_json(doc: dict) -> str:
     return json.dumps(jsonable(doc), indent=2, allow_nan=False)
 
 
-def check_output_path(path: str, flag: str | None = "--output") -> None:
-    """Refuse an output path that cannot be written: a directory, a missing folder, no permission.
+def check_output_path(path: str, flag: str | None = "--output", inputs=()) -> None:
+    """Refuse an output path that cannot be written (a directory, a missing folder, no permission) or
+    that is one of ``inputs`` (``(what, argument)`` pairs): :func:`calibcli.outputs.check_output`.
 
     Commands call it before any work (through :func:`calibcli.cli_common.command`, naming the option
     ``flag``), so a bad file option fails at once rather than after minutes of resampling.
     """
-    where = f"{flag} {path}" if flag else f"cannot write {path}"
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise CalibcliError(f"{where}: it is a directory: name a file (one inside it, for example)")
-    if not os.path.isdir(folder):
-        raise CalibcliError(f"{where}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise CalibcliError(f"{where}: no permission to create files in {folder}")
+    from calibcli.outputs import check_output
+
+    check_output(path, flag.lstrip("-").replace("-", "_") if flag else None, inputs)
 
 
-def write_atomic(path: str, data: bytes | str) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
+def write_atomic(path: str, data: bytes | str, option: str | None = None) -> None:
+    """Write ``data`` to ``path`` (``option`` names it in errors): :func:`calibcli.outputs.write_output`
+    ('-' is stdout; a regular file is replaced through a temporary file and a rename, so a reader never
+    sees a partly written file and a failure leaves no file behind; a link's target is replaced; a
+    device is written straight to)."""
+    from calibcli.outputs import write_output
 
-    A reader never sees a partly written file, and a failure leaves no file behind.
-    """
-    check_output_path(path, flag=None)  # commands have checked already; this guards other callers
-    folder = os.path.dirname(os.path.abspath(path))
-    mode = "wb" if isinstance(data, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(prefix=".calibcli-", dir=folder)
-    try:
-        with os.fdopen(fd, mode) as fh:
-            fh.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_output(path, data, option)
 
 
 #: What ``--format`` can print on stdout.
@@ -143,7 +125,11 @@ def emit(doc: dict, *, as_json: bool = False, output: str | None = None, fmt: st
         rd.check_metric_names(doc, list(layout.metrics or ()), layout.sort)
     text = to_json(doc)
     if output:
-        write_atomic(output, text + "\n")
+        write_atomic(output, text + "\n", "output")
+    from calibcli.outputs import stdout_claimed
+
+    if stdout_claimed():  # a file went to stdout ('-o -'): it carries nothing else
+        return
     options = {"summary": layout.summary, "metrics": list(layout.metrics) if layout.metrics else None, "sort": layout.sort}
     if as_json or layout.fmt == "json":
         sys.stdout.write(text + "\n")

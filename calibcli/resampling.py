@@ -21,6 +21,8 @@ import math
 
 import numpy as np
 
+from calibcli import cancel
+
 #: Rows per aligned block of the counter-based generator (SPEC 8 suggests 2^16).
 BLOCK_ROWS = 1 << 16
 
@@ -76,7 +78,11 @@ class Multiplicities:
         self.n = len(row_index)
 
     def replicate(self, r: int, out: np.ndarray | None = None) -> np.ndarray:
-        """Multiplicities of the rows (in the order given) in replicate ``r``."""
+        """Multiplicities of the rows (in the order given) in replicate ``r``.
+
+        Every per-row bootstrap draws its replicates here, so a signal stops it here
+        (:func:`calibcli.cancel.check`, also in worker threads)."""
+        cancel.check()
         out = np.empty(self.n) if out is None else out
         target = out if self._order is None else np.empty(self.n)
         for block, a, b in self._runs:

@@ -79,6 +79,7 @@ from typing import Callable
 
 import numpy as np
 
+from calibcli import cancel
 from calibcli.validation import (
     check_consistent_length,
     check_labels,
@@ -894,6 +895,7 @@ def _bootstrap_values(boot, *, sigma, sigma_full, n_boot, curve_t=None, progress
     values = np.full(n_boot, np.nan)
     curves = None if curve_t is None else np.full((n_boot, len(curve_t)), np.nan)
     for b in range(n_boot):
+        cancel.check()  # a signal stops the bootstrap here (this loop may run in a diagram's worker thread)
         data = boot.resample(b)
         if data is not None:  # None: the resample drew only rows of weight 0 (its value stays NaN)
             if sigma is None:

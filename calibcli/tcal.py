@@ -52,6 +52,7 @@ from typing import Callable
 
 import numpy as np
 
+from calibcli import cancel
 from calibcli.binning import uniform_bin_index
 from calibcli.validation import check_binary, check_multiclass, check_option
 
@@ -620,15 +621,19 @@ def _resample_all(engine, rng: np.random.Generator, n_boot: int, null: str, prog
     seeds = rng.integers(0, 2**63 - 1, size=len(sizes))
 
     def run(i: int) -> np.ndarray:
+        cancel.check()  # a signal stops the resampling threads here, within one chunk
         return engine.resampled(np.random.default_rng(int(seeds[i])), sizes[i], null)
 
     parts = []
     if len(sizes) > 1 and _N_THREADS > 1:
-        with ThreadPoolExecutor(max_workers=_N_THREADS) as pool:
+        pool = ThreadPoolExecutor(max_workers=_N_THREADS)
+        try:
             for part in pool.map(run, range(len(sizes))):
                 parts.append(part)
                 for _ in range(len(part)) if progress is not None else ():
                     progress()
+        finally:
+            cancel.shutdown_now(pool)  # on an interrupt, the queued chunks are dropped, not run
     else:
         for i in range(len(sizes)):
             parts.append(run(i))

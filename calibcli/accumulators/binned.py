@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 
+from calibcli import cancel
 from calibcli.accumulators.rows import RowSample
 from calibcli.binning import Binning, fit_binning, uniform_bin_index
 from calibcli.estimators import (
@@ -421,6 +422,7 @@ def _cell_replicates(cells: _Cells, weighted: bool, n_boot: int, rng: np.random.
     out = []
     B = cells.n_bins
     for r in range(n_boot):
+        cancel.check()  # a signal stops the bootstrap here (also in a worker thread)
         w_r, u_r, q_r, l_r, f_r, c_r = (a[r].reshape(B, 2) for a in (W, U, Q, L, factor, c_star))
         count = np.rint(c_r.sum(axis=1)).astype(np.int64)
         weight = w_r.sum(axis=1)

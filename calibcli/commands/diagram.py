@@ -40,7 +40,8 @@ Names = Annotated[
 ]
 FigureOutput = Annotated[
     str,
-    typer.Option("--output", "-o", help="Figure file to write (atomically); the format follows the extension: .png, .svg or .pdf.",
+    typer.Option("--output", "-o", help="Figure file to write (atomically); the format follows the extension: .png, .svg or .pdf; "
+                 "'-' writes PNG bytes to stdout (the summary is then not printed), as does a device or pipe without an extension.",
                  show_default=False),
 ]
 Dpi = Annotated[float, typer.Option("--dpi", help="Resolution of PNG output (dots per inch).")]
@@ -146,7 +147,10 @@ def diagram(
     check_option(max_classes >= 1, f"--max-classes is {max_classes}: expected at least 1")
     check_options(batch_rows=batch_rows, max_overlays=max_overlays)
     cc.check_engine(engine, scheduler, workers)
-    fmt = dg.format_of(output)  # (the folder is checked before the command starts, in cc.command)
+    from calibcli.outputs import is_stream
+
+    # (the folder is checked before the command starts, in cc.command); stdout, a device or a pipe: PNG
+    fmt = "png" if is_stream(output) and os.path.splitext(output)[1].lower() not in dg.FORMATS else dg.format_of(output)
     columns: list[str | None] = list(dict.fromkeys(prob_col)) if prob_col else [None]
     if len(columns) > 1:
         check_option(prob_cols is None, "--prob-col is repeated to overlay binary models, which excludes --prob-cols")
@@ -291,7 +295,7 @@ def diagram(
     # The PNG's size as rendered, from its IHDR chunk: matplotlib truncates inches x dpi (and its
     # own floating-point product), so rounding here could report a pixel more than the file has.
     width_px, height_px = struct.unpack(">II", data[16:24]) if fmt == "png" else (None, None)
-    write_atomic(output, data)
+    write_atomic(output, data, "output")
     doc["diagram"] = {
         "path": output,
         "format": fmt,

@@ -297,7 +297,7 @@ def fit(
     if "calibrators" in calibrator["calibrator"] and file_mode == "marginal":
         entry["renormalised"] = "rows of the per-class outputs are divided by their sum"
     doc["files"].append(entry)
-    write_atomic(output, text + "\n")
+    write_atomic(output, text + "\n", "output")
     clipped = [i.get("n_clipped", 0) for i in (entry["fit_info"] if isinstance(entry["fit_info"], list)
                                                else [entry["fit_info"]])]
     if any(clipped):

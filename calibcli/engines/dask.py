@@ -228,13 +228,55 @@ def dask_engine(*, scheduler: str | None = None, workers: int | None = None, pro
             from dask.system import CPU_COUNT
 
             n_workers = CPU_COUNT if workers is None else workers
-            cluster = stack.enter_context(LocalCluster(
-                n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL if quiet else logging.WARNING,
-            ))
+            try:
+                cluster = stack.enter_context(LocalCluster(
+                    n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                    dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL if quiet else logging.WARNING,
+                ))
+            except KeyboardInterrupt:  # a signal while the cluster starts: no cluster to close, only processes
+                _abandon_starting_cluster()
+                raise
+            stack.callback(_stop_on_interrupt, cluster)  # runs before the cluster's own close
             client = stack.enter_context(Client(cluster))
             announce(f"Dask: a local cluster of {n_workers} worker processes; dashboard {_dashboard(cluster.dashboard_link)}")
         yield DaskEngine(client, workers=n_workers, progress=progress)
+
+
+def _abandon_starting_cluster() -> None:
+    """A signal came while a ``LocalCluster`` was starting: end the worker processes it has spawned, and
+    take the half-made cluster off Dask's list of clusters to close at exit (closing it there would fail
+    on workers that never started, with a traceback)."""
+    import multiprocessing
+
+    for process in multiprocessing.active_children():
+        try:
+            process.terminate()
+        except OSError:
+            pass
+    try:
+        from distributed.deploy.spec import SpecCluster
+
+        SpecCluster._instances.clear()
+    except (ImportError, AttributeError):
+        pass
+
+
+def _stop_on_interrupt(cluster) -> None:
+    """After a signal (:mod:`calibcli.cancel`), end the local cluster's worker processes at once: a graceful
+    close waits for their running tasks (seconds), and the run is being abandoned anyway."""
+    import signal
+
+    from calibcli import cancel
+
+    if not cancel.requested():
+        return
+    for worker in list(getattr(cluster, "workers", {}).values()):
+        pid = getattr(getattr(worker, "process", None), "pid", None)
+        if pid:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except OSError:  # already gone
+                pass
 
 
 @contextmanager

@@ -21,9 +21,6 @@ pyarrow is imported inside the functions, so importing this module costs nothing
 from __future__ import annotations
 
 import json
-import os
-import sys
-import tempfile
 from typing import Iterable
 
 from calibcli.errors import CalibcliError
@@ -139,28 +136,12 @@ def write_table_output(path: str, fmt: str, tables: Iterable, *, schema=None) ->
     schema = first.schema if schema is None else schema
     check_writable(schema, fmt, "stdout" if path == "-" else path)
     gz = path != "-" and path.lower().endswith(".gz")
-    if path == "-":
-        sys.stdout.flush()
-        sink = sys.stdout.buffer
-        return _write_all(sink, fmt, schema, first, tables, gzip=False, stream=True)
+    from calibcli.outputs import open_output
 
-    from calibcli.report import check_output_path
-
-    check_output_path(path, flag=None)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".calibcli-", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as sink:
-            rows = _write_all(sink, fmt, schema, first, tables, gzip=gz, stream=False)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return rows
+    # stdout, a temporary file renamed over the (link's target) file at the end, or a device written
+    # straight to; failed writes are errors naming the output (calibcli.outputs)
+    with open_output(path, "output") as sink:
+        return _write_all(sink, fmt, schema, first, tables, gzip=gz, stream=path == "-")
 
 
 def _write_all(sink, fmt: str, schema, first, rest, *, gzip: bool, stream: bool) -> int:

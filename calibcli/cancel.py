@@ -1,0 +1,101 @@
+"""Cancellation: SIGINT and SIGTERM stop any run within a fraction of a second.
+
+One process-wide flag, set by the signal handler that :func:`handling_signals` installs around a
+command. The main thread gets :class:`Interrupted` (a :class:`KeyboardInterrupt`) at once, from the
+handler; worker threads (thread pools of the T-Cal resampler and of the diagrams, the batch reader)
+cannot receive signals, so every long loop calls :func:`check` once per resample or chunk and stops
+there. Pools are shut down with their queued work cancelled (:func:`shutdown_now`), so nothing keeps
+the interpreter alive after the main thread has gone (Python joins pool threads at exit).
+
+Python's own advice on signals and threads: https://docs.python.org/3/library/signal.html
+("Python signal handlers are always executed in the main Python thread").
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+_requested = threading.Event()
+_state = {"signal": 0, "at": 0.0}
+
+#: After the first signal, further ones are ignored for this long (the run is cleaning up: temporary
+#: files are being removed); a signal after that ends the process at once.
+GRACE_SECONDS = 1.0
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped by a signal; ``exit_code`` is the shell's: 128 + the signal number."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        self.signum = int(signum)
+        super().__init__(f"interrupted by {signal.Signals(self.signum).name}")
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+def requested() -> bool:
+    """Whether a signal asked the run to stop."""
+    return _requested.is_set()
+
+
+def check() -> None:
+    """Raise :class:`Interrupted` if a signal asked the run to stop (cheap: call it once per resample)."""
+    if _requested.is_set():
+        raise Interrupted(_state["signal"] or signal.SIGINT)
+
+
+def request(signum: int = signal.SIGINT) -> None:
+    """Ask every loop to stop (what the signal handler does, besides raising in the main thread)."""
+    if not _requested.is_set():
+        _state["signal"], _state["at"] = int(signum), time.monotonic()
+        _requested.set()
+
+
+def reset() -> None:
+    """Forget an earlier request (a new command starts)."""
+    _requested.clear()
+    _state["signal"], _state["at"] = 0, 0.0
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code of an interruption: 128 + its signal (130 for Ctrl-C, 143 for SIGTERM)."""
+    return getattr(exc, "exit_code", 128 + signal.SIGINT)
+
+
+def _handler(signum, frame) -> None:
+    if _requested.is_set():
+        if time.monotonic() - _state["at"] < GRACE_SECONDS:
+            return  # cleaning up after the first signal: let it finish
+        os._exit(128 + int(signum))  # asked again: stop now
+    request(signum)
+    raise Interrupted(signum)
+
+
+@contextmanager
+def handling_signals() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM set the flag and raise :class:`Interrupted` in the main
+    thread. Outside the main thread (where handlers cannot be installed) this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        previous[signum] = signal.signal(signum, _handler)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+
+
+def shutdown_now(pool) -> None:
+    """Shut a ``concurrent.futures`` executor down without running its queued work; wait only for the
+    tasks already running (which stop at their next :func:`check`)."""
+    pool.shutdown(wait=True, cancel_futures=True)
