@@ -443,3 +443,54 @@ def test_output_naming_the_input_is_refused(tmp_path, command, calibrator):
     assert result.exit_code == 2 and result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
     assert str(path) in result.stderr
     assert path.read_bytes() == original
+
+
+# ---------------------------------------------------------------------------------------------
+# Pipes, one-row files and the first bad row
+
+
+@pytest.mark.skipif(not os.path.exists("/bin/bash"), reason="process substitution needs bash")
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "csv.gz"])
+def test_process_substitution_is_read_as_a_stream(tmp_path, fmt, calibrator):
+    """``calibcli ece <(cat f)`` names /dev/fd/N, a pipe without an extension: it is copied once and its
+    format told by its first bytes, as for stdin; ``recalibrate apply`` too. Real shells, real pipes."""
+    import shlex
+    import subprocess
+    import sys
+
+    path = tmp_path / f"preds.{fmt}"
+    path.write_bytes(table_bytes(good_columns(), fmt))
+    exe = f"{shlex.quote(sys.executable)} -m calibcli"
+    pipe = f"<(cat {shlex.quote(str(path))})"
+    proc = subprocess.run(["/bin/bash", "-c", f"{exe} ece {pipe} --n-boot 0 --json"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    script = f"{exe} recalibrate apply {shlex.quote(calibrator)} {pipe} -o {shlex.quote(str(tmp_path / 'out.csv'))}"
+    applied = subprocess.run(["/bin/bash", "-c", script], capture_output=True, text=True, timeout=120)
+    assert applied.returncode == 0, applied.stderr
+    assert doc["files"][0]["input"]["path"].startswith("/dev/fd/")
+    assert doc["files"][0]["input"]["rows_used"] == N_ROWS
+    assert (tmp_path / "out.csv").read_text().count("\n") == N_ROWS + 1
+
+
+def test_tcal_on_one_row_names_the_file(tmp_path):
+    path = tmp_path / "one.csv"
+    path.write_text("prob,label\n0.3,1\n")
+    result = run("tcal", path, "--discrete", "no", "-o", tmp_path / "out.json")
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: {path}: T-Cal needs at least 2 predictions, got 1\n"
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_first_bad_row_in_file_order_is_reported(tmp_path):
+    """Row 2's label is bad, row 3's probability is out of range, row 4's is empty: without --drop-invalid
+    the message is about row 2 (whichever check each row fails); with it, all three are dropped."""
+    path = tmp_path / "bad.csv"
+    path.write_text("prob,label\n0.1,0\n0.3,x\n1.5,1\n,1\n0.8,1\n")
+    result = run("ece", path, "--n-boot", "0")
+    assert result.exit_code == 2
+    assert result.stderr == (f"Error: {path}: row 2, column label: label in column 'label' is not one of the 2 classes "
+                             f"(found 'x'; classes: ['0', '1']); 1 such row(s): fix the file or pass --drop-invalid to drop them\n")
+    doc = json.loads(run("ece", path, "--n-boot", "0", "--drop-invalid", "--json").stdout)["files"][0]["input"]
+    assert (doc["rows_read"], doc["rows_used"], doc["rows_dropped"]) == (5, 2, 3)
+    assert doc["dropped_reasons"] == {"empty probability cell": 1, "probability outside [0, 1]": 1, "label outside the classes": 1}

@@ -763,10 +763,8 @@ def _open_apply_input(path: str, input_format: str | None):
     if len(dataset.files) != 1:
         raise CalibcliError(f"{path}: names {len(dataset.files)} files: expected one file")
     display = "<stdin>" if path == "-" else dataset.files[0]
-    fmt = formats.detect_format("-" if path == "-" else display, input_format)
+    (fmt,) = dataset.file_formats(input_format)  # standard input and pipes (<(cmd)): by their first bytes
     (location,) = dataset.locations()
-    if path == "-" and input_format is None:
-        fmt = formats.sniff_format(location)
     schema = _guarded(display, fmt, formats.read_schema, location, fmt)
     return dataset, location, fmt, display, schema
 

@@ -114,9 +114,7 @@ def read_whole_table(path: str, input_format: str | None = None):
         raise CalibcliError(f"{path}: names {len(dataset.files)} files: expected one file")
     (location,) = dataset.locations()
     display = dataset.files[0]
-    fmt = formats.detect_format("-" if path == "-" else display, input_format)
-    if path == "-" and input_format is None:  # standard input has no extension: its first bytes say the format
-        fmt = formats.sniff_format(location)
+    (fmt,) = dataset.file_formats(input_format)  # standard input and pipes: by their first bytes
     try:
         table = formats.read_table(location, fmt)
     except CalibcliError:

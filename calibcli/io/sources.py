@@ -384,13 +384,8 @@ class Dataset:
         group_by = tuple(group_by)
         if input_format is not None:
             formats.detect_format("-", input_format)  # a bad --input-format fails before stdin is read
-        if self.formats_unknown and input_format is None:
-            _no_files(self.name, [os.path.relpath(f, self.name) if self.kind == "directory" else f for f in self.files],
-                      input_format=True)
-        fmts = [formats.detect_format("-" if _by_content(s) else s.path, input_format) for s in self._sources]
+        fmts = self.file_formats(input_format)
         located = self.locations()
-        if input_format is None:  # standard input and pipes have no extension: their first bytes say the format
-            fmts = [formats.sniff_format(loc) if _by_content(s) else f for s, loc, f in zip(self._sources, located, fmts)]
         first, location, fmt = self._sources[0], located[0], fmts[0]
         schema = _guarded(first.path, fmt, formats.read_schema, location, fmt)
         names, types = list(schema.names), {f.name: f.type for f in schema}
@@ -419,6 +414,17 @@ class Dataset:
             group_by=group_by, group_kinds=kinds, partition_keys=partition_keys,
         )
         return Stream(self, plan, list(zip(self._sources, located, fmts, partitions)))
+
+    def file_formats(self, input_format: str | None = None) -> list[str]:
+        """Each file's format: ``input_format``, else its extension, else (standard input, a pipe such as
+        ``<(cmd)``) its first bytes, read from the temporary copy."""
+        if self.formats_unknown and input_format is None:
+            _no_files(self.name, [os.path.relpath(f, self.name) if self.kind == "directory" else f for f in self.files],
+                      input_format=True)
+        fmts = [formats.detect_format("-" if _by_content(s) else s.path, input_format) for s in self._sources]
+        if input_format is None and any(_by_content(s) for s in self._sources):
+            fmts = [formats.sniff_format(loc) if _by_content(s) else f for s, loc, f in zip(self._sources, self.locations(), fmts)]
+        return fmts
 
     def locations(self) -> list[str]:
         """Where each file's bytes are; standard input and pipes copied to temporary files first."""
