@@ -74,7 +74,17 @@ def load_command(name: str):
     module.register(holder)
     command = typer.main.get_group(holder).commands[name]
     command.short_help = SUMMARIES.get(name, command.short_help)
+    _help_is_a_flag(command)
     return command
+
+
+def _help_is_a_flag(command) -> None:
+    """``--help`` shows no ``<bool>`` value in a command's help, like every other flag (cli_common.pure_flags)."""
+    for sub in getattr(command, "commands", {}).values():
+        _help_is_a_flag(sub)
+    option = command.get_help_option(command.context_class(command))
+    if option is not None:
+        option.metavar = ""
 
 
 class _LazyGroup(typer.core.TyperGroup):
