@@ -80,6 +80,7 @@ def calibrator(tmp_path, fitted) -> Path:
      "--output {in} is the input file {in}"),
     (["recalibrate", "evaluate", "{in}", "--method", "platt", "--fit", "{dir}/fit.csv", "-o", "{dir}/fit.csv"],
      "{dir}/fit.csv", "--output {dir}/fit.csv is the input file {dir}/fit.csv"),
+    (["compare", "{in}", "fit.csv", "-o", "fit.csv"], "fit.csv", "--output fit.csv is the input file fit.csv"),
 ])
 def test_output_naming_an_input_is_refused(tmp_path, data, calibrator, args, target, what):
     (tmp_path / "fit.csv").write_bytes(data.read_bytes())
