@@ -50,6 +50,20 @@ def shown_names(names, limit: int = SHOWN_NAMES) -> str:
     return f"[{body}{more}]"
 
 
+#: A message longer than this has its long quoted values cut (:func:`shortened`).
+LONG_MESSAGE = 1000
+_QUOTED = re.compile(r"'[^'\n]{%d,}'|\"[^\"\n]{%d,}\"" % (SHOWN_CHARS, SHOWN_CHARS))
+
+
+def shortened(text: str) -> str:
+    """A message with its long quoted values cut as :func:`shown` cuts them, when the message is too long
+    to read (over :data:`LONG_MESSAGE` characters): the backstop for a value quoted without :func:`shown`.
+    A message of ordinary length is returned as it is."""
+    if len(text) <= LONG_MESSAGE:
+        return text
+    return _QUOTED.sub(lambda m: f"{m.group(0)[:SHOWN_CHARS]}... ({len(m.group(0)) - 2} characters){m.group(0)[0]}", text)
+
+
 class CalibcliError(Exception):
     """Bad usage or bad input: the message says what was found, what was expected, how to fix it.
 
@@ -62,10 +76,10 @@ class CalibcliError(Exception):
         super().__init__(self.template)
 
     def __str__(self) -> str:
-        return library_text(self.template)
+        return shortened(library_text(self.template))
 
     def for_cli(self, flag_of=None) -> str:
-        return cli_text(self.template, flag_of)
+        return shortened(cli_text(self.template, flag_of))
 
     def about(self, where: str) -> "CalibcliError":
         """The same error naming the input it is about (``where: ...``), unless it already starts so."""

@@ -494,3 +494,12 @@ def test_first_bad_row_in_file_order_is_reported(tmp_path):
     doc = json.loads(run("ece", path, "--n-boot", "0", "--drop-invalid", "--json").stdout)["files"][0]["input"]
     assert (doc["rows_read"], doc["rows_used"], doc["rows_dropped"]) == (5, 2, 3)
     assert doc["dropped_reasons"] == {"empty probability cell": 1, "probability outside [0, 1]": 1, "label outside the classes": 1}
+
+
+@pytest.mark.parametrize("flag", ["--label-col", "--prob-col", "--weight-col", "--group-by"])
+def test_long_option_values_are_cut_in_messages(tmp_path, good_file, flag):
+    """A 100,000-character value quoted in a message is cut to about 80 characters and its length."""
+    out = tmp_path / "out.json"
+    result = run("ece", good_file, "--n-boot", "0", flag, "z" * 100_000, "-o", out)
+    assert_rejected(result, tmp_path, str(out), [good_file])
+    assert "... (100000 characters)" in result.stderr and len(result.stderr) < 600, result.stderr
