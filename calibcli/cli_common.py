@@ -200,12 +200,12 @@ def flag_of(parameter: str) -> str:
 FLAGS = {"class_weights_scheme": "--class-weights", "fmt": "--format"}
 
 #: Parameters that name a file a command writes (every command uses these names), and their flags.
-FILE_OPTIONS = {"output": "--output", "report": "--report"}
+FILE_OPTIONS = {"output": "--output", "report": "--report", "json_output": "--json-output"}
 
 #: Parameters that name what a command reads (every command uses these names), and what each is called
 #: when an output would overwrite it: outputs are checked against them before any work.
 INPUT_ARGUMENTS = {"files": "input file", "train": "input file", "file": "input file", "fit_file": "input file",
-                   "calibrator": "calibrator"}
+                   "baseline": "input file", "candidate": "input file", "calibrator": "calibrator"}
 
 
 def check_file_options(kwargs: dict) -> None:
