@@ -8,6 +8,7 @@ document to :func:`calibcli.report.emit`.
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import sys
@@ -231,6 +232,9 @@ def check_file_options(kwargs: dict) -> None:
         seen.append((name, path))
 
 
+#: Errors only a write gives (ENOSPC, EDQUOT, EFBIG): an error line, not an "internal error".
+WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
 #: Exit code when the reader of stdout goes away: 128 + SIGPIPE, as the shell reports a tool killed by it.
 PIPE_CLOSED = 141
 
@@ -285,6 +289,12 @@ def command(func):
                 quiet_stdout()
                 raise typer.Exit(PIPE_CLOSED) from None
             raise
+        except OSError as exc:  # a full disk or quota while writing stdout or a temporary file
+            if exc.errno not in WRITE_ERRNOS or debugging():
+                raise
+            where = f" ({exc.filename})" if exc.filename else ""
+            sys.stderr.write(f"Error: cannot write{where}: {exc.strerror}\n")
+            raise typer.Exit(2) from None
         except MemoryError:
             sys.stderr.write("Error: out of memory: try fewer --n-boot resamples or a smaller file\n")
             raise typer.Exit(2) from None

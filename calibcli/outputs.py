@@ -57,7 +57,8 @@ def is_stream(path: str) -> bool:
 
 
 def _where(path: str, option: str | None) -> str:
-    return f"{{opt:{option}}} {path}" if option else f"cannot write {path}"
+    shown = "- (standard output)" if path == STDOUT else path
+    return f"{{opt:{option}}} {shown}" if option else f"cannot write {shown}"
 
 
 def _stat(path: str, option: str | None) -> os.stat_result | None:

@@ -198,6 +198,20 @@ def test_a_full_device_is_an_error(data, calibrator, args):
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("args, message", [
+    (["ece", "{in}", "--n-boot", "0", "--json"], "Error: cannot write: No space left on device"),
+    (["ece", "{in}", "--n-boot", "0"], "Error: cannot write: No space left on device"),
+    (["ece", "{in}", "--n-boot", "0", "-o", "-"], "Error: --output - (standard output): No space left on device"),
+])
+def test_a_full_stdout_is_an_error(data, args, message):
+    with open("/dev/full", "wb") as full:
+        r = subprocess.run([*CALIBCLI, *[a.format(**{"in": data}) for a in args]], stdout=full, stderr=subprocess.PIPE,
+                           timeout=120)
+    assert r.returncode == 2
+    assert one_error_line(r.stderr) == message
+
+
 def test_a_fifo_is_written_straight_to(tmp_path, data):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
