@@ -1,0 +1,321 @@
+"""``calibcli report``: the whole story of one model (or twenty) on one self-contained HTML page.
+
+The command runs the pipeline the other commands run, in this process and on the same options:
+``ece``, ``smece`` and ``tcal`` over every input (and ``--group-by`` group), ``recalibrate evaluate``
+on each input (held-out comparison of the methods), and the diagram accumulators for the binned and
+smooth reliability diagrams (drawn to SVG by :mod:`calibcli.diagrams`). It assembles ONE JSON document
+from their documents (:func:`build_document`; ``--json-output`` writes it) and renders the page from
+that document alone (:func:`calibcli.html.render_page`, Jinja2 templates).
+
+Each measuring command's own function is called with ``--format json`` and its document is taken from
+its stdout, so every number on the page is the number ``calibcli ece --json`` (etc.) prints for the same
+options. Nothing is run in a subprocess.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shlex
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from calibcli import cli_common as cc
+from calibcli.errors import CalibcliError
+
+#: Methods compared by default in "what recalibration would do" (each works in every mode).
+DEFAULT_METHODS = ("temperature", "platt", "isotonic", "histogram", "beta")
+#: Classes drawn at most in marginal mode (one panel each), so the page stays small.
+MAX_CLASSES = 10
+
+ReportFiles = cc.files_argument("Several files (or --group-by groups) get a sortable summary table first, then one section each.")
+PageOutput = Annotated[str, typer.Option("--output", "-o", help="The HTML page to write (atomically).", show_default=False)]
+JsonOutput = Annotated[
+    Optional[str],
+    typer.Option("--json-output", help="Also write the JSON document the page is rendered from (atomically)."),
+]
+ReportMethods = Annotated[
+    Optional[list[str]],
+    typer.Option("--method", help="Recalibration method compared on held-out rows; repeat it. Default: "
+                 + ", ".join(DEFAULT_METHODS) + "."),
+]
+ReportHoldout = Annotated[
+    float,
+    typer.Option("--holdout", help="Fraction of each input's rows the recalibration methods are fitted on (seeded by "
+                 "--seed); they are compared on the other rows."),
+]
+Title = Annotated[Optional[str], typer.Option("--title", help="Title of the page. Default: the input names.")]
+
+
+def _captured_document(func, **kwargs) -> dict:
+    """Run a command's function in this process with JSON on stdout and return the parsed document.
+
+    Warnings stay on stderr; an error propagates (``cc.command`` turns it into one ``Error:`` line).
+    """
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        func(**kwargs)
+    return json.loads(buffer.getvalue())
+
+
+def _key(entry: dict) -> tuple:
+    return entry["input"]["path"], json.dumps(entry.get("group"), sort_keys=True)
+
+
+def build_document(files: list[str], *, columns: dict, reading: dict, engine: dict, mode: str | None,
+                   class_weights: str, n_bins: int, strategy: str, n_boot: int, alpha: float, seed: int,
+                   group_by: str | None, methods: tuple[str, ...], holdout: float, title: str | None,
+                   command_line: str) -> dict:
+    """The report's JSON document: parameters, versions, the command line, and one entry per input or group
+    with its ece, smece and tcal results, its diagrams (SVG text), its verdict and (without groups) the
+    held-out comparison of recalibration methods, best first."""
+    from calibcli.commands.ece import ece
+    from calibcli.commands.recalibrate import evaluate
+    from calibcli.commands.smece import smece
+    from calibcli.commands.tcal import tcal
+    from calibcli.accumulators.tcal import TCAL_MODES
+    from calibcli.html import verdict as verdicts
+    from calibcli.report import entry_label, new_document
+
+    common = {"files": list(files), **columns, **reading, **engine, "group_by": group_by, "seed": seed,
+              "fmt": "json"}
+    tcal_mode = mode if mode in TCAL_MODES else None  # T-Cal has no marginal mode: its default then
+    docs = {
+        "ece": _captured_document(ece, **common, mode=mode, class_weights=class_weights, n_bins=n_bins,
+                                  strategy=strategy, n_boot=n_boot, alpha=alpha),
+        "smece": _captured_document(smece, **common, mode=mode, class_weights_scheme=class_weights, n_boot=n_boot,
+                                    alpha=alpha),
+        "tcal": _captured_document(tcal, **common, mode=tcal_mode, n_boot=n_boot, alpha=alpha),
+    }
+    diagrams = _diagrams(files, columns=columns, reading=reading, engine=engine, mode=mode, n_bins=n_bins,
+                         strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, group_by=group_by)
+    recalibration = {}
+    if not group_by:
+        for entry in docs["ece"]["files"]:
+            path = entry["input"]["path"]
+            ev = _captured_document(
+                evaluate, file=path, method=list(methods), holdout=holdout, **columns, **reading, **engine,
+                mode=mode, ece_n_bins=n_bins, ece_strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed,
+                as_json=True)
+            recalibration[path] = ev
+
+    by_key = {name: {_key(e): e for e in d["files"]} for name, d in docs.items()}
+    entries = []
+    for number, e in enumerate(docs["ece"]["files"], start=1):
+        key = _key(e)
+        smooth, test = by_key["smece"][key], by_key["tcal"][key]
+        entry = {
+            "id": f"entry-{number}",
+            "label": entry_label(e),
+            "input": e["input"],
+            "group": e.get("group"),
+            "rows": e.get("rows_in_group", e["input"]["rows_used"]),
+            "mode": e["mode"],
+            "ece": e,
+            "smece": smooth,
+            "tcal": test,
+            "diagrams": diagrams.get(key),
+        }
+        ev = recalibration.get(e["input"]["path"])
+        entry["recalibration"] = verdicts.recalibration_summary(ev) if ev is not None else None
+        entry["verdict"] = verdicts.verdict(entry, alpha=alpha)
+        entries.append(entry)
+
+    doc = new_document("report", {
+        "mode": mode or "auto",
+        "tcal_mode": tcal_mode or "auto",
+        "class_weights": class_weights,
+        "n_bins": n_bins,
+        "strategy": strategy,
+        "n_boot": n_boot,
+        "alpha": alpha,
+        "confidence_level": 1.0 - alpha,
+        "seed": seed,
+        "group_by": cc.split_columns(group_by) or None,
+        "methods": list(methods),
+        "holdout": holdout,
+        **{k: v for k, v in engine.items()},
+        "batch_rows": reading["batch_rows"],
+        "verdict_rule": verdicts.RULE,
+        "recalibration_rule": verdicts.BEST_RULE,
+    })
+    doc["title"] = title or _default_title(entries)
+    doc["command_line"] = command_line
+    doc["versions"] = _versions()
+    doc["documents"] = {name: {"command": d["command"], "parameters": d["parameters"], "groups": d.get("groups")}
+                        for name, d in docs.items()}
+    doc["documents"]["recalibrate evaluate"] = [
+        {"input": path, "parameters": ev["parameters"]} for path, ev in recalibration.items()]
+    doc["files"] = entries
+    return doc
+
+
+def _default_title(entries: list[dict]) -> str:
+    paths = list(dict.fromkeys(e["input"]["path"] for e in entries))
+    if len(paths) == 1:
+        return f"Calibration report: {paths[0]}"
+    return f"Calibration report: {len(paths)} inputs"
+
+
+def _versions() -> dict:
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    from calibcli._version import __version__
+
+    out = {"calibcli": __version__, "python": platform.python_version()}
+    for name in ("numpy", "pyarrow", "matplotlib", "scipy", "jinja2"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _diagrams(files, *, columns, reading, engine, mode, n_bins, strategy, n_boot, alpha, seed, group_by) -> dict:
+    """The binned and the smooth reliability diagram of every input (or group) as SVG text, keyed as the
+    entries are: streamed through :class:`calibcli.diagrams.DiagramInputAccumulator` and drawn by
+    :func:`calibcli.diagrams.plot_diagram` (fixed-size figures whatever the number of rows)."""
+    from calibcli import diagrams as dg
+    from calibcli.engines.local import open_streams
+    from calibcli.html import svg_fragment
+    from calibcli.modes import default_mode
+
+    spec = cc.column_spec(columns["prob_col"], columns["prob_cols"], columns["label_col"], columns["weight_col"],
+                          columns["logits"])
+    streams = list(open_streams(files, spec, input_format=reading["input_format"], drop_invalid=reading["drop_invalid"],
+                                pool=False, batch_rows=reading["batch_rows"], group_by=cc.split_columns(group_by)))
+    out: dict = {}
+    number = 0
+    with cc.engine_runner(engine["engine"], engine["scheduler"], engine["workers"]) as runner:
+        for stream in streams:
+            fig_mode = mode or default_mode(stream.n_classes)
+            marginal = fig_mode == "marginal"
+            options = dg.DiagramOptions(binned=True, smooth=True, n_bins=n_bins, strategy=strategy, n_boot=n_boot,
+                                        alpha=alpha, seed=seed, max_problems=MAX_CLASSES if marginal else None)
+
+            def new(stream=stream, fig_mode=fig_mode, options=options):
+                return dg.DiagramInputAccumulator(mode=fig_mode, n_classes=stream.n_classes,
+                                                  class_names=stream.class_names, options=options)
+
+            accumulators, described = runner.run(stream, new)
+            for group, acc in accumulators:
+                report = acc.result()
+                curves = report.curves("", legend="")
+                panels = [dg.DiagramPanel(title=(c.problem if marginal else ""), binned=(c.binned,), smooth=(c.smooth,))
+                          for c in curves]
+                drawn = {}
+                for kind in ("binned", "smooth"):
+                    number += 1
+                    fig = dg.plot_diagram(panels, kind=kind)
+                    drawn[kind] = svg_fragment(dg.figure_bytes(fig, "svg").decode("utf-8"), prefix=f"d{number}-")
+                    import matplotlib.pyplot as plt
+
+                    plt.close(fig)
+                drawn["panels"] = [c.problem for c in curves]
+                drawn["classes_total"] = stream.n_classes if marginal else None
+                drawn["notes"] = list(report.notes)
+                out[(described["path"], json.dumps(group, sort_keys=True))] = drawn
+    return out
+
+
+def report(
+    files: ReportFiles,
+    output: PageOutput,
+    json_output: JsonOutput = None,
+    prob_col: cc.ProbCol = None,
+    prob_cols: cc.ProbCols = None,
+    label_col: cc.LabelCol = None,
+    weight_col: cc.WeightCol = None,
+    logits: cc.Logits = False,
+    input_format: cc.InputFormat = None,
+    drop_invalid: cc.DropInvalid = False,
+    group_by: cc.GroupBy = None,
+    batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
+    engine: cc.Engine = "local",
+    scheduler: cc.Scheduler = None,
+    workers: cc.Workers = None,
+    mode: cc.Mode = None,
+    class_weights: cc.ClassWeights = "uniform",
+    n_bins: cc.NBins = 15,
+    strategy: cc.Strategy = "uniform",
+    n_boot: cc.NBoot = 1000,
+    alpha: cc.Alpha = 0.05,
+    seed: cc.Seed = 0,
+    method: ReportMethods = None,
+    holdout: ReportHoldout = 0.5,
+    title: Title = None,
+) -> None:
+    """One self-contained HTML page: a verdict in plain words (is the model calibrated, how much, is it
+    statistically real), the binned and smooth reliability diagrams, every metric with its interval, the
+    T-Cal test, and what recalibration would do (held-out comparison, best first); with several files or
+    groups, a sortable summary first. No network needed to open it; printable; dark-mode aware.
+
+    Example: calibcli report sample_data/breast_cancer_nb.csv -o calibration.html"""
+    given = dict(locals())  # the options as parsed, for the command line in the page's footer
+    from calibcli.binning import STRATEGIES
+    from calibcli.commands.recalibrate import METHOD_NAMES
+    from calibcli.html import render_page, require_jinja2
+    from calibcli.modes import CLASS_WEIGHTS, MODES
+    from calibcli.report import check_output_path, to_json, write_atomic
+    from calibcli.validation import check_option, check_options
+
+    require_jinja2()
+    if json_output:
+        check_output_path(json_output, "--json-output")
+    check_options({"mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS}, mode=mode, strategy=strategy,
+                  class_weights=class_weights, n_bins=n_bins, n_boot=n_boot, alpha=alpha, batch_rows=batch_rows)
+    check_option(n_boot >= 1, f"--n-boot is {n_boot}: the report's T-Cal test draws its null distribution from "
+                 f"resamples: expected at least 1 (1000 or more for p-values below alpha/levels)")
+    check_option(0.0 < holdout < 1.0, f"--holdout is {holdout}: expected the fraction of rows to fit on, in (0, 1)")
+    methods = tuple(dict.fromkeys(method)) if method else DEFAULT_METHODS
+    for m in methods:
+        cc.check_choice(m, METHOD_NAMES, "--method")
+    cc.check_engine(engine, scheduler, workers)
+    if group_by and holdout != 0.5:
+        cc.warn("--holdout applies to the recalibration comparison, which is not run with --group-by")
+
+    doc = build_document(
+        files,
+        columns={"prob_col": prob_col, "prob_cols": prob_cols, "label_col": label_col, "weight_col": weight_col,
+                 "logits": logits},
+        reading={"input_format": input_format, "drop_invalid": drop_invalid, "batch_rows": batch_rows},
+        engine={"engine": engine, "scheduler": scheduler, "workers": workers},
+        mode=mode, class_weights=class_weights, n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha,
+        seed=seed, group_by=group_by, methods=methods, holdout=holdout, title=title,
+        command_line=command_line(given),
+    )
+    page = render_page(doc)
+    if json_output:
+        write_atomic(json_output, to_json(doc) + "\n")
+    write_atomic(output, page)
+    n = len(doc["files"])
+    sys.stderr.write(f"wrote {output} ({len(page.encode('utf-8')):,} bytes; {n} entr{'y' if n == 1 else 'ies'})\n")
+
+
+def command_line(given: dict) -> str:
+    """The command that makes this report again: the files, then every option that is not at its default
+    (rebuilt from the parsed values, so it is the same whether the command ran from a shell or in-process)."""
+    import inspect
+
+    words = ["calibcli", "report", *given["files"]]
+    for name, parameter in inspect.signature(report).parameters.items():
+        value = given.get(name)
+        if name == "files" or value is None or value == parameter.default:
+            continue
+        flag = cc.flag_of(name)
+        if value is True:
+            words.append(flag)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                words += [flag, str(item)]
+        else:
+            words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(cc.command(report))

@@ -1,0 +1,108 @@
+"""The one-page HTML report, rendered from the report's JSON document with Jinja2 templates.
+
+:func:`render_page` takes the document :func:`calibcli.commands.report.build_document` builds (the source of
+truth) and returns one self-contained page: styles, scripts and the SVG diagrams inline, no external URL,
+the document itself embedded as ``<script type="application/json" id="report-data">`` (without the SVG
+text, which is in the page already). Jinja2 is an optional dependency (``pip install 'calibcli[report]'``),
+imported only here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from calibcli.errors import CalibcliError
+
+#: Marker left in the embedded JSON where a diagram's SVG text was (the figure itself is in the page).
+SVG_IN_PAGE = "inline in the page"
+
+
+def require_jinja2():
+    """The jinja2 module, or a usage error that says how to install it."""
+    try:
+        import jinja2
+    except ModuleNotFoundError:
+        raise CalibcliError("the HTML report needs Jinja2, which is not installed: pip install 'calibcli[report]' "
+                            "(or pip install jinja2)") from None
+    return jinja2
+
+
+_XML_HEAD = re.compile(r"<\?xml[^>]*\?>|<!DOCTYPE[^>]*>|<!--.*?-->|<metadata>.*?</metadata>", re.S)
+_ID = re.compile(r'\bid="([^"]+)"')
+
+
+def svg_fragment(svg: str, *, prefix: str) -> str:
+    """Matplotlib's SVG file as an element to inline in HTML: no XML declaration, doctype, comments or
+    metadata (whose RDF names are URLs), every id prefixed with ``prefix`` (several figures share one page's
+    id space), and no fixed width or height, so CSS scales it (the viewBox keeps the aspect ratio)."""
+    svg = _XML_HEAD.sub("", svg).strip()
+    ids = set(_ID.findall(svg))
+    if ids:
+        svg = _ID.sub(lambda m: f'id="{prefix}{m.group(1)}"', svg)
+        refs = re.compile(r"(#)(" + "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True)) + r")\b")
+        svg = refs.sub(lambda m: f"#{prefix}{m.group(2)}", svg)
+    head_end = svg.index(">")
+    head = re.sub(r'\s(width|height)="[^"]*"', "", svg[:head_end])
+    return head + ' role="img"' + svg[head_end:]
+
+
+def page_data(doc: dict) -> dict:
+    """The document as embedded in the page: every diagram's SVG text replaced by :data:`SVG_IN_PAGE`."""
+    out = dict(doc)
+    out["files"] = []
+    for entry in doc["files"]:
+        e = dict(entry)
+        if e.get("diagrams"):
+            e["diagrams"] = {k: (SVG_IN_PAGE if k in ("binned", "smooth") else v) for k, v in e["diagrams"].items()}
+        out["files"].append(e)
+    return out
+
+
+def _script_json(doc: dict) -> str:
+    """JSON safe inside ``<script>``: ``<``, ``>`` and ``&`` escaped as JSON unicode escapes."""
+    from calibcli.report import jsonable
+
+    text = json.dumps(jsonable(page_data(doc)), allow_nan=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def metric_rows(entry: dict) -> list[dict]:
+    """Every metric of an entry for the full table: the ece and smece sections (aggregate, problems,
+    multiclass scores) and the test's headline, each with its description from the registry."""
+    from calibcli.metrics import REGISTRY
+    from calibcli.report import entry_sections
+
+    rows = []
+    for source in ("ece", "smece", "tcal"):
+        for problem, metrics in entry_sections(entry[source]):
+            for name, m in metrics.items():
+                spec = REGISTRY.get(name)
+                rows.append({"problem": problem, "metric": name, "estimate": m.get("estimate"), "ci_low": m.get("ci_low"),
+                             "ci_high": m.get("ci_high"), "bound": m.get("upper_bound"),
+                             "description": spec.description if spec else (m.get("note") or ""),
+                             "better": spec.better if spec else ""})
+    return rows
+
+
+def render_page(doc: dict) -> str:
+    """The HTML page of a report document (:mod:`calibcli.commands.report`)."""
+    from calibcli.report import fmt_interval, fmt_number
+
+    jinja2 = require_jinja2()
+    env = jinja2.Environment(loader=jinja2.PackageLoader("calibcli.html", "templates"),
+                             autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
+                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    env.filters["num"] = fmt_number
+    env.filters["interval"] = fmt_interval
+    env.filters["raw"] = lambda v: "" if v is None else repr(float(v))
+    template = env.get_template("report.html.j2")
+    p = doc["parameters"]
+    return template.render(doc=doc, p=p, level=f"{100 * (1 - p['alpha']):g}%", data_json=_script_json(doc),
+                           metric_rows=metric_rows, css=_read("style.css"), js=_read("sort.js"))
+
+
+def _read(name: str) -> str:
+    from importlib.resources import files
+
+    return files("calibcli.html").joinpath("templates", name).read_text(encoding="utf-8")

@@ -1,0 +1,138 @@
+"""The report's verdict in plain words, from the JSON entries of ``ece``, ``smece`` and ``tcal`` (pure: JSON in,
+JSON out, so the page renders what the document says).
+
+How much: SmoothECE (Blasiok & Nakkiran 2023, seed 003), a consistent calibration measure without a binning
+choice, read against :data:`SIZE_WORDS`; the l1-ECE (Guo et al. 2017) is shown beside it. Is it real: the
+T-Cal test's decision (Lee, Huang, Hassani & Dobriban 2023, seed 004), or the exact binomial test per value
+for predictors with few distinct outputs (the ``tcal`` command's rule).
+"""
+
+from __future__ import annotations
+
+#: Words for the size of SmoothECE: the first bound it falls below. The page states this rule.
+SIZE_WORDS = ((0.01, "very small"), (0.03, "small"), (0.07, "moderate"), (float("inf"), "large"))
+
+RULE = ("calibrated when the calibration test (T-Cal, or the exact binomial test per value for predictors with few "
+        "distinct outputs) does not reject perfect calibration at alpha and SmoothECE is small (below 0.03); "
+        "size words from SmoothECE: below 0.01 very small, 0.03 small, 0.07 moderate, else large")
+BEST_RULE = ("methods ranked on the held-out rows by SmoothECE (lower first), ties by the Brier score; the "
+             "uncalibrated model is ranked with them")
+
+
+def size_word(value: float | None) -> str:
+    if value is None:
+        return "unknown"
+    for bound, word in SIZE_WORDS:
+        if value < bound:
+            return word
+    return SIZE_WORDS[-1][1]
+
+
+def headline_metric(entry: dict, name: str) -> tuple[str, dict] | None:
+    """``(problem, metric dict)`` of ``name`` in an ece or smece entry: the marginal aggregate, else the
+    first (binary or top-label) problem."""
+    from calibcli.report import entry_sections
+
+    for problem, metrics in entry_sections(entry):
+        if name in metrics:
+            return problem, metrics[name]
+    return None
+
+
+def _num(value) -> str:
+    from calibcli.report import fmt_number
+
+    return fmt_number(value)
+
+
+def _with_interval(m: dict, level: str) -> str:
+    if m.get("ci_low") is None or m.get("ci_high") is None:
+        return _num(m.get("estimate"))
+    return f"{_num(m['estimate'])} ({level} CI {_num(m['ci_low'])} to {_num(m['ci_high'])})"
+
+
+def verdict(entry: dict, *, alpha: float) -> dict:
+    """The verdict of one report entry: a headline, a few sentences, and the numbers they quote."""
+    level = f"{100 * (1 - alpha):g}%"
+    _, ece = headline_metric(entry["ece"], "ece_l1_plugin")
+    smece_found = headline_metric(entry["smece"], "smece")
+    smece = smece_found[1] if smece_found else {"estimate": None}
+    test = entry["tcal"]
+    result = test["result"]
+    test_name = "T-Cal" if test["test"] != "binomial" else "the exact binomial test per predicted value"
+    reject = bool(result["reject"])
+    size = size_word(smece["estimate"])
+    small = size in ("very small", "small")
+    if reject:
+        status, headline = "miscalibrated", f"Miscalibrated: the calibration error is {size} and statistically real"
+    elif small:
+        status, headline = "calibrated", f"Calibrated: the calibration error is {size} and not statistically detectable"
+    else:
+        status, headline = "uncertain", (f"Possibly miscalibrated: the calibration error looks {size}, but the test "
+                                         "cannot tell it from chance")
+    p = result["p_value"]
+    sentences = [
+        f"How much: SmoothECE {_with_interval(smece, level)} and l1-ECE {_with_interval(ece, level)}"
+        + (f"; the predicted probabilities are off by about {100 * smece['estimate']:.1f} percentage points on average."
+           if smece["estimate"] is not None else "."),
+        (f"Is it real: {test_name} rejects perfect calibration (p-value {_num(p)} <= alpha {alpha:g})." if reject else
+         f"Is it real: {test_name} does not reject perfect calibration (p-value {_num(p)} > alpha {alpha:g})."),
+    ]
+    warnings = result.get("warnings") or []
+    if not reject and warnings:
+        sentences.append("The test could not reach alpha: " + "; ".join(warnings))
+    rec = entry.get("recalibration")
+    if rec:
+        best, before = rec["best"], rec["uncalibrated"]
+        if best["method"] == "uncalibrated":
+            sentences.append("Recalibration: none of the methods lowers SmoothECE on held-out rows "
+                             f"({_num(before['smece'])} uncalibrated).")
+        else:
+            sentences.append(f"Recalibration: {best['method']} lowers held-out SmoothECE from {_num(before['smece'])} "
+                             f"to {_num(best['smece'])}.")
+    return {
+        "status": status,
+        "headline": headline,
+        "sentences": sentences,
+        "size": size,
+        "numbers": {
+            "ece_l1_plugin": {k: ece.get(k) for k in ("estimate", "ci_low", "ci_high")},
+            "smece": {k: smece.get(k) for k in ("estimate", "ci_low", "ci_high")},
+            "p_value": p,
+            "reject": reject,
+            "test": test["test"],
+            "alpha": alpha,
+        },
+    }
+
+
+def recalibration_summary(doc: dict) -> dict:
+    """The held-out comparison of a ``recalibrate evaluate`` document, best first (:data:`BEST_RULE`)."""
+    f = doc["files"][0]
+    multi = "brier_score_multiclass" in f["rows"][0]["metrics"]
+    brier, loss = ("brier_score_multiclass", "log_loss_multiclass") if multi else ("brier_score", "log_loss")
+    rows = []
+    for r in f["rows"]:
+        m = r["metrics"]
+        rows.append({
+            "method": r["method"],
+            "smece": m["smece"]["estimate"],
+            "ece_l1_plugin": m["ece_l1_plugin"]["estimate"],
+            "ece_l2_debiased_dpe": m["ece_l2_debiased_dpe"]["estimate"],
+            "brier": m[brier]["estimate"],
+            "log_loss": m[loss]["estimate"],
+            "test": r["test"]["test"],
+            "p_value": r["test"]["p_value"],
+            "reject": r["test"]["reject"],
+        })
+    inf = float("inf")
+    ranked = sorted(rows, key=lambda r: (inf if r["smece"] is None else r["smece"], inf if r["brier"] is None else r["brier"]))
+    return {
+        "split": f["split"],
+        "mode": f["mode"],
+        "brier_name": brier,
+        "log_loss_name": loss,
+        "rows": ranked,
+        "best": ranked[0],
+        "uncalibrated": next(r for r in rows if r["method"] == "uncalibrated"),
+    }
