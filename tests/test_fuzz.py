@@ -229,6 +229,35 @@ def test_known_bootstrap_of_one_row(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
+# The read-ahead thread ends with its pass
+
+
+def test_reader_thread_ends_when_the_consumer_fails(tmp_path):
+    """A consumer that raises at its first batch (a bad option found there) must not leave the read-ahead
+    thread reading: a thread still inside pyarrow when the interpreter exits can crash it (the SIGABRT
+    of one stdin run in 500). The traceback is kept alive, as the CLI's exception chain keeps it."""
+    import threading
+
+    from calibcli.evaluation import _stream_into
+    from calibcli.io import resolve_datasets
+
+    path = tmp_path / "many.csv"
+    path.write_text("prob,label\n" + "".join(f"{(i % 97) / 97:.4f},{i % 2}\n" for i in range(20_000)))
+    (dataset,) = resolve_datasets([str(path)])
+    stream = dataset.open(batch_rows=500)
+
+    class Failing:
+        def update(self, *args):
+            raise RuntimeError("the consumer failed")
+
+    with pytest.raises(RuntimeError) as failure:
+        _stream_into(stream.batches(), (), {}, lambda key: Failing())
+    assert failure.traceback  # still referenced here
+    readers = [t for t in threading.enumerate() if t.name == "calibcli-reader"]
+    assert readers == [], "the read-ahead thread outlived the failed pass"
+
+
+# ---------------------------------------------------------------------------------------------
 # Real processes over stdin: no crash, ever
 
 
