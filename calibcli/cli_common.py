@@ -252,11 +252,61 @@ def quiet_stdout() -> None:
 
 
 
+def check_parameters(func, kwargs: dict) -> None:
+    """Before any work: every numeric option of the command through :func:`calibcli.validation.check_options`
+    (finite, within range, within the memory budget), and no flag word (``--logits false``) read as a file."""
+    import typing
+
+    from calibcli.validation import check_command_options
+
+    flags, file_arguments = {}, {}
+    for name, annotation in typing.get_type_hints(func, include_extras=True).items():
+        if name not in kwargs:
+            continue
+        infos = getattr(annotation, "__metadata__", ())
+        if any(isinstance(i, typer.models.ArgumentInfo) for i in infos):
+            file_arguments[name] = kwargs[name]
+        elif isinstance(kwargs[name], bool):
+            flags[name] = kwargs[name]
+    check_command_options(kwargs, flags=flags, file_arguments=file_arguments)
+
+
+def out_of_memory_message(kwargs: dict) -> str:
+    """The ``MemoryError`` message: it names the size option that plans the largest allocation (never one
+    that is 0 or not set), else the input's size."""
+    from calibcli.errors import cli_text
+    from calibcli.validation import memory_culprit
+
+    culprit = memory_culprit(kwargs)
+    if culprit:
+        return cli_text(f"out of memory: the largest allocation asked for is {culprit}: try a smaller value, "
+                        f"or a smaller input", flag_of)
+    return "out of memory while reading and reducing the input: try a smaller input, or a machine with more memory"
+
+
+def pure_flags(func) -> None:
+    """Show every boolean option of ``func`` as the flag it is: no ``<bool>`` value in ``--help`` (Typer
+    prints the type of every option, and a flag takes none). Applied to every command by :func:`command`."""
+    import typing
+
+    for name, annotation in typing.get_type_hints(func, include_extras=True).items():
+        args = typing.get_args(annotation)
+        if not args or not hasattr(annotation, "__metadata__"):
+            continue
+        base = args[0]
+        if base is bool or (typing.get_origin(base) is typing.Union and set(typing.get_args(base)) == {bool, type(None)}):
+            for info in annotation.__metadata__:
+                if isinstance(info, typer.models.OptionInfo) and info.metavar is None:
+                    info.metavar = ""
+            func.__annotations__[name] = annotation  # the evaluated object (a string would be evaluated afresh)
+
+
 def command(func):
     """Run a command body: bad input -> ``Error: ...`` and exit 2; failed gate -> exit 1.
 
     A traceback is shown only when ``CALIBCLI_DEBUG=1``.
     """
+    pure_flags(func)
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
@@ -266,6 +316,7 @@ def command(func):
         outputs.reset()
         try:
             check_file_options(kwargs)
+            check_parameters(func, kwargs)
             return func(*args, **kwargs)
         except CalibcliError as exc:
             if debugging():
@@ -296,7 +347,7 @@ def command(func):
             sys.stderr.write(f"Error: cannot write{where}: {exc.strerror}\n")
             raise typer.Exit(2) from None
         except MemoryError:
-            sys.stderr.write("Error: out of memory: try fewer --n-boot resamples or a smaller file\n")
+            sys.stderr.write(f"Error: {out_of_memory_message(kwargs)}\n")
             raise typer.Exit(2) from None
         except Exception as exc:  # a bug: say so in one line; CALIBCLI_DEBUG=1 shows the traceback
             if debugging():

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from calibcli.binning import Binning, fit_binning, quantile_edges_sorted, uniform_bin_index
-from calibcli.validation import check_binary, check_option
+from calibcli.validation import check_binary, check_options
 
 #: Probabilities are clipped to [LOG_LOSS_EPS, 1 - LOG_LOSS_EPS] inside the log-loss.
 LOG_LOSS_EPS = 1e-15
@@ -536,8 +536,7 @@ def binned_calibration(
 
     unweighted = sample_weight is None
     y, z, w = check_binary(y_true, y_prob, sample_weight)
-    check_option(0.0 < alpha < 1.0, f"alpha is {alpha}: expected a level strictly between 0 and 1")
-    check_option(n_boot >= 0, f"n_boot is {n_boot}: expected 0 (no bootstrap) or a positive count")
+    check_options(n_bins=n_bins, n_boot=n_boot, alpha=alpha)  # in range and the memory budget, before allocating
     binning = fit_binning(z, n_bins=n_bins, strategy=strategy)
     w_bins = None if unweighted else w
     stats = bin_statistics(y, z, binning.assign(z), binning.n_bins_effective, w_bins)

@@ -198,6 +198,29 @@ def n_levels(n: int, n_classes: int = 2) -> int:
     return max(1, math.ceil(value - 1e-12))
 
 
+#: Bytes per cell of a single-scale test: counts and sums of the observed statistic and of a resample.
+BYTES_PER_CELL = 64
+
+
+def _check_cells(m: int, K: int, n: int, smoothness: float) -> None:
+    """A small smoothness gives ``m* = floor(n^(2/(4s+K-1)))`` bins per axis and ``m*^(K-1)`` cells: refuse,
+    naming ``smoothness`` and the smallest value that fits the memory budget, before any cell is allocated."""
+    from calibcli.errors import OptionError
+    from calibcli.validation import format_bytes, memory_budget
+
+    cells = float(m) ** (K - 1)
+    budget = memory_budget()
+    if cells * BYTES_PER_CELL <= budget:
+        return
+    # the smallest s whose cells fit: n^(2(K-1)/(4s+K-1)) <= budget / BYTES_PER_CELL
+    least = (2.0 * (K - 1) * math.log(n) / math.log(budget / BYTES_PER_CELL) - (K - 1)) / 4.0
+    raise OptionError(
+        "smoothness",
+        f"{{name}} {smoothness:g} gives m* = {m} bins per axis over {n} rows ({cells:.3g} cells), which would need "
+        f"{format_bytes(cells * BYTES_PER_CELL)}; use {{name}} {math.ceil(least * 1000) / 1000:g} or more "
+        f"(the memory budget is {format_bytes(budget)}), or the adaptive test (no {{name}})")
+
+
 def optimal_n_bins(n: int, smoothness: float, n_classes: int = 2) -> int:
     """``m* = floor(n^(2/(4s+K-1)))`` bins per axis for Holder smoothness ``s`` (Theorem 3.1), at least 1."""
     return max(1, math.floor(n ** (2.0 / (4.0 * smoothness + n_classes - 1)) + 1e-9))
@@ -826,6 +849,7 @@ def tcal_test(
     else:
         L = 1
         n_bins_list = [optimal_n_bins(n, float(smoothness), K)]
+        _check_cells(n_bins_list[0], K, n, float(smoothness))
 
     warnings: list[str] = []
     if mode == "canonical":

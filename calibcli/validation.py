@@ -375,13 +375,8 @@ def check_options(choices: dict[str, tuple[str, ...]] | None = None, **values) -
 
 
 def _short_value(value, limit: int = 60) -> str:
-    """A value as a message shows it: strings quoted, whole floats without ``.0``, at most ``limit`` characters."""
-    if isinstance(value, str):
-        text = repr(value)
-    elif isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer() and abs(value) < 1e16:
-        text = str(int(value))
-    else:
-        text = str(value)
+    """A value as a message shows it: strings quoted, numbers as Python prints them, at most ``limit`` characters."""
+    text = repr(value) if isinstance(value, str) else str(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -371,7 +371,7 @@ def assert_error(result, folder: Path, message: str | None = None, contains: str
         (["--n-bins", "-3"], "--n-bins is -3: expected a positive number of bins"),
         (["--n-boot", "-1"], "--n-boot is -1: expected 0 (no intervals) or a positive count"),
         (["--alpha", "1.5"], "--alpha is 1.5: expected a number strictly between 0 and 1"),
-        (["--dpi", "5"], "--dpi is 5: expected a resolution between 10 and 1200"),
+        (["--dpi", "5"], "--dpi is 5.0: expected a resolution between 10 and 1200"),
         (["--max-classes", "0"], "--max-classes is 0: expected at least 1"),
         (["--kind", "hexbin"], "--kind is 'hexbin': expected one of binned, smooth, both"),
         (["--strategy", "equal"], "--strategy is 'equal': expected one of uniform, quantile"),

@@ -231,6 +231,9 @@ class BinnedAccumulator:
 
     def __init__(self, *, n_bins: int = 15, strategy: str = "uniform", edges: np.ndarray | None = None,
                  row_limit: int = ROW_LIMIT, binning_note: str | None = None, moments: bool = True):
+        from calibcli.validation import check_options
+
+        check_options(n_bins=n_bins)  # within range and the memory budget, before the cells are allocated
         if strategy == "uniform":
             self.binning = fit_binning(np.empty(0), n_bins=n_bins, strategy="uniform")
         elif edges is not None:
@@ -353,6 +356,7 @@ class BinnedAccumulator:
         if n_boot > 0:
             if not self.moments:
                 raise ValueError("bootstrap from per-bin statistics needs an accumulator built with moments=True")
+            _check_cell_bootstrap(n_boot, len(self.cells.count) + (0 if self.uniform_cells is None else len(self.uniform_cells.count)))
             rng = np.random.Generator(np.random.Philox(key=[int(seed) & 0xFFFFFFFFFFFFFFFF, 0x62696E6E6564]))  # "binned"
             draws_main = _cell_replicates(self.cells, self.weighted, n_boot, rng)
             draws_uniform = draws_main if self.uniform_cells is None else _cell_replicates(self.uniform_cells, self.weighted, n_boot, rng)
@@ -366,6 +370,17 @@ class BinnedAccumulator:
             n_bins_nonempty=main.n_nonempty, bin_bounds=self.binning.bounds(), bin_stats=main, metrics=metrics,
             alpha=alpha, n_boot=n_boot, replicates=replicates,
         )
+
+
+def _check_cell_bootstrap(n_boot: int, n_cells: int) -> None:
+    """The bootstrap from per-bin statistics holds every replicate of every cell at once: refuse (naming
+    ``n_boot``, with the largest count that fits) before drawing, when that exceeds the memory budget."""
+    from calibcli.validation import BYTES_PER_RESAMPLE_CELL, check_allocation, memory_budget
+
+    per_resample = n_cells * BYTES_PER_RESAMPLE_CELL
+    check_allocation("n_boot", n_boot, float(n_boot) * per_resample,
+                     f"the bootstrap of {n_cells} (bin, label) cells from per-bin statistics",
+                     most=max(memory_budget() // per_resample, 0), hint=", or fewer {opt:n_bins}")
 
 
 def _cell_replicates(cells: _Cells, weighted: bool, n_boot: int, rng: np.random.Generator) -> list[BinStats]:

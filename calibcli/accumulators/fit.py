@@ -36,6 +36,9 @@ class FitAccumulator:
     kind = "fit"
 
     def __init__(self, *, max_rows: int = MAX_ROWS, seed: int = 0, max_distinct: int = MAX_DISTINCT):
+        from calibcli.validation import check_options
+
+        check_options(max_rows=max_rows)  # the sample it keeps, within the memory budget
         self.sample = RowSample(max_rows, seed)
         self.max_distinct = max_distinct
         self.values = np.empty(0)

@@ -84,6 +84,7 @@ class TcalOptions:
                                           f"predictions that share a bin)")
         if self.max_distinct < 1:
             raise OptionError("max_distinct", f"{{name}} is {self.max_distinct}: expected a positive number of values")
+        check_options(n_boot=self.n_boot, max_rows=self.max_rows)  # within the memory budget
 
     @property
     def resamples(self) -> int:

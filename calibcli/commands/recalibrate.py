@@ -488,6 +488,7 @@ def load_calibrator(path: str):
         _check_document(doc, cal)
     except CalibcliError as exc:
         raise CalibcliError(f"{path}: {exc.template}") from None
+    _warn_if_newer(path, doc.get("version"))
     return doc, cal
 
 
@@ -515,6 +516,26 @@ def _check_document(doc: dict, cal) -> None:
     n_cal = getattr(cal, "n_classes", 2)
     if n_cal != K:
         raise CalibcliError(f"calibrator: n_classes is {K} but the parameters are for {n_cal} classes")
+    # checked by load_calibrator, read by apply, or facts about the fit: every other field is unknown, and refused
+    f.read.update(("kind", "schema_version", "tool", "version", "calibrator", "fitted_on", "n", "options", "seed"))
+    cols.read.update(("label", "weight"))
+    f.check_all_read()
+
+
+def _warn_if_newer(path: str, written_by) -> None:
+    """A calibrator of this schema written by a newer calibcli is read (its fields are all known), with a
+    warning that names both versions."""
+    def parts(text):
+        try:
+            return tuple(int(p) for p in str(text).split("+")[0].split("."))
+        except ValueError:
+            return None
+
+    theirs, ours = parts(written_by), parts(__version__)
+    if theirs is None or ours is None or theirs > ours:
+        cc.warn(f"{path} was written by calibcli {str(written_by)[:40]}, newer than this calibcli {__version__} "
+                f"(or not a version it knows); its schema version {CALIBRATOR_SCHEMA_VERSION} is one this version "
+                f"reads, and every field was recognised")
 
 
 # ---------------------------------------------------------------------------------------------
