@@ -294,6 +294,13 @@ def brier_decomposition(s: BinStats) -> dict[str, float]:
     }
 
 
+def brier_skill_score(brier: float, uncertainty: float) -> float:
+    """Brier skill score against climatology: ``1 - Brier / (ybar (1 - ybar))`` (Murphy 1973; Wilks,
+    *Statistical Methods in the Atmospheric Sciences*, 9.4). 1 is perfect, 0 no better than predicting the
+    event rate ``ybar`` for everyone; NaN (null in the report) when every label is the same."""
+    return 1.0 - brier / uncertainty if uncertainty > 0 else math.nan
+
+
 def log_loss(s: BinStats) -> float:
     """Mean negative log-likelihood, probabilities clipped to ``[eps, 1 - eps]`` (eps = LOG_LOSS_EPS)."""
     return float(s.sum_log_loss.sum() / s.weight.sum())
@@ -329,6 +336,7 @@ def _point_metrics(s: BinStats, s_uniform: BinStats) -> dict[str, float]:
         "ece_l2_debiased_dpe": math.sqrt(max(0.0, dpe)),
     }
     out.update(brier_decomposition(s))
+    out["brier_skill_score"] = brier_skill_score(out["brier_score"], out["brier_uncertainty"])
     out["log_loss"] = log_loss(s)
     out["dce"] = dce_estimate(s_uniform)
     return out
@@ -348,6 +356,7 @@ METRIC_NAMES = (
     "brier_resolution",
     "brier_uncertainty",
     "brier_within_bin",
+    "brier_skill_score",
     "log_loss",
     "dce",
 )

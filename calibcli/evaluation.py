@@ -37,6 +37,7 @@ class ProblemResult:
     name: str
     class_index: int | None
     result: CalibrationResult
+    clinical: dict | None = None  # how the Cox and ICI metrics were made (calibcli.accumulators.clinical)
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,8 @@ class BinnedReport:
     def to_dict(self) -> dict:
         """The report entry's results: mode, problems, aggregate and multiclass scores (SPEC 7)."""
         out = {"mode": self.mode,
-               "problems": [{"name": p.name, "class_index": p.class_index, **p.result.to_dict()} for p in self.problems]}
+               "problems": [{"name": p.name, "class_index": p.class_index, **p.result.to_dict(),
+                             **({"clinical": p.clinical} if p.clinical else {})} for p in self.problems]}
         if self.aggregate is not None:
             out["aggregate"] = {
                 "class_weights": self.class_weight_scheme,
@@ -189,15 +191,19 @@ class InputAccumulator:
         ]
         self.class_totals = np.zeros(n_classes)
         self.scores = MulticlassScores(row_limit=options.row_limit) if self._has_scores else None
+        from calibcli.accumulators.clinical import ClinicalAccumulator
+
+        self.clinical = [ClinicalAccumulator() for _ in range(n_problems)]
 
     @property
     def _has_scores(self) -> bool:
         return self.n_classes > 2 or self.mode == "marginal"
 
     def update(self, row_index, probs, labels, w=None) -> "InputAccumulator":
-        for problem, acc in zip(binary_problems(labels, probs, mode=self.mode, sample_weight=w,
-                                                class_names=list(self.class_names)), self.problems):
+        for problem, acc, clinical in zip(binary_problems(labels, probs, mode=self.mode, sample_weight=w,
+                                                          class_names=list(self.class_names)), self.problems, self.clinical):
             acc.update(row_index, problem.z, problem.y, problem.sample_weight)
+            clinical.update(row_index, problem.z, problem.y, problem.sample_weight)
         if self.mode == "marginal":  # the prior class weights of the aggregate
             self.class_totals += np.bincount(labels, weights=w, minlength=self.n_classes)[: self.n_classes]
         if self.scores is not None:
@@ -206,6 +212,8 @@ class InputAccumulator:
 
     def merge(self, other: "InputAccumulator") -> "InputAccumulator":
         for mine, theirs in zip(self.problems, other.problems):
+            mine.merge(theirs)
+        for mine, theirs in zip(self.clinical, other.clinical):
             mine.merge(theirs)
         self.class_totals += other.class_totals
         if self.scores is not None:
@@ -236,6 +244,7 @@ class InputAccumulator:
             "problems": [p.to_dict() for p in self.problems],
             "class_totals": self.class_totals.tolist(),
             "scores": None if self.scores is None else self.scores.to_dict(),
+            "clinical": [c.to_dict() for c in self.clinical],
         }
 
     @classmethod
@@ -247,6 +256,9 @@ class InputAccumulator:
         out.problems = [BinnedAccumulator.from_dict(p) for p in d["problems"]]
         out.class_totals = np.asarray(d["class_totals"], dtype=np.float64)
         out.scores = None if d["scores"] is None else MulticlassScores.from_dict(d["scores"])
+        from calibcli.accumulators.clinical import ClinicalAccumulator
+
+        out.clinical = [ClinicalAccumulator.from_dict(c) for c in d["clinical"]]
         return out
 
     def result(self, progress=None, keep_replicates: bool = False) -> BinnedReport:
@@ -260,11 +272,19 @@ class InputAccumulator:
                           acc.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, keep_replicates=keep, progress=progress))
             for k, acc in enumerate(self.problems)
         ]
+        from calibcli.accumulators.clinical import aggregate_clinical
+
+        clinical = [c.result(alpha=o.alpha, rows=None if acc.rows.dropped else acc.rows.arrays())  # Cox and ICI
+                    for c, acc in zip(self.clinical, self.problems)]  # metrics join each problem's
+        for r, (metrics, _) in zip(results, clinical):
+            r.result.metrics.update(metrics)
+        results = [ProblemResult(r.name, r.class_index, r.result, details) for r, (_, details) in zip(results, clinical)]
         aggregate = weights = None
         notes = []
         if marginal:
             weights = class_weight_values(o.class_weights, self.class_totals)
             aggregate = _aggregate(results, weights, o.n_boot, o.alpha)
+            aggregate.update(aggregate_clinical([m for m, _ in clinical], weights))
         if self.edges_method:
             notes.append(f"quantile edges from {self.edges_method}")
         scores = None if self.scores is None else self.scores.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed)

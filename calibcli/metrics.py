@@ -50,9 +50,10 @@ class MetricInfo:
     name: str
     description: str
     spec: str
-    family: str  # "binned", "smooth", "scores"
-    better: str = "lower"  # "lower", "higher" or "none" (parts of a decomposition)
+    family: str  # "binned", "smooth", "scores", "tcal", "clinical" (Cox, ICI in ece), "clinical_test" (tcal --test)
+    better: str = "lower"  # "lower", "higher", "none" (parts of a decomposition) or "target" (closer to target)
     combine: ClassRule | None = None
+    target: float | None = None  # the calibrated value of a "target" metric (a calibration slope is 1)
 
 
 _ENTRIES = [
@@ -75,6 +76,8 @@ _ENTRIES = [
     MetricInfo("brier_resolution", "sum_b (n_b/n) (acc_b - ybar)^2 (Murphy decomposition)", "2.3", "binned", better="higher"),
     MetricInfo("brier_uncertainty", "ybar (1 - ybar) (Murphy decomposition)", "2.3", "binned", better="none"),
     MetricInfo("brier_within_bin", "brier - (reliability - resolution + uncertainty)", "2.3", "binned", better="none"),
+    MetricInfo("brier_skill_score", "1 - brier / (ybar (1 - ybar)), climatology reference (Murphy 1973; Wilks)", "2.3",
+               "binned", better="higher", combine=ClassRule(1)),
     MetricInfo("log_loss", "mean -log p(y), probabilities clipped to [eps, 1 - eps]", "2.3", "binned"),
     MetricInfo("dce", "distance to calibration estimate on n_bins equal-width bins (seed 002)", "2.4", "binned",
                combine=ClassRule(1)),
@@ -84,6 +87,28 @@ _ENTRIES = [
     MetricInfo("tcal_statistic", "T_m, the debiased plug-in statistic at the level with the smallest p-value", "4.1", "tcal"),
     MetricInfo("binomial_p_value", "exact binomial test per distinct prediction, Bonferroni over the values", "4.4", "tcal",
                better="higher"),
+    MetricInfo("cox_slope", "b of logit P(y=1) = a + b logit(p) (Cox 1958), Wald interval; 1 when calibrated",
+               "calibcli.clinical", "clinical", better="target", target=1.0),
+    MetricInfo("cox_intercept", "a of logit P(y=1) = a + b logit(p) (Cox 1958), fitted with the slope, Wald interval",
+               "calibcli.clinical", "clinical", better="target", target=0.0),
+    MetricInfo("calibration_in_the_large", "a of logit P(y=1) = a + logit(p), the slope fixed at 1 (Cox 1958), Wald "
+               "interval; 0 when calibrated", "calibcli.clinical", "clinical", better="target", target=0.0),
+    MetricInfo("ici", "integrated calibration index: weighted mean of |f(p) - p|, f the SmoothECE kernel regression "
+               "at s* (Austin & Steyerberg 2019, who use loess)", "calibcli.clinical", "clinical", combine=ClassRule(1)),
+    MetricInfo("e50", "weighted median of |f(p) - p| (Austin & Steyerberg 2019)", "calibcli.clinical", "clinical",
+               combine=ClassRule(1)),
+    MetricInfo("e90", "weighted 90th percentile of |f(p) - p| (Austin & Steyerberg 2019)", "calibcli.clinical",
+               "clinical", combine=ClassRule(1)),
+    MetricInfo("emax", "max of |f(p) - p| over the predictions (Austin & Steyerberg 2019)", "calibcli.clinical",
+               "clinical", combine=ClassRule(math.inf)),
+    MetricInfo("spiegelhalter_p_value", "Spiegelhalter (1986) Z test's two-sided p-value", "calibcli.clinical",
+               "clinical_test", better="higher"),
+    MetricInfo("spiegelhalter_z", "Z = sum w (y - p)(1 - 2p) / sqrt(sum w (1 - 2p)^2 p (1 - p)) (Spiegelhalter 1986)",
+               "calibcli.clinical", "clinical_test", better="target", target=0.0),
+    MetricInfo("hosmer_lemeshow_p_value", "Hosmer-Lemeshow test's chi-square (G - 2 df) p-value", "calibcli.clinical",
+               "clinical_test", better="higher"),
+    MetricInfo("hosmer_lemeshow_statistic", "C-hat = sum_g (O_g - E_g)^2 / (E_g (1 - E_g / n_g)) over deciles of risk "
+               "(Hosmer & Lemeshow 1980)", "calibcli.clinical", "clinical_test"),
     MetricInfo("smece", "SmoothECE (Blasiok & Nakkiran 2023): smECE at the fixed point sigma* = smECE_sigma*, "
                "reflected Gaussian kernel on [0, 1]", "3", "smooth", combine=ClassRule(1)),
     MetricInfo("smece_at_sigma", "smECE_sigma = int_0^1 |(1/W) sum_i w_i K_sigma(t, z_i) (y_i - z_i)| dt at the given "
@@ -113,6 +138,9 @@ def aggregate_over_classes(rule: ClassRule, values: np.ndarray, v: np.ndarray):
 def worse(name: str, a: float, b: float) -> bool:
     """Whether value ``a`` of metric ``name`` is worse than ``b`` (higher for lower-is-better metrics)."""
     better = REGISTRY[name].better if name in REGISTRY else "lower"
+    if better == "target":  # farther from the calibrated value (a slope of 1, an intercept of 0)
+        target = REGISTRY[name].target
+        return abs(a - target) > abs(b - target)
     return a < b if better == "higher" else a > b
 
 
@@ -204,6 +232,10 @@ _RELATED = {
     "ece_l2_sq_debiased_sun": ("ece_l2_sq_sun_interval",),
     "tcal_p_value": ("tcal_statistic",),
     "tcal_statistic": ("tcal_p_value",),
+    "spiegelhalter_p_value": ("spiegelhalter_z",),
+    "spiegelhalter_z": ("spiegelhalter_p_value",),
+    "hosmer_lemeshow_p_value": ("hosmer_lemeshow_statistic",),
+    "hosmer_lemeshow_statistic": ("hosmer_lemeshow_p_value",),
     **{name: tuple(p for p in _BRIER_PARTS if p != name) for name in _BRIER_PARTS},
 }
 
@@ -264,8 +296,8 @@ def _binned(name: str, prepared, *, n_bins: int = 15, strategy: str = "uniform",
     from calibcli.modes import CLASS_WEIGHTS, MODES, default_mode
     from calibcli.validation import check_options
 
-    if name not in REGISTRY or REGISTRY[name].family not in ("binned", "scores"):
-        known = [m.name for m in _ENTRIES if m.family in ("binned", "scores")]
+    if name not in REGISTRY or REGISTRY[name].family not in ("binned", "scores", "clinical"):
+        known = [m.name for m in _ENTRIES if m.family in ("binned", "scores", "clinical")]
         raise CalibcliError(f"{name!r} is not a binned metric: expected one of {', '.join(known)}")
     check_options({"mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS}, mode=mode, strategy=strategy,
                   class_weights=class_weights, n_bins=n_bins, n_boot=n_boot, alpha=alpha)
@@ -547,6 +579,36 @@ def tcal_test(y_true, y_prob, *, sample_weight=None, mode: str | None = None, sm
                    report=report)
 
 
+def clinical_test(y_true, y_prob, *, test: str = "spiegelhalter", n_bins: int = 10, sample_weight=None,
+                  mode: str | None = None, alpha: float = 0.05, logits: bool = False, data=None) -> MetricResult:
+    """Spiegelhalter's Z test or the Hosmer-Lemeshow test of perfect calibration (:mod:`calibcli.clinical`),
+    as ``calibcli tcal --test spiegelhalter|hosmer-lemeshow --json`` computes it for the same rows.
+
+    The result's ``metric`` is the p-value (``spiegelhalter_p_value``, ``hosmer_lemeshow_p_value``),
+    ``related`` holds the statistic, ``details`` the decision at ``alpha`` and the test's entry (the
+    Hosmer-Lemeshow groups and degrees of freedom). ``n_bins``: the Hosmer-Lemeshow groups (deciles).
+
+    >>> from calibcli.metrics import clinical_test
+    >>> r = clinical_test([0, 0, 1, 1, 0, 1, 1, 0], [0.1, 0.3, 0.35, 0.8, 0.6, 0.9, 0.45, 0.2])
+    >>> r.name, round(r.estimate, 4), round(r.related["spiegelhalter_z"].estimate, 4)
+    ('spiegelhalter_p_value', 0.783, -0.2754)
+    """
+    from calibcli._arrays import prepare
+    from calibcli.accumulators.clinical import ClinicalTestAccumulator, ClinicalTestOptions
+    from calibcli.modes import default_mode
+
+    options = ClinicalTestOptions(test=test, n_bins=n_bins, alpha=alpha)
+    prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
+    acc = ClinicalTestAccumulator(mode=mode or default_mode(prepared.n_classes), n_classes=prepared.n_classes,
+                                  class_names=prepared.class_names, options=options)
+    report = _one_batch(acc, prepared).result()
+    entry = report.to_dict()
+    name = "spiegelhalter_p_value" if test == "spiegelhalter" else "hosmer_lemeshow_p_value"
+    params = {"test": test, "alpha": alpha, **({"n_bins": n_bins} if test == "hosmer-lemeshow" else {})}
+    details = {"test": test, "reject": report.reject, **{k: v for k, v in entry["result"].items() if k != "reject"}}
+    return _result(name, report.headline(), n=prepared.n, mode=report.mode, params=params, details=details, report=report)
+
+
 def compute(metric: str, y_true, y_prob, **options) -> MetricResult:
     """The metric named ``metric`` (a name of :data:`REGISTRY`), with the options of the function computing it.
 
@@ -564,8 +626,14 @@ def compute(metric: str, y_true, y_prob, **options) -> MetricResult:
     info = REGISTRY.get(metric)
     if info is None:
         raise CalibcliError(f"unknown metric {metric!r}: expected one of {', '.join(REGISTRY)}")
-    if info.family in ("binned", "scores"):
+    if info.family in ("binned", "scores", "clinical"):
         return binned_metric(metric, y_true, y_prob, **options)
+    if info.family == "clinical_test":
+        result = clinical_test(y_true, y_prob, test=metric.split("_")[0].replace("hosmer", "hosmer-lemeshow"), **options)
+        if metric == result.name:
+            return result
+        return _result(metric, {result.name: result, **result.related}, n=result.n, mode=result.mode,
+                       params=result.params, details=result.details, report=result.report)
     if info.family == "smooth":
         given = options.get("sigma") is not None
         if given != (metric == "smece_at_sigma"):

@@ -51,8 +51,8 @@ class LogisticFit:
     converged: bool
 
 
-def _mean_log_loss(X: np.ndarray, y: np.ndarray, w: np.ndarray, wsum: float, coef: np.ndarray) -> float:
-    eta = X @ coef
+def _mean_log_loss(X: np.ndarray, y: np.ndarray, w: np.ndarray, wsum: float, coef: np.ndarray, offset=0.0) -> float:
+    eta = X @ coef + offset
     return float(np.dot(w, np.logaddexp(0.0, eta) - y * eta) / wsum)
 
 
@@ -61,21 +61,22 @@ _SEPARATED_LOSS = 1e-9
 
 
 def fit_logistic(X: np.ndarray, y: np.ndarray, w: np.ndarray, *, init: np.ndarray,
-                 max_iter: int = 100, tol: float = 1e-12) -> LogisticFit:
+                 max_iter: int = 100, tol: float = 1e-12, offset: np.ndarray | float = 0.0) -> LogisticFit:
     """Weighted, unpenalised logistic regression of ``y`` on the columns of ``X`` by Newton / IRLS.
 
     Each Newton step solves ``H step = g`` (gradient and Hessian of the mean weighted log-loss; a
     least-squares solve when ``H`` is singular, e.g. for a constant feature) and is halved until the loss
     does not increase. Stops when the step is below ``tol`` relative to the coefficients. On separable
     data (e.g. a single class) the minimiser does not exist: the iterations stop once the mean loss is
-    below 1e-9, or at ``max_iter``, with ``converged`` False.
+    below 1e-9, or at ``max_iter``, with ``converged`` False. ``offset`` is added to the linear predictor
+    with its coefficient fixed at 1 (the calibration-in-the-large fit of :mod:`calibcli.clinical`).
     """
     yf = y.astype(np.float64)
     wsum = float(w.sum())
     coef = np.asarray(init, dtype=np.float64).copy()
-    loss = _mean_log_loss(X, yf, w, wsum, coef)
+    loss = _mean_log_loss(X, yf, w, wsum, coef, offset)
     for it in range(1, max_iter + 1):
-        mu = sigmoid(X @ coef)
+        mu = sigmoid(X @ coef + offset)
         grad = X.T @ (w * (mu - yf)) / wsum
         hess = (X * (w * mu * (1.0 - mu))[:, None]).T @ X / wsum
         try:
@@ -87,7 +88,7 @@ def fit_logistic(X: np.ndarray, y: np.ndarray, w: np.ndarray, *, init: np.ndarra
         t = 1.0
         while True:
             trial = coef - t * step
-            trial_loss = _mean_log_loss(X, yf, w, wsum, trial)
+            trial_loss = _mean_log_loss(X, yf, w, wsum, trial, offset)
             if trial_loss <= loss + 1e-14 * max(1.0, abs(loss)) or t < 1e-12:
                 break
             t *= 0.5

@@ -1,0 +1,303 @@
+"""The clinical statistics of :mod:`calibcli.clinical`, streamed (SPEC 8).
+
+- :class:`ClinicalAccumulator` (one binary problem of ``ece``): Cox calibration and the ICI family, both
+  from one :class:`calibcli.clinical.GridSums`: per (label, cell) of a uniform 2^14-cell grid the rows,
+  their weight and ``sum w p`` (two bincounts per batch), plus the same on a log-odds grid for the
+  predictions below 2^-6 or above 1 - 2^-6.
+
+  * Cox calibration is a logistic regression. While the binned family keeps every row (at most
+    ``ROW_LIMIT`` = 2^17, :class:`~calibcli.accumulators.binned.BinnedAccumulator`) it is fitted on them,
+    exactly. Beyond, on the cells, each cell's rows at their mean prediction: the log-likelihood, its
+    gradient and its information are sums over rows, so this is exact for predictors whose values each
+    fill a cell (discrete ones), and within about 1e-7 (relative) of the row-wise fit otherwise (the
+    tests check 1e-6). This replaces SPEC 8's bottom-k sample for what needs every row: it uses every
+    row, and keeping and thinning a 10^6-row sample plus a Newton fit on it cost more than the rest of
+    ``ece`` together (measured with ``benchmarks/bench_stream.py``: 4.5x the bare pass at 1e7 rows).
+  * ICI, E50, E90 and Emax: the SmoothECE kernel regression on the same cells.
+
+  Integer counts and float sums added in a fixed order per batch: the results do not depend on batch
+  sizes or on which worker saw which rows (beyond float rounding).
+
+- :class:`ClinicalTestAccumulator` (``tcal --test spiegelhalter|hosmer-lemeshow``): Spiegelhalter's three
+  sums over every row, or the Hosmer-Lemeshow groups, which are the binned family's quantile bins
+  (:class:`~calibcli.accumulators.binned.BinnedAccumulator`: exact edges, or a first pass with exact
+  quantiles up to 2^24 predictions and a KLL sketch beyond, then a second pass with the edges fixed).
+
+Both follow the accumulator contract (``update``, ``merge``, ``to_dict``/``from_dict``, ``result``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from calibcli.clinical import ICI_GRID, GridSums
+from calibcli.errors import CalibcliError, OptionError
+
+STATE_VERSION = 1
+
+#: ``tcal --test`` choices this module runs.
+CLINICAL_TESTS = ("spiegelhalter", "hosmer-lemeshow")
+
+
+class ClinicalAccumulator:
+    """Cox calibration and the ICI family of one binary problem, streamed (see the module docstring)."""
+
+    kind = "clinical"
+
+    def __init__(self, *, n_cells: int = ICI_GRID):
+        self.grid = GridSums(n_cells)
+
+    def update(self, row_index, z, y, w=None) -> "ClinicalAccumulator":
+        if len(z):
+            self.grid.add_rows(z, y, w)
+        return self
+
+    def merge(self, other: "ClinicalAccumulator") -> "ClinicalAccumulator":
+        self.grid.merge(other.grid)
+        return self
+
+    @property
+    def n_rows(self) -> int:
+        return self.grid.n
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "version": STATE_VERSION, "grid": self.grid.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ClinicalAccumulator":
+        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
+            raise ValueError(f"not a clinical state of version {STATE_VERSION}")
+        out = cls()
+        out.grid = GridSums.from_dict(d["grid"])
+        return out
+
+    def result(self, *, alpha: float = 0.05, rows=None) -> tuple[dict, dict]:
+        """``({name: Metric}, details)``: the Cox and ICI metrics of the report, and what they were made of
+        (standard errors, Wald tests, which rows Cox was fitted on, the bandwidth and grids of the ICI).
+
+        ``rows``: ``(row_index, z, y, w)`` of every row when they were kept (the binned family's sample),
+        else None (Cox from the cells). A statistic that cannot be computed (one label only, separated
+        data) is left out and said why in the details.
+        """
+        from calibcli.clinical import cox_from_grid, cox_from_rows, ici_from_grid
+        from calibcli.estimators import Metric
+
+        metrics, details = {}, {}
+        n = self.grid.n
+        try:
+            if rows is not None:
+                _, z, y, w = rows
+                cox = cox_from_rows(y, z, np.ones(len(y)) if w is None else w, alpha=alpha)
+                how = f"fitted on all {n} rows"
+            else:
+                cox = cox_from_grid(self.grid, alpha=alpha)
+                how = (f"fitted on all {n} rows through per-cell sums (each cell's rows at their mean prediction: "
+                       f"cells of width 2^-14, and of relative width 2^-10 in min(p, 1 - p) below 2^-6)")
+        except CalibcliError as exc:
+            details["cox"] = {"error": str(exc)}
+        else:
+            level = f"{100 * (1 - alpha):g}%"
+            method = f"Wald, observed Fisher information, {level}"
+            for name, est, test in (("cox_slope", cox.slope, "slope = 1"), ("cox_intercept", cox.intercept, "intercept = 0"),
+                                    ("calibration_in_the_large", cox.calibration_in_the_large, "intercept = 0")):
+                metrics[name] = Metric(name, est.estimate, est.ci_low, est.ci_high, method,
+                                       note=f"se {est.se:.4g}; Wald test of {test}: z {est.z:.4g}, p {est.p_value:.4g}")
+            details["cox"] = {
+                "rows": how, "n_clipped": cox.n_clipped if rows is not None else None, "clip": cox.clip,
+                "cov_intercept_slope": cox.cov_intercept_slope,
+                **{k: asdict(getattr(cox, k)) for k in ("slope", "intercept", "calibration_in_the_large")},
+            }
+        grid = self.grid
+        if rows is not None:  # the kept rows in row order: the same sums, bit for bit, however they were batched
+            _, z, y, w = rows
+            grid = GridSums(self.grid.n_cells).add_rows(z, y, w)
+        try:
+            ici = ici_from_grid(grid)
+        except CalibcliError as exc:
+            details["ici"] = {"error": str(exc)}
+        else:
+            note = (f"SmoothECE kernel regression at s* = {ici.sigma:.4g}; sums on {ici.grid_cells} cells (each cell's "
+                    f"rows at their mean); no interval")
+            if ici.under_resolved:
+                note += "; s* is below 8 cells of the grid: the curve is smoothed by at least the cell width"
+            for name in ("ici", "e50", "e90", "emax"):
+                metrics[name] = Metric(name, getattr(ici, name), note=note)
+            details["ici"] = {"sigma": ici.sigma, "grid_cells": ici.grid_cells, "curve_cells": ici.curve_cells,
+                              "under_resolved": ici.under_resolved, "method": ici.method}
+        return metrics, details
+
+
+def aggregate_clinical(per_class: list[dict], v: np.ndarray) -> dict:
+    """The marginal aggregate of the clinical metrics that have a class rule (SPEC 1; ICI, E50, E90, Emax)."""
+    from calibcli.estimators import Metric
+    from calibcli.metrics import REGISTRY, aggregate_over_classes
+
+    out = {}
+    for name, entry in REGISTRY.items():
+        if entry.family != "clinical" or entry.combine is None or not all(name in m for m in per_class):
+            continue
+        est = aggregate_over_classes(entry.combine, np.array([m[name].estimate for m in per_class]), v)
+        out[name] = Metric(name, float(est), note=f"marginal aggregate {entry.combine.describe()}")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# tcal --test spiegelhalter | hosmer-lemeshow
+
+
+@dataclass(frozen=True)
+class ClinicalTestOptions:
+    """What ``tcal --test spiegelhalter|hosmer-lemeshow`` computes; ``n_bins`` is the Hosmer-Lemeshow groups."""
+
+    test: str = "spiegelhalter"
+    n_bins: int = 10
+    alpha: float = 0.05
+
+    def __post_init__(self):
+        from calibcli.validation import check_options
+
+        check_options({"test": CLINICAL_TESTS}, test=self.test, n_bins=self.n_bins, alpha=self.alpha)
+
+
+@dataclass(frozen=True)
+class ClinicalTestReport:
+    """One entry of a ``tcal --test spiegelhalter|hosmer-lemeshow`` report (the shape of the T-Cal entries:
+    mode, notes, test, sample, result with ``reject`` and ``p_value``)."""
+
+    mode: str
+    notes: tuple[str, ...]
+    test: str
+    sample: dict
+    result: object  # SpiegelhalterTest or HosmerLemeshowTest
+
+    @property
+    def reject(self) -> bool:
+        return bool(self.result.reject)
+
+    def to_dict(self) -> dict:
+        r = self.result
+        out = {"mode": self.mode, "notes": list(self.notes), "test": self.test, "sample": dict(self.sample)}
+        common = {"reject": r.reject, "p_value": r.p_value, "alpha": r.alpha, "n": r.n, "weight_total": r.weight_total,
+                  "statistic": r.statistic, "method": r.method, "warnings": []}
+        if self.test == "spiegelhalter":
+            out["result"] = {**common, "statistic_name": "Z", "distribution": "N(0, 1), two-sided",
+                             "numerator": r.numerator, "variance": r.variance}
+        else:
+            out["result"] = {**common, "statistic_name": "C-hat", "df": r.df, "distribution": f"chi-square, {r.df} df",
+                             "n_bins": r.n_bins, "n_groups": r.n_groups, "caveats": r.caveats, "groups": r.groups}
+        return out
+
+    def headline(self) -> dict:
+        from calibcli.estimators import Metric
+
+        r = self.result
+        if self.test == "spiegelhalter":
+            return {"spiegelhalter_p_value": Metric("spiegelhalter_p_value", r.p_value, note="two-sided, N(0, 1)"),
+                    "spiegelhalter_z": Metric("spiegelhalter_z", r.statistic)}
+        return {"hosmer_lemeshow_p_value": Metric("hosmer_lemeshow_p_value", r.p_value,
+                                                  note=f"chi-square with {r.df} df ({r.n_groups} groups - 2)"),
+                "hosmer_lemeshow_statistic": Metric("hosmer_lemeshow_statistic", r.statistic,
+                                                    note=f"{r.n_groups} non-empty groups of {r.n_bins}")}
+
+
+class ClinicalTestAccumulator:
+    """Spiegelhalter's sums or the Hosmer-Lemeshow groups of one input (or group), binary or top-label mode."""
+
+    kind = "clinical_test"
+
+    def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: ClinicalTestOptions,
+                 edges: list | None = None, edges_method: str | None = None):
+        from calibcli.accumulators.binned import BinnedAccumulator
+
+        if mode not in ("binary", "top-label"):
+            raise OptionError("mode", f"{{name}} {mode}: the {options.test} test is of one probability per prediction: "
+                                      f"use the binary or top-label mode")
+        self.mode, self.n_classes, self.class_names, self.options = mode, int(n_classes), tuple(class_names), options
+        self.edges_method = edges_method
+        self.sums = np.zeros(3)
+        self.n = 0
+        self.bins = None
+        if options.test == "hosmer-lemeshow":
+            self.bins = BinnedAccumulator(n_bins=options.n_bins, strategy="quantile", edges=edges, moments=False)
+
+    def update(self, row_index, probs, labels, w=None) -> "ClinicalTestAccumulator":
+        from calibcli.clinical import spiegelhalter_sums
+        from calibcli.modes import binary_problems
+
+        (problem,) = binary_problems(labels, probs, mode=self.mode, sample_weight=w, class_names=list(self.class_names))
+        self.n += len(problem.z)
+        if self.bins is None:
+            self.sums += spiegelhalter_sums(problem.z, problem.y, problem.sample_weight)
+        else:
+            self.bins.update(row_index, problem.z, problem.y, problem.sample_weight)
+        return self
+
+    def merge(self, other: "ClinicalTestAccumulator") -> "ClinicalTestAccumulator":
+        if (other.mode, other.options) != (self.mode, self.options):
+            raise ValueError("test states of different modes or options cannot be merged")
+        self.n += other.n
+        self.sums += other.sums
+        if self.bins is not None:
+            self.bins.merge(other.bins)
+        return self
+
+    @property
+    def n_rows(self) -> int:
+        return self.n
+
+    @property
+    def problems(self) -> list:
+        """Nothing is resampled (no progress bar)."""
+        return []
+
+    def needs_second_pass(self) -> bool:
+        """Hosmer-Lemeshow over more rows than are kept: the deciles from this pass, the groups' sums from a second."""
+        return self.bins is not None and self.bins.needs_edges
+
+    def for_second_pass(self) -> "ClinicalTestAccumulator":
+        edges, how = self.bins.fitted_edges()
+        return ClinicalTestAccumulator(mode=self.mode, n_classes=self.n_classes, class_names=self.class_names,
+                                       options=self.options, edges=edges, edges_method=how)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "version": STATE_VERSION, "mode": self.mode, "n_classes": self.n_classes,
+                "class_names": list(self.class_names), "options": asdict(self.options), "edges_method": self.edges_method,
+                "n": self.n, "sums": self.sums.tolist(), "bins": None if self.bins is None else self.bins.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ClinicalTestAccumulator":
+        from calibcli.accumulators.binned import BinnedAccumulator
+
+        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
+            raise ValueError(f"not a clinical test state of version {STATE_VERSION}")
+        out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),
+                  options=ClinicalTestOptions(**d["options"]), edges_method=d["edges_method"])
+        out.n = int(d["n"])
+        out.sums = np.asarray(d["sums"], dtype=np.float64)
+        if d["bins"] is not None:
+            out.bins = BinnedAccumulator.from_dict(d["bins"])
+        return out
+
+    def result(self, progress=None) -> ClinicalTestReport:
+        from calibcli.accumulators.tcal import describe_sample
+        from calibcli.clinical import hosmer_lemeshow_from_bins, spiegelhalter_from_sums
+
+        o = self.options
+        if self.n == 0:
+            raise CalibcliError("no rows to test: expected at least one prediction")
+        notes = []
+        if self.bins is None:
+            result = spiegelhalter_from_sums(self.sums, n=self.n, alpha=o.alpha)
+        else:
+            r = self.bins.result()
+            s = r.bin_stats
+            result = hosmer_lemeshow_from_bins(s.count, s.weight, s.sum_z, s.sum_y, r.bin_bounds, n_bins=o.n_bins,
+                                               alpha=o.alpha)
+            notes.append(f"deciles of risk: {o.n_bins} quantile bins, {result.n_groups} non-empty (ties merge bins)"
+                         + (f"; edges from {self.edges_method}" if self.edges_method else ""))
+            notes.append("caveats: " + result.caveats)
+        sample = {**describe_sample(self.n, self.n, self.n, 0), "description": f"all {self.n} rows (exact sums)"}
+        return ClinicalTestReport(self.mode, tuple(notes), o.test, sample, result)
