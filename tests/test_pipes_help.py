@@ -259,6 +259,8 @@ CHOICES = {
                         "--strategy [uniform|quantile]", "--interpolation [step|linear]"],
     "recalibrate apply": ["--output-format [csv|tsv|parquet|feather|jsonl]"],
     "recalibrate evaluate": ["--ece-strategy [uniform|quantile]", "--discrete [auto|yes|no]"],
+    "report": ["--method [platt|temperature|histogram|isotonic|scaling-binning|polynomial|beta|venn-abers]"],
+    "compare": ["--pairing [auto|order|none]", "--mode [binary|top-label|marginal]"],
 }
 
 
