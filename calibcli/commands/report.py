@@ -40,7 +40,9 @@ JsonOutput = Annotated[
 ReportMethods = Annotated[
     Optional[list[str]],
     typer.Option("--method", help="Recalibration method compared on held-out rows; repeat it. Default: "
-                 + ", ".join(DEFAULT_METHODS) + "."),
+                 + ", ".join(DEFAULT_METHODS) + ".",
+                 metavar=cc.choices("platt", "temperature", "histogram", "isotonic", "scaling-binning", "polynomial",
+                                    "beta", "venn-abers")),
 ]
 ReportHoldout = Annotated[
     float,
