@@ -28,7 +28,8 @@ Which bootstrap gives the paired replicates:
   sums of both inputs' values are drawn from their joint normal law (mean and covariance per row). The
   correlation of the two models on the same examples is kept; aggregated to one input's cells this is
   the per-bin bootstrap of :mod:`calibcli.accumulators.binned`. SmoothECE beyond the row limit has no
-  joint draw here: its difference interval is then unpaired, and the report says so.
+  joint draw here: its difference interval is then unpaired (the candidate's SmoothECE is resampled with
+the derived seed, ``seeds["candidate_smece"]``), and the report says so.
 
 The paired bootstrap for the difference of two models' metrics on one test set is the standard
 construction (Efron & Tibshirani 1993, ch. 10; the bootstrap comparison of classifiers in Bouthillier et
@@ -237,7 +238,8 @@ class JointScores:
         self.moments += v.T @ v
 
     def replicates(self, n_boot: int, rng: np.random.Generator) -> tuple[dict, dict]:
-        reps = rng.multivariate_normal(self.sums, self.moments, size=n_boot, method="eigh")
+        root = _psd_root(self.moments[None])[0]  # rounding-level eigenvalues as zeros: identical inputs draw alike
+        reps = self.sums + rng.standard_normal((n_boot, 6)) @ root.T
         return tuple({"brier_score_multiclass": reps[:, 3 * s + 1] / reps[:, 3 * s],
                       "log_loss_multiclass": reps[:, 3 * s + 2] / reps[:, 3 * s]} for s in (0, 1))
 
@@ -589,8 +591,11 @@ def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, strea
     for role, stream, report in (("baseline", stream_a, reports[0]), ("candidate", stream_b, reports[1])):
         entries.append({"input": stream.describe(), "role": role, "family": "ece", **report.to_dict()})
     if len(accs_a) > 1:
-        smooth = [accs[1].result() for accs in (accs_a, accs_b)]
         kept = all(acc.rows_kept for accs in (accs_a, accs_b) for acc in accs[1].problems)
+        if pairing.paired and not kept:  # the per-cell SmoothECE bootstrap is not paired: independent seeds then
+            _reseed(accs_b[1], derived_seed(seeds["baseline"]))
+            seeds["candidate_smece"] = derived_seed(seeds["baseline"])
+        smooth = [accs[1].result() for accs in (accs_a, accs_b)]
         for side, report in enumerate(smooth):
             headline[side].update(report.headline())
             if n_boot:

@@ -314,3 +314,31 @@ def test_weighted_joint_draw_matches_per_row(tmp_path):
     joint, rows = compare(*paths, 100)["brier_score"], compare(*paths, 1 << 17)["brier_score"]
     assert joint["difference"] == pytest.approx(rows["difference"], rel=1e-12)
     assert joint["ci_high"] - joint["ci_low"] == pytest.approx(rows["ci_high"] - rows["ci_low"], rel=0.3)
+
+
+def test_joint_draw_multiclass_quantile_and_smooth_beyond_the_kept_rows():
+    """Beyond the kept rows: top-label and marginal problems and the multiclass scores are paired through the
+    joint draw, quantile bins through a second pass; SmoothECE is stated unpaired, with its own seed."""
+    from _cli import MULTI
+
+    from calibcli.comparison import compare_streams
+    from calibcli.evaluation import BinnedOptions, SmoothOptions
+    from calibcli.io import ColumnSpec, resolve_datasets
+
+    def compare(path, mode, smooth=None, **options):
+        streams = [resolve_datasets([path])[0].open(ColumnSpec()) for _ in range(2)]
+        return compare_streams(*streams, BinnedOptions(n_boot=60, row_limit=100, **options), mode_a=mode,
+                               smooth_options=smooth)
+
+    for mode in ("top-label", "marginal"):
+        c = compare(MULTI, mode).comparison
+        for name in ("ece_l1_plugin", "brier_score_multiclass", "log_loss_multiclass"):
+            assert c[name]["paired"] and "joint" in c[name]["ci_method"], (mode, name)
+            assert abs(c[name]["ci_low"]) < 1e-10 and abs(c[name]["ci_high"]) < 1e-10, (mode, name)
+    c = compare(BINARY, "binary", strategy="quantile").comparison["ece_l1_plugin"]
+    assert c["paired"] and abs(c["ci_low"]) < 1e-10 and abs(c["ci_high"]) < 1e-10
+    run_ = compare(BINARY, "binary", smooth=SmoothOptions(n_boot=60, row_limit=100))
+    c = run_.comparison["smece"]
+    assert not c["paired"] and c["ci_method"].startswith("unpaired: the SmoothECE bootstrap from per-cell sums")
+    assert c["difference"] == 0 and c["ci_low"] < 0 < c["ci_high"]
+    assert run_.seeds["candidate_smece"] != run_.seeds["baseline"]
