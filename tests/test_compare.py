@@ -86,6 +86,8 @@ def test_gate_on_unknown_metric_names_the_available_ones(pair):
     r = run("compare", raw, recal, "--n-boot", "50", "--fail-if-worse", "ece")
     assert r.exit_code == 2
     assert r.stderr.startswith("Error: no metric 'ece' to gate on: expected one of ece_l1_plugin, ece_l2_plugin")
+    r = run("compare", raw, recal, "--fail-if-worse", "smece")
+    assert r.exit_code == 2 and r.stderr == "Error: smece is compared with --smece: add --smece to gate on it\n"
     r = run("compare", raw, recal, "--fail-if-worse-by", "ece_l1_plugin")
     assert r.exit_code == 2 and "expected METRIC=X" in r.stderr
     r = run("compare", raw, recal, "--n-boot", "0", "--fail-if-worse", "ece_l1_plugin")

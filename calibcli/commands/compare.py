@@ -93,6 +93,7 @@ def compare(
     gates = list(fail_if_worse or [])
     if gates and n_boot == 0:
         raise CalibcliError("--fail-if-worse needs the interval of the difference: pass --n-boot N with N > 0")
+    _check_gate_names(gates + [name for name, _ in by], smece)  # before any reading (again on the report after)
     spec = cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits)
     datasets = [resolve_datasets([path])[0] for path in (baseline, candidate)]  # both resolved before any reading
     group_by = (id_col,) if id_col else ()
@@ -170,6 +171,19 @@ def _check_id_column(dataset, id_col: str, input_format) -> None:
     names = list(read_schema(location, detect_format("-" if location == "-" else path, input_format)).names)
     if id_col not in names and id_col not in dataset.partition_kinds:
         raise CalibcliError(f"{path}: no column {id_col!r} (given by --id-col); the file has columns {names}")
+
+
+def _check_gate_names(names: list[str], smece: bool) -> None:
+    """Gate metrics that no report of this command can have fail at once, before minutes of reading."""
+    from calibcli.metrics import REGISTRY
+
+    families = {"tcal", "clinical_test"} | (set() if smece else {"smooth"})
+    known = [n for n, m in REGISTRY.items() if m.family not in families]
+    for name in names:
+        if not smece and name in REGISTRY and REGISTRY[name].family == "smooth":
+            raise CalibcliError(f"{name} is compared with --smece: add --smece to gate on it")
+        if name not in REGISTRY or REGISTRY[name].family in families:
+            raise CalibcliError(f"no metric {name!r} to gate on: expected one of {', '.join(known)}")
 
 
 def _check_gate_metric(name: str, comparison: dict) -> None:
