@@ -342,3 +342,14 @@ def test_root_help_lists_the_commands_as_when_they_are_all_loaded():
     assert group.get_help(ctx) == lazy
     for name in COMMANDS:
         assert f"  {name} " in lazy
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv", "jsonl"])
+def test_gzipped_text_on_stdin_is_sniffed_too(venn_abers, fmt):
+    import gzip
+
+    data = ok("recalibrate", "apply", venn_abers, BINARY, "--output-format", fmt).stdout_bytes
+    r = run("ece", "-", "--n-boot", "0", "--json", input=gzip.compress(data))
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)["files"][0]
+    assert doc["input"]["format"] == fmt and doc["input"]["rows_used"] == 569

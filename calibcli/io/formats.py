@@ -68,8 +68,12 @@ def sniff_format(location: str) -> str:
     (``PAR1``), Arrow IPC file (``ARROW1``), IPC stream (a continuation marker ``FF FF FF FF``) or
     Feather v1 (``FEA1``), JSON Lines (a first ``{``), TSV (a first line with tabs and no commas), else
     CSV. So ``calibcli recalibrate apply ... --output-format parquet | calibcli ece -`` needs no flag."""
-    if is_gzip(location):
-        return "csv"
+    if is_gzip(location):  # a text format, compressed: look at its first decompressed bytes
+        import gzip
+
+        with gzip.open(location, "rb") as fh:
+            head = fh.read(1 << 16)
+        return "jsonl" if head.lstrip()[:1] == b"{" else "tsv" if _tabbed(head) else "csv"
     with open(location, "rb") as fh:
         head = fh.read(1 << 16)
     if head[:4] == b"PAR1":
@@ -78,10 +82,13 @@ def sniff_format(location: str) -> str:
         return "feather"
     if head.lstrip()[:1] == b"{":
         return "jsonl"
+    return "tsv" if _tabbed(head) else "csv"
+
+
+def _tabbed(head: bytes) -> bool:
+    """A first line with tabs and no commas: TSV."""
     first = head.split(b"\n", 1)[0]
-    if b"\t" in first and b"," not in first:
-        return "tsv"
-    return "csv"
+    return b"\t" in first and b"," not in first
 
 
 #: Text formats: their cells are read as text and typed batch by batch (:mod:`calibcli.io.columns`).
