@@ -1,6 +1,6 @@
 """Start-up time: the wall time of ``calibcli --help`` (median of 10 runs) against the 0.15 s bar of issue 13.
 
-    python benchmarks/bench_startup.py [--runs 10]
+    python benchmarks/bench_startup.py [--runs 10] [--quick]
 
 Each run is a fresh process of the installed console script (what a user types), stdout to /dev/null.
 For context it also times the floor under it: a bare ``python -c pass``, ``import typer`` (the CLI
@@ -41,7 +41,10 @@ def median_times(argv: list[str], runs: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--quick", action="store_true", help="3 runs each")
     args = parser.parse_args()
+    if args.quick:
+        args.runs = 3
     exe = shutil.which("calibcli", path=os.path.dirname(sys.executable)) or shutil.which("calibcli")
     if exe is None:
         raise SystemExit("the calibcli console script is not installed (pip install -e .)")
