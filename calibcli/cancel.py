@@ -45,10 +45,15 @@ def requested() -> bool:
     return _requested.is_set()
 
 
+def signal_number() -> int:
+    """The signal that asked the run to stop (SIGINT when none did)."""
+    return _state["signal"] or int(signal.SIGINT)
+
+
 def check() -> None:
     """Raise :class:`Interrupted` if a signal asked the run to stop (cheap: call it once per resample)."""
     if _requested.is_set():
-        raise Interrupted(_state["signal"] or signal.SIGINT)
+        raise Interrupted(signal_number())
 
 
 def request(signum: int = signal.SIGINT) -> None:
@@ -93,6 +98,24 @@ def handling_signals() -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+
+
+def exit_now(code: int) -> None:
+    """End an interrupted process at once: flush stdout and stderr, run the ``atexit`` handlers (temporary
+    copies of stdin and other finalizers registered there are removed), then ``os._exit`` without the
+    interpreter's teardown, which can take a second after a run holding large arrays."""
+    import atexit
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        os._exit(code)
 
 
 def shutdown_now(pool) -> None:

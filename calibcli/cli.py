@@ -151,10 +151,12 @@ def main() -> None:
                 sys.exit(exc.exit_code)
     except KeyboardInterrupt as exc:
         sys.stderr.write("Error: interrupted\n")
-        sys.exit(cancel.exit_code(exc))
+        cancel.exit_now(cancel.exit_code(exc))
     except BrokenPipeError:
         from calibcli.cli_common import PIPE_CLOSED, quiet_stdout  # here: cli_common imports numpy (slow --help)
 
         quiet_stdout()
         sys.exit(PIPE_CLOSED)
+    if cancel.requested():  # interrupted (the command said so): end now, without a slow interpreter teardown
+        cancel.exit_now(code if isinstance(code, int) else 130)
     sys.exit(code if isinstance(code, int) else 0)

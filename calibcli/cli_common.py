@@ -315,9 +315,14 @@ def command(func):
         cancel.reset()
         outputs.reset()
         try:
-            check_file_options(kwargs)
-            check_parameters(func, kwargs)
-            return func(*args, **kwargs)
+            try:
+                check_file_options(kwargs)
+                check_parameters(func, kwargs)
+                return func(*args, **kwargs)
+            except Exception:  # after a signal, any error is its consequence (a lock released twice
+                if cancel.requested():  # where the interrupt landed): report the interrupt
+                    raise cancel.Interrupted(cancel.signal_number()) from None
+                raise
         except CalibcliError as exc:
             if debugging():
                 raise

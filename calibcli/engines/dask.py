@@ -248,6 +248,9 @@ def _abandon_starting_cluster() -> None:
     on workers that never started, with a traceback)."""
     import multiprocessing
 
+    # the half-started workers' start-up tasks fail once their processes are gone; asyncio would log each
+    # failure ("Task exception was never retrieved") with a traceback while the process exits
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
     for process in multiprocessing.active_children():
         try:
             process.terminate()
