@@ -305,7 +305,7 @@ def test_out_of_memory_does_not_blame_an_unused_option(monkeypatch, small_budget
     line = _error_line(run("ece", BINARY, "--n-boot", 0))
     assert "--n-boot" not in line and line.startswith("Error: out of memory while reading and reducing the input")
     line = _error_line(run("ece", BINARY, "--n-boot", 0, "--n-bins", 1000000))
-    assert line.startswith("Error: out of memory: the largest allocation asked for is --n-bins 1000000 (about 610.4 MB "
+    assert line.startswith("Error: out of memory: the largest allocation asked for is --n-bins 1000000 (about 976.6 MB "
                            "for the bin arrays)"), line
 
 
