@@ -139,39 +139,51 @@ class JointCells:
         cell_a = self.keys // (2 * self.n_b)
         cell_b = self.keys % (2 * self.n_b)
         c = self.count.astype(np.float64)
-        c_star = rng.poisson(c, size=(n_boot, J)).astype(np.float64)
         if self.weighted:
             # the sums of m_i v_i over a joint cell: mean sum v, covariance sum v v^T (exact Poisson moments)
-            mean, cov, scale = self.sums, self.moments, np.ones((n_boot, J))
+            mean, cov = self.sums, self.moments
         else:
             # unit weights: given the resampled count c*, the sums are c* draws of the cell's rows (w = 1 exactly)
             mean = self.sums / c[:, None]
             cov = self.moments / c[:, None, None] - mean[:, :, None] * mean[:, None, :]
-            scale = c_star
-        root = _psd_root(cov)
-        # the draws, a block of replicates at a time (memory: about 4e6 numbers per block)
-        block = max(1, int(4e6 // max(1, J * 2 * _V)))
-        draws = np.empty((n_boot, J, 2 * _V))
-        for r0 in range(0, n_boot, block):
-            r1 = min(n_boot, r0 + block)
-            noise = rng.standard_normal((r1 - r0, J, 2 * _V))
-            s = scale[r0:r1, :, None]
-            draws[r0:r1] = s * mean[None] + np.sqrt(s) * np.einsum("jik,rjk->rji", root, noise)
-        out = []
+        # the noise only where there is variance: with unit weights the w columns are the counts, exactly
+        active = np.arange(2 * _V) if self.weighted else np.array([j for j in range(2 * _V) if j % _V])
+        root = _psd_root(cov[:, active[:, None], active[None, :]]).transpose(0, 2, 1).astype(np.float32)
+        sides = []
         for side, cells, n_bins in ((0, cell_a, self.n_a), (1, cell_b, self.n_b)):
-            values = draws[..., side * _V:(side + 1) * _V]
-            per_cell = np.zeros((n_boot, 2 * n_bins, _V))
-            count_star = np.zeros((n_boot, 2 * n_bins))
-            count = np.zeros(2 * n_bins)
-            for j in range(_V):
-                np.add.at(per_cell[..., j].T, cells, values[..., j].T)
-            np.add.at(count_star.T, cells, c_star.T)
-            np.add.at(count, cells, c)
+            order = np.argsort(cells, kind="stable")
+            starts = np.flatnonzero(np.diff(cells[order], prepend=-1))
             totals = np.zeros((2 * n_bins, 2 * _V))
             # per cell: the sums of (w, w u, w u^2, w ll), then of w times each (w^2, w^2 u, w^2 u^2, w^2 ll)
             np.add.at(totals, cells, np.concatenate([self.sums[:, side * _V:(side + 1) * _V],
                                                      self.moments[:, side * _V, side * _V:(side + 1) * _V]], axis=1))
-            out.append(_bin_stats_replicates(per_cell, count_star, count, totals, n_bins, self.weighted))
+            count = np.zeros(2 * n_bins)
+            np.add.at(count, cells, c)
+            sides.append(dict(order=order, starts=starts, target=cells[order][starts], n_bins=n_bins, totals=totals,
+                              count=count, per_cell=np.zeros((n_boot, 2 * n_bins, _V)),
+                              count_star=np.zeros((n_boot, 2 * n_bins))))
+        # a block of replicates at a time (about 4e6 numbers per block): the joint cells' draws, summed to each
+        # input's cells at once
+        block = max(1, int(4e6 // max(1, J * 2 * _V)))
+        for r0 in range(0, n_boot, block):
+            r1 = min(n_boot, r0 + block)
+            c_star = rng.poisson(c, size=(r1 - r0, J)).astype(np.float64)
+            # (joint cell, replicate, value): one batched matrix product per block (single precision: it is the
+            # noise, about 1e-7 of its own scale), the sums built in place
+            draws = np.zeros((J, r1 - r0, 2 * _V))
+            draws[:, :, active] = np.matmul(rng.standard_normal((J, r1 - r0, len(active)), dtype=np.float32), root)
+            if self.weighted:
+                draws += mean[:, None, :]
+            else:
+                scale = c_star.T[..., None]
+                draws *= np.sqrt(scale)
+                draws += scale * mean[:, None, :]
+            for side, sd in enumerate(sides):
+                values = draws[sd["order"], :, side * _V:(side + 1) * _V]
+                sd["per_cell"][r0:r1, sd["target"]] = np.add.reduceat(values, sd["starts"], axis=0).transpose(1, 0, 2)
+                sd["count_star"][r0:r1, sd["target"]] = np.add.reduceat(c_star[:, sd["order"]], sd["starts"], axis=1)
+        out = [_bin_stats_replicates(sd["per_cell"], sd["count_star"], sd["count"], sd["totals"], sd["n_bins"],
+                                     self.weighted) for sd in sides]
         return out[0], out[1]
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import io
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from statistics import NormalDist
 from typing import Callable, Sequence
 
@@ -47,31 +47,67 @@ from calibcli.validation import check_binary, check_option
 KINDS = ("binned", "smooth", "both")
 #: Output formats by file extension.
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
-#: Colours of overlaid curves (matplotlib's tab10, in order).
-COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+#: Colours of overlaid curves: the palette of M. Okabe and K. Ito, "Color Universal Design (CUD): how to
+#: make figures and presentations that are friendly to colorblind people" (2008), safe for the common
+#: colour-vision deficiencies; yellow, the faintest on white, comes last.
+COLORS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#f0e442")
+#: Markers and line styles of overlaid curves, so that overlays stay apart in greyscale too (every
+#: curve of up to ten has its own marker).
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1.5, 1, 1.5, 1, 1.5)), (0, (7, 2)))
 #: Name of the binned metric printed on the diagram.
 BINNED_METRIC = "ece_l1_plugin"
-#: Size of one panel (inches): width of one kind, height including the histogram.
-PANEL_WIDTH = 5.0
-PANEL_HEIGHT = 5.2
+#: Size of one panel (inches): width of one kind, height including the histogram. One kind is one
+#: column of a two-column paper (3.25 in); ``both`` is the width of the page's text (6.5 in).
+PANEL_WIDTH = 3.25
+PANEL_HEIGHT = 3.4
+#: Size of one diagram in small multiples (inches): four across a page's text.
+SMALL_WIDTH = 1.7
+SMALL_HEIGHT = 2.4
+#: Height added for the figure's title (inches).
+TITLE_HEIGHT = 0.35
 #: Axis limits of [0, 1] quantities, with a margin so that points at 0 or 1 are drawn whole.
 LIMITS = (-0.02, 1.02)
 #: Line width of the smooth curve where the predictions' density is zero / at its maximum (seed 003
 #: encodes the density in the curve's width).
-SMOOTH_WIDTH = (0.4, 3.2)
+SMOOTH_WIDTH = (0.4, 2.6)
+#: Marker area (points^2) of the emptiest and the fullest bin: a bin's area grows with its row count.
+MARKER_AREA = (4.0, 36.0)
+#: Scales of the count histogram.
+HIST_SCALES = ("linear", "log")
+#: Defaults of :class:`FigureStyle`: text size (points) and the fewest rows of a bin the line joins.
+FONT_SIZE = 8.0
+MIN_COUNT = 10
 #: Matplotlib settings of every figure (fixed so that the picture depends only on the data).
 _RC = {
-    "font.size": 10.0,
-    "axes.titlesize": 11.0,
-    "axes.labelsize": 10.0,
-    "legend.fontsize": 8.5,
-    "xtick.labelsize": 9.0,
-    "ytick.labelsize": 9.0,
     "svg.hashsalt": "calibcli",
     "svg.fonttype": "path",
     "pdf.fonttype": 42,
     "path.simplify": True,
 }
+
+
+def _rc(font_size: float = FONT_SIZE) -> dict:
+    """Matplotlib settings of a figure with text of ``font_size`` points (ticks and legend a point smaller)."""
+    smaller = max(1.0, font_size - 1.0)
+    return {
+        **_RC,
+        "font.size": font_size,
+        "axes.titlesize": font_size,
+        "axes.labelsize": font_size,
+        "legend.fontsize": smaller,
+        "xtick.labelsize": smaller,
+        "ytick.labelsize": smaller,
+        "figure.titlesize": font_size + 1.0,
+        "axes.linewidth": 0.7,
+        "xtick.major.width": 0.7,
+        "ytick.major.width": 0.7,
+        "xtick.major.size": 2.5,
+        "ytick.major.size": 2.5,
+        "legend.handlelength": 1.6,
+        "legend.borderpad": 0.3,
+        "legend.labelspacing": 0.3,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -613,6 +649,80 @@ def run_side_by_side(tasks: dict[str, Callable[[], object]]) -> dict[str, object
 # Drawing
 
 
+@dataclass(frozen=True)
+class FigureStyle:
+    """How a figure looks, apart from what it shows.
+
+    ``font_size`` (points) is the size of the text (ticks and legends a point smaller); the default
+    reads at a printed width of 3.25 in, a column of a two-column paper. Bins with fewer than
+    ``min_count`` rows are drawn hollow and faint, and the line joining the points skips them.
+    ``hist_scale`` is the count histogram's scale (``linear`` or ``log``, which shows thin bins).
+    ``style`` is a matplotlib style name or a ``.mplstyle`` file applied under calibcli's settings
+    (its colours replace the default palette). Options are checked here, by name.
+    """
+
+    font_size: float = FONT_SIZE
+    min_count: int = MIN_COUNT
+    hist_scale: str = "linear"
+    style: str | None = None
+
+    def __post_init__(self):
+        from calibcli.validation import check_options
+
+        check_options({"hist_scale": HIST_SCALES}, font_size=self.font_size, min_count=self.min_count,
+                      hist_scale=self.hist_scale)
+        if self.style is not None:
+            check_style(self.style)
+
+    def colors(self) -> tuple[str, ...]:
+        """The curves' colours: the style's colour cycle when a style is given, else :data:`COLORS`."""
+        if self.style is None:
+            return COLORS
+        import matplotlib
+
+        with _drawing_context(self):
+            cycle = matplotlib.rcParams["axes.prop_cycle"].by_key().get("color")
+        return tuple(cycle) if cycle else COLORS
+
+
+def check_style(style: str) -> str:
+    """``style`` is a matplotlib style name or an existing ``.mplstyle`` file; returns it."""
+    import os
+
+    import matplotlib.style
+
+    if style.endswith(".mplstyle") or os.sep in style or (os.altsep and os.altsep in style):
+        if not os.path.isfile(style):
+            raise CalibcliError(f"{{opt:style}} {style}: no such style file: check the path")
+        return style
+    available = sorted(matplotlib.style.available)
+    if style not in available and style != "default":
+        raise CalibcliError(
+            f"{{opt:style}} is {style!r}: expected a .mplstyle file or one of matplotlib's styles: "
+            f"{', '.join(['default', *available])}"
+        )
+    return style
+
+
+def _drawing_context(fs: FigureStyle):
+    """The style (when given), then calibcli's text sizes and reproducibility settings over it."""
+    from contextlib import ExitStack
+
+    import matplotlib
+    import matplotlib.style
+
+    stack = ExitStack()
+    if fs.style is not None:
+        stack.enter_context(matplotlib.style.context(fs.style))
+    stack.enter_context(matplotlib.rc_context(_rc(fs.font_size)))
+    return stack
+
+
+def curve_look(i: int, colors: Sequence[str] = COLORS) -> tuple[str, str, object]:
+    """Colour, marker and line style of the ``i``-th overlaid curve."""
+    return colors[i % len(colors)], MARKERS[i % len(MARKERS)], LINESTYLES[i % len(LINESTYLES)]
+
+
 def _fmt(x: float) -> str:
     return f"{x:.3g}" if abs(x) >= 1e-3 or x == 0 else f"{x:.2e}"
 
@@ -621,16 +731,23 @@ def _interval_text(low, high) -> str:
     return "" if low is None or high is None else f" [{_fmt(low)}, {_fmt(high)}]"
 
 
-def binned_label(d: BinnedDiagramData) -> str:
-    """The legend entry of a binned curve: its name, the metric with its interval, and n."""
+def binned_label(d: BinnedDiagramData, *, compact: bool = False) -> str:
+    """The legend entry of a binned curve: its name, the metric with its interval, and n (``compact``:
+    the interval and n on a line of their own, for small multiples)."""
     head = f"{d.name}\n" if d.name else ""
-    return f"{head}{d.metric} = {_fmt(d.estimate)}{_interval_text(d.ci_low, d.ci_high)}, {_n_text(d.n, d.weight_total)}"
+    interval = _interval_text(d.ci_low, d.ci_high)
+    if compact:
+        return f"{head}{d.metric} = {_fmt(d.estimate)}\n{interval.strip()}{', ' if interval else ''}{_n_text(d.n, d.weight_total)}"
+    return f"{head}{d.metric} = {_fmt(d.estimate)}{interval}, {_n_text(d.n, d.weight_total)}"
 
 
-def smooth_label(d: SmoothDiagramData) -> str:
+def smooth_label(d: SmoothDiagramData, *, compact: bool = False) -> str:
     """The legend entry of a smooth curve: its name, the SmoothECE with its interval, and n."""
     head = f"{d.name}\n" if d.name else ""
-    return f"{head}smECE = {_fmt(d.smece)}{_interval_text(d.ci_low, d.ci_high)}, {_n_text(d.n, d.weight_total)}"
+    interval = _interval_text(d.ci_low, d.ci_high)
+    if compact:
+        return f"{head}smECE = {_fmt(d.smece)}\n{interval.strip()}{', ' if interval else ''}{_n_text(d.n, d.weight_total)}"
+    return f"{head}smECE = {_fmt(d.smece)}{interval}, {_n_text(d.n, d.weight_total)}"
 
 
 def _n_text(n: int, weight_total: float) -> str:
@@ -657,19 +774,20 @@ def _new_figure(figsize):
     return fig
 
 
-def _pair_axes(fig, *, ratio: float = 3.2):
+def _pair_axes(fig, *, ratio: float = 2.6):
     gs = fig.add_gridspec(2, 1, height_ratios=[ratio, 1.0])
     ax = fig.add_subplot(gs[0, 0])
     return ax, fig.add_subplot(gs[1, 0], sharex=ax)
 
 
-def _style_main(ax, problem: str, title: str | None) -> None:
-    ax.plot([0, 1], [0, 1], color="0.45", linestyle="--", linewidth=1.0, zorder=1)
+def _style_main(ax, problem: str, title: str | None, *, compact: bool = False) -> None:
+    ax.plot([0, 1], [0, 1], color="0.5", linestyle=(0, (4, 3)), linewidth=0.8, zorder=1)
     ax.set_xlim(*LIMITS)
     ax.set_ylim(*LIMITS)
     ax.set_aspect("auto")
-    ax.set_ylabel(_axis_labels(problem)[1])
-    ax.grid(True, color="0.92", linewidth=0.6, zorder=0)
+    label = _axis_labels(problem)[1]
+    ax.set_ylabel(label.replace("frequency of", "frequency\nof") if compact else label)
+    ax.grid(True, color="0.92", linewidth=0.5, zorder=0)
     ax.tick_params(labelbottom=False)
     if title:
         ax.set_title(title)
@@ -679,116 +797,340 @@ def _style_lower(ax, problem: str, ylabel: str) -> None:
     ax.set_xlabel(_axis_labels(problem)[0])
     ax.set_ylabel(ylabel)
     ax.set_xlim(*LIMITS)
-    ax.grid(True, axis="x", color="0.92", linewidth=0.6, zorder=0)
+    ax.grid(True, axis="x", color="0.92", linewidth=0.5, zorder=0)
 
 
-#: The two off-diagonal corners where the legend may go, as (x range, y range) of the axes it covers
-#: (roughly: a legend line of a metric with its interval spans three quarters of a panel's width).
-_CORNERS = {"upper left": ((0.0, 0.78), (0.84, 1.0)), "lower right": ((0.22, 1.0), (0.0, 0.16))}
+def marker_areas(count: np.ndarray) -> np.ndarray:
+    """Marker area (points^2) of each bin: from :data:`MARKER_AREA`'s first value for an almost empty
+    bin to its second for the fullest bin, proportional to the row count in between (area, not
+    diameter, carries the count, so a sparse bin does not look as weighty as a full one)."""
+    c = np.asarray(count, dtype=np.float64)
+    top = float(c.max()) if c.size and c.max() > 0 else 1.0
+    lo, hi = MARKER_AREA
+    return lo + (hi - lo) * c / top
 
 
-def _legend(ax, fontsize=None, *, ink: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = ()) -> None:
-    """The legend (metric, interval, n) in the off-diagonal corner that hides the least of the data.
+# -- Legends that hide no data -----------------------------------------------------------------
 
-    ``ink`` lists what is drawn as vertical spans ``(x, y_low, y_high)`` (error bars, shaded gaps,
-    the band); a corner's cost is the total length of those spans inside it, growing with the number
-    of legend lines. The off-diagonal corners are where a calibrated curve never goes; ties go to the
-    upper left. (A fixed rule rather than matplotlib's ``loc="best"``: the same for every backend and
-    cheap for curves of many points.)
+#: Where a legend may go inside a panel, in order of preference: the off-diagonal corners first (where a
+#: calibrated curve never goes), then the others.
+LEGEND_PLACES = ("upper left", "lower right", "lower left", "upper right", "center left", "center right")
+#: What each main panel's data covers, in display coordinates: a function of the axes returning an
+#: (m, 4) array of boxes (x0, y0, x1, y1). Filled by plot_binned / plot_smooth, read by place_legends.
+_INK: "weakref.WeakKeyDictionary" = None  # type: ignore[assignment]
+
+
+def _ink_registry():
+    global _INK
+    if _INK is None:
+        import weakref
+
+        _INK = weakref.WeakKeyDictionary()
+    return _INK
+
+
+def _boxes(x0, y0, x1, y1) -> np.ndarray:
+    b = np.column_stack([np.ravel(x0), np.ravel(y0), np.ravel(x1), np.ravel(y1)]).astype(np.float64)
+    return b[np.isfinite(b).all(axis=1)]
+
+
+def _points_px(ax, x, y) -> np.ndarray:
+    xy = np.column_stack([np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)])
+    return ax.transData.transform(xy) if len(xy) else np.zeros((0, 2))
+
+
+def _pt(ax, points: float) -> float:
+    """``points`` in display pixels."""
+    return points * ax.figure.dpi / 72.0
+
+
+def _polyline_boxes(ax, x, y, half_width_pt: float, samples: int = 12) -> np.ndarray:
+    """Boxes covering a polyline (NaN breaks it): points along each segment, ``half_width_pt`` around."""
+    p = _points_px(ax, x, y)
+    if len(p) < 2:
+        return _boxes([], [], [], [])
+    a, b = p[:-1], p[1:]
+    ok = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
+    a, b = a[ok], b[ok]
+    f = np.linspace(0.0, 1.0, samples)[None, :, None]
+    pts = (a[:, None, :] * (1 - f) + b[:, None, :] * f).reshape(-1, 2)
+    h = _pt(ax, half_width_pt)
+    return _boxes(pts[:, 0] - h, pts[:, 1] - h, pts[:, 0] + h, pts[:, 1] + h)
+
+
+def _binned_ink(curves, lines) -> Callable:
+    def ink(ax) -> np.ndarray:
+        parts = []
+        for d, line in zip(curves, lines):
+            c = _points_px(ax, d.confidence, d.accuracy)
+            r = _pt(ax, np.sqrt(marker_areas(d.count)) / 2.0 + 0.5)
+            parts.append(_boxes(c[:, 0] - r, c[:, 1] - r, c[:, 0] + r, c[:, 1] + r))
+            lo, hi = _points_px(ax, d.confidence, d.acc_low), _points_px(ax, d.confidence, d.acc_high)
+            cap = _pt(ax, 1.0)
+            parts.append(_boxes(lo[:, 0] - cap, lo[:, 1], hi[:, 0] + cap, hi[:, 1]))
+            g0 = _points_px(ax, d.bin_lower, np.minimum(d.confidence, d.accuracy))
+            g1 = _points_px(ax, d.bin_upper, np.maximum(d.confidence, d.accuracy))
+            parts.append(_boxes(g0[:, 0], g0[:, 1], g1[:, 0], g1[:, 1]))
+            parts.append(_polyline_boxes(ax, line.get_xdata(), line.get_ydata(), 0.6))
+        return np.concatenate(parts) if parts else _boxes([], [], [], [])
+
+    return ink
+
+
+def _smooth_ink(curves) -> Callable:
+    def ink(ax) -> np.ndarray:
+        parts = []
+        for d in curves:
+            if d.band_low is not None and d.band_high is not None:
+                lo, hi = _points_px(ax, d.t, d.band_low), _points_px(ax, d.t, d.band_high)
+                step = np.abs(np.diff(lo[:, 0])).max() if len(lo) > 1 else 1.0
+                parts.append(_boxes(lo[:, 0] - step / 2, lo[:, 1], hi[:, 0] + step / 2, hi[:, 1]))
+            parts.append(_polyline_boxes(ax, d.t, d.yhat, SMOOTH_WIDTH[1] / 2, samples=3))
+        return np.concatenate(parts) if parts else _boxes([], [], [], [])
+
+    return ink
+
+
+def _clearance(bbox, boxes: np.ndarray) -> float:
+    """Distance (display units) from the box ``bbox`` to the nearest of ``boxes``: 0 when they meet,
+    infinite when there are none."""
+    if not len(boxes):
+        return float("inf")
+    dx = np.maximum.reduce([boxes[:, 0] - bbox.x1, bbox.x0 - boxes[:, 2], np.zeros(len(boxes))])
+    dy = np.maximum.reduce([boxes[:, 1] - bbox.y1, bbox.y0 - boxes[:, 3], np.zeros(len(boxes))])
+    return float(np.hypot(dx, dy).min())
+
+
+def _choose_place(legend, renderer, boxes: np.ndarray) -> str | None:
+    """Where ``legend`` hides nothing: of the two off-diagonal corners, the free one farthest from the
+    data; else the first free place of :data:`LEGEND_PLACES`; None when every place hides something
+    or the legend is wider or taller than the panel."""
+    frame = legend.axes.bbox
+    room = {}
+    for place in LEGEND_PLACES:
+        legend.set_loc(place)
+        box = legend.get_window_extent(renderer)
+        if box.x0 < frame.x0 - 0.5 or box.x1 > frame.x1 + 0.5 or box.y0 < frame.y0 - 0.5 or box.y1 > frame.y1 + 0.5:
+            return None
+        room[place] = _clearance(box, boxes)
+    corners = [p for p in LEGEND_PLACES[:2] if room[p] > 0]
+    if corners:
+        return max(corners, key=lambda p: (room[p], p == LEGEND_PLACES[0]))
+    return next((p for p in LEGEND_PLACES[2:] if room[p] > 0), None)
+
+
+def _legend(ax, handles, labels, ink: Callable, fontsize=None, *, handles_shown: bool = True) -> None:
+    """The legend of a main panel; :func:`place_legends` then puts it where it hides nothing. Without
+    ``handles_shown`` (one curve in a small panel) the legend is its text alone."""
+    extra = {} if handles_shown else {"handlelength": 0.0, "handletextpad": 0.0}
+    legend = ax.legend(handles, labels, loc=LEGEND_PLACES[0], frameon=True, framealpha=0.92, fontsize=fontsize,
+                       borderaxespad=0.35, edgecolor="0.8", fancybox=False, **extra)
+    if not handles_shown:
+        for handle in legend.legend_handles:
+            handle.set_visible(False)
+    _ink_registry()[ax] = ink
+
+
+def _legend_outside(ax) -> None:
+    """Move ``ax``'s legend above the panel (its title above the legend): a place of its own."""
+    legend = ax.get_legend()
+    legend.set_loc("lower center")
+    legend.set_bbox_to_anchor((0.0, 1.0, 1.0, 0.0), transform=ax.transAxes)
+    renderer = ax.figure.canvas.get_renderer()
+    height_pt = legend.get_window_extent(renderer).height * 72.0 / ax.figure.dpi
+    if ax.get_title():
+        # the title, raised over the legend, keeps the legend's room in the layout; the legend itself is
+        # left out of it, so that a legend a little wider than its panel does not shrink the panel
+        # (the title's pad is to its baseline: leave room for descenders under it)
+        ax.set_title(ax.get_title(), pad=height_pt + 3.0 + 0.3 * ax.title.get_fontsize())
+        legend.set_in_layout(False)
+
+
+def place_legends(fig) -> dict:
+    """Put every main panel's legend where it hides no data, by the rendered extents.
+
+    After the figure's layout is made, each legend goes where its window extent meets none of the
+    data's (markers at their drawn size, error bars, the line joining the bins, the shaded gaps, the
+    smooth curve and its band): the off-diagonal corner (upper left or lower right, where a calibrated
+    curve never goes) farther from the data, else the first free place of :data:`LEGEND_PLACES`.
+    When no place inside is free, the legend goes above the panel, outside the data, and the title
+    above it. Moving a legend out shrinks the panels, so the check repeats until nothing moves.
+    Returns ``{axes: place}`` (``"outside"`` for those moved out).
     """
-    entries = max(1, len(ax.get_legend_handles_labels()[0]))
-    cost = {}
-    for corner, ((x0, x1), (y0, y1)) in _CORNERS.items():
-        grow = 0.07 * (entries - 1)
-        y0, y1 = (y0 - grow, y1) if corner == "upper left" else (y0, y1 + grow)
-        total = 0.0
-        for x, lo, hi in ink:
-            x, lo, hi = (np.asarray(v, dtype=np.float64) for v in (x, lo, hi))
-            inside = (x >= x0) & (x <= x1) & np.isfinite(lo) & np.isfinite(hi)
-            total += float(np.sum(np.clip(np.minimum(hi, y1) - np.maximum(lo, y0), 0.0, None)[inside]))
-        cost[corner] = total
-    loc = min(cost, key=lambda c: (cost[c], c != "upper left"))
-    ax.legend(loc=loc, frameon=True, framealpha=0.9, fontsize=fontsize, handlelength=1.4, borderaxespad=0.4)
+    registry = _ink_registry()
+    entries = [(ax, ink) for ax, ink in list(registry.items())
+               if ax.get_figure(root=True) is fig and ax.get_legend() is not None]
+    placed: dict = {}
+    for _ in range(4):
+        fig.draw_without_rendering()
+        renderer = fig.canvas.get_renderer()
+        moved = False
+        for ax, ink in entries:
+            if placed.get(ax) == "outside":
+                continue
+            legend = ax.get_legend()
+            place = _choose_place(legend, renderer, ink(ax))
+            if place is not None:
+                legend.set_loc(place)
+                moved |= placed.get(ax) not in (None, place)
+                placed[ax] = place
+            else:
+                _legend_outside(ax)
+                placed[ax] = "outside"
+                moved = True
+        if not moved:
+            break
+    for ax, _ in entries:
+        registry.pop(ax, None)
+    return placed
 
 
-def plot_binned(data, *, ax=None, hist_ax=None, title: str | None = None, legend_fontsize=None):
+# -- Binned and smooth panels ------------------------------------------------------------------
+
+
+def plot_binned(data, *, ax=None, hist_ax=None, title: str | None = None, legend_fontsize=None,
+                style: FigureStyle | None = None, compact: bool = False, legend_names: bool = True):
     """Draw one :class:`BinnedDiagramData` or several overlaid; returns the Figure.
 
-    Without ``ax`` a new figure is made with the main panel and the histogram under it; with
-    ``ax`` the curves go there and the histogram into ``hist_ax`` when one is given. Draws, per
-    curve: the points (accuracy against mean confidence, joined by a line) with Wilson error bars,
-    the gap to the diagonal shaded over each bin's range, and the bin counts as stairs.
+    Without ``ax`` a new figure is made with the main panel and the histogram under it (and the legend
+    placed where it hides no data); with ``ax`` the curves go there and the histogram into ``hist_ax``
+    when one is given, and the caller places the legend (:func:`place_legends`). Draws, per curve:
+    the points (accuracy against mean confidence) with marker area growing with the bin's rows, Wilson
+    error bars, a line joining the points of bins with at least ``style.min_count`` rows (sparser bins
+    hollow and faint, not joined), the gap to the diagonal shaded over each bin's range, and the bin
+    counts as stairs (on a log scale with ``style.hist_scale == "log"``). Overlaid curves differ in
+    colour, marker and line style.
     """
+    from matplotlib.colors import to_rgba
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
 
+    style = style or FigureStyle()
     curves = _as_tuple(data)
-    if ax is None:
-        fig = _new_figure((PANEL_WIDTH, PANEL_HEIGHT))
-        ax, hist_ax = _pair_axes(fig)
-    problem = curves[0].problem if curves else "binary"
-    _style_main(ax, problem, title)
-    several = len(curves) > 1
-    weighted = any(d.weight_total != d.n for d in curves)  # frequency weights: the histogram counts them
-    for i, d in enumerate(curves):
-        color = COLORS[i % len(COLORS)]
-        for lo, hi, conf, acc in zip(d.bin_lower, d.bin_upper, d.confidence, d.accuracy):
-            ax.add_patch(Rectangle((lo, min(conf, acc)), hi - lo, abs(acc - conf), facecolor=color,
-                                   alpha=0.10 if several else 0.22, edgecolor="none", zorder=2))
-        ax.errorbar(
-            d.confidence, d.accuracy, yerr=np.vstack([d.accuracy - d.acc_low, d.acc_high - d.accuracy]),
-            color=color, marker="o", markersize=4.0, linestyle="none", elinewidth=1.0, capsize=2.5,
-            label=binned_label(d), zorder=3,
-        )
-        ax.plot(*_joined_across_full_bins(d), color=color, linewidth=1.0, zorder=3)
+    standalone = ax is None
+    with _drawing_context(style):
+        if standalone:
+            fig = _new_figure((PANEL_WIDTH, PANEL_HEIGHT))
+            ax, hist_ax = _pair_axes(fig)
+        problem = curves[0].problem if curves else "binary"
+        _style_main(ax, problem, title, compact=compact)
+        several = len(curves) > 1
+        weighted = any(d.weight_total != d.n for d in curves)  # frequency weights: the histogram counts them
+        colors = style.colors()
+        handles, labels, lines = [], [], []
+        for i, d in enumerate(curves):
+            color, marker, linestyle = curve_look(i, colors)
+            sparse = np.asarray(d.count) < style.min_count
+            for lo, hi, conf, acc in zip(d.bin_lower, d.bin_upper, d.confidence, d.accuracy):
+                ax.add_patch(Rectangle((lo, min(conf, acc)), hi - lo, abs(acc - conf), facecolor=color,
+                                       alpha=0.10 if several else 0.18, edgecolor="none", zorder=2))
+            eb = ax.errorbar(
+                d.confidence, d.accuracy, yerr=np.vstack([d.accuracy - d.acc_low, d.acc_high - d.accuracy]),
+                color=color, marker="", linestyle="none", elinewidth=0.9, capsize=0.0, zorder=3,
+            )
+            faint = np.array([to_rgba(color, 0.35 if s else 1.0) for s in sparse]).reshape(-1, 4)
+            for coll in eb.lines[2]:
+                coll.set_color(faint)
+            line = ax.plot(*_joined_across_full_bins(d, style.min_count), color=color, linestyle=linestyle,
+                           linewidth=1.0, zorder=3)[0]
+            lines.append(line)
+            faces = np.array([to_rgba("white") if s else to_rgba(color) for s in sparse]).reshape(-1, 4)
+            ax.scatter(d.confidence, d.accuracy, s=marker_areas(d.count), marker=marker, facecolors=faces,
+                       edgecolors=color, linewidths=0.8, zorder=4)
+            if hist_ax is not None:
+                values = d.weights_all if weighted else d.counts_all
+                floor = _log_floor(values) if style.hist_scale == "log" else 0.0
+                hist_ax.stairs(values, d.bounds, color=color, fill=not several, alpha=0.55 if not several else 1.0,
+                               linewidth=1.0, linestyle="-" if not several else linestyle, baseline=floor, zorder=2)
+            handles.append(Line2D([], [], color=color, marker=marker, linestyle=linestyle, linewidth=1.0,
+                                  markersize=4.5))
+            shown = d if legend_names else replace(d, name="")
+            labels.append(binned_label(shown, compact=compact))
+        _legend(ax, handles, labels, _binned_ink(curves, lines), legend_fontsize or _legend_size(style, compact),
+                handles_shown=several or not compact)
         if hist_ax is not None:
-            hist_ax.stairs(d.weights_all if weighted else d.counts_all, d.bounds, color=color, fill=not several, alpha=0.55 if not several else 1.0,
-                           linewidth=1.2, zorder=2)
-    ink = [(d.confidence, d.acc_low, d.acc_high) for d in curves]
-    ink += [(0.5 * (d.bin_lower + d.bin_upper), np.minimum(d.confidence, d.accuracy), np.maximum(d.confidence, d.accuracy))
-            for d in curves]
-    _legend(ax, legend_fontsize, ink=ink)
-    if hist_ax is not None:
-        _style_lower(hist_ax, problem, "weighted count" if weighted else "count")
-        hist_ax.set_ylim(bottom=0.0)
+            _style_lower(hist_ax, problem, "weighted count" if weighted else "count")
+            if style.hist_scale == "log":
+                hist_ax.set_yscale("log")
+                hist_ax.set_ylim(bottom=min(_log_floor(d.weights_all if weighted else d.counts_all) for d in curves))
+            else:
+                hist_ax.set_ylim(bottom=0.0)
+        if standalone:
+            place_legends(ax.figure)
     return ax.figure
 
 
-def _joined_across_full_bins(d: BinnedDiagramData) -> tuple[np.ndarray, np.ndarray]:
+def _legend_size(style: FigureStyle, compact: bool) -> float:
+    """Legend text size: a point under the text, a point and a half in small multiples."""
+    return max(1.0, style.font_size - (1.5 if compact else 1.0))
+
+
+def _log_floor(values) -> float:
+    """Where a log-scale histogram's bars start: half the smallest positive count (0.5 for counts)."""
+    v = np.asarray(values, dtype=np.float64)
+    positive = v[v > 0]
+    return float(min(0.5, 0.5 * positive.min())) if positive.size else 0.5
+
+
+def _joined_across_full_bins(d: BinnedDiagramData, min_count: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """The points' line, broken (a NaN) wherever empty bins lie between two drawn points, so that a
-    straight segment never suggests data where there is none."""
+    straight segment never suggests data where there is none, and at every bin with fewer than
+    ``min_count`` rows (its point is NaN: no segment reaches it, so a few rows do not swing the line)."""
     x, y = np.asarray(d.confidence, dtype=np.float64), np.asarray(d.accuracy, dtype=np.float64)
+    sparse = np.asarray(d.count) < min_count
+    x, y = np.where(sparse, np.nan, x), np.where(sparse, np.nan, y)
     gap = np.flatnonzero(np.asarray(d.bin_lower)[1:] > np.asarray(d.bin_upper)[:-1]) + 1
     return np.insert(x, gap, np.nan), np.insert(y, gap, np.nan)
 
 
-def plot_smooth(data, *, ax=None, density_ax=None, title: str | None = None, legend_fontsize=None):
+def plot_smooth(data, *, ax=None, density_ax=None, title: str | None = None, legend_fontsize=None,
+                style: FigureStyle | None = None, compact: bool = False, legend_names: bool = True):
     """Draw one :class:`SmoothDiagramData` or several overlaid; returns the Figure.
 
     Per curve: the kernel regression at s* with its pointwise bootstrap band, and the predictions'
-    density in ``density_ax`` (made under ``ax`` when no ``ax`` is given).
+    density in ``density_ax`` (made under ``ax`` when no ``ax`` is given). Overlaid curves differ in
+    colour, line style and markers along the curve.
     """
+    from matplotlib.lines import Line2D
+
+    style = style or FigureStyle()
     curves = _as_tuple(data)
-    if ax is None:
-        fig = _new_figure((PANEL_WIDTH, PANEL_HEIGHT))
-        ax, density_ax = _pair_axes(fig)
-    problem = curves[0].problem if curves else "binary"
-    _style_main(ax, problem, title)
-    several = len(curves) > 1
-    for i, d in enumerate(curves):
-        color = COLORS[i % len(COLORS)]
-        if d.band_low is not None and d.band_high is not None:
-            ax.fill_between(d.t, d.band_low, d.band_high, color=color, alpha=0.15 if several else 0.25,
-                            linewidth=0, zorder=2)
-        _density_width_line(ax, d, color)
+    standalone = ax is None
+    with _drawing_context(style):
+        if standalone:
+            fig = _new_figure((PANEL_WIDTH, PANEL_HEIGHT))
+            ax, density_ax = _pair_axes(fig)
+        problem = curves[0].problem if curves else "binary"
+        _style_main(ax, problem, title, compact=compact)
+        several = len(curves) > 1
+        colors = style.colors()
+        handles, labels = [], []
+        for i, d in enumerate(curves):
+            color, marker, linestyle = curve_look(i, colors)
+            if d.band_low is not None and d.band_high is not None:
+                ax.fill_between(d.t, d.band_low, d.band_high, color=color, alpha=0.12 if several else 0.22,
+                                linewidth=0, zorder=2)
+            _density_width_line(ax, d, color, linestyle if several else "-")
+            if several:  # markers along the curve, so that overlays differ in greyscale too
+                ax.plot(d.t, d.yhat, linestyle="none", marker=marker, markevery=(i * 7 % 40 + 10, 50),
+                        markersize=3.5, markerfacecolor=color, markeredgecolor="white", markeredgewidth=0.4,
+                        color=color, zorder=4)
+            if density_ax is not None:
+                density_ax.plot(d.t, d.density, color=color, linewidth=1.0, linestyle=linestyle if several else "-",
+                                zorder=3)
+                if not several:
+                    density_ax.fill_between(d.t, 0.0, d.density, color=color, alpha=0.3, linewidth=0, zorder=2)
+            handles.append(Line2D([], [], color=color, linewidth=1.6, linestyle=linestyle if several else "-",
+                                  marker=marker if several else "", markersize=3.5))
+            shown = d if legend_names else replace(d, name="")
+            labels.append(smooth_label(shown, compact=compact))
+        _legend(ax, handles, labels, _smooth_ink(curves), legend_fontsize or _legend_size(style, compact),
+                handles_shown=several or not compact)
         if density_ax is not None:
-            density_ax.plot(d.t, d.density, color=color, linewidth=1.2, zorder=3)
-            if not several:
-                density_ax.fill_between(d.t, 0.0, d.density, color=color, alpha=0.3, linewidth=0, zorder=2)
-    _legend(ax, legend_fontsize, ink=[(d.t, d.yhat if d.band_low is None else d.band_low,
-                                       d.yhat if d.band_high is None else d.band_high) for d in curves])
-    if density_ax is not None:
-        _style_lower(density_ax, problem, "density")
-        density_ax.set_ylim(bottom=0.0)
+            _style_lower(density_ax, problem, "density")
+            density_ax.set_ylim(bottom=0.0)
+        if standalone:
+            place_legends(ax.figure)
     return ax.figure
 
 
@@ -801,83 +1143,178 @@ def smooth_line_widths(density: np.ndarray) -> np.ndarray:
     return lo + (hi - lo) * np.clip(mid / top, 0.0, 1.0)
 
 
-def _density_width_line(ax, d: SmoothDiagramData, color: str) -> None:
-    """The kernel regression as a line whose width follows the density (thin where data are scarce)."""
+def _density_width_line(ax, d: SmoothDiagramData, color: str, linestyle="-") -> None:
+    """The kernel regression as a line whose width follows the density (thin where data are scarce).
+
+    A solid curve is one segment per pair of points; a dashed one (an overlay) is drawn in runs of
+    about a twentieth of the curve, each at its mean width, so that the dash pattern shows.
+    """
     from matplotlib.collections import LineCollection
-    from matplotlib.lines import Line2D
 
     points = np.column_stack([d.t, d.yhat])
-    segments = np.stack([points[:-1], points[1:]], axis=1)
     widths = smooth_line_widths(d.density)
-    ok = np.isfinite(segments).all(axis=(1, 2))
-    ax.add_collection(LineCollection(segments[ok], linewidths=widths[ok], colors=color, capstyle="round",
-                                     joinstyle="round", zorder=3, label="_smooth_curve"))
-    ax.add_line(Line2D([], [], color=color, linewidth=2.0, label=smooth_label(d)))
+    if linestyle == "-":
+        segments = np.stack([points[:-1], points[1:]], axis=1)
+        ok = np.isfinite(segments).all(axis=(1, 2))
+        segments, widths = list(segments[ok]), widths[ok]
+    else:
+        run = max(2, len(points) // 20)
+        segments, run_widths = [], []
+        for start in range(0, len(points) - 1, run):
+            chunk = points[start:start + run + 1]
+            ok = np.isfinite(chunk).all(axis=1)
+            if ok.sum() >= 2:
+                segments.append(chunk[ok])
+                run_widths.append(float(np.mean(widths[start:start + run])))
+        widths = np.asarray(run_widths)
+    ax.add_collection(LineCollection(segments, linewidths=widths, colors=color, linestyles=linestyle,
+                                     capstyle="butt" if linestyle != "-" else "round", joinstyle="round",
+                                     zorder=3, label="_smooth_curve"))
+
+
+# -- The whole figure --------------------------------------------------------------------------
 
 
 def figure_size(n_panels: int, kind: str) -> tuple[tuple[float, float], int, int]:
-    """Figure size (inches) and the (rows, columns) grid of ``n_panels`` panels of ``kind``."""
+    """Figure size (inches) and the (rows, columns) grid of ``n_panels`` panels of ``kind``.
+
+    One panel: :data:`PANEL_WIDTH` per kind (a paper's column; ``both`` is the text's width). Small
+    multiples: :data:`SMALL_WIDTH` per diagram, two binned-and-smooth pairs or four single diagrams
+    across (6.8 in, a page's text), so that a page of them prints at its natural size.
+    """
     per = 2 if kind == "both" else 1
-    ncols = min(n_panels, 2 if per == 2 else 4)
-    ncols = max(ncols, 1)
+    ncols = max(1, min(n_panels, 2 if per == 2 else 4))
     nrows = -(-n_panels // ncols)
-    scale = 1.0 if n_panels == 1 else 0.82
-    return (PANEL_WIDTH * per * ncols * scale, PANEL_HEIGHT * nrows * scale + 0.35), nrows, ncols
+    if n_panels == 1:
+        return (PANEL_WIDTH * per, PANEL_HEIGHT + TITLE_HEIGHT), 1, 1
+    return (SMALL_WIDTH * per * ncols, SMALL_HEIGHT * nrows + TITLE_HEIGHT), nrows, ncols
 
 
 def plot_diagram(panels: Sequence[DiagramPanel], *, kind: str = "both", title: str | None = None,
-                 note: str | None = None, figsize=None):
+                 note: str | None = None, figsize=None, style: FigureStyle | None = None):
     """The whole figure: panels (small multiples, e.g. one per class) of ``kind`` in a grid.
 
     Each panel has the binned diagram, the smooth one, or both side by side, each with its
     histogram or density underneath. ``title`` goes on top, ``note`` (e.g. which classes are shown)
-    at the bottom. Returns the Figure.
+    at the bottom. Small multiples share their axes (labels on the outer panels only, counts and
+    densities on one scale per kind) and, when curves are overlaid, one legend naming them above the
+    grid (each panel's legend then gives its numbers). Every legend is placed where it hides no data
+    (:func:`place_legends`). ``figsize`` (inches) overrides :func:`figure_size`. Returns the Figure.
     """
-    import matplotlib
-
     if kind not in KINDS:
         raise CalibcliError(f"{{opt:kind}} is {kind!r}: expected one of {', '.join(KINDS)}")
     panels = list(panels)
     check_option(len(panels) >= 1, "nothing to draw: expected at least one panel")
+    style = style or FigureStyle()
     size, nrows, ncols = figure_size(len(panels), kind)
-    with matplotlib.rc_context(_RC):
+    kinds = [x for x in ("binned", "smooth") if kind in (x, "both")]
+    small = len(panels) > 1
+    n_curves = max(max(len(p.binned), len(p.smooth)) for p in panels)
+    shared_legend = small and n_curves > 1
+    with _drawing_context(style):
         fig = _new_figure(figsize or size)
-        small = len(panels) > 1
-        legend_fontsize = 7.0 if small else None
-        subfigs = fig.subfigures(nrows, ncols, squeeze=False)
+        # the first column also holds the y labels: a little wider, so that its panels match the others
+        widths = [1.12] + [1.0] * (ncols - 1) if small and ncols > 1 else None
+        subfigs = fig.subfigures(nrows, ncols, squeeze=False, width_ratios=widths)
+        lowers: dict[str, list] = {}  # the histograms / densities of each kind, put on one scale
         for k, sf in enumerate(subfigs.flat):
             if k >= len(panels):
                 continue
             p = panels[k]
-            kinds = [x for x in ("binned", "smooth") if kind in (x, "both")]
-            gs = sf.add_gridspec(2, len(kinds), height_ratios=[3.2, 1.0])
+            row, col = divmod(k, ncols)
+            gs = sf.add_gridspec(2, len(kinds), height_ratios=[2.6, 1.0])
             for j, which in enumerate(kinds):
                 ax = sf.add_subplot(gs[0, j])
                 lower = sf.add_subplot(gs[1, j], sharex=ax)
-                sub = _panel_title(p, which)
+                lowers.setdefault(which, []).append(lower)
+                sub = _panel_title(p, which, compact=small)
+                common = dict(ax=ax, title=sub, style=style, compact=small, legend_names=not shared_legend)
                 if which == "binned":
-                    plot_binned(p.binned, ax=ax, hist_ax=lower, title=sub, legend_fontsize=legend_fontsize)
+                    plot_binned(p.binned, hist_ax=lower, **common)
                 else:
-                    plot_smooth(p.smooth, ax=ax, density_ax=lower, title=sub, legend_fontsize=legend_fontsize)
+                    plot_smooth(p.smooth, density_ax=lower, **common)
+                if small:
+                    _share_labels(ax, lower, first_column=(col == 0 and j == 0), first_of_kind=(col == 0),
+                                  bottom=(k + ncols >= len(panels)), own_scale=(which == "smooth"))
+        counts = lowers.get("binned", [])
+        if small and counts:
+            # the counts on one scale (set, not shared: axes shared across subfigures redraw the figure at
+            # each change); densities keep their own, a spike in one class would flatten the others
+            top = max(a.get_ylim()[1] for a in counts)
+            for a in counts:
+                a.set_ylim(top=top)
+        if shared_legend:
+            _shared_legend(fig, panels, kinds, style)
         if title:
-            fig.suptitle(title, fontsize=12)
+            fig.suptitle(title)
         if note:
-            fig.supxlabel(note, fontsize=9, color="0.3")
+            fig.supxlabel(note, fontsize=max(1.0, style.font_size - 1.0), color="0.3")
+        place_legends(fig)
     return fig
 
 
-def _panel_title(p: DiagramPanel, which: str) -> str:
-    """``binned (15 uniform bins)`` or ``smooth (bandwidth s* = 0.05)``, after the panel's title."""
+def _share_labels(ax, lower, *, first_column: bool, first_of_kind: bool, bottom: bool, own_scale: bool) -> None:
+    """Small multiples: axis labels once per row and column (the text stays, hidden, for readers of
+    the figure's objects). The reliability panels all span [0, 1] and the counts share a scale: their
+    tick labels on the first column only; a density (``own_scale``) keeps its tick labels."""
+    if not first_column:
+        ax.yaxis.label.set_visible(False)
+        ax.tick_params(labelleft=False)
+    if not first_of_kind:
+        lower.yaxis.label.set_visible(False)
+        if not own_scale:
+            lower.tick_params(labelleft=False)
+    if not bottom:
+        lower.xaxis.label.set_visible(False)
+
+
+def _shared_legend(fig, panels, kinds, style: FigureStyle) -> None:
+    """One legend above small multiples naming the overlaid curves by colour, marker and line style."""
+    from matplotlib.lines import Line2D
+
+    names: list[str] = []
+    for p in panels:
+        for d in (p.binned if "binned" in kinds and p.binned else p.smooth):
+            if d.name not in names:
+                names.append(d.name)
+    colors = style.colors()
+    handles = []
+    for i, _ in enumerate(names):
+        color, marker, linestyle = curve_look(i, colors)
+        handles.append(Line2D([], [], color=color, marker=marker, linestyle=linestyle, linewidth=1.2, markersize=4.5))
+    fig.legend(handles, names, loc="outside upper center", ncols=min(len(names), 4), frameon=False)
+
+
+def _panel_title(p: DiagramPanel, which: str, *, compact: bool = False) -> str:
+    """``binned (15 uniform bins)`` or ``smooth (bandwidth s* = 0.05)``, after the panel's title (``compact``,
+    for small multiples: the panel's title on a line of its own and ``s* = 0.05``)."""
     if which == "binned":
         b = p.binned[0] if p.binned else None
         what = f"binned ({b.n_bins} {b.strategy} bins)" if b is not None else "binned"
     else:
         sig = {round(c.sigma, 12) for c in p.smooth}
-        what = f"smooth (bandwidth s* = {_fmt(p.smooth[0].sigma)})" if len(sig) == 1 else "smooth (bandwidth s* of each curve)"
-    return f"{p.title} \u00b7 {what}" if p.title else what
+        bandwidth = "s*" if compact else "bandwidth s*"
+        what = f"smooth ({bandwidth} = {_fmt(p.smooth[0].sigma)})" if len(sig) == 1 else f"smooth ({bandwidth} of each curve)"
+    if not p.title:
+        return what
+    return f"{p.title}\n{what}" if compact else f"{p.title} \u00b7 {what}"
 
 
-def figure_bytes(fig, fmt: str, *, dpi: float = 150) -> bytes:
+def parse_figsize(text: str) -> tuple[float, float]:
+    """``"W,H"`` (inches) as a pair of numbers, each between 1 and 50."""
+    from calibcli.errors import OptionError
+
+    parts = [x.strip() for x in str(text).replace("x", ",").split(",")]
+    try:
+        w, h = (float(x) for x in parts)
+    except ValueError:
+        raise OptionError("figsize", f"{{name}} is {text!r}: expected two numbers W,H in inches, e.g. 3.25,3.6") from None
+    if not (np.isfinite(w) and np.isfinite(h) and 1.0 <= w <= 50.0 and 1.0 <= h <= 50.0):
+        raise OptionError("figsize", f"{{name}} is {text!r}: expected a width and a height between 1 and 50 inches")
+    return w, h
+
+
+def figure_bytes(fig, fmt: str, *, dpi: float = 300) -> bytes:
     """Render ``fig`` to PNG, SVG or PDF bytes, with no date or software version in the file.
 
     The same figure gives the same bytes (PNG/SVG/PDF metadata fixed; SVG ids salted with a

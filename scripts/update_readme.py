@@ -126,6 +126,7 @@ def scratch_directory() -> tempfile.TemporaryDirectory:
     tmp = tempfile.TemporaryDirectory(prefix="calibcli-readme-")
     os.symlink(ROOT / "sample_data", Path(tmp.name) / "sample_data")
     (Path(tmp.name) / "docs" / "images").mkdir(parents=True)
+    (Path(tmp.name) / "docs" / "figures").mkdir()  # the diagram examples write there (scripts/make_figures.py)
     for command in SETUP:
         proc = subprocess.run(["bash", "-c", command], cwd=tmp.name, env=environment(), capture_output=True, text=True)
         if proc.returncode != 0:

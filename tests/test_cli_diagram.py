@@ -114,7 +114,7 @@ def test_binary_figure_and_json_show_the_same_numbers_as_ece_and_the_core(tmp_pa
     assert doc["command"] == "diagram" and doc["schema_version"] == 1
     p = doc["parameters"]
     assert (p["kind"], p["n_bins"], p["strategy"], p["n_boot"], p["seed"], p["dpi"], p["max_classes"]) == (
-        "both", 10, "uniform", 20, 3, 150.0, 12)
+        "both", 10, "uniform", 20, 3, 300.0, 12)
     assert set(p["estimators"]) == {"ece_l1_plugin", "smece", "bin_accuracy_interval", "smooth_band"}
     (f,) = doc["files"]
     assert f["mode"] == "binary" and f["name"] == "breast_cancer_nb.csv" and f["input"]["rows_used"] == 569
@@ -176,16 +176,16 @@ def test_binary_figure_and_json_show_the_same_numbers_as_ece_and_the_core(tmp_pa
 
 
 def test_table_output_and_png_pixel_size(small, tmp_path):
-    # 5 x 5.55 inches at 72 dpi is 360 x 399.6 pixels: the file has 399 rows, and the report says so.
+    # 3.25 x 3.75 inches at 72 dpi is 234 x 270 pixels, and the report says so.
     out = tmp_path / "F.PNG"
     r = run("diagram", small, "-o", out, "--n-boot", "20", "--kind", "binned", "--dpi", "72")
     assert r.exit_code == 0, r.stderr
     assert r.stderr == ""
     width, height = png_size(out.read_bytes())
     assert abs(width - dg.PANEL_WIDTH * 72) < 1 and abs(height - (dg.PANEL_HEIGHT + 0.35) * 72) < 1
-    assert (width, height) == (360, 399)
+    assert (width, height) == (234, 270)
     text = " ".join(r.stdout.split())  # the table wraps long lines
-    assert text.startswith(f"wrote {out} (PNG, 360x399 px, {out.stat().st_size:,} bytes): binned diagram, binary "
+    assert text.startswith(f"wrote {out} (PNG, 234x270 px, {out.stat().st_size:,} bytes): binned diagram, binary "
                            f"mode, 1 panel(s), 1 curve(s) per panel")
     assert "metrics shown (95% intervals, 20 bootstrap resamples, seed 0)" in r.stdout
     assert "ece_l1_plugin" in r.stdout and "smece" not in r.stdout and "of 15 uniform bins non-empty" in r.stdout
@@ -287,7 +287,7 @@ def test_marginal_mode_one_panel_per_class_capped_with_the_cap_stated(tmp_path, 
     assert d["panels"] == ["class 0", "class 1", "class 2"]
     (fig,) = figures
     mains = main_axes(fig)
-    assert [ax.get_title() for ax in mains] == [f"class {k} \u00b7 binned (15 uniform bins)" for k in range(3)]
+    assert [ax.get_title() for ax in mains] == [f"class {k}\nbinned (15 uniform bins)" for k in range(3)]
     assert [t.get_text() for t in fig.texts] == ["Reliability diagram of digits_nb.parquet, marginal mode", NOTE3]
     # Class 1's panel is class 1 against the rest.
     df = pd.read_parquet(MULTI)
@@ -308,7 +308,7 @@ def test_marginal_mode_under_the_cap_draws_every_class(tmp_path, figures):
     assert (d["n_panels"], d["classes_drawn"], d["classes_total"], d["note"]) == (3, 3, 3, None)
     (fig,) = figures
     assert len(main_axes(fig)) == 3 and len(fig.texts) == 1
-    assert [ax.get_title().split(" \u00b7 ")[0] for ax in main_axes(fig)] == ["class 0", "class 1", "class 2"]
+    assert [ax.get_title().split("\n")[0] for ax in main_axes(fig)] == ["class 0", "class 1", "class 2"]
     assert [len(smooth_lines(ax)) for ax in main_axes(fig)] == [1, 1, 1]
 
 

@@ -232,8 +232,11 @@ def test_marginal_mode_panels_per_class_overlays_per_group(tmp_path, figures):
     assert [[c["problem"] for c in f["curves"]] for f in doc["files"]] == [["class 0", "class 1", "class 2"]] * 2
     (fig,) = figures
     mains = main_axes(fig)
-    assert [ax.get_title().split(" \u00b7 ")[0] for ax in mains] == ["class 0", "class 1", "class 2"]
-    assert [legend_names(ax) for ax in mains] == [["site=north", "site=south"]] * 3
+    assert [ax.get_title().split("\n")[0] for ax in mains] == ["class 0", "class 1", "class 2"]
+    # small multiples: one legend above the grid names the groups; each panel's legend gives their numbers
+    (shared,) = fig.legends
+    assert [t.get_text() for t in shared.get_texts()] == ["site=north", "site=south"]
+    assert [[t.split(" = ")[0] for t in legend_names(ax)] for ax in mains] == [["ece_l1_plugin"] * 2] * 3
     # class 2 of the south rows: class 2 against the rest, on those rows alone
     south = site == "south"
     ref = dg.prepare_binned((labels[south] == 2).astype(int), P[south, 2], n_boot=0)

@@ -581,9 +581,10 @@ def test_small_multiples_one_panel_per_class_and_the_note():
     fig = dg.plot_diagram(panels, kind="both", title="T", note="the first 3 of 9 classes are drawn")
     mains = main_axes(fig)
     assert len(mains) == 6 and len(fig.axes) == 12
+    # small multiples: the class on a line of its own, so that the title fits its panel
     assert [ax.get_title() for ax in mains] == [
-        f"class {k} \u00b7 {which}" for k, (b, s) in enumerate((p.binned[0], p.smooth[0]) for p in panels)
-        for which in ("binned (15 uniform bins)", f"smooth (bandwidth s* = {fmt3(s.sigma)})")
+        f"class {k}\n{which}" for k, (b, s) in enumerate((p.binned[0], p.smooth[0]) for p in panels)
+        for which in ("binned (15 uniform bins)", f"smooth (s* = {fmt3(s.sigma)})")
     ]
     assert [len(errorbars(ax)) + len(smooth_lines(ax)) for ax in mains] == [1] * 6
     assert [t.get_text() for t in fig.texts] == ["T", "the first 3 of 9 classes are drawn"]
@@ -645,11 +646,11 @@ def test_png_svg_pdf_bytes_depend_only_on_the_data():
     fig, first = render()
     _, second = render()
     assert first == second
-    # PNG: the figure's size times the dpi (5 x 5.55 inches at 72 dpi is 360 x 399.6: 399 rows).
+    # PNG: the figure's size times the dpi (3.25 x 3.75 inches at 72 dpi is 234 x 270).
     width_in, height_in = fig.get_size_inches()
     width, height = png_size(first["png"])
     assert abs(width - width_in * 72) < 1 and abs(height - height_in * 72) < 1
-    assert (width, height) == (360, 399)
+    assert (width, height) == (234, 270)
     assert ET.parse(io.BytesIO(first["svg"])).getroot().tag == "{http://www.w3.org/2000/svg}svg"
     assert first["pdf"].startswith(b"%PDF-") and first["pdf"].rstrip().endswith(b"%%EOF")
     version = matplotlib.__version__.encode()

@@ -44,7 +44,36 @@ FigureOutput = Annotated[
                  "'-' writes PNG bytes to stdout (the summary is then not printed), as does a device or pipe without an extension.",
                  show_default=False),
 ]
-Dpi = Annotated[float, typer.Option("--dpi", help="Resolution of PNG output (dots per inch).")]
+Dpi = Annotated[float, typer.Option("--dpi", help="Resolution of PNG output (dots per inch; 300 prints sharply, and the "
+                                                   "default figure is then 975 px wide, enough for a slide).")]
+Title = Annotated[
+    Optional[str],
+    typer.Option("--title", help="Title on top of the figure ('' for none). Default: what is drawn (the file or the "
+                                 "number of models, the mode).", show_default=False),
+]
+FigSize = Annotated[
+    Optional[str],
+    typer.Option("--figsize", metavar="W,H",
+                 help="Figure size in inches. Default: 3.25 in wide per diagram (one column of a two-column paper; "
+                      "--kind both is 6.5 in, the page's text) by 3.75 in; small multiples 1.7 x 2.4 in per "
+                      "diagram, four across.", show_default=False),
+]
+Style = Annotated[
+    Optional[str],
+    typer.Option("--style", help="A matplotlib style name (e.g. ggplot, seaborn-v0_8-paper) or a .mplstyle file; its "
+                                 "colours replace the default colour-blind-safe palette (Okabe-Ito). --font-size still "
+                                 "sets the text size.", show_default=False),
+]
+FontSize = Annotated[float, typer.Option("--font-size", help="Text size in points (ticks and legends a point smaller); "
+                                                              "the default reads at the figure's printed size.")]
+MinCount = Annotated[
+    int,
+    typer.Option("--min-count", help="Bins with fewer rows are drawn hollow and faint, and the line does not join them "
+                                     "(every point stays, with its interval; 0 joins all); marker area grows with the bin's rows."),
+]
+HistScale = Annotated[str, typer.Option("--hist-scale", help="Scale of the count histogram under the binned diagram: "
+                                                             "linear, or log (shows bins of a few rows).",
+                                     metavar=cc.choices("linear", "log"))]
 MaxClasses = Annotated[int, typer.Option("--max-classes", help="Marginal mode: draw at most this many classes (the first ones).")]
 MaxOverlays = Annotated[
     int,
@@ -113,7 +142,13 @@ def diagram(
     alpha: cc.Alpha = 0.05,
     seed: cc.Seed = 0,
     name: Names = None,
-    dpi: Dpi = 150.0,
+    dpi: Dpi = 300.0,
+    title: Title = None,
+    figsize: FigSize = None,
+    style: Style = None,
+    font_size: FontSize = 8.0,
+    min_count: MinCount = 10,
+    hist_scale: HistScale = "linear",
     max_classes: MaxClasses = 12,
     max_overlays: MaxOverlays = 10,
     engine: cc.Engine = "local",
@@ -146,6 +181,8 @@ def diagram(
     check_option(10.0 <= dpi <= 1200.0, f"--dpi is {dpi:g}: expected a resolution between 10 and 1200")
     check_option(max_classes >= 1, f"--max-classes is {max_classes}: expected at least 1")
     check_options(batch_rows=batch_rows, max_overlays=max_overlays)
+    fig_style = dg.FigureStyle(font_size=font_size, min_count=min_count, hist_scale=hist_scale, style=style)
+    fig_size = None if figsize is None else dg.parse_figsize(figsize)
     cc.check_engine(engine, scheduler, workers)
     from calibcli.outputs import is_stream
 
@@ -185,6 +222,12 @@ def diagram(
             "max_classes": max_classes,
             "max_overlays": max_overlays if groups else None,
             "dpi": dpi,
+            "figsize": None if fig_size is None else list(fig_size),
+            "font_size": font_size,
+            "min_count": min_count,
+            "hist_scale": hist_scale,
+            "style": style,
+            "title": title,
             "estimators": estimators,
             "weights": "frequency weights" if weight_col else None,
             "group_by": list(groups) or None,
@@ -264,12 +307,12 @@ def diagram(
         doc["groups"] = {"by": list(groups), "n_groups": len(groups_seen), "n_groups_drawn": len(groups_drawn)}
 
     models = len(base_names)
-    title = f"Reliability diagram of {base_names[0]}" if models == 1 else f"Reliability diagrams of {models} models"
+    auto_title = f"Reliability diagram of {base_names[0]}" if models == 1 else f"Reliability diagrams of {models} models"
     if groups and n_curves == 1:  # the one curve's group, as its legend would name it
-        title += f" [{_group_text(entries[0][0]['group'])}]"
+        auto_title += f" [{_group_text(entries[0][0]['group'])}]"
     elif groups:
-        title += f" by {', '.join(groups)}"
-    title += f", {fig_mode} mode"
+        auto_title += f" by {', '.join(groups)}"
+    auto_title += f", {fig_mode} mode"
     panels: dict[str, dict] = {}  # keyed by problem name, in first-seen order; each holds the overlaid curves
     for curves in curves_of:
         for c in curves:
@@ -282,7 +325,8 @@ def diagram(
         dg.DiagramPanel(title=(key if marginal else ""), binned=tuple(v["binned"]), smooth=tuple(v["smooth"]))
         for key, v in panels.items()
     ]
-    fig = dg.plot_diagram(panel_list, kind=kind, title=title, note=note)
+    fig = dg.plot_diagram(panel_list, kind=kind, title=auto_title if title is None else (title or None), note=note,
+                          figsize=fig_size, style=fig_style)
     if fmt == "png":
         w_px, h_px = (float(v) * dpi for v in fig.get_size_inches())
         check_option(
