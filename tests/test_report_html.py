@@ -76,6 +76,8 @@ def test_numbers_are_the_commands_numbers(multi):
 
 
 def test_verdicts_and_recalibration(multi):
+    from calibcli.report import fmt_number
+
     _, _, doc = multi
     calibrated, shifted = doc["files"][1], doc["files"][2]
     assert calibrated["verdict"]["status"] == "calibrated"
@@ -89,7 +91,9 @@ def test_verdicts_and_recalibration(multi):
     assert smeces == sorted(smeces) and rec["best"] == rec["rows"][0]
     assert {r["method"] for r in rec["rows"]} == {"uncalibrated", "platt", "isotonic", "temperature"}
     assert rec["best"]["method"] != "uncalibrated"  # shifting by 0.2 is fixable
-    assert f"lowers held-out SmoothECE" in shifted["verdict"]["sentences"][-1]
+    assert shifted["verdict"]["sentences"][-1] == (
+        f"Recalibration: on the {rec['split']['n_test']:,} held-out rows, {rec['best']['method']} lowers SmoothECE from "
+        f"{fmt_number(rec['uncalibrated']['smece'])} (uncalibrated, the same rows) to {fmt_number(rec['best']['smece'])}.")
 
 
 def test_page_is_self_contained(multi):
@@ -116,6 +120,24 @@ def test_one_file_has_no_summary(tmp_path):
     html = page.read_text()
     assert 'id="summary-table"' not in html and 'id="entry-1"' in html
     assert r.stdout == ""  # stdout carries data only; the page went to its file
+
+
+def test_installed_command_in_a_subprocess(tmp_path):
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "calibcli", "report", BINARY, "-o", "page.html", "--n-boot", "50",
+                           "--method", "platt"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert lines[-2] == "wrote page.html: 1 entry" and lines[-1].startswith(f"  {BINARY}: ")
+    assert all(line.startswith("Warning: ") for line in lines[:-2])  # --n-boot 50 is too few for the test
+    assert (tmp_path / "page.html").read_text().startswith("<!doctype html>")
+    proc = subprocess.run([sys.executable, "-m", "calibcli", "report", BINARY, "-o", "bad.html", "--alpha", "2"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == "Error: --alpha is 2.0: expected a number strictly between 0 and 1\n"
+    assert not (tmp_path / "bad.html").exists()
 
 
 def test_groups(tmp_path):

@@ -214,9 +214,6 @@ def _diagrams(files, *, columns, reading, engine, mode, n_bins, strategy, n_boot
                     number += 1
                     fig = dg.plot_diagram(panels, kind=kind)
                     drawn[kind] = svg_fragment(dg.figure_bytes(fig, "svg").decode("utf-8"), prefix=f"d{number}-")
-                    import matplotlib.pyplot as plt
-
-                    plt.close(fig)
                 drawn["panels"] = [c.problem for c in curves]
                 drawn["classes_total"] = stream.n_classes if marginal else None
                 drawn["notes"] = list(report.notes)
@@ -295,7 +292,9 @@ def report(
         write_atomic(json_output, to_json(doc) + "\n")
     write_atomic(output, page)
     n = len(doc["files"])
-    sys.stderr.write(f"wrote {output} ({len(page.encode('utf-8')):,} bytes; {n} entr{'y' if n == 1 else 'ies'})\n")
+    lines = [f"wrote {output}: {n} entr{'y' if n == 1 else 'ies'}"]
+    lines += [f"  {e['label']}: {e['verdict']['headline']}" for e in doc["files"]]
+    sys.stderr.write("\n".join(lines) + "\n")  # what the page says, in one line per entry (stdout stays empty)
 
 
 def command_line(given: dict) -> str:

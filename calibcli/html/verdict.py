@@ -84,12 +84,13 @@ def verdict(entry: dict, *, alpha: float) -> dict:
     rec = entry.get("recalibration")
     if rec:
         best, before = rec["best"], rec["uncalibrated"]
+        where = f"on the {rec['split']['n_test']:,} held-out rows"
         if best["method"] == "uncalibrated":
-            sentences.append("Recalibration: none of the methods lowers SmoothECE on held-out rows "
+            sentences.append(f"Recalibration: {where}, none of the methods lowers SmoothECE "
                              f"({_num(before['smece'])} uncalibrated).")
         else:
-            sentences.append(f"Recalibration: {best['method']} lowers held-out SmoothECE from {_num(before['smece'])} "
-                             f"to {_num(best['smece'])}.")
+            sentences.append(f"Recalibration: {where}, {best['method']} lowers SmoothECE from {_num(before['smece'])} "
+                             f"(uncalibrated, the same rows) to {_num(best['smece'])}.")
     return {
         "status": status,
         "headline": headline,
