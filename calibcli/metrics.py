@@ -120,8 +120,10 @@ REGISTRY: dict[str, MetricInfo] = {m.name: m for m in _ENTRIES}
 
 
 def describe(family: str) -> dict[str, str]:
-    """``name -> description`` of a family's metrics (the report's parameters echo it)."""
-    return {m.name: m.description for m in _ENTRIES if m.family in (family, "scores" if family == "binned" else family)}
+    """``name -> description`` of a family's metrics (the report's parameters echo it); the binned family's
+    report also carries the multiclass scores and the clinical statistics (Cox, ICI)."""
+    also = ("scores", "clinical") if family == "binned" else ()
+    return {m.name: m.description for m in _ENTRIES if m.family == family or m.family in also}
 
 
 def aggregate_over_classes(rule: ClassRule, values: np.ndarray, v: np.ndarray):

@@ -324,7 +324,7 @@ def test_ece_reports_cox_ici_and_brier_skill_score(parquet, rows):
     bss = m["brier_skill_score"]
     assert bss["estimate"] == pytest.approx(brier_skill_score(y, p, sample_weight=w), rel=1e-12)
     assert bss["ci_low"] < bss["estimate"] < bss["ci_high"]  # bootstrapped with the other binned metrics
-    assert "brier_skill_score" in doc["parameters"]["estimators"]
+    assert {"brier_skill_score", "cox_slope", "ici", "e90"} <= set(doc["parameters"]["estimators"])
 
 
 def test_ece_batch_size_does_not_change_the_clinical_metrics(parquet):
@@ -427,3 +427,17 @@ def test_tcal_spiegelhalter_on_the_binary_sample():
     assert entry["mode"] == "binary"
     assert entry["result"]["statistic_name"] == "Z"
     assert 0.0 <= entry["result"]["p_value"] <= 1.0
+
+
+def test_tcal_test_table_states_the_decision_and_the_groups():
+    r = run("tcal", MULTI, "--test", "hosmer-lemeshow", "--n-bins", "4")
+    assert r.exit_code == 0, r.stderr
+    out = r.stdout
+    assert "calibcli tcal --test hosmer-lemeshow: alpha 0.05" in out
+    # top-label naive Bayes: most predictions are exactly 1, so one group misses with certainty
+    assert "C-hat inf, chi-square, 1 df: p-value 0 at alpha 0.05: REJECT perfect calibration" in out
+    assert "1 group(s) have E_g (1 - E_g / n_g) = 0" in out
+    assert "observed O_g" in out and "expected E_g" in out
+    r = run("tcal", BINARY, "--test", "spiegelhalter")
+    assert r.exit_code == 0, r.stderr
+    assert "Z 30.47, N(0, 1), two-sided: p-value 7.133e-204 at alpha 0.05: REJECT perfect calibration" in r.stdout

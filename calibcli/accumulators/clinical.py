@@ -119,8 +119,7 @@ class ClinicalAccumulator:
         except CalibcliError as exc:
             details["ici"] = {"error": str(exc)}
         else:
-            note = (f"SmoothECE kernel regression at s* = {ici.sigma:.4g}; sums on {ici.grid_cells} cells (each cell's "
-                    f"rows at their mean); no interval")
+            note = f"|f(p) - p|, f the SmoothECE kernel regression at s* = {ici.sigma:.4g}; no interval"
             if ici.under_resolved:
                 note += "; s* is below 8 cells of the grid: the curve is smoothed by at least the cell width"
             for name in ("ici", "e50", "e90", "emax"):
@@ -298,6 +297,10 @@ class ClinicalTestAccumulator:
                                                alpha=o.alpha)
             notes.append(f"deciles of risk: {o.n_bins} quantile bins, {result.n_groups} non-empty (ties merge bins)"
                          + (f"; edges from {self.edges_method}" if self.edges_method else ""))
+            empty = [g for g in result.groups if g["term"] == math.inf]
+            if empty:
+                notes.append(f"{len(empty)} group(s) have E_g (1 - E_g / n_g) = 0 (every prediction 0 or 1) but "
+                             f"O_g != E_g: C-hat is infinite and the p-value 0")
             notes.append("caveats: " + result.caveats)
         sample = {**describe_sample(self.n, self.n, self.n, 0), "description": f"all {self.n} rows (exact sums)"}
         return ClinicalTestReport(self.mode, tuple(notes), o.test, sample, result)
