@@ -193,6 +193,8 @@ def _grid_level(sigma: float, cells_per_sigma: float = CELLS_PER_SIGMA) -> int:
     want = cells_per_sigma / sigma
     if want >= MAX_GRID:
         return MAX_GRID
+    if want <= MIN_GRID:  # a wide kernel (sigma beyond cells_per_sigma / MIN_GRID, up to any finite value)
+        return MIN_GRID
     return int(min(MAX_GRID, max(MIN_GRID, 1 << int(np.ceil(np.log2(want))))))
 
 
@@ -235,7 +237,8 @@ def _multiplier(n_cells: int, sigma: float) -> np.ndarray:
         return transform / transform[0]
     n_live = min(n_cells + 1, int(np.ceil(_CUTOFF / sigma)) + 1)
     k = np.arange(n_live, dtype=np.float64)
-    return np.exp(-0.5 * (np.pi * sigma * k) ** 2) / np.sinc(k / (2 * n_cells)) ** 2
+    with np.errstate(over="ignore"):  # a huge sigma: (pi k sigma)^2 overflows to inf, and exp(-inf) = 0 is right
+        return np.exp(-0.5 * ((np.pi * k) * sigma) ** 2) / np.sinc(k / (2 * n_cells)) ** 2
 
 
 def _smoothed_on_grid(spectrum: np.ndarray, sigma: float) -> np.ndarray:

@@ -399,3 +399,18 @@ def test_library_refuses_unknown_calibrator_fields():
     d["calibrators"][1]["options"]["extra"] = True
     with pytest.raises(CalibcliError, match=r"unknown field 'calibrators\[1\]\.options\.extra'"):
         calibrator_from_dict(d)
+
+
+def test_a_huge_sigma_is_the_flat_kernel_not_an_internal_error():
+    """Any finite positive sigma is a bandwidth: beyond a few units the reflected kernel is flat on [0, 1]
+    and smECE_sigma is |mean residual| (it used to be 'internal error (negative shift count)')."""
+    values = []
+    for sigma in ("3", "1000", "1e300", "1e308"):
+        r = run("smece", BINARY, "--sigma", sigma, "--n-boot", "0", "--json")
+        assert r.exit_code == 0 and r.stderr == "", r.stderr
+        values.append(json.loads(r.stdout)["files"][0]["problems"][0]["metrics"]["smece_at_sigma"]["estimate"])
+    import pandas as pd
+
+    df = pd.read_csv(BINARY)
+    flat = abs(float((df["label"] - df["prob"]).mean()))
+    assert values == pytest.approx([flat] * 4, abs=1e-12)
