@@ -587,9 +587,12 @@ def summarise_replicates(resamples, names: list[str], alpha: float, *, keep_repl
     metric, from the ``(main bins, equal-width bins)`` statistics of each resample in turn."""
     reps = []
     for s_b, s_u in resamples:
-        p = _point_metrics(s_b, s_u)
-        p["ece_l2_sq_debiased_sun"] = ece_l2_sq_sun_estimate(s_b)
-        reps.append([p[k] for k in names])
+        if not s_b.weight.sum() > 0:  # a Poisson resample can draw no row (probability e^-n): no metric values,
+            reps.append([math.nan] * len(names))  # and the interval is taken over the other resamples
+        else:
+            p = _point_metrics(s_b, s_u)
+            p["ece_l2_sq_debiased_sun"] = ece_l2_sq_sun_estimate(s_b)
+            reps.append([p[k] for k in names])
         if progress is not None:
             progress()
     reps = np.array(reps, dtype=np.float64).reshape(-1, len(names))
