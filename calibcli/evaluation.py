@@ -184,6 +184,12 @@ class InputAccumulator:
         self.mode, self.n_classes, self.class_names, self.options = mode, n_classes, tuple(class_names), options
         self.edges_method = edges_method
         n_problems = n_classes if mode == "marginal" else 1
+        if n_problems > 1:  # every class gets its own bins: together within the memory budget
+            from calibcli.validation import BYTES_PER_BIN, check_allocation, memory_budget
+
+            per_value = n_problems * BYTES_PER_BIN
+            check_allocation("n_bins", options.n_bins, float(options.n_bins) * per_value,
+                             f"the bin arrays of {n_problems} classes", most=max(memory_budget() // per_value, 1))
         self.problems = [
             BinnedAccumulator(n_bins=options.n_bins, strategy=options.strategy, row_limit=options.row_limit,
                               edges=None if edges is None else edges[k], moments=options.n_boot > 0)

@@ -414,3 +414,13 @@ def test_a_huge_sigma_is_the_flat_kernel_not_an_internal_error():
     df = pd.read_csv(BINARY)
     flat = abs(float((df["label"] - df["prob"]).mean()))
     assert values == pytest.approx([flat] * 4, abs=1e-12)
+
+
+def test_marginal_mode_counts_the_bins_of_every_class(tmp_path, small_budget):
+    """10 classes of 200000 bins: each fits the budget, all ten do not (checked when the classes are known)."""
+    out = tmp_path / "r.json"
+    line = _error_line(run("ece", MULTI, "--mode", "marginal", "--n-bins", 200000, "--n-boot", 0, "-o", out))
+    assert "--n-bins 200000 would need 1.9 GB for the bin arrays of 10 classes; use at most 104857 " in line, line
+    assert not out.exists()
+    r = run("ece", MULTI, "--mode", "top-label", "--n-bins", 200000, "--n-boot", 0, "--json")
+    assert r.exit_code == 0, r.stderr
