@@ -141,6 +141,7 @@ def test_library_messages_name_the_parameter(small_budget):
     from calibcli import metrics
     from calibcli.accumulators.binned import BinnedAccumulator
     from calibcli.errors import OptionError
+    from calibcli.calibrators import fit_calibrator
     from calibcli.estimators import binned_calibration
 
     y, z = [0, 1, 1, 0], [0.2, 0.7, 0.6, 0.4]
@@ -153,6 +154,9 @@ def test_library_messages_name_the_parameter(small_budget):
         (lambda: BinnedAccumulator(n_bins=10**12), "n_bins"),
         (lambda: binned_calibration(y, z, n_bins=10**12), "n_bins"),
         (lambda: binned_calibration(y, z, n_boot=10**22), "n_boot"),
+        (lambda: fit_calibrator("histogram", y, z, n_bins=10**12), "n_bins"),
+        (lambda: fit_calibrator("histogram", y, z, n_bins=0), "n_bins"),
+        (lambda: fit_calibrator("scaling-binning", y, z, n_bins=10**22, rng=np.random.default_rng(0)), "n_bins"),
     ]:
         with pytest.raises(OptionError) as info:
             call()

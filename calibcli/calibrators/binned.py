@@ -28,8 +28,11 @@ from calibcli.validation import check_binary, check_option
 
 
 def _check_n_bins(n_bins) -> int:
-    check_option(isinstance(n_bins, (int, np.integer)) and n_bins >= 1,
-                 f"--n-bins is {n_bins!r}: expected a positive integer")
+    from calibcli.validation import check_options
+
+    check_option(isinstance(n_bins, (int, np.integer)) and not isinstance(n_bins, bool),
+                 f"{{opt:n_bins}} is {n_bins!r}: expected a positive integer")
+    check_options(n_bins=int(n_bins))  # positive, and its arrays within the memory budget
     return int(n_bins)
 
 
