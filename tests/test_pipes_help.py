@@ -353,3 +353,18 @@ def test_gzipped_text_on_stdin_is_sniffed_too(venn_abers, fmt):
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)["files"][0]
     assert doc["input"]["format"] == fmt and doc["input"]["rows_used"] == 569
+
+
+def test_binary_output_to_a_terminal_is_refused(venn_abers):
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run([console_script(), "recalibrate", "apply", venn_abers, BINARY, "--output-format", "parquet"],
+                              stdout=follower, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert proc.returncode == 2
+    assert proc.stderr == ("Error: stdout is a terminal: parquet is binary; pipe it to the next command or write a file "
+                           "with --output\n")

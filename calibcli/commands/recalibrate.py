@@ -827,6 +827,9 @@ def apply(
     dataset, location, in_fmt, display, schema = _open_apply_input(file, input_format)
     layout, columns = _apply_columns(schema, doc, prob_col=prob_col, prob_cols=prob_cols, display=display)
     out_fmt = pick_format(output, output_format, "csv" if to_stdout else in_fmt)
+    if to_stdout and out_fmt in ("parquet", "feather") and _stdout_is_terminal():
+        raise CalibcliError(f"stdout is a terminal: {out_fmt} is binary; pipe it to the next command or write a file "
+                            f"with --output")
     extra = venn_abers_columns(cal, layout, columns)
     types = None
     if in_fmt in formats.TEXT_FORMATS:  # typed as the first lines say, the probability columns as float64
@@ -865,6 +868,15 @@ def apply(
         render_apply(rep, Console(stderr=True, highlight=False, soft_wrap=True))
         return
     emit(rep, as_json=as_json, output=report, render=render_apply)
+
+
+def _stdout_is_terminal() -> bool:
+    import sys
+
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stdout
+        return False
 
 
 def _apply_schema_text(schema, numeric: tuple[str, ...]):
