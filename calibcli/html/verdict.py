@@ -60,6 +60,8 @@ def verdict(entry: dict, *, alpha: float) -> dict:
     test = entry["tcal"]
     result = test["result"]
     test_name = "T-Cal" if test["test"] != "binomial" else "the exact binomial test per predicted value"
+    if test["mode"] != entry["mode"]:  # T-Cal has no marginal mode: say which problem it tested
+        test_name += f" ({test['mode']} mode)"
     reject = bool(result["reject"])
     size = size_word(smece["estimate"])
     small = size in ("very small", "small")
