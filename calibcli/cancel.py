@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 _requested = threading.Event()
-_state = {"signal": 0, "at": 0.0}
+_state = {"signal": 0, "at": 0.0, "reported": False}
 
 #: After the first signal, further ones are ignored for this long (the run is cleaning up: temporary
 #: files are being removed); a signal after that ends the process at once.
@@ -66,7 +66,16 @@ def request(signum: int = signal.SIGINT) -> None:
 def reset() -> None:
     """Forget an earlier request (a new command starts)."""
     _requested.clear()
-    _state["signal"], _state["at"] = 0, 0.0
+    _state["signal"], _state["at"], _state["reported"] = 0, 0.0, False
+
+
+def report() -> None:
+    """Say ``Error: interrupted`` on stderr, once however many layers see the interrupt."""
+    import sys
+
+    if not _state["reported"]:
+        _state["reported"] = True
+        sys.stderr.write("Error: interrupted\n")
 
 
 def exit_code(exc: BaseException) -> int:
@@ -86,12 +95,15 @@ def _handler(signum, frame) -> None:
 @contextmanager
 def handling_signals() -> Iterator[None]:
     """Within the block, SIGINT and SIGTERM set the flag and raise :class:`Interrupted` in the main
-    thread. Outside the main thread (where handlers cannot be installed) this does nothing."""
+    thread. Outside the main thread (where handlers cannot be installed) this does nothing, and a signal
+    the parent process set to be ignored stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = {}
     for signum in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(signum) is signal.SIG_IGN:  # ignored by whoever started us (a background job): keep it so
+            continue
         previous[signum] = signal.signal(signum, _handler)
     try:
         yield

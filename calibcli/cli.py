@@ -150,13 +150,14 @@ def main() -> None:
                 sys.stderr.write(f"Error: {exc.format_message()}{hint}\n")
                 sys.exit(exc.exit_code)
     except KeyboardInterrupt as exc:
-        sys.stderr.write("Error: interrupted\n")
+        cancel.report()
         cancel.exit_now(cancel.exit_code(exc))
     except BrokenPipeError:
         from calibcli.cli_common import PIPE_CLOSED, quiet_stdout  # here: cli_common imports numpy (slow --help)
 
         quiet_stdout()
         sys.exit(PIPE_CLOSED)
-    if cancel.requested():  # interrupted (the command said so): end now, without a slow interpreter teardown
-        cancel.exit_now(code if isinstance(code, int) else 130)
+    if cancel.requested():  # interrupted, in the command or around it (Typer turns that into exit 130 silently):
+        cancel.report()  # say so, and end now, without a slow interpreter teardown
+        cancel.exit_now(128 + cancel.signal_number())
     sys.exit(code if isinstance(code, int) else 0)

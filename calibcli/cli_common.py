@@ -335,7 +335,7 @@ def command(func):
             raise
         except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (calibcli.cancel): temporary files are gone by now
             cancel.request(getattr(exc, "signum", 2))  # worker threads still running stop at their next check
-            sys.stderr.write("Error: interrupted\n")
+            cancel.report()
             raise typer.Exit(cancel.exit_code(exc)) from None
         except BrokenPipeError:  # the reader of stdout went away (`| head`): end quietly
             quiet_stdout()

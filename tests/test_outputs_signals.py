@@ -328,6 +328,28 @@ def test_a_signal_stops_a_long_run_within_a_second(tmp_path, big, name, signum, 
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_recalibrate_apply_writing_a_large_file(tmp_path_factory, tmp_path, signum):
+    """The streaming writer's temporary file goes with the interrupt; the output never appears."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    data = tmp_path_factory.mktemp("apply") / "huge.csv"
+    rng = np.random.default_rng(3)
+    p = rng.uniform(size=3_000_000)
+    pacsv.write_csv(pa.table({"prob": p, "label": (rng.uniform(size=p.size) < p).astype(np.int64)}), data)
+    cal = tmp_path_factory.mktemp("apply-cal") / "cal.json"
+    r = calibcli("recalibrate", "fit", BINARY, "--method", "isotonic", "-o", cal)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "out.parquet"
+    code, err, seconds = interrupt(["recalibrate", "apply", cal, data, "-o", out], signum, input_path=data, delay=0.4)
+    assert err.decode() == "Error: interrupted\n"
+    assert code == 128 + signum
+    assert seconds < 1.0
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
 def test_a_signal_stops_a_dask_run_and_its_local_cluster(tmp_path, big):
     pytest.importorskip("distributed")
     psutil = pytest.importorskip("psutil")
