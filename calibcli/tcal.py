@@ -824,7 +824,7 @@ def tcal_test(
     check_option(null in NULLS, f"unknown null {null!r}: expected one of {', '.join(NULLS)}")
     check_option(combine in COMBINES, f"unknown combine rule {combine!r}: expected one of {', '.join(COMBINES)}")
     check_option(0.0 < alpha < 1.0, f"alpha is {alpha}: expected a level strictly between 0 and 1")
-    check_option(null == "chebyshev" or int(n_boot) >= 1, f"--n-boot is {n_boot}: expected at least 1 resample")
+    check_option(null == "chebyshev" or int(n_boot) >= 1, f"{{opt:n_boot}} is {n_boot}: expected at least 1 resample")
     check_option(
         not (null == "chebyshev" and combine == "min-p"),
         "{opt:combine} min-p calibrates the minimum p-value over resamples, and {opt:null} chebyshev draws none: "
@@ -899,9 +899,9 @@ def tcal_test(
         if threshold < 1:
             need = math.ceil(L / alpha) - 1 if combine == "bonferroni" else math.ceil(1 / alpha) - 1
             warnings.append(
-                f"with --n-boot {R} the smallest attainable p-value is 1/{total} = {1 / total:.3g}, too large for "
+                f"with {{opt:n_boot}} {R} the smallest attainable p-value is 1/{total} = {1 / total:.3g}, too large for "
                 f"{'alpha/L = ' + format(alpha / L, '.3g') if combine == 'bonferroni' else 'alpha = ' + format(alpha, '.3g')}: "
-                f"the test cannot reject; use --n-boot {need} or more"
+                f"the test cannot reject; use {{opt:n_boot}} {need} or more"
             )
         exact = null == "y-bootstrap"
         if null == "consistency":

@@ -109,7 +109,7 @@ def test_permutation_and_duplication_invariance():
         assert compute(name, y, z, sample_weight=np.full(400, 2.0)).estimate == pytest.approx(a, rel=1e-6)
 
 
-@pytest.mark.filterwarnings("ignore:with --n-boot 50:UserWarning")
+@pytest.mark.filterwarnings("ignore:with n_boot 50:UserWarning")
 def test_compute_reaches_every_metric_of_the_registry():
     y, z = synthetic(600)
     c, P = synthetic(600, k=3)
