@@ -10,10 +10,10 @@ that of one batch whatever the number of rows:
   cannot be read back to find a file footer (``calibcli ece - --input-format feather`` reads either);
 - JSON Lines, one object per row (``.gz`` gzip-compressed).
 
-A file is written atomically: into a temporary file in the target's folder, renamed over the target
-only once the last batch is written; an error (or Ctrl-C) leaves no file behind. ``-`` writes to
-standard output as the batches come, and nothing is written before the first batch, so an input that
-fails at once leaves stdout empty.
+A file is written atomically (:func:`calibcli.outputs.open_output`): into a temporary file beside the
+target, renamed over it only once the last batch is written; an error (or Ctrl-C) leaves no file behind.
+``-`` writes to standard output as the batches come, and nothing is written before the first batch, so an
+input that fails at once leaves stdout empty.
 
 pyarrow is imported inside the functions, so importing this module costs nothing.
 """
@@ -119,14 +119,20 @@ class _BatchWriter:
             self._gzip.close()
 
 
-def write_table_output(path: str, fmt: str, tables: Iterable, *, schema=None) -> int:
+def write_table_output(path: str, fmt: str, tables: Iterable, *, schema=None, option: str | None = "output") -> int:
     """Write every table of ``tables`` to ``path`` (``-``: standard output) in ``fmt``; the number of rows.
 
     ``schema`` is the output's schema (default: the first table's); every table is cast to it. The
     iterator is consumed lazily, one table in memory at a time; an error raised by it stops the writing:
     a file is then not created (an existing one is left as it was), stdout keeps what was written.
-    A ``.gz`` path compresses a text format. The tables' own errors pass through unchanged.
+    A ``.gz`` path compresses a text format. Where and how the bytes go (stdout, a temporary file renamed
+    at the end, a link's target, a device or FIFO written straight, every write checked) is
+    :func:`calibcli.outputs.open_output`'s; ``option`` names the output in its messages. Arrow IPC goes out
+    in the stream format to stdout, a device or a FIFO (nothing to seek back to), else in the file format.
+    The tables' own errors pass through unchanged.
     """
+    from calibcli.outputs import is_stream, open_output
+
     if fmt not in OUTPUT_FORMATS:
         raise CalibcliError(f"{{opt:output_format}} is {fmt!r}: expected one of {', '.join(OUTPUT_FORMATS)}")
     tables = iter(tables)
@@ -135,13 +141,10 @@ def write_table_output(path: str, fmt: str, tables: Iterable, *, schema=None) ->
         raise CalibcliError(f"{'stdout' if path == '-' else path}: nothing to write")
     schema = first.schema if schema is None else schema
     check_writable(schema, fmt, "stdout" if path == "-" else path)
-    gz = path != "-" and path.lower().endswith(".gz")
-    from calibcli.outputs import open_output
-
-    # stdout, a temporary file renamed over the (link's target) file at the end, or a device written
-    # straight to; failed writes are errors naming the output (calibcli.outputs)
-    with open_output(path, "output") as sink:
-        return _write_all(sink, fmt, schema, first, tables, gzip=gz, stream=path == "-")
+    stream = is_stream(path)
+    gz = not stream and path.lower().endswith(".gz")
+    with open_output(path, option) as sink:
+        return _write_all(sink, fmt, schema, first, tables, gzip=gz, stream=stream)
 
 
 def _write_all(sink, fmt: str, schema, first, rest, *, gzip: bool, stream: bool) -> int:
