@@ -140,6 +140,13 @@ def test_installed_command_in_a_subprocess(tmp_path):
     assert not (tmp_path / "bad.html").exists()
 
 
+def test_page_on_stdout(tmp_path):
+    r = run("report", BINARY, "-o", "-", "--n-boot", "50", "--method", "platt")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.startswith("<!doctype html>") and r.stdout.rstrip().endswith("</html>")
+    assert "wrote -: 1 entry" in r.stderr or "wrote stdout: 1 entry" in r.stderr
+
+
 def test_groups(tmp_path):
     page, data = tmp_path / "g.html", tmp_path / "g.json"
     r = run("report", str(SAMPLE / "eval_shards"), "--group-by", "model", "-o", page, "--json-output", data,

@@ -32,7 +32,8 @@ DEFAULT_METHODS = ("temperature", "platt", "isotonic", "histogram", "beta")
 MAX_CLASSES = 10
 
 ReportFiles = cc.files_argument("Several files (or --group-by groups) get a sortable summary table first, then one section each.")
-PageOutput = Annotated[str, typer.Option("--output", "-o", help="The HTML page to write (atomically).", show_default=False)]
+PageOutput = Annotated[str, typer.Option("--output", "-o", help="The HTML page to write (atomically; '-': stdout).",
+                                         show_default=False)]
 JsonOutput = Annotated[
     Optional[str],
     typer.Option("--json-output", help="Also write the JSON document the page is rendered from (atomically)."),
@@ -259,12 +260,10 @@ def report(
     from calibcli.commands.recalibrate import METHOD_NAMES
     from calibcli.html import render_page, require_jinja2
     from calibcli.modes import CLASS_WEIGHTS, MODES
-    from calibcli.report import check_output_path, to_json, write_atomic
+    from calibcli.report import to_json, write_atomic
     from calibcli.validation import check_option, check_options
 
-    require_jinja2()
-    if json_output:
-        check_output_path(json_output, "--json-output")
+    require_jinja2()  # (the output paths are checked before this, in cc.command)
     check_options({"mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS}, mode=mode, strategy=strategy,
                   class_weights=class_weights, n_bins=n_bins, n_boot=n_boot, alpha=alpha, batch_rows=batch_rows)
     check_option(n_boot >= 1, f"--n-boot is {n_boot}: the report's T-Cal test draws its null distribution from "
@@ -291,8 +290,8 @@ def report(
     )
     page = render_page(doc)
     if json_output:
-        write_atomic(json_output, to_json(doc) + "\n")
-    write_atomic(output, page)
+        write_atomic(json_output, to_json(doc) + "\n", "json_output")
+    write_atomic(output, page, "output")  # '-': stdout
     n = len(doc["files"])
     lines = [f"wrote {output}: {n} entr{'y' if n == 1 else 'ies'}"]
     lines += [f"  {e['label']}: {e['verdict']['headline']}" for e in doc["files"]]
