@@ -368,3 +368,14 @@ def test_binary_output_to_a_terminal_is_refused(venn_abers):
     assert proc.returncode == 2
     assert proc.stderr == ("Error: stdout is a terminal: parquet is binary; pipe it to the next command or write a file "
                            "with --output\n")
+
+
+def test_arrow_to_a_fifo_is_the_stream_format(venn_abers, tmp_path):
+    got = tmp_path / "copied.arrows"
+    proc = subprocess.run(
+        ["bash", "-c", f"'{console_script()}' recalibrate apply '{venn_abers}' '{BINARY}' --output-format feather "
+                       f"-o >(cat > '{got}'); wait $!"],  # $!: the process substitution's cat
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    with ipc.open_stream(pa.BufferReader(got.read_bytes())) as reader:
+        assert reader.read_all().column_names == ["prob", "prob_p0", "prob_p1", "label"]
