@@ -148,7 +148,7 @@ def cox_from_rows(y: np.ndarray, z: np.ndarray, w: np.ndarray, *, alpha: float =
     eta = logit(zc)
     X = np.column_stack([eta, np.ones_like(eta)])
     joint = fit_logistic(X, y, w, init=np.array([1.0, 0.0]))
-    offset = fit_logistic(X[:, 1:], y, w, init=np.array([0.0]), offset=eta)
+    offset = fit_logistic(np.ones((len(eta), 1)), y, w, init=np.array([0.0]), offset=eta)
     if not (joint.converged and offset.converged):
         raise CalibcliError("Cox calibration did not converge: the labels are separated by the predictions (a "
                             "threshold on the prediction splits them perfectly), so the slope is unbounded")
