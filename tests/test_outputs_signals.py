@@ -235,6 +235,9 @@ def test_a_fifo_is_written_straight_to(tmp_path, data):
     ["smece", "{in}", "--n-boot", "0", "--format", "markdown"],
     ["diagram", "{in}", "--n-boot", "0", "--kind", "binned", "-o", "-"],
     ["recalibrate", "apply", "{cal}", "{in}"],
+    ["ece", "--help"],
+    ["--help"],
+    ["--version"],
 ])
 def test_a_closed_pipe_ends_quietly(data, calibrator, args):
     proc = subprocess.Popen([*CALIBCLI, *[a.format(**{"in": data, "cal": calibrator}) for a in args]],
