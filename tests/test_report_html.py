@@ -140,6 +140,21 @@ def test_installed_command_in_a_subprocess(tmp_path):
     assert not (tmp_path / "bad.html").exists()
 
 
+def test_diagrams_are_capped(tmp_path, monkeypatch):
+    """Past MAX_DIAGRAMS entries the page says the diagrams were not drawn (the page stays small)."""
+    from calibcli.commands import report
+
+    monkeypatch.setattr(report, "MAX_DIAGRAMS", 1)
+    files = [_calibrated(tmp_path / f"m{k}.csv", 300, k) for k in range(2)]
+    page, data = tmp_path / "c.html", tmp_path / "c.json"
+    r = run("report", *files, "-o", page, "--json-output", data, "--n-boot", "20", "--method", "platt")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(data.read_text())
+    assert doc["files"][0]["diagrams"] is not None and doc["files"][1]["diagrams"] is None
+    assert doc["parameters"]["max_diagrams"] == 1
+    assert page.read_text().count("Diagrams are drawn for the first 1 entries only") == 1
+
+
 def test_page_on_stdout(tmp_path):
     r = run("report", BINARY, "-o", "-", "--n-boot", "50", "--method", "platt")
     assert r.exit_code == 0, r.stderr

@@ -30,6 +30,9 @@ from calibcli.errors import CalibcliError
 DEFAULT_METHODS = ("temperature", "platt", "isotonic", "histogram", "beta")
 #: Classes drawn at most in marginal mode (one panel each), so the page stays small.
 MAX_CLASSES = 10
+#: Entries (inputs or groups) whose diagrams are drawn, the first ones in report order: a figure pair is
+#: 0.1 to 0.2 MB of SVG, so the page stays within a few MB however many groups there are.
+MAX_DIAGRAMS = 20
 
 ReportFiles = cc.files_argument("Several files (or --group-by groups) get a sortable summary table first, then one section each.")
 PageOutput = Annotated[str, typer.Option("--output", "-o", help="The HTML page to write (atomically; '-': stdout).",
@@ -142,6 +145,8 @@ def build_document(files: list[str], *, columns: dict, reading: dict, engine: di
         "holdout": holdout,
         **{k: v for k, v in engine.items()},
         "batch_rows": reading["batch_rows"],
+        "max_diagrams": MAX_DIAGRAMS,
+        "max_classes_drawn": MAX_CLASSES,
         "verdict_rule": verdicts.RULE,
         "recalibration_rule": verdicts.BEST_RULE,
     })
@@ -206,6 +211,8 @@ def _diagrams(files, *, columns, reading, engine, mode, n_bins, strategy, n_boot
 
             accumulators, described = runner.run(stream, new)
             for group, acc in accumulators:
+                if len(out) >= MAX_DIAGRAMS:  # counted in the page's parameters, not drawn
+                    break
                 report = acc.result()
                 curves = report.curves("", legend="")
                 panels = [dg.DiagramPanel(title=(c.problem if marginal else ""), binned=(c.binned,), smooth=(c.smooth,))
