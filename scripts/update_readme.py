@@ -17,8 +17,10 @@ repository alone. The environment is fixed: ``COLUMNS`` (:data:`COLUMNS`) for th
 
 What may differ between a run and the README, and is normalised on both sides (:func:`normalise`) before
 comparing: the tool version (``calibcli 0.1.0``, ``"version": "0.1.0"``), the scratch directory's and the
-repository's absolute paths, spaces at the end of a line and blank lines at the end of an output. Nothing
-else: every number, path and message must match.
+repository's absolute paths, a figure's size in bytes (it follows matplotlib's and the fonts' versions),
+spaces at the end of a line and blank lines at the end of an output. Nothing else: every number, path and
+message must match. Refreshing also copies the figures the examples draw (``-o docs/images/...``) into the
+repository's ``docs/images``, so the pictures and the text that describes them stay in step.
 
 ``tests/test_readme.py`` runs the same comparison (and checks that every command of ``calibcli --help`` has
 a README section).
@@ -30,6 +32,7 @@ import argparse
 import difflib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -164,20 +167,30 @@ def normalise(lines: list[str], cwd: str | None = None) -> list[str]:
         line = line.replace(str(ROOT) + "/", "")
         line = re.sub(r'"version": "[^"]*"', '"version": "<version>"', line)
         line = re.sub(r"\bcalibcli \d+\.\d+\.\d+\S*", "calibcli <version>", line)
+        line = re.sub(r"\b\d[\d,]* bytes\)", "<size> bytes)", line)  # a figure's size: matplotlib's and the fonts' versions
         out.append(line.rstrip())
     while out and not out[-1]:
         out.pop()
     return out
 
 
-def run_readme(text: str) -> list[tuple[Block, list[list[str]]]]:
-    """Every runnable example of ``text`` with what its commands print now (paths relative, spaces trimmed)."""
+def run_readme(text: str, images_to: Path | None = None) -> list[tuple[Block, list[list[str]]]]:
+    """Every runnable example of ``text`` with what its commands print now (paths relative, spaces trimmed).
+
+    ``images_to``: copy the figures the examples drew into ``docs/images/`` there (the README shows them)."""
     blocks, _ = parse(text)
     results = []
     with scratch_directory() as cwd:
         for block in blocks:
             outputs = run_block(block, cwd)
             results.append((block, [_relative(o, cwd) for o in outputs]))
+        if images_to is not None:
+            for image in sorted((Path(cwd) / "docs" / "images").iterdir()):
+                target = images_to / "docs" / "images" / image.name
+                if not target.exists() or target.read_bytes() != image.read_bytes():
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(image, target)
+                    print(f"{target.relative_to(images_to)}: redrawn", file=sys.stderr)
     return results
 
 
@@ -230,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     path = Path(args.readme)
     text = path.read_text()
-    results = run_readme(text)
+    results = run_readme(text, images_to=None if args.check else ROOT)
     diffs = differences(results)
     n = sum(len(b.commands) for b, _ in results)
     if args.check:

@@ -4,7 +4,7 @@ same for its docs).
 
 The examples run as ``scripts/update_readme.py`` runs them (its docstring says how: one ``bash`` per block,
 in a scratch directory, fixed ``COLUMNS``); only the tool version, absolute paths, trailing spaces and
-trailing blank lines are normalised. When an output changes on purpose, refresh the README with
+trailing blank lines and a figure's size in bytes are normalised. When an output changes on purpose, refresh the README with
 ``python scripts/update_readme.py`` and review the diff.
 """
 
@@ -91,6 +91,8 @@ def test_normalise_touches_only_version_paths_and_trailing_spaces():
     lines = [f"{ur.ROOT}/sample_data/a.csv: 3 rows   ", 'calibcli 9.8.7 "version": "9.8.7"', "0.0602 ", "", ""]
     assert ur.normalise(lines) == ["sample_data/a.csv: 3 rows", 'calibcli <version> "version": "<version>"', "0.0602"]
     assert ur.normalise(["0.0602"]) != ur.normalise(["0.0603"])
+    assert ur.normalise(["wrote a.png (PNG, 1950x1125 px, 203,601 bytes)"]) == ["wrote a.png (PNG, 1950x1125 px, <size> bytes)"]
+    assert ur.normalise(["(PNG, 1950x1125 px, 1 bytes)"]) != ur.normalise(["(PNG, 1500x832 px, 1 bytes)"])
 
 
 # --------------------------------------------------------------------------- the README itself
