@@ -3,9 +3,9 @@ and every command of ``calibcli --help`` has its README section (sqlite-utils' t
 same for its docs).
 
 The examples run as ``scripts/update_readme.py`` runs them (its docstring says how: one ``bash`` per block,
-in a scratch directory, fixed ``COLUMNS``); only the tool version, absolute paths, trailing spaces and
-trailing blank lines and a figure's size in bytes are normalised. When an output changes on purpose, refresh the README with
-``python scripts/update_readme.py`` and review the diff.
+in a scratch directory, fixed ``COLUMNS``); only the tool version, absolute paths, a figure's size in bytes,
+trailing spaces and trailing blank lines are normalised. When an output changes on purpose, refresh the
+README with ``python scripts/update_readme.py`` and review the diff.
 """
 
 from __future__ import annotations
