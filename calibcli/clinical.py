@@ -378,14 +378,102 @@ def _tail_cell(q: np.ndarray) -> np.ndarray:
 TAIL_CELLS = int(_tail_cell(np.array([TAIL]))[0]) + 1
 
 
+class _Cells:
+    """Per-cell sums over ``size`` cells: the rows' count, weight (None while every weight is 1) and ``value``
+    (a weighted sum). A state with few rows keeps them as they came (so that thousands of small groups stay
+    small); once they are an eighth of the cells, they are summed into dense arrays, which batches then add to
+    with bincount."""
+
+    def __init__(self, size: int):
+        self.size = int(size)
+        self.count: np.ndarray | None = None
+        self.weight: np.ndarray | None = None
+        self.value: np.ndarray | None = None
+        self._parts: list[tuple] = []  # (key, count or None for one row each, weight or None, value)
+        self._held = 0
+
+    def add(self, key, count, w, v) -> None:
+        if self.count is None and self._held + len(key) <= self.size // 8:
+            self._parts.append((key, count, w, v))
+            self._held += len(key)
+            return
+        self._densify()
+        self._bincount(key, count, w, v)
+
+    def _bincount(self, key, count, w, v) -> None:
+        size = self.size
+        c = np.bincount(key, minlength=size) if count is None else np.bincount(key, weights=count, minlength=size)
+        c = c.astype(np.int64) if c.dtype != np.int64 else c
+        added = None if w is None else np.bincount(key, weights=w, minlength=size)
+        self.weight = _added_weights(self.weight, self.count, c, added)
+        self.count += c
+        self.value += np.bincount(key, weights=v, minlength=size)
+
+    def _densify(self) -> None:
+        if self.count is not None:
+            return
+        self.count, self.value = np.zeros(self.size, dtype=np.int64), np.zeros(self.size)
+        parts, self._parts, self._held = self._parts, [], 0
+        for part in parts:
+            self._bincount(*part)
+
+    def merge(self, other: "_Cells") -> None:
+        if self.count is None and other.count is None and self._held + other._held <= self.size // 8:
+            self._parts.extend(other._parts)
+            self._held += other._held
+            return
+        self._densify()
+        if other.count is None:
+            for part in other._parts:
+                self._bincount(*part)
+            return
+        self.weight = _added_weights(self.weight, self.count, other.count, other.weight)
+        self.count += other.count
+        self.value += other.value
+
+    def sparse(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+        """``(cells, count, weight or None, value)`` of the non-empty cells, in increasing cell order."""
+        if self.count is not None:
+            cells = np.flatnonzero(self.count)
+            return cells, self.count[cells], None if self.weight is None else self.weight[cells], self.value[cells]
+        if not self._parts:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), None, np.empty(0)
+        key = np.concatenate([p[0] for p in self._parts])
+        cells, inverse = np.unique(key, return_inverse=True)
+        n = len(cells)
+        count = np.concatenate([np.ones(len(p[0])) if p[1] is None else p[1] for p in self._parts])
+        count = np.rint(np.bincount(inverse, weights=count, minlength=n)).astype(np.int64)
+        weight = None
+        if any(p[2] is not None for p in self._parts):
+            w = np.concatenate([(np.ones(len(p[0])) if p[1] is None else np.asarray(p[1], dtype=np.float64))
+                                if p[2] is None else p[2] for p in self._parts])
+            weight = np.bincount(inverse, weights=w, minlength=n)
+        value = np.bincount(inverse, weights=np.concatenate([p[3] for p in self._parts]), minlength=n)
+        return cells, count, weight, value
+
+    def to_dict(self) -> dict:
+        cells, count, weight, value = self.sparse()
+        return {"cells": cells.tolist(), "count": count.tolist(), "weight": None if weight is None else weight.tolist(),
+                "value": value.tolist()}
+
+    @classmethod
+    def from_dict(cls, d: dict, size: int) -> "_Cells":
+        out = cls(size)
+        key = np.asarray(d["cells"], dtype=np.int64)
+        if len(key):
+            out.add(key, np.asarray(d["count"], dtype=np.int64), None if d["weight"] is None else
+                    np.asarray(d["weight"], dtype=np.float64), np.asarray(d["value"], dtype=np.float64))
+        return out
+
+
 class GridSums:
     """Per-cell sums of one binary problem's rows: the whole state of its ICI and Cox calibration.
 
-    - ``count``, ``weight`` (None for unit weights) and ``wz`` (``sum w p``) per (label, cell) of the smooth
-      family's uniform grid of ``n_cells`` cells (``2 n_cells`` entries, negatives first);
-    - ``tail_count``, ``tail_weight``, ``tail_wq`` likewise for the predictions with ``q = min(p, 1 - p)``
-      below ``TAIL`` (and ``p >= 1 - TAIL``), per (label, side of 1/2, cell of q on a log scale: relative
-      width 2^-10), q clipped below at 1e-12 as Cox's logit clips p.
+    - per (label, cell) of a uniform grid of ``n_cells`` cells (``2 n_cells`` cells, negatives first): the
+      rows, their weight and ``sum w p`` (``cells``);
+    - likewise for the predictions with ``q = min(p, 1 - p)`` below ``TAIL`` (``p < TAIL`` or ``p >= 1 -
+      TAIL``), per (label, side of 1/2, cell of q on a log scale: relative width 2^-10), q clipped below at
+      1e-12 as Cox's logit clips p, with ``sum w q`` (``tail``).
 
     Cox calibration stands each cell's rows at their weighted mean: middle cells of the uniform grid
     (width h = 2^-14 inside ``[TAIL, 1 - TAIL)``) move a logit by about ``h^2 / 24 |logit''|`` on average,
@@ -396,100 +484,76 @@ class GridSums:
     def __init__(self, n_cells: int = ICI_GRID):
         self.n_cells = int(n_cells)
         self.n = 0
-        self.count = np.zeros(2 * self.n_cells, dtype=np.int64)
-        self.weight: np.ndarray | None = None
-        self.wz = np.zeros(2 * self.n_cells)
-        self.tail_count = np.zeros(4 * TAIL_CELLS, dtype=np.int64)
-        self.tail_weight: np.ndarray | None = None
-        self.tail_wq = np.zeros(4 * TAIL_CELLS)
+        self.cells = _Cells(2 * self.n_cells)
+        self.tail = _Cells(4 * TAIL_CELLS)
 
     def add_rows(self, z: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> "GridSums":
-        """Add a batch: predictions in [0, 1], labels 0/1 (int64), weights or None."""
+        """Add a batch: predictions in [0, 1], labels 0/1, weights or None."""
         m = self.n_cells
         self.n += len(z)
+        y = np.asarray(y, dtype=np.int64)
         cell = (z * m).astype(np.int64)  # z >= 0: truncation is the floor
         np.minimum(cell, m - 1, out=cell)
-        cell += np.asarray(y, dtype=np.int64) * m
-        count = np.bincount(cell, minlength=2 * m)
-        self.weight = _added_weights(self.weight, self.count, count, None if w is None else
-                                     np.bincount(cell, weights=w, minlength=2 * m))
-        self.count += count
-        self.wz += np.bincount(cell, weights=z if w is None else w * z, minlength=2 * m)
+        cell += y * m
+        self.cells.add(cell, None, w, z if w is None else w * z)
         tail = z < TAIL
         tail |= z >= 1.0 - TAIL
         if tail.any():
             at = np.flatnonzero(tail)
-            zt, yt = z[at], np.asarray(y, dtype=np.int64)[at]
+            zt, yt = z[at], y[at]
             wt = None if w is None else w[at]
             q = np.minimum(zt, 1.0 - zt)
             np.maximum(q, _clip(), out=q)
             key = _tail_cell(q) + (zt > 0.5) * TAIL_CELLS + yt * (2 * TAIL_CELLS)
-            count = np.bincount(key, minlength=4 * TAIL_CELLS)
-            self.tail_weight = _added_weights(self.tail_weight, self.tail_count, count, None if wt is None else
-                                              np.bincount(key, weights=wt, minlength=4 * TAIL_CELLS))
-            self.tail_count += count
-            self.tail_wq += np.bincount(key, weights=q if wt is None else wt * q, minlength=4 * TAIL_CELLS)
+            self.tail.add(key, None, wt, q if wt is None else wt * q)
         return self
 
     def merge(self, other: "GridSums") -> "GridSums":
         if other.n_cells != self.n_cells:
             raise ValueError("grid sums on different grids cannot be added")
         self.n += other.n
-        self.weight = _added_weights(self.weight, self.count, other.count, other.weight)
-        self.count += other.count
-        self.wz += other.wz
-        self.tail_weight = _added_weights(self.tail_weight, self.tail_count, other.tail_count, other.tail_weight)
-        self.tail_count += other.tail_count
-        self.tail_wq += other.tail_wq
+        self.cells.merge(other.cells)
+        self.tail.merge(other.tail)
         return self
 
     def to_dict(self) -> dict:
-        cells, tail = np.flatnonzero(self.count), np.flatnonzero(self.tail_count)
-
-        def pick(a, where):
-            return None if a is None else a[where].tolist()
-
-        return {"n_cells": self.n_cells, "n": self.n, "cells": cells.tolist(), "count": self.count[cells].tolist(),
-                "weight": pick(self.weight, cells), "wz": self.wz[cells].tolist(), "tail_cells": tail.tolist(),
-                "tail_count": self.tail_count[tail].tolist(), "tail_weight": pick(self.tail_weight, tail),
-                "tail_wq": self.tail_wq[tail].tolist()}
+        return {"n_cells": self.n_cells, "n": self.n, "cells": self.cells.to_dict(), "tail": self.tail.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict) -> "GridSums":
         out = cls(d["n_cells"])
         out.n = int(d["n"])
-        for prefix, mean in (("", "wz"), ("tail_", "tail_wq")):
-            where = np.asarray(d[prefix + "cells"], dtype=np.int64)
-            getattr(out, prefix + "count")[where] = np.asarray(d[prefix + "count"], dtype=np.int64)
-            getattr(out, mean)[where] = np.asarray(d[mean], dtype=np.float64)
-            if d[prefix + "weight"] is not None:
-                weight = np.zeros(len(getattr(out, mean)))
-                weight[where] = np.asarray(d[prefix + "weight"], dtype=np.float64)
-                setattr(out, prefix + "weight", weight)
+        out.cells = _Cells.from_dict(d["cells"], 2 * out.n_cells)
+        out.tail = _Cells.from_dict(d["tail"], 4 * TAIL_CELLS)
         return out
 
-    def _cells(self, count, weight):
-        where = np.flatnonzero(count)
-        W = count[where].astype(np.float64) if weight is None else weight[where]
+    @staticmethod
+    def _positive(cells, count, weight, value):
+        W = count.astype(np.float64) if weight is None else weight
         keep = W > 0
-        return where[keep], W[keep]
+        return cells[keep], count[keep], W[keep], value[keep]
 
     def cox_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(label, p, weight)``: one weighted row per non-empty cell at its mean prediction (middle cells of
         the uniform grid, then the tail cells)."""
         m = self.n_cells
         lo, hi = int(TAIL * m), m - int(TAIL * m)  # uniform cells [lo, hi) cover [TAIL, 1 - TAIL) exactly
-        where, W = self._cells(self.count, self.weight)
-        label, cell = np.divmod(where, m)
+        cells, _, W, wz = self._positive(*self.cells.sparse())
+        label, cell = np.divmod(cells, m)
         middle = (cell >= lo) & (cell < hi)
-        where, W, label = where[middle], W[middle], label[middle]
-        p_mid = self.wz[where] / W
-        tail, Wt = self._cells(self.tail_count, self.tail_weight)
-        q = self.tail_wq[tail] / Wt
+        label, W, p_mid = label[middle], W[middle], wz[middle] / W[middle]
+        tail, _, Wt, wq = self._positive(*self.tail.sparse())
         label_t, rest = np.divmod(tail, 2 * TAIL_CELLS)
+        q = wq / Wt
         p_tail = np.where(rest >= TAIL_CELLS, 1.0 - q, q)
         return (np.concatenate([label, label_t]).astype(np.int64), np.concatenate([p_mid, p_tail]),
                 np.concatenate([W, Wt]))
+
+    def uniform_cells(self):
+        """``(key, count, weight or None, mass, mean p)`` of the non-empty (label, cell)s of the uniform grid."""
+        cells, count, weight, value = self.cells.sparse()
+        key, count_pos, mass, wz = self._positive(cells, count, weight, value)
+        return key, count_pos, None if weight is None else mass, mass, wz / mass
 
 
 def _clip() -> float:
@@ -519,15 +583,13 @@ def ici_from_grid(grid: GridSums) -> SmoothCalibrationIndex:
     from calibcli.smooth import CellSums, _GridData, _smoothed_on_grid, finish
 
     n_cells = grid.n_cells
-    key, mass = grid._cells(grid.count, grid.weight)
+    key, count, weight, mass, mean_z = grid.uniform_cells()
     if not len(key):
         raise CalibcliError("the ICI needs rows of positive weight")
     cell = key % n_cells
-    mean_z = grid.wz[key] / mass
     f = np.clip(mean_z * n_cells - cell, 0.0, 1.0)  # the mean's place in its cell
     wf = mass * f
-    sums = CellSums(n_cells, key.astype(np.int64), grid.count[key], None if grid.weight is None else mass, wf, wf * f,
-                    wf * f * f, None)
+    sums = CellSums(n_cells, key.astype(np.int64), count, weight, wf, wf * f, wf * f * f, None)
     res = finish(sums, None, n=grid.n)
     s, m = res.sigma, res.grid_size
     data = _GridData(sums, want_curve=True)

@@ -441,3 +441,26 @@ def test_tcal_test_table_states_the_decision_and_the_groups():
     r = run("tcal", BINARY, "--test", "spiegelhalter")
     assert r.exit_code == 0, r.stderr
     assert "Z 30.47, N(0, 1), two-sided: p-value 7.133e-204 at alpha 0.05: REJECT perfect calibration" in r.stdout
+
+
+def test_small_states_keep_their_rows_and_give_the_dense_sums(rows):
+    """A state of few rows (a small group) holds them, not 2^15-cell arrays; its sums are the dense ones."""
+    p, y, w = rows
+    small = GridSums().add_rows(p[:300], y[:300], w[:300])
+    assert small.cells.count is None and small.tail.count is None
+    dense = GridSums()
+    dense.cells._densify()
+    dense.tail._densify()
+    dense.add_rows(p[:300], y[:300], w[:300])
+    for a, b in zip(small.cox_rows(), dense.cox_rows()):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    for a, b in zip(small.uniform_cells(), dense.uniform_cells()):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    # a small state merged into a dense one, through JSON, equals all rows at once
+    rest = [np.tile(a[300:], 3) for a in (p, y, w)]  # 5100 rows: more than an eighth of the 2^15 cells
+    big = GridSums().add_rows(*rest)
+    assert big.cells.count is not None
+    merged = GridSums.from_dict(json.loads(json.dumps(big.to_dict()))).merge(GridSums.from_dict(small.to_dict()))
+    whole = GridSums().add_rows(*(np.concatenate([a[:300], r]) for a, r in zip((p, y, w), rest)))
+    for a, b in zip(merged.cox_rows(), whole.cox_rows()):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
