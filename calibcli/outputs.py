@@ -33,6 +33,10 @@ TEMP_PREFIX = ".calibcli-"
 
 _stdout = {"claimed": False}
 
+#: The option that named each output path checked in this run (``report`` for ``--report r.json``), so a
+#: failed write names the option the user typed, whichever code writes the file.
+_named: dict[str, str] = {}
+
 
 def stdout_claimed() -> bool:
     """Whether a file output went to standard output in this run (then nothing else may be printed there)."""
@@ -40,8 +44,9 @@ def stdout_claimed() -> bool:
 
 
 def reset() -> None:
-    """A new command starts: standard output is free again."""
+    """A new command starts: standard output is free again, no output is named yet."""
     _stdout["claimed"] = False
+    _named.clear()
 
 
 def is_stream(path: str) -> bool:
@@ -107,6 +112,8 @@ def check_output(path: str, option: str | None = "output", inputs: Iterable[tupl
     ``inputs`` are ``(what, argument)`` pairs such as ``("input file", "data.csv")`` or
     ``("calibrator", "cal.json")``; directories and globs are looked through.
     """
+    if option:
+        _named[path] = option
     if path == STDOUT:
         return
     where = _where(path, option)
@@ -150,6 +157,7 @@ def open_output(path: str, option: str | None = "output") -> Iterator["CheckedSi
     it is removed and the old file is left as it was. Anything else (a device, a FIFO): opened and
     written straight. Failed writes, flushes and closes are :class:`CalibcliError` naming the output.
     """
+    option = _named.get(path, option) if path != STDOUT else option
     if path == STDOUT:
         _stdout["claimed"] = True
         sys.stdout.flush()
