@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 
 import errno
-import errno
 import importlib
 import sys
 
@@ -156,14 +155,6 @@ def main() -> None:
         cancel.exit_now(cancel.exit_code(exc))
     except BrokenPipeError:
         from calibcli.cli_common import PIPE_CLOSED, quiet_stdout  # here: cli_common imports numpy (slow --help)
-
-        quiet_stdout()
-        sys.exit(PIPE_CLOSED)
-    except SystemExit as exc:  # Typer (printing --help, --version) and rich exit 1 on a closed stdout: not a gate
-        closed = exc.__context__
-        if not (isinstance(closed, OSError) and closed.errno == errno.EPIPE):
-            raise
-        from calibcli.cli_common import PIPE_CLOSED, quiet_stdout
 
         quiet_stdout()
         sys.exit(PIPE_CLOSED)
