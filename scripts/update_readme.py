@@ -10,8 +10,8 @@ written). A block whose info string is ``console not-run`` is shown but never ru
 timing); the other fences (``bash``, ``python``, ``json``) are scripts and data, not examples.
 
 The commands of one README run in order in one scratch directory, made fresh for each run, holding
-``sample_data`` (a link to the repository's), an empty ``docs/images/`` and the files the README's text
-says were made beforehand (:data:`SETUP`); so an example that writes a file (``-o platt.json``) leaves the
+``sample_data`` (a link to the repository's), the folders of ``docs/`` (empty) and the files the README's
+text says were made beforehand (:data:`SETUP`); so an example that writes a file (``-o platt.json``) leaves the
 repository alone. The environment is fixed: ``COLUMNS`` (:data:`COLUMNS`) for the width of the tables,
 ``NO_COLOR``, ``PYTHONUNBUFFERED`` (stdout and stderr in the order written) and no ``CALIBCLI_*`` variables.
 
@@ -19,8 +19,8 @@ What may differ between a run and the README, and is normalised on both sides (:
 comparing: the tool version (``calibcli 0.1.0``, ``"version": "0.1.0"``), the scratch directory's and the
 repository's absolute paths, a figure's size in bytes (it follows matplotlib's and the fonts' versions),
 spaces at the end of a line and blank lines at the end of an output. Nothing else: every number, path and
-message must match. Refreshing also copies the figures the examples draw (``-o docs/images/...``) into the
-repository's ``docs/images``, so the pictures and the text that describes them stay in step.
+message must match. Refreshing also copies the figures the examples draw (``-o docs/figures/...``) into the
+repository's ``docs/``, so the pictures and the text that describes them stay in step.
 
 ``tests/test_readme.py`` runs the same comparison (and checks that every command of ``calibcli --help`` has
 a README section).
@@ -125,11 +125,12 @@ def environment() -> dict[str, str]:
 
 
 def scratch_directory() -> tempfile.TemporaryDirectory:
-    """A fresh directory to run the examples in: ``sample_data`` linked, ``docs/images`` made, :data:`SETUP` run."""
+    """A fresh directory to run the examples in: ``sample_data`` linked, the ``docs/`` folders made, :data:`SETUP` run."""
     tmp = tempfile.TemporaryDirectory(prefix="calibcli-readme-")
     os.symlink(ROOT / "sample_data", Path(tmp.name) / "sample_data")
-    (Path(tmp.name) / "docs" / "images").mkdir(parents=True)
-    (Path(tmp.name) / "docs" / "figures").mkdir()  # the diagram examples write there (scripts/make_figures.py)
+    for folder in [ROOT / "docs", *(p for p in (ROOT / "docs").rglob("*") if p.is_dir())]:  # figures go there
+        (Path(tmp.name) / folder.relative_to(ROOT)).mkdir(parents=True, exist_ok=True)
+    (Path(tmp.name) / "docs" / "figures").mkdir(exist_ok=True)  # the diagram examples write there (scripts/make_figures.py)
     for command in SETUP:
         proc = subprocess.run(["bash", "-c", command], cwd=tmp.name, env=environment(), capture_output=True, text=True)
         if proc.returncode != 0:
@@ -177,7 +178,7 @@ def normalise(lines: list[str], cwd: str | None = None) -> list[str]:
 def run_readme(text: str, images_to: Path | None = None) -> list[tuple[Block, list[list[str]]]]:
     """Every runnable example of ``text`` with what its commands print now (paths relative, spaces trimmed).
 
-    ``images_to``: copy the figures the examples drew into ``docs/images/`` there (the README shows them)."""
+    ``images_to``: copy the files the examples wrote under ``docs/`` (figures the README shows) there."""
     blocks, _ = parse(text)
     results = []
     with scratch_directory() as cwd:
@@ -185,8 +186,8 @@ def run_readme(text: str, images_to: Path | None = None) -> list[tuple[Block, li
             outputs = run_block(block, cwd)
             results.append((block, [_relative(o, cwd) for o in outputs]))
         if images_to is not None:
-            for image in sorted((Path(cwd) / "docs" / "images").iterdir()):
-                target = images_to / "docs" / "images" / image.name
+            for image in sorted(p for p in (Path(cwd) / "docs").rglob("*") if p.is_file()):
+                target = images_to / image.relative_to(cwd)
                 if not target.exists() or target.read_bytes() != image.read_bytes():
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(image, target)
