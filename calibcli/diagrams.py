@@ -946,6 +946,50 @@ def _legend_outside(ax) -> None:
         legend.set_in_layout(False)
 
 
+def _fit_labels(axes, renderer) -> bool:
+    """Wrap a main panel's y label taller than the panel (``observed frequency`` / ``of positives``), and
+    make it smaller if it still is, so that it does not run into the label under it; returns whether one
+    changed."""
+    wrapped = False
+    for ax in axes:
+        label = ax.yaxis.label
+        text = label.get_text()
+        if not label.get_visible() or not text:
+            continue
+        height = label.get_window_extent(renderer).height
+        # room: the panel's height, or down to the label of the panel under it (centred on the panel)
+        centre = 0.5 * (ax.bbox.y0 + ax.bbox.y1)
+        below = [other.yaxis.label for other in ax.get_shared_x_axes().get_siblings(ax)
+                 if other is not ax and other.bbox.y1 <= ax.bbox.y0 + 0.5 and other.yaxis.label.get_text()]
+        room = max([ax.bbox.height] + [2.0 * (centre - lab.get_window_extent(renderer).y1) - 4.0 for lab in below])
+        if height <= room:
+            continue
+        if " " in text and "\n" not in text:
+            words = text.split(" ")
+            half = max(1, len(words) // 2)
+            label.set_text(" ".join(words[:half]) + "\n" + " ".join(words[half:]))
+            wrapped = True
+        elif label.get_fontsize() > 5.0:  # wrapped and still too tall: a smaller size, down to 5 pt
+            label.set_fontsize(max(5.0, label.get_fontsize() * room / height * 0.97))
+            wrapped = True
+    return wrapped
+
+
+def _fit_title(fig, renderer) -> bool:
+    """Break the figure's title over two lines (after a comma near its middle, else a space) when it is
+    wider than the figure; returns whether it was broken."""
+    title = getattr(fig, "_suptitle", None)
+    text = "" if title is None else title.get_text()
+    if "\n" in text or " " not in text or title.get_window_extent(renderer).width <= fig.bbox.width * 0.98:
+        return False
+    middle = len(text) / 2
+    commas = [i + 1 for i, c in enumerate(text) if c == "," and i + 1 < len(text) and text[i + 1] == " "]
+    spaces = [i for i, c in enumerate(text) if c == " "]
+    cut = min(commas or spaces, key=lambda i: abs(i - middle))
+    title.set_text(text[:cut].rstrip() + "\n" + text[cut:].lstrip())
+    return True
+
+
 def place_legends(fig) -> dict:
     """Put every main panel's legend where it hides no data, by the rendered extents.
 
@@ -964,7 +1008,7 @@ def place_legends(fig) -> dict:
     for _ in range(4):
         fig.draw_without_rendering()
         renderer = fig.canvas.get_renderer()
-        moved = False
+        moved = _fit_labels([ax for ax, _ in entries], renderer) | _fit_title(fig, renderer)
         for ax, ink in entries:
             if placed.get(ax) == "outside":
                 continue
@@ -1197,7 +1241,7 @@ def plot_diagram(panels: Sequence[DiagramPanel], *, kind: str = "both", title: s
     Each panel has the binned diagram, the smooth one, or both side by side, each with its
     histogram or density underneath. ``title`` goes on top, ``note`` (e.g. which classes are shown)
     at the bottom. Small multiples share their axes (labels on the outer panels only, counts and
-    densities on one scale per kind) and, when curves are overlaid, one legend naming them above the
+    densities on one scale per kind) and, when curves are overlaid, one legend naming them under the
     grid (each panel's legend then gives its numbers). Every legend is placed where it hides no data
     (:func:`place_legends`). ``figsize`` (inches) overrides :func:`figure_size`. Returns the Figure.
     """
@@ -1282,7 +1326,7 @@ def _shared_legend(fig, panels, kinds, style: FigureStyle) -> None:
     for i, _ in enumerate(names):
         color, marker, linestyle = curve_look(i, colors)
         handles.append(Line2D([], [], color=color, marker=marker, linestyle=linestyle, linewidth=1.2, markersize=4.5))
-    fig.legend(handles, names, loc="outside upper center", ncols=min(len(names), 4), frameon=False)
+    fig.legend(handles, names, loc="outside lower center", ncols=min(len(names), 4), frameon=False)
 
 
 def _panel_title(p: DiagramPanel, which: str, *, compact: bool = False) -> str:

@@ -298,11 +298,11 @@ def test_palette_is_okabe_ito_and_overlays_differ_in_marker_and_line_style(tmp_p
 def test_title_figsize_dpi_and_font_size(tmp_path, figures):
     out = tmp_path / "t.png"
     doc = run_json("diagram", BINARY, "-o", out, "--kind", "binned", "--title", "Naive Bayes on breast cancer",
-                   "--figsize", "4,3", "--dpi", "100", "--font-size", "10", *FAST)
-    assert png_size(out.read_bytes()) == (400, 300)
+                   "--figsize", "5,4", "--dpi", "100", "--font-size", "10", *FAST)
+    assert png_size(out.read_bytes()) == (500, 400)
     d, p = doc["diagram"], doc["parameters"]
-    assert (d["width_px"], d["height_px"], d["width_in"], d["height_in"]) == (400, 300, 4.0, 3.0)
-    assert (p["title"], p["figsize"], p["dpi"], p["font_size"]) == ("Naive Bayes on breast cancer", [4.0, 3.0], 100.0, 10.0)
+    assert (d["width_px"], d["height_px"], d["width_in"], d["height_in"]) == (500, 400, 5.0, 4.0)
+    assert (p["title"], p["figsize"], p["dpi"], p["font_size"]) == ("Naive Bayes on breast cancer", [5.0, 4.0], 100.0, 10.0)
     (fig,) = figures
     assert [t.get_text() for t in fig.texts] == ["Naive Bayes on breast cancer"]
     ax = main_axes(fig)[0]
@@ -315,7 +315,12 @@ def test_title_figsize_dpi_and_font_size(tmp_path, figures):
     assert figures[0].texts == []
     figures.clear()
     doc = run_json("diagram", BINARY, "-o", out, "--kind", "binned", *FAST)
-    assert [t.get_text() for t in figures[0].texts] == ["Reliability diagram of breast_cancer_nb.csv, binary mode"]
+    # (too wide for one column on one line: broken after the comma)
+    (title,) = figures[0].texts
+    assert title.get_text() == "Reliability diagram of breast_cancer_nb.csv,\nbinary mode"
+    figures[0].canvas.draw()
+    box = title.get_window_extent(figures[0].canvas.get_renderer())
+    assert figures[0].bbox.x0 <= box.x0 and box.x1 <= figures[0].bbox.x1
     # the defaults: one column of a two-column paper (3.25 in) at 300 dpi, 8 pt text
     assert (doc["diagram"]["width_in"], doc["diagram"]["width_px"]) == (3.25, 975)
     assert (doc["parameters"]["dpi"], doc["parameters"]["font_size"], doc["parameters"]["figsize"]) == (300.0, 8.0, None)
@@ -462,9 +467,24 @@ def test_groups_in_small_multiples_share_one_legend(tmp_path, figures):
         assert all(not t.get_text().startswith("site=") for t in ax.get_legend().get_texts())
     assert_legends_hide_nothing(fig)
     fig.canvas.draw()
-    box = shared.get_window_extent(fig.canvas.get_renderer())
+    renderer = fig.canvas.get_renderer()
+    box = shared.get_window_extent(renderer)
     for ax in fig.axes:
-        assert not ax.get_window_extent().overlaps(box)
+        assert not ax.get_tightbbox(renderer).overlaps(box)
+    for text in fig.texts:  # the title and the note
+        assert not text.get_window_extent(renderer).overlaps(box), text.get_text()
+    assert fig.bbox.y0 - 0.5 <= box.y0 and box.y1 <= fig.bbox.y1 + 0.5
+
+
+def test_a_long_label_is_wrapped_to_fit_a_short_panel(tmp_path, figures):
+    run_json("diagram", BINARY, "-o", tmp_path / "s.png", "--kind", "binned", "--figsize", "4,3", "--font-size", "10", *FAST)
+    (fig,) = figures
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    (ax,) = main_axes(fig)
+    (hist,) = lower_axes(fig)
+    assert ax.get_ylabel() == "observed frequency\nof positives"
+    assert not ax.yaxis.label.get_window_extent(renderer).overlaps(hist.yaxis.label.get_window_extent(renderer))
 
 
 # ---------------------------------------------------------------------------------------------
