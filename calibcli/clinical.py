@@ -368,10 +368,13 @@ TAIL_MANTISSA_BITS = 10
 _TAIL_SHIFT = 52 - TAIL_MANTISSA_BITS
 
 
-def _tail_cell(q: np.ndarray) -> np.ndarray:
-    from calibcli.calibrators._common import DEFAULT_CLIP
+#: The clip of Platt scaling (``calibcli.calibrators._common.DEFAULT_CLIP``, which a test checks), written here so
+#: that importing this module does not import the calibrators.
+CLIP = 1e-12
 
-    return (q.view(np.int64) >> _TAIL_SHIFT) - (np.array(DEFAULT_CLIP).view(np.int64) >> _TAIL_SHIFT)
+
+def _tail_cell(q: np.ndarray) -> np.ndarray:
+    return (q.view(np.int64) >> _TAIL_SHIFT) - (np.array(CLIP).view(np.int64) >> _TAIL_SHIFT)
 
 
 #: Tail cells per side, from the clip (1e-12) up to and including ``q = TAIL``.
@@ -503,7 +506,7 @@ class GridSums:
             zt, yt = z[at], y[at]
             wt = None if w is None else w[at]
             q = np.minimum(zt, 1.0 - zt)
-            np.maximum(q, _clip(), out=q)
+            np.maximum(q, CLIP, out=q)
             key = _tail_cell(q) + (zt > 0.5) * TAIL_CELLS + yt * (2 * TAIL_CELLS)
             self.tail.add(key, None, wt, q if wt is None else wt * q)
         return self
@@ -554,12 +557,6 @@ class GridSums:
         cells, count, weight, value = self.cells.sparse()
         key, count_pos, mass, wz = self._positive(cells, count, weight, value)
         return key, count_pos, None if weight is None else mass, mass, wz / mass
-
-
-def _clip() -> float:
-    from calibcli.calibrators._common import DEFAULT_CLIP
-
-    return DEFAULT_CLIP
 
 
 def _added_weights(weights, count_before, count, added):

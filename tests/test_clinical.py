@@ -134,6 +134,13 @@ def test_cox_on_cells_is_exact_for_a_discrete_predictor():
     assert cells.slope.se == pytest.approx(exact.slope.se, rel=1e-10)
 
 
+def test_the_tail_grid_clips_as_platt_scaling_does():
+    from calibcli.calibrators._common import DEFAULT_CLIP
+    from calibcli.clinical import CLIP
+
+    assert CLIP == DEFAULT_CLIP
+
+
 def test_cox_refuses_one_label_and_separated_data():
     with pytest.raises(CalibcliError, match="needs both labels"):
         cox_calibration([1, 1, 1], [0.2, 0.5, 0.9])
