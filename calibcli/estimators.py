@@ -438,6 +438,9 @@ def ece_l2_sq_sun_interval(s: BinStats, *, alpha: float) -> SunInterval:
 # Bootstrap through multiplicities and per-bin sums
 
 
+#: Above this many bins the per-row bootstrap sums runs with one ``reduceat`` rather than a product per bin.
+_LOOP_RUNS = 256
+
 class _SortedProblem:
     """A binary problem sorted by z once, so that every bin is a contiguous run of rows.
 
@@ -468,6 +471,8 @@ class _SortedProblem:
 
     def _sums(self, m: np.ndarray, pairs: np.ndarray, starts: np.ndarray) -> BinStats:
         bounds = np.append(starts, len(self.z))
+        if len(starts) > _LOOP_RUNS:
+            return self._sums_many(m, pairs, bounds)
         runs = list(zip(bounds[:-1], bounds[1:]))
         if self.unit_weights:
             both = np.array([np.stack([m[a:b], pairs[a:b]]) @ self.X[a:b] for a, b in runs]).reshape(-1, 2, _N_STATS + 1)
@@ -476,6 +481,24 @@ class _SortedProblem:
         else:
             sums = np.array([m[a:b] @ self.X[a:b] for a, b in runs]).reshape(-1, _N_STATS + 1).T
             dup = np.array([pairs[a:b] @ self.X_self[a:b] for a, b in runs]).reshape(-1, 3).T
+        s = _stats_from_sums(np.rint(sums[0]).astype(np.int64), sums[1:])
+        return BinStats(
+            s.count, s.weight, s.sum_z, s.sum_y, s.sum_u2, s.sum_log_loss,
+            self_weight=s.weight + dup[0], self_y=s.sum_y + dup[1], self_u2=s.sum_u2 + dup[2],
+        )
+
+    def _sums_many(self, m: np.ndarray, pairs: np.ndarray, bounds: np.ndarray) -> BinStats:
+        """:meth:`_sums` for many bins (most of them empty when there are more bins than rows): one
+        ``reduceat`` over the non-empty runs instead of a product per run."""
+        n_bins = len(bounds) - 1
+        nonempty = np.flatnonzero(bounds[:-1] < bounds[1:])
+        first = bounds[nonempty]  # increasing; each run ends where the next non-empty one starts
+        sums = np.zeros((_N_STATS + 1, n_bins))
+        dup = np.zeros((3, n_bins))
+        if len(first):
+            sums[:, nonempty] = np.add.reduceat(m[:, None] * self.X, first, axis=0).T
+            X_self = self.X[:, [0, 1 + _WY, 1 + _WU2]] if self.unit_weights else self.X_self
+            dup[:, nonempty] = np.add.reduceat(pairs[:, None] * X_self, first, axis=0).T
         s = _stats_from_sums(np.rint(sums[0]).astype(np.int64), sums[1:])
         return BinStats(
             s.count, s.weight, s.sum_z, s.sum_y, s.sum_u2, s.sum_log_loss,
