@@ -817,7 +817,7 @@ def marker_areas(count: np.ndarray) -> np.ndarray:
 LEGEND_PLACES = ("upper left", "lower right", "lower left", "upper right", "center left", "center right")
 #: What each main panel's data covers, in display coordinates: a function of the axes returning an
 #: (m, 4) array of boxes (x0, y0, x1, y1). Filled by plot_binned / plot_smooth, read by place_legends.
-_INK: "weakref.WeakKeyDictionary" = None  # type: ignore[assignment]
+_INK = None  # a weakref.WeakKeyDictionary, made on first use
 
 
 def _ink_registry():

@@ -9,7 +9,6 @@ matplotlib's own path-box intersection, independently of how calibcli chose the 
 
 from __future__ import annotations
 
-import json
 import struct
 from pathlib import Path
 
@@ -92,16 +91,17 @@ def hidden_data(ax, box) -> list[str]:
         if line.get_marker() not in ("", "None", None, " ", "none"):
             r = line.get_markersize() / 2.0 * px
             inside = (pts[:, 0] + r > box.x0) & (pts[:, 0] - r < box.x1) & (pts[:, 1] + r > box.y0) & (pts[:, 1] - r < box.y1)
-            every = line.get_markevery()
-            if every is None and inside.any():
+            every = line.get_markevery()  # None (every point) or (start, step), as calibcli sets it
+            shown = np.arange(len(pts)) if every is None else np.arange(every[0], len(pts), every[1])
+            if (inside[shown] & np.isfinite(pts[shown]).all(axis=1)).any():
                 found.append("a line's marker")
         if line.get_linestyle() in ("None", "", " ", "none"):
             continue
         finite = np.isfinite(pts).all(axis=1)
-        runs = np.split(np.arange(len(pts)), np.flatnonzero(~finite))
-        for run in runs:
-            run = run[finite[run]]
-            if len(run) >= 2 and MplPath(pts[run]).intersects_bbox(box, filled=False):
+        pieces = np.split(np.arange(len(pts)), np.flatnonzero(~finite))
+        for piece in pieces:
+            piece = piece[finite[piece]]
+            if len(piece) >= 2 and MplPath(pts[piece]).intersects_bbox(box, filled=False):
                 found.append("the line joining the bins")
                 break
     for patch in ax.patches:
@@ -215,7 +215,7 @@ def test_min_count_breaks_the_line_and_marks_sparse_bins(tmp_path, figures):
     (fig,) = figures
     (ax,) = main_axes(fig)
     (eb,) = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
-    x, y = eb.lines[0].get_xdata(), eb.lines[0].get_ydata()
+    x = eb.lines[0].get_xdata()
     assert len(x) == 6  # every non-empty bin keeps its point and its interval
     (joined,) = [line for line in ax.lines if not _is_diagonal(line) and line is not eb.lines[0]]
     jx, jy = np.asarray(joined.get_xdata(), float), np.asarray(joined.get_ydata(), float)
