@@ -250,8 +250,6 @@ def quiet_stdout() -> None:
         pass
 
 
-
-
 def check_parameters(func, kwargs: dict) -> None:
     """Before any work: every numeric option of the command through :func:`calibcli.validation.check_options`
     (finite, within range, within the memory budget), and no flag word (``--logits false``) read as a file."""

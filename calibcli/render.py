@@ -841,8 +841,9 @@ def _apply_head(doc: dict) -> list[str]:
     for f in doc["files"]:
         i, o = f["input"], f["output"]
         dropped = f" ({i['rows_dropped']} rows with invalid probabilities left out)" if i["rows_dropped"] else ""
+        added = f", interval columns {', '.join(o['interval_columns'])} added" if o.get("interval_columns") else ""
         out.append(f"calibcli recalibrate apply: {f['method']} ({f['mode']}) on {i['path']}: {o['rows']} rows{dropped}, "
-                   f"columns {', '.join(i['columns'])} recalibrated; written to {o['path']} ({o['format']})")
+                   f"columns {', '.join(i['columns'])} recalibrated{added}; written to {o['path']} ({o['format']})")
     return out
 
 

@@ -17,7 +17,7 @@ import typer
 
 from calibcli import cli_common as cc
 from calibcli.errors import CalibcliError
-from calibcli.report import emit, fmt_interval, fmt_number, new_document, write_atomic
+from calibcli.report import emit, new_document, write_atomic
 from calibcli.validation import check_option
 
 # The calibcli.diagrams names used here are imported inside the command, which keeps matplotlib
@@ -155,6 +155,10 @@ def diagram(
     scheduler: cc.Scheduler = None,
     workers: cc.Workers = None,
     as_json: cc.Json = False,
+    fmt: cc.Format = "table",
+    summary: cc.Summary = None,
+    metrics: cc.Metrics = None,
+    sort: cc.Sort = None,
 ) -> None:
     """Draw reliability diagrams: binned (accuracy per bin with Wilson intervals, bin histogram) and
     smooth (kernel regression at the SmoothECE bandwidth with a bootstrap band, density), with the
@@ -171,6 +175,7 @@ def diagram(
     from calibcli.smooth import ROW_LIMIT, STATS_GRID
     from calibcli.validation import check_options
 
+    layout = cc.layout(fmt, as_json, summary, metrics, sort)
     cc.check_choice(kind, dg.KINDS, "--kind")
     if mode is not None:
         cc.check_choice(mode, MODES, "--mode")
@@ -358,42 +363,7 @@ def diagram(
         "groups_total": len(groups_seen) if groups else None,
         "note": note,
     }
-    emit(doc, as_json=as_json, output=None, render=render_diagram)
-
-
-def render_diagram(doc: dict, console) -> None:
-    """What was drawn: the file written, its panels, and the metrics shown on it."""
-    from rich.table import Table
-
-    p = doc["parameters"]
-    d = doc["diagram"]
-    level = f"{100 * (1 - p['alpha']):g}%"
-    size = f"{d['width_px']}x{d['height_px']} px" if d["width_px"] else f"{d['width_in']:.3g}x{d['height_in']:.3g} in"
-    console.print(
-        f"wrote {d['path']} ({d['format'].upper()}, {size}, {d['bytes']:,} bytes): {p['kind']} diagram, "
-        f"{d['mode']} mode, {d['n_panels']} panel(s), {d['n_curves_per_panel']} curve(s) per panel"
-    )
-    boot = f"{p['n_boot']} bootstrap resamples, seed {p['seed']}" if p["n_boot"] else "no bootstrap"
-    table = Table(title=f"metrics shown ({level} intervals, {boot})", title_justify="left")
-    for col, just in (("curve", "left"), ("panel", "left"), ("n", "right"), ("metric", "left"), ("estimate", "right"),
-                      (f"{level} CI", "right"), ("detail", "left")):
-        table.add_column(col, justify=just, overflow="fold")
-    for f in doc["files"]:
-        for c in f["curves"]:
-            rows = []
-            if "binned" in c:
-                b = c["binned"]
-                rows.append((b["metrics"]["ece_l1_plugin"], "ece_l1_plugin",
-                             f"{b['n_bins_nonempty']} of {b['n_bins']} {b['strategy']} bins non-empty"))
-            if "smooth" in c:
-                s = c["smooth"]
-                rows.append((s["metrics"]["smece"], "smece", f"s* = {fmt_number(s['sigma'])}"))
-            for m, metric, detail in rows:
-                table.add_row(c["name"], c["problem"], f"{c['n']:,}", metric, fmt_number(m["estimate"]),
-                              fmt_interval(m["ci_low"], m["ci_high"]), detail)
-    console.print(table)
-    if d["note"]:
-        console.print(d["note"])
+    emit(doc, layout=layout)
 
 
 def register(app: typer.Typer) -> None:

@@ -33,7 +33,7 @@ from calibcli._version import __version__
 from calibcli.binning import EDGE_CONVENTION, STRATEGIES
 from calibcli.errors import CalibcliError
 from calibcli.modes import MODES, default_mode
-from calibcli.report import emit, fmt_number, jsonable, new_document, write_atomic
+from calibcli.report import emit, jsonable, new_document, write_atomic
 from calibcli.validation import check_option
 
 #: Version of the calibrator document; ``apply`` refuses any other.
@@ -254,6 +254,7 @@ def fit(
     scheduler: cc.Scheduler = None,
     workers: cc.Workers = None,
     as_json: cc.Json = False,
+    fmt: cc.Format = "table",
     report: ReportOutput = None,
 ) -> None:
     """Fit a recalibration map on TRAIN (a file, a directory of shards, a quoted glob or '-') and save it as a
@@ -261,6 +262,7 @@ def fit(
 
     Example: calibcli recalibrate fit sample_data/breast_cancer_nb.csv --method isotonic -o cal.json"""
     _check_methods([method])
+    layout = cc.layout(fmt, as_json)
     if mode is not None:
         cc.check_choice(mode, MODES, "--mode")
     check_option(0.0 < alpha < 1.0, f"--alpha is {alpha}: expected a number strictly between 0 and 1")
@@ -303,7 +305,7 @@ def fit(
     if any(clipped):
         cc.warn(f"{max(clipped)} of {loaded.n_rows} predictions lay outside [clip, 1 - clip] and were clipped before "
                 f"taking logits (clip {options.get('clip', options.get('eps', 1e-12)):g}); the fit depends on --clip")
-    emit(doc, as_json=as_json, output=report, render=render_fit)
+    emit(doc, output=report, layout=layout)
 
 
 MaxRows = Annotated[int, typer.Option(
@@ -401,53 +403,6 @@ def _certificate(cal, alpha: float) -> dict | None:
         "note": None if certs[0].fixed_partition else
         "quantile bins are cut on the same data: the theorem assumes a fixed partition, so the bounds are indicative",
     }
-
-
-def render_fit(doc: dict, console) -> None:
-    from rich.table import Table
-
-    for f in doc["files"]:
-        i = f["input"]
-        console.print(f"calibcli recalibrate fit: {f['method']} on {i['path']} ({i['rows_used']} rows, mode {f['mode']})")
-        table = Table()
-        table.add_column("item")
-        table.add_column("value", overflow="fold")
-        for k, v in _flatten(f["params"]):
-            table.add_row(k, v)
-        info = f["fit_info"]
-        for k, v in _flatten(info if isinstance(info, dict) else {"per_class": info}):
-            table.add_row(f"info {k}", v)
-        if "certificate" in f:
-            c = f["certificate"]
-            table.add_row("E[ECE] bound (Thm 12.6)", _fmt_any(c["expected_ece_bound"]))
-            table.add_row(f"ECE bound, prob. {1 - c['delta']:g} (Thm 12.6)", _fmt_any(c["ece_bound"]))
-            if c["note"]:
-                table.add_row("certificate note", c["note"])
-        if f.get("renormalised"):
-            table.add_row("marginal", f["renormalised"])
-        table.add_row("written to", f["calibrator_file"])
-        console.print(table)
-
-
-def _flatten(d, prefix: str = ""):
-    if isinstance(d, dict):
-        for k, v in d.items():
-            yield from _flatten(v, f"{prefix}{k}" if not prefix else f"{prefix}.{k}")
-    elif isinstance(d, list) and d and isinstance(d[0], dict):
-        for j, v in enumerate(d):
-            yield from _flatten(v, f"{prefix}[{j}]")
-    else:
-        yield prefix, _fmt_any(d)
-
-
-def _fmt_any(v) -> str:
-    if isinstance(v, bool) or v is None:
-        return str(v).lower() if v is not None else "-"
-    if isinstance(v, float):
-        return fmt_number(v, 6)
-    if isinstance(v, list):
-        return "[" + ", ".join(_fmt_any(x) for x in v) + "]"
-    return str(v)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -859,15 +814,14 @@ def apply(
         where = "the output" if to_stdout else output
         cc.warn(f"the columns {', '.join(columns)} held logits; in {where} they hold recalibrated probabilities")
     if to_stdout:  # stdout carries the rows: the summary goes to stderr (and the JSON report to --report)
-        from rich.console import Console
-
+        from calibcli.render import render_table, stderr_console
         from calibcli.report import to_json
 
         if report:
-            write_atomic(report, to_json(rep) + "\n")
-        render_apply(rep, Console(stderr=True, highlight=False, soft_wrap=True))
+            write_atomic(report, to_json(rep) + "\n", "report")
+        render_table(rep, stderr_console())
         return
-    emit(rep, as_json=as_json, output=report, render=render_apply)
+    emit(rep, as_json=as_json, output=report)
 
 
 def _stdout_is_terminal() -> bool:
@@ -886,16 +840,6 @@ def _apply_schema_text(schema, numeric: tuple[str, ...]):
 
     return pa.schema([pa.field(f.name, pa.float64()) if f.name in numeric
                       else pa.field(f.name, pa.string()) if pa.types.is_null(f.type) else f for f in schema])
-
-
-def render_apply(doc: dict, console) -> None:
-    for f in doc["files"]:
-        i, o = f["input"], f["output"]
-        dropped = f" ({i['rows_dropped']} rows with invalid probabilities left out)" if i["rows_dropped"] else ""
-        added = f", interval columns {', '.join(o['interval_columns'])} added" if o.get("interval_columns") else ""
-        console.print(
-            f"calibcli recalibrate apply: {f['method']} ({f['mode']}) on {i['path']}: {o['rows']} rows{dropped}, "
-            f"columns {', '.join(i['columns'])} recalibrated{added}; written to {o['path']} ({o['format']})")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -956,6 +900,10 @@ def evaluate(
     scheduler: cc.Scheduler = None,
     workers: cc.Workers = None,
     as_json: cc.Json = False,
+    fmt: cc.Format = "table",
+    summary: cc.Summary = None,
+    metrics: cc.Metrics = None,
+    sort: cc.Sort = None,
     output: cc.Output = None,
 ) -> None:
     """Fit each --method on one part of the data and compare before/after calibration on the other part
@@ -969,6 +917,7 @@ def evaluate(
     from calibcli.evaluation import BinnedOptions, SmoothOptions
 
     methods = _check_methods(list(method))
+    layout = cc.layout(fmt, as_json, summary, metrics, sort)
     if mode is not None:
         cc.check_choice(mode, MODES, "--mode")
     cc.check_choice(ece_strategy, STRATEGIES, "--ece-strategy")
@@ -1061,48 +1010,7 @@ def evaluate(
         cc.warn(warning)
     doc["files"].append({"input": described, "fit_input": fit_described, "split": split, "mode": eval_mode,
                          "rows": rows})
-    emit(doc, as_json=as_json, output=output, render=render_evaluate)
-
-
-def render_evaluate(doc: dict, console) -> None:
-    from rich.table import Table
-
-    p = doc["parameters"]
-    for f in doc["files"]:
-        s = f["split"]
-        how = (f"fit on {s['n_fit']} rows ({100 * s['fit_fraction']:g}%, seed {s['seed']}), evaluated on {s['n_test']}"
-               if s["kind"] == "holdout" else f"fit on {s['fit_path']} ({s['n_fit']} rows), evaluated on {s['n_test']}")
-        console.print(f"calibcli recalibrate evaluate: {f['input']['path']}, mode {f['mode']}; {how}; "
-                      f"errors on {p['ece_n_bins']} {p['ece_strategy']} bins")
-        table = Table()
-        multi = "brier_score_multiclass" in f["rows"][0]["metrics"]
-        brier, ll = ("brier_score_multiclass", "log_loss_multiclass") if multi else ("brier_score", "log_loss")
-        for col in ("method", "ece_l1_plugin", "ece_l2_sq_debiased_dpe (sqrt)", "smece", brier, ll, "test",
-                    "p-value", f"reject at {p['alpha']:g}"):
-            table.add_column(col, justify="left" if col in ("method", "test") else "right")
-        for r in f["rows"]:
-            m = r["metrics"]
-            sq = m["ece_l2_sq_debiased_dpe"]["estimate"]
-            t = r["test"]
-            table.add_row(r["method"], fmt_number(m["ece_l1_plugin"]["estimate"]),
-                          f"{fmt_number(sq)} ({fmt_number(m['ece_l2_debiased_dpe']['estimate'])})",
-                          fmt_number(m["smece"]["estimate"]), fmt_number(m[brier]["estimate"]),
-                          fmt_number(m[ll]["estimate"]), t["test"], fmt_number(t["p_value"]),
-                          "yes" if t["reject"] else "no")
-        console.print(table)
-        notes = [f"T-Cal: {p['n_boot']} y-bootstrap resamples; binomial: exact test per distinct value (Bonferroni)"]
-        for r in f["rows"][1:]:
-            how = r["fit_rows"]
-            if how["rows"] != "all":
-                notes.append(f"{r['method']} fitted on the bottom-k sample of {how['k']} of the {how['n']} fit rows "
-                             f"(--max-rows)")
-        sampled = {x["sample"]["n_tested"] for r in f["rows"] for x in r["test"]["per_problem"]
-                   if x["sample"]["method"] == "bottom-k"}
-        if sampled:
-            notes.append(f"T-Cal on the bottom-k sample of {max(sampled)} test rows (--max-rows)")
-        if f["mode"] == "marginal":
-            notes.append("marginal: errors aggregate over classes; marginal recalibrations renormalise each row")
-        console.print("; ".join(notes))
+    emit(doc, output=output, layout=layout)
 
 
 # ---------------------------------------------------------------------------------------------
