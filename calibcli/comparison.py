@@ -672,6 +672,21 @@ def _scores_replicates(scores, n_boot: int, seed: int) -> dict[str, np.ndarray]:
     return {"brier_score_multiclass": reps[:, 1] / reps[:, 0], "log_loss_multiclass": reps[:, 2] / reps[:, 0]}
 
 
+def worse_by(name: str, baseline: float, candidate: float) -> float:
+    """How much worse the candidate is than the baseline on ``name`` (negative when better), in the metric's
+    own units: the difference, its negative for higher-is-better metrics, or the growth of the distance to
+    the target for target metrics (:data:`calibcli.metrics.REGISTRY`)."""
+    info = REGISTRY.get(name)
+    better = info.better if info is not None else "lower"
+    if better == "target":
+        return abs(candidate - info.target) - abs(baseline - info.target)
+    if better == "higher":
+        return baseline - candidate
+    if better == "none":
+        return 0.0
+    return candidate - baseline
+
+
 def _difference(name: str, m_a, m_b, rep_a, rep_b, method, alpha: float) -> dict:
     """One metric's comparison: both estimates, ``candidate - baseline``, its interval and the verdicts."""
     better = REGISTRY[name].better if name in REGISTRY else "lower"
@@ -694,7 +709,10 @@ def _difference(name: str, m_a, m_b, rep_a, rep_b, method, alpha: float) -> dict
         ci_method, paired = "unpaired: normal approximation from the two inputs' own intervals", False
     if lo is None:
         ci_method = None
-    worse = (diff > 0 if better == "lower" else diff < 0) if better != "none" else False
+    # "worse" follows the registry: larger (lower-is-better), smaller (higher-is-better), or farther from the
+    # calibrated value (a Cox slope of 1, an intercept of 0); significant when the difference's interval
+    # excludes 0 (for a target metric: the candidate's value has moved, and away from the target)
+    worse = worse_by(name, a, b) > 0 if better != "none" else False
     significant = lo is not None and (lo > 0 or hi < 0)
     return {"baseline": a, "candidate": b, "difference": diff, "ci_low": lo, "ci_high": hi, "ci_method": ci_method,
             "paired": bool(paired and lo is not None), "better": better, "worse": bool(worse),

@@ -319,7 +319,8 @@ def summary_table(doc: dict, *, metrics: list[str] | None = None, sort: str | No
             row.append(problem)
         table.rows.append(SummaryRow(labels=row, values=[values.get(m) for m in metrics], entry=entry))
     if sort:
-        higher = sort in REGISTRY and REGISTRY[sort].better == "higher"
+        info = REGISTRY.get(sort)
+        better = info.better if info is not None else "lower"
         j = metrics.index(sort) if sort in metrics else None
 
         def key(row: SummaryRow):
@@ -327,7 +328,9 @@ def summary_table(doc: dict, *, metrics: list[str] | None = None, sort: str | No
             est = (m or {}).get("estimate")
             if est is None:
                 return (1, 0.0)
-            return (0, -est if higher else est)
+            if better == "target":  # closest to the calibrated value first
+                return (0, abs(est - info.target))
+            return (0, -est if better == "higher" else est)
 
         table.rows.sort(key=key)  # best first; missing values last (a stable sort keeps the given order among ties)
     return table

@@ -81,6 +81,26 @@ def test_gate_direction_and_exit_codes(pair):
     assert skill["better"] == "higher" and skill["worse"] == (skill["difference"] < 0)
 
 
+def test_target_metrics_are_worse_when_farther_from_the_calibrated_value(pair):
+    """A Cox slope is best at 1, not highest: the raw model (slope far from 1) is worse than the recalibrated
+    one whichever side of 1 it lies, and --fail-if-worse-by measures the growth of the distance to 1."""
+    from calibcli.comparison import worse_by
+
+    raw, recal = pair
+    doc = run_json("compare", recal, raw, "--n-boot", "0")
+    c = doc["comparison"]["cox_slope"]
+    assert c["better"] == "target"
+    assert c["worse"] == (abs(c["candidate"] - 1.0) > abs(c["baseline"] - 1.0))
+    assert worse_by("cox_slope", 1.0, 0.8) == pytest.approx(0.2) and worse_by("cox_slope", 0.8, 1.1) == pytest.approx(-0.1)
+    assert worse_by("cox_intercept", 0.1, -0.3) == pytest.approx(0.2)
+    margin = worse_by("cox_slope", c["baseline"], c["candidate"])
+    assert margin > 0  # the raw model's slope is farther from 1
+    assert run("compare", recal, raw, "--n-boot", "0", "--fail-if-worse-by", f"cox_slope={margin * 2}").exit_code == 0
+    assert run("compare", recal, raw, "--n-boot", "0", "--fail-if-worse-by", f"cox_slope={margin / 2}").exit_code == 1
+    back = run_json("compare", raw, recal, "--n-boot", "0")["comparison"]["cox_slope"]
+    assert not back["worse"]
+
+
 def test_gate_on_unknown_metric_names_the_available_ones(pair):
     raw, recal = pair
     r = run("compare", raw, recal, "--n-boot", "50", "--fail-if-worse", "ece")

@@ -195,6 +195,7 @@ def _check_gate_metric(name: str, comparison: dict) -> None:
 
 def _gate_failures(comparison: dict, gates: list[str], by: list[tuple[str, float]], baseline: str, candidate: str,
                    alpha: float) -> list[str]:
+    from calibcli.comparison import worse_by
     from calibcli.report import fmt_interval, fmt_number
 
     level = f"{100 * (1 - alpha):g}%"
@@ -211,9 +212,9 @@ def _gate_failures(comparison: dict, gates: list[str], by: list[tuple[str, float
             out.append(says(name, c) + " (--fail-if-worse: the interval excludes 0)")
     for name, x in by:
         c = comparison[name]
-        worse_by = c["difference"] if c["better"] == "lower" else -c["difference"]
-        if worse_by > x:
-            out.append(says(name, c) + f" (--fail-if-worse-by: worse by {worse_by:.4g} > {x:g})")
+        by_how_much = worse_by(name, c["baseline"], c["candidate"])
+        if by_how_much > x:
+            out.append(says(name, c) + f" (--fail-if-worse-by: worse by {by_how_much:.4g} > {x:g})")
     return out
 
 
