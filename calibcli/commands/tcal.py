@@ -9,7 +9,7 @@ import typer
 from calibcli import cli_common as cc
 from calibcli.accumulators.tcal import MAX_ROWS, TCAL_MODES
 from calibcli.errors import CalibcliError, GateFailed
-from calibcli.report import GateSpec, emit, entry_label, fmt_number, new_document
+from calibcli.report import GateSpec, emit, entry_label, new_document
 
 TcalMode = Annotated[
     Optional[str],
@@ -66,6 +66,22 @@ MaxRows = Annotated[
         "of (seed, row index); the same however the data are split). The binomial test counts every row.",
     ),
 ]
+#: ``--test`` choices: T-Cal or the binomial test as --discrete decides (auto), one of them, or a classical test.
+TESTS = ("auto", "tcal", "binomial", "spiegelhalter", "hosmer-lemeshow")
+TestChoice = Annotated[
+    str,
+    typer.Option(
+        "--test",
+        help="Which test: auto (T-Cal, or the exact binomial test when --discrete says so), tcal, binomial, "
+        "spiegelhalter (Spiegelhalter's Z, 1986) or hosmer-lemeshow (C-hat over --n-bins deciles of risk, G - 2 df; "
+        "depends on the grouping, weak at small n, rejects nearly every model at large n).",
+        metavar=cc.choices(*TESTS),
+    ),
+]
+HLBins = Annotated[
+    Optional[int],
+    typer.Option("--n-bins", help="Groups of the Hosmer-Lemeshow test (quantile bins of the predictions). Default: 10."),
+]
 
 
 def tcal(
@@ -89,11 +105,16 @@ def tcal(
     alpha: TcalAlpha = 0.05,
     seed: cc.Seed = 0,
     max_rows: MaxRows = MAX_ROWS,
+    test: TestChoice = "auto",
+    n_bins: HLBins = None,
     engine: cc.Engine = "local",
     scheduler: cc.Scheduler = None,
     workers: cc.Workers = None,
     as_json: cc.Json = False,
     fmt: cc.Format = "table",
+    summary: cc.Summary = None,
+    metrics: cc.Metrics = None,
+    sort: cc.Sort = None,
     output: cc.Output = None,
     fail_on_reject: FailOnReject = False,
 ) -> None:
@@ -108,9 +129,22 @@ def tcal(
     from calibcli.tcal import DISCRETE_RULE, STATISTIC_NAME
     from calibcli.validation import check_options
 
-    from calibcli.report import FORMATS
-
-    check_options({"mode": TCAL_MODES, "fmt": FORMATS}, mode=mode, batch_rows=batch_rows, fmt=fmt)
+    layout = cc.layout(fmt, as_json, summary, metrics, sort)
+    check_options({"mode": TCAL_MODES, "test": TESTS}, mode=mode, batch_rows=batch_rows, test=test, n_bins=n_bins)
+    if n_bins is not None and test != "hosmer-lemeshow":
+        raise CalibcliError(f"--n-bins sets the groups of --test hosmer-lemeshow, and --test is {test}: drop --n-bins")
+    if test in ("spiegelhalter", "hosmer-lemeshow"):
+        _classical_test(test, files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits), mode=mode,
+                        n_bins=10 if n_bins is None else n_bins, alpha=alpha, input_format=input_format,
+                        drop_invalid=drop_invalid, pool=pool, group_by=group_by, batch_rows=batch_rows, engine=engine,
+                        scheduler=scheduler, workers=workers, weighted=weight_col is not None, output=output,
+                        layout=layout, fail_on_reject=fail_on_reject)
+        return
+    if test in ("tcal", "binomial"):
+        wanted = "no" if test == "tcal" else "yes"
+        if discrete not in ("auto", wanted):
+            raise CalibcliError(f"--test {test} and --discrete {discrete} disagree: --test {test} is --discrete {wanted}")
+        discrete = wanted
     options = TcalOptions(smoothness=smoothness, null=null, n_boot=n_boot, combine=combine, alpha=alpha, seed=seed,
                           discrete=discrete, max_rows=max_rows)
     if null == "chebyshev" and combine == "min-p":
@@ -172,9 +206,82 @@ def tcal(
     failures = [f for entry in doc["files"] for f in _gate(entry, alpha, fail_on_reject)]
     if fail_on_reject:
         doc["gate"] = {"fail_on_reject": True, "passed": not failures, "failures": failures}
-    emit(doc, as_json=as_json, output=output, render=render_tcal, fmt=fmt)
+    emit(doc, output=output, layout=layout)
     if fail_on_reject and failures:
         raise GateFailed("Gate failed: " + "; ".join(failures))
+
+
+def _classical_test(test: str, files, spec, *, mode, n_bins: int, alpha: float, input_format, drop_invalid: bool,
+                    pool: bool, group_by, batch_rows: int, engine: str, scheduler, workers, weighted: bool, output,
+                    layout, fail_on_reject: bool) -> None:
+    """``--test spiegelhalter|hosmer-lemeshow``: the test on every row through the pipeline, entries shaped as
+    T-Cal's (test, sample, result with reject and p-value), gated by --fail-on-reject."""
+    from calibcli.accumulators.clinical import ClinicalTestAccumulator, ClinicalTestOptions
+    from calibcli.clinical import HL_CAVEATS
+    from calibcli.engines.local import open_streams
+
+    options = ClinicalTestOptions(test=test, n_bins=n_bins, alpha=alpha)
+    groups = cc.split_columns(group_by)
+    parameters = {"mode": mode or "auto", "test": test, "alpha": alpha}
+    if test == "spiegelhalter":
+        parameters.update(statistic="Z = sum w (y - p)(1 - 2p) / sqrt(sum w (1 - 2p)^2 p (1 - p)) (Spiegelhalter 1986)",
+                          p_value="two-sided, standard normal")
+    else:
+        parameters.update(n_bins=n_bins, grouping="deciles of risk: quantile bins of the predictions (SPEC 2.1; ties "
+                                                  "merge bins)",
+                          statistic="C-hat = sum_g (O_g - E_g)^2 / (E_g (1 - E_g / n_g)) (Hosmer & Lemeshow 1980)",
+                          p_value="chi-square with G - 2 degrees of freedom, G the non-empty groups", caveats=HL_CAVEATS)
+    parameters.update(fail_on_reject=fail_on_reject, weights="frequency weights" if weighted else None,
+                      group_by=list(groups) or None, pool=pool, batch_rows=batch_rows, engine=engine)
+    doc = new_document("tcal", parameters)
+    new = cc.per_input(ClinicalTestAccumulator, mode, options)
+    streams = open_streams(files, spec, input_format=input_format, drop_invalid=drop_invalid, pool=pool,
+                           batch_rows=batch_rows, group_by=groups)
+    gate_metric = "spiegelhalter_p_value" if test == "spiegelhalter" else "hosmer_lemeshow_p_value"
+    cc.evaluate_streams(doc, streams, new, gate=GateSpec(gate_metric), n_boot=0, engine=engine, scheduler=scheduler,
+                        workers=workers)
+    if "groups" in doc:
+        _summarise_groups(doc)
+    failures = [f for entry in doc["files"] for f in _gate(entry, alpha, fail_on_reject)]
+    if fail_on_reject:
+        doc["gate"] = {"fail_on_reject": True, "passed": not failures, "failures": failures}
+    emit(doc, output=output, layout=layout, render=None if layout.summary else _render_classical)
+    if fail_on_reject and failures:
+        raise GateFailed("Gate failed: " + "; ".join(failures))
+
+
+def _render_classical(doc: dict, console) -> None:
+    """The table of ``--test spiegelhalter|hosmer-lemeshow``: the p-values and statistics, then per entry the
+    decision, the statistic's distribution and (Hosmer-Lemeshow) the groups."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from calibcli.render import entry_label, fmt_number, render_metric_table
+
+    def infinite(value) -> str:  # the JSON holds an infinite C-hat (a group of certain predictions missed) as null
+        return "inf" if value is None or value == float("inf") else fmt_number(value)
+
+    p = doc["parameters"]
+    render_metric_table(doc, console, title=f"calibcli tcal --test {p['test']}: alpha {p['alpha']:g}")
+    for f in doc["files"]:
+        i, r = f["input"], f["result"]
+        rows = f"{f['rows_in_group']} rows in the group of {i['rows_used']}" if "group" in f else f"{i['rows_used']} rows"
+        verdict = "REJECT perfect calibration" if r["reject"] else "no evidence of miscalibration"
+        console.print(f"{escape(entry_label(f))}: {rows}; K={i['n_classes']}; mode {f['mode']}", soft_wrap=True)
+        console.print(f"  {r['statistic_name']} {infinite(r['statistic'])}, {r['distribution']}: p-value "
+                      f"{fmt_number(r['p_value'])} at alpha {r['alpha']:g}: {verdict}", soft_wrap=True)
+        for note in f["notes"]:
+            console.print(f"  note: {escape(note)}", soft_wrap=True)
+        if f["test"] == "hosmer-lemeshow":
+            table = Table(title_justify="left")
+            for col in ("group", "predictions", "rows", "observed O_g", "expected E_g", "term"):
+                table.add_column(col, justify="right")
+            for k, g in enumerate(r["groups"], 1):
+                table.add_row(str(k), f"[{fmt_number(g['lower'])}, {fmt_number(g['upper'])})", str(g["rows"]),
+                              fmt_number(g["observed"]), fmt_number(g["expected"]), infinite(g["term"]))
+            console.print(table)
+    if "gate" in doc:
+        console.print(f"gate --fail-on-reject: {'passed' if doc['gate']['passed'] else 'FAILED'}")
 
 
 def _gate(entry: dict, alpha: float, active: bool) -> list[str]:
@@ -193,71 +300,6 @@ def _gate(entry: dict, alpha: float, active: bool) -> list[str]:
 def _summarise_groups(doc: dict) -> None:
     """Which groups reject (the worst group and spread of each p-value come from the shared summary)."""
     doc["groups"]["rejecting"] = [entry_label(e) for e in doc["files"] if e["result"]["reject"]]
-
-
-def render_tcal(doc: dict, console) -> None:
-    """The readable report: the decision and p-value per file, then the per-level or per-value table."""
-    from rich.table import Table
-
-    p = doc["parameters"]
-    for f in doc["files"]:
-        i = f["input"]
-        r = f["result"]
-        verdict = "REJECT perfect calibration" if r["reject"] else "no evidence of miscalibration"
-        dropped = f", {i['rows_dropped']} dropped" if i["rows_dropped"] else ""
-        rows = f"{f['rows_in_group']} rows in the group of {i['rows_used']}" if "group" in f else f"{i['rows_used']} rows"
-        console.print(f"[bold]{entry_label(f)}[/bold]: {rows}{dropped}; K={i['n_classes']}; mode {f['mode']}")
-        if "discrete_check" in f:
-            d = f["discrete_check"]
-            distinct = f"{d['n_distinct']}" if d["n_distinct"] is not None else f"more than {d['n_distinct_more_than']}"
-            console.print(
-                f"  predictor takes {distinct} distinct values (discrete when t <= sqrt(n) = {d['threshold']:.1f}): "
-                f"{'discrete' if d['discrete'] else 'continuous'}; --discrete {d['choice']} -> {d['used']} test"
-            )
-        console.print(f"  rows tested: {f['sample']['description']}")
-        for note in f["notes"]:
-            console.print(f"  note: {note}")
-        if f["test"] == "binomial":
-            console.print(f"  exact binomial test per value, Bonferroni over {r['n_values']} values")
-            console.print(f"  p-value {fmt_number(r['p_value'])} at alpha {r['alpha']:g}: {verdict}")
-            table = Table(title_justify="left")
-            for col in ("value", "n", "positives", "observed rate", "p-value", f"p <= {fmt_number(r['per_value_alpha'])}"):
-                table.add_column(col, justify="right")
-            for row in r["per_value"]:
-                table.add_row(
-                    fmt_number(row["value"]), str(row["n"]), str(row["positives"]), fmt_number(row["observed_rate"]),
-                    fmt_number(row["p_value"]), "yes" if row["reject"] else "",
-                )
-            console.print(table)
-            continue
-        how = "adaptive" if r["adaptive"] else f"single scale (s = {r['smoothness']:g})"
-        resampling = f"{r['n_boot']} resamples, seed {p['seed']}" if r["null"] != "chebyshev" else "no resampling"
-        other = ""
-        if r["p_value_min_p"] is not None:
-            other_name = "min-p" if r["combine"] == "bonferroni" else "bonferroni"
-            other_value = r["p_value_min_p"] if r["combine"] == "bonferroni" else r["p_value_bonferroni"]
-            other = f" ({other_name}: {fmt_number(other_value)})"
-        console.print(f"  T-Cal {how}, null {r['null']} ({resampling}), {r['n_levels']} level(s), combine {r['combine']}")
-        console.print(f"  p-value {fmt_number(r['p_value'])}{other} at alpha {r['alpha']:g}: {verdict}")
-        table = Table(title_justify="left")
-        for col in ("level", "m", "cells", "non-empty", "T_m", f"critical (alpha {fmt_number(r['per_level_alpha'])})", "p-value", "rejects"):
-            table.add_column(col, justify="right")
-        for level in r["levels"]:
-            table.add_row(
-                str(level["level"]), str(level["n_bins"]), str(level["n_cells"]), str(level["n_nonempty"]),
-                fmt_number(level["statistic"]), fmt_number(level["critical_value"]), fmt_number(level["p_value"]),
-                "yes" if level["reject"] else "",
-            )
-        console.print(table)
-        console.print(f"  statistic: {r['statistic_name']}")
-    if "groups" in doc:
-        g = doc["groups"]
-        worst = [f"smallest {name} {fmt_number(m['worst'])} in {m['worst_group']}" for name, m in g["metrics"].items()
-                 if name.endswith("_p_value")]
-        console.print(f"{g['n_groups']} groups by {', '.join(g['by'])}: {len(g['rejecting'])} reject perfect calibration"
-                      + (f"; {'; '.join(worst)}" if worst else ""))
-    if "gate" in doc:
-        console.print(f"gate --fail-on-reject: {'passed' if doc['gate']['passed'] else 'FAILED'}")
 
 
 def register(app: typer.Typer) -> None:
