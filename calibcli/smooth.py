@@ -198,14 +198,19 @@ def _grid_level(sigma: float, cells_per_sigma: float = CELLS_PER_SIGMA) -> int:
     return int(min(MAX_GRID, max(MIN_GRID, 1 << int(np.ceil(np.log2(want))))))
 
 
+def _dct1(x: np.ndarray) -> np.ndarray:
+    """The DCT-I of ``x`` (scipy.fft.dct(x, type=1), unnormalised): the real FFT of its even extension
+    ``x_0 .. x_N, x_{N-1} .. x_1``. numpy.fft loads in a millisecond where scipy.fft takes 0.15 s or more,
+    which every ``ece`` (its ICI), ``smece`` and ``diagram`` run paid; the values are the same (both are pocketfft)."""
+    return np.fft.rfft(np.concatenate([x, x[-2:0:-1]])).real
+
+
 def _spectrum(a: np.ndarray) -> np.ndarray:
     """DCT-I of the grid measure = Fourier series of its reflected period-2 extension."""
-    from scipy.fft import dct
-
     x = a.copy()
     x[0] *= 2.0  # the reflection of a point at 0 (or 1) lands on itself
     x[-1] *= 2.0
-    return dct(x, type=1)
+    return _dct1(x)
 
 
 #: Frequencies where the Gaussian's transform exp(-(pi k s)^2 / 2) is below exp(-44) are dropped.
@@ -226,14 +231,12 @@ def _multiplier(n_cells: int, sigma: float) -> np.ndarray:
     which stays a positive kernel of mass 1 (a truncated transform would ring), uncorrected.
     """
     if not _resolved(sigma, n_cells):
-        from scipy.fft import dct
-
         if not sigma > 0:
             return np.ones(n_cells + 1)
         reach = min(n_cells + 1, int(40 * sigma * n_cells) + 2)
         samples = np.zeros(n_cells + 1)
         samples[:reach] = np.exp(-0.5 * (np.arange(reach) / (sigma * n_cells)) ** 2)
-        transform = dct(samples, type=1)
+        transform = _dct1(samples)
         return transform / transform[0]
     n_live = min(n_cells + 1, int(np.ceil(_CUTOFF / sigma)) + 1)
     k = np.arange(n_live, dtype=np.float64)
@@ -243,13 +246,11 @@ def _multiplier(n_cells: int, sigma: float) -> np.ndarray:
 
 def _smoothed_on_grid(spectrum: np.ndarray, sigma: float) -> np.ndarray:
     """``K_s`` applied to the grid measure, evaluated at the M + 1 grid nodes (a density)."""
-    from scipy.fft import dct
-
     n_cells = len(spectrum) - 1
     mult = _multiplier(n_cells, sigma)
     product = np.zeros(n_cells + 1)
     np.multiply(spectrum[: len(mult)], mult, out=product[: len(mult)])
-    return 0.5 * dct(product, type=1, overwrite_x=True)
+    return 0.5 * _dct1(product)
 
 
 def _abs_integral(r: np.ndarray) -> float:
