@@ -146,6 +146,9 @@ def cox_from_rows(y: np.ndarray, z: np.ndarray, w: np.ndarray, *, alpha: float =
                             f"regression of the label on logit(prediction) has no maximum")
     zc, n_clipped = clip_probabilities(z, clip)
     eta = logit(zc)
+    if not np.ptp(eta) > 0:
+        raise CalibcliError("Cox calibration needs at least two distinct predictions: every prediction is "
+                            f"{float(zc[0]):.6g}, so the slope on logit(prediction) is not identified")
     X = np.column_stack([eta, np.ones_like(eta)])
     joint = fit_logistic(X, y, w, init=np.array([1.0, 0.0]))
     offset = fit_logistic(np.ones((len(eta), 1)), y, w, init=np.array([0.0]), offset=eta)
@@ -154,7 +157,11 @@ def cox_from_rows(y: np.ndarray, z: np.ndarray, w: np.ndarray, *, alpha: float =
                             "threshold on the prediction splits them perfectly), so the slope is unbounded")
     mu = sigmoid(X @ joint.coef)
     info = (X * (w * mu * (1.0 - mu))[:, None]).T @ X
-    cov = np.linalg.inv(info)
+    try:
+        cov = np.linalg.inv(info)
+    except np.linalg.LinAlgError:
+        raise CalibcliError("Cox calibration's information matrix is singular (the predictions barely vary): no "
+                            "Wald intervals") from None
     mu0 = sigmoid(eta + offset.coef[0])
     var0 = 1.0 / float(w @ (mu0 * (1.0 - mu0)))
     return CoxCalibration(

@@ -472,7 +472,8 @@ class CalibrationScorer:
     It calls ``estimator.predict_proba(X)``, maps ``y_true`` to the estimator's ``classes_`` (two classes:
     the probability of ``classes_[1]``; K > 2: the whole vector, in the metric's ``mode``), computes
     :func:`calibcli.metrics.compute` and returns the estimate signed as scikit-learn wants it: a metric where
-    lower is better is returned negated (``greater_is_better=False``, as ``neg_log_loss``), so that larger
+    lower is better is returned negated (``greater_is_better=False``, as ``neg_log_loss``), and one with a
+    calibrated value (``cox_slope``: 1, ``cox_intercept``: 0) as minus its distance from it, so that larger
     scores are always better.
     """
 
@@ -489,6 +490,8 @@ class CalibrationScorer:
         self.kwargs = dict(kwargs)
         self.greater_is_better = info.better == "higher"
         self._sign = 1 if self.greater_is_better else -1
+        # a metric with a calibrated value (a Cox slope of 1): the score is minus the distance to it
+        self._target = info.target if info.better == "target" else None
 
     def __call__(self, estimator, X, y_true, sample_weight=None) -> float:
         from calibcli.metrics import compute
@@ -497,7 +500,10 @@ class CalibrationScorer:
         P = _probabilities(estimator, X, classes)
         labels = _encode(column_or_1d(y_true), classes)
         probs = P[:, 1] if len(classes) == 2 else P
-        return self._sign * compute(self.metric, labels, probs, sample_weight=sample_weight, **self.kwargs).estimate
+        value = compute(self.metric, labels, probs, sample_weight=sample_weight, **self.kwargs).estimate
+        if self._target is not None:
+            return -abs(value - self._target)
+        return self._sign * value
 
     def get_metadata_routing(self):
         """With ``sklearn.set_config(enable_metadata_routing=True)``, ``sample_weight`` given to ``cross_validate``

@@ -236,6 +236,8 @@ def test_scorer_equals_the_metric_negated(cancer, iris):
     p = make_calibration_scorer("tcal_p_value", n_boot=400)(model, X_test, y_test)
     assert 0 < p <= 1  # higher is better: returned as it is
     assert repr(scorer) == "make_calibration_scorer('ece_l2_debiased_dpe', n_bins=10)"
+    slope = compute("cox_slope", y_test, model.predict_proba(X_test)[:, 1]).estimate
+    assert make_calibration_scorer("cox_slope")(model, X_test, y_test) == -abs(slope - 1.0)  # best at 1
     with pytest.raises(ValueError, match="brier_uncertainty is a part of a decomposition"):
         make_calibration_scorer("brier_uncertainty")
     with pytest.raises(ValueError, match="unknown metric 'ece'"):
