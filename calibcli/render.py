@@ -42,7 +42,9 @@ def fmt_number(value, digits: int = 4) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     value = float(value)
-    if not math.isfinite(value):
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if math.isnan(value):
         return "nan"
     if value == 0:
         return "0"
@@ -665,9 +667,36 @@ def _smece_lines(doc, f) -> list[str]:
 # tcal -----------------------------------------------------------------------------------------
 
 
+#: The classical tests of ``tcal --test`` (Spiegelhalter's Z, Hosmer-Lemeshow), whose entries have no levels.
+CLASSICAL_TESTS = ("spiegelhalter", "hosmer-lemeshow")
+
+
 def _tcal_title(doc: dict) -> str:
     p = doc["parameters"]
+    if p.get("test") in CLASSICAL_TESTS:
+        return f"calibcli tcal --test {p['test']}: alpha {p['alpha']:g}"
     return f"calibcli tcal: alpha {p['alpha']:g}, seed {p['seed']}"
+
+
+def _infinite(value) -> str:
+    """A statistic the JSON holds as null because it is infinite (a Hosmer-Lemeshow group of certain
+    predictions that missed)."""
+    return "inf" if value is None or value == float("inf") else fmt_number(value)
+
+
+def _classical_lines(doc, f) -> list[str]:
+    i, r = f["input"], f["result"]
+    lines = [f"{entry_label(f)}: {_rows_text(f)}; K={i['n_classes']}; mode {f['mode']}",
+             f"  {r['statistic_name']} {_infinite(r['statistic'])}, {r['distribution']}: p-value "
+             f"{fmt_number(r['p_value'])} at alpha {r['alpha']:g}: {_tcal_verdict(r)}"]
+    return lines + [f"  note: {note}" for note in f["notes"]]
+
+
+def _hosmer_lemeshow_table(f) -> DetailTable:
+    return DetailTable(
+        columns=[(c, "right") for c in ("group", "predictions", "rows", "observed O_g", "expected E_g", "term")],
+        rows=[[str(k), f"[{fmt_number(g['lower'])}, {fmt_number(g['upper'])})", str(g["rows"]), fmt_number(g["observed"]),
+               fmt_number(g["expected"]), _infinite(g["term"])] for k, g in enumerate(f["result"]["groups"], 1)])
 
 
 def _tcal_verdict(r: dict) -> str:
@@ -675,6 +704,8 @@ def _tcal_verdict(r: dict) -> str:
 
 
 def _tcal_lines(doc, f) -> list[str]:
+    if f["test"] in CLASSICAL_TESTS:
+        return _classical_lines(doc, f)
     p = doc["parameters"]
     i, r = f["input"], f["result"]
     lines = [f"{entry_label(f)}: {_rows_text(f)}{_dropped_text(i)}; K={i['n_classes']}; mode {f['mode']}"]
@@ -708,6 +739,8 @@ def _tcal_summary_lines(doc, f) -> list[str]:
 
 def _tcal_tables(doc, f) -> list[DetailTable]:
     r = f["result"]
+    if f["test"] == "hosmer-lemeshow":
+        return [_hosmer_lemeshow_table(f)]
     if f["test"] == "binomial":
         return [DetailTable(
             columns=[(c, "right") for c in ("value", "n", "positives", "observed rate", "p-value",

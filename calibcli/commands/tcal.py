@@ -245,43 +245,9 @@ def _classical_test(test: str, files, spec, *, mode, n_bins: int, alpha: float, 
     failures = [f for entry in doc["files"] for f in _gate(entry, alpha, fail_on_reject)]
     if fail_on_reject:
         doc["gate"] = {"fail_on_reject": True, "passed": not failures, "failures": failures}
-    emit(doc, output=output, layout=layout, render=None if layout.summary else _render_classical)
+    emit(doc, output=output, layout=layout)
     if fail_on_reject and failures:
         raise GateFailed("Gate failed: " + "; ".join(failures))
-
-
-def _render_classical(doc: dict, console) -> None:
-    """The table of ``--test spiegelhalter|hosmer-lemeshow``: the p-values and statistics, then per entry the
-    decision, the statistic's distribution and (Hosmer-Lemeshow) the groups."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    from calibcli.render import entry_label, fmt_number, render_metric_table
-
-    def infinite(value) -> str:  # the JSON holds an infinite C-hat (a group of certain predictions missed) as null
-        return "inf" if value is None or value == float("inf") else fmt_number(value)
-
-    p = doc["parameters"]
-    render_metric_table(doc, console, title=f"calibcli tcal --test {p['test']}: alpha {p['alpha']:g}")
-    for f in doc["files"]:
-        i, r = f["input"], f["result"]
-        rows = f"{f['rows_in_group']} rows in the group of {i['rows_used']}" if "group" in f else f"{i['rows_used']} rows"
-        verdict = "REJECT perfect calibration" if r["reject"] else "no evidence of miscalibration"
-        console.print(f"{escape(entry_label(f))}: {rows}; K={i['n_classes']}; mode {f['mode']}", soft_wrap=True)
-        console.print(f"  {r['statistic_name']} {infinite(r['statistic'])}, {r['distribution']}: p-value "
-                      f"{fmt_number(r['p_value'])} at alpha {r['alpha']:g}: {verdict}", soft_wrap=True)
-        for note in f["notes"]:
-            console.print(f"  note: {escape(note)}", soft_wrap=True)
-        if f["test"] == "hosmer-lemeshow":
-            table = Table(title_justify="left")
-            for col in ("group", "predictions", "rows", "observed O_g", "expected E_g", "term"):
-                table.add_column(col, justify="right")
-            for k, g in enumerate(r["groups"], 1):
-                table.add_row(str(k), f"[{fmt_number(g['lower'])}, {fmt_number(g['upper'])})", str(g["rows"]),
-                              fmt_number(g["observed"]), fmt_number(g["expected"]), infinite(g["term"]))
-            console.print(table)
-    if "gate" in doc:
-        console.print(f"gate --fail-on-reject: {'passed' if doc['gate']['passed'] else 'FAILED'}")
 
 
 def _gate(entry: dict, alpha: float, active: bool) -> list[str]:
