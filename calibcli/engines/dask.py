@@ -228,18 +228,44 @@ def dask_engine(*, scheduler: str | None = None, workers: int | None = None, pro
             from dask.system import CPU_COUNT
 
             n_workers = CPU_COUNT if workers is None else workers
+            import dask
+
             try:
-                cluster = stack.enter_context(LocalCluster(
-                    n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                    dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL if quiet else logging.WARNING,
-                ))
+                with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ()}):
+                    cluster = stack.enter_context(LocalCluster(
+                        n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                        dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL if quiet else logging.WARNING,
+                    ))
             except KeyboardInterrupt:  # a signal while the cluster starts: no cluster to close, only processes
                 _abandon_starting_cluster()
                 raise
-            stack.callback(_stop_on_interrupt, cluster)  # runs before the cluster's own close
+            stack.callback(_stop_workers, cluster)  # runs before the cluster's own close
             client = stack.enter_context(Client(cluster))
             announce(f"Dask: a local cluster of {n_workers} worker processes; dashboard {_dashboard(cluster.dashboard_link)}")
         yield DaskEngine(client, workers=n_workers, progress=progress)
+
+
+# glibc's allocator in the local cluster's workers (read at process start, so set before the nanny spawns
+# them): a fragment's arrays (4 MB each at 500,000 rows) come from the heap and are reused by the next
+# fragment, instead of a fresh mmap per array whose pages are faulted in again every time. Dask's default
+# (MALLOC_TRIM_THRESHOLD_=65536) also switches off glibc's adaptive mmap threshold, so every array above
+# 128 kB was mmapped: measured on 500,000-row ece fragments, 57 ms each (29 ms of it in the kernel,
+# 10,700 page faults) against 26 ms (4.5 ms, 680 faults) with these two. Memory stays bounded by one
+# fragment's working set (arrays above 32 MB are mmapped as before), plus up to 128 MB of free heap kept.
+WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(32 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(128 * 2**20)}
+
+
+def worker_environ() -> dict:
+    """Dask's ``distributed.nanny.pre-spawn-environ`` with :data:`WORKER_MALLOC` (unless the user set
+    either variable in their environment or a trim threshold other than Dask's default in its config)."""
+    import dask
+
+    environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", None) or {})
+    if any(name in os.environ for name in WORKER_MALLOC) or "MALLOC_MMAP_THRESHOLD_" in environ:
+        return environ
+    if str(environ.get("MALLOC_TRIM_THRESHOLD_", "65536")) != "65536":
+        return environ
+    return {**environ, **WORKER_MALLOC}
 
 
 def _abandon_starting_cluster() -> None:
@@ -262,6 +288,38 @@ def _abandon_starting_cluster() -> None:
         SpecCluster._instances.clear()
     except (ImportError, AttributeError):
         pass
+
+
+def _stop_workers(cluster) -> None:
+    """End the local cluster's worker processes at once when the run leaves the cluster: every result
+    has been merged by then (or the run failed or was interrupted), so the workers' graceful close (a
+    stop message, the worker closing its comms and executor, the nanny joining it: 0.3 s measured for 2
+    workers) is of no use. Each nanny is marked as closing first, so it closes itself when its worker
+    exits instead of starting a new one; the cluster's close then finds them closed (0.02 s), and the
+    nannies still join their worker processes, so none is left behind."""
+    from calibcli import cancel
+
+    if cancel.requested():
+        _stop_on_interrupt(cluster)
+        return
+    import signal
+
+    from distributed.core import Status
+
+    async def stop() -> None:
+        for nanny in list(getattr(cluster, "workers", {}).values()):
+            pid = getattr(getattr(nanny, "process", None), "pid", None)
+            if pid and nanny.status == Status.running:
+                nanny.status = Status.closing_gracefully  # the nanny closes when its worker exits
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:  # already gone
+                    pass
+
+    try:
+        cluster.sync(stop, callback_timeout=5)
+    except Exception:  # the loop is gone or stuck: the cluster's own close ends the workers, slower
+        logging.getLogger(__name__).debug("could not stop the workers at once", exc_info=True)
 
 
 def _stop_on_interrupt(cluster) -> None:
