@@ -3,8 +3,8 @@ memory, and a scaling model fitted on the measurements.
 
 Data: the Parquet shards of ``bench_stream.py`` under ``benchmarks/out/`` (git-ignored; written block
 by block on the first run and reused): ``stream_1e8/`` is 100,000,000 rows in 20 shards of 10 row groups
-of 500,000 rows, so with the default ``--batch-rows`` (2^20) the Dask engine makes 100 fragments of
-1,000,000 rows; ``stream_1e7/`` and ``stream_1e6/`` the same rows, fewer. Plus ``dask_empty/``: one
+of 500,000 rows, so with the default ``--batch-rows`` (2^17, smaller than a row group) the Dask engine
+makes 200 fragments of 500,000 rows (one row group each); ``stream_1e7/`` and ``stream_1e6/`` the same rows, fewer. Plus ``dask_empty/``: one
 1,000-row shard and 200 empty ones (schema only), and ``dask_one/``: that one shard alone.
 
 Every ``calibcli`` run is a fresh subprocess (wall time from start to exit). Parts:
@@ -17,14 +17,16 @@ Every ``calibcli`` run is a fresh subprocess (wall time from start to exit). Par
    runs it), interleaved, ``--repeats`` times each; then steady state, with ``--scheduler`` on a cluster of
    1 and of 2 workers started beforehand. Bars: workers 2 / workers 1 throughput >= 1.6x; the Dask engine
    with 2 workers no slower than the local engine. Every Dask report is compared with the local one
-   (largest relative difference of any number; SPEC 8 says 1e-12).
+   (largest relative difference of any number; SPEC 8 says 1e-12). Each run's CPU seconds are printed
+   too (the load of others shows in wall times, less in CPU); and, for context only, the local engine
+   with the malloc settings calibcli gives its workers (``calibcli.engines.dask.WORKER_MALLOC``).
 2. Per-task overhead: ``dask_empty/`` minus ``dask_one/`` over the 200 empty shards, on a running
    cluster of 1 and of 2 workers (the client's and scheduler's share per task, and the workers').
    Bar: < 50 ms per task.
 3. Worker memory: a fresh cluster of 2 workers per size (1e6, 1e7, 1e8 rows); each worker's peak
    resident set (``ru_maxrss`` inside the worker) after one ``ece --n-boot 1000`` run. A worker holds one
    fragment's batches at a time, so its peak depends on the fragment size, not on the rows: bar
-   peak(1e8) / peak(1e7) <= 1.25 (10x the rows, the same 1e6-row fragments); 1e6 for context (its
+   peak(1e8) / peak(1e7) <= 1.25 (10x the rows, the same 500,000-row fragments); 1e6 for context (its
    fragments are 500,000-row files).
 4. Scaling model: time = start + files x footer + F x task_serial + ceil(F / W) x (rows_per_fragment x
    per_row + task_worker) + F x merge + finish, for F fragments on W workers, from the measured parts:
@@ -110,7 +112,7 @@ def ensure_empty() -> tuple[str, str]:
 LAST_CPU = {}
 
 
-def run_cli(args: list[str]) -> tuple[float, dict | None, str]:
+def run_cli(args: list[str], env: dict | None = None) -> tuple[float, dict | None, str]:
     """Wall time, the JSON report (or None) and the last stderr line of ``calibcli ARGS --json``.
 
     ``LAST_CPU`` gets the run's CPU seconds: ``client`` (the calibcli process) and ``here`` (this
@@ -120,7 +122,7 @@ def run_cli(args: list[str]) -> tuple[float, dict | None, str]:
     r0, p0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.process_time()
     t0 = time.perf_counter()
     proc = subprocess.run([CALIBCLI, *args, "--json"], capture_output=True, text=True, timeout=TIMEOUT,
-                          env={**os.environ, "CALIBCLI_DEBUG": ""})
+                          env={**os.environ, "CALIBCLI_DEBUG": "", **(env or {})})
     wall = time.perf_counter() - t0
     r1, p1 = resource.getrusage(resource.RUSAGE_CHILDREN), time.process_time()
     LAST_CPU.update(client=(r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime), here=p1 - p0)
@@ -147,14 +149,22 @@ def max_rel_diff(a, b, where="$") -> float:
 
 
 class Cluster:
-    """A LocalCluster of ``n`` worker processes (one thread each) in this process, on 127.0.0.1."""
+    """A LocalCluster of ``n`` worker processes (one thread each) in this process, on 127.0.0.1, its workers
+    started with the environment calibcli gives its own (:func:`calibcli.engines.dask.worker_environ`)."""
 
     def __init__(self, n: int):
         from distributed import Client, LocalCluster
 
+        import dask
+
+        from calibcli.engines.dask import worker_environ
+
         t0 = time.perf_counter()
-        self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                    dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL)
+        # the workers' environment of `--workers N` (calibcli's malloc settings), so that the steady-state
+        # and memory figures are those of the workers calibcli starts itself
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ()}):
+            self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                        dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL)
         self.client = Client(self.cluster)
         self.client.get_task_stream()  # installs the scheduler's task-stream recorder
         self.start_time = time.perf_counter() - t0
@@ -225,19 +235,25 @@ def part_machine() -> list[str]:
 def part_throughput(data: str, rows: int, repeats: int, results: dict) -> list[str]:
     lines = [f"== 1. Throughput: calibcli ece DIR --n-boot 1000 at {rows:,} rows ({data}) =="]
     base = ["ece", data, "--n-boot", "1000"]
+    from calibcli.engines.dask import WORKER_MALLOC
+
     variants = {
-        "local engine": base,
-        "dask --workers 1": base + ["--engine", "dask", "--workers", "1"],
-        "dask --workers 2": base + ["--engine", "dask", "--workers", "2"],
+        "local engine": (base, None),
+        "dask --workers 1": (base + ["--engine", "dask", "--workers", "1"], None),
+        "dask --workers 2": (base + ["--engine", "dask", "--workers", "2"], None),
+        # context, not a bar: the local engine's process with the malloc settings calibcli gives its workers
+        "local engine, workers' malloc env": (base, WORKER_MALLOC),
     }
     walls = {k: [] for k in variants}
+    cpus = {k: [] for k in variants}
     docs = {}
     for rep in range(repeats):
-        for name, args in variants.items():
+        for name, (args, env) in variants.items():
             log(f"  [{rep + 1}/{repeats}] {name}")
-            wall, doc, _ = run_cli(args)
+            wall, doc, _ = run_cli(args, env)
             if doc is not None:
                 walls[name].append(wall)
+                cpus[name].append(LAST_CPU["client"])
                 docs.setdefault(name, doc)
     steady = {}
     stream_times, spans = {}, {}
@@ -252,6 +268,7 @@ def part_throughput(data: str, rows: int, repeats: int, results: dict) -> list[s
                 wall, doc, _ = run_cli(base + ["--engine", "dask", "--scheduler", c.address])
                 if doc is not None:
                     walls[f"dask --scheduler ({n} running)"].append(wall)
+                    cpus.setdefault(f"dask --scheduler ({n} running)", []).append(LAST_CPU["client"] + LAST_CPU["here"])
                     docs.setdefault(f"dask --scheduler ({n} running)", doc)
                     times, span = c.fragment_times(since)
                     stream_times.setdefault(n, []).extend(times)
@@ -260,11 +277,13 @@ def part_throughput(data: str, rows: int, repeats: int, results: dict) -> list[s
         finally:
             c.close()
     ref = docs.get("local engine")
-    lines.append(f"{'run':34} {'median':>8} {'min':>8} {'Mrows/s':>8}  {'runs':>4}  max rel. diff vs local")
+    lines.append(f"{'run':34} {'median':>8} {'min':>8} {'Mrows/s':>8} {'CPU s':>6}  {'runs':>4}  max rel. diff vs local")
     for name, w in walls.items():
         diff = max_rel_diff(docs[name], ref) if ref is not None and name in docs else float("nan")
-        lines.append(f"{name:34} {median(w):7.2f}s {min(w) if w else float('nan'):7.2f}s {rows / 1e6 / median(w):8.1f}  "
-                     f"{len(w):>4}  {diff:.1e}")
+        lines.append(f"{name:34} {median(w):7.2f}s {min(w) if w else float('nan'):7.2f}s {rows / 1e6 / median(w):8.1f} "
+                     f"{median(cpus.get(name, [])):6.1f}  {len(w):>4}  {diff:.1e}")
+    lines.append("(CPU s: the calibcli process and its workers; with --scheduler also the cluster's scheduler and "
+                 "nannies, which run in this process)")
     for n, times in stream_times.items():
         lines.append(f"fragment tasks on {n} running worker(s): {len(times)} tasks, compute median {median(times) * 1e3:.1f} ms, "
                      f"mean {statistics.mean(times) * 1e3:.1f} ms; compute phase (first task start to last task end) "
@@ -335,7 +354,7 @@ def part_memory(sizes: list[str]) -> list[str]:
             c.close()
     if "1e8" in peaks and "1e7" in peaks:
         ratio = max(peaks["1e8"]) / max(peaks["1e7"])
-        lines.append(f"largest worker peak 1e8 / 1e7 (10x the rows, the same 1e6-row fragments): {ratio:.2f}   "
+        lines.append(f"largest worker peak 1e8 / 1e7 (10x the rows, the same fragments): {ratio:.2f}   "
                      f"(bar <= 1.25: {'met' if ratio <= 1.25 else 'MISSED'})")
     if "1e6" in peaks and "1e7" in peaks:
         lines.append(f"context: 1e7 / 1e6: {max(peaks['1e7']) / max(peaks['1e6']):.2f} (1e6's fragments are its two "
