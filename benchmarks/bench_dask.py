@@ -282,8 +282,8 @@ def part_throughput(data: str, rows: int, repeats: int, results: dict) -> list[s
         diff = max_rel_diff(docs[name], ref) if ref is not None and name in docs else float("nan")
         lines.append(f"{name:34} {median(w):7.2f}s {min(w) if w else float('nan'):7.2f}s {rows / 1e6 / median(w):8.1f} "
                      f"{median(cpus.get(name, [])):6.1f}  {len(w):>4}  {diff:.1e}")
-    lines.append("(CPU s: the calibcli process and its workers; with --scheduler also the cluster's scheduler and "
-                 "nannies, which run in this process)")
+    lines.append("(CPU s: the calibcli process and the workers it started; with --scheduler the calibcli process and "
+                 "the scheduler and nannies, which run in this process, but not the running workers)")
     for n, times in stream_times.items():
         lines.append(f"fragment tasks on {n} running worker(s): {len(times)} tasks, compute median {median(times) * 1e3:.1f} ms, "
                      f"mean {statistics.mean(times) * 1e3:.1f} ms; compute phase (first task start to last task end) "
