@@ -284,6 +284,21 @@ def big(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def medium(tmp_path_factory) -> Path:
+    """100,000 rows, under the 2^17 rows whose bootstrap resamples every row: ece and diagram resample them
+    row by row, so their runs last minutes with the --n-boot below (beyond 2^17 rows the per-bin draws
+    take 100,000 resamples in a second or two, and the run would end before the signal)."""
+    path = tmp_path_factory.mktemp("medium") / "medium.csv"
+    rng = np.random.default_rng(13)
+    p = rng.uniform(size=100_000)
+    y = (rng.uniform(size=p.size) < p**1.2).astype(int)
+    with open(path, "w") as fh:
+        fh.write("prob,label\n")
+        np.savetxt(fh, np.column_stack([p, y]), fmt=["%.6f", "%d"], delimiter=",")
+    return path
+
+
 def _reading(pid: int, path: Path) -> bool:
     """Whether process ``pid`` has ``path`` open (Linux /proc), i.e. the run has started its work."""
     try:
@@ -296,8 +311,10 @@ def interrupt(args: list, signum: int, *, input_path: Path, delay: float = 1.0) 
     """Start the command, wait until it reads its input and ``delay`` more seconds, send ``signum``;
     return the exit code, stderr and the seconds from the signal to the exit."""
     proc = subprocess.Popen([*CALIBCLI, *map(str, args)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while not _reading(proc.pid, input_path) and proc.poll() is None and time.monotonic() < deadline:
+    started = time.monotonic()
+    # until it opens the input; a small input can be read and closed between two looks, so after 3 s
+    # (imports done, the handler installed) the run counts as started whatever was seen
+    while not _reading(proc.pid, input_path) and proc.poll() is None and time.monotonic() < started + 3.0:
         time.sleep(0.02)
     time.sleep(delay)
     assert proc.poll() is None, f"the run ended before the signal: {proc.stderr.read().decode()}"
@@ -313,10 +330,10 @@ def interrupt(args: list, signum: int, *, input_path: Path, delay: float = 1.0) 
 
 LONG_RUNS = {
     "tcal": ["tcal", "{big}", "--n-boot", "100000", "-o", "{out}"],
-    "diagram": ["diagram", "{big}", "--n-boot", "1000", "-o", "{out}.png"],
+    "diagram": ["diagram", "{medium}", "--n-boot", "20000", "-o", "{out}.png"],
     "evaluate": ["recalibrate", "evaluate", "{big}", "--method", "platt", "--holdout", "0.5", "--n-boot", "100000",
                  "-o", "{out}"],
-    "ece": ["ece", "{big}", "--n-boot", "100000", "-o", "{out}"],
+    "ece": ["ece", "{medium}", "--n-boot", "100000", "-o", "{out}"],
     "smece": ["smece", "{big}", "--n-boot", "100000", "-o", "{out}"],
 }
 
@@ -327,10 +344,11 @@ LONG_RUNS = {
     ("diagram", signal.SIGTERM, 3.0), ("evaluate", signal.SIGINT, 1.0), ("evaluate", signal.SIGTERM, 3.0),
     ("ece", signal.SIGTERM, 2.0), ("smece", signal.SIGINT, 2.0),
 ])
-def test_a_signal_stops_a_long_run_within_a_second(tmp_path, big, name, signum, delay):
+def test_a_signal_stops_a_long_run_within_a_second(tmp_path, big, medium, name, signum, delay):
     out = tmp_path / "out.json"
-    args = [a.format(big=big, out=out) for a in LONG_RUNS[name]]
-    code, err, seconds = interrupt(args, signum, input_path=big, delay=delay)
+    args = [a.format(big=big, medium=medium, out=out) for a in LONG_RUNS[name]]
+    code, err, seconds = interrupt(args, signum, input_path=medium if "{medium}" in LONG_RUNS[name] else big,
+                                   delay=delay)
     assert err.decode() == "Error: interrupted\n"
     assert code == 128 + signum
     assert seconds < 1.0, f"{name} took {seconds:.2f} s to stop"
