@@ -433,7 +433,7 @@ def print_summary(doc: dict, console, table: SummaryTable, *, title: str | None,
     if dropped:
         notes.append(f"{', '.join(dropped)} left out to fit {total} columns: choose with --metrics")
     if title:
-        console.print(escape(title))
+        console.print(escape(title), soft_wrap=True)
     out = Table()
     out.add_column("file", no_wrap=True, min_width=name_width)
     for label in table.labels[1:]:
@@ -452,7 +452,7 @@ def print_summary(doc: dict, console, table: SummaryTable, *, title: str | None,
     else:
         console.print(out)
     if notes:
-        console.print(escape("; ".join(notes)))
+        console.print(escape("; ".join(notes)), soft_wrap=True)
 
 
 def print_metric_table(doc: dict, console, view: "View") -> None:
@@ -463,7 +463,7 @@ def print_metric_table(doc: dict, console, view: "View") -> None:
     level = _level(doc)
     short = shortest_unique_suffixes([e["input"]["path"] for e in doc["files"]])
     if view.title:
-        console.print(escape(view.title(doc)))
+        console.print(escape(view.title(doc)), soft_wrap=True)
     table = Table()
     for col, just, wrap in (("file", "left", False), (view.problem_label, "left", False), ("metric", "left", False),
                             ("estimate", "right", False), (f"{level} CI".strip(), "right", False),
@@ -495,7 +495,7 @@ def render_table(doc: dict, console, *, summary: bool | None = None, metrics: li
 
     view = VIEWS.get(doc["command"], View())
     for line in view.head(doc) if view.head else []:
-        console.print(escape(line))
+        console.print(escape(line), soft_wrap=True)
     if use_summary(doc, summary):
         print_summary(doc, console, summary_table(doc, metrics=metrics, sort=sort),
                       title=view.title(doc) if view.title else None, chosen=bool(metrics))
@@ -506,16 +506,16 @@ def render_table(doc: dict, console, *, summary: bool | None = None, metrics: li
         lines_of = view.entry_lines
     for entry in doc["files"]:
         for line in lines_of(doc, entry) if lines_of else []:
-            console.print(escape(line))
+            console.print(escape(line), soft_wrap=True)
         if view.tables and not use_summary(doc, summary):
             for t in view.tables(doc, entry):
                 _print_detail_table(console, t)
     for line in view.tail(doc) if view.tail else []:
-        console.print(escape(line))
+        console.print(escape(line), soft_wrap=True)
     if "groups" in doc and view.group_line:
         line = view.group_line(doc)
         if line:
-            console.print(escape(line))
+            console.print(escape(line), soft_wrap=True)
     if "gate" in doc:
         g = doc["gate"]
         name = f"on {g['metric']}" if g.get("metric") else "--fail-on-reject"
