@@ -123,3 +123,37 @@ def test_the_user_s_own_malloc_settings_win(monkeypatch):
     with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": 0}):
         assert worker_environ()["MALLOC_TRIM_THRESHOLD_"] == 0
         assert "MALLOC_MMAP_THRESHOLD_" not in worker_environ()
+
+
+def test_a_failing_workers_2_run_ends_its_workers_too(shards, tmp_path):
+    """A bad row in the middle of the dataset while the other fragments run: the local engine's Error line,
+    exit 2, no report, and the workers (killed with tasks still queued) do not outlive the run."""
+    data = tmp_path / "bad"
+    shutil.copytree(shards, data)
+    victim = data / "part-2.parquet"
+    table = pq.read_table(victim)
+    z = table["prob"].to_numpy().copy()
+    z[30_000] = 1.25  # row 30,001 of the file, in its second row group
+    pq.write_table(table.set_column(0, "prob", pa.array(z)), victim, row_group_size=25_000)
+    out = tmp_path / "report.json"
+    local = subprocess.run([_console_script(), "ece", str(data), "--batch-rows", "25000", "-o", str(out)],
+                           capture_output=True, text=True,
+                           env={**os.environ, **QUIET})
+    cli = subprocess.Popen([_console_script(), "ece", str(data), "--batch-rows", "25000", "--engine", "dask",
+                            "--workers", "2", "-o", str(out)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **QUIET})
+    try:
+        first = cli.stderr.readline()
+        assert first.startswith("Dask: a local cluster of 2 worker processes"), first
+        workers, descendants = _worker_processes(psutil.Process(cli.pid), 2)
+        _, stderr = cli.communicate(timeout=120)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    assert local.returncode == cli.returncode == 2
+    assert stderr.splitlines() == local.stderr.splitlines()
+    assert "row 30001" in stderr and "1.25" in stderr
+    assert not out.exists()
+    assert _alive(workers) == []
+    psutil.wait_procs(_alive(descendants), timeout=5)
+    assert _alive(descendants) == []
