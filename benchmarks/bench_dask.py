@@ -110,6 +110,10 @@ def ensure_empty() -> tuple[str, str]:
 
 
 LAST_CPU = {}
+# the environment of every calibcli run: this process's as it started (a nanny of the clusters started here
+# copies its workers' malloc settings into this process's environment before spawning them; the runs that
+# follow must not inherit them)
+CLEAN_ENV = dict(os.environ)
 
 
 def run_cli(args: list[str], env: dict | None = None) -> tuple[float, dict | None, str]:
@@ -122,7 +126,7 @@ def run_cli(args: list[str], env: dict | None = None) -> tuple[float, dict | Non
     r0, p0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.process_time()
     t0 = time.perf_counter()
     proc = subprocess.run([CALIBCLI, *args, "--json"], capture_output=True, text=True, timeout=TIMEOUT,
-                          env={**os.environ, "CALIBCLI_DEBUG": "", **(env or {})})
+                          env={**CLEAN_ENV, "CALIBCLI_DEBUG": "", **(env or {})})
     wall = time.perf_counter() - t0
     r1, p1 = resource.getrusage(resource.RUSAGE_CHILDREN), time.process_time()
     LAST_CPU.update(client=(r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime), here=p1 - p0)

@@ -25,6 +25,13 @@ psutil = pytest.importorskip("psutil")
 QUIET = {"CALIBCLI_DEBUG": ""}
 
 
+def _env() -> dict:
+    """A user's shell: this process's environment without the malloc variables that the nannies of
+    clusters started in it by other tests copied there (a nanny sets them in its own process before it
+    spawns a worker)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")} | QUIET
+
+
 def _console_script() -> str:
     return shutil.which("calibcli", path=os.path.dirname(sys.executable)) or "calibcli"
 
@@ -77,7 +84,7 @@ def test_a_workers_2_run_leaves_no_process_behind_and_its_workers_get_the_malloc
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     cli = subprocess.Popen([_console_script(), "ece", str(shards), "--n-boot", "300", "--batch-rows", "25000",
                             "--engine", "dask", "--workers", "2", "--json", "-o", str(out)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **QUIET})
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
     try:
         first = cli.stderr.readline()
         assert first.startswith("Dask: a local cluster of 2 worker processes"), first
@@ -118,7 +125,10 @@ def test_the_user_s_own_malloc_settings_win(monkeypatch):
     env = worker_environ()
     assert {k: env[k] for k in WORKER_MALLOC} == WORKER_MALLOC
     assert env["OMP_NUM_THREADS"] in (1, "1")  # Dask's other settings are kept
-    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "0")
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")  # the user's own: the workers inherit it
+    assert "MALLOC_MMAP_THRESHOLD_" not in worker_environ()
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_")
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "0")  # the nanny gives it precedence: ours would be half applied
     assert "MALLOC_MMAP_THRESHOLD_" not in worker_environ()
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_")
     with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": 0}):
@@ -139,10 +149,10 @@ def test_a_failing_workers_2_run_ends_its_workers_too(shards, tmp_path):
     out = tmp_path / "report.json"
     local = subprocess.run([_console_script(), "ece", str(data), "--batch-rows", "25000", "-o", str(out)],
                            capture_output=True, text=True,
-                           env={**os.environ, **QUIET})
+                           env=_env())
     cli = subprocess.Popen([_console_script(), "ece", str(data), "--batch-rows", "25000", "--engine", "dask",
                             "--workers", "2", "-o", str(out)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **QUIET})
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
     try:
         first = cli.stderr.readline()
         assert first.startswith("Dask: a local cluster of 2 worker processes"), first

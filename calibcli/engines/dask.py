@@ -256,8 +256,10 @@ WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(32 * 2**20), "MALLOC_TRIM_THRESHO
 
 
 def worker_environ() -> dict:
-    """Dask's ``distributed.nanny.pre-spawn-environ`` with :data:`WORKER_MALLOC` (unless the user set
-    either variable in their environment or a trim threshold other than Dask's default in its config)."""
+    """Dask's ``distributed.nanny.pre-spawn-environ`` with :data:`WORKER_MALLOC`, unless the user chose:
+    either variable in the environment (a nanny gives the environment's value precedence over that
+    setting, and a worker inherits the rest), or an mmap threshold, or a trim threshold other than Dask's
+    default, in that setting."""
     import dask
 
     environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", None) or {})
