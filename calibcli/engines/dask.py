@@ -224,12 +224,11 @@ def dask_engine(*, scheduler: str | None = None, workers: int | None = None, pro
             n_workers = len(client.nthreads())
             announce(f"Dask: connected to {client.scheduler.address} ({n_workers} workers); dashboard {client.dashboard_link}")
         else:
-            from distributed import LocalCluster
+            import dask
             from dask.system import CPU_COUNT
+            from distributed import LocalCluster
 
             n_workers = CPU_COUNT if workers is None else workers
-            import dask
-
             try:
                 with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ()}):
                     cluster = stack.enter_context(LocalCluster(
