@@ -309,9 +309,11 @@ def command(func):
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         from calibcli import cancel, outputs
+        from calibcli._malloc import tune_allocator
 
         cancel.reset()
         outputs.reset()
+        tune_allocator()  # batch-sized arrays reused, not unmapped and faulted in again (calibcli/_malloc.py)
         try:
             try:
                 check_file_options(kwargs)

@@ -28,6 +28,7 @@ import uuid
 from contextlib import ExitStack, contextmanager
 from typing import Callable, Iterator
 
+from calibcli._malloc import SETTINGS as MALLOC_SETTINGS
 from calibcli.errors import CalibcliError
 
 INSTALL_HINT = 'pip install "calibcli[dask]"'
@@ -251,7 +252,7 @@ def dask_engine(*, scheduler: str | None = None, workers: int | None = None, pro
 # 128 kB was mmapped: measured on 500,000-row ece fragments, 57 ms each (29 ms of it in the kernel,
 # 10,700 page faults) against 26 ms (4.5 ms, 680 faults) with these two. Memory stays bounded by one
 # fragment's working set (arrays above 32 MB are mmapped as before), plus up to 128 MB of free heap kept.
-WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(32 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(128 * 2**20)}
+WORKER_MALLOC = {name: str(value) for name, value in MALLOC_SETTINGS.items()}  # as the CLI's own process
 
 
 def worker_environ() -> dict:
