@@ -271,17 +271,20 @@ def test_head_of_a_pipe(tmp_path, data):
 # Interrupts
 
 
-@pytest.fixture(scope="module")
-def big(tmp_path_factory) -> Path:
-    """200,000 rows: every command below runs for well over 5 s with its --n-boot."""
-    path = tmp_path_factory.mktemp("big") / "big.csv"
-    rng = np.random.default_rng(12)
-    p = rng.uniform(size=200_000)
+def _rows_file(path: Path, n: int, seed: int) -> Path:
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(size=n)
     y = (rng.uniform(size=p.size) < p**1.2).astype(int)
     with open(path, "w") as fh:
         fh.write("prob,label\n")
         np.savetxt(fh, np.column_stack([p, y]), fmt=["%.6f", "%d"], delimiter=",")
     return path
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory) -> Path:
+    """200,000 rows: every command below runs for well over 5 s with its --n-boot."""
+    return _rows_file(tmp_path_factory.mktemp("big") / "big.csv", 200_000, 12)
 
 
 @pytest.fixture(scope="module")
@@ -289,14 +292,7 @@ def medium(tmp_path_factory) -> Path:
     """100,000 rows, under the 2^17 rows whose bootstrap resamples every row: ece and diagram resample them
     row by row, so their runs last minutes with the --n-boot below (beyond 2^17 rows the per-bin draws
     take 100,000 resamples in a second or two, and the run would end before the signal)."""
-    path = tmp_path_factory.mktemp("medium") / "medium.csv"
-    rng = np.random.default_rng(13)
-    p = rng.uniform(size=100_000)
-    y = (rng.uniform(size=p.size) < p**1.2).astype(int)
-    with open(path, "w") as fh:
-        fh.write("prob,label\n")
-        np.savetxt(fh, np.column_stack([p, y]), fmt=["%.6f", "%d"], delimiter=",")
-    return path
+    return _rows_file(tmp_path_factory.mktemp("medium") / "medium.csv", 100_000, 13)
 
 
 def _reading(pid: int, path: Path) -> bool:

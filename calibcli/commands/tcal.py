@@ -201,14 +201,7 @@ def tcal(
             entry["result"]["warnings"] = [cli_text(w, cc.flag_of) for w in warnings]
         for message in entry["result"].get("warnings", []):
             cc.warn(f"{entry_label(entry)}: {message}")
-    if "groups" in doc:
-        _summarise_groups(doc)
-    failures = [f for entry in doc["files"] for f in _gate(entry, alpha, fail_on_reject)]
-    if fail_on_reject:
-        doc["gate"] = {"fail_on_reject": True, "passed": not failures, "failures": failures}
-    emit(doc, output=output, layout=layout)
-    if fail_on_reject and failures:
-        raise GateFailed("Gate failed: " + "; ".join(failures))
+    _finish(doc, alpha=alpha, fail_on_reject=fail_on_reject, output=output, layout=layout)
 
 
 def _classical_test(test: str, files, spec, *, mode, n_bins: int, alpha: float, input_format, drop_invalid: bool,
@@ -240,6 +233,11 @@ def _classical_test(test: str, files, spec, *, mode, n_bins: int, alpha: float, 
     gate_metric = "spiegelhalter_p_value" if test == "spiegelhalter" else "hosmer_lemeshow_p_value"
     cc.evaluate_streams(doc, streams, new, gate=GateSpec(gate_metric), n_boot=0, engine=engine, scheduler=scheduler,
                         workers=workers)
+    _finish(doc, alpha=alpha, fail_on_reject=fail_on_reject, output=output, layout=layout)
+
+
+def _finish(doc: dict, *, alpha: float, fail_on_reject: bool, output, layout) -> None:
+    """Which groups reject, the ``--fail-on-reject`` gate, the report; then exit 1 if the gate failed."""
     if "groups" in doc:
         _summarise_groups(doc)
     failures = [f for entry in doc["files"] for f in _gate(entry, alpha, fail_on_reject)]
