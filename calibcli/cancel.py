@@ -67,6 +67,7 @@ def reset() -> None:
     """Forget an earlier request (a new command starts)."""
     _requested.clear()
     _state["signal"], _state["at"], _state["reported"] = 0, 0.0, False
+    _state["redeliver"] = False
 
 
 def report() -> None:
@@ -84,12 +85,52 @@ def exit_code(exc: BaseException) -> int:
 
 
 def _handler(signum, frame) -> None:
+    if _state.get("in_hook"):
+        return  # inside _unraisable: its watchdog delivers the signal again once the hook has returned
+    if _state.get("redeliver"):  # the first one landed where it could not propagate: raise it again here
+        _state["redeliver"] = False
+        raise Interrupted(signum)
     if _requested.is_set():
         if time.monotonic() - _state["at"] < GRACE_SECONDS:
             return  # cleaning up after the first signal: let it finish
         os._exit(128 + int(signum))  # asked again: stop now
     request(signum)
     raise Interrupted(signum)
+
+
+def _unraisable(args, *, previous) -> None:
+    """``sys.unraisablehook`` while signals are handled: an :class:`Interrupted` raised by the handler inside a
+    garbage-collector callback or a ``__del__`` (Dask's GC diagnostics run such callbacks) cannot propagate
+    there, and Python would print it with a traceback and carry on. Instead it is delivered to the main thread
+    again, at its next instruction, with nothing printed."""
+    if isinstance(args.exc_value, Interrupted):
+        _state["in_hook"] = True
+        try:
+            _state["redeliver"] = True
+            if not _state.get("watchdog"):
+                _state["watchdog"] = True
+                threading.Thread(target=_redeliver, args=(args.exc_value.signum,), daemon=True,
+                                 name="calibcli-interrupt").start()
+        finally:
+            _state["in_hook"] = False
+        return
+    previous(args)
+
+
+def _redeliver(signum: int) -> None:
+    """While an interrupt is waiting to be raised again (:func:`_unraisable`), signal the main thread every
+    20 ms (it raises at its next instruction outside a finalizer); give up after 5 s or once it is reported."""
+    import _thread
+
+    try:
+        for _ in range(250):
+            time.sleep(0.02)
+            if _state["reported"] or not _requested.is_set():
+                return
+            if _state.get("redeliver"):
+                _thread.interrupt_main(signum)
+    finally:
+        _state["watchdog"] = False
 
 
 @contextmanager
@@ -105,9 +146,15 @@ def handling_signals() -> Iterator[None]:
         if signal.getsignal(signum) is signal.SIG_IGN:  # ignored by whoever started us (a background job): keep it so
             continue
         previous[signum] = signal.signal(signum, _handler)
+    import functools
+    import sys
+
+    hook = sys.unraisablehook
+    sys.unraisablehook = functools.partial(_unraisable, previous=hook)
     try:
         yield
     finally:
+        sys.unraisablehook = hook
         for signum, handler in previous.items():
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
 

@@ -235,7 +235,8 @@ def _multiplier(n_cells: int, sigma: float) -> np.ndarray:
             return np.ones(n_cells + 1)
         reach = min(n_cells + 1, int(40 * sigma * n_cells) + 2)
         samples = np.zeros(n_cells + 1)
-        samples[:reach] = np.exp(-0.5 * (np.arange(reach) / (sigma * n_cells)) ** 2)
+        with np.errstate(over="ignore"):  # a bandwidth far below a cell: the far samples are exp(-inf) = 0
+            samples[:reach] = np.exp(-0.5 * (np.arange(reach) / (sigma * n_cells)) ** 2)
         transform = _dct1(samples)
         return transform / transform[0]
     n_live = min(n_cells + 1, int(np.ceil(_CUTOFF / sigma)) + 1)

@@ -403,3 +403,27 @@ def test_a_signal_stops_a_dask_run_and_its_local_cluster(tmp_path, big):
     _, alive = psutil.wait_procs(children, timeout=5)
     assert [c for c in alive if "resource_tracker" not in " ".join(c.cmdline())] == []
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_interrupt_raised_where_it_cannot_propagate_is_delivered_again(capsys):
+    """The signal handler's exception can land in a garbage-collector callback or a __del__ (Dask's GC
+    diagnostics run one), where Python would print it with a traceback and go on: it is raised again in the
+    main thread instead, with nothing printed."""
+    from calibcli import cancel
+
+    class Dies:
+        def __del__(self):
+            cancel.request(signal.SIGINT)
+            raise cancel.Interrupted(signal.SIGINT)
+
+    try:
+        with cancel.handling_signals():
+            with pytest.raises(cancel.Interrupted) as caught:
+                obj = Dies()
+                del obj  # the exception in __del__ goes to sys.unraisablehook
+                for _ in range(1000):  # the re-delivered signal is raised at the next instructions
+                    time.sleep(0.001)
+        assert caught.value.signum == signal.SIGINT
+        assert "Exception ignored" not in capsys.readouterr().err
+    finally:
+        cancel.reset()
