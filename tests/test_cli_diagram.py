@@ -34,20 +34,6 @@ NOTE3 = "marginal mode: the first 3 of 10 classes are drawn (--max-classes 3)"
 # Helpers
 
 
-@pytest.fixture
-def figures(monkeypatch):
-    """The matplotlib figures the command renders, caught on their way to ``figure_bytes``."""
-    caught = []
-    render = dg.figure_bytes
-
-    def spy(fig, fmt, **kwargs):
-        caught.append(fig)
-        return render(fig, fmt, **kwargs)
-
-    monkeypatch.setattr(dg, "figure_bytes", spy)
-    return caught
-
-
 def make_binary(n: int = 300, seed: int = 0):
     rng = np.random.default_rng(seed)
     z = rng.beta(0.7, 0.7, n)

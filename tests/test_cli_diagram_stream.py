@@ -46,20 +46,6 @@ def shards(tmp_path_factory):
     return root
 
 
-@pytest.fixture
-def figures(monkeypatch):
-    """The matplotlib figures the command renders, caught on their way to ``figure_bytes``."""
-    caught = []
-    render = dg.figure_bytes
-
-    def spy(fig, fmt, **kwargs):
-        caught.append(fig)
-        return render(fig, fmt, **kwargs)
-
-    monkeypatch.setattr(dg, "figure_bytes", spy)
-    return caught
-
-
 def curves(doc) -> list[dict]:
     """Every curve of the report without its name (which follows the input's name)."""
     return [{k: v for k, v in c.items() if k != "name"} for f in doc["files"] for c in f["curves"]]

@@ -29,20 +29,6 @@ SHARDS = SAMPLE / "eval_shards"
 OKABE_ITO = {"#000000", "#e69f00", "#56b4e9", "#009e73", "#f0e442", "#0072b2", "#d55e00", "#cc79a7"}
 
 
-@pytest.fixture
-def figures(monkeypatch):
-    """The matplotlib figures the command renders, caught on their way to ``figure_bytes``."""
-    caught = []
-    render = dg.figure_bytes
-
-    def spy(fig, fmt, **kwargs):
-        caught.append(fig)
-        return render(fig, fmt, **kwargs)
-
-    monkeypatch.setattr(dg, "figure_bytes", spy)
-    return caught
-
-
 def main_axes(fig):
     return [ax for ax in fig.axes if ax.get_ylabel() not in ("count", "weighted count", "density")]
 
