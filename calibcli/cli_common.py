@@ -372,9 +372,9 @@ def command(func):
 
 @contextmanager
 def progress_bar(total: int, description: str):
-    """Yield an ``advance()`` callable; draws a rich bar on stderr only when stderr is a terminal."""
+    """Yield an ``advance(steps=1)`` callable; draws a rich bar on stderr only when stderr is a terminal."""
     if total <= 0 or not sys.stderr.isatty():
-        yield lambda: None
+        yield lambda steps=1: None
         return
     from rich.progress import BarColumn, Progress, TimeRemainingColumn, MofNCompleteColumn
 
@@ -385,7 +385,7 @@ def progress_bar(total: int, description: str):
         console=stderr_console(), transient=True,
     ) as bar:
         task = bar.add_task(description, total=total)
-        yield lambda: bar.advance(task)
+        yield lambda steps=1: bar.advance(task, steps)
 
 
 # ---------------------------------------------------------------------------------------------

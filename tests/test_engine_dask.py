@@ -171,6 +171,59 @@ def test_fragments_merged_in_this_process_equal_the_local_stream(shards):
         _compare(json.loads(json.dumps(acc.result().to_dict())), json.loads(json.dumps(ref.result().to_dict())), 1e-12, "$")
 
 
+def test_fragments_are_packed_into_tasks_of_consecutive_rows():
+    from types import SimpleNamespace
+
+    from calibcli.evaluation import MAX_TASK_ROWS, TASKS_PER_WORKER, pack_fragments, task_rows
+
+    frags = [SimpleNamespace(name=k, n_rows=n) for k, n in enumerate([3, 4, 10, 2, 2, None, 1, 0, 0])]
+    names = [[f.name for f in task] for task in pack_fragments(frags, 7)]
+    # runs of at most 7 rows; 10 rows alone; a fragment of unknown size counts as a full task; empty ones join
+    assert names == [[0, 1], [2], [3, 4], [5], [6, 7, 8]]
+    assert [[f.name for f in t] for t in pack_fragments(frags, 1)] == [[0], [1], [2], [3], [4], [5], [6, 7, 8]]
+    assert pack_fragments([], 5) == []
+    # about TASKS_PER_WORKER tasks per worker, at most MAX_TASK_ROWS rows each
+    many = [SimpleNamespace(n_rows=500_000)] * 200
+    assert task_rows(many, 2) == -(-100_000_000 // (2 * TASKS_PER_WORKER))
+    assert len(pack_fragments(many, task_rows(many, 2))) == 2 * TASKS_PER_WORKER + 1  # 4,166,667: 8 fragments a task
+    assert task_rows(many, 1) == 8_333_334 and task_rows(many * 2, 1) == MAX_TASK_ROWS == 2**23
+    assert task_rows([SimpleNamespace(n_rows=0)], 4) == 1
+
+
+@pytest.mark.parametrize("rows", [1, 35_000, 10**9])
+def test_packed_tasks_merged_in_this_process_equal_the_local_stream(shards, rows):
+    # a task of one fragment, of 3 (30,000 rows), of all 20: the same entries as the local stream
+    from calibcli.evaluation import pack_fragments, run_fragment, run_fragments, run_local
+    from calibcli.io import ColumnSpec, resolve_datasets
+
+    def packed(fragments, kind, *, first=None, second=None):
+        tasks = pack_fragments(fragments, rows)
+        assert len(tasks) == {1: 20, 35_000: 7, 10**9: 1}[rows]
+        for task in tasks:
+            yield run_fragment(task, kind, first, second)
+
+    (dataset,) = resolve_datasets([str(shards)])
+    stream = dataset.open(ColumnSpec(weight_col="w"), batch_rows=16384, group_by=("model",))
+    entries, counts = run_fragments(stream, lambda: _binned(stream), packed)
+    local = run_local(stream, lambda: _binned(stream))
+    assert stream.describe(counts) == stream.describe()
+    for (g, acc), (h, ref) in zip(entries, local, strict=True):
+        assert g == h
+        _compare(json.loads(json.dumps(acc.result().to_dict())), json.loads(json.dumps(ref.result().to_dict())), 1e-12, "$")
+
+
+def test_task_rows_from_the_environment(shards, cluster, monkeypatch):
+    # CALIBCLI_TASK_ROWS packs the 20 fragments of 10,000 rows into 4 tasks: the same report
+    local = _json("ece", shards, "--n-boot", "30", "--batch-rows", BATCH)
+    monkeypatch.setenv("CALIBCLI_TASK_ROWS", "50000")
+    assert_same_report(_json("ece", shards, "--n-boot", "30", "--batch-rows", BATCH, "--engine", "dask", "--scheduler", cluster),
+                       local)
+    monkeypatch.setenv("CALIBCLI_TASK_ROWS", "many")
+    r = run("ece", shards, "--engine", "dask", "--scheduler", cluster)
+    assert r.exit_code == 2
+    assert r.stderr == "Error: CALIBCLI_TASK_ROWS is 'many': expected a whole number of rows, at least 1 (or unset it)\n"
+
+
 def test_progress_counts_fragments_done(shards, cluster):
     from contextlib import contextmanager
 
@@ -185,7 +238,7 @@ def test_progress_counts_fragments_done(shards, cluster):
     def progress(total, description):
         bar = {"total": total, "description": description, "done": 0}
         bars.append(bar)
-        yield lambda: bar.__setitem__("done", bar["done"] + 1)
+        yield lambda steps=1: bar.__setitem__("done", bar["done"] + steps)
 
     (dataset,) = resolve_datasets([str(shards)])
     stream = dataset.open(ColumnSpec(), batch_rows=16384)
@@ -384,7 +437,8 @@ def test_a_scheduler_and_workers_started_with_the_dask_command(tmp_path, shards)
                 return sum(client.run(lambda dask_worker: dask_worker.state.executed_count).values())
 
             baseline = executed()
-            run_env = {**os.environ, **QUIET, "DASK_SCHEDULER_ADDRESS": address}  # Dask's own variable
+            run_env = {**os.environ, **QUIET, "DASK_SCHEDULER_ADDRESS": address,  # Dask's own variable
+                       "CALIBCLI_TASK_ROWS": "5000"}  # a task per fragment
             cli = subprocess.Popen([_console_script(), "ece", str(many), *options, "--engine", "dask"],
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=run_env)
             done_before = _wait_for(lambda: executed() - baseline >= 20 and executed() - baseline, 60, "20 tasks done")

@@ -1,9 +1,11 @@
 """The Dask engine: fragments -> tasks -> accumulator states -> merged here (SPEC 8 "Engines").
 
 A dataset's fragments (files, or runs of a large Parquet file's row groups; see
-:meth:`calibcli.io.Stream.fragments`) become one task each. A task gets only paths and options, reads
-its fragment on the worker, and returns its accumulators' ``to_dict()`` state and its row counts
-(:func:`calibcli.evaluation.run_fragment`); the client merges the states in fragment order and
+:meth:`calibcli.io.Stream.fragments`) are packed into tasks of consecutive fragments, about
+``TASKS_PER_WORKER`` per worker and at most ``MAX_TASK_ROWS`` rows each (:func:`calibcli.evaluation.
+pack_fragments`; ``CALIBCLI_TASK_ROWS`` sets the rows, 1 makes every fragment a task). A task gets only
+paths and options, reads its fragments on the worker, and returns its accumulators' ``to_dict()`` state
+and its row counts (:func:`calibcli.evaluation.run_fragment`); the client merges the states in row order and
 finishes there, exactly as the local engine does (:func:`calibcli.evaluation.run_fragments`). Rows
 are numbered by their global index, so bootstrap draws do not depend on which worker saw them and the
 report equals the local engine's to 1e-12.
@@ -52,10 +54,11 @@ class DaskEngine:
 
     name = "dask"
 
-    def __init__(self, client, *, workers: int, progress=None):
+    def __init__(self, client, *, workers: int, progress=None, task_rows: int | None = None):
         self.client = client
         self.workers = workers
         self.progress = progress
+        self.task_rows = task_rows  # None: from the dataset's rows and the workers
         self._run = uuid.uuid4().hex[:8]  # task keys unique to this run on a shared cluster
         self._passes = 0
 
@@ -69,12 +72,15 @@ class DaskEngine:
 
     def map(self, fragments, kind, *, first: dict | None = None, second: dict | None = None,
             description: str = "fragments") -> Iterator[dict]:
-        """Run :func:`calibcli.evaluation.run_fragment` on every fragment as a task; yield the documents
-        in fragment order (each as soon as it and those before it are done)."""
+        """Run :func:`calibcli.evaluation.run_fragment` on the fragments, packed into tasks; yield the
+        tasks' documents in row order (each as soon as it and those before it are done)."""
         from distributed import as_completed
+
+        from calibcli.evaluation import pack_fragments, task_rows
 
         if not fragments:
             return
+        tasks = pack_fragments(fragments, self.task_rows or task_rows(fragments, self.workers))
         client = self.client
         # The template travels once, as a task of its own that the others depend on (not scattered: a
         # scattered value lost with its worker could not be made again, and its dependents would fail).
@@ -83,9 +89,9 @@ class DaskEngine:
         tag = f"{self._run}-{self._passes + 1}"
         self._passes += 1
         # one submission for every task (keys zero-padded: Dask runs equal-priority tasks in key order)
-        futures = client.map(_task, fragments, kind=kind, first=template if second is None else None,
+        futures = client.map(_task, tasks, kind=kind, first=template if second is None else None,
                              second=template if second is not None else None,
-                             key=[f"calibcli-fragment-{tag}-{i:07d}" for i in range(len(fragments))], pure=False)
+                             key=[f"calibcli-fragment-{tag}-{i:07d}" for i in range(len(tasks))], pure=False)
         index = {future.key: i for i, future in enumerate(futures)}
         done: dict[int, object] = {}  # index -> finished future, or the error to raise at its turn
         first_error: int | None = None
@@ -98,9 +104,9 @@ class DaskEngine:
                         i = index[future.key]
                         if future.status == "cancelled" and first_error is not None and i > first_error:
                             continue  # cancelled here: a fragment before it failed
-                        advance()
+                        advance(len(tasks[i]))
                         if future.status == "cancelled":
-                            done[i] = CalibcliError(f"{fragments[i].path}: its task was cancelled on the Dask cluster "
+                            done[i] = CalibcliError(f"{tasks[i][0].path}: its task was cancelled on the Dask cluster "
                                                     f"(scheduler restarted, or cancelled by hand): run the command again")
                         elif future.status == "error":
                             if first_error is None or i < first_error:
@@ -108,7 +114,7 @@ class DaskEngine:
                                 later = [f for f in futures[i + 1:] if f is not None]
                                 if later:
                                     client.cancel(later)
-                            done[i] = _remote_error(future.exception(), fragments[i])
+                            done[i] = _remote_error(future.exception(), tasks[i][0])
                         else:
                             done[i] = future
                     # the documents now ready in fragment order, fetched together (a result lost with its
@@ -123,8 +129,8 @@ class DaskEngine:
                             yield document
                     if next_index in done:
                         raise done.pop(next_index)
-            if next_index != len(fragments):
-                raise RuntimeError(f"{len(fragments) - next_index} of {len(fragments)} fragments returned no result")
+            if next_index != len(tasks):
+                raise RuntimeError(f"{len(tasks) - next_index} of {len(tasks)} tasks returned no result")
         finally:
             remaining = [f for f in futures if f is not None and not f.done()]
             if remaining:
@@ -136,12 +142,12 @@ def _template(document: dict) -> dict:
     return document
 
 
-def _task(fragment, kind, first, second) -> dict:
-    """The task: one fragment into accumulator states, with an error that travels back intact."""
+def _task(fragments, kind, first, second) -> dict:
+    """The task: a run of fragments into accumulator states, with an error that travels back intact."""
     from calibcli.evaluation import run_fragment
 
     try:
-        return run_fragment(fragment, kind, first, second)
+        return run_fragment(fragments, kind, first, second)
     except CalibcliError as exc:
         raise portable_error(exc) from None
 
@@ -212,6 +218,7 @@ def dask_engine(*, scheduler: str | None = None, workers: int | None = None, pro
     ``announce`` gets one line for stderr: the cluster and its dashboard.
     """
     require_distributed()
+    rows = task_rows_setting()
     from distributed import Client
 
     announce = announce or (lambda line: sys.stderr.write(line + "\n"))
@@ -242,7 +249,22 @@ def dask_engine(*, scheduler: str | None = None, workers: int | None = None, pro
             stack.callback(_stop_workers, cluster)  # runs before the cluster's own close
             client = stack.enter_context(Client(cluster))
             announce(f"Dask: a local cluster of {n_workers} worker processes; dashboard {_dashboard(cluster.dashboard_link)}")
-        yield DaskEngine(client, workers=n_workers, progress=progress)
+        yield DaskEngine(client, workers=n_workers, progress=progress, task_rows=rows)
+
+
+def task_rows_setting() -> int | None:
+    """``CALIBCLI_TASK_ROWS``: the rows of a task (consecutive fragments packed up to it; 1: a task per
+    fragment), or None for the default (:func:`calibcli.evaluation.task_rows`)."""
+    value = os.environ.get("CALIBCLI_TASK_ROWS", "").strip()
+    if not value:
+        return None
+    try:
+        rows = int(value)
+    except ValueError:
+        rows = 0
+    if rows < 1:
+        raise CalibcliError(f"CALIBCLI_TASK_ROWS is {value!r}: expected a whole number of rows, at least 1 (or unset it)")
+    return rows
 
 
 # glibc's allocator in the local cluster's workers (read at process start, so set before the nanny spawns
