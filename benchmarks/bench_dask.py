@@ -3,8 +3,10 @@ memory, and a scaling model fitted on the measurements.
 
 Data: the Parquet shards of ``bench_stream.py`` under ``benchmarks/out/`` (git-ignored; written block
 by block on the first run and reused): ``stream_1e8/`` is 100,000,000 rows in 20 shards of 10 row groups
-of 500,000 rows, so with the default ``--batch-rows`` (2^17, smaller than a row group) the Dask engine
-makes 200 fragments of 500,000 rows (one row group each); ``stream_1e7/`` and ``stream_1e6/`` the same rows, fewer. Plus ``dask_empty/``: one
+of 500,000 rows, so with the default ``--batch-rows`` (2^17, smaller than a row group) a dataset has 200
+fragments of 500,000 rows (one row group each), which the Dask engine packs into tasks of consecutive
+fragments (about 12 per worker, at most 2^23 rows: 24 tasks of 4.2 million rows on 2 workers, 12 of 8.3
+million on 1); ``stream_1e7/`` and ``stream_1e6/`` the same rows, fewer. Plus ``dask_empty/``: one
 1,000-row shard and 200 empty ones (schema only), and ``dask_one/``: that one shard alone.
 
 Every ``calibcli`` run is a fresh subprocess (wall time from start to exit). Parts:
@@ -14,28 +16,29 @@ Every ``calibcli`` run is a fresh subprocess (wall time from start to exit). Par
 
 1. Throughput at 1e8 rows, ``calibcli ece DIR --n-boot 1000 --json``: the local engine, ``--engine dask
    --workers 1`` and ``--workers 2`` (each starts and stops its own local cluster: end to end, as a user
-   runs it), interleaved, ``--repeats`` times each; then steady state, with ``--scheduler`` on a cluster of
-   1 and of 2 workers started beforehand. Bars: workers 2 / workers 1 throughput >= 1.6x; the Dask engine
-   with 2 workers no slower than the local engine. Every Dask report is compared with the local one
-   (largest relative difference of any number; SPEC 8 says 1e-12). Each run's CPU seconds are printed
-   too (the load of others shows in wall times, less in CPU); and, for context only, the local engine
-   with the malloc settings calibcli gives its workers (``calibcli.engines.dask.WORKER_MALLOC``).
-2. Per-task overhead: ``dask_empty/`` minus ``dask_one/`` over the 200 empty shards, on a running
+   runs it), and the same two with a task per fragment (``CALIBCLI_TASK_ROWS=1``, the engine before tasks
+   were packed), interleaved, ``--repeats`` times each; then steady state, with ``--scheduler`` on a
+   cluster of 1 and of 2 workers started beforehand. Bars: workers 2 / workers 1 throughput >= 1.6x; the
+   Dask engine with 2 workers no slower than the local engine. Every Dask report is compared with the
+   local one (largest relative difference of any number; SPEC 8 says 1e-12). Each run's CPU seconds are
+   printed too (the load of others shows in wall times, less in CPU); and, for context only, the local
+   engine with the malloc settings calibcli gives its workers (``calibcli.engines.dask.WORKER_MALLOC``).
+2. Per-task overhead: ``dask_empty/`` minus ``dask_one/`` over the 200 empty shards with a task per shard
+   (``CALIBCLI_TASK_ROWS=1``; by default they are packed into one task, also printed), on a running
    cluster of 1 and of 2 workers (the client's and scheduler's share per task, and the workers').
    Bar: < 50 ms per task.
 3. Worker memory: a fresh cluster of 2 workers per size (1e6, 1e7, 1e8 rows); each worker's peak
-   resident set (``ru_maxrss`` inside the worker) after one ``ece --n-boot 1000`` run. A worker holds one
-   fragment's batches at a time, so its peak depends on the fragment size, not on the rows: bar
-   peak(1e8) / peak(1e7) <= 1.25 (10x the rows, the same 500,000-row fragments); 1e6 for context (its
-   fragments are 500,000-row files).
-4. Scaling model: time = start + files x footer + F x task_serial + ceil(F / W) x (rows_per_fragment x
-   per_row + task_worker) + F x merge + finish, for F fragments on W workers, from the measured parts:
-   start = a run on a tiny shard (part 2), the serial share of a task = client and scheduler CPU per
-   task (part 2), per-row cost from the scheduler's task stream (part 1), merge time and state size from
-   the library in this process, the bootstrap finish on the client; checked against part 1's
-   steady-state runs, then used to predict 1e10 rows (10,000 fragments of 1e6 rows in 2,000 files) on
-   100 workers, with the default --batch-rows and with whole-file fragments; and for smece, whose
-   per-fragment state (the smoothing grid's sums) is megabytes, from its own fragment, state and merge.
+   resident set (``ru_maxrss`` inside the worker) after one ``ece --n-boot 1000`` run. A task streams its
+   fragments' batches through one set of accumulators, so a worker's peak depends on the batch size, not
+   on the rows: bar peak(1e8) / peak(1e7) <= 1.25 (10x the rows, tasks of 4.2 million rows instead of
+   0.5); 1e6 for context (its tasks are 500,000-row files).
+4. Scaling model (see :func:`part_model`): tasks of r rows, T of them on W workers; time = start + files x
+   footer + max(ceil(T / W) x (r x per_row + task_worker), T x (task_serial + merge)) + finish, from the
+   measured parts: start = a run on a tiny shard (part 2), the serial share of a task = client and
+   scheduler CPU per task (part 2), per-row cost from the scheduler's task stream (part 1), merge time
+   and state size from the library in this process, the bootstrap finish on the client; checked against
+   part 1's steady-state runs, then used to predict 1e10 rows (in 2,000 files) on 100 workers; and for
+   smece, whose per-task state (the smoothing grid's sums) is megabytes, from its own task, state and merge.
 
 Run: ``python benchmarks/bench_dask.py`` (about 4 minutes after the data exist; the first run writes
 1 GB of shards), ``--quick`` (1e7 rows instead of 1e8 for part 1 and the model; no 1e8 memory run).
@@ -245,6 +248,9 @@ def part_throughput(data: str, rows: int, repeats: int, results: dict) -> list[s
         "local engine": (base, None),
         "dask --workers 1": (base + ["--engine", "dask", "--workers", "1"], None),
         "dask --workers 2": (base + ["--engine", "dask", "--workers", "2"], None),
+        # before tasks were packed: a task per fragment (200 at 1e8 rows), as the engine did until fd43920
+        "dask --workers 2, a task per fragment": (base + ["--engine", "dask", "--workers", "2"], {"CALIBCLI_TASK_ROWS": "1"}),
+        "dask --workers 1, a task per fragment": (base + ["--engine", "dask", "--workers", "1"], {"CALIBCLI_TASK_ROWS": "1"}),
         # context, not a bar: the local engine's process with the malloc settings calibcli gives its workers
         "local engine, workers' malloc env": (base, WORKER_MALLOC),
     }
@@ -275,7 +281,7 @@ def part_throughput(data: str, rows: int, repeats: int, results: dict) -> list[s
                     cpus.setdefault(f"dask --scheduler ({n} running)", []).append(LAST_CPU["client"] + LAST_CPU["here"])
                     docs.setdefault(f"dask --scheduler ({n} running)", doc)
                     times, span = c.fragment_times(since)
-                    stream_times.setdefault(n, []).extend(times)
+                    stream_times.setdefault(n, []).append(times)
                     spans.setdefault(n, []).append(span)
             steady[n] = c.start_time
         finally:
@@ -288,14 +294,20 @@ def part_throughput(data: str, rows: int, repeats: int, results: dict) -> list[s
                      f"{median(cpus.get(name, [])):6.1f}  {len(w):>4}  {diff:.1e}")
     lines.append("(CPU s: the calibcli process and the workers it started; with --scheduler the calibcli process and "
                  "the scheduler and nannies, which run in this process, but not the running workers)")
-    for n, times in stream_times.items():
-        lines.append(f"fragment tasks on {n} running worker(s): {len(times)} tasks, compute median {median(times) * 1e3:.1f} ms, "
-                     f"mean {statistics.mean(times) * 1e3:.1f} ms; compute phase (first task start to last task end) "
-                     f"median {median(spans[n]):.2f} s = {rows / 1e6 / median(spans[n]):.1f} Mrows/s")
+    for n, runs in stream_times.items():
+        times = [t for run in runs for t in run]
+        lines.append(f"tasks on {n} running worker(s): {len(runs[0])} tasks a run, compute median {median(times) * 1e3:.0f} ms, "
+                     f"{median([sum(run) for run in runs]):.2f} s in all a run; compute phase (first task start to last task "
+                     f"end) median {median(spans[n]):.2f} s = {rows / 1e6 / median(spans[n]):.1f} Mrows/s")
     e2e = median(walls["dask --workers 1"]) / median(walls["dask --workers 2"])
     st = median(walls["dask --scheduler (1 running)"]) / median(walls["dask --scheduler (2 running)"])
     phase = median(spans[1]) / median(spans[2])
     vs_local = median(walls["local engine"]) / median(walls["dask --workers 2"])
+    unpacked = median(walls["dask --workers 1, a task per fragment"]) / median(walls["dask --workers 2, a task per fragment"])
+    lines.append(f"context, a task per fragment (the engine before packing): workers 2 / workers 1 end to end {unpacked:.2f}x; "
+                 f"packed tasks are {median(walls['dask --workers 2, a task per fragment']) / median(walls['dask --workers 2']):.2f}x "
+                 f"(2 workers) and {median(walls['dask --workers 1, a task per fragment']) / median(walls['dask --workers 1']):.2f}x "
+                 f"(1 worker) as fast")
     lines.append(f"throughput workers 2 / workers 1, compute phase: {phase:.2f}x   (bar >= 1.6x: {'met' if phase >= 1.6 else 'MISSED'})")
     lines.append(f"throughput workers 2 / workers 1, end to end: {e2e:.2f}x   (bar >= 1.6x: {'met' if e2e >= 1.6 else 'MISSED'})")
     lines.append(f"throughput workers 2 / workers 1, steady state: {st:.2f}x   (bar >= 1.6x: {'met' if st >= 1.6 else 'MISSED'})")
@@ -308,24 +320,28 @@ def part_throughput(data: str, rows: int, repeats: int, results: dict) -> list[s
 
 def part_overhead(results: dict) -> list[str]:
     one, empty = ensure_empty()
-    lines = [f"== 2. Per-task overhead: {EMPTY_SHARDS} empty shards (dask_empty/ minus dask_one/, --n-boot 0) =="]
+    lines = [f"== 2. Per-task overhead: {EMPTY_SHARDS} empty shards (dask_empty/ minus dask_one/, --n-boot 0), "
+             f"a task per shard (CALIBCLI_TASK_ROWS=1) =="]
     per_task, serial, fixed = {}, {}, {}
+    one_task = {"CALIBCLI_TASK_ROWS": "1"}  # by default the empty shards would be packed into one task
     for n in (1, 2):
         c = Cluster(n)
         try:
             run_cli(["ece", one, "--n-boot", "0", "--engine", "dask", "--scheduler", c.address])  # warm-up
-            t_one, t_empty, cpu_one, cpu_empty = [], [], [], []
+            t_one, t_empty, cpu_one, cpu_empty, t_packed = [], [], [], [], []
             for _ in range(3):
-                t_one.append(run_cli(["ece", one, "--n-boot", "0", "--engine", "dask", "--scheduler", c.address])[0])
+                t_one.append(run_cli(["ece", one, "--n-boot", "0", "--engine", "dask", "--scheduler", c.address], one_task)[0])
                 cpu_one.append(LAST_CPU["client"] + LAST_CPU["here"])
-                t_empty.append(run_cli(["ece", empty, "--n-boot", "0", "--engine", "dask", "--scheduler", c.address])[0])
+                t_empty.append(run_cli(["ece", empty, "--n-boot", "0", "--engine", "dask", "--scheduler", c.address], one_task)[0])
                 cpu_empty.append(LAST_CPU["client"] + LAST_CPU["here"])
+                t_packed.append(run_cli(["ece", empty, "--n-boot", "0", "--engine", "dask", "--scheduler", c.address])[0])
             per_task[n] = (median(t_empty) - median(t_one)) / EMPTY_SHARDS
             serial[n] = (median(cpu_empty) - median(cpu_one)) / EMPTY_SHARDS
             fixed[n] = median(t_one)
             lines.append(f"{n} running worker(s): dask_one {median(t_one):.2f} s, dask_empty {median(t_empty):.2f} s -> "
                          f"{per_task[n] * 1e3:.1f} ms per task, of which {serial[n] * 1e3:.1f} ms CPU in the client and "
-                         f"the scheduler")
+                         f"the scheduler; with tasks packed (the default) dask_empty takes {median(t_packed):.2f} s, "
+                         f"{(median(t_packed) - median(t_one)) / EMPTY_SHARDS * 1e3:.1f} ms per empty shard")
         finally:
             c.close()
     local_one = median([run_cli(["ece", one, "--n-boot", "0"])[0] for _ in range(3)])
@@ -358,17 +374,25 @@ def part_memory(sizes: list[str]) -> list[str]:
             c.close()
     if "1e8" in peaks and "1e7" in peaks:
         ratio = max(peaks["1e8"]) / max(peaks["1e7"])
-        lines.append(f"largest worker peak 1e8 / 1e7 (10x the rows, the same fragments): {ratio:.2f}   "
+        lines.append(f"largest worker peak 1e8 / 1e7 (10x the rows; tasks of 4.2 million rows instead of 0.5): {ratio:.2f}   "
                      f"(bar <= 1.25: {'met' if ratio <= 1.25 else 'MISSED'})")
     if "1e6" in peaks and "1e7" in peaks:
-        lines.append(f"context: 1e7 / 1e6: {max(peaks['1e7']) / max(peaks['1e6']):.2f} (1e6's fragments are its two "
-                     f"500,000-row files: a worker holds half the rows at a time)")
+        lines.append(f"context: 1e7 / 1e6: {max(peaks['1e7']) / max(peaks['1e6']):.2f} (1e6's tasks are its two "
+                     f"500,000-row files)")
     return lines
 
 
 def part_model(data: str, rows: int, results: dict) -> list[str]:
-    """Fit the scaling model's constants and check it against part 1, then predict 1e10 rows on 100 workers."""
-    from calibcli.evaluation import BinnedOptions, InputAccumulator, _merge_documents, run_fragment
+    """Fit the scaling model's constants and check it against part 1, then predict 1e10 rows on 100 workers.
+
+    The model, for R rows in F files on W workers (one core each, the client on a core of its own):
+    tasks of r = min(MAX_TASK_ROWS, R / (TASKS_PER_WORKER W)) rows, T = R / r of them;
+    time = start + F x footer + max(workers, client) + finish, where workers = ceil(T / W) x (r x per_row +
+    task_worker) and client = T x (task_serial + merge): the client merges each state as it arrives, while
+    the workers compute, so the slower of the two sets the pace. On this machine the client shares the two
+    cores with the workers: the check below adds the client's CPU, spread over the workers, to theirs."""
+    from calibcli.evaluation import (MAX_TASK_ROWS, TASKS_PER_WORKER, BinnedOptions, InputAccumulator,
+                                     _merge_documents, pack_fragments, run_fragment, task_rows)
     from calibcli.io import ColumnSpec, resolve_datasets
 
     (dataset,) = resolve_datasets([data])
@@ -379,9 +403,10 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
     files = len(stream.files)
     options = BinnedOptions(n_boot=1000)
     template = InputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names, options=options).to_dict()
-    doc = run_fragment(fragments[0], InputAccumulator, template)
+    task = pack_fragments(fragments, task_rows(fragments, 2))[0]  # a task as the engine makes it for 2 workers
+    doc = run_fragment(task, InputAccumulator, template)
     blob = pickle.dumps(doc)
-    copies = 1000
+    copies = 300
     t0 = time.perf_counter()
     state, _ = _merge_documents((pickle.loads(blob) for _ in range(copies)), InputAccumulator)
     merge = (time.perf_counter() - t0) / copies
@@ -390,68 +415,74 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
     acc.result()
     finish = time.perf_counter() - t0
 
-    frag_rows = rows / len(fragments)
-    one_worker = results["stream_times"].get(1) or [float("nan")]
-    per_row = median(one_worker) / frag_rows
+    runs = results["stream_times"].get(1) or [[float("nan")]]
+    per_row = median([sum(run) for run in runs]) / rows  # task compute on 1 running worker, per row
     serial, worker = results["task_serial"], results["task_worker"]
 
-    def model(n_rows, n_workers, n_files, start, footer=listing / files, frag=frag_rows):
-        F = math.ceil(n_rows / frag)
+    def model(n_rows, n_workers, n_files, start, footer=listing / files, shared_cores=False):
+        r = min(MAX_TASK_ROWS, math.ceil(n_rows / (TASKS_PER_WORKER * n_workers)))
+        T = math.ceil(n_rows / r)
+        on_workers = math.ceil(T / n_workers) * (r * per_row + worker)
+        on_client = T * (serial + merge)
+        if shared_cores:  # the client's CPU taken from the workers' cores
+            on_workers += on_client / n_workers
         parts = {
             "start": start,  # a run on a tiny shard: interpreter, imports, connect, one task
             "listing": n_files * footer,
-            "tasks (serial share)": F * serial,
-            "fragments on workers": math.ceil(F / n_workers) * (frag * per_row + worker),  # rounds of W tasks
-            "merge on the client": F * merge,
+            "tasks on the workers": on_workers,
+            "client (overlaps them)": on_client,
             "finish (bootstrap)": finish,
         }
-        return sum(parts.values()), parts, F
+        return start + parts["listing"] + max(on_workers, on_client) + finish, parts, T, r
 
     lines = ["== 4. Scaling model =="]
-    lines.append(f"fragments: {len(fragments)} of {frag_rows:,.0f} rows from {files} files; footers listed in {listing * 1e3:.0f} ms "
-                 f"({listing / files * 1e3:.1f} ms per file, on the client)")
-    lines.append(f"per fragment on 1 running worker: {median(one_worker) * 1e3:.1f} ms -> {per_row * 1e9:.1f} ns per row")
+    lines.append(f"{len(fragments)} fragments from {files} files; footers listed in {listing * 1e3:.0f} ms "
+                 f"({listing / files * 1e3:.1f} ms per file, on the client); tasks of at most {MAX_TASK_ROWS:,} rows, "
+                 f"about {TASKS_PER_WORKER} per worker")
+    lines.append(f"task compute on 1 running worker: {median([sum(run) for run in runs]):.2f} s for {rows:,} rows -> "
+                 f"{per_row * 1e9:.1f} ns per row")
     lines.append(f"fixed cost of a run (part 2's tiny shard on a running cluster): {results['fixed']:.2f} s; task overhead: "
                  f"serial {serial * 1e3:.1f} ms + {worker * 1e3:.1f} ms spread over the workers (part 2)")
-    lines.append(f"state of one fragment: {len(blob):,} bytes pickled ({len(json.dumps(doc)):,} as JSON); "
-                 f"merge (unpickle + from_dict + merge) {merge * 1e3:.3f} ms per state")
+    lines.append(f"state of one task: {len(blob):,} bytes pickled ({len(json.dumps(doc)):,} as JSON); "
+                 f"merge (unpickle + from_dict + merge) {merge * 1e3:.2f} ms per state")
     lines.append(f"finish on the client (1000 bootstrap resamples from the merged state): {finish:.2f} s")
     walls = results["walls"]
     for n in (1, 2):
         measured = median(walls.get(f"dask --scheduler ({n} running)", []))
-        predicted, _, _ = model(rows, n, files, start=results["fixed"])
-        lines.append(f"check at {rows:,} rows on {n} running worker(s): predicted {predicted:.1f} s, measured {measured:.1f} s")
+        predicted, _, T, r = model(rows, n, files, start=results["fixed"], shared_cores=True)
+        lines.append(f"check at {rows:,} rows on {n} running worker(s) ({T} tasks of {r:,} rows): predicted {predicted:.1f} s, "
+                     f"measured {measured:.1f} s")
     n_rows, n_workers, n_files = 10**10, 100, 2000
     for label, footer in (("local disk", listing / files), ("object store, 30 ms per footer (assumed)", 0.030)):
-        total, parts, F = model(n_rows, n_workers, n_files, start=results["fixed"], footer=footer)
-        lines.append(f"prediction, 1e10 rows in {n_files:,} files ({F:,} fragments) on {n_workers} workers, {label}: "
-                     f"{total:.0f} s = " + " + ".join(f"{k} {v:.1f}" for k, v in parts.items()))
-    lines.append(f"client traffic at 1e10 rows: {F:,} states x {len(blob):,} bytes = {F * len(blob) / 1e6:.0f} MB")
-    big = 1 << 23
-    total, parts, F = model(n_rows, n_workers, n_files, start=results["fixed"], frag=min(big, n_rows / n_files))
-    lines.append(f"the same with --batch-rows {big} (fragments of {min(big, n_rows // n_files):,} rows: whole 5e6-row files): "
-                 f"{total:.0f} s = " + " + ".join(f"{k} {v:.1f}" for k, v in parts.items()))
-    # smece: the same model with its own per-fragment time, state and merge (measured here in this process)
+        total, parts, T, r = model(n_rows, n_workers, n_files, start=results["fixed"], footer=footer)
+        lines.append(f"prediction, 1e10 rows in {n_files:,} files on {n_workers} workers ({T:,} tasks of {r:,} rows), {label}: "
+                     f"{total:.0f} s = " + " + ".join(f"{k} {v:.1f}" for k, v in parts.items() if k != "client (overlaps them)")
+                     + f"; the client's {parts['client (overlaps them)']:.1f} s overlap the tasks")
+    lines.append(f"client traffic at 1e10 rows: {T:,} states x {len(blob):,} bytes = {T * len(blob) / 1e6:.0f} MB")
+    # smece: the same model with its own per-row time, state and merge (measured here in this process)
     from calibcli.evaluation import SmoothInputAccumulator, SmoothOptions
 
     smooth = SmoothInputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names,
                                     options=SmoothOptions(n_boot=1000)).to_dict()
     t0 = time.perf_counter()
-    sdoc = run_fragment(fragments[0], SmoothInputAccumulator, smooth)
-    s_frag = time.perf_counter() - t0
+    sdoc = run_fragment(task, SmoothInputAccumulator, smooth)
+    s_per_row = (time.perf_counter() - t0) / sum(f.n_rows for f in task)
     sblob = pickle.dumps(sdoc)
     t0 = time.perf_counter()
     _merge_documents((pickle.loads(sblob) for _ in range(20)), SmoothInputAccumulator)
     s_merge = (time.perf_counter() - t0) / 20
-    F = math.ceil(n_rows / frag_rows)
-    s_total = results["fixed"] + F * (serial + s_merge) + math.ceil(F / n_workers) * (s_frag + worker)
-    lines.append(f"smece: a fragment {s_frag * 1e3:.0f} ms in this process, its state {len(sblob) / 1e6:.1f} MB pickled, merge "
-                 f"{s_merge * 1e3:.0f} ms per state on the client: 1e10 rows on {n_workers} workers ~ {s_total:.0f} s, "
-                 f"{F * s_merge:.0f} s of it merging {F * len(sblob) / 1e9:.0f} GB on the client (the client is the "
-                 f"bottleneck beyond {max(1, round(s_frag / s_merge))} workers)")
-    lines.append("assumptions: one core per worker and no other load; storage bandwidth grows with the workers (no "
-                 "shared-disk or network bottleneck); per-row cost as on this machine; the scheduler keeps up (its "
-                 "share is in the serial per-task time); footers listed serially by the client")
+    r = min(MAX_TASK_ROWS, math.ceil(n_rows / (TASKS_PER_WORKER * n_workers)))
+    T = math.ceil(n_rows / r)
+    s_workers = math.ceil(T / n_workers) * (r * s_per_row + worker)
+    s_client = T * (serial + s_merge)
+    s_total = results["fixed"] + max(s_workers, s_client)
+    lines.append(f"smece: {s_per_row * 1e9:.0f} ns per row in this process, a task's state {len(sblob) / 1e6:.1f} MB pickled, "
+                 f"merge {s_merge * 1e3:.0f} ms per state on the client: 1e10 rows on {n_workers} workers ~ {s_total:.0f} s "
+                 f"(workers {s_workers:.0f} s, client merging {T * len(sblob) / 1e9:.1f} GB {s_client:.0f} s; the client is "
+                 f"the bottleneck beyond {max(1, round(n_workers * s_workers / s_client))} workers)")
+    lines.append("assumptions: one core per worker and one for the client, no other load; storage bandwidth grows with "
+                 "the workers (no shared-disk or network bottleneck); per-row cost as on this machine; the scheduler "
+                 "keeps up (its share is in the serial per-task time); footers listed serially by the client")
     return lines
 
 
