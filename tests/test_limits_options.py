@@ -257,6 +257,38 @@ def test_every_numeric_option_has_a_rule():
     assert not missing, missing
 
 
+#: The least arguments each command runs with, before the option under test (``{out}``: a file in tmp_path).
+MINIMAL_ARGS = {
+    "ece": (BINARY,), "smece": (BINARY,), "tcal": (BINARY,), "compare": (BINARY, BINARY),
+    "recalibrate fit": (BINARY, "--method", "platt", "-o", "{out}.json"),
+    "recalibrate evaluate": (BINARY, "--method", "platt"),
+    "diagram": (BINARY, "-o", "{out}.png"), "report": (BINARY, "-o", "{out}.html"),
+}
+RANGE_CASES = [("n_bins", 0), ("n_bins", -3), ("n_boot", -1), ("alpha", 1.5), ("alpha", 0.0), ("dpi", 5.0),
+               ("dpi", 1201.0), ("max_classes", 0)]
+
+
+@pytest.mark.parametrize("name, value", RANGE_CASES, ids=[f"{n}={v}" for n, v in RANGE_CASES])
+def test_an_option_range_is_stated_once(tmp_path, name, value):
+    """Every command with the option refuses a value out of range with the shared rule's words
+    (:data:`calibcli.validation._RULES`), none with a check of its own."""
+    from calibcli.cli_common import flag_of
+    from calibcli.errors import OptionError
+    from calibcli.validation import check_options
+
+    with pytest.raises(OptionError) as info:
+        check_options(**{name: value})
+    expected = f"Error: {info.value.for_cli(flag_of)}\n"
+    paths = [path for path, params in _commands() if any(p.name == name for p in params)]
+    assert paths, name
+    for path in paths:
+        out = tmp_path / path.replace(" ", "_")
+        args = [a.format(out=out) for a in MINIMAL_ARGS[path]]
+        r = run(*path.split(), *args, flag_of(name), str(value))
+        assert (r.exit_code, r.stderr) == (2, expected), path
+        assert list(tmp_path.iterdir()) == [], path
+
+
 # ---------------------------------------------------------------------------------------------
 # Flags take no value
 

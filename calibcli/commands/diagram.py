@@ -173,19 +173,14 @@ def diagram(
     from calibcli.metrics import REGISTRY
     from calibcli.modes import MODES, default_mode
     from calibcli.smooth import ROW_LIMIT, STATS_GRID
-    from calibcli.validation import check_options
 
     layout = cc.layout(fmt, as_json, summary, metrics, sort)
     cc.check_choice(kind, dg.KINDS, "--kind")
     if mode is not None:
         cc.check_choice(mode, MODES, "--mode")
     cc.check_choice(strategy, STRATEGIES, "--strategy")
-    check_option(n_bins >= 1, f"--n-bins is {n_bins}: expected a positive number of bins")
-    check_option(n_boot >= 0, f"--n-boot is {n_boot}: expected 0 (no intervals or band) or a positive count")
-    check_option(0.0 < alpha < 1.0, f"--alpha is {alpha}: expected a number strictly between 0 and 1")
-    check_option(10.0 <= dpi <= 1200.0, f"--dpi is {dpi:g}: expected a resolution between 10 and 1200")
-    check_option(max_classes >= 1, f"--max-classes is {max_classes}: expected at least 1")
-    check_options(batch_rows=batch_rows, max_overlays=max_overlays)
+    # n_bins, n_boot, alpha, dpi, max_classes, max_overlays, batch_rows: checked before the body runs, by the
+    # shared rules (calibcli.validation._RULES, through cc.command), like every other command's options
     fig_style = dg.FigureStyle(font_size=font_size, min_count=min_count, hist_scale=hist_scale, style=style)
     fig_size = None if figsize is None else dg.parse_figsize(figsize)
     cc.check_engine(engine, scheduler, workers)
