@@ -1,3 +1,3 @@
-from calibcli.cli import main
+from calibcli.entry import main
 
 main()

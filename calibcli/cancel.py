@@ -133,6 +133,26 @@ def _redeliver(signum: int) -> None:
         _state["watchdog"] = False
 
 
+def _install() -> dict:
+    """Point SIGINT and SIGTERM at :func:`_handler` (SIGINT first), except a signal the parent process set to
+    be ignored (a background job), which stays ignored; return the handlers replaced, by signal."""
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(signum) is signal.SIG_IGN:
+            continue
+        previous[signum] = signal.signal(signum, _handler)
+    return previous
+
+
+def install_handlers() -> None:
+    """For the rest of the process, SIGINT and SIGTERM raise :class:`Interrupted` in the main thread, as within
+    :func:`handling_signals`. The console script calls it first of all (:mod:`calibcli.entry`), so that a
+    signal while the CLI is still being imported is an interrupt too, not Python's traceback; this module
+    imports nothing slow (os, signal, threading, time, contextlib), so ``calibcli --help`` does not wait for it."""
+    if threading.current_thread() is threading.main_thread():
+        _install()
+
+
 @contextmanager
 def handling_signals() -> Iterator[None]:
     """Within the block, SIGINT and SIGTERM set the flag and raise :class:`Interrupted` in the main
@@ -141,11 +161,7 @@ def handling_signals() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {}
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        if signal.getsignal(signum) is signal.SIG_IGN:  # ignored by whoever started us (a background job): keep it so
-            continue
-        previous[signum] = signal.signal(signum, _handler)
+    previous = _install()
     import functools
     import sys
 

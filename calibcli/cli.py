@@ -129,7 +129,8 @@ def main() -> None:
     (a missing value, a word where a number belongs) is one ``Error:`` line on stderr with exit 2,
     like every other bad input, rather than a usage box.
 
-    SIGINT and SIGTERM stop the run (:mod:`calibcli.cancel`): ``Error: interrupted``, exit 130 or 143.
+    SIGINT and SIGTERM stop the run (:mod:`calibcli.cancel`): ``Error: interrupted``, exit 130 or 143 (the
+    console script, :mod:`calibcli.entry`, installs the handlers before this module is imported).
     A reader of stdout that goes away (``| head``) ends the run quietly with exit 141."""
     from calibcli import cancel
 

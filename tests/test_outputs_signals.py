@@ -405,6 +405,96 @@ def test_a_signal_stops_a_dask_run_and_its_local_cluster(tmp_path, big):
     assert list(tmp_path.iterdir()) == []
 
 
+def _console_script() -> str:
+    """The installed ``calibcli`` command (the console script of ``[project.scripts]``), next to this Python."""
+    import shutil
+
+    exe = shutil.which("calibcli", path=os.path.dirname(sys.executable))
+    if exe is None:
+        pytest.skip("the calibcli console script is not installed (pip install -e .)")
+    return exe
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether process ``pid`` has a handler for ``signum`` (Linux /proc: the SigCgt mask). Python catches
+    SIGINT from its start, SIGTERM only once calibcli installs its handlers (SIGINT's first)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            mask = next(int(line.split()[1], 16) for line in fh if line.startswith("SigCgt:"))
+    except (OSError, StopIteration):
+        return False
+    return bool(mask >> (signum - 1) & 1)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("offset", [0.0, 0.05, 0.08, 0.12, 0.2])
+def test_a_signal_in_the_first_moments_is_an_interrupt(tmp_path, big, signum, offset):
+    """A signal while the CLI is still importing itself and its libraries (typer, numpy, pyarrow: about
+    0.1 to 0.3 s) ends the run as one during the work does: ``Error: interrupted``, 128 + the signal, no
+    traceback, no output. ``offset`` is from the start of the process, but never before the console script's
+    first lines have put the handlers in place (the interpreter's own start, about 0.04 s, is Python's)."""
+    if not os.path.exists("/proc/self/status"):
+        pytest.skip("needs Linux /proc to see when the handlers are in place")
+    out = tmp_path / "out.json"
+    started = time.monotonic()
+    proc = subprocess.Popen([_console_script(), "ece", str(big), "--n-boot", "100000", "-o", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        while not _catches(proc.pid, signal.SIGTERM) and proc.poll() is None and time.monotonic() < started + 10:
+            time.sleep(0.001)
+        installed = time.monotonic() - started
+        time.sleep(max(0.0, started + offset - time.monotonic()))
+        assert proc.poll() is None, f"the run ended before the signal: {proc.stderr.read().decode()}"
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    when = f"handlers after {installed:.3f} s, signal after {max(offset, installed):.3f} s"
+    assert (proc.returncode, err.decode()) == (128 + signum, "Error: interrupted\n"), when
+    assert list(tmp_path.iterdir()) == []
+
+
+# Runs the console script's entry point with ``--help``, and records, when typer (the CLI's first library)
+# is first imported, which handler SIGTERM has and whether numpy was imported.
+EARLY_PROBE = """
+import json, signal, sys
+
+seen = {}
+
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "typer" and not seen:
+            handler = signal.getsignal(signal.SIGTERM)
+            seen.update(handler=getattr(handler, "__module__", "") + "." + getattr(handler, "__name__", str(handler)),
+                        numpy="numpy" in sys.modules)
+        return None
+
+sys.meta_path.insert(0, Watch())
+sys.argv = ["calibcli", "--help"]
+from calibcli.entry import main
+try:
+    main()
+except SystemExit as exc:
+    seen["code"] = exc.code
+seen["numpy_after_help"] = "numpy" in sys.modules
+print(json.dumps(seen))
+"""
+
+
+def test_the_console_script_handles_signals_before_importing_the_cli():
+    """The entry point of ``[project.scripts]`` installs the handlers before anything heavy is imported (no
+    numpy), and ``calibcli --help`` still does not import numpy."""
+    import tomllib
+
+    scripts = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["calibcli"] == "calibcli.entry:main"
+    r = subprocess.run([sys.executable, "-c", EARLY_PROBE], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    seen = json.loads(r.stdout.strip().splitlines()[-1])
+    assert seen == {"handler": "calibcli.cancel._handler", "numpy": False, "code": 0, "numpy_after_help": False}
+
+
 def test_an_interrupt_raised_where_it_cannot_propagate_is_delivered_again(capsys):
     """The signal handler's exception can land in a garbage-collector callback or a __del__ (Dask's GC
     diagnostics run one), where Python would print it with a traceback and go on: it is raised again in the

@@ -19,13 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_data"
 FORBIDDEN = ("matplotlib", "scipy.stats", "pandas")
 
-# Runs the CLI as the console script does (calibcli.cli:main with sys.argv), catches its SystemExit,
+# Runs the CLI as the console script does (calibcli.entry:main with sys.argv), catches its SystemExit,
 # then writes the exit code and every imported module name to the file named by argv[1].
 PROBE = """
 import json, sys
 out, args = sys.argv[1], sys.argv[2:]
 sys.argv = ["calibcli", *args]
-from calibcli.cli import main
+from calibcli.entry import main
 code = 0
 try:
     main()
