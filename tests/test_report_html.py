@@ -257,6 +257,61 @@ def browser():
     driver.quit()
 
 
+#: For each input's name on the page (the summary's cells, then the sections' headings): its text, the lines the
+#: browser laid it out on (a line ends where the next character's box starts lower: Range.getClientRects), the
+#: width it may take (the content box of its cell or heading), and the one-line width of each part up to a '/'.
+NAME_LINES_JS = """
+const out = [];
+const names = [...document.querySelectorAll('#summary-table tbody td:first-child a')].map(a => [a, a.closest('td')])
+  .concat([...document.querySelectorAll('section.entry > h2')].map(h => [h, h]));
+for (const [el, box] of names) {
+  const text = el.textContent, tops = [];
+  const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  for (let node; (node = walker.nextNode());) {
+    for (let i = 0; i < node.data.length; i++) {
+      const r = document.createRange();
+      r.setStart(node, i);
+      r.setEnd(node, i + 1);
+      tops.push(r.getClientRects()[0].top);
+    }
+  }
+  const lines = [''];
+  for (let i = 0; i < text.length; i++) {
+    if (i > 0 && tops[i] > tops[i - 1] + 2) lines.push('');
+    lines[lines.length - 1] += text[i];
+  }
+  const style = getComputedStyle(box);
+  const room = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  const widths = {};
+  for (const part of text.match(/[^/]*\\/|[^/]+$/g)) {
+    const probe = document.createElement('span');
+    probe.style.whiteSpace = 'nowrap';
+    probe.textContent = part;
+    el.appendChild(probe);
+    widths[part] = probe.getBoundingClientRect().width;
+    probe.remove();
+  }
+  out.push({text, lines, room, widths});
+}
+return out;
+"""
+
+
+def _bad_breaks(name: dict) -> list[str]:
+    """The lines of a name that end inside a word: neither after a '/' nor after a '_' or '-' of a part (up to
+    its '/') that is too wide for the room on a line of its own."""
+    text, bad, end = name["text"], [], 0
+    for line in name["lines"][:-1]:
+        end += len(line)
+        if line.endswith("/"):
+            continue
+        stop = text.find("/", end)
+        part = text[text.rfind("/", 0, end) + 1: stop + 1 if stop >= 0 else None]
+        if not (line.endswith(("_", "-")) and name["widths"][part] > name["room"]):
+            bad.append(line)
+    return bad
+
+
 def test_in_chromium(browser, multi, tmp_path):
     from calibcli.report import fmt_number
     from selenium.webdriver.common.by import By
@@ -311,6 +366,13 @@ def test_in_chromium(browser, multi, tmp_path):
                                                                     "mobile": True})
     try:
         assert browser.execute_script("return document.documentElement.scrollWidth") <= 390
+        # the inputs' names (summary cells, section headings) break after a '/', never inside a word
+        names = browser.execute_script(NAME_LINES_JS)
+        labels = [e["label"] for e in data["files"]]  # the text is the name unchanged
+        assert (sorted(n["text"] for n in names[:len(labels)]), [n["text"] for n in names[len(labels):]]) == (sorted(labels), labels)
+        assert any(len(n["lines"]) > 1 for n in names)  # the names are long enough to break at 390 px
+        wrong = {n["text"]: n["lines"] for n in names if _bad_breaks(n)}
+        assert wrong == {}
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 

@@ -90,6 +90,29 @@ def metric_rows(entry: dict) -> list[dict]:
     return rows
 
 
+_PATH_PART = re.compile(r"[/\\]*[^/\\]*[/\\]|[^/\\]+$")  # a leading '/' stays with the first name
+_WORD_JOINT = re.compile(r"(?<=[_-])(?=.)")
+_SPACES = re.compile(r"(\s+)")
+
+
+def path_breaks(text: str):
+    """Text naming inputs (a name, a heading with one) as HTML that a narrow column breaks only after a ``/``,
+    as the terminal's summary breaks names (:mod:`calibcli.render`): each part of a path up to and including
+    its slash is an inline block (``.path-part``, which moves to the next line whole), and only a part wider
+    than the line breaks inside, after a ``_`` or ``-`` (``<wbr>``). Words without ``/``, ``_`` or ``-`` stay
+    plain text; the text (copy, ``textContent``) is unchanged."""
+    from markupsafe import Markup, escape
+
+    def word(token: str):
+        if not re.search(r"[/\\_-]", token):
+            return escape(token)
+        return Markup("<wbr>").join(
+            Markup('<span class="path-part">') + Markup("<wbr>").join(escape(w) for w in _WORD_JOINT.split(part))
+            + Markup("</span>") for part in _PATH_PART.findall(token))
+
+    return Markup("").join(escape(t) if t.isspace() or not t else word(t) for t in _SPACES.split(text))
+
+
 def render_page(doc: dict) -> str:
     """The HTML page of a report document (:mod:`calibcli.commands.report`)."""
     from calibcli.report import fmt_interval, fmt_number
@@ -101,6 +124,7 @@ def render_page(doc: dict) -> str:
     env.filters["num"] = fmt_number
     env.filters["interval"] = fmt_interval
     env.filters["raw"] = lambda v: "" if v is None else repr(float(v))
+    env.filters["path_breaks"] = path_breaks
     template = env.get_template("report.html.j2")
     p = doc["parameters"]
     return template.render(doc=doc, p=p, level=f"{100 * (1 - p['alpha']):g}%", data_json=_script_json(doc),
