@@ -427,40 +427,53 @@ def evaluate_streams(doc: dict, streams, new_accumulator, *, gate, n_boot: int, 
     number of workers go into ``doc["parameters"]``. Options are checked before any work, and a cluster
     is started only once the first dataset has been opened (so a bad path fails at once).
     """
-    from calibcli.report import check_gate, entry_label, group_summary
-
     check_engine(engine, scheduler, workers)
 
     streams = iter(streams)
     first = next(streams, None)  # every dataset resolved, the first opened, before a cluster starts
-    headlines = {}
-    grouped = False
+    headlines: dict = {}
     with engine_runner(engine, scheduler, workers) as runner:
         doc["parameters"]["engine"] = engine
         doc["parameters"]["workers"] = runner.workers
         for stream in _chain(first, streams):
             accumulators, described = runner.run(stream, lambda: new_accumulator(stream))
-            for group, acc in accumulators:
-                entry = {"input": described}
-                if group is not None:
-                    grouped = True
-                    entry["group"] = group
-                    entry["rows_in_group"] = acc.n_rows
-                label = entry_label(entry)
-                with progress_bar(n_boot * len(acc.problems), f"bootstrap {label}") as advance:
-                    try:
-                        report = acc.result(progress=advance)
-                    except CalibcliError as exc:  # what these rows cannot give (too few of them, ...): name the input
-                        raise exc.about(label) from None
-                entry.update(report.to_dict())
-                headline = {k: m.to_dict() for k, m in report.headline().items()}
-                headlines[label] = headline
-                if "problems" not in entry:  # a test's report: its headline numbers are its metrics
-                    entry["headline"] = headline
-                if gate.active:
-                    entry["gate"] = check_gate(gate, label, headline.get(gate.metric))
-                doc["files"].append(entry)
-    if grouped:
+            add_entries(doc, described, accumulators, gate=gate, n_boot=n_boot, headlines=headlines)
+    summarise_groups(doc, headlines)
+
+
+def add_entries(doc: dict, described: dict, accumulators, *, gate, n_boot: int, headlines: dict) -> None:
+    """Finish one stream's accumulators (``(group values or None, accumulator)`` pairs from an engine's
+    ``run``; ``described`` its input section) into report entries of ``doc``: input, group, results
+    (``to_dict``), per-entry gate; ``headlines`` gets every entry's headline metrics by label (for
+    :func:`summarise_groups`). ``calibcli report`` finishes each family of its one pass with this too."""
+    from calibcli.report import check_gate, entry_label
+
+    for group, acc in accumulators:
+        entry = {"input": described}
+        if group is not None:
+            entry["group"] = group
+            entry["rows_in_group"] = acc.n_rows
+        label = entry_label(entry)
+        with progress_bar(n_boot * len(acc.problems), f"bootstrap {label}") as advance:
+            try:
+                report = acc.result(progress=advance)
+            except CalibcliError as exc:  # what these rows cannot give (too few of them, ...): name the input
+                raise exc.about(label) from None
+        entry.update(report.to_dict())
+        headline = {k: m.to_dict() for k, m in report.headline().items()}
+        headlines[label] = headline
+        if "problems" not in entry:  # a test's report: its headline numbers are its metrics
+            entry["headline"] = headline
+        if gate.active:
+            entry["gate"] = check_gate(gate, label, headline.get(gate.metric))
+        doc["files"].append(entry)
+
+
+def summarise_groups(doc: dict, headlines: dict) -> None:
+    """With groups, ``doc["groups"]``: the worst group and the spread of every headline metric."""
+    from calibcli.report import group_summary
+
+    if any("group" in entry for entry in doc["files"]):
         by = doc["parameters"].get("group_by") or []
         doc["groups"] = {"by": by, "n_groups": len(doc["files"]), "metrics": group_summary(doc["files"], headlines)}
 

@@ -581,8 +581,34 @@ def run_local(stream, new) -> list[tuple[dict | None, object]]:
     """
     state = _stream_into(stream.batches(), stream.group_by, {}, lambda key: new())
     if any(acc.needs_second_pass() for acc in state.values()):
-        state = _stream_into(stream.batches(), stream.group_by, {key: acc.for_second_pass() for key, acc in state.items()}, None)
+        second = _stream_into(stream.batches(), stream.group_by, for_second_pass(state), None)
+        state = after_second_pass(state, second)
     return _entries(stream.group_by, state)
+
+
+def for_second_pass(state: dict) -> dict:
+    """Every group's second-pass state (group key -> accumulator), once some group asked for a second pass.
+
+    Every group gets one (``for_second_pass()``), as one family's command sums all its groups the same way.
+    An accumulator class may decide for all the groups at once (``second_pass_of(state)``): a
+    :class:`~calibcli.accumulators.composite.Composite` re-runs, in every group, the members that asked in
+    some group, and no other (so each member gets the passes its own command gives it)."""
+    accs = list(state.values())
+    joint = getattr(type(accs[0]), "second_pass_of", None) if accs else None
+    if joint is not None:
+        return joint(state)
+    return {key: acc.for_second_pass() for key, acc in state.items()}
+
+
+def after_second_pass(first: dict, second: dict) -> dict:
+    """The finished states of a two-pass run: per group, the second pass's state, or what the first-pass
+    state makes of it (``after_second_pass(second)``, when it has one: a :class:`~calibcli.accumulators.
+    composite.Composite` keeps the members that needed no second pass from the first)."""
+    out = {}
+    for key, acc in second.items():
+        join = getattr(first.get(key), "after_second_pass", None)
+        out[key] = acc if join is None else join(acc)
+    return out
 
 
 def _entries(group_by: tuple[str, ...], state: dict) -> list[tuple[dict | None, object]]:
@@ -766,8 +792,8 @@ def run_fragments(stream, new, map_fragments) -> tuple[list[tuple[dict | None, o
         raise unreadable
     stream.check_counts(counts)
     if any(acc.needs_second_pass() for acc in state.values()):
-        second = {key: acc.for_second_pass().to_dict() for key, acc in state.items()}
-        state, _ = _merge_documents(map_fragments(fragments, kind, second=second), kind)
+        second = {key: acc.to_dict() for key, acc in for_second_pass(state).items()}
+        state = after_second_pass(state, _merge_documents(map_fragments(fragments, kind, second=second), kind)[0])
     return _entries(stream.group_by, state), counts
 
 

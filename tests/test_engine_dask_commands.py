@@ -30,3 +30,24 @@ def test_diagram_on_a_cluster_equals_the_local_engine(small_shards, cluster, tmp
     remote = _json(*common, "-o", tmp_path / "local" / "d.png", "--engine", "dask", "--scheduler", cluster)
     assert_same_report(remote, local)
     assert (tmp_path / "local" / "d.png").stat().st_size > 10_000
+
+
+def test_report_on_a_cluster_equals_the_local_engine(small_shards, cluster, tmp_path):
+    """The report's one pass (a composite of the ece, smece, tcal and diagram accumulators) on Dask: the same
+    numbers as the local engine."""
+    import json
+
+    from _cli import run
+
+    docs = {}
+    for name, extra in (("local", ()), ("dask", ("--engine", "dask", "--scheduler", cluster))):
+        r = run("report", small_shards, "--n-boot", "30", "--batch-rows", BATCH, "--group-by", "model", "--strategy",
+                "quantile", "-o", tmp_path / f"{name}.html", "--json-output", tmp_path / f"{name}.json", *extra)
+        assert r.exit_code == 0, r.stderr
+        docs[name] = json.loads((tmp_path / f"{name}.json").read_text())
+    for family in ("ece", "smece", "tcal"):
+        local = {"parameters": docs["local"]["documents"][family]["parameters"],
+                 "files": [e[family] for e in docs["local"]["files"]]}
+        remote = {"parameters": docs["dask"]["documents"][family]["parameters"],
+                  "files": [e[family] for e in docs["dask"]["files"]]}
+        assert_same_report(remote, local)

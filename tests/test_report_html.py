@@ -195,8 +195,8 @@ def test_marginal(tmp_path):
         ([BINARY, "--method", "magic"], None),
         ([BINARY, "--holdout", "1.5"], "Error: --holdout is 1.5: expected the fraction of rows to fit on, in (0, 1)\n"),
         ([BINARY, "--label-col", "nope"], None),
-        (["-"], "Error: the report reads every input several times (ece, smece, tcal, the diagrams, the "
-                "recalibration), and standard input ('-') can be read once: save it to a file first\n"),
+        (["-"], "Error: the report reads every input more than once (the recalibration comparison's fit and test "
+                "parts), and standard input ('-') can be read once: save it to a file first\n"),
     ],
 )
 def test_bad_input_is_one_error_line_and_no_file(tmp_path, args, message):
@@ -387,3 +387,79 @@ def test_in_chromium(browser, multi, tmp_path):
     finally:
         browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+# ---------------------------------------------------------------------------------------------
+# One pass over each input
+
+
+def _grouped_parquet(path: Path) -> str:
+    """140,000 rows: group a 135,000 (beyond the 2^17 rows the binned accumulators keep, so quantile bins take
+    a second pass over them), group b 5,000."""
+    rng = np.random.default_rng(5)
+    n = 140_000
+    z = rng.beta(2, 5, n)
+    y = (rng.uniform(size=n) < z ** 1.2).astype(int)
+    model = np.where(np.arange(n) < 135_000, "a", "b")
+    pd.DataFrame({"prob": z, "label": y, "model": model}).to_parquet(path, row_group_size=20_000)
+    return str(path)
+
+
+@pytest.fixture()
+def reads(monkeypatch):
+    """How many times each file's rows were read (every read of a file's rows goes through iter_tables)."""
+    from collections import Counter
+
+    from calibcli.io import formats
+
+    counter: Counter = Counter()
+    original = formats.iter_tables
+
+    def counting(location, fmt, columns, batch_rows, *args, **kwargs):
+        counter[Path(str(location)).name] += 1
+        return original(location, fmt, columns, batch_rows, *args, **kwargs)
+
+    monkeypatch.setattr(formats, "iter_tables", counting)
+    return counter
+
+
+@pytest.mark.parametrize("strategy, passes", [("uniform", 1), ("quantile", 2)])
+def test_report_reads_each_input_once(tmp_path, reads, strategy, passes):
+    """ece, smece, tcal and the diagrams share one pass over each input (a second one only for what asks for
+    it: quantile edges over more rows than are kept); each command alone reads the input once too."""
+    data = _grouped_parquet(tmp_path / "g.parquet")
+    page, out = tmp_path / "g.html", tmp_path / "g.json"
+    options = ("--group-by", "model", "--n-boot", "20", "--strategy", strategy)
+    r = run("report", data, *options, "-o", page, "--json-output", out)
+    assert r.exit_code == 0, r.stderr
+    assert reads == {"g.parquet": passes}
+    doc = json.loads(out.read_text())
+    # every family's numbers are its command's, for the same options
+    for command, extra in (("ece", ("--strategy", strategy)), ("smece", ()), ("tcal", ())):
+        reads.clear()
+        theirs = json.loads(run(command, data, "--group-by", "model", "--n-boot", "20", *extra, "--json").stdout)
+        assert reads == {"g.parquet": passes if command == "ece" else 1}
+        assert [e[command] for e in doc["files"]] == theirs["files"]
+        assert doc["documents"][command]["groups"] == theirs["groups"]
+        assert doc["documents"][command]["parameters"] == theirs["parameters"]
+    assert [e["group"] for e in doc["files"]] == [{"model": "a"}, {"model": "b"}]
+    assert all(e["diagrams"]["binned"].startswith("<svg") for e in doc["files"])
+
+
+def test_report_reads_an_input_as_often_as_the_recalibration_alone(tmp_path, reads):
+    """Without groups, the report reads an input as often as ``recalibrate evaluate`` alone does (3 times: the
+    rows counted, the fit part, the test part): ece, smece, tcal and the diagrams share the counting pass.
+    The comparison's numbers are the command's."""
+    data = _calibrated(tmp_path / "c.csv", 2000, 3, 0.1)
+    page, out = tmp_path / "c.html", tmp_path / "c.json"
+    r = run("report", data, "-o", page, "--json-output", out, "--n-boot", "20", "--method", "platt")
+    assert r.exit_code == 0, r.stderr
+    report_reads = reads["c.csv"]
+    doc = json.loads(out.read_text())
+    reads.clear()
+    ev = json.loads(run("recalibrate", "evaluate", data, "--method", "platt", "--holdout", "0.5", "--n-boot", "20",
+                        "--json").stdout)
+    assert report_reads == reads["c.csv"] == 3
+    from calibcli.html.verdict import recalibration_summary
+
+    assert doc["files"][0]["recalibration"] == recalibration_summary(ev)

@@ -6,7 +6,11 @@ Each accumulator reduces the rows of one binary problem (or one multiclass input
 - ``merge(other)`` adds another accumulator's state of disjoint rows (associative and commutative);
 - ``to_dict()`` / ``from_dict(d)`` give a versioned JSON-able state (integers as integers, floats that
   round-trip), so partial results can be saved, shipped to another process and merged later;
-- ``result(...)`` finishes: the estimates and their bootstrap intervals.
+- ``result(...)`` finishes: the estimates and their bootstrap intervals;
+- ``needs_second_pass()`` / ``for_second_pass()``: whether the engine reads the rows again, and the empty
+  state that second pass starts from (quantile edges, a finer smoothing grid); optionally
+  ``after_second_pass(second)``, what the first-pass state makes of the second pass's state
+  (:class:`~calibcli.accumulators.composite.Composite`: several families in one pass).
 
 Results do not depend on batch size, file order or which worker saw which rows: float sums differ only
 by rounding (far below 1e-12 relative), and every random draw is keyed by ``(seed, global row index)``

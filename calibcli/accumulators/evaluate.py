@@ -166,6 +166,89 @@ class HoldoutFitAccumulator(_OnePass):
         return out
 
 
+class HoldoutSplit:
+    """Passes 1 and 2 of a holdout split as one accumulator: :class:`SplitCounter`, then (a second pass, which
+    it always asks for) the :class:`HoldoutFitAccumulator` of the boundary the counts give for the fit
+    fraction ``holdout``. So the counting pass can share its read with other families (``calibcli report``
+    runs it in a :class:`~calibcli.accumulators.composite.Composite`), and an engine runs both passes in one
+    ``run``. :meth:`finish` gives the fit part, the split's threshold and its sizes.
+
+    The second pass's state carries the first pass's totals (``n``, ``n_fit``, ``binary``: the same in
+    every fragment's copy, so a merge keeps one), not the histogram.
+    """
+
+    kind = "holdout_split"
+
+    def __init__(self, *, seed: int, holdout: float, max_rows: int, totals: dict | None = None,
+                 fit: "HoldoutFitAccumulator | None" = None):
+        self.seed, self.holdout, self.max_rows = int(seed), float(holdout), int(max_rows)
+        self.counter = SplitCounter(seed=seed) if fit is None else None
+        self.totals, self.fit = totals, fit
+
+    @property
+    def _state(self):
+        return self.counter if self.fit is None else self.fit
+
+    def update(self, row_index, probs, labels, w=None) -> "HoldoutSplit":
+        self._state.update(row_index, probs, labels, w)
+        return self
+
+    def merge(self, other: "HoldoutSplit") -> "HoldoutSplit":
+        self._state.merge(other._state)
+        return self
+
+    @property
+    def n_rows(self) -> int:
+        return self.counter.n_rows if self.fit is None else self.totals["n"]
+
+    @property
+    def problems(self) -> list:
+        return []
+
+    def needs_second_pass(self) -> bool:
+        return self.fit is None
+
+    def for_second_pass(self) -> "HoldoutSplit":
+        """The fit part's pass: ``n_fit = round(holdout n)`` rows, at least 2 in each part (else the error)."""
+        from calibcli.validation import check_option
+
+        n = self.counter.n_rows
+        n_fit = int(round(self.holdout * n))
+        check_option(2 <= n_fit <= n - 2, f"--holdout {self.holdout} leaves {n_fit} of {n} rows to fit on and "
+                     f"{n - n_fit} to evaluate: expected at least 2 in each part")
+        bucket, rank = self.counter.boundary(n_fit)
+        return HoldoutSplit(seed=self.seed, holdout=self.holdout, max_rows=self.max_rows,
+                            totals={"n": n, "n_fit": n_fit, "binary": self.counter.binary},
+                            fit=HoldoutFitAccumulator(seed=self.seed, bucket=bucket, rank=rank, max_rows=self.max_rows))
+
+    def finish(self) -> tuple[FitAccumulator, int, dict]:
+        """After both passes: the fit part's accumulator, the threshold (a row is a test row when its hash
+        exceeds it) and the totals ``{"n", "n_fit", "binary"}``."""
+        if self.fit is None:
+            raise ValueError("the holdout split's second pass has not run")
+        fit, threshold = self.fit.finish()
+        return fit, threshold, dict(self.totals)
+
+    def result(self, progress=None) -> "HoldoutSplit":
+        return self
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "version": STATE_VERSION, "seed": self.seed, "holdout": self.holdout,
+                "max_rows": self.max_rows, "totals": self.totals,
+                "counter": None if self.counter is None else self.counter.to_dict(),
+                "fit": None if self.fit is None else self.fit.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "HoldoutSplit":
+        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
+            raise ValueError(f"not a holdout split state of version {STATE_VERSION}")
+        fit = None if d["fit"] is None else HoldoutFitAccumulator.from_dict(d["fit"])
+        out = cls(seed=d["seed"], holdout=d["holdout"], max_rows=d["max_rows"], totals=d["totals"], fit=fit)
+        if d["counter"] is not None:
+            out.counter = SplitCounter.from_dict(d["counter"])
+        return out
+
+
 # ---------------------------------------------------------------------------------------------
 # The test part: before/after through the measuring commands' accumulators
 

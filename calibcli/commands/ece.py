@@ -51,10 +51,7 @@ def ece(
     --group-by. Files, directories of shards and quoted globs are streamed in flat memory.
 
     Example: calibcli ece sample_data/breast_cancer_nb.csv --n-bins 10 --fail-above 0.05"""
-    from calibcli.binning import EDGE_CONVENTION, STRATEGIES
-    from calibcli.estimators import LOG_LOSS_EPS
-    from calibcli.evaluation import BinnedOptions
-    from calibcli.metrics import describe
+    from calibcli.binning import STRATEGIES
     from calibcli.modes import CLASS_WEIGHTS, MODES
     from calibcli.validation import check_options
 
@@ -65,8 +62,28 @@ def ece(
     gate = GateSpec(metric, fail_above, fail_above_upper)
     if gate.fail_above_upper is not None and n_boot == 0:
         raise CalibcliError("--fail-above-upper needs bootstrap intervals: pass --n-boot N with N > 0")
-    options = BinnedOptions(n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights)
     groups = cc.split_columns(group_by)
+    doc, new = plan(mode=mode, class_weights=class_weights, n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha,
+                    seed=seed, weighted=weight_col is not None, group_by=groups, pool=pool, batch_rows=batch_rows,
+                    engine=engine, gate=gate)
+    cc.run_family(doc, files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits), new,
+                  input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows, group_by=groups,
+                  gate=gate, n_boot=n_boot, engine=engine, scheduler=scheduler, workers=workers)
+    emit_with_gates(doc, gate, output=output, layout=layout)
+
+
+def plan(*, mode: str | None, class_weights: str, n_bins: int, strategy: str, n_boot: int, alpha: float, seed: int,
+         weighted: bool, group_by: tuple[str, ...], pool: bool, batch_rows: int, engine: str, gate=None):
+    """``ece``'s document (its parameters; entries come from :func:`calibcli.cli_common.add_entries`) and
+    ``new(stream)``, the input accumulator of a stream: the command apart from running it, so that
+    ``calibcli report`` feeds it in one pass beside the other families. Options are checked already."""
+    from calibcli.binning import EDGE_CONVENTION
+    from calibcli.estimators import LOG_LOSS_EPS
+    from calibcli.evaluation import BinnedOptions, InputAccumulator
+    from calibcli.metrics import describe
+
+    gate = gate if gate is not None else GateSpec("ece_l1_plugin", None, None)
+    options = BinnedOptions(n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights)
     doc = new_document(
         "ece",
         {
@@ -84,22 +101,15 @@ def ece(
             "bound_delta": alpha,
             "log_loss_eps": LOG_LOSS_EPS,
             "estimators": describe("binned"),
-            "weights": "frequency weights" if weight_col else None,
-            "group_by": list(groups) or None,
+            "weights": "frequency weights" if weighted else None,
+            "group_by": list(group_by) or None,
             "pool": pool,
             "batch_rows": batch_rows,
             "engine": engine,
             "gate": gate.describe() if gate.active else None,
         },
     )
-    from calibcli.evaluation import InputAccumulator
-
-    new = cc.per_input(InputAccumulator, mode, options)
-
-    cc.run_family(doc, files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits), new,
-                  input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows, group_by=groups,
-                  gate=gate, n_boot=n_boot, engine=engine, scheduler=scheduler, workers=workers)
-    emit_with_gates(doc, gate, output=output, layout=layout)
+    return doc, cc.per_input(InputAccumulator, mode, options)
 
 
 def register(app: typer.Typer) -> None:

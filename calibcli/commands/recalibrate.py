@@ -910,14 +910,58 @@ def evaluate(
     (FILE and TRAIN: a file, a directory of shards, a quoted glob or '-'; streamed, memory flat in the rows).
 
     Example: calibcli recalibrate evaluate sample_data/breast_cancer_nb.csv --method platt --method isotonic --holdout 0.5"""
-    from calibcli.accumulators.evaluate import EvaluateAccumulator, HoldoutFitAccumulator, SplitCounter
+    layout = cc.layout(fmt, as_json, summary, metrics, sort)
+    doc = evaluation(file, method, holdout=holdout, fit_file=fit_file, prob_col=prob_col, prob_cols=prob_cols,
+                     label_col=label_col, weight_col=weight_col, logits=logits, input_format=input_format,
+                     drop_invalid=drop_invalid, mode=mode, n_bins=n_bins, strategy=strategy, degree=degree,
+                     interpolation=interpolation, clip=clip, monotone=monotone, ece_n_bins=ece_n_bins,
+                     ece_strategy=ece_strategy, n_boot=n_boot, discrete=discrete, alpha=alpha, seed=seed,
+                     max_rows=max_rows, batch_rows=batch_rows, engine=engine, scheduler=scheduler, workers=workers)
+    emit(doc, output=output, layout=layout)
+
+
+def evaluation(
+    file: DataFile,
+    method: Methods,
+    holdout: Holdout = None,
+    fit_file: FitFile = None,
+    prob_col: cc.ProbCol = None,
+    prob_cols: cc.ProbCols = None,
+    label_col: cc.LabelCol = None,
+    weight_col: cc.WeightCol = None,
+    logits: cc.Logits = False,
+    input_format: cc.InputFormat = None,
+    drop_invalid: cc.DropInvalid = False,
+    mode: cc.Mode = None,
+    n_bins: CalibratorBins = None,
+    strategy: CalibratorStrategy = None,
+    degree: Degree = None,
+    interpolation: Interpolation = None,
+    clip: Clip = None,
+    monotone: Monotone = None,
+    ece_n_bins: EceBins = 15,
+    ece_strategy: EceStrategy = "uniform",
+    n_boot: TestBoot = 1000,
+    discrete: Discrete = "auto",
+    alpha: Annotated[float, typer.Option("--alpha", help="Level of the calibration tests (T-Cal, binomial).")] = 0.05,
+    seed: cc.Seed = 0,
+    max_rows: EvalMaxRows = 1_000_000,
+    batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
+    engine: cc.Engine = "local",
+    scheduler: cc.Scheduler = None,
+    workers: cc.Workers = None,
+    held=None,
+) -> dict:
+    """``recalibrate evaluate``'s document for these options (the command prints it). ``held``: the input's
+    :class:`~calibcli.accumulators.evaluate.HoldoutSplit` after both its passes, when they already ran
+    (``calibcli report`` runs the counting pass beside its other families); else they run here."""
+    from calibcli.accumulators.evaluate import EvaluateAccumulator
     from calibcli.accumulators.tcal import TcalOptions
     from calibcli.engines.local import open_streams
     from calibcli.errors import OptionError
     from calibcli.evaluation import BinnedOptions, SmoothOptions
 
     methods = _check_methods(list(method))
-    layout = cc.layout(fmt, as_json, summary, metrics, sort)
     if mode is not None:
         cc.check_choice(mode, MODES, "--mode")
     cc.check_choice(ece_strategy, STRATEGIES, "--ece-strategy")
@@ -954,17 +998,11 @@ def evaluate(
             split_rows = None
             split = {"kind": "files", "fit_path": fit_described["path"], "n_fit": fit_acc.n_rows}
         else:
-            entries, _ = runner.run(test_stream, lambda: SplitCounter(seed=seed))
-            counter = _single(entries, SplitCounter(seed=seed))
-            n = counter.n_rows
-            n_fit = int(round(holdout * n))
-            check_option(2 <= n_fit <= n - 2, f"--holdout {holdout} leaves {n_fit} of {n} rows to fit on and "
-                         f"{n - n_fit} to evaluate: expected at least 2 in each part")
-            binary = counter.binary
-            bucket, rank = counter.boundary(n_fit)
-            entries, _ = runner.run(test_stream, lambda: HoldoutFitAccumulator(seed=seed, bucket=bucket, rank=rank,
-                                                                                max_rows=max_rows))
-            fit_acc, threshold = entries[0][1].finish()
+            if held is None:  # the counting pass, then the fit part's (HoldoutSplit asks for a second pass)
+                entries, _ = runner.run(test_stream, lambda: holdout_split(holdout, seed=seed, max_rows=max_rows))
+                held = entries[0][1]
+            fit_acc, threshold, totals = held.finish()
+            n, n_fit, binary = totals["n"], totals["n_fit"], totals["binary"]
             fit_described = None
             split_rows = {"seed": seed, "threshold": threshold}
             split = {"kind": "holdout", "fit_fraction": holdout, "n_fit": n_fit, "n_test": n - n_fit, "seed": seed}
@@ -1010,7 +1048,15 @@ def evaluate(
         cc.warn(warning)
     doc["files"].append({"input": described, "fit_input": fit_described, "split": split, "mode": eval_mode,
                          "rows": rows})
-    emit(doc, output=output, layout=layout)
+    return doc
+
+
+def holdout_split(holdout: float, *, seed: int, max_rows: int):
+    """The accumulator of a holdout split's first two passes (:class:`~calibcli.accumulators.evaluate.HoldoutSplit`),
+    as :func:`evaluation` makes it for ``--holdout``, ``--seed`` and ``--max-rows``."""
+    from calibcli.accumulators.evaluate import HoldoutSplit
+
+    return HoldoutSplit(seed=seed, holdout=holdout, max_rows=max_rows)
 
 
 # ---------------------------------------------------------------------------------------------

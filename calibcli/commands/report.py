@@ -7,15 +7,17 @@ smooth reliability diagrams (drawn to SVG by :mod:`calibcli.diagrams`). It assem
 from their documents (:func:`build_document`; ``--json-output`` writes it) and renders the page from
 that document alone (:func:`calibcli.html.render_page`, Jinja2 templates).
 
-Each measuring command's own function is called with ``--format json`` and its document is taken from
-its stdout, so every number on the page is the number ``calibcli ece --json`` (etc.) prints for the same
-options. Nothing is run in a subprocess.
+Each input is read once for all the measuring families (:func:`_measure`): the commands' own input
+accumulators (each command's ``plan``), the diagram accumulator and the holdout split's counter are the
+members of one :class:`~calibcli.accumulators.composite.Composite` that the engine runs; each family's
+entries are then finished by its command's own code, so every number on the page is the number
+``calibcli ece --json`` (etc.) prints for the same options. The recalibration comparison then reads the
+input twice more, as ``recalibrate evaluate`` does (the fit part, the test part). Nothing is run in a
+subprocess.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shlex
 import sys
@@ -33,6 +35,8 @@ MAX_CLASSES = 10
 #: Entries (inputs or groups) whose diagrams are drawn, the first ones in report order: a figure pair is
 #: 0.1 to 0.2 MB of SVG, so the page stays within a few MB however many groups there are.
 MAX_DIAGRAMS = 20
+#: ``recalibrate evaluate``'s --max-rows (its default): rows each fit and each T-Cal test of the comparison use at most.
+EVALUATE_MAX_ROWS = 1_000_000
 
 ReportFiles = cc.files_argument("Several files (or --group-by groups) get a sortable summary table first, then one section each.")
 PageOutput = Annotated[str, typer.Option("--output", "-o", help="The HTML page to write (atomically; '-': stdout).",
@@ -56,17 +60,6 @@ ReportHoldout = Annotated[
 Title = Annotated[Optional[str], typer.Option("--title", help="Title of the page. Default: the input names.")]
 
 
-def _captured_document(func, **kwargs) -> dict:
-    """Run a command's function in this process with JSON on stdout and return the parsed document.
-
-    Warnings stay on stderr; an error propagates (``cc.command`` turns it into one ``Error:`` line).
-    """
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        func(**kwargs)
-    return json.loads(buffer.getvalue())
-
-
 def _key(entry: dict) -> tuple:
     return entry["input"]["path"], json.dumps(entry.get("group"), sort_keys=True)
 
@@ -78,35 +71,22 @@ def build_document(files: list[str], *, columns: dict, reading: dict, engine: di
     """The report's JSON document: parameters, versions, the command line, and one entry per input or group
     with its ece, smece and tcal results, its diagrams (SVG text), its verdict and (without groups) the
     held-out comparison of recalibration methods, best first."""
-    from calibcli.commands.ece import ece
-    from calibcli.commands.recalibrate import evaluate
-    from calibcli.commands.smece import smece
-    from calibcli.commands.tcal import tcal
+    from calibcli.commands.recalibrate import evaluation
     from calibcli.accumulators.tcal import TCAL_MODES
     from calibcli.html import verdict as verdicts
-    from calibcli.report import entry_label, new_document
+    from calibcli.report import entry_label, new_document, to_json
 
-    common = {"files": list(files), **columns, **reading, **engine, "group_by": group_by, "seed": seed,
-              "fmt": "json"}
     tcal_mode = mode if mode in TCAL_MODES else None  # T-Cal has no marginal mode: its default then
-    docs = {
-        "ece": _captured_document(ece, **common, mode=mode, class_weights=class_weights, n_bins=n_bins,
-                                  strategy=strategy, n_boot=n_boot, alpha=alpha),
-        "smece": _captured_document(smece, **common, mode=mode, class_weights_scheme=class_weights, n_boot=n_boot,
-                                    alpha=alpha),
-        "tcal": _captured_document(tcal, **common, mode=tcal_mode, n_boot=n_boot, alpha=alpha),
-    }
-    diagrams = _diagrams(files, columns=columns, reading=reading, engine=engine, mode=mode, n_bins=n_bins,
-                         strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, group_by=group_by)
+    docs, diagrams, splits = _measure(
+        files, columns=columns, reading=reading, engine=engine, mode=mode, tcal_mode=tcal_mode,
+        class_weights=class_weights, n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed,
+        group_by=group_by, holdout=None if group_by else holdout)
     recalibration = {}
-    if not group_by:
-        for entry in docs["ece"]["files"]:
-            path = entry["input"]["path"]
-            ev = _captured_document(
-                evaluate, file=path, method=list(methods), holdout=holdout, **columns, **reading, **engine,
-                mode=mode, ece_n_bins=n_bins, ece_strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed,
-                as_json=True)
-            recalibration[path] = ev
+    for path, held in splits.items():  # fitted on the split found in the shared pass, measured in a pass of its own
+        ev = evaluation(path, list(methods), holdout=holdout, **columns, **reading, **engine, mode=mode, ece_n_bins=n_bins,
+                        ece_strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, max_rows=EVALUATE_MAX_ROWS,
+                        held=held)
+        recalibration[path] = json.loads(to_json(ev))  # as `recalibrate evaluate --json` prints it
 
     by_key = {name: {_key(e): e for e in d["files"]} for name, d in docs.items()}
     entries = []
@@ -183,50 +163,109 @@ def _versions() -> dict:
     return out
 
 
-def _diagrams(files, *, columns, reading, engine, mode, n_bins, strategy, n_boot, alpha, seed, group_by) -> dict:
-    """The binned and the smooth reliability diagram of every input (or group) as SVG text, keyed as the
-    entries are: streamed through :class:`calibcli.diagrams.DiagramInputAccumulator` and drawn by
-    :func:`calibcli.diagrams.plot_diagram` (fixed-size figures whatever the number of rows)."""
+def _measure(files, *, columns, reading, engine, mode, tcal_mode, class_weights, n_bins, strategy, n_boot, alpha, seed,
+             group_by, holdout) -> tuple[dict, dict, dict]:
+    """The ``ece``, ``smece`` and ``tcal`` documents (each as the command prints it with ``--json`` for the
+    same options), the diagrams (:func:`_draw`, keyed as the entries are) and, with a ``holdout`` fraction,
+    each input's holdout split for ``recalibrate evaluate`` (by input path), from ONE pass over each input.
+
+    Every family's input accumulator of a stream (made by the command's own ``plan``), the diagram
+    accumulator and the holdout split's counter are the members of one
+    :class:`~calibcli.accumulators.composite.Composite`, which the engine runs once; a second pass feeds
+    only the members that ask for one (the split's fit part always; quantile edges or a finer smoothing
+    grid when needed). Each family's entries are then finished by the command's own code
+    (:func:`calibcli.cli_common.add_entries`, T-Cal's :func:`~calibcli.commands.tcal.finish_entries`).
+
+    The recalibration comparison cannot join the pass entirely: which rows are fit rows depends on the
+    number of rows (known after a full pass), and the test rows are measured through calibrators fitted
+    on the fit rows (known after a second); its measuring pass runs in :func:`~calibcli.commands.
+    recalibrate.evaluation`.
+    """
+    from calibcli.commands.recalibrate import holdout_split
     from calibcli import diagrams as dg
+    from calibcli.accumulators.composite import Composite
+    from calibcli.commands import ece, smece, tcal
     from calibcli.engines.local import open_streams
-    from calibcli.html import svg_fragment
     from calibcli.modes import default_mode
+    from calibcli.report import GateSpec, to_json
+
+    groups = cc.split_columns(group_by)
+    shared = {"weighted": columns["weight_col"] is not None, "group_by": groups, "pool": False,
+              "batch_rows": reading["batch_rows"], "engine": engine["engine"]}
+    docs, plans = {}, {}
+    docs["ece"], plans["ece"] = ece.plan(mode=mode, class_weights=class_weights, n_bins=n_bins, strategy=strategy,
+                                         n_boot=n_boot, alpha=alpha, seed=seed, **shared)
+    docs["smece"], plans["smece"] = smece.plan(mode=mode, class_weights=class_weights, sigma=None, n_boot=n_boot,
+                                               alpha=alpha, seed=seed, **shared)
+    docs["tcal"], plans["tcal"], tcal_options = tcal.plan(
+        mode=tcal_mode, smoothness=None, null="y-bootstrap", n_boot=n_boot, combine="bonferroni", discrete="auto",
+        alpha=alpha, seed=seed, max_rows=tcal.MAX_ROWS, fail_on_reject=False, **shared)
+    gates = {"ece": GateSpec("ece_l1_plugin"), "smece": GateSpec("smece"), "tcal": tcal.GATE}  # none active
+    resamples = {"ece": n_boot, "smece": n_boot, "tcal": tcal_options.resamples}
 
     spec = cc.column_spec(columns["prob_col"], columns["prob_cols"], columns["label_col"], columns["weight_col"],
                           columns["logits"])
     streams = list(open_streams(files, spec, input_format=reading["input_format"], drop_invalid=reading["drop_invalid"],
-                                pool=False, batch_rows=reading["batch_rows"], group_by=cc.split_columns(group_by)))
-    out: dict = {}
-    number = 0
+                                pool=False, batch_rows=reading["batch_rows"], group_by=groups))
+    headlines: dict = {name: {} for name in plans}
+    drawn: dict = {}
+    splits: dict = {}
     with cc.engine_runner(engine["engine"], engine["scheduler"], engine["workers"]) as runner:
+        for doc in docs.values():
+            doc["parameters"]["engine"] = engine["engine"]
+            doc["parameters"]["workers"] = runner.workers
         for stream in streams:
             fig_mode = mode or default_mode(stream.n_classes)
-            marginal = fig_mode == "marginal"
             options = dg.DiagramOptions(binned=True, smooth=True, n_bins=n_bins, strategy=strategy, n_boot=n_boot,
-                                        alpha=alpha, seed=seed, max_problems=MAX_CLASSES if marginal else None)
+                                        alpha=alpha, seed=seed,
+                                        max_problems=MAX_CLASSES if fig_mode == "marginal" else None)
 
             def new(stream=stream, fig_mode=fig_mode, options=options):
-                return dg.DiagramInputAccumulator(mode=fig_mode, n_classes=stream.n_classes,
-                                                  class_names=stream.class_names, options=options)
+                members = {name: make(stream) for name, make in plans.items()}
+                members["diagrams"] = dg.DiagramInputAccumulator(mode=fig_mode, n_classes=stream.n_classes,
+                                                                 class_names=stream.class_names, options=options)
+                if holdout is not None:
+                    members["holdout"] = holdout_split(holdout, seed=seed, max_rows=EVALUATE_MAX_ROWS)
+                return Composite(members)
 
             accumulators, described = runner.run(stream, new)
+            for name in plans:  # each family finished as its command finishes it, in the same order
+                cc.add_entries(docs[name], described, [(group, acc[name]) for group, acc in accumulators],
+                               gate=gates[name], n_boot=resamples[name], headlines=headlines[name])
+            if holdout is not None:
+                splits[described["path"]] = accumulators[0][1]["holdout"]
             for group, acc in accumulators:
-                if len(out) >= MAX_DIAGRAMS:  # counted in the page's parameters, not drawn
+                if len(drawn) >= MAX_DIAGRAMS:  # counted in the page's parameters, not drawn
                     break
-                report = acc.result()
-                curves = report.curves("", legend="")
-                panels = [dg.DiagramPanel(title=(c.problem if marginal else ""), binned=(c.binned,), smooth=(c.smooth,))
-                          for c in curves]
-                drawn = {}
-                for kind in ("binned", "smooth"):
-                    number += 1
-                    fig = dg.plot_diagram(panels, kind=kind)
-                    drawn[kind] = svg_fragment(dg.figure_bytes(fig, "svg").decode("utf-8"), prefix=f"d{number}-")
-                drawn["panels"] = [c.problem for c in curves]
-                drawn["classes_total"] = stream.n_classes if marginal else None
-                drawn["notes"] = list(report.notes)
-                out[(described["path"], json.dumps(group, sort_keys=True))] = drawn
-    return out
+                drawn[(described["path"], json.dumps(group, sort_keys=True))] = _draw(
+                    acc["diagrams"], marginal=fig_mode == "marginal", n_classes=stream.n_classes, number=2 * len(drawn))
+    for name in plans:
+        cc.summarise_groups(docs[name], headlines[name])
+    tcal.finish_entries(docs["tcal"], alpha=alpha, fail_on_reject=False)
+    # each document as the command prints it (the JSON text, read back)
+    return {name: json.loads(to_json(doc)) for name, doc in docs.items()}, drawn, splits
+
+
+def _draw(acc, *, marginal: bool, n_classes: int, number: int) -> dict:
+    """The binned and the smooth reliability diagram of one input (or group) as SVG text, from its
+    :class:`calibcli.diagrams.DiagramInputAccumulator`, drawn by :func:`calibcli.diagrams.plot_diagram`
+    (fixed-size figures whatever the number of rows); ``number`` figures were drawn before (their ids)."""
+    from calibcli import diagrams as dg
+    from calibcli.html import svg_fragment
+
+    report = acc.result()
+    curves = report.curves("", legend="")
+    panels = [dg.DiagramPanel(title=(c.problem if marginal else ""), binned=(c.binned,), smooth=(c.smooth,))
+              for c in curves]
+    drawn = {}
+    for kind in ("binned", "smooth"):
+        number += 1
+        fig = dg.plot_diagram(panels, kind=kind)
+        drawn[kind] = svg_fragment(dg.figure_bytes(fig, "svg").decode("utf-8"), prefix=f"d{number}-")
+    drawn["panels"] = [c.problem for c in curves]
+    drawn["classes_total"] = n_classes if marginal else None
+    drawn["notes"] = list(report.notes)
+    return drawn
 
 
 def report(
@@ -276,8 +315,8 @@ def report(
     check_option(n_boot >= 1, f"--n-boot is {n_boot}: the report's T-Cal test draws its null distribution from "
                  f"resamples: expected at least 1 (1000 or more for p-values below alpha/levels)")
     check_option(0.0 < holdout < 1.0, f"--holdout is {holdout}: expected the fraction of rows to fit on, in (0, 1)")
-    check_option("-" not in files, "the report reads every input several times (ece, smece, tcal, the diagrams, "
-                 "the recalibration), and standard input ('-') can be read once: save it to a file first")
+    check_option("-" not in files, "the report reads every input more than once (the recalibration comparison's fit "
+                 "and test parts), and standard input ('-') can be read once: save it to a file first")
     methods = tuple(dict.fromkeys(method)) if method else DEFAULT_METHODS
     for m in methods:
         cc.check_choice(m, METHOD_NAMES, "--method")

@@ -124,9 +124,7 @@ def tcal(
     up to --max-rows, else on a seeded bottom-k sample; the binomial test counts every row.
 
     Example: calibcli tcal sample_data/breast_cancer_nb.csv --alpha 0.05 --fail-on-reject"""
-    from calibcli.accumulators.tcal import TcalInputAccumulator, TcalOptions
     from calibcli.engines.local import open_streams
-    from calibcli.tcal import DISCRETE_RULE, STATISTIC_NAME
     from calibcli.validation import check_options
 
     layout = cc.layout(fmt, as_json, summary, metrics, sort)
@@ -145,6 +143,34 @@ def tcal(
         if discrete not in ("auto", wanted):
             raise CalibcliError(f"--test {test} and --discrete {discrete} disagree: --test {test} is --discrete {wanted}")
         discrete = wanted
+    groups = cc.split_columns(group_by)
+    doc, new, options = plan(mode=mode, smoothness=smoothness, null=null, n_boot=n_boot, combine=combine, discrete=discrete,
+                             alpha=alpha, seed=seed, max_rows=max_rows, fail_on_reject=fail_on_reject,
+                             weighted=weight_col is not None, group_by=groups, pool=pool, batch_rows=batch_rows,
+                             engine=engine)
+    streams = open_streams(files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits),
+                           input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows,
+                           group_by=groups)
+    cc.evaluate_streams(doc, streams, new, gate=GATE, n_boot=options.resamples, engine=engine,
+                        scheduler=scheduler, workers=workers)
+    finish_entries(doc, alpha=alpha, fail_on_reject=fail_on_reject)
+    _emit(doc, fail_on_reject=fail_on_reject, output=output, layout=layout)
+
+
+#: What T-Cal's entries carry as their gate metric (the --fail-on-reject gate is T-Cal's own).
+GATE = GateSpec("tcal_p_value")
+
+
+def plan(*, mode: str | None, smoothness: float | None, null: str, n_boot: int, combine: str, discrete: str,
+         alpha: float, seed: int, max_rows: int, fail_on_reject: bool, weighted: bool, group_by: tuple[str, ...],
+         pool: bool, batch_rows: int, engine: str):
+    """The T-Cal test's document (its parameters; entries come from :func:`calibcli.cli_common.add_entries`,
+    then :func:`finish_entries`), ``new(stream)``, the input accumulator of a stream, and the options: the
+    command apart from running it, so that ``calibcli report`` feeds it in one pass beside the other
+    families. ``--discrete`` is already reconciled with ``--test``."""
+    from calibcli.accumulators.tcal import TcalInputAccumulator, TcalOptions
+    from calibcli.tcal import DISCRETE_RULE, STATISTIC_NAME
+
     options = TcalOptions(smoothness=smoothness, null=null, n_boot=n_boot, combine=combine, alpha=alpha, seed=seed,
                           discrete=discrete, max_rows=max_rows)
     if null == "chebyshev" and combine == "min-p":
@@ -152,7 +178,6 @@ def tcal(
             "--combine min-p calibrates the minimum p-value over resamples, and --null chebyshev draws none: "
             "use --combine bonferroni with chebyshev, or a resampling null"
         )
-    groups = cc.split_columns(group_by)
     doc = new_document(
         "tcal",
         {
@@ -178,21 +203,19 @@ def tcal(
             if null != "chebyshev"
             else "min(1, (C_m / T_m)^2): the smallest level at which Theorem 3.1's test rejects",
             "fail_on_reject": fail_on_reject,
-            "weights": "frequency weights" if weight_col else None,
-            "group_by": list(groups) or None,
+            "weights": "frequency weights" if weighted else None,
+            "group_by": list(group_by) or None,
             "pool": pool,
             "batch_rows": batch_rows,
             "engine": engine,
         },
     )
+    return doc, cc.per_input(TcalInputAccumulator, mode, options), options
 
-    new = cc.per_input(TcalInputAccumulator, mode, options)
 
-    streams = open_streams(files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits),
-                           input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows,
-                           group_by=groups)
-    cc.evaluate_streams(doc, streams, new, gate=GateSpec("tcal_p_value"), n_boot=options.resamples, engine=engine,
-                        scheduler=scheduler, workers=workers)
+def finish_entries(doc: dict, *, alpha: float, fail_on_reject: bool) -> list[str]:
+    """After every entry is in: the tests' warnings in the command line's words (and on stderr), which
+    groups reject, the ``--fail-on-reject`` gate; the gate's failures."""
     from calibcli.errors import cli_text
 
     for entry in doc["files"]:
@@ -201,7 +224,7 @@ def tcal(
             entry["result"]["warnings"] = [cli_text(w, cc.flag_of) for w in warnings]
         for message in entry["result"].get("warnings", []):
             cc.warn(f"{entry_label(entry)}: {message}")
-    _finish(doc, alpha=alpha, fail_on_reject=fail_on_reject, output=output, layout=layout)
+    return _gates(doc, alpha=alpha, fail_on_reject=fail_on_reject)
 
 
 def _classical_test(test: str, files, spec, *, mode, n_bins: int, alpha: float, input_format, drop_invalid: bool,
@@ -233,19 +256,26 @@ def _classical_test(test: str, files, spec, *, mode, n_bins: int, alpha: float, 
     gate_metric = "spiegelhalter_p_value" if test == "spiegelhalter" else "hosmer_lemeshow_p_value"
     cc.evaluate_streams(doc, streams, new, gate=GateSpec(gate_metric), n_boot=0, engine=engine, scheduler=scheduler,
                         workers=workers)
-    _finish(doc, alpha=alpha, fail_on_reject=fail_on_reject, output=output, layout=layout)
+    _gates(doc, alpha=alpha, fail_on_reject=fail_on_reject)
+    _emit(doc, fail_on_reject=fail_on_reject, output=output, layout=layout)
 
 
-def _finish(doc: dict, *, alpha: float, fail_on_reject: bool, output, layout) -> None:
-    """Which groups reject, the ``--fail-on-reject`` gate, the report; then exit 1 if the gate failed."""
+def _gates(doc: dict, *, alpha: float, fail_on_reject: bool) -> list[str]:
+    """Which groups reject (the worst group and spread of each p-value come from the shared summary) and
+    the ``--fail-on-reject`` gate; its failures."""
     if "groups" in doc:
         _summarise_groups(doc)
     failures = [f for entry in doc["files"] for f in _gate(entry, alpha, fail_on_reject)]
     if fail_on_reject:
         doc["gate"] = {"fail_on_reject": True, "passed": not failures, "failures": failures}
+    return failures
+
+
+def _emit(doc: dict, *, fail_on_reject: bool, output, layout) -> None:
+    """The report; then exit 1 if the ``--fail-on-reject`` gate failed."""
     emit(doc, output=output, layout=layout)
-    if fail_on_reject and failures:
-        raise GateFailed("Gate failed: " + "; ".join(failures))
+    if fail_on_reject and not doc["gate"]["passed"]:
+        raise GateFailed("Gate failed: " + "; ".join(doc["gate"]["failures"]))
 
 
 def _gate(entry: dict, alpha: float, active: bool) -> list[str]:
