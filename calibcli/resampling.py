@@ -4,9 +4,11 @@ Every random quantity a streamed evaluation needs is a function of ``(seed, glob
 (and of the replicate number), never of the order in which batches, files or workers arrive:
 
 - :func:`poisson_multiplicities`: the bootstrap multiplicity ``m_ir ~ Poisson(1)`` of row ``i`` in
-  replicate ``r`` (the Poisson bootstrap). The draws of one aligned block of ``BLOCK_ROWS`` global
-  rows come from one ``numpy.random.SFC64`` generator keyed by ``SeedSequence((seed, r, block))``, so
-  any subset of rows, in any order and any batching, gets the same multiplicities.
+  replicate ``r`` (the Poisson bootstrap), from a counter-based generator: the SplitMix64 output
+  (Steele, Lea & Flood 2014) at position ``i`` of the stream keyed by ``(seed, r)``. Each row's draw is
+  computed from its own index alone, so any subset of rows, in any order and any batching, gets the
+  same multiplicities, at a cost proportional to its own rows (a group's rows scattered over a large
+  dataset cost no more than the same rows side by side).
 - :func:`row_hash`: a 64-bit hash of ``(seed, i)`` (SplitMix64 finaliser, Steele, Lea & Flood 2014),
   used to pick the bottom-k sample of rows that a test needing all rows at once runs on.
 - :func:`percentile_interval`: the percentile bootstrap interval (SPEC 2.4).
@@ -22,9 +24,6 @@ import math
 import numpy as np
 
 from calibcli import cancel
-
-#: Rows per aligned block of the counter-based generator (SPEC 8 suggests 2^16).
-BLOCK_ROWS = 1 << 16
 
 #: Multiplicities above this are drawn as this value; P(Poisson(1) > 12) = 1.2e-10 < 2^-32 * 1.
 _MAX_MULTIPLICITY = 12
@@ -45,15 +44,31 @@ _CELL_SPLIT = np.zeros(1 << 16, dtype=bool)
 _CELL_SPLIT[(_THRESHOLDS[(_THRESHOLDS & 0xFFFF) != 0] >> 16).astype(np.int64)] = True
 
 
-def _block_draws(seed: int, replicate: int, block: int) -> np.ndarray:
-    """Poisson(1) multiplicities (uint8) of the ``BLOCK_ROWS`` rows of one aligned block in one replicate."""
-    generator = np.random.SFC64(np.random.SeedSequence((int(seed) & 0xFFFFFFFFFFFFFFFF, int(replicate), int(block))))
-    u = generator.random_raw(BLOCK_ROWS // 2).view(np.uint32)
-    high = (u >> 16).astype(np.uint16)
-    m = _CELL_VALUE[high]
-    split = np.flatnonzero(_CELL_SPLIT[high])
-    m[split] = np.searchsorted(_THRESHOLDS, u[split], side="right")
-    return m
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)  # SplitMix64's increment (the golden ratio)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def _mix(x: np.ndarray, tmp: np.ndarray | None = None) -> np.ndarray:
+    """SplitMix64's finaliser, in place on a uint64 array (``tmp``: scratch of the same shape)."""
+    tmp = np.empty_like(x) if tmp is None else tmp
+    for shift, factor in ((30, _MIX1), (27, _MIX2)):
+        np.right_shift(x, np.uint64(shift), out=tmp)
+        np.bitwise_xor(x, tmp, out=x)
+        np.multiply(x, factor, out=x)
+    np.right_shift(x, np.uint64(31), out=tmp)
+    np.bitwise_xor(x, tmp, out=x)
+    return x
+
+
+def _stream_key(seed: int, replicate: int) -> np.uint64:
+    """The start of replicate ``replicate``'s SplitMix64 stream: a hash of ``(seed, replicate)``."""
+    x = np.array([int(seed) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        x = _mix(x)
+        x ^= np.uint64(int(replicate) & 0xFFFFFFFFFFFFFFFF) * _GAMMA + np.uint64(0x632BE59BD9B4E019)
+        x = _mix(x)
+    return x[0]
 
 
 class Multiplicities:
@@ -61,21 +76,15 @@ class Multiplicities:
 
     ``Multiplicities(seed, row_index).replicate(r)`` is ``m_ir ~ Poisson(1)`` for those rows (float64),
     a function of ``(seed, r, i)`` only: the same rows get the same values however the data were
-    batched, ordered or split between workers. The rows' block structure is worked out once.
+    batched, ordered or split between workers. Row ``i`` of replicate ``r`` is the SplitMix64 output
+    ``mix(key(seed, r) + (i + 1) gamma)``, whose high 32 bits are inverted into Poisson(1).
     """
 
     def __init__(self, seed: int, row_index: np.ndarray):
         self.seed = int(seed)
-        row_index = np.asarray(row_index, dtype=np.int64)
-        order = np.argsort(row_index, kind="stable")
-        self._order = None if np.all(order == np.arange(len(order))) else order
-        sorted_index = row_index if self._order is None else row_index[order]
-        blocks = sorted_index >> 16
-        starts = np.flatnonzero(np.diff(blocks, prepend=-1)) if len(blocks) else np.empty(0, dtype=np.int64)
-        stops = np.append(starts[1:], len(blocks)).astype(np.int64)
-        self._runs = [(int(blocks[a]), int(a), int(b)) for a, b in zip(starts, stops)]
-        self._offsets = sorted_index & (BLOCK_ROWS - 1)
-        self.n = len(row_index)
+        with np.errstate(over="ignore"):
+            self._positions = (np.asarray(row_index, dtype=np.int64).astype(np.uint64) + np.uint64(1)) * _GAMMA
+        self.n = len(self._positions)
 
     def replicate(self, r: int, out: np.ndarray | None = None) -> np.ndarray:
         """Multiplicities of the rows (in the order given) in replicate ``r``.
@@ -83,12 +92,16 @@ class Multiplicities:
         Every per-row bootstrap draws its replicates here, so a signal stops it here
         (:func:`calibcli.cancel.check`, also in worker threads)."""
         cancel.check()
+        x = np.add(self._positions, _stream_key(self.seed, r))
+        tmp = np.empty_like(x)
+        _mix(x, tmp)
+        # inversion of u = the high 32 bits: its high 16 bits settle m but in a few cells (see _CELL_SPLIT)
+        high = np.right_shift(x, np.uint64(48), out=tmp).astype(np.uint16)
         out = np.empty(self.n) if out is None else out
-        target = out if self._order is None else np.empty(self.n)
-        for block, a, b in self._runs:
-            target[a:b] = _block_draws(self.seed, r, block)[self._offsets[a:b]]
-        if self._order is not None:
-            out[self._order] = target
+        out[:] = _CELL_VALUE[high]
+        split = np.flatnonzero(_CELL_SPLIT[high])
+        if len(split):
+            out[split] = np.searchsorted(_THRESHOLDS, (x[split] >> np.uint64(32)).astype(np.uint32), side="right")
         return out
 
 
