@@ -453,12 +453,27 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
         lines.append(f"check at {rows:,} rows on {n} running worker(s) ({T} tasks of {r:,} rows): predicted {predicted:.1f} s, "
                      f"measured {measured:.1f} s")
     n_rows, n_workers, n_files = 10**10, 100, 2000
+
+    def say(total, parts, T, r, label):
+        workers, client = parts["tasks on the workers"], parts["client (overlaps them)"]
+        return (f"prediction, 1e10 rows in {n_files:,} files on {n_workers} workers ({T:,} tasks of {r:,} rows), {label}: "
+                f"{total:.0f} s = start {parts['start']:.1f} + listing {parts['listing']:.1f} + max(workers {workers:.1f}, "
+                f"client {client:.1f}) + finish {parts['finish (bootstrap)']:.1f}"
+                + (" (the client's merging sets the pace)" if client > workers else ""))
+
     for label, footer in (("local disk", listing / files), ("object store, 30 ms per footer (assumed)", 0.030)):
         total, parts, T, r = model(n_rows, n_workers, n_files, start=results["fixed"], footer=footer)
-        lines.append(f"prediction, 1e10 rows in {n_files:,} files on {n_workers} workers ({T:,} tasks of {r:,} rows), {label}: "
-                     f"{total:.0f} s = " + " + ".join(f"{k} {v:.1f}" for k, v in parts.items() if k != "client (overlaps them)")
-                     + f"; the client's {parts['client (overlaps them)']:.1f} s overlap the tasks")
+        lines.append(say(total, parts, T, r, label))
     lines.append(f"client traffic at 1e10 rows: {T:,} states x {len(blob):,} bytes = {T * len(blob) / 1e6:.0f} MB")
+    big = MAX_TASK_ROWS * 4  # CALIBCLI_TASK_ROWS=33554432: a quarter of the tasks, and of the client's merging
+    r_big = min(big, math.ceil(n_rows / n_workers))
+    T_big = math.ceil(n_rows / r_big)
+    workers_big = math.ceil(T_big / n_workers) * (r_big * per_row + worker)
+    client_big = T_big * (serial + merge)
+    total_big = results["fixed"] + n_files * listing / files + max(workers_big, client_big) + finish
+    lines.append(say(total_big, {"start": results["fixed"], "listing": n_files * listing / files,
+                                 "tasks on the workers": workers_big, "client (overlaps them)": client_big,
+                                 "finish (bootstrap)": finish}, T_big, r_big, f"local disk, CALIBCLI_TASK_ROWS={big}"))
     # smece: the same model with its own per-row time, state and merge (measured here in this process)
     from calibcli.evaluation import SmoothInputAccumulator, SmoothOptions
 

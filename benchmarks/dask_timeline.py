@@ -70,7 +70,10 @@ def main() -> None:
         if not state.get("recording"):
             self.client.get_task_stream()  # installs the scheduler's task-stream recorder
             state["recording"] = True
-        event(f"{len(fragments)} fragment tasks submitted")
+        from calibcli.evaluation import pack_fragments, task_rows
+
+        tasks = pack_fragments(fragments, self.task_rows or task_rows(fragments, self.workers))
+        event(f"{len(fragments)} fragments submitted as {len(tasks)} tasks")
         consumer, sizes, first = 0.0, [], True
         for document in engine_map(self, fragments, kind, **kwargs):
             if first:
