@@ -74,6 +74,7 @@ def report() -> None:
     """Say ``Error: interrupted`` on stderr, once however many layers see the interrupt."""
     import sys
 
+    _state["redeliver"] = False  # the interrupt has arrived: nothing is left to deliver again
     if not _state["reported"]:
         _state["reported"] = True
         sys.stderr.write("Error: interrupted\n")
@@ -119,16 +120,17 @@ def _unraisable(args, *, previous) -> None:
 
 def _redeliver(signum: int) -> None:
     """While an interrupt is waiting to be raised again (:func:`_unraisable`), signal the main thread every
-    20 ms (it raises at its next instruction outside a finalizer); give up after 5 s or once it is reported."""
+    20 ms (it raises at its next instruction outside a finalizer) until the handler has raised it (or it was
+    reported, or the request forgotten); give up after 5 s. The stop is this interrupt's own state, not whether
+    an earlier run in the same process reported one."""
     import _thread
 
     try:
         for _ in range(250):
             time.sleep(0.02)
-            if _state["reported"] or not _requested.is_set():
+            if not _state.get("redeliver") or not _requested.is_set():
                 return
-            if _state.get("redeliver"):
-                _thread.interrupt_main(signum)
+            _thread.interrupt_main(signum)
     finally:
         _state["watchdog"] = False
 

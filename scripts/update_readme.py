@@ -18,8 +18,10 @@ repository alone. The environment is fixed: ``COLUMNS`` (:data:`COLUMNS`) for th
 What may differ between a run and the README, and is normalised on both sides (:func:`normalise`) before
 comparing: the tool version (``calibcli 0.1.0``, ``"version": "0.1.0"``), the scratch directory's and the
 repository's absolute paths, a figure's size in bytes (it follows matplotlib's and the fonts' versions),
-spaces at the end of a line and blank lines at the end of an output. Nothing else: every number, path and
-message must match. Refreshing also copies the figures the examples draw (``-o docs/figures/...``) into the
+spaces at the end of a line and blank lines at the end of an output. Numbers are compared to a stated
+tolerance (:data:`RELATIVE_TOLERANCE`, :data:`NOISE`: one unit in the last printed digit, so another machine's
+floating-point rounding does not fail the check), the padding of tables with them; every other character, path,
+message and integer must match. Refreshing also copies the figures the examples draw (``-o docs/figures/...``) into the
 repository's ``docs/``, so the pictures and the text that describes them stay in step.
 
 ``tests/test_readme.py`` runs the same comparison (and checks that every command of ``calibcli --help`` has
@@ -200,13 +202,61 @@ def _relative(lines: list[str], cwd: str) -> list[str]:
     return [line.replace(real, "").replace(cwd + "/", "").replace(str(ROOT) + "/", "").rstrip() for line in lines]
 
 
+#: How far a printed number may move between machines (another NumPy, SciPy or BLAS build, another CPU kernel)
+#: and still be the README's number: one unit in its last printed digit, 1e-9 relative, or, for two numbers both
+#: below 1e-12 in magnitude, anything (floating-point noise around an exact zero, such as a Wald z of 5e-15).
+#: Integers (counts, sizes, exit codes) and all the text around the numbers must match exactly.
+RELATIVE_TOLERANCE = 1e-9
+NOISE = 1e-12
+
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])")
+_PADDING = re.compile(r"[ ─━═]+")  # table padding and rules: a wider number widens its column
+
+
+def _last_digit_unit(token: str) -> float:
+    """One unit in the last printed digit of a decimal number: '0.06027' -> 1e-5, '2.497e-11' -> 1e-14."""
+    mantissa, _, exponent = token.lower().lstrip("+-").partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 10.0 ** (int(exponent or 0) - decimals)
+
+
+def _numbers_agree(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    integral = not re.search(r"[.eE]", a) and not re.search(r"[.eE]", b)
+    if integral:
+        return False
+    x, y = float(a), float(b)
+    if abs(x) < NOISE and abs(y) < NOISE:
+        return True
+    unit = max(_last_digit_unit(a), _last_digit_unit(b))
+    return abs(x - y) <= max(unit * (1 + 1e-9), RELATIVE_TOLERANCE * max(abs(x), abs(y)))
+
+
+def lines_agree(want: str, have: str) -> bool:
+    """Two output lines say the same: the same text (padding aside) and numbers within the tolerance above."""
+    if want == have:
+        return True
+    want_numbers, have_numbers = _NUMBER.findall(want), _NUMBER.findall(have)
+    if len(want_numbers) != len(have_numbers):
+        return False
+    want_text = _PADDING.sub(" ", _NUMBER.sub("#", want)).strip()
+    have_text = _PADDING.sub(" ", _NUMBER.sub("#", have)).strip()
+    return want_text == have_text and all(map(_numbers_agree, want_numbers, have_numbers))
+
+
+def outputs_agree(want: list[str], have: list[str]) -> bool:
+    """A command's normalised output says what the README's does, line by line (:func:`lines_agree`)."""
+    return len(want) == len(have) and all(map(lines_agree, want, have))
+
+
 def differences(results) -> list[str]:
-    """Unified diffs of every command whose normalised output differs from the README's."""
+    """Unified diffs of every command whose normalised output differs from the README's (beyond the tolerance)."""
     diffs = []
     for block, outputs in results:
         for c, got in zip(block.commands, outputs):
             want, have = normalise(c.expected), normalise(got)
-            if want != have:
+            if not outputs_agree(want, have):
                 diffs.append(f"README.md line {c.line}: $ {c.command}\n" + "\n".join(
                     difflib.unified_diff(want, have, "README", "now", lineterm="", n=1)))
     return diffs
@@ -231,7 +281,8 @@ def rewrite(text: str, results) -> str:
         body = []
         for c, got in zip(block.commands, outputs):
             body.append(f"$ {c.command}")
-            body.extend(got)
+            # an output within the tolerance is left as the README has it: no churn from another machine's digits
+            body.extend(c.expected if outputs_agree(normalise(c.expected), normalise(got)) else got)
             body.extend([""] * c.trailing_blank)
         lines[block.start : block.end] = body
     return "\n".join(lines)

@@ -145,8 +145,8 @@ def test_a_local_cluster_of_workers_runs_and_is_shut_down(shards):
     doc = json.loads(r.stdout)
     assert doc["parameters"]["workers"] == 2
     assert_same_report(doc, _json("ece", shards, *options))
-    time.sleep(0.5)
-    assert {p.pid for p in psutil.Process().children(recursive=True)} <= before  # the workers are gone
+    _wait_for(lambda: {p.pid for p in psutil.Process().children(recursive=True)} <= before, 60,
+              "the workers to be gone")
 
 
 def _binned(stream):
@@ -466,7 +466,17 @@ def test_ctrl_c_stops_the_run_and_the_local_cluster(tmp_path):
         assert first.startswith("Dask: a local cluster of 1 worker processes"), first
         children = psutil.Process(cli.pid).children(recursive=True)
         assert children
-        time.sleep(0.5)
+        # the signal comes once the worker is at work (its CPU time), not after a fixed sleep
+        def cpu() -> float:
+            total = 0.0
+            for c in children:
+                try:
+                    total += c.cpu_times().user
+                except psutil.Error:
+                    pass
+            return total
+
+        _wait_for(lambda: cpu() > 1.0 or cli.poll() is not None, 120, "the worker to start computing")
         cli.send_signal(signal.SIGINT)
         _, stderr = cli.communicate(timeout=60)
     finally:

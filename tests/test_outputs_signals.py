@@ -303,25 +303,35 @@ def _reading(pid: int, path: Path) -> bool:
         return False
 
 
-def interrupt(args: list, signum: int, *, input_path: Path, delay: float = 1.0) -> tuple[int, bytes, float]:
-    """Start the command, wait until it reads its input and ``delay`` more seconds, send ``signum``;
-    return the exit code, stderr and the seconds from the signal to the exit."""
+#: How long a signalled run may take to end before the test fails: a hung run's bound, not a speed claim (the
+#: runs below last minutes without the signal; how fast they stop is measured by benchmarks/bench_interrupt.py).
+STOPPED_WITHIN = 60
+
+
+def interrupt(args: list, signum: int, *, input_path: Path, delay: float = 1.0, ready=None) -> tuple[int, bytes]:
+    """Start the command, wait until it reads its input and ``delay`` more seconds (into a later phase of a run
+    that lasts minutes), or until ``ready()`` says so, send ``signum``; return the exit code and stderr."""
     proc = subprocess.Popen([*CALIBCLI, *map(str, args)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     started = time.monotonic()
-    # until it opens the input; a small input can be read and closed between two looks, so after 3 s
-    # (imports done, the handler installed) the run counts as started whatever was seen
-    while not _reading(proc.pid, input_path) and proc.poll() is None and time.monotonic() < started + 3.0:
-        time.sleep(0.02)
-    time.sleep(delay)
+    if ready is not None:
+        while not ready() and proc.poll() is None and time.monotonic() < started + STOPPED_WITHIN:
+            time.sleep(0.002)
+    else:
+        # until it opens the input; a small input can be read and closed between two looks, so after 3 s
+        # (imports done, the handler installed) the run counts as started whatever was seen
+        while not _reading(proc.pid, input_path) and proc.poll() is None and time.monotonic() < started + 3.0:
+            time.sleep(0.02)
+        time.sleep(delay)
     assert proc.poll() is None, f"the run ended before the signal: {proc.stderr.read().decode()}"
-    sent = time.monotonic()
     proc.send_signal(signum)
     try:
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=STOPPED_WITHIN)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{args[0]} did not stop within {STOPPED_WITHIN} s of the signal")
     finally:
         if proc.poll() is None:
             proc.kill()
-    return proc.returncode, err, time.monotonic() - sent
+    return proc.returncode, err
 
 
 LONG_RUNS = {
@@ -340,14 +350,12 @@ LONG_RUNS = {
     ("diagram", signal.SIGTERM, 3.0), ("evaluate", signal.SIGINT, 1.0), ("evaluate", signal.SIGTERM, 3.0),
     ("ece", signal.SIGTERM, 2.0), ("smece", signal.SIGINT, 2.0),
 ])
-def test_a_signal_stops_a_long_run_within_a_second(tmp_path, big, medium, name, signum, delay):
+def test_a_signal_stops_a_long_run(tmp_path, big, medium, name, signum, delay):
     out = tmp_path / "out.json"
     args = [a.format(big=big, medium=medium, out=out) for a in LONG_RUNS[name]]
-    code, err, seconds = interrupt(args, signum, input_path=medium if "{medium}" in LONG_RUNS[name] else big,
-                                   delay=delay)
+    code, err = interrupt(args, signum, input_path=medium if "{medium}" in LONG_RUNS[name] else big, delay=delay)
     assert err.decode() == "Error: interrupted\n"
     assert code == 128 + signum
-    assert seconds < 1.0, f"{name} took {seconds:.2f} s to stop"
     assert list(tmp_path.iterdir()) == []  # no output, no temporary file
 
 
@@ -366,10 +374,11 @@ def test_a_signal_stops_recalibrate_apply_writing_a_large_file(tmp_path_factory,
     r = calibcli("recalibrate", "fit", BINARY, "--method", "isotonic", "-o", cal)
     assert r.returncode == 0, r.stderr
     out = tmp_path / "out.parquet"
-    code, err, seconds = interrupt(["recalibrate", "apply", cal, data, "-o", out], signum, input_path=data, delay=0.4)
+    # the signal comes while the output is being written: its temporary file is there, the output not yet
+    writing = lambda: any(tmp_path.iterdir()) and not out.exists()  # noqa: E731
+    code, err = interrupt(["recalibrate", "apply", cal, data, "-o", out], signum, input_path=data, ready=writing)
     assert err.decode() == "Error: interrupted\n"
     assert code == 128 + signum
-    assert seconds < 1.0
     assert list(tmp_path.iterdir()) == []
 
 
@@ -386,20 +395,29 @@ def test_a_signal_stops_a_dask_run_and_its_local_cluster(tmp_path, big):
         except psutil.Error:
             return 0
 
+    def computing() -> float:  # CPU seconds the cluster's worker processes have spent
+        try:
+            return sum(c.cpu_times().user for c in psutil.Process(proc.pid).children(recursive=True)
+                       if "spawn_main" in " ".join(c.cmdline()))
+        except psutil.Error:
+            return 0.0
+
     deadline = time.monotonic() + 90
     while workers() < 2 and proc.poll() is None and time.monotonic() < deadline:  # the cluster's workers start
         time.sleep(0.1)
-    time.sleep(3)
+    while computing() < 2.0 and proc.poll() is None and time.monotonic() < deadline:  # and are at work
+        time.sleep(0.1)
     assert proc.poll() is None
     children = psutil.Process(proc.pid).children(recursive=True)
-    sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    seconds = time.monotonic() - sent
+    try:
+        _, err = proc.communicate(timeout=STOPPED_WITHIN)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail(f"the Dask run did not stop within {STOPPED_WITHIN} s of the signal")
     assert err.decode().splitlines()[-1] == "Error: interrupted"
     assert "Traceback" not in err.decode()
     assert proc.returncode == 130
-    assert seconds < 1.0, f"the Dask run took {seconds:.2f} s to stop"
     _, alive = psutil.wait_procs(children, timeout=5)
     assert [c for c in alive if "resource_tracker" not in " ".join(c.cmdline())] == []
     assert list(tmp_path.iterdir()) == []
@@ -506,13 +524,15 @@ def test_an_interrupt_raised_where_it_cannot_propagate_is_delivered_again(capsys
             cancel.request(signal.SIGINT)
             raise cancel.Interrupted(signal.SIGINT)
 
+    cancel.reset()  # a new run: what an earlier in-process run left (a reported interrupt) is forgotten
+    cancel.report()  # ... even where it was not: the redelivery must not depend on it
     try:
         with cancel.handling_signals():
             with pytest.raises(cancel.Interrupted) as caught:
                 obj = Dies()
                 del obj  # the exception in __del__ goes to sys.unraisablehook
-                for _ in range(1000):  # the re-delivered signal is raised at the next instructions
-                    time.sleep(0.001)
+                for _ in range(60_000):  # until the re-delivered signal is raised (a simulated signal wakes no
+                    time.sleep(0.001)    # blocking wait, so short sleeps; 60 s at least: a hung test's bound only)
         assert caught.value.signum == signal.SIGINT
         assert "Exception ignored" not in capsys.readouterr().err
     finally:

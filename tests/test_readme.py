@@ -95,6 +95,37 @@ def test_normalise_touches_only_version_paths_and_trailing_spaces():
     assert ur.normalise(["(PNG, 1950x1125 px, 1 bytes)"]) != ur.normalise(["(PNG, 1500x832 px, 1 bytes)"])
 
 
+def test_numbers_agree_to_the_digits_shown_and_nothing_else_moves():
+    agree = ur.lines_agree
+    # another build's last bits of a full-precision float (Platt's a on two machines)
+    assert agree('"params": {"a": 0.1547454065078526, "b": -0.04}', '"params": {"a": 0.15474540650785265, "b": -0.04}')
+    # noise around an exact zero, whatever its sign and digits
+    assert agree("Wald test of slope = 1: z 5.166e-15, p 1", "Wald test of slope = 1: z -4.278e-15, p 1")
+    # one unit in the last printed digit (a value on a rounding boundary), and a wider column
+    assert agree("│ ece_l1_plugin │ 0.06027 │", "│ ece_l1_plugin │ 0.06028 │")
+    assert agree("│ x │ 9.312e-16 │", "│ x │ -1e-15    │")
+    assert agree("│ ab     │ 1 │\n", "│ ab │ 1 │\n") is True
+    assert agree("─────┼──", "──────┼──")
+    # but a real change does not pass
+    assert not agree("│ ece_l1_plugin │ 0.06027 │", "│ ece_l1_plugin │ 0.06029 │")
+    assert not agree("p 2.497e-11", "p 2.6e-11")
+    assert not agree("569 rows", "568 rows")  # integers exactly
+    assert not agree("exit 1", "exit 2")
+    assert not agree("ece_l1_plugin 0.06", "ece_l2_plugin 0.06")  # the text exactly
+    assert not agree("a 0.1 b", "a 0.1")
+    assert not agree("p_0 0.5", "p_1 0.5")  # digits inside names are text
+    assert not ur.outputs_agree(["a", "b"], ["a"])
+    assert ur.outputs_agree(["x 0.1547454065078526"], ["x 0.15474540650785265"])
+
+
+def test_refreshing_keeps_outputs_that_agree_within_the_tolerance(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("```\n$ printf '0.15474540650785265 a\\n'\n0.1547454065078526 a\n$ printf 'x\\n'\ny\n```\n")
+    assert ur.main(["--check", "--readme", str(readme)]) == 1  # 'y' is stale, the float is not
+    assert ur.main(["--readme", str(readme)]) == 0
+    assert readme.read_text() == "```\n$ printf '0.15474540650785265 a\\n'\n0.1547454065078526 a\n$ printf 'x\\n'\nx\n```\n"
+
+
 # --------------------------------------------------------------------------- the README itself
 
 
