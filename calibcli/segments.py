@@ -1,0 +1,204 @@
+"""Segments of a population for the multicalibration audit (SPEC 9): segment columns coded, intersections.
+
+A *segment column* is coded once, from a first look at its values:
+
+- **categorical** (strings, booleans, and numbers with at most ``segment_bins`` distinct values): a code per
+  value, the ``max_values`` most frequent kept (ties: the smaller value first) and the rest pooled as
+  ``other``; missing values (null, NaN) are a value of their own, ``missing``;
+- **numeric** (numbers with more distinct values): ``segment_bins`` equal-mass bins with SPEC 2.1's quantile
+  edges (an edge is the midpoint of two neighbouring sorted values; ties merge bins; a value equal to an edge
+  goes to the bin above), labelled ``[lo, hi)``; NaN is ``missing``.
+
+A *partition* is a combination of up to ``depth`` segment columns; its segments are the combinations of their
+codes (mixed radix: the first column's code varies slowest), so every row is in exactly one segment of each
+partition. The partition of no columns is the whole population. MCGrad's ``MulticalibrationError`` (Guy,
+Haimovich, Linder, Okati, Perini, Tax, Tygert, "Measuring multi-calibration", arXiv:2506.11251, 2025) forms
+the same segments from categorical and numerical feature columns; here they are codes and partitions, so a
+stream keeps per-segment sums instead of a segments-by-rows matrix.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from calibcli.binning import quantile_edges_sorted
+from calibcli.errors import CalibcliError
+
+KINDS = ("categorical", "numeric")
+OTHER = "other"
+MISSING = "missing"
+
+
+def _plain(value):
+    """A value as JSON and messages show it: Python scalars, not NumPy's (``3``, not ``np.int64(3)``)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _number(x: float) -> str:
+    return "-inf" if x == -math.inf else "inf" if x == math.inf else f"{x:.6g}"
+
+
+@dataclass(frozen=True)
+class ColumnCoding:
+    """How one segment column's values become codes ``0..n_codes-1`` (see the module docstring)."""
+
+    column: str
+    kind: str  # "categorical" or "numeric"
+    values: tuple = ()  # categorical: the kept values, by code
+    edges: tuple[float, ...] = ()  # numeric: interior edges, increasing
+    other: bool = False  # categorical: a code for the values not kept
+    missing: bool = False  # a code for missing values
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Each code's label, as tables show it."""
+        if self.kind == "categorical":
+            kept = tuple(str(_plain(v)) for v in self.values)
+        else:
+            bounds = (-math.inf, *self.edges, math.inf)
+            kept = tuple(f"[{_number(lo)}, {_number(hi)})" for lo, hi in zip(bounds[:-1], bounds[1:]))
+        return kept + ((OTHER,) if self.other else ()) + ((MISSING,) if self.missing else ())
+
+    @property
+    def n_codes(self) -> int:
+        return len(self.labels)
+
+    def definition(self, code: int):
+        """What code ``code`` stands for in a report's segment ``definition``: the value itself (categorical),
+        the bin's label (numeric), or ``other`` / ``missing``."""
+        kept = len(self.values) if self.kind == "categorical" else len(self.edges) + 1
+        if code < kept and self.kind == "categorical":
+            return _plain(self.values[code])
+        return self.labels[code]
+
+    def encode(self, values) -> np.ndarray:
+        """Each row's code (int64) for an array of this column's values (NumPy, or pyarrow with nulls)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(np.asarray(values))
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary_decode()
+        missing = np.asarray(arr.is_null(nan_is_null=True).to_numpy(zero_copy_only=False), dtype=bool)
+        if self.kind == "numeric":
+            x = np.asarray(pc.fill_null(pc.cast(arr, pa.float64()), 0.0).to_numpy(zero_copy_only=False), dtype=np.float64)
+            codes = np.searchsorted(np.asarray(self.edges, dtype=np.float64), x, side="right").astype(np.int64)
+        else:
+            kept = pa.array(list(self.values)) if self.values else pa.array([], type=arr.type)
+            if kept.type != arr.type:  # int32 batches against int64 values, large_string against string, ...
+                try:
+                    kept = kept.cast(arr.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    arr = arr.cast(kept.type)
+            index = pc.index_in(arr, value_set=kept)
+            codes = np.asarray(pc.fill_null(index, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+            if (codes[~missing] < 0).any():
+                if not self.other:  # only possible for values never seen when the coding was made
+                    raise CalibcliError(f"segment column {self.column!r} has a value its coding did not see: "
+                                        "code the column from all the rows it is applied to")
+                codes[(codes < 0) & ~missing] = len(self.values)
+        if missing.any():
+            if not self.missing:
+                raise CalibcliError(f"segment column {self.column!r} has missing values its coding did not see: "
+                                    "code the column from all the rows it is applied to")
+            codes[missing] = self.n_codes - 1
+        return codes
+
+
+def categorical_coding(column: str, counts: dict, n_missing: int, *, max_values: int) -> ColumnCoding:
+    """The coding of a categorical column from its values' counts (``value -> rows``) and its missing count:
+    the ``max_values`` most frequent values kept (ties: the smaller value first), the rest ``other``."""
+    if max_values < 1:
+        raise CalibcliError(f"{{opt:max_values}} is {max_values}: expected at least 1 value per column")
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], _sort_key(kv[0])))
+    kept = tuple(sorted((v for v, _ in ranked[:max_values]), key=_sort_key))
+    return ColumnCoding(column, "categorical", values=kept, other=len(ranked) > max_values, missing=n_missing > 0)
+
+
+def _sort_key(value):
+    """Values of one column sort among themselves; a column mixing types sorts by type name first."""
+    return (type(value).__name__, value)
+
+
+def numeric_coding(column: str, sorted_values: np.ndarray, n_missing: int, *, segment_bins: int) -> ColumnCoding:
+    """The coding of a numeric column from its sorted non-missing values: SPEC 2.1's quantile edges."""
+    if segment_bins < 2:
+        raise CalibcliError(f"{{opt:segment_bins}} is {segment_bins}: expected at least 2 bins per numeric column")
+    edges = quantile_edges_sorted(np.asarray(sorted_values, dtype=np.float64), segment_bins)
+    return ColumnCoding(column, "numeric", edges=tuple(float(e) for e in edges), missing=n_missing > 0)
+
+
+def is_numeric_type(arrow_type) -> bool:
+    import pyarrow.types as pt
+
+    return (pt.is_integer(arrow_type) or pt.is_floating(arrow_type)) and not pt.is_boolean(arrow_type)
+
+
+def code_column(column: str, values, *, max_values: int, segment_bins: int) -> ColumnCoding:
+    """The coding of one segment column from all its values at once (in memory; a stream builds the same
+    coding from mergeable counts and a quantile sketch): numeric when the values are numbers with more than
+    ``segment_bins`` distinct values, else categorical."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(np.asarray(values))
+    missing = pc.is_null(arr, nan_is_null=True)
+    n_missing = int(pc.sum(missing).as_py() or 0)
+    present = pc.filter(arr, pc.invert(missing))
+    counts = pc.value_counts(present)
+    if is_numeric_type(arr.type) and len(counts) > segment_bins:
+        x = np.sort(np.asarray(present.to_numpy(zero_copy_only=False), dtype=np.float64))
+        return numeric_coding(column, x, n_missing, segment_bins=segment_bins)
+    table = {v.as_py(): c.as_py() for v, c in zip(counts.field("values"), counts.field("counts"))}
+    return categorical_coding(column, table, n_missing, max_values=max_values)
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A combination of segment columns (indices into the codings; empty: the whole population)."""
+
+    columns: tuple[int, ...]
+    sizes: tuple[int, ...]  # each column's number of codes
+
+    @property
+    def n_segments(self) -> int:
+        return math.prod(self.sizes)
+
+    def segment_ids(self, codes: list[np.ndarray], n_rows: int) -> np.ndarray:
+        """Each row's segment in this partition (mixed radix of its columns' codes), int64."""
+        ids = np.zeros(n_rows, dtype=np.int64)
+        for col, size in zip(self.columns, self.sizes):
+            ids *= size
+            ids += codes[col]
+        return ids
+
+    def codes_of(self, segment: int) -> tuple[int, ...]:
+        """The column codes of segment ``segment`` (the inverse of the mixed radix)."""
+        out = []
+        for size in reversed(self.sizes):
+            segment, code = divmod(segment, size)
+            out.append(code)
+        return tuple(reversed(out))
+
+
+def partitions(codings: list[ColumnCoding], depth: int) -> list[Partition]:
+    """The whole population, then every combination of 1..``depth`` segment columns (in column order)."""
+    if depth < 1:
+        raise CalibcliError(f"{{opt:depth}} is {depth}: expected 1 (each column alone) or more (intersections)")
+    out = [Partition((), ())]
+    for d in range(1, min(depth, len(codings)) + 1):
+        for combo in itertools.combinations(range(len(codings)), d):
+            out.append(Partition(combo, tuple(codings[c].n_codes for c in combo)))
+    return out
+
+
+def definition(codings: list[ColumnCoding], partition: Partition, segment: int) -> dict:
+    """A segment as a report names it: ``{column: value or bin label}`` (``{}`` for the whole population)."""
+    return {codings[c].column: codings[c].definition(code) for c, code in zip(partition.columns,
+                                                                             partition.codes_of(segment))}
