@@ -58,7 +58,7 @@ def _counts(successes, trials) -> tuple[np.ndarray, np.ndarray]:
     if bad.any():
         i = np.flatnonzero(bad.reshape(-1))[0]
         raise CalibcliError(
-            f"bin {i} has {k.reshape(-1)[i]!r} successes out of {n.reshape(-1)[i]!r} trials: expected "
+            f"bin {i} has {float(k.reshape(-1)[i]):g} successes out of {float(n.reshape(-1)[i]):g} trials: expected "
             "finite counts with 0 <= successes <= trials")
     return np.minimum(k, n), n
 
