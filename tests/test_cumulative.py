@@ -115,6 +115,25 @@ def test_segments_equal_each_segment_alone():
     assert res.ecce_r[0] == pytest.approx(single.ecce_r, abs=1e-15)
 
 
+def test_segment_of_zero_weight_is_empty_and_leaves_the_others_alone():
+    rng = np.random.default_rng(12)
+    y, s, w = tied_data(rng, 300)
+    ids = rng.integers(0, 3, size=300)
+    w[ids == 0] = 0.0  # segment 0 has rows but no weight: no population
+    res = cu.ecce_segments(y, s, ids, sample_weight=w)
+    assert res.rows[0] == (ids == 0).sum() and res.weight[0] == 0 and np.isnan(res.ecce_r[0])
+    assert np.isnan(res.sigma[0]) and np.isnan(res.ecce_r_pvalue[0])
+    for g in (1, 2):
+        assert abs(res.ecce_r[g] - reference(y[ids == g], s[ids == g], w[ids == g])["ecce_r"]) <= 1e-12
+    sums = cu.cell_sums(y, s, cu.uniform_cells(s, 8), n_cells=8, segment_ids=ids, n_segments=3, sample_weight=w)
+    g, c = np.nonzero(sums.rows)
+    sparse = cu.ecce_from_cell_entries(g, c, sums.w[g, c], sums.wy[g, c], sums.ws[g, c], sums.w2v[g, c],
+                                       sums.wabs[g, c], n_segments=3)
+    dense = cu.ecce_from_cells(sums)
+    assert np.isnan(sparse.ecce_r[0]) and np.isnan(dense.ecce_r[0])
+    np.testing.assert_allclose(sparse.ecce_r[1:], dense.ecce_r[1:], atol=1e-12)
+
+
 def test_segments_2d_array_and_default_sizes():
     rng = np.random.default_rng(8)
     y, s, w = tied_data(rng, 400)
