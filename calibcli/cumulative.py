@@ -352,7 +352,7 @@ def _finish(mx, mn, sigma, rows, weight, bound, partition=None, segment=None, sc
 # ---------------------------------------------------------------------------------------------------------
 
 
-def cumulative_differences(y_true, y_prob, sample_weight=None) -> CumulativeDifferences:
+def cumulative_differences(y_true, y_prob, *, sample_weight=None) -> CumulativeDifferences:
     """``C_k`` at the end of each block of equal scores, weights normalised to sum 1 (SPEC 9).
 
     Rows are sorted by score with a stable sort; rows with equal scores form one block and ``C`` is
@@ -369,7 +369,7 @@ def cumulative_differences(y_true, y_prob, sample_weight=None) -> CumulativeDiff
     return CumulativeDifferences(scores=s[ends], weight=block_w, c=c, sigma=sigma)
 
 
-def ecce(y_true, y_prob, sample_weight=None) -> EcceResult:
+def ecce(y_true, y_prob, *, sample_weight=None) -> EcceResult:
     """ECCE-MAD and ECCE-R of one population, with sigma, both sigma scales and both p-values (floats).
 
     Sources: Arrieta-Ibarra et al., JMLR 23 (2022); Tygert, J. Big Data 8 (2021); see the module docstring.
@@ -408,7 +408,7 @@ def _check_partitions(segment_ids, n: int, n_segments) -> tuple[list[np.ndarray]
             raise CalibcliError(
                 f"segment_ids[{p}] has type {ids.dtype}: expected integers (a segment's index, -1 for none)")
         top = int(ids.max()) if n else -1
-        low = int(ids.min()) if n else 0
+        low = int(ids.min()) if n and ids.dtype.kind == "i" else 0
         if low < -1:
             raise CalibcliError(f"segment_ids[{p}] has the id {low}: expected ids >= 0, or -1 for a row in no segment")
         if g is None:
