@@ -78,6 +78,7 @@ __all__ = [
     "ecce_mad_pvalue",
     "ecce_r_pvalue",
     "minimum_detectable_ecce_sigma",
+    "relative_percent",
 ]
 
 # ---------------------------------------------------------------------------------------------------------
@@ -267,6 +268,21 @@ def minimum_detectable_ecce_sigma(alpha=0.05, power=0.8):
         )
     out = np.asarray(range_brownian_isf(alpha)) + ndtri(power)
     return float(out) if out.ndim == 0 else out
+
+
+def relative_percent(ecce_sigma, *, global_sigma, prevalence):
+    """A sigma-scale statistic (a segment's ECCE-R/sigma, or MCE) on MCGrad's relative scale, in percent.
+
+    ``ecce_sigma * global_sigma / min(prevalence, 1 - prevalence) * 100``, with ``global_sigma`` the whole
+    population's sigma and ``prevalence`` its weighted rate of positives: MCGrad's
+    ``MulticalibrationError.mce_relative`` and ``segments_ecce_relative`` (the sigma scale converted back to
+    probability units with the *global* sigma, as a share of the rarer class's rate). Broadcast over
+    ``ecce_sigma``; NaN where the prevalence is 0 or 1.
+    """
+    x = np.asarray(ecce_sigma, dtype=np.float64)
+    base = min(float(prevalence), 1.0 - float(prevalence))
+    out = x * float(global_sigma) / base * 100.0 if base > 0 else np.full_like(x, np.nan)
+    return float(out) if np.ndim(out) == 0 else out
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -373,3 +373,10 @@ def test_minimum_detectable_ecce():
     res = cu.ecce_segments(y, s, np.repeat(np.arange(reps), n).astype(np.uint16))
     power = (res.ecce_r_pvalue <= 0.05).mean()
     assert power >= 0.8 - 3 * math.sqrt(0.8 * 0.2 / reps)
+
+
+def test_relative_percent_is_mcgrads_scale():
+    # MCGrad: mce_relative = mce_sigma * global sigma / min(p, 1 - p) * 100.
+    assert cu.relative_percent(4.0, global_sigma=0.002, prevalence=0.8) == pytest.approx(4.0 * 0.002 / 0.2 * 100)
+    np.testing.assert_allclose(cu.relative_percent([1.0, 2.0], global_sigma=0.01, prevalence=0.1), [10.0, 20.0])
+    assert math.isnan(cu.relative_percent(3.0, global_sigma=0.01, prevalence=0.0))
