@@ -1,0 +1,194 @@
+"""The multicalibration audit's numbers (SPEC 9): every segment's calibration, the worst first, and MCE.
+
+For each segment of each partition (:mod:`calibcli.segments`: the whole population, each segment column's
+values, their intersections up to a depth) the audit reports
+
+- ``rows``, ``weight`` and ``positives`` (``sum w y``), the mean prediction ``E / W`` and the observed rate
+  ``O / W`` (``O = sum w y``, ``E = sum w s``, ``W = sum w``), and ``o_e = O / E`` with a ``1 - alpha``
+  interval ``(O -+ z sqrt(V)) / E``, ``V = sum w^2 s (1 - s)``: the variance of ``O`` given the predictions
+  if they were calibrated (the Poisson-binomial variance behind ECCE's sigma; normal approximation);
+- ECCE-R and ECCE-MAD with their sigma scale and asymptotic p-values (:mod:`calibcli.cumulative`);
+- ``mde``: the minimum detectable ECCE-R at ``alpha`` and ``power``, in probability units (``sigma`` times
+  :func:`calibcli.cumulative.minimum_detectable_ecce_sigma`): how small a miscalibration this segment could
+  have revealed;
+- ``ece_l1_plugin``: the binned l1-ECE of the segment's rows (SPEC 2.2, uniform bins), a point estimate;
+- ``tested``: whether the segment has at least ``min_segment`` rows; smaller segments are counted, not
+  tested (no p-value, not in the adjustment, not in MCE);
+- ``p_adjusted``: the ECCE-R p-values adjusted over the tested segments by Holm, Benjamini-Hochberg or none
+  (:mod:`calibcli.multitest`).
+
+MCE is the largest ECCE-R/sigma over the tested segments (Guy, Haimovich, Linder, Okati, Perini, Tax and
+Tygert, "Measuring multi-calibration", arXiv:2506.11251, 2025); ``mce_pvalue`` accounts for the number of
+segments tested (Bonferroni by default: valid for overlapping segments); ``mce_relative`` is MCGrad's
+relative scale in percent (:func:`calibcli.cumulative.relative_percent`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from calibcli.cumulative import EcceResult, ecce_segments, minimum_detectable_ecce_sigma, relative_percent
+from calibcli.errors import CalibcliError
+from calibcli.multitest import ADJUST_METHODS, MCE_METHODS, adjust_pvalues, mce_pvalue
+from calibcli.segments import ColumnCoding, Partition, definition
+
+
+@dataclass(frozen=True)
+class AuditOptions:
+    """The audit's options (the CLI's flags of the same names)."""
+
+    depth: int = 2
+    max_values: int = 10
+    segment_bins: int = 4
+    min_segment: int = 100
+    alpha: float = 0.05
+    power: float = 0.8
+    adjust: str = "holm"
+    mce_method: str = "bonferroni"
+    n_bins: int = 15
+
+    def check(self) -> "AuditOptions":
+        if self.adjust not in ADJUST_METHODS:
+            raise CalibcliError(f"{{opt:adjust}} is {self.adjust!r}: expected one of {', '.join(ADJUST_METHODS)}")
+        if self.mce_method not in MCE_METHODS:
+            raise CalibcliError(f"{{opt:mce_method}} is {self.mce_method!r}: expected one of {', '.join(MCE_METHODS)}")
+        if not 0.0 < self.power < 1.0:
+            raise CalibcliError(f"{{opt:power}} is {self.power:g}: expected a probability strictly between 0 and 1")
+        if self.min_segment < 1:
+            raise CalibcliError(f"{{opt:min_segment}} is {self.min_segment}: expected at least 1 row")
+        return self
+
+
+@dataclass(frozen=True)
+class SegmentSums:
+    """Per-segment sums, one entry per segment of every partition (partitions one after another)."""
+
+    rows: np.ndarray
+    w: np.ndarray
+    wy: np.ndarray
+    ws: np.ndarray
+    w2v: np.ndarray  # sum of w^2 s (1 - s)
+    ece_l1: np.ndarray  # the binned l1-ECE of each segment's rows
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """Every segment (a list of dicts, worst first: largest ECCE-R/sigma, untested last) and the summary."""
+
+    segments: list[dict]
+    mce_sigma: float
+    mce_pvalue: float
+    mce_relative: float
+    n_segments: int  # segments with rows
+    n_segments_tested: int
+    population: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"mce_sigma": self.mce_sigma, "mce_pvalue": self.mce_pvalue, "mce_relative": self.mce_relative,
+                "n_segments": self.n_segments, "n_segments_tested": self.n_segments_tested,
+                "population": self.population, "segments": self.segments}
+
+
+def segment_sums(y: np.ndarray, s: np.ndarray, w: np.ndarray, ids: list[np.ndarray], sizes: list[int], *,
+                 n_bins: int) -> SegmentSums:
+    """The per-segment sums of every partition, one ``bincount`` per sum and partition (no loop over segments)."""
+    bins = np.minimum((s * n_bins).astype(np.int64), n_bins - 1)
+    v = w * w * s * (1.0 - s)
+    parts = {k: [] for k in ("rows", "w", "wy", "ws", "w2v", "ece_l1")}
+    for seg, g in zip(ids, sizes):
+        parts["rows"].append(np.bincount(seg, minlength=g))
+        parts["w"].append(np.bincount(seg, weights=w, minlength=g))
+        parts["wy"].append(np.bincount(seg, weights=w * y, minlength=g))
+        parts["ws"].append(np.bincount(seg, weights=w * s, minlength=g))
+        parts["w2v"].append(np.bincount(seg, weights=v, minlength=g))
+        key = seg * n_bins + bins
+        bw = np.bincount(key, weights=w, minlength=g * n_bins).reshape(g, n_bins)
+        gap = (np.bincount(key, weights=w * y, minlength=g * n_bins)
+               - np.bincount(key, weights=w * s, minlength=g * n_bins)).reshape(g, n_bins)
+        total = bw.sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            parts["ece_l1"].append(np.where(total > 0, np.abs(gap).sum(axis=1) / total, np.nan))
+    return SegmentSums(**{k: np.concatenate(v) for k, v in parts.items()})
+
+
+def finish(sums: SegmentSums, ecce: EcceResult, codings: list[ColumnCoding], partitions: list[Partition],
+           options: AuditOptions) -> AuditResult:
+    """The audit's result from the per-segment sums and ECCE statistics (both in partition order)."""
+    from scipy.special import ndtri
+
+    options.check()
+    nonempty = (sums.rows > 0) & (sums.w > 0)
+    tested = nonempty & (sums.rows >= options.min_segment)
+    p = np.where(tested, ecce.ecce_r_pvalue, np.nan)
+    p_adj = adjust_pvalues(p, options.adjust) if tested.any() else p
+    n_tested = int(tested.sum())
+    stat = np.where(tested, ecce.ecce_r_sigma, -np.inf)
+    mce = float(stat.max()) if n_tested else float("nan")
+    population = {"rows": int(sums.rows[0]), "weight": float(sums.w[0]),
+                  "observed_rate": float(sums.wy[0] / sums.w[0]), "mean_prediction": float(sums.ws[0] / sums.w[0]),
+                  "sigma": float(ecce.sigma[0])}
+    prevalence = population["observed_rate"]
+    mde_sigma = minimum_detectable_ecce_sigma(options.alpha, options.power)
+    z = float(ndtri(1.0 - options.alpha / 2.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        o_e = sums.wy / sums.ws
+        half = z * np.sqrt(sums.w2v) / sums.ws
+    order = np.lexsort((np.arange(len(stat)), -np.nan_to_num(stat, nan=-np.inf), ~tested))  # worst first
+    starts = np.cumsum([0] + [p_.n_segments for p_ in partitions])
+    which = np.searchsorted(starts, np.arange(len(stat)), side="right") - 1
+    segments = []
+    for i in order:
+        if not nonempty[i]:
+            continue
+        part = partitions[which[i]]
+        entry = {
+            "definition": definition(codings, part, int(i - starts[which[i]])),
+            "rows": int(sums.rows[i]),
+            "weight": float(sums.w[i]),
+            "positives": float(sums.wy[i]),
+            "mean_prediction": float(sums.ws[i] / sums.w[i]),
+            "observed_rate": float(sums.wy[i] / sums.w[i]),
+            "o_e": _num(o_e[i]),
+            "o_e_ci_low": _num(max(o_e[i] - half[i], 0.0)) if np.isfinite(half[i]) else None,
+            "o_e_ci_high": _num(o_e[i] + half[i]) if np.isfinite(half[i]) else None,
+            "ecce_r": float(ecce.ecce_r[i]),
+            "ecce_r_sigma": _num(ecce.ecce_r_sigma[i]),
+            "ecce_mad": float(ecce.ecce_mad[i]),
+            "ecce_mad_sigma": _num(ecce.ecce_mad_sigma[i]),
+            "sigma": float(ecce.sigma[i]),
+            "ecce_bound": float(ecce.error_bound[i]),
+            "tested": bool(tested[i]),
+            "p_value": _num(p[i]),
+            "p_adjusted": _num(p_adj[i]),
+            "mde": float(mde_sigma * ecce.sigma[i]),
+            "ece_l1_plugin": _num(sums.ece_l1[i]),
+        }
+        segments.append(entry)
+    return AuditResult(
+        segments=segments,
+        mce_sigma=mce,
+        mce_pvalue=_num(mce_pvalue(mce, n_tested, method=options.mce_method)) if n_tested else None,
+        mce_relative=_num(relative_percent(mce, global_sigma=population["sigma"], prevalence=prevalence))
+        if n_tested else None,
+        n_segments=int(nonempty.sum()),
+        n_segments_tested=n_tested,
+        population=population,
+    )
+
+
+def _num(x):
+    """A float for JSON: NaN as None (JSON has no NaN), inf kept as a float."""
+    x = float(x)
+    return None if np.isnan(x) else x
+
+
+def audit_arrays(y: np.ndarray, s: np.ndarray, w: np.ndarray, codes: list[np.ndarray], codings: list[ColumnCoding],
+                 partitions: list[Partition], options: AuditOptions) -> AuditResult:
+    """The audit of rows held in memory, exactly: ECCE of every segment after one sort
+    (:func:`calibcli.cumulative.ecce_segments`), the sums by ``bincount``."""
+    ids = [p.segment_ids(codes, len(s)) for p in partitions]
+    sizes = [p.n_segments for p in partitions]
+    ecce = ecce_segments(y, s, ids, n_segments=sizes, sample_weight=w)
+    return finish(segment_sums(y, s, w, ids, sizes, n_bins=options.n_bins), ecce, codings, partitions, options)
