@@ -12,6 +12,12 @@
   ``--group-by model``.
 - ``digits_svm.parquet``: 10 classes, a linear SVM's decision values as logits (``--logits``),
   out-of-fold, in one list column ``logits`` (the Parquet list layout).
+- ``ads_segments.csv``: binary, for the segment audit (``calibcli audit``). 20,000 simulated ad impressions
+  (``country``, ``device``, ``age``; ``label`` = clicked) whose click rate has an interaction the model lacks:
+  Brazilian Android users click far more than country and device alone say. The predictions ``prob`` are a
+  logistic regression on the main effects (one-hot country and device, age), out-of-fold: calibrated on
+  average and in every single column, miscalibrated in one intersection (``country=BR, device=android``,
+  about 5% of the rows), which the global ECE does not flag and the audit finds.
 
 Run: ``python sample_data/make_sample_data.py`` (needs scikit-learn; seeded, so the files are
 reproduced byte for byte up to the writers' versions).
@@ -68,6 +74,27 @@ def main() -> None:
     D = cross_val_predict(svm, X, y, cv=cv, method="decision_function")
     table = pa.table({"logits": pa.array(list(np.round(D, 8)), type=pa.list_(pa.float64())), "label": y})
     pq.write_table(table, HERE / "digits_svm.parquet")
+    ads_segments()
+
+
+def ads_segments(n: int = 20_000) -> None:
+    """``ads_segments.csv`` (see the module docstring): a model without an interaction the clicks have."""
+    rng = np.random.default_rng(SEED)
+    country = rng.choice(np.array(["US", "DE", "FR", "BR", "IN"]), n, p=[0.4, 0.2, 0.15, 0.15, 0.1])
+    device = rng.choice(np.array(["ios", "android", "web"]), n, p=[0.35, 0.4, 0.25])
+    age = rng.integers(18, 76, n)
+    base = {"US": -1.6, "DE": -1.9, "FR": -1.8, "BR": -1.4, "IN": -1.5}
+    shift = {"ios": 0.2, "android": 0.0, "web": -0.3}
+    logit = (np.vectorize(base.get)(country) + np.vectorize(shift.get)(device) - 0.015 * (age - 40)
+             + 0.9 * ((country == "BR") & (device == "android")))  # the interaction the model lacks
+    label = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-logit))).astype(np.int64)
+    X = pd.get_dummies(pd.DataFrame({"country": country, "device": device}), dtype=float)
+    X["age"] = (age - 40) / 15.0
+    cv = StratifiedKFold(n_splits=5, shuffle=True, random_state=SEED)
+    p = cross_val_predict(LogisticRegression(C=1.0, max_iter=1000), X.to_numpy(), label, cv=cv,
+                          method="predict_proba")[:, 1]
+    pd.DataFrame({"prob": np.round(p, 6), "label": label, "country": country, "device": device,
+                  "age": age}).to_csv(HERE / "ads_segments.csv", index=False)
 
 
 if __name__ == "__main__":
