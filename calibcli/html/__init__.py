@@ -3,8 +3,8 @@
 :func:`render_page` takes the document :func:`calibcli.commands.report.build_document` builds (the source of
 truth) and returns one self-contained page: styles, scripts and the SVG diagrams inline, no external URL,
 the document itself embedded as ``<script type="application/json" id="report-data">`` (without the SVG
-text, which is in the page already). Jinja2 is an optional dependency (``pip install 'calibcli[report]'``),
-imported only here.
+text, which is in the page already). Jinja2 is a base dependency, imported only here (when a page is
+rendered), so that start-up does not pay for it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ SVG_IN_PAGE = "inline in the page"
 
 
 def require_jinja2():
-    """The jinja2 module, or a usage error that says how to install it."""
+    """The jinja2 module, or a usage error that says how to install it (a base dependency: missing only from
+    an environment installed without dependencies)."""
     try:
         import jinja2
     except ModuleNotFoundError:
