@@ -11,8 +11,9 @@ the text is changed only where the sink would have interpreted it, and what cann
 =============  ==========================  =======================================================================
 sink           function                    what it does
 =============  ==========================  =======================================================================
-matplotlib     :func:`for_matplotlib`      ``$`` escaped as ``\\$`` (mathtext stays off for the name; for Text
-                                           objects with the default ``parse_math=True`` and ``usetex=False``)
+matplotlib     :func:`for_matplotlib`      controls made visible as for the terminal, then ``$`` escaped as ``\\$``
+                                           (mathtext stays off for the name; for Text objects with the default
+                                           ``parse_math=True`` and ``usetex=False``)
 terminal       :func:`for_terminal`        control characters (C0, DEL, C1: ESC starts every escape sequence)
                                            and bidirectional controls shown as ``\\xNN`` / ``\\uNNNN`` escapes
 rich markup    :func:`for_rich`            :func:`for_terminal`, then ``[`` escaped (rich.markup.escape), for text
@@ -21,7 +22,8 @@ markdown cell  :func:`for_markdown_cell`   backslash and ``|`` escaped, newlines
                                            for the terminal: one cell stays one cell, one row one row
 HTML           :func:`for_html`            escaped (``& < > " '``), bidi controls and other control characters
                                            shown as visible escapes; returns ``markupsafe.Markup``, so Jinja2's
-                                           autoescape leaves it as it is
+                                           autoescape leaves it as it is. :func:`html_text` does the same without
+                                           escaping, for a template's ``finalize`` (the report page uses it)
 CSV            (none: the csv module)      a name written through :mod:`csv` (``csv.writer`` quotes ``,``, ``"``,
                                            newlines) or pyarrow's CSV writer needs no change: the reader gets the
                                            exact name back. No function here, on purpose.
@@ -43,6 +45,7 @@ _CONTROL = "\x00-\x1f\x7f\x80-\x9f"
 
 _TERMINAL = re.compile(f"[{_CONTROL}{BIDI_CONTROLS}]")
 _HTML_INVISIBLE = re.compile(f"[{_CONTROL}{BIDI_CONTROLS}]")
+_HTML_HIDDEN = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x9f{BIDI_CONTROLS}]")
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
 
@@ -57,9 +60,11 @@ def for_matplotlib(text: object) -> str:
     """``text`` for a matplotlib ``Text`` (title, axis label, legend entry, annotation): every ``$`` escaped,
     so mathtext never parses a name (``preds_$1_$2.csv`` was "ValueError: ... mathtext"), and matplotlib shows
     each ``\\$`` as ``$``. A backslash already before a ``$`` stays shown as it was (``a\\$b`` shows
-    ``a\\$b``). Only for text drawn with matplotlib's defaults (``parse_math=True``, ``usetex=False``); with
-    ``parse_math=False`` pass the name unchanged instead."""
-    return str(text).replace("$", r"\$")
+    ``a\\$b``). Control and bidirectional characters are made visible first, as for the terminal (a newline
+    would break the legend's layout, ESC draws as a missing glyph, and a PDF or SVG with text keeps an override).
+    Only for text drawn with matplotlib's defaults (``parse_math=True``, ``usetex=False``); with
+    ``parse_math=False`` use :func:`for_terminal` instead."""
+    return for_terminal(text).replace("$", r"\$")
 
 
 def for_terminal(text: object) -> str:
@@ -87,6 +92,13 @@ def for_markdown_cell(text: object) -> str:
     return _HTML_INVISIBLE.sub(lambda m: _escape(m.group(0)), text)
 
 
+def html_text(text: object) -> str:
+    """``text`` for an HTML page that escapes it afterwards (a Jinja2 template's ``finalize``): bidirectional
+    controls and control characters other than whitespace shown as visible escapes; tabs and newlines, which
+    HTML shows as spaces, are left alone (the page's own texts keep theirs). Not escaped: see :func:`for_html`."""
+    return _HTML_HIDDEN.sub(lambda m: _escape(m.group(0)), str(text))
+
+
 def for_html(text: object):
     """``text`` for an HTML page, as ``markupsafe.Markup`` (Jinja2's autoescape leaves it as it is): ``& < > "
     '`` escaped, and bidirectional controls (a right-to-left override reordered a name on the report page)
@@ -97,4 +109,4 @@ def for_html(text: object):
     return Markup(escape(visible))
 
 
-__all__ = ["BIDI_CONTROLS", "for_matplotlib", "for_terminal", "for_rich", "for_markdown_cell", "for_html"]
+__all__ = ["BIDI_CONTROLS", "for_matplotlib", "for_terminal", "for_rich", "for_markdown_cell", "for_html", "html_text"]

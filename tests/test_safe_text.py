@@ -49,7 +49,7 @@ def test_matplotlib_shows_the_name_literally(name):
         legend = ax.legend()
         fig.canvas.draw()  # mathtext would raise here on an unbalanced expression
         for text in (title, legend.get_texts()[0]):
-            assert text._preprocess_math(text.get_text()) == (name, False)  # drawn as plain text, as written
+            assert text._preprocess_math(text.get_text()) == (for_terminal(name), False)  # plain text, as written
     finally:
         plt.close(fig)
 
@@ -182,3 +182,36 @@ def test_html_through_jinja2_autoescape_is_escaped_once():
     env = jinja2.Environment(autoescape=True)
     page = env.from_string("<td>{{ name }}</td>").render(name=for_html("<b>&\u202e</b>"))
     assert page == "<td>&lt;b&gt;&amp;\\u202e&lt;/b&gt;</td>"
+
+
+# ---------------------------------------------------------------------------------------------
+# The HTML report, through the installed command: names from the data never act on the page
+
+
+def test_the_report_page_shows_hostile_names_visibly(tmp_path):
+    """A file name with a right-to-left override and group values with an override, an escape sequence and a
+    tag: the page holds none of those characters raw and no element of the data's making; the names show as
+    visible escapes (the page's ``finalize`` and ``path_breaks``)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    from tests._cli import BINARY
+
+    exe = shutil.which("calibcli", path=os.path.dirname(sys.executable))
+    if exe is None:
+        pytest.skip("the calibcli console script is not installed (pip install -e .)")
+    df = pd.read_csv(BINARY)
+    df["site"] = ["ab\u202ecd" if i % 2 else "<i>x\x1b[2Jy" for i in range(len(df))]
+    name = tmp_path / "evil\u202egnp.csv"
+    df.to_csv(name, index=False)
+    r = subprocess.run([exe, "report", str(name), "--group-by", "site", "--n-boot", "20", "-o", str(tmp_path / "r.html")],
+                       capture_output=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert not any(ch in page for ch in BIDI_CONTROLS + "\x1b")
+    assert "<i>x" not in page and "&lt;i&gt;x\\x1b[2Jy" in page
+    assert "evil\\u202egnp.csv" in page and "site=ab\\u202ecd" in page

@@ -101,8 +101,14 @@ def path_breaks(text: str):
     as the terminal's summary breaks names (:mod:`calibcli.render`): each part of a path up to and including
     its slash is an inline block (``.path-part``, which moves to the next line whole), and only a part wider
     than the line breaks inside, after a ``_`` or ``-`` (``<wbr>``). Words without ``/``, ``_`` or ``-`` stay
-    plain text; the text (copy, ``textContent``) is unchanged."""
+    plain text; the text (copy, ``textContent``) is unchanged, except that control and bidirectional characters
+    (a right-to-left override reordered a name) are shown as visible escapes (:func:`calibcli.safe_text.for_terminal`:
+    a name is one line)."""
     from markupsafe import Markup, escape
+
+    from calibcli.safe_text import for_terminal
+
+    text = for_terminal(text)
 
     def word(token: str):
         if not re.search(r"[/\\_-]", token):
@@ -118,10 +124,18 @@ def render_page(doc: dict) -> str:
     """The HTML page of a report document (:mod:`calibcli.commands.report`)."""
     from calibcli.report import fmt_interval, fmt_number
 
+    from markupsafe import Markup
+
+    from calibcli.safe_text import html_text
+
     jinja2 = require_jinja2()
+    # finalize: every value a template prints, before autoescape, has its bidirectional controls and control
+    # characters made visible (names, group values and class names from the data); markup built on purpose
+    # (the SVG figures, the stylesheet, path_breaks' output) is left as it is
     env = jinja2.Environment(loader=jinja2.PackageLoader("calibcli.html", "templates"),
                              autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
-                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
+                             finalize=lambda v: html_text(v) if isinstance(v, str) and not isinstance(v, Markup) else v)
     env.filters["num"] = fmt_number
     env.filters["interval"] = fmt_interval
     env.filters["raw"] = lambda v: "" if v is None else repr(float(v))
