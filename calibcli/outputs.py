@@ -3,11 +3,15 @@
 - :func:`check_output`, before any work: the output is not a directory, its folder exists and is
   writable, and it is not the same file (``st_dev`` and ``st_ino``, through links) as an input or a
   calibrator the command reads.
-- :func:`write_output`: ``-`` is standard output (bytes as they are); a regular file or a new path is
-  written through a temporary file beside it and renamed over it (a reader never sees half a file, a
-  failure or an interrupt leaves no file); a symbolic link is followed, and its target replaced that
-  way (the link stays a link); anything else (a device such as ``/dev/full``, a FIFO, ``/dev/stdout``)
-  is written straight to, every write and the close checked, so a full disk is an error, not exit 0.
+- :func:`write_output`: ``-`` is standard output (bytes as they are); a path that names one of this
+  process's open descriptors (``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N``, ``/proc/self/fd/N``, a link
+  to one of them, or any path that is the very file standard output or error points to) is written to that
+  descriptor, at its offset (so ``-o /dev/stdout >> run.log`` appends to ``run.log`` and keeps what was
+  there; :func:`descriptor_of`); a regular file or a new path is written through a temporary file beside it
+  and renamed over it (a reader never sees half a file, a failure or an interrupt leaves no file); a
+  symbolic link is followed, and its target replaced that way (the link stays a link); anything else (a
+  device such as ``/dev/full``, a FIFO) is written straight to, every write and the close checked, so a
+  full disk is an error, not exit 0.
 
 Messages name the option as ``{opt:name}`` (the command line shows the flag).
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 import errno
 import glob
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -49,10 +54,76 @@ def reset() -> None:
     _named.clear()
 
 
-def is_stream(path: str) -> bool:
-    """Whether ``path`` is standard output or something that is not a file (a device, a FIFO such as
-    ``>(cmd)``): written straight to, and with no extension to say a format."""
+#: The names of this process's descriptors: ``/dev/stdout`` and the like, and ``N`` in the folders below.
+_STD_NAMES = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+_FD_FOLDER = re.compile(r"^/proc/(?:self|thread-self|(\d+)(?:/task/\d+)?)/fd$|^/dev/fd$")
+_MAX_LINKS = 40
+
+
+def _named_descriptor(path: str) -> int | None:
+    """The descriptor that ``path`` names by its name (``/dev/stdout``, ``/dev/fd/3``, ``/proc/self/fd/1``,
+    ``/proc/<this pid>/fd/1``, or a chain of symbolic links leading to one of these), else None.
+
+    The links are followed one at a time, never past a descriptor's own entry: ``/proc/self/fd/1`` is a link
+    to the file behind the descriptor, and following it would lose the descriptor (and its offset)."""
+    current = os.path.abspath(path)
+    for _ in range(_MAX_LINKS):
+        if current in _STD_NAMES and not os.path.islink(current):  # a /dev/stdout that is a device of its own
+            return _STD_NAMES[current]
+        folder, name = os.path.split(current)
+        try:
+            real_folder = os.path.realpath(folder)
+        except (OSError, ValueError):
+            return None
+        m = _FD_FOLDER.match(real_folder)
+        if m and name.isdigit() and (m.group(1) is None or int(m.group(1)) == os.getpid()):
+            return int(name)
+        if os.path.join(real_folder, name) in _STD_NAMES and not os.path.islink(os.path.join(real_folder, name)):
+            return _STD_NAMES[os.path.join(real_folder, name)]
+        try:
+            target = os.readlink(os.path.join(real_folder, name))
+        except OSError:  # not a link (or not there): the name names no descriptor
+            return None
+        current = os.path.normpath(os.path.join(real_folder, target))
+    return None
+
+
+def descriptor_of(path: str) -> int | None:
+    """The open descriptor of this process that an output path stands for, or None for an ordinary path.
+
+    A path naming a descriptor (:func:`_named_descriptor`) that is open gives that descriptor; any other path
+    that is the same file as standard output or standard error (same device and inode: ``-o run.log >>
+    run.log``, or ``/dev/pts/3`` when that terminal is stdout) gives 1 or 2. Writing to the descriptor, at its
+    offset and with its flags (``>>`` appends), is what the shell's redirection asked for; renaming a new file
+    over the one behind it would destroy what the descriptor's file held (issue 24)."""
     if path == STDOUT:
+        return 1
+    fd = _named_descriptor(path)
+    if fd is not None:
+        try:
+            os.fstat(fd)
+        except OSError:  # /dev/fd/7 with no descriptor 7 open: nothing to write to
+            return None
+        return fd
+    try:
+        found = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    for fd in (1, 2):
+        try:
+            std = os.fstat(fd)
+        except OSError:
+            continue
+        if (found.st_dev, found.st_ino) == (std.st_dev, std.st_ino):
+            return fd
+    return None
+
+
+def is_stream(path: str) -> bool:
+    """Whether ``path`` is standard output, one of this process's descriptors (:func:`descriptor_of`), or
+    something that is not a file (a device, a FIFO such as ``>(cmd)``): written straight to, and with no
+    extension to say a format."""
+    if path == STDOUT or descriptor_of(path) is not None:
         return True
     try:
         mode = os.stat(path).st_mode
@@ -126,6 +197,11 @@ def check_output(path: str, option: str | None = "output", inputs: Iterable[tupl
                 if _same(found, candidate):
                     shown = arg if candidate == arg else f"{candidate} (in {arg})"
                     raise CalibcliError(f"{where} is the {what} {shown}: name another file")
+    check_outside_inputs(((what, arg) for what, arg in inputs), [(path, option)])
+    fd = descriptor_of(path)
+    if fd is not None:  # written to the descriptor (its file is never replaced): it must be open for writing
+        _check_writable_descriptor(fd, path, option)
+        return
     if found is not None and not stat.S_ISREG(found.st_mode):  # a device or a FIFO: written straight to
         if not os.access(path, os.W_OK):
             raise CalibcliError(f"{where}: no permission to write to it")
@@ -136,6 +212,27 @@ def check_output(path: str, option: str | None = "output", inputs: Iterable[tupl
         raise CalibcliError(f"{where}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise CalibcliError(f"{where}: no permission to create files in {folder}")
+
+
+def check_outside_inputs(inputs: Iterable[tuple[str, str]], outputs: Iterable[tuple[str, str | None]]) -> None:
+    """Refuse, before any work, an output that would become part of an input dataset: a file of a known
+    format inside an input directory, or one an input glob matches (``apply cal.json 'preds/*.parquet' -o
+    preds/out.parquet`` would read its own output the next time, and fail or count rows twice).
+
+    ``inputs`` are ``(what, argument)`` pairs as for :func:`check_output` (which calls this for its path);
+    ``outputs`` are ``(path, option)`` pairs. Standard output and descriptors (:func:`descriptor_of`) are
+    never part of a dataset."""
+    from calibcli.io.sources import would_read
+
+    inputs = list(inputs)
+    for path, option in outputs:
+        if path == STDOUT or descriptor_of(path) is not None:
+            continue
+        for what, arg in inputs:
+            why = would_read(arg, path)
+            if why is not None:
+                raise CalibcliError(f"{_where(path, option)} is {why}")
+    return None
 
 
 def write_output(path: str, data: bytes | str, option: str | None = "output") -> None:
@@ -165,6 +262,10 @@ def open_output(path: str, option: str | None = "output") -> Iterator["CheckedSi
         sink = CheckedSink(buffer if buffer is not None else _TextAsBinary(sys.stdout), "-", option, stdout=True)
         yield sink
         sink.flush()
+        return
+    fd = descriptor_of(path)
+    if fd is not None:  # this process's stdout, stderr or another descriptor: written to it, never renamed over
+        yield from _descriptor_sink(fd, path, option)
         return
     found = _stat(path, option)
     if found is not None and stat.S_ISDIR(found.st_mode):
@@ -209,6 +310,40 @@ def open_output(path: str, option: str | None = "output") -> Iterator["CheckedSi
         raise
 
 
+def _check_writable_descriptor(fd: int, path: str, option: str | None) -> None:
+    """Refuse a descriptor opened for reading only (``-o /dev/stdin`` with stdin a file)."""
+    import fcntl
+
+    try:
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+    except OSError as exc:
+        raise _failed(path, option, exc) from None
+    if flags & os.O_ACCMODE == os.O_RDONLY:
+        raise CalibcliError(f"{_where(path, option)}: descriptor {fd} is open for reading only: name another file")
+
+
+def _descriptor_sink(fd: int, path: str, option: str | None) -> Iterator["CheckedSink"]:
+    """A sink writing to a duplicate of descriptor ``fd`` (which stays open): what is buffered for stdout
+    and stderr goes out first, so the file's content keeps the order of the run's output."""
+    _check_writable_descriptor(fd, path, option)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    try:
+        handle = os.fdopen(os.dup(fd), "wb")
+    except OSError as exc:
+        raise _failed(path, option, exc) from None
+    sink = CheckedSink(handle, path, option, quiet_pipe=fd == 1)
+    try:
+        yield sink
+    except BaseException:
+        sink.discard()
+        raise
+    sink.close()
+
+
 def _umask() -> int:
     umask = os.umask(0)
     os.umask(umask)
@@ -241,17 +376,18 @@ class CheckedSink:
     """A binary file whose every failed write, flush or close is a :class:`CalibcliError` naming the
     output (a closed standard output stays a :class:`BrokenPipeError`). Other attributes pass through."""
 
-    def __init__(self, handle, path: str, option: str | None, *, stdout: bool = False):
+    def __init__(self, handle, path: str, option: str | None, *, stdout: bool = False, quiet_pipe: bool = False):
         self._handle = handle
         self._path = path
         self._option = option
         self._stdout = stdout
+        self._quiet_pipe = stdout or quiet_pipe  # a closed stdout ends the run quietly (141), as for '-'
 
     def _call(self, method: str, *args):
         try:
             return getattr(self._handle, method)(*args)
         except BrokenPipeError:
-            if self._stdout:
+            if self._quiet_pipe:
                 raise
             raise _failed(self._path, self._option, OSError(errno.EPIPE, "the reader closed the pipe")) from None
         except OSError as exc:

@@ -167,6 +167,11 @@ def _binary_from_dict(f: Fields) -> BinaryCalibrator:
     return cal
 
 
+#: Most classes a saved calibrator may declare (a marginal one lists a map per class, so its file bounds it
+#: first; a temperature or top-label one names the count only).
+MAX_SAVED_CLASSES = 2**31 - 1
+
+
 def calibrator_from_dict(d: Any) -> Calibrator:
     """Rebuild a calibrator from :meth:`to_dict` output, validating every field.
 
@@ -185,7 +190,7 @@ def calibrator_from_dict(d: Any) -> Calibrator:
     if "calibrators" not in d:
         return _binary_from_dict(f)
     mode = f.choice("mode", WRAP_MODES)
-    n_classes = f.integer("n_classes", low=2)
+    n_classes = f.integer("n_classes", low=2, high=MAX_SAVED_CLASSES)
     f.read.add("renormalised")  # written for the reader's information: it follows from the mode
     items = f.get("calibrators")
     expected = n_classes if mode == "marginal" else 1

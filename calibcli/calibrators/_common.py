@@ -61,6 +61,48 @@ def check_predict_input(y_prob, *, ndim: int = 1) -> np.ndarray:
     return check_probabilities(z, name="prediction" if ndim == 1 else "class probabilities")
 
 
+def check_predicted(p: np.ndarray, z: np.ndarray | None = None, method: str = "", what: str = "probability") -> np.ndarray:
+    """The last check of every ``predict``: recalibrated values are finite and within [0, 1], so that ``apply``
+    never writes NaN or an impossible probability, whatever the calibrator's parameters (a fitted one never
+    fails it; a calibrator edited by hand, or built with absurd parameters, can). Returns ``p``."""
+    p = np.asarray(p)
+    if p.size == 0:
+        return p
+    with np.errstate(invalid="ignore"):
+        bad = ~((p >= 0.0) & (p <= 1.0))  # NaN compares false
+    if not bad.any():
+        return p
+    i = int(np.flatnonzero(bad.ravel())[0])
+    value = p.ravel()[i]
+    at = ""
+    if z is not None and np.ndim(z) == 1 and p.ndim == 1 and len(z) == len(p):
+        at = f" for the prediction {shown_number(float(z[i]))}"
+    kind = "a non-finite" if not np.isfinite(value) else "an out-of-range"
+    name = f"the {method} calibrator" if method else "the calibrator"
+    raise CalibcliError(f"{name} produced {kind} {what} ({shown_number(float(value))}){at}: its parameters are "
+                        f"outside what fitting produces (edited by hand?): refit it")
+
+
+def _bound(x: float) -> str:
+    """A limit of ours as a message shows it: ``1e+12``, ``5e-09``, ``0``, ``0.49``."""
+    return format(float(x), ".12g")
+
+
+def shown_number(v) -> str:
+    """A number as a message shows it: as the user wrote it (``0.1``, ``5e-324``, ``nan``), never NumPy's
+    ``np.float64(0.1)``; an integer too long to print in full (Python refuses over 4300 digits) by its size."""
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, (int, np.integer)):
+        v = int(v)
+        if v.bit_length() > 200:
+            return f"an integer of about {int(v.bit_length() * 0.30103) + 1} digits"
+        return str(v)
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    return repr(v)
+
+
 # --------------------------------------------------------------------------- base class
 
 
@@ -76,9 +118,10 @@ class BinaryCalibrator(ABC):
     info: Mapping[str, Any] = field(default_factory=dict, kw_only=True)
 
     def predict(self, y_prob) -> np.ndarray:
-        """Recalibrated probabilities for predictions ``y_prob`` (1-D, in [0, 1])."""
+        """Recalibrated probabilities for predictions ``y_prob`` (1-D, in [0, 1]); never a non-finite value or
+        one outside [0, 1] (:func:`check_predicted`)."""
         z = check_predict_input(y_prob)
-        return self._predict(z)
+        return check_predicted(self._predict(z), z, self.method)
 
     @abstractmethod
     def _predict(self, z: np.ndarray) -> np.ndarray:
@@ -155,7 +198,10 @@ class Fields:
         return child
 
     def any_keys(self) -> "Fields":
-        """Mark this object as free-form (``info``: facts about the fit that ``predict`` does not use)."""
+        """Mark this object as free-form (``info``: facts about the fit that ``predict`` does not use). Its
+        content is still plain JSON of bounded depth and size (:func:`check_plain_json`), so that saving the
+        calibrator again, or printing it, cannot recurse without end or choke on a 5000-digit integer."""
+        check_plain_json(self.d, f"calibrator: field '{self.where}'")
         self.free_form = True
         return self
 
@@ -178,26 +224,40 @@ class Fields:
             child.check_all_read()
 
     def number(self, key: str, *, low: float | None = None, high: float | None = None,
-               open_low: bool = False) -> float:
-        v = self.get(key)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise CalibcliError(
-                f"calibrator: field '{self._name(key)}' is {_kind(v)}: expected a finite number")
-        v = float(v)
+               open_low: bool = False, magnitude: float | None = None, why: str = "") -> float:
+        """A finite number within ``[low, high]`` (``(low, high]`` with ``open_low``) and, with
+        ``magnitude``, of absolute value at most that; ``why`` ends the message (what fitting produces).
+        Messages show the value as the file wrote it."""
+        raw = self.get(key)
+        name = self._name(key)
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)) or (isinstance(raw, int) and raw.bit_length() > 1023):
+            raise CalibcliError(f"calibrator: field '{name}' is {_kind(raw)}: expected a finite number")
+        v = float(raw)
+        if not math.isfinite(v):
+            raise CalibcliError(f"calibrator: field '{name}' is {_kind(raw)}: expected a finite number")
+        why = f" ({why})" if why else ""
         if low is not None and (v < low or (open_low and v == low)):
             raise CalibcliError(
-                f"calibrator: field '{self._name(key)}' is {v!r}: expected a value "
-                f"{'>' if open_low else '>='} {low!r}")
+                f"calibrator: field '{name}' is {shown_number(raw)}: expected a value {'>' if open_low else '>='} "
+                f"{_bound(low)}{why}")
         if high is not None and v > high:
-            raise CalibcliError(f"calibrator: field '{self._name(key)}' is {v!r}: expected a value <= {high!r}")
+            raise CalibcliError(f"calibrator: field '{name}' is {shown_number(raw)}: expected a value <= "
+                                f"{_bound(high)}{why}")
+        if magnitude is not None and abs(v) > magnitude:
+            raise CalibcliError(f"calibrator: field '{name}' is {shown_number(raw)}: expected a value between "
+                                f"{_bound(-magnitude)} and {_bound(magnitude)}{why}")
         return v
 
-    def integer(self, key: str, *, low: int | None = None) -> int:
+    def integer(self, key: str, *, low: int | None = None, high: int | None = None, why: str = "") -> int:
         v = self.get(key)
+        name = self._name(key)
         if isinstance(v, bool) or not isinstance(v, int):
-            raise CalibcliError(f"calibrator: field '{self._name(key)}' is {_kind(v)}: expected an integer")
+            raise CalibcliError(f"calibrator: field '{name}' is {_kind(v)}: expected an integer")
+        why = f" ({why})" if why else ""
         if low is not None and v < low:
-            raise CalibcliError(f"calibrator: field '{self._name(key)}' is {v}: expected an integer >= {low}")
+            raise CalibcliError(f"calibrator: field '{name}' is {shown_number(v)}: expected an integer >= {low}{why}")
+        if high is not None and v > high:
+            raise CalibcliError(f"calibrator: field '{name}' is {shown_number(v)}: expected an integer <= {high}{why}")
         return v
 
     def boolean(self, key: str) -> bool:
@@ -215,25 +275,48 @@ class Fields:
 
     def array(self, key: str, *, length: int | None = None, min_length: int = 0,
               low: float | None = None, high: float | None = None, increasing: bool = False,
-              strictly: bool = False) -> np.ndarray:
+              strictly: bool = False, magnitude: float | None = None, why: str = "") -> np.ndarray:
+        """A list of finite numbers: its length (checked before anything is built from it), range, order and,
+        with ``magnitude``, absolute values at most that. Messages name the first offending entry as written."""
         v = self.get(key)
         name = self._name(key)
-        if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in v):
+        if not isinstance(v, list):
             raise CalibcliError(f"calibrator: field '{name}' is {_kind(v)}: expected a list of numbers")
+        for i, x in enumerate(v):
+            if isinstance(x, bool) or not isinstance(x, (int, float)):
+                raise CalibcliError(f"calibrator: field '{name}[{i}]' is {_kind(x)}: expected a number")
+            if isinstance(x, int) and x.bit_length() > 1023:
+                raise CalibcliError(f"calibrator: field '{name}[{i}]' is {_kind(x)}: expected a finite number")
+        if length is not None and len(v) != length:
+            raise CalibcliError(f"calibrator: field '{name}' has {len(v)} values: expected {length}")
+        if len(v) < min_length:
+            raise CalibcliError(f"calibrator: field '{name}' has {len(v)} values: expected at least {min_length}")
         a = np.asarray(v, dtype=np.float64)
-        if not np.all(np.isfinite(a)):
-            raise CalibcliError(f"calibrator: field '{name}' has a non-finite value: expected finite numbers")
-        if length is not None and len(a) != length:
-            raise CalibcliError(f"calibrator: field '{name}' has {len(a)} values: expected {length}")
-        if len(a) < min_length:
-            raise CalibcliError(f"calibrator: field '{name}' has {len(a)} values: expected at least {min_length}")
-        if (low is not None and np.any(a < low)) or (high is not None and np.any(a > high)):
-            raise CalibcliError(f"calibrator: field '{name}' has a value outside [{low}, {high}]")
+        why = f" ({why})" if why else ""
+
+        def first(bad: np.ndarray, problem: str):
+            i = int(np.flatnonzero(bad)[0])
+            raise CalibcliError(f"calibrator: field '{name}' has {problem}: entry {i} is {shown_number(v[i])}{why}")
+
+        def interval(lo, hi) -> str:
+            return f"[{'-inf' if lo is None else _bound(lo)}, {'inf' if hi is None else _bound(hi)}]"
+
+        finite = np.isfinite(a)
+        if not finite.all():
+            first(~finite, "a non-finite value")
+        if (low is not None and (a < low).any()) or (high is not None and (a > high).any()):
+            first((a < (-np.inf if low is None else low)) | (a > (np.inf if high is None else high)),
+                  f"a value outside {interval(low, high)}")
+        if magnitude is not None and (np.abs(a) > magnitude).any():
+            first(np.abs(a) > magnitude, f"a value outside {interval(-magnitude, magnitude)}")
         if increasing and len(a) > 1:
             d = np.diff(a)
-            if np.any(d <= 0) if strictly else np.any(d < 0):
+            bad = d <= 0 if strictly else d < 0
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0]) + 1
                 order = "strictly increasing" if strictly else "non-decreasing"
-                raise CalibcliError(f"calibrator: field '{name}' is not {order}")
+                raise CalibcliError(f"calibrator: field '{name}' is not {order}: entry {i} is {shown_number(v[i])} "
+                                    f"after {shown_number(v[i - 1])}{why}")
         return a
 
 
@@ -243,13 +326,45 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+#: Deepest nesting and most values the free-form parts of a calibrator (``info``) may have: far beyond what
+#: fitting writes (a few levels, a few dozen values), far below what would recurse or fill memory.
+MAX_JSON_DEPTH = 32
+MAX_JSON_VALUES = 1_000_000
+
+
+def check_plain_json(value: Any, where: str) -> None:
+    """Refuse, without recursion, a value that is not plain JSON of bounded size: nesting deeper than
+    :data:`MAX_JSON_DEPTH`, more than :data:`MAX_JSON_VALUES` values, an integer beyond a float's range,
+    or a type JSON does not have. ``where`` starts the message."""
+    stack = [(value, 1)]
+    seen = 0
+    while stack:
+        v, depth = stack.pop()
+        seen += 1
+        if seen > MAX_JSON_VALUES:
+            raise CalibcliError(f"{where} holds more than {MAX_JSON_VALUES:,} values: expected a few facts about the fit")
+        if depth > MAX_JSON_DEPTH:
+            raise CalibcliError(f"{where} is nested more than {MAX_JSON_DEPTH} levels deep: expected a few facts about "
+                                f"the fit")
+        if isinstance(v, Mapping):
+            stack.extend((x, depth + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, depth + 1) for x in v)
+        elif isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 1023:
+            raise CalibcliError(f"{where} holds {_kind(v)}: expected numbers within a float's range")
+        elif not (v is None or isinstance(v, (str, int, float, bool))):
+            raise CalibcliError(f"{where} holds {_kind(v)}: expected JSON values")
+
+
 def _kind(v: Any) -> str:
     if v is None:
         return "null"
     if isinstance(v, bool):
         return f"a boolean ({str(v).lower()})"
+    if isinstance(v, int) and v.bit_length() > 200:
+        return shown_number(v)
     if isinstance(v, (int, float)):
-        return f"the number {v!r}"
+        return f"the number {shown_number(v)}"
     if isinstance(v, str):
         return f"the string {v[:40]!r}"
     if isinstance(v, list):

@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from calibcli.binning import STRATEGIES, Binning, fit_binning
-from calibcli.calibrators._common import DEFAULT_CLIP, BinaryCalibrator, Fields, check_clip, float_list
-from calibcli.calibrators.parametric import PlattCalibrator, fit_platt
+from calibcli.calibrators._common import DEFAULT_CLIP, BinaryCalibrator, Fields, check_clip, float_list, shown_number
+from calibcli.calibrators.parametric import _CLIP_WHY, _COEF_WHY, MAX_COEFFICIENT, PlattCalibrator, fit_platt
 from calibcli.errors import CalibcliError
 from calibcli.validation import check_binary, check_option
 
@@ -45,17 +45,29 @@ def _bin_means(index: np.ndarray, values: np.ndarray, w: np.ndarray, n_bins: int
     return mean, weight
 
 
-def _binning_from_fields(options: Fields, params: Fields) -> Binning:
+#: Most bins a saved calibrator may declare: beyond any fit within a memory budget (and a uniform binning's
+#: ``values`` must list every bin anyway, so the file's own size bounds it first).
+MAX_SAVED_BINS = 2**31 - 1
+
+#: Rounding allowed when a saved value is compared with its bin's bounds or midpoint (both are recomputed).
+_BOUNDS_ROUNDING = 1e-12
+
+
+def _binning_from_fields(options: Fields, params: Fields) -> tuple[Binning, np.ndarray]:
+    """The binning and the per-bin ``values`` (in [0, 1], one per bin): the number of values is checked
+    against ``n_bins`` (uniform) or the edges (quantile) before any array is built from ``n_bins``."""
     strategy = options.choice("strategy", STRATEGIES)
-    n_bins = options.integer("n_bins", low=1)
+    n_bins = options.integer("n_bins", low=1, high=MAX_SAVED_BINS)
     if strategy == "uniform":
+        values = params.array("values", length=n_bins, low=0.0, high=1.0)
         edges = np.arange(1, n_bins) / n_bins
     else:
         edges = params.array("edges", low=0.0, high=1.0, increasing=True, strictly=True)
         if len(edges) > n_bins - 1:
             raise CalibcliError(
                 f"calibrator: field '{params.where}.edges' has {len(edges)} edges: expected at most {n_bins - 1}")
-    return Binning(strategy, n_bins, edges)
+        values = params.array("values", length=len(edges) + 1, low=0.0, high=1.0)
+    return Binning(strategy, n_bins, edges), values
 
 
 # --------------------------------------------------------------------------- histogram binning
@@ -118,16 +130,25 @@ class HistogramCalibrator(BinaryCalibrator):
 
     @classmethod
     def from_fields(cls, params: Fields, options: Fields, info: dict) -> "HistogramCalibrator":
-        binning = _binning_from_fields(options, params)
+        binning, values = _binning_from_fields(options, params)
         m = binning.n_bins_effective
         counts = params.array("counts", length=m, low=0.0)
+        bounds = binning.bounds()
+        midpoints = 0.5 * (bounds[:-1] + bounds[1:])
+        moved = (counts == 0) & (np.abs(values - midpoints) > _BOUNDS_ROUNDING)
+        if moved.any():  # fitting gives an empty bin its midpoint: any other value was not fitted
+            i = int(np.flatnonzero(moved)[0])
+            raise CalibcliError(
+                f"calibrator: field '{params.where}.values' has {shown_number(params.d['values'][i])} for bin {i}, "
+                f"which has no calibration weight ('{params.where}.counts' is 0): fitting gives an empty bin its "
+                f"midpoint {shown_number(float(midpoints[i]))}; refit the calibrator")
         info = dict(info)
         # the certificate reads n_effective from info: check it, or fall back to the total count
         if "n_effective" in info:
             info["n_effective"] = Fields(info, "info").number("n_effective", low=0.0, open_low=True)
         else:
             info["n_effective"] = float(counts.sum())
-        return cls(binning, params.array("values", length=m, low=0.0, high=1.0), counts, info=info)
+        return cls(binning, values, counts, info=info)
 
 
 def fit_histogram(y_true, y_prob, *, sample_weight=None, n_bins: int = 15,
@@ -174,14 +195,24 @@ class ScalingBinningCalibrator(BinaryCalibrator):
 
     @classmethod
     def from_fields(cls, params: Fields, options: Fields, info: dict) -> "ScalingBinningCalibrator":
-        clip = options.number("clip", low=0.0, high=0.49, open_low=True)
-        n_bins = options.integer("n_bins", low=1)
+        clip = options.number("clip", low=0.0, high=0.49, open_low=True, why=_CLIP_WHY)
+        n_bins = options.integer("n_bins", low=1, high=MAX_SAVED_BINS)
         edges = params.array("edges", low=0.0, high=1.0, increasing=True, strictly=True)
         if len(edges) > n_bins - 1:
             raise CalibcliError(f"calibrator: field '{params.where}.edges' has {len(edges)} edges: "
                                 f"expected at most {n_bins - 1}")
-        values = params.array("values", length=len(edges) + 1, low=0.0, high=1.0)
-        scaler = PlattCalibrator(params.number("a"), params.number("b"), clip)
+        values = params.array("values", length=len(edges) + 1, low=0.0, high=1.0, increasing=True)
+        # each value is the mean of g over its bin (or the bin's midpoint): within the bin's bounds
+        bounds = np.concatenate([[0.0], edges, [1.0]])
+        outside = (values < bounds[:-1] - _BOUNDS_ROUNDING) | (values > bounds[1:] + _BOUNDS_ROUNDING)
+        if outside.any():
+            i = int(np.flatnonzero(outside)[0])
+            raise CalibcliError(
+                f"calibrator: field '{params.where}.values' has {shown_number(params.d['values'][i])} for bin {i}, "
+                f"outside the bin [{shown_number(float(bounds[i]))}, {shown_number(float(bounds[i + 1]))}]: fitting "
+                f"gives each bin the mean of the scaled predictions in it; refit the calibrator")
+        scaler = PlattCalibrator(params.number("a", magnitude=MAX_COEFFICIENT, why=_COEF_WHY),
+                                 params.number("b", magnitude=MAX_COEFFICIENT, why=_COEF_WHY), clip)
         return cls(scaler, Binning("quantile", n_bins, edges), values, info=info)
 
 

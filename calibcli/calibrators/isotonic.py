@@ -21,7 +21,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from calibcli.calibrators._common import BinaryCalibrator, Fields, check_predict_input, float_list
+from calibcli.calibrators._common import BinaryCalibrator, Fields, check_predict_input, check_predicted, float_list, shown_number
+from calibcli.errors import CalibcliError
 from calibcli.validation import check_binary, check_option
 
 INTERPOLATIONS = ("step", "linear")
@@ -170,7 +171,8 @@ class VennAbersCalibrator(BinaryCalibrator):
     def predict_interval(self, y_prob) -> tuple[np.ndarray, np.ndarray]:
         """``(p0, p1)`` for every prediction: the two isotonic fits at z with the test label 0 and 1."""
         z = check_predict_input(y_prob)
-        return self._interval(z)
+        p0, p1 = self._interval(z)
+        return check_predicted(p0, z, self.method, "p0"), check_predicted(p1, z, self.method, "p1")
 
     def _interval(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         p0 = self.p0_table[np.searchsorted(self.scores, z, side="right")]
@@ -190,7 +192,28 @@ class VennAbersCalibrator(BinaryCalibrator):
         k1 = len(scores) + 1
         p0 = params.array("p0", length=k1, low=0.0, high=1.0, increasing=True)
         p1 = params.array("p1", length=k1, low=0.0, high=1.0, increasing=True)
+        _check_interval_tables(p0, p1, params)
         return cls(scores, p0, p1, info=info)
+
+
+#: Rounding allowed when checking ``p0 <= p1`` in a saved calibrator: the tables are slopes computed in floating
+#: point, equal in exact arithmetic where the interval closes.
+_INTERVAL_ROUNDING = 1e-12
+
+
+def _check_interval_tables(p0: np.ndarray, p1: np.ndarray, params: Fields) -> None:
+    """``p0 <= p1`` at every test score, as fitting guarantees (Vovk & Petej 2014): between calibration
+    scores the interval is ``[p0[i], p1[i]]``; at the i-th score itself it is ``[p0[i + 1], p1[i]]``. Swapped
+    tables (p0 > p1) would give inverted intervals and a wrong probability."""
+    bad_between = p0 > p1 + _INTERVAL_ROUNDING
+    bad_at = p0[1:] > p1[:-1] + _INTERVAL_ROUNDING
+    if bad_between.any() or bad_at.any():
+        i = int(np.flatnonzero(bad_between)[0]) if bad_between.any() else None
+        j, k = (i, i) if i is not None else (int(np.flatnonzero(bad_at)[0]) + 1, int(np.flatnonzero(bad_at)[0]))
+        raise CalibcliError(
+            f"calibrator: fields '{params.where}.p0' and '{params.where}.p1' give an inverted interval: p0[{j}] is "
+            f"{shown_number(params.d['p0'][j])} but p1[{k}] is {shown_number(params.d['p1'][k])}: Venn-Abers has "
+            f"p0 <= p1 at every score (swapped tables?); refit the calibrator")
 
 
 def fit_venn_abers(y_true, y_prob) -> VennAbersCalibrator:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from calibcli.calibrators._common import BinaryCalibrator, check_predict_input
+from calibcli.calibrators._common import BinaryCalibrator, check_predict_input, check_predicted
 from calibcli.errors import CalibcliError
 
 WRAP_MODES = ("top-label", "marginal", "binary")
@@ -76,19 +76,22 @@ class MulticlassCalibrator:
         return self.calibrators[0].method
 
     def predict(self, y_prob) -> np.ndarray:
-        """Recalibrated ``(n, K)`` probabilities; every row sums to 1."""
+        """Recalibrated ``(n, K)`` probabilities; every row sums to 1; never a non-finite value or one outside
+        [0, 1] (each binary map's output is checked before it is combined, :func:`check_predicted`)."""
         P = check_predict_input(y_prob, ndim=2)
         if P.shape[1] != self.n_classes:
             raise CalibcliError(
                 f"predict got {P.shape[1]} class columns: the calibrator was fitted on {self.n_classes} classes")
         if self.mode == "binary":
-            g = self.calibrators[0]._predict(P[:, 1])
+            g = check_predicted(self.calibrators[0]._predict(P[:, 1]), P[:, 1], self.method)
             return np.column_stack([1.0 - g, g])
         if self.mode == "top-label":
             _, conf = top_label_problem(np.zeros(len(P), dtype=np.int64), P)
-            return apply_top_label(P, self.calibrators[0]._predict(conf))
-        G = np.column_stack([cal._predict(P[:, k]) for k, cal in enumerate(self.calibrators)])
-        return renormalise_rows(G, P)
+            g = check_predicted(self.calibrators[0]._predict(conf), conf, self.method)
+            return check_predicted(apply_top_label(P, g), None, self.method)
+        G = np.column_stack([check_predicted(cal._predict(P[:, k]), P[:, k], self.method)
+                             for k, cal in enumerate(self.calibrators)])
+        return check_predicted(renormalise_rows(G, P), None, self.method)
 
     def to_dict(self) -> dict[str, Any]:
         return {"method": self.method, "mode": self.mode, "n_classes": int(self.n_classes),

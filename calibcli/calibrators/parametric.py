@@ -30,7 +30,9 @@ from calibcli.calibrators._common import (
     _jsonable,
     check_clip,
     check_predict_input,
+    check_predicted,
     clip_probabilities,
+    shown_number,
     float_list,
     logit,
     sigmoid,
@@ -101,6 +103,20 @@ def fit_logistic(X: np.ndarray, y: np.ndarray, w: np.ndarray, *, init: np.ndarra
     return LogisticFit(coef, loss, max_iter, False)
 
 
+# --------------------------------------------------------------------------- what a saved calibrator may hold
+
+#: Largest coefficient a saved logistic map (Platt, beta, the scaler of scaling-binning) may have. Fitting stops
+#: long before (separated data stop the iterations at a mean log-loss of 1e-9, coefficients in the tens); the
+#: bound keeps every linear predictor finite (|log z| <= 745 for any z > 0), so applying the map cannot give NaN.
+MAX_COEFFICIENT = 1e12
+_COEF_WHY = "fitting gives coefficients far within that range"
+_CLIP_WHY = "the clip fitting takes is in (0, 0.5)"
+
+#: Largest absolute coefficient of a saved polynomial: a least-squares fit of degree <= 20 on [0, 1] stays far
+#: below it, and 21 terms of at most this size cannot overflow, so the map is never NaN.
+MAX_POLYNOMIAL_COEFFICIENT = 1e100
+
+
 # --------------------------------------------------------------------------- platt
 
 
@@ -125,8 +141,9 @@ class PlattCalibrator(BinaryCalibrator):
 
     @classmethod
     def from_fields(cls, params: Fields, options: Fields, info: dict) -> "PlattCalibrator":
-        return cls(params.number("a"), params.number("b"),
-                   options.number("clip", low=0.0, high=0.49, open_low=True), info=info)
+        return cls(params.number("a", magnitude=MAX_COEFFICIENT, why=_COEF_WHY),
+                   params.number("b", magnitude=MAX_COEFFICIENT, why=_COEF_WHY),
+                   options.number("clip", low=0.0, high=0.49, open_low=True, why=_CLIP_WHY), info=info)
 
 
 def fit_platt(y_true, y_prob, *, sample_weight=None, clip: float = DEFAULT_CLIP) -> PlattCalibrator:
@@ -167,9 +184,15 @@ class BetaCalibrator(BinaryCalibrator):
 
     @classmethod
     def from_fields(cls, params: Fields, options: Fields, info: dict) -> "BetaCalibrator":
-        return cls(params.number("a"), params.number("b"), params.number("c"),
-                   options.number("clip", low=0.0, high=0.49, open_low=True), options.boolean("monotone"),
-                   info=info)
+        a, b, c = (params.number(k, magnitude=MAX_COEFFICIENT, why=_COEF_WHY) for k in ("a", "b", "c"))
+        clip = options.number("clip", low=0.0, high=0.49, open_low=True, why=_CLIP_WHY)
+        monotone = options.boolean("monotone")
+        if monotone:  # fitting fixes a negative a or b at 0, so that the map is non-decreasing
+            for key, v in (("a", a), ("b", b)):
+                if v < 0:
+                    raise CalibcliError(f"calibrator: field '{params.where}.{key}' is {shown_number(params.d[key])} with "
+                                        f"'{options.where}.monotone' true: a monotone beta map has a >= 0 and b >= 0")
+        return cls(a, b, c, clip, monotone, info=info)
 
 
 def fit_beta(y_true, y_prob, *, sample_weight=None, clip: float = DEFAULT_CLIP,
@@ -224,8 +247,10 @@ class PolynomialCalibrator(BinaryCalibrator):
 
     @classmethod
     def from_fields(cls, params: Fields, options: Fields, info: dict) -> "PolynomialCalibrator":
-        degree = options.integer("degree", low=0)
-        return cls(params.array("coef", length=degree + 1), info=info)
+        degree = options.integer("degree", low=0, high=MAX_POLYNOMIAL_DEGREE,
+                                 why=f"fitting takes degrees 0..{MAX_POLYNOMIAL_DEGREE}")
+        return cls(params.array("coef", length=degree + 1, magnitude=MAX_POLYNOMIAL_COEFFICIENT,
+                                why="far beyond any least-squares fit on [0, 1]"), info=info)
 
 
 MAX_POLYNOMIAL_DEGREE = 20
@@ -287,10 +312,16 @@ class TemperatureCalibrator:
         return L
 
     def predict(self, y_prob) -> np.ndarray:
-        """Recalibrated probabilities: 1-D for a binary calibrator, ``(n, K)`` rows summing to 1 otherwise."""
+        """Recalibrated probabilities: 1-D for a binary calibrator, ``(n, K)`` rows summing to 1 otherwise;
+        never a non-finite value (:func:`check_predicted`)."""
         L = self._scores(y_prob)
-        P = _softmax(L / self.temperature)
-        return P[:, 1] if self.mode == "binary" else P
+        with np.errstate(over="ignore", invalid="ignore"):
+            A = L / self.temperature
+        if not np.isfinite(A).all():  # huge logits over a small T: the same softmax, from each row's maximum
+            with np.errstate(over="ignore"):
+                A = (L - L.max(axis=1, keepdims=True)) / self.temperature
+        P = _softmax(A)
+        return check_predicted(P[:, 1] if self.mode == "binary" else P, None, self.method)
 
     def to_dict(self) -> dict[str, Any]:
         return {"method": self.method, "mode": self.mode, "n_classes": int(self.n_classes),
@@ -301,11 +332,14 @@ class TemperatureCalibrator:
     @classmethod
     def from_fields(cls, d: Fields, params: Fields, options: Fields, info: dict) -> "TemperatureCalibrator":
         mode = d.choice("mode", ("binary", "multiclass"))
-        n_classes = d.integer("n_classes", low=2)
+        n_classes = d.integer("n_classes", low=2, high=2**31 - 1)
         if mode == "binary" and n_classes != 2:
             raise CalibcliError(f"calibrator: a binary temperature calibrator has n_classes {n_classes}: expected 2")
-        return cls(params.number("temperature", low=0.0, open_low=True), n_classes, mode,
-                   options.number("eps", low=0.0, high=0.49, open_low=True), options.boolean("logits"), info=info)
+        temperature = params.number("temperature", low=MIN_TEMPERATURE, high=MAX_TEMPERATURE,
+                                    why="what fitting can give: 1 / T is searched up to 1e8")
+        return cls(temperature, n_classes, mode,
+                   options.number("eps", low=0.0, high=0.49, open_low=True, why=_CLIP_WHY), options.boolean("logits"),
+                   info=info)
 
 
 def _check_finite_1d(s: np.ndarray) -> None:
@@ -339,6 +373,12 @@ def _temperature_derivatives(L: np.ndarray, Lc: np.ndarray, w: np.ndarray, beta:
 
 #: Largest inverse temperature searched; beyond it the loss is taken to decrease for ever (T -> 0).
 _MAX_INVERSE_TEMPERATURE = 1e8
+
+#: The temperatures a saved calibrator may hold: what fitting can give (1 / T at most 1e8), and below 1e300
+#: (a T that large makes every prediction uniform; fitting refuses data that would need it). With log-
+#: probabilities >= -745, L / T stays finite, so applying the map never gives NaN (a T of 5e-324 did).
+MIN_TEMPERATURE = 0.5 / _MAX_INVERSE_TEMPERATURE  # (half: room for Newton's last step)
+MAX_TEMPERATURE = 1e300
 
 
 def fit_temperature(y_true, y_prob, *, sample_weight=None, eps: float = DEFAULT_CLIP,

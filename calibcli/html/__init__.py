@@ -3,8 +3,8 @@
 :func:`render_page` takes the document :func:`calibcli.commands.report.build_document` builds (the source of
 truth) and returns one self-contained page: styles, scripts and the SVG diagrams inline, no external URL,
 the document itself embedded as ``<script type="application/json" id="report-data">`` (without the SVG
-text, which is in the page already). Jinja2 is an optional dependency (``pip install 'calibcli[report]'``),
-imported only here.
+text, which is in the page already). Jinja2 is a base dependency, imported only here (when a page is
+rendered), so that start-up does not pay for it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ SVG_IN_PAGE = "inline in the page"
 
 
 def require_jinja2():
-    """The jinja2 module, or a usage error that says how to install it."""
+    """The jinja2 module, or a usage error that says how to install it (a base dependency: missing only from
+    an environment installed without dependencies)."""
     try:
         import jinja2
     except ModuleNotFoundError:
@@ -100,8 +101,14 @@ def path_breaks(text: str):
     as the terminal's summary breaks names (:mod:`calibcli.render`): each part of a path up to and including
     its slash is an inline block (``.path-part``, which moves to the next line whole), and only a part wider
     than the line breaks inside, after a ``_`` or ``-`` (``<wbr>``). Words without ``/``, ``_`` or ``-`` stay
-    plain text; the text (copy, ``textContent``) is unchanged."""
+    plain text; the text (copy, ``textContent``) is unchanged, except that control and bidirectional characters
+    (a right-to-left override reordered a name) are shown as visible escapes (:func:`calibcli.safe_text.for_terminal`:
+    a name is one line)."""
     from markupsafe import Markup, escape
+
+    from calibcli.safe_text import for_terminal
+
+    text = for_terminal(text)
 
     def word(token: str):
         if not re.search(r"[/\\_-]", token):
@@ -117,10 +124,18 @@ def render_page(doc: dict) -> str:
     """The HTML page of a report document (:mod:`calibcli.commands.report`)."""
     from calibcli.report import fmt_interval, fmt_number
 
+    from markupsafe import Markup
+
+    from calibcli.safe_text import html_text
+
     jinja2 = require_jinja2()
+    # finalize: every value a template prints, before autoescape, has its bidirectional controls and control
+    # characters made visible (names, group values and class names from the data); markup built on purpose
+    # (the SVG figures, the stylesheet, path_breaks' output) is left as it is
     env = jinja2.Environment(loader=jinja2.PackageLoader("calibcli.html", "templates"),
                              autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
-                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
+                             finalize=lambda v: html_text(v) if isinstance(v, str) and not isinstance(v, Markup) else v)
     env.filters["num"] = fmt_number
     env.filters["interval"] = fmt_interval
     env.filters["raw"] = lambda v: "" if v is None else repr(float(v))

@@ -511,6 +511,8 @@ def _resolve(arg: str) -> Dataset:
             found = [rel for rel in _other_files(arg) if not any(_hidden(part) for part in rel.split(os.sep))]
             if not found:
                 _no_files(arg, found)
+        for rel in found:
+            check_member(os.path.join(arg, rel), arg)
         return Dataset(arg, [_Source(os.path.join(arg, rel), os.path.join(arg, rel), _hive(rel)) for rel in found],
                        "directory", formats_unknown=unknown)
     try:
@@ -520,13 +522,112 @@ def _resolve(arg: str) -> Dataset:
     except OSError as exc:  # a loop of symbolic links, a path through a file, no permission, ...
         raise CalibcliError(_unopenable(arg, exc)) from None
     if mode is not None:
-        # Standard input, a named pipe (<(cmd) is /dev/fd/N) or a device is read once, as a stream.
+        # Standard input or a named pipe (<(cmd) is /dev/fd/N) is read once, as a stream; a device, a socket or
+        # a directory is refused before it is opened (/dev/zero would be read for ever).
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or _names_descriptor(arg)):
+            raise CalibcliError(f"{arg}: is {_file_kind(mode)}, not a file of predictions: name a regular file, a "
+                                f"directory of them, a pipe, or '-' for standard input")
         return Dataset(arg, [_Source(arg, arg, single_pass=not stat.S_ISREG(mode))], "file")
     if glob.has_magic(arg):
         return _resolve_glob(arg)
     if os.path.islink(arg):
         raise CalibcliError(f"{arg}: is a symbolic link to {shown(os.readlink(arg))}, which does not exist: check the link")
     raise CalibcliError(f"{arg}: no such file: check the path")
+
+
+def would_read(arg: str, path: str) -> str | None:
+    """Whether a file written at ``path`` would be one of the files of the input argument ``arg`` (a local
+    directory or glob; files, standard input and URIs never grow): None if not, else the end of the message
+    saying so and how to fix it (``"inside the input directory d: ..."``).
+
+    Follows :func:`_resolve`'s rules: below a directory, a file of a known format whose relative path has no
+    hidden or ``_``-prefixed part (any such file when the directory holds no file of a known format, since it
+    is then read whole with {opt:input_format}); for a glob, a path the pattern matches, or one of known
+    format below a directory it matches. Paths are compared both as written (absolute) and with every link
+    resolved, so a link to the directory or inside it does not hide the output."""
+    if arg == "-" or uri_scheme(arg) is not None:
+        return None
+    out_paths = {os.path.abspath(path), os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))),
+                                                     os.path.basename(path))}
+    if os.path.isdir(arg):
+        bases = {os.path.abspath(arg), os.path.realpath(arg)}
+        for out in out_paths:
+            for base in bases:
+                rel = os.path.relpath(out, base)
+                if rel == os.curdir or rel.startswith(os.pardir + os.sep) or rel == os.pardir:
+                    continue
+                if any(_hidden(part) for part in rel.split(os.sep)):
+                    continue
+                if _known(os.path.basename(out)) or not _walk(arg):
+                    return f"inside the input directory {arg}: it would become one of its files (read by the next run): write it outside {arg}"
+        return None
+    if os.path.exists(arg) or not glob.has_magic(arg):
+        return None
+    pattern = [p for p in os.path.abspath(arg).split(os.sep) if p]
+    for out in out_paths:
+        parts = [p for p in out.split(os.sep) if p]
+        name = parts[-1] if parts else ""
+        if _hidden(name) or not _known(name):
+            continue
+        if any(_glob_match(pattern, parts[:j]) for j in range(1, len(parts) + 1)):
+            return (f"matched by the input pattern {shown(arg)}: it would become one of its files (read by the next run): "
+                    f"write it elsewhere, or narrow the pattern")
+    return None
+
+
+def _glob_match(pattern: list[str], parts: list[str]) -> bool:
+    """:func:`_match_segments` as :func:`glob.glob` matches: a wildcard never matches a name starting with
+    ``.`` unless the pattern's segment does."""
+    if not pattern:
+        return not parts
+    if pattern[0] == "**":
+        return any(_glob_match(pattern[1:], parts[i:]) for i in range(len(parts) + 1)
+                   if not any(p.startswith(".") for p in parts[:i]))
+    return (bool(parts) and fnmatch.fnmatchcase(parts[0], pattern[0])
+            and not (parts[0].startswith(".") and not pattern[0].startswith("."))
+            and _glob_match(pattern[1:], parts[1:]))
+
+
+def _file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, as a message says it."""
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "not a regular file"
+
+
+def _names_descriptor(arg: str) -> bool:
+    """Whether ``arg`` names one of this process's descriptors (``/dev/stdin``, ``/dev/fd/0``, a terminal
+    given as ``/dev/stdin``): read as standard input is, whatever is behind it."""
+    from calibcli.outputs import _named_descriptor
+
+    return _named_descriptor(arg) is not None
+
+
+def check_member(path: str, arg: str) -> None:
+    """Refuse, before anything is opened, a file of a directory or glob that is not a regular file (through
+    links): a named pipe would block its reader for ever waiting for a writer, a link to ``/dev/zero`` would be
+    read for ever, a socket cannot be read at all. One error naming the file and the argument it is in."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise CalibcliError(f"{path} (in {arg}): is a symbolic link to {shown(os.readlink(path))}, which does not "
+                                f"exist: fix or remove the link") from None
+        raise CalibcliError(f"{path} (in {arg}): disappeared while the input was being listed: run again") from None
+    except OSError as exc:
+        raise CalibcliError(f"{path} (in {arg}): " + _unopenable(path, exc).split(": ", 1)[1]) from None
+    if not stat.S_ISREG(mode):
+        link = f" (a link to {shown(os.path.realpath(path), quote=False)})" if os.path.islink(path) else ""
+        raise CalibcliError(f"{path} (in {arg}): is {_file_kind(mode)}{link}, not a regular file: the files of a "
+                            f"directory or a pattern are read as data; move it out of {arg}")
 
 
 def _unopenable(arg: str, exc: OSError) -> str:
@@ -604,6 +705,8 @@ def _resolve_glob(pattern: str) -> Dataset:
             paths.update(os.path.join(match, rel) for rel in _walk(match))
         elif _known(os.path.basename(match)) and not _hidden(os.path.basename(match)):
             paths.add(match)
+    for path in sorted(paths):
+        check_member(path, pattern)
     if not paths:
         raise CalibcliError(
             f"{pattern}: no file of a known format matches the pattern: check it (and quote it, so that the shell "
