@@ -188,12 +188,12 @@ def size_table(reps, n):
     print(f"\n2. Size: calibrated data, {reps} data sets of n = {n:,}, {sig.shape[1]} segments "
           f"({m.min()}-{m.max()} tested, >= 100 rows); rejection rates at {ALPHA} (nominal 0.05, "
           f"MC s.e. at 0.05: {math.sqrt(0.05 * 0.95 / reps):.3f}); {time.perf_counter() - t:.1f} s")
-    holm_any = (adjust_pvalues(pv, "holm") <= ALPHA).any(axis=1)
+    holm_any = (adjust_pvalues(pv, method="holm") <= ALPHA).any(axis=1)
     print(f"   Holm, any segment:                      {rate(holm_any)}")
     print(f"   MCE p-value, Bonferroni (the default):  {rate(mce_pvalue(mce, m) <= ALPHA)}")
     print(f"   MCE p-value, Sidak:                     {rate(mce_pvalue(mce, m, method='sidak') <= ALPHA)}")
     print(f"   MCE p-value, unadjusted (MCGrad):       {rate(mce_pvalue(mce, m, method='none') <= ALPHA)}")
-    print(f"   BH, any segment (= Holm's FWER here):   {rate((adjust_pvalues(pv, 'bh') <= ALPHA).any(axis=1))}")
+    print(f"   BH, any segment (FDR=FWER, all null):   {rate((adjust_pvalues(pv, method='bh') <= ALPHA).any(axis=1))}")
     print(f"   per-segment rate, unadjusted:           {np.nanmean(pv <= ALPHA):6.3f}")
 
 
@@ -214,7 +214,7 @@ def power_table(reps, n):
     print(f"   planted segment is the worst (bar >= 0.90): {rate(worst == target)}")
     print(f"   MCE gate fires (Bonferroni, {ALPHA}):          {rate(mce_pvalue(np.nanmax(sig, axis=1), m) <= ALPHA)}")
     print(f"   planted segment's Holm-adjusted p <= {ALPHA}:    "
-          f"{rate(adjust_pvalues(pv, 'holm')[:, target] <= ALPHA)}")
+          f"{rate(adjust_pvalues(pv, method='holm')[:, target] <= ALPHA)}")
     print(f"   planted segment's ECCE-R/sigma: median {np.median(sig[:, target]):.2f}; "
           f"next worst segment's: median {np.median(np.sort(np.nan_to_num(sig, nan=-1), axis=1)[:, -2]):.2f}")
 

@@ -6,10 +6,10 @@ form the cumulative differences
     C_0 = 0,    C_k = sum_{j <= k} w_j (y_j - s_j),
 
 evaluated only at the end of each block of equal scores, so that no statistic depends on the order of rows
-within a tie (SPEC 9 asks for a stable sort; with ties as blocks any sort gives the same statistics, and the
-segment code uses NumPy's faster unstable one) (Arrieta-Ibarra, Gujral, Tannen, Tygert and Xu, "Metrics of calibration for probabilistic
+within a tie (Arrieta-Ibarra, Gujral, Tannen, Tygert and Xu, "Metrics of calibration for probabilistic
 predictions", JMLR 23 (2022), sections 2-3; Tygert, "Cumulative deviation of a subpopulation from the full
-population", J. Big Data 8 (2021)). Then
+population", J. Big Data 8 (2021)). SPEC 9 asks for a stable sort; with ties as blocks any sort gives the
+same statistics, and the segment code uses NumPy's faster unstable one. Then
 
     ECCE-MAD = max_k |C_k|                 (Kolmogorov-Smirnov type)
     ECCE-R   = max_k C_k - min_k C_k       (Kuiper type; MCGrad's "ECCE")
