@@ -149,6 +149,19 @@ def test_rows_already_in_score_order_give_the_same_result():
         np.testing.assert_allclose(getattr(a, key), getattr(b, key), rtol=0, atol=1e-12, err_msg=key)
 
 
+def test_small_segment_after_a_large_miscalibrated_one_keeps_its_precision():
+    # Segment 0: 200,000 rows all positive at score 0.01 (its running sum reaches 2e5); segment 1: 50 rows
+    # whose scores interleave with segment 0's. Segment 1's statistics must not inherit segment 0's rounding.
+    rng = np.random.default_rng(14)
+    big, small = 200_000, 50
+    s = np.r_[np.full(big, 0.01) + rng.uniform(0, 1e-3, big), rng.uniform(0.005, 0.02, small)]
+    y = np.r_[np.ones(big, dtype=int), (rng.uniform(size=small) < 0.5).astype(int)]
+    ids = np.r_[np.zeros(big, dtype=np.uint8), np.ones(small, dtype=np.uint8)]
+    res = cu.ecce_segments(y, s, ids)
+    ref = reference(y[big:], s[big:])
+    assert abs(res.ecce_r[1] - ref["ecce_r"]) <= 1e-14 and abs(res.ecce_mad[1] - ref["ecce_mad"]) <= 1e-14
+
+
 def test_segments_2d_array_and_default_sizes():
     rng = np.random.default_rng(8)
     y, s, w = tied_data(rng, 400)
