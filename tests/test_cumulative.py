@@ -254,6 +254,34 @@ def test_cell_sums_merge_like_one_pass():
         np.testing.assert_allclose(getattr(merged, key), getattr(direct, key), rtol=1e-12, atol=1e-15)
 
 
+def test_sparse_entries_from_batches_add_up_and_leading_axes_broadcast():
+    # Two batches' sparse entries concatenated (the same (segment, cell) pairs twice) give the one-pass result.
+    rng = np.random.default_rng(15)
+    y, s, w = tied_data(rng, 2000)
+    ids = rng.integers(0, 4, size=2000)
+    cells = cu.uniform_cells(s, 64)
+
+    def entries(sl):
+        sums = cu.cell_sums(y[sl], s[sl], cells[sl], n_cells=64, segment_ids=ids[sl], n_segments=4,
+                            sample_weight=w[sl])
+        g, c = np.nonzero(sums.rows)
+        return [g, c] + [getattr(sums, f)[g, c] for f in ("w", "wy", "ws", "w2v", "wabs", "rows")]
+
+    a, b = entries(slice(0, 700)), entries(slice(700, None))
+    both = [np.concatenate([x, z]) for x, z in zip(a, b)]
+    split = cu.ecce_from_cell_entries(*both[:7], both[7], n_segments=4)
+    whole = cu.ecce_from_cells(cu.cell_sums(y, s, cells, n_cells=64, segment_ids=ids, n_segments=4, sample_weight=w))
+    for key in ("ecce_mad", "ecce_r", "sigma", "error_bound", "rows"):
+        np.testing.assert_allclose(getattr(split, key), getattr(whole, key), rtol=1e-12, atol=1e-15, err_msg=key)
+    # Leading axes: (replicates, segments, cells) reduce over cells only.
+    stacked = cu.CellSums(*(np.stack([getattr(cu.cell_sums(y, s, cells, n_cells=64, segment_ids=ids, n_segments=4,
+                                                             sample_weight=w), f)] * 3)
+                            for f in ("w", "wy", "ws", "w2v", "wabs", "rows")))
+    res = cu.ecce_from_cells(stacked)
+    assert res.ecce_r.shape == (3, 4)
+    np.testing.assert_allclose(res.ecce_r[2], whole.ecce_r, rtol=1e-15)
+
+
 def test_uniform_cells_monotone_and_in_range():
     s = np.array([0.0, 0.1, 0.49999, 0.5, 0.99, 1.0])
     np.testing.assert_array_equal(cu.uniform_cells(s, 2), [0, 0, 0, 1, 1, 1])
