@@ -63,7 +63,7 @@ def _counts(successes, trials) -> tuple[np.ndarray, np.ndarray]:
     return np.minimum(k, n), n
 
 
-def wilson_interval(successes, trials, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+def wilson_interval(successes, trials, *, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval ``(lower, upper)`` for a binomial proportion; vectorised (see the module docstring).
 
     ``successes`` and ``trials`` may be real (effective counts). ``trials == 0`` gives NaN.
@@ -85,7 +85,7 @@ def wilson_interval(successes, trials, alpha: float = 0.05) -> tuple[np.ndarray,
     return np.where(empty, np.nan, lower), np.where(empty, np.nan, upper)
 
 
-def clopper_pearson_interval(successes, trials, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+def clopper_pearson_interval(successes, trials, *, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
     """Clopper-Pearson ("exact") interval ``(lower, upper)``; vectorised (see the module docstring).
 
     Beta quantiles from SciPy (``scipy.special.betaincinv``, the inverse that ``scipy.stats.beta.ppf`` uses),
@@ -140,7 +140,7 @@ def binomial_band(sum_wy, sum_w, sum_w2=None, *, method: str = "wilson", alpha: 
     if sum_w2 is None:
         k = np.where(sw > 0, swy, 0.0)  # exact counts when they are counts
     interval = wilson_interval if method == "wilson" else clopper_pearson_interval
-    lower, upper = interval(k, n_eff, alpha)
+    lower, upper = interval(k, n_eff, alpha=alpha)
     return BinomialBand(lower=lower, upper=upper, proportion=p, n_eff=np.asarray(n_eff, dtype=np.float64),
                         method=method, alpha=alpha)
 

@@ -77,7 +77,7 @@ def _step(p: np.ndarray, method: str) -> np.ndarray:
     return out
 
 
-def adjust_pvalues(pvalues, method: str = "holm") -> np.ndarray:
+def adjust_pvalues(pvalues, *, method: str = "holm") -> np.ndarray:
     """Adjusted p-values along the last axis: ``holm`` (family-wise error rate, any dependence), ``bh``
     (Benjamini-Hochberg false discovery rate), ``by`` (Benjamini-Yekutieli, any dependence), ``bonferroni``,
     or ``none`` (a copy). NaN: not tested, not counted, stays NaN. A hypothesis is rejected at level ``alpha``
@@ -90,12 +90,12 @@ def adjust_pvalues(pvalues, method: str = "holm") -> np.ndarray:
 
 def holm(pvalues) -> np.ndarray:
     """Holm's step-down adjusted p-values (:func:`adjust_pvalues` with ``method="holm"``)."""
-    return adjust_pvalues(pvalues, "holm")
+    return adjust_pvalues(pvalues, method="holm")
 
 
 def benjamini_hochberg(pvalues) -> np.ndarray:
     """Benjamini-Hochberg step-up adjusted p-values (:func:`adjust_pvalues` with ``method="bh"``)."""
-    return adjust_pvalues(pvalues, "bh")
+    return adjust_pvalues(pvalues, method="bh")
 
 
 def mce_pvalue(mce_sigma, n_tested, *, method: str = "bonferroni"):

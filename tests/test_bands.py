@@ -50,8 +50,8 @@ def test_edge_bins():
 
 def test_exact_interval_nests_in_alpha_and_holds_the_estimate():
     k, n = counts()
-    lo95, hi95 = clopper_pearson_interval(k, n, 0.05)
-    lo99, hi99 = clopper_pearson_interval(k, n, 0.01)
+    lo95, hi95 = clopper_pearson_interval(k, n, alpha=0.05)
+    lo99, hi99 = clopper_pearson_interval(k, n, alpha=0.01)
     assert np.all(lo99 <= lo95) and np.all(hi95 <= hi99)
     assert np.all((lo95 <= k / n) & (k / n <= hi95))
 

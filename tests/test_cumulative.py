@@ -149,6 +149,19 @@ def test_rows_already_in_score_order_give_the_same_result():
         np.testing.assert_allclose(getattr(a, key), getattr(b, key), rtol=0, atol=1e-12, err_msg=key)
 
 
+def test_small_segment_after_a_large_miscalibrated_one_keeps_its_precision():
+    # Segment 0: 200,000 rows all positive at score 0.01 (its running sum reaches 2e5); segment 1: 50 rows
+    # whose scores interleave with segment 0's. Segment 1's statistics must not inherit segment 0's rounding.
+    rng = np.random.default_rng(14)
+    big, small = 200_000, 50
+    s = np.r_[np.full(big, 0.01) + rng.uniform(0, 1e-3, big), rng.uniform(0.005, 0.02, small)]
+    y = np.r_[np.ones(big, dtype=int), (rng.uniform(size=small) < 0.5).astype(int)]
+    ids = np.r_[np.zeros(big, dtype=np.uint8), np.ones(small, dtype=np.uint8)]
+    res = cu.ecce_segments(y, s, ids)
+    ref = reference(y[big:], s[big:])
+    assert abs(res.ecce_r[1] - ref["ecce_r"]) <= 1e-14 and abs(res.ecce_mad[1] - ref["ecce_mad"]) <= 1e-14
+
+
 def test_segments_2d_array_and_default_sizes():
     rng = np.random.default_rng(8)
     y, s, w = tied_data(rng, 400)
@@ -239,6 +252,34 @@ def test_cell_sums_merge_like_one_pass():
     direct = cu.ecce_from_cells(whole)
     for key in ("ecce_mad", "ecce_r", "sigma", "error_bound"):
         np.testing.assert_allclose(getattr(merged, key), getattr(direct, key), rtol=1e-12, atol=1e-15)
+
+
+def test_sparse_entries_from_batches_add_up_and_leading_axes_broadcast():
+    # Two batches' sparse entries concatenated (the same (segment, cell) pairs twice) give the one-pass result.
+    rng = np.random.default_rng(15)
+    y, s, w = tied_data(rng, 2000)
+    ids = rng.integers(0, 4, size=2000)
+    cells = cu.uniform_cells(s, 64)
+
+    def entries(sl):
+        sums = cu.cell_sums(y[sl], s[sl], cells[sl], n_cells=64, segment_ids=ids[sl], n_segments=4,
+                            sample_weight=w[sl])
+        g, c = np.nonzero(sums.rows)
+        return [g, c] + [getattr(sums, f)[g, c] for f in ("w", "wy", "ws", "w2v", "wabs", "rows")]
+
+    a, b = entries(slice(0, 700)), entries(slice(700, None))
+    both = [np.concatenate([x, z]) for x, z in zip(a, b)]
+    split = cu.ecce_from_cell_entries(*both[:7], both[7], n_segments=4)
+    whole = cu.ecce_from_cells(cu.cell_sums(y, s, cells, n_cells=64, segment_ids=ids, n_segments=4, sample_weight=w))
+    for key in ("ecce_mad", "ecce_r", "sigma", "error_bound", "rows"):
+        np.testing.assert_allclose(getattr(split, key), getattr(whole, key), rtol=1e-12, atol=1e-15, err_msg=key)
+    # Leading axes: (replicates, segments, cells) reduce over cells only.
+    stacked = cu.CellSums(*(np.stack([getattr(cu.cell_sums(y, s, cells, n_cells=64, segment_ids=ids, n_segments=4,
+                                                             sample_weight=w), f)] * 3)
+                            for f in ("w", "wy", "ws", "w2v", "wabs", "rows")))
+    res = cu.ecce_from_cells(stacked)
+    assert res.ecce_r.shape == (3, 4)
+    np.testing.assert_allclose(res.ecce_r[2], whole.ecce_r, rtol=1e-15)
 
 
 def test_uniform_cells_monotone_and_in_range():

@@ -30,8 +30,8 @@ def test_equal_to_statsmodels(method):
     rng = np.random.default_rng(1)
     for p in pvalue_families(rng):
         expected = multipletests(p, method=STATSMODELS[method])[1]
-        np.testing.assert_allclose(adjust_pvalues(p, method), expected, rtol=0, atol=1e-12)
-    assert adjust_pvalues(np.array([0.2, 0.01]), "none").tolist() == [0.2, 0.01]
+        np.testing.assert_allclose(adjust_pvalues(p, method=method), expected, rtol=0, atol=1e-12)
+    assert adjust_pvalues(np.array([0.2, 0.01]), method="none").tolist() == [0.2, 0.01]
 
 
 def test_hand_worked_holm_and_bh():
@@ -47,11 +47,11 @@ def test_ties_get_equal_adjusted_values_whatever_their_order():
     rng = np.random.default_rng(2)
     p = np.round(rng.uniform(size=60), 1)
     for method in ("holm", "bh", "by"):
-        adj = adjust_pvalues(p, method)
+        adj = adjust_pvalues(p, method=method)
         for v in np.unique(p):
             assert np.ptp(adj[p == v]) == 0.0
         perm = rng.permutation(len(p))
-        np.testing.assert_array_equal(adjust_pvalues(p[perm], method), adj[perm])
+        np.testing.assert_array_equal(adjust_pvalues(p[perm], method=method), adj[perm])
 
 
 def test_nan_is_not_tested():
@@ -61,11 +61,11 @@ def test_nan_is_not_tested():
     q[[2, 11, 19]] = np.nan
     keep = ~np.isnan(q)
     for method in ("holm", "bh", "by", "bonferroni"):
-        adj = adjust_pvalues(q, method)
+        adj = adjust_pvalues(q, method=method)
         assert np.isnan(adj[~keep]).all()
         np.testing.assert_allclose(adj[keep], multipletests(q[keep], method=STATSMODELS[method])[1], atol=1e-12)
-    assert np.isnan(adjust_pvalues(np.full(3, np.nan), "holm")).all()
-    assert adjust_pvalues(np.zeros(0), "bh").shape == (0,)
+    assert np.isnan(adjust_pvalues(np.full(3, np.nan), method="holm")).all()
+    assert adjust_pvalues(np.zeros(0), method="bh").shape == (0,)
 
 
 def test_leading_axes_are_separate_families():
@@ -73,7 +73,7 @@ def test_leading_axes_are_separate_families():
     p = rng.uniform(size=(2, 3, 25)) ** 2
     p[1, 2, 5] = np.nan
     for method in ("holm", "bh"):
-        adj = adjust_pvalues(p, method)
+        adj = adjust_pvalues(p, method=method)
         assert adj.shape == p.shape
         for i in range(2):
             for j in range(3):
@@ -87,7 +87,7 @@ def test_bad_input_is_refused():
     with pytest.raises(CalibcliError, match="a p-value is 1.5: expected values in"):
         adjust_pvalues([0.1, 1.5])
     with pytest.raises(CalibcliError, match="adjust method is 'fdr': expected one of holm, bh"):
-        adjust_pvalues([0.1], "fdr")
+        adjust_pvalues([0.1], method="fdr")
     with pytest.raises(CalibcliError, match="MCE p-value method is 'holm'"):
         mce_pvalue(3.0, 10, method="holm")
     with pytest.raises(CalibcliError, match="n_tested is"):
@@ -134,7 +134,7 @@ def test_family_wise_size_with_overlapping_segments():
     pv = np.concatenate([res.ecce_r_pvalue[res.partition == k].reshape(reps, -1) for k in range(4)], axis=1)
     assert sig.shape == (reps, m)
     mce = mce_pvalue(sig.max(axis=1), m)
-    any_holm = (adjust_pvalues(pv, "holm") <= 0.05).any(axis=1)
+    any_holm = (adjust_pvalues(pv, method="holm") <= 0.05).any(axis=1)
     np.testing.assert_array_equal(mce <= 0.05, any_holm)
     se = math.sqrt(0.05 * 0.95 / reps)
     assert (mce <= 0.05).mean() <= 0.05 + 2 * se
