@@ -122,7 +122,7 @@ def finish(sums: SegmentSums, ecce: EcceResult, codings: list[ColumnCoding], par
     nonempty = (sums.rows > 0) & (sums.w > 0)
     tested = nonempty & (sums.rows >= options.min_segment)
     p = np.where(tested, ecce.ecce_r_pvalue, np.nan)
-    p_adj = adjust_pvalues(p, options.adjust) if tested.any() else p
+    p_adj = adjust_pvalues(p, method=options.adjust) if tested.any() else p
     n_tested = int(tested.sum())
     stat = np.where(tested, ecce.ecce_r_sigma, -np.inf)
     mce = float(stat.max()) if n_tested else float("nan")

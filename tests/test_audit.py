@@ -67,7 +67,7 @@ def test_worst_first_untested_last_and_the_adjustments():
     assert stats == sorted(stats, reverse=True)
     assert result.n_segments_tested == len(tested)
     p = np.array([e["p_value"] for e in tested])
-    assert np.allclose([e["p_adjusted"] for e in tested], adjust_pvalues(p, "holm"), rtol=1e-12)
+    assert np.allclose([e["p_adjusted"] for e in tested], adjust_pvalues(p, method="holm"), rtol=1e-12)
     assert result.mce_sigma == stats[0]
     assert result.mce_pvalue == pytest.approx(mce_pvalue(stats[0], len(tested)), rel=1e-12)
     assert result.segments[0]["definition"] is not None
