@@ -8,9 +8,10 @@ values, their intersections up to a depth) the audit reports
   interval ``(O -+ z sqrt(V)) / E``, ``V = sum w^2 s (1 - s)``: the variance of ``O`` given the predictions
   if they were calibrated (the Poisson-binomial variance behind ECCE's sigma; normal approximation);
 - ECCE-R and ECCE-MAD with their sigma scale and asymptotic p-values (:mod:`calibcli.cumulative`);
-- ``mde``: the minimum detectable ECCE-R at ``alpha`` and ``power``, in probability units (``sigma`` times
-  :func:`calibcli.cumulative.minimum_detectable_ecce_sigma`): how small a miscalibration this segment could
-  have revealed;
+- ``mde``: the minimum detectable ECCE-R at the level the segment is judged at and ``power``, in probability
+  units (``sigma`` times :func:`calibcli.cumulative.minimum_detectable_ecce_sigma`): how small a
+  miscalibration this segment could have revealed. The level is ``alpha / m`` (m segments tested) when the
+  p-values are adjusted, as the gates judge them, and ``alpha`` with ``adjust="none"`` (``mde_level``);
 - ``ece_l1_plugin``: the binned l1-ECE of the segment's rows (SPEC 2.2, uniform bins), a point estimate;
 - ``tested``: whether the segment has at least ``min_segment`` rows; smaller segments are counted, not
   tested (no p-value, not in the adjustment, not in MCE);
@@ -84,11 +85,12 @@ class AuditResult:
     n_segments: int  # segments with rows
     n_segments_tested: int
     population: dict = field(default_factory=dict)
+    mde_level: float = 0.05
 
     def to_dict(self) -> dict:
         return {"mce_sigma": self.mce_sigma, "mce_pvalue": self.mce_pvalue, "mce_relative": self.mce_relative,
                 "n_segments": self.n_segments, "n_segments_tested": self.n_segments_tested,
-                "population": self.population, "segments": self.segments}
+                "mde_level": self.mde_level, "population": self.population, "segments": self.segments}
 
 
 def segment_sums(y: np.ndarray, s: np.ndarray, w: np.ndarray, ids: list[np.ndarray], sizes: list[int], *,
@@ -130,7 +132,10 @@ def finish(sums: SegmentSums, ecce: EcceResult, codings: list[ColumnCoding], par
                   "observed_rate": float(sums.wy[0] / sums.w[0]), "mean_prediction": float(sums.ws[0] / sums.w[0]),
                   "sigma": float(ecce.sigma[0])}
     prevalence = population["observed_rate"]
-    mde_sigma = minimum_detectable_ecce_sigma(options.alpha, options.power)
+    # the level a segment is judged at: Bonferroni's alpha / m whenever p-values are adjusted (Holm's first step
+    # and the MCE gate's level; conservative for Holm's later steps and for BH), alpha when they are not
+    mde_level = options.alpha / max(n_tested, 1) if options.adjust != "none" else options.alpha
+    mde_sigma = minimum_detectable_ecce_sigma(mde_level, options.power)
     z = float(ndtri(1.0 - options.alpha / 2.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         o_e = sums.wy / sums.ws
@@ -175,6 +180,7 @@ def finish(sums: SegmentSums, ecce: EcceResult, codings: list[ColumnCoding], par
         n_segments=int(nonempty.sum()),
         n_segments_tested=n_tested,
         population=population,
+        mde_level=mde_level,
     )
 
 

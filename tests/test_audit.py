@@ -90,3 +90,17 @@ def test_options_are_checked():
         AuditOptions(adjust="fdr").check()
     with pytest.raises(CalibcliError, match="power"):
         AuditOptions(power=1.0).check()
+
+
+def test_the_minimum_detectable_ecce_is_at_the_level_segments_are_judged_at():
+    from calibcli.cumulative import minimum_detectable_ecce_sigma
+
+    y, s, w, cols = _data(4000, seed=4)
+    adjusted, *_ = _audit(y, s, w, cols, min_segment=50, adjust="holm", power=0.9)
+    raw, *_ = _audit(y, s, w, cols, min_segment=50, adjust="none", power=0.9)
+    m = adjusted.n_segments_tested
+    assert adjusted.mde_level == pytest.approx(0.05 / m) and raw.mde_level == 0.05
+    for a, r in zip(adjusted.segments, raw.segments):
+        assert a["mde"] == pytest.approx(a["sigma"] * minimum_detectable_ecce_sigma(0.05 / m, 0.9), rel=1e-12)
+        assert r["mde"] == pytest.approx(r["sigma"] * minimum_detectable_ecce_sigma(0.05, 0.9), rel=1e-12)
+        assert a["mde"] > r["mde"]
