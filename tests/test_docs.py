@@ -116,3 +116,14 @@ def test_the_mathematics_has_a_section_for_every_estimator_family():
     missing = [name for name in REGISTRY if name not in named]
     assert len(REGISTRY) >= 30
     assert not missing, f"How it is computed does not name these metrics of the registry: {missing}"
+
+
+def test_the_readme_stays_short_and_points_into_the_site():
+    """The README is the front door (issue 26: at most ~200 lines); the long material lives on the site."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 200
+    for target in ["docs/index.md", "docs/getting-started.md", "docs/computed.md", "docs/guides/ci.md",
+                   "docs/guides/python.md", "CHANGELOG.md"]:
+        assert f"]({target})" in text, f"README.md does not link {target}"
+    for link in re.findall(r"\]\(((?:docs/|CHANGELOG)[^)#]*)", text):
+        assert (ROOT / link).exists(), f"README.md links {link}, which does not exist"
