@@ -1,21 +1,27 @@
-"""Run the console examples of README.md and write what they print back into it (``--check``: only compare).
+"""Run the console examples of README.md and of every page of docs/, and write what they print back into them
+(``--check``: only compare).
 
-    python scripts/update_readme.py            # refresh every example's output in README.md, in place
-    python scripts/update_readme.py --check    # exit 1 and show the differences if README.md is stale
+    python scripts/update_readme.py                          # refresh every example of README.md and docs/, in place
+    python scripts/update_readme.py docs/commands/ece.md     # only these files
+    python scripts/update_readme.py --check                  # exit 1 and show the differences if any file is stale
+
+The README and the documentation pages are run by this one mechanism (a *document* below is either).
 
 An *example* is a fenced block with no info string or the info string ``console`` whose first line starts
 with ``$ ``: every ``$ COMMAND`` line is run with ``bash`` (so pipes, redirections and ``echo $?`` work), and
 the lines after it, up to the next ``$ `` line, are what it prints (stdout and stderr together, in the order
 written). A block whose info string is ``console not-run`` is shown but never run (a cluster, a benchmark's
-timing); the other fences (``bash``, ``python``, ``json``) are scripts and data, not examples.
+timing); the other fences (``bash``, ``python``, ``json``, ``text``) are scripts and data, not examples.
 
-The commands of one README run in order in one scratch directory, made fresh for each run, holding
-``sample_data`` (a link to the repository's), the folders of ``docs/`` (empty) and the files the README's
-text says were made beforehand (:data:`SETUP`); so an example that writes a file (``-o platt.json``) leaves the
-repository alone. The environment is fixed: ``COLUMNS`` (:data:`COLUMNS`) for the width of the tables,
-``NO_COLOR``, ``PYTHONUNBUFFERED`` (stdout and stderr in the order written) and no ``CALIBCLI_*`` variables.
+The commands of one document run in order in one scratch directory, made fresh for each document, holding
+``sample_data`` (a link to the repository's), the folders of ``docs/`` (empty) and the files the
+documentation's text says were made beforehand (:data:`SETUP`); so an example that writes a file
+(``-o platt.json``) leaves the repository alone. Commands run from the scratch directory's root whichever
+folder the page is in, so a page under ``docs/commands/`` writes ``-o docs/figures/x.png`` as the README would.
+The environment is fixed: ``COLUMNS`` (:data:`COLUMNS`) for the width of the tables, ``NO_COLOR``,
+``PYTHONUNBUFFERED`` (stdout and stderr in the order written) and no ``CALIBCLI_*`` variables.
 
-What may differ between a run and the README, and is normalised on both sides (:func:`normalise`) before
+What may differ between a run and the document, and is normalised on both sides (:func:`normalise`) before
 comparing: the tool version (``calibcli 0.1.0``, ``"version": "0.1.0"``), the scratch directory's and the
 repository's absolute paths, a figure's size in bytes (it follows matplotlib's and the fonts' versions),
 spaces at the end of a line and blank lines at the end of an output. Numbers are compared to a stated
@@ -24,8 +30,8 @@ floating-point rounding does not fail the check), the padding of tables with the
 message and integer must match. Refreshing also copies the figures the examples draw (``-o docs/figures/...``) into the
 repository's ``docs/``, so the pictures and the text that describes them stay in step.
 
-``tests/test_readme.py`` runs the same comparison (and checks that every command of ``calibcli --help`` has
-a README section).
+``tests/test_readme.py`` runs the same comparison for every document (and checks that every command of
+``calibcli --help`` has a README section); ``tests/test_docs.py`` checks the site around them.
 """
 
 from __future__ import annotations
@@ -43,6 +49,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+
+
+def documents() -> list[Path]:
+    """Every document whose examples run: README.md, then the pages of ``docs/`` in path order."""
+    return [README, *sorted(DOCS.rglob("*.md"))]
 
 #: Terminal width the examples are run (and printed in the README) at.
 COLUMNS = 150
@@ -51,7 +63,7 @@ COLUMNS = 150
 RUN_INFO = ("", "console")
 SKIP_INFO = "console not-run"
 
-#: Files the README's text says were made before its examples, made in the scratch directory first.
+#: Files the documentation's text says were made before its examples, made in the scratch directory first.
 SETUP = (
     "printf '' > broken.json",
     "calibcli recalibrate fit --method platt sample_data/breast_cancer_nb.csv -o platt.json > /dev/null",
@@ -178,11 +190,14 @@ def normalise(lines: list[str], cwd: str | None = None) -> list[str]:
 
 
 def run_readme(text: str, images_to: Path | None = None) -> list[tuple[Block, list[list[str]]]]:
-    """Every runnable example of ``text`` with what its commands print now (paths relative, spaces trimmed).
+    """Every runnable example of a document's ``text`` with what its commands print now (paths relative,
+    spaces trimmed); the README's or a docs page's alike.
 
-    ``images_to``: copy the files the examples wrote under ``docs/`` (figures the README shows) there."""
+    ``images_to``: copy the files the examples wrote under ``docs/`` (figures the document shows) there."""
     blocks, _ = parse(text)
     results = []
+    if not blocks:  # nothing to run: no scratch directory, no setup commands
+        return results
     with scratch_directory() as cwd:
         for block in blocks:
             outputs = run_block(block, cwd)
@@ -250,15 +265,16 @@ def outputs_agree(want: list[str], have: list[str]) -> bool:
     return len(want) == len(have) and all(map(lines_agree, want, have))
 
 
-def differences(results) -> list[str]:
-    """Unified diffs of every command whose normalised output differs from the README's (beyond the tolerance)."""
+def differences(results, name: str = "README.md") -> list[str]:
+    """Unified diffs of every command whose normalised output differs from the document's (beyond the tolerance);
+    ``name`` is the document's path, for the messages."""
     diffs = []
     for block, outputs in results:
         for c, got in zip(block.commands, outputs):
             want, have = normalise(c.expected), normalise(got)
             if not outputs_agree(want, have):
-                diffs.append(f"README.md line {c.line}: $ {c.command}\n" + "\n".join(
-                    difflib.unified_diff(want, have, "README", "now", lineterm="", n=1)))
+                diffs.append(f"{name} line {c.line}: $ {c.command}\n" + "\n".join(
+                    difflib.unified_diff(want, have, name, "now", lineterm="", n=1)))
     return diffs
 
 
@@ -288,23 +304,38 @@ def rewrite(text: str, results) -> str:
     return "\n".join(lines)
 
 
+def display_name(path: Path) -> str:
+    """A document's path as the messages give it: relative to the repository when it is inside it."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="compare only; exit 1 if README.md is stale")
-    parser.add_argument("--readme", default=str(README), help="the README to run (default: the repository's)")
+    parser.add_argument("paths", nargs="*", help="documents to run (default: README.md and every docs/**/*.md)")
+    parser.add_argument("--check", action="store_true", help="compare only; exit 1 if a document is stale")
+    parser.add_argument("--readme", action="append", default=[], help="a document to run (as a path argument)")
     args = parser.parse_args(argv)
-    path = Path(args.readme)
-    text = path.read_text()
-    results = run_readme(text, images_to=None if args.check else ROOT)
-    diffs = differences(results)
-    n = sum(len(b.commands) for b, _ in results)
-    if args.check:
-        print("\n\n".join(diffs) if diffs else f"{path}: all {n} example commands print what the README shows")
-        return 1 if diffs else 0
-    if diffs:
-        path.write_text(rewrite(path.read_text(), results))  # the README as it is now: edits meanwhile are kept
-    print(f"{path}: {len(diffs)} of {n} example outputs updated")
-    return 0
+    paths = [Path(p) for p in [*args.paths, *args.readme]] or documents()
+    stale = 0
+    for path in paths:
+        name = display_name(path)
+        text = path.read_text()
+        results = run_readme(text, images_to=None if args.check else ROOT)
+        diffs = differences(results, name)
+        n = sum(len(b.commands) for b, _ in results)
+        if not n:
+            continue
+        if args.check:
+            print("\n\n".join(diffs) if diffs else f"{name}: all {n} example commands print what it shows")
+            stale += bool(diffs)
+            continue
+        if diffs:
+            path.write_text(rewrite(path.read_text(), results))  # the document as it is now: edits meanwhile are kept
+        print(f"{name}: {len(diffs)} of {n} example outputs updated")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":

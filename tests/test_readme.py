@@ -1,11 +1,11 @@
-"""README.md stays true: every console example in it is run for real and must print what the README shows,
-and every command of ``calibcli --help`` has its README section (sqlite-utils' tests/test_docs.py does the
-same for its docs).
+"""README.md and the documentation stay true: every console example of the README and of every page of
+``docs/`` is run for real and must print what the page shows, and every command of ``calibcli --help`` has
+its README section (sqlite-utils' tests/test_docs.py does the same for its docs).
 
 The examples run as ``scripts/update_readme.py`` runs them (its docstring says how: one ``bash`` per block,
-in a scratch directory, fixed ``COLUMNS``); only the tool version, absolute paths, a figure's size in bytes,
-trailing spaces and trailing blank lines are normalised. When an output changes on purpose, refresh the
-README with ``python scripts/update_readme.py`` and review the diff.
+in a scratch directory per document, fixed ``COLUMNS``); only the tool version, absolute paths, a figure's
+size in bytes, trailing spaces and trailing blank lines are normalised. When an output changes on purpose,
+refresh the documents with ``python scripts/update_readme.py`` and review the diff.
 """
 
 from __future__ import annotations
@@ -126,16 +126,47 @@ def test_refreshing_keeps_outputs_that_agree_within_the_tolerance(tmp_path):
     assert readme.read_text() == "```\n$ printf '0.15474540650785265 a\\n'\n0.1547454065078526 a\n$ printf 'x\\n'\nx\n```\n"
 
 
-# --------------------------------------------------------------------------- the README itself
+def test_a_document_without_examples_runs_nothing_and_a_page_is_named_in_its_messages(tmp_path):
+    assert ur.run_readme("# no examples\n\n```python\nprint(1)\n```\n") == []
+    page = tmp_path / "page.md"
+    page.write_text("```console\n$ printf 'x\\n'\ny\n```\n")
+    (diff,) = ur.differences(ur.run_readme(page.read_text()), "docs/page.md")
+    assert diff.startswith("docs/page.md line 2: $ printf 'x\\n'")
+
+
+def test_the_documents_are_the_readme_and_every_docs_page():
+    docs = ur.documents()
+    assert docs[0] == README
+    assert {p.relative_to(ROOT).as_posix() for p in docs[1:]} == {
+        p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").rglob("*.md")}
+
+
+# --------------------------------------------------------------------------- the README and the docs pages
+
+
+def _documents_with_examples() -> list[Path]:
+    return [p for p in ur.documents() if ur.parse(p.read_text())[0]]
 
 
 @pytest.mark.slow
-def test_every_readme_example_prints_what_the_readme_shows():
-    results = ur.run_readme(README.read_text())
-    assert sum(len(b.commands) for b, _ in results) >= 20  # the examples were found
-    diffs = ur.differences(results)
-    assert not diffs, ("README.md is stale; refresh it with `python scripts/update_readme.py`:\n\n"
+@pytest.mark.parametrize("path", _documents_with_examples(), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_example_prints_what_its_page_shows(path):
+    name = path.relative_to(ROOT).as_posix()
+    results = ur.run_readme(path.read_text())
+    assert results, f"{name}: no examples found"
+    diffs = ur.differences(results, name)
+    assert not diffs, (f"{name} is stale; refresh it with `python scripts/update_readme.py {name}`:\n\n"
                        + "\n\n".join(diffs))
+
+
+def test_the_examples_cover_the_documentation():
+    """The README and the pages together run many examples, and every command page runs its command."""
+    n = sum(len(b.commands) for p in ur.documents() for b in ur.parse(p.read_text())[0])
+    assert n >= 60
+    for page in sorted((ROOT / "docs" / "commands").glob("*.md")):
+        blocks, _ = ur.parse(page.read_text())
+        run = {c.command.split()[1] for b in blocks for c in b.commands if c.command.startswith("calibcli ")}
+        assert page.stem in run, f"{page.relative_to(ROOT)} runs no `calibcli {page.stem}` example"
 
 
 def root_help_commands() -> list[str]:

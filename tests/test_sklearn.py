@@ -31,7 +31,7 @@ from calibcli.calibrators import METHODS, fit_calibrator, fit_multiclass  # noqa
 from calibcli.metrics import compute, ece  # noqa: E402
 from calibcli.sklearn import Recalibrator, make_calibration_scorer  # noqa: E402
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PYTHON_GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guides" / "python.md"
 
 
 def ok(*args):
@@ -345,18 +345,18 @@ def test_doctests_of_calibcli_sklearn():
 
 
 def test_readme_from_python_section_runs(tmp_path, monkeypatch):
-    """The README's "From Python" example, run as written (in a scratch directory, headless)."""
+    """The "From Python" guide's example (docs/guides/python.md), run as written (in a scratch directory, headless)."""
     import matplotlib
 
     matplotlib.use("Agg")
-    text = README.read_text()
-    start = text.index("\n## From Python\n")
+    text = PYTHON_GUIDE.read_text()
+    start = text.index("# From Python\n")
     section = text[start: text.index("\n## Library\n", start)]
     code = "\n".join(re.findall(r"```python\n(.*?)```", section, flags=re.S))
     assert "Recalibrator" in code and "plot_diagram" in code
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
-    exec(compile(code, "README.md: From Python", "exec"), namespace)
+    exec(compile(code, "docs/guides/python.md: From Python", "exec"), namespace)
     assert (tmp_path / "reliability.png").stat().st_size > 10_000
     table = namespace["table"]
     assert list(table["model"].unique()) == ["naive Bayes", "naive Bayes + isotonic"]
