@@ -68,7 +68,7 @@ def speed(rows: int, n_boot: int, repeats: int, folder: str) -> None:
 
 def coverage(sims: int, n: int, n_true: int, n_boot: int, folder: str) -> None:
     from calibcli.comparison import compare_streams
-    from calibcli.evaluation import BinnedOptions, InputAccumulator
+    from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator
     from calibcli.io import ColumnSpec, resolve_datasets
 
     rng = np.random.default_rng(20261123)

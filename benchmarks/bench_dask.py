@@ -391,8 +391,8 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
     task_worker) and client = T x (task_serial + merge): the client merges each state as it arrives, while
     the workers compute, so the slower of the two sets the pace. On this machine the client shares the two
     cores with the workers: the check below adds the client's CPU, spread over the workers, to theirs."""
-    from calibcli.evaluation import (MAX_TASK_ROWS, TASKS_PER_WORKER, BinnedOptions, InputAccumulator,
-                                     _merge_documents, pack_fragments, run_fragment, task_rows)
+    from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator
+    from calibcli.engines._fragments import _merge_documents, MAX_TASK_ROWS, pack_fragments, run_fragment, task_rows, TASKS_PER_WORKER
     from calibcli.io import ColumnSpec, resolve_datasets
 
     (dataset,) = resolve_datasets([data])
@@ -475,7 +475,7 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
                                  "tasks on the workers": workers_big, "client (overlaps them)": client_big,
                                  "finish (bootstrap)": finish}, T_big, r_big, f"local disk, CALIBCLI_TASK_ROWS={big}"))
     # smece: the same model with its own per-row time, state and merge (measured here in this process)
-    from calibcli.evaluation import SmoothInputAccumulator, SmoothOptions
+    from calibcli.accumulators.inputs import SmoothInputAccumulator, SmoothOptions
 
     smooth = SmoothInputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names,
                                     options=SmoothOptions(n_boot=1000)).to_dict()

@@ -6,7 +6,7 @@ Three measurements, all in one run with fixed seeds:
    (float64 ``prob``, int64 ``label``) against reading the same two columns into NumPy with pyarrow
    alone. Both sides are fresh subprocesses, so interpreter start-up and imports count on both;
    several repetitions, median and ratio (target: calibcli <= 3x pyarrow). The in-process time of
-   the read and of the compute alone (``calibcli.evaluation.evaluate_binned``) is given for context.
+   the read and of the compute alone (``calibcli.accumulators.inputs.evaluate_binned``) is given for context.
 2. Bootstrap intervals with 1000 resamples at n = 1,000,000:
    ``calibcli.estimators.binned_calibration(..., n_boot=1000)`` against the bootstrap of the reference
    package of Kumar, Liang & Ma (2019), ``uncertainty-calibration`` (import name ``calibration``; not a
@@ -102,7 +102,7 @@ def bench_parquet(n_rows: int, reps: int) -> dict:
         help_t = statistics.median(run_timed([CALIBCLI, "--help"]) for _ in range(reps))
 
         # In-process, for context: the read (calibcli.io.read_input, with validation) and the compute alone.
-        from calibcli.evaluation import evaluate_binned
+        from calibcli.accumulators.inputs import evaluate_binned
         from calibcli.io import read_input
 
         t0 = time.perf_counter()

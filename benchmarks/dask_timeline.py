@@ -70,7 +70,7 @@ def main() -> None:
         if not state.get("recording"):
             self.client.get_task_stream()  # installs the scheduler's task-stream recorder
             state["recording"] = True
-        from calibcli.evaluation import pack_fragments, task_rows
+        from calibcli.engines._fragments import pack_fragments, task_rows
 
         tasks = pack_fragments(fragments, self.task_rows or task_rows(fragments, self.workers))
         event(f"{len(fragments)} fragments submitted as {len(tasks)} tasks")

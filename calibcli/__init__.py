@@ -34,7 +34,7 @@ _LAZY = {
     "Metric": "calibcli.estimators",
     "ece_l2_sq_sun_interval": "calibcli.estimators",
     "fit_binning": "calibcli.binning",
-    "evaluate_binned": "calibcli.evaluation",
+    "evaluate_binned": "calibcli.accumulators.inputs",
     "binary_problems": "calibcli.modes",
     "read_input": "calibcli.io",
     "ColumnSpec": "calibcli.io",

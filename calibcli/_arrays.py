@@ -24,6 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from calibcli.errors import CalibcliError
+from calibcli.io.columns import _labels_to_index, _suffix, natural_suffix_order
+from calibcli.modes import sigmoid, softmax
+from calibcli.validation import check_binary, check_multiclass
 
 
 def _module(x) -> str:
@@ -129,7 +132,6 @@ def select(data, columns, *, name: str):
     available = _column_names(data)
     if isinstance(columns, str):
         columns = [columns]
-    from calibcli.io.columns import natural_suffix_order
 
     chosen: list[str] = []
     for item in columns:
@@ -202,8 +204,6 @@ def prepare(y_true, y_prob, sample_weight=None, *, data=None, logits: bool = Fal
     ``y_prob`` and ``sample_weight`` may name its columns. ``logits``: the columns hold logits, turned
     into probabilities by a stable sigmoid (one column) or softmax (SPEC 1).
     """
-    from calibcli.validation import check_binary, check_multiclass
-
     if data is not None:
         if _from(data, "polars") and hasattr(data, "collect"):  # a LazyFrame: run its query once
             data = data.collect()
@@ -219,8 +219,6 @@ def prepare(y_true, y_prob, sample_weight=None, *, data=None, logits: bool = Fal
                             f"with logits=True)")
     probs = np.asarray(probs, dtype=np.float64)
     if logits:
-        from calibcli.modes import sigmoid, softmax
-
         if not np.all(np.isfinite(probs)):
             raise CalibcliError("y_prob holds logits with a non-finite value: expected finite numbers")
         probs = sigmoid(probs) if probs.ndim == 1 else softmax(probs)
@@ -247,8 +245,6 @@ def _class_names(columns: tuple[str, ...] | None, probs: np.ndarray) -> tuple[st
     if probs.ndim == 1:
         return ("0", "1")
     if columns is not None:
-        from calibcli.io.columns import _suffix  # the CLI's rule for a class's name from its column
-
         names = tuple(_suffix(c) for c in columns)
         if len(set(names)) == len(names):
             return names
@@ -259,8 +255,6 @@ def _labels(raw: np.ndarray, class_names: tuple[str, ...] | None, n_classes: int
     """Class indices by the CLI's rule (:func:`calibcli.io.columns._labels_to_index`): integers and booleans as
     they are (remapped by integer class names such as p_1..p_3), text matched to the class names. Anything
     else is left to :func:`calibcli.validation.check_labels`, whose messages say what is wrong."""
-    from calibcli.io.columns import _labels_to_index
-
     if raw.ndim != 1:
         raise CalibcliError(f"y_true has shape {raw.shape}: expected one label per row")
     if raw.dtype.kind in "USO":

@@ -13,7 +13,9 @@ import errno
 import importlib
 import sys
 
+from calibcli import cancel
 from calibcli._version import __version__
+from calibcli.errors import PIPE_CLOSED, quiet_stdout
 
 app = typer.Typer(
     name="calibcli",
@@ -132,8 +134,6 @@ def main() -> None:
     SIGINT and SIGTERM stop the run (:mod:`calibcli.cancel`): ``Error: interrupted``, exit 130 or 143 (the
     console script, :mod:`calibcli.entry`, installs the handlers before this module is imported).
     A reader of stdout that goes away (``| head``) ends the run quietly with exit 141."""
-    from calibcli import cancel
-
     try:
         with cancel.handling_signals():
             try:
@@ -155,16 +155,12 @@ def main() -> None:
         cancel.report()
         cancel.exit_now(cancel.exit_code(exc))
     except BrokenPipeError:
-        from calibcli.cli_common import PIPE_CLOSED, quiet_stdout  # here: cli_common imports numpy (slow --help)
-
         quiet_stdout()
         sys.exit(PIPE_CLOSED)
     except SystemExit as exc:  # Typer (printing --help, --version) and rich exit 1 on a closed stdout: not a gate
         closed = exc.__context__
         if not (isinstance(closed, OSError) and closed.errno == errno.EPIPE):
             raise
-        from calibcli.cli_common import PIPE_CLOSED, quiet_stdout
-
         quiet_stdout()
         sys.exit(PIPE_CLOSED)
     if cancel.requested():  # interrupted, in the command or around it (Typer turns that into exit 130 silently):

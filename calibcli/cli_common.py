@@ -12,14 +12,27 @@ import errno
 import functools
 import os
 import sys
-from contextlib import contextmanager
 from typing import Annotated, Iterator, Optional
 
 import typer
 
-from calibcli.errors import CalibcliError, GateFailed
+from calibcli.accumulators import per_input  # noqa: F401  (where commands have always found it)
+from calibcli.engines import ENGINES, EngineChoice  # noqa: F401  (the engine option group)
+from calibcli.errors import (  # noqa: F401  (flags, warnings and exit codes, where commands have always found them)
+    FLAGS, PIPE_CLOSED, CalibcliError, GateFailed, check_choice, flag_of, quiet_stdout, warn,
+)
 from calibcli.io import DEFAULT_BATCH_ROWS  # noqa: F401  (BatchRows' default, for the commands)
-from calibcli.io import ColumnSpec, LoadedInput, read_dataset, resolve_datasets
+from calibcli.io import ColumnSpec, LoadedInput, Sources, read_dataset, resolve_datasets
+from calibcli.pipeline import (  # noqa: F401  (the driver, where commands have always found it)
+    Plan, add_entries, check_engine, engine_runner, evaluate_streams, progress_bar, run, summarise_groups,
+)
+from calibcli import cancel, outputs
+from calibcli._malloc import tune_allocator
+from calibcli.errors import cli_text
+from calibcli.io.targets import check_output_target
+from calibcli.outputs import STDOUT
+from calibcli.report import FORMATS, Layout
+from calibcli.validation import check_command_options, check_options, memory_culprit
 
 # ---------------------------------------------------------------------------------------------
 # Options shared by the commands (one declaration each)
@@ -120,7 +133,7 @@ GroupBy = Annotated[
 Engine = Annotated[
     str,
     typer.Option("--engine", help="local (this process) or dask (a Dask cluster: --scheduler, or a local one of --workers processes); the same report either way.",
-                 metavar=choices("local", "dask")),
+                 metavar=choices(*ENGINES)),
 ]
 Scheduler = Annotated[
     Optional[str],
@@ -144,9 +157,6 @@ def split_columns(value: str | None) -> tuple[str, ...]:
 def layout(fmt: str = "table", as_json: bool = False, summary: bool | None = None, metrics: str | None = None,
            sort: str | None = None):
     """The report's layout on stdout from ``--format``, ``--json``, ``--summary``, ``--metrics`` and ``--sort``."""
-    from calibcli.report import FORMATS, Layout
-    from calibcli.validation import check_options
-
     check_options({"fmt": FORMATS}, fmt=fmt)
     return Layout.of(fmt, as_json, summary, split_columns(metrics) or None, sort)
 
@@ -161,6 +171,13 @@ def column_spec(prob_col, prob_cols, label_col, weight_col, logits) -> ColumnSpe
     )
 
 
+def sources(files: list[str], spec: ColumnSpec, *, input_format: str | None, drop_invalid: bool, pool: bool,
+            batch_rows: int, group_by: tuple[str, ...]) -> Sources:
+    """The sources option group of a streaming command, for :func:`calibcli.pipeline.run`."""
+    return Sources(tuple(files), spec, input_format=input_format, drop_invalid=drop_invalid, pool=pool,
+                   batch_rows=batch_rows, group_by=tuple(group_by))
+
+
 def load_inputs(files: list[str], spec: ColumnSpec, *, input_format: str | None, drop_invalid: bool) -> Iterator[LoadedInput]:
     """Read the inputs one by one into memory (a bad one stops the run before anything is written).
 
@@ -171,19 +188,6 @@ def load_inputs(files: list[str], spec: ColumnSpec, *, input_format: str | None,
         yield read_dataset(dataset, spec, input_format=input_format, drop_invalid=drop_invalid)
 
 
-def check_choice(value: str, choices: tuple[str, ...], flag: str) -> str:
-    if value not in choices:
-        raise CalibcliError(f"{flag} is {value!r}: expected one of {', '.join(choices)}")
-    return value
-
-
-def warn(message: str) -> None:
-    """A warning or hint on stderr (never on stdout)."""
-    from calibcli.errors import cli_text
-
-    sys.stderr.write(f"Warning: {cli_text(message, flag_of)}\n")
-
-
 # ---------------------------------------------------------------------------------------------
 # Errors and exit codes, in one place
 
@@ -191,14 +195,6 @@ def warn(message: str) -> None:
 def debugging() -> bool:
     return os.environ.get("CALIBCLI_DEBUG", "") not in ("", "0")
 
-
-def flag_of(parameter: str) -> str:
-    """The command-line flag of a library parameter name (``n_bins`` -> ``--n-bins``)."""
-    return FLAGS.get(parameter, "--" + parameter.replace("_", "-"))
-
-
-#: Parameters whose flag is not ``--`` plus the name with dashes.
-FLAGS = {"class_weights_scheme": "--class-weights", "fmt": "--format"}
 
 #: Parameters that name a file a command writes (every command uses these names), and their flags.
 FILE_OPTIONS = {"output": "--output", "report": "--report", "json_output": "--json-output"}
@@ -212,8 +208,6 @@ INPUT_ARGUMENTS = {"files": "input file", "train": "input file", "file": "input 
 def check_file_options(kwargs: dict) -> None:
     """Every file option of a command's arguments (:data:`FILE_OPTIONS`), before any work: writable, not
     an input (:data:`INPUT_ARGUMENTS`) and not another output."""
-    from calibcli.outputs import STDOUT, check_output
-
     inputs = []
     for name, what in INPUT_ARGUMENTS.items():
         value = kwargs.get(name)
@@ -228,26 +222,12 @@ def check_file_options(kwargs: dict) -> None:
             if path == other_path or (path != STDOUT and other_path != STDOUT and os.path.exists(path)
                                       and os.path.exists(other_path) and os.path.samefile(path, other_path)):
                 raise CalibcliError(f"{{opt:{name}}} {path} is the {{opt:{other}}} file too: name another file")
-        check_output(path, name, inputs)
+        check_output_target(path, name, inputs)
         seen.append((name, path))
 
 
 #: Errors only a write gives (ENOSPC, EDQUOT, EFBIG): an error line, not an "internal error".
 WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
-
-#: Exit code when the reader of stdout goes away: 128 + SIGPIPE, as the shell reports a tool killed by it.
-PIPE_CLOSED = 141
-
-
-def quiet_stdout() -> None:
-    """Point stdout at /dev/null after a broken pipe, so that the flush at exit does not complain
-    (Python docs, signal module, "Note on SIGPIPE")."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor (captured in tests)
-        pass
 
 
 def check_parameters(func, kwargs: dict) -> None:
@@ -255,7 +235,6 @@ def check_parameters(func, kwargs: dict) -> None:
     (finite, within range, within the memory budget), and no flag word (``--logits false``) read as a file."""
     import typing
 
-    from calibcli.validation import check_command_options
 
     flags, file_arguments = {}, {}
     for name, annotation in typing.get_type_hints(func, include_extras=True).items():
@@ -272,9 +251,6 @@ def check_parameters(func, kwargs: dict) -> None:
 def out_of_memory_message(kwargs: dict) -> str:
     """The ``MemoryError`` message: it names the size option that plans the largest allocation (never one
     that is 0 or not set), else the input's size."""
-    from calibcli.errors import cli_text
-    from calibcli.validation import memory_culprit
-
     culprit = memory_culprit(kwargs)
     if culprit:
         return cli_text(f"out of memory: the largest allocation asked for is {culprit}: try a smaller value, "
@@ -308,9 +284,6 @@ def command(func):
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        from calibcli import cancel, outputs
-        from calibcli._malloc import tune_allocator
-
         cancel.reset()
         outputs.reset()
         tune_allocator()  # batch-sized arrays reused, not unmapped and faulted in again (calibcli/_malloc.py)
@@ -364,154 +337,3 @@ def command(func):
             raise typer.Exit(2) from None
 
     return wrapper
-
-
-# ---------------------------------------------------------------------------------------------
-# Progress on stderr, only for a terminal
-
-
-@contextmanager
-def progress_bar(total: int, description: str):
-    """Yield an ``advance(steps=1)`` callable; draws a rich bar on stderr only when stderr is a terminal."""
-    if total <= 0 or not sys.stderr.isatty():
-        yield lambda steps=1: None
-        return
-    from rich.progress import BarColumn, Progress, TimeRemainingColumn, MofNCompleteColumn
-
-    from calibcli.report import stderr_console
-
-    with Progress(
-        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        console=stderr_console(), transient=True,
-    ) as bar:
-        task = bar.add_task(description, total=total)
-        yield lambda steps=1: bar.advance(task, steps)
-
-
-# ---------------------------------------------------------------------------------------------
-# The pipeline, run for a command: streams -> accumulators -> entries of the report
-
-
-def per_input(accumulator_class, mode: str | None, options):
-    """How a command makes the input accumulator of a stream: ``accumulator_class`` in ``mode`` (default:
-    binary for one or two probability columns, top-label for K > 2) with the stream's classes."""
-    from calibcli.modes import default_mode
-
-    def new(stream):
-        return accumulator_class(mode=mode or default_mode(stream.n_classes), n_classes=stream.n_classes,
-                                 class_names=stream.class_names, options=options)
-
-    return new
-
-
-def run_family(doc: dict, files: list[str], spec: ColumnSpec, new_accumulator, *, input_format, drop_invalid: bool,
-               pool: bool, batch_rows: int, group_by: tuple[str, ...], gate, n_boot: int, engine: str,
-               scheduler: str | None, workers: int | None) -> None:
-    """Open the datasets named on the command line and run them through :func:`evaluate_streams`."""
-    from calibcli.engines.local import open_streams
-
-    streams = open_streams(files, spec, input_format=input_format, drop_invalid=drop_invalid, pool=pool,
-                           batch_rows=batch_rows, group_by=group_by)
-    evaluate_streams(doc, streams, new_accumulator, gate=gate, n_boot=n_boot, engine=engine, scheduler=scheduler,
-                     workers=workers)
-
-
-def evaluate_streams(doc: dict, streams, new_accumulator, *, gate, n_boot: int, engine: str = "local",
-                     scheduler: str | None = None, workers: int | None = None) -> None:
-    """Run every stream through accumulators made by ``new_accumulator(stream)`` and add one report
-    entry per input (or group) to ``doc``: input, group, results (``to_dict``), per-entry gate; with
-    groups, ``doc["groups"]`` gets the worst group and the spread of every headline metric.
-
-    ``engine`` runs the accumulators: ``local`` in this process, ``dask`` on a Dask cluster
-    (``scheduler``, else a local cluster of ``workers`` processes), with the same report; it and the
-    number of workers go into ``doc["parameters"]``. Options are checked before any work, and a cluster
-    is started only once the first dataset has been opened (so a bad path fails at once).
-    """
-    check_engine(engine, scheduler, workers)
-
-    streams = iter(streams)
-    first = next(streams, None)  # every dataset resolved, the first opened, before a cluster starts
-    headlines: dict = {}
-    with engine_runner(engine, scheduler, workers) as runner:
-        doc["parameters"]["engine"] = engine
-        doc["parameters"]["workers"] = runner.workers
-        for stream in _chain(first, streams):
-            accumulators, described = runner.run(stream, lambda: new_accumulator(stream))
-            add_entries(doc, described, accumulators, gate=gate, n_boot=n_boot, headlines=headlines)
-    summarise_groups(doc, headlines)
-
-
-def add_entries(doc: dict, described: dict, accumulators, *, gate, n_boot: int, headlines: dict) -> None:
-    """Finish one stream's accumulators (``(group values or None, accumulator)`` pairs from an engine's
-    ``run``; ``described`` its input section) into report entries of ``doc``: input, group, results
-    (``to_dict``), per-entry gate; ``headlines`` gets every entry's headline metrics by label (for
-    :func:`summarise_groups`). ``calibcli report`` finishes each family of its one pass with this too."""
-    from calibcli.report import check_gate, entry_label
-
-    for group, acc in accumulators:
-        entry = {"input": described}
-        if group is not None:
-            entry["group"] = group
-            entry["rows_in_group"] = acc.n_rows
-        label = entry_label(entry)
-        with progress_bar(n_boot * len(acc.problems), f"bootstrap {label}") as advance:
-            try:
-                report = acc.result(progress=advance)
-            except CalibcliError as exc:  # what these rows cannot give (too few of them, ...): name the input
-                raise exc.about(label) from None
-        entry.update(report.to_dict())
-        headline = {k: m.to_dict() for k, m in report.headline().items()}
-        headlines[label] = headline
-        if "problems" not in entry:  # a test's report: its headline numbers are its metrics
-            entry["headline"] = headline
-        if gate.active:
-            entry["gate"] = check_gate(gate, label, headline.get(gate.metric))
-        doc["files"].append(entry)
-
-
-def summarise_groups(doc: dict, headlines: dict) -> None:
-    """With groups, ``doc["groups"]``: the worst group and the spread of every headline metric."""
-    from calibcli.report import group_summary
-
-    if any("group" in entry for entry in doc["files"]):
-        by = doc["parameters"].get("group_by") or []
-        doc["groups"] = {"by": by, "n_groups": len(doc["files"]), "metrics": group_summary(doc["files"], headlines)}
-
-
-def _chain(first, rest):
-    if first is not None:
-        yield first
-    yield from rest
-
-
-def check_engine(engine: str, scheduler: str | None, workers: int | None) -> None:
-    """``--engine`` and its options, before any work; Dask is imported (or its absence reported) here."""
-    from calibcli.engines import ENGINES
-
-    check_choice(engine, ENGINES, "--engine")
-    if engine == "local" and (scheduler is not None or workers is not None):
-        raise CalibcliError(f"{'--scheduler' if scheduler is not None else '--workers'} is for --engine dask: add --engine dask, or drop it")
-    if scheduler is not None and workers is not None:
-        raise CalibcliError("--scheduler and --workers both say where to run: --scheduler uses a running cluster, "
-                            "--workers starts a local one; give one of them")
-    if workers is not None and workers < 1:
-        raise CalibcliError(f"--workers is {workers}: expected at least 1 worker process")
-    if engine == "dask":
-        from calibcli.engines.dask import require_distributed
-
-        require_distributed()
-
-
-@contextmanager
-def engine_runner(engine: str, scheduler: str | None, workers: int | None):
-    """The engine of ``--engine``: local, or Dask on a cluster that lives as long as the context.
-    ``runner.run(stream, new_accumulator)`` gives ``([(group, accumulator)], input description)``."""
-    if engine == "local":
-        from calibcli.engines.local import LocalEngine
-
-        yield LocalEngine()
-        return
-    from calibcli.engines.dask import dask_engine
-
-    with dask_engine(scheduler=scheduler, workers=workers, progress=progress_bar) as runner:
-        yield runner

@@ -60,6 +60,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from calibcli.errors import CalibcliError
+from calibcli.accumulators.binned import BinnedAccumulator
+from calibcli.calibrators._common import clip_probabilities, DEFAULT_CLIP, logit, sigmoid
+from calibcli.calibrators.parametric import fit_logistic
+from calibcli.smooth import _GridData, _smoothed_on_grid, CellSums, finish
+from calibcli.validation import check_binary, check_options
 
 #: Grid of the ICI's and Cox's per-(label, cell) sums (cells of 6.1e-5; a power of two, as the smooth
 #: family's grids are). Small enough for a batch's bincounts to stay in the CPU cache, which keeps ``ece``
@@ -131,9 +136,6 @@ def cox_from_rows(y: np.ndarray, z: np.ndarray, w: np.ndarray, *, alpha: float =
     """:class:`CoxCalibration` of validated rows (``w`` an array; rows may be weighted stand-ins for many,
     as the per-value sums of :class:`calibcli.accumulators.fit.FitAccumulator` are). ``n`` is the number of
     rows they stand for (default ``len(y)``)."""
-    from calibcli.calibrators._common import DEFAULT_CLIP, clip_probabilities, logit, sigmoid
-    from calibcli.calibrators.parametric import fit_logistic
-
     clip = DEFAULT_CLIP if clip is None else clip
     keep = w > 0
     y, z, w = y[keep], z[keep], w[keep]
@@ -188,8 +190,6 @@ def cox_calibration(y_true, y_prob, *, sample_weight=None, alpha: float = 0.05) 
     >>> round(r.slope.estimate, 4), round(r.intercept.estimate, 4), round(r.calibration_in_the_large.estimate, 4)
     (1.4444, 0.3532, 0.2088)
     """
-    from calibcli.validation import check_binary, check_options
-
     check_options({}, alpha=alpha)
     y, z, w = check_binary(y_true, y_prob, sample_weight)
     return cox_from_rows(y, z, w, alpha=alpha)
@@ -245,8 +245,6 @@ def spiegelhalter_z(y_true, y_prob, *, sample_weight=None, alpha: float = 0.05) 
     >>> round(r.statistic, 4), round(r.p_value, 4)
     (-0.2754, 0.783)
     """
-    from calibcli.validation import check_binary, check_options
-
     check_options({}, alpha=alpha)
     y, z, w = check_binary(y_true, y_prob, sample_weight)
     return spiegelhalter_from_sums(spiegelhalter_sums(z, y, w), n=len(y), alpha=alpha)
@@ -315,9 +313,6 @@ def hosmer_lemeshow(y_true, y_prob, *, n_bins: int = 10, sample_weight=None, alp
     >>> r.df, round(r.statistic, 3), round(r.p_value, 3)
     (8, 6.098, 0.636)
     """
-    from calibcli.accumulators.binned import BinnedAccumulator
-    from calibcli.validation import check_binary, check_options
-
     check_options({}, alpha=alpha, n_bins=n_bins)
     y, z, w = check_binary(y_true, y_prob, sample_weight)
     acc = BinnedAccumulator(n_bins=n_bins, strategy="quantile", row_limit=max(len(y), 1), moments=False)
@@ -584,8 +579,6 @@ def ici_from_grid(grid: GridSums) -> SmoothCalibrationIndex:
     :func:`calibcli.smooth.finish` solves it; the kernel regression ``f = K(w y) / K(w)`` is evaluated on
     the grid of that solution (a piecewise-linear reading between its nodes) at each cell's mean.
     """
-    from calibcli.smooth import CellSums, _GridData, _smoothed_on_grid, finish
-
     n_cells = grid.n_cells
     key, count, weight, mass, mean_z = grid.uniform_cells()
     if not len(key):
@@ -621,8 +614,6 @@ def integrated_calibration_index(y_true, y_prob, *, sample_weight=None) -> Smoot
     >>> round(r.ici, 4), round(r.e50, 4), round(r.e90, 4)
     (0.1082, 0.0958, 0.1759)
     """
-    from calibcli.validation import check_binary
-
     y, z, w = check_binary(y_true, y_prob, sample_weight)
     return ici_from_grid(GridSums().add_rows(z, y, None if sample_weight is None else w))
 
@@ -634,8 +625,6 @@ def brier_skill_score(y_true, y_prob, *, sample_weight=None) -> float:
     >>> round(brier_skill_score([0, 1, 1, 0], [0.2, 0.7, 0.9, 0.4]), 4)
     0.7
     """
-    from calibcli.validation import check_binary
-
     y, z, w = check_binary(y_true, y_prob, sample_weight)
     W = float(w.sum())
     ybar = float(w @ y) / W

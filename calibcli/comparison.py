@@ -1,7 +1,7 @@
 """Model against baseline: every metric of two inputs and their difference with a bootstrap interval.
 
 :func:`compare_streams` runs a baseline and a candidate through the binned family's pipeline
-(:class:`calibcli.evaluation.InputAccumulator`, and :class:`~calibcli.evaluation.SmoothInputAccumulator`
+(:class:`calibcli.accumulators.inputs.InputAccumulator`, and :class:`~calibcli.accumulators.inputs.SmoothInputAccumulator`
 with ``smooth=True``): the two entries are those ``calibcli ece`` (``smece``) makes. For each headline
 metric it reports ``candidate - baseline`` with a percentile interval of the replicated differences.
 
@@ -46,10 +46,12 @@ import numpy as np
 from calibcli.accumulators.binned import _row_values
 from calibcli.binning import uniform_bin_index
 from calibcli.errors import CalibcliError
-from calibcli.estimators import BinStats
-from calibcli.metrics import REGISTRY, aggregate_over_classes
+from calibcli.estimators import BinStats, summarise_replicates
+from calibcli.registry import REGISTRY, aggregate_over_classes
 from calibcli.modes import binary_problems
 from calibcli.resampling import Multiplicities, percentile_interval, row_hash
+from calibcli.accumulators.inputs import InputAccumulator, MulticlassScores, SmoothInputAccumulator
+from calibcli.engines._fragments import prefetched
 
 #: Rows of the candidate held in memory to pair by an ID column.
 ID_PAIRING_LIMIT = 1 << 24
@@ -238,8 +240,6 @@ class JointScores:
         self.moments = np.zeros((6, 6))
 
     def update(self, pa, la, wa, pb, lb, wb) -> None:
-        from calibcli.evaluation import MulticlassScores
-
         cols = []
         for p, l, w in ((pa, la, wa), (pb, lb, wb)):
             values = MulticlassScores.per_row(p, l)
@@ -316,8 +316,6 @@ def _rows(batch) -> _Rows:
 def _lockstep(stream_a, stream_b):
     """Both streams' rows in equal-length chunks (row ``i`` of the one beside row ``i`` of the other); at the end
     of the shorter, the rest of the longer with None beside it."""
-    from calibcli.evaluation import prefetched
-
     its = [prefetched(stream_a.batches()), prefetched(stream_b.batches())]
     held: list[_Rows | None] = [None, None]
     done = [False, False]
@@ -432,14 +430,12 @@ def compare_streams(stream_a, stream_b, binned_options, *, mode_a, mode_b=None, 
                     pairing: str = "auto") -> ComparisonRun:
     """Compare a baseline stream ``stream_a`` with a candidate ``stream_b`` (see the module docstring).
 
-    ``binned_options`` (:class:`calibcli.evaluation.BinnedOptions`) and ``smooth_options``
-    (:class:`~calibcli.evaluation.SmoothOptions`, or None for no SmoothECE) apply to both; ``mode_a`` is the
+    ``binned_options`` (:class:`calibcli.accumulators.inputs.BinnedOptions`) and ``smooth_options``
+    (:class:`~calibcli.accumulators.inputs.SmoothOptions`, or None for no SmoothECE) apply to both; ``mode_a`` is the
     mode (both inputs must have the same classes). ``id_column``: pair by that column (the streams must have
     been opened with ``group_by=(id_column,)``). ``pairing``: ``auto``, ``order`` (an error when the rows are
     not the same examples in the same order) or ``none``.
     """
-    from calibcli.evaluation import InputAccumulator, SmoothInputAccumulator
-
     if pairing not in PAIRINGS:
         raise CalibcliError(f"{{opt:pairing}} is {pairing!r}: expected one of {', '.join(PAIRINGS)}")
     if id_column is not None and pairing == "none":
@@ -577,8 +573,6 @@ def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, strea
                 main_a, main_b = main.replicates(n_boot, rng)
                 uni_a, uni_b = (main_a, main_b) if uniform is None else uniform.replicates(n_boot, rng)
                 for side, (m, u) in enumerate(((main_a, uni_a), (main_b, uni_b))):
-                    from calibcli.estimators import summarise_replicates
-
                     per_problem[side].append(summarise_replicates(zip(m, u), names, alpha, keep_replicates=True)[1])
             how = ("paired Poisson bootstrap from joint per-bin sufficient statistics (the two inputs' cells drawn "
                    "jointly, so one example weighs the same in both)")
@@ -656,7 +650,7 @@ def _smooth_replicates(report, options) -> dict[str, np.ndarray]:
 
 
 def _scores_replicates(scores, n_boot: int, seed: int) -> dict[str, np.ndarray]:
-    """Replicates of one input's multiclass Brier and log-loss, drawn as :class:`calibcli.evaluation.MulticlassScores`
+    """Replicates of one input's multiclass Brier and log-loss, drawn as :class:`calibcli.accumulators.inputs.MulticlassScores`
     draws them (per row while the rows are kept, else from the sums' moments)."""
     if not scores.rows.dropped:
         row_index, values, _, w = scores.rows.arrays()

@@ -7,7 +7,9 @@ exit code 2, in one place (:func:`calibcli.cli.main`).
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 
 #: How a message names an option: ``{opt:drop_invalid}``. The library shows the parameter name
 #: (``drop_invalid``); the command line shows its flag (``--drop-invalid``), through :func:`cli_text`.
@@ -99,3 +101,46 @@ class OptionError(CalibcliError):
 
 class GateFailed(Exception):
     """A CI gate failed (exit code 1); the message names file, metric, value and threshold."""
+
+
+# ---------------------------------------------------------------------------------------------
+# How messages name options on the command line, and warnings
+
+
+#: Parameters whose flag is not ``--`` plus the name with dashes.
+FLAGS = {"class_weights_scheme": "--class-weights", "fmt": "--format"}
+
+
+def flag_of(parameter: str) -> str:
+    """The command-line flag of a library parameter name (``n_bins`` -> ``--n-bins``)."""
+    return FLAGS.get(parameter, "--" + parameter.replace("_", "-"))
+
+
+def warn(message: str) -> None:
+    """A warning or hint on stderr (never on stdout), options named by their flags."""
+    sys.stderr.write(f"Warning: {cli_text(message, flag_of)}\n")
+
+
+def check_choice(value: str, choices: tuple[str, ...], flag: str) -> str:
+    """``value`` if it is one of ``choices``, else the error naming ``flag`` and the choices."""
+    if value not in choices:
+        raise CalibcliError(f"{flag} is {value!r}: expected one of {', '.join(choices)}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Exit codes beside 2 (bad input) and 1 (a failed gate)
+
+#: Exit code when the reader of stdout goes away: 128 + SIGPIPE, as the shell reports a tool killed by it.
+PIPE_CLOSED = 141
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null after a broken pipe, so that the flush at exit does not complain
+    (Python docs, signal module, "Note on SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor (captured in tests)
+        pass

@@ -19,7 +19,6 @@ Messages name the option as ``{opt:name}`` (the command line shows the flag).
 from __future__ import annotations
 
 import errno
-import glob
 import os
 import re
 import stat
@@ -60,7 +59,7 @@ _FD_FOLDER = re.compile(r"^/proc/(?:self|thread-self|(\d+)(?:/task/\d+)?)/fd$|^/
 _MAX_LINKS = 40
 
 
-def _named_descriptor(path: str) -> int | None:
+def named_descriptor(path: str) -> int | None:
     """The descriptor that ``path`` names by its name (``/dev/stdout``, ``/dev/fd/3``, ``/proc/self/fd/1``,
     ``/proc/<this pid>/fd/1``, or a chain of symbolic links leading to one of these), else None.
 
@@ -91,14 +90,14 @@ def _named_descriptor(path: str) -> int | None:
 def descriptor_of(path: str) -> int | None:
     """The open descriptor of this process that an output path stands for, or None for an ordinary path.
 
-    A path naming a descriptor (:func:`_named_descriptor`) that is open gives that descriptor; any other path
+    A path naming a descriptor (:func:`named_descriptor`) that is open gives that descriptor; any other path
     that is the same file as standard output or standard error (same device and inode: ``-o run.log >>
     run.log``, or ``/dev/pts/3`` when that terminal is stdout) gives 1 or 2. Writing to the descriptor, at its
     offset and with its flags (``>>`` appends), is what the shell's redirection asked for; renaming a new file
     over the one behind it would destroy what the descriptor's file held (issue 24)."""
     if path == STDOUT:
         return 1
-    fd = _named_descriptor(path)
+    fd = named_descriptor(path)
     if fd is not None:
         try:
             os.fstat(fd)
@@ -132,72 +131,38 @@ def is_stream(path: str) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
-def _where(path: str, option: str | None) -> str:
+def describe_output(path: str, option: str | None) -> str:
     shown = "- (standard output)" if path == STDOUT else path
     return f"{{opt:{option}}} {shown}" if option else f"cannot write {shown}"
 
 
-def _stat(path: str, option: str | None) -> os.stat_result | None:
+def stat_output(path: str, option: str | None) -> os.stat_result | None:
     """``os.stat`` through links; None when nothing is there (a new file, or a link to a new file)."""
     try:
         return os.stat(path)
     except FileNotFoundError:
         return None
     except OSError as exc:  # a symlink loop, a component that is a file, no permission to look
-        raise CalibcliError(f"{_where(path, option)}: {exc.strerror.lower() if exc.strerror else exc}: name another file") from None
+        raise CalibcliError(f"{describe_output(path, option)}: {exc.strerror.lower() if exc.strerror else exc}: name another file") from None
 
 
-def _input_files(arg: str) -> list[str]:
-    """The local files an input argument reads (a file, the files of a directory or a glob); none for
-    standard input or a remote URI."""
-    from calibcli.io.filesystems import uri_scheme
-
-    if arg == "-":
-        return []
-    scheme = uri_scheme(arg)
-    if scheme == "file":
-        arg = arg[len("file://"):]
-    elif scheme is not None:
-        return []
-    if os.path.isdir(arg) or (not os.path.exists(arg) and glob.has_magic(arg)):
-        from calibcli.io import resolve_datasets
-
-        try:
-            return resolve_datasets([arg])[0].files
-        except CalibcliError:  # the command reports a bad input itself, once it reads it
-            return []
-    return [arg]
-
-
-def _same(a: os.stat_result, path: str) -> bool:
-    try:
-        b = os.stat(path)
-    except OSError:
-        return False
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
-
-
-def check_output(path: str, option: str | None = "output", inputs: Iterable[tuple[str, str]] = ()) -> None:
-    """Refuse, before any work, an output that cannot be written or would destroy an input.
-
-    ``inputs`` are ``(what, argument)`` pairs such as ``("input file", "data.csv")`` or
-    ``("calibrator", "cal.json")``; directories and globs are looked through.
-    """
+def claim(path: str, option: str | None) -> None:
+    """Remember that ``path`` is the output of ``option`` (messages about it name the flag)."""
     if option:
         _named[path] = option
+
+
+def check_output(path: str, option: str | None = "output") -> None:
+    """Refuse, before any work, an output that cannot be written: a directory, a descriptor not open for
+    writing, a device without write permission, a missing or read-only folder. Against the inputs (the same
+    file as one, or a file one would read next time): :func:`calibcli.io.targets.check_output_target`."""
+    claim(path, option)
     if path == STDOUT:
         return
-    where = _where(path, option)
-    found = _stat(path, option)
+    where = describe_output(path, option)
+    found = stat_output(path, option)
     if found is not None and stat.S_ISDIR(found.st_mode):
         raise CalibcliError(f"{where}: it is a directory: name a file (one inside it, for example)")
-    if found is not None:
-        for what, arg in inputs:
-            for candidate in _input_files(arg):
-                if _same(found, candidate):
-                    shown = arg if candidate == arg else f"{candidate} (in {arg})"
-                    raise CalibcliError(f"{where} is the {what} {shown}: name another file")
-    check_outside_inputs(((what, arg) for what, arg in inputs), [(path, option)])
     fd = descriptor_of(path)
     if fd is not None:  # written to the descriptor (its file is never replaced): it must be open for writing
         _check_writable_descriptor(fd, path, option)
@@ -212,27 +177,6 @@ def check_output(path: str, option: str | None = "output", inputs: Iterable[tupl
         raise CalibcliError(f"{where}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise CalibcliError(f"{where}: no permission to create files in {folder}")
-
-
-def check_outside_inputs(inputs: Iterable[tuple[str, str]], outputs: Iterable[tuple[str, str | None]]) -> None:
-    """Refuse, before any work, an output that would become part of an input dataset: a file of a known
-    format inside an input directory, or one an input glob matches (``apply cal.json 'preds/*.parquet' -o
-    preds/out.parquet`` would read its own output the next time, and fail or count rows twice).
-
-    ``inputs`` are ``(what, argument)`` pairs as for :func:`check_output` (which calls this for its path);
-    ``outputs`` are ``(path, option)`` pairs. Standard output and descriptors (:func:`descriptor_of`) are
-    never part of a dataset."""
-    from calibcli.io.sources import would_read
-
-    inputs = list(inputs)
-    for path, option in outputs:
-        if path == STDOUT or descriptor_of(path) is not None:
-            continue
-        for what, arg in inputs:
-            why = would_read(arg, path)
-            if why is not None:
-                raise CalibcliError(f"{_where(path, option)} is {why}")
-    return None
 
 
 def write_output(path: str, data: bytes | str, option: str | None = "output") -> None:
@@ -267,9 +211,9 @@ def open_output(path: str, option: str | None = "output") -> Iterator["CheckedSi
     if fd is not None:  # this process's stdout, stderr or another descriptor: written to it, never renamed over
         yield from _descriptor_sink(fd, path, option)
         return
-    found = _stat(path, option)
+    found = stat_output(path, option)
     if found is not None and stat.S_ISDIR(found.st_mode):
-        raise CalibcliError(f"{_where(path, option)}: it is a directory: name a file (one inside it, for example)")
+        raise CalibcliError(f"{describe_output(path, option)}: it is a directory: name a file (one inside it, for example)")
     if found is not None and not stat.S_ISREG(found.st_mode):  # a device or a FIFO: no temporary file, no rename
         try:
             handle = open(path, "wb")
@@ -319,7 +263,7 @@ def _check_writable_descriptor(fd: int, path: str, option: str | None) -> None:
     except OSError as exc:
         raise _failed(path, option, exc) from None
     if flags & os.O_ACCMODE == os.O_RDONLY:
-        raise CalibcliError(f"{_where(path, option)}: descriptor {fd} is open for reading only: name another file")
+        raise CalibcliError(f"{describe_output(path, option)}: descriptor {fd} is open for reading only: name another file")
 
 
 def _descriptor_sink(fd: int, path: str, option: str | None) -> Iterator["CheckedSink"]:
@@ -352,7 +296,7 @@ def _umask() -> int:
 
 def _failed(path: str, option: str | None, exc: OSError) -> CalibcliError:
     reason = exc.strerror or str(exc)
-    return CalibcliError(f"{_where(path, option)}: {reason}")
+    return CalibcliError(f"{describe_output(path, option)}: {reason}")
 
 
 class _TextAsBinary:

@@ -7,79 +7,32 @@ file atomically. stdout carries data only; progress, warnings and gate messages 
 
 from __future__ import annotations
 
-import json
-import math
 import sys
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
-
-from calibcli._version import __version__
-from calibcli.errors import CalibcliError
+from calibcli.errors import CalibcliError, GateFailed
+from calibcli.documents import (  # noqa: F401  (the document's shapes, where commands have always found them)
+    SCHEMA_VERSION, jsonable, metric_json, new_document, to_json,
+)
 from calibcli.render import (  # noqa: F401  (the renderer's names, where commands have always found them)
     entry_label, entry_sections, fmt_interval, fmt_number, long_rows, render_csv, render_markdown,
     render_metric_table, stderr_console, stdout_console,
 )
-
-SCHEMA_VERSION = 1
-
-
-def new_document(command: str, parameters: dict) -> dict:
-    """The common head of every report: tool, version, schema version, command, parameters."""
-    return {
-        "tool": "calibcli",
-        "version": __version__,
-        "schema_version": SCHEMA_VERSION,
-        "command": command,
-        "parameters": parameters,
-        "files": [],
-    }
-
-
-def jsonable(value):
-    """Plain JSON types; non-finite floats become null (JSON has no NaN)."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [jsonable(v) for v in value.tolist()]
-    if isinstance(value, (np.bool_, bool)):
-        return bool(value)
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        value = float(value)
-        return value if math.isfinite(value) else None
-    return value
-
-
-def metric_json(m) -> dict:
-    """A :class:`calibcli.estimators.Metric` (or any object with its fields) as a report entry."""
-    out = {"estimate": m.estimate, "ci_low": m.ci_low, "ci_high": m.ci_high, "ci_method": m.ci_method}
-    if getattr(m, "upper_bound", None) is not None:
-        out["upper_bound"] = m.upper_bound
-        out["upper_bound_method"] = m.upper_bound_method
-    if getattr(m, "note", None):
-        out["note"] = m.note
-    return out
-
-
-def to_json(doc: dict) -> str:
-    return json.dumps(jsonable(doc), indent=2, allow_nan=False)
+from calibcli import render as rd
+from calibcli.io.targets import check_output_target
+from calibcli.outputs import stdout_claimed, write_output
+from calibcli.registry import REGISTRY, worse
 
 
 def check_output_path(path: str, flag: str | None = "--output", inputs=()) -> None:
     """Refuse an output path that cannot be written (a directory, a missing folder, no permission) or
-    that is one of ``inputs`` (``(what, argument)`` pairs): :func:`calibcli.outputs.check_output`.
+    that is one of ``inputs`` (``(what, argument)`` pairs): :func:`calibcli.io.targets.check_output_target`.
 
     Commands call it before any work (through :func:`calibcli.cli_common.command`, naming the option
     ``flag``), so a bad file option fails at once rather than after minutes of resampling.
     """
-    from calibcli.outputs import check_output
-
-    check_output(path, flag.lstrip("-").replace("-", "_") if flag else None, inputs)
+    check_output_target(path, flag.lstrip("-").replace("-", "_") if flag else None, inputs)
 
 
 def write_atomic(path: str, data: bytes | str, option: str | None = None) -> None:
@@ -87,8 +40,6 @@ def write_atomic(path: str, data: bytes | str, option: str | None = None) -> Non
     ('-' is stdout; a regular file is replaced through a temporary file and a rename, so a reader never
     sees a partly written file and a failure leaves no file behind; a link's target is replaced; a
     device is written straight to)."""
-    from calibcli.outputs import write_output
-
     write_output(path, data, option)
 
 
@@ -118,15 +69,12 @@ def emit(doc: dict, *, as_json: bool = False, output: str | None = None, fmt: st
 
     ``--metrics`` and ``--sort`` are checked against the report before anything is written.
     """
-    from calibcli import render as rd
-
     layout = layout or Layout.of(fmt, as_json)
     if layout.metrics or layout.sort:
         rd.check_metric_names(doc, list(layout.metrics or ()), layout.sort)
     text = to_json(doc)
     if output:
         write_atomic(output, text + "\n", "output")
-    from calibcli.outputs import stdout_claimed
 
     if stdout_claimed():  # a file went to stdout ('-o -'): it carries nothing else
         return
@@ -196,8 +144,6 @@ def emit_with_gates(doc: dict, spec: GateSpec, *, as_json: bool = False, output:
 
     The report is always written in full first, so a failed gate still leaves its evidence.
     """
-    from calibcli.errors import GateFailed
-
     passed = finish_gates(doc, spec)
     emit(doc, as_json=as_json, output=output, render=render, fmt=fmt, layout=layout)
     if not passed:
@@ -224,8 +170,6 @@ def group_summary(entries: list[dict], headline: dict[str, dict]) -> dict:
     ``headline`` maps each entry's label to its headline metrics (JSON metric dicts); "worst" follows
     the metric's direction in :data:`calibcli.metrics.REGISTRY`.
     """
-    from calibcli.metrics import REGISTRY, worse
-
     names = [n for n in next(iter(headline.values())) if REGISTRY.get(n) is None or REGISTRY[n].better != "none"]
     out = {}
     for name in names:

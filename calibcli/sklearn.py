@@ -23,6 +23,16 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from calibcli.errors import CalibcliError
+from calibcli.api import compute
+from calibcli.calibrators import (
+    BinaryCalibrator, calibrator_from_dict, METHOD_OPTIONS, METHODS, MulticlassCalibrator, TemperatureCalibrator, VennAbersCalibrator, WEIGHTED_METHODS,
+)
+from calibcli.calibrators.document import (
+    calibrator_document, calibrator_json, CALIBRATOR_KIND, CALIBRATOR_SCHEMA_VERSION, check_document, fit_arrays, load_calibrator,
+)
+from calibcli.calibrators.multiclass import WRAP_MODES
+from calibcli.outputs import write_output as write_atomic
+from calibcli.registry import REGISTRY
 
 #: Options of the calibration methods, as constructor parameters (None: the method's default).
 OPTION_PARAMS = ("n_bins", "strategy", "degree", "interpolation", "clip", "monotone")
@@ -112,9 +122,6 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     def _method_options(self) -> dict:
         """The method's keyword options from the constructor's (as ``calibcli recalibrate fit`` builds them)."""
-        from calibcli.calibrators import METHOD_OPTIONS, METHODS
-        from calibcli.calibrators.multiclass import WRAP_MODES
-
         if self.method not in METHODS:
             raise ValueError(f"method is {self.method!r}: expected one of {', '.join(METHODS)}")
         if self.mode is not None and self.mode not in WRAP_MODES:
@@ -139,8 +146,6 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         ``sample_weight`` weighs the rows of the map's fit (methods that take weights) and of the estimator's
         fits with ``cv`` (when its ``fit`` takes them); ``fit_params`` go to the estimator's ``fit`` (with ``cv``).
         """
-        from calibcli.calibrators import WEIGHTED_METHODS
-
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         if self.estimator is None:
@@ -233,9 +238,7 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     def _fit_map(self, labels, P, w, options):
         """The map on class indices and ``(n, K)`` probabilities: ``calibcli recalibrate fit``'s own fit
-        (:func:`calibcli.commands.recalibrate.fit_arrays`), on the probability of ``classes_[1]`` for two classes."""
-        from calibcli.commands.recalibrate import fit_arrays
-
+        (:func:`calibcli.calibrators.document.fit_arrays`), on the probability of ``classes_[1]`` for two classes."""
         probs = P[:, 1] if _one_column(P.shape[1], self.mode) else P
         return fit_arrays(self.method, labels, probs, w, mode=self.mode, options=options, seed=self.seed)
 
@@ -281,8 +284,6 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         >>> bool(np.all(p0 <= p1)), p0.shape
         (True, (5,))
         """
-        from calibcli.calibrators import MulticlassCalibrator, VennAbersCalibrator
-
         check_is_fitted(self)
         if self.method != "venn-abers":
             raise ValueError(f"predict_interval is Venn-Abers' interval: this Recalibrator uses method {self.method!r}")
@@ -317,9 +318,6 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         >>> doc["kind"], doc["method"], doc["mode"], doc["columns"]["probabilities"]
         ('calibcli calibrator', 'platt', 'binary', ['prob'])
         """
-        from calibcli.commands.recalibrate import calibrator_document, calibrator_json
-        from calibcli.report import write_atomic
-
         check_is_fitted(self)
         if len(self.calibrated_classifiers_) != 1:
             raise ValueError("to_json saves one map: this Recalibrator holds one per fold (ensemble=True); "
@@ -359,8 +357,6 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         columns as the CLI read them). A map fitted on a file's logits is applied to probabilities, as
         ``calibcli recalibrate apply`` turns the file's logits into probabilities first.
         """
-        from calibcli.commands.recalibrate import load_calibrator
-
         if isinstance(source, dict) or (isinstance(source, str) and source.lstrip().startswith("{")):
             doc, cal = _document(source if isinstance(source, dict) else _parse(source))
         else:
@@ -404,9 +400,6 @@ def _parse(text: str) -> dict:
 
 def _document(doc: dict):
     """Validate a calibrator document given as a dict: the checks of ``load_calibrator`` on a file."""
-    from calibcli.calibrators import calibrator_from_dict
-    from calibcli.commands.recalibrate import CALIBRATOR_KIND, CALIBRATOR_SCHEMA_VERSION, _check_document
-
     if not isinstance(doc, dict) or doc.get("kind") != CALIBRATOR_KIND:
         raise CalibcliError(f"not a calibrator: the JSON has no \"kind\": \"{CALIBRATOR_KIND}\": expected the JSON "
                             f"document written by `calibcli recalibrate fit`")
@@ -414,7 +407,7 @@ def _document(doc: dict):
         raise CalibcliError(f"calibrator schema version {doc.get('schema_version')!r} is not supported (this calibcli "
                             f"reads version {CALIBRATOR_SCHEMA_VERSION})")
     cal = calibrator_from_dict(doc.get("calibrator"))
-    _check_document(doc, cal)
+    check_document(doc, cal)
     return doc, cal
 
 
@@ -425,8 +418,6 @@ def _one_column(n_classes: int, mode: str | None) -> bool:
 
 def _takes_column(cal) -> bool:
     """Whether a calibrator maps one probability column (a binary map) rather than ``(n, K)`` rows."""
-    from calibcli.calibrators import BinaryCalibrator, TemperatureCalibrator
-
     return isinstance(cal, BinaryCalibrator) or (isinstance(cal, TemperatureCalibrator) and cal.mode == "binary")
 
 
@@ -478,8 +469,6 @@ class CalibrationScorer:
     """
 
     def __init__(self, metric: str, kwargs: dict):
-        from calibcli.metrics import REGISTRY
-
         info = REGISTRY.get(metric)
         if info is None:
             raise ValueError(f"unknown metric {metric!r}: expected one of {', '.join(REGISTRY)}")
@@ -494,8 +483,6 @@ class CalibrationScorer:
         self._target = info.target if info.better == "target" else None
 
     def __call__(self, estimator, X, y_true, sample_weight=None) -> float:
-        from calibcli.metrics import compute
-
         classes = np.asarray(estimator.classes_)
         P = _probabilities(estimator, X, classes)
         labels = _encode(column_or_1d(y_true), classes)

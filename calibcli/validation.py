@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibcli.errors import CalibcliError
+from calibcli.errors import CalibcliError, OptionError
 
 #: Rows of class probabilities must sum to 1 within this absolute tolerance.
 ROW_SUM_TOLERANCE = 1e-4
@@ -291,8 +291,6 @@ def check_allocation(name: str, value, nbytes: float, what: str, *, most: int | 
     ``most`` is the largest value that fits (default: by proportion). The message names the parameter
     (the CLI shows the flag) and the limit it was held to.
     """
-    from calibcli.errors import OptionError
-
     budget = memory_budget()
     if nbytes <= budget:
         return
@@ -350,8 +348,6 @@ def check_options(choices: dict[str, tuple[str, ...]] | None = None, **values) -
     beyond :func:`memory_budget`. Raises :class:`calibcli.errors.OptionError`, whose message names the
     parameter (the CLI shows the flag instead). ``None`` means "not given" and is always accepted.
     """
-    from calibcli.errors import OptionError
-
     for name, value in values.items():
         if value is None:
             continue

@@ -295,7 +295,7 @@ def test_test_accumulator_streams_and_merges(rows, test):
 
 def test_hosmer_lemeshow_beyond_the_kept_rows_takes_its_deciles_from_a_first_pass():
     """More rows than the binned family keeps (2^17): edges from a first pass, sums from a second."""
-    from calibcli.metrics import _one_batch  # the engine's two passes over one batch
+    from calibcli.api import _one_batch  # the engine's two passes over one batch
     from calibcli._arrays import prepare
 
     rng = np.random.default_rng(9)

@@ -248,7 +248,7 @@ def _streams(tmp_path, za, zb, y, tag=""):
 
 def _compare(tmp_path, za, zb, y, *, row_limit, pairing="auto", n_boot=300, seed=0, tag=""):
     from calibcli.comparison import compare_streams
-    from calibcli.evaluation import BinnedOptions
+    from calibcli.accumulators.inputs import BinnedOptions
 
     a, b = _streams(tmp_path, za, zb, y, tag)
     options = BinnedOptions(n_boot=n_boot, seed=seed, row_limit=row_limit)
@@ -319,7 +319,7 @@ def test_weighted_joint_draw_matches_per_row(tmp_path):
     """Frequency weights beyond the kept rows: identical inputs still give 0, and the joint per-bin interval of a
     real difference has about the per-row interval's width."""
     from calibcli.comparison import compare_streams
-    from calibcli.evaluation import BinnedOptions
+    from calibcli.accumulators.inputs import BinnedOptions
     from calibcli.io import ColumnSpec, resolve_datasets
 
     y, raw, recal = _models(n=3000, seed=9)
@@ -344,7 +344,7 @@ def test_joint_draw_multiclass_quantile_and_smooth_beyond_the_kept_rows():
     from _cli import MULTI
 
     from calibcli.comparison import compare_streams
-    from calibcli.evaluation import BinnedOptions, SmoothOptions
+    from calibcli.accumulators.inputs import BinnedOptions, SmoothOptions
     from calibcli.io import ColumnSpec, resolve_datasets
 
     def compare(path, mode, smooth=None, **options):

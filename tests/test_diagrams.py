@@ -26,6 +26,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.container import ErrorbarContainer
 from matplotlib.patches import Rectangle, StepPatch
 
+from calibcli.accumulators.diagram import DiagramInputAccumulator, DiagramOptions
 from calibcli import diagrams as dg
 from calibcli.binning import fit_binning
 from calibcli.errors import CalibcliError
@@ -392,7 +393,7 @@ def test_smooth_figure_draws_the_smooth_curve():
 
 
 class _Stream:
-    """The few things :func:`calibcli.evaluation.run_local` reads from a stream: batches of rows."""
+    """The few things :func:`calibcli.engines._fragments.run_local` reads from a stream: batches of rows."""
 
     group_by = ()
 
@@ -410,10 +411,10 @@ class _Stream:
 
 
 def _streamed(labels, probs, w=None, *, batch=37, mode="binary", n_classes=2, **options):
-    from calibcli.evaluation import run_local
+    from calibcli.engines._fragments import run_local
 
-    opts = dg.DiagramOptions(**options)
-    ((group, acc),) = run_local(_Stream(labels, probs, w, batch=batch), lambda: dg.DiagramInputAccumulator(
+    opts = DiagramOptions(**options)
+    ((group, acc),) = run_local(_Stream(labels, probs, w, batch=batch), lambda: DiagramInputAccumulator(
         mode=mode, n_classes=n_classes, class_names=tuple(str(k) for k in range(n_classes)), options=opts))
     assert group is None
     return acc
@@ -459,19 +460,19 @@ def test_accumulator_states_merge_and_round_trip_through_json():
     y, z = make_binary(400, seed=9)
     whole = _streamed(y, z, batch=400, n_boot=10, seed=2, curve_points=101).result().curves("x")[0]
     # two workers, each with every other block of rows, their states shipped as JSON and merged
-    opts = dg.DiagramOptions(n_boot=10, seed=2, curve_points=101)
-    parts = [dg.DiagramInputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=opts) for _ in range(2)]
+    opts = DiagramOptions(n_boot=10, seed=2, curve_points=101)
+    parts = [DiagramInputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=opts) for _ in range(2)]
     for k, start in enumerate(range(0, 400, 50)):
         rows = np.arange(start, start + 50)
         parts[k % 2].update(rows, z[rows], y[rows])
-    shipped = [dg.DiagramInputAccumulator.from_dict(json.loads(json.dumps(p.to_dict()))) for p in parts]
+    shipped = [DiagramInputAccumulator.from_dict(json.loads(json.dumps(p.to_dict()))) for p in parts]
     merged = shipped[1].merge(shipped[0])
     assert merged.n_rows == 400
     (curve,) = merged.result().curves("x")
     _same(curve.binned, whole.binned)
     _same(curve.smooth, whole.smooth, rtol=1e-12)
     with pytest.raises(ValueError, match="not a diagram input state"):
-        dg.DiagramInputAccumulator.from_dict({**parts[0].to_dict(), "kind": "binned_input"})
+        DiagramInputAccumulator.from_dict({**parts[0].to_dict(), "kind": "binned_input"})
 
 
 def test_second_pass_fixes_quantile_edges_beyond_the_rows_kept():
@@ -493,19 +494,19 @@ def test_second_pass_fixes_quantile_edges_beyond_the_rows_kept():
 def test_second_pass_on_a_finer_grid_when_s_star_is_below_what_the_first_resolves():
     # A residual of mean 0.001 at one point: s* = 0.001, four cells of a 4096-cell grid (SPEC 3 wants
     # eight); without the rows, the accumulator streams the data again on a finer grid.
-    from calibcli.evaluation import run_local
+    from calibcli.engines._fragments import run_local
 
     z = np.full(1000, 0.5)
     y = np.zeros(1000, dtype=np.int64)
     y[::2] = 1
     y[1] = 1  # 501 positives
-    opts = dg.DiagramOptions(binned=False, n_boot=0, row_limit=100)
-    first = dg.DiagramInputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=opts, grids=[4096])
+    opts = DiagramOptions(binned=False, n_boot=0, row_limit=100)
+    first = DiagramInputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=opts, grids=[4096])
     first.update(np.arange(1000), z, y)
     assert first.needs_second_pass()
     second = first.for_second_pass()
     assert second.n_rows == 0 and second.smooth[0].n_cells >= 8 * 1000
-    ((_, acc),) = run_local(_Stream(y, z, batch=64), lambda: dg.DiagramInputAccumulator(
+    ((_, acc),) = run_local(_Stream(y, z, batch=64), lambda: DiagramInputAccumulator(
         mode="binary", n_classes=2, class_names=("0", "1"), options=opts, grids=[4096]))
     (curve,) = acc.result().curves("")
     assert curve.smooth.grid_cells == acc.smooth[0].n_cells > 4096

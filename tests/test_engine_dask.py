@@ -150,7 +150,7 @@ def test_a_local_cluster_of_workers_runs_and_is_shut_down(shards):
 
 
 def _binned(stream):
-    from calibcli.evaluation import BinnedOptions, InputAccumulator
+    from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator
 
     return InputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names,
                             options=BinnedOptions(strategy="quantile", n_boot=20))
@@ -158,7 +158,7 @@ def _binned(stream):
 
 def test_fragments_merged_in_this_process_equal_the_local_stream(shards):
     # the engine-independent half: fragment documents (JSON states) merged in fragment order
-    from calibcli.evaluation import map_in_process, run_fragments, run_local
+    from calibcli.engines._fragments import map_in_process, run_fragments, run_local
     from calibcli.io import ColumnSpec, resolve_datasets
 
     (dataset,) = resolve_datasets([str(shards)])
@@ -174,7 +174,7 @@ def test_fragments_merged_in_this_process_equal_the_local_stream(shards):
 def test_fragments_are_packed_into_tasks_of_consecutive_rows():
     from types import SimpleNamespace
 
-    from calibcli.evaluation import MAX_TASK_ROWS, TASKS_PER_WORKER, pack_fragments, task_rows
+    from calibcli.engines._fragments import MAX_TASK_ROWS, pack_fragments, task_rows, TASKS_PER_WORKER
 
     frags = [SimpleNamespace(name=k, n_rows=n) for k, n in enumerate([3, 4, 10, 2, 2, None, 1, 0, 0])]
     names = [[f.name for f in task] for task in pack_fragments(frags, 7)]
@@ -193,7 +193,7 @@ def test_fragments_are_packed_into_tasks_of_consecutive_rows():
 @pytest.mark.parametrize("rows", [1, 35_000, 10**9])
 def test_packed_tasks_merged_in_this_process_equal_the_local_stream(shards, rows):
     # a task of one fragment, of 3 (30,000 rows), of all 20: the same entries as the local stream
-    from calibcli.evaluation import pack_fragments, run_fragment, run_fragments, run_local
+    from calibcli.engines._fragments import pack_fragments, run_fragment, run_fragments, run_local
     from calibcli.io import ColumnSpec, resolve_datasets
 
     def packed(fragments, kind, *, first=None, second=None):

@@ -243,7 +243,7 @@ def test_reader_thread_ends_when_the_consumer_fails(tmp_path):
     of one stdin run in 500). The traceback is kept alive, as the CLI's exception chain keeps it."""
     import threading
 
-    from calibcli.evaluation import _stream_into
+    from calibcli.engines._fragments import _stream_into
     from calibcli.io import resolve_datasets
 
     path = tmp_path / "many.csv"

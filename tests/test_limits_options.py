@@ -345,7 +345,7 @@ def _raise_memory_error(*args, **kwargs):
 
 
 def test_out_of_memory_does_not_blame_an_unused_option(monkeypatch, small_budget):
-    from calibcli import evaluation
+    from calibcli.accumulators import inputs as evaluation
 
     monkeypatch.setattr(evaluation.InputAccumulator, "__init__", _raise_memory_error)
     line = _error_line(run("ece", BINARY, "--n-boot", 0))

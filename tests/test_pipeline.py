@@ -11,7 +11,8 @@ import pytest
 from calibcli.accumulators.binned import BinnedAccumulator
 from calibcli.accumulators.rows import RowSample
 from calibcli.estimators import binned_calibration
-from calibcli.evaluation import BinnedOptions, Grouped, InputAccumulator, evaluate_binned
+from calibcli.accumulators.groups import Grouped
+from calibcli.accumulators.inputs import BinnedOptions, evaluate_binned, InputAccumulator
 from calibcli.resampling import Multiplicities, poisson_multiplicities, row_hash
 
 RNG = np.random.default_rng(20261123)

@@ -16,3 +16,16 @@ Results do not depend on batch size, file order or which worker saw which rows: 
 by rounding (far below 1e-12 relative), and every random draw is keyed by ``(seed, global row index)``
 (:mod:`calibcli.resampling`).
 """
+
+from calibcli.modes import default_mode
+
+
+def per_input(accumulator_class, mode: str | None, options):
+    """How a family makes the input accumulator of a stream: ``accumulator_class`` in ``mode`` (default:
+    binary for one or two probability columns, top-label for K > 2) with the stream's classes."""
+
+    def new(stream):
+        return accumulator_class(mode=mode or default_mode(stream.n_classes), n_classes=stream.n_classes,
+                                 class_names=stream.class_names, options=options)
+
+    return new

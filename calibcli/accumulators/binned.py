@@ -42,6 +42,8 @@ from calibcli.estimators import (
     ece_l2_sq_sun_interval,
     summarise_replicates,
 )
+from calibcli.errors import CalibcliError
+from calibcli.validation import BYTES_PER_RESAMPLE_CELL, check_allocation, check_options, memory_budget
 
 STATE_VERSION = 1
 
@@ -157,8 +159,6 @@ class QuantileSketch:
             try:
                 from datasketches import kll_doubles_sketch
             except ImportError:
-                from calibcli.errors import CalibcliError
-
                 raise CalibcliError(
                     f"quantile bins over more than {self.exact_limit} predictions need a quantile sketch: "
                     f"pip install \"calibcli[stream]\" (Apache DataSketches), or use {{opt:strategy}} uniform"
@@ -231,8 +231,6 @@ class BinnedAccumulator:
 
     def __init__(self, *, n_bins: int = 15, strategy: str = "uniform", edges: np.ndarray | None = None,
                  row_limit: int = ROW_LIMIT, binning_note: str | None = None, moments: bool = True):
-        from calibcli.validation import check_options
-
         check_options(n_bins=n_bins)  # within range and the memory budget, before the cells are allocated
         if strategy == "uniform":
             self.binning = fit_binning(np.empty(0), n_bins=n_bins, strategy="uniform")
@@ -334,8 +332,6 @@ class BinnedAccumulator:
                progress=None) -> CalibrationResult:
         """Every SPEC 2 estimator with bootstrap intervals (see the module docstring for which bootstrap)."""
         if self.rows.n_seen == 0:
-            from calibcli.errors import CalibcliError
-
             raise CalibcliError("no rows to evaluate: expected at least one prediction")
         if not self.rows.dropped:
             row_index, z, y, w = self.rows.arrays()
@@ -375,8 +371,6 @@ class BinnedAccumulator:
 def _check_cell_bootstrap(n_boot: int, n_cells: int) -> None:
     """The bootstrap from per-bin statistics holds every replicate of every cell at once: refuse (naming
     ``n_boot``, with the largest count that fits) before drawing, when that exceeds the memory budget."""
-    from calibcli.validation import BYTES_PER_RESAMPLE_CELL, check_allocation, memory_budget
-
     per_resample = n_cells * BYTES_PER_RESAMPLE_CELL
     check_allocation("n_boot", n_boot, float(n_boot) * per_resample,
                      f"the bootstrap of {n_cells} (bin, label) cells from per-bin statistics",

@@ -33,8 +33,16 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from calibcli.clinical import ICI_GRID, GridSums
+from calibcli.clinical import (
+    ICI_GRID, cox_from_grid, cox_from_rows, GridSums, hosmer_lemeshow_from_bins, ici_from_grid, spiegelhalter_from_sums, spiegelhalter_sums,
+)
 from calibcli.errors import CalibcliError, OptionError
+from calibcli.accumulators.binned import BinnedAccumulator
+from calibcli.accumulators.rows import describe_sample
+from calibcli.estimators import Metric
+from calibcli.modes import binary_problems
+from calibcli.registry import aggregate_over_classes, REGISTRY
+from calibcli.validation import check_options
 
 STATE_VERSION = 1
 
@@ -82,9 +90,6 @@ class ClinicalAccumulator:
         else None (Cox from the cells). A statistic that cannot be computed (one label only, separated
         data) is left out and said why in the details.
         """
-        from calibcli.clinical import cox_from_grid, cox_from_rows, ici_from_grid
-        from calibcli.estimators import Metric
-
         metrics, details = {}, {}
         n = self.grid.n
         try:
@@ -131,9 +136,6 @@ class ClinicalAccumulator:
 
 def aggregate_clinical(per_class: list[dict], v: np.ndarray) -> dict:
     """The marginal aggregate of the clinical metrics that have a class rule (SPEC 1; ICI, E50, E90, Emax)."""
-    from calibcli.estimators import Metric
-    from calibcli.metrics import REGISTRY, aggregate_over_classes
-
     out = {}
     for name, entry in REGISTRY.items():
         if entry.family != "clinical" or entry.combine is None or not all(name in m for m in per_class):
@@ -156,8 +158,6 @@ class ClinicalTestOptions:
     alpha: float = 0.05
 
     def __post_init__(self):
-        from calibcli.validation import check_options
-
         check_options({"test": CLINICAL_TESTS}, test=self.test, n_bins=self.n_bins, alpha=self.alpha)
 
 
@@ -190,8 +190,6 @@ class ClinicalTestReport:
         return out
 
     def headline(self) -> dict:
-        from calibcli.estimators import Metric
-
         r = self.result
         if self.test == "spiegelhalter":
             return {"spiegelhalter_p_value": Metric("spiegelhalter_p_value", r.p_value, note="two-sided, N(0, 1)"),
@@ -209,8 +207,6 @@ class ClinicalTestAccumulator:
 
     def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: ClinicalTestOptions,
                  edges: list | None = None, edges_method: str | None = None):
-        from calibcli.accumulators.binned import BinnedAccumulator
-
         if mode not in ("binary", "top-label"):
             raise OptionError("mode", f"{{name}} {mode}: the {options.test} test is of one probability per prediction: "
                                       f"use the binary or top-label mode")
@@ -223,9 +219,6 @@ class ClinicalTestAccumulator:
             self.bins = BinnedAccumulator(n_bins=options.n_bins, strategy="quantile", edges=edges, moments=False)
 
     def update(self, row_index, probs, labels, w=None) -> "ClinicalTestAccumulator":
-        from calibcli.clinical import spiegelhalter_sums
-        from calibcli.modes import binary_problems
-
         (problem,) = binary_problems(labels, probs, mode=self.mode, sample_weight=w, class_names=list(self.class_names))
         self.n += len(problem.z)
         if self.bins is None:
@@ -268,8 +261,6 @@ class ClinicalTestAccumulator:
 
     @classmethod
     def from_dict(cls, d: dict) -> "ClinicalTestAccumulator":
-        from calibcli.accumulators.binned import BinnedAccumulator
-
         if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
             raise ValueError(f"not a clinical test state of version {STATE_VERSION}")
         out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),
@@ -281,9 +272,6 @@ class ClinicalTestAccumulator:
         return out
 
     def result(self, progress=None) -> ClinicalTestReport:
-        from calibcli.accumulators.tcal import describe_sample
-        from calibcli.clinical import hosmer_lemeshow_from_bins, spiegelhalter_from_sums
-
         o = self.options
         if self.n == 0:
             raise CalibcliError("no rows to test: expected at least one prediction")

@@ -63,7 +63,7 @@ class Composite:
     def second_pass_of(cls, state: dict) -> dict:
         """Every group's second-pass state (group key -> composite): the members that ask for a second pass
         in some group, in every group, as each member's own command runs all its groups through a second
-        pass once one group asks (:func:`calibcli.evaluation.for_second_pass`)."""
+        pass once one group asks (:func:`calibcli.engines._fragments.for_second_pass`)."""
         names = set().union(*(acc._asking() for acc in state.values()))
         return {key: acc.for_second_pass(names) for key, acc in state.items()}
 

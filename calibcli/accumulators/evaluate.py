@@ -30,6 +30,12 @@ import numpy as np
 from calibcli.accumulators.fit import MAX_DISTINCT, FitAccumulator
 from calibcli.accumulators.rows import RowSample
 from calibcli.resampling import row_hash
+from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator, SmoothInputAccumulator, SmoothOptions
+from calibcli.accumulators.tcal import TcalInputAccumulator, TcalOptions
+from calibcli.calibrators import calibrator_from_dict
+from calibcli.documents import metric_json
+from calibcli.modes import binary_problems
+from calibcli.validation import check_option
 
 STATE_VERSION = 1
 #: Bits of the hash histogram of the first pass (2^16 buckets).
@@ -210,8 +216,6 @@ class HoldoutSplit:
 
     def for_second_pass(self) -> "HoldoutSplit":
         """The fit part's pass: ``n_fit = round(holdout n)`` rows, at least 2 in each part (else the error)."""
-        from calibcli.validation import check_option
-
         n = self.counter.n_rows
         n_fit = int(round(self.holdout * n))
         check_option(2 <= n_fit <= n - 2, f"--holdout {self.holdout} leaves {n_fit} of {n} rows to fit on and "
@@ -266,10 +270,6 @@ class EvaluateAccumulator:
 
     def __init__(self, *, calibrators: list[tuple[str, dict]], split: dict | None, mode: str, n_classes: int,
                  class_names: tuple[str, ...], binned, smooth, tcal):
-        from calibcli.accumulators.tcal import TcalInputAccumulator
-        from calibcli.calibrators import calibrator_from_dict
-        from calibcli.evaluation import InputAccumulator, SmoothInputAccumulator
-
         self.calibrator_dicts = [(m, d) for m, d in calibrators]
         self.calibrators = [(m, calibrator_from_dict(d)) for m, d in calibrators]
         self.split = None if split is None else {"seed": int(split["seed"]), "threshold": int(split["threshold"])}
@@ -287,8 +287,6 @@ class EvaluateAccumulator:
                                  "smooth": SmoothInputAccumulator(options=smooth, **common), "tests": tests}
 
     def update(self, row_index, probs, labels, w=None) -> "EvaluateAccumulator":
-        from calibcli.modes import binary_problems
-
         if self.split is not None:
             keep = row_hash(self.split["seed"], row_index) > np.uint64(self.split["threshold"])
             if not keep.all():
@@ -351,8 +349,6 @@ class EvaluateAccumulator:
     def rows(self) -> tuple[dict[str, dict], list[str]]:
         """Per name (``uncalibrated``, then each method): ``{"metrics", "test"}`` of the report, and the
         tests' warnings (each once)."""
-        from calibcli.report import metric_json
-
         out, warnings = {}, []
         names = ["ece_l1_plugin", "ece_l2_sq_debiased_dpe", "ece_l2_debiased_dpe", "ece_l2_sq_debiased_kumar"]
         for name in self.names:
@@ -394,9 +390,6 @@ class EvaluateAccumulator:
 
     @classmethod
     def from_dict(cls, d: dict) -> "EvaluateAccumulator":
-        from calibcli.accumulators.tcal import TcalInputAccumulator, TcalOptions
-        from calibcli.evaluation import BinnedOptions, InputAccumulator, SmoothInputAccumulator, SmoothOptions
-
         if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
             raise ValueError(f"not a recalibrate-evaluate state of version {STATE_VERSION}")
         o = d["options"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from calibcli.accumulators.rows import RowSample
+from calibcli.validation import check_options
 
 STATE_VERSION = 1
 #: Rows kept for fitting (SPEC 8's default for what needs all rows at once).
@@ -36,8 +37,6 @@ class FitAccumulator:
     kind = "fit"
 
     def __init__(self, *, max_rows: int = MAX_ROWS, seed: int = 0, max_distinct: int = MAX_DISTINCT):
-        from calibcli.validation import check_options
-
         check_options(max_rows=max_rows)  # the sample it keeps, within the memory budget
         self.sample = RowSample(max_rows, seed)
         self.max_distinct = max_distinct

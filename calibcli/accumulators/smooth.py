@@ -42,6 +42,9 @@ from calibcli.smooth import (
     SmoothECEResult,
     finish,
 )
+from calibcli.errors import CalibcliError
+from calibcli.smooth import CURVE_POINTS
+from calibcli.validation import check_consistent_length, check_finite, check_labels, check_probabilities
 
 STATE_VERSION = 1
 
@@ -83,9 +86,6 @@ class SmoothAccumulator:
 
     def update(self, row_index, z, y, w=None) -> "SmoothAccumulator":
         """Add a batch: global row indices (int64), predictions in [0, 1], labels 0/1, weights >= 0 or None."""
-        from calibcli.errors import CalibcliError
-        from calibcli.validation import check_consistent_length, check_finite, check_labels, check_probabilities
-
         row_index = np.asarray(row_index, dtype=np.int64).reshape(-1)
         if len(row_index) == 0 and len(z) == 0 and len(y) == 0:
             return self
@@ -193,9 +193,6 @@ class SmoothAccumulator:
         ``result.curve`` holds the smooth reliability diagram's data with its bootstrap band. Check
         ``result.needs_finer_grid``: see the module docstring.
         """
-        from calibcli.errors import CalibcliError
-        from calibcli.smooth import CURVE_POINTS
-
         if self.rows.n_seen == 0:
             raise CalibcliError("no rows to evaluate: expected at least one prediction")
         if curve_points is None and self.want_curve:

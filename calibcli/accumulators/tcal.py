@@ -25,8 +25,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from calibcli.accumulators.rows import RowSample
+from calibcli.accumulators.rows import RowSample, describe_sample
 from calibcli.errors import CalibcliError, OptionError
+from calibcli.estimators import Metric
+from calibcli.modes import binary_problems
+from calibcli.tcal import binomial_test_from_counts, COMBINES, DISCRETE_RULE, discreteness_from_counts, NULLS, tcal_test
+from calibcli.validation import check_options
 
 STATE_VERSION = 1
 
@@ -67,9 +71,6 @@ class TcalOptions:
     max_distinct: int = MAX_DISTINCT
 
     def __post_init__(self):
-        from calibcli.tcal import COMBINES, NULLS
-        from calibcli.validation import check_options
-
         check_options({"null": NULLS, "combine": COMBINES, "discrete": DISCRETE_CHOICES}, null=self.null,
                       combine=self.combine, discrete=self.discrete, alpha=self.alpha)
         s = self.smoothness
@@ -210,14 +211,6 @@ class ValueCounts:
 # The finished entry
 
 
-def describe_sample(n: int, n_tested: int, k: int, seed: int) -> dict:
-    """Which rows a test ran on (SPEC 8): all ``n``, or the bottom-k sample of ``k`` of them."""
-    if n_tested >= n:
-        return {"method": "all rows", "n": n, "n_tested": n, "k": k, "seed": seed, "description": f"all {n} rows"}
-    return {"method": "bottom-k", "n": n, "n_tested": n_tested, "k": k, "seed": seed,
-            "description": f"bottom-k sample of {n_tested} of {n} rows, hash of (seed, row index) with seed {seed}"}
-
-
 @dataclass(frozen=True)
 class TcalReport:
     """One entry of a ``tcal`` report: the mode, the discreteness check, which test ran on which rows, its result.
@@ -265,8 +258,6 @@ class TcalReport:
         """The test's p-value (``tcal_p_value`` or ``binomial_p_value``; lower is stronger evidence of
         miscalibration) and, for T-Cal, ``tcal_statistic``: ``T_m`` at the level with the smallest p-value;
         :class:`calibcli.estimators.Metric` objects by name."""
-        from calibcli.estimators import Metric
-
         r = self.result
         if self.test == "binomial":
             return {"binomial_p_value": Metric("binomial_p_value", r.p_value,
@@ -294,8 +285,6 @@ class TcalInputAccumulator:
     kind = "tcal_input"
 
     def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: TcalOptions):
-        from calibcli.validation import check_options
-
         check_options({"mode": TCAL_MODES}, mode=mode)
         self.requested_mode, self.n_classes, self.class_names = mode, int(n_classes), tuple(class_names)
         self.options = options
@@ -311,8 +300,6 @@ class TcalInputAccumulator:
         self.counts = None if self.mode == "canonical" else ValueCounts(options.max_distinct)
 
     def update(self, row_index, probs, labels, w=None) -> "TcalInputAccumulator":
-        from calibcli.modes import binary_problems
-
         if self.mode == "canonical":
             if probs.ndim == 1:
                 raise CalibcliError("canonical mode needs one probability column per class, but the input has a single "
@@ -353,8 +340,6 @@ class TcalInputAccumulator:
 
     def _decide(self) -> tuple[dict | None, bool, list[str]]:
         """The discreteness check of SPEC 4.4 on every row, whether the binomial test is used, and warnings."""
-        from calibcli.tcal import DISCRETE_RULE, discreteness_from_counts
-
         if self.counts is None:
             return None, False, []
         choice = self.options.discrete
@@ -376,8 +361,6 @@ class TcalInputAccumulator:
 
     def result(self, progress=None) -> TcalReport:
         """The binomial test on the counts of every row, or T-Cal on the rows held (all, or the bottom-k sample)."""
-        from calibcli.tcal import binomial_test_from_counts, tcal_test
-
         o = self.options
         check, use_binomial, warnings = self._decide()
         n = self.n_rows

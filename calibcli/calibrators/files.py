@@ -21,6 +21,7 @@ import os
 import stat
 
 from calibcli.errors import CalibcliError, shown
+from calibcli.io.formats import json_depth_bound, json_too_deep
 
 #: Deepest nesting a calibrator file may have: fitted ones nest 5 levels (a marginal calibrator's ``info``).
 MAX_DEPTH = 64
@@ -72,14 +73,12 @@ def _integer(text: str) -> int:
 def parse_calibrator_json(raw: bytes):
     """The JSON value of a calibrator file's bytes; a :class:`CalibcliError` (without the file's name, which
     the caller adds) for text that is not UTF-8, not JSON, too deeply nested or with an absurd integer."""
-    from calibcli.io.formats import _json_depth_bound, _json_too_deep
-
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise CalibcliError(f"not a calibrator (not UTF-8 text): {HINT}") from None
-    if raw and _json_depth_bound(raw, 0)[0] > MAX_DEPTH:
-        found = _json_too_deep(raw, MAX_DEPTH)
+    if raw and json_depth_bound(raw, 0)[0] > MAX_DEPTH:
+        found = json_too_deep(raw, MAX_DEPTH)
         if found is not None:
             raise CalibcliError(f"not a calibrator: the JSON nests deeper than {MAX_DEPTH} levels (line {found[0]}): "
                                 f"a calibrator nests at most 5; {HINT}")

@@ -12,7 +12,15 @@ from typing import Annotated, Optional
 import typer
 
 from calibcli import cli_common as cc
-from calibcli.errors import CalibcliError
+from calibcli.errors import CalibcliError, GateFailed
+from calibcli.accumulators.inputs import BinnedOptions, SmoothOptions
+from calibcli.binning import EDGE_CONVENTION, STRATEGIES
+from calibcli.comparison import compare_streams, ID_PAIRING_LIMIT, PAIRINGS, worse_by
+from calibcli.io import detect_format, read_schema, resolve_datasets
+from calibcli.modes import CLASS_WEIGHTS, default_mode, MODES
+from calibcli.registry import describe, REGISTRY
+from calibcli.report import emit, fmt_interval, fmt_number, FORMATS, new_document
+from calibcli.validation import check_options
 
 #: The entry of the differences in the report's ``files`` (so the tidy renderers show them as rows).
 DIFFERENCE_PATH = "candidate - baseline"
@@ -77,15 +85,6 @@ def compare(
 
     Example: calibcli compare old.parquet new.parquet --fail-if-worse ece_l1_plugin
     """
-    from calibcli.binning import EDGE_CONVENTION, STRATEGIES
-    from calibcli.comparison import ID_PAIRING_LIMIT, PAIRINGS, compare_streams
-    from calibcli.evaluation import BinnedOptions, SmoothOptions
-    from calibcli.io import resolve_datasets
-    from calibcli.metrics import describe
-    from calibcli.modes import CLASS_WEIGHTS, MODES, default_mode
-    from calibcli.report import FORMATS, emit, new_document
-    from calibcli.validation import check_options
-
     check_options({"fmt": FORMATS, "mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS, "pairing": PAIRINGS},
                   mode=mode, strategy=strategy, class_weights=class_weights, fmt=fmt, pairing=pairing, n_bins=n_bins,
                   n_boot=n_boot, alpha=alpha, batch_rows=batch_rows)
@@ -144,8 +143,6 @@ def compare(
         doc["gate"] = {"fail_if_worse": gates, "fail_if_worse_by": dict(by), "passed": not failures, "failures": failures}
     emit(doc, as_json=as_json, output=output, render=render_compare, fmt=fmt)
     if failures:
-        from calibcli.errors import GateFailed
-
         raise GateFailed("Gate failed: " + "; ".join(failures))
 
 
@@ -164,8 +161,6 @@ def _threshold(item: str) -> tuple[str, float]:
 
 def _check_id_column(dataset, id_col: str, input_format) -> None:
     """The ID column is in the first file of the dataset (the message names the option, not a group-by)."""
-    from calibcli.io import detect_format, read_schema
-
     location = dataset.locations()[0]
     path = dataset.files[0]
     names = list(read_schema(location, detect_format("-" if location == "-" else path, input_format)).names)
@@ -175,8 +170,6 @@ def _check_id_column(dataset, id_col: str, input_format) -> None:
 
 def _check_gate_names(names: list[str], smece: bool) -> None:
     """Gate metrics that no report of this command can have fail at once, before minutes of reading."""
-    from calibcli.metrics import REGISTRY
-
     families = {"tcal", "clinical_test"} | (set() if smece else {"smooth"})
     known = [n for n, m in REGISTRY.items() if m.family not in families]
     for name in names:
@@ -195,9 +188,6 @@ def _check_gate_metric(name: str, comparison: dict) -> None:
 
 def _gate_failures(comparison: dict, gates: list[str], by: list[tuple[str, float]], baseline: str, candidate: str,
                    alpha: float) -> list[str]:
-    from calibcli.comparison import worse_by
-    from calibcli.report import fmt_interval, fmt_number
-
     level = f"{100 * (1 - alpha):g}%"
     out = []
 
@@ -246,7 +236,6 @@ def render_compare(doc: dict, console) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from calibcli.report import fmt_interval, fmt_number
 
     p = doc["parameters"]
     level = f"{100 * (1 - p['alpha']):g}%"

@@ -1,7 +1,7 @@
 """``calibcli diagram``: binned and smooth reliability diagrams to PNG, SVG or PDF (SPEC 6 and 8).
 
 The command parses options, streams every dataset (a file, a directory of shards, a quoted glob,
-stdin, or all files with ``--pool``) through :class:`calibcli.diagrams.DiagramInputAccumulator` with
+stdin, or all files with ``--pool``) through :class:`calibcli.accumulators.diagram.DiagramInputAccumulator` with
 the engine of ``--engine`` (local, or a Dask cluster; one entry per ``--group-by`` group), draws
 the curves it returns (``plot_diagram``), writes the figure atomically and prints what it drew (a
 table, or JSON with ``--json``).
@@ -15,10 +15,17 @@ from typing import Annotated, Optional
 
 import typer
 
-from calibcli import cli_common as cc
+import calibcli.smooth
+from calibcli.accumulators.diagram import DiagramInputAccumulator, DiagramOptions
+from calibcli import cli_common as cc, diagrams as dg
 from calibcli.errors import CalibcliError
 from calibcli.report import emit, new_document, write_atomic
 from calibcli.validation import check_option
+from calibcli.binning import EDGE_CONVENTION, STRATEGIES
+from calibcli.io import open_streams
+from calibcli.modes import default_mode, MODES
+from calibcli.outputs import is_stream
+from calibcli.registry import REGISTRY
 
 # The calibcli.diagrams names used here are imported inside the command, which keeps matplotlib
 # (and numpy-heavy drawing code) out of `calibcli --help`.
@@ -167,13 +174,6 @@ def diagram(
     shards and quoted globs are streamed in flat memory.
 
     Example: calibcli diagram sample_data/breast_cancer_nb.csv -o reliability.png"""
-    from calibcli import diagrams as dg
-    from calibcli.binning import EDGE_CONVENTION, STRATEGIES
-    from calibcli.engines.local import open_streams
-    from calibcli.metrics import REGISTRY
-    from calibcli.modes import MODES, default_mode
-    from calibcli.smooth import ROW_LIMIT, STATS_GRID
-
     layout = cc.layout(fmt, as_json, summary, metrics, sort)
     cc.check_choice(kind, dg.KINDS, "--kind")
     if mode is not None:
@@ -184,7 +184,6 @@ def diagram(
     fig_style = dg.FigureStyle(font_size=font_size, min_count=min_count, hist_scale=hist_scale, style=style)
     fig_size = None if figsize is None else dg.parse_figsize(figsize)
     cc.check_engine(engine, scheduler, workers)
-    from calibcli.outputs import is_stream
 
     # (the folder is checked before the command starts, in cc.command); stdout, a device or a pipe: PNG
     fmt = "png" if is_stream(output) and os.path.splitext(output)[1].lower() not in dg.FORMATS else dg.format_of(output)
@@ -214,8 +213,8 @@ def diagram(
             "mode": mode or "auto",
             "n_boot": n_boot,
             "bootstrap": "Poisson, keyed by (seed, global row index); per row up to "
-                         f"{ROW_LIMIT} rows, from per-bin and per-cell sufficient statistics beyond",
-            "first_pass_grid_cells": STATS_GRID if want_smooth else None,
+                         f"{calibcli.smooth.ROW_LIMIT} rows, from per-bin and per-cell sufficient statistics beyond",
+            "first_pass_grid_cells": calibcli.smooth.STATS_GRID if want_smooth else None,
             "alpha": alpha,
             "confidence_level": 1.0 - alpha,
             "seed": seed,
@@ -253,7 +252,7 @@ def diagram(
         )
     fig_mode = modes[0]
     marginal = fig_mode == "marginal"
-    options = dg.DiagramOptions(binned=want_binned, smooth=want_smooth, n_bins=n_bins, strategy=strategy, n_boot=n_boot,
+    options = DiagramOptions(binned=want_binned, smooth=want_smooth, n_bins=n_bins, strategy=strategy, n_boot=n_boot,
                                 alpha=alpha, seed=seed, max_problems=max_classes if marginal else None)
 
     entries: list[tuple[dict, object]] = []  # (report entry without its curves, the DiagramReport)
@@ -263,7 +262,7 @@ def diagram(
         doc["parameters"].update(engine=engine, workers=runner.workers)
         for stream, base in zip(streams, base_names):
             def new(stream=stream):
-                return dg.DiagramInputAccumulator(mode=fig_mode, n_classes=stream.n_classes,
+                return DiagramInputAccumulator(mode=fig_mode, n_classes=stream.n_classes,
                                                   class_names=stream.class_names, options=options)
 
             accumulators, described = runner.run(stream, new)

@@ -1,6 +1,6 @@
 """``calibcli ece``: binned calibration errors, proper scores, intervals and bounds (SPEC 2).
 
-The command parses options and renders; the pipeline (:func:`calibcli.evaluation.run_local`) streams
+The command parses options and renders; the pipeline (:func:`calibcli.engines._fragments.run_local`) streams
 each dataset through the binned family's accumulators (SPEC 8).
 """
 
@@ -12,7 +12,11 @@ import typer
 
 from calibcli import cli_common as cc
 from calibcli.errors import CalibcliError
-from calibcli.report import GateSpec, emit_with_gates, new_document
+from calibcli.families.binned import plan
+from calibcli.report import GateSpec, emit_with_gates
+from calibcli.binning import STRATEGIES
+from calibcli.modes import CLASS_WEIGHTS, MODES
+from calibcli.validation import check_options
 
 def ece(
     files: cc.Files,
@@ -51,10 +55,6 @@ def ece(
     --group-by. Files, directories of shards and quoted globs are streamed in flat memory.
 
     Example: calibcli ece sample_data/breast_cancer_nb.csv --n-bins 10 --fail-above 0.05"""
-    from calibcli.binning import STRATEGIES
-    from calibcli.modes import CLASS_WEIGHTS, MODES
-    from calibcli.validation import check_options
-
     check_options({"mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS}, mode=mode, strategy=strategy,
                   class_weights=class_weights, n_bins=n_bins, n_boot=n_boot, alpha=alpha, batch_rows=batch_rows,
                   fail_above=fail_above, fail_above_upper=fail_above_upper)
@@ -66,50 +66,11 @@ def ece(
     doc, new = plan(mode=mode, class_weights=class_weights, n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha,
                     seed=seed, weighted=weight_col is not None, group_by=groups, pool=pool, batch_rows=batch_rows,
                     engine=engine, gate=gate)
-    cc.run_family(doc, files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits), new,
-                  input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows, group_by=groups,
-                  gate=gate, n_boot=n_boot, engine=engine, scheduler=scheduler, workers=workers)
+    cc.run(cc.Plan(doc, new, gate, n_boot),
+           cc.sources(files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits), input_format=input_format,
+                      drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows, group_by=groups),
+           cc.EngineChoice(engine, scheduler, workers))
     emit_with_gates(doc, gate, output=output, layout=layout)
-
-
-def plan(*, mode: str | None, class_weights: str, n_bins: int, strategy: str, n_boot: int, alpha: float, seed: int,
-         weighted: bool, group_by: tuple[str, ...], pool: bool, batch_rows: int, engine: str, gate=None):
-    """``ece``'s document (its parameters; entries come from :func:`calibcli.cli_common.add_entries`) and
-    ``new(stream)``, the input accumulator of a stream: the command apart from running it, so that
-    ``calibcli report`` feeds it in one pass beside the other families. Options are checked already."""
-    from calibcli.binning import EDGE_CONVENTION
-    from calibcli.estimators import LOG_LOSS_EPS
-    from calibcli.evaluation import BinnedOptions, InputAccumulator
-    from calibcli.metrics import describe
-
-    gate = gate if gate is not None else GateSpec("ece_l1_plugin", None, None)
-    options = BinnedOptions(n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights)
-    doc = new_document(
-        "ece",
-        {
-            "n_bins": n_bins,
-            "strategy": strategy,
-            "edges_convention": EDGE_CONVENTION,
-            "mode": mode or "auto",
-            "class_weights": class_weights,
-            "n_boot": n_boot,
-            "bootstrap": "Poisson, keyed by (seed, global row index); per row up to "
-                         f"{options.row_limit} rows, from per-bin sufficient statistics beyond",
-            "alpha": alpha,
-            "confidence_level": 1.0 - alpha,
-            "seed": seed,
-            "bound_delta": alpha,
-            "log_loss_eps": LOG_LOSS_EPS,
-            "estimators": describe("binned"),
-            "weights": "frequency weights" if weighted else None,
-            "group_by": list(group_by) or None,
-            "pool": pool,
-            "batch_rows": batch_rows,
-            "engine": engine,
-            "gate": gate.describe() if gate.active else None,
-        },
-    )
-    return doc, cc.per_input(InputAccumulator, mode, options)
 
 
 def register(app: typer.Typer) -> None:

@@ -18,29 +18,29 @@ The command layer only reads files, calls the core and renders; every number com
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import io as _stdio
-import json
-import os
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import numpy as np
 import typer
 
 from calibcli import cli_common as cc
-from calibcli._version import __version__
-from calibcli.binning import EDGE_CONVENTION, STRATEGIES
+from calibcli.calibrators.document import (
+    METHOD_NAMES, calibrator_document, calibrator_json, fit_arrays, invalid_probability_rows, load_calibrator,
+)
 from calibcli.errors import CalibcliError
-from calibcli.modes import MODES, default_mode
-from calibcli.report import emit, jsonable, new_document, write_atomic
-from calibcli.validation import check_option
-
-#: Version of the calibrator document; ``apply`` refuses any other.
-CALIBRATOR_SCHEMA_VERSION = 1
-CALIBRATOR_KIND = "calibcli calibrator"
-
-METHOD_NAMES = ("platt", "temperature", "histogram", "isotonic", "scaling-binning", "polynomial", "beta", "venn-abers")
+from calibcli.modes import MODES, sigmoid, softmax
+from calibcli.recalibration import (
+    _certificate, _check_methods, _fit_info, _open_one, _summary_params, evaluation, fit_input, method_options,
+    stream_fit_accumulator,
+)
+from calibcli.report import emit, new_document, to_json, write_atomic
+from calibcli.validation import check_option, check_options
+from calibcli.calibrators.multiclass import top_label_problem
+from calibcli.io import column_to_numpy, formats, natural_suffix_order, resolve_datasets, vector_column
+from calibcli.io.formats import no_rows
+from calibcli.io.sources import _guarded, _guarded_iter
+from calibcli.io.writers import output_format as pick_format, write_table_output
+from calibcli.render import render_table, stderr_console
 
 # ---------------------------------------------------------------------------------------------
 # Options
@@ -110,120 +110,6 @@ Discrete = Annotated[
     typer.Option("--discrete", help="Binomial test per value instead of T-Cal: auto (when the predictions take at most "
                  "sqrt(n) distinct values), yes or no.", metavar=cc.choices("auto", "yes", "no")),
 ]
-DISCRETE_CHOICES = ("auto", "yes", "no")
-INTERPOLATIONS = ("step", "linear")
-
-#: CLI flag of each calibrator option, and the methods that take it.
-_FLAGS = {"n_bins": "--n-bins", "strategy": "--strategy", "degree": "--degree", "interpolation": "--interpolation",
-          "clip": "--clip", "monotone": "--monotone"}
-
-
-def method_options(methods: list[str], **given) -> dict[str, dict[str, Any]]:
-    """The keyword options of each method from the CLI flags that were given (None: not given).
-
-    A flag that applies to none of the methods is a usage error; ``--clip`` is temperature's ``eps``.
-    """
-    from calibcli.calibrators import METHOD_OPTIONS
-
-    given = {k: v for k, v in given.items() if v is not None}
-    per_method: dict[str, dict[str, Any]] = {}
-    for m in methods:
-        takes = set(METHOD_OPTIONS[m]) | ({"clip"} if m == "temperature" else set())
-        opts = {k: v for k, v in given.items() if k in takes}
-        if m == "temperature" and "clip" in opts:
-            opts["eps"] = opts.pop("clip")
-        per_method[m] = opts
-    for k in given:
-        if not any(k in per_method[m] or (k == "clip" and "eps" in per_method[m]) for m in methods):
-            users = [m for m in METHOD_NAMES if k in METHOD_OPTIONS[m] or (k == "clip" and m == "temperature")]
-            raise CalibcliError(f"{_FLAGS[k]} does not apply to --method {', '.join(methods)}: it is an option of "
-                                f"{', '.join(users)}")
-    if "strategy" in given:
-        cc.check_choice(given["strategy"], STRATEGIES, "--strategy")
-    if "interpolation" in given:
-        cc.check_choice(given["interpolation"], INTERPOLATIONS, "--interpolation")
-    return per_method
-
-
-def _check_methods(methods: list[str]) -> list[str]:
-    check_option(bool(methods), f"--method is missing: expected one of {', '.join(METHOD_NAMES)}")
-    for m in methods:
-        cc.check_choice(m, METHOD_NAMES, "--method")
-    check_option(len(set(methods)) == len(methods), f"--method lists a method twice ({', '.join(methods)})")
-    return methods
-
-
-# ---------------------------------------------------------------------------------------------
-# Fitting on loaded arrays
-
-
-def fit_arrays(method: str, labels: np.ndarray, probs: np.ndarray, sample_weight, *, mode: str | None,
-               options: dict[str, Any], seed: int):
-    """Fit ``method`` on validated arrays in ``mode``; returns ``(calibrator, effective mode)``."""
-    from calibcli.calibrators import fit_calibrator, fit_multiclass
-
-    rng = np.random.default_rng(seed)
-    if probs.ndim == 1:
-        if mode not in (None, "binary"):
-            raise CalibcliError(
-                f"--mode {mode} needs one probability column per class, but the input has a single probability "
-                f"column: use --mode binary, or pass --prob-cols for every class")
-        return fit_calibrator(method, labels, probs, sample_weight=sample_weight, rng=rng, **options), "binary"
-    file_mode = mode or default_mode(probs.shape[1])
-    cal = fit_multiclass(method, labels, probs, mode=file_mode, sample_weight=sample_weight, rng=rng, **options)
-    return cal, ("multiclass" if method == "temperature" else file_mode)
-
-
-def _layout(loaded) -> str:
-    if loaded.probs.ndim == 1:
-        return "single"
-    return "vector" if len(loaded.prob_columns) == 1 else "columns"
-
-
-def calibrator_document(cal, loaded, *, method: str, mode: str, options: dict, seed: int) -> dict:
-    """The versioned calibrator file: what ``apply`` needs, and where it came from."""
-    return {
-        "kind": CALIBRATOR_KIND,
-        "schema_version": CALIBRATOR_SCHEMA_VERSION,
-        "tool": "calibcli",
-        "version": __version__,
-        "method": method,
-        "mode": mode,
-        "n_classes": loaded.n_classes,
-        "class_names": list(loaded.class_names),
-        "columns": {
-            "probabilities": list(loaded.prob_columns),
-            "layout": _layout(loaded),
-            "logits": bool(loaded.logits),
-            "label": loaded.label_column,
-            "weight": loaded.weight_column,
-        },
-        "fitted_on": {"path": loaded.path, "rows_used": loaded.n_rows, "rows_dropped": loaded.n_rows_dropped},
-        "n": loaded.n_rows,
-        "options": options,
-        "seed": seed,
-        "calibrator": cal.to_dict(),
-    }
-
-
-def calibrator_json(doc: dict) -> str:
-    """The calibrator document as text: the header indented for people, the parameters on one line."""
-    head = jsonable(dict(doc))
-    body = head.pop("calibrator")
-    text = json.dumps(head, indent=1, allow_nan=False)
-    return text[: -len("\n}")] + ',\n "calibrator": ' + json.dumps(body, allow_nan=False) + "\n}"
-
-
-def _summary_params(d: dict) -> dict:
-    """A calibrator dict's parameters for a report: scalars as they are, long lists by their length."""
-    if "calibrators" in d:
-        return {"per_class" if d["mode"] == "marginal" else d["mode"]: [_summary_params(c) for c in d["calibrators"]]}
-    out = {}
-    for k, v in d.get("params", {}).items():
-        out[k] = v if not isinstance(v, list) or len(v) <= 16 else f"{len(v)} values"
-    return out
-
-
 # ---------------------------------------------------------------------------------------------
 # recalibrate fit
 
@@ -314,198 +200,8 @@ MaxRows = Annotated[int, typer.Option(
     "which use exact per-value sums of every row while there are at most 2^20 distinct predictions.")]
 
 
-@dataclass(frozen=True)
-class _FitInput:
-    """What the calibrator document and the report need of the training data, from a stream."""
-
-    path: str
-    described: dict
-    n_classes: int
-    class_names: tuple[str, ...]
-    prob_columns: tuple[str, ...]
-    logits: bool
-    label_column: str
-    weight_column: str | None
-    labels: np.ndarray
-    probs: np.ndarray
-    sample_weight: np.ndarray | None
-
-    @property
-    def n_rows(self) -> int:
-        return self.described["rows_used"]
-
-    @property
-    def n_rows_dropped(self) -> int:
-        return self.described["rows_dropped"]
-
-    def describe(self) -> dict:
-        return self.described
-
-
-def _open_one(path: str, spec, *, max_rows: int, input_format, drop_invalid: bool, batch_rows: int):
-    """The stream of one dataset (a file, a directory of shards, a glob, '-'); ``max_rows`` checked first."""
-    from calibcli.engines.local import open_streams
-    from calibcli.errors import OptionError
-
-    if max_rows < 2:
-        raise OptionError("max_rows", f"{{name}} is {max_rows}: expected at least 2 rows to fit on")
-    (stream,) = open_streams([path], spec, input_format=input_format, drop_invalid=drop_invalid, pool=False,
-                             batch_rows=batch_rows, group_by=())
-    return stream
-
-
-def _single(entries, empty):
-    """The one accumulator of an ungrouped run (an empty one when the stream had no rows)."""
-    return entries[0][1] if entries else empty
-
-
-def stream_fit_accumulator(runner, stream, *, max_rows: int, seed: int):
-    """Run ``stream`` into a :class:`FitAccumulator` on the engine of ``runner`` (states built where the
-    rows are read, merged here); the accumulator and what the calibrator document needs of the input."""
-    from calibcli.accumulators.fit import FitAccumulator
-
-    entries, described = runner.run(stream, lambda: FitAccumulator(max_rows=max_rows, seed=seed))
-    return _single(entries, FitAccumulator(max_rows=max_rows, seed=seed)), (stream, described)
-
-
-def fit_input(source, acc, *, method: str, mode, options: dict) -> tuple[_FitInput, dict]:
-    """The rows to fit ``method`` on, from a :class:`FitAccumulator`, and how they were chosen (for the report)."""
-    stream, described = source
-    labels, probs, w, how = acc.data(method, mode=mode, options=options)
-    loaded = _FitInput(described["path"], described, stream.n_classes, tuple(stream.class_names),
-                       tuple(stream.prob_columns), bool(stream.logits), stream.label_column, stream.weight_column,
-                       labels, probs, w)
-    return loaded, how
-
-
-def _fit_info(d: dict) -> Any:
-    if "calibrators" in d:
-        return [c.get("info", {}) for c in d["calibrators"]]
-    return d.get("info", {})
-
-
-def _certificate(cal, alpha: float) -> dict | None:
-    """Seed 002 Thm 12.6 for histogram binning (per class in marginal mode)."""
-    from calibcli.calibrators import HistogramCalibrator, MulticlassCalibrator
-
-    cals = cal.calibrators if isinstance(cal, MulticlassCalibrator) else (cal,)
-    if not all(isinstance(c, HistogramCalibrator) for c in cals):
-        return None
-    certs = [c.certificate(delta=alpha) for c in cals]
-    return {
-        "theorem": "seed 002 Thm 12.6: E[ECE] <= sqrt(B/(2n)); ECE <= sqrt(B/n)/sqrt(2 delta) w.p. 1 - delta",
-        "delta": alpha,
-        "n_bins": certs[0].n_bins,
-        "n": [c.n for c in certs] if len(certs) > 1 else certs[0].n,
-        "expected_ece_bound": [c.expected_ece_bound for c in certs] if len(certs) > 1 else certs[0].expected_ece_bound,
-        "ece_bound": [c.ece_bound for c in certs] if len(certs) > 1 else certs[0].ece_bound,
-        "fixed_partition": certs[0].fixed_partition,
-        "note": None if certs[0].fixed_partition else
-        "quantile bins are cut on the same data: the theorem assumes a fixed partition, so the bounds are indicative",
-    }
-
-
-# ---------------------------------------------------------------------------------------------
-# Loading a calibrator file
-
-
-def load_calibrator(path: str):
-    """Read and validate a calibrator file; returns ``(document, calibrator)``.
-
-    Every problem (missing file, not JSON, truncated, another kind of JSON, an unsupported schema version,
-    a malformed field) is a :class:`CalibcliError` naming the file.
-    """
-    from calibcli.calibrators import calibrator_from_dict
-
-    if not os.path.isfile(path):
-        raise CalibcliError(f"{path}: no such calibrator file: check the path")
-    with open(path, "rb") as fh:
-        raw = fh.read()
-    hint = "expected the JSON document written by `calibcli recalibrate fit`"
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise CalibcliError(f"{path}: not a calibrator (not UTF-8 text): {hint}") from None
-    except json.JSONDecodeError as exc:
-        ends_early = exc.pos >= len(raw.rstrip()) or exc.msg.startswith("Unterminated")
-        truncated = " (the file looks truncated)" if ends_early else ""
-        raise CalibcliError(f"{path}: not a calibrator: invalid JSON ({exc.msg}: line {exc.lineno} column {exc.colno})"
-                            f"{truncated}: {hint}") from None
-    if not isinstance(doc, dict) or doc.get("kind") != CALIBRATOR_KIND:
-        raise CalibcliError(f"{path}: not a calibrator: the JSON has no \"kind\": \"{CALIBRATOR_KIND}\": {hint}")
-    version = doc.get("schema_version")
-    if version != CALIBRATOR_SCHEMA_VERSION:
-        raise CalibcliError(f"{path}: calibrator schema version {version!r} is not supported by calibcli {__version__} "
-                            f"(it reads version {CALIBRATOR_SCHEMA_VERSION}): refit it with this version, or use the "
-                            f"calibcli version that wrote it ({doc.get('version', 'unknown')})")
-    try:
-        cal = calibrator_from_dict(doc.get("calibrator"))
-        _check_document(doc, cal)
-    except CalibcliError as exc:
-        raise CalibcliError(f"{path}: {exc.template}") from None
-    _warn_if_newer(path, doc.get("version"))
-    return doc, cal
-
-
-def _check_document(doc: dict, cal) -> None:
-    from calibcli.calibrators._common import Fields
-
-    f = Fields(doc, "")
-    method = f.choice("method", METHOD_NAMES)
-    if cal.method != method:
-        raise CalibcliError(f"calibrator: field 'method' is {method!r} but the parameters are those of {cal.method!r}")
-    f.choice("mode", ("binary", "multiclass", "top-label", "marginal"))
-    K = f.integer("n_classes", low=2)
-    names = f.get("class_names")
-    if not isinstance(names, list) or len(names) != K or not all(isinstance(x, str) for x in names):
-        raise CalibcliError(f"calibrator: field 'class_names' must list {K} class names")
-    cols = f.sub("columns")
-    layout = cols.choice("layout", ("single", "columns", "vector"))
-    probs = cols.get("probabilities")
-    if not isinstance(probs, list) or not probs or not all(isinstance(x, str) for x in probs):
-        raise CalibcliError("calibrator: field 'columns.probabilities' must be a list of column names")
-    expected = K if layout == "columns" else 1
-    if len(probs) != expected:
-        raise CalibcliError(f"calibrator: field 'columns.probabilities' has {len(probs)} names: expected {expected}")
-    cols.boolean("logits")
-    n_cal = getattr(cal, "n_classes", 2)
-    if n_cal != K:
-        raise CalibcliError(f"calibrator: n_classes is {K} but the parameters are for {n_cal} classes")
-    # checked by load_calibrator, read by apply, or facts about the fit: every other field is unknown, and refused
-    f.read.update(("kind", "schema_version", "tool", "version", "calibrator", "fitted_on", "n", "options", "seed"))
-    cols.read.update(("label", "weight"))
-    f.check_all_read()
-
-
-def _warn_if_newer(path: str, written_by) -> None:
-    """A calibrator of this schema written by a newer calibcli is read (its fields are all known), with a
-    warning that names both versions."""
-    def parts(text):
-        try:
-            return tuple(int(p) for p in str(text).split("+")[0].split("."))
-        except ValueError:
-            return None
-
-    theirs, ours = parts(written_by), parts(__version__)
-    if theirs is None or ours is None or theirs > ours:
-        cc.warn(f"{path} was written by calibcli {str(written_by)[:40]}, newer than this calibcli {__version__} "
-                f"(or not a version it knows); its schema version {CALIBRATOR_SCHEMA_VERSION} is one this version "
-                f"reads, and every field was recognised")
-
-
 # ---------------------------------------------------------------------------------------------
 # recalibrate apply
-
-
-def _invalid_probability_rows(probs: np.ndarray) -> np.ndarray:
-    """Rows that are not probabilities: non-finite, outside [0, 1], or (K columns) not summing to 1."""
-    from calibcli.validation import ROW_SUM_TOLERANCE
-
-    with np.errstate(invalid="ignore"):
-        bad = ~np.isfinite(probs) | (probs < 0) | (probs > 1)
-        if probs.ndim == 1:
-            return bad
-        return bad.any(axis=1) | (np.abs(probs.sum(axis=1) - 1.0) > ROW_SUM_TOLERANCE)
 
 
 def _fmt_row(v) -> str:
@@ -525,7 +221,6 @@ def _apply_columns(schema, doc: dict, *, prob_col, prob_cols, display: str) -> t
 
     import pyarrow as pa
 
-    from calibcli.io import natural_suffix_order
 
     K = doc["n_classes"]
     expected = list(doc["columns"]["probabilities"])
@@ -573,8 +268,6 @@ def _apply_columns(schema, doc: dict, *, prob_col, prob_cols, display: str) -> t
 
 def _batch_probs(table, doc: dict, layout: str, columns: list[str], display: str, first_row: int) -> np.ndarray:
     """The probabilities of one batch: (n,) for one column, (n, K) otherwise; logits turned into probabilities."""
-    from calibcli.io import column_to_numpy, vector_column
-
     if layout == "vector":
         probs = vector_column(table, columns[0], display, first_row=first_row)
         if probs.shape[1] != doc["n_classes"]:
@@ -584,8 +277,6 @@ def _batch_probs(table, doc: dict, layout: str, columns: list[str], display: str
         arrays = [np.asarray(column_to_numpy(table, c), dtype=np.float64) for c in columns]
         probs = arrays[0] if layout == "single" else np.column_stack(arrays)
     if doc["columns"]["logits"]:
-        from calibcli.modes import sigmoid, softmax
-
         with np.errstate(invalid="ignore", over="ignore"):
             probs = sigmoid(probs) if probs.ndim == 1 else softmax(probs)
     return probs
@@ -617,8 +308,6 @@ def venn_abers_columns(cal, layout: str, columns: list[str]) -> list[tuple[str, 
 
 def _venn_abers_values(cal, probs: np.ndarray, layout: str) -> list[np.ndarray]:
     """The interval values in the order of :func:`venn_abers_columns` (1-D arrays, or (n, K) for lists)."""
-    from calibcli.calibrators.multiclass import top_label_problem
-
     if probs.ndim == 1:
         return list(cal.predict_interval(probs))
     mode = cal.mode
@@ -672,7 +361,7 @@ class _ApplyRun:
             first_row = self.rows_in
             self.rows_in += table.num_rows
             probs = _batch_probs(table, self.doc, self.layout, self.columns, self.display, first_row)
-            bad = _invalid_probability_rows(probs)
+            bad = invalid_probability_rows(probs)
             if bad.any():
                 self.n_dropped += int(bad.sum())
                 if self.first_bad is None:
@@ -690,8 +379,6 @@ class _ApplyRun:
             self.rows_out += len(out)
             yield self._table(table, probs, out)
         if self.rows_in == 0:
-            from calibcli.io.formats import no_rows
-
             raise no_rows(self.display)
         if self.first_bad is not None and not self.drop_invalid:
             row, values = self.first_bad
@@ -730,9 +417,6 @@ def _list_array(values: np.ndarray):
 def _open_apply_input(path: str, input_format: str | None):
     """The one file to recalibrate: ``(dataset, location, format, display name, schema)``; standard input
     is spooled to a temporary file (kept while ``dataset`` lives) and its format sniffed."""
-    from calibcli.io import formats, resolve_datasets
-    from calibcli.io.sources import _guarded
-
     (dataset,) = resolve_datasets([path])
     if dataset.kind == "directory":
         raise CalibcliError(f"{path}: is a directory: expected a file of predictions")
@@ -766,11 +450,6 @@ def apply(
 
     Example: calibcli recalibrate apply cal.json test.parquet | calibcli ece -
     """
-    from calibcli.io import formats
-    from calibcli.io.sources import _guarded_iter
-    from calibcli.io.writers import output_format as pick_format, write_table_output
-    from calibcli.validation import check_options
-
     to_stdout = output == "-"
     if to_stdout and as_json:
         raise CalibcliError("--json prints the report on stdout, which carries the recalibrated rows: write the rows "
@@ -814,8 +493,6 @@ def apply(
         where = "the output" if to_stdout else output
         cc.warn(f"the columns {', '.join(columns)} held logits; in {where} they hold recalibrated probabilities")
     if to_stdout:  # stdout carries the rows: the summary goes to stderr (and the JSON report to --report)
-        from calibcli.render import render_table, stderr_console
-        from calibcli.report import to_json
 
         if report:
             write_atomic(report, to_json(rep) + "\n", "report")
@@ -850,24 +527,6 @@ EvalMaxRows = Annotated[int, typer.Option(
     "--max-rows", help="Rows each fit and each T-Cal test use at most: beyond, the seeded bottom-k sample of this many "
     "(fits whose objective is a weighted sum over rows use exact per-value sums of every fit row, as in `fit`); the "
     "report says which.")]
-
-#: What each reported number is (the estimators of the ece, smece and tcal commands).
-EVALUATE_ESTIMATORS = {
-    "ece_l1_plugin": "sum_b (n_b/n) |acc_b - conf_b| (Guo et al. 2017)",
-    "ece_l2_sq_debiased_dpe": "T-Cal debiased plug-in estimate of the squared l2-ECE (can be < 0)",
-    "ece_l2_debiased_dpe": "sqrt(max(0, ece_l2_sq_debiased_dpe))",
-    "ece_l2_sq_debiased_kumar": "Kumar et al. 2019 debiased squared l2-ECE (can be < 0)",
-    "smece": "SmoothECE at its fixed-point bandwidth (Blasiok and Nakkiran 2023)",
-    "brier_score": "mean (z - y)^2 (binary problem) or mean ||P - e_c||^2 (multiclass)",
-    "log_loss": "mean -log p of the true class, clipped",
-    "test": "the tcal command's test: T-Cal adaptive test (y-bootstrap null, Bonferroni over levels) or, for "
-            "unweighted predictions with at most sqrt(n) distinct values, the exact binomial test per value "
-            "(SPEC 4.4); T-Cal on at most --max-rows rows (the bottom-k sample beyond)",
-}
-
-SPLIT_RULE = ("the fit part is the round(F n) rows with the smallest hash of (seed, global row index), the test part "
-              "every other row: the same rows whatever the batch size, file order or engine")
-
 
 def evaluate(
     file: DataFile,
@@ -918,145 +577,6 @@ def evaluate(
                      ece_strategy=ece_strategy, n_boot=n_boot, discrete=discrete, alpha=alpha, seed=seed,
                      max_rows=max_rows, batch_rows=batch_rows, engine=engine, scheduler=scheduler, workers=workers)
     emit(doc, output=output, layout=layout)
-
-
-def evaluation(
-    file: DataFile,
-    method: Methods,
-    holdout: Holdout = None,
-    fit_file: FitFile = None,
-    prob_col: cc.ProbCol = None,
-    prob_cols: cc.ProbCols = None,
-    label_col: cc.LabelCol = None,
-    weight_col: cc.WeightCol = None,
-    logits: cc.Logits = False,
-    input_format: cc.InputFormat = None,
-    drop_invalid: cc.DropInvalid = False,
-    mode: cc.Mode = None,
-    n_bins: CalibratorBins = None,
-    strategy: CalibratorStrategy = None,
-    degree: Degree = None,
-    interpolation: Interpolation = None,
-    clip: Clip = None,
-    monotone: Monotone = None,
-    ece_n_bins: EceBins = 15,
-    ece_strategy: EceStrategy = "uniform",
-    n_boot: TestBoot = 1000,
-    discrete: Discrete = "auto",
-    alpha: Annotated[float, typer.Option("--alpha", help="Level of the calibration tests (T-Cal, binomial).")] = 0.05,
-    seed: cc.Seed = 0,
-    max_rows: EvalMaxRows = 1_000_000,
-    batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
-    engine: cc.Engine = "local",
-    scheduler: cc.Scheduler = None,
-    workers: cc.Workers = None,
-    held=None,
-) -> dict:
-    """``recalibrate evaluate``'s document for these options (the command prints it). ``held``: the input's
-    :class:`~calibcli.accumulators.evaluate.HoldoutSplit` after both its passes, when they already ran
-    (``calibcli report`` runs the counting pass beside its other families); else they run here."""
-    from calibcli.accumulators.evaluate import EvaluateAccumulator
-    from calibcli.accumulators.tcal import TcalOptions
-    from calibcli.engines.local import open_streams
-    from calibcli.errors import OptionError
-    from calibcli.evaluation import BinnedOptions, SmoothOptions
-
-    methods = _check_methods(list(method))
-    if mode is not None:
-        cc.check_choice(mode, MODES, "--mode")
-    cc.check_choice(ece_strategy, STRATEGIES, "--ece-strategy")
-    cc.check_choice(discrete, DISCRETE_CHOICES, "--discrete")
-    check_option(ece_n_bins >= 1, f"--ece-n-bins is {ece_n_bins}: expected a positive number of bins")
-    check_option(n_boot >= 1, f"--n-boot is {n_boot}: expected at least 1 resample")
-    check_option(0.0 < alpha < 1.0, f"--alpha is {alpha}: expected a number strictly between 0 and 1")
-    if (holdout is None) == (fit_file is None):
-        raise CalibcliError("pass either --holdout FRACTION (split FILE) or --fit TRAIN (fit on TRAIN, evaluate on FILE)")
-    if holdout is not None:
-        check_option(0.0 < holdout < 1.0, f"--holdout is {holdout}: expected the fraction of rows to fit on, in (0, 1)")
-    options = method_options(methods, n_bins=n_bins, strategy=strategy, degree=degree, interpolation=interpolation,
-                             clip=clip, monotone=monotone)
-    cc.check_engine(engine, scheduler, workers)
-    if max_rows < 2:
-        raise OptionError("max_rows", f"{{name}} is {max_rows}: expected at least 2 rows to fit on")
-    tcal_options = TcalOptions(n_boot=n_boot, alpha=alpha, seed=seed, discrete=discrete, max_rows=max_rows)
-    spec = cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits)
-    paths = [fit_file, file] if fit_file else [file]
-    streams = list(open_streams(paths, spec, input_format=input_format, drop_invalid=drop_invalid, pool=False,
-                                batch_rows=batch_rows, group_by=()))
-    test_stream = streams[-1]
-    with cc.engine_runner(engine, scheduler, workers) as runner:
-        n_workers = runner.workers
-        if fit_file:
-            train_stream = streams[0]
-            if train_stream.n_classes != test_stream.n_classes or train_stream.class_names != test_stream.class_names:
-                raise CalibcliError(f"{train_stream.name} has classes {list(train_stream.class_names)} but "
-                                    f"{test_stream.name} has {list(test_stream.class_names)}: fit and test files must "
-                                    f"have the same classes")
-            fit_acc, source = stream_fit_accumulator(runner, train_stream, max_rows=max_rows, seed=seed)
-            binary = fit_acc.binary
-            fit_described = source[1]
-            split_rows = None
-            split = {"kind": "files", "fit_path": fit_described["path"], "n_fit": fit_acc.n_rows}
-        else:
-            if held is None:  # the counting pass, then the fit part's (HoldoutSplit asks for a second pass)
-                entries, _ = runner.run(test_stream, lambda: holdout_split(holdout, seed=seed, max_rows=max_rows))
-                held = entries[0][1]
-            fit_acc, threshold, totals = held.finish()
-            n, n_fit, binary = totals["n"], totals["n_fit"], totals["binary"]
-            fit_described = None
-            split_rows = {"seed": seed, "threshold": threshold}
-            split = {"kind": "holdout", "fit_fraction": holdout, "n_fit": n_fit, "n_test": n - n_fit, "seed": seed}
-        if binary and mode not in (None, "binary"):
-            raise CalibcliError(f"--mode {mode} needs one probability column per class, but the input has a single "
-                                f"probability column: use --mode binary, or pass --prob-cols for every class")
-        K = test_stream.n_classes
-        eval_mode = mode or default_mode(K)
-
-        fitted = []
-        with cc.progress_bar(len(methods), "fitting") as advance:
-            for m in methods:
-                labels, probs, w, how = fit_acc.data(m, mode=mode, options=options[m])
-                cal, fit_mode = fit_arrays(m, labels, probs, w, mode=mode, options=options[m], seed=seed)
-                fitted.append((m, fit_mode, cal.to_dict(), how))
-                advance()
-
-        def new() -> EvaluateAccumulator:
-            return EvaluateAccumulator(
-                calibrators=[(m, d) for m, _, d, _ in fitted], split=split_rows, mode=eval_mode, n_classes=K,
-                class_names=tuple(test_stream.class_names),
-                binned=BinnedOptions(n_bins=ece_n_bins, strategy=ece_strategy, n_boot=0, alpha=alpha, seed=seed),
-                smooth=SmoothOptions(n_boot=0, alpha=alpha, seed=seed), tcal=tcal_options)
-
-        entries, described = runner.run(test_stream, new)
-        measured = _single(entries, new())
-    if fit_file:
-        split["n_test"] = measured.n_rows
-    results, warnings = measured.rows()
-    rows = [{"method": "uncalibrated", **results["uncalibrated"]}]
-    for m, fit_mode, d, how in fitted:
-        rows.append({"method": m, "fit_mode": fit_mode, "options": options[m], **results[m],
-                     "params": _summary_params(d), "fit_rows": how})
-
-    doc = new_document("recalibrate evaluate", {
-        "methods": methods, "options": options, "mode": mode or "auto", "ece_n_bins": ece_n_bins,
-        "ece_strategy": ece_strategy, "edges_convention": EDGE_CONVENTION, "n_boot": n_boot, "alpha": alpha,
-        "seed": seed, "discrete": discrete, "max_rows": max_rows, "batch_rows": batch_rows, "engine": engine,
-        "workers": n_workers, "split": split, "split_rule": SPLIT_RULE if holdout is not None else None,
-        "estimators": EVALUATE_ESTIMATORS,
-    })
-    for warning in warnings:
-        cc.warn(warning)
-    doc["files"].append({"input": described, "fit_input": fit_described, "split": split, "mode": eval_mode,
-                         "rows": rows})
-    return doc
-
-
-def holdout_split(holdout: float, *, seed: int, max_rows: int):
-    """The accumulator of a holdout split's first two passes (:class:`~calibcli.accumulators.evaluate.HoldoutSplit`),
-    as :func:`evaluation` makes it for ``--holdout``, ``--seed`` and ``--max-rows``."""
-    from calibcli.accumulators.evaluate import HoldoutSplit
-
-    return HoldoutSplit(seed=seed, holdout=holdout, max_rows=max_rows)
 
 
 # ---------------------------------------------------------------------------------------------

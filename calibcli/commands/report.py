@@ -25,8 +25,21 @@ from typing import Annotated, Optional
 
 import typer
 
-from calibcli import cli_common as cc
+from calibcli.accumulators.diagram import DiagramInputAccumulator, DiagramOptions
+from calibcli import cli_common as cc, diagrams as dg
 from calibcli.errors import CalibcliError
+from calibcli._version import __version__
+from calibcli.accumulators.composite import Composite
+from calibcli.accumulators.tcal import MAX_ROWS, TCAL_MODES
+from calibcli.binning import STRATEGIES
+from calibcli.calibrators.document import METHOD_NAMES
+from calibcli.families.registry import FAMILIES
+from calibcli.html import render_page, require_jinja2, svg_fragment, verdict as verdicts
+from calibcli.io import open_streams
+from calibcli.modes import CLASS_WEIGHTS, default_mode, MODES
+from calibcli.recalibration import evaluation, holdout_split
+from calibcli.report import entry_label, GateSpec, new_document, to_json, write_atomic
+from calibcli.validation import check_option, check_options
 
 #: Methods compared by default in "what recalibration would do" (each works in every mode).
 DEFAULT_METHODS = ("temperature", "platt", "isotonic", "histogram", "beta")
@@ -71,11 +84,6 @@ def build_document(files: list[str], *, columns: dict, reading: dict, engine: di
     """The report's JSON document: parameters, versions, the command line, and one entry per input or group
     with its ece, smece and tcal results, its diagrams (SVG text), its verdict and (without groups) the
     held-out comparison of recalibration methods, best first."""
-    from calibcli.commands.recalibrate import evaluation
-    from calibcli.accumulators.tcal import TCAL_MODES
-    from calibcli.html import verdict as verdicts
-    from calibcli.report import entry_label, new_document, to_json
-
     tcal_mode = mode if mode in TCAL_MODES else None  # T-Cal has no marginal mode: its default then
     docs, diagrams, splits = _measure(
         files, columns=columns, reading=reading, engine=engine, mode=mode, tcal_mode=tcal_mode,
@@ -152,7 +160,6 @@ def _versions() -> dict:
     import platform
     from importlib.metadata import PackageNotFoundError, version
 
-    from calibcli._version import __version__
 
     out = {"calibcli": __version__, "python": platform.python_version()}
     for name in ("numpy", "pyarrow", "matplotlib", "scipy", "jinja2"):
@@ -174,33 +181,25 @@ def _measure(files, *, columns, reading, engine, mode, tcal_mode, class_weights,
     :class:`~calibcli.accumulators.composite.Composite`, which the engine runs once; a second pass feeds
     only the members that ask for one (the split's fit part always; quantile edges or a finer smoothing
     grid when needed). Each family's entries are then finished by the command's own code
-    (:func:`calibcli.cli_common.add_entries`, T-Cal's :func:`~calibcli.commands.tcal.finish_entries`).
+    (:func:`calibcli.pipeline.add_entries`, T-Cal's :func:`~calibcli.families.tcal.finish_entries`).
 
     The recalibration comparison cannot join the pass entirely: which rows are fit rows depends on the
     number of rows (known after a full pass), and the test rows are measured through calibrators fitted
-    on the fit rows (known after a second); its measuring pass runs in :func:`~calibcli.commands.
+    on the fit rows (known after a second); its measuring pass runs in :func:`~calibcli.
     recalibrate.evaluation`.
     """
-    from calibcli.commands.recalibrate import holdout_split
-    from calibcli import diagrams as dg
-    from calibcli.accumulators.composite import Composite
-    from calibcli.commands import ece, smece, tcal
-    from calibcli.engines.local import open_streams
-    from calibcli.modes import default_mode
-    from calibcli.report import GateSpec, to_json
-
     groups = cc.split_columns(group_by)
     shared = {"weighted": columns["weight_col"] is not None, "group_by": groups, "pool": False,
               "batch_rows": reading["batch_rows"], "engine": engine["engine"]}
     docs, plans = {}, {}
-    docs["ece"], plans["ece"] = ece.plan(mode=mode, class_weights=class_weights, n_bins=n_bins, strategy=strategy,
+    docs["ece"], plans["ece"] = FAMILIES["ece"].plan(mode=mode, class_weights=class_weights, n_bins=n_bins, strategy=strategy,
                                          n_boot=n_boot, alpha=alpha, seed=seed, **shared)
-    docs["smece"], plans["smece"] = smece.plan(mode=mode, class_weights=class_weights, sigma=None, n_boot=n_boot,
+    docs["smece"], plans["smece"] = FAMILIES["smece"].plan(mode=mode, class_weights=class_weights, sigma=None, n_boot=n_boot,
                                                alpha=alpha, seed=seed, **shared)
-    docs["tcal"], plans["tcal"], tcal_options = tcal.plan(
+    docs["tcal"], plans["tcal"], tcal_options = FAMILIES["tcal"].plan(
         mode=tcal_mode, smoothness=None, null="y-bootstrap", n_boot=n_boot, combine="bonferroni", discrete="auto",
-        alpha=alpha, seed=seed, max_rows=tcal.MAX_ROWS, fail_on_reject=False, **shared)
-    gates = {"ece": GateSpec("ece_l1_plugin"), "smece": GateSpec("smece"), "tcal": tcal.GATE}  # none active
+        alpha=alpha, seed=seed, max_rows=MAX_ROWS, fail_on_reject=False, **shared)
+    gates = {"ece": GateSpec("ece_l1_plugin"), "smece": GateSpec("smece"), "tcal": FAMILIES["tcal"].GATE}  # none active
     resamples = {"ece": n_boot, "smece": n_boot, "tcal": tcal_options.resamples}
 
     spec = cc.column_spec(columns["prob_col"], columns["prob_cols"], columns["label_col"], columns["weight_col"],
@@ -216,13 +215,13 @@ def _measure(files, *, columns, reading, engine, mode, tcal_mode, class_weights,
             doc["parameters"]["workers"] = runner.workers
         for stream in streams:
             fig_mode = mode or default_mode(stream.n_classes)
-            options = dg.DiagramOptions(binned=True, smooth=True, n_bins=n_bins, strategy=strategy, n_boot=n_boot,
+            options = DiagramOptions(binned=True, smooth=True, n_bins=n_bins, strategy=strategy, n_boot=n_boot,
                                         alpha=alpha, seed=seed,
                                         max_problems=MAX_CLASSES if fig_mode == "marginal" else None)
 
             def new(stream=stream, fig_mode=fig_mode, options=options):
                 members = {name: make(stream) for name, make in plans.items()}
-                members["diagrams"] = dg.DiagramInputAccumulator(mode=fig_mode, n_classes=stream.n_classes,
+                members["diagrams"] = DiagramInputAccumulator(mode=fig_mode, n_classes=stream.n_classes,
                                                                  class_names=stream.class_names, options=options)
                 if holdout is not None:
                     members["holdout"] = holdout_split(holdout, seed=seed, max_rows=EVALUATE_MAX_ROWS)
@@ -241,18 +240,15 @@ def _measure(files, *, columns, reading, engine, mode, tcal_mode, class_weights,
                     acc["diagrams"], marginal=fig_mode == "marginal", n_classes=stream.n_classes, number=2 * len(drawn))
     for name in plans:
         cc.summarise_groups(docs[name], headlines[name])
-    tcal.finish_entries(docs["tcal"], alpha=alpha, fail_on_reject=False)
+    FAMILIES["tcal"].finish_entries(docs["tcal"], alpha=alpha, fail_on_reject=False)
     # each document as the command prints it (the JSON text, read back)
     return {name: json.loads(to_json(doc)) for name, doc in docs.items()}, drawn, splits
 
 
 def _draw(acc, *, marginal: bool, n_classes: int, number: int) -> dict:
     """The binned and the smooth reliability diagram of one input (or group) as SVG text, from its
-    :class:`calibcli.diagrams.DiagramInputAccumulator`, drawn by :func:`calibcli.diagrams.plot_diagram`
+    :class:`calibcli.accumulators.diagram.DiagramInputAccumulator`, drawn by :func:`calibcli.diagrams.plot_diagram`
     (fixed-size figures whatever the number of rows); ``number`` figures were drawn before (their ids)."""
-    from calibcli import diagrams as dg
-    from calibcli.html import svg_fragment
-
     report = acc.result()
     curves = report.curves("", legend="")
     panels = [dg.DiagramPanel(title=(c.problem if marginal else ""), binned=(c.binned,), smooth=(c.smooth,))
@@ -302,12 +298,6 @@ def report(
 
     Example: calibcli report sample_data/breast_cancer_nb.csv -o calibration.html"""
     given = dict(locals())  # the options as parsed, for the command line in the page's footer
-    from calibcli.binning import STRATEGIES
-    from calibcli.commands.recalibrate import METHOD_NAMES
-    from calibcli.html import render_page, require_jinja2
-    from calibcli.modes import CLASS_WEIGHTS, MODES
-    from calibcli.report import to_json, write_atomic
-    from calibcli.validation import check_option, check_options
 
     require_jinja2()  # (the output paths are checked before this, in cc.command)
     check_options({"mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS}, mode=mode, strategy=strategy,

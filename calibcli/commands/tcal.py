@@ -9,7 +9,12 @@ import typer
 from calibcli import cli_common as cc
 from calibcli.accumulators.tcal import MAX_ROWS, TCAL_MODES
 from calibcli.errors import CalibcliError, GateFailed
-from calibcli.report import GateSpec, emit, entry_label, new_document
+from calibcli.families.tcal import GATE, finish_entries, plan
+from calibcli.families.tcal import gates as _gates
+from calibcli.report import GateSpec, emit, new_document
+from calibcli.accumulators.clinical import ClinicalTestAccumulator, ClinicalTestOptions
+from calibcli.clinical import HL_CAVEATS
+from calibcli.validation import check_options
 
 TcalMode = Annotated[
     Optional[str],
@@ -124,9 +129,6 @@ def tcal(
     up to --max-rows, else on a seeded bottom-k sample; the binomial test counts every row.
 
     Example: calibcli tcal sample_data/breast_cancer_nb.csv --alpha 0.05 --fail-on-reject"""
-    from calibcli.engines.local import open_streams
-    from calibcli.validation import check_options
-
     layout = cc.layout(fmt, as_json, summary, metrics, sort)
     check_options({"mode": TCAL_MODES, "test": TESTS}, mode=mode, batch_rows=batch_rows, test=test, n_bins=n_bins)
     if n_bins is not None and test != "hosmer-lemeshow":
@@ -148,83 +150,12 @@ def tcal(
                              alpha=alpha, seed=seed, max_rows=max_rows, fail_on_reject=fail_on_reject,
                              weighted=weight_col is not None, group_by=groups, pool=pool, batch_rows=batch_rows,
                              engine=engine)
-    streams = open_streams(files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits),
-                           input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows,
-                           group_by=groups)
-    cc.evaluate_streams(doc, streams, new, gate=GATE, n_boot=options.resamples, engine=engine,
-                        scheduler=scheduler, workers=workers)
+    cc.run(cc.Plan(doc, new, GATE, options.resamples),
+           cc.sources(files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits), input_format=input_format,
+                      drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows, group_by=groups),
+           cc.EngineChoice(engine, scheduler, workers))
     finish_entries(doc, alpha=alpha, fail_on_reject=fail_on_reject)
     _emit(doc, fail_on_reject=fail_on_reject, output=output, layout=layout)
-
-
-#: What T-Cal's entries carry as their gate metric (the --fail-on-reject gate is T-Cal's own).
-GATE = GateSpec("tcal_p_value")
-
-
-def plan(*, mode: str | None, smoothness: float | None, null: str, n_boot: int, combine: str, discrete: str,
-         alpha: float, seed: int, max_rows: int, fail_on_reject: bool, weighted: bool, group_by: tuple[str, ...],
-         pool: bool, batch_rows: int, engine: str):
-    """The T-Cal test's document (its parameters; entries come from :func:`calibcli.cli_common.add_entries`,
-    then :func:`finish_entries`), ``new(stream)``, the input accumulator of a stream, and the options: the
-    command apart from running it, so that ``calibcli report`` feeds it in one pass beside the other
-    families. ``--discrete`` is already reconciled with ``--test``."""
-    from calibcli.accumulators.tcal import TcalInputAccumulator, TcalOptions
-    from calibcli.tcal import DISCRETE_RULE, STATISTIC_NAME
-
-    options = TcalOptions(smoothness=smoothness, null=null, n_boot=n_boot, combine=combine, alpha=alpha, seed=seed,
-                          discrete=discrete, max_rows=max_rows)
-    if null == "chebyshev" and combine == "min-p":
-        raise CalibcliError(
-            "--combine min-p calibrates the minimum p-value over resamples, and --null chebyshev draws none: "
-            "use --combine bonferroni with chebyshev, or a resampling null"
-        )
-    doc = new_document(
-        "tcal",
-        {
-            "mode": mode or "auto",
-            "test": "adaptive" if smoothness is None else "single-scale",
-            "smoothness": smoothness,
-            "null": null,
-            "n_boot": options.resamples,
-            "combine": combine,
-            "alpha": alpha,
-            "seed": seed,
-            "discrete": discrete,
-            "discrete_rule": DISCRETE_RULE,
-            "discrete_counts": f"per distinct value over every row, up to {options.max_distinct} values "
-                               "(more: the predictor is continuous)",
-            "max_rows": max_rows,
-            "sample": f"T-Cal runs on every row up to {max_rows} rows, else on the bottom-k sample of {max_rows} rows "
-                      "with the smallest hash of (seed, global row index)",
-            "statistic": STATISTIC_NAME,
-            "binning": "equal-width bins [j/m, (j+1)/m), the last closed (binary, top-label); "
-            "equal-volume simplex cells (canonical, SPEC 4.3)",
-            "p_value": "(1 + #{T* >= T}) / (R + 1) per level"
-            if null != "chebyshev"
-            else "min(1, (C_m / T_m)^2): the smallest level at which Theorem 3.1's test rejects",
-            "fail_on_reject": fail_on_reject,
-            "weights": "frequency weights" if weighted else None,
-            "group_by": list(group_by) or None,
-            "pool": pool,
-            "batch_rows": batch_rows,
-            "engine": engine,
-        },
-    )
-    return doc, cc.per_input(TcalInputAccumulator, mode, options), options
-
-
-def finish_entries(doc: dict, *, alpha: float, fail_on_reject: bool) -> list[str]:
-    """After every entry is in: the tests' warnings in the command line's words (and on stderr), which
-    groups reject, the ``--fail-on-reject`` gate; the gate's failures."""
-    from calibcli.errors import cli_text
-
-    for entry in doc["files"]:
-        warnings = entry["result"].get("warnings")
-        if warnings:  # the report speaks the command line's language: options by their flags
-            entry["result"]["warnings"] = [cli_text(w, cc.flag_of) for w in warnings]
-        for message in entry["result"].get("warnings", []):
-            cc.warn(f"{entry_label(entry)}: {message}")
-    return _gates(doc, alpha=alpha, fail_on_reject=fail_on_reject)
 
 
 def _classical_test(test: str, files, spec, *, mode, n_bins: int, alpha: float, input_format, drop_invalid: bool,
@@ -232,10 +163,6 @@ def _classical_test(test: str, files, spec, *, mode, n_bins: int, alpha: float, 
                     layout, fail_on_reject: bool) -> None:
     """``--test spiegelhalter|hosmer-lemeshow``: the test on every row through the pipeline, entries shaped as
     T-Cal's (test, sample, result with reject and p-value), gated by --fail-on-reject."""
-    from calibcli.accumulators.clinical import ClinicalTestAccumulator, ClinicalTestOptions
-    from calibcli.clinical import HL_CAVEATS
-    from calibcli.engines.local import open_streams
-
     options = ClinicalTestOptions(test=test, n_bins=n_bins, alpha=alpha)
     groups = cc.split_columns(group_by)
     parameters = {"mode": mode or "auto", "test": test, "alpha": alpha}
@@ -251,24 +178,13 @@ def _classical_test(test: str, files, spec, *, mode, n_bins: int, alpha: float, 
                       group_by=list(groups) or None, pool=pool, batch_rows=batch_rows, engine=engine)
     doc = new_document("tcal", parameters)
     new = cc.per_input(ClinicalTestAccumulator, mode, options)
-    streams = open_streams(files, spec, input_format=input_format, drop_invalid=drop_invalid, pool=pool,
-                           batch_rows=batch_rows, group_by=groups)
     gate_metric = "spiegelhalter_p_value" if test == "spiegelhalter" else "hosmer_lemeshow_p_value"
-    cc.evaluate_streams(doc, streams, new, gate=GateSpec(gate_metric), n_boot=0, engine=engine, scheduler=scheduler,
-                        workers=workers)
+    cc.run(cc.Plan(doc, new, GateSpec(gate_metric), 0),
+           cc.sources(files, spec, input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows,
+                      group_by=groups),
+           cc.EngineChoice(engine, scheduler, workers))
     _gates(doc, alpha=alpha, fail_on_reject=fail_on_reject)
     _emit(doc, fail_on_reject=fail_on_reject, output=output, layout=layout)
-
-
-def _gates(doc: dict, *, alpha: float, fail_on_reject: bool) -> list[str]:
-    """Which groups reject (the worst group and spread of each p-value come from the shared summary) and
-    the ``--fail-on-reject`` gate; its failures."""
-    if "groups" in doc:
-        _summarise_groups(doc)
-    failures = [f for entry in doc["files"] for f in _gate(entry, alpha, fail_on_reject)]
-    if fail_on_reject:
-        doc["gate"] = {"fail_on_reject": True, "passed": not failures, "failures": failures}
-    return failures
 
 
 def _emit(doc: dict, *, fail_on_reject: bool, output, layout) -> None:
@@ -276,24 +192,6 @@ def _emit(doc: dict, *, fail_on_reject: bool, output, layout) -> None:
     emit(doc, output=output, layout=layout)
     if fail_on_reject and not doc["gate"]["passed"]:
         raise GateFailed("Gate failed: " + "; ".join(doc["gate"]["failures"]))
-
-
-def _gate(entry: dict, alpha: float, active: bool) -> list[str]:
-    """The ``--fail-on-reject`` verdict of one entry (``entry["gate"]``); the failure messages."""
-    if not active:
-        return []
-    r = entry["result"]
-    failures = []
-    if r["reject"]:
-        failures.append(f"{entry_label(entry)}: {entry['test']} rejects perfect calibration "
-                        f"(p-value {r['p_value']:.4g} <= alpha {alpha:g})")
-    entry["gate"] = {"fail_on_reject": True, "passed": not failures, "failures": failures}
-    return failures
-
-
-def _summarise_groups(doc: dict) -> None:
-    """Which groups reject (the worst group and spread of each p-value come from the shared summary)."""
-    doc["groups"]["rejecting"] = [entry_label(e) for e in doc["files"] if e["result"]["reject"]]
 
 
 def register(app: typer.Typer) -> None:

@@ -1,6 +1,11 @@
 """Engines run the pipeline: ``local`` streams batches in this process; ``dask`` maps fragments to tasks
 on a Dask cluster that return accumulator states, merged here (SPEC 8 "Engines"). Both give the same
-report; :func:`calibcli.cli_common.evaluate_streams` picks one with ``--engine``."""
+report; :func:`calibcli.pipeline.run` picks one with ``--engine`` from the registry
+(:data:`calibcli.engines.base.ENGINES`). A new engine is a module here whose class is registered with
+:func:`calibcli.engines.base.register` and imported below."""
 
-#: The values of ``--engine``.
-ENGINES = ("local", "dask")
+from calibcli.engines import local  # noqa: F401, I001  (each registers its engine; --help lists them in this order)
+from calibcli.engines import dask  # noqa: F401, E402
+from calibcli.engines.base import ENGINES, Engine, EngineChoice, register
+
+__all__ = ["ENGINES", "Engine", "EngineChoice", "register"]

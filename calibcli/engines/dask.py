@@ -2,11 +2,10 @@
 
 A dataset's fragments (files, or runs of a large Parquet file's row groups; see
 :meth:`calibcli.io.Stream.fragments`) are packed into tasks of consecutive fragments, about
-``TASKS_PER_WORKER`` per worker and at most ``MAX_TASK_ROWS`` rows each (:func:`calibcli.evaluation.
-pack_fragments`; ``CALIBCLI_TASK_ROWS`` sets the rows, 1 makes every fragment a task). A task gets only
+``TASKS_PER_WORKER`` per worker and at most ``MAX_TASK_ROWS`` rows each (:func:`calibcli.engines._fragments.\npack_fragments`; ``CALIBCLI_TASK_ROWS`` sets the rows, 1 makes every fragment a task). A task gets only
 paths and options, reads its fragments on the worker, and returns its accumulators' ``to_dict()`` state
-and its row counts (:func:`calibcli.evaluation.run_fragment`); the client merges the states in row order and
-finishes there, exactly as the local engine does (:func:`calibcli.evaluation.run_fragments`). Rows
+and its row counts (:func:`calibcli.engines._fragments.run_fragment`); the client merges the states in row order and
+finishes there, exactly as the local engine does (:func:`calibcli.engines._fragments.run_fragments`). Rows
 are numbered by their global index, so bootstrap draws do not depend on which worker saw them and the
 report equals the local engine's to 1e-12.
 
@@ -30,7 +29,10 @@ import uuid
 from contextlib import ExitStack, contextmanager
 from typing import Callable, Iterator
 
+from calibcli import cancel
 from calibcli._malloc import SETTINGS as MALLOC_SETTINGS
+from calibcli.engines._fragments import pack_fragments, run_fragment, run_fragments, task_rows
+from calibcli.engines.base import register
 from calibcli.errors import CalibcliError
 
 INSTALL_HINT = 'pip install "calibcli[dask]"'
@@ -44,6 +46,7 @@ def require_distributed() -> None:
         raise CalibcliError(f"{{opt:engine}} dask needs the package distributed, which is not installed: {INSTALL_HINT}") from None
 
 
+@register
 class DaskEngine:
     """Runs a stream's fragments as tasks on a connected ``distributed.Client``.
 
@@ -62,21 +65,32 @@ class DaskEngine:
         self._run = uuid.uuid4().hex[:8]  # task keys unique to this run on a shared cluster
         self._passes = 0
 
+    @classmethod
+    def check(cls, scheduler: str | None, workers: int | None) -> None:
+        """``--scheduler`` or ``--workers`` (not both), and ``distributed`` installed."""
+        if scheduler is not None and workers is not None:
+            raise CalibcliError("--scheduler and --workers both say where to run: --scheduler uses a running cluster, "
+                                "--workers starts a local one; give one of them")
+        if workers is not None and workers < 1:
+            raise CalibcliError(f"--workers is {workers}: expected at least 1 worker process")
+        require_distributed()
+
+    @classmethod
+    def open(cls, *, scheduler: str | None = None, workers: int | None = None, progress=None):
+        """A cluster for the run (:func:`dask_engine`)."""
+        return dask_engine(scheduler=scheduler, workers=workers, progress=progress)
+
     def run(self, stream, new) -> tuple[list[tuple[dict | None, object]], dict]:
         """The stream's entries ``(group values or None, accumulator)`` and its report input section."""
-        from calibcli.evaluation import run_fragments
-
         entries, counts = run_fragments(stream, new, lambda fragments, kind, **templates: self.map(
             fragments, kind, description=f"{stream.name}: fragments", **templates))
         return entries, stream.describe(counts)
 
     def map(self, fragments, kind, *, first: dict | None = None, second: dict | None = None,
             description: str = "fragments") -> Iterator[dict]:
-        """Run :func:`calibcli.evaluation.run_fragment` on the fragments, packed into tasks; yield the
+        """Run :func:`calibcli.engines._fragments.run_fragment` on the fragments, packed into tasks; yield the
         tasks' documents in row order (each as soon as it and those before it are done)."""
         from distributed import as_completed
-
-        from calibcli.evaluation import pack_fragments, task_rows
 
         if not fragments:
             return
@@ -144,8 +158,6 @@ def _template(document: dict) -> dict:
 
 def _task(fragments, kind, first, second) -> dict:
     """The task: a run of fragments into accumulator states, with an error that travels back intact."""
-    from calibcli.evaluation import run_fragment
-
     try:
         return run_fragment(fragments, kind, first, second)
     except CalibcliError as exc:
@@ -254,7 +266,7 @@ def dask_engine(*, scheduler: str | None = None, workers: int | None = None, pro
 
 def task_rows_setting() -> int | None:
     """``CALIBCLI_TASK_ROWS``: the rows of a task (consecutive fragments packed up to it; 1: a task per
-    fragment), or None for the default (:func:`calibcli.evaluation.task_rows`)."""
+    fragment), or None for the default (:func:`calibcli.engines._fragments.task_rows`)."""
     value = os.environ.get("CALIBCLI_TASK_ROWS", "").strip()
     if not value:
         return None
@@ -321,8 +333,6 @@ def _stop_workers(cluster) -> None:
     workers) is of no use. Each nanny is marked as closing first, so it closes itself when its worker
     exits instead of starting a new one; the cluster's close then finds them closed (0.02 s), and the
     nannies still join their worker processes, so none is left behind."""
-    from calibcli import cancel
-
     if cancel.requested():
         _stop_on_interrupt(cluster)
         return
@@ -350,8 +360,6 @@ def _stop_on_interrupt(cluster) -> None:
     """After a signal (:mod:`calibcli.cancel`), end the local cluster's worker processes at once: a graceful
     close waits for their running tasks (seconds), and the run is being abandoned anyway."""
     import signal
-
-    from calibcli import cancel
 
     if not cancel.requested():
         return

@@ -1,24 +1,15 @@
-"""The local engine: open every dataset named on the command line as a stream of validated batches."""
+"""The local engine: every dataset's batches streamed through the accumulators in this process."""
 
 from __future__ import annotations
 
-from typing import Iterator
+from contextlib import contextmanager
+
+from calibcli.engines._fragments import run_local
+from calibcli.engines.base import register
+from calibcli.errors import CalibcliError
 
 
-def open_streams(files: list[str], spec, *, input_format: str | None, drop_invalid: bool, pool: bool,
-                 batch_rows: int, group_by: tuple[str, ...]) -> Iterator:
-    """One stream per dataset (a file, a directory, a glob, stdin; all of them with ``pool``), in argument order.
-
-    Every dataset is resolved before the first is read, so a missing path fails before any work.
-    """
-    from calibcli.io import resolve_datasets
-
-    datasets = resolve_datasets(list(files), pool=pool)
-    for dataset in datasets:
-        yield dataset.open(spec, input_format=input_format, drop_invalid=drop_invalid, batch_rows=batch_rows,
-                           group_by=tuple(group_by))
-
-
+@register
 class LocalEngine:
     """Streams each dataset's batches through the accumulators in this process."""
 
@@ -27,7 +18,16 @@ class LocalEngine:
 
     def run(self, stream, new) -> tuple[list[tuple[dict | None, object]], dict]:
         """The stream's entries ``(group values or None, accumulator)`` and its report input section."""
-        from calibcli.evaluation import run_local
-
         entries = run_local(stream, new)
         return entries, stream.describe()
+
+    @classmethod
+    def check(cls, scheduler: str | None, workers: int | None) -> None:
+        if scheduler is not None or workers is not None:
+            raise CalibcliError(f"{'--scheduler' if scheduler is not None else '--workers'} is for --engine dask: "
+                                f"add --engine dask, or drop it")
+
+    @classmethod
+    @contextmanager
+    def open(cls, *, scheduler: str | None = None, workers: int | None = None, progress=None):
+        yield cls()

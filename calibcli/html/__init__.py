@@ -67,7 +67,7 @@ def page_data(doc: dict) -> dict:
 
 def _script_json(doc: dict) -> str:
     """JSON safe inside ``<script>``: ``<``, ``>`` and ``&`` escaped as JSON unicode escapes."""
-    from calibcli.report import jsonable
+    from calibcli.documents import jsonable
 
     text = json.dumps(jsonable(page_data(doc)), allow_nan=False, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
@@ -76,7 +76,7 @@ def _script_json(doc: dict) -> str:
 def metric_rows(entry: dict) -> list[dict]:
     """Every metric of an entry for the full table: the ece and smece sections (aggregate, problems,
     multiclass scores) and the test's headline, each with its description from the registry."""
-    from calibcli.metrics import REGISTRY
+    from calibcli.registry import REGISTRY
     from calibcli.report import entry_sections
 
     rows = []

@@ -8,6 +8,7 @@ for predictors with few distinct outputs (the ``tcal`` command's rule).
 """
 
 from __future__ import annotations
+from calibcli.report import entry_sections, fmt_number
 
 #: Words for the size of SmoothECE: the first bound it falls below. The page states this rule.
 SIZE_WORDS = ((0.01, "very small"), (0.03, "small"), (0.07, "moderate"), (float("inf"), "large"))
@@ -31,8 +32,6 @@ def size_word(value: float | None) -> str:
 def headline_metric(entry: dict, name: str) -> tuple[str, dict] | None:
     """``(problem, metric dict)`` of ``name`` in an ece or smece entry: the marginal aggregate, else the
     first (binary or top-label) problem."""
-    from calibcli.report import entry_sections
-
     for problem, metrics in entry_sections(entry):
         if name in metrics:
             return problem, metrics[name]
@@ -40,8 +39,6 @@ def headline_metric(entry: dict, name: str) -> tuple[str, dict] | None:
 
 
 def _num(value) -> str:
-    from calibcli.report import fmt_number
-
     return fmt_number(value)
 
 

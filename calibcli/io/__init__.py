@@ -32,6 +32,7 @@ from calibcli.io.sources import (
     Stream,
     resolve_datasets,
 )
+from calibcli.io.streams import Sources, open_streams
 
 __all__ = [
     "CSV_NULL_VALUES",
@@ -44,10 +45,12 @@ __all__ = [
     "LoadedInput",
     "ReadPlan",
     "RowCounts",
+    "Sources",
     "Stream",
     "column_to_numpy",
     "detect_format",
     "natural_suffix_order",
+    "open_streams",
     "read_dataset",
     "read_input",
     "read_schema",

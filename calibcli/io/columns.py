@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calibcli.errors import CalibcliError, shown, shown_names
+from calibcli.modes import sigmoid, softmax
 
 LABEL_NAMES = ("label", "labels", "y", "y_true", "target", "true_label", "class")
 SINGLE_PROB_NAMES = ("prob", "probability", "proba", "score", "confidence", "y_prob", "y_score", "p", "pred", "prediction")
@@ -286,8 +287,6 @@ def convert_batch(table, plan: ReadPlan, where: str, first_row: int, partition: 
         probs = probs[:, 0]
     raw_logits = None
     if plan.logits:
-        from calibcli.modes import sigmoid, softmax
-
         raw_logits = probs
         with np.errstate(invalid="ignore", over="ignore"):
             probs = sigmoid(probs) if probs.ndim == 1 else softmax(probs)

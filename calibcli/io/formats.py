@@ -111,7 +111,7 @@ MAX_JSON_DEPTH = 512
 _JSON_CHUNK = 1 << 23
 
 
-def _json_depth_bound(chunk: bytes, depth: int) -> tuple[int, int]:
+def json_depth_bound(chunk: bytes, depth: int) -> tuple[int, int]:
     """The deepest bracket nesting reached in ``chunk`` starting at ``depth`` (brackets inside strings
     counted too: an upper bound), and the depth at its end. One NumPy pass, no loop over bytes."""
     import numpy as np
@@ -124,7 +124,7 @@ def _json_depth_bound(chunk: bytes, depth: int) -> tuple[int, int]:
     return int(level.max()), int(level[-1])
 
 
-def _json_too_deep(data: bytes, limit: int) -> tuple[int, int] | None:
+def json_too_deep(data: bytes, limit: int) -> tuple[int, int] | None:
     """``(line, byte offset)`` where nesting first exceeds ``limit`` in JSON text, strings skipped
     exactly; None when it never does. A loop over bytes: run only where the bound says it may."""
     depth, in_string, escaped, line = 0, False, False, 1
@@ -155,7 +155,7 @@ def check_json_depth(data: bytes | None = None, location: str | None = None, lim
     import pyarrow as pa
 
     def deep(chunk: bytes, line: int, offset: int) -> None:
-        found = _json_too_deep(chunk, limit)
+        found = json_too_deep(chunk, limit)
         if found is not None:
             raise FileProblem(
                 f"a JSON document nests deeper than {limit} levels (line {line + found[0] - 1}, byte {offset + found[1]}): "
@@ -163,14 +163,14 @@ def check_json_depth(data: bytes | None = None, location: str | None = None, lim
             )
 
     if data is not None:
-        if _json_depth_bound(data, 0)[0] > limit:
+        if json_depth_bound(data, 0)[0] > limit:
             deep(data, 1, 0)
         return
     source = open_input_stream(location, gzip=is_gzip(location))
     with pa.input_stream(source) if isinstance(source, str) else source as stream:
         depth, line, offset, previous = 0, 1, 0, b""
         while chunk := stream.read(_JSON_CHUNK):
-            most, end = _json_depth_bound(chunk, depth)
+            most, end = json_depth_bound(chunk, depth)
             if most > limit:  # scan exactly from the start of the previous chunk's last line
                 cut = previous.rfind(b"\n") + 1
                 start = previous[cut:]

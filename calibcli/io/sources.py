@@ -37,6 +37,7 @@ from calibcli.errors import CalibcliError, shown, shown_names
 from calibcli.io import formats
 from calibcli.io.checks import REASONS, check_rows
 from calibcli.io.columns import ColumnSpec, ReadPlan, convert_batch, group_kind, resolve_columns, vector_column
+from calibcli.outputs import named_descriptor
 from calibcli.io.filesystems import list_files, uri_scheme
 
 #: Rows per batch by default: 2^20 rows of K probabilities take 8K MiB.
@@ -535,59 +536,6 @@ def _resolve(arg: str) -> Dataset:
     raise CalibcliError(f"{arg}: no such file: check the path")
 
 
-def would_read(arg: str, path: str) -> str | None:
-    """Whether a file written at ``path`` would be one of the files of the input argument ``arg`` (a local
-    directory or glob; files, standard input and URIs never grow): None if not, else the end of the message
-    saying so and how to fix it (``"inside the input directory d: ..."``).
-
-    Follows :func:`_resolve`'s rules: below a directory, a file of a known format whose relative path has no
-    hidden or ``_``-prefixed part (any such file when the directory holds no file of a known format, since it
-    is then read whole with {opt:input_format}); for a glob, a path the pattern matches, or one of known
-    format below a directory it matches. Paths are compared both as written (absolute) and with every link
-    resolved, so a link to the directory or inside it does not hide the output."""
-    if arg == "-" or uri_scheme(arg) is not None:
-        return None
-    out_paths = {os.path.abspath(path), os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))),
-                                                     os.path.basename(path))}
-    if os.path.isdir(arg):
-        bases = {os.path.abspath(arg), os.path.realpath(arg)}
-        for out in out_paths:
-            for base in bases:
-                rel = os.path.relpath(out, base)
-                if rel == os.curdir or rel.startswith(os.pardir + os.sep) or rel == os.pardir:
-                    continue
-                if any(_hidden(part) for part in rel.split(os.sep)):
-                    continue
-                if _known(os.path.basename(out)) or not _walk(arg):
-                    return f"inside the input directory {arg}: it would become one of its files (read by the next run): write it outside {arg}"
-        return None
-    if os.path.exists(arg) or not glob.has_magic(arg):
-        return None
-    pattern = [p for p in os.path.abspath(arg).split(os.sep) if p]
-    for out in out_paths:
-        parts = [p for p in out.split(os.sep) if p]
-        name = parts[-1] if parts else ""
-        if _hidden(name) or not _known(name):
-            continue
-        if any(_glob_match(pattern, parts[:j]) for j in range(1, len(parts) + 1)):
-            return (f"matched by the input pattern {shown(arg)}: it would become one of its files (read by the next run): "
-                    f"write it elsewhere, or narrow the pattern")
-    return None
-
-
-def _glob_match(pattern: list[str], parts: list[str]) -> bool:
-    """:func:`_match_segments` as :func:`glob.glob` matches: a wildcard never matches a name starting with
-    ``.`` unless the pattern's segment does."""
-    if not pattern:
-        return not parts
-    if pattern[0] == "**":
-        return any(_glob_match(pattern[1:], parts[i:]) for i in range(len(parts) + 1)
-                   if not any(p.startswith(".") for p in parts[:i]))
-    return (bool(parts) and fnmatch.fnmatchcase(parts[0], pattern[0])
-            and not (parts[0].startswith(".") and not pattern[0].startswith("."))
-            and _glob_match(pattern[1:], parts[1:]))
-
-
 def _file_kind(mode: int) -> str:
     """What a file that is not a regular file is, as a message says it."""
     if stat.S_ISFIFO(mode):
@@ -606,9 +554,7 @@ def _file_kind(mode: int) -> str:
 def _names_descriptor(arg: str) -> bool:
     """Whether ``arg`` names one of this process's descriptors (``/dev/stdin``, ``/dev/fd/0``, a terminal
     given as ``/dev/stdin``): read as standard input is, whatever is behind it."""
-    from calibcli.outputs import _named_descriptor
-
-    return _named_descriptor(arg) is not None
+    return named_descriptor(arg) is not None
 
 
 def check_member(path: str, arg: str) -> None:

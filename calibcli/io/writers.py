@@ -24,6 +24,9 @@ import json
 from typing import Iterable
 
 from calibcli.errors import CalibcliError
+from calibcli.documents import jsonable
+from calibcli.io.formats import detect_format
+from calibcli.outputs import is_stream, open_output
 
 #: The formats a table can be written in (``{opt:output_format}``).
 OUTPUT_FORMATS = ("csv", "tsv", "parquet", "feather", "jsonl")
@@ -35,8 +38,6 @@ TEXT_OUTPUT_FORMATS = ("csv", "tsv", "jsonl")
 def output_format(path: str, fmt: str | None, default: str) -> str:
     """The format to write ``path`` in: ``fmt`` when given, else the file's extension, else ``default``
     (``-``, stdout: ``default`` too)."""
-    from calibcli.io.formats import detect_format
-
     if fmt is not None:
         name = fmt.lower()
         name = {"arrow": "feather", "ipc": "feather", "json": "jsonl", "ndjson": "jsonl"}.get(name, name)
@@ -103,8 +104,6 @@ class _BatchWriter:
 
     def write(self, table) -> None:
         if self.fmt == "jsonl":
-            from calibcli.report import jsonable
-
             text = "".join(json.dumps(jsonable(row), allow_nan=False) + "\n" for row in table.to_pylist())
             self._sink.write(text.encode("utf-8"))
         elif self.fmt in ("csv", "tsv"):
@@ -131,8 +130,6 @@ def write_table_output(path: str, fmt: str, tables: Iterable, *, schema=None, op
     in the stream format to stdout, a device or a FIFO (nothing to seek back to), else in the file format.
     The tables' own errors pass through unchanged.
     """
-    from calibcli.outputs import is_stream, open_output
-
     if fmt not in OUTPUT_FORMATS:
         raise CalibcliError(f"{{opt:output_format}} is {fmt!r}: expected one of {', '.join(OUTPUT_FORMATS)}")
     tables = iter(tables)

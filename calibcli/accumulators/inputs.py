@@ -1,35 +1,33 @@
-"""One evaluation pipeline: batches -> accumulators (per group, per binary problem) -> reports (SPEC 1, 2, 8).
+"""The input accumulators of the binned and smooth families (SPEC 1, 2, 3, 8).
 
 - :class:`InputAccumulator` holds everything one input (or one group of it) needs for the binned
   family: one :class:`~calibcli.accumulators.binned.BinnedAccumulator` per binary problem of the mode
   (SPEC 1), the class totals for ``prior`` class weights, and the multiclass proper scores.
-- :class:`Grouped` keys input accumulators by the ``--group-by`` values (SPEC 8 "Groups").
-- :func:`run_local` is the local engine: it streams a dataset once (twice for quantile bins over
-  more rows than are kept) and returns one finished :class:`BinnedReport` per entry.
+- :class:`SmoothInputAccumulator` is the same for SmoothECE: one
+  :class:`~calibcli.accumulators.smooth.SmoothAccumulator` per binary problem.
 - :func:`evaluate_binned` is the in-memory case: one batch of arrays.
 
 Every accumulator here follows the contract of :mod:`calibcli.accumulators` (``update``, ``merge``,
-``to_dict``/``from_dict``, ``result``), so a distributed engine can build them per fragment and merge.
+``to_dict``/``from_dict``, ``result``), so an engine can build them per fragment and merge.
 """
 
-from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
+import calibcli.smooth
 from calibcli.accumulators.binned import ROW_LIMIT, BinnedAccumulator
 from calibcli.accumulators.rows import RowSample
-from calibcli.errors import CalibcliError
 from calibcli.estimators import LOG_LOSS_EPS, CalibrationResult, Metric
-from calibcli.metrics import REGISTRY, aggregate_over_classes
-from calibcli.modes import binary_problems, default_mode
+from calibcli.registry import REGISTRY, aggregate_over_classes
+from calibcli.modes import binary_problems
 from calibcli.resampling import Multiplicities, percentile_interval
+from calibcli.accumulators.clinical import aggregate_clinical, ClinicalAccumulator
+from calibcli.accumulators.smooth import SmoothAccumulator
+from calibcli.validation import BYTES_PER_BIN, check_allocation, memory_budget
 
 STATE_VERSION = 1
-#: More distinct groups than this is an error (SPEC 8).
-MAX_GROUPS = 10_000
 
 
 @dataclass(frozen=True)
@@ -185,7 +183,6 @@ class InputAccumulator:
         self.edges_method = edges_method
         n_problems = n_classes if mode == "marginal" else 1
         if n_problems > 1:  # every class gets its own bins: together within the memory budget
-            from calibcli.validation import BYTES_PER_BIN, check_allocation, memory_budget
 
             per_value = n_problems * BYTES_PER_BIN
             check_allocation("n_bins", options.n_bins, float(options.n_bins) * per_value,
@@ -197,7 +194,6 @@ class InputAccumulator:
         ]
         self.class_totals = np.zeros(n_classes)
         self.scores = MulticlassScores(row_limit=options.row_limit) if self._has_scores else None
-        from calibcli.accumulators.clinical import ClinicalAccumulator
 
         self.clinical = [ClinicalAccumulator() for _ in range(n_problems)]
 
@@ -262,7 +258,6 @@ class InputAccumulator:
         out.problems = [BinnedAccumulator.from_dict(p) for p in d["problems"]]
         out.class_totals = np.asarray(d["class_totals"], dtype=np.float64)
         out.scores = None if d["scores"] is None else MulticlassScores.from_dict(d["scores"])
-        from calibcli.accumulators.clinical import ClinicalAccumulator
 
         out.clinical = [ClinicalAccumulator.from_dict(c) for c in d["clinical"]]
         return out
@@ -278,7 +273,6 @@ class InputAccumulator:
                           acc.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, keep_replicates=keep, progress=progress))
             for k, acc in enumerate(self.problems)
         ]
-        from calibcli.accumulators.clinical import aggregate_clinical
 
         clinical = [c.result(alpha=o.alpha, rows=None if acc.rows.dropped else acc.rows.arrays())  # Cox and ICI
                     for c, acc in zip(self.clinical, self.problems)]  # metrics join each problem's
@@ -324,95 +318,6 @@ def _aggregate(results: list[ProblemResult], v: np.ndarray, n_boot: int, alpha: 
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-# Groups
-
-
-def _group_codes(columns: tuple[np.ndarray, ...]) -> tuple[np.ndarray, list[tuple]]:
-    """Row codes ``0..G-1`` of the distinct value combinations, and those combinations."""
-    codes = np.zeros(len(columns[0]), dtype=np.int64)
-    levels_per_column = []
-    for col in columns:
-        levels, inverse = np.unique(np.asarray(col), return_inverse=True)
-        codes = codes * len(levels) + inverse
-        levels_per_column.append(levels)
-    distinct, inverse = np.unique(codes, return_inverse=True)
-    keys = []
-    for code in distinct:
-        key = []
-        for levels in reversed(levels_per_column):
-            code, j = divmod(int(code), len(levels))
-            key.append(levels[j].item() if hasattr(levels[j], "item") else levels[j])
-        keys.append(tuple(reversed(key)))
-    return inverse.reshape(-1), keys
-
-
-class Grouped:
-    """Accumulators keyed by the values of the group columns; each group is its own input (SPEC 8).
-
-    ``factory()`` makes a new group's accumulator (``factory(key)`` with ``keyed=True``: a second pass
-    starts each group from its own template). Keys are tuples of plain values (int, float, str, bool).
-    """
-
-    kind = "grouped"
-
-    def __init__(self, factory, *, max_groups: int = MAX_GROUPS, keyed: bool = False):
-        self.factory = factory
-        self.max_groups = max_groups
-        self.keyed = keyed
-        self.groups: dict[tuple, object] = {}
-
-    def update(self, groups: tuple[np.ndarray, ...], row_index, probs, labels, w=None) -> "Grouped":
-        codes, keys = _group_codes(groups)
-        if len(keys) == 1:
-            self._get(keys[0]).update(row_index, probs, labels, w)
-            return self
-        order = np.argsort(codes, kind="stable")
-        bounds = np.searchsorted(codes[order], np.arange(len(keys) + 1))
-        for j, key in enumerate(keys):
-            sel = order[bounds[j]: bounds[j + 1]]
-            self._get(key).update(row_index[sel], probs[sel], labels[sel], None if w is None else w[sel])
-        return self
-
-    def _get(self, key: tuple):
-        if key not in self.groups:
-            if len(self.groups) >= self.max_groups:
-                raise CalibcliError(
-                    f"more than {self.max_groups} distinct groups (at most {self.max_groups} are reported, SPEC 8): "
-                    f"group by fewer or coarser columns"
-                )
-            self.groups[key] = self.factory(key) if self.keyed else self.factory()
-        return self.groups[key]
-
-    def merge(self, other: "Grouped") -> "Grouped":
-        for key, acc in other.groups.items():
-            if key in self.groups:
-                self.groups[key].merge(acc)
-            elif len(self.groups) >= self.max_groups:
-                self._get(key)  # raises: too many groups
-            else:
-                self.groups[key] = acc
-        return self
-
-    def to_dict(self) -> dict:
-        """Every group's state, in order of first appearance: ``{"groups": [[key, state], ...]}`` (a key is
-        the list of the group's values; None for the whole input of an ungrouped run)."""
-        return {"kind": self.kind, "version": STATE_VERSION, "max_groups": self.max_groups,
-                "groups": [[None if key is None else list(key), acc.to_dict()] for key, acc in self.groups.items()]}
-
-    @classmethod
-    def from_dict(cls, d: dict, load, factory=None, *, keyed: bool = False) -> "Grouped":
-        """The groups of :meth:`to_dict`, each state read back with ``load`` (an accumulator class's
-        ``from_dict``)."""
-        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
-            raise ValueError(f"not a grouped state of version {STATE_VERSION}")
-        out = cls(factory, max_groups=d["max_groups"], keyed=keyed)
-        out.groups = {None if key is None else tuple(key): load(state) for key, state in d["groups"]}
-        return out
-
-
-# ---------------------------------------------------------------------------------------------
-# The local engine and the in-memory case
 
 
 # ---------------------------------------------------------------------------------------------
@@ -485,12 +390,9 @@ class SmoothInputAccumulator:
 
     def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: SmoothOptions,
                  grids: list[int] | None = None):
-        from calibcli.accumulators.smooth import SmoothAccumulator
-        from calibcli.smooth import STATS_GRID
-
         self.mode, self.n_classes, self.class_names, self.options = mode, n_classes, tuple(class_names), options
         n_problems = n_classes if mode == "marginal" else 1
-        grids = grids or [STATS_GRID] * n_problems
+        grids = grids or [calibcli.smooth.STATS_GRID] * n_problems  # read now: the library may change it
         self.problems = [SmoothAccumulator(row_limit=options.row_limit, seed=options.seed, n_cells=g) for g in grids]
         self.class_totals = np.zeros(n_classes)
         self._results = None
@@ -540,8 +442,6 @@ class SmoothInputAccumulator:
 
     @classmethod
     def from_dict(cls, d: dict) -> "SmoothInputAccumulator":
-        from calibcli.accumulators.smooth import SmoothAccumulator
-
         if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
             raise ValueError(f"not a smooth input state of version {STATE_VERSION}")
         problems = [SmoothAccumulator.from_dict(p) for p in d["problems"]]
@@ -572,266 +472,6 @@ class SmoothInputAccumulator:
             aggregate = {o.metric: Metric(o.metric, estimate, low, high, method, note=f"marginal aggregate {rule.describe()}")}
         return SmoothReport(self.mode, results, aggregate, o.class_weights if marginal else None, weights)
 
-
-def run_local(stream, new) -> list[tuple[dict | None, object]]:
-    """Stream ``stream`` into input accumulators made by ``new()``: ``(group values or None, accumulator)`` pairs.
-
-    One pass; a second one when an accumulator asks for it (quantile edges or a finer smoothing grid
-    fixed by the first pass, SPEC 8). Groups come in sorted order.
-    """
-    state = _stream_into(stream.batches(), stream.group_by, {}, lambda key: new())
-    if any(acc.needs_second_pass() for acc in state.values()):
-        second = _stream_into(stream.batches(), stream.group_by, for_second_pass(state), None)
-        state = after_second_pass(state, second)
-    return _entries(stream.group_by, state)
-
-
-def for_second_pass(state: dict) -> dict:
-    """Every group's second-pass state (group key -> accumulator), once some group asked for a second pass.
-
-    Every group gets one (``for_second_pass()``), as one family's command sums all its groups the same way.
-    An accumulator class may decide for all the groups at once (``second_pass_of(state)``): a
-    :class:`~calibcli.accumulators.composite.Composite` re-runs, in every group, the members that asked in
-    some group, and no other (so each member gets the passes its own command gives it)."""
-    accs = list(state.values())
-    joint = getattr(type(accs[0]), "second_pass_of", None) if accs else None
-    if joint is not None:
-        return joint(state)
-    return {key: acc.for_second_pass() for key, acc in state.items()}
-
-
-def after_second_pass(first: dict, second: dict) -> dict:
-    """The finished states of a two-pass run: per group, the second pass's state, or what the first-pass
-    state makes of it (``after_second_pass(second)``, when it has one: a :class:`~calibcli.accumulators.
-    composite.Composite` keeps the members that needed no second pass from the first)."""
-    out = {}
-    for key, acc in second.items():
-        join = getattr(first.get(key), "after_second_pass", None)
-        out[key] = acc if join is None else join(acc)
-    return out
-
-
-def _entries(group_by: tuple[str, ...], state: dict) -> list[tuple[dict | None, object]]:
-    """``(group values or None, accumulator)`` pairs, groups in sorted order (numbers before text)."""
-    keys = sorted(state, key=lambda key: () if key is None else tuple((type(v).__name__, v) for v in key))
-    return [(None if key is None else dict(zip(group_by, key)), state[key]) for key in keys]
-
-
-class _Failed:
-    def __init__(self, exc: BaseException):
-        self.exc = exc
-
-
-def prefetched(batches):
-    """``batches``, the next one read in a background thread while this one is reduced (pyarrow releases
-    the GIL while it reads and decodes). At most two batches are in memory: the reader starts batch i + 1
-    only once batch i has been handed over. Errors are raised here, in order; when the consumer stops
-    early, the reader stops before its next batch.
-
-    The reader thread never outlives this generator: it is not a daemon, closing the generator (its
-    consumer must close it, :func:`_stream_into` does) waits for it, and it closes the batches' source
-    (pyarrow's reader) itself. A daemon thread still inside pyarrow when the interpreter exits is
-    stopped by the interpreter mid-call, which aborts the process (SIGABRT) now and then: a consumer
-    that raised (a bad option found at its first batch) while the reader was reading ahead did so."""
-    import queue
-    import threading
-
-    items: queue.Queue = queue.Queue()
-    may_read = threading.Semaphore(1)
-    stop = threading.Event()
-    done = object()
-
-    def read() -> None:
-        source = iter(batches)
-        try:
-            while True:
-                while not may_read.acquire(timeout=0.1):
-                    if stop.is_set():
-                        return
-                if stop.is_set():
-                    return
-                batch = next(source, done)
-                items.put(batch)
-                if batch is done:
-                    return
-                del batch
-        except BaseException as exc:  # handed to the consumer, which raises it
-            items.put(_Failed(exc))
-        finally:  # let go of the file in this thread, whichever way the reading ended
-            close = getattr(source, "close", None)
-            if close is not None:
-                try:
-                    close()
-                except Exception:  # the reading already failed or stopped; nothing more to report
-                    pass
-
-    reader = threading.Thread(target=read, name="calibcli-reader", daemon=False)
-    reader.start()
-    try:
-        while True:
-            item = items.get()
-            if item is done:
-                return
-            if isinstance(item, _Failed):
-                raise item.exc
-            may_read.release()  # read the next batch while this one is reduced
-            yield item
-            del item
-    finally:
-        stop.set()
-        reader.join()
-
-
-def _stream_into(batches, group_by: tuple[str, ...], state: dict, new) -> dict:
-    """One pass over ``batches`` into ``state`` (group key -> accumulator; key None without groups);
-    ``new(key)`` makes the accumulator of a key not yet in ``state``. The next batch is read while this
-    one is reduced (:func:`prefetched`)."""
-    batches = prefetched(batches)
-    try:
-        if group_by:
-            grouped = Grouped(new, keyed=True)
-            grouped.groups = state
-            for batch in batches:
-                grouped.update(batch.groups, batch.row_index, batch.probs, batch.labels, batch.sample_weight)
-                del batch  # the reader can free it while it reads the next one
-            return grouped.groups
-        acc = state.get(None)
-        for batch in batches:
-            if acc is None:
-                acc = new(None)
-            acc.update(batch.row_index, batch.probs, batch.labels, batch.sample_weight)
-            del batch  # the reader can free it while it reads the next one
-        return {} if acc is None else {None: acc}
-    finally:  # an error here stops the reader thread now, not when the traceback is freed (at exit)
-        batches.close()
-
-
-# ---------------------------------------------------------------------------------------------
-# Fragments: the pipeline as independent tasks (the Dask engine; SPEC 8 "Engines")
-
-
-def run_fragment(fragments, kind, first: dict | None = None, second: dict | None = None) -> dict:
-    """Read one fragment, or a run of consecutive fragments (:func:`pack_fragments`), into input
-    accumulators of class ``kind``: the task a distributed engine runs on a worker (only the fragments'
-    paths and options travel; the rows are read where the task runs). The fragments' batches go through
-    the same accumulators, one after the other, as in the local engine.
-
-    First pass: every group starts from ``first``, an empty accumulator's ``to_dict()``. Second pass:
-    each group starts from its own template in ``second`` (group key -> ``for_second_pass().to_dict()``
-    of the merged first pass). Returns ``{"counts": RowCounts.to_dict(), "state": Grouped.to_dict()}``
-    (the groups this fragment has rows of; key None without groups). Pure: the same fragment gives the
-    same document, so a task lost with its worker can run again anywhere.
-    """
-    from calibcli.io import RowCounts
-    from calibcli.io.sources import Fragment
-
-    if second is not None:
-        def new(key):
-            return kind.from_dict(second[key])
-    else:
-        def new(key):
-            return kind.from_dict(first)
-    fragments = (fragments,) if isinstance(fragments, Fragment) else tuple(fragments)
-    counts = RowCounts()
-    grouped = Grouped(new, keyed=True)
-    batches = (batch for fragment in fragments for batch in fragment.batches(counts))
-    grouped.groups = _stream_into(batches, fragments[0].plan.group_by, {}, new)
-    return {"counts": counts.to_dict(), "state": grouped.to_dict()}
-
-
-#: Rows of a distributed engine's task at most (unless one fragment has more): about half a second of
-#: ``ece --n-boot 1000`` on one core, so that per-task costs (the scheduler, a state sent and merged,
-#: the read-ahead thread started) stay a few percent.
-MAX_TASK_ROWS = 2**23
-#: Tasks per worker: enough that a worker slower than the others (a shared machine) leaves little of
-#: the run to wait for at the end, few enough that per-task costs do not add up.
-TASKS_PER_WORKER = 12
-
-
-def task_rows(fragments, workers: int) -> int:
-    """The rows a task gets by default: the dataset's rows over ``TASKS_PER_WORKER`` tasks per worker,
-    at most :data:`MAX_TASK_ROWS`."""
-    total = sum(f.n_rows or 0 for f in fragments)
-    return max(1, min(MAX_TASK_ROWS, -(-total // (TASKS_PER_WORKER * max(1, workers)))))
-
-
-def pack_fragments(fragments, rows: int) -> list[tuple]:
-    """Consecutive fragments in runs of at most ``rows`` rows (a larger fragment, or one of unknown
-    size, alone): the tasks of a distributed engine. Merging is associative, so the runs change no
-    result beyond float rounding (SPEC 8: 1e-12)."""
-    tasks: list[tuple] = []
-    current: list = []
-    held = 0
-    for fragment in fragments:
-        n = fragment.n_rows if fragment.n_rows is not None else rows
-        if current and held + n > rows:
-            tasks.append(tuple(current))
-            current, held = [], 0
-        current.append(fragment)
-        held += n
-    if current:
-        tasks.append(tuple(current))
-    return tasks
-
-
-def run_fragments(stream, new, map_fragments) -> tuple[list[tuple[dict | None, object]], object]:
-    """The pipeline over ``stream.fragments()``: the same entries as :func:`run_local`, and the merged
-    :class:`~calibcli.io.RowCounts` of the first pass (for :meth:`Stream.describe`).
-
-    ``map_fragments(fragments, kind, first=..., second=...)`` runs :func:`run_fragment` on every fragment
-    (anywhere: in this process, on a cluster) and yields the documents in fragment order, raising a
-    fragment's error when its turn comes (so the first bad fragment in row order is the one reported,
-    as locally). States are merged here in fragment order, then the dataset is checked as a whole
-    (:meth:`Stream.check_counts`), then a second pass runs when an accumulator asks for it.
-    """
-    fragments, unreadable = _fragments(stream)
-    template = new()
-    kind = type(template)
-    state, counts = _merge_documents(map_fragments(fragments, kind, first=template.to_dict()), kind)
-    if unreadable is not None:  # the files before it were fine: now it is its turn, as locally
-        raise unreadable
-    stream.check_counts(counts)
-    if any(acc.needs_second_pass() for acc in state.values()):
-        second = {key: acc.to_dict() for key, acc in for_second_pass(state).items()}
-        state = after_second_pass(state, _merge_documents(map_fragments(fragments, kind, second=second), kind)[0])
-    return _entries(stream.group_by, state), counts
-
-
-def _fragments(stream) -> tuple[list, CalibcliError | None]:
-    """The stream's fragments; when a file's metadata cannot be read, the fragments of the files before
-    it and the error, to raise once those have been read (the local engine reads files in order, so a bad
-    row in an earlier file is the error it reports)."""
-    try:
-        return stream.fragments(), None
-    except CalibcliError as exc:
-        error = exc
-    from calibcli.io.sources import Stream
-
-    files = stream._files  # (the per-file listing of the stream; see Stream.fragments)
-    for j in range(len(files)):
-        try:
-            Stream(stream.dataset, stream.plan, files[j: j + 1]).fragments()
-        except CalibcliError:
-            return (Stream(stream.dataset, stream.plan, files[:j]).fragments() if j else []), error
-    return [], error
-
-
-def _merge_documents(documents, kind) -> tuple[dict, object]:
-    """Merge :func:`run_fragment` documents, in the order given: (group key -> accumulator, RowCounts)."""
-    from calibcli.io import RowCounts
-
-    counts = RowCounts()
-    merged = Grouped(None)
-    for doc in documents:
-        counts = counts.merge(RowCounts.from_dict(doc["counts"]))
-        merged.merge(Grouped.from_dict(doc["state"], kind.from_dict))
-    return merged.groups, counts
-
-
-def map_in_process(fragments, kind, *, first=None, second=None):
-    """:func:`run_fragment` on each fragment in turn, in this process (the reference for an engine's map)."""
-    for fragment in fragments:
-        yield run_fragment(fragment, kind, first, second)
 
 
 def evaluate_binned(

@@ -1,0 +1,510 @@
+"""The metric functions of the library, on array-likes (NumPy, lists, pandas, polars, pyarrow, torch or JAX
+through ``__array__``/``__dlpack__``), with scikit-learn's argument names and order (``y_true`` first,
+``y_prob`` second, keyword-only options named as the CLI's flags): :func:`ece`, :func:`dce`,
+:func:`sun_interval`, :func:`brier_decomposition`, :func:`brier_score`, :func:`log_loss`, :func:`smooth_ece`,
+:func:`tcal_test`, and any metric by its registry name with :func:`compute`. Each returns a frozen
+:class:`MetricResult` (``to_dict()``, ``to_frame()``) whose numbers are those of the CLI's JSON for the same
+rows. The scikit-learn scorer :func:`make_calibration_scorer` is in :mod:`calibcli.sklearn`.
+
+Users import these from :mod:`calibcli.metrics` (or the top level), which also carries the registry's names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from calibcli.errors import CalibcliError, library_text
+from calibcli.estimators import Metric
+from calibcli.registry import _ENTRIES, REGISTRY
+from calibcli._arrays import prepare
+from calibcli.accumulators.clinical import ClinicalTestAccumulator, ClinicalTestOptions
+from calibcli.accumulators.inputs import (
+    BinnedOptions, InputAccumulator, multiclass_scores, SmoothInputAccumulator, SmoothOptions,
+)
+from calibcli.accumulators.tcal import TCAL_MODES, TcalInputAccumulator, TcalOptions
+from calibcli.binning import STRATEGIES
+from calibcli.documents import jsonable
+from calibcli.modes import CLASS_WEIGHTS, default_mode, MODES
+from calibcli.validation import check_options
+
+
+# =============================================================================================
+# Metric functions on array-likes: the library's front door (scikit-learn's names and order)
+#
+# Each function takes ``y_true`` first and ``y_prob`` second, then keyword-only options named as the
+# CLI's flags, and returns a :class:`MetricResult`. Inputs go through :func:`calibcli._arrays.prepare`
+# (NumPy, lists, pandas, polars, pyarrow, anything with ``__array__`` or ``__dlpack__``) and then through
+# the accumulators the commands stream into, fed rows ``0..n-1`` as one batch: the numbers are those of
+# ``calibcli ece`` / ``smece`` / ``tcal --json`` on a file holding the same rows, with the same seed.
+
+
+@dataclass(frozen=True)
+class MetricResult(Metric):
+    """One metric of one set of predictions: a :class:`~calibcli.estimators.Metric` (``name``, ``estimate``,
+    ``ci_low``, ``ci_high``, ``ci_method``, ``upper_bound``, ``upper_bound_method``, ``note``) with how it was made.
+
+    ``name`` is the registry's name (:data:`REGISTRY`): it says which estimator it is. ``related`` holds
+    the metrics reported beside it (the signed square of a debiased l2 error beside its root, SPEC 2.2; the
+    parts of the Murphy decomposition beside the Brier score; the T-Cal statistic beside its p-value);
+    ``per_class`` the per-class values of a marginal aggregate (SPEC 1); ``params`` the options that made
+    it; ``details`` what else the computation reports (non-empty bins, the bandwidth s*, the test's
+    decision). ``report`` is the full report object of the computation (not compared, not serialised).
+    ``float(result)`` is the estimate.
+    """
+
+    n: int = 0
+    mode: str = "binary"
+    params: dict = field(default_factory=dict)
+    related: dict = field(default_factory=dict)
+    per_class: dict = field(default_factory=dict)
+    details: dict = field(default_factory=dict, repr=False)
+    report: object = field(default=None, repr=False, compare=False)
+
+    def __float__(self) -> float:
+        return float(self.estimate)
+
+    def to_dict(self) -> dict:
+        """Plain JSON values: the metric's name (``metric``), its entry as the CLI's report writes it
+        (:meth:`Metric.to_dict`), n, mode, the parameters, the related and per-class metrics, the details."""
+        return jsonable({
+            "metric": self.name, **super().to_dict(), "n": self.n, "mode": self.mode, "params": dict(self.params),
+            "related": {k: m.to_dict() for k, m in self.related.items()},
+            "per_class": {k: m.to_dict() for k, m in self.per_class.items()},
+            "details": dict(self.details),
+        })
+
+    def to_frame(self, **labels):
+        """A one-row :class:`pandas.DataFrame`, so that results of several models concatenate into a table.
+
+        ``labels`` come first as columns (``to_frame(model="nb")``); then the metric's name, estimate,
+        interval, bound, n and mode, the parameters, the related metrics' and the per-class estimates
+        (``<metric> <class>``), and the scalar details.
+        """
+        import pandas as pd
+
+        row = {**labels, "metric": self.name, "estimate": self.estimate, "ci_low": self.ci_low,
+               "ci_high": self.ci_high, "upper_bound": self.upper_bound, "n": self.n, "mode": self.mode}
+        row.update(self.params)
+        row.update({name: m.estimate for name, m in self.related.items()})
+        row.update({f"{self.name} {name}": m.estimate for name, m in self.per_class.items()})
+        row.update({k: v for k, v in self.details.items() if isinstance(v, (bool, int, float, str)) and k not in row})
+        return pd.DataFrame([row])
+
+
+#: ``(norm, estimator)`` of :func:`ece` -> the metric's name.
+ECE_NAMES = {
+    ("l1", "plugin"): "ece_l1_plugin",
+    ("l2", "plugin"): "ece_l2_plugin",
+    ("max", "plugin"): "ece_max_plugin",
+    ("l2", "debiased_kumar"): "ece_l2_debiased_kumar",
+    ("l2", "debiased_dpe"): "ece_l2_debiased_dpe",
+}
+NORMS = ("l1", "l2", "max")
+ECE_ESTIMATORS = ("plugin", "debiased_kumar", "debiased_dpe")
+
+_BRIER_PARTS = ("brier_score", "brier_reliability", "brier_resolution", "brier_uncertainty", "brier_within_bin")
+
+#: Metrics reported beside a metric (SPEC 2.2: a debiased square and its root side by side, never one alone).
+_RELATED = {
+    "ece_l2_debiased_kumar": ("ece_l2_sq_debiased_kumar",),
+    "ece_l2_sq_debiased_kumar": ("ece_l2_debiased_kumar",),
+    "ece_l2_debiased_dpe": ("ece_l2_sq_debiased_dpe",),
+    "ece_l2_sq_debiased_dpe": ("ece_l2_debiased_dpe",),
+    "ece_l2_sq_sun_interval": ("ece_l2_sq_debiased_sun",),
+    "ece_l2_sq_debiased_sun": ("ece_l2_sq_sun_interval",),
+    "tcal_p_value": ("tcal_statistic",),
+    "tcal_statistic": ("tcal_p_value",),
+    "spiegelhalter_p_value": ("spiegelhalter_z",),
+    "spiegelhalter_z": ("spiegelhalter_p_value",),
+    "hosmer_lemeshow_p_value": ("hosmer_lemeshow_statistic",),
+    "hosmer_lemeshow_statistic": ("hosmer_lemeshow_p_value",),
+    **{name: tuple(p for p in _BRIER_PARTS if p != name) for name in _BRIER_PARTS},
+}
+
+_SCORES = ("brier_score_multiclass", "log_loss_multiclass")
+
+
+def _one_batch(acc, prepared):
+    """Feed the rows ``0..n-1`` to an input accumulator as one batch, and again when it asks for a second pass
+    (quantile edges, a finer smoothing grid: SPEC 8), as the local engine does with a stream."""
+    def feed(a):
+        a.update(np.arange(prepared.n, dtype=np.int64), prepared.probs, prepared.labels, prepared.sample_weight)
+        return a
+
+    acc = feed(acc)
+    if acc.needs_second_pass():
+        acc = feed(acc.for_second_pass())
+    return acc
+
+
+def _result(name: str, metrics: dict, *, n: int, mode: str, params: dict, per_class=None, details=None,
+            report=None) -> MetricResult:
+    m = metrics[name]
+    return MetricResult(
+        name, float(m.estimate), m.ci_low, m.ci_high, m.ci_method, m.upper_bound, m.upper_bound_method, m.note,
+        n=n, mode=mode, params=params, related={k: metrics[k] for k in _RELATED.get(name, ()) if k in metrics},
+        per_class=dict(per_class or {}), details=dict(details or {}), report=report,
+    )
+
+
+def binned_metric(name: str, y_true, y_prob, *, n_bins: int = 15, strategy: str = "uniform", sample_weight=None,
+                  mode: str | None = None, class_weights: str = "uniform", n_boot: int = 0, alpha: float = 0.05,
+                  seed: int = 0, logits: bool = False, data=None) -> MetricResult:
+    """Any metric of the binned family (SPEC 2: the names :func:`describe` ``("binned")`` lists) by name.
+
+    The functions below (:func:`ece`, :func:`dce`, :func:`brier_score`, ...) call it; it runs the
+    pipeline of ``calibcli ece`` (:class:`calibcli.accumulators.inputs.InputAccumulator`) on the rows in memory.
+    In ``marginal`` mode the metric is the aggregate over classes (SPEC 1), with the per-class values in
+    ``per_class``; metrics without a class rule (Brier, log-loss, the Sun interval) have no aggregate.
+
+    >>> y_true = [0, 1, 1, 0, 1, 1, 0, 1]
+    >>> y_prob = [0.2, 0.6, 0.9, 0.4, 0.7, 0.8, 0.1, 0.3]
+    >>> r = binned_metric("ece_l2_sq_debiased_kumar", y_true, y_prob, n_bins=5)
+    >>> r.name, round(r.estimate, 4), r.related["ece_l2_debiased_kumar"].estimate
+    ('ece_l2_sq_debiased_kumar', -0.0106, 0.0)
+    """
+    prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
+    return _binned(name, prepared, n_bins=n_bins, strategy=strategy, mode=mode, class_weights=class_weights,
+                   n_boot=n_boot, alpha=alpha, seed=seed)
+
+
+def _binned(name: str, prepared, *, n_bins: int = 15, strategy: str = "uniform", mode: str | None = None,
+            class_weights: str = "uniform", n_boot: int = 0, alpha: float = 0.05, seed: int = 0) -> MetricResult:
+    """:func:`binned_metric` on inputs already through :func:`calibcli._arrays.prepare`."""
+    if name not in REGISTRY or REGISTRY[name].family not in ("binned", "scores", "clinical"):
+        known = [m.name for m in _ENTRIES if m.family in ("binned", "scores", "clinical")]
+        raise CalibcliError(f"{name!r} is not a binned metric: expected one of {', '.join(known)}")
+    check_options({"mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS}, mode=mode, strategy=strategy,
+                  class_weights=class_weights, n_bins=n_bins, n_boot=n_boot, alpha=alpha)
+    used = mode or default_mode(prepared.n_classes)
+    options = BinnedOptions(n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed,
+                            class_weights=class_weights)
+    acc = InputAccumulator(mode=used, n_classes=prepared.n_classes, class_names=prepared.class_names, options=options)
+    report = _one_batch(acc, prepared).result()
+    params = {"n_bins": n_bins, "strategy": strategy, "n_boot": n_boot, "alpha": alpha, "seed": seed}
+    if used == "marginal":
+        params["class_weights"] = class_weights
+    details, per_class = {}, {}
+    if name in _SCORES:
+        metrics = report.multiclass_scores or multiclass_scores(
+            prepared.labels, prepared.probs, sample_weight=prepared.sample_weight, n_boot=n_boot, alpha=alpha, seed=seed)
+    elif used == "marginal":
+        if REGISTRY[name].combine is None:
+            raise CalibcliError(
+                f"{name} has no aggregate over classes (only the calibration errors combine, SPEC 1): use "
+                f"{{opt:mode}} binary or top-label, or for K classes brier_score_multiclass / log_loss_multiclass")
+        metrics = report.aggregate
+        per_class = {p.name: p.result.metrics[name] for p in report.problems}
+    else:
+        result = report.problems[0].result
+        metrics = result.metrics
+        details = {"n_bins_nonempty": result.n_bins_nonempty, "weight_total": result.weight_total}
+    return _result(name, metrics, n=prepared.n, mode=used, params=params, per_class=per_class, details=details,
+                   report=report)
+
+
+def ece(y_true, y_prob, *, n_bins: int = 15, strategy: str = "uniform", norm: str = "l1", estimator: str = "plugin",
+        sample_weight=None, mode: str | None = None, class_weights: str = "uniform", n_boot: int = 0,
+        alpha: float = 0.05, seed: int = 0, logits: bool = False, data=None) -> MetricResult:
+    """Binned expected calibration error (SPEC 2.2), named by its norm and estimator.
+
+    Parameters
+    ----------
+    y_true
+        Labels: 0/1 or booleans for one probability column; class indices ``0..K-1`` (or class names
+        matching ``p_<class>`` columns of a DataFrame) for K columns.
+    y_prob
+        One probability column (binary), or one column per class: an ``(n, K)`` array, a DataFrame, a
+        list column. NumPy, lists, pandas, polars, pyarrow, or anything with ``__array__``/``__dlpack__``.
+    n_bins, strategy
+        ``n_bins`` bins, ``uniform`` (equal width) or ``quantile`` (equal mass; SPEC 2.1).
+    norm, estimator
+        ``l1``, ``l2`` or ``max``; ``plugin``, or for ``l2`` the debiased ``debiased_kumar`` (Kumar et al.)
+        or ``debiased_dpe`` (T-Cal): the metric is ``ece_<norm>_<estimator>`` (``ece_l2_debiased_kumar`` is the
+        root of the signed square ``ece_l2_sq_debiased_kumar``, which ``related`` holds beside it).
+    sample_weight
+        Frequency weights, one per row.
+    mode, class_weights
+        ``binary``, ``top-label`` (default for K > 2) or ``marginal`` (SPEC 1); in marginal mode the
+        aggregate weights the classes ``uniform``-ly or by their ``prior`` frequency.
+    n_boot, alpha, seed
+        Percentile Poisson-bootstrap interval at level ``1 - alpha`` from ``n_boot`` resamples keyed by
+        ``(seed, row)`` (SPEC 2.4, 8); ``alpha`` is also the delta of the l1 error's upper bound.
+    logits
+        ``y_prob`` holds logits (sigmoid / softmax first).
+    data
+        A DataFrame (pandas, polars), pyarrow Table or mapping: ``y_true``, ``y_prob`` and ``sample_weight``
+        may then name its columns (``y_prob`` as a list of names or patterns such as ``"p_*"``).
+
+    Returns
+    -------
+    MetricResult
+        The numbers ``calibcli ece --json`` reports for the same rows and options.
+
+    Examples
+    --------
+    >>> from calibcli.metrics import ece
+    >>> y_true = [0, 1, 1, 0, 1, 1, 0, 1]
+    >>> y_prob = [0.2, 0.6, 0.9, 0.4, 0.7, 0.8, 0.1, 0.3]
+    >>> r = ece(y_true, y_prob, n_bins=5)
+    >>> r.name, round(r.estimate, 4), round(r.upper_bound, 4)
+    ('ece_l1_plugin', 0.25, 1.1154)
+    >>> r = ece(y_true, y_prob, n_bins=5, norm="l2", estimator="debiased_kumar")
+    >>> r.name, sorted(r.related)
+    ('ece_l2_debiased_kumar', ['ece_l2_sq_debiased_kumar'])
+    """
+    check_options({"norm": NORMS, "estimator": ECE_ESTIMATORS}, norm=norm, estimator=estimator)
+    name = ECE_NAMES.get((norm, estimator))
+    if name is None:
+        raise CalibcliError(f"the {estimator} estimator has no {norm} form: the debiased estimators estimate the squared "
+                            f"l2 error; use norm='l2' with them, or estimator='plugin'")
+    return binned_metric(name, y_true, y_prob, n_bins=n_bins, strategy=strategy, sample_weight=sample_weight, mode=mode,
+                         class_weights=class_weights, n_boot=n_boot, alpha=alpha, seed=seed, logits=logits, data=data)
+
+
+def dce(y_true, y_prob, *, n_bins: int = 15, sample_weight=None, mode: str | None = None,
+        class_weights: str = "uniform", n_boot: int = 0, alpha: float = 0.05, seed: int = 0, logits: bool = False,
+        data=None) -> MetricResult:
+    """Distance to calibration (seed 002, SPEC 2.4): the estimate on ``n_bins`` equal-width bins and its upper
+    confidence bound ``dCE_hat + 1/B + sqrt(2 log(1/delta)/n)`` with ``delta = alpha``.
+
+    >>> from calibcli.metrics import dce
+    >>> r = dce([0, 1, 1, 0, 1, 1, 0, 1], [0.2, 0.6, 0.9, 0.4, 0.7, 0.8, 0.1, 0.3], n_bins=5)
+    >>> r.name, round(r.estimate, 4), round(r.upper_bound, 4)
+    ('dce', 0.175, 1.2404)
+    """
+    return binned_metric("dce", y_true, y_prob, n_bins=n_bins, sample_weight=sample_weight, mode=mode,
+                         class_weights=class_weights, n_boot=n_boot, alpha=alpha, seed=seed, logits=logits, data=data)
+
+
+def sun_interval(y_true, y_prob, *, n_bins: int = 15, strategy: str = "uniform", sample_weight=None,
+                 mode: str | None = None, alpha: float = 0.05, n_boot: int = 0, seed: int = 0, logits: bool = False,
+                 data=None) -> MetricResult:
+    """Confidence interval for the squared l2-ECE of Sun et al. (2024; seed 002 Algorithm 1, SPEC 2.4).
+
+    The estimate is their debiased statistic ``T_m`` (``ece_l2_sq_debiased_sun``, in ``related`` with its
+    bootstrap interval when ``n_boot > 0``); ``ci_low``/``ci_high`` the adjusted interval of their eq. (8)
+    at level ``1 - alpha``. Binary and top-label mode (one problem).
+
+    >>> from calibcli.metrics import sun_interval
+    >>> r = sun_interval([0, 1, 1, 0, 1, 1, 0, 1], [0.2, 0.6, 0.9, 0.4, 0.7, 0.8, 0.1, 0.3], n_bins=5)
+    >>> r.name, round(r.ci_low, 4), round(r.ci_high, 4)
+    ('ece_l2_sq_sun_interval', 0.0, 0.0869)
+    """
+    return binned_metric("ece_l2_sq_sun_interval", y_true, y_prob, n_bins=n_bins, strategy=strategy,
+                         sample_weight=sample_weight, mode=mode, n_boot=n_boot, alpha=alpha, seed=seed, logits=logits,
+                         data=data)
+
+
+def brier_decomposition(y_true, y_prob, *, n_bins: int = 15, strategy: str = "uniform", sample_weight=None,
+                        mode: str | None = None, n_boot: int = 0, alpha: float = 0.05, seed: int = 0,
+                        logits: bool = False, data=None) -> MetricResult:
+    """The Brier score of one binary problem with its Murphy decomposition on the bins (SPEC 2.3).
+
+    ``related`` holds ``brier_reliability``, ``brier_resolution``, ``brier_uncertainty`` and
+    ``brier_within_bin``, which add up exactly: ``brier = reliability - resolution + uncertainty + within_bin``.
+
+    >>> from calibcli.metrics import brier_decomposition
+    >>> r = brier_decomposition([0, 1, 1, 0, 1, 1, 0, 1], [0.2, 0.6, 0.9, 0.4, 0.7, 0.8, 0.1, 0.3], n_bins=5)
+    >>> parts = {k: m.estimate for k, m in r.related.items()}
+    >>> round(r.estimate, 4), round(parts["brier_reliability"] - parts["brier_resolution"]
+    ...                              + parts["brier_uncertainty"] + parts["brier_within_bin"], 4)
+    (0.125, 0.125)
+    """
+    return binned_metric("brier_score", y_true, y_prob, n_bins=n_bins, strategy=strategy, sample_weight=sample_weight,
+                         mode=mode, n_boot=n_boot, alpha=alpha, seed=seed, logits=logits, data=data)
+
+
+def brier_score(y_true, y_prob, *, sample_weight=None, n_boot: int = 0, alpha: float = 0.05, seed: int = 0,
+                logits: bool = False, data=None) -> MetricResult:
+    """Brier score (SPEC 2.3): ``mean (z - y)^2`` for one probability column or two classes
+    (``brier_score``), ``mean ||P_i - e_{c_i}||^2`` for K > 2 classes (``brier_score_multiclass``).
+
+    >>> from calibcli.metrics import brier_score
+    >>> round(brier_score([0, 1, 1], [0.1, 0.8, 0.6]).estimate, 4)
+    0.07
+    >>> r = brier_score([0, 2], [[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]])
+    >>> r.name, round(r.estimate, 4)
+    ('brier_score_multiclass', 0.1)
+    """
+    return _proper_score("brier_score", y_true, y_prob, sample_weight=sample_weight, n_boot=n_boot, alpha=alpha,
+                         seed=seed, logits=logits, data=data)
+
+
+def log_loss(y_true, y_prob, *, sample_weight=None, n_boot: int = 0, alpha: float = 0.05, seed: int = 0,
+             logits: bool = False, data=None) -> MetricResult:
+    """Log-loss (SPEC 2.3), probabilities clipped to ``[1e-15, 1 - 1e-15]``: ``log_loss`` for one column or two
+    classes, ``log_loss_multiclass`` for K > 2 (scikit-learn's ``log_loss`` on the same data, up to the clip).
+
+    >>> from calibcli.metrics import log_loss
+    >>> round(log_loss([0, 1, 1], [0.1, 0.8, 0.6]).estimate, 4)
+    0.2798
+    """
+    return _proper_score("log_loss", y_true, y_prob, sample_weight=sample_weight, n_boot=n_boot, alpha=alpha,
+                         seed=seed, logits=logits, data=data)
+
+
+def _proper_score(name: str, y_true, y_prob, *, sample_weight, logits: bool, data, **options) -> MetricResult:
+    prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
+    return _binned(name + "_multiclass" if prepared.n_classes > 2 else name, prepared, **options)
+
+
+def smooth_ece(y_true, y_prob, *, sigma: float | None = None, sample_weight=None, mode: str | None = None,
+               class_weights: str = "uniform", n_boot: int = 0, alpha: float = 0.05, seed: int = 0,
+               logits: bool = False, data=None) -> MetricResult:
+    """SmoothECE (Blasiok & Nakkiran 2023, seed 003; SPEC 3): ``smece`` at the fixed point
+    ``sigma* = smECE_sigma*``, or ``smece_at_sigma`` at a given ``sigma``.
+
+    The options are :func:`ece`'s; ``details`` holds the bandwidth (``sigma``), whether it is the fixed
+    point, and the grid. The numbers are those of ``calibcli smece --json`` on the same rows. (The compute
+    core with a NumPy ``rng`` is :func:`calibcli.smooth.smooth_ece`, also exported as ``calibcli.smooth_ece``.)
+
+    >>> from calibcli.metrics import smooth_ece
+    >>> r = smooth_ece([0, 1, 1, 0, 1, 1, 0, 1], [0.2, 0.6, 0.9, 0.4, 0.7, 0.8, 0.1, 0.3])
+    >>> r.name, round(r.estimate, 4), round(r.details["sigma"], 4)
+    ('smece', 0.1373, 0.1373)
+    """
+    check_options({"mode": MODES, "class_weights": CLASS_WEIGHTS}, mode=mode, class_weights=class_weights, sigma=sigma,
+                  n_boot=n_boot, alpha=alpha)
+    prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
+    used = mode or default_mode(prepared.n_classes)
+    options = SmoothOptions(sigma=sigma, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights)
+    acc = SmoothInputAccumulator(mode=used, n_classes=prepared.n_classes, class_names=prepared.class_names,
+                                 options=options)
+    report = _one_batch(acc, prepared).result()
+    name = options.metric
+    params = {"sigma": sigma, "n_boot": n_boot, "alpha": alpha, "seed": seed}
+    per_class, details = {}, {}
+    if used == "marginal":
+        params["class_weights"] = class_weights
+        per_class = {p.name: p.metrics[name] for p in report.problems}
+    else:
+        r = report.problems[0].result
+        details = {"sigma": r.sigma, "sigma_is_fixed_point": r.sigma_is_fixed_point,
+                   "fixed_point_gap": r.fixed_point_gap, "grid_cells": r.grid_size, "weight_total": r.weight_total}
+    return _result(name, report.headline(), n=prepared.n, mode=used, params=params, per_class=per_class,
+                   details=details, report=report)
+
+
+def tcal_test(y_true, y_prob, *, sample_weight=None, mode: str | None = None, smoothness: float | None = None,
+              null: str = "y-bootstrap", n_boot: int = 1000, combine: str = "bonferroni", discrete: str = "auto",
+              alpha: float = 0.05, seed: int = 0, max_rows: int = 1_000_000, logits: bool = False,
+              data=None) -> MetricResult:
+    """Is the miscalibration real? T-Cal (Lee et al. 2023, seed 004; SPEC 4), or the exact binomial test per
+    value for predictors that take few distinct values (SPEC 4.4, ``discrete``).
+
+    The result's ``metric`` is the p-value (``tcal_p_value`` or ``binomial_p_value``; higher is weaker
+    evidence of miscalibration), ``related`` holds the statistic ``T_m`` of the deciding level, and
+    ``details`` the decision at ``alpha`` (``reject``), which test ran, and the per-level or per-value
+    table. ``mode`` is ``binary``, ``top-label`` or ``canonical`` (the whole probability vector). The
+    options and the numbers are those of ``calibcli tcal --json`` on the same rows (``numpy``'s
+    ``default_rng(seed)`` draws the resamples). The core on arrays is :func:`calibcli.tcal.tcal_test`.
+    The test's warnings (too few resamples to reject, little power) are issued as ``UserWarning``.
+
+    >>> from calibcli.metrics import tcal_test
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.random(2000)
+    >>> y = rng.random(2000) < z ** 2          # miscalibrated: P(y = 1 | z) = z^2
+    >>> r = tcal_test(y, z, n_boot=500)
+    >>> r.name, r.details["reject"], round(r.estimate, 4)
+    ('tcal_p_value', True, 0.0399)
+    """
+    import warnings
+
+
+    check_options({"mode": TCAL_MODES}, mode=mode)
+    options = TcalOptions(smoothness=smoothness, null=null, n_boot=n_boot, combine=combine, alpha=alpha, seed=seed,
+                          discrete=discrete, max_rows=max_rows)
+    prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
+    acc = TcalInputAccumulator(mode=mode or default_mode(prepared.n_classes), n_classes=prepared.n_classes,
+                               class_names=prepared.class_names, options=options)
+    report = _one_batch(acc, prepared).result()
+    texts = tuple(library_text(w) for w in report.warnings)
+    for text in texts:
+        warnings.warn(text, UserWarning, stacklevel=2)
+    entry = report.to_dict()
+    r = entry["result"]
+    details = {"test": report.test, "reject": report.reject, "warnings": list(texts), "sample": entry["sample"]}
+    if report.test == "tcal":
+        details.update(n_levels=r["n_levels"], levels=r["levels"], p_value_bonferroni=r["p_value_bonferroni"],
+                       p_value_min_p=r["p_value_min_p"], exact=r["exact"])
+    else:
+        details.update(n_values=r["n_values"], per_value=r["per_value"])
+    if entry.get("discrete_check"):
+        details["discrete_check"] = entry["discrete_check"]
+    name = "binomial_p_value" if report.test == "binomial" else "tcal_p_value"
+    params = {"smoothness": smoothness, "null": null, "n_boot": options.resamples, "combine": combine,
+              "discrete": discrete, "alpha": alpha, "seed": seed, "max_rows": max_rows}
+    return _result(name, report.headline(), n=prepared.n, mode=report.mode, params=params, details=details,
+                   report=report)
+
+
+def clinical_test(y_true, y_prob, *, test: str = "spiegelhalter", n_bins: int = 10, sample_weight=None,
+                  mode: str | None = None, alpha: float = 0.05, logits: bool = False, data=None) -> MetricResult:
+    """Spiegelhalter's Z test or the Hosmer-Lemeshow test of perfect calibration (:mod:`calibcli.clinical`),
+    as ``calibcli tcal --test spiegelhalter|hosmer-lemeshow --json`` computes it for the same rows.
+
+    The result's ``metric`` is the p-value (``spiegelhalter_p_value``, ``hosmer_lemeshow_p_value``),
+    ``related`` holds the statistic, ``details`` the decision at ``alpha`` and the test's entry (the
+    Hosmer-Lemeshow groups and degrees of freedom). ``n_bins``: the Hosmer-Lemeshow groups (deciles).
+
+    >>> from calibcli.metrics import clinical_test
+    >>> r = clinical_test([0, 0, 1, 1, 0, 1, 1, 0], [0.1, 0.3, 0.35, 0.8, 0.6, 0.9, 0.45, 0.2])
+    >>> r.name, round(r.estimate, 4), round(r.related["spiegelhalter_z"].estimate, 4)
+    ('spiegelhalter_p_value', 0.783, -0.2754)
+    """
+    options = ClinicalTestOptions(test=test, n_bins=n_bins, alpha=alpha)
+    prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
+    acc = ClinicalTestAccumulator(mode=mode or default_mode(prepared.n_classes), n_classes=prepared.n_classes,
+                                  class_names=prepared.class_names, options=options)
+    report = _one_batch(acc, prepared).result()
+    entry = report.to_dict()
+    name = "spiegelhalter_p_value" if test == "spiegelhalter" else "hosmer_lemeshow_p_value"
+    params = {"test": test, "alpha": alpha, **({"n_bins": n_bins} if test == "hosmer-lemeshow" else {})}
+    details = {"test": test, "reject": report.reject, **{k: v for k, v in entry["result"].items() if k != "reject"}}
+    return _result(name, report.headline(), n=prepared.n, mode=report.mode, params=params, details=details, report=report)
+
+
+def compute(metric: str, y_true, y_prob, **options) -> MetricResult:
+    """The metric named ``metric`` (a name of :data:`REGISTRY`), with the options of the function computing it.
+
+    Binned names (``ece_l1_plugin``, ``ece_l2_sq_debiased_kumar``, ``dce``, ``brier_score``, ``log_loss``,
+    ``brier_score_multiclass``, ...) take :func:`binned_metric`'s options; ``smece`` and ``smece_at_sigma``
+    (which needs ``sigma``) :func:`smooth_ece`'s; ``tcal_p_value``, ``tcal_statistic`` (T-Cal, ``discrete``
+    defaults to ``"no"``) and ``binomial_p_value`` (``discrete="yes"``) :func:`tcal_test`'s. This is what
+    :func:`calibcli.sklearn.make_calibration_scorer` evaluates.
+
+    >>> from calibcli.metrics import compute
+    >>> r = compute("ece_max_plugin", [0, 1, 1, 0, 1, 1, 0, 1], [0.2, 0.6, 0.9, 0.4, 0.7, 0.8, 0.1, 0.3], n_bins=5)
+    >>> r.name, round(r.estimate, 4)
+    ('ece_max_plugin', 0.4)
+    """
+    info = REGISTRY.get(metric)
+    if info is None:
+        raise CalibcliError(f"unknown metric {metric!r}: expected one of {', '.join(REGISTRY)}")
+    if info.family in ("binned", "scores", "clinical"):
+        return binned_metric(metric, y_true, y_prob, **options)
+    if info.family == "clinical_test":
+        result = clinical_test(y_true, y_prob, test=metric.split("_")[0].replace("hosmer", "hosmer-lemeshow"), **options)
+        if metric == result.name:
+            return result
+        return _result(metric, {result.name: result, **result.related}, n=result.n, mode=result.mode,
+                       params=result.params, details=result.details, report=result.report)
+    if info.family == "smooth":
+        given = options.get("sigma") is not None
+        if given != (metric == "smece_at_sigma"):
+            raise CalibcliError("smece_at_sigma needs {opt:sigma}; smece is at the fixed point and takes no {opt:sigma}")
+        return smooth_ece(y_true, y_prob, **options)
+    options.setdefault("discrete", "yes" if metric == "binomial_p_value" else "no")
+    result = tcal_test(y_true, y_prob, **options)
+    if metric not in (result.name, *result.related):
+        raise CalibcliError(f"{metric} is not what the test reported ({result.name}): "
+                            f"{{opt:discrete}} {options['discrete']} chose the {result.details['test']} test")
+    if metric == result.name:
+        return result
+    return _result(metric, {result.name: result, **result.related}, n=result.n, mode=result.mode,
+                   params=result.params, details=result.details, report=result.report)
+

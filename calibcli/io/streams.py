@@ -1,0 +1,42 @@
+"""Where a run's rows come from: the datasets named on the command line (or by the library), opened as
+streams of validated batches (:class:`~calibcli.io.sources.Stream`), one per dataset, in argument order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from calibcli.io.columns import ColumnSpec
+from calibcli.io.sources import DEFAULT_BATCH_ROWS, resolve_datasets
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The sources of a run and how to read them: the shared options of every streaming command
+    (``FILES``, the column options, ``--input-format``, ``--drop-invalid``, ``--pool``, ``--batch-rows``,
+    ``--group-by``)."""
+
+    files: tuple[str, ...]
+    spec: ColumnSpec
+    input_format: str | None = None
+    drop_invalid: bool = False
+    pool: bool = False
+    batch_rows: int = DEFAULT_BATCH_ROWS
+    group_by: tuple[str, ...] = ()
+
+    def open(self) -> Iterator:
+        """One stream per dataset; every dataset is resolved before the first is read."""
+        return open_streams(list(self.files), self.spec, input_format=self.input_format, drop_invalid=self.drop_invalid,
+                            pool=self.pool, batch_rows=self.batch_rows, group_by=self.group_by)
+
+
+def open_streams(files: list[str], spec, *, input_format: str | None, drop_invalid: bool, pool: bool,
+                 batch_rows: int, group_by: tuple[str, ...]) -> Iterator:
+    """One stream per dataset (a file, a directory, a glob, stdin; all of them with ``pool``), in argument order.
+
+    Every dataset is resolved before the first is read, so a missing path fails before any work.
+    """
+    datasets = resolve_datasets(list(files), pool=pool)
+    for dataset in datasets:
+        yield dataset.open(spec, input_format=input_format, drop_invalid=drop_invalid, batch_rows=batch_rows,
+                           group_by=tuple(group_by))

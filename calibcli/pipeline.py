@@ -1,0 +1,134 @@
+"""The one driver: sources -> engine -> accumulators -> the report's entries (SPEC 8).
+
+:func:`run` is what every streaming command and the library's batch functions call: it opens the sources
+(:class:`calibcli.io.Sources`), starts the engine (:data:`calibcli.engines.ENGINES`, by ``--engine``),
+runs each stream through the family's input accumulators (made by the family's ``new(stream)``) and
+finishes them into entries of the family's document (input, group, results, per-entry gate; with
+groups, the worst group and the spread of every headline metric).
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable
+
+from calibcli.engines import ENGINES, EngineChoice
+from calibcli.errors import CalibcliError, check_choice
+from calibcli.io import Sources
+from calibcli.report import GateSpec, check_gate, entry_label, group_summary, stderr_console
+
+
+@dataclass
+class Plan:
+    """A family set up for a run: its document (``parameters`` filled in, ``files`` empty), ``new(stream)``
+    making a stream's input accumulator, the gate of its entries and the bootstrap resamples (for the
+    progress bar)."""
+
+    doc: dict
+    new: Callable
+    gate: GateSpec
+    n_boot: int
+
+
+def run(plan: Plan, sources: Sources, engine: EngineChoice = EngineChoice()) -> dict:
+    """Run ``plan`` over ``sources`` on ``engine``; returns the plan's document with one entry per input (or group)."""
+    evaluate_streams(plan.doc, sources.open(), plan.new, gate=plan.gate, n_boot=plan.n_boot, engine=engine.name,
+                     scheduler=engine.scheduler, workers=engine.workers)
+    return plan.doc
+
+
+def evaluate_streams(doc: dict, streams, new_accumulator, *, gate, n_boot: int, engine: str = "local",
+                     scheduler: str | None = None, workers: int | None = None) -> None:
+    """Run every stream through accumulators made by ``new_accumulator(stream)`` and add one report
+    entry per input (or group) to ``doc``: input, group, results (``to_dict``), per-entry gate; with
+    groups, ``doc["groups"]`` gets the worst group and the spread of every headline metric.
+
+    ``engine`` runs the accumulators: ``local`` in this process, ``dask`` on a Dask cluster
+    (``scheduler``, else a local cluster of ``workers`` processes), with the same report; it and the
+    number of workers go into ``doc["parameters"]``. Options are checked before any work, and a cluster
+    is started only once the first dataset has been opened (so a bad path fails at once).
+    """
+    check_engine(engine, scheduler, workers)
+
+    streams = iter(streams)
+    first = next(streams, None)  # every dataset resolved, the first opened, before a cluster starts
+    headlines: dict = {}
+    with engine_runner(engine, scheduler, workers) as runner:
+        doc["parameters"]["engine"] = engine
+        doc["parameters"]["workers"] = runner.workers
+        for stream in _chain(first, streams):
+            accumulators, described = runner.run(stream, lambda: new_accumulator(stream))
+            add_entries(doc, described, accumulators, gate=gate, n_boot=n_boot, headlines=headlines)
+    summarise_groups(doc, headlines)
+
+
+def add_entries(doc: dict, described: dict, accumulators, *, gate, n_boot: int, headlines: dict) -> None:
+    """Finish one stream's accumulators (``(group values or None, accumulator)`` pairs from an engine's
+    ``run``; ``described`` its input section) into report entries of ``doc``: input, group, results
+    (``to_dict``), per-entry gate; ``headlines`` gets every entry's headline metrics by label (for
+    :func:`summarise_groups`). ``calibcli report`` finishes each family of its one pass with this too."""
+    for group, acc in accumulators:
+        entry = {"input": described}
+        if group is not None:
+            entry["group"] = group
+            entry["rows_in_group"] = acc.n_rows
+        label = entry_label(entry)
+        with progress_bar(n_boot * len(acc.problems), f"bootstrap {label}") as advance:
+            try:
+                report = acc.result(progress=advance)
+            except CalibcliError as exc:  # what these rows cannot give (too few of them, ...): name the input
+                raise exc.about(label) from None
+        entry.update(report.to_dict())
+        headline = {k: m.to_dict() for k, m in report.headline().items()}
+        headlines[label] = headline
+        if "problems" not in entry:  # a test's report: its headline numbers are its metrics
+            entry["headline"] = headline
+        if gate.active:
+            entry["gate"] = check_gate(gate, label, headline.get(gate.metric))
+        doc["files"].append(entry)
+
+
+def summarise_groups(doc: dict, headlines: dict) -> None:
+    """With groups, ``doc["groups"]``: the worst group and the spread of every headline metric."""
+    if any("group" in entry for entry in doc["files"]):
+        by = doc["parameters"].get("group_by") or []
+        doc["groups"] = {"by": by, "n_groups": len(doc["files"]), "metrics": group_summary(doc["files"], headlines)}
+
+
+def _chain(first, rest):
+    if first is not None:
+        yield first
+    yield from rest
+
+
+def check_engine(engine: str, scheduler: str | None, workers: int | None) -> None:
+    """``--engine`` and its options, before any work (each engine checks its own: Dask says here when it
+    is not installed)."""
+    check_choice(engine, tuple(ENGINES), "--engine")
+    ENGINES[engine].check(scheduler, workers)
+
+
+@contextmanager
+def engine_runner(engine: str, scheduler: str | None, workers: int | None):
+    """The engine of ``--engine``, for as long as the context lasts (a cluster is closed on leaving).
+    ``runner.run(stream, new_accumulator)`` gives ``([(group, accumulator)], input description)``."""
+    with ENGINES[engine].open(scheduler=scheduler, workers=workers, progress=progress_bar) as runner:
+        yield runner
+
+
+@contextmanager
+def progress_bar(total: int, description: str):
+    """Yield an ``advance(steps=1)`` callable; draws a rich bar on stderr only when stderr is a terminal."""
+    if total <= 0 or not sys.stderr.isatty():
+        yield lambda steps=1: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn  # only on a terminal
+
+    with Progress(
+        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        console=stderr_console(), transient=True,
+    ) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda steps=1: bar.advance(task, steps)
