@@ -161,10 +161,12 @@ def test_binary_figure_and_json_show_the_same_numbers_as_ece_and_the_core(tmp_pa
     assert [x.name for x in tmp_path.iterdir()] == ["bc.png"]  # no temporary file left
 
 
-def test_table_output_and_png_pixel_size(small, tmp_path):
-    # 3.25 x 3.75 inches at 72 dpi is 234 x 270 pixels, and the report says so.
-    out = tmp_path / "F.PNG"
-    r = run("diagram", small, "-o", out, "--n-boot", "20", "--kind", "binned", "--dpi", "72")
+def test_table_output_and_png_pixel_size(small, tmp_path, monkeypatch):
+    # 3.25 x 3.75 inches at 72 dpi is 234 x 270 pixels, and the report says so. Relative paths: the table's
+    # columns are as wide as the file's name, so a long temporary folder (pytest-xdist's) would wrap its cells.
+    monkeypatch.chdir(tmp_path)
+    out = Path("F.PNG")
+    r = run("diagram", os.path.relpath(small), "-o", out, "--n-boot", "20", "--kind", "binned", "--dpi", "72")
     assert r.exit_code == 0, r.stderr
     assert r.stderr == ""
     width, height = png_size(out.read_bytes())
