@@ -46,7 +46,7 @@ def _root(
 
 #: Subcommand modules in :mod:`calibcli.commands`, in the order ``--help`` lists them. Each module
 #: has ``register(app)``; command bodies are wrapped in :func:`calibcli.cli_common.command`.
-COMMANDS = ("ece", "smece", "tcal", "recalibrate", "diagram", "report", "compare")
+COMMANDS = ("ece", "smece", "tcal", "audit", "recalibrate", "diagram", "report", "compare")
 
 #: The line ``calibcli --help`` shows for each command (its ``short_help``), so that listing the
 #: commands imports none of them (numpy, pyarrow, ...): ``calibcli --help`` stays fast. A command's own
@@ -55,6 +55,7 @@ SUMMARIES = {
     "ece": "Binned calibration errors (l1, l2, max), Brier and log-loss, with bootstrap intervals.",
     "smece": "SmoothECE (no bins, no bandwidth to choose), with a bootstrap interval.",
     "tcal": "Test perfect calibration: T-Cal, or exact binomial tests for discrete predictors.",
+    "audit": "Where is it miscalibrated? Every segment and intersection, with tests adjusted for their number.",
     "recalibrate": "Fit, save, apply and evaluate recalibration maps (SPEC 5).",
     "diagram": "Draw binned and smooth reliability diagrams, with intervals and the metric in the legend.",
     "report": "One self-contained HTML page: verdict, diagrams, metrics, test and recalibration.",

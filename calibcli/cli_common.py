@@ -172,10 +172,10 @@ def column_spec(prob_col, prob_cols, label_col, weight_col, logits) -> ColumnSpe
 
 
 def sources(files: list[str], spec: ColumnSpec, *, input_format: str | None, drop_invalid: bool, pool: bool,
-            batch_rows: int, group_by: tuple[str, ...]) -> Sources:
+            batch_rows: int, group_by: tuple[str, ...], segment_by: tuple[str, ...] = ()) -> Sources:
     """The sources option group of a streaming command, for :func:`calibcli.pipeline.run`."""
     return Sources(tuple(files), spec, input_format=input_format, drop_invalid=drop_invalid, pool=pool,
-                   batch_rows=batch_rows, group_by=tuple(group_by))
+                   batch_rows=batch_rows, group_by=tuple(group_by), segment_by=tuple(segment_by))
 
 
 def load_inputs(files: list[str], spec: ColumnSpec, *, input_format: str | None, drop_invalid: bool) -> Iterator[LoadedInput]:

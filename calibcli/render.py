@@ -88,6 +88,15 @@ def render_markdown(doc: dict, *, summary: bool | None = None, metrics: list[str
             lines.append("| " + " | ".join(cells) + " |")
         if any(row.values for row in table.rows):
             lines += ["", f"Estimates with {level} intervals in brackets."]
+    elif (view := VIEWS.get(doc["command"], View())).markdown_tables:  # the command's own tables (the audit's)
+        for entry in doc["files"]:
+            lines += [_md(line) for line in (view.entry_lines(doc, entry) if view.entry_lines else [])]
+            for t in view.tables(doc, entry):
+                lines += ["", f"*{_md(t.title)}*", ""] if t.title else [""]
+                lines.append("| " + " | ".join(_md(name) for name, _ in t.columns) + " |")
+                lines.append("|" + "".join("---|" if just == "left" else "---:|" for _, just in t.columns))
+                lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in t.rows]
+            lines.append("")
     else:
         lines += [f"| file | group | problem | metric | estimate | {level} CI | bound |", "|---|---|---|---|---:|---:|---:|"]
         for row in long_rows(doc):
@@ -381,6 +390,9 @@ def render_table(doc: dict, console, *, summary: bool | None = None, metrics: li
     if "gate" in doc:
         g = doc["gate"]
         name = f"on {g['metric']}" if g.get("metric") else "--fail-on-reject"
+        if "fail_if_any_segment" in g:  # the audit's gates
+            name = " and ".join(flag for flag, on in (("--fail-above-sigma", g["fail_above_sigma"] is not None),
+                                                      ("--fail-if-any-segment", g["fail_if_any_segment"])) if on)
         console.print(f"gate {name}: {'passed' if g['passed'] else 'FAILED'}")
 
 

@@ -175,6 +175,13 @@ _RULES = {
     "min_count": (lambda v: v >= 0, "expected 0 (every bin joined) or a positive number of rows"),
     "fail_above": (lambda v: True, ""),
     "fail_above_upper": (lambda v: True, ""),
+    "depth": (lambda v: 1 <= v <= 8, "expected 1 (each column alone) to 8 (intersections of that many columns)"),
+    "max_values": (lambda v: 1 <= v <= 10_000, "expected 1 to 10000 values kept per segment column"),
+    "segment_bins": (lambda v: 2 <= v <= 1_000, "expected 2 to 1000 quantile bins per numeric segment column"),
+    "min_segment": (lambda v: v >= 1, "expected a positive number of rows"),
+    "power": (lambda v: 0.0 < v < 1.0, "expected a number strictly between 0 and 1"),
+    "top": (lambda v: v >= 1, "expected a positive number of segments to show"),
+    "fail_above_sigma": (lambda v: v > 0, "expected a positive multiple of sigma, e.g. 4"),
 }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from calibcli.entries import _level, entry_label, fmt_number
+from calibcli.entries import _level, entry_label, fmt_interval, fmt_number, segment_text
 
 @dataclass
 class DetailTable:
@@ -40,6 +40,8 @@ class View:
     problem_label: str = "problem"
     #: False when the command's own detail table already shows every number (``recalibrate fit``).
     metric_table: bool = True
+    #: Markdown shows the detail tables instead of the long metric rows (the audit's worst segments).
+    markdown_tables: bool = False
 
 
 def _problem(entry: dict, section: str) -> dict | None:
@@ -356,7 +358,49 @@ def _apply_head(doc: dict) -> list[str]:
     return out
 
 
+# audit ----------------------------------------------------------------------------------------
+
+
+def _audit_title(doc: dict) -> str:
+    p = doc["parameters"]
+    return (f"calibcli audit: segments of {', '.join(p['segment_columns'])} and their intersections up to depth "
+            f"{p['depth']}; ECCE-R on the sigma scale, p-values adjusted by {p['adjust']}, alpha {p['alpha']:g}")
+
+
+def _audit_lines(doc: dict, f: dict) -> list[str]:
+    i, pop = f["input"], f["population"]
+    columns = "; ".join(f"{c['column']}: {c['kind']}, {len(c['labels'])} value(s)" for c in f["segment_columns"])
+    lines = [f"{entry_label(f)}: {i['rows_used']} rows{_dropped_text(i)}; mode {f['mode']}; {columns}",
+             f"  {f['n_segments']} segments with rows, {f['n_segments_tested']} tested (at least "
+             f"{doc['parameters']['min_segment']} rows); whole population: observed rate "
+             f"{fmt_number(pop['observed_rate'])}, mean prediction {fmt_number(pop['mean_prediction'])}"]
+    if f["mce_sigma"] is not None:
+        lines.append(f"  MCE {fmt_number(f['mce_sigma'])} sigma ({fmt_number(f['mce_relative'])}% relative), p-value "
+                     f"{fmt_number(f['mce_pvalue'])} ({doc['parameters']['mce_method']} over "
+                     f"{f['n_segments_tested']} segments)")
+    return lines
+
+
+def _audit_tables(doc: dict, f: dict) -> list[DetailTable]:
+    top = doc["parameters"].get("top", 10)
+    shown = f["segments"][:top]
+    alpha = doc["parameters"]["alpha"]
+    rows = [[segment_text(s["definition"]), str(s["rows"]), fmt_number(s["observed_rate"]),
+             fmt_number(s["mean_prediction"]), f"{fmt_number(s['o_e'])} {fmt_interval(s['o_e_ci_low'], s['o_e_ci_high'])}",
+             fmt_number(s["ecce_r"]), fmt_number(s["ecce_r_sigma"]), fmt_number(s["p_adjusted"]), fmt_number(s["mde"]),
+             ("yes" if s["p_adjusted"] is not None and s["p_adjusted"] <= alpha else "") if s["tested"] else "not tested"]
+            for s in shown]
+    more = len(f["segments"]) - len(shown)
+    title = f"the {len(shown)} worst segments" + (f" of {len(f['segments'])} (--top; --json has all)" if more else "")
+    return [DetailTable(columns=[("segment", "left"), ("rows", "right"), ("observed", "right"), ("predicted", "right"),
+                                 ("O/E [CI]", "right"), ("ECCE-R", "right"), ("ECCE-R/sigma", "right"),
+                                 ("p adjusted", "right"), ("mde", "right"), (f"p <= {alpha:g}", "left")],
+                        rows=rows, title=title)]
+
+
 VIEWS: dict[str, View] = {
+    "audit": View(title=_audit_title, entry_lines=_audit_lines, tables=_audit_tables, metric_table=False,
+                  markdown_tables=True),
     "ece": View(title=_ece_title, entry_lines=_ece_lines, detail=_ece_detail, per_class=ECE_PER_CLASS,
                 group_line=lambda doc: _worst_group_line(doc, _gate_metric(doc, "ece_l1_plugin")),
                 summary_metrics=("ece_l1_plugin", "ece_l2_debiased_dpe", "brier_score|brier_score_multiclass")),

@@ -270,6 +270,7 @@ def test_every_numeric_option_has_a_rule():
 #: The least arguments each command runs with, before the option under test (``{out}``: a file in tmp_path).
 MINIMAL_ARGS = {
     "ece": (BINARY,), "smece": (BINARY,), "tcal": (BINARY,), "compare": (BINARY, BINARY),
+    "audit": (BINARY, "--segment-cols", "label"),
     "recalibrate fit": (BINARY, "--method", "platt", "-o", "{out}.json"),
     "recalibrate evaluate": (BINARY, "--method", "platt"),
     "diagram": (BINARY, "-o", "{out}.png"), "report": (BINARY, "-o", "{out}.html"),

@@ -142,7 +142,10 @@ def _stream_into(batches, group_by: tuple[str, ...], state: dict, new) -> dict:
         for batch in batches:
             if acc is None:
                 acc = new(None)
-            acc.update(batch.row_index, batch.probs, batch.labels, batch.sample_weight)
+            if batch.groups is None:
+                acc.update(batch.row_index, batch.probs, batch.labels, batch.sample_weight)
+            else:  # the audit's segment columns, beside every row
+                acc.update(batch.row_index, batch.probs, batch.labels, batch.sample_weight, columns=batch.groups)
             del batch  # the reader can free it while it reads the next one
         return {} if acc is None else {None: acc}
     finally:  # an error here stops the reader thread now, not when the traceback is freed (at exit)
@@ -175,7 +178,7 @@ def run_fragment(fragments, kind, first: dict | None = None, second: dict | None
     counts = RowCounts()
     grouped = Grouped(new, keyed=True)
     batches = (batch for fragment in fragments for batch in fragment.batches(counts))
-    grouped.groups = _stream_into(batches, fragments[0].plan.group_by, {}, new)
+    grouped.groups = _stream_into(batches, fragments[0].plan.split_by, {}, new)
     return {"counts": counts.to_dict(), "state": grouped.to_dict()}
 
 

@@ -200,6 +200,14 @@ class ReadPlan:
     group_by: tuple[str, ...] = ()
     group_kinds: tuple[str, ...] = ()
     partition_keys: tuple[str, ...] = ()
+    #: The group columns are the audit's segment columns: read beside every row, with empty values allowed
+    #: (a segment of their own), and the rows not split by them (:attr:`split_by` is empty).
+    segment_columns: bool = False
+
+    @property
+    def split_by(self) -> tuple[str, ...]:
+        """The columns whose values split the rows into report entries (``--group-by``)."""
+        return () if self.segment_columns else self.group_by
 
     @property
     def data_columns(self) -> list[str]:
@@ -216,7 +224,7 @@ class ReadPlan:
             return "the label column"
         if column == c.weight_column:
             return "the weight column"
-        return "a group-by column"
+        return "a segment column" if self.segment_columns else "a group-by column"
 
 
 @dataclass
@@ -317,7 +325,7 @@ def convert_batch(table, plan: ReadPlan, where: str, first_row: int, partition: 
         n = table.num_rows
         groups = tuple(
             _constant(partition[g], kind, n) if g in plan.partition_keys
-            else group_values(table.column(g), kind, g, where, first_row)
+            else (segment_values if plan.segment_columns else group_values)(table.column(g), kind, g, where, first_row)
             for g, kind in zip(plan.group_by, plan.group_kinds)
         )
     return Converted(probs, labels, weights, raw_labels, raw_logits, prob_empty, not_numbers,
@@ -652,6 +660,26 @@ def group_values(col, kind: str, name: str, where: str, first_row: int) -> np.nd
             f"column holds {_KIND_NAMES[kind]} (as in the dataset's first file): make the column one type"
         )
     return _bools(typed) if kind == "bool" else _numbers_to_numpy(typed)
+
+
+def segment_values(col, kind: str, name: str, where: str, first_row: int) -> np.ndarray:
+    """A segment column as NumPy: float64 with NaN for an empty cell (``kind == "float"``), else objects (ints,
+    booleans or str, None for an empty cell). Values convert to the dataset's kind as group values do."""
+    import pyarrow as pa
+
+    empty = null_mask(col)
+    if empty is None:
+        values = group_values(col, kind, name, where, first_row)
+        return values if kind in ("float", "str") else values.astype(object)
+    if kind == "float":
+        typed = _cast(col, pa.float64())
+        if typed is not None:
+            return _numbers_to_numpy(typed.fill_null(float("nan")))
+    full = np.flatnonzero(~empty)
+    out = np.full(len(col), np.nan if kind == "float" else None, dtype=np.float64 if kind == "float" else object)
+    if len(full):
+        out[full] = segment_values(col.take(pa.array(full)), kind, name, where, first_row)
+    return out
 
 
 def _first_failing_row(col, arrow_type) -> int:

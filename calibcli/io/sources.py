@@ -229,7 +229,8 @@ class Stream:
         self.class_names = plan.class_names
         self.n_classes = plan.n_classes
         self.logits = plan.logits
-        self.group_by = plan.group_by
+        self.group_by = plan.split_by
+        self.segment_columns = plan.group_by if plan.segment_columns else ()
 
     @property
     def files(self) -> list[str]:
@@ -304,6 +305,7 @@ class Stream:
                                 dropped=_ordered(counts.dropped)),
             "files": len(self._files),
             "group_by": list(self.group_by),
+            **({"segment_columns": list(self.segment_columns)} if self.segment_columns else {}),
         }
 
 
@@ -373,16 +375,21 @@ class Dataset:
         return f"Dataset({self.name!r}, {len(self._sources)} file(s))"
 
     def open(self, spec: ColumnSpec = ColumnSpec(), *, input_format: str | None = None, drop_invalid: bool = False,
-             batch_rows: int = DEFAULT_BATCH_ROWS, group_by: tuple[str, ...] = ()) -> Stream:
+             batch_rows: int = DEFAULT_BATCH_ROWS, group_by: tuple[str, ...] = (),
+             segment_by: tuple[str, ...] = ()) -> Stream:
         """Fix the columns and classes from the first file and return the dataset's :class:`Stream`.
 
         ``group_by`` names data columns or partition keys; a group value that is empty is an error
-        (every row must belong to a group), as is a column that no file has.
+        (every row must belong to a group), as is a column that no file has. ``segment_by`` (the audit's
+        segment columns, instead of ``group_by``) are read beside every row as each batch's ``groups``,
+        empty values allowed, without splitting the rows.
         """
         from calibcli.validation import check_options
 
         check_options(batch_rows=batch_rows)
-        group_by = tuple(group_by)
+        segments = bool(segment_by)
+        group_by = tuple(segment_by or group_by)
+        option = "{opt:segment_cols}" if segments else "{opt:group_by}"
         if input_format is not None:
             formats.detect_format("-", input_format)  # a bad --input-format fails before stdin is read
         fmts = self.file_formats(input_format)
@@ -391,10 +398,11 @@ class Dataset:
         schema = _guarded(first.path, fmt, formats.read_schema, location, fmt)
         names, types = list(schema.names), {f.name: f.type for f in schema}
         resolved = resolve_columns(names, types, spec, first.path)
-        kinds = tuple(self._group_kind(g, names, types, first.path) for g in group_by)
+        kinds = tuple(self._group_kind(g, names, types, first.path, option) for g in group_by)
         if len(set(group_by)) < len(group_by):
             twice = next(g for g in group_by if group_by.count(g) > 1)
-            raise CalibcliError(f"the group-by columns name {shown(twice)} twice: name each column once")
+            raise CalibcliError(f"the {'segment' if segments else 'group-by'} columns name {shown(twice)} twice: "
+                                "name each column once")
         partition_keys = tuple(g for g in group_by if g in self.partition_kinds)
         partitions = [self._group_partition(s, partition_keys, kinds, group_by) for s in self._sources]
 
@@ -412,7 +420,7 @@ class Dataset:
         plan = ReadPlan(
             columns=resolved, class_names=class_names, n_classes=len(class_names), vector_length=vector_length,
             logits=spec.logits, first_file=first.path, batch_rows=batch_rows, drop_invalid=drop_invalid,
-            group_by=group_by, group_kinds=kinds, partition_keys=partition_keys,
+            group_by=group_by, group_kinds=kinds, partition_keys=partition_keys, segment_columns=segments,
         )
         return Stream(self, plan, list(zip(self._sources, located, fmts, partitions)))
 
@@ -441,7 +449,7 @@ class Dataset:
                 out.append(source.location)
         return out
 
-    def _group_kind(self, column: str, names: list[str], types: dict, first: str) -> str:
+    def _group_kind(self, column: str, names: list[str], types: dict, first: str, option: str = "{opt:group_by}") -> str:
         if column in self.partition_kinds:
             if column in names:
                 raise CalibcliError(
@@ -451,7 +459,7 @@ class Dataset:
             return self.partition_kinds[column]
         if column not in names:
             keys = f" and the partition keys {list(self.partition_kinds)}" if self.partition_kinds else ""
-            raise CalibcliError(f"{first}: no column {shown(column)} (given by {{opt:group_by}}); the file has columns {shown_names(names)}{keys}")
+            raise CalibcliError(f"{first}: no column {shown(column)} (given by {option}); the file has columns {shown_names(names)}{keys}")
         return group_kind(types[column])
 
     def _group_partition(self, source: _Source, keys: tuple[str, ...], kinds: tuple[str, ...], group_by) -> dict:

@@ -1,0 +1,158 @@
+"""The segment audit's state for one input (SPEC 9): every row's score, label, weight and segment values.
+
+ECCE needs every row of a segment (SPEC 9: "all rows of a segment matter", so no bottom-k sample), and the
+segment columns' codings (most frequent values, quantile edges) need every row too; the state therefore
+holds the rows of the binary problem (binary, or top-label for K > 2) and the segment columns' values, up
+to ``row_limit`` rows, and the audit is computed exactly from them (:func:`calibcli.audit.audit_arrays`).
+Beyond the limit the run stops with an error saying so, before the memory runs out.
+
+Merging concatenates (in any order: the result sorts by the global row index first, so it does not depend on
+how the rows were split among batches, files or workers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from calibcli.audit import AuditOptions, AuditResult, audit_arrays
+from calibcli.errors import CalibcliError
+from calibcli.modes import binary_problems
+from calibcli.segments import code_column, partitions
+
+STATE_VERSION = 1
+
+#: Rows an audit holds at most (about 40 bytes each, plus the segment columns' values).
+ROW_LIMIT = 50_000_000
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """One input's audit: what :func:`calibcli.pipeline.add_entries` puts in the report entry."""
+
+    mode: str
+    columns: list[dict]
+    result: AuditResult
+
+    def to_dict(self) -> dict:
+        return {"mode": self.mode, "segment_columns": self.columns, **self.result.to_dict()}
+
+    def headline(self) -> dict:
+        return {}
+
+
+class SegmentAuditAccumulator:
+    """Rows and segment values of one input, for the audit (see the module docstring)."""
+
+    kind = "segment_audit"
+
+    def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: AuditOptions,
+                 columns: tuple[str, ...], row_limit: int = ROW_LIMIT):
+        if mode not in ("binary", "top-label"):
+            raise CalibcliError(f"{{opt:mode}} is {mode}: the audit measures one binary problem, binary or top-label")
+        self.mode, self.n_classes, self.class_names = mode, n_classes, tuple(class_names)
+        self.options, self.columns, self.row_limit = options, tuple(columns), row_limit
+        self.problems = [None]  # one binary problem (the progress bar counts problems)
+        self._rows: list[np.ndarray] = []
+        self._s: list[np.ndarray] = []
+        self._y: list[np.ndarray] = []
+        self._w: list[np.ndarray | None] = []
+        self._values: list[tuple[np.ndarray, ...]] = []
+        self.n_rows = 0
+
+    def update(self, row_index, probs, labels, w=None, columns=None) -> "SegmentAuditAccumulator":
+        if columns is None:
+            raise RuntimeError("the audit's accumulator needs the segment columns of every batch")
+        (problem,) = binary_problems(labels, probs, mode=self.mode, sample_weight=w, class_names=list(self.class_names))
+        self.n_rows += len(problem.z)
+        if self.n_rows > self.row_limit:
+            raise CalibcliError(
+                f"the audit holds every row of an input to compute its segments exactly (SPEC 9), at most "
+                f"{self.row_limit:,} rows; this input has more: audit a sample or a part of it (a directory's "
+                f"subfolder, a narrower glob)")
+        self._rows.append(np.asarray(row_index, dtype=np.int64))
+        self._s.append(np.asarray(problem.z, dtype=np.float64))
+        self._y.append(np.asarray(problem.y, dtype=np.int64))
+        self._w.append(None if problem.sample_weight is None else np.asarray(problem.sample_weight, dtype=np.float64))
+        self._values.append(tuple(columns))
+        return self
+
+    def merge(self, other: "SegmentAuditAccumulator") -> "SegmentAuditAccumulator":
+        self.n_rows += other.n_rows
+        if self.n_rows > self.row_limit:
+            raise CalibcliError(f"the audit holds at most {self.row_limit:,} rows of an input; this input has more")
+        for name in ("_rows", "_s", "_y", "_w", "_values"):
+            getattr(self, name).extend(getattr(other, name))
+        return self
+
+    def needs_second_pass(self) -> bool:
+        return False
+
+    def _arrays(self):
+        """Everything in global row order (the result does not depend on how the rows were split)."""
+        rows = np.concatenate(self._rows) if self._rows else np.zeros(0, dtype=np.int64)
+        order = np.argsort(rows, kind="stable")
+        s = np.concatenate(self._s)[order] if self._s else np.zeros(0)
+        y = np.concatenate(self._y)[order] if self._y else np.zeros(0, dtype=np.int64)
+        weighted = any(w is not None for w in self._w)
+        w = (np.concatenate([np.ones(len(z)) if v is None else v for z, v in zip(self._s, self._w)])[order]
+             if weighted else np.ones(len(s)))
+        values = [np.concatenate([batch[j] for batch in self._values])[order] if self._values else np.zeros(0)
+                  for j in range(len(self.columns))]
+        return s, y, w, values
+
+    def result(self, progress=None) -> AuditReport:
+        o = self.options.check()
+        s, y, w, values = self._arrays()
+        if not len(s):
+            raise CalibcliError("no rows to audit")
+        codings = [code_column(name, v, max_values=o.max_values, segment_bins=o.segment_bins)
+                   for name, v in zip(self.columns, values)]
+        codes = [c.encode(v) for c, v in zip(codings, values)]
+        result = audit_arrays(y, s, w, codes, codings, partitions(codings, o.depth), o)
+        if progress is not None:
+            progress()
+        described = [{"column": c.column, "kind": c.kind, "labels": list(c.labels)} for c in codings]
+        return AuditReport(self.mode, described, result)
+
+    def to_dict(self) -> dict:
+        s, y, w, values = self._arrays()
+        rows = np.sort(np.concatenate(self._rows)) if self._rows else np.zeros(0, dtype=np.int64)
+        return {"kind": self.kind, "version": STATE_VERSION, "mode": self.mode, "n_classes": self.n_classes,
+                "class_names": list(self.class_names), "options": asdict(self.options), "columns": list(self.columns),
+                "row_limit": self.row_limit, "rows": rows.tolist(), "s": s.tolist(), "y": y.tolist(), "w": w.tolist(),
+                "values": [[_plain(v) for v in col] for col in values]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SegmentAuditAccumulator":
+        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
+            raise ValueError(f"not a segment audit state of version {STATE_VERSION}")
+        out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),
+                  options=AuditOptions(**d["options"]), columns=tuple(d["columns"]), row_limit=d["row_limit"])
+        if d["rows"]:
+            out._rows = [np.asarray(d["rows"], dtype=np.int64)]
+            out._s = [np.asarray(d["s"], dtype=np.float64)]
+            out._y = [np.asarray(d["y"], dtype=np.int64)]
+            out._w = [np.asarray(d["w"], dtype=np.float64)]
+            out._values = [tuple(_column(v) for v in d["values"])]
+            out.n_rows = len(d["rows"])
+        return out
+
+
+def _plain(value):
+    """A segment value as JSON holds it: NaN (a missing number) as None."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
+def _column(values: list) -> np.ndarray:
+    """A segment column back from JSON: floats (None as NaN) when every value is a number, else objects."""
+    if values and all(v is None or (isinstance(v, float)) for v in values) and any(v is not None for v in values):
+        return np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
