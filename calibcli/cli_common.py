@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import errno
 import functools
+import inspect
 import os
 import sys
+import typing
+from dataclasses import dataclass, replace
 from typing import Annotated, Iterator, Optional
 
 import typer
@@ -147,6 +150,144 @@ Workers = Annotated[
     Optional[int],
     typer.Option("--workers", help="With --engine dask and no scheduler: start a local cluster of this many worker processes for the run (default: one per CPU)."),
 ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Option groups: options several commands share, declared once
+
+
+@dataclass(frozen=True)
+class Opt:
+    """One option of a group: its parameter name, its ``Annotated`` alias (flag, help, metavar) and default."""
+
+    name: str
+    annotation: object
+    default: object = None
+
+
+@dataclass(frozen=True)
+class OptionGroup:
+    """Options that go together on every command that takes them (the columns, how to read, the
+    datasets, the engine, the output, the bootstrap, the gates). A command lists the groups it takes in
+    :func:`with_groups`; its signature (what Typer reads, through ``__signature__``) is built from them,
+    so a new shared option is one :class:`Opt` here, and the command body reads the group's values from
+    its ``**options`` (:func:`spec_of`, :func:`sources_of`, :func:`engine_of`, :func:`layout_of`)."""
+
+    name: str
+    options: tuple[Opt, ...]
+
+    def only(self, *names: str) -> "OptionGroup":
+        """The group with these options only (a command that takes part of it)."""
+        return replace(self, options=tuple(o for o in self.options if o.name in names))
+
+    def but(self, **changes) -> "OptionGroup":
+        """The group with some options changed: ``name=alias``, or ``name=(alias, default)``."""
+        out = []
+        for o in self.options:
+            if o.name in changes:
+                change = changes[o.name]
+                o = Opt(o.name, *change) if isinstance(change, tuple) else Opt(o.name, change, o.default)
+            out.append(o)
+        return replace(self, options=tuple(out))
+
+
+COLUMNS = OptionGroup("columns", (Opt("prob_col", ProbCol), Opt("prob_cols", ProbCols), Opt("label_col", LabelCol),
+                                  Opt("weight_col", WeightCol), Opt("logits", Logits, False)))
+READING = OptionGroup("reading", (Opt("input_format", InputFormat), Opt("drop_invalid", DropInvalid, False)))
+DATASETS = OptionGroup("datasets", (Opt("pool", Pool, False), Opt("group_by", GroupBy),
+                                    Opt("batch_rows", BatchRows, DEFAULT_BATCH_ROWS)))
+ENGINE = OptionGroup("engine", (Opt("engine", Engine, "local"), Opt("scheduler", Scheduler), Opt("workers", Workers)))
+BOOTSTRAP = OptionGroup("bootstrap", (Opt("n_boot", NBoot, 1000), Opt("alpha", Alpha, 0.05), Opt("seed", Seed, 0)))
+OUTPUT = OptionGroup("output", (Opt("as_json", Json, False), Opt("fmt", Format, "table"), Opt("summary", Summary),
+                                Opt("metrics", Metrics), Opt("sort", Sort), Opt("output", Output)))
+GATES = OptionGroup("gates", (Opt("fail_above", FailAbove), Opt("fail_above_upper", FailAboveUpper)))
+
+@dataclass(frozen=True)
+class Own:
+    """Where a command's own options go among its groups in :func:`with_groups`: these (by name, in the
+    function's order), or every own option not placed yet."""
+
+    names: tuple[str, ...] = ()
+
+
+def own(*names: str) -> Own:
+    return Own(names)
+
+
+#: Every own option not placed by an :func:`own` before it.
+OWN = Own()
+
+
+def with_groups(*layout):
+    """Decorator: the command's signature is its arguments (parameters without a default: FILES...), then
+    the groups and its own options in the order of ``layout`` (:func:`own` places some of its own options,
+    :data:`OWN` the rest). The function takes the groups' values as ``**options``."""
+
+    def decorate(func):
+        hints = typing.get_type_hints(func, include_extras=True)
+        mine = [p.replace(annotation=hints.get(p.name, p.annotation))
+                for p in inspect.signature(func).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        params = [p for p in mine if p.default is inspect.Parameter.empty]
+        for item in layout:
+            if isinstance(item, Own):
+                params += [p for p in mine if p.default is not inspect.Parameter.empty and p not in params
+                           and (not item.names or p.name in item.names)]
+            else:
+                params += [inspect.Parameter(o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default,
+                                             annotation=o.annotation) for o in item.options]
+        func.__signature__ = inspect.Signature(params, return_annotation=None)
+        func.__annotations__ = {**{p.name: p.annotation for p in params}, "return": None}
+        return func
+
+    return decorate
+
+
+#: Every shared group, for :func:`signature_from` (a parameter of a library function named as a group's option
+#: takes that option's flag and help).
+GROUPS = (COLUMNS, READING, DATASETS, ENGINE, BOOTSTRAP, OUTPUT, GATES)
+
+
+def signature_from(library, aliases: dict, *extra, library_only: tuple[str, ...] = ()):
+    """Decorator: the command takes the parameters of the library function ``library`` (their names, order and
+    defaults: declared once, there), each with its command-line alias (``aliases`` by name, else the shared
+    group's), then the options of the groups in ``extra`` (what only the command has: the output). The command
+    function takes them all as ``**options``; ``library_only`` are parameters the command does not offer."""
+    shared_alias = {o.name: o.annotation for group in GROUPS for o in group.options}
+
+    def decorate(func):
+        params = [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=p.default,
+                                    annotation=aliases.get(p.name, shared_alias.get(p.name)))
+                  for p in inspect.signature(library).parameters.values() if p.name not in library_only]
+        params += [inspect.Parameter(o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default,
+                                     annotation=o.annotation) for group in extra for o in group.options]
+        func.__signature__ = inspect.Signature(params, return_annotation=None)
+        func.__annotations__ = {**{p.name: p.annotation for p in params}, "return": None}
+        return func
+
+    return decorate
+
+def spec_of(options: dict) -> ColumnSpec:
+    """The columns group's values as a :class:`~calibcli.io.ColumnSpec`."""
+    return column_spec(options["prob_col"], options["prob_cols"], options["label_col"], options["weight_col"],
+                       options["logits"])
+
+
+def sources_of(files, options: dict) -> Sources:
+    """The sources of a streaming command: FILES and the columns, reading and datasets groups' values."""
+    return sources(list(files), spec_of(options), input_format=options["input_format"],
+                   drop_invalid=options["drop_invalid"], pool=options.get("pool", False),
+                   batch_rows=options["batch_rows"], group_by=split_columns(options.get("group_by")))
+
+
+def engine_of(options: dict) -> EngineChoice:
+    """The engine group's values."""
+    return EngineChoice(options["engine"], options["scheduler"], options["workers"])
+
+
+def layout_of(options: dict):
+    """The output group's values as the report's layout on stdout."""
+    return layout(options["fmt"], options["as_json"], options.get("summary"), options.get("metrics"),
+                  options.get("sort"))
 
 
 def split_columns(value: str | None) -> tuple[str, ...]:

@@ -25,7 +25,7 @@ from calibcli.errors import CalibcliError, OptionError, check_choice, warn
 from calibcli.io import DEFAULT_BATCH_ROWS, ColumnSpec, open_streams
 from calibcli.modes import MODES, default_mode
 from calibcli.pipeline import check_engine, engine_runner, progress_bar
-from calibcli.validation import check_option
+from calibcli.validation import check_option, check_options
 
 
 def column_spec(prob_col, prob_cols, label_col, weight_col, logits) -> ColumnSpec:
@@ -194,33 +194,33 @@ SPLIT_RULE = ("the fit part is the round(F n) rows with the smallest hash of (se
 def evaluation(
     file: str,
     method: list[str],
-    holdout=None,
-    fit_file=None,
-    prob_col=None,
-    prob_cols=None,
-    label_col=None,
-    weight_col=None,
-    logits=False,
-    input_format=None,
-    drop_invalid=False,
-    mode=None,
-    n_bins=None,
-    strategy=None,
-    degree=None,
-    interpolation=None,
-    clip=None,
-    monotone=None,
-    ece_n_bins=15,
-    ece_strategy="uniform",
-    n_boot=1000,
-    discrete="auto",
-    alpha=0.05,
-    seed=0,
-    max_rows=1_000_000,
-    batch_rows=DEFAULT_BATCH_ROWS,
-    engine="local",
-    scheduler=None,
-    workers=None,
+    holdout: float | None = None,
+    fit_file: str | None = None,
+    prob_col: str | None = None,
+    prob_cols: list[str] | None = None,
+    label_col: str | None = None,
+    weight_col: str | None = None,
+    logits: bool = False,
+    input_format: str | None = None,
+    drop_invalid: bool = False,
+    mode: str | None = None,
+    n_bins: int | None = None,
+    strategy: str | None = None,
+    degree: int | None = None,
+    interpolation: str | None = None,
+    clip: float | None = None,
+    monotone: bool | None = None,
+    ece_n_bins: int = 15,
+    ece_strategy: str = "uniform",
+    n_boot: int = 1000,
+    discrete: str = "auto",
+    alpha: float = 0.05,
+    seed: int = 0,
+    max_rows: int = 1_000_000,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    engine: str = "local",
+    scheduler: str | None = None,
+    workers: int | None = None,
     held=None,
 ) -> dict:
     """``recalibrate evaluate``'s document for these options (the command prints it). ``held``: the input's
@@ -233,7 +233,7 @@ def evaluation(
     check_choice(discrete, DISCRETE_CHOICES, "--discrete")
     check_option(ece_n_bins >= 1, f"--ece-n-bins is {ece_n_bins}: expected a positive number of bins")
     check_option(n_boot >= 1, f"--n-boot is {n_boot}: expected at least 1 resample")
-    check_option(0.0 < alpha < 1.0, f"--alpha is {alpha}: expected a number strictly between 0 and 1")
+    check_options(alpha=alpha)  # the one rule of alpha (calibcli.validation._RULES)
     if (holdout is None) == (fit_file is None):
         raise CalibcliError("pass either --holdout FRACTION (split FILE) or --fit TRAIN (fit on TRAIN, evaluate on FILE)")
     if holdout is not None:

@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 
+from calibcli.accumulators.base import Accumulator
 from calibcli import cancel
 from calibcli.accumulators.rows import RowSample
 from calibcli.binning import Binning, fit_binning, uniform_bin_index
@@ -91,8 +92,10 @@ def _cell_index(bin_index: np.ndarray, y: np.ndarray) -> np.ndarray:
     return bin_index
 
 
-class _Cells:
+class _Cells(Accumulator):
     """Per (bin, label) counts and sums on a fixed binning."""
+
+    merge_rules = {"count": "sum", "sums": "sum"}
 
     def __init__(self, n_bins: int):
         self.n_bins = n_bins
@@ -105,9 +108,6 @@ class _Cells:
         for key, v in values.items():
             self.sums[_C[key]] += np.bincount(cell, weights=v, minlength=size)
 
-    def merge(self, other: "_Cells") -> None:
-        self.count += other.count
-        self.sums += other.sums
 
     def completed(self, weighted: bool) -> np.ndarray:
         """The sums with the unit-weight columns filled in (``w = 1``: ``w^2 x = w x``, ``sum w = count``)."""
@@ -220,7 +220,7 @@ class QuantileSketch:
         return out
 
 
-class BinnedAccumulator:
+class BinnedAccumulator(Accumulator):
     """Streamed binned calibration of one binary problem (see the module docstring).
 
     ``edges``: the interior quantile edges fixed by a first pass (quantile strategy over more than
@@ -228,6 +228,7 @@ class BinnedAccumulator:
     """
 
     kind = "binned"
+    state_name = "binned accumulator state"
 
     def __init__(self, *, n_bins: int = 15, strategy: str = "uniform", edges: np.ndarray | None = None,
                  row_limit: int = ROW_LIMIT, binning_note: str | None = None, moments: bool = True):
@@ -264,20 +265,15 @@ class BinnedAccumulator:
             self.sketch.update(z)
         return self
 
+    merge_rules = {"weighted": "max", "rows": "merge", "cells": "merge", "uniform_cells": "merge", "sketch": "merge"}
+
     def merge(self, other: "BinnedAccumulator") -> "BinnedAccumulator":
         if (other.n_bins, other.strategy, other.moments) != (self.n_bins, self.strategy, self.moments) or (
             (self.binning is None) != (other.binning is None)
             or (self.binning is not None and not np.array_equal(self.binning.edges, other.binning.edges))
         ):
             raise ValueError("binned accumulators with different bins cannot be merged")
-        self.weighted |= other.weighted
-        self.rows.merge(other.rows)
-        for mine, theirs in ((self.cells, other.cells), (self.uniform_cells, other.uniform_cells)):
-            if mine is not None:
-                mine.merge(theirs)
-        if self.sketch is not None:
-            self.sketch.merge(other.sketch)
-        return self
+        return super().merge(other)
 
     @property
     def n_rows(self) -> int:
@@ -299,8 +295,7 @@ class BinnedAccumulator:
 
     def to_dict(self) -> dict:
         return {
-            "kind": self.kind,
-            "version": STATE_VERSION,
+            **self.state_head(),
             "n_bins": self.n_bins,
             "strategy": self.strategy,
             "edges": None if self.binning is None or self.strategy == "uniform" else self.binning.edges.tolist(),
@@ -315,8 +310,7 @@ class BinnedAccumulator:
 
     @classmethod
     def from_dict(cls, d: dict) -> "BinnedAccumulator":
-        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
-            raise ValueError(f"not a binned accumulator state of version {STATE_VERSION}")
+        cls.check_state(d)
         out = cls(n_bins=d["n_bins"], strategy=d["strategy"], edges=d["edges"], binning_note=d["binning_note"],
                   moments=d["moments"])
         out.weighted = bool(d["weighted"])

@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from calibcli.accumulators.base import Accumulator
 from calibcli.clinical import (
     ICI_GRID, cox_from_grid, cox_from_rows, GridSums, hosmer_lemeshow_from_bins, ici_from_grid, spiegelhalter_from_sums, spiegelhalter_sums,
 )
@@ -50,10 +51,12 @@ STATE_VERSION = 1
 CLINICAL_TESTS = ("spiegelhalter", "hosmer-lemeshow")
 
 
-class ClinicalAccumulator:
+class ClinicalAccumulator(Accumulator):
     """Cox calibration and the ICI family of one binary problem, streamed (see the module docstring)."""
 
     kind = "clinical"
+    state_name = "clinical state"
+    merge_rules = {"grid": "merge"}
 
     def __init__(self, *, n_cells: int = ICI_GRID):
         self.grid = GridSums(n_cells)
@@ -63,21 +66,17 @@ class ClinicalAccumulator:
             self.grid.add_rows(z, y, w)
         return self
 
-    def merge(self, other: "ClinicalAccumulator") -> "ClinicalAccumulator":
-        self.grid.merge(other.grid)
-        return self
 
     @property
     def n_rows(self) -> int:
         return self.grid.n
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "version": STATE_VERSION, "grid": self.grid.to_dict()}
+        return {**self.state_head(), "grid": self.grid.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict) -> "ClinicalAccumulator":
-        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
-            raise ValueError(f"not a clinical state of version {STATE_VERSION}")
+        cls.check_state(d)
         out = cls()
         out.grid = GridSums.from_dict(d["grid"])
         return out
@@ -200,10 +199,13 @@ class ClinicalTestReport:
                                                     note=f"{r.n_groups} non-empty groups of {r.n_bins}")}
 
 
-class ClinicalTestAccumulator:
+class ClinicalTestAccumulator(Accumulator):
     """Spiegelhalter's sums or the Hosmer-Lemeshow groups of one input (or group), binary or top-label mode."""
 
     kind = "clinical_test"
+    state_name = "clinical test state"
+    same, same_message = ("mode", "options"), "test states of different modes or options cannot be merged"
+    merge_rules = {"n": "sum", "sums": "sum", "bins": "merge"}
 
     def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: ClinicalTestOptions,
                  edges: list | None = None, edges_method: str | None = None):
@@ -227,14 +229,6 @@ class ClinicalTestAccumulator:
             self.bins.update(row_index, problem.z, problem.y, problem.sample_weight)
         return self
 
-    def merge(self, other: "ClinicalTestAccumulator") -> "ClinicalTestAccumulator":
-        if (other.mode, other.options) != (self.mode, self.options):
-            raise ValueError("test states of different modes or options cannot be merged")
-        self.n += other.n
-        self.sums += other.sums
-        if self.bins is not None:
-            self.bins.merge(other.bins)
-        return self
 
     @property
     def n_rows(self) -> int:
@@ -255,14 +249,13 @@ class ClinicalTestAccumulator:
                                        options=self.options, edges=edges, edges_method=how)
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "version": STATE_VERSION, "mode": self.mode, "n_classes": self.n_classes,
+        return {**self.state_head(), "mode": self.mode, "n_classes": self.n_classes,
                 "class_names": list(self.class_names), "options": asdict(self.options), "edges_method": self.edges_method,
                 "n": self.n, "sums": self.sums.tolist(), "bins": None if self.bins is None else self.bins.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict) -> "ClinicalTestAccumulator":
-        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
-            raise ValueError(f"not a clinical test state of version {STATE_VERSION}")
+        cls.check_state(d)
         out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),
                   options=ClinicalTestOptions(**d["options"]), edges_method=d["edges_method"])
         out.n = int(d["n"])

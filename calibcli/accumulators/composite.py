@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import importlib
 
+from calibcli.accumulators.base import Accumulator
+
 STATE_VERSION = 1
 
 
-class Composite:
+class Composite(Accumulator):
     """Named member accumulators of the same rows (see the module docstring)."""
 
     kind = "composite"
+    state_name = "composite state"
+    merge_rules = {"members": "merge"}
 
     def __init__(self, members: dict[str, object]):
         self.members = dict(members)
@@ -32,9 +36,7 @@ class Composite:
         if list(other.members) != list(self.members):
             raise ValueError(f"composite states of different members cannot be merged: {list(self.members)} and "
                              f"{list(other.members)}")
-        for name, acc in self.members.items():
-            acc.merge(other.members[name])
-        return self
+        return super().merge(other)
 
     def __getitem__(self, name: str):
         return self.members[name]
@@ -76,13 +78,12 @@ class Composite:
         return self
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "version": STATE_VERSION,
+        return {**self.state_head(),
                 "members": [[name, _class_name(acc), acc.to_dict()] for name, acc in self.members.items()]}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Composite":
-        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
-            raise ValueError(f"not a composite state of version {STATE_VERSION}")
+        cls.check_state(d)
         return cls({name: _load_class(where).from_dict(state) for name, where, state in d["members"]})
 
 

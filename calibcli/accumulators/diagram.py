@@ -9,13 +9,13 @@ import warnings
 from dataclasses import asdict, dataclass
 from typing import Callable
 
+from calibcli.accumulators.base import Accumulator
 import calibcli.smooth
 from calibcli.accumulators.binned import ROW_LIMIT, BinnedAccumulator
 from calibcli.diagram_data import (
     BinnedDiagramData, SmoothDiagramData, binned_data_from_result, smooth_data_from_result,
 )
 from calibcli import cancel
-from calibcli.accumulators.inputs import STATE_VERSION
 from calibcli.accumulators.smooth import SmoothAccumulator
 from calibcli.modes import binary_problems
 
@@ -99,7 +99,7 @@ class DiagramReport:
         ]
 
 
-class DiagramInputAccumulator:
+class DiagramInputAccumulator(Accumulator):
     """A diagram's state for one input (or group): per binary problem of ``mode`` (at most
     ``options.max_problems`` of them) a :class:`~calibcli.accumulators.binned.BinnedAccumulator` and a
     :class:`~calibcli.accumulators.smooth.SmoothAccumulator` that keeps the curve, as asked.
@@ -112,6 +112,8 @@ class DiagramInputAccumulator:
     """
 
     kind = "diagram_input"
+    state_name = "diagram input state"
+    merge_rules = {"binned": "merge", "smooth": "merge"}
 
     def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: DiagramOptions,
                  edges: list | None = None, edges_method: str | None = None, grids: list[int] | None = None):
@@ -155,12 +157,8 @@ class DiagramInputAccumulator:
         self._grids = False
         return self
 
-    def merge(self, other: "DiagramInputAccumulator") -> "DiagramInputAccumulator":
-        for mine, theirs in ((self.binned, other.binned), (self.smooth, other.smooth)):
-            for a, b in zip(mine or (), theirs or ()):
-                a.merge(b)
+    def _after_merge(self) -> None:
         self._grids = False
-        return self
 
     @property
     def n_rows(self) -> int:
@@ -195,7 +193,7 @@ class DiagramInputAccumulator:
 
     def to_dict(self) -> dict:
         return {
-            "kind": self.kind, "version": STATE_VERSION, "mode": self.mode, "n_classes": self.n_classes,
+            **self.state_head(), "mode": self.mode, "n_classes": self.n_classes,
             "class_names": list(self.class_names), "edges_method": self.edges_method,
             "options": self.options.to_dict(),
             "binned": None if self.binned is None else [acc.to_dict() for acc in self.binned],
@@ -204,8 +202,7 @@ class DiagramInputAccumulator:
 
     @classmethod
     def from_dict(cls, d: dict) -> "DiagramInputAccumulator":
-        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
-            raise ValueError(f"not a diagram input state of version {STATE_VERSION}")
+        cls.check_state(d)
         smooth = None if d["smooth"] is None else [SmoothAccumulator.from_dict(s) for s in d["smooth"]]
         out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),
                   options=DiagramOptions(**d["options"]), edges_method=d["edges_method"],

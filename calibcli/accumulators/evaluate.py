@@ -27,6 +27,7 @@ from dataclasses import asdict
 
 import numpy as np
 
+from calibcli.accumulators.base import Accumulator
 from calibcli.accumulators.fit import MAX_DISTINCT, FitAccumulator
 from calibcli.accumulators.rows import RowSample
 from calibcli.resampling import row_hash
@@ -48,7 +49,7 @@ def _bucket(seed: int, row_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return h, (h >> _SHIFT).astype(np.int64)
 
 
-class _OnePass:
+class _OnePass(Accumulator):
     """What an engine's runner asks of an accumulator that needs a single pass and resamples nothing."""
 
     def needs_second_pass(self) -> bool:
@@ -70,6 +71,8 @@ class SplitCounter(_OnePass):
     rows fall in each of the 2^16 buckets of ``row_hash(seed, row index)``."""
 
     kind = "holdout_split_counter"
+    state_name = "holdout split counter"
+    merge_rules = {"n": "sum", "binary": "first", "histogram": "sum"}
 
     def __init__(self, *, seed: int):
         self.seed = int(seed)
@@ -84,11 +87,6 @@ class SplitCounter(_OnePass):
         self.histogram += np.bincount(b, minlength=len(self.histogram))
         return self
 
-    def merge(self, other: "SplitCounter") -> "SplitCounter":
-        self.n += other.n
-        self.binary = other.binary if self.binary is None else self.binary
-        self.histogram += other.histogram
-        return self
 
     @property
     def n_rows(self) -> int:
@@ -105,13 +103,12 @@ class SplitCounter(_OnePass):
 
     def to_dict(self) -> dict:
         nonzero = np.flatnonzero(self.histogram)
-        return {"kind": self.kind, "version": STATE_VERSION, "seed": self.seed, "n": self.n, "binary": self.binary,
+        return {**self.state_head(), "seed": self.seed, "n": self.n, "binary": self.binary,
                 "buckets": nonzero.tolist(), "counts": self.histogram[nonzero].tolist()}
 
     @classmethod
     def from_dict(cls, d: dict) -> "SplitCounter":
-        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
-            raise ValueError(f"not a holdout split counter of version {STATE_VERSION}")
+        cls.check_state(d)
         out = cls(seed=d["seed"])
         out.n, out.binary = int(d["n"]), d["binary"]
         out.histogram[np.asarray(d["buckets"], dtype=np.int64)] = np.asarray(d["counts"], dtype=np.int64)
@@ -123,6 +120,8 @@ class HoldoutFitAccumulator(_OnePass):
     :class:`FitAccumulator`, given the boundary ``(bucket, rank)`` of :meth:`SplitCounter.boundary`."""
 
     kind = "holdout_fit"
+    state_name = "holdout fit state"
+    merge_rules = {"fit": "merge", "edge": "merge"}
 
     def __init__(self, *, seed: int, bucket: int, rank: int, max_rows: int, max_distinct: int = MAX_DISTINCT):
         self.seed, self.bucket, self.rank = int(seed), int(bucket), int(rank)
@@ -136,10 +135,6 @@ class HoldoutFitAccumulator(_OnePass):
                 acc.update(row_index[mask], probs[mask], labels[mask], None if w is None else w[mask])
         return self
 
-    def merge(self, other: "HoldoutFitAccumulator") -> "HoldoutFitAccumulator":
-        self.fit.merge(other.fit)
-        self.edge.merge(other.edge)
-        return self
 
     @property
     def n_rows(self) -> int:
@@ -158,13 +153,12 @@ class HoldoutFitAccumulator(_OnePass):
         return fit, int(row_hash(self.seed, row_index).max())
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "version": STATE_VERSION, "seed": self.seed, "bucket": self.bucket,
+        return {**self.state_head(), "seed": self.seed, "bucket": self.bucket,
                 "rank": self.rank, "fit": self.fit.to_dict(), "edge": self.edge.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict) -> "HoldoutFitAccumulator":
-        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
-            raise ValueError(f"not a holdout fit state of version {STATE_VERSION}")
+        cls.check_state(d)
         fit = FitAccumulator.from_dict(d["fit"])
         out = cls(seed=d["seed"], bucket=d["bucket"], rank=d["rank"], max_rows=fit.sample.k,
                   max_distinct=fit.max_distinct)
@@ -172,7 +166,7 @@ class HoldoutFitAccumulator(_OnePass):
         return out
 
 
-class HoldoutSplit:
+class HoldoutSplit(Accumulator):
     """Passes 1 and 2 of a holdout split as one accumulator: :class:`SplitCounter`, then (a second pass, which
     it always asks for) the :class:`HoldoutFitAccumulator` of the boundary the counts give for the fit
     fraction ``holdout``. So the counting pass can share its read with other families (``calibcli report``
@@ -184,6 +178,8 @@ class HoldoutSplit:
     """
 
     kind = "holdout_split"
+    state_name = "holdout split state"
+    merge_rules = {"_state": "merge"}
 
     def __init__(self, *, seed: int, holdout: float, max_rows: int, totals: dict | None = None,
                  fit: "HoldoutFitAccumulator | None" = None):
@@ -199,9 +195,6 @@ class HoldoutSplit:
         self._state.update(row_index, probs, labels, w)
         return self
 
-    def merge(self, other: "HoldoutSplit") -> "HoldoutSplit":
-        self._state.merge(other._state)
-        return self
 
     @property
     def n_rows(self) -> int:
@@ -237,15 +230,14 @@ class HoldoutSplit:
         return self
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "version": STATE_VERSION, "seed": self.seed, "holdout": self.holdout,
+        return {**self.state_head(), "seed": self.seed, "holdout": self.holdout,
                 "max_rows": self.max_rows, "totals": self.totals,
                 "counter": None if self.counter is None else self.counter.to_dict(),
                 "fit": None if self.fit is None else self.fit.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict) -> "HoldoutSplit":
-        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
-            raise ValueError(f"not a holdout split state of version {STATE_VERSION}")
+        cls.check_state(d)
         fit = None if d["fit"] is None else HoldoutFitAccumulator.from_dict(d["fit"])
         out = cls(seed=d["seed"], holdout=d["holdout"], max_rows=d["max_rows"], totals=d["totals"], fit=fit)
         if d["counter"] is not None:
@@ -257,7 +249,7 @@ class HoldoutSplit:
 # The test part: before/after through the measuring commands' accumulators
 
 
-class EvaluateAccumulator:
+class EvaluateAccumulator(Accumulator):
     """Third pass: per method (and ``uncalibrated``), the ``ece``, ``smece`` and ``tcal`` accumulators of the
     test rows' (recalibrated) predictions in ``mode``.
 
@@ -267,6 +259,7 @@ class EvaluateAccumulator:
     """
 
     kind = "recalibrate_evaluate"
+    state_name = "recalibrate-evaluate state"
 
     def __init__(self, *, calibrators: list[tuple[str, dict]], split: dict | None, mode: str, n_classes: int,
                  class_names: tuple[str, ...], binned, smooth, tcal):
@@ -380,7 +373,7 @@ class EvaluateAccumulator:
 
     def to_dict(self) -> dict:
         return {
-            "kind": self.kind, "version": STATE_VERSION, "calibrators": [[m, d] for m, d in self.calibrator_dicts],
+            **self.state_head(), "calibrators": [[m, d] for m, d in self.calibrator_dicts],
             "split": self.split, "mode": self.mode, "n_classes": self.n_classes, "class_names": list(self.class_names),
             "options": {"binned": asdict(self.binned_options), "smooth": asdict(self.smooth_options),
                         "tcal": asdict(self.tcal_options)},
@@ -390,8 +383,7 @@ class EvaluateAccumulator:
 
     @classmethod
     def from_dict(cls, d: dict) -> "EvaluateAccumulator":
-        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
-            raise ValueError(f"not a recalibrate-evaluate state of version {STATE_VERSION}")
+        cls.check_state(d)
         o = d["options"]
         out = cls(calibrators=[(m, c) for m, c in d["calibrators"]], split=d["split"], mode=d["mode"],
                   n_classes=d["n_classes"], class_names=tuple(d["class_names"]), binned=BinnedOptions(**o["binned"]),

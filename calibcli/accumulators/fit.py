@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calibcli.accumulators.base import Accumulator
 from calibcli.accumulators.rows import RowSample
 from calibcli.validation import check_options
 
@@ -31,10 +32,11 @@ MAX_DISTINCT = 1 << 20
 REDUCIBLE = ("platt", "beta", "polynomial", "isotonic", "histogram")
 
 
-class FitAccumulator:
+class FitAccumulator(Accumulator):
     """Rows to fit a recalibration map on (see the module docstring)."""
 
     kind = "fit"
+    state_name = "fit state"
 
     def __init__(self, *, max_rows: int = MAX_ROWS, seed: int = 0, max_distinct: int = MAX_DISTINCT):
         check_options(max_rows=max_rows)  # the sample it keeps, within the memory budget
@@ -98,14 +100,13 @@ class FitAccumulator:
         return self
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "version": STATE_VERSION, "max_distinct": self.max_distinct, "binary": self.binary,
+        return {**self.state_head(), "max_distinct": self.max_distinct, "binary": self.binary,
                 "too_many_values": self.too_many_values, "sample": self.sample.to_dict(),
                 "values": self.values.tolist(), "w1": self.w1.tolist(), "w0": self.w0.tolist()}
 
     @classmethod
     def from_dict(cls, d: dict) -> "FitAccumulator":
-        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
-            raise ValueError(f"not a fit state of version {STATE_VERSION}")
+        cls.check_state(d)
         sample = RowSample.from_dict(d["sample"])
         out = cls(max_rows=sample.k, seed=sample.seed, max_distinct=d["max_distinct"])
         out.sample = sample

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calibcli.accumulators.base import Accumulator
 from calibcli.errors import CalibcliError
 
 STATE_VERSION = 1
@@ -30,7 +31,7 @@ def _group_codes(columns: tuple[np.ndarray, ...]) -> tuple[np.ndarray, list[tupl
     return inverse.reshape(-1), keys
 
 
-class Grouped:
+class Grouped(Accumulator):
     """Accumulators keyed by the values of the group columns; each group is its own input (SPEC 8).
 
     ``factory()`` makes a new group's accumulator (``factory(key)`` with ``keyed=True``: a second pass
@@ -38,6 +39,7 @@ class Grouped:
     """
 
     kind = "grouped"
+    state_name = "grouped state"
 
     def __init__(self, factory, *, max_groups: int = MAX_GROUPS, keyed: bool = False):
         self.factory = factory
@@ -80,15 +82,14 @@ class Grouped:
     def to_dict(self) -> dict:
         """Every group's state, in order of first appearance: ``{"groups": [[key, state], ...]}`` (a key is
         the list of the group's values; None for the whole input of an ungrouped run)."""
-        return {"kind": self.kind, "version": STATE_VERSION, "max_groups": self.max_groups,
+        return {**self.state_head(), "max_groups": self.max_groups,
                 "groups": [[None if key is None else list(key), acc.to_dict()] for key, acc in self.groups.items()]}
 
     @classmethod
     def from_dict(cls, d: dict, load, factory=None, *, keyed: bool = False) -> "Grouped":
         """The groups of :meth:`to_dict`, each state read back with ``load`` (an accumulator class's
         ``from_dict``)."""
-        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
-            raise ValueError(f"not a grouped state of version {STATE_VERSION}")
+        cls.check_state(d)
         out = cls(factory, max_groups=d["max_groups"], keyed=keyed)
         out.groups = {None if key is None else tuple(key): load(state) for key, state in d["groups"]}
         return out

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from calibcli.accumulators.base import Accumulator
 import calibcli.smooth
 from calibcli.accumulators.binned import ROW_LIMIT, BinnedAccumulator
 from calibcli.accumulators.rows import RowSample
@@ -79,7 +80,7 @@ class BinnedReport:
 # Multiclass proper scores
 
 
-class MulticlassScores:
+class MulticlassScores(Accumulator):
     """Multiclass Brier ``mean ||P_i - e_{c_i}||^2`` and log-loss ``mean -log P_{i,c_i}`` (SPEC 2.3), streamed.
 
     For a single probability column (binary) the vector is ``(1 - z, z)``, so the Brier score is twice the
@@ -89,6 +90,7 @@ class MulticlassScores:
     """
 
     kind = "multiclass_scores"
+    merge_rules = {"sums": "sum", "rows": "merge"}
     _COLUMNS = ("w", "wb", "wl", "w2", "w2b", "w2l", "w2bb", "w2ll", "w2bl")
 
     def __init__(self, *, row_limit: int = ROW_LIMIT):
@@ -112,13 +114,9 @@ class MulticlassScores:
         self.rows.update(row_index, values, labels, w)
         return self
 
-    def merge(self, other: "MulticlassScores") -> "MulticlassScores":
-        self.sums += other.sums
-        self.rows.merge(other.rows)
-        return self
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "version": STATE_VERSION, "sums": self.sums.tolist(), "rows": self.rows.to_dict()}
+        return {**self.state_head(), "sums": self.sums.tolist(), "rows": self.rows.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict) -> "MulticlassScores":
@@ -172,10 +170,12 @@ class BinnedOptions:
     row_limit: int = ROW_LIMIT
 
 
-class InputAccumulator:
+class InputAccumulator(Accumulator):
     """The binned family's state for one input (or group): one accumulator per binary problem of ``mode``."""
 
     kind = "binned_input"
+    state_name = "binned input state"
+    merge_rules = {"problems": "merge", "clinical": "merge", "class_totals": "sum", "scores": "merge"}
 
     def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: BinnedOptions,
                  edges: list | None = None, edges_method: str | None = None):
@@ -212,15 +212,6 @@ class InputAccumulator:
             self.scores.update(row_index, probs, labels, w)
         return self
 
-    def merge(self, other: "InputAccumulator") -> "InputAccumulator":
-        for mine, theirs in zip(self.problems, other.problems):
-            mine.merge(theirs)
-        for mine, theirs in zip(self.clinical, other.clinical):
-            mine.merge(theirs)
-        self.class_totals += other.class_totals
-        if self.scores is not None:
-            self.scores.merge(other.scores)
-        return self
 
     @property
     def n_rows(self) -> int:
@@ -239,7 +230,7 @@ class InputAccumulator:
     def to_dict(self) -> dict:
         o = self.options
         return {
-            "kind": self.kind, "version": STATE_VERSION, "mode": self.mode, "n_classes": self.n_classes,
+            **self.state_head(), "mode": self.mode, "n_classes": self.n_classes,
             "class_names": list(self.class_names), "edges_method": self.edges_method,
             "options": {"n_bins": o.n_bins, "strategy": o.strategy, "n_boot": o.n_boot, "alpha": o.alpha, "seed": o.seed,
                         "class_weights": o.class_weights, "row_limit": o.row_limit},
@@ -251,8 +242,7 @@ class InputAccumulator:
 
     @classmethod
     def from_dict(cls, d: dict) -> "InputAccumulator":
-        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
-            raise ValueError(f"not a binned input state of version {STATE_VERSION}")
+        cls.check_state(d)
         out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),
                   options=BinnedOptions(**d["options"]), edges_method=d["edges_method"])
         out.problems = [BinnedAccumulator.from_dict(p) for p in d["problems"]]
@@ -383,10 +373,12 @@ class SmoothReport:
         return dict(self.aggregate) if self.aggregate is not None else dict(self.problems[0].metrics)
 
 
-class SmoothInputAccumulator:
+class SmoothInputAccumulator(Accumulator):
     """The smooth family's state for one input (or group): one SmoothAccumulator per binary problem."""
 
     kind = "smooth_input"
+    state_name = "smooth input state"
+    merge_rules = {"problems": "merge", "class_totals": "sum"}
 
     def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: SmoothOptions,
                  grids: list[int] | None = None):
@@ -405,12 +397,8 @@ class SmoothInputAccumulator:
         self._results = None
         return self
 
-    def merge(self, other: "SmoothInputAccumulator") -> "SmoothInputAccumulator":
-        for mine, theirs in zip(self.problems, other.problems):
-            mine.merge(theirs)
-        self.class_totals += other.class_totals
+    def _after_merge(self) -> None:
         self._results = None
-        return self
 
     @property
     def n_rows(self) -> int:
@@ -434,7 +422,7 @@ class SmoothInputAccumulator:
 
     def to_dict(self) -> dict:
         o = self.options
-        return {"kind": self.kind, "version": STATE_VERSION, "mode": self.mode, "n_classes": self.n_classes,
+        return {**self.state_head(), "mode": self.mode, "n_classes": self.n_classes,
                 "class_names": list(self.class_names),
                 "options": {"sigma": o.sigma, "n_boot": o.n_boot, "alpha": o.alpha, "seed": o.seed,
                             "class_weights": o.class_weights, "row_limit": o.row_limit},
@@ -442,8 +430,7 @@ class SmoothInputAccumulator:
 
     @classmethod
     def from_dict(cls, d: dict) -> "SmoothInputAccumulator":
-        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
-            raise ValueError(f"not a smooth input state of version {STATE_VERSION}")
+        cls.check_state(d)
         problems = [SmoothAccumulator.from_dict(p) for p in d["problems"]]
         out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),
                   options=SmoothOptions(**d["options"]), grids=[p.n_cells for p in problems])

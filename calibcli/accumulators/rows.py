@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from calibcli.accumulators.base import Accumulator
 from calibcli.resampling import row_hash
 
 STATE_VERSION = 1
 
 
-class RowSample:
+class RowSample(Accumulator):
     """Rows ``(row_index, z, y, w)`` of a stream, at most ``k`` of them.
 
     ``z`` is 1-D (a binary problem) or 2-D (class probabilities); ``y`` int64; ``w`` float64 or None
@@ -25,6 +26,9 @@ class RowSample:
     dropped (not thinned) as soon as more than ``k`` rows were seen: for callers that only want the
     rows when they have all of them.
     """
+
+    kind = "row_sample"
+    state_name = "row-sample state"
 
     def __init__(self, k: int, seed: int = 0, *, keep_when_full: bool = True):
         if k < 1:
@@ -123,8 +127,7 @@ class RowSample:
     def to_dict(self) -> dict:
         held = {} if self.dropped else dict(zip(("row_index", "z", "y", "w"), self.arrays()))
         return {
-            "kind": "row_sample",
-            "version": STATE_VERSION,
+            **self.state_head(),
             "k": self.k,
             "seed": self.seed,
             "keep_when_full": self.keep_when_full,
@@ -139,8 +142,7 @@ class RowSample:
 
     @classmethod
     def from_dict(cls, d: dict) -> "RowSample":
-        if d.get("kind") != "row_sample" or d.get("version") != STATE_VERSION:
-            raise ValueError(f"not a row-sample state of version {STATE_VERSION}: {d.get('kind')!r} {d.get('version')!r}")
+        cls.check_state(d)
         out = cls(d["k"], d["seed"], keep_when_full=d["keep_when_full"])
         out.n_seen, out.weighted, out.dropped = int(d["n_seen"]), bool(d["weighted"]), bool(d["dropped"])
         if d["row_index"]:

@@ -30,6 +30,7 @@ from typing import Callable
 
 import numpy as np
 
+from calibcli.accumulators.base import Accumulator
 from calibcli.accumulators.rows import RowSample
 from calibcli.smooth import (
     MAX_GRID,
@@ -53,7 +54,7 @@ _PENDING_ENTRIES = 1 << 16
 
 
 
-class SmoothAccumulator:
+class SmoothAccumulator(Accumulator):
     """Streamed SmoothECE of one binary problem (see the module docstring).
 
     ``row_limit``: rows kept for the exact per-row bootstrap; ``seed``: the default bootstrap seed of
@@ -63,6 +64,7 @@ class SmoothAccumulator:
     """
 
     kind = "smooth"
+    state_name = "smooth accumulator state"
 
     def __init__(self, *, row_limit: int = ROW_LIMIT, seed: int = 0, want_curve: bool = False,
                  n_cells: int = STATS_GRID):
@@ -151,8 +153,7 @@ class SmoothAccumulator:
     def to_dict(self) -> dict:
         """The state as a JSON-able document (integers as integers, floats that round-trip)."""
         return {
-            "kind": self.kind,
-            "version": STATE_VERSION,
+            **self.state_head(),
             "n_cells": self.n_cells,
             "row_limit": self.row_limit,
             "seed": self.seed,
@@ -163,9 +164,7 @@ class SmoothAccumulator:
 
     @classmethod
     def from_dict(cls, d: dict) -> "SmoothAccumulator":
-        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
-            raise ValueError(f"not a smooth accumulator state of version {STATE_VERSION}: "
-                             f"{d.get('kind')!r} {d.get('version')!r}")
+        cls.check_state(d)
         out = cls(row_limit=d["row_limit"], seed=d["seed"], want_curve=d["want_curve"], n_cells=d["n_cells"])
         out._sums = CellSums.from_dict(d["sums"])
         if out._sums.n_cells != out.n_cells:

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from calibcli.accumulators.base import Accumulator
 from calibcli.accumulators.rows import RowSample, describe_sample
 from calibcli.errors import CalibcliError, OptionError
 from calibcli.estimators import Metric
@@ -105,7 +106,7 @@ def _collapse(values: np.ndarray, n: np.ndarray, positives: np.ndarray):
     return v[starts], np.add.reduceat(n[order], starts), np.add.reduceat(positives[order], starts)
 
 
-class ValueCounts:
+class ValueCounts(Accumulator):
     """Per distinct prediction value ``v``: the rows ``N_v`` and the positives ``M_v`` (SPEC 4.4), exact.
 
     ``n`` counts every row offered. Once more than ``cap`` distinct values were seen the counts are
@@ -115,6 +116,7 @@ class ValueCounts:
     """
 
     kind = "value_counts"
+    state_name = "value-counts state"
 
     def __init__(self, cap: int = MAX_DISTINCT):
         if cap < 1:
@@ -192,13 +194,12 @@ class ValueCounts:
 
     def to_dict(self) -> dict:
         values, n, m = (np.empty(0), [], []) if self.overflowed else self.arrays()
-        return {"kind": self.kind, "version": STATE_VERSION, "cap": self.cap, "n": self.n, "overflowed": self.overflowed,
+        return {**self.state_head(), "cap": self.cap, "n": self.n, "overflowed": self.overflowed,
                 "values": np.asarray(values).tolist(), "n_v": [int(v) for v in n], "m_v": [int(v) for v in m]}
 
     @classmethod
     def from_dict(cls, d: dict) -> "ValueCounts":
-        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
-            raise ValueError(f"not a value-counts state of version {STATE_VERSION}: {d.get('kind')!r} {d.get('version')!r}")
+        cls.check_state(d)
         out = cls(d["cap"])
         out.n, out.overflowed = int(d["n"]), bool(d["overflowed"])
         if d["values"]:
@@ -275,7 +276,7 @@ class TcalReport:
 # One input (or group)
 
 
-class TcalInputAccumulator:
+class TcalInputAccumulator(Accumulator):
     """T-Cal's state for one input (or group) in one mode: the rows (:class:`RowSample`) and, outside
     canonical mode, the per-value counts (:class:`ValueCounts`) of the binary problem.
 
@@ -283,6 +284,9 @@ class TcalInputAccumulator:
     """
 
     kind = "tcal_input"
+    state_name = "T-Cal input state"
+    same, same_message = ("mode", "options"), "T-Cal states of different modes or options cannot be merged"
+    merge_rules = {"rows": "merge", "counts": "merge"}
 
     def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: TcalOptions):
         check_options({"mode": TCAL_MODES}, mode=mode)
@@ -314,13 +318,6 @@ class TcalInputAccumulator:
         self.counts.update(problem.z, problem.y)
         return self
 
-    def merge(self, other: "TcalInputAccumulator") -> "TcalInputAccumulator":
-        if (other.mode, other.options) != (self.mode, self.options):
-            raise ValueError("T-Cal states of different modes or options cannot be merged")
-        self.rows.merge(other.rows)
-        if self.counts is not None:
-            self.counts.merge(other.counts)
-        return self
 
     @property
     def n_rows(self) -> int:
@@ -378,14 +375,13 @@ class TcalInputAccumulator:
     # -- state -----------------------------------------------------------------------------------
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "version": STATE_VERSION, "mode": self.requested_mode, "n_classes": self.n_classes,
+        return {**self.state_head(), "mode": self.requested_mode, "n_classes": self.n_classes,
                 "class_names": list(self.class_names), "options": asdict(self.options), "rows": self.rows.to_dict(),
                 "counts": None if self.counts is None else self.counts.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict) -> "TcalInputAccumulator":
-        if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
-            raise ValueError(f"not a T-Cal input state of version {STATE_VERSION}: {d.get('kind')!r} {d.get('version')!r}")
+        cls.check_state(d)
         out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),
                   options=TcalOptions(**d["options"]))
         out.rows = RowSample.from_dict(d["rows"])

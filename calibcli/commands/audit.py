@@ -6,6 +6,7 @@ the inputs and renders the worst segments first; the gates name the failing segm
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Optional
 
 import typer
@@ -31,21 +32,12 @@ AuditMode = Annotated[
 ]
 
 
+@cc.with_groups(cc.own("segment_cols"), cc.COLUMNS, cc.READING, cc.DATASETS.only("pool", "batch_rows"), cc.ENGINE,
+                cc.own("mode", "depth", "max_values", "segment_bins", "min_segment"), cc.BOOTSTRAP.only("alpha"), cc.OWN,
+                cc.OUTPUT.only("as_json", "fmt", "output"))
 def audit(
     files: cc.Files,
     segment_cols: SegmentCols = None,
-    prob_col: cc.ProbCol = None,
-    prob_cols: cc.ProbCols = None,
-    label_col: cc.LabelCol = None,
-    weight_col: cc.WeightCol = None,
-    logits: cc.Logits = False,
-    input_format: cc.InputFormat = None,
-    drop_invalid: cc.DropInvalid = False,
-    pool: cc.Pool = False,
-    batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
-    engine: cc.Engine = "local",
-    scheduler: cc.Scheduler = None,
-    workers: cc.Workers = None,
     mode: AuditMode = None,
     depth: Annotated[int, typer.Option("--depth", help="Intersections of up to this many segment columns.")] = 2,
     max_values: Annotated[int, typer.Option("--max-values", help="Values kept per categorical column, the most "
@@ -54,7 +46,6 @@ def audit(
                                               "distinct values than this).")] = 4,
     min_segment: Annotated[int, typer.Option("--min-segment", help="Segments with fewer rows are counted, not "
                                              "tested.")] = 100,
-    alpha: cc.Alpha = 0.05,
     power: Annotated[float, typer.Option("--power", help="Power of the minimum detectable ECCE (mde) of each "
                                          "segment.")] = 0.8,
     adjust: Annotated[str, typer.Option("--adjust", help="Adjust the segments' p-values for their number: holm "
@@ -65,14 +56,12 @@ def audit(
                                             "(MCGrad's unadjusted minimum).", metavar=cc.choices(*MCE_METHODS))]
     = "bonferroni",
     top: Annotated[int, typer.Option("--top", help="Segments shown in the table, the worst first (JSON: all).")] = 10,
-    as_json: cc.Json = False,
-    fmt: cc.Format = "table",
-    output: cc.Output = None,
     fail_above_sigma: Annotated[Optional[float], typer.Option("--fail-above-sigma", help="Exit 1 when MCE (the "
                                                               "worst tested segment's ECCE-R/sigma) exceeds this.")]
     = None,
     fail_if_any_segment: Annotated[bool, typer.Option("--fail-if-any-segment", help="Exit 1 when any segment's "
                                                       "adjusted p-value is at most --alpha.")] = False,
+    **options,
 ) -> None:
     """Where is it miscalibrated? Every segment of --segment-cols and their intersections up to --depth: the
     cumulative calibration error ECCE-R on its noise scale with p-values adjusted for the number of segments,
@@ -83,28 +72,27 @@ def audit(
     if not columns:
         raise CalibcliError("--segment-cols names no column: name the columns that define the segments, "
                             "e.g. --segment-cols country,device")
+    alpha = options["alpha"]
     check_options({"mode": ("binary", "top-label"), "adjust": ADJUST_METHODS, "mce_method": MCE_METHODS}, mode=mode,
                   adjust=adjust, mce_method=mce_method, depth=depth, max_values=max_values, segment_bins=segment_bins,
-                  min_segment=min_segment, alpha=alpha, power=power, top=top, batch_rows=batch_rows,
+                  min_segment=min_segment, alpha=alpha, power=power, top=top, batch_rows=options["batch_rows"],
                   fail_above_sigma=fail_above_sigma)
-    layout = cc.layout(fmt, as_json, False, None, None)  # the worst segments, not a row per entry
-    options = AuditOptions(depth=depth, max_values=max_values, segment_bins=segment_bins, min_segment=min_segment,
-                           alpha=alpha, power=power, adjust=adjust, mce_method=mce_method).check()
-    doc, new = plan(mode=mode, columns=columns, options=options, weighted=weight_col is not None, pool=pool,
-                    batch_rows=batch_rows, engine=engine, fail_above_sigma=fail_above_sigma,
-                    fail_if_any_segment=fail_if_any_segment)
+    layout = cc.layout(options["fmt"], options["as_json"], False)  # the worst segments, not a row per entry
+    audit_options = AuditOptions(depth=depth, max_values=max_values, segment_bins=segment_bins,
+                                 min_segment=min_segment, alpha=alpha, power=power, adjust=adjust,
+                                 mce_method=mce_method).check()
+    sources = replace(cc.sources_of(files, options), segment_by=columns)
+    doc, new = plan(mode=mode, columns=columns, options=audit_options, weighted=sources.spec.weight_col is not None,
+                    pool=sources.pool, batch_rows=sources.batch_rows, engine=options["engine"],
+                    fail_above_sigma=fail_above_sigma, fail_if_any_segment=fail_if_any_segment)
     doc["parameters"]["top"] = top
-    no_gate = GateSpec("mce_sigma")
-    cc.run(cc.Plan(doc, new, no_gate, 0),
-           cc.sources(files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits), input_format=input_format,
-                      drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows, group_by=(), segment_by=columns),
-           cc.EngineChoice(engine, scheduler, workers))
+    cc.run(cc.Plan(doc, new, GateSpec("mce_sigma"), 0), sources, cc.engine_of(options))
     _headline(doc)
     failures = gate_failures(doc, fail_above_sigma=fail_above_sigma, fail_if_any_segment=fail_if_any_segment,
                              alpha=alpha)
     if doc["parameters"]["gate"] is not None:
         doc["gate"] = {**doc["parameters"]["gate"], "passed": not failures, "failures": failures}
-    emit(doc, output=output, layout=layout)
+    emit(doc, output=options["output"], layout=layout)
     if failures:
         raise GateFailed("Gate failed: " + "; ".join(failures))
 

@@ -50,34 +50,23 @@ FailIfWorseBy = Annotated[
 Smooth = Annotated[bool, typer.Option("--smece", help="Compare the SmoothECE as well (SPEC 3).")]
 
 
+@cc.with_groups(cc.COLUMNS, cc.READING, cc.DATASETS.only("batch_rows"), cc.OWN, cc.BOOTSTRAP,
+                cc.OUTPUT.only("as_json", "fmt", "output"))
 def compare(
     baseline: Annotated[str, typer.Argument(help="The baseline's predictions: a file, a directory of shards, a quoted glob, '-'.",
                                             show_default=False, metavar="BASELINE")],
     candidate: Annotated[str, typer.Argument(help="The candidate's predictions, in the same forms.", show_default=False,
                                              metavar="CANDIDATE")],
-    prob_col: cc.ProbCol = None,
-    prob_cols: cc.ProbCols = None,
-    label_col: cc.LabelCol = None,
-    weight_col: cc.WeightCol = None,
-    logits: cc.Logits = False,
-    input_format: cc.InputFormat = None,
-    drop_invalid: cc.DropInvalid = False,
-    batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
     id_col: IdCol = None,
     pairing: Pairing = "auto",
     mode: cc.Mode = None,
     class_weights: cc.ClassWeights = "uniform",
     n_bins: cc.NBins = 15,
     strategy: cc.Strategy = "uniform",
-    n_boot: cc.NBoot = 1000,
-    alpha: cc.Alpha = 0.05,
-    seed: cc.Seed = 0,
     smece: Smooth = False,
-    as_json: cc.Json = False,
-    fmt: cc.Format = "table",
-    output: cc.Output = None,
     fail_if_worse: FailIfWorse = None,
     fail_if_worse_by: FailIfWorseBy = None,
+    **options,
 ) -> None:
     """Every metric of `ece` (and `smece` with --smece) for BASELINE and CANDIDATE, and candidate - baseline with a
     bootstrap interval: paired (the same multiplicity for the same example in both) when both score the same
@@ -85,6 +74,8 @@ def compare(
 
     Example: calibcli compare old.parquet new.parquet --fail-if-worse ece_l1_plugin
     """
+    n_boot, alpha, seed = options["n_boot"], options["alpha"], options["seed"]
+    fmt, input_format, batch_rows = options["fmt"], options["input_format"], options["batch_rows"]
     check_options({"fmt": FORMATS, "mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS, "pairing": PAIRINGS},
                   mode=mode, strategy=strategy, class_weights=class_weights, fmt=fmt, pairing=pairing, n_bins=n_bins,
                   n_boot=n_boot, alpha=alpha, batch_rows=batch_rows)
@@ -93,18 +84,19 @@ def compare(
     if gates and n_boot == 0:
         raise CalibcliError("--fail-if-worse needs the interval of the difference: pass --n-boot N with N > 0")
     _check_gate_names(gates + [name for name, _ in by], smece)  # before any reading (again on the report after)
-    spec = cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits)
+    spec = cc.spec_of(options)
     datasets = [resolve_datasets([path])[0] for path in (baseline, candidate)]  # both resolved before any reading
     group_by = (id_col,) if id_col else ()
     if id_col:
         for d in datasets:
             _check_id_column(d, id_col, input_format)
-    streams = [d.open(spec, input_format=input_format, drop_invalid=drop_invalid, batch_rows=batch_rows, group_by=group_by)
+    streams = [d.open(spec, input_format=input_format, drop_invalid=options["drop_invalid"], batch_rows=batch_rows,
+                      group_by=group_by)
                for d in datasets]
     used_mode = mode or default_mode(streams[0].n_classes)
-    options = BinnedOptions(n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights)
+    binned = BinnedOptions(n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights)
     smooth = SmoothOptions(n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights) if smece else None
-    run = compare_streams(streams[0], streams[1], options, mode_a=used_mode, smooth_options=smooth, id_column=id_col,
+    run = compare_streams(streams[0], streams[1], binned, mode_a=used_mode, smooth_options=smooth, id_column=id_col,
                           pairing=pairing)
     for entry in run.entries:  # the input section names the ID column it read beside the data
         entry["input"]["group_by"] = []
@@ -129,7 +121,7 @@ def compare(
         "bootstrap": "Poisson, keyed by (seed, global row index): paired replicates per row while the rows are kept, "
                      "from joint per-bin sufficient statistics beyond; unpaired inputs use independent seeds",
         "estimators": describe("binned"),
-        "weights": "frequency weights" if weight_col else None,
+        "weights": "frequency weights" if spec.weight_col else None,
         "batch_rows": batch_rows,
         "gates": {"fail_if_worse": gates, "fail_if_worse_by": dict(by)} if gates or by else None,
     })
@@ -141,7 +133,7 @@ def compare(
     failures = _gate_failures(run.comparison, gates, by, baseline, candidate, alpha)
     if gates or by:
         doc["gate"] = {"fail_if_worse": gates, "fail_if_worse_by": dict(by), "passed": not failures, "failures": failures}
-    emit(doc, as_json=as_json, output=output, render=render_compare, fmt=fmt)
+    emit(doc, as_json=options["as_json"], output=options["output"], render=render_compare, fmt=fmt)
     if failures:
         raise GateFailed("Gate failed: " + "; ".join(failures))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import struct
+from dataclasses import replace
 from typing import Annotated, Optional
 
 import typer
@@ -22,7 +23,6 @@ from calibcli.errors import CalibcliError
 from calibcli.report import emit, new_document, write_atomic
 from calibcli.validation import check_option
 from calibcli.binning import EDGE_CONVENTION, STRATEGIES
-from calibcli.io import open_streams
 from calibcli.modes import default_mode, MODES
 from calibcli.outputs import is_stream
 from calibcli.registry import REGISTRY
@@ -128,26 +128,15 @@ def _group_text(group: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in group.items())
 
 
+@cc.with_groups(cc.COLUMNS.but(prob_col=DiagramProbCol), cc.READING, cc.DATASETS, cc.OWN,
+                cc.BOOTSTRAP.but(n_boot=(cc.NBoot, 200)), cc.ENGINE, cc.OUTPUT.only("as_json", "fmt", "summary", "metrics", "sort"))
 def diagram(
     files: DiagramFiles,
     output: FigureOutput,
     kind: Kind = "both",
-    prob_col: DiagramProbCol = None,
-    prob_cols: cc.ProbCols = None,
-    label_col: cc.LabelCol = None,
-    weight_col: cc.WeightCol = None,
-    logits: cc.Logits = False,
-    input_format: cc.InputFormat = None,
-    drop_invalid: cc.DropInvalid = False,
-    pool: cc.Pool = False,
-    group_by: cc.GroupBy = None,
-    batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
     mode: cc.Mode = None,
     n_bins: cc.NBins = 15,
     strategy: cc.Strategy = "uniform",
-    n_boot: cc.NBoot = 200,
-    alpha: cc.Alpha = 0.05,
-    seed: cc.Seed = 0,
     name: Names = None,
     dpi: Dpi = 300.0,
     title: Title = None,
@@ -158,14 +147,7 @@ def diagram(
     hist_scale: HistScale = "linear",
     max_classes: MaxClasses = 12,
     max_overlays: MaxOverlays = 10,
-    engine: cc.Engine = "local",
-    scheduler: cc.Scheduler = None,
-    workers: cc.Workers = None,
-    as_json: cc.Json = False,
-    fmt: cc.Format = "table",
-    summary: cc.Summary = None,
-    metrics: cc.Metrics = None,
-    sort: cc.Sort = None,
+    **options,
 ) -> None:
     """Draw reliability diagrams: binned (accuracy per bin with Wilson intervals, bin histogram) and
     smooth (kernel regression at the SmoothECE bandwidth with a bootstrap band, density), with the
@@ -174,7 +156,9 @@ def diagram(
     shards and quoted globs are streamed in flat memory.
 
     Example: calibcli diagram sample_data/breast_cancer_nb.csv -o reliability.png"""
-    layout = cc.layout(fmt, as_json, summary, metrics, sort)
+    n_boot, alpha, seed = options["n_boot"], options["alpha"], options["seed"]
+    prob_col = options["prob_col"]
+    layout = cc.layout_of(options)
     cc.check_choice(kind, dg.KINDS, "--kind")
     if mode is not None:
         cc.check_choice(mode, MODES, "--mode")
@@ -183,16 +167,18 @@ def diagram(
     # shared rules (calibcli.validation._RULES, through cc.command), like every other command's options
     fig_style = dg.FigureStyle(font_size=font_size, min_count=min_count, hist_scale=hist_scale, style=style)
     fig_size = None if figsize is None else dg.parse_figsize(figsize)
-    cc.check_engine(engine, scheduler, workers)
+    engine = cc.engine_of(options)
+    cc.check_engine(engine.name, engine.scheduler, engine.workers)
 
     # (the folder is checked before the command starts, in cc.command); stdout, a device or a pipe: PNG
     fmt = "png" if is_stream(output) and os.path.splitext(output)[1].lower() not in dg.FORMATS else dg.format_of(output)
     columns: list[str | None] = list(dict.fromkeys(prob_col)) if prob_col else [None]
     if len(columns) > 1:
-        check_option(prob_cols is None, "--prob-col is repeated to overlay binary models, which excludes --prob-cols")
+        check_option(options["prob_cols"] is None, "--prob-col is repeated to overlay binary models, which excludes --prob-cols")
         check_option("-" not in files, "several --prob-col columns need a file: standard input ('-') can be read only once")
-    base_names = _curve_names(files, pool, columns, name)
-    groups = cc.split_columns(group_by)
+    sources = cc.sources_of(files, options)
+    base_names = _curve_names(files, sources.pool, columns, name)
+    groups = sources.group_by
 
     want_binned = kind in ("binned", "both")
     want_smooth = kind in ("smooth", "both")
@@ -228,21 +214,17 @@ def diagram(
             "style": style,
             "title": title,
             "estimators": estimators,
-            "weights": "frequency weights" if weight_col else None,
+            "weights": "frequency weights" if sources.spec.weight_col else None,
             "group_by": list(groups) or None,
-            "pool": pool,
-            "batch_rows": batch_rows,
-            "engine": engine,
+            "pool": sources.pool,
+            "batch_rows": sources.batch_rows,
+            "engine": engine.name,
         },
     )
 
     # Every dataset is opened (columns, classes) before any is read: a bad column or a mix of modes
     # fails before minutes of streaming. One stream per (dataset, probability column).
-    per_column = [
-        list(open_streams(files, cc.column_spec(col, prob_cols, label_col, weight_col, logits), input_format=input_format,
-                          drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows, group_by=groups))
-        for col in columns
-    ]
+    per_column = [list(replace(sources, spec=replace(sources.spec, prob_col=col)).open()) for col in columns]
     streams = [s for per_dataset in zip(*per_column) for s in per_dataset]  # dataset-major, as the names
     modes = [mode or default_mode(s.n_classes) for s in streams]
     if len(set(modes)) > 1:
@@ -252,18 +234,18 @@ def diagram(
         )
     fig_mode = modes[0]
     marginal = fig_mode == "marginal"
-    options = DiagramOptions(binned=want_binned, smooth=want_smooth, n_bins=n_bins, strategy=strategy, n_boot=n_boot,
-                                alpha=alpha, seed=seed, max_problems=max_classes if marginal else None)
+    diagram_options = DiagramOptions(binned=want_binned, smooth=want_smooth, n_bins=n_bins, strategy=strategy, n_boot=n_boot,
+                                        alpha=alpha, seed=seed, max_problems=max_classes if marginal else None)
 
     entries: list[tuple[dict, object]] = []  # (report entry without its curves, the DiagramReport)
     groups_seen: set[tuple] = set()
     groups_drawn: set[tuple] = set()
-    with cc.engine_runner(engine, scheduler, workers) as runner:
-        doc["parameters"].update(engine=engine, workers=runner.workers)
+    with cc.engine_runner(engine.name, engine.scheduler, engine.workers) as runner:
+        doc["parameters"].update(engine=engine.name, workers=runner.workers)
         for stream, base in zip(streams, base_names):
             def new(stream=stream):
                 return DiagramInputAccumulator(mode=fig_mode, n_classes=stream.n_classes,
-                                                  class_names=stream.class_names, options=options)
+                                               class_names=stream.class_names, options=diagram_options)
 
             accumulators, described = runner.run(stream, new)
             if groups:

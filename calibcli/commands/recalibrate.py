@@ -114,17 +114,19 @@ Discrete = Annotated[
 # recalibrate fit
 
 
+MaxRows = Annotated[int, typer.Option(
+    "--max-rows", help="Fit on all rows up to this many; beyond, on the seeded bottom-k sample of this many rows, "
+    "except methods whose fit is a weighted sum over rows (platt, beta, polynomial, isotonic, uniform histogram), "
+    "which use exact per-value sums of every row while there are at most 2^20 distinct predictions.")]
+
+
+@cc.with_groups(cc.COLUMNS, cc.READING, cc.own("mode", "n_bins", "strategy", "degree", "interpolation", "clip", "monotone"),
+                cc.BOOTSTRAP.only("seed"), cc.own("alpha", "max_rows"), cc.DATASETS.only("batch_rows"), cc.ENGINE,
+                cc.OUTPUT.only("as_json", "fmt"), cc.OWN)
 def fit(
     train: TrainFile,
     method: Method,
     output: CalibratorOutput,
-    prob_col: cc.ProbCol = None,
-    prob_cols: cc.ProbCols = None,
-    label_col: cc.LabelCol = None,
-    weight_col: cc.WeightCol = None,
-    logits: cc.Logits = False,
-    input_format: cc.InputFormat = None,
-    drop_invalid: cc.DropInvalid = False,
     mode: cc.Mode = None,
     n_bins: CalibratorBins = None,
     strategy: CalibratorStrategy = None,
@@ -132,33 +134,27 @@ def fit(
     interpolation: Interpolation = None,
     clip: Clip = None,
     monotone: Monotone = None,
-    seed: cc.Seed = 0,
     alpha: Annotated[float, typer.Option("--alpha", help="histogram: the delta of the distribution-free ECE bound.")] = 0.05,
     max_rows: MaxRows = 1_000_000,
-    batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
-    engine: cc.Engine = "local",
-    scheduler: cc.Scheduler = None,
-    workers: cc.Workers = None,
-    as_json: cc.Json = False,
-    fmt: cc.Format = "table",
     report: ReportOutput = None,
+    **shared,
 ) -> None:
     """Fit a recalibration map on TRAIN (a file, a directory of shards, a quoted glob or '-') and save it as a
     versioned JSON calibrator (never a pickle).
 
     Example: calibcli recalibrate fit sample_data/breast_cancer_nb.csv --method isotonic -o cal.json"""
     _check_methods([method])
-    layout = cc.layout(fmt, as_json)
+    seed, batch_rows, engine = shared["seed"], shared["batch_rows"], cc.engine_of(shared)
+    layout = cc.layout_of(shared)
     if mode is not None:
         cc.check_choice(mode, MODES, "--mode")
-    check_option(0.0 < alpha < 1.0, f"--alpha is {alpha}: expected a number strictly between 0 and 1")
+    check_options(alpha=alpha)  # the one rule of alpha (calibcli.validation._RULES)
     options = method_options([method], n_bins=n_bins, strategy=strategy, degree=degree, interpolation=interpolation,
                              clip=clip, monotone=monotone)[method]
-    cc.check_engine(engine, scheduler, workers)
-    spec = cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits)
-    stream = _open_one(train, spec, max_rows=max_rows, input_format=input_format, drop_invalid=drop_invalid,
-                       batch_rows=batch_rows)
-    with cc.engine_runner(engine, scheduler, workers) as runner:
+    cc.check_engine(engine.name, engine.scheduler, engine.workers)
+    stream = _open_one(train, cc.spec_of(shared), max_rows=max_rows, input_format=shared["input_format"],
+                       drop_invalid=shared["drop_invalid"], batch_rows=batch_rows)
+    with cc.engine_runner(engine.name, engine.scheduler, engine.workers) as runner:
         acc, loaded = stream_fit_accumulator(runner, stream, max_rows=max_rows, seed=seed)
         n_workers = runner.workers
     loaded, fit_rows = fit_input(loaded, acc, method=method, mode=mode, options=options)
@@ -169,7 +165,7 @@ def fit(
 
     doc = new_document("recalibrate fit", {"method": method, "mode": mode or "auto", "options": options, "seed": seed,
                                            "alpha": alpha, "max_rows": max_rows, "batch_rows": batch_rows,
-                                           "engine": engine, "workers": n_workers})
+                                           "engine": engine.name, "workers": n_workers})
     entry = {
         "input": loaded.describe(),
         "fit_rows": fit_rows,
@@ -194,10 +190,6 @@ def fit(
     emit(doc, output=report, layout=layout)
 
 
-MaxRows = Annotated[int, typer.Option(
-    "--max-rows", help="Fit on all rows up to this many; beyond, on the seeded bottom-k sample of this many rows, "
-    "except methods whose fit is a weighted sum over rows (platt, beta, polynomial, isotonic, uniform histogram), "
-    "which use exact per-value sums of every row while there are at most 2^20 distinct predictions.")]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,20 +421,21 @@ def _open_apply_input(path: str, input_format: str | None):
     return dataset, location, fmt, display, schema
 
 
+ApplyDropInvalid = Annotated[bool, typer.Option(
+    "--drop-invalid", help="Drop rows whose probabilities are invalid (NaN, outside [0, 1], not summing to 1) "
+    "from the output instead of failing; the report counts them.")]
+
+
+@cc.with_groups(cc.own("output", "output_format"), cc.COLUMNS.only("prob_col", "prob_cols"),
+                cc.READING.but(drop_invalid=ApplyDropInvalid), cc.DATASETS.only("batch_rows"), cc.OUTPUT.only("as_json"),
+                cc.OWN)
 def apply(
     calibrator: CalibratorFile,
     file: DataFile,
     output: DataOutput = "-",
     output_format: OutputFormat = None,
-    prob_col: cc.ProbCol = None,
-    prob_cols: cc.ProbCols = None,
-    input_format: cc.InputFormat = None,
-    drop_invalid: Annotated[bool, typer.Option(
-        "--drop-invalid", help="Drop rows whose probabilities are invalid (NaN, outside [0, 1], not summing to 1) "
-        "from the output instead of failing; the report counts them.")] = False,
-    batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
-    as_json: cc.Json = False,
     report: ReportOutput = None,
+    **shared,
 ) -> None:
     """Apply a saved calibrator to FILE and write FILE with recalibrated probability columns to --output
     (default: stdout, as CSV), batch by batch: memory stays flat in the rows. Venn-Abers adds its interval
@@ -450,6 +443,8 @@ def apply(
 
     Example: calibcli recalibrate apply cal.json test.parquet | calibcli ece -
     """
+    prob_col, prob_cols, input_format = shared["prob_col"], shared["prob_cols"], shared["input_format"]
+    drop_invalid, batch_rows, as_json = shared["drop_invalid"], shared["batch_rows"], shared["as_json"]
     to_stdout = output == "-"
     if to_stdout and as_json:
         raise CalibcliError("--json prints the report on stdout, which carries the recalibrated rows: write the rows "
@@ -528,58 +523,31 @@ EvalMaxRows = Annotated[int, typer.Option(
     "(fits whose objective is a weighted sum over rows use exact per-value sums of every fit row, as in `fit`); the "
     "report says which.")]
 
-def evaluate(
-    file: DataFile,
-    method: Methods,
-    holdout: Holdout = None,
-    fit_file: FitFile = None,
-    prob_col: cc.ProbCol = None,
-    prob_cols: cc.ProbCols = None,
-    label_col: cc.LabelCol = None,
-    weight_col: cc.WeightCol = None,
-    logits: cc.Logits = False,
-    input_format: cc.InputFormat = None,
-    drop_invalid: cc.DropInvalid = False,
-    mode: cc.Mode = None,
-    n_bins: CalibratorBins = None,
-    strategy: CalibratorStrategy = None,
-    degree: Degree = None,
-    interpolation: Interpolation = None,
-    clip: Clip = None,
-    monotone: Monotone = None,
-    ece_n_bins: EceBins = 15,
-    ece_strategy: EceStrategy = "uniform",
-    n_boot: TestBoot = 1000,
-    discrete: Discrete = "auto",
-    alpha: Annotated[float, typer.Option("--alpha", help="Level of the calibration tests (T-Cal, binomial).")] = 0.05,
-    seed: cc.Seed = 0,
-    max_rows: EvalMaxRows = 1_000_000,
-    batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
-    engine: cc.Engine = "local",
-    scheduler: cc.Scheduler = None,
-    workers: cc.Workers = None,
-    as_json: cc.Json = False,
-    fmt: cc.Format = "table",
-    summary: cc.Summary = None,
-    metrics: cc.Metrics = None,
-    sort: cc.Sort = None,
-    output: cc.Output = None,
-) -> None:
+EvalAlpha = Annotated[float, typer.Option("--alpha", help="Level of the calibration tests (T-Cal, binomial).")]
+
+#: The flags of ``recalibrate evaluate``'s own options; its parameters, their order and defaults are those of
+#: :func:`calibcli.recalibration.evaluation` (the library function), the shared ones' flags their group's.
+EVALUATE_FLAGS = {
+    "file": DataFile, "method": Methods, "holdout": Holdout, "fit_file": FitFile, "n_bins": CalibratorBins,
+    "strategy": CalibratorStrategy, "degree": Degree, "interpolation": Interpolation, "clip": Clip, "monotone": Monotone,
+    "ece_n_bins": EceBins, "ece_strategy": EceStrategy, "n_boot": TestBoot, "discrete": Discrete, "alpha": EvalAlpha,
+    "mode": cc.Mode, "max_rows": EvalMaxRows,
+}
+
+
+@cc.signature_from(evaluation, EVALUATE_FLAGS, cc.OUTPUT.only("as_json", "fmt", "summary", "metrics", "sort", "output"),
+                   library_only=("held",))
+def evaluate(**options) -> None:
     """Fit each --method on one part of the data and compare before/after calibration on the other part
     (FILE and TRAIN: a file, a directory of shards, a quoted glob or '-'; streamed, memory flat in the rows).
 
     Example: calibcli recalibrate evaluate sample_data/breast_cancer_nb.csv --method platt --method isotonic --holdout 0.5"""
-    layout = cc.layout(fmt, as_json, summary, metrics, sort)
-    doc = evaluation(file, method, holdout=holdout, fit_file=fit_file, prob_col=prob_col, prob_cols=prob_cols,
-                     label_col=label_col, weight_col=weight_col, logits=logits, input_format=input_format,
-                     drop_invalid=drop_invalid, mode=mode, n_bins=n_bins, strategy=strategy, degree=degree,
-                     interpolation=interpolation, clip=clip, monotone=monotone, ece_n_bins=ece_n_bins,
-                     ece_strategy=ece_strategy, n_boot=n_boot, discrete=discrete, alpha=alpha, seed=seed,
-                     max_rows=max_rows, batch_rows=batch_rows, engine=engine, scheduler=scheduler, workers=workers)
+    layout = cc.layout_of(options)
+    output = options["output"]
+    for o in cc.OUTPUT.options:
+        options.pop(o.name)
+    doc = evaluation(**options)
     emit(doc, output=output, layout=layout)
-
-
-# ---------------------------------------------------------------------------------------------
 
 
 def register(app: typer.Typer) -> None:

@@ -264,32 +264,20 @@ def _draw(acc, *, marginal: bool, n_classes: int, number: int) -> dict:
     return drawn
 
 
+@cc.with_groups(cc.own("json_output"), cc.COLUMNS, cc.READING, cc.DATASETS.only("group_by", "batch_rows"), cc.ENGINE,
+                cc.own("mode", "class_weights", "n_bins", "strategy"), cc.BOOTSTRAP, cc.OWN)
 def report(
     files: ReportFiles,
     output: PageOutput,
     json_output: JsonOutput = None,
-    prob_col: cc.ProbCol = None,
-    prob_cols: cc.ProbCols = None,
-    label_col: cc.LabelCol = None,
-    weight_col: cc.WeightCol = None,
-    logits: cc.Logits = False,
-    input_format: cc.InputFormat = None,
-    drop_invalid: cc.DropInvalid = False,
-    group_by: cc.GroupBy = None,
-    batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
-    engine: cc.Engine = "local",
-    scheduler: cc.Scheduler = None,
-    workers: cc.Workers = None,
     mode: cc.Mode = None,
     class_weights: cc.ClassWeights = "uniform",
     n_bins: cc.NBins = 15,
     strategy: cc.Strategy = "uniform",
-    n_boot: cc.NBoot = 1000,
-    alpha: cc.Alpha = 0.05,
-    seed: cc.Seed = 0,
     method: ReportMethods = None,
     holdout: ReportHoldout = 0.5,
     title: Title = None,
+    **options,
 ) -> None:
     """One self-contained HTML page: a verdict in plain words (is the model calibrated, how much, is it
     statistically real), the binned and smooth reliability diagrams, every metric with its interval, the
@@ -297,11 +285,12 @@ def report(
     groups, a sortable summary first. No network needed to open it; printable; dark-mode aware.
 
     Example: calibcli report sample_data/breast_cancer_nb.csv -o calibration.html"""
-    given = dict(locals())  # the options as parsed, for the command line in the page's footer
+    given = {**{k: v for k, v in locals().items() if k != "options"}, **options}  # as parsed, for the page's footer
+    n_boot, alpha, seed, group_by = options["n_boot"], options["alpha"], options["seed"], options["group_by"]
 
     require_jinja2()  # (the output paths are checked before this, in cc.command)
     check_options({"mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS}, mode=mode, strategy=strategy,
-                  class_weights=class_weights, n_bins=n_bins, n_boot=n_boot, alpha=alpha, batch_rows=batch_rows)
+                  class_weights=class_weights, n_bins=n_bins, n_boot=n_boot, alpha=alpha, batch_rows=options["batch_rows"])
     check_option(n_boot >= 1, f"--n-boot is {n_boot}: the report's T-Cal test draws its null distribution from "
                  f"resamples: expected at least 1 (1000 or more for p-values below alpha/levels)")
     check_option(0.0 < holdout < 1.0, f"--holdout is {holdout}: expected the fraction of rows to fit on, in (0, 1)")
@@ -310,16 +299,15 @@ def report(
     methods = tuple(dict.fromkeys(method)) if method else DEFAULT_METHODS
     for m in methods:
         cc.check_choice(m, METHOD_NAMES, "--method")
-    cc.check_engine(engine, scheduler, workers)
+    cc.check_engine(options["engine"], options["scheduler"], options["workers"])
     if group_by and holdout != 0.5:
         cc.warn("--holdout applies to the recalibration comparison, which is not run with --group-by")
 
     doc = build_document(
         files,
-        columns={"prob_col": prob_col, "prob_cols": prob_cols, "label_col": label_col, "weight_col": weight_col,
-                 "logits": logits},
-        reading={"input_format": input_format, "drop_invalid": drop_invalid, "batch_rows": batch_rows},
-        engine={"engine": engine, "scheduler": scheduler, "workers": workers},
+        columns={o.name: options[o.name] for o in cc.COLUMNS.options},
+        reading={o.name: options[o.name] for o in (*cc.READING.options, *cc.DATASETS.only("batch_rows").options)},
+        engine={o.name: options[o.name] for o in cc.ENGINE.options},
         mode=mode, class_weights=class_weights, n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha,
         seed=seed, group_by=group_by, methods=methods, holdout=holdout, title=title,
         command_line=command_line(given),

@@ -24,35 +24,13 @@ Sigma = Annotated[
 ]
 
 
+@cc.with_groups(cc.COLUMNS, cc.READING, cc.DATASETS, cc.ENGINE, cc.OWN, cc.BOOTSTRAP, cc.OUTPUT, cc.GATES)
 def smece(
     files: cc.Files,
-    prob_col: cc.ProbCol = None,
-    prob_cols: cc.ProbCols = None,
-    label_col: cc.LabelCol = None,
-    weight_col: cc.WeightCol = None,
-    logits: cc.Logits = False,
-    input_format: cc.InputFormat = None,
-    drop_invalid: cc.DropInvalid = False,
-    pool: cc.Pool = False,
-    group_by: cc.GroupBy = None,
-    batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
-    engine: cc.Engine = "local",
-    scheduler: cc.Scheduler = None,
-    workers: cc.Workers = None,
     mode: cc.Mode = None,
     class_weights_scheme: cc.ClassWeights = "uniform",
     sigma: Sigma = None,
-    n_boot: cc.NBoot = 1000,
-    alpha: cc.Alpha = 0.05,
-    seed: cc.Seed = 0,
-    as_json: cc.Json = False,
-    fmt: cc.Format = "table",
-    summary: cc.Summary = None,
-    metrics: cc.Metrics = None,
-    sort: cc.Sort = None,
-    output: cc.Output = None,
-    fail_above: cc.FailAbove = None,
-    fail_above_upper: cc.FailAboveUpper = None,
+    **options,
 ) -> None:
     """SmoothECE: the calibration error of the kernel-smoothed residual at the bandwidth where
     smECE_sigma = sigma (no bins, no bandwidth to choose), with a bootstrap interval in which the
@@ -60,24 +38,21 @@ def smece(
     --group-by. Files, directories of shards and quoted globs are streamed in flat memory.
 
     Example: calibcli smece sample_data/digits_nb.parquet --mode top-label"""
-    layout = cc.layout(fmt, as_json, summary, metrics, sort)
+    n_boot, alpha, seed = options["n_boot"], options["alpha"], options["seed"]
+    fail_above, fail_above_upper = options["fail_above"], options["fail_above_upper"]
+    layout = cc.layout_of(options)
     check_options({"mode": MODES, "class_weights_scheme": CLASS_WEIGHTS}, mode=mode, class_weights_scheme=class_weights_scheme,
-                  sigma=sigma, n_boot=n_boot, alpha=alpha, batch_rows=batch_rows, fail_above=fail_above,
+                  sigma=sigma, n_boot=n_boot, alpha=alpha, batch_rows=options["batch_rows"], fail_above=fail_above,
                   fail_above_upper=fail_above_upper)
     gate = GateSpec(SmoothOptions(sigma=sigma).metric, fail_above, fail_above_upper)
     if gate.fail_above_upper is not None and n_boot == 0:
         raise CalibcliError("--fail-above-upper needs bootstrap intervals: pass --n-boot N with N > 0")
-    groups = cc.split_columns(group_by)
+    sources = cc.sources_of(files, options)
     doc, new = plan(mode=mode, class_weights=class_weights_scheme, sigma=sigma, n_boot=n_boot, alpha=alpha, seed=seed,
-                    weighted=weight_col is not None, group_by=groups, pool=pool, batch_rows=batch_rows, engine=engine,
-                    gate=gate)
-
-    cc.run(cc.Plan(doc, new, gate, n_boot),
-           cc.sources(files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits), input_format=input_format,
-                      drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows, group_by=groups),
-           cc.EngineChoice(engine, scheduler, workers))
-    emit_with_gates(doc, gate, output=output, layout=layout)
-
+                    weighted=sources.spec.weight_col is not None, group_by=sources.group_by, pool=sources.pool,
+                    batch_rows=sources.batch_rows, engine=options["engine"], gate=gate)
+    cc.run(cc.Plan(doc, new, gate, n_boot), sources, cc.engine_of(options))
+    emit_with_gates(doc, gate, output=options["output"], layout=layout)
 
 def register(app: typer.Typer) -> None:
     app.command("smece")(cc.command(smece))

@@ -89,39 +89,20 @@ HLBins = Annotated[
 ]
 
 
+@cc.with_groups(cc.COLUMNS, cc.READING, cc.DATASETS, cc.OWN, cc.BOOTSTRAP.but(n_boot=TcalNBoot, alpha=TcalAlpha),
+                cc.ENGINE, cc.OUTPUT)
 def tcal(
     files: cc.Files,
-    prob_col: cc.ProbCol = None,
-    prob_cols: cc.ProbCols = None,
-    label_col: cc.LabelCol = None,
-    weight_col: cc.WeightCol = None,
-    logits: cc.Logits = False,
-    input_format: cc.InputFormat = None,
-    drop_invalid: cc.DropInvalid = False,
-    pool: cc.Pool = False,
-    group_by: cc.GroupBy = None,
-    batch_rows: cc.BatchRows = cc.DEFAULT_BATCH_ROWS,
     mode: TcalMode = None,
     smoothness: Smoothness = None,
     null: Null = "y-bootstrap",
-    n_boot: TcalNBoot = 1000,
     combine: Combine = "bonferroni",
     discrete: Discrete = "auto",
-    alpha: TcalAlpha = 0.05,
-    seed: cc.Seed = 0,
     max_rows: MaxRows = MAX_ROWS,
     test: TestChoice = "auto",
     n_bins: HLBins = None,
-    engine: cc.Engine = "local",
-    scheduler: cc.Scheduler = None,
-    workers: cc.Workers = None,
-    as_json: cc.Json = False,
-    fmt: cc.Format = "table",
-    summary: cc.Summary = None,
-    metrics: cc.Metrics = None,
-    sort: cc.Sort = None,
-    output: cc.Output = None,
     fail_on_reject: FailOnReject = False,
+    **options,
 ) -> None:
     """Test the hypothesis of perfect calibration with T-Cal (adaptive debiased plug-in test,
     Lee et al.), or with exact binomial tests for predictors that take few distinct values; per group
@@ -129,42 +110,35 @@ def tcal(
     up to --max-rows, else on a seeded bottom-k sample; the binomial test counts every row.
 
     Example: calibcli tcal sample_data/breast_cancer_nb.csv --alpha 0.05 --fail-on-reject"""
-    layout = cc.layout(fmt, as_json, summary, metrics, sort)
-    check_options({"mode": TCAL_MODES, "test": TESTS}, mode=mode, batch_rows=batch_rows, test=test, n_bins=n_bins)
+    n_boot, alpha, seed = options["n_boot"], options["alpha"], options["seed"]
+    layout = cc.layout_of(options)
+    check_options({"mode": TCAL_MODES, "test": TESTS}, mode=mode, batch_rows=options["batch_rows"], test=test, n_bins=n_bins)
     if n_bins is not None and test != "hosmer-lemeshow":
         raise CalibcliError(f"--n-bins sets the groups of --test hosmer-lemeshow, and --test is {test}: drop --n-bins")
+    sources = cc.sources_of(files, options)
     if test in ("spiegelhalter", "hosmer-lemeshow"):
-        _classical_test(test, files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits), mode=mode,
-                        n_bins=10 if n_bins is None else n_bins, alpha=alpha, input_format=input_format,
-                        drop_invalid=drop_invalid, pool=pool, group_by=group_by, batch_rows=batch_rows, engine=engine,
-                        scheduler=scheduler, workers=workers, weighted=weight_col is not None, output=output,
-                        layout=layout, fail_on_reject=fail_on_reject)
+        _classical_test(test, sources, cc.engine_of(options), mode=mode, n_bins=10 if n_bins is None else n_bins,
+                        alpha=alpha, output=options["output"], layout=layout, fail_on_reject=fail_on_reject)
         return
     if test in ("tcal", "binomial"):
         wanted = "no" if test == "tcal" else "yes"
         if discrete not in ("auto", wanted):
             raise CalibcliError(f"--test {test} and --discrete {discrete} disagree: --test {test} is --discrete {wanted}")
         discrete = wanted
-    groups = cc.split_columns(group_by)
-    doc, new, options = plan(mode=mode, smoothness=smoothness, null=null, n_boot=n_boot, combine=combine, discrete=discrete,
-                             alpha=alpha, seed=seed, max_rows=max_rows, fail_on_reject=fail_on_reject,
-                             weighted=weight_col is not None, group_by=groups, pool=pool, batch_rows=batch_rows,
-                             engine=engine)
-    cc.run(cc.Plan(doc, new, GATE, options.resamples),
-           cc.sources(files, cc.column_spec(prob_col, prob_cols, label_col, weight_col, logits), input_format=input_format,
-                      drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows, group_by=groups),
-           cc.EngineChoice(engine, scheduler, workers))
+    doc, new, test_options = plan(mode=mode, smoothness=smoothness, null=null, n_boot=n_boot, combine=combine,
+                                  discrete=discrete, alpha=alpha, seed=seed, max_rows=max_rows,
+                                  fail_on_reject=fail_on_reject, weighted=sources.spec.weight_col is not None,
+                                  group_by=sources.group_by, pool=sources.pool, batch_rows=sources.batch_rows,
+                                  engine=options["engine"])
+    cc.run(cc.Plan(doc, new, GATE, test_options.resamples), sources, cc.engine_of(options))
     finish_entries(doc, alpha=alpha, fail_on_reject=fail_on_reject)
-    _emit(doc, fail_on_reject=fail_on_reject, output=output, layout=layout)
+    _emit(doc, fail_on_reject=fail_on_reject, output=options["output"], layout=layout)
 
-
-def _classical_test(test: str, files, spec, *, mode, n_bins: int, alpha: float, input_format, drop_invalid: bool,
-                    pool: bool, group_by, batch_rows: int, engine: str, scheduler, workers, weighted: bool, output,
-                    layout, fail_on_reject: bool) -> None:
+def _classical_test(test: str, sources, engine, *, mode, n_bins: int, alpha: float, output, layout,
+                    fail_on_reject: bool) -> None:
     """``--test spiegelhalter|hosmer-lemeshow``: the test on every row through the pipeline, entries shaped as
     T-Cal's (test, sample, result with reject and p-value), gated by --fail-on-reject."""
     options = ClinicalTestOptions(test=test, n_bins=n_bins, alpha=alpha)
-    groups = cc.split_columns(group_by)
     parameters = {"mode": mode or "auto", "test": test, "alpha": alpha}
     if test == "spiegelhalter":
         parameters.update(statistic="Z = sum w (y - p)(1 - 2p) / sqrt(sum w (1 - 2p)^2 p (1 - p)) (Spiegelhalter 1986)",
@@ -174,15 +148,13 @@ def _classical_test(test: str, files, spec, *, mode, n_bins: int, alpha: float, 
                                                   "merge bins)",
                           statistic="C-hat = sum_g (O_g - E_g)^2 / (E_g (1 - E_g / n_g)) (Hosmer & Lemeshow 1980)",
                           p_value="chi-square with G - 2 degrees of freedom, G the non-empty groups", caveats=HL_CAVEATS)
-    parameters.update(fail_on_reject=fail_on_reject, weights="frequency weights" if weighted else None,
-                      group_by=list(groups) or None, pool=pool, batch_rows=batch_rows, engine=engine)
+    parameters.update(fail_on_reject=fail_on_reject, weights="frequency weights" if sources.spec.weight_col is not None else None,
+                      group_by=list(sources.group_by) or None, pool=sources.pool, batch_rows=sources.batch_rows,
+                      engine=engine.name)
     doc = new_document("tcal", parameters)
     new = cc.per_input(ClinicalTestAccumulator, mode, options)
     gate_metric = "spiegelhalter_p_value" if test == "spiegelhalter" else "hosmer_lemeshow_p_value"
-    cc.run(cc.Plan(doc, new, GateSpec(gate_metric), 0),
-           cc.sources(files, spec, input_format=input_format, drop_invalid=drop_invalid, pool=pool, batch_rows=batch_rows,
-                      group_by=groups),
-           cc.EngineChoice(engine, scheduler, workers))
+    cc.run(cc.Plan(doc, new, GateSpec(gate_metric), 0), sources, engine)
     _gates(doc, alpha=alpha, fail_on_reject=fail_on_reject)
     _emit(doc, fail_on_reject=fail_on_reject, output=output, layout=layout)
 

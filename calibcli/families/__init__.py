@@ -11,3 +11,12 @@ renders. :mod:`calibcli.families.registry` names the families ``calibcli report`
 A new family is one module here with a ``plan`` and one entry in :data:`calibcli.families.registry.FAMILIES`.
 This package imports none of them, so a command loads only its own family.
 """
+
+from __future__ import annotations
+
+
+def sources_parameters(*, weighted: bool, group_by: tuple[str, ...], pool: bool, batch_rows: int, engine: str) -> dict:
+    """The part of every streaming family's parameter block that echoes the sources and engine options (the
+    weights, groups, pooling, batch size and engine), in report order."""
+    return {"weights": "frequency weights" if weighted else None, "group_by": list(group_by) or None, "pool": pool,
+            "batch_rows": batch_rows, "engine": engine}

@@ -8,6 +8,7 @@ from calibcli.binning import EDGE_CONVENTION
 from calibcli.estimators import LOG_LOSS_EPS
 from calibcli.registry import describe
 from calibcli.report import GateSpec, new_document
+from calibcli.families import sources_parameters
 
 
 def plan(*, mode: str | None, class_weights: str, n_bins: int, strategy: str, n_boot: int, alpha: float, seed: int,
@@ -34,11 +35,7 @@ def plan(*, mode: str | None, class_weights: str, n_bins: int, strategy: str, n_
             "bound_delta": alpha,
             "log_loss_eps": LOG_LOSS_EPS,
             "estimators": describe("binned"),
-            "weights": "frequency weights" if weighted else None,
-            "group_by": list(group_by) or None,
-            "pool": pool,
-            "batch_rows": batch_rows,
-            "engine": engine,
+            **sources_parameters(weighted=weighted, group_by=group_by, pool=pool, batch_rows=batch_rows, engine=engine),
             "gate": gate.describe() if gate.active else None,
         },
     )

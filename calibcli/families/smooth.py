@@ -7,6 +7,7 @@ from calibcli.accumulators import per_input
 from calibcli.accumulators.inputs import SmoothInputAccumulator, SmoothOptions
 from calibcli.registry import REGISTRY
 from calibcli.report import GateSpec, new_document
+from calibcli.families import sources_parameters
 
 
 def plan(*, mode: str | None, class_weights: str, sigma: float | None, n_boot: int, alpha: float, seed: int,
@@ -35,11 +36,7 @@ def plan(*, mode: str | None, class_weights: str, sigma: float | None, n_boot: i
             "confidence_level": 1.0 - alpha,
             "seed": seed,
             "estimators": {metric: REGISTRY[metric].description},
-            "weights": "frequency weights" if weighted else None,
-            "group_by": list(group_by) or None,
-            "pool": pool,
-            "batch_rows": batch_rows,
-            "engine": engine,
+            **sources_parameters(weighted=weighted, group_by=group_by, pool=pool, batch_rows=batch_rows, engine=engine),
             "gate": gate.describe() if gate.active else None,
         },
     )

@@ -8,6 +8,7 @@ from calibcli.accumulators.tcal import TcalInputAccumulator, TcalOptions
 from calibcli.errors import CalibcliError, cli_text, flag_of, warn
 from calibcli.report import GateSpec, entry_label, new_document
 from calibcli.tcal import DISCRETE_RULE, STATISTIC_NAME
+from calibcli.families import sources_parameters
 
 
 #: What T-Cal's entries carry as their gate metric (the --fail-on-reject gate is T-Cal's own).
@@ -53,11 +54,7 @@ def plan(*, mode: str | None, smoothness: float | None, null: str, n_boot: int, 
             if null != "chebyshev"
             else "min(1, (C_m / T_m)^2): the smallest level at which Theorem 3.1's test rejects",
             "fail_on_reject": fail_on_reject,
-            "weights": "frequency weights" if weighted else None,
-            "group_by": list(group_by) or None,
-            "pool": pool,
-            "batch_rows": batch_rows,
-            "engine": engine,
+            **sources_parameters(weighted=weighted, group_by=group_by, pool=pool, batch_rows=batch_rows, engine=engine),
         },
     )
     return doc, per_input(TcalInputAccumulator, mode, options), options

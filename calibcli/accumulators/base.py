@@ -1,0 +1,101 @@
+"""What every accumulator shares, written once (SPEC 8): its versioned state's head and check, and a merge
+made from declared states, each with its rule.
+
+As torchmetrics' ``Metric`` declares ``add_state(name, default, dist_reduce_fx="sum")`` and merges every
+state by its rule, an accumulator here declares ``merge_rules = {"n": "sum", "rows": "merge", ...}``:
+
+- ``sum``: counts and per-bin or per-cell sums (arrays added in place);
+- ``max``: flags that stay set once set (``weighted``);
+- ``first``: a fact the first rows fix (whether the input has one probability column);
+- ``concat``: lists of parts;
+- ``merge``: nested accumulators, merged by their own rules (a list, tuple or dict of them element by
+  element; None stays None).
+
+``same`` names what both sides must share (options, mode) for a merge to mean anything; ``_after_merge``
+drops what the merge made stale (a cached result). ``to_dict`` starts from :meth:`Accumulator.state_head`
+and ``from_dict`` from :meth:`Accumulator.check_state`, so the kind and version are checked one way.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+
+def _sum(a, b):
+    if isinstance(a, np.ndarray):
+        a += b
+        return a
+    return a + b
+
+
+def _merge(a, b):
+    if a is None:
+        return a
+    if isinstance(a, dict):
+        for key, acc in a.items():
+            _merge(acc, b[key])
+        return a
+    if isinstance(a, (list, tuple)):
+        for mine, theirs in zip(a, b or ()):
+            _merge(mine, theirs)
+        return a
+    a.merge(b)
+    return a
+
+
+def _concat(a, b):
+    a.extend(b)
+    return a
+
+
+#: How two partial states of disjoint rows combine, by rule name.
+RULES = {
+    "sum": _sum,
+    "max": lambda a, b: max(a, b),
+    "first": lambda a, b: b if a is None else a,
+    "concat": _concat,
+    "merge": _merge,
+}
+
+
+class Accumulator:
+    """The base of calibcli's accumulators: ``update`` / ``merge`` / ``to_dict`` / ``from_dict`` / ``result``
+    (:mod:`calibcli.accumulators`), with the merge and the state check written here."""
+
+    #: The state's ``kind`` in ``to_dict`` and what error messages call it.
+    kind: ClassVar[str] = ""
+    state_name: ClassVar[str] = "accumulator state"
+    #: The version of ``to_dict``'s layout; ``from_dict`` reads this one only.
+    version: ClassVar[int] = 1
+    #: State attribute -> merge rule (:data:`RULES`), in merge order.
+    merge_rules: ClassVar[dict[str, str]] = {}
+    #: Attributes that must be equal on both sides of a merge, and the error when they are not.
+    same: ClassVar[tuple[str, ...]] = ()
+    same_message: ClassVar[str] = ""
+
+    def merge(self, other):
+        """Add the state of an accumulator of disjoint rows (associative and commutative)."""
+        if self.same and tuple(getattr(other, n) for n in self.same) != tuple(getattr(self, n) for n in self.same):
+            raise ValueError(self.same_message)
+        for name, rule in self.merge_rules.items():
+            mine = getattr(self, name)
+            merged = RULES[rule](mine, getattr(other, name))
+            if merged is not mine:  # (states merged in place, arrays and nested accumulators, stay as they are)
+                setattr(self, name, merged)
+        self._after_merge()
+        return self
+
+    def _after_merge(self) -> None:
+        """What a merge makes stale (a cached result), dropped."""
+
+    def state_head(self) -> dict:
+        """The head of ``to_dict()``: the kind and the version of the state."""
+        return {"kind": self.kind, "version": self.version}
+
+    @classmethod
+    def check_state(cls, d: dict) -> None:
+        """Refuse a state of another kind or version (before ``from_dict`` reads it)."""
+        if d.get("kind") != cls.kind or d.get("version") != cls.version:
+            raise ValueError(f"not a {cls.state_name} of version {cls.version}: {d.get('kind')!r} {d.get('version')!r}")
