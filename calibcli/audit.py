@@ -94,25 +94,27 @@ class AuditResult:
 
 
 def segment_sums(y: np.ndarray, s: np.ndarray, w: np.ndarray, ids: list[np.ndarray], sizes: list[int], *,
-                 n_bins: int) -> SegmentSums:
-    """The per-segment sums of every partition, one ``bincount`` per sum and partition (no loop over segments)."""
+                 n_bins: int, ecce: EcceResult) -> SegmentSums:
+    """The per-segment sums of every partition: three ``bincount`` per partition over (segment, bin) pairs (the
+    bins give the l1-ECE; summed over the bins they give ``O`` and ``E``), no loop over segments. Rows, weights
+    and ``sum w^2 s (1 - s) = (sigma W)^2`` come with the ECCE statistics."""
     bins = np.minimum((s * n_bins).astype(np.int64), n_bins - 1)
-    v = w * w * s * (1.0 - s)
-    parts = {k: [] for k in ("rows", "w", "wy", "ws", "w2v", "ece_l1")}
+    wy, ws = w * y, w * s
+    parts = {k: [] for k in ("wy", "ws", "ece_l1")}
     for seg, g in zip(ids, sizes):
-        parts["rows"].append(np.bincount(seg, minlength=g))
-        parts["w"].append(np.bincount(seg, weights=w, minlength=g))
-        parts["wy"].append(np.bincount(seg, weights=w * y, minlength=g))
-        parts["ws"].append(np.bincount(seg, weights=w * s, minlength=g))
-        parts["w2v"].append(np.bincount(seg, weights=v, minlength=g))
-        key = seg * n_bins + bins
+        key = seg.astype(np.int64) * n_bins + bins  # ids come in small unsigned types: widen before multiplying
         bw = np.bincount(key, weights=w, minlength=g * n_bins).reshape(g, n_bins)
-        gap = (np.bincount(key, weights=w * y, minlength=g * n_bins)
-               - np.bincount(key, weights=w * s, minlength=g * n_bins)).reshape(g, n_bins)
+        bwy = np.bincount(key, weights=wy, minlength=g * n_bins).reshape(g, n_bins)
+        bws = np.bincount(key, weights=ws, minlength=g * n_bins).reshape(g, n_bins)
         total = bw.sum(axis=1)
+        parts["wy"].append(bwy.sum(axis=1))
+        parts["ws"].append(bws.sum(axis=1))
         with np.errstate(divide="ignore", invalid="ignore"):
-            parts["ece_l1"].append(np.where(total > 0, np.abs(gap).sum(axis=1) / total, np.nan))
-    return SegmentSums(**{k: np.concatenate(v) for k, v in parts.items()})
+            parts["ece_l1"].append(np.where(total > 0, np.abs(bwy - bws).sum(axis=1) / total, np.nan))
+    weight = np.asarray(ecce.weight, dtype=np.float64)
+    return SegmentSums(rows=np.asarray(ecce.rows, dtype=np.int64), w=weight,
+                       w2v=np.nan_to_num(np.asarray(ecce.sigma) * weight) ** 2,
+                       **{k: np.concatenate(v) for k, v in parts.items()})
 
 
 def finish(sums: SegmentSums, ecce: EcceResult, codings: list[ColumnCoding], partitions: list[Partition],
@@ -197,4 +199,5 @@ def audit_arrays(y: np.ndarray, s: np.ndarray, w: np.ndarray, codes: list[np.nda
     ids = [p.segment_ids(codes, len(s)) for p in partitions]
     sizes = [p.n_segments for p in partitions]
     ecce = ecce_segments(y, s, ids, n_segments=sizes, sample_weight=w)
-    return finish(segment_sums(y, s, w, ids, sizes, n_bins=options.n_bins), ecce, codings, partitions, options)
+    return finish(segment_sums(y, s, w, ids, sizes, n_bins=options.n_bins, ecce=ecce), ecce, codings, partitions,
+                  options)

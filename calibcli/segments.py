@@ -159,6 +159,63 @@ def code_column(column: str, values, *, max_values: int, segment_bins: int) -> C
     return categorical_coding(column, table, n_missing, max_values=max_values)
 
 
+def code_values(column: str, values: np.ndarray, *, max_values: int, segment_bins: int) -> tuple[ColumnCoding, np.ndarray]:
+    """The coding of one segment column and every row's code at once, from its values as the reader gives them
+    (float64 with NaN for missing, or objects: str, int, bool, None for missing); the same coding as
+    :func:`code_column`, without converting the values to Arrow and encoding them a second time: numbers are
+    coded through one sort, other values through one hash pass (``pandas.factorize``)."""
+    import pandas as pd
+
+    values = np.asarray(values)
+    first = next((v for v in values[:4096] if v is not None), None) if values.dtype == object else None
+    if values.dtype == object and len(values) and not isinstance(first, (str, bool)):  # a reader's column has one type
+        kind = pd.api.types.infer_dtype(values, skipna=True)
+        if kind in ("integer", "floating", "mixed-integer-float"):
+            integral = kind == "integer"
+            as_float = np.asarray(pd.to_numeric(values, errors="coerce"), dtype=np.float64)
+            return _code_numbers(column, as_float, integral, max_values=max_values, segment_bins=segment_bins)
+    elif values.dtype.kind in "iuf":
+        return _code_numbers(column, values.astype(np.float64), values.dtype.kind in "iu", max_values=max_values,
+                             segment_bins=segment_bins)
+    inverse, uniques = pd.factorize(values, use_na_sentinel=True)
+    inverse = np.asarray(inverse, dtype=np.int64)
+    missing = inverse < 0
+    counts = np.bincount(inverse[~missing], minlength=len(uniques))
+    coding = categorical_coding(column, {_plain(u): int(c) for u, c in zip(uniques, counts)}, int(missing.sum()),
+                                max_values=max_values)
+    position = {v: j for j, v in enumerate(coding.values)}
+    other = len(coding.values)
+    remap = np.array([position.get(_plain(u), other) for u in uniques], dtype=np.int64)
+    codes = remap[np.where(missing, 0, inverse)] if len(uniques) else np.zeros(len(values), dtype=np.int64)
+    codes[missing] = coding.n_codes - 1
+    return coding, codes
+
+
+def _code_numbers(column: str, x: np.ndarray, integral: bool, *, max_values: int, segment_bins: int):
+    """:func:`code_values` for numbers (NaN missing): quantile bins when more than ``segment_bins`` distinct values,
+    else a category per value (shown as an int when the column holds integers)."""
+    missing = np.isnan(x)
+    present = np.sort(x[~missing])
+    starts = np.flatnonzero(np.r_[True, present[1:] != present[:-1]]) if len(present) else np.zeros(0, dtype=np.int64)
+    n_missing = int(missing.sum())
+    if len(starts) > segment_bins:
+        coding = numeric_coding(column, present, n_missing, segment_bins=segment_bins)
+        codes = np.searchsorted(np.asarray(coding.edges, dtype=np.float64), np.where(missing, 0.0, x), side="right")
+    else:
+        distinct = present[starts]
+        counts = np.diff(np.r_[starts, len(present)])
+        keys = [int(v) if integral else float(v) for v in distinct]
+        coding = categorical_coding(column, dict(zip(keys, counts.tolist())), n_missing, max_values=max_values)
+        kept = np.asarray(coding.values, dtype=np.float64)
+        found = np.searchsorted(distinct, np.where(missing, distinct[0] if len(distinct) else 0.0, x))
+        position = np.full(len(distinct), len(coding.values), dtype=np.int64)
+        position[np.searchsorted(distinct, kept)] = np.arange(len(kept))
+        codes = position[np.minimum(found, max(len(distinct) - 1, 0))] if len(distinct) else np.zeros(len(x), np.int64)
+    codes = np.asarray(codes, dtype=np.int64)
+    codes[missing] = coding.n_codes - 1
+    return coding, codes
+
+
 @dataclass(frozen=True)
 class Partition:
     """A combination of segment columns (indices into the codings; empty: the whole population)."""
@@ -171,11 +228,13 @@ class Partition:
         return math.prod(self.sizes)
 
     def segment_ids(self, codes: list[np.ndarray], n_rows: int) -> np.ndarray:
-        """Each row's segment in this partition (mixed radix of its columns' codes), int64."""
-        ids = np.zeros(n_rows, dtype=np.int64)
+        """Each row's segment in this partition (mixed radix of its columns' codes), in the smallest unsigned type
+        that holds them (the ECCE's per-partition sort is a radix sort for 8- and 16-bit ids)."""
+        dtype = next(t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if self.n_segments <= np.iinfo(t).max)
+        ids = np.zeros(n_rows, dtype=dtype)
         for col, size in zip(self.columns, self.sizes):
-            ids *= size
-            ids += codes[col]
+            ids *= dtype(size)
+            ids += codes[col].astype(dtype, copy=False)
         return ids
 
     def codes_of(self, segment: int) -> tuple[int, ...]:

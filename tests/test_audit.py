@@ -104,3 +104,21 @@ def test_the_minimum_detectable_ecce_is_at_the_level_segments_are_judged_at():
         assert a["mde"] == pytest.approx(a["sigma"] * minimum_detectable_ecce_sigma(0.05 / m, 0.9), rel=1e-12)
         assert r["mde"] == pytest.approx(r["sigma"] * minimum_detectable_ecce_sigma(0.05, 0.9), rel=1e-12)
         assert a["mde"] > r["mde"]
+
+
+def test_many_segments_in_one_partition_keep_their_own_sums():
+    """Segment ids come as uint8/uint16 (radix sorts): a partition of 60 segments x 15 bins must not wrap."""
+    rng = np.random.default_rng(5)
+    n = 30_000
+    s = rng.uniform(0.05, 0.95, n)
+    y = (rng.uniform(size=n) < s).astype(np.int64)
+    cols = {"a": rng.integers(0, 12, n).astype(str).astype(object), "b": rng.integers(0, 5, n).astype(str).astype(object)}
+    result, codings, codes = _audit(y, s, np.ones(n), cols, min_segment=10, max_values=12)
+    pairs = [e for e in result.segments if len(e["definition"]) == 2]
+    assert len(pairs) == 60
+    for e in pairs:
+        mask = (cols["a"] == e["definition"]["a"]) & (cols["b"] == e["definition"]["b"])
+        bins = np.minimum((s[mask] * 15).astype(int), 14)
+        gap = np.bincount(bins, y[mask] - s[mask], 15)
+        assert e["ece_l1_plugin"] == pytest.approx(np.abs(gap).sum() / mask.sum(), rel=1e-9)
+        assert e["positives"] == y[mask].sum()

@@ -93,3 +93,24 @@ def test_option_ranges_are_checked():
     with pytest.raises(CalibcliError, match="segment_bins"):
         numeric_coding("x", np.arange(5.0), 0, segment_bins=1)
     assert ColumnCoding("x", "numeric", edges=(0.5,)).n_codes == 2
+
+
+@pytest.mark.parametrize("values", [
+    np.array(["fr", "de", None, "fr", "us", "it", "fr", "de"], dtype=object),
+    np.array([3, 1, 2, 2, None, 1, 7, 1], dtype=object),
+    np.array([3, 1, 2, 2, 5, 1, 7, 1], dtype=object),
+    np.array([0.5, np.nan, 0.25, 0.5, 0.75, 0.5, 1.0, 0.25]),
+    np.random.default_rng(0).normal(size=200),
+    np.where(np.random.default_rng(1).uniform(size=300) < 0.1, np.nan, np.random.default_rng(2).integers(0, 50, 300)),
+    np.array([True, False, None, True], dtype=object),
+])
+def test_coding_the_values_at_once_equals_coding_then_encoding(values):
+    from calibcli.segments import code_values
+
+    for max_values, bins in ((2, 3), (10, 4), (1, 2)):
+        expected = code_column("c", pa.array(list(values), from_pandas=True), max_values=max_values, segment_bins=bins)
+        coding, codes = code_values("c", values, max_values=max_values, segment_bins=bins)
+        assert coding.labels == expected.labels and coding.kind == expected.kind
+        assert coding.values == expected.values and coding.edges == expected.edges
+        assert [type(v) for v in coding.values] == [type(v) for v in expected.values]
+        assert codes.tolist() == expected.encode(pa.array(list(values), from_pandas=True)).tolist()

@@ -19,7 +19,7 @@ import numpy as np
 from calibcli.audit import AuditOptions, AuditResult, audit_arrays
 from calibcli.errors import CalibcliError
 from calibcli.modes import binary_problems
-from calibcli.segments import code_column, partitions
+from calibcli.segments import code_values, partitions
 
 STATE_VERSION = 1
 
@@ -107,9 +107,9 @@ class SegmentAuditAccumulator:
         s, y, w, values = self._arrays()
         if not len(s):
             raise CalibcliError("no rows to audit")
-        codings = [code_column(name, v, max_values=o.max_values, segment_bins=o.segment_bins)
-                   for name, v in zip(self.columns, values)]
-        codes = [c.encode(v) for c, v in zip(codings, values)]
+        coded = [code_values(name, v, max_values=o.max_values, segment_bins=o.segment_bins)
+                 for name, v in zip(self.columns, values)]
+        codings, codes = [c for c, _ in coded], [k for _, k in coded]
         result = audit_arrays(y, s, w, codes, codings, partitions(codings, o.depth), o)
         if progress is not None:
             progress()
