@@ -94,7 +94,7 @@ class ColumnCoding:
             if kept.type != arr.type:  # int32 batches against int64 values, large_string against string, ...
                 try:
                     kept = kept.cast(arr.type)
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                except pa.ArrowException:  # no cast between the two types
                     arr = arr.cast(kept.type)
             index = pc.index_in(arr, value_set=kept)
             codes = np.asarray(pc.fill_null(index, -1).to_numpy(zero_copy_only=False), dtype=np.int64)

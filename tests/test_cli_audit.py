@@ -37,19 +37,11 @@ def _strip(doc: dict) -> dict:
     return doc
 
 
-def _close(a, b, rel=1e-12, where="$"):
-    if isinstance(b, dict):
-        assert isinstance(a, dict) and list(a) == list(b), where
-        for k in b:
-            _close(a[k], b[k], rel, f"{where}.{k}")
-    elif isinstance(b, list):
-        assert isinstance(a, list) and len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b)):
-            _close(x, y, rel, f"{where}[{i}]")
-    elif isinstance(b, float) and isinstance(a, float):
-        assert a == pytest.approx(b, rel=rel, abs=1e-300), where
-    else:
-        assert a == b, where
+def _close(a, b, rel=1e-12):
+    """Equal documents, numbers to ``rel`` (the Dask tests' comparison)."""
+    from tests.test_engine_dask import _compare
+
+    _compare(a, b, rel, "$")
 
 
 def test_the_json_names_scripts_rely_on_and_the_planted_segment_first():

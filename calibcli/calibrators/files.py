@@ -22,6 +22,7 @@ import stat
 
 from calibcli.errors import CalibcliError, shown
 from calibcli.io.formats import json_depth_bound, json_too_deep
+from calibcli.io.sources import file_kind
 
 #: Deepest nesting a calibrator file may have: fitted ones nest 5 levels (a marginal calibrator's ``info``).
 MAX_DEPTH = 64
@@ -31,20 +32,6 @@ MAX_INTEGER_DIGITS = 100
 
 #: What a calibrator file is, for messages.
 HINT = "expected the JSON document written by `calibcli recalibrate fit`"
-
-
-def _kind_of(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    return "not a regular file"
 
 
 def check_calibrator_path(path: str) -> None:
@@ -60,7 +47,7 @@ def check_calibrator_path(path: str) -> None:
         raise CalibcliError(f"{path}: cannot open the calibrator file ({exc.strerror or exc}): check the path") from None
     if not stat.S_ISREG(mode):
         link = f" (a link to {os.path.realpath(path)})" if os.path.islink(path) else ""
-        raise CalibcliError(f"{path}: is {_kind_of(mode)}{link}, not a calibrator file: {HINT}, saved to a file")
+        raise CalibcliError(f"{path}: is {file_kind(mode)}{link}, not a calibrator file: {HINT}, saved to a file")
 
 
 def _integer(text: str) -> int:

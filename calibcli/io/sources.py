@@ -534,7 +534,7 @@ def _resolve(arg: str) -> Dataset:
         # Standard input or a named pipe (<(cmd) is /dev/fd/N) is read once, as a stream; a device, a socket or
         # a directory is refused before it is opened (/dev/zero would be read for ever).
         if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or _names_descriptor(arg)):
-            raise CalibcliError(f"{arg}: is {_file_kind(mode)}, not a file of predictions: name a regular file, a "
+            raise CalibcliError(f"{arg}: is {file_kind(mode)}, not a file of predictions: name a regular file, a "
                                 f"directory of them, a pipe, or '-' for standard input")
         return Dataset(arg, [_Source(arg, arg, single_pass=not stat.S_ISREG(mode))], "file")
     if glob.has_magic(arg):
@@ -544,7 +544,7 @@ def _resolve(arg: str) -> Dataset:
     raise CalibcliError(f"{arg}: no such file: check the path")
 
 
-def _file_kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
     """What a file that is not a regular file is, as a message says it."""
     if stat.S_ISFIFO(mode):
         return "a named pipe (FIFO)"
@@ -580,7 +580,7 @@ def check_member(path: str, arg: str) -> None:
         raise CalibcliError(f"{path} (in {arg}): " + _unopenable(path, exc).split(": ", 1)[1]) from None
     if not stat.S_ISREG(mode):
         link = f" (a link to {shown(os.path.realpath(path), quote=False)})" if os.path.islink(path) else ""
-        raise CalibcliError(f"{path} (in {arg}): is {_file_kind(mode)}{link}, not a regular file: the files of a "
+        raise CalibcliError(f"{path} (in {arg}): is {file_kind(mode)}{link}, not a regular file: the files of a "
                             f"directory or a pattern are read as data; move it out of {arg}")
 
 
