@@ -381,6 +381,8 @@ class _SortedScalarEngine:
         # What a positive (y* = 1) adds to the two prefix sums. With unit weights these are an integer
         # count and (1 - 2z) in fixed point, so the prefix sums are exact integer cumsums (several
         # times faster than floating-point ones, whose serial additions cannot be vectorised).
+        # Positives counted in int32 while n allows (exact, and half the bytes to sum and gather of int64).
+        self.count_dtype = (np.int32 if self.n < 2**31 else np.int64) if self.w is None else np.float64
         if self.w is None:
             self.fixed_bits = min(52, 62 - int(self.n).bit_length())
             self.step_b = np.rint((1.0 - 2.0 * zs) * 2.0**self.fixed_bits).astype(np.int64)
@@ -401,8 +403,10 @@ class _SortedScalarEngine:
                 "rows": rows,
                 "D": np.empty((rows, width)),
                 "positive": np.empty((rows, width), dtype=bool),
-                "A": np.empty((rows, self.n + 1), dtype=prefix_dtype),
+                "A": np.empty((rows, self.n + 1), dtype=self.count_dtype),
                 "B": np.empty((rows, self.n + 1), dtype=prefix_dtype),
+                "hiA": np.empty((rows, most_bins), dtype=self.count_dtype),
+                "loA": np.empty((rows, most_bins), dtype=self.count_dtype),
                 "hi": np.empty((rows, most_bins), dtype=prefix_dtype),
                 "lo": np.empty((rows, most_bins), dtype=prefix_dtype),
                 "S": np.empty((rows, most_bins)),
@@ -447,12 +451,13 @@ class _SortedScalarEngine:
             hi, lo = space["hi"][:rows, :count], space["lo"][:rows, :count]
             S, Q = space["S"][:rows, :count], space["Q"][:rows, :count]
 
-            def bin_sums(prefix: np.ndarray) -> np.ndarray:  # prefix[end] - prefix[start], into `hi`
+            def bin_sums(prefix: np.ndarray, hi=hi, lo=lo) -> np.ndarray:  # prefix[end] - prefix[start], into `hi`
                 np.take(prefix, ends, axis=1, out=hi, mode="clip")  # indices are valid; "clip": no buffered copy
                 np.take(prefix, starts, axis=1, out=lo, mode="clip")
                 return np.subtract(hi, lo, out=hi)
 
-            np.subtract(bin_sums(A), self.bin_wz[first_bin:end_bin], out=S)
+            np.subtract(bin_sums(A, space["hiA"][:rows, :count], space["loA"][:rows, :count]),
+                        self.bin_wz[first_bin:end_bin], out=S)
             np.multiply(S, S, out=S)
             np.multiply(bin_sums(B), self.scale_b, out=Q)
             S -= Q
