@@ -113,3 +113,55 @@ def test_estimator_calls_do_not_grow_with_n_boot_from_cells(monkeypatch, weighte
         counts.append(calls["n"])
         assert len(r.replicates["ece_l1_plugin"]) == n_boot
     assert counts[0] == counts[1] > 0
+
+
+def test_lockstep_brent_takes_the_one_root_steps():
+    """brent_rows finds every root as the one-root solver does, bit for bit, with one call per iteration."""
+    from calibcli.smooth_bootstrap import brent_rows
+    from calibcli.smooth_grid import _brent_root
+
+    c = np.linspace(0.05, 0.95, 40)
+
+    def f_one(x, ci):
+        return np.exp(-3.0 * x) - ci + 0.1 * np.sin(7.0 * x)
+
+    calls = {"n": 0}
+
+    def f_rows(rows, x):
+        calls["n"] += 1
+        return f_one(x, c[rows])
+
+    a, b = np.zeros(40), np.full(40, 2.0)
+    keep = (f_one(a, c) > 0) & (f_one(b, c) < 0)
+    a, b, c = a[keep], b[keep], c[keep]
+    roots = brent_rows(f_rows, a, b, f_one(a, c), f_one(b, c), xtol=1e-13, rtol=4 * np.finfo(float).eps)
+    for j in range(len(c)):
+        assert roots[j] == _brent_root(lambda x: float(f_one(x, c[j])), a[j], b[j], xtol=1e-13,
+                                       rtol=4 * np.finfo(float).eps)
+    assert calls["n"] < 60
+
+
+def test_smooth_bootstrap_evaluations_do_not_grow_with_n_boot(monkeypatch):
+    """Every replicate's fixed point is solved in lockstep: the batched bandwidth evaluations stay a few
+    dozen whether there are 10 resamples or 400 (the one-replicate loop made about 8 per resample)."""
+    import calibcli.smooth_bootstrap as sb
+    from calibcli.smooth import smooth_ece
+
+    rng = np.random.default_rng(3)
+    z = rng.random(2000)
+    y = (rng.random(2000) < z**1.3).astype(int)
+    calls = {"n": 0}
+    original = sb.smoothed_rows
+
+    def counted(*args):
+        calls["n"] += 1
+        return original(*args)
+
+    monkeypatch.setattr(sb, "smoothed_rows", counted)
+    counts = []
+    for n_boot in (10, 400):
+        calls["n"] = 0
+        result = smooth_ece(y, z, n_boot=n_boot, rng=1)
+        assert np.isfinite(result.replicates).all()
+        counts.append(calls["n"])
+    assert counts[1] <= counts[0] + 10 and counts[1] < 60
