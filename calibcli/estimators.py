@@ -490,6 +490,9 @@ def ece_l2_sq_sun_interval(s: BinStats, *, alpha: float) -> SunInterval:
 #: Above this many runs of rows the per-row bootstrap sums run with one ``reduceat`` rather than a product per run.
 _LOOP_RUNS = 4096
 
+#: Multiply-adds of one matrix product that OpenBLAS keeps on one thread (its threshold is 4 x 65536).
+_ONE_THREAD_PRODUCT = 1 << 18
+
 #: Multiplicities (replicates x rows) held at once by the per-row bootstrap; fixes only the memory, not the numbers.
 _BLOCK_ELEMENTS = 1 << 20
 
@@ -535,9 +538,12 @@ class _SortedProblem:
         dup = np.zeros((R, len(starts), 3))
         if len(starts) <= _LOOP_RUNS:
             for j, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
-                if b > a:
-                    sums[:, j] = M[:, a:b] @ self.X[a:b]
-                    dup[:, j] = pairs[:, a:b] @ self.X_self[a:b]
+                # OpenBLAS runs a product of more than 2^18 multiply-adds on several threads, which on a
+                # shared machine costs far more than it saves: products below that stay on one thread.
+                step = max(1, _ONE_THREAD_PRODUCT // (8 * (b - a))) if b > a else R
+                for r in range(0, R, step):
+                    sums[r:r + step, j] = M[r:r + step, a:b] @ self.X[a:b]
+                    dup[r:r + step, j] = pairs[r:r + step, a:b] @ self.X_self[a:b]
             return sums, dup
         # many runs (most of them empty when there are more bins than rows): one reduceat over the non-empty ones
         nonempty = np.flatnonzero(bounds[:-1] < bounds[1:])

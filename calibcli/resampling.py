@@ -100,16 +100,17 @@ class Multiplicities:
         cancel.check()
         reps = np.asarray(replicates, dtype=np.int64).reshape(-1)
         keys = np.array([_stream_key(self.seed, int(r)) for r in reps], dtype=np.uint64)
-        x = np.add(keys[:, None], self._positions[None, :])
+        x = np.add.outer(keys, self._positions).reshape(-1)
         tmp = np.empty_like(x)
         _mix(x, tmp)
         # inversion of u = the high 32 bits: its high 16 bits settle m but in a few cells (see _CELL_SPLIT)
         high = np.right_shift(x, np.uint64(48), out=tmp).astype(np.uint16)
         out = np.empty((len(reps), self.n)) if out is None else out
-        out[...] = _CELL_VALUE[high]
-        split = np.nonzero(_CELL_SPLIT[high])
-        if len(split[0]):
-            out[split] = np.searchsorted(_THRESHOLDS, (x[split] >> np.uint64(32)).astype(np.uint32), side="right")
+        flat = out.reshape(-1)
+        flat[:] = _CELL_VALUE[high]
+        split = np.flatnonzero(_CELL_SPLIT[high])
+        if len(split):
+            flat[split] = np.searchsorted(_THRESHOLDS, (x[split] >> np.uint64(32)).astype(np.uint32), side="right")
         return out
 
 
