@@ -142,10 +142,13 @@ def test_lockstep_brent_takes_the_one_root_steps():
 
 
 def test_smooth_bootstrap_evaluations_do_not_grow_with_n_boot(monkeypatch):
-    """Every replicate's fixed point is solved in lockstep: the batched bandwidth evaluations stay a few
-    dozen whether there are 10 resamples or 400 (the one-replicate loop made about 8 per resample)."""
+    """Every replicate's fixed point is solved in lockstep: the batched bandwidth evaluations of a block stay
+    a few dozen whether it holds 10 resamples or 400 (the one-replicate loop made about 8 per resample).
+    (Blocks are sized for the caches; here one block holds them all.)"""
     import calibcli.smooth_bootstrap as sb
     from calibcli.smooth import smooth_ece
+
+    monkeypatch.setattr(sb, "_BLOCK_VALUES", 1 << 24)
 
     rng = np.random.default_rng(3)
     z = rng.random(2000)

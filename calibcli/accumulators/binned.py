@@ -25,7 +25,6 @@ interval's coverage against the per-row bootstrap by simulation.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from calibcli import cancel
