@@ -34,8 +34,8 @@ from calibcli.smooth_grid import (
 #: eight times larger ran twice slower than one replicate at a time (smece at 1e6 rows). Fixes speed and
 #: memory, never the numbers.
 _BLOCK_VALUES = 1 << 18
-#: Rows' multiplicities held at once (replicates x rows) by the row bootstrap.
-_BLOCK_ROWS = 1 << 22
+#: Rows' multiplicities held at once (replicates x rows) by the row bootstrap (2 MB arrays).
+_BLOCK_ROWS = 1 << 18
 
 
 # ----------------------------------------------------------------------------------------------
@@ -189,18 +189,19 @@ def _run_deposits(positive, cell, s0, s1, s2, n_cells: int, want_curve: bool) ->
 
 class Block:
     """Resamples ``reps`` of a bootstrap as deposits ``(R, M + 1)`` at ``n_cells`` (each divided by its total
-    weight ``total``; parts: residual, and ``w y`` and ``w`` for curves). ``rows`` (z, y, weights ``(R, n)``)
-    when the bootstrap has rows, for finer grids."""
+    weight ``total``; parts: residual, and ``w y`` and ``w`` for curves). ``rows`` = ``(z, y, weights)`` when
+    the bootstrap has rows, ``weights(reps)`` giving the rows' weights in those resamples, for finer grids."""
 
     def __init__(self, reps, deposits, total, n_cells: int, rows=None):
         self.reps, self.deposits, self.total, self.n_cells, self.rows = reps, deposits, total, n_cells, rows
 
     def at(self, n_cells: int, which: np.ndarray, parts: int) -> list[np.ndarray]:
         """Deposits of resamples ``which`` (indices into the block) on a finer grid, summed again from their rows."""
-        z, y, g = self.rows
+        z, y, weights = self.rows
+        g = weights(self.reps[which])
         out = [np.empty((len(which), n_cells + 1)) for _ in range(parts)]
         for j, r in enumerate(which):  # only the resamples whose s* the block's grid cannot resolve
-            linear, _ = CellSums.of_rows(z, y, g[r], n_cells).deposits(parts, False)
+            linear, _ = CellSums.of_rows(z, y, g[j], n_cells).deposits(parts, False)
             for part in range(parts):
                 out[part][j] = linear[part] / self.total[r]
         return out
@@ -236,21 +237,29 @@ class RowBootstrap:
         self.run_positive = self.y[self.offsets] == 1
 
     def block_size(self) -> int:
-        return max(1, min(_BLOCK_VALUES // (self.n_cells + 1), _BLOCK_ROWS // max(self.n, 1)))
+        return max(1, _BLOCK_VALUES // (self.n_cells + 1))
+
+    def weights(self, reps: np.ndarray) -> np.ndarray:
+        """The sorted rows' weights ``m_ir w_i`` in resamples ``reps``: ``(len(reps), n)``."""
+        m = np.take(self.multiplicities.block(reps), self.order, axis=1)
+        return m if self.w is None else np.multiply(m, self.w, out=m)
 
     def resample(self, reps: np.ndarray) -> Block:
-        m = np.take(self.multiplicities.block(reps), self.order, axis=1)
-        g = m if self.w is None else np.multiply(m, self.w, out=m)
-        total = g.sum(axis=1)
-        gf = g * self.f
-        s0 = np.add.reduceat(g, self.offsets, axis=1)
-        s1 = np.add.reduceat(gf, self.offsets, axis=1)
-        gf *= self.f
-        s2 = np.add.reduceat(gf, self.offsets, axis=1)
+        # the rows' weights a few resamples at a time (arrays that stay in the caches), their run sums for all
+        sums = []
+        step = max(1, _BLOCK_ROWS // max(self.n, 1))
+        for first in range(0, len(reps), step):
+            g = self.weights(reps[first:first + step])
+            gf = g * self.f
+            s0 = np.add.reduceat(g, self.offsets, axis=1)
+            s1 = np.add.reduceat(gf, self.offsets, axis=1)
+            gf *= self.f
+            sums.append((g.sum(axis=1), s0, s1, np.add.reduceat(gf, self.offsets, axis=1)))
+        total, s0, s1, s2 = (np.concatenate(part) for part in zip(*sums))
         with np.errstate(divide="ignore", invalid="ignore"):
             deposits = [d / total[:, None] for d in
                         _run_deposits(self.run_positive, self.run_cell, s0, s1, s2, self.n_cells, self.want_curve)]
-        return Block(reps, deposits, total, self.n_cells, (self.z, self.y, g))
+        return Block(reps, deposits, total, self.n_cells, (self.z, self.y, self.weights))
 
 
 class CellBootstrap:
@@ -423,8 +432,7 @@ def bootstrap_values(boot, *, sigma, sigma_full, n_boot, curve_t=None, progress=
             value = abs_integral_rows(smoothed_rows(spectra(residual), s))
         values[block.reps[ok]] = value
         if curves is not None and len(ok):
-            sub = Block(block.reps[ok], [d[ok] for d in block.deposits], block.total[ok], block.n_cells,
-                        None if block.rows is None else (block.rows[0], block.rows[1], block.rows[2][ok]))
+            sub = Block(block.reps[ok], [d[ok] for d in block.deposits], block.total[ok], block.n_cells, block.rows)
             curves[block.reps[ok]] = _curves(sub, s, cells, curve_t)
         for _ in range(len(block.reps)) if progress is not None else ():
             progress()
