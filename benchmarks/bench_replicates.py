@@ -21,28 +21,33 @@ interval, p-value and per-level statistic equal to 1e-12 relative; timings and f
 Data: ``prob`` = a Beta(2, 5) draw, ``label`` ~ Bernoulli(prob^1.1) (mildly miscalibrated), seed 0,
 written once to ``benchmarks/out/replicates_{rows}.parquet``.
 
-Measured on this machine (2 cores shared with other sessions' test suites, load average 4-6 during the run),
-``--repeat 3``, before = eaca97e, after = this branch (seconds, median of 3, a fresh process each):
+Measured on this machine (2 cores shared with other sessions' test suites, load average 4-5 during the run),
+``--repeat 3``, before = eaca97e, after = this branch at its last commit (seconds, median of 3, a fresh
+process each):
 
 ====================================  ========  =======  ============  ============
 command                               before s  after s  after/before  same numbers
 ====================================  ========  =======  ============  ============
-ece 1e6 (defaults)                    1.74      1.62     0.93          yes
-tcal 1e6 (defaults)                   38.40     39.03    1.02          yes
-smece 1e6, 1000 resamples             4.38      3.72     0.85          yes
-tcal 1e4, 3000 resamples              2.53      2.37     0.94          yes
-ece 1e5 uniform, 1000 resamples       6.63      5.57     0.84          yes
-ece 1e5 quantile, 1000 resamples      8.23      7.32     0.89          yes
-smece 1e5, 1000 resamples             3.84      4.57     1.19          yes
+ece 1e6 (defaults)                    4.76      3.57     0.75          yes
+tcal 1e6 (defaults)                   57.61     42.46    0.74          yes
+smece 1e6, 1000 resamples             2.48      2.39     0.97          yes
+tcal 1e4, 3000 resamples              1.14      1.33     1.17          yes
+ece 1e5 uniform, 1000 resamples       3.06      2.87     0.94          yes
+ece 1e5 quantile, 1000 resamples      6.10      5.81     0.95          yes
+smece 1e5, 1000 resamples             8.85      7.99     0.90          yes
 ====================================  ========  =======  ============  ============
 
-Bars: ``tcal`` / ``ece`` at 1e6 rows 22.1x before, 24.1x after (bar: at most 4x: not met); ``tcal`` at 1e4
-rows with 3000 resamples 2.5 s before, 2.4 s after (bar: well under a second: not met). Single runs under a
-load of 5-8 moved by up to 1.5x either way, so only differences beyond that are signal: here, none at the
-command level. In process, one thread, interleaved runs: T-Cal's y-bootstrap took 27-30 ms per resample of
+(An earlier run of the same kind, before the last two commits: tcal 1e6 38.4 s before, 39.0 s after; ece 1e6
+1.74 and 1.62 s: the machine's load moves every figure by 1.5x or more between runs.)
+
+Bars: ``tcal`` / ``ece`` at 1e6 rows 12.1x before, 11.9x after (22.1x and 24.1x in the earlier run; bar: at most
+4x: not met); ``tcal`` at 1e4 rows with 3000 resamples 1.1 s before, 1.3 s after (bar: well under a second:
+not met). Single runs under a load of 5-8 moved by up to 1.5x either way, so only differences beyond that
+are signal: here, none at the command level. In process, one thread, interleaved runs: T-Cal's y-bootstrap took 27-30 ms per resample of
 1e6 rows against 34-48 ms before (int32 counts), its setup about a third less; the per-row binned bootstrap
 and SmoothECE's bootstrap are as fast as before (their cost is drawing the multiplicities and the FFTs, the
-same work), with one call of each estimator per block of replicates instead of one per replicate. T-Cal's
+same work), with one call of each binned estimator for all the replicates, and one batched bandwidth
+evaluation per Brent step of a block of SmoothECE replicates, instead of one per replicate. T-Cal's
 cost is O(R n) with identical draws: 1e9 uniform draws and the ~1e6 distinct bins of 37 nested levels per
 1000 resamples of 1e6 rows, about 25-45 ns per row and resample in NumPy; the 4x bar needs either a compiled
 kernel or draws that the per-cell formulation can reproduce (which would change the numbers).
