@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibcli.binning import Binning, fit_binning, quantile_edges_sorted, uniform_bin_index
+from calibcli.binning import Binning, fit_binning, quantile_starts_batched, uniform_bin_index
 from calibcli.validation import check_binary, check_options
 
 #: Probabilities are clipped to [LOG_LOSS_EPS, 1 - LOG_LOSS_EPS] inside the log-loss.
@@ -35,7 +35,9 @@ class BinStats:
     """Per-bin sums: ``count`` (rows), ``weight`` (sum w), ``sum_z``, ``sum_y``, ``sum_u2``, ``sum_log_loss``.
 
     All are weighted by the sample weights. Statistics of disjoint chunks binned the same way merge
-    with :meth:`merge`.
+    with :meth:`merge`. Every array has the bins on its last axis and may carry leading axes: ``(R, bins)``
+    holds R bootstrap replicates (and ``(G, R, bins)`` groups of them); the estimators below broadcast
+    over them.
     """
 
     count: np.ndarray
@@ -71,6 +73,16 @@ class BinStats:
     @property
     def diag_u2(self) -> np.ndarray:
         return self.sum_u2 if self.self_u2 is None else self.self_u2
+
+    @classmethod
+    def stack(cls, stats: "list[BinStats]") -> "BinStats":
+        """Statistics of equal bin counts stacked along a new leading axis (e.g. one row per replicate)."""
+        return cls(*(np.stack(columns) for columns in zip(*(s._arrays() for s in stats))))
+
+    @classmethod
+    def concat(cls, stats: "list[BinStats]") -> "BinStats":
+        """Batched statistics joined along their leading (replicate) axis."""
+        return cls(*(np.concatenate(columns) for columns in zip(*(s._arrays() for s in stats))))
 
     @property
     def nonempty(self) -> np.ndarray:
@@ -210,24 +222,57 @@ def _stats_from_sums(count: np.ndarray, sums: np.ndarray) -> BinStats:
 
 # ---------------------------------------------------------------------------------------------
 # Estimators on per-bin statistics (SPEC 2.2, 2.3, 2.4)
+#
+# Every estimator reduces over the last axis (the bins) and broadcasts the leading ones, so the same
+# function gives the point estimate from ``(bins,)`` sums and all the bootstrap replicates at once from
+# ``(R, bins)`` sums (NumPy's gufunc habit): a replicate is never a Python loop. On ``(bins,)`` sums an
+# estimator returns a Python float, on batched sums an array of the leading shape.
 
 
-def ece_l1_plugin(s: BinStats) -> float:
+def _value(x):
+    """A 0-d result as a Python float; a batched one as the array."""
+    return float(x) if np.ndim(x) == 0 else x
+
+
+def _masked_sum(value_fn, mask):
+    """``sum_b value_b`` over the bins where ``mask`` holds (last axis), ``value_fn()`` not evaluated (nor
+    warning) elsewhere.
+
+    On ``(bins,)`` sums the selected values are summed as a compressed array, on batched sums as the
+    row with zeros elsewhere: the same sum, whose last bit may differ with the order numpy adds in
+    (every printed point estimate stays the bit-for-bit value it always had)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = value_fn()
+    if np.ndim(mask) == 1:
+        return np.broadcast_to(values, mask.shape)[mask].sum()
+    return np.where(mask, values, 0.0).sum(axis=-1)
+
+
+def _occupied(s: BinStats) -> np.ndarray:
+    """Non-empty bins of positive weight: the bins a gap is defined on."""
+    return s.nonempty & (s.weight > 0)
+
+
+def ece_l1_plugin(s: BinStats):
     """l1-ECE, plugin (Guo et al. 2017; seed 002 binECE): ``sum_b (n_b/n) |acc_b - conf_b|``."""
-    return float(np.abs(s.sum_y - s.sum_z).sum() / s.weight.sum())
+    return _value(np.abs(s.sum_y - s.sum_z).sum(axis=-1) / s.weight.sum(axis=-1))
 
 
-def ece_l2_plugin(s: BinStats) -> float:
+def ece_l2_plugin(s: BinStats):
     """l2-ECE, plugin (Kumar et al. 2019 def. 1; T-Cal eq. 5): ``sqrt(sum_b (n_b/n) gap_b^2)``."""
-    ne = s.nonempty & (s.weight > 0)
-    gap_sq = (s.sum_y[ne] - s.sum_z[ne]) ** 2 / s.weight[ne]
-    return float(math.sqrt(gap_sq.sum() / s.weight.sum()))
+    gap_sq = _masked_sum(lambda: (s.sum_y - s.sum_z) ** 2 / s.weight, _occupied(s))
+    return _value(np.sqrt(gap_sq / s.weight.sum(axis=-1)))
 
 
-def ece_max_plugin(s: BinStats) -> float:
+def ece_max_plugin(s: BinStats):
     """Maximum calibration error (MCE) over non-empty bins: ``max_b |gap_b|``."""
-    ne = s.nonempty & (s.weight > 0)
-    return float(np.max(np.abs(s.sum_y[ne] - s.sum_z[ne]) / s.weight[ne]))
+    ne = _occupied(s)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gap = np.where(ne, np.abs(s.sum_y - s.sum_z) / s.weight, -np.inf)
+    out = gap.max(axis=-1)
+    if np.ndim(out) == 0 and not ne.any():
+        raise ValueError("the maximum calibration error needs a non-empty bin")
+    return _value(np.where(ne.any(axis=-1), out, np.nan))
 
 
 def _has_pairs(s: BinStats) -> np.ndarray:
@@ -238,7 +283,7 @@ def _has_pairs(s: BinStats) -> np.ndarray:
     return (s.count >= 2) & (s.weight**2 - s.diag_weight > 1e-9 * np.maximum(s.weight, 1.0) ** 2)
 
 
-def ece_l2_sq_debiased_kumar(s: BinStats) -> float:
+def ece_l2_sq_debiased_kumar(s: BinStats):
     """Squared l2-ECE, debiased ("cancelling") estimator of Kumar, Liang & Ma (2019, seed 000).
 
     ``sum_{b: n_b >= 2} (n_b/n) [gap_b^2 - acc_b (1 - acc_b) / (n_b - 1)]``. With weights, ``n_b``
@@ -249,72 +294,75 @@ def ece_l2_sq_debiased_kumar(s: BinStats) -> float:
     ``gap_b^2 - acc_b(1-acc_b)/(n_b-1) = [(sum y)^2 - sum y^2] / (n_b (n_b - 1)) - 2 acc_b conf_b + conf_b^2``,
     whose self-pair terms generalise to bootstrap resamples (see :class:`BinStats`).
     """
-    ok = _has_pairs(s)
-    nb = s.weight[ok]
-    pairs = nb**2 - s.diag_weight[ok]
-    acc_sq = (s.sum_y[ok] ** 2 - s.diag_y[ok]) / pairs
-    acc = s.sum_y[ok] / nb
-    conf = s.sum_z[ok] / nb
-    return float(np.sum(nb * (acc_sq - 2.0 * acc * conf + conf**2)) / s.weight.sum())
+    def term():
+        nb = s.weight
+        acc_sq = (s.sum_y**2 - s.diag_y) / (nb**2 - s.diag_weight)
+        acc = s.sum_y / nb
+        conf = s.sum_z / nb
+        return nb * (acc_sq - 2.0 * acc * conf + conf**2)
+
+    return _value(_masked_sum(term, _has_pairs(s)) / s.weight.sum(axis=-1))
 
 
-def ece_l2_sq_debiased_dpe(s: BinStats) -> float:
+def ece_l2_sq_debiased_dpe(s: BinStats):
     """Squared l2-ECE, debiased plug-in estimator (DPE) of T-Cal (Lee et al. 2023, seed 004 eq. 6).
 
     ``(1/n) sum_b (1/n_b) [(sum_{i in b} U_i)^2 - sum_{i in b} U_i^2]`` with ``U = y - z``. Can be
     negative.
     """
-    ne = s.nonempty & (s.weight > 0)
-    su = s.sum_y[ne] - s.sum_z[ne]
-    return float(np.sum((su**2 - s.diag_u2[ne]) / s.weight[ne]) / s.weight.sum())
+    term = _masked_sum(lambda: ((s.sum_y - s.sum_z) ** 2 - s.diag_u2) / s.weight, _occupied(s))
+    return _value(term / s.weight.sum(axis=-1))
 
 
-def brier_decomposition(s: BinStats) -> dict[str, float]:
+def brier_decomposition(s: BinStats) -> dict:
     """Brier score and its Murphy decomposition on the chosen bins (SPEC 2.3).
 
     ``brier = reliability - resolution + uncertainty + within_bin`` exactly, where ``within_bin``
     is the part the binned decomposition does not explain (within-bin variation of z).
     """
-    W = s.weight.sum()
-    ne = s.nonempty & (s.weight > 0)
-    nb = s.weight[ne]
-    conf = s.sum_z[ne] / nb
-    acc = s.sum_y[ne] / nb
-    ybar = s.sum_y.sum() / W
-    brier = s.sum_u2.sum() / W
-    reliability = float(np.sum(nb * (conf - acc) ** 2) / W)
-    resolution = float(np.sum(nb * (acc - ybar) ** 2) / W)
-    uncertainty = float(ybar * (1.0 - ybar))
+    W = s.weight.sum(axis=-1)
+    ne = _occupied(s)
+    ybar = s.sum_y.sum(axis=-1) / W
+    brier = s.sum_u2.sum(axis=-1) / W
+    with np.errstate(divide="ignore", invalid="ignore"):
+        conf = s.sum_z / s.weight
+        acc = s.sum_y / s.weight
+    reliability = _masked_sum(lambda: s.weight * (conf - acc) ** 2, ne) / W
+    resolution = _masked_sum(lambda: s.weight * (acc - np.expand_dims(ybar, -1)) ** 2, ne) / W
+    uncertainty = ybar * (1.0 - ybar)
     return {
-        "brier_score": float(brier),
-        "brier_reliability": reliability,
-        "brier_resolution": resolution,
-        "brier_uncertainty": uncertainty,
-        "brier_within_bin": float(brier - (reliability - resolution + uncertainty)),
+        "brier_score": _value(brier),
+        "brier_reliability": _value(reliability),
+        "brier_resolution": _value(resolution),
+        "brier_uncertainty": _value(uncertainty),
+        "brier_within_bin": _value(brier - (reliability - resolution + uncertainty)),
     }
 
 
-def brier_skill_score(brier: float, uncertainty: float) -> float:
+def brier_skill_score(brier, uncertainty):
     """Brier skill score against climatology: ``1 - Brier / (ybar (1 - ybar))`` (Murphy 1973; Wilks,
     *Statistical Methods in the Atmospheric Sciences*, 9.4). 1 is perfect, 0 no better than predicting the
     event rate ``ybar`` for everyone; NaN (null in the report) when every label is the same."""
-    return 1.0 - brier / uncertainty if uncertainty > 0 else math.nan
+    if np.ndim(uncertainty) == 0:
+        return 1.0 - brier / uncertainty if uncertainty > 0 else math.nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(uncertainty > 0, 1.0 - brier / uncertainty, np.nan)
 
 
-def log_loss(s: BinStats) -> float:
+def log_loss(s: BinStats):
     """Mean negative log-likelihood, probabilities clipped to ``[eps, 1 - eps]`` (eps = LOG_LOSS_EPS)."""
-    return float(s.sum_log_loss.sum() / s.weight.sum())
+    return _value(s.sum_log_loss.sum(axis=-1) / s.weight.sum(axis=-1))
 
 
-def dce_estimate(s_uniform: BinStats) -> float:
+def dce_estimate(s_uniform: BinStats):
     """Distance-to-calibration estimate (seed 002 dCE) on B equal-width bins.
 
     ``(1/n) sum_k |sum_{i in B_k} (y_i - c_k)|`` with ``c_k`` the upper end ``(k+1)/B`` of the
     (0-indexed) bin ``[k/B, (k+1)/B)``, so that ``|z - c_k| <= 1/B`` inside the bin, as Thm 12.10 uses.
     """
-    B = len(s_uniform.weight)
+    B = s_uniform.weight.shape[-1]
     c = np.arange(1, B + 1) / B
-    return float(np.abs(s_uniform.sum_y - s_uniform.weight * c).sum() / s_uniform.weight.sum())
+    return _value(np.abs(s_uniform.sum_y - s_uniform.weight * c).sum(axis=-1) / s_uniform.weight.sum(axis=-1))
 
 
 def hoeffding_margin(n: float, delta: float) -> float:
@@ -322,8 +370,9 @@ def hoeffding_margin(n: float, delta: float) -> float:
     return math.sqrt(2.0 * math.log(1.0 / delta) / n)
 
 
-def _point_metrics(s: BinStats, s_uniform: BinStats) -> dict[str, float]:
-    """Every bootstrappable metric of SPEC 2 from the bins' statistics."""
+def _point_metrics(s: BinStats, s_uniform: BinStats) -> dict:
+    """Every bootstrappable metric of SPEC 2 from the bins' statistics (floats, or arrays over the
+    leading axes of batched statistics)."""
     kumar = ece_l2_sq_debiased_kumar(s)
     dpe = ece_l2_sq_debiased_dpe(s)
     out = {
@@ -331,9 +380,9 @@ def _point_metrics(s: BinStats, s_uniform: BinStats) -> dict[str, float]:
         "ece_l2_plugin": ece_l2_plugin(s),
         "ece_max_plugin": ece_max_plugin(s),
         "ece_l2_sq_debiased_kumar": kumar,
-        "ece_l2_debiased_kumar": math.sqrt(max(0.0, kumar)),
+        "ece_l2_debiased_kumar": _value(np.sqrt(np.maximum(0.0, kumar))),
         "ece_l2_sq_debiased_dpe": dpe,
-        "ece_l2_debiased_dpe": math.sqrt(max(0.0, dpe)),
+        "ece_l2_debiased_dpe": _value(np.sqrt(np.maximum(0.0, dpe))),
     }
     out.update(brier_decomposition(s))
     out["brier_skill_score"] = brier_skill_score(out["brier_score"], out["brier_uncertainty"])
@@ -378,15 +427,15 @@ class SunInterval:
     case: int  # which branch of eq. (8)
 
 
-def ece_l2_sq_sun_estimate(s: BinStats) -> float:
+def ece_l2_sq_sun_estimate(s: BinStats):
     """Sun et al.'s debiased squared l2-ECE: ``(1/n) sum_{b: n_b >= 2} [(sum U)^2 - sum U^2] / (n_b - 1)``.
 
     ``n_b - 1`` is written ``(n_b^2 - diag_weight) / n_b``, the number of distinct pairs per element.
+    Reduces over the last axis (the bins), like every estimator here.
     """
-    ok = _has_pairs(s)
-    nb = s.weight[ok]
-    su = s.sum_y[ok] - s.sum_z[ok]
-    return float(np.sum(nb * (su**2 - s.diag_u2[ok]) / (nb**2 - s.diag_weight[ok])) / s.weight.sum())
+    term = _masked_sum(lambda: s.weight * ((s.sum_y - s.sum_z) ** 2 - s.diag_u2) / (s.weight**2 - s.diag_weight),
+                       _has_pairs(s))
+    return _value(term / s.weight.sum(axis=-1))
 
 
 def ece_l2_sq_sun_interval(s: BinStats, *, alpha: float) -> SunInterval:
@@ -438,15 +487,24 @@ def ece_l2_sq_sun_interval(s: BinStats, *, alpha: float) -> SunInterval:
 # Bootstrap through multiplicities and per-bin sums
 
 
-#: Above this many bins the per-row bootstrap sums runs with one ``reduceat`` rather than a product per bin.
-_LOOP_RUNS = 256
+#: Above this many runs of rows the per-row bootstrap sums run with one ``reduceat`` rather than a product per run.
+_LOOP_RUNS = 4096
+
+#: Multiply-adds of one matrix product that OpenBLAS keeps on one thread (its threshold is 4 x 65536).
+_ONE_THREAD_PRODUCT = 1 << 18
+
+#: Multiplicities (replicates x rows) held at once by the per-row bootstrap (2 MB arrays, which stay in the
+#: caches: four times larger ran slower); fixes speed and memory, never the numbers.
+_BLOCK_ELEMENTS = 1 << 18
+
 
 class _SortedProblem:
     """A binary problem sorted by z once, so that every bin is a contiguous run of rows.
 
     A resample is given by row multiplicities ``m`` (in sorted order); the sums of any statistic
-    over a bin are then one dot product ``m[run] @ X[run]``, which costs O(n) per resample in
-    total and never materialises the resampled data.
+    over a bin are then one product ``m[run] @ X[run]``, which costs O(n) per resample in total and
+    never materialises the resampled data. ``m`` may be ``(R, n)``: R resamples at once, each run's
+    sums one matrix product ``M[:, run] @ X[run]`` for all of them, and the statistics ``(R, bins)``.
     """
 
     def __init__(self, y, z, w, binning: Binning, n_uniform: int):
@@ -454,71 +512,94 @@ class _SortedProblem:
         self.z = z[self.order]
         stats = _row_stats(y[self.order].astype(np.float64), self.z, w[self.order])
         ws = w[self.order]
-        # (n, 6) in row-major order so that a bin's sums are one BLAS dot product; column 0 counts rows
+        # (n, 6) in row-major order so that a run's sums are one BLAS product; column 0 counts rows
         self.X = np.ascontiguousarray(np.vstack([np.ones(len(self.z)), stats]).T)
         # Pairs between copies of one original row: m (m - 1) times w^2, w^2 y, w^2 u^2. With unit
-        # weights these are columns of X itself (count, y, u^2), read in the same pass as the sums.
+        # weights these are columns of X itself (count, y, u^2).
         self.unit_weights = bool(np.all(ws == 1.0))
-        self.X_self = None if self.unit_weights else np.ascontiguousarray(
-            np.vstack([ws * ws, ws * stats[_WY], ws * stats[_WU2]]).T
-        )
+        self.X_self = np.ascontiguousarray(self.X[:, [0, 1 + _WY, 1 + _WU2]]) if self.unit_weights else (
+            np.ascontiguousarray(np.vstack([ws * ws, ws * stats[_WY], ws * stats[_WU2]]).T))
         self.binning = binning
-        self._pairs = np.empty(len(self.z))  # m (m - 1) of a resample; one buffer for all of them
+        self.n_uniform = n_uniform
         # Equal-width bins never move under resampling: their runs are fixed once.
         self.uniform_starts = np.searchsorted(uniform_bin_index(self.z, n_uniform), np.arange(n_uniform))
         if binning.strategy == "uniform":
             self.main_starts = np.searchsorted(uniform_bin_index(self.z, binning.n_bins), np.arange(binning.n_bins))
 
-    def _sums(self, m: np.ndarray, pairs: np.ndarray, starts: np.ndarray) -> BinStats:
-        bounds = np.append(starts, len(self.z))
-        if len(starts) > _LOOP_RUNS:
-            return self._sums_many(m, pairs, bounds)
-        runs = list(zip(bounds[:-1], bounds[1:]))
-        if self.unit_weights:
-            both = np.array([np.stack([m[a:b], pairs[a:b]]) @ self.X[a:b] for a, b in runs]).reshape(-1, 2, _N_STATS + 1)
-            sums = both[:, 0].T
-            dup = both[:, 1][:, [0, 1 + _WY, 1 + _WU2]].T
-        else:
-            sums = np.array([m[a:b] @ self.X[a:b] for a, b in runs]).reshape(-1, _N_STATS + 1).T
-            dup = np.array([pairs[a:b] @ self.X_self[a:b] for a, b in runs]).reshape(-1, 3).T
-        s = _stats_from_sums(np.rint(sums[0]).astype(np.int64), sums[1:])
-        return BinStats(
-            s.count, s.weight, s.sum_z, s.sum_y, s.sum_u2, s.sum_log_loss,
-            self_weight=s.weight + dup[0], self_y=s.sum_y + dup[1], self_u2=s.sum_u2 + dup[2],
-        )
+    def block_size(self) -> int:
+        """Resamples per block of :meth:`resampled` that keep its arrays within ``_BLOCK_ELEMENTS`` values."""
+        return max(1, _BLOCK_ELEMENTS // max(len(self.z), 1))
 
-    def _sums_many(self, m: np.ndarray, pairs: np.ndarray, bounds: np.ndarray) -> BinStats:
-        """:meth:`_sums` for many bins (most of them empty when there are more bins than rows): one
-        ``reduceat`` over the non-empty runs instead of a product per run."""
-        n_bins = len(bounds) - 1
+    def _run_sums(self, M: np.ndarray, pairs: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Sums ``(R, runs, 6)`` of ``M X`` and ``(R, runs, 3)`` of ``pairs X_self`` over the runs of rows
+        beginning at ``starts`` (increasing; a run may be empty)."""
+        n, R = len(self.z), M.shape[0]
+        bounds = np.append(starts, n)
+        sums = np.zeros((R, len(starts), _N_STATS + 1))
+        dup = np.zeros((R, len(starts), 3))
+        if len(starts) <= _LOOP_RUNS:
+            for j, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+                # OpenBLAS runs a product of more than 2^18 multiply-adds on several threads, which on a
+                # shared machine costs far more than it saves: products below that stay on one thread.
+                step = max(1, _ONE_THREAD_PRODUCT // (8 * (b - a))) if b > a else R
+                for r in range(0, R, step):
+                    sums[r:r + step, j] = M[r:r + step, a:b] @ self.X[a:b]
+                    dup[r:r + step, j] = pairs[r:r + step, a:b] @ self.X_self[a:b]
+            return sums, dup
+        # many runs (most of them empty when there are more bins than rows): one reduceat over the non-empty ones
         nonempty = np.flatnonzero(bounds[:-1] < bounds[1:])
         first = bounds[nonempty]  # increasing; each run ends where the next non-empty one starts
-        sums = np.zeros((_N_STATS + 1, n_bins))
-        dup = np.zeros((3, n_bins))
         if len(first):
-            sums[:, nonempty] = np.add.reduceat(m[:, None] * self.X, first, axis=0).T
-            X_self = self.X[:, [0, 1 + _WY, 1 + _WU2]] if self.unit_weights else self.X_self
-            dup[:, nonempty] = np.add.reduceat(pairs[:, None] * X_self, first, axis=0).T
-        s = _stats_from_sums(np.rint(sums[0]).astype(np.int64), sums[1:])
-        return BinStats(
-            s.count, s.weight, s.sum_z, s.sum_y, s.sum_u2, s.sum_log_loss,
-            self_weight=s.weight + dup[0], self_y=s.sum_y + dup[1], self_u2=s.sum_u2 + dup[2],
-        )
+            sums[:, nonempty] = np.add.reduceat(M[:, :, None] * self.X[None], first, axis=1)
+            dup[:, nonempty] = np.add.reduceat(pairs[:, :, None] * self.X_self[None], first, axis=1)
+        return sums, dup
+
+    @staticmethod
+    def _stats(sums: np.ndarray, dup: np.ndarray) -> BinStats:
+        """:class:`BinStats` of bin sums ``(..., bins, 6)`` and self-pair sums ``(..., bins, 3)``."""
+        s = np.moveaxis(sums, -1, 0)
+        d = np.moveaxis(dup, -1, 0)
+        weight, sum_y, sum_u2 = s[1 + _W], s[1 + _WY], s[1 + _WU2]
+        return BinStats(np.rint(s[0]).astype(np.int64), weight, s[1 + _WZ], sum_y, sum_u2, s[1 + _WLL],
+                        self_weight=weight + d[0], self_y=sum_y + d[1], self_u2=sum_u2 + d[2])
+
+    def _quantile_sums(self, M: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Bin sums on each resample's own quantile bins (SPEC 2.1's edges of its sorted values, z[i]
+        repeated M[r, i] times), ``(R, n_bins)`` with the bins that ties merged away left empty at the end.
+
+        Every resample's bins are runs of the sorted rows: the runs between any two consecutive starts of
+        any resample in the block ("segments") are summed once for the whole block, and each resample's
+        bin is the sum of its segments (one ``reduceat``)."""
+        R, n, B = M.shape[0], len(self.z), self.binning.n_bins
+        starts = quantile_starts_batched(self.z, B, M)
+        segments = np.unique(starts[starts < n])
+        seg_sums, seg_dup = self._run_sums(M, pairs, segments)
+        S = len(segments)
+        nxt = np.append(starts[:, 1:], np.full((R, 1), n), axis=1)
+        live = starts < nxt  # bins holding at least one row (the rest stay zero)
+        offsets = (np.searchsorted(segments, starts) + S * np.arange(R)[:, None])[live]
+        sums = np.zeros((R, B, _N_STATS + 1))
+        dup = np.zeros((R, B, 3))
+        sums[live] = np.add.reduceat(seg_sums.reshape(R * S, -1), offsets, axis=0)
+        dup[live] = np.add.reduceat(seg_dup.reshape(R * S, -1), offsets, axis=0)
+        return sums, dup
 
     def resampled(self, m: np.ndarray) -> tuple[BinStats, BinStats]:
-        """Statistics (main bins, equal-width bins) of the resample where sorted row i appears m[i] times."""
+        """Statistics (main bins, equal-width bins) of the resample where sorted row i appears m[i] times;
+        ``m`` of shape ``(R, n)`` gives R resamples at once (statistics of shape ``(R, bins)``)."""
+        M = np.atleast_2d(m)
+        pairs = M - 1.0
+        pairs *= M
         if self.binning.strategy == "uniform":
-            starts = self.main_starts
+            main = self._stats(*self._run_sums(M, pairs, self.main_starts))
+            uniform = main if self.n_uniform == self.binning.n_bins else self._stats(
+                *self._run_sums(M, pairs, self.uniform_starts))
         else:
-            # The resample's sorted values are z[i] repeated m[i] times; SPEC 2.1's edges of those.
-            edges = quantile_edges_sorted(self.z, self.binning.n_bins, counts=m)
-            starts = np.concatenate([[0], np.searchsorted(self.z, edges, side="left")])
-        pairs = np.subtract(m, 1.0, out=self._pairs)
-        pairs *= m
-        main = self._sums(m, pairs, starts)
-        if self.binning.strategy == "uniform":
-            return main, main
-        return main, self._sums(m, pairs, self.uniform_starts)
+            main = self._stats(*self._quantile_sums(M, pairs))
+            uniform = self._stats(*self._run_sums(M, pairs, self.uniform_starts))
+        if np.ndim(m) == 1:
+            main, uniform = (BinStats(*(a[0] for a in s._arrays())) for s in (main, uniform))
+        return main, uniform
 
 
 from calibcli.resampling import percentile_interval  # noqa: E402  (re-exported: one definition)
@@ -583,9 +664,12 @@ def binned_calibration(
     if n_boot > 0:
         problem = _SortedProblem(y, z, w, binning, n_bins)
         rows = Multiplicities(seed, np.arange(len(z)) if row_index is None else row_index)
-        drawn, m_sorted = np.empty(len(z)), np.empty(len(z))  # buffers reused by every resample
-        resamples = (problem.resampled(np.take(rows.replicate(r, out=drawn), problem.order, out=m_sorted, mode="clip"))
-                     for r in range(n_boot))  # "clip": no buffered copy
+        block = problem.block_size()
+        parts = []
+        for first in range(0, n_boot, block):  # blocks of replicates bound the memory; each is array operations
+            reps = np.arange(first, min(first + block, n_boot))
+            parts.append(problem.resampled(np.take(rows.block(reps), problem.order, axis=1)))
+        resamples = tuple(BinStats.concat([p[j] for p in parts]) for j in (0, 1))
         ci, replicates = summarise_replicates(resamples, list(point), alpha, keep_replicates=keep_replicates,
                                               progress=progress)
 
@@ -607,18 +691,34 @@ def binned_calibration(
 
 def summarise_replicates(resamples, names: list[str], alpha: float, *, keep_replicates: bool = False, progress=None):
     """Percentile intervals ``{name: (low, high)}`` (and the replicates when kept) of every bootstrappable
-    metric, from the ``(main bins, equal-width bins)`` statistics of each resample in turn."""
-    reps = []
-    for s_b, s_u in resamples:
-        if not s_b.weight.sum() > 0:  # a Poisson resample can draw no row (probability e^-n): no metric values,
-            reps.append([math.nan] * len(names))  # and the interval is taken over the other resamples
+    metric, from the ``(main bins, equal-width bins)`` statistics of the resamples.
+
+    ``resamples`` is that pair of :class:`BinStats` with the replicates on a leading axis ``(R, bins)``
+    (every estimator then runs once for all of them), or an iterable of per-replicate pairs, which are
+    stacked first. ``progress()``, if given, is called once per replicate.
+    """
+    if isinstance(resamples, tuple) and len(resamples) == 2 and isinstance(resamples[0], BinStats):
+        main, uniform = resamples
+    else:
+        pairs = list(resamples)
+        if not pairs:
+            main = uniform = None
         else:
-            p = _point_metrics(s_b, s_u)
-            p["ece_l2_sq_debiased_sun"] = ece_l2_sq_sun_estimate(s_b)
-            reps.append([p[k] for k in names])
-        if progress is not None:
-            progress()
-    reps = np.array(reps, dtype=np.float64).reshape(-1, len(names))
+            main = BinStats.stack([a for a, _ in pairs])
+            uniform = BinStats.stack([b for _, b in pairs])
+    n_rep = 0 if main is None else main.weight.shape[0]
+    reps = np.full((n_rep, len(names)), math.nan)
+    if n_rep:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = _point_metrics(main, uniform)
+            p["ece_l2_sq_debiased_sun"] = ece_l2_sq_sun_estimate(main)
+        for j, k in enumerate(names):
+            reps[:, j] = p[k]
+        # a Poisson resample can draw no row (probability e^-n): no metric values, and the interval is
+        # taken over the other resamples
+        reps[~(main.weight.sum(axis=-1) > 0)] = math.nan
+    for _ in range(n_rep) if progress is not None else ():
+        progress()
     ci = {k: percentile_interval(reps[:, j], alpha) for j, k in enumerate(names)}
     return ci, ({k: reps[:, j] for j, k in enumerate(names)} if keep_replicates else None)
 

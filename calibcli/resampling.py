@@ -89,19 +89,28 @@ class Multiplicities:
     def replicate(self, r: int, out: np.ndarray | None = None) -> np.ndarray:
         """Multiplicities of the rows (in the order given) in replicate ``r``.
 
-        Every per-row bootstrap draws its replicates here, so a signal stops it here
-        (:func:`calibcli.cancel.check`, also in worker threads)."""
+        Every per-row bootstrap draws its replicates here or in :meth:`block`, so a signal stops it
+        here (:func:`calibcli.cancel.check`, also in worker threads)."""
+        return self.block(np.array([r]), out=None if out is None else out.reshape(1, -1))[0]
+
+    def block(self, replicates, out: np.ndarray | None = None) -> np.ndarray:
+        """Multiplicities of the rows in each of ``replicates`` at once: an ``(len(replicates), n)`` array
+        whose row ``j`` is :meth:`replicate` of ``replicates[j]`` (the same numbers, one set of array
+        operations for the whole block)."""
         cancel.check()
-        x = np.add(self._positions, _stream_key(self.seed, r))
+        reps = np.asarray(replicates, dtype=np.int64).reshape(-1)
+        keys = np.array([_stream_key(self.seed, int(r)) for r in reps], dtype=np.uint64)
+        x = np.add.outer(keys, self._positions).reshape(-1)
         tmp = np.empty_like(x)
         _mix(x, tmp)
         # inversion of u = the high 32 bits: its high 16 bits settle m but in a few cells (see _CELL_SPLIT)
         high = np.right_shift(x, np.uint64(48), out=tmp).astype(np.uint16)
-        out = np.empty(self.n) if out is None else out
-        out[:] = _CELL_VALUE[high]
+        out = np.empty((len(reps), self.n)) if out is None else out
+        flat = out.reshape(-1)
+        flat[:] = _CELL_VALUE[high]
         split = np.flatnonzero(_CELL_SPLIT[high])
         if len(split):
-            out[split] = np.searchsorted(_THRESHOLDS, (x[split] >> np.uint64(32)).astype(np.uint32), side="right")
+            flat[split] = np.searchsorted(_THRESHOLDS, (x[split] >> np.uint64(32)).astype(np.uint32), side="right")
         return out
 
 

@@ -311,8 +311,14 @@ class _SortedScalarEngine:
         self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (starts, ends, 1 / W_b) of bins >= 2 points
         previous_runs = -1
         singletons: list[np.ndarray] = []
+        # Dyadic levels (the adaptive test): the bin at m = 2^b is the finest level's bin shifted right, exactly
+        # (z 2^b is exact in floating point, and floor(x / 2^k) = floor(floor(x) / 2^k)): one pass of floating
+        # point for all levels instead of one per level.
+        top = max(n_bins_list, default=1)
+        dyadic = all(m & (m - 1) == 0 for m in n_bins_list) and top < 2**62
+        finest = uniform_bin_index(zs, top) if dyadic else None
         for m in n_bins_list:
-            idx = uniform_bin_index(zs, m)
+            idx = finest >> (top.bit_length() - m.bit_length()) if dyadic else uniform_bin_index(zs, m)
             starts = np.concatenate([[0], np.flatnonzero(np.diff(idx)) + 1])
             ends = np.concatenate([starts[1:], [self.n]])
             self.nonempty.append(len(starts))
@@ -331,7 +337,8 @@ class _SortedScalarEngine:
         first_alone = np.full(self.n, len(self.parts))
         for j in range(len(self.parts) - 1, -1, -1):
             first_alone[singletons[j]] = j
-        self.alone_order = np.argsort(first_alone, kind="stable")
+        # (small integers: a radix sort, the same stable order)
+        self.alone_order = np.argsort(first_alone.astype(np.int16 if len(self.parts) < 2**15 else np.int64), kind="stable")
         self.alone_count = np.searchsorted(first_alone[self.alone_order], np.arange(len(self.parts)), side="right")
         # Every distinct bin (start, end) over all partitions, with the first and last partition holding
         # it (nested partitions: a bin present at two partitions is present at all in between). About n
@@ -341,7 +348,11 @@ class _SortedScalarEngine:
         inv_all = np.concatenate([p[2] for p in self.parts] + [np.zeros(0)])
         part_all = np.concatenate([np.full(len(p[0]), j) for j, p in enumerate(self.parts)] + [np.zeros(0, dtype=np.int64)])
         key = starts_all.astype(np.int64) * (self.n + 1) + ends_all
-        order = np.lexsort((part_all, key))
+        # (key, partition) pairs are distinct: one sort of the combined integer orders them as a lexsort would
+        if (self.n + 1) ** 2 * max(len(self.parts), 1) < 2**62:
+            order = np.argsort(key * max(len(self.parts), 1) + part_all)
+        else:
+            order = np.lexsort((part_all, key))
         key, part_all = key[order], part_all[order]
         first_of_run = np.concatenate([[True], key[1:] != key[:-1]]) if len(key) else np.zeros(0, dtype=bool)
         run_id = np.cumsum(first_of_run) - 1
@@ -361,7 +372,13 @@ class _SortedScalarEngine:
         bin_start, bin_end, bin_inv = starts_all[order][heads], ends_all[order][heads], inv_all[order][heads]
         self.block_edges = np.append(np.arange(0, self.n, _BLOCK_POINTS), self.n)
         block_of_end = (bin_end - 1) // _BLOCK_POINTS
-        by_block = np.lexsort((bin_end, group, block_of_end))
+        # (block, group, end) triples are distinct (two bins ending at one point are nested, so they hold
+        # different partitions): one sort of the combined integer where it fits, a lexsort otherwise
+        n_groups = max(len(pairs), 1)
+        if (int(block_of_end.max(initial=0)) + 1) * n_groups * (self.n + 1) < 2**62:
+            by_block = np.argsort((block_of_end * n_groups + group) * (self.n + 1) + bin_end)
+        else:
+            by_block = np.lexsort((bin_end, group, block_of_end))
         self.bin_start, self.bin_end = bin_start[by_block], bin_end[by_block]
         self.bin_inv_weight = bin_inv[by_block]
         bin_group, block_of_end = group[by_block], block_of_end[by_block]
@@ -381,6 +398,8 @@ class _SortedScalarEngine:
         # What a positive (y* = 1) adds to the two prefix sums. With unit weights these are an integer
         # count and (1 - 2z) in fixed point, so the prefix sums are exact integer cumsums (several
         # times faster than floating-point ones, whose serial additions cannot be vectorised).
+        # Positives counted in int32 while n allows (exact, and half the bytes to sum and gather of int64).
+        self.count_dtype = (np.int32 if self.n < 2**31 else np.int64) if self.w is None else np.float64
         if self.w is None:
             self.fixed_bits = min(52, 62 - int(self.n).bit_length())
             self.step_b = np.rint((1.0 - 2.0 * zs) * 2.0**self.fixed_bits).astype(np.int64)
@@ -401,8 +420,10 @@ class _SortedScalarEngine:
                 "rows": rows,
                 "D": np.empty((rows, width)),
                 "positive": np.empty((rows, width), dtype=bool),
-                "A": np.empty((rows, self.n + 1), dtype=prefix_dtype),
+                "A": np.empty((rows, self.n + 1), dtype=self.count_dtype),
                 "B": np.empty((rows, self.n + 1), dtype=prefix_dtype),
+                "hiA": np.empty((rows, most_bins), dtype=self.count_dtype),
+                "loA": np.empty((rows, most_bins), dtype=self.count_dtype),
                 "hi": np.empty((rows, most_bins), dtype=prefix_dtype),
                 "lo": np.empty((rows, most_bins), dtype=prefix_dtype),
                 "S": np.empty((rows, most_bins)),
@@ -447,12 +468,13 @@ class _SortedScalarEngine:
             hi, lo = space["hi"][:rows, :count], space["lo"][:rows, :count]
             S, Q = space["S"][:rows, :count], space["Q"][:rows, :count]
 
-            def bin_sums(prefix: np.ndarray) -> np.ndarray:  # prefix[end] - prefix[start], into `hi`
+            def bin_sums(prefix: np.ndarray, hi=hi, lo=lo) -> np.ndarray:  # prefix[end] - prefix[start], into `hi`
                 np.take(prefix, ends, axis=1, out=hi, mode="clip")  # indices are valid; "clip": no buffered copy
                 np.take(prefix, starts, axis=1, out=lo, mode="clip")
                 return np.subtract(hi, lo, out=hi)
 
-            np.subtract(bin_sums(A), self.bin_wz[first_bin:end_bin], out=S)
+            np.subtract(bin_sums(A, space["hiA"][:rows, :count], space["loA"][:rows, :count]),
+                        self.bin_wz[first_bin:end_bin], out=S)
             np.multiply(S, S, out=S)
             np.multiply(bin_sums(B), self.scale_b, out=Q)
             S -= Q

@@ -25,8 +25,6 @@ interval's coverage against the per-row bootstrap by simulation.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from calibcli.accumulators.base import Accumulator
@@ -350,7 +348,7 @@ class BinnedAccumulator(Accumulator):
             rng = np.random.Generator(np.random.Philox(key=[int(seed) & 0xFFFFFFFFFFFFFFFF, 0x62696E6E6564]))  # "binned"
             draws_main = _cell_replicates(self.cells, self.weighted, n_boot, rng)
             draws_uniform = draws_main if self.uniform_cells is None else _cell_replicates(self.uniform_cells, self.weighted, n_boot, rng)
-            ci, replicates = summarise_replicates(zip(draws_main, draws_uniform), list(point), alpha,
+            ci, replicates = summarise_replicates((draws_main, draws_uniform), list(point), alpha,
                                                   keep_replicates=keep_replicates, progress=progress)
         W = float(main.weight.sum())
         method = f"Poisson bootstrap from per-bin sufficient statistics, {n_boot} resamples, bins fixed" if n_boot else None
@@ -371,8 +369,9 @@ def _check_cell_bootstrap(n_boot: int, n_cells: int) -> None:
                      most=max(memory_budget() // per_resample, 0), hint=", or fewer {opt:n_bins}")
 
 
-def _cell_replicates(cells: _Cells, weighted: bool, n_boot: int, rng: np.random.Generator) -> list[BinStats]:
-    """``n_boot`` bootstrap replicates of the per-bin statistics, drawn from the cells' moments."""
+def _cell_replicates(cells: _Cells, weighted: bool, n_boot: int, rng: np.random.Generator) -> BinStats:
+    """``n_boot`` bootstrap replicates of the per-bin statistics, drawn from the cells' moments, as one
+    :class:`BinStats` of shape ``(n_boot, bins)``."""
     s = cells.completed(weighted)
     count = cells.count.astype(np.float64)
     n_cells = len(count)
@@ -422,21 +421,14 @@ def _cell_replicates(cells: _Cells, weighted: bool, n_boot: int, rng: np.random.
     factor = 1.0 + np.maximum(c_star - 1.0, 0.0) / safe
     ratio_w = np.divide(s[_C["w2"]], s[_C["w"]], out=np.ones(n_cells), where=s[_C["w"]] > 0)
     ratio_u2 = np.divide(s[_C["w2u2"]], s[_C["wu2"]], out=np.ones(n_cells), where=s[_C["wu2"]] > 0)
-    out = []
+    # every replicate at once: (R, bins, label) arrays, summed over the label axis
+    cancel.check()  # a signal stops the bootstrap here (also in a worker thread)
     B = cells.n_bins
-    for r in range(n_boot):
-        cancel.check()  # a signal stops the bootstrap here (also in a worker thread)
-        w_r, u_r, q_r, l_r, f_r, c_r = (a[r].reshape(B, 2) for a in (W, U, Q, L, factor, c_star))
-        count = np.rint(c_r.sum(axis=1)).astype(np.int64)
-        weight = w_r.sum(axis=1)
-        sum_y = w_r[:, 1]
-        sum_z = w_r[:, 1] - u_r.sum(axis=1)
-        self_w = (f_r * w_r * ratio_w.reshape(B, 2)).sum(axis=1)
-        self_u2 = (f_r * q_r * ratio_u2.reshape(B, 2)).sum(axis=1)
-        self_y = (f_r * w_r * ratio_w.reshape(B, 2))[:, 1]
-        out.append(BinStats(count, weight, sum_z, sum_y, q_r.sum(axis=1), l_r.sum(axis=1),
-                            self_weight=self_w, self_y=self_y, self_u2=self_u2))
-    return out
+    w_r, u_r, q_r, l_r, f_r, c_r = (a.reshape(n_boot, B, 2) for a in (W, U, Q, L, factor, c_star))
+    self_pairs = f_r * w_r * ratio_w.reshape(B, 2)
+    return BinStats(np.rint(c_r.sum(axis=-1)).astype(np.int64), w_r.sum(axis=-1), w_r[..., 1] - u_r.sum(axis=-1),
+                    w_r[..., 1], q_r.sum(axis=-1), l_r.sum(axis=-1), self_weight=self_pairs.sum(axis=-1),
+                    self_y=self_pairs[..., 1], self_u2=(f_r * q_r * ratio_u2.reshape(B, 2)).sum(axis=-1))
 
 
 def _psd_cholesky(cov: np.ndarray) -> np.ndarray:

@@ -1,0 +1,439 @@
+"""SmoothECE's bootstrap, every replicate of a block at once (SPEC 2.4, 3 and 8; issue "replicates as an axis").
+
+The resamples are the Poisson bootstrap of :mod:`calibcli.smooth` (its docstring gives the laws): over
+rows while they are at hand (:class:`RowBootstrap`), from the per-(label, cell) sums beyond
+(:class:`CellBootstrap`). A block of resamples is a ``(R, M + 1)`` array of grid deposits; every
+bandwidth evaluation is one batched DCT of all the rows still being solved, and each resample's own
+fixed point ``s*`` is found by Brent's method run on all of them in lockstep (:func:`brent_rows`): the
+same steps, in the same order, as the one-replicate solver of :mod:`calibcli.smooth_grid` takes for each
+(so the same numbers), without a Python loop over replicates. A replicate whose ``s*`` needs a finer grid
+than the block's (rows only) is solved again on that grid with the others that need it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from calibcli import cancel
+from calibcli.smooth_grid import (
+    _CUTOFF,
+    BOOT_CELLS_PER_SIGMA,
+    CI_METHOD_CELLS,
+    CI_METHOD_ROWS,
+    DENSITY_FLOOR,
+    FIXED_POINT_TOL,
+    MAX_GRID,
+    CellSums,
+    _grid_level,
+    _multiplier,
+)
+
+#: Grid values per array of a block (replicates x grid nodes): 2 MB arrays, which stay in the caches; a block
+#: eight times larger ran twice slower than one replicate at a time (smece at 1e6 rows). Fixes speed and
+#: memory, never the numbers.
+_BLOCK_VALUES = 1 << 18
+#: Rows' multiplicities held at once (replicates x rows) by the row bootstrap (2 MB arrays).
+_BLOCK_ROWS = 1 << 18
+
+
+# ----------------------------------------------------------------------------------------------
+# Grid operations on rows of deposits (the same arithmetic as smooth_grid's one-row versions)
+# ----------------------------------------------------------------------------------------------
+
+
+def _dct1_rows(x: np.ndarray) -> np.ndarray:
+    """DCT-I of every row (see :func:`calibcli.smooth_grid._dct1`)."""
+    return np.fft.rfft(np.concatenate([x, x[:, -2:0:-1]], axis=1), axis=1).real
+
+
+def spectra(deposits: np.ndarray) -> np.ndarray:
+    """DCT-I of each row's grid measure (end values doubled): :func:`calibcli.smooth_grid._spectrum` per row."""
+    x = deposits.copy()
+    x[:, 0] *= 2.0
+    x[:, -1] *= 2.0
+    return _dct1_rows(x)
+
+
+def smoothed_rows(spec: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    """``K_sigma`` applied to each row's grid measure at its own bandwidth ``sigma[r]`` (grid nodes)."""
+    R, size = spec.shape
+    n_cells = size - 1
+    product = np.zeros((R, size))
+    resolved = sigma * n_cells >= 2.0
+    rows = np.flatnonzero(resolved)
+    if len(rows):
+        s = sigma[rows]
+        n_live = np.minimum(n_cells + 1, np.ceil(_CUTOFF / s).astype(np.int64) + 1)
+        width = int(n_live.max())
+        k = np.arange(width, dtype=np.float64)
+        with np.errstate(over="ignore"):  # a huge sigma: exp(-inf) = 0 is right
+            mult = np.exp(-0.5 * ((np.pi * k)[None, :] * s[:, None]) ** 2) / np.sinc(k / (2 * n_cells)) ** 2
+        live = k[None, :] < n_live[:, None]
+        product[rows, :width] = np.where(live, spec[rows, :width] * mult, 0.0)
+    for r in np.flatnonzero(~resolved):  # a bandwidth below two cells: the sampled kernel (rare)
+        mult = _multiplier(n_cells, float(sigma[r]))
+        product[r, : len(mult)] = spec[r, : len(mult)] * mult
+    return 0.5 * _dct1_rows(product)
+
+
+def abs_integral_rows(r: np.ndarray) -> np.ndarray:
+    """:func:`calibcli.smooth_grid._abs_integral` of every row."""
+    a = r[:, :-1]
+    b = r[:, 1:]
+    abs_sum = np.abs(a) + np.abs(b)
+    cross = (a * b) < 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        seg = np.where(cross, (a**2 + b**2) / abs_sum, abs_sum)
+    return seg.sum(axis=1) * 0.5 / (r.shape[1] - 1)
+
+
+# ----------------------------------------------------------------------------------------------
+# Brent's method on many roots at once
+# ----------------------------------------------------------------------------------------------
+
+
+def brent_rows(f: Callable[[np.ndarray, np.ndarray], np.ndarray], a, b, fa, fb, *, xtol: float, rtol: float,
+               maxiter: int = 200) -> np.ndarray:
+    """Roots of many functions at once: ``f(rows, x)`` evaluates functions ``rows`` at points ``x``.
+
+    Every root follows :func:`calibcli.smooth_grid._brent_root` step for step (Brent 1973, ch. 4), given
+    the values ``fa``, ``fb`` at the bracket's ends; each iteration evaluates all the unfinished ones
+    in one call.
+    """
+    a, b, fa, fb = (np.array(v, dtype=np.float64) for v in (a, b, fa, fb))
+    out = np.full(len(a), np.nan)
+    done = fa == 0.0
+    out[done] = a[done]
+    c, fc = a.copy(), fa.copy()
+    step = b - a
+    prev = step.copy()
+    active = np.flatnonzero(~done)
+    for _ in range(maxiter):
+        if not len(active):
+            return out
+        A, B, C, FA, FB, FC, ST, PR = (v[active] for v in (a, b, c, fa, fb, fc, step, prev))
+        zero = FB == 0.0
+        out[active[zero]] = B[zero]
+        same = (FB > 0) == (FC > 0)  # the root lies between a and b: make a the far end
+        C, FC = np.where(same, A, C), np.where(same, FA, FC)
+        ST = np.where(same, B - A, ST)
+        PR = np.where(same, B - A, PR)
+        swap = np.abs(FC) < np.abs(FB)  # b must be the point with the smaller |f|
+        A, FA, B, FB, C, FC = (np.where(swap, B, A), np.where(swap, FB, FA), np.where(swap, C, B),
+                               np.where(swap, FC, FB), np.where(swap, B, C), np.where(swap, FB, FC))
+        tol = 0.5 * (xtol + rtol * np.abs(B))
+        half = 0.5 * (C - B)
+        converged = ~zero & (np.abs(half) <= tol)
+        out[active[converged]] = B[converged]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            interp = (np.abs(PR) >= tol) & (np.abs(FA) > np.abs(FB))
+            ratio = FB / FA
+            secant = A == C
+            qa, rb = FA / FC, FB / FC
+            p = np.where(secant, 2.0 * half * ratio, ratio * (2.0 * half * qa * (qa - rb) - (B - A) * (rb - 1.0)))
+            q = np.where(secant, 1.0 - ratio, (qa - 1.0) * (rb - 1.0) * (ratio - 1.0))
+            q = np.where(p > 0, -q, q)
+            p = np.abs(p)
+            accept = interp & (2.0 * p < np.minimum(3.0 * half * q - np.abs(tol * q), np.abs(PR * q)))
+            new_step = np.where(accept, p / q, half)
+        new_prev = np.where(accept, ST, half)
+        B_next = B + np.where(np.abs(new_step) > tol, new_step, np.where(half > 0, tol, -tol))
+        go = ~(zero | converged)
+        live = active[go]
+        a[live], fa[live] = B[go], FB[go]
+        c[live], fc[live] = C[go], FC[go]
+        step[live], prev[live] = new_step[go], new_prev[go]
+        b[live] = B_next[go]
+        if len(live):
+            fb[live] = f(live, b[live])
+        active = live
+    if len(active):
+        raise RuntimeError(f"Brent's method did not converge in {maxiter} iterations")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Resamples as blocks of deposits
+# ----------------------------------------------------------------------------------------------
+
+
+def _run_deposits(positive, cell, s0, s1, s2, n_cells: int, want_curve: bool) -> list[np.ndarray]:
+    """Unnormalised linear deposits ``(R, M + 1)`` from runs of equal ``(label, cell)`` with sums ``s0, s1, s2``
+    ``(R, runs)`` of ``g, g f, g f^2``.
+
+    ``g (y - z)``, ``g y`` and ``g`` split as ``(1 - f, f)`` between nodes ``cell`` and ``cell + 1``,
+    with ``z = (cell + f) / M``: all three follow from the three sums of each run. Each row's nodes are
+    summed in the order of its runs (one bincount over the block, row r offset by ``r (M + 1)``).
+    """
+    R = s0.shape[0]
+    size = n_cells + 1
+    offset = (np.arange(R) * size)[:, None]
+    lower_at, upper_at = (cell + offset).ravel(), (cell + 1 + offset).ravel()
+
+    def deposit(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+        return (np.bincount(lower_at, weights=lower.ravel(), minlength=R * size)
+                + np.bincount(upper_at, weights=upper.ravel(), minlength=R * size)).reshape(R, size)
+
+    w_lower, w_upper = s0 - s1, s1
+    y_lower, y_upper = np.where(positive, w_lower, 0.0), np.where(positive, w_upper, 0.0)
+    # sum g z (1 - f) and sum g z f, from z = (cell + f) / M
+    z_lower = (cell * w_lower + (s1 - s2)) / n_cells
+    z_upper = (cell * s1 + s2) / n_cells
+    out = [deposit(y_lower - z_lower, y_upper - z_upper)]
+    if want_curve:
+        out += [deposit(y_lower, y_upper), deposit(w_lower, w_upper)]
+    return out
+
+
+class Block:
+    """Resamples ``reps`` of a bootstrap as deposits ``(R, M + 1)`` at ``n_cells`` (each divided by its total
+    weight ``total``; parts: residual, and ``w y`` and ``w`` for curves). ``rows`` = ``(z, y, weights)`` when
+    the bootstrap has rows, ``weights(reps)`` giving the rows' weights in those resamples, for finer grids."""
+
+    def __init__(self, reps, deposits, total, n_cells: int, rows=None):
+        self.reps, self.deposits, self.total, self.n_cells, self.rows = reps, deposits, total, n_cells, rows
+
+    def at(self, n_cells: int, which: np.ndarray, parts: int) -> list[np.ndarray]:
+        """Deposits of resamples ``which`` (indices into the block) on a finer grid, summed again from their rows."""
+        z, y, weights = self.rows
+        g = weights(self.reps[which])
+        out = [np.empty((len(which), n_cells + 1)) for _ in range(parts)]
+        for j, r in enumerate(which):  # only the resamples whose s* the block's grid cannot resolve
+            linear, _ = CellSums.of_rows(z, y, g[j], n_cells).deposits(parts, False)
+            for part in range(parts):
+                out[part][j] = linear[part] / self.total[r]
+        return out
+
+
+class RowBootstrap:
+    """The Poisson bootstrap over rows (SPEC 8), a block of replicates at a time.
+
+    Row ``i`` weighs ``m_ir w_i`` in replicate ``r``, ``m_ir ~ Poisson(1)`` from
+    :class:`calibcli.resampling.Multiplicities` (a function of ``(seed, r, global row index)``). With
+    the rows sorted by ``(y, cell)`` once, every deposit follows from three sums per run of equal
+    ``(y, cell)``: ``sum g``, ``sum g f`` and ``sum g f^2`` (``np.add.reduceat`` along the rows of the block).
+    """
+
+    method = CI_METHOD_ROWS
+
+    def __init__(self, row_index, z, y, w, *, n_cells: int, want_curve: bool, seed: int):
+        from calibcli.resampling import Multiplicities
+
+        self.n = len(z)
+        self.n_cells = n_cells
+        self.want_curve = want_curve
+        self.multiplicities = Multiplicities(seed, row_index)
+        x = z * n_cells
+        j = np.minimum(np.floor(x).astype(np.intp), n_cells - 1)
+        f = x - j
+        self.order = np.lexsort((j, y))
+        self.z, self.y, self.f = z[self.order], y[self.order], f[self.order]
+        self.w = None if w is None else w[self.order]
+        cell = j[self.order]
+        self.offsets = np.flatnonzero(np.diff(cell + (n_cells + 1) * self.y, prepend=-1))  # runs of equal (y, cell)
+        self.run_cell = cell[self.offsets]
+        self.run_positive = self.y[self.offsets] == 1
+
+    def block_size(self) -> int:
+        return max(1, _BLOCK_VALUES // (self.n_cells + 1))
+
+    def weights(self, reps: np.ndarray) -> np.ndarray:
+        """The sorted rows' weights ``m_ir w_i`` in resamples ``reps``: ``(len(reps), n)``."""
+        m = np.take(self.multiplicities.block(reps), self.order, axis=1)
+        return m if self.w is None else np.multiply(m, self.w, out=m)
+
+    def resample(self, reps: np.ndarray) -> Block:
+        # the rows' weights a few resamples at a time (arrays that stay in the caches), their run sums for all
+        sums = []
+        step = max(1, _BLOCK_ROWS // max(self.n, 1))
+        for first in range(0, len(reps), step):
+            g = self.weights(reps[first:first + step])
+            gf = g * self.f
+            s0 = np.add.reduceat(g, self.offsets, axis=1)
+            s1 = np.add.reduceat(gf, self.offsets, axis=1)
+            gf *= self.f
+            sums.append((g.sum(axis=1), s0, s1, np.add.reduceat(gf, self.offsets, axis=1)))
+        total, s0, s1, s2 = (np.concatenate(part) for part in zip(*sums))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            deposits = [d / total[:, None] for d in
+                        _run_deposits(self.run_positive, self.run_cell, s0, s1, s2, self.n_cells, self.want_curve)]
+        return Block(reps, deposits, total, self.n_cells, (self.z, self.y, self.weights))
+
+
+class CellBootstrap:
+    """The Poisson bootstrap from per-(label, cell) sums (SPEC 8), a block of replicates at a time.
+
+    In replicate ``r`` a cell's resampled count is ``K ~ Poisson(count)`` (exact; cells independent);
+    given K, its resampled weight is K times the cell's mean weight (unit or equal weights) or a gamma
+    draw with the exact conditional mean ``K mean(w)`` and variance ``K var(w)``; the resampled
+    ``sum g f`` is normal with mean ``(resampled weight) x (the cell's weighted mean of f)`` and variance
+    ``K mean(w^2) var(f)`` (for unit weights exactly ``K var(f)``), clipped to ``[0, resampled weight]``;
+    ``sum g f^2`` keeps the cell's spread of f. Draws come from ``Philox(key=(seed, r))``, one stream per
+    replicate (so each replicate's draws are taken from its own generator; everything after is batched).
+    """
+
+    method = CI_METHOD_CELLS
+
+    def __init__(self, sums: CellSums, *, want_curve: bool, seed: int):
+        self.n_cells = sums.n_cells
+        self.want_curve = want_curve
+        self.seed = int(seed) & 0xFFFFFFFFFFFFFFFF
+        label, self.cell = np.divmod(sums.key, sums.n_cells)
+        self.positive = label == 1
+        self.count = sums.count
+        n = sums.count.astype(np.float64)
+        w = sums.field("w")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.mean_w = w / n
+            var_w = np.maximum(sums.field("ww") / n - self.mean_w**2, 0.0)
+            self.mean_ww = sums.field("ww") / n
+            self.mean_f = np.where(w > 0, sums.wf / w, 0.0)
+            self.var_f = np.where(w > 0, np.maximum(sums.wf2 / w - self.mean_f**2, 0.0), 0.0)
+        # Cells whose weights differ: gamma draws (unit weights: var_w is exactly 0, none of these).
+        self.varying = np.flatnonzero(var_w > 1e-12 * self.mean_w**2)
+        self.gamma_scale = var_w[self.varying] / self.mean_w[self.varying]
+        self.gamma_shape = self.mean_w[self.varying] ** 2 / var_w[self.varying]
+
+    def block_size(self) -> int:
+        return max(1, _BLOCK_VALUES // (self.n_cells + 1))
+
+    def resample(self, reps: np.ndarray) -> Block:
+        R, cells = len(reps), len(self.count)
+        k, normal = np.empty((R, cells)), np.empty((R, cells))
+        gamma = np.empty((R, len(self.varying)))
+        for j, r in enumerate(reps):  # the draws of replicate r come from its own stream, in this order
+            rng = np.random.Generator(np.random.Philox(key=np.array([self.seed, r], dtype=np.uint64)))
+            k[j] = rng.poisson(self.count)
+            if len(self.varying):
+                gamma[j] = rng.gamma(k[j, self.varying] * self.gamma_shape, self.gamma_scale)
+            normal[j] = rng.standard_normal(cells)
+        s0 = k * self.mean_w
+        if len(self.varying):
+            s0[:, self.varying] = gamma
+        s1 = s0 * self.mean_f + np.sqrt(k * self.mean_ww * self.var_f) * normal
+        np.clip(s1, 0.0, s0, out=s1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s2 = np.where(s0 > 0, s1 * s1 / s0 + s0 * self.var_f, 0.0)
+        np.minimum(s2, s1, out=s2)  # f <= 1: sum g f^2 <= sum g f
+        total = s0.sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            deposits = [d / total[:, None] for d in
+                        _run_deposits(self.positive, self.cell, s0, s1, s2, self.n_cells, self.want_curve)]
+        return Block(reps, deposits, total, self.n_cells)
+
+
+# ----------------------------------------------------------------------------------------------
+# Fixed points and values of a block
+# ----------------------------------------------------------------------------------------------
+
+
+def _fixed_points(residual: np.ndarray, lo: np.ndarray, guess: np.ndarray, n_cells: int, max_cells: int,
+                  refine: Callable[[np.ndarray, int], np.ndarray]):
+    """The fixed points ``s* = smECE_{s*}`` of resamples given by their residual deposits ``(N, n_cells + 1)``:
+    for each, the steps of :func:`calibcli.smooth_grid._solve_fixed_point` (bracket ``[lo, 1]``, narrowed
+    around ``guess`` where it lies inside; ``s*`` at an end of it or by Brent on ``smECE_s - s``), all at
+    once. A resample whose ``s*`` needs a finer grid (at most 8 times finer per step) is solved again, with
+    the others needing the same grid, on deposits ``refine(indices, cells)`` summed from its rows.
+
+    Returns ``(s*, smECE_{s*}, grid cells)`` per resample."""
+    N = len(lo)
+    spec = spectra(residual)
+
+    def g(local: np.ndarray, s: np.ndarray) -> np.ndarray:
+        return abs_integral_rows(smoothed_rows(spec[local], s)) - s
+
+    hi = np.ones(N)
+    a, b = lo.copy(), hi.copy()
+    h = np.flatnonzero((lo < guess) & (guess < hi))
+    if len(h):
+        inner_a, inner_b = np.maximum(lo[h], 0.8 * guess[h]), np.minimum(hi[h], 1.25 * guess[h])
+        below = g(h, inner_a) <= 0
+        b[h[below]] = inner_a[below]
+        rest, ia, ib = h[~below], inner_a[~below], inner_b[~below]
+        above = g(rest, ib) >= 0
+        a[rest[above]] = ib[above]
+        a[rest[~above]], b[rest[~above]] = ia[~above], ib[~above]
+    everyone = np.arange(N)
+    ga = g(everyone, a)
+    s = np.where(ga <= 0, a, np.nan)
+    need_b = np.flatnonzero(~(ga <= 0))
+    gb = g(need_b, b[need_b])
+    s[need_b[gb >= 0]] = b[need_b[gb >= 0]]
+    inner = need_b[~(gb >= 0)]
+    if len(inner):
+        s[inner] = brent_rows(lambda local, x: g(inner[local], x), a[inner], b[inner], ga[inner], gb[~(gb >= 0)],
+                              xtol=1e-13, rtol=4 * np.finfo(float).eps)
+    value = g(everyone, s) + s
+    cells = np.full(N, n_cells)
+    needed = np.array([min(_grid_level(float(v), BOOT_CELLS_PER_SIGMA), max_cells) for v in s], dtype=np.int64)
+    finer = np.minimum(needed, 8 * n_cells)
+    for grid in np.unique(finer[needed > n_cells]):
+        pick = np.flatnonzero((needed > n_cells) & (finer == grid))
+        s[pick], value[pick], cells[pick] = _fixed_points(
+            refine(pick, int(grid)), lo[pick], s[pick], int(grid), max_cells,
+            lambda local, cells_, pick=pick: refine(pick[local], cells_))
+    return s, value, cells
+
+
+def _curves(block: Block, s: np.ndarray, cells: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Kernel regression of y on z of every resample at its bandwidth (NaN where the density is below
+    ``DENSITY_FLOOR`` of its maximum), on ``t``: :func:`calibcli.smooth_grid._curve_on` for each."""
+    curves = np.full((len(s), len(t)), np.nan)
+    for grid in np.unique(cells):
+        pick = np.flatnonzero(cells == grid)
+        if grid == block.n_cells:
+            parts = [block.deposits[1][pick], block.deposits[2][pick]]
+        else:
+            parts = block.at(int(grid), pick, 3)[1:]
+        node = np.linspace(0.0, 1.0, int(grid) + 1)
+        smooth_y = smoothed_rows(spectra(parts[0]), s[pick])
+        density = smoothed_rows(spectra(parts[1]), s[pick])
+        for j, r in enumerate(pick):  # np.interp is one row at a time; 501 points each
+            sy, dn = np.interp(t, node, smooth_y[j]), np.interp(t, node, density[j])
+            defined = dn > DENSITY_FLOOR * dn.max()
+            curves[r, defined] = sy[defined] / dn[defined]
+    return curves
+
+
+def bootstrap_values(boot, *, sigma, sigma_full, n_boot, curve_t=None, progress=None):
+    """smECE of each replicate (and its kernel regression on ``curve_t`` when given), a block at a time.
+
+    Replicates use the bootstrap's grid (BOOT_CELLS_PER_SIGMA cells per bandwidth); with the fixed
+    point, each replicate's own s* is solved starting from the full-data one (a replicate with rows
+    and a much smaller s* gets a finer grid). A replicate that drew no weight stays NaN.
+    """
+    values = np.full(n_boot, np.nan)
+    curves = None if curve_t is None else np.full((n_boot, len(curve_t)), np.nan)
+    max_cells = MAX_GRID if isinstance(boot, RowBootstrap) else boot.n_cells
+    size = boot.block_size()
+    for first in range(0, n_boot, size):
+        cancel.check()  # a signal stops the bootstrap here (this may run in a diagram's worker thread)
+        block = boot.resample(np.arange(first, min(first + size, n_boot)))
+        ok = np.flatnonzero(block.total > 0)  # the others drew only rows of weight 0
+        residual = block.deposits[0][ok]
+        cells = np.full(len(ok), block.n_cells)
+        if sigma is None:
+            lo = np.abs(residual.sum(axis=1))
+            s, value = np.empty(len(ok)), np.empty(len(ok))
+            grid_variation = np.abs(residual).sum(axis=1)
+            trivial = grid_variation <= 1e-12  # the residuals cancel wherever predictions coincide: s* = 0
+            s[trivial], value[trivial] = 0.0, grid_variation[trivial]
+            flat = ~trivial & (1.0 - lo <= 0.5 * FIXED_POINT_TOL)  # one sign: smECE_s is constant
+            s[flat] = value[flat] = 0.5 * (lo[flat] + 1.0)
+            solve = np.flatnonzero(~(trivial | flat))
+            if len(solve):
+                s[solve], value[solve], cells[solve] = _fixed_points(
+                    residual[solve], lo[solve], np.full(len(solve), float(sigma_full)), block.n_cells, max_cells,
+                    lambda local, grid: block.at(grid, ok[solve[local]], 1)[0])
+        else:
+            s = np.full(len(ok), float(sigma))
+            value = abs_integral_rows(smoothed_rows(spectra(residual), s))
+        values[block.reps[ok]] = value
+        if curves is not None and len(ok):
+            sub = Block(block.reps[ok], [d[ok] for d in block.deposits], block.total[ok], block.n_cells, block.rows)
+            curves[block.reps[ok]] = _curves(sub, s, cells, curve_t)
+        for _ in range(len(block.reps)) if progress is not None else ():
+            progress()
+    return values, curves

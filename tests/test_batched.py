@@ -1,0 +1,170 @@
+"""Replicates as a leading axis: the batched statistical core gives, for every replicate, what the
+per-replicate computation gives, and the estimators run a fixed number of times whatever ``n_boot``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import calibcli.estimators as est
+from calibcli.accumulators.binned import BinnedAccumulator
+from calibcli.binning import fit_binning, quantile_edges_sorted, quantile_starts_batched
+from calibcli.estimators import BinStats, _point_metrics, _SortedProblem, binned_calibration, ece_l2_sq_sun_estimate
+from calibcli.resampling import Multiplicities
+
+
+def _data(n, seed=1, ties=True):
+    rng = np.random.default_rng(seed)
+    z = rng.random(n)
+    if ties:
+        z = np.round(z, 2)
+    y = (rng.random(n) < z**1.2).astype(int)
+    return y, z, rng.random(n) * 2.0
+
+
+def test_multiplicity_blocks_equal_one_replicate_at_a_time():
+    rows = Multiplicities(7, np.arange(5000) * 3 + 11)
+    block = rows.block(np.array([4, 0, 9]))
+    for j, r in enumerate((4, 0, 9)):
+        np.testing.assert_array_equal(block[j], rows.replicate(r))
+
+
+def test_batched_quantile_starts_equal_the_edges_of_each_resample():
+    y, z, _ = _data(300)
+    zs = np.sort(z)
+    rng = np.random.default_rng(2)
+    counts = rng.poisson(1.0, size=(40, len(zs))).astype(float)
+    counts[3] = 0.0  # a resample with no rows: one bin
+    counts[5, :] = 0.0
+    counts[5, 17] = 4.0  # every copy of one value: one bin
+    starts = quantile_starts_batched(zs, 9, counts)
+    for r in range(len(counts)):
+        edges = quantile_edges_sorted(zs, 9, counts=counts[r])
+        want = np.concatenate([[0], np.searchsorted(zs, edges, side="left")])
+        np.testing.assert_array_equal(starts[r, : len(want)], want)
+        assert (starts[r, len(want):] == len(zs)).all()
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_batched_estimators_equal_each_replicate_alone(strategy, weighted):
+    """Every estimator on (R, bins) sums equals the estimator on each replicate's (bins,) sums."""
+    y, z, w = _data(400)
+    w = w if weighted else np.ones(len(z))
+    problem = _SortedProblem(y, z, w, fit_binning(z, n_bins=8, strategy=strategy), 8)
+    M = Multiplicities(3, np.arange(len(z))).block(np.arange(25))[:, problem.order]
+    main, uniform = problem.resampled(M)
+    assert main.weight.shape == (25, 8)
+    batched = _point_metrics(main, uniform)
+    batched["sun"] = ece_l2_sq_sun_estimate(main)
+    for r in range(25):
+        one_main, one_uniform = problem.resampled(M[r])
+        alone = _point_metrics(one_main, one_uniform)
+        alone["sun"] = ece_l2_sq_sun_estimate(one_main)
+        for k, v in alone.items():
+            assert batched[k][r] == pytest.approx(v, rel=1e-12, abs=1e-15, nan_ok=True), (k, r)
+
+
+def test_bin_stats_stack_and_concat_keep_the_self_pairs():
+    a = BinStats(np.array([2, 0]), np.array([2.0, 0.0]), np.array([1.0, 0.0]), np.array([1.0, 0.0]),
+                 np.array([0.5, 0.0]), np.array([0.3, 0.0]), self_weight=np.array([4.0, 0.0]))
+    both = BinStats.stack([a, a])
+    assert both.weight.shape == (2, 2) and both.diag_weight.tolist() == [[4.0, 0.0], [4.0, 0.0]]
+    assert BinStats.concat([both, both]).count.shape == (4, 2)
+
+
+def _count_estimator_calls(monkeypatch) -> dict:
+    calls = {"n": 0}
+    for name in ("ece_l1_plugin", "ece_l2_plugin", "ece_max_plugin", "ece_l2_sq_debiased_kumar",
+                 "ece_l2_sq_debiased_dpe", "brier_decomposition", "log_loss", "dce_estimate", "ece_l2_sq_sun_estimate"):
+        original = getattr(est, name)
+
+        def counted(*args, _original=original, **kwargs):
+            calls["n"] += 1
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(est, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+def test_estimator_calls_do_not_grow_with_n_boot(monkeypatch, strategy):
+    """The per-replicate loop is gone: 10 or 300 resamples (several blocks of rows) make the same calls."""
+    y, z, _ = _data(20000, ties=False)
+    calls = _count_estimator_calls(monkeypatch)
+    counts = []
+    for n_boot in (10, 300):
+        calls["n"] = 0
+        binned_calibration(y, z, n_bins=10, strategy=strategy, n_boot=n_boot, seed=1)
+        counts.append(calls["n"])
+    assert counts[0] == counts[1] > 0
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_estimator_calls_do_not_grow_with_n_boot_from_cells(monkeypatch, weighted):
+    y, z, w = _data(3000, ties=False)
+    calls = _count_estimator_calls(monkeypatch)
+    counts = []
+    for n_boot in (10, 400):
+        acc = BinnedAccumulator(n_bins=10, row_limit=100)
+        acc.update(np.arange(len(z)), z, y, w if weighted else None)
+        calls["n"] = 0
+        r = acc.result(n_boot=n_boot, seed=4, keep_replicates=True)
+        counts.append(calls["n"])
+        assert len(r.replicates["ece_l1_plugin"]) == n_boot
+    assert counts[0] == counts[1] > 0
+
+
+def test_lockstep_brent_takes_the_one_root_steps():
+    """brent_rows finds every root as the one-root solver does, bit for bit, with one call per iteration."""
+    from calibcli.smooth_bootstrap import brent_rows
+    from calibcli.smooth_grid import _brent_root
+
+    c = np.linspace(0.05, 0.95, 40)
+
+    def f_one(x, ci):
+        return np.exp(-3.0 * x) - ci + 0.1 * np.sin(7.0 * x)
+
+    calls = {"n": 0}
+
+    def f_rows(rows, x):
+        calls["n"] += 1
+        return f_one(x, c[rows])
+
+    a, b = np.zeros(40), np.full(40, 2.0)
+    keep = (f_one(a, c) > 0) & (f_one(b, c) < 0)
+    a, b, c = a[keep], b[keep], c[keep]
+    roots = brent_rows(f_rows, a, b, f_one(a, c), f_one(b, c), xtol=1e-13, rtol=4 * np.finfo(float).eps)
+    for j in range(len(c)):
+        assert roots[j] == _brent_root(lambda x: float(f_one(x, c[j])), a[j], b[j], xtol=1e-13,
+                                       rtol=4 * np.finfo(float).eps)
+    assert calls["n"] < 60
+
+
+def test_smooth_bootstrap_evaluations_do_not_grow_with_n_boot(monkeypatch):
+    """Every replicate's fixed point is solved in lockstep: the batched bandwidth evaluations of a block stay
+    a few dozen whether it holds 10 resamples or 400 (the one-replicate loop made about 8 per resample).
+    (Blocks are sized for the caches; here one block holds them all.)"""
+    import calibcli.smooth_bootstrap as sb
+    from calibcli.smooth import smooth_ece
+
+    monkeypatch.setattr(sb, "_BLOCK_VALUES", 1 << 24)
+
+    rng = np.random.default_rng(3)
+    z = rng.random(2000)
+    y = (rng.random(2000) < z**1.3).astype(int)
+    calls = {"n": 0}
+    original = sb.smoothed_rows
+
+    def counted(*args):
+        calls["n"] += 1
+        return original(*args)
+
+    monkeypatch.setattr(sb, "smoothed_rows", counted)
+    counts = []
+    for n_boot in (10, 400):
+        calls["n"] = 0
+        result = smooth_ece(y, z, n_boot=n_boot, rng=1)
+        assert np.isfinite(result.replicates).all()
+        counts.append(calls["n"])
+    assert counts[1] <= counts[0] + 10 and counts[1] < 60
