@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 from calibcli import cancel
+from calibcli.resampling import Multiplicities
 from calibcli.smooth_grid import (
     _CUTOFF,
     BOOT_CELLS_PER_SIGMA,
@@ -219,7 +220,6 @@ class RowBootstrap:
     method = CI_METHOD_ROWS
 
     def __init__(self, row_index, z, y, w, *, n_cells: int, want_curve: bool, seed: int):
-        from calibcli.resampling import Multiplicities
 
         self.n = len(z)
         self.n_cells = n_cells
