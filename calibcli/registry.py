@@ -98,6 +98,10 @@ _ENTRIES = [
                "clinical_test", better="higher"),
     MetricInfo("hosmer_lemeshow_statistic", "C-hat = sum_g (O_g - E_g)^2 / (E_g (1 - E_g / n_g)) over deciles of risk "
                "(Hosmer & Lemeshow 1980)", "calibcli.clinical", "clinical_test"),
+    MetricInfo("ecce_p_value", "p-value of ECCE-R/sigma from the law of the range of standard Brownian motion "
+               "(tcal --test ecce; Arrieta-Ibarra et al. 2022)", "9", "clinical_test", better="higher"),
+    MetricInfo("ecce_statistic", "ECCE-R/sigma: (max_k C_k - min_k C_k) / sqrt(sum w^2 s (1 - s)), C the cumulative "
+               "differences in score order (tcal --test ecce)", "9", "clinical_test"),
     MetricInfo("smece", "SmoothECE (Blasiok & Nakkiran 2023): smECE at the fixed point sigma* = smECE_sigma*, "
                "reflected Gaussian kernel on [0, 1]", "3", "smooth", combine=ClassRule(1)),
     MetricInfo("smece_at_sigma", "smECE_sigma = int_0^1 |(1/W) sum_i w_i K_sigma(t, z_i) (y_i - z_i)| dt at the given "
