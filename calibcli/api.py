@@ -147,7 +147,7 @@ def _result(name: str, metrics: dict, *, n: int, mode: str, params: dict, per_cl
     m = metrics[name]
     return MetricResult(
         name, float(m.estimate), m.ci_low, m.ci_high, m.ci_method, m.upper_bound, m.upper_bound_method, m.note,
-        n=n, mode=mode, params=params, related={k: metrics[k] for k in _RELATED.get(name, ()) if k in metrics},
+        m.extra, n=n, mode=mode, params=params, related={k: metrics[k] for k in _RELATED.get(name, ()) if k in metrics},
         per_class=dict(per_class or {}), details=dict(details or {}), report=report,
     )
 
@@ -176,8 +176,8 @@ def binned_metric(name: str, y_true, y_prob, *, n_bins: int = 15, strategy: str 
 def _binned(name: str, prepared, *, n_bins: int = 15, strategy: str = "uniform", mode: str | None = None,
             class_weights: str = "uniform", n_boot: int = 0, alpha: float = 0.05, seed: int = 0) -> MetricResult:
     """:func:`binned_metric` on inputs already through :func:`calibcli._arrays.prepare`."""
-    if name not in REGISTRY or REGISTRY[name].family not in ("binned", "scores", "clinical"):
-        known = [m.name for m in _ENTRIES if m.family in ("binned", "scores", "clinical")]
+    if name not in REGISTRY or REGISTRY[name].family not in ("binned", "scores", "clinical", "cumulative"):
+        known = [m.name for m in _ENTRIES if m.family in ("binned", "scores", "clinical", "cumulative")]
         raise CalibcliError(f"{name!r} is not a binned metric: expected one of {', '.join(known)}")
     check_options({"mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS}, mode=mode, strategy=strategy,
                   class_weights=class_weights, n_bins=n_bins, n_boot=n_boot, alpha=alpha)
@@ -494,7 +494,7 @@ def compute(metric: str, y_true, y_prob, **options) -> MetricResult:
     info = REGISTRY.get(metric)
     if info is None:
         raise CalibcliError(f"unknown metric {metric!r}: expected one of {', '.join(REGISTRY)}")
-    if info.family in ("binned", "scores", "clinical"):
+    if info.family in ("binned", "scores", "clinical", "cumulative"):
         return binned_metric(metric, y_true, y_prob, **options)
     if info.family == "clinical_test":
         result = clinical_test(y_true, y_prob, test=metric.split("_")[0].replace("hosmer", "hosmer-lemeshow"), **options)
