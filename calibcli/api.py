@@ -23,6 +23,7 @@ from calibcli.accumulators.clinical import ClinicalTestAccumulator, ClinicalTest
 from calibcli.accumulators.inputs import (
     BinnedOptions, InputAccumulator, multiclass_scores, SmoothInputAccumulator, SmoothOptions,
 )
+from calibcli.accumulators.tcal import MAX_ROWS as TCAL_MAX_ROWS
 from calibcli.accumulators.tcal import TCAL_MODES, TcalInputAccumulator, TcalOptions
 from calibcli.binning import STRATEGIES
 from calibcli.documents import jsonable
@@ -120,6 +121,8 @@ _RELATED = {
     "spiegelhalter_z": ("spiegelhalter_p_value",),
     "hosmer_lemeshow_p_value": ("hosmer_lemeshow_statistic",),
     "hosmer_lemeshow_statistic": ("hosmer_lemeshow_p_value",),
+    "ecce_p_value": ("ecce_statistic",),
+    "ecce_statistic": ("ecce_p_value",),
     **{name: tuple(p for p in _BRIER_PARTS if p != name) for name in _BRIER_PARTS},
 }
 
@@ -144,7 +147,7 @@ def _result(name: str, metrics: dict, *, n: int, mode: str, params: dict, per_cl
     m = metrics[name]
     return MetricResult(
         name, float(m.estimate), m.ci_low, m.ci_high, m.ci_method, m.upper_bound, m.upper_bound_method, m.note,
-        n=n, mode=mode, params=params, related={k: metrics[k] for k in _RELATED.get(name, ()) if k in metrics},
+        m.extra, n=n, mode=mode, params=params, related={k: metrics[k] for k in _RELATED.get(name, ()) if k in metrics},
         per_class=dict(per_class or {}), details=dict(details or {}), report=report,
     )
 
@@ -173,8 +176,8 @@ def binned_metric(name: str, y_true, y_prob, *, n_bins: int = 15, strategy: str 
 def _binned(name: str, prepared, *, n_bins: int = 15, strategy: str = "uniform", mode: str | None = None,
             class_weights: str = "uniform", n_boot: int = 0, alpha: float = 0.05, seed: int = 0) -> MetricResult:
     """:func:`binned_metric` on inputs already through :func:`calibcli._arrays.prepare`."""
-    if name not in REGISTRY or REGISTRY[name].family not in ("binned", "scores", "clinical"):
-        known = [m.name for m in _ENTRIES if m.family in ("binned", "scores", "clinical")]
+    if name not in REGISTRY or REGISTRY[name].family not in ("binned", "scores", "clinical", "cumulative"):
+        known = [m.name for m in _ENTRIES if m.family in ("binned", "scores", "clinical", "cumulative")]
         raise CalibcliError(f"{name!r} is not a binned metric: expected one of {', '.join(known)}")
     check_options({"mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS}, mode=mode, strategy=strategy,
                   class_weights=class_weights, n_bins=n_bins, n_boot=n_boot, alpha=alpha)
@@ -443,27 +446,33 @@ def tcal_test(y_true, y_prob, *, sample_weight=None, mode: str | None = None, sm
 
 
 def clinical_test(y_true, y_prob, *, test: str = "spiegelhalter", n_bins: int = 10, sample_weight=None,
-                  mode: str | None = None, alpha: float = 0.05, logits: bool = False, data=None) -> MetricResult:
-    """Spiegelhalter's Z test or the Hosmer-Lemeshow test of perfect calibration (:mod:`calibcli.clinical`),
-    as ``calibcli tcal --test spiegelhalter|hosmer-lemeshow --json`` computes it for the same rows.
+                  mode: str | None = None, alpha: float = 0.05, max_rows: int = TCAL_MAX_ROWS, logits: bool = False,
+                  data=None) -> MetricResult:
+    """Spiegelhalter's Z test, the Hosmer-Lemeshow test (:mod:`calibcli.clinical`) or the ECCE-R test (SPEC 9,
+    :mod:`calibcli.cumulative`) of perfect calibration, as ``calibcli tcal --test
+    spiegelhalter|hosmer-lemeshow|ecce --json`` computes it for the same rows.
 
-    The result's ``metric`` is the p-value (``spiegelhalter_p_value``, ``hosmer_lemeshow_p_value``),
-    ``related`` holds the statistic, ``details`` the decision at ``alpha`` and the test's entry (the
-    Hosmer-Lemeshow groups and degrees of freedom). ``n_bins``: the Hosmer-Lemeshow groups (deciles).
+    The result's ``metric`` is the p-value (``spiegelhalter_p_value``, ``hosmer_lemeshow_p_value``,
+    ``ecce_p_value``), ``related`` holds the statistic (``ecce_statistic`` is ECCE-R/sigma), ``details`` the
+    decision at ``alpha`` and the test's entry (the Hosmer-Lemeshow groups and degrees of freedom; ECCE-R,
+    ECCE-MAD, sigma and the form used). ``n_bins``: the Hosmer-Lemeshow groups (deciles); ``max_rows``: the
+    ECCE test is exact up to this many rows, on a fine score grid with a stated error bound beyond.
 
     >>> from calibcli.metrics import clinical_test
     >>> r = clinical_test([0, 0, 1, 1, 0, 1, 1, 0], [0.1, 0.3, 0.35, 0.8, 0.6, 0.9, 0.45, 0.2])
     >>> r.name, round(r.estimate, 4), round(r.related["spiegelhalter_z"].estimate, 4)
     ('spiegelhalter_p_value', 0.783, -0.2754)
     """
-    options = ClinicalTestOptions(test=test, n_bins=n_bins, alpha=alpha)
+    options = ClinicalTestOptions(test=test, n_bins=n_bins, alpha=alpha, max_rows=max_rows)
     prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
     acc = ClinicalTestAccumulator(mode=mode or default_mode(prepared.n_classes), n_classes=prepared.n_classes,
                                   class_names=prepared.class_names, options=options)
     report = _one_batch(acc, prepared).result()
     entry = report.to_dict()
-    name = "spiegelhalter_p_value" if test == "spiegelhalter" else "hosmer_lemeshow_p_value"
-    params = {"test": test, "alpha": alpha, **({"n_bins": n_bins} if test == "hosmer-lemeshow" else {})}
+    name = {"spiegelhalter": "spiegelhalter_p_value", "hosmer-lemeshow": "hosmer_lemeshow_p_value",
+            "ecce": "ecce_p_value"}[test]
+    params = {"test": test, "alpha": alpha, **({"n_bins": n_bins} if test == "hosmer-lemeshow" else {}),
+              **({"max_rows": max_rows} if test == "ecce" else {})}
     details = {"test": test, "reject": report.reject, **{k: v for k, v in entry["result"].items() if k != "reject"}}
     return _result(name, report.headline(), n=prepared.n, mode=report.mode, params=params, details=details, report=report)
 
@@ -485,7 +494,7 @@ def compute(metric: str, y_true, y_prob, **options) -> MetricResult:
     info = REGISTRY.get(metric)
     if info is None:
         raise CalibcliError(f"unknown metric {metric!r}: expected one of {', '.join(REGISTRY)}")
-    if info.family in ("binned", "scores", "clinical"):
+    if info.family in ("binned", "scores", "clinical", "cumulative"):
         return binned_metric(metric, y_true, y_prob, **options)
     if info.family == "clinical_test":
         result = clinical_test(y_true, y_prob, test=metric.split("_")[0].replace("hosmer", "hosmer-lemeshow"), **options)

@@ -105,15 +105,20 @@ class Metric:
     upper_bound: float | None = None
     upper_bound_method: str | None = None
     note: str | None = None
+    #: Named numbers that belong to the estimate (ECCE's sigma scale and p-value), written beside it.
+    extra: dict | None = None
 
     def to_dict(self) -> dict:
-        """The metric as a report entry: estimate, interval and how it was made; bound and note when present."""
+        """The metric as a report entry: estimate, interval and how it was made; bound, note and the extra
+        numbers when present."""
         out = {"estimate": self.estimate, "ci_low": self.ci_low, "ci_high": self.ci_high, "ci_method": self.ci_method}
         if self.upper_bound is not None:
             out["upper_bound"] = self.upper_bound
             out["upper_bound_method"] = self.upper_bound_method
         if self.note:
             out["note"] = self.note
+        if self.extra:
+            out.update(self.extra)
         return out
 
 

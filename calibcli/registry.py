@@ -39,7 +39,8 @@ class MetricInfo:
     name: str
     description: str
     spec: str
-    family: str  # "binned", "smooth", "scores", "tcal", "clinical" (Cox, ICI in ece), "clinical_test" (tcal --test)
+    family: str  # "binned", "smooth", "scores", "tcal", "clinical" (Cox, ICI in ece), "cumulative" (ECCE in ece),
+    # "clinical_test" (tcal --test)
     better: str = "lower"  # "lower", "higher", "none" (parts of a decomposition) or "target" (closer to target)
     combine: ClassRule | None = None
     target: float | None = None  # the calibrated value of a "target" metric (a calibration slope is 1)
@@ -98,6 +99,15 @@ _ENTRIES = [
                "clinical_test", better="higher"),
     MetricInfo("hosmer_lemeshow_statistic", "C-hat = sum_g (O_g - E_g)^2 / (E_g (1 - E_g / n_g)) over deciles of risk "
                "(Hosmer & Lemeshow 1980)", "calibcli.clinical", "clinical_test"),
+    MetricInfo("ecce_mad", "ECCE-MAD = max_k |C_k|, C_k = sum_{j<=k} w_j (y_j - s_j) in score order, weights normalised, "
+               "tie blocks (Arrieta-Ibarra et al. 2022); with ecce_mad_sigma (/ sqrt(sum w^2 s (1 - s))) and "
+               "ecce_mad_pvalue (sup |B|)", "9", "cumulative"),
+    MetricInfo("ecce_r", "ECCE-R = max_k C_k - min_k C_k (Kuiper type; Arrieta-Ibarra et al. 2022); with ecce_r_sigma "
+               "and ecce_r_pvalue (range of standard Brownian motion)", "9", "cumulative"),
+    MetricInfo("ecce_p_value", "p-value of ECCE-R/sigma from the law of the range of standard Brownian motion "
+               "(tcal --test ecce; Arrieta-Ibarra et al. 2022)", "9", "clinical_test", better="higher"),
+    MetricInfo("ecce_statistic", "ECCE-R/sigma: (max_k C_k - min_k C_k) / sqrt(sum w^2 s (1 - s)), C the cumulative "
+               "differences in score order (tcal --test ecce)", "9", "clinical_test"),
     MetricInfo("smece", "SmoothECE (Blasiok & Nakkiran 2023): smECE at the fixed point sigma* = smECE_sigma*, "
                "reflected Gaussian kernel on [0, 1]", "3", "smooth", combine=ClassRule(1)),
     MetricInfo("smece_at_sigma", "smECE_sigma = int_0^1 |(1/W) sum_i w_i K_sigma(t, z_i) (y_i - z_i)| dt at the given "
@@ -110,8 +120,8 @@ REGISTRY: dict[str, MetricInfo] = {m.name: m for m in _ENTRIES}
 
 def describe(family: str) -> dict[str, str]:
     """``name -> description`` of a family's metrics (the report's parameters echo it); the binned family's
-    report also carries the multiclass scores and the clinical statistics (Cox, ICI)."""
-    also = ("scores", "clinical") if family == "binned" else ()
+    report also carries the multiclass scores, the clinical statistics (Cox, ICI) and ECCE."""
+    also = ("scores", "clinical", "cumulative") if family == "binned" else ()
     return {m.name: m.description for m in _ENTRIES if m.family == family or m.family in also}
 
 

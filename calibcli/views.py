@@ -142,8 +142,8 @@ def _smece_lines(doc, f) -> list[str]:
 # tcal -----------------------------------------------------------------------------------------
 
 
-#: The classical tests of ``tcal --test`` (Spiegelhalter's Z, Hosmer-Lemeshow), whose entries have no levels.
-CLASSICAL_TESTS = ("spiegelhalter", "hosmer-lemeshow")
+#: The classical tests of ``tcal --test`` (Spiegelhalter's Z, Hosmer-Lemeshow, ECCE-R), whose entries have no levels.
+CLASSICAL_TESTS = ("spiegelhalter", "hosmer-lemeshow", "ecce")
 
 
 def _tcal_title(doc: dict) -> str:
@@ -164,6 +164,10 @@ def _classical_lines(doc, f) -> list[str]:
     lines = [f"{entry_label(f)}: {_rows_text(f)}; K={i['n_classes']}; mode {f['mode']}",
              f"  {r['statistic_name']} {_infinite(r['statistic'])}, {r['distribution']}: p-value "
              f"{fmt_number(r['p_value'])} at alpha {r['alpha']:g}: {_tcal_verdict(r)}"]
+    if f["test"] == "ecce":
+        lines.append(f"  ECCE-R {fmt_number(r['ecce_r'])}, sigma {fmt_number(r['sigma'])}; ECCE-MAD "
+                     f"{fmt_number(r['ecce_mad'])} ({_infinite(r['ecce_mad_sigma'])} sigma, p-value "
+                     f"{fmt_number(r['ecce_mad_pvalue'])}); {r['form']}")
     return lines + [f"  note: {note}" for note in f["notes"]]
 
 

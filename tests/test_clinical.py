@@ -401,7 +401,7 @@ def test_tcal_n_bins_sets_the_hosmer_lemeshow_groups(parquet):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--test", "cox"], "Error: --test is 'cox': expected one of auto, tcal, binomial, spiegelhalter, hosmer-lemeshow\n"),
+    (["--test", "cox"], "Error: --test is 'cox': expected one of auto, tcal, binomial, spiegelhalter, hosmer-lemeshow, ecce\n"),
     (["--n-bins", "5"], "Error: --n-bins sets the groups of --test hosmer-lemeshow, and --test is auto: drop --n-bins\n"),
     (["--test", "hosmer-lemeshow", "--n-bins", "0"], "Error: --n-bins is 0: expected a positive number of bins\n"),
     (["--test", "tcal", "--discrete", "yes"],

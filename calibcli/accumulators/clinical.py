@@ -18,10 +18,13 @@
   Integer counts and float sums added in a fixed order per batch: the results do not depend on batch
   sizes or on which worker saw which rows (beyond float rounding).
 
-- :class:`ClinicalTestAccumulator` (``tcal --test spiegelhalter|hosmer-lemeshow``): Spiegelhalter's three
+- :class:`ClinicalTestAccumulator` (``tcal --test spiegelhalter|hosmer-lemeshow|ecce``): Spiegelhalter's three
   sums over every row, or the Hosmer-Lemeshow groups, which are the binned family's quantile bins
   (:class:`~calibcli.accumulators.binned.BinnedAccumulator`: exact edges, or a first pass with exact
-  quantiles up to 2^24 predictions and a KLL sketch beyond, then a second pass with the edges fixed).
+  quantiles up to 2^24 predictions and a KLL sketch beyond, then a second pass with the edges fixed), or
+  the ECCE-R test (SPEC 9): :class:`~calibcli.accumulators.cumulative.EcceAccumulator`, exact on every row up
+  to T-Cal's row limit (``--max-rows``, the rows T-Cal keeps), from a fine grid of score cells with its
+  stated error bound beyond.
 
 Both follow the accumulator contract (``update``, ``merge``, ``to_dict``/``from_dict``, ``result``).
 """
@@ -39,6 +42,8 @@ from calibcli.clinical import (
 )
 from calibcli.errors import CalibcliError, OptionError
 from calibcli.accumulators.binned import BinnedAccumulator
+from calibcli.accumulators.cumulative import EcceAccumulator
+from calibcli.accumulators.tcal import MAX_ROWS
 from calibcli.accumulators.rows import describe_sample
 from calibcli.estimators import Metric
 from calibcli.modes import binary_problems
@@ -48,7 +53,7 @@ from calibcli.validation import check_options
 STATE_VERSION = 1
 
 #: ``tcal --test`` choices this module runs.
-CLINICAL_TESTS = ("spiegelhalter", "hosmer-lemeshow")
+CLINICAL_TESTS = ("spiegelhalter", "hosmer-lemeshow", "ecce")
 
 
 class ClinicalAccumulator(Accumulator):
@@ -145,31 +150,71 @@ def aggregate_clinical(per_class: list[dict], v: np.ndarray) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# tcal --test spiegelhalter | hosmer-lemeshow
+# tcal --test spiegelhalter | hosmer-lemeshow | ecce
 
 
 @dataclass(frozen=True)
 class ClinicalTestOptions:
-    """What ``tcal --test spiegelhalter|hosmer-lemeshow`` computes; ``n_bins`` is the Hosmer-Lemeshow groups."""
+    """What ``tcal --test spiegelhalter|hosmer-lemeshow|ecce`` computes; ``n_bins`` is the Hosmer-Lemeshow
+    groups; ``max_rows`` the rows the ECCE test holds (exact up to it, the grid form beyond)."""
 
     test: str = "spiegelhalter"
     n_bins: int = 10
     alpha: float = 0.05
+    max_rows: int = MAX_ROWS
 
     def __post_init__(self):
         check_options({"test": CLINICAL_TESTS}, test=self.test, n_bins=self.n_bins, alpha=self.alpha)
+        if self.max_rows < 1:
+            raise OptionError("max_rows", f"{{name}} is {self.max_rows}: expected at least 1 row")
+
+
+#: How ``tcal --test ecce`` reads its statistic (SPEC 9).
+ECCE_METHOD = ("ECCE-R = max_k C_k - min_k C_k, C_k = sum_{j<=k} w_j (y_j - s_j) in score order (weights normalised, "
+               "tie blocks), on the scale sigma = sqrt(sum w_j^2 s_j (1 - s_j)); p-value from the law of the range of "
+               "standard Brownian motion on [0, 1] (Arrieta-Ibarra et al., JMLR 2022)")
+
+
+@dataclass(frozen=True)
+class EcceTest:
+    """The ECCE-R test of one binary problem (SPEC 9): ``statistic`` is ECCE-R/sigma, ``p_value`` its
+    asymptotic p-value (range of Brownian motion); ``stats`` the :class:`~calibcli.cumulative.EcceResult`
+    (ECCE-MAD too), ``how`` which rows it was computed from (exact, or the grid and its error bound)."""
+
+    statistic: float
+    p_value: float
+    reject: bool
+    alpha: float
+    n: int
+    weight_total: float
+    stats: object
+    how: dict
+    method: str = ECCE_METHOD
+
+    @classmethod
+    def of(cls, stats, how: dict, *, alpha: float) -> "EcceTest":
+        p = float(stats.ecce_r_pvalue)
+        return cls(float(stats.ecce_r_sigma), p, bool(p <= alpha), float(alpha), int(stats.rows), float(stats.weight),
+                   stats, how)
+
+    def numbers(self) -> dict:
+        s = self.stats
+        return {"ecce_r": s.ecce_r, "ecce_r_sigma": s.ecce_r_sigma, "ecce_r_pvalue": s.ecce_r_pvalue,
+                "ecce_mad": s.ecce_mad, "ecce_mad_sigma": s.ecce_mad_sigma, "ecce_mad_pvalue": s.ecce_mad_pvalue,
+                "sigma": s.sigma, "form": self.how["method"], "error_bound": self.how["error_bound"],
+                "n_cells": self.how["n_cells"], "row_limit": self.how["row_limit"]}
 
 
 @dataclass(frozen=True)
 class ClinicalTestReport:
-    """One entry of a ``tcal --test spiegelhalter|hosmer-lemeshow`` report (the shape of the T-Cal entries:
+    """One entry of a ``tcal --test spiegelhalter|hosmer-lemeshow|ecce`` report (the shape of the T-Cal entries:
     mode, notes, test, sample, result with ``reject`` and ``p_value``)."""
 
     mode: str
     notes: tuple[str, ...]
     test: str
     sample: dict
-    result: object  # SpiegelhalterTest or HosmerLemeshowTest
+    result: object  # SpiegelhalterTest, HosmerLemeshowTest or EcceTest
 
     @property
     def reject(self) -> bool:
@@ -183,6 +228,9 @@ class ClinicalTestReport:
         if self.test == "spiegelhalter":
             out["result"] = {**common, "statistic_name": "Z", "distribution": "N(0, 1), two-sided",
                              "numerator": r.numerator, "variance": r.variance}
+        elif self.test == "ecce":
+            out["result"] = {**common, "statistic_name": "ECCE-R/sigma",
+                             "distribution": "range of standard Brownian motion on [0, 1]", **r.numbers()}
         else:
             out["result"] = {**common, "statistic_name": "C-hat", "df": r.df, "distribution": f"chi-square, {r.df} df",
                              "n_bins": r.n_bins, "n_groups": r.n_groups, "caveats": r.caveats, "groups": r.groups}
@@ -193,6 +241,11 @@ class ClinicalTestReport:
         if self.test == "spiegelhalter":
             return {"spiegelhalter_p_value": Metric("spiegelhalter_p_value", r.p_value, note="two-sided, N(0, 1)"),
                     "spiegelhalter_z": Metric("spiegelhalter_z", r.statistic)}
+        if self.test == "ecce":
+            form = ("exact" if r.how["method"] == "exact" else
+                    f"{r.how['n_cells']}-cell grid, ECCE-R within [value, value + {2 * r.how['error_bound']:.3g}]")
+            return {"ecce_p_value": Metric("ecce_p_value", r.p_value, note="range of Brownian motion, asymptotic"),
+                    "ecce_statistic": Metric("ecce_statistic", r.statistic, note=f"ECCE-R/sigma ({form})")}
         return {"hosmer_lemeshow_p_value": Metric("hosmer_lemeshow_p_value", r.p_value,
                                                   note=f"chi-square with {r.df} df ({r.n_groups} groups - 2)"),
                 "hosmer_lemeshow_statistic": Metric("hosmer_lemeshow_statistic", r.statistic,
@@ -200,12 +253,13 @@ class ClinicalTestReport:
 
 
 class ClinicalTestAccumulator(Accumulator):
-    """Spiegelhalter's sums or the Hosmer-Lemeshow groups of one input (or group), binary or top-label mode."""
+    """Spiegelhalter's sums, the Hosmer-Lemeshow groups or the ECCE state of one input (or group), binary or
+    top-label mode."""
 
     kind = "clinical_test"
     state_name = "clinical test state"
     same, same_message = ("mode", "options"), "test states of different modes or options cannot be merged"
-    merge_rules = {"n": "sum", "sums": "sum", "bins": "merge"}
+    merge_rules = {"n": "sum", "sums": "sum", "bins": "merge", "ecce": "merge"}
 
     def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: ClinicalTestOptions,
                  edges: list | None = None, edges_method: str | None = None):
@@ -216,14 +270,18 @@ class ClinicalTestAccumulator(Accumulator):
         self.edges_method = edges_method
         self.sums = np.zeros(3)
         self.n = 0
-        self.bins = None
+        self.bins = self.ecce = None
         if options.test == "hosmer-lemeshow":
             self.bins = BinnedAccumulator(n_bins=options.n_bins, strategy="quantile", edges=edges, moments=False)
+        elif options.test == "ecce":
+            self.ecce = EcceAccumulator(options.max_rows)
 
     def update(self, row_index, probs, labels, w=None) -> "ClinicalTestAccumulator":
         (problem,) = binary_problems(labels, probs, mode=self.mode, sample_weight=w, class_names=list(self.class_names))
         self.n += len(problem.z)
-        if self.bins is None:
+        if self.ecce is not None:
+            self.ecce.update(row_index, problem.z, problem.y, problem.sample_weight)
+        elif self.bins is None:
             self.sums += spiegelhalter_sums(problem.z, problem.y, problem.sample_weight)
         else:
             self.bins.update(row_index, problem.z, problem.y, problem.sample_weight)
@@ -251,7 +309,8 @@ class ClinicalTestAccumulator(Accumulator):
     def to_dict(self) -> dict:
         return {**self.state_head(), "mode": self.mode, "n_classes": self.n_classes,
                 "class_names": list(self.class_names), "options": asdict(self.options), "edges_method": self.edges_method,
-                "n": self.n, "sums": self.sums.tolist(), "bins": None if self.bins is None else self.bins.to_dict()}
+                "n": self.n, "sums": self.sums.tolist(), "bins": None if self.bins is None else self.bins.to_dict(),
+                "ecce": None if self.ecce is None else self.ecce.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict) -> "ClinicalTestAccumulator":
@@ -262,6 +321,8 @@ class ClinicalTestAccumulator(Accumulator):
         out.sums = np.asarray(d["sums"], dtype=np.float64)
         if d["bins"] is not None:
             out.bins = BinnedAccumulator.from_dict(d["bins"])
+        if d.get("ecce") is not None:
+            out.ecce = EcceAccumulator.from_dict(d["ecce"])
         return out
 
     def result(self, progress=None) -> ClinicalTestReport:
@@ -269,6 +330,17 @@ class ClinicalTestAccumulator(Accumulator):
         if self.n == 0:
             raise CalibcliError("no rows to test: expected at least one prediction")
         notes = []
+        sample = {**describe_sample(self.n, self.n, self.n, 0), "description": f"all {self.n} rows (exact sums)"}
+        if self.ecce is not None:
+            stats, how = self.ecce.result()
+            result = EcceTest.of(stats, how, alpha=o.alpha)
+            if how["method"] == "grid":
+                notes.append(how["description"])
+            if not np.isfinite(stats.ecce_r_sigma):
+                notes.append("sigma = 0 (every prediction 0 or 1) but some label disagrees: certain miscalibration, "
+                             "p-value 0")
+            sample["description"] = how["description"]
+            return ClinicalTestReport(self.mode, tuple(notes), o.test, sample, result)
         if self.bins is None:
             result = spiegelhalter_from_sums(self.sums, n=self.n, alpha=o.alpha)
         else:
@@ -283,5 +355,4 @@ class ClinicalTestAccumulator(Accumulator):
                 notes.append(f"{len(empty)} group(s) have E_g (1 - E_g / n_g) = 0 (every prediction 0 or 1) but "
                              f"O_g != E_g: C-hat is infinite and the p-value 0")
             notes.append("caveats: " + result.caveats)
-        sample = {**describe_sample(self.n, self.n, self.n, 0), "description": f"all {self.n} rows (exact sums)"}
         return ClinicalTestReport(self.mode, tuple(notes), o.test, sample, result)

@@ -25,6 +25,7 @@ from calibcli.registry import REGISTRY, aggregate_over_classes
 from calibcli.modes import binary_problems
 from calibcli.resampling import Multiplicities, percentile_interval
 from calibcli.accumulators.clinical import aggregate_clinical, ClinicalAccumulator
+from calibcli.accumulators.cumulative import ecce_metrics, EcceAccumulator
 from calibcli.accumulators.smooth import SmoothAccumulator
 from calibcli.validation import BYTES_PER_BIN, check_allocation, memory_budget
 
@@ -37,6 +38,7 @@ class ProblemResult:
     class_index: int | None
     result: CalibrationResult
     clinical: dict | None = None  # how the Cox and ICI metrics were made (calibcli.accumulators.clinical)
+    ecce: dict | None = None  # how ECCE-MAD and ECCE-R were made: exact or the grid (calibcli.accumulators.cumulative)
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,8 @@ class BinnedReport:
         """The report entry's results: mode, problems, aggregate and multiclass scores (SPEC 7)."""
         out = {"mode": self.mode,
                "problems": [{"name": p.name, "class_index": p.class_index, **p.result.to_dict(),
-                             **({"clinical": p.clinical} if p.clinical else {})} for p in self.problems]}
+                             **({"clinical": p.clinical} if p.clinical else {}),
+                             **({"ecce": p.ecce} if p.ecce else {})} for p in self.problems]}
         if self.aggregate is not None:
             out["aggregate"] = {
                 "class_weights": self.class_weight_scheme,
@@ -175,7 +178,7 @@ class InputAccumulator(Accumulator):
 
     kind = "binned_input"
     state_name = "binned input state"
-    merge_rules = {"problems": "merge", "clinical": "merge", "class_totals": "sum", "scores": "merge"}
+    merge_rules = {"problems": "merge", "clinical": "merge", "ecce": "merge", "class_totals": "sum", "scores": "merge"}
 
     def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: BinnedOptions,
                  edges: list | None = None, edges_method: str | None = None):
@@ -196,16 +199,20 @@ class InputAccumulator(Accumulator):
         self.scores = MulticlassScores(row_limit=options.row_limit) if self._has_scores else None
 
         self.clinical = [ClinicalAccumulator() for _ in range(n_problems)]
+        # ECCE: exact from the rows the binned accumulators keep; its grid sums for beyond them
+        self.ecce = [EcceAccumulator(None) for _ in range(n_problems)]
 
     @property
     def _has_scores(self) -> bool:
         return self.n_classes > 2 or self.mode == "marginal"
 
     def update(self, row_index, probs, labels, w=None) -> "InputAccumulator":
-        for problem, acc, clinical in zip(binary_problems(labels, probs, mode=self.mode, sample_weight=w,
-                                                          class_names=list(self.class_names)), self.problems, self.clinical):
+        for problem, acc, clinical, ecce in zip(binary_problems(labels, probs, mode=self.mode, sample_weight=w,
+                                                                class_names=list(self.class_names)),
+                                                self.problems, self.clinical, self.ecce):
             acc.update(row_index, problem.z, problem.y, problem.sample_weight)
             clinical.update(row_index, problem.z, problem.y, problem.sample_weight)
+            ecce.update(row_index, problem.z, problem.y, problem.sample_weight)
         if self.mode == "marginal":  # the prior class weights of the aggregate
             self.class_totals += np.bincount(labels, weights=w, minlength=self.n_classes)[: self.n_classes]
         if self.scores is not None:
@@ -238,6 +245,7 @@ class InputAccumulator(Accumulator):
             "class_totals": self.class_totals.tolist(),
             "scores": None if self.scores is None else self.scores.to_dict(),
             "clinical": [c.to_dict() for c in self.clinical],
+            "ecce": [e.to_dict() for e in self.ecce],
         }
 
     @classmethod
@@ -250,6 +258,7 @@ class InputAccumulator(Accumulator):
         out.scores = None if d["scores"] is None else MulticlassScores.from_dict(d["scores"])
 
         out.clinical = [ClinicalAccumulator.from_dict(c) for c in d["clinical"]]
+        out.ecce = [EcceAccumulator.from_dict(e) for e in d["ecce"]]
         return out
 
     def result(self, progress=None, keep_replicates: bool = False) -> BinnedReport:
@@ -266,9 +275,13 @@ class InputAccumulator(Accumulator):
 
         clinical = [c.result(alpha=o.alpha, rows=None if acc.rows.dropped else acc.rows.arrays())  # Cox and ICI
                     for c, acc in zip(self.clinical, self.problems)]  # metrics join each problem's
-        for r, (metrics, _) in zip(results, clinical):
+        ecce = [e.result(None if acc.rows.dropped else acc.rows.arrays(), row_limit=o.row_limit)  # ECCE-MAD, ECCE-R
+                for e, acc in zip(self.ecce, self.problems)]
+        for r, (metrics, _), (stats, how) in zip(results, clinical, ecce):
             r.result.metrics.update(metrics)
-        results = [ProblemResult(r.name, r.class_index, r.result, details) for r, (_, details) in zip(results, clinical)]
+            r.result.metrics.update(ecce_metrics(stats, how))
+        results = [ProblemResult(r.name, r.class_index, r.result, details, how)
+                   for r, (_, details), (_, how) in zip(results, clinical, ecce)]
         aggregate = weights = None
         notes = []
         if marginal:

@@ -12,7 +12,8 @@ from calibcli.errors import CalibcliError, GateFailed
 from calibcli.families.tcal import GATE, finish_entries, plan
 from calibcli.families.tcal import gates as _gates
 from calibcli.report import GateSpec, emit, new_document
-from calibcli.accumulators.clinical import ClinicalTestAccumulator, ClinicalTestOptions
+from calibcli.accumulators.clinical import CLINICAL_TESTS, ClinicalTestAccumulator, ClinicalTestOptions, ECCE_METHOD
+from calibcli.accumulators.cumulative import N_CELLS
 from calibcli.clinical import HL_CAVEATS
 from calibcli.validation import check_options
 
@@ -68,18 +69,21 @@ MaxRows = Annotated[
     typer.Option(
         "--max-rows",
         help="T-Cal runs on every row up to this many, else on the bottom-k sample of this many rows (smallest hash "
-        "of (seed, row index); the same however the data are split). The binomial test counts every row.",
+        "of (seed, row index); the same however the data are split). The binomial test counts every row. "
+        "--test ecce is exact up to this many rows and uses every row on a fine score grid beyond.",
     ),
 ]
 #: ``--test`` choices: T-Cal or the binomial test as --discrete decides (auto), one of them, or a classical test.
-TESTS = ("auto", "tcal", "binomial", "spiegelhalter", "hosmer-lemeshow")
+TESTS = ("auto", "tcal", "binomial", "spiegelhalter", "hosmer-lemeshow", "ecce")
 TestChoice = Annotated[
     str,
     typer.Option(
         "--test",
         help="Which test: auto (T-Cal, or the exact binomial test when --discrete says so), tcal, binomial, "
         "spiegelhalter (Spiegelhalter's Z, 1986) or hosmer-lemeshow (C-hat over --n-bins deciles of risk, G - 2 df; "
-        "depends on the grouping, weak at small n, rejects nearly every model at large n).",
+        "depends on the grouping, weak at small n, rejects nearly every model at large n) or ecce (ECCE-R/sigma "
+        "against the range of Brownian motion, SPEC 9: no bins, O(n log n); exact up to --max-rows rows, a "
+        "2^16-cell score grid with its error bound beyond).",
         metavar=cc.choices(*TESTS),
     ),
 ]
@@ -116,9 +120,10 @@ def tcal(
     if n_bins is not None and test != "hosmer-lemeshow":
         raise CalibcliError(f"--n-bins sets the groups of --test hosmer-lemeshow, and --test is {test}: drop --n-bins")
     sources = cc.sources_of(files, options)
-    if test in ("spiegelhalter", "hosmer-lemeshow"):
+    if test in CLINICAL_TESTS:
         _classical_test(test, sources, cc.engine_of(options), mode=mode, n_bins=10 if n_bins is None else n_bins,
-                        alpha=alpha, output=options["output"], layout=layout, fail_on_reject=fail_on_reject)
+                        alpha=alpha, max_rows=max_rows, output=options["output"], layout=layout,
+                        fail_on_reject=fail_on_reject)
         return
     if test in ("tcal", "binomial"):
         wanted = "no" if test == "tcal" else "yes"
@@ -134,15 +139,22 @@ def tcal(
     finish_entries(doc, alpha=alpha, fail_on_reject=fail_on_reject)
     _emit(doc, fail_on_reject=fail_on_reject, output=options["output"], layout=layout)
 
-def _classical_test(test: str, sources, engine, *, mode, n_bins: int, alpha: float, output, layout,
+def _classical_test(test: str, sources, engine, *, mode, n_bins: int, alpha: float, max_rows: int, output, layout,
                     fail_on_reject: bool) -> None:
-    """``--test spiegelhalter|hosmer-lemeshow``: the test on every row through the pipeline, entries shaped as
-    T-Cal's (test, sample, result with reject and p-value), gated by --fail-on-reject."""
-    options = ClinicalTestOptions(test=test, n_bins=n_bins, alpha=alpha)
+    """``--test spiegelhalter|hosmer-lemeshow|ecce``: the test on every row through the pipeline, entries shaped
+    as T-Cal's (test, sample, result with reject and p-value), gated by --fail-on-reject."""
+    options = ClinicalTestOptions(test=test, n_bins=n_bins, alpha=alpha, max_rows=max_rows)
     parameters = {"mode": mode or "auto", "test": test, "alpha": alpha}
     if test == "spiegelhalter":
         parameters.update(statistic="Z = sum w (y - p)(1 - 2p) / sqrt(sum w (1 - 2p)^2 p (1 - p)) (Spiegelhalter 1986)",
                           p_value="two-sided, standard normal")
+    elif test == "ecce":
+        parameters.update(statistic=ECCE_METHOD.split("; ")[0], p_value="range of standard Brownian motion on [0, 1] "
+                          "(asymptotic)", max_rows=max_rows,
+                          rows=f"exact on every row up to {max_rows} rows; beyond, sums over {N_CELLS} uniform score "
+                               f"cells with the error bound stated (SPEC 9)",
+                          weights_convention="weights as the papers: C weighted, sigma with w^2 (a weight is one "
+                                             "draw, not a count)")
     else:
         parameters.update(n_bins=n_bins, grouping="deciles of risk: quantile bins of the predictions (SPEC 2.1; ties "
                                                   "merge bins)",
@@ -153,7 +165,8 @@ def _classical_test(test: str, sources, engine, *, mode, n_bins: int, alpha: flo
                       engine=engine.name)
     doc = new_document("tcal", parameters)
     new = cc.per_input(ClinicalTestAccumulator, mode, options)
-    gate_metric = "spiegelhalter_p_value" if test == "spiegelhalter" else "hosmer_lemeshow_p_value"
+    gate_metric = {"spiegelhalter": "spiegelhalter_p_value", "hosmer-lemeshow": "hosmer_lemeshow_p_value",
+                   "ecce": "ecce_p_value"}[test]
     cc.run(cc.Plan(doc, new, GateSpec(gate_metric), 0), sources, engine)
     _gates(doc, alpha=alpha, fail_on_reject=fail_on_reject)
     _emit(doc, fail_on_reject=fail_on_reject, output=output, layout=layout)

@@ -1,0 +1,146 @@
+"""ECCE-MAD and ECCE-R of one binary problem on a stream (SPEC 9, "Streams").
+
+The statistics need the rows in score order. :class:`EcceAccumulator` keeps every row while at most
+``row_limit`` were seen (a :class:`~calibcli.accumulators.rows.RowSample` that drops itself, never thins:
+all rows of a population matter) and then computes :func:`calibcli.cumulative.ecce` on them, exactly. Beside
+the rows it always adds, per cell of a uniform grid of ``n_cells`` score cells (2^16 by default), the sums of
+``w``, ``w y``, ``w s``, ``w^2 s (1 - s)`` and ``w |y - s|`` (as :func:`calibcli.cumulative.cell_sums` adds them, five or six
+bincounts per batch). Beyond the row limit the statistics come from those sums
+(:func:`calibcli.cumulative.ecce_from_cells`): ``C`` is then known at cell ends only, and the largest cell's
+normalised ``sum w |y - s|`` bounds the error (the exact ECCE-MAD lies in ``[grid, grid + bound]``, the exact
+ECCE-R in ``[grid, grid + 2 bound]``); :meth:`EcceAccumulator.result` states which form was used and the bound.
+
+With ``row_limit=None`` it holds no rows (only the sums): for a family that keeps the rows already (the binned
+family's :class:`~calibcli.accumulators.binned.BinnedAccumulator`), which passes them to :meth:`result`.
+
+Merging adds the sums and merges the row samples (a merge that passes the limit drops the rows), so the result
+does not depend on batch sizes, file order or which worker saw which rows (beyond float rounding).
+The state's ``to_dict`` stores the occupied cells only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calibcli.accumulators.base import Accumulator
+from calibcli.accumulators.rows import RowSample
+from calibcli.cumulative import CellSums, ecce, ecce_from_cells, EcceResult, uniform_cells
+from calibcli.estimators import Metric
+
+#: Score cells of the grid form (beyond the row limit).
+N_CELLS = 1 << 16
+
+_SUMS = ("w", "wy", "ws", "w2v", "wabs")
+
+
+class EcceAccumulator(Accumulator):
+    """Rows (up to ``row_limit``) and per-cell sums of one binary problem, for ECCE (module docstring)."""
+
+    kind = "ecce"
+    state_name = "ECCE state"
+    same, same_message = ("row_limit", "n_cells"), "ECCE states with different row limits or grids cannot be merged"
+    merge_rules = {"rows": "merge", **{name: "sum" for name in _SUMS}, "count": "sum", "n_seen": "sum"}
+
+    def __init__(self, row_limit: int | None, n_cells: int = N_CELLS):
+        self.row_limit, self.n_cells = None if row_limit is None else int(row_limit), int(n_cells)
+        self.rows = None if row_limit is None else RowSample(self.row_limit, 0, keep_when_full=False)
+        self.n_seen = 0
+        for name in _SUMS:
+            setattr(self, name, np.zeros(self.n_cells))
+        self.count = np.zeros(self.n_cells, dtype=np.int64)
+
+    def update(self, row_index, z, y, w=None) -> "EcceAccumulator":
+        z = np.asarray(z, dtype=np.float64)
+        self.n_seen += len(z)
+        if self.rows is not None:
+            self.rows.update(row_index, z, y, w)
+        # the sums of calibcli.cumulative.cell_sums, on rows the binary problem has already validated
+        cells = uniform_cells(z, self.n_cells)
+        y = np.asarray(y, dtype=np.float64)
+        m = self.n_cells
+        count = np.bincount(cells, minlength=m)
+        self.count += count
+        u = y - z
+        if w is None:
+            self.w += count
+            self.wy += np.bincount(cells, weights=y, minlength=m)
+            self.ws += np.bincount(cells, weights=z, minlength=m)
+            self.w2v += np.bincount(cells, weights=z * (1.0 - z), minlength=m)
+            self.wabs += np.bincount(cells, weights=np.abs(u), minlength=m)
+        else:
+            w = np.asarray(w, dtype=np.float64)
+            self.w += np.bincount(cells, weights=w, minlength=m)
+            self.wy += np.bincount(cells, weights=w * y, minlength=m)
+            self.ws += np.bincount(cells, weights=w * z, minlength=m)
+            self.w2v += np.bincount(cells, weights=w * w * z * (1.0 - z), minlength=m)
+            self.wabs += np.bincount(cells, weights=w * np.abs(u), minlength=m)
+        return self
+
+    @property
+    def n(self) -> int:
+        return int(self.n_seen)
+
+    @property
+    def exact(self) -> bool:
+        """Every row is held: the statistics are computed from the rows."""
+        return self.rows is not None and self.rows.complete and not self.rows.dropped
+
+    def result(self, rows=None, row_limit: int | None = None) -> tuple[EcceResult, dict]:
+        """``(statistics, how)``: :class:`~calibcli.cumulative.EcceResult` (floats) and a description of the
+        form used (``method`` ``"exact"`` or ``"grid"``, ``n``, ``row_limit``, ``n_cells``, ``error_bound``,
+        ``description``). ``rows``: ``(row_index, z, y, w)`` of every row, when another accumulator holds them
+        (``row_limit=None`` here; ``row_limit`` then says how many it holds at most)."""
+        limit = self.row_limit if row_limit is None else row_limit
+        how = {"n": self.n, "row_limit": limit}
+        if rows is None and self.exact:
+            rows = self.rows.arrays()
+        if rows is not None:
+            _, z, y, w = rows
+            res = ecce(y, z, sample_weight=w)
+            return res, {**how, "method": "exact", "n_cells": None, "error_bound": 0.0,
+                         "description": f"exact on all {self.n} rows (at most {limit} are held)"}
+        res = ecce_from_cells(CellSums(w=self.w, wy=self.wy, ws=self.ws, w2v=self.w2v, wabs=self.wabs, rows=self.count))
+        bound = float(res.error_bound)
+        return res, {**how, "method": "grid", "n_cells": self.n_cells, "error_bound": bound,
+                     "description": f"{self.n} rows, beyond the {limit} held: from sums over {self.n_cells} "
+                                    f"uniform score cells; exact ECCE-MAD within [value, value + {bound:.3g}], "
+                                    f"exact ECCE-R within [value, value + {2 * bound:.3g}]"}
+
+    def to_dict(self) -> dict:
+        occupied = np.flatnonzero(self.count)
+        return {**self.state_head(), "row_limit": self.row_limit, "n_cells": self.n_cells, "n_seen": self.n_seen,
+                "rows": None if self.rows is None else self.rows.to_dict(),
+                "cells": occupied.tolist(), "count": self.count[occupied].tolist(),
+                **{name: getattr(self, name)[occupied].tolist() for name in _SUMS}}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "EcceAccumulator":
+        cls.check_state(d)
+        out = cls(d["row_limit"], d["n_cells"])
+        out.n_seen = int(d["n_seen"])
+        out.rows = None if d["rows"] is None else RowSample.from_dict(d["rows"])
+        cells = np.asarray(d["cells"], dtype=np.int64)
+        out.count[cells] = np.asarray(d["count"], dtype=np.int64)
+        for name in _SUMS:
+            getattr(out, name)[cells] = np.asarray(d[name], dtype=np.float64)
+        return out
+
+
+def ecce_metrics(stats: EcceResult, how: dict) -> dict[str, Metric]:
+    """The registry metrics ``ecce_mad`` and ``ecce_r`` of one binary problem, each with its sigma scale and
+    p-value beside the estimate (``ecce_mad_sigma``, ``ecce_mad_pvalue``, ``ecce_r_sigma``, ``ecce_r_pvalue``,
+    and ``sigma``); in the grid form the upper bound of the exact value (SPEC 9, "Streams")."""
+    out = {}
+    for name, factor in (("ecce_mad", 1), ("ecce_r", 2)):
+        value, scaled, p = (float(getattr(stats, name + suffix)) for suffix in ("", "_sigma", "_pvalue"))
+        extra = {f"{name}_sigma": scaled, f"{name}_pvalue": p, "sigma": float(stats.sigma)}
+        note = f"{scaled:.4g} sigma, p {p:.4g}"  # short: the table's note column keeps its width
+        if how["method"] == "exact":
+            out[name] = Metric(name, value, note=note + "; exact", extra=extra)
+        else:
+            bound = factor * how["error_bound"]
+            out[name] = Metric(name, value, upper_bound=value + bound,
+                               upper_bound_method=f"{how['n_cells']}-cell score grid beyond {how['row_limit']} rows: "
+                                                  f"the exact value is within [estimate, estimate + {bound:.3g}]",
+                               note=note + f"; grid, error <= {bound:.3g}", extra=extra)
+    return out
