@@ -34,6 +34,7 @@ RUNS: dict[str, list[str]] = {
     "ece": ["ece", str(BINARY_CSV), str(MULTI), "--n-boot", "20", "--json"],
     "smece": ["smece", str(BINARY_CSV), "--n-boot", "20", "--json"],
     "tcal": ["tcal", str(BINARY_CSV), "--n-boot", "20", "--json"],
+    "audit": ["audit", str(SAMPLES / "ads_segments.csv"), "--segment-cols", "country,device,age", "--json"],
     "diagram": ["diagram", str(BINARY_CSV), "--n-boot", "20", "-o", "diagram.png"],
     "recalibrate fit": ["recalibrate", "fit", str(BINARY_CSV), "--method", "isotonic", "-o", "cal.json"],
     "recalibrate apply": ["recalibrate", "apply", "cal.json", str(BINARY_PARQUET), "-o", "recalibrated.parquet"],

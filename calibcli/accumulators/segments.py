@@ -46,6 +46,8 @@ class SegmentAuditAccumulator:
     """Rows and segment values of one input, for the audit (see the module docstring)."""
 
     kind = "segment_audit"
+    #: The engines pass each batch's segment columns to :meth:`update` (``columns=``).
+    takes_columns = True
 
     def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: AuditOptions,
                  columns: tuple[str, ...], row_limit: int = ROW_LIMIT):

@@ -142,10 +142,10 @@ def _stream_into(batches, group_by: tuple[str, ...], state: dict, new) -> dict:
         for batch in batches:
             if acc is None:
                 acc = new(None)
-            if batch.groups is None:
-                acc.update(batch.row_index, batch.probs, batch.labels, batch.sample_weight)
-            else:  # the audit's segment columns, beside every row
+            if getattr(acc, "takes_columns", False):  # the audit's segment columns, beside every row
                 acc.update(batch.row_index, batch.probs, batch.labels, batch.sample_weight, columns=batch.groups)
+            else:
+                acc.update(batch.row_index, batch.probs, batch.labels, batch.sample_weight)
             del batch  # the reader can free it while it reads the next one
         return {} if acc is None else {None: acc}
     finally:  # an error here stops the reader thread now, not when the traceback is freed (at exit)
