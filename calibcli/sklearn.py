@@ -14,7 +14,6 @@ scikit-learn is imported by this module only: the rest of calibcli never needs i
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 
@@ -30,6 +29,7 @@ from calibcli.calibrators import (
 from calibcli.calibrators.document import (
     calibrator_document, calibrator_json, CALIBRATOR_KIND, CALIBRATOR_SCHEMA_VERSION, check_document, fit_arrays, load_calibrator,
 )
+from calibcli.calibrators.files import parse_calibrator_json
 from calibcli.calibrators.multiclass import WRAP_MODES
 from calibcli.outputs import write_output as write_atomic
 from calibcli.registry import REGISTRY
@@ -391,11 +391,8 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
 
 def _parse(text: str) -> dict:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CalibcliError(f"not a calibrator: invalid JSON ({exc.msg}: line {exc.lineno} column {exc.colno}): "
-                            f"expected the JSON document written by `calibcli recalibrate fit`") from None
+    """A calibrator document's text through the same checks as a file's (UTF-8, JSON, depth, integer sizes)."""
+    return parse_calibrator_json(text.encode("utf-8", "surrogatepass"))
 
 
 def _document(doc: dict):
