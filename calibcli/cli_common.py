@@ -35,6 +35,7 @@ from calibcli.errors import cli_text
 from calibcli.io.targets import check_output_target
 from calibcli.outputs import STDOUT
 from calibcli.report import FORMATS, Layout
+from calibcli.safe_text import for_terminal
 from calibcli.validation import check_command_options, check_options, memory_culprit
 
 # ---------------------------------------------------------------------------------------------
@@ -440,10 +441,10 @@ def command(func):
         except CalibcliError as exc:
             if debugging():
                 raise
-            sys.stderr.write(f"Error: {exc.for_cli(flag_of)}\n")
+            sys.stderr.write(f"Error: {for_terminal(exc.for_cli(flag_of))}\n")  # one line whatever a name holds
             raise typer.Exit(2) from None
         except GateFailed as exc:
-            sys.stderr.write(f"{exc}\n")
+            sys.stderr.write(f"{for_terminal(exc)}\n")
             raise typer.Exit(1) from None
         except typer.Exit:
             raise
@@ -463,16 +464,16 @@ def command(func):
             if exc.errno not in WRITE_ERRNOS or debugging():
                 raise
             where = f" ({exc.filename})" if exc.filename else ""
-            sys.stderr.write(f"Error: cannot write{where}: {exc.strerror}\n")
+            sys.stderr.write(f"Error: {for_terminal(f'cannot write{where}: {exc.strerror}')}\n")
             raise typer.Exit(2) from None
         except MemoryError:
-            sys.stderr.write(f"Error: {out_of_memory_message(kwargs)}\n")
+            sys.stderr.write(f"Error: {for_terminal(out_of_memory_message(kwargs))}\n")
             raise typer.Exit(2) from None
         except Exception as exc:  # a bug: say so in one line; CALIBCLI_DEBUG=1 shows the traceback
             if debugging():
                 raise
             sys.stderr.write(
-                f"Error: internal error ({type(exc).__name__}: {exc}); rerun with CALIBCLI_DEBUG=1 for the traceback "
+                f"Error: internal error ({type(exc).__name__}: {for_terminal(exc)}); rerun with CALIBCLI_DEBUG=1 for the traceback "
                 f"and report it\n"
             )
             raise typer.Exit(2) from None

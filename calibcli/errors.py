@@ -11,6 +11,8 @@ import os
 import re
 import sys
 
+from calibcli.safe_text import for_terminal
+
 #: How a message names an option: ``{opt:drop_invalid}``. The library shows the parameter name
 #: (``drop_invalid``); the command line shows its flag (``--drop-invalid``), through :func:`cli_text`.
 _OPTION = re.compile(r"\{opt:([a-z_]+)\}")
@@ -118,7 +120,7 @@ def flag_of(parameter: str) -> str:
 
 def warn(message: str) -> None:
     """A warning or hint on stderr (never on stdout), options named by their flags."""
-    sys.stderr.write(f"Warning: {cli_text(message, flag_of)}\n")
+    sys.stderr.write(f"Warning: {for_terminal(cli_text(message, flag_of))}\n")  # one line, no escape sequences
 
 
 def check_choice(value: str, choices: tuple[str, ...], flag: str) -> str:

@@ -20,6 +20,7 @@ from calibcli.io import detect_format, read_schema, resolve_datasets
 from calibcli.modes import CLASS_WEIGHTS, default_mode, MODES
 from calibcli.registry import describe, REGISTRY
 from calibcli.report import emit, fmt_interval, fmt_number, FORMATS, new_document
+from calibcli.safe_text import for_rich
 from calibcli.validation import check_options
 
 #: The entry of the differences in the report's ``files`` (so the tidy renderers show them as rows).
@@ -225,14 +226,13 @@ def verdict(c: dict) -> str:
 
 def render_compare(doc: dict, console) -> None:
     """The table of a comparison: metric | baseline | candidate | difference | CI | verdict."""
-    from rich.markup import escape
     from rich.table import Table
 
 
     p = doc["parameters"]
     level = f"{100 * (1 - p['alpha']):g}%"
     pairing = p["pairing"]
-    how = {"id": f"paired by ID column {pairing['id_column']}", "order": "paired by row order", "none": "unpaired"}[pairing["by"]]
+    how = {"id": f"paired by ID column {for_rich(pairing['id_column'])}", "order": "paired by row order", "none": "unpaired"}[pairing["by"]]
     boot = f"{p['n_boot']} bootstrap resamples, {level} percentile intervals, seed {p['seed']}" if p["n_boot"] else "no bootstrap"
     title = f"calibcli compare: candidate - baseline; {p['n_bins']} {p['strategy']} bins, mode {p['mode']}; {how}; {boot}"
     table = Table(title=title, title_justify="left")
@@ -242,12 +242,12 @@ def render_compare(doc: dict, console) -> None:
         table.add_column(col, justify=just, no_wrap=True, min_width=widest if col == "metric" else None)
     table.add_column("verdict", justify="left")  # wraps at spaces
     for name, c in doc["comparison"].items():  # the interval under the difference: fits 100 columns
-        table.add_row(name, fmt_number(c["baseline"]), fmt_number(c["candidate"]),
+        table.add_row(for_rich(name), fmt_number(c["baseline"]), fmt_number(c["candidate"]),
                       f"{c['difference']:+.4g}\n{fmt_interval(c['ci_low'], c['ci_high'])}", verdict(c))
     console.print(table)
     rows = {f["role"]: f["input"].get("rows_used") for f in doc["files"] if f.get("family") == "ece"}
-    console.print(f"baseline {escape(p['baseline'])}: {rows.get('baseline')} rows; candidate {escape(p['candidate'])}: "
-                  f"{rows.get('candidate')} rows; {how} ({escape(pairing['reason'])})")
+    console.print(f"baseline {for_rich(p['baseline'])}: {rows.get('baseline')} rows; candidate {for_rich(p['candidate'])}: "
+                  f"{rows.get('candidate')} rows; {how} ({for_rich(pairing['reason'])})")
     unpaired = [n for n, c in doc["comparison"].items() if c["ci_low"] is not None and not c["paired"]]
     if pairing["paired"] and unpaired:
         console.print(f"unpaired intervals for {', '.join(unpaired)} (see ci_method in the JSON report)")
