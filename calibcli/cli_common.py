@@ -13,6 +13,7 @@ import functools
 import inspect
 import os
 import sys
+import math
 import typing
 from dataclasses import dataclass, replace
 from typing import Annotated, Iterator, Optional
@@ -94,7 +95,27 @@ ClassWeights = Annotated[
     str, typer.Option("--class-weights", help="Marginal aggregate weights: uniform (1/K) or prior (class frequencies).",
                       metavar=choices("uniform", "prior"))
 ]
-NBins = Annotated[int, typer.Option("--n-bins", help="Number of bins.")]
+def _count(value) -> int:
+    """An integer option that also takes a whole number written in scientific notation (``1e6``), so that
+    ``--n-bins 1e20`` reaches the option's rule and the memory budget (one message saying how many fit)
+    instead of the parser's "not a valid integer"; ``2.5`` or ``abc`` are still refused here."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    text = str(value).strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if math.isfinite(number) and number.is_integer():
+        return int(number)
+    raise typer.BadParameter(f"{text!r} is not a whole number")
+
+
+NBins = Annotated[int, typer.Option("--n-bins", help="Number of bins.", parser=_count)]
 Strategy = Annotated[str, typer.Option("--strategy", help="Binning: uniform (equal width) or quantile (equal mass).",
                                        metavar=choices("uniform", "quantile"))]
 NBoot = Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples for the confidence intervals (0: none).")]
