@@ -39,6 +39,8 @@ def shown(value, limit: int = SHOWN_CHARS, *, quote: bool = True) -> str:
     """A value from the user's data as a message quotes it: ``repr`` (so that spaces and control bytes
     show; ``str`` without ``quote``), cut to about ``limit`` characters with an ellipsis and the full
     length, so that one 100,000-character column name does not make a 100 KB error line."""
+    if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        value = value.item()  # a NumPy scalar as the user wrote it: 0.1, not np.float64(0.1)
     text = repr(value) if quote else str(value)
     if len(text) <= limit:
         return text

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibcli.errors import CalibcliError, OptionError
+from calibcli.errors import CalibcliError, OptionError, shown
 
 #: Rows of class probabilities must sum to 1 within this absolute tolerance.
 ROW_SUM_TOLERANCE = 1e-4
@@ -83,7 +83,7 @@ def check_labels(y_true: np.ndarray, *, n_classes: int, where: str | None = None
         if np.any(y != np.round(y)):
             row = _first_bad(y != np.round(y))
             raise CalibcliError(
-                f"{_prefix(where)}label at row {row} is {y[row]!r}: expected an integer class index "
+                f"{_prefix(where)}label at row {row} is {shown(y[row])}: expected an integer class index "
                 f"in 0..{n_classes - 1}"
             )
         y = y.astype(np.int64)

@@ -88,3 +88,9 @@ def test_a_prefit_recalibrator_refuses_one_class_as_the_cross_fitted_one_does():
     with pytest.raises(ValueError) as err:
         Recalibrator(LogisticRegression(), cv=3).fit(X, one)
     assert str(err.value) == "y holds one class (0): a classifier needs at least 2 classes"
+
+
+def test_a_value_in_a_message_prints_as_written_not_as_a_numpy_repr():
+    with pytest.raises(Exception) as err:
+        ece(np.array([0.0981, 1.0, 0.0]), np.array([0.2, 0.5, 0.1]))
+    assert str(err.value) == "label at row 0 is 0.0981: expected an integer class index in 0..1"
