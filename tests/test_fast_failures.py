@@ -123,3 +123,11 @@ def test_compare_reports_a_nan_id_as_such(data):
         assert one_error_line(calibcli("compare", *pair, "--id-col", "id", "--n-boot", "0", cwd=data.parent)) == (
             "Error: nan.csv: row 8, column id: the ID is NaN (missing): every row needs an ID to pair examples by "
             "--id-col")
+
+
+def test_compare_reports_an_empty_id_as_a_missing_id_not_as_a_group_by_value(data):
+    _write(data.parent / "empty.csv", [i if i != 7 else "" for i in range(300)])
+    for pair in (("p.csv", "empty.csv"), ("empty.csv", "p.csv")):
+        assert one_error_line(calibcli("compare", *pair, "--id-col", "id", "--n-boot", "0", cwd=data.parent)) == (
+            "Error: empty.csv: row 8, column id: the ID is empty (missing): every row needs an ID to pair examples by "
+            "--id-col")

@@ -7,6 +7,7 @@ differences with a paired bootstrap when both score the same examples.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Optional
 
 import typer
@@ -97,8 +98,11 @@ def compare(
     used_mode = mode or default_mode(streams[0].n_classes)
     binned = BinnedOptions(n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights)
     smooth = SmoothOptions(n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights) if smece else None
-    run = compare_streams(streams[0], streams[1], binned, mode_a=used_mode, smooth_options=smooth, id_column=id_col,
-                          pairing=pairing)
+    try:
+        run = compare_streams(streams[0], streams[1], binned, mode_a=used_mode, smooth_options=smooth, id_column=id_col,
+                              pairing=pairing)
+    except CalibcliError as exc:
+        raise _as_id_problem(exc, id_col) from None
     for entry in run.entries:  # the input section names the ID column it read beside the data
         entry["input"]["group_by"] = []
     for name in gates + [name for name, _ in by]:
@@ -150,6 +154,19 @@ def _threshold(item: str) -> tuple[str, float]:
         raise CalibcliError(f"--fail-if-worse-by is {item!r}: expected METRIC=X with X a number >= 0, "
                             f"for example ece_l1_plugin=0.01")
     return name.strip(), x
+
+
+_EMPTY_GROUP_VALUE = re.compile(r"(?P<where>.*): row (?P<row>\d+), column (?P<column>.*): the group-by value is empty: ")
+
+
+def _as_id_problem(exc: CalibcliError, id_col: str | None) -> CalibcliError:
+    """The ID column is read through the group-by machinery, whose message for an empty cell speaks of
+    --group-by: said of the ID instead (as a NaN ID is, in :mod:`calibcli.comparison`)."""
+    found = _EMPTY_GROUP_VALUE.match(exc.template) if id_col else None
+    if found is None or found["column"] != id_col:
+        return exc
+    return CalibcliError(f"{found['where']}: row {found['row']}, column {found['column']}: the ID is empty (missing): "
+                         f"every row needs an ID to pair examples by {{opt:id_col}}")
 
 
 def _check_id_column(dataset, id_col: str, input_format) -> None:
