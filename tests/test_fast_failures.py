@@ -131,3 +131,10 @@ def test_compare_reports_an_empty_id_as_a_missing_id_not_as_a_group_by_value(dat
         assert one_error_line(calibcli("compare", *pair, "--id-col", "id", "--n-boot", "0", cwd=data.parent)) == (
             "Error: empty.csv: row 8, column id: the ID is empty (missing): every row needs an ID to pair examples by "
             "--id-col")
+
+
+def test_compare_id_col_on_a_file_with_a_duplicated_header_is_one_error_line(data):
+    (data.parent / "dh.csv").write_text("label,prob,id,id\n1,0.5,1,2\n0,0.2,2,3\n")
+    assert one_error_line(calibcli("compare", "dh.csv", "dh.csv", "--id-col", "id", "--n-boot", "0", cwd=data.parent)) == (
+        "Error: dh.csv: column name 'id' appears more than once in the header: expected unique column names; rename "
+        "the duplicates")

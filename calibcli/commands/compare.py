@@ -18,6 +18,7 @@ from calibcli.accumulators.inputs import BinnedOptions, SmoothOptions
 from calibcli.binning import EDGE_CONVENTION, STRATEGIES
 from calibcli.comparison import compare_streams, ID_PAIRING_LIMIT, PAIRINGS, worse_by
 from calibcli.io import detect_format, read_schema, resolve_datasets
+from calibcli.io.formats import unreadable
 from calibcli.modes import CLASS_WEIGHTS, default_mode, MODES
 from calibcli.registry import describe, REGISTRY
 from calibcli.report import emit, fmt_interval, fmt_number, FORMATS, new_document
@@ -173,7 +174,13 @@ def _check_id_column(dataset, id_col: str, input_format) -> None:
     """The ID column is in the first file of the dataset (the message names the option, not a group-by)."""
     location = dataset.locations()[0]
     path = dataset.files[0]
-    names = list(read_schema(location, detect_format("-" if location == "-" else path, input_format)).names)
+    fmt = detect_format("-" if location == "-" else path, input_format)
+    try:
+        names = list(read_schema(location, fmt).names)
+    except CalibcliError:
+        raise
+    except Exception as exc:  # a duplicated header name, unreadable bytes: worded as every reader words them
+        raise unreadable(path, fmt, exc, location) from None
     if id_col not in names and id_col not in dataset.partition_kinds:
         raise CalibcliError(f"{path}: no column {id_col!r} (given by --id-col); the file has columns {names}")
 
