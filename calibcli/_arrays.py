@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibcli.errors import CalibcliError
+from calibcli.errors import CalibcliError, shown
 from calibcli.io.columns import _labels_to_index, _suffix, natural_suffix_order
 from calibcli.modes import sigmoid, softmax
 from calibcli.validation import check_binary, check_multiclass
@@ -270,7 +270,7 @@ def _labels(raw: np.ndarray, class_names: tuple[str, ...] | None, n_classes: int
             labels = _labels_to_index(raw, class_names, n_classes, "y_true", "y_true")
             if (labels < 0).any():
                 row = int(np.flatnonzero(labels < 0)[0])
-                raise CalibcliError(f"y_true at row {row} is {raw[row]!r}, which names no class: the classes (from the "
+                raise CalibcliError(f"y_true at row {row} is {shown(raw[row])}, which names no class: the classes (from the "
                                     f"columns of y_prob) are {list(class_names)}")
             return labels
         raw = numbers

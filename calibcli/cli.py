@@ -16,6 +16,7 @@ import sys
 from calibcli import cancel
 from calibcli._version import __version__
 from calibcli.errors import PIPE_CLOSED, quiet_stdout
+from calibcli.safe_text import for_terminal
 
 app = typer.Typer(
     name="calibcli",
@@ -150,7 +151,7 @@ def main() -> None:
                     sys.exit(exc.exit_code)
                 ctx = getattr(exc, "ctx", None)
                 hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-                sys.stderr.write(f"Error: {exc.format_message()}{hint}\n")
+                sys.stderr.write(f"Error: {for_terminal(exc.format_message())}{hint}\n")
                 sys.exit(exc.exit_code)
     except KeyboardInterrupt as exc:
         cancel.report()

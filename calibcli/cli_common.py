@@ -13,6 +13,7 @@ import functools
 import inspect
 import os
 import sys
+import math
 import typing
 from dataclasses import dataclass, replace
 from typing import Annotated, Iterator, Optional
@@ -35,6 +36,7 @@ from calibcli.errors import cli_text
 from calibcli.io.targets import check_output_target
 from calibcli.outputs import STDOUT
 from calibcli.report import FORMATS, Layout
+from calibcli.safe_text import for_terminal
 from calibcli.validation import check_command_options, check_options, memory_culprit
 
 # ---------------------------------------------------------------------------------------------
@@ -93,7 +95,27 @@ ClassWeights = Annotated[
     str, typer.Option("--class-weights", help="Marginal aggregate weights: uniform (1/K) or prior (class frequencies).",
                       metavar=choices("uniform", "prior"))
 ]
-NBins = Annotated[int, typer.Option("--n-bins", help="Number of bins.")]
+def _count(value) -> int:
+    """An integer option that also takes a whole number written in scientific notation (``1e6``), so that
+    ``--n-bins 1e20`` reaches the option's rule and the memory budget (one message saying how many fit)
+    instead of the parser's "not a valid integer"; ``2.5`` or ``abc`` are still refused here."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    text = str(value).strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if math.isfinite(number) and number.is_integer():
+        return int(number)
+    raise typer.BadParameter(f"{text!r} is not a whole number")
+
+
+NBins = Annotated[int, typer.Option("--n-bins", help="Number of bins.", parser=_count)]
 Strategy = Annotated[str, typer.Option("--strategy", help="Binning: uniform (equal width) or quantile (equal mass).",
                                        metavar=choices("uniform", "quantile"))]
 NBoot = Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples for the confidence intervals (0: none).")]
@@ -440,10 +462,10 @@ def command(func):
         except CalibcliError as exc:
             if debugging():
                 raise
-            sys.stderr.write(f"Error: {exc.for_cli(flag_of)}\n")
+            sys.stderr.write(f"Error: {for_terminal(exc.for_cli(flag_of))}\n")  # one line whatever a name holds
             raise typer.Exit(2) from None
         except GateFailed as exc:
-            sys.stderr.write(f"{exc}\n")
+            sys.stderr.write(f"{for_terminal(exc)}\n")
             raise typer.Exit(1) from None
         except typer.Exit:
             raise
@@ -463,16 +485,16 @@ def command(func):
             if exc.errno not in WRITE_ERRNOS or debugging():
                 raise
             where = f" ({exc.filename})" if exc.filename else ""
-            sys.stderr.write(f"Error: cannot write{where}: {exc.strerror}\n")
+            sys.stderr.write(f"Error: {for_terminal(f'cannot write{where}: {exc.strerror}')}\n")
             raise typer.Exit(2) from None
         except MemoryError:
-            sys.stderr.write(f"Error: {out_of_memory_message(kwargs)}\n")
+            sys.stderr.write(f"Error: {for_terminal(out_of_memory_message(kwargs))}\n")
             raise typer.Exit(2) from None
         except Exception as exc:  # a bug: say so in one line; CALIBCLI_DEBUG=1 shows the traceback
             if debugging():
                 raise
             sys.stderr.write(
-                f"Error: internal error ({type(exc).__name__}: {exc}); rerun with CALIBCLI_DEBUG=1 for the traceback "
+                f"Error: internal error ({type(exc).__name__}: {for_terminal(exc)}); rerun with CALIBCLI_DEBUG=1 for the traceback "
                 f"and report it\n"
             )
             raise typer.Exit(2) from None

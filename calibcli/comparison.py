@@ -45,7 +45,7 @@ import numpy as np
 
 from calibcli.accumulators.binned import _row_values
 from calibcli.binning import uniform_bin_index
-from calibcli.errors import CalibcliError
+from calibcli.errors import CalibcliError, shown
 from calibcli.estimators import BinStats, summarise_replicates
 from calibcli.registry import REGISTRY, aggregate_over_classes
 from calibcli.modes import binary_problems
@@ -343,6 +343,23 @@ def _lockstep(stream_a, stream_b):
         yield parts[0], parts[1]
 
 
+def _id_text(value) -> str:
+    """An ID as the file has it: ``5``, ``2.5``, ``'id-3'`` (quoted, as messages quote text), never ``np.int64(5)``."""
+    value = value.item() if isinstance(value, np.generic) else value
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    return shown(value) if isinstance(value, str) else str(value)
+
+
+def _check_ids(rows: "_Rows", id_column: str, name: str) -> None:
+    """Refuse a NaN ID (a float ID column's missing value): it equals no ID, not even itself."""
+    if rows.ids is not None and rows.ids.dtype.kind == "f" and len(rows.ids):
+        bad = np.flatnonzero(np.isnan(rows.ids))
+        if len(bad):
+            raise CalibcliError(f"{name}: row {int(rows.row_index[bad[0]]) + 1}, column {shown(id_column, quote=False)}: "
+                                f"the ID is NaN (missing): every row needs an ID to pair examples by {{opt:id_col}}")
+
+
 class _Candidate:
     """The candidate in memory, indexed by its IDs, to be streamed in the baseline's order (pairing by ID)."""
 
@@ -353,6 +370,8 @@ class _Candidate:
         if n > ID_PAIRING_LIMIT:
             raise CalibcliError(f"{stream.name} has {n} rows: pairing by {{opt:id_col}} holds the candidate in memory, "
                                 f"at most {ID_PAIRING_LIMIT} rows; pair by row order (same order, no {{opt:id_col}})")
+        for p in parts:
+            _check_ids(p, id_column, stream.name)
         cat = (lambda xs: np.concatenate(xs)) if parts else (lambda xs: np.empty(0))
         self.probs = cat([p.probs for p in parts])
         self.labels = cat([p.labels for p in parts])
@@ -362,7 +381,7 @@ class _Candidate:
         self.sorted_ids = self.ids[self.order]
         same = np.flatnonzero(self.sorted_ids[1:] == self.sorted_ids[:-1])
         if len(same):
-            raise CalibcliError(f"{stream.name}: the ID {self.sorted_ids[same[0]]!r} of column {id_column!r} appears more than once: "
+            raise CalibcliError(f"{stream.name}: the ID {_id_text(self.sorted_ids[same[0]])} of column {id_column!r} appears more than once: "
                                 f"IDs must be unique to pair examples by {{opt:id_col}}")
         self.restart()
 
@@ -373,6 +392,7 @@ class _Candidate:
 
     def aligned(self, a: _Rows) -> _Rows | None:
         """The candidate's rows of the baseline rows' IDs, in their order and with their global row indices."""
+        _check_ids(a, self.id_column, self.baseline_name)
         ids = _comparable(a.ids, self.sorted_ids)
         sorted_ids = _comparable(self.sorted_ids, a.ids)
         at = np.searchsorted(sorted_ids, ids)
@@ -381,8 +401,12 @@ class _Candidate:
         self.missing_here += int((~found).sum())
         rows = self.order[at[found]]
         if self.matched[rows].any() or len(np.unique(rows)) < len(rows):
-            twice = a.ids[found][np.flatnonzero(self.matched[rows])[0]] if self.matched[rows].any() else a.ids[found][0]
-            raise CalibcliError(f"{self.baseline_name}: the ID {twice!r} of column {self.id_column!r} appears more than once: "
+            if self.matched[rows].any():  # seen in an earlier batch of the baseline
+                twice = a.ids[found][np.flatnonzero(self.matched[rows])[0]]
+            else:  # twice in this batch: the candidate row matched by two baseline rows
+                ordered = np.sort(rows)
+                twice = self.ids[ordered[1:][ordered[1:] == ordered[:-1]][0]]
+            raise CalibcliError(f"{self.baseline_name}: the ID {_id_text(twice)} of column {self.id_column!r} appears more than once: "
                                 f"IDs must be unique to pair examples by {{opt:id_col}}")
         self.matched[rows] = True
         if not found.all():
@@ -390,7 +414,7 @@ class _Candidate:
         labels = self.labels[rows]
         if not np.array_equal(labels, a.labels):
             j = int(np.flatnonzero(labels != a.labels)[0])
-            raise CalibcliError(f"the ID {a.ids[j]!r} has label index {a.labels[j]} in {self.baseline_name} and {labels[j]} in "
+            raise CalibcliError(f"the ID {_id_text(a.ids[j])} has label index {a.labels[j]} in {self.baseline_name} and {labels[j]} in "
                                 f"{self.name}: rows paired by {{opt:id_col}} must be the same examples with the same labels")
         return _Rows(self.probs[rows], labels, None if self.weights is None else self.weights[rows], a.row_index, a.ids, self.name)
 

@@ -38,6 +38,7 @@ from typing import Sequence
 import numpy as np
 
 from calibcli.errors import CalibcliError, OptionError
+from calibcli.safe_text import for_matplotlib
 from calibcli.validation import check_option, check_options
 from calibcli.diagram_data import (  # noqa: F401  (the picture's data, where callers have always found it)
     BIN_ACCURACY_INTERVAL, BINNED_METRIC, SMOOTH_BAND, BinnedDiagramData, SmoothDiagramData, DiagramPanel, wilson_interval, binned_data_from_result, smooth_data_from_result, prepare_binned, prepare_smooth,
@@ -318,7 +319,7 @@ def plot_binned(data, *, ax=None, hist_ax=None, title: str | None = None, legend
                                linewidth=1.0, linestyle="-" if not several else linestyle, baseline=floor, zorder=2)
             handles.append(Line2D([], [], color=color, marker=marker, linestyle=linestyle, linewidth=1.0,
                                   markersize=4.5))
-            shown = d if legend_names else replace(d, name="")
+            shown = replace(d, name=for_matplotlib(d.name) if legend_names else "")  # a `$` in a name is not mathtext
             labels.append(binned_label(shown, compact=compact))
         _legend(ax, handles, labels, _binned_ink(curves, lines), legend_fontsize or _legend_size(style, compact),
                 handles_shown=several or not compact)
@@ -396,7 +397,7 @@ def plot_smooth(data, *, ax=None, density_ax=None, title: str | None = None, leg
                     density_ax.fill_between(d.t, 0.0, d.density, color=color, alpha=0.3, linewidth=0, zorder=2)
             handles.append(Line2D([], [], color=color, linewidth=1.6, linestyle=linestyle if several else "-",
                                   marker=marker if several else "", markersize=3.5))
-            shown = d if legend_names else replace(d, name="")
+            shown = replace(d, name=for_matplotlib(d.name) if legend_names else "")
             labels.append(smooth_label(shown, compact=compact))
         _legend(ax, handles, labels, _smooth_ink(curves), legend_fontsize or _legend_size(style, compact),
                 handles_shown=several or not compact)
@@ -549,8 +550,8 @@ def _shared_legend(fig, panels, kinds, style: FigureStyle) -> None:
     names: list[str] = []
     for p in panels:
         for d in (p.binned if "binned" in kinds and p.binned else p.smooth):
-            if d.name not in names:
-                names.append(d.name)
+            if for_matplotlib(d.name) not in names:
+                names.append(for_matplotlib(d.name))
     colors = style.colors()
     handles = []
     for i, _ in enumerate(names):
@@ -571,7 +572,8 @@ def _panel_title(p: DiagramPanel, which: str, *, compact: bool = False) -> str:
         what = f"smooth ({bandwidth} = {_fmt(p.smooth[0].sigma)})" if len(sig) == 1 else f"smooth ({bandwidth} of each curve)"
     if not p.title:
         return what
-    return f"{p.title}\n{what}" if compact else f"{p.title} \u00b7 {what}"
+    name = for_matplotlib(p.title)  # a class name or a group value from the data
+    return f"{name}\n{what}" if compact else f"{name} \u00b7 {what}"
 
 
 def parse_figsize(text: str) -> tuple[float, float]:

@@ -11,6 +11,8 @@ import os
 import re
 import sys
 
+from calibcli.safe_text import for_terminal
+
 #: How a message names an option: ``{opt:drop_invalid}``. The library shows the parameter name
 #: (``drop_invalid``); the command line shows its flag (``--drop-invalid``), through :func:`cli_text`.
 _OPTION = re.compile(r"\{opt:([a-z_]+)\}")
@@ -37,6 +39,8 @@ def shown(value, limit: int = SHOWN_CHARS, *, quote: bool = True) -> str:
     """A value from the user's data as a message quotes it: ``repr`` (so that spaces and control bytes
     show; ``str`` without ``quote``), cut to about ``limit`` characters with an ellipsis and the full
     length, so that one 100,000-character column name does not make a 100 KB error line."""
+    if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        value = value.item()  # a NumPy scalar as the user wrote it: 0.1, not np.float64(0.1)
     text = repr(value) if quote else str(value)
     if len(text) <= limit:
         return text
@@ -118,7 +122,7 @@ def flag_of(parameter: str) -> str:
 
 def warn(message: str) -> None:
     """A warning or hint on stderr (never on stdout), options named by their flags."""
-    sys.stderr.write(f"Warning: {cli_text(message, flag_of)}\n")
+    sys.stderr.write(f"Warning: {for_terminal(cli_text(message, flag_of))}\n")  # one line, no escape sequences
 
 
 def check_choice(value: str, choices: tuple[str, ...], flag: str) -> str:

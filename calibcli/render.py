@@ -25,6 +25,7 @@ from calibcli.entries import (  # noqa: F401  (an entry's text, where callers ha
     Section, entry_label, entry_sections, fmt_interval, fmt_number, group_text, shortest_unique_suffixes, summary_sections,
 )
 from calibcli.registry import REGISTRY
+from calibcli.safe_text import for_markdown_cell, for_rich
 from calibcli.views import VIEWS, DetailTable, View, _level, _problem
 
 #: Columns of the tidy (long) form of a report: one row per entry, problem and metric.
@@ -66,7 +67,8 @@ def render_csv(doc: dict) -> str:
 
 
 def _md(text) -> str:
-    return str(text).replace("|", "\\|")
+    """A name from the data as one markdown cell: ``|``, newlines and control characters cannot break the row."""
+    return for_markdown_cell(text)
 
 
 def render_markdown(doc: dict, *, summary: bool | None = None, metrics: list[str] | None = None,
@@ -281,7 +283,6 @@ def print_summary(doc: dict, console, table: SummaryTable, *, title: str | None,
     When the default columns do not fit, the last ones are left out (and the caption says how to ask
     for them); columns chosen with ``--metrics`` are all shown, wider than the terminal if need be.
     """
-    from rich.markup import escape
     from rich.table import Table
 
     total = console.width or 160
@@ -304,7 +305,7 @@ def print_summary(doc: dict, console, table: SummaryTable, *, title: str | None,
     if dropped:
         notes.append(f"{', '.join(dropped)} left out to fit {total} columns: choose with --metrics")
     if title:
-        console.print(escape(title), soft_wrap=True)
+        console.print(for_rich(title), soft_wrap=True)
     out = Table()
     out.add_column("file", no_wrap=True, min_width=name_width)
     for label in table.labels[1:]:
@@ -312,7 +313,7 @@ def print_summary(doc: dict, console, table: SummaryTable, *, title: str | None,
     for name in table.metrics:
         out.add_column(name, justify="right", no_wrap=True)
     for row, name, values in zip(table.rows, wrapped, cells):
-        out.add_row(escape(name), *[escape(v) for v in row.labels[1:]], *values)
+        out.add_row(for_rich(name), *[for_rich(v) for v in row.labels[1:]], *values)
     need = _summary_width(table, cells, name_width)
     if need > total:  # rather wider than the terminal than a broken name or number
         from rich.console import Console
@@ -323,18 +324,17 @@ def print_summary(doc: dict, console, table: SummaryTable, *, title: str | None,
     else:
         console.print(out)
     if notes:
-        console.print(escape("; ".join(notes)), soft_wrap=True)
+        console.print(for_rich("; ".join(notes)), soft_wrap=True)
 
 
 def print_metric_table(doc: dict, console, view: "View") -> None:
     """The long table: one row per entry, problem and metric, with a detail column."""
-    from rich.markup import escape
     from rich.table import Table
 
     level = _level(doc)
     short = shortest_unique_suffixes([e["input"]["path"] for e in doc["files"]])
     if view.title:
-        console.print(escape(view.title(doc)), soft_wrap=True)
+        console.print(for_rich(view.title(doc)), soft_wrap=True)
     table = Table()
     for col, just, wrap in (("file", "left", False), (view.problem_label, "left", False), ("metric", "left", False),
                             ("estimate", "right", False), (f"{level} CI".strip(), "right", False),
@@ -342,7 +342,7 @@ def print_metric_table(doc: dict, console, view: "View") -> None:
         table.add_column(col, justify=just, no_wrap=not wrap, overflow="fold")
     for entry in doc["files"]:
         group = group_text(entry)
-        label = escape(short[entry["input"]["path"]] + (f" [{group}]" if group else ""))
+        label = for_rich(short[entry["input"]["path"]] + (f" [{group}]" if group else ""))
         problems = {q["name"] for q in entry.get("problems", [])}
         first = True
         for problem, metrics in entry_sections(entry):
@@ -351,8 +351,8 @@ def print_metric_table(doc: dict, console, view: "View") -> None:
                 if keep is not None and name not in keep:
                     continue
                 extra = view.detail(doc, name, m, problem, entry) if view.detail else (m.get("note") or "")
-                table.add_row(label if first else "", escape(str(problem)), name, fmt_number(m.get("estimate")),
-                              fmt_interval(m.get("ci_low"), m.get("ci_high")), escape(extra or ""))
+                table.add_row(label if first else "", for_rich(str(problem)), name, fmt_number(m.get("estimate")),
+                              fmt_interval(m.get("ci_low"), m.get("ci_high")), for_rich(extra or ""))
                 first = False
         table.add_section()
     console.print(table)
@@ -362,11 +362,10 @@ def render_table(doc: dict, console, *, summary: bool | None = None, metrics: li
                  sort: str | None = None) -> None:
     """Every command's table: its title, the metric table or the summary, its per-entry lines and detail
     tables, and the group and gate lines."""
-    from rich.markup import escape
 
     view = VIEWS.get(doc["command"], View())
     for line in view.head(doc) if view.head else []:
-        console.print(escape(line), soft_wrap=True)
+        console.print(for_rich(line), soft_wrap=True)
     if use_summary(doc, summary):
         print_summary(doc, console, summary_table(doc, metrics=metrics, sort=sort),
                       title=view.title(doc) if view.title else None, chosen=bool(metrics))
@@ -377,16 +376,16 @@ def render_table(doc: dict, console, *, summary: bool | None = None, metrics: li
         lines_of = view.entry_lines
     for entry in doc["files"]:
         for line in lines_of(doc, entry) if lines_of else []:
-            console.print(escape(line), soft_wrap=True)
+            console.print(for_rich(line), soft_wrap=True)
         if view.tables and not use_summary(doc, summary):
             for t in view.tables(doc, entry):
                 _print_detail_table(console, t)
     for line in view.tail(doc) if view.tail else []:
-        console.print(escape(line), soft_wrap=True)
+        console.print(for_rich(line), soft_wrap=True)
     if "groups" in doc and view.group_line:
         line = view.group_line(doc)
         if line:
-            console.print(escape(line), soft_wrap=True)
+            console.print(for_rich(line), soft_wrap=True)
     if "gate" in doc:
         g = doc["gate"]
         name = f"on {g['metric']}" if g.get("metric") else "--fail-on-reject"
@@ -397,14 +396,13 @@ def render_table(doc: dict, console, *, summary: bool | None = None, metrics: li
 
 
 def _print_detail_table(console, t: DetailTable) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=t.title, title_justify="left")
+    table = Table(title=for_rich(t.title) if t.title else t.title, title_justify="left")
     for name, just in t.columns:
-        table.add_column(escape(name), justify=just, overflow="fold")
+        table.add_column(for_rich(name), justify=just, overflow="fold")
     for row in t.rows:
-        table.add_row(*[escape(c) for c in row])
+        table.add_row(*[for_rich(c) for c in row])
     console.print(table)
 
 

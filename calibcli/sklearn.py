@@ -14,7 +14,6 @@ scikit-learn is imported by this module only: the rest of calibcli never needs i
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 
@@ -30,6 +29,7 @@ from calibcli.calibrators import (
 from calibcli.calibrators.document import (
     calibrator_document, calibrator_json, CALIBRATOR_KIND, CALIBRATOR_SCHEMA_VERSION, check_document, fit_arrays, load_calibrator,
 )
+from calibcli.calibrators.files import parse_calibrator_json
 from calibcli.calibrators.multiclass import WRAP_MODES
 from calibcli.outputs import write_output as write_atomic
 from calibcli.registry import REGISTRY
@@ -195,6 +195,10 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 f"or pass cv=5 to cross-fit both") from None
         self.classes_ = np.asarray(self.estimator.classes_)
         labels = _encode(y, self.classes_)
+        present = np.unique(labels)
+        if len(present) < 2:  # a map fitted on one class is a constant (it was 0.0 without a word)
+            raise ValueError(f"y holds one class ({_value_text(self.classes_[present[0]])}): fitting the "
+                             f"recalibration map needs examples of at least 2 classes")
         cal, mode = self._fit_map(labels, _probabilities(self.estimator, X, self.classes_), w, options)
         self._set_pairs([(self.estimator, cal)], mode)
 
@@ -204,7 +208,7 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
-            raise ValueError(f"y holds one class ({self.classes_[0]!r}): a classifier needs at least 2 classes")
+            raise ValueError(f"y holds one class ({_value_text(self.classes_[0])}): a classifier needs at least 2 classes")
         labels = _encode(y, self.classes_)
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
         fitted = []
@@ -390,12 +394,15 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         return tags
 
 
+def _value_text(value) -> str:
+    """A label as the user wrote it (``0``, ``'spam'``), not NumPy's repr (``np.int64(0)``)."""
+    value = value.item() if isinstance(value, np.generic) else value
+    return repr(value)
+
+
 def _parse(text: str) -> dict:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CalibcliError(f"not a calibrator: invalid JSON ({exc.msg}: line {exc.lineno} column {exc.colno}): "
-                            f"expected the JSON document written by `calibcli recalibrate fit`") from None
+    """A calibrator document's text through the same checks as a file's (UTF-8, JSON, depth, integer sizes)."""
+    return parse_calibrator_json(text.encode("utf-8", "surrogatepass"))
 
 
 def _document(doc: dict):

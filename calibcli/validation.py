@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibcli.errors import CalibcliError, OptionError
+from calibcli.errors import CalibcliError, OptionError, shown
 
 #: Rows of class probabilities must sum to 1 within this absolute tolerance.
 ROW_SUM_TOLERANCE = 1e-4
@@ -83,7 +83,7 @@ def check_labels(y_true: np.ndarray, *, n_classes: int, where: str | None = None
         if np.any(y != np.round(y)):
             row = _first_bad(y != np.round(y))
             raise CalibcliError(
-                f"{_prefix(where)}label at row {row} is {y[row]!r}: expected an integer class index "
+                f"{_prefix(where)}label at row {row} is {shown(y[row])}: expected an integer class index "
                 f"in 0..{n_classes - 1}"
             )
         y = y.astype(np.int64)
@@ -362,6 +362,8 @@ def check_options(choices: dict[str, tuple[str, ...]] | None = None, **values) -
             if value not in choices[name]:
                 raise OptionError(name, f"{{name}} is {_short_value(value)}: expected one of {', '.join(choices[name])}")
             continue
+        if name in INTEGER_OPTIONS:
+            _check_integer(name, value)
         if isinstance(value, bool):
             continue
         if isinstance(value, (float, np.floating)) and not np.isfinite(value):
@@ -377,6 +379,32 @@ def check_options(choices: dict[str, tuple[str, ...]] | None = None, **values) -
         elif not isinstance(value, (int, float, np.integer, np.floating)):
             raise KeyError(name)
         _check_size(name, value)
+
+
+#: Options that count something (bins, resamples, rows, groups, workers...): an integer, never a bool or a
+#: float (the library's ``ece(y, p, n_bins=True)`` ran with one bin; ``n_bins=15.0`` was numpy's UFuncTypeError).
+INTEGER_OPTIONS = frozenset({
+    "n_bins", "ece_n_bins", "n_boot", "batch_rows", "max_groups", "max_overlays", "max_classes", "workers", "degree",
+    "seed", "depth", "max_values", "segment_bins", "min_segment", "top", "max_rows",
+})
+
+
+def _check_integer(name: str, value) -> None:
+    """``value`` of a counting option is an int (Python's or NumPy's): a bool or a float is refused with the
+    option's own rule, as the command line words it; a whole float too large for the memory budget gets the
+    budget's message first (``n_bins=1e20``)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return
+    expected = _RULES[name][1] if name in _RULES and _RULES[name][1] else "expected an integer"
+    if isinstance(value, (bool, np.bool_)):
+        raise OptionError(name, f"{{name}} is {value}: {expected} (an integer, not {value})")
+    if isinstance(value, (float, np.floating)):
+        if np.isfinite(value) and float(value).is_integer() and value >= 1 and name in _SIZES:
+            per_unit, what = _SIZES[name]
+            check_allocation(name, float(value), float(value) * per_unit, what,
+                             most=max(memory_budget() // per_unit, 1))
+        raise OptionError(name, f"{{name}} is {_short_value(float(value))}: {expected} (an integer: "
+                                f"{{name}}={int(value) if np.isfinite(value) and float(value).is_integer() else 'N'})")
 
 
 def _short_value(value, limit: int = 60) -> str:

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import numpy as np
@@ -20,6 +19,7 @@ import numpy as np
 from calibcli._version import __version__
 from calibcli.calibrators import calibrator_from_dict, fit_calibrator, fit_multiclass
 from calibcli.calibrators._common import Fields
+from calibcli.calibrators.files import HINT, read_calibrator_document
 from calibcli.documents import jsonable
 from calibcli.errors import CalibcliError, warn
 from calibcli.modes import default_mode
@@ -93,20 +93,8 @@ def load_calibrator(path: str):
     Every problem (missing file, not JSON, truncated, another kind of JSON, an unsupported schema version,
     a malformed field) is a :class:`CalibcliError` naming the file.
     """
-    if not os.path.isfile(path):
-        raise CalibcliError(f"{path}: no such calibrator file: check the path")
-    with open(path, "rb") as fh:
-        raw = fh.read()
-    hint = "expected the JSON document written by `calibcli recalibrate fit`"
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise CalibcliError(f"{path}: not a calibrator (not UTF-8 text): {hint}") from None
-    except json.JSONDecodeError as exc:
-        ends_early = exc.pos >= len(raw.rstrip()) or exc.msg.startswith("Unterminated")
-        truncated = " (the file looks truncated)" if ends_early else ""
-        raise CalibcliError(f"{path}: not a calibrator: invalid JSON ({exc.msg}: line {exc.lineno} column {exc.colno})"
-                            f"{truncated}: {hint}") from None
+    doc = read_calibrator_document(path)
+    hint = HINT
     if not isinstance(doc, dict) or doc.get("kind") != CALIBRATOR_KIND:
         raise CalibcliError(f"{path}: not a calibrator: the JSON has no \"kind\": \"{CALIBRATOR_KIND}\": {hint}")
     version = doc.get("schema_version")

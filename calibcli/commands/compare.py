@@ -7,6 +7,7 @@ differences with a paired bootstrap when both score the same examples.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Optional
 
 import typer
@@ -17,9 +18,11 @@ from calibcli.accumulators.inputs import BinnedOptions, SmoothOptions
 from calibcli.binning import EDGE_CONVENTION, STRATEGIES
 from calibcli.comparison import compare_streams, ID_PAIRING_LIMIT, PAIRINGS, worse_by
 from calibcli.io import detect_format, read_schema, resolve_datasets
+from calibcli.io.formats import unreadable
 from calibcli.modes import CLASS_WEIGHTS, default_mode, MODES
 from calibcli.registry import describe, REGISTRY
 from calibcli.report import emit, fmt_interval, fmt_number, FORMATS, new_document
+from calibcli.safe_text import for_rich
 from calibcli.validation import check_options
 
 #: The entry of the differences in the report's ``files`` (so the tidy renderers show them as rows).
@@ -96,8 +99,11 @@ def compare(
     used_mode = mode or default_mode(streams[0].n_classes)
     binned = BinnedOptions(n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights)
     smooth = SmoothOptions(n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights) if smece else None
-    run = compare_streams(streams[0], streams[1], binned, mode_a=used_mode, smooth_options=smooth, id_column=id_col,
-                          pairing=pairing)
+    try:
+        run = compare_streams(streams[0], streams[1], binned, mode_a=used_mode, smooth_options=smooth, id_column=id_col,
+                              pairing=pairing)
+    except CalibcliError as exc:
+        raise _as_id_problem(exc, id_col) from None
     for entry in run.entries:  # the input section names the ID column it read beside the data
         entry["input"]["group_by"] = []
     for name in gates + [name for name, _ in by]:
@@ -151,11 +157,30 @@ def _threshold(item: str) -> tuple[str, float]:
     return name.strip(), x
 
 
+_EMPTY_GROUP_VALUE = re.compile(r"(?P<where>.*): row (?P<row>\d+), column (?P<column>.*): the group-by value is empty: ")
+
+
+def _as_id_problem(exc: CalibcliError, id_col: str | None) -> CalibcliError:
+    """The ID column is read through the group-by machinery, whose message for an empty cell speaks of
+    --group-by: said of the ID instead (as a NaN ID is, in :mod:`calibcli.comparison`)."""
+    found = _EMPTY_GROUP_VALUE.match(exc.template) if id_col else None
+    if found is None or found["column"] != id_col:
+        return exc
+    return CalibcliError(f"{found['where']}: row {found['row']}, column {found['column']}: the ID is empty (missing): "
+                         f"every row needs an ID to pair examples by {{opt:id_col}}")
+
+
 def _check_id_column(dataset, id_col: str, input_format) -> None:
     """The ID column is in the first file of the dataset (the message names the option, not a group-by)."""
     location = dataset.locations()[0]
     path = dataset.files[0]
-    names = list(read_schema(location, detect_format("-" if location == "-" else path, input_format)).names)
+    fmt = detect_format("-" if location == "-" else path, input_format)
+    try:
+        names = list(read_schema(location, fmt).names)
+    except CalibcliError:
+        raise
+    except Exception as exc:  # a duplicated header name, unreadable bytes: worded as every reader words them
+        raise unreadable(path, fmt, exc, location) from None
     if id_col not in names and id_col not in dataset.partition_kinds:
         raise CalibcliError(f"{path}: no column {id_col!r} (given by --id-col); the file has columns {names}")
 
@@ -225,14 +250,13 @@ def verdict(c: dict) -> str:
 
 def render_compare(doc: dict, console) -> None:
     """The table of a comparison: metric | baseline | candidate | difference | CI | verdict."""
-    from rich.markup import escape
     from rich.table import Table
 
 
     p = doc["parameters"]
     level = f"{100 * (1 - p['alpha']):g}%"
     pairing = p["pairing"]
-    how = {"id": f"paired by ID column {pairing['id_column']}", "order": "paired by row order", "none": "unpaired"}[pairing["by"]]
+    how = {"id": f"paired by ID column {for_rich(pairing['id_column'])}", "order": "paired by row order", "none": "unpaired"}[pairing["by"]]
     boot = f"{p['n_boot']} bootstrap resamples, {level} percentile intervals, seed {p['seed']}" if p["n_boot"] else "no bootstrap"
     title = f"calibcli compare: candidate - baseline; {p['n_bins']} {p['strategy']} bins, mode {p['mode']}; {how}; {boot}"
     table = Table(title=title, title_justify="left")
@@ -242,12 +266,12 @@ def render_compare(doc: dict, console) -> None:
         table.add_column(col, justify=just, no_wrap=True, min_width=widest if col == "metric" else None)
     table.add_column("verdict", justify="left")  # wraps at spaces
     for name, c in doc["comparison"].items():  # the interval under the difference: fits 100 columns
-        table.add_row(name, fmt_number(c["baseline"]), fmt_number(c["candidate"]),
+        table.add_row(for_rich(name), fmt_number(c["baseline"]), fmt_number(c["candidate"]),
                       f"{c['difference']:+.4g}\n{fmt_interval(c['ci_low'], c['ci_high'])}", verdict(c))
     console.print(table)
     rows = {f["role"]: f["input"].get("rows_used") for f in doc["files"] if f.get("family") == "ece"}
-    console.print(f"baseline {escape(p['baseline'])}: {rows.get('baseline')} rows; candidate {escape(p['candidate'])}: "
-                  f"{rows.get('candidate')} rows; {how} ({escape(pairing['reason'])})")
+    console.print(f"baseline {for_rich(p['baseline'])}: {rows.get('baseline')} rows; candidate {for_rich(p['candidate'])}: "
+                  f"{rows.get('candidate')} rows; {how} ({for_rich(pairing['reason'])})")
     unpaired = [n for n, c in doc["comparison"].items() if c["ci_low"] is not None and not c["paired"]]
     if pairing["paired"] and unpaired:
         console.print(f"unpaired intervals for {', '.join(unpaired)} (see ci_method in the JSON report)")

@@ -26,6 +26,7 @@ from calibcli.binning import EDGE_CONVENTION, STRATEGIES
 from calibcli.modes import default_mode, MODES
 from calibcli.outputs import is_stream
 from calibcli.registry import REGISTRY
+from calibcli.safe_text import for_matplotlib
 
 # The calibcli.diagrams names used here are imported inside the command, which keeps matplotlib
 # (and numpy-heavy drawing code) out of `calibcli --help`.
@@ -306,6 +307,7 @@ def diagram(
         dg.DiagramPanel(title=(key if marginal else ""), binned=tuple(v["binned"]), smooth=tuple(v["smooth"]))
         for key, v in panels.items()
     ]
+    auto_title, note = for_matplotlib(auto_title), (for_matplotlib(note) if note else note)  # names from the data
     fig = dg.plot_diagram(panel_list, kind=kind, title=auto_title if title is None else (title or None), note=note,
                           figsize=fig_size, style=fig_style)
     if fmt == "png":

@@ -28,6 +28,7 @@ import typer
 from calibcli.accumulators.diagram import DiagramInputAccumulator, DiagramOptions
 from calibcli import cli_common as cc, diagrams as dg
 from calibcli.errors import CalibcliError
+from calibcli.safe_text import for_terminal
 from calibcli._version import __version__
 from calibcli.accumulators.composite import Composite
 from calibcli.accumulators.tcal import MAX_ROWS, TCAL_MODES
@@ -317,8 +318,8 @@ def report(
         write_atomic(json_output, to_json(doc) + "\n", "json_output")
     write_atomic(output, page, "output")  # '-': stdout
     n = len(doc["files"])
-    lines = [f"wrote {output}: {n} entr{'y' if n == 1 else 'ies'}"]
-    lines += [f"  {e['label']}: {e['verdict']['headline']}" for e in doc["files"]]
+    lines = [f"wrote {for_terminal(output)}: {n} entr{'y' if n == 1 else 'ies'}"]
+    lines += [f"  {for_terminal(e['label'])}: {for_terminal(e['verdict']['headline'])}" for e in doc["files"]]
     sys.stderr.write("\n".join(lines) + "\n")  # what the page says, in one line per entry (stdout stays empty)
 
 

@@ -21,6 +21,7 @@ fragment in row order is reported and the other tasks are cancelled.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import pickle
@@ -372,17 +373,55 @@ def _stop_on_interrupt(cluster) -> None:
                 pass
 
 
+#: Seconds to wait for a scheduler to answer (distributed's own default is 30 s: a wrong port or a refused
+#: connection kept the user waiting that long before one line said so).
+CONNECT_TIMEOUT = 5
+
+_HINT = "check the address (tcp://HOST:PORT) or scheduler file, or start one with `dask scheduler`"
+
+
+def _scheduler_file_address(path: str) -> str:
+    """The address a scheduler file (``dask scheduler --scheduler-file``) names; one error for anything else."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(1 << 20)
+        info = json.loads(raw.decode("utf-8"))
+    except OSError as exc:
+        raise CalibcliError(f"cannot read the Dask scheduler file {path} ({exc.strerror or exc}): {_HINT}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise CalibcliError(f"{path} is not a Dask scheduler file (not JSON): expected the file written by "
+                            f"`dask scheduler --scheduler-file`, or an address tcp://HOST:PORT") from None
+    address = info.get("address") if isinstance(info, dict) else None
+    if not isinstance(address, str) or not address:
+        raise CalibcliError(f"{path} is not a Dask scheduler file (no \"address\"): expected the file written by "
+                            f"`dask scheduler --scheduler-file`, or an address tcp://HOST:PORT")
+    return address
+
+
+def _check_address(address: str) -> None:
+    """Refuse at once an address no scheduler can have: a port outside 1..65535."""
+    rest = address.split("://", 1)[-1]
+    host, sep, port = rest.rpartition(":")
+    if sep and host and port.isdigit() and not 0 < int(port) < 65536:
+        raise CalibcliError(f"cannot connect to a Dask scheduler at {address}: port {port} is not a TCP port "
+                            f"(1 to 65535): {_HINT}")
+
+
 @contextmanager
 def _connect(Client, address: str):
+    if os.path.isfile(address):
+        target, where = _scheduler_file_address(address), f"{address} (a scheduler file naming {{}})"
+    else:
+        target, where = address, "{}"
+    _check_address(target)
     try:
-        if os.path.isfile(address):
-            client = Client(scheduler_file=address)
-        else:
-            client = Client(address)
-    except (OSError, TimeoutError, ValueError) as exc:
+        client = Client(target, timeout=CONNECT_TIMEOUT)
+    except Exception as exc:  # an unreachable, refused or malformed address, a protocol not installed (ucx://)
+        if cancel.requested():
+            raise
+        detail = str(exc).strip() or "no detail"
         raise CalibcliError(
-            f"cannot connect to a Dask scheduler at {address} ({type(exc).__name__}: {exc}): check the address "
-            f"(tcp://HOST:PORT) or scheduler file, or start one with `dask scheduler`"
+            f"cannot connect to a Dask scheduler at {where.format(target)} ({type(exc).__name__}: {detail}): {_HINT}"
         ) from None
     with client:
         yield client
