@@ -55,6 +55,7 @@ report for the same rows.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -89,6 +90,11 @@ def _two_sided_p(z: float) -> float:
 # Cox calibration: intercept and slope
 
 
+#: How many double roundings (relative to the coefficient's scale, at least 1) a fitted coefficient may differ from
+#: its null and still equal it (:meth:`WaldEstimate.of`).
+NOISE_ULPS = 64
+
+
 @dataclass(frozen=True)
 class WaldEstimate:
     """A coefficient with its Wald standard error, interval at level ``1 - alpha``, and the Wald test of
@@ -104,6 +110,11 @@ class WaldEstimate:
 
     @classmethod
     def of(cls, estimate: float, se: float, *, null: float, alpha: float) -> "WaldEstimate":
+        """A coefficient within :data:`NOISE_ULPS` roundings of its null is its null: what is left is the fit's
+        floating-point noise (a Platt-recalibrated model's Cox slope is 1 exactly, its fit 1 + 4e-16), so the
+        report prints ``z 0, p 1`` rather than digits of noise that another machine's BLAS changes."""
+        if abs(estimate - null) <= NOISE_ULPS * sys.float_info.epsilon * max(1.0, abs(estimate), abs(null)):
+            estimate = null
         half = _normal_quantile(1.0 - alpha / 2.0) * se
         z = (estimate - null) / se if se > 0 else math.inf
         return cls(float(estimate), float(se), float(estimate - half), float(estimate + half), float(null), float(z),

@@ -471,3 +471,15 @@ def test_small_states_keep_their_rows_and_give_the_dense_sums(rows):
     whole = GridSums().add_rows(*(np.concatenate([a[:300], r]) for a, r in zip((p, y, w), rest)))
     for a, b in zip(merged.cox_rows(), whole.cox_rows()):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_a_coefficient_equal_to_its_null_up_to_rounding_is_its_null():
+    """No digits of noise: a fit 4e-16 away from its null reports the null, z 0 and p 1 (another machine's BLAS
+    moves those digits), while a real difference of 1e-9 is kept."""
+    from calibcli.clinical import WaldEstimate
+
+    noisy = WaldEstimate.of(1.0 + 4.4e-16, 0.086, null=1.0, alpha=0.05)
+    assert (noisy.estimate, noisy.z, noisy.p_value) == (1.0, 0.0, 1.0)
+    assert WaldEstimate.of(-9.3e-16, 0.22, null=0.0, alpha=0.05).z == 0.0
+    real = WaldEstimate.of(1e-9, 0.22, null=0.0, alpha=0.05)
+    assert real.estimate == 1e-9 and real.z == pytest.approx(1e-9 / 0.22)
