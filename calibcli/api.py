@@ -15,21 +15,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibcli.errors import CalibcliError, library_text
-from calibcli.estimators import Metric
-from calibcli.registry import _ENTRIES, REGISTRY
 from calibcli._arrays import prepare
 from calibcli.accumulators.clinical import ClinicalTestAccumulator, ClinicalTestOptions
 from calibcli.accumulators.inputs import (
-    BinnedOptions, InputAccumulator, multiclass_scores, SmoothInputAccumulator, SmoothOptions,
+    BinnedOptions,
+    InputAccumulator,
+    SmoothInputAccumulator,
+    SmoothOptions,
+    multiclass_scores,
 )
 from calibcli.accumulators.tcal import MAX_ROWS as TCAL_MAX_ROWS
 from calibcli.accumulators.tcal import TCAL_MODES, TcalInputAccumulator, TcalOptions
 from calibcli.binning import STRATEGIES
 from calibcli.documents import jsonable
-from calibcli.modes import CLASS_WEIGHTS, default_mode, MODES
+from calibcli.errors import CalibcliError, library_text
+from calibcli.estimators import Metric
+from calibcli.modes import CLASS_WEIGHTS, MODES, default_mode
+from calibcli.registry import _ENTRIES, REGISTRY
 from calibcli.validation import check_options
-
 
 # =============================================================================================
 # Metric functions on array-likes: the library's front door (scikit-learn's names and order)

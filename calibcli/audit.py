@@ -50,7 +50,7 @@ class AuditOptions:
     mce_method: str = "bonferroni"
     n_bins: int = 15
 
-    def check(self) -> "AuditOptions":
+    def check(self) -> AuditOptions:
         if self.adjust not in ADJUST_METHODS:
             raise CalibcliError(f"{{opt:adjust}} is {self.adjust!r}: expected one of {', '.join(ADJUST_METHODS)}")
         if self.mce_method not in MCE_METHODS:
@@ -101,7 +101,7 @@ def segment_sums(y: np.ndarray, s: np.ndarray, w: np.ndarray, ids: list[np.ndarr
     bins = np.minimum((s * n_bins).astype(np.int64), n_bins - 1)
     wy, ws = w * y, w * s
     parts = {k: [] for k in ("wy", "ws", "ece_l1")}
-    for seg, g in zip(ids, sizes):
+    for seg, g in zip(ids, sizes, strict=True):
         key = seg.astype(np.int64) * n_bins + bins  # ids come in small unsigned types: widen before multiplying
         bw = np.bincount(key, weights=w, minlength=g * n_bins).reshape(g, n_bins)
         bwy = np.bincount(key, weights=wy, minlength=g * n_bins).reshape(g, n_bins)

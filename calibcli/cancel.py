@@ -17,8 +17,8 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 _requested = threading.Event()
 _state = {"signal": 0, "at": 0.0, "reported": False}

@@ -5,13 +5,12 @@ and renders (STYLE: the core is pure, the CLI is thin). Each subcommand lives in
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
-
 import errno
 import importlib
 import sys
+from typing import Annotated
+
+import typer
 
 from calibcli import cancel
 from calibcli._version import __version__

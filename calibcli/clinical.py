@@ -60,11 +60,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibcli.errors import CalibcliError
 from calibcli.accumulators.binned import BinnedAccumulator
-from calibcli.calibrators._common import clip_probabilities, DEFAULT_CLIP, logit, sigmoid
+from calibcli.calibrators._common import DEFAULT_CLIP, clip_probabilities, logit, sigmoid
 from calibcli.calibrators.parametric import fit_logistic
-from calibcli.smooth import _GridData, _smoothed_on_grid, CellSums, finish
+from calibcli.errors import CalibcliError
+from calibcli.smooth import CellSums, _GridData, _smoothed_on_grid, finish
 from calibcli.validation import check_binary, check_options
 
 #: Grid of the ICI's and Cox's per-(label, cell) sums (cells of 6.1e-5; a power of two, as the smooth
@@ -109,7 +109,7 @@ class WaldEstimate:
     p_value: float
 
     @classmethod
-    def of(cls, estimate: float, se: float, *, null: float, alpha: float) -> "WaldEstimate":
+    def of(cls, estimate: float, se: float, *, null: float, alpha: float) -> WaldEstimate:
         """A coefficient within :data:`NOISE_ULPS` roundings of its null is its null: what is left is the fit's
         floating-point noise (a Platt-recalibrated model's Cox slope is 1 exactly, its fit 1 + 4e-16), so the
         report prints ``z 0, p 1`` rather than digits of noise that another machine's BLAS changes."""
@@ -186,7 +186,7 @@ def cox_from_rows(y: np.ndarray, z: np.ndarray, w: np.ndarray, *, alpha: float =
     )
 
 
-def cox_from_grid(grid: "GridSums", *, alpha: float = 0.05) -> CoxCalibration:
+def cox_from_grid(grid: GridSums, *, alpha: float = 0.05) -> CoxCalibration:
     """:class:`CoxCalibration` from a :class:`GridSums` of every row: each cell's rows stand at their
     weighted mean prediction (see :class:`GridSums` for the cells and the error this makes)."""
     label, p, W = grid.cox_rows()
@@ -301,12 +301,12 @@ def hosmer_lemeshow_from_bins(count, weight, sum_z, sum_y, bounds, *, n_bins: in
                             f"use more {{opt:n_bins}} or more distinct predictions")
     groups, total = [], 0.0
     for j in np.flatnonzero(used):
-        n_g, O, E = float(weight[j]), float(sum_y[j]), float(sum_z[j])
-        denom = E * (1.0 - E / n_g)
-        term = 0.0 if O == E else (math.inf if denom <= 0 else (O - E) ** 2 / denom)
+        n_g, O_g, E_g = float(weight[j]), float(sum_y[j]), float(sum_z[j])
+        denom = E_g * (1.0 - E_g / n_g)
+        term = 0.0 if O_g == E_g else (math.inf if denom <= 0 else (O_g - E_g) ** 2 / denom)
         total += term
         groups.append({"lower": float(bounds[j]), "upper": float(bounds[j + 1]), "rows": int(count[j]), "n": n_g,
-                       "observed": O, "expected": E, "term": term})
+                       "observed": O_g, "expected": E_g, "term": term})
     df = G - 2
     p = float(chdtrc(df, total)) if math.isfinite(total) else 0.0
     return HosmerLemeshowTest(float(total), df, p, bool(p <= alpha), float(alpha), int(n_bins), G, groups,
@@ -433,7 +433,7 @@ class _Cells:
         for part in parts:
             self._bincount(*part)
 
-    def merge(self, other: "_Cells") -> None:
+    def merge(self, other: _Cells) -> None:
         if self.count is None and other.count is None and self._held + other._held <= self.size // 8:
             self._parts.extend(other._parts)
             self._held += other._held
@@ -473,7 +473,7 @@ class _Cells:
                 "value": value.tolist()}
 
     @classmethod
-    def from_dict(cls, d: dict, size: int) -> "_Cells":
+    def from_dict(cls, d: dict, size: int) -> _Cells:
         out = cls(size)
         key = np.asarray(d["cells"], dtype=np.int64)
         if len(key):
@@ -503,7 +503,7 @@ class GridSums:
         self.cells = _Cells(2 * self.n_cells)
         self.tail = _Cells(4 * TAIL_CELLS)
 
-    def add_rows(self, z: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> "GridSums":
+    def add_rows(self, z: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> GridSums:
         """Add a batch: predictions in [0, 1], labels 0/1, weights or None."""
         m = self.n_cells
         self.n += len(z)
@@ -524,7 +524,7 @@ class GridSums:
             self.tail.add(key, None, wt, q if wt is None else wt * q)
         return self
 
-    def merge(self, other: "GridSums") -> "GridSums":
+    def merge(self, other: GridSums) -> GridSums:
         if other.n_cells != self.n_cells:
             raise ValueError("grid sums on different grids cannot be added")
         self.n += other.n
@@ -536,7 +536,7 @@ class GridSums:
         return {"n_cells": self.n_cells, "n": self.n, "cells": self.cells.to_dict(), "tail": self.tail.to_dict()}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "GridSums":
+    def from_dict(cls, d: dict) -> GridSums:
         out = cls(d["n_cells"])
         out.n = int(d["n"])
         out.cells = _Cells.from_dict(d["cells"], 2 * out.n_cells)

@@ -1,9 +1,10 @@
 """Model against baseline: every metric of two inputs and their difference with a bootstrap interval.
 
 :func:`compare_streams` runs a baseline and a candidate through the binned family's pipeline
-(:class:`calibcli.accumulators.inputs.InputAccumulator`, and :class:`~calibcli.accumulators.inputs.SmoothInputAccumulator`
-with ``smooth=True``): the two entries are those ``calibcli ece`` (``smece``) makes. For each headline
-metric it reports ``candidate - baseline`` with a percentile interval of the replicated differences.
+(:class:`calibcli.accumulators.inputs.InputAccumulator`, and
+:class:`~calibcli.accumulators.inputs.SmoothInputAccumulator` with ``smooth=True``): the two entries are those
+``calibcli ece`` (``smece``) makes. For each headline metric it reports ``candidate - baseline`` with a
+percentile interval of the replicated differences.
 
 Pairing (when both score the same examples, the bootstrap must resample *examples*, giving one example
 the same multiplicity in both inputs; SPEC 8 keys multiplicities by ``(seed, global row index)``):
@@ -44,14 +45,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from calibcli.accumulators.binned import _row_values
+from calibcli.accumulators.inputs import InputAccumulator, MulticlassScores, SmoothInputAccumulator
 from calibcli.binning import uniform_bin_index
+from calibcli.engines._fragments import prefetched
 from calibcli.errors import CalibcliError, shown
 from calibcli.estimators import BinStats, summarise_replicates
-from calibcli.registry import REGISTRY, aggregate_over_classes
 from calibcli.modes import binary_problems
+from calibcli.registry import REGISTRY, aggregate_over_classes
 from calibcli.resampling import Multiplicities, percentile_interval, row_hash
-from calibcli.accumulators.inputs import InputAccumulator, MulticlassScores, SmoothInputAccumulator
-from calibcli.engines._fragments import prefetched
 
 #: Rows of the candidate held in memory to pair by an ID column.
 ID_PAIRING_LIMIT = 1 << 24
@@ -241,9 +242,9 @@ class JointScores:
 
     def update(self, pa, la, wa, pb, lb, wb) -> None:
         cols = []
-        for p, l, w in ((pa, la, wa), (pb, lb, wb)):
-            values = MulticlassScores.per_row(p, l)
-            ww = np.ones(len(l)) if w is None else w
+        for p, labels, w in ((pa, la, wa), (pb, lb, wb)):
+            values = MulticlassScores.per_row(p, labels)
+            ww = np.ones(len(labels)) if w is None else w
             cols += [ww, ww * values[:, 0], ww * values[:, 1]]
         v = np.column_stack(cols)
         self.sums += v.sum(axis=0)
@@ -262,7 +263,7 @@ class JointState:
 
     def __init__(self, acc_a, acc_b):
         self.problems = []
-        for pa, pb in zip(acc_a.problems, acc_b.problems):
+        for pa, pb in zip(acc_a.problems, acc_b.problems, strict=True):
             main = (JointCells(pa.binning.assign, pa.binning.n_bins_effective, pb.binning.assign, pb.binning.n_bins_effective)
                     if pa.binning is not None and pb.binning is not None else None)
             uniform = None
@@ -277,7 +278,7 @@ class JointState:
         """Aligned batches ``a`` and ``b`` (the same examples, row by row)."""
         pa = binary_problems(a.labels, a.probs, mode=self.mode, sample_weight=a.sample_weight, class_names=self.class_names)
         pb = binary_problems(b.labels, b.probs, mode=self.mode, sample_weight=b.sample_weight, class_names=self.class_names)
-        for (main, uniform), qa, qb in zip(self.problems, pa, pb):
+        for (main, uniform), qa, qb in zip(self.problems, pa, pb, strict=True):
             for cells in (main, uniform):
                 if cells is not None:
                     cells.update(qa.z, qa.y, qa.sample_weight, qb.z, qb.y, qb.sample_weight)
@@ -303,7 +304,7 @@ class _Rows:
     def __len__(self) -> int:
         return len(self.labels)
 
-    def take(self, sel) -> "_Rows":
+    def take(self, sel) -> _Rows:
         return _Rows(self.probs[sel], self.labels[sel], None if self.sample_weight is None else self.sample_weight[sel],
                      self.row_index[sel], None if self.ids is None else self.ids[sel], self.source)
 
@@ -351,7 +352,7 @@ def _id_text(value) -> str:
     return shown(value) if isinstance(value, str) else str(value)
 
 
-def _check_ids(rows: "_Rows", id_column: str, name: str) -> None:
+def _check_ids(rows: _Rows, id_column: str, name: str) -> None:
     """Refuse a NaN ID (a float ID column's missing value): it equals no ID, not even itself."""
     if rows.ids is not None and rows.ids.dtype.kind == "f" and len(rows.ids):
         bad = np.flatnonzero(np.isnan(rows.ids))
@@ -381,8 +382,8 @@ class _Candidate:
         self.sorted_ids = self.ids[self.order]
         same = np.flatnonzero(self.sorted_ids[1:] == self.sorted_ids[:-1])
         if len(same):
-            raise CalibcliError(f"{stream.name}: the ID {_id_text(self.sorted_ids[same[0]])} of column {id_column!r} appears more than once: "
-                                f"IDs must be unique to pair examples by {{opt:id_col}}")
+            raise CalibcliError(f"{stream.name}: the ID {_id_text(self.sorted_ids[same[0]])} of column {id_column!r} appears more "
+                                f"than once: IDs must be unique to pair examples by {{opt:id_col}}")
         self.restart()
 
     def restart(self) -> None:
@@ -422,9 +423,9 @@ class _Candidate:
         missing_there = int((~self.matched).sum())
         if self.missing_here or missing_there:
             raise CalibcliError(
-                f"the IDs of column {self.id_column!r} differ: {self.missing_here} of {self.baseline_name}'s IDs are missing "
-                f"from {self.name}, and {missing_there} of {self.name}'s IDs are missing from {self.baseline_name}: "
-                f"pairing by {{opt:id_col}} needs the same examples in both")
+                f"the IDs of column {self.id_column!r} differ: {self.missing_here} of {self.baseline_name}'s IDs "
+                f"are missing from {self.name}, and {missing_there} of {self.name}'s IDs are missing from "
+                f"{self.baseline_name}: pairing by {{opt:id_col}} needs the same examples in both")
 
 
 def _comparable(ids: np.ndarray, other: np.ndarray) -> np.ndarray:
@@ -484,7 +485,8 @@ def compare_streams(stream_a, stream_b, binned_options, *, mode_a, mode_b=None, 
     state = {"paired": pairing != "none", "reason": None if pairing != "none" else "no pairing asked for"}
 
     def one_pass(now_a, now_b, joint_now) -> None:
-        """Stream both inputs once into the accumulators ``now_a``/``now_b`` (None: not this pass) and the joint state."""
+        """Stream both inputs once into the accumulators ``now_a``/``now_b`` (None: not this pass) and the joint
+        state."""
         def feed(accs, rows):
             for acc in accs:
                 if acc is not None:
@@ -528,12 +530,12 @@ def compare_streams(stream_a, stream_b, binned_options, *, mode_a, mode_b=None, 
     # a second pass where an accumulator asks for one (quantile edges, a finer smoothing grid: SPEC 8)
     needs = [[acc.needs_second_pass() for acc in accs] for accs in (accs_a, accs_b)]
     if any(needs[0]) or any(needs[1]):
-        now_a = [acc.for_second_pass() if need else None for acc, need in zip(accs_a, needs[0])]
-        now_b = [acc.for_second_pass() if need else None for acc, need in zip(accs_b, needs[1])]
+        now_a = [acc.for_second_pass() if need else None for acc, need in zip(accs_a, needs[0], strict=True)]
+        now_b = [acc.for_second_pass() if need else None for acc, need in zip(accs_b, needs[1], strict=True)]
         second_joint = JointState(now_a[0], now_b[0]) if paired and needs[0][0] and needs[1][0] else None
         one_pass(now_a, now_b, second_joint)
-        accs_a = [new if new is not None else old for new, old in zip(now_a, accs_a)]
-        accs_b = [new if new is not None else old for new, old in zip(now_b, accs_b)]
+        accs_a = [new if new is not None else old for new, old in zip(now_a, accs_a, strict=True)]
+        accs_b = [new if new is not None else old for new, old in zip(now_b, accs_b, strict=True)]
         joint = second_joint or joint
     if paired:
         how = "id" if candidate is not None else "order"
@@ -597,7 +599,7 @@ def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, strea
                 main_a, main_b = main.replicates(n_boot, rng)
                 uni_a, uni_b = (main_a, main_b) if uniform is None else uniform.replicates(n_boot, rng)
                 for side, (m, u) in enumerate(((main_a, uni_a), (main_b, uni_b))):
-                    per_problem[side].append(summarise_replicates(zip(m, u), names, alpha, keep_replicates=True)[1])
+                    per_problem[side].append(summarise_replicates(zip(m, u, strict=True), names, alpha, keep_replicates=True)[1])
             how = ("paired Poisson bootstrap from joint per-bin sufficient statistics (the two inputs' cells drawn "
                    "jointly, so one example weighs the same in both)")
         for side, report in enumerate(reports):
@@ -649,7 +651,8 @@ def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, strea
 
 
 def _headline_replicates(report, per_problem: list[dict]) -> dict[str, np.ndarray]:
-    """Replicates of the binned headline metrics: the marginal aggregate's (combined per class, SPEC 1), or the one problem's."""
+    """Replicates of the binned headline metrics: the marginal aggregate's (combined per class, SPEC 1), or the
+    one problem's."""
     if report.aggregate is None:
         out = dict(per_problem[0])
         if "ece_l2_sq_debiased_sun" in out:
@@ -674,15 +677,16 @@ def _smooth_replicates(report, options) -> dict[str, np.ndarray]:
 
 
 def _scores_replicates(scores, n_boot: int, seed: int) -> dict[str, np.ndarray]:
-    """Replicates of one input's multiclass Brier and log-loss, drawn as :class:`calibcli.accumulators.inputs.MulticlassScores`
-    draws them (per row while the rows are kept, else from the sums' moments)."""
+    """Replicates of one input's multiclass Brier and log-loss, drawn as
+    :class:`calibcli.accumulators.inputs.MulticlassScores` draws them (per row while the rows are kept, else from
+    the sums' moments)."""
     if not scores.rows.dropped:
         row_index, values, _, w = scores.rows.arrays()
         X = np.column_stack([np.ones(len(values)) if w is None else w, values * (1.0 if w is None else w[:, None])])
         rows = Multiplicities(seed, row_index)
         reps = np.array([rows.replicate(r) @ X for r in range(n_boot)])
     else:
-        s = dict(zip(scores._COLUMNS, scores.sums))
+        s = dict(zip(scores._COLUMNS, scores.sums, strict=True))
         rng = np.random.Generator(np.random.Philox(key=[int(seed) & 0xFFFFFFFFFFFFFFFF, 0x73636F726573]))
         mean = np.array([s["w"], s["wb"], s["wl"]])
         cov = np.array([[s["w2"], s["w2b"], s["w2l"]], [s["w2b"], s["w2bb"], s["w2bl"]], [s["w2l"], s["w2bl"], s["w2ll"]]])

@@ -417,7 +417,7 @@ def _check_partitions(segment_ids, n: int, n_segments) -> tuple[list[np.ndarray]
     check_option(len(n_segments) == len(parts),
                  f"n_segments has {len(n_segments)} entries for {len(parts)} partitions: expected one per partition")
     sizes = []
-    for p, (ids, g) in enumerate(zip(parts, n_segments)):
+    for p, (ids, g) in enumerate(zip(parts, n_segments, strict=True)):
         if ids.ndim != 1 or len(ids) != n:
             raise CalibcliError(f"segment_ids[{p}] has shape {ids.shape}: expected ({n},), one id per row")
         if ids.dtype.kind not in "iu":
@@ -451,7 +451,7 @@ def _ids_in_score_order(parts, sizes, order):
     several partitions are packed side by side into one 8-byte word per row (8 partitions of 8-bit ids, 4 of
     16-bit, 2 of 32-bit) and gathered in one pass of a 1-D ``uint64`` take."""
     cols = []
-    for ids, g in zip(parts, sizes):
+    for ids, g in zip(parts, sizes, strict=True):
         if ids.dtype.kind == "i" and len(ids) and ids.min() < 0:
             ids = np.where(ids < 0, g, ids)
         cols.append((_small_uint(ids, g), g))
@@ -612,7 +612,7 @@ class CellSums:
     wabs: np.ndarray
     rows: np.ndarray
 
-    def merge(self, other: "CellSums") -> "CellSums":
+    def merge(self, other: CellSums) -> CellSums:
         return CellSums(*(getattr(self, f) + getattr(other, f) for f in ("w", "wy", "ws", "w2v", "wabs", "rows")))
 
 

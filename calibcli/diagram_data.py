@@ -13,9 +13,9 @@ from statistics import NormalDist
 import numpy as np
 
 from calibcli.binning import STRATEGIES
-from calibcli.validation import check_binary, check_option
-from calibcli.estimators import binned_calibration, Metric
+from calibcli.estimators import Metric, binned_calibration
 from calibcli.smooth import smooth_curve
+from calibcli.validation import check_binary, check_option
 
 #: Name of the binned metric printed on the diagram.
 BINNED_METRIC = "ece_l1_plugin"
@@ -80,7 +80,7 @@ class BinnedDiagramData:
                     "accuracy": float(acc), "wilson_low": float(al), "wilson_high": float(ah),
                 }
                 for lo, hi, c, conf, acc, al, ah in zip(self.bin_lower, self.bin_upper, self.count, self.confidence,
-                                                        self.accuracy, self.acc_low, self.acc_high)
+                                                        self.accuracy, self.acc_low, self.acc_high, strict=True)
             ],
         }
 

@@ -32,20 +32,36 @@ figures are built on the headless Agg canvas, without pyplot's global state.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 import numpy as np
 
+from calibcli.diagram_data import (  # noqa: F401  (the picture's data, where callers have always found it)
+    BIN_ACCURACY_INTERVAL,
+    BINNED_METRIC,
+    SMOOTH_BAND,
+    BinnedDiagramData,
+    DiagramPanel,
+    SmoothDiagramData,
+    binned_data_from_result,
+    prepare_binned,
+    prepare_smooth,
+    smooth_data_from_result,
+    wilson_interval,
+)
+from calibcli.diagrams_layout import (  # noqa: F401  (the sizes of marks, where callers have always found them)
+    MARKER_AREA,
+    SMOOTH_WIDTH,
+    _binned_ink,
+    _legend,
+    _smooth_ink,
+    marker_areas,
+    place_legends,
+)
 from calibcli.errors import CalibcliError, OptionError
 from calibcli.safe_text import for_matplotlib
 from calibcli.validation import check_option, check_options
-from calibcli.diagram_data import (  # noqa: F401  (the picture's data, where callers have always found it)
-    BIN_ACCURACY_INTERVAL, BINNED_METRIC, SMOOTH_BAND, BinnedDiagramData, SmoothDiagramData, DiagramPanel, wilson_interval, binned_data_from_result, smooth_data_from_result, prepare_binned, prepare_smooth,
-)
-from calibcli.diagrams_layout import (  # noqa: F401  (the sizes of marks, where callers have always found them)
-    MARKER_AREA, SMOOTH_WIDTH, _binned_ink, _legend, _smooth_ink, marker_areas, place_legends,
-)
 
 #: Kinds of diagram the ``diagram`` command draws.
 KINDS = ("binned", "smooth", "both")
@@ -197,7 +213,7 @@ def binned_label(d: BinnedDiagramData, *, compact: bool = False) -> str:
     head = f"{d.name}\n" if d.name else ""
     interval = _interval_text(d.ci_low, d.ci_high)
     if compact:
-        return f"{head}{d.metric} = {_fmt(d.estimate)}\n{interval.strip()}{', ' if interval else ''}{_n_text(d.n, d.weight_total)}"
+        return f"{head}{d.metric} = " f"{_fmt(d.estimate)}\n{interval.strip()}{', ' if interval else ''}{_n_text(d.n, d.weight_total)}"
     return f"{head}{d.metric} = {_fmt(d.estimate)}{interval}, {_n_text(d.n, d.weight_total)}"
 
 
@@ -296,7 +312,7 @@ def plot_binned(data, *, ax=None, hist_ax=None, title: str | None = None, legend
         for i, d in enumerate(curves):
             color, marker, linestyle = curve_look(i, colors)
             sparse = np.asarray(d.count) < style.min_count
-            for lo, hi, conf, acc in zip(d.bin_lower, d.bin_upper, d.confidence, d.accuracy):
+            for lo, hi, conf, acc in zip(d.bin_lower, d.bin_upper, d.confidence, d.accuracy, strict=True):
                 ax.add_patch(Rectangle((lo, min(conf, acc)), hi - lo, abs(acc - conf), facecolor=color,
                                        alpha=0.10 if several else 0.18, edgecolor="none", zorder=2))
             eb = ax.errorbar(

@@ -6,7 +6,7 @@ else outside the panel, and shrinks tick labels and titles that would overlap.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -76,7 +76,7 @@ def _polyline_boxes(ax, x, y, half_width_pt: float, samples: int = 12) -> np.nda
 def _binned_ink(curves, lines) -> Callable:
     def ink(ax) -> np.ndarray:
         parts = []
-        for d, line in zip(curves, lines):
+        for d, line in zip(curves, lines, strict=True):
             c = _points_px(ax, d.confidence, d.accuracy)
             r = _pt(ax, np.sqrt(marker_areas(d.count)) / 2.0 + 0.5)
             parts.append(_boxes(c[:, 0] - r, c[:, 1] - r, c[:, 0] + r, c[:, 1] + r))

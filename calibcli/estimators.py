@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 
@@ -54,9 +55,9 @@ class BinStats:
     self_y: np.ndarray | None = None
     self_u2: np.ndarray | None = None
 
-    def merge(self, other: "BinStats") -> "BinStats":
+    def merge(self, other: BinStats) -> BinStats:
         """Statistics of the union of two disjoint samples binned with the same bins."""
-        return BinStats(*(a + b for a, b in zip(self._arrays(), other._arrays())))
+        return BinStats(*(a + b for a, b in zip(self._arrays(), other._arrays(), strict=True)))
 
     def _arrays(self):
         return (self.count, self.weight, self.sum_z, self.sum_y, self.sum_u2, self.sum_log_loss,
@@ -75,14 +76,14 @@ class BinStats:
         return self.sum_u2 if self.self_u2 is None else self.self_u2
 
     @classmethod
-    def stack(cls, stats: "list[BinStats]") -> "BinStats":
+    def stack(cls, stats: list[BinStats]) -> BinStats:
         """Statistics of equal bin counts stacked along a new leading axis (e.g. one row per replicate)."""
-        return cls(*(np.stack(columns) for columns in zip(*(s._arrays() for s in stats))))
+        return cls(*(np.stack(columns) for columns in zip(*(s._arrays() for s in stats), strict=True)))
 
     @classmethod
-    def concat(cls, stats: "list[BinStats]") -> "BinStats":
+    def concat(cls, stats: list[BinStats]) -> BinStats:
         """Batched statistics joined along their leading (replicate) axis."""
-        return cls(*(np.concatenate(columns) for columns in zip(*(s._arrays() for s in stats))))
+        return cls(*(np.concatenate(columns) for columns in zip(*(s._arrays() for s in stats), strict=True)))
 
     @property
     def nonempty(self) -> np.ndarray:
@@ -543,7 +544,7 @@ class _SortedProblem:
         sums = np.zeros((R, len(starts), _N_STATS + 1))
         dup = np.zeros((R, len(starts), 3))
         if len(starts) <= _LOOP_RUNS:
-            for j, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+            for j, (a, b) in enumerate(pairwise(bounds)):
                 # OpenBLAS runs a product of more than 2^18 multiply-adds on several threads, which on a
                 # shared machine costs far more than it saves: products below that stay on one thread.
                 step = max(1, _ONE_THREAD_PRODUCT // (8 * (b - a))) if b > a else R
@@ -608,7 +609,6 @@ class _SortedProblem:
 
 
 from calibcli.resampling import percentile_interval  # noqa: E402  (re-exported: one definition)
-
 
 # ---------------------------------------------------------------------------------------------
 # The whole report of one binary problem
@@ -739,12 +739,12 @@ def assemble_metrics(point: dict, ci: dict, ci_method: str | None, sun: SunInter
         if name == "ece_l1_plugin":
             kwargs = dict(
                 upper_bound=point[name] + margin,
-                upper_bound_method=f"distribution-free, seed 002 Thm 12.4: estimate + sqrt(2 log(1/delta)/n), delta={alpha:g}",
+                upper_bound_method="distribution-free, seed 002 Thm 12.4: estimate + sqrt(2 log(1/delta)/n), " f"delta={alpha:g}",
             )
         elif name == "dce":
             kwargs = dict(
                 upper_bound=point[name] + 1.0 / n_bins + margin,
-                upper_bound_method=f"seed 002 Thm 12.10: estimate + 1/B + sqrt(2 log(1/delta)/n), delta={alpha:g}, B={n_bins}",
+                upper_bound_method=f"seed 002 Thm 12.10: estimate + 1/B + sqrt(2 log(1/delta)/n), delta={alpha:g}, " f"B={n_bins}",
             )
         elif name == "ece_l2_sq_debiased_sun":
             kwargs = dict(

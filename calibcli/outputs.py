@@ -24,8 +24,8 @@ import re
 import stat
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterable, Iterator
 
 from calibcli.errors import CalibcliError
 
@@ -190,7 +190,7 @@ def write_output(path: str, data: bytes | str, option: str | None = "output") ->
 
 
 @contextmanager
-def open_output(path: str, option: str | None = "output") -> Iterator["CheckedSink"]:
+def open_output(path: str, option: str | None = "output") -> Iterator[CheckedSink]:
     """A binary sink for ``path``, for outputs written piece by piece (tables batch by batch).
 
     ``-``: standard output. A regular file, a new path or a link to one: a temporary file beside the
@@ -266,7 +266,7 @@ def _check_writable_descriptor(fd: int, path: str, option: str | None) -> None:
         raise CalibcliError(f"{describe_output(path, option)}: descriptor {fd} is open for reading only: name another file")
 
 
-def _descriptor_sink(fd: int, path: str, option: str | None) -> Iterator["CheckedSink"]:
+def _descriptor_sink(fd: int, path: str, option: str | None) -> Iterator[CheckedSink]:
     """A sink writing to a duplicate of descriptor ``fd`` (which stays open): what is buffered for stdout
     and stderr goes out first, so the file's content keeps the order of the run's output."""
     _check_writable_descriptor(fd, path, option)

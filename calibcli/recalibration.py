@@ -169,7 +169,7 @@ def _certificate(cal, alpha: float) -> dict | None:
         "ece_bound": [c.ece_bound for c in certs] if len(certs) > 1 else certs[0].ece_bound,
         "fixed_partition": certs[0].fixed_partition,
         "note": None if certs[0].fixed_partition else
-        "quantile bins are cut on the same data: the theorem assumes a fixed partition, so the bounds are indicative",
+        "quantile bins are cut on the same data: the theorem assumes a fixed partition, so the bounds are " "indicative",
     }
 
 

@@ -20,10 +20,17 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from calibcli.errors import OptionError
 from calibcli.entries import (  # noqa: F401  (an entry's text, where callers have always found it)
-    Section, entry_label, entry_sections, fmt_interval, fmt_number, group_text, shortest_unique_suffixes, summary_sections,
+    Section,
+    entry_label,
+    entry_sections,
+    fmt_interval,
+    fmt_number,
+    group_text,
+    shortest_unique_suffixes,
+    summary_sections,
 )
+from calibcli.errors import OptionError
 from calibcli.registry import REGISTRY
 from calibcli.safe_text import for_markdown_cell, for_rich
 from calibcli.views import VIEWS, DetailTable, View, _level, _problem
@@ -293,7 +300,7 @@ def print_summary(doc: dict, console, table: SummaryTable, *, title: str | None,
     dropped: list[str] = []
     while not chosen and len(table.metrics) > 1 and fixed + floor + 3 > total:
         dropped.insert(0, table.metrics.pop())
-        for row, c in zip(table.rows, cells):
+        for row, c in zip(table.rows, cells, strict=True):
             row.values.pop()
             c.pop()
         fixed = _summary_width(table, cells, 0) - 4
@@ -312,7 +319,7 @@ def print_summary(doc: dict, console, table: SummaryTable, *, title: str | None,
         out.add_column(label, no_wrap=True)
     for name in table.metrics:
         out.add_column(name, justify="right", no_wrap=True)
-    for row, name, values in zip(table.rows, wrapped, cells):
+    for row, name, values in zip(table.rows, wrapped, cells, strict=True):
         out.add_row(for_rich(name), *[for_rich(v) for v in row.labels[1:]], *values)
     need = _summary_width(table, cells, name_width)
     if need > total:  # rather wider than the terminal than a broken name or number
@@ -327,7 +334,7 @@ def print_summary(doc: dict, console, table: SummaryTable, *, title: str | None,
         console.print(for_rich("; ".join(notes)), soft_wrap=True)
 
 
-def print_metric_table(doc: dict, console, view: "View") -> None:
+def print_metric_table(doc: dict, console, view: View) -> None:
     """The long table: one row per entry, problem and metric, with a detail column."""
     from rich.table import Table
 

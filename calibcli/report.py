@@ -8,21 +8,33 @@ file atomically. stdout carries data only; progress, warnings and gate messages 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from calibcli.errors import CalibcliError, GateFailed
-from calibcli.documents import (  # noqa: F401  (the document's shapes, where commands have always found them)
-    SCHEMA_VERSION, jsonable, metric_json, new_document, to_json,
-)
-from calibcli.render import (  # noqa: F401  (the renderer's names, where commands have always found them)
-    entry_label, entry_sections, fmt_interval, fmt_number, long_rows, render_csv, render_markdown,
-    render_metric_table, stderr_console, stdout_console,
-)
 from calibcli import render as rd
+from calibcli.documents import (  # noqa: F401  (the document's shapes, where commands have always found them)
+    SCHEMA_VERSION,
+    jsonable,
+    metric_json,
+    new_document,
+    to_json,
+)
+from calibcli.errors import CalibcliError, GateFailed
 from calibcli.io.targets import check_output_target
 from calibcli.outputs import stdout_claimed, write_output
 from calibcli.registry import REGISTRY, worse
+from calibcli.render import (  # noqa: F401  (the renderer's names, where commands have always found them)
+    entry_label,
+    entry_sections,
+    fmt_interval,
+    fmt_number,
+    long_rows,
+    render_csv,
+    render_markdown,
+    render_metric_table,
+    stderr_console,
+    stdout_console,
+)
 
 
 def check_output_path(path: str, flag: str | None = "--output", inputs=()) -> None:
@@ -58,7 +70,7 @@ class Layout:
 
     @classmethod
     def of(cls, fmt: str = "table", as_json: bool = False, summary: bool | None = None, metrics=None,
-           sort: str | None = None) -> "Layout":
+           sort: str | None = None) -> Layout:
         return cls("json" if as_json else fmt, summary, tuple(metrics) if metrics else None, sort)
 
 

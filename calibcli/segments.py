@@ -60,7 +60,7 @@ class ColumnCoding:
             kept = tuple(str(_plain(v)) for v in self.values)
         else:
             bounds = (-math.inf, *self.edges, math.inf)
-            kept = tuple(f"[{_number(lo)}, {_number(hi)})" for lo, hi in zip(bounds[:-1], bounds[1:]))
+            kept = tuple(f"[{_number(lo)}, {_number(hi)})" for lo, hi in itertools.pairwise(bounds))
         return kept + ((OTHER,) if self.other else ()) + ((MISSING,) if self.missing else ())
 
     @property
@@ -155,7 +155,7 @@ def code_column(column: str, values, *, max_values: int, segment_bins: int) -> C
     if is_numeric_type(arr.type) and len(counts) > segment_bins:
         x = np.sort(np.asarray(present.to_numpy(zero_copy_only=False), dtype=np.float64))
         return numeric_coding(column, x, n_missing, segment_bins=segment_bins)
-    table = {v.as_py(): c.as_py() for v, c in zip(counts.field("values"), counts.field("counts"))}
+    table = {v.as_py(): c.as_py() for v, c in zip(counts.field("values"), counts.field("counts"), strict=True)}
     return categorical_coding(column, table, n_missing, max_values=max_values)
 
 
@@ -181,7 +181,7 @@ def code_values(column: str, values: np.ndarray, *, max_values: int, segment_bin
     inverse = np.asarray(inverse, dtype=np.int64)
     missing = inverse < 0
     counts = np.bincount(inverse[~missing], minlength=len(uniques))
-    coding = categorical_coding(column, {_plain(u): int(c) for u, c in zip(uniques, counts)}, int(missing.sum()),
+    coding = categorical_coding(column, {_plain(u): int(c) for u, c in zip(uniques, counts, strict=True)}, int(missing.sum()),
                                 max_values=max_values)
     position = {v: j for j, v in enumerate(coding.values)}
     other = len(coding.values)
@@ -205,7 +205,7 @@ def _code_numbers(column: str, x: np.ndarray, integral: bool, *, max_values: int
         distinct = present[starts]
         counts = np.diff(np.r_[starts, len(present)])
         keys = [int(v) if integral else float(v) for v in distinct]
-        coding = categorical_coding(column, dict(zip(keys, counts.tolist())), n_missing, max_values=max_values)
+        coding = categorical_coding(column, dict(zip(keys, counts.tolist(), strict=True)), n_missing, max_values=max_values)
         kept = np.asarray(coding.values, dtype=np.float64)
         found = np.searchsorted(distinct, np.where(missing, distinct[0] if len(distinct) else 0.0, x))
         position = np.full(len(distinct), len(coding.values), dtype=np.int64)
@@ -232,7 +232,7 @@ class Partition:
         that holds them (the ECCE's per-partition sort is a radix sort for 8- and 16-bit ids)."""
         dtype = next(t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if self.n_segments <= np.iinfo(t).max)
         ids = np.zeros(n_rows, dtype=dtype)
-        for col, size in zip(self.columns, self.sizes):
+        for col, size in zip(self.columns, self.sizes, strict=True):
             ids *= dtype(size)
             ids += codes[col].astype(dtype, copy=False)
         return ids
@@ -260,4 +260,4 @@ def partitions(codings: list[ColumnCoding], depth: int) -> list[Partition]:
 def definition(codings: list[ColumnCoding], partition: Partition, segment: int) -> dict:
     """A segment as a report names it: ``{column: value or bin label}`` (``{}`` for the whole population)."""
     return {codings[c].column: codings[c].definition(code) for c, code in zip(partition.columns,
-                                                                             partition.codes_of(segment))}
+                                                                             partition.codes_of(segment), strict=True)}

@@ -1,4 +1,6 @@
-"""calibcli in scikit-learn: a recalibrating meta-estimator and calibration scorers (``pip install "calibcli[sklearn]"``).
+"""calibcli in scikit-learn: a recalibrating meta-estimator and calibration scorers.
+
+Install with ``pip install "calibcli[sklearn]"``.
 
 - :class:`Recalibrator` wraps a classifier and recalibrates its ``predict_proba`` with any method of
   ``calibcli recalibrate`` (SPEC 5): on held-out data with the classifier already fitted (or wrapped in
@@ -21,16 +23,29 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from calibcli.errors import CalibcliError
 from calibcli.api import compute
 from calibcli.calibrators import (
-    BinaryCalibrator, calibrator_from_dict, METHOD_OPTIONS, METHODS, MulticlassCalibrator, TemperatureCalibrator, VennAbersCalibrator, WEIGHTED_METHODS,
+    METHOD_OPTIONS,
+    METHODS,
+    WEIGHTED_METHODS,
+    BinaryCalibrator,
+    MulticlassCalibrator,
+    TemperatureCalibrator,
+    VennAbersCalibrator,
+    calibrator_from_dict,
 )
 from calibcli.calibrators.document import (
-    calibrator_document, calibrator_json, CALIBRATOR_KIND, CALIBRATOR_SCHEMA_VERSION, check_document, fit_arrays, load_calibrator,
+    CALIBRATOR_KIND,
+    CALIBRATOR_SCHEMA_VERSION,
+    calibrator_document,
+    calibrator_json,
+    check_document,
+    fit_arrays,
+    load_calibrator,
 )
 from calibcli.calibrators.files import parse_calibrator_json
 from calibcli.calibrators.multiclass import WRAP_MODES
+from calibcli.errors import CalibcliError
 from calibcli.outputs import write_output as write_atomic
 from calibcli.registry import REGISTRY
 
@@ -191,8 +206,8 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         except NotFittedError:
             raise NotFittedError(
                 f"{type(self.estimator).__name__} is not fitted: with cv=None the Recalibrator fits only the map, on "
-                f"data held out from the estimator's training; fit the estimator first (or wrap it in FrozenEstimator), "
-                f"or pass cv=5 to cross-fit both") from None
+                "data held out from the estimator's training; fit the estimator first (or wrap it in "
+                f"FrozenEstimator), or pass cv=5 to cross-fit both") from None
         self.classes_ = np.asarray(self.estimator.classes_)
         labels = _encode(y, self.classes_)
         present = np.unique(labels)
@@ -217,14 +232,14 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             fitted.append(self._fit_estimator(_safe_indexing(X, train), _safe_indexing(y, train), train_w, fit_params))
         if self.ensemble:
             pairs, mode = [], None
-            for est, (_, test) in zip(fitted, folds):
+            for est, (_, test) in zip(fitted, folds, strict=True):
                 cal, mode = self._fit_map(labels[test], _probabilities(est, _safe_indexing(X, test), self.classes_),
                                           None if w is None else w[test], options)
                 pairs.append((est, cal))
             self._set_pairs(pairs, mode)
             return
         P = np.empty((len(y), len(self.classes_)))
-        for est, (_, test) in zip(fitted, folds):
+        for est, (_, test) in zip(fitted, folds, strict=True):
             P[test] = _probabilities(est, _safe_indexing(X, test), self.classes_)
         cal, mode = self._fit_map(labels, P, w, options)
         self._set_pairs([(self._fit_estimator(X, y, w, fit_params), cal)], mode)
@@ -353,7 +368,7 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         return text
 
     @classmethod
-    def from_json(cls, source, estimator) -> "Recalibrator":
+    def from_json(cls, source, estimator) -> Recalibrator:
         """A fitted Recalibrator from a calibrator document (``calibcli recalibrate fit``'s file, its text, or
         the parsed dict) and the fitted ``estimator`` whose ``predict_proba`` it recalibrates.
 

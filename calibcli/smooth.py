@@ -74,23 +74,31 @@ Differences from relplot 1.0.3 (``relplot.smECE``), all deliberate:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
-
-from calibcli.validation import (
-    check_consistent_length,
-    check_labels,
-    check_option,
-    check_probabilities,
-    check_sample_weight,
-)
 
 from calibcli.smooth_bootstrap import CellBootstrap as _CellBootstrap
 from calibcli.smooth_bootstrap import RowBootstrap as _RowBootstrap
 from calibcli.smooth_bootstrap import bootstrap_values as _bootstrap_values
 from calibcli.smooth_grid import (  # noqa: F401  (re-exported: calibcli.smooth is the public home)
+    BOOT_CELLS_PER_SIGMA,
+    CELLS_PER_SIGMA,
+    CHUNK_ROWS,
+    CI_METHOD_CELLS,
+    CI_METHOD_ROWS,
+    CURVE_POINTS,
+    DENSE_MAX_CELLS,
+    DENSITY_FLOOR,
+    FIXED_POINT_TOL,
+    MAX_GRID,
+    MIN_CELLS_PER_SIGMA,
+    MIN_GRID,
+    ROW_LIMIT,
+    STATS_GRID,
+    CellSums,
+    DenseSums,
     _abs_integral,
     _brent_root,
     _curve_on,
@@ -103,24 +111,14 @@ from calibcli.smooth_grid import (  # noqa: F401  (re-exported: calibcli.smooth 
     _smoothed_on_grid,
     _solve_fixed_point,
     _spectrum,
-    BOOT_CELLS_PER_SIGMA,
-    CELLS_PER_SIGMA,
-    CellSums,
-    CHUNK_ROWS,
-    CI_METHOD_CELLS,
-    CI_METHOD_ROWS,
-    CURVE_POINTS,
-    DENSE_MAX_CELLS,
-    DenseSums,
-    DENSITY_FLOOR,
-    FIXED_POINT_TOL,
-    MAX_GRID,
-    MIN_CELLS_PER_SIGMA,
-    MIN_GRID,
-    ROW_LIMIT,
-    STATS_GRID,
 )
-
+from calibcli.validation import (
+    check_consistent_length,
+    check_labels,
+    check_option,
+    check_probabilities,
+    check_sample_weight,
+)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ than the block's (rows only) is solved again on that grid with the others that n
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -255,7 +255,7 @@ class RowBootstrap:
             s1 = np.add.reduceat(gf, self.offsets, axis=1)
             gf *= self.f
             sums.append((g.sum(axis=1), s0, s1, np.add.reduceat(gf, self.offsets, axis=1)))
-        total, s0, s1, s2 = (np.concatenate(part) for part in zip(*sums))
+        total, s0, s1, s2 = (np.concatenate(part) for part in zip(*sums, strict=True))
         with np.errstate(divide="ignore", invalid="ignore"):
             deposits = [d / total[:, None] for d in
                         _run_deposits(self.run_positive, self.run_cell, s0, s1, s2, self.n_cells, self.want_curve)]
@@ -426,7 +426,7 @@ def bootstrap_values(boot, *, sigma, sigma_full, n_boot, curve_t=None, progress=
             if len(solve):
                 s[solve], value[solve], cells[solve] = _fixed_points(
                     residual[solve], lo[solve], np.full(len(solve), float(sigma_full)), block.n_cells, max_cells,
-                    lambda local, grid: block.at(grid, ok[solve[local]], 1)[0])
+                    lambda local, grid, block=block, ok=ok, solve=solve: block.at(grid, ok[solve[local]], 1)[0])
         else:
             s = np.full(len(ok), float(sigma))
             value = abs_integral_rows(smoothed_rows(spectra(residual), s))

@@ -11,7 +11,7 @@ method and the fixed point ``s* = smECE_{s*}``. Every public name is importable 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -153,7 +153,7 @@ class CellSums:
         self.w, self.wf, self.wf2, self.wf3, self.ww = w, wf, wf2, wf3, ww
 
     @classmethod
-    def empty(cls, n_cells: int) -> "CellSums":
+    def empty(cls, n_cells: int) -> CellSums:
         none = np.empty(0)
         return cls(n_cells, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), None, none, none, none, None)
 
@@ -176,7 +176,7 @@ class CellSums:
     # -- building and adding -----------------------------------------------------------------
 
     @classmethod
-    def of_rows(cls, z: np.ndarray, y: np.ndarray, w: np.ndarray | None, n_cells: int) -> "CellSums":
+    def of_rows(cls, z: np.ndarray, y: np.ndarray, w: np.ndarray | None, n_cells: int) -> CellSums:
         """The sums of rows ``(z, y, w)`` (``w`` None for unit weights), in chunks of CHUNK_ROWS rows
         (densely, as :class:`DenseSums` adds a batch, on grids of at most ``DENSE_MAX_CELLS`` cells)."""
         if n_cells <= DENSE_MAX_CELLS:
@@ -190,7 +190,7 @@ class CellSums:
         return cls.combine(parts, n_cells)
 
     @classmethod
-    def _of_chunk(cls, z, y, w, n_cells: int) -> "CellSums":
+    def _of_chunk(cls, z, y, w, n_cells: int) -> CellSums:
         x = z * n_cells
         j = np.floor(x).astype(np.int64)
         np.minimum(j, n_cells - 1, out=j)
@@ -203,7 +203,7 @@ class CellSums:
         return cls._group(key, None, columns, n_cells)
 
     @classmethod
-    def _group(cls, key, count, columns, n_cells: int) -> "CellSums":
+    def _group(cls, key, count, columns, n_cells: int) -> CellSums:
         """Sum entries of equal key: ``count`` (None: one per entry) and the five columns (None: equal to the count)."""
         if len(key) == 0:
             return cls.empty(n_cells)
@@ -225,7 +225,7 @@ class CellSums:
         return cls(n_cells, sorted_key[starts], counts, *sums)
 
     @classmethod
-    def combine(cls, parts: list["CellSums"], n_cells: int) -> "CellSums":
+    def combine(cls, parts: list[CellSums], n_cells: int) -> CellSums:
         """The sums of several parts of disjoint rows (same grid)."""
         parts = [p for p in parts if len(p)]
         if any(p.n_cells != n_cells for p in parts):
@@ -244,7 +244,7 @@ class CellSums:
                 columns.append(np.concatenate([p.field(name) for p in parts]))
         return cls._group(key, count, columns, n_cells)
 
-    def coarsen(self, n_cells: int) -> "CellSums":
+    def coarsen(self, n_cells: int) -> CellSums:
         """The same rows' sums on a grid of ``n_cells`` cells (a power of two dividing this grid's)."""
         if n_cells == self.n_cells:
             return self
@@ -334,7 +334,7 @@ class CellSums:
                 **{name: floats(getattr(self, name)) for name in _FIELDS}}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "CellSums":
+    def from_dict(cls, d: dict) -> CellSums:
         def floats(a):
             return None if a is None else np.asarray(a, dtype=np.float64).reshape(-1)
 
@@ -404,7 +404,10 @@ class DenseSums:
     def take(self) -> CellSums:
         """The sums so far as (sparse) cell sums; the arrays start again from zero."""
         where = np.flatnonzero(self.count)
-        pick = (lambda a: None if a is None else a[where])
+
+        def pick(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else a[where]
+
         out = CellSums(self.n_cells, where.astype(np.int64), self.count[where], pick(self.w), pick(self.wf),
                        pick(self.wf2), pick(self.wf3), pick(self.ww))
         self._reset()
@@ -441,7 +444,7 @@ class _GridData:
             self.weight_total, self.mean_residual, self.mean_abs_residual = sums.totals()
 
     @classmethod
-    def of_deposits(cls, deposits, n_cells: int, total: float, rows=None, *, want_curve: bool) -> "_GridData":
+    def of_deposits(cls, deposits, n_cells: int, total: float, rows=None, *, want_curve: bool) -> _GridData:
         """A bootstrap resample given by its normalised linear deposits at ``n_cells`` (and its rows, if any)."""
         data = cls(None, rows, want_curve=want_curve, corrected=False)
         data.max_cells = MAX_GRID if rows is not None else n_cells
@@ -478,7 +481,7 @@ class _GridData:
         linear = tuple(a / self.weight_total for a in linear)
         self._deposits[(n_cells, False)] = linear
         if corrected:
-            self._deposits[key] = tuple(a + c / self.weight_total for a, c in zip(linear, correction))
+            self._deposits[key] = tuple(a + c / self.weight_total for a, c in zip(linear, correction, strict=True))
         return self._deposits[key]
 
     def spectrum(self, n_cells: int, part: int, corrected: bool) -> np.ndarray:

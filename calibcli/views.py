@@ -5,10 +5,11 @@ else is the shared renderer's (:mod:`calibcli.render`). A new family's report is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from calibcli.entries import _level, entry_label, fmt_interval, fmt_number, segment_text
+
 
 @dataclass
 class DetailTable:
@@ -62,7 +63,7 @@ def _dropped_text(i: dict) -> str:
 
 def _columns_text(i: dict) -> str:
     cols = i["columns"]
-    return (f"probabilities {', '.join(cols['probabilities'])}{' (logits)' if cols['logits'] else ''}, labels {cols['label']}"
+    return (f"probabilities {', '.join(cols['probabilities'])}{' (logits)' if cols['logits'] else ''}, labels " f"{cols['label']}"
             f"{', weights ' + cols['weight'] if cols['weight'] else ''} (columns chosen by {cols['chosen_by']})")
 
 
@@ -76,8 +77,8 @@ def _worst_group_line(doc: dict, name: str) -> str | None:
     g = doc["groups"]["metrics"].get(name)
     if not g:
         return None
-    return (f"{doc['groups']['n_groups']} groups by {', '.join(doc['groups']['by'])}: worst {name} {fmt_number(g['worst'])} "
-            f"in {g['worst_group']}; spread {fmt_number(g['spread'])}")
+    return (f"{doc['groups']['n_groups']} groups by {', '.join(doc['groups']['by'])}: worst {name} "
+            f"{fmt_number(g['worst'])} in {g['worst_group']}; spread {fmt_number(g['spread'])}")
 
 
 # ece ------------------------------------------------------------------------------------------
@@ -339,7 +340,7 @@ def _evaluate_lines(doc, f) -> list[str]:
     if f["mode"] == "marginal":
         notes.append("marginal: errors aggregate over classes; marginal recalibrations renormalise each row")
     lines.append("; ".join(notes))
-    verdicts = [f"{r['method']} {'rejects' if r['test']['reject'] else 'does not reject'} (p {fmt_number(r['test']['p_value'])})"
+    verdicts = [f"{r['method']} {'rejects' if r['test']['reject'] else 'does not reject'} (p " f"{fmt_number(r['test']['p_value'])})"
                 for r in f["rows"] if "test" in r]
     if verdicts:
         tests = sorted({r["test"]["test"] for r in f["rows"] if "test" in r})

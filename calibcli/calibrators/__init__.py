@@ -27,7 +27,7 @@ or malformed field. Floats survive JSON exactly, so ``predict`` after a round tr
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -96,7 +96,7 @@ _CLASSES = {
     "venn-abers": VennAbersCalibrator,
 }
 
-Calibrator = Union[BinaryCalibrator, TemperatureCalibrator, MulticlassCalibrator]
+Calibrator = BinaryCalibrator | TemperatureCalibrator | MulticlassCalibrator
 
 
 def _check_method(method: str) -> None:

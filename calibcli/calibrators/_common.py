@@ -188,7 +188,7 @@ class Fields:
             raise CalibcliError(f"calibrator: missing field '{self._name(key)}'")
         return self.d[key]
 
-    def sub(self, key: str, *, optional: bool = False) -> "Fields":
+    def sub(self, key: str, *, optional: bool = False) -> Fields:
         if optional and key not in self.d:
             self.read.add(key)
             child = Fields({}, self._name(key))
@@ -197,7 +197,7 @@ class Fields:
         self.children.append(child)
         return child
 
-    def any_keys(self) -> "Fields":
+    def any_keys(self) -> Fields:
         """Mark this object as free-form (``info``: facts about the fit that ``predict`` does not use). Its
         content is still plain JSON of bounded depth and size (:func:`check_plain_json`), so that saving the
         calibrator again, or printing it, cannot recurse without end or choke on a 5000-digit integer."""

@@ -129,7 +129,7 @@ class HistogramCalibrator(BinaryCalibrator):
         return {"n_bins": int(self.binning.n_bins), "strategy": self.binning.strategy}
 
     @classmethod
-    def from_fields(cls, params: Fields, options: Fields, info: dict) -> "HistogramCalibrator":
+    def from_fields(cls, params: Fields, options: Fields, info: dict) -> HistogramCalibrator:
         binning, values = _binning_from_fields(options, params)
         m = binning.n_bins_effective
         counts = params.array("counts", length=m, low=0.0)
@@ -194,7 +194,7 @@ class ScalingBinningCalibrator(BinaryCalibrator):
         return {"n_bins": int(self.binning.n_bins), "clip": float(self.scaler.clip)}
 
     @classmethod
-    def from_fields(cls, params: Fields, options: Fields, info: dict) -> "ScalingBinningCalibrator":
+    def from_fields(cls, params: Fields, options: Fields, info: dict) -> ScalingBinningCalibrator:
         clip = options.number("clip", low=0.0, high=0.49, open_low=True, why=_CLIP_WHY)
         n_bins = options.integer("n_bins", low=1, high=MAX_SAVED_BINS)
         edges = params.array("edges", low=0.0, high=1.0, increasing=True, strictly=True)

@@ -21,7 +21,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from calibcli.calibrators._common import BinaryCalibrator, Fields, check_predict_input, check_predicted, float_list, shown_number
+from calibcli.calibrators._common import (
+    BinaryCalibrator,
+    Fields,
+    check_predict_input,
+    check_predicted,
+    float_list,
+    shown_number,
+)
 from calibcli.errors import CalibcliError
 from calibcli.validation import check_binary, check_option
 
@@ -72,7 +79,7 @@ class IsotonicCalibrator(BinaryCalibrator):
         return {"interpolation": self.interpolation}
 
     @classmethod
-    def from_fields(cls, params: Fields, options: Fields, info: dict) -> "IsotonicCalibrator":
+    def from_fields(cls, params: Fields, options: Fields, info: dict) -> IsotonicCalibrator:
         x = params.array("x_thresholds", min_length=1, low=0.0, high=1.0, increasing=True, strictly=True)
         yv = params.array("y_thresholds", length=len(x), low=0.0, high=1.0, increasing=True)
         return cls(x, yv, options.choice("interpolation", INTERPOLATIONS), info=info)
@@ -187,7 +194,7 @@ class VennAbersCalibrator(BinaryCalibrator):
         return {"scores": float_list(self.scores), "p0": float_list(self.p0_table), "p1": float_list(self.p1_table)}
 
     @classmethod
-    def from_fields(cls, params: Fields, options: Fields, info: dict) -> "VennAbersCalibrator":
+    def from_fields(cls, params: Fields, options: Fields, info: dict) -> VennAbersCalibrator:
         scores = params.array("scores", min_length=1, low=0.0, high=1.0, increasing=True, strictly=True)
         k1 = len(scores) + 1
         p0 = params.array("p0", length=k1, low=0.0, high=1.0, increasing=True)

@@ -18,8 +18,9 @@ fit time is recorded in ``info['n_clipped']``.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -32,9 +33,9 @@ from calibcli.calibrators._common import (
     check_predict_input,
     check_predicted,
     clip_probabilities,
-    shown_number,
     float_list,
     logit,
+    shown_number,
     sigmoid,
 )
 from calibcli.errors import CalibcliError
@@ -140,7 +141,7 @@ class PlattCalibrator(BinaryCalibrator):
         return {"clip": float(self.clip)}
 
     @classmethod
-    def from_fields(cls, params: Fields, options: Fields, info: dict) -> "PlattCalibrator":
+    def from_fields(cls, params: Fields, options: Fields, info: dict) -> PlattCalibrator:
         return cls(params.number("a", magnitude=MAX_COEFFICIENT, why=_COEF_WHY),
                    params.number("b", magnitude=MAX_COEFFICIENT, why=_COEF_WHY),
                    options.number("clip", low=0.0, high=0.49, open_low=True, why=_CLIP_WHY), info=info)
@@ -183,7 +184,7 @@ class BetaCalibrator(BinaryCalibrator):
         return {"clip": float(self.clip), "monotone": bool(self.monotone)}
 
     @classmethod
-    def from_fields(cls, params: Fields, options: Fields, info: dict) -> "BetaCalibrator":
+    def from_fields(cls, params: Fields, options: Fields, info: dict) -> BetaCalibrator:
         a, b, c = (params.number(k, magnitude=MAX_COEFFICIENT, why=_COEF_WHY) for k in ("a", "b", "c"))
         clip = options.number("clip", low=0.0, high=0.49, open_low=True, why=_CLIP_WHY)
         monotone = options.boolean("monotone")
@@ -246,7 +247,7 @@ class PolynomialCalibrator(BinaryCalibrator):
         return {"degree": self.degree}
 
     @classmethod
-    def from_fields(cls, params: Fields, options: Fields, info: dict) -> "PolynomialCalibrator":
+    def from_fields(cls, params: Fields, options: Fields, info: dict) -> PolynomialCalibrator:
         degree = options.integer("degree", low=0, high=MAX_POLYNOMIAL_DEGREE,
                                  why=f"fitting takes degrees 0..{MAX_POLYNOMIAL_DEGREE}")
         return cls(params.array("coef", length=degree + 1, magnitude=MAX_POLYNOMIAL_COEFFICIENT,
@@ -330,7 +331,7 @@ class TemperatureCalibrator:
                 "info": _jsonable(dict(self.info))}
 
     @classmethod
-    def from_fields(cls, d: Fields, params: Fields, options: Fields, info: dict) -> "TemperatureCalibrator":
+    def from_fields(cls, d: Fields, params: Fields, options: Fields, info: dict) -> TemperatureCalibrator:
         mode = d.choice("mode", ("binary", "multiclass"))
         n_classes = d.integer("n_classes", low=2, high=2**31 - 1)
         if mode == "binary" and n_classes != 2:
@@ -430,7 +431,7 @@ def fit_temperature(y_true, y_prob, *, sample_weight=None, eps: float = DEFAULT_
     lo, hi, beta = 0.0, math.inf, 1.0
     converged = False
     n_iter = 0
-    for n_iter in range(1, 200):
+    for n_iter in range(1, 200):  # noqa: B007 (read after the loop: the iterations taken, reported in info)
         _, d1, d2 = _temperature_derivatives(L, Lc, w, beta)
         if d1 == 0.0:
             converged = True

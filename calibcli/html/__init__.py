@@ -37,8 +37,9 @@ _LONG_DECIMAL = re.compile(r"(\d\.\d\d)\d+")
 
 def svg_fragment(svg: str, *, prefix: str) -> str:
     """Matplotlib's SVG file as an element to inline in HTML: no XML declaration, doctype, comments or
-    metadata (whose RDF names are URLs) or indentation, path coordinates to 0.01 pt, every id prefixed with ``prefix`` (several figures share one page's
-    id space), and no fixed width or height, so CSS scales it (the viewBox keeps the aspect ratio)."""
+    metadata (whose RDF names are URLs) or indentation, path coordinates to 0.01 pt, every id prefixed with
+    ``prefix`` (several figures share one page's id space), and no fixed width or height, so CSS scales it (the
+    viewBox keeps the aspect ratio)."""
     svg = _XML_HEAD.sub("", svg).strip()
     # path coordinates to 0.01 pt (matplotlib writes 6 decimals): a third of the size, no visible change
     svg = _PATH_DATA.sub(lambda m: ' d="' + " ".join(_LONG_DECIMAL.sub(r"\1", m.group(1)).split()) + '"', svg)
@@ -122,10 +123,9 @@ def path_breaks(text: str):
 
 def render_page(doc: dict) -> str:
     """The HTML page of a report document (:mod:`calibcli.commands.report`)."""
-    from calibcli.report import fmt_interval, fmt_number
-
     from markupsafe import Markup
 
+    from calibcli.report import fmt_interval, fmt_number
     from calibcli.safe_text import html_text
 
     jinja2 = require_jinja2()

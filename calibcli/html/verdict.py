@@ -8,6 +8,7 @@ for predictors with few distinct outputs (the ``tcal`` command's rule).
 """
 
 from __future__ import annotations
+
 from calibcli.report import entry_sections, fmt_number
 
 #: Words for the size of SmoothECE: the first bound it falls below. The page states this rule.
@@ -72,7 +73,7 @@ def verdict(entry: dict, *, alpha: float) -> dict:
     p = result["p_value"]
     sentences = [
         f"How much: SmoothECE {_with_interval(smece, level)} and l1-ECE {_with_interval(ece, level)}"
-        + (f"; the predicted probabilities are off by about {100 * smece['estimate']:.1f} percentage points on average."
+        + (f"; the predicted probabilities are off by about {100 * smece['estimate']:.1f} percentage points on " "average."
            if smece["estimate"] is not None else "."),
         (f"Is it real: {test_name} rejects perfect calibration (p-value {_num(p)} <= alpha {alpha:g})." if reject else
          f"Is it real: {test_name} does not reject perfect calibration (p-value {_num(p)} > alpha {alpha:g})."),

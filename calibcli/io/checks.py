@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibcli.errors import CalibcliError, shown, shown_names
+from calibcli.errors import CalibcliError, shown
 from calibcli.validation import ROW_SUM_TOLERANCE
 
 #: Why a row is invalid, in the order the checks run (a row counts under the first that fails) and
@@ -56,7 +56,7 @@ def check_rows(conv, plan, where: str, first_row: int, *, whole_file: bool, text
                 extra = f" (found {'empty' if empty else _show(conv.raw_labels[row])}; classes: {list(plan.class_names)})"
             scope = "" if whole_file else f" in rows {first_row + 1}-{first_row + len(keep)}"
             raise CalibcliError(
-                f"{where}: row {first_row + row + 1}, column {shown(col, quote=False)}: {describe(row)}{extra}; {int(mask.sum())} such row(s)"
+                f"{where}: row {first_row + row + 1}, column {shown(col, quote=False)}: {describe(row)}{extra}; " f"{int(mask.sum())} such row(s)"
                 f"{scope}: fix the file or pass {{opt:drop_invalid}} to drop them"
             )
         dropped[reason] = dropped.get(reason, 0) + int(mask.sum())
@@ -147,8 +147,9 @@ def _invalid_rows(
             (
                 "invalid sample weight",
                 bad_w,
-                lambda r: f"weight in column {shown(weight_col)} is {'empty' if weight_empty is not None and weight_empty[r] else _fmt(weights[r])}, "
-                f"expected a finite number >= 0",
+                lambda r: f"weight in column {shown(weight_col)} is "
+                f"{'empty' if weight_empty is not None and weight_empty[r] else _fmt(weights[r])}, "
+                "expected a finite number >= 0",
             )
         )
     return checks

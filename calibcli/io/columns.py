@@ -43,7 +43,7 @@ def natural_suffix_order(names: list[str]) -> list[str]:
     """Columns ordered by their numeric suffix when every suffix is an integer (p_2 before p_10)."""
     suffixes = [_suffix(n) for n in names]
     if all(re.fullmatch(r"-?\d+", s) for s in suffixes):
-        return [n for _, n in sorted(zip((int(s) for s in suffixes), names))]
+        return [n for _, n in sorted(zip((int(s) for s in suffixes), names, strict=True))]
     return names
 
 
@@ -125,7 +125,7 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
             if any(ch in item for ch in "*?["):
                 matched = [n for n in names if fnmatch.fnmatchcase(n, item) and n not in (label, weight)]
                 if not matched:
-                    raise CalibcliError(f"{where}: {{opt:prob_cols}} pattern {shown(item)} matches no column; the file has columns {shown_names(names)}")
+                    raise CalibcliError(f"{where}: {{opt:prob_cols}} pattern {shown(item)} matches no column; the file has columns " f"{shown_names(names)}")
                 cols.extend(natural_suffix_order(matched))
             else:
                 cols.append(need(item, "{opt:prob_cols}"))
@@ -155,7 +155,7 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
     candidates = []
     if singles:
         candidates.append(("single", [singles[0]]))
-    for prefix, cols in groups.items():
+    for cols in groups.values():
         candidates.append(("multi", natural_suffix_order(cols)))
     for v in vectors:
         candidates.append(("vector", [v]))
@@ -287,7 +287,7 @@ def convert_batch(table, plan: ReadPlan, where: str, first_row: int, partition: 
                 continue
             if not (pa.types.is_floating(col.type) or pa.types.is_integer(col.type) or pa.types.is_null(col.type)):
                 raise CalibcliError(
-                    f"{where}: probability column {shown(c)} holds {_type_words(col.type)}: expected numbers; check the column or pass {{opt:prob_col}}/{{opt:prob_cols}}"
+                    f"{where}: probability column {shown(c)} holds {_type_words(col.type)}: expected numbers; " f"check the column or pass {{opt:prob_col}}/{{opt:prob_cols}}"
                 )
             cols.append(_floats(col))
         probs = cols[0] if len(cols) == 1 else np.column_stack(cols)
@@ -302,8 +302,8 @@ def convert_batch(table, plan: ReadPlan, where: str, first_row: int, partition: 
     label_col = table.column(res.label_column)
     if _is_list_type(label_col.type) or pa.types.is_struct(label_col.type) or pa.types.is_map(label_col.type):
         raise CalibcliError(
-            f"{where}: label column {shown(res.label_column)} holds {_type_words(label_col.type)}: expected one label per "
-            f"row (an integer, a boolean or a class name); check the column or pass {{opt:label_col}}"
+            f"{where}: label column {shown(res.label_column)} holds {_type_words(label_col.type)}: expected one "
+            f"label per row (an integer, a boolean or a class name); check the column or pass {{opt:label_col}}"
         )
     if _is_text(label_col.type):
         label_col = _typed_text(label_col)
@@ -326,7 +326,7 @@ def convert_batch(table, plan: ReadPlan, where: str, first_row: int, partition: 
         groups = tuple(
             _constant(partition[g], kind, n) if g in plan.partition_keys
             else (segment_values if plan.segment_columns else group_values)(table.column(g), kind, g, where, first_row)
-            for g, kind in zip(plan.group_by, plan.group_kinds)
+            for g, kind in zip(plan.group_by, plan.group_kinds, strict=True)
         )
     return Converted(probs, labels, weights, raw_labels, raw_logits, prob_empty, not_numbers,
                      null_mask(table.column(res.label_column)), weight_empty, groups)
@@ -521,7 +521,7 @@ def vector_column(table, name: str, where: str, *, first_row: int = 0, length: i
     if (empty := null_mask(col)) is not None:
         row = int(np.flatnonzero(empty)[0])
         raise CalibcliError(
-            f"{where}: column {shown(name)} is empty at row {first_row + row + 1}: expected a probability vector on every row"
+            f"{where}: column {shown(name)} is empty at row {first_row + row + 1}: expected a probability vector " "on every row"
         )
     if len(col) == 0:
         return np.empty((0, 2 if length is None else length))
@@ -530,8 +530,8 @@ def vector_column(table, name: str, where: str, *, first_row: int = 0, length: i
     if np.any(lengths != expected):
         row = int(np.flatnonzero(lengths != expected)[0])
         raise CalibcliError(
-            f"{where}: column {shown(name)} holds vectors of length {expected} and {lengths[row]} (row {first_row + row + 1}): "
-            f"expected one probability per class on every row"
+            f"{where}: column {shown(name)} holds vectors of length {expected} and {lengths[row]} (row "
+            f"{first_row + row + 1}): expected one probability per class on every row"
         )
     return _floats(pc.list_flatten(col).cast(pa.float64())).reshape(len(col), expected)
 
@@ -608,8 +608,8 @@ def _labels_to_index(raw: np.ndarray, class_names: tuple[str, ...] | None, n_cla
         # (a few text labels among numbers are bad rows, reported or dropped one by one)
         sample = sorted({t.lower() for t in distinct})[:5]
         raise CalibcliError(
-            f"{where}: labels in column {shown(label_col)} are text ({shown_names(sample)}) but the probabilities have no class "
-            f"names to match: expected integer labels 0..{n_classes - 1}, booleans, or p_<class> columns"
+            f"{where}: labels in column {shown(label_col)} are text ({shown_names(sample)}) but the probabilities "
+            f"have no class names to match: expected integer labels 0..{n_classes - 1}, booleans, or p_<class> columns"
         )
     out = np.full(len(raw), -1, dtype=np.int64)
     out[present] = mapped[inverse.reshape(-1)]
@@ -656,8 +656,9 @@ def group_values(col, kind: str, name: str, where: str, first_row: int) -> np.nd
     if typed is None:
         row = _first_failing_row(col, target)
         raise CalibcliError(
-            f"{where}: row {first_row + row + 1}, column {shown(name, quote=False)}: the group-by value is {shown(col[row].as_py())}, but the "
-            f"column holds {_KIND_NAMES[kind]} (as in the dataset's first file): make the column one type"
+            f"{where}: row {first_row + row + 1}, column {shown(name, quote=False)}: the group-by value is "
+            f"{shown(col[row].as_py())}, but the column holds {_KIND_NAMES[kind]} (as in the dataset's first file): "
+            "make the column one type"
         )
     return _bools(typed) if kind == "bool" else _numbers_to_numpy(typed)
 

@@ -13,7 +13,7 @@ pyarrow is imported inside the functions, so importing this module costs nothing
 from __future__ import annotations
 
 import os
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from calibcli.errors import CalibcliError, shown
 from calibcli.io.filesystems import first_line, open_input_stream, open_random_access
@@ -158,8 +158,9 @@ def check_json_depth(data: bytes | None = None, location: str | None = None, lim
         found = json_too_deep(chunk, limit)
         if found is not None:
             raise FileProblem(
-                f"a JSON document nests deeper than {limit} levels (line {line + found[0] - 1}, byte {offset + found[1]}): "
-                f"expected one flat record per line (a probability vector nests 2 levels); check the file"
+                f"a JSON document nests deeper than {limit} levels (line {line + found[0] - 1}, byte "
+                f"{offset + found[1]}): expected one flat record per line (a probability vector nests 2 levels); "
+                "check the file"
             )
 
     if data is not None:

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import fnmatch
 import glob
+import itertools
 import os
 import stat
 import sys
 import tempfile
 import weakref
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
 from urllib.parse import unquote
 
 import numpy as np
@@ -37,8 +38,8 @@ from calibcli.errors import CalibcliError, shown, shown_names
 from calibcli.io import formats
 from calibcli.io.checks import REASONS, check_rows
 from calibcli.io.columns import ColumnSpec, ReadPlan, convert_batch, group_kind, resolve_columns, vector_column
-from calibcli.outputs import named_descriptor
 from calibcli.io.filesystems import list_files, uri_scheme
+from calibcli.outputs import named_descriptor
 
 #: Rows per batch by default: 2^20 rows of K probabilities take 8K MiB.
 DEFAULT_BATCH_ROWS = 1 << 17  # 1 MiB of predictions: memory stays near its floor, throughput near the bare read
@@ -422,7 +423,7 @@ class Dataset:
             logits=spec.logits, first_file=first.path, batch_rows=batch_rows, drop_invalid=drop_invalid,
             group_by=group_by, group_kinds=kinds, partition_keys=partition_keys, segment_columns=segments,
         )
-        return Stream(self, plan, list(zip(self._sources, located, fmts, partitions)))
+        return Stream(self, plan, list(zip(self._sources, located, fmts, partitions, strict=True)))
 
     def file_formats(self, input_format: str | None = None) -> list[str]:
         """Each file's format: ``input_format``, else its extension, else (standard input, a pipe such as
@@ -432,7 +433,7 @@ class Dataset:
                       input_format=True)
         fmts = [formats.detect_format("-" if _by_content(s) else s.path, input_format) for s in self._sources]
         if input_format is None and any(_by_content(s) for s in self._sources):
-            fmts = [formats.sniff_format(loc) if _by_content(s) else f for s, loc, f in zip(self._sources, self.locations(), fmts)]
+            fmts = [formats.sniff_format(loc) if _by_content(s) else f for s, loc, f in zip(self._sources, self.locations(), fmts, strict=True)]
         return fmts
 
     def locations(self) -> list[str]:
@@ -459,7 +460,7 @@ class Dataset:
             return self.partition_kinds[column]
         if column not in names:
             keys = f" and the partition keys {list(self.partition_kinds)}" if self.partition_kinds else ""
-            raise CalibcliError(f"{first}: no column {shown(column)} (given by {option}); the file has columns {shown_names(names)}{keys}")
+            raise CalibcliError(f"{first}: no column {shown(column)} (given by {option}); the file has columns " f"{shown_names(names)}{keys}")
         return group_kind(types[column])
 
     def _group_partition(self, source: _Source, keys: tuple[str, ...], kinds: tuple[str, ...], group_by) -> dict:
@@ -478,7 +479,7 @@ class Dataset:
 
     def _vector_length(self, located: list[str], fmts: list[str], column: str) -> int | None:
         """Entries per row of the probability vectors, from the first row of the first file that has rows."""
-        for source, location, fmt in zip(self._sources, located, fmts):
+        for source, location, fmt in zip(self._sources, located, fmts, strict=True):
             tables = formats.iter_tables(location, fmt, [column], 1024)
             try:
                 first = next(_guarded_iter(source.path, fmt, tables, location=location), None)
@@ -502,7 +503,7 @@ def resolve_datasets(paths: list[str], *, pool: bool = False) -> list[Dataset]:
     if not pool:
         return datasets
     sources = sorted((s for d in datasets for s in d._sources), key=lambda s: s.path)
-    for a, b in zip(sources, sources[1:]):
+    for a, b in itertools.pairwise(sources):
         if a.path == b.path:
             raise CalibcliError(f"{a.path}: is named more than once in the pooled inputs: each file can be read once")
     return [Dataset(", ".join(paths), sources, "pool", formats_unknown=any(d.formats_unknown for d in datasets))]

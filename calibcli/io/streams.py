@@ -3,8 +3,8 @@ streams of validated batches (:class:`~calibcli.io.sources.Stream`), one per dat
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from calibcli.io.columns import ColumnSpec
 from calibcli.io.sources import DEFAULT_BATCH_ROWS, resolve_datasets

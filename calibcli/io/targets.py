@@ -12,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
-from typing import Iterable
+from collections.abc import Iterable
 
 from calibcli.errors import CalibcliError, shown
 from calibcli.io.filesystems import uri_scheme
@@ -55,7 +55,7 @@ def check_outside_inputs(inputs: Iterable[tuple[str, str]], outputs: Iterable[tu
     for path, option in outputs:
         if path == STDOUT or descriptor_of(path) is not None:
             continue
-        for what, arg in inputs:
+        for _what, arg in inputs:
             why = would_read(arg, path)
             if why is not None:
                 raise CalibcliError(f"{describe_output(path, option)} is {why}")
@@ -86,7 +86,7 @@ def would_read(arg: str, path: str) -> str | None:
                 if any(_hidden(part) for part in rel.split(os.sep)):
                     continue
                 if _known(os.path.basename(out)) or not _walk(arg):
-                    return f"inside the input directory {arg}: it would become one of its files (read by the next run): write it outside {arg}"
+                    return f"inside the input directory {arg}: it would become one of its files (read by the next run): " f"write it outside {arg}"
         return None
     if os.path.exists(arg) or not glob.has_magic(arg):
         return None

@@ -21,10 +21,10 @@ pyarrow is imported inside the functions, so importing this module costs nothing
 from __future__ import annotations
 
 import json
-from typing import Iterable
+from collections.abc import Iterable
 
-from calibcli.errors import CalibcliError
 from calibcli.documents import jsonable
+from calibcli.errors import CalibcliError
 from calibcli.io.formats import detect_format
 from calibcli.outputs import is_stream, open_output
 
