@@ -12,6 +12,7 @@ Users import these from :mod:`calibcli.metrics` (or the top level), which also c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -381,7 +382,7 @@ def smooth_ece(y_true, y_prob, *, sigma: float | None = None, sample_weight=None
                                  options=options)
     report = _one_batch(acc, prepared).result()
     name = options.metric
-    params = {"sigma": sigma, "n_boot": n_boot, "alpha": alpha, "seed": seed}
+    params: dict[str, Any] = {"sigma": sigma, "n_boot": n_boot, "alpha": alpha, "seed": seed}
     per_class, details = {}, {}
     if used == "marginal":
         params["class_weights"] = class_weights

@@ -413,43 +413,44 @@ class _Cells:
             self._parts.append((key, count, w, v))
             self._held += len(key)
             return
-        self._densify()
         self._bincount(key, count, w, v)
 
     def _bincount(self, key, count, w, v) -> None:
         size = self.size
+        dense_count, dense_value = self._dense()
         c = np.bincount(key, minlength=size) if count is None else np.bincount(key, weights=count, minlength=size)
         c = c.astype(np.int64) if c.dtype != np.int64 else c
         added = None if w is None else np.bincount(key, weights=w, minlength=size)
-        self.weight = _added_weights(self.weight, self.count, c, added)
-        self.count += c
-        self.value += np.bincount(key, weights=v, minlength=size)
+        self.weight = _added_weights(self.weight, dense_count, c, added)
+        dense_count += c  # in place: the arrays are self.count and self.value
+        dense_value += np.bincount(key, weights=v, minlength=size)
 
-    def _densify(self) -> None:
-        if self.count is not None:
-            return
-        self.count, self.value = np.zeros(self.size, dtype=np.int64), np.zeros(self.size)
-        parts, self._parts, self._held = self._parts, [], 0
-        for part in parts:
-            self._bincount(*part)
+    def _dense(self) -> tuple[np.ndarray, np.ndarray]:
+        """The dense ``count`` and ``value`` arrays, summed from the rows held so far on first use."""
+        if self.count is None or self.value is None:
+            self.count, self.value = np.zeros(self.size, dtype=np.int64), np.zeros(self.size)
+            parts, self._parts, self._held = self._parts, [], 0
+            for part in parts:
+                self._bincount(*part)
+        return self.count, self.value
 
     def merge(self, other: _Cells) -> None:
         if self.count is None and other.count is None and self._held + other._held <= self.size // 8:
             self._parts.extend(other._parts)
             self._held += other._held
             return
-        self._densify()
-        if other.count is None:
+        dense_count, dense_value = self._dense()
+        if other.count is None or other.value is None:
             for part in other._parts:
                 self._bincount(*part)
             return
-        self.weight = _added_weights(self.weight, self.count, other.count, other.weight)
-        self.count += other.count
-        self.value += other.value
+        self.weight = _added_weights(self.weight, dense_count, other.count, other.weight)
+        dense_count += other.count
+        dense_value += other.value
 
     def sparse(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
         """``(cells, count, weight or None, value)`` of the non-empty cells, in increasing cell order."""
-        if self.count is not None:
+        if self.count is not None and self.value is not None:
             cells = np.flatnonzero(self.count)
             return cells, self.count[cells], None if self.weight is None else self.weight[cells], self.value[cells]
         if not self._parts:

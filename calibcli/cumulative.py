@@ -642,6 +642,7 @@ def cell_sums(y_true, y_prob, cells, *, n_cells: int, segment_ids=None, n_segmen
         raise CalibcliError(f"cells has shape {cells.shape} and type {cells.dtype}: expected integers of shape {s.shape}")
     if len(cells) and (cells.min() < 0 or cells.max() >= n_cells):
         raise CalibcliError(f"cells has values in {cells.min()}..{cells.max()}: expected 0..{n_cells - 1}")
+    shape: tuple[int, ...]
     if segment_ids is None:
         key, shape = cells.astype(np.int64), (n_cells,)
     else:

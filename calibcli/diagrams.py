@@ -34,6 +34,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -63,6 +64,9 @@ from calibcli.errors import CalibcliError, OptionError
 from calibcli.safe_text import for_matplotlib
 from calibcli.validation import check_option, check_options
 
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn, not when this module is
+    from matplotlib.typing import LineStyleType, RcKeyType
+
 #: Kinds of diagram the ``diagram`` command draws.
 KINDS = ("binned", "smooth", "both")
 #: Output formats by file extension.
@@ -74,7 +78,7 @@ COLORS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#00
 #: Markers and line styles of overlaid curves, so that overlays stay apart in greyscale too (every
 #: curve of up to ten has its own marker).
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
-LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1.5, 1, 1.5, 1, 1.5)), (0, (7, 2)))
+LINESTYLES: tuple[LineStyleType, ...] = ("-", "--", ":", "-.", (0, (5, 1.5, 1, 1.5, 1, 1.5)), (0, (7, 2)))
 #: Size of one panel (inches): width of one kind, height including the histogram. One kind is one
 #: column of a two-column paper (3.25 in); ``both`` is the width of the page's text (6.5 in).
 PANEL_WIDTH = 3.25
@@ -92,7 +96,7 @@ HIST_SCALES = ("linear", "log")
 FONT_SIZE = 8.0
 MIN_COUNT = 10
 #: Matplotlib settings of every figure (fixed so that the picture depends only on the data).
-_RC = {
+_RC: dict[RcKeyType, Any] = {
     "svg.hashsalt": "calibcli",
     "svg.fonttype": "path",
     "pdf.fonttype": 42,
@@ -194,7 +198,7 @@ def _drawing_context(fs: FigureStyle):
     return stack
 
 
-def curve_look(i: int, colors: Sequence[str] = COLORS) -> tuple[str, str, object]:
+def curve_look(i: int, colors: Sequence[str] = COLORS) -> tuple[str, str, LineStyleType]:
     """Colour, marker and line style of the ``i``-th overlaid curve."""
     return colors[i % len(colors)], MARKERS[i % len(MARKERS)], LINESTYLES[i % len(LINESTYLES)]
 
@@ -444,10 +448,11 @@ def _density_width_line(ax, d: SmoothDiagramData, color: str, linestyle="-") -> 
 
     points = np.column_stack([d.t, d.yhat])
     widths = smooth_line_widths(d.density)
+    segments: list[np.ndarray]
     if linestyle == "-":
-        segments = np.stack([points[:-1], points[1:]], axis=1)
-        ok = np.isfinite(segments).all(axis=(1, 2))
-        segments, widths = list(segments[ok]), widths[ok]
+        pairs = np.stack([points[:-1], points[1:]], axis=1)
+        ok = np.isfinite(pairs).all(axis=(1, 2))
+        segments, widths = list(pairs[ok]), widths[ok]
     else:
         run = max(2, len(points) // 20)
         segments, run_widths = [], []

@@ -6,6 +6,7 @@ else outside the panel, and shrinks tick labels and titles that would overlap.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -32,14 +33,12 @@ def marker_areas(count: np.ndarray) -> np.ndarray:
 LEGEND_PLACES = ("upper left", "lower right", "lower left", "upper right", "center left", "center right")
 #: What each main panel's data covers, in display coordinates: a function of the axes returning an
 #: (m, 4) array of boxes (x0, y0, x1, y1). Filled by plot_binned / plot_smooth, read by place_legends.
-_INK = None  # a weakref.WeakKeyDictionary, made on first use
+_INK: weakref.WeakKeyDictionary | None = None  # made on first use
 
 
 def _ink_registry():
     global _INK
     if _INK is None:
-        import weakref
-
         _INK = weakref.WeakKeyDictionary()
     return _INK
 
@@ -194,7 +193,9 @@ def _fit_title(fig, renderer) -> bool:
     """Break the figure's title over two lines (after a comma near its middle, else a space) when it is
     wider than the figure; returns whether it was broken."""
     title = getattr(fig, "_suptitle", None)
-    text = "" if title is None else title.get_text()
+    if title is None:
+        return False
+    text = title.get_text()
     if "\n" in text or " " not in text or title.get_window_extent(renderer).width <= fig.bbox.width * 0.98:
         return False
     middle = len(text) / 2

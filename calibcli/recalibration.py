@@ -159,7 +159,7 @@ def _certificate(cal, alpha: float) -> dict | None:
     cals = cal.calibrators if isinstance(cal, MulticlassCalibrator) else (cal,)
     if not all(isinstance(c, HistogramCalibrator) for c in cals):
         return None
-    certs = [c.certificate(delta=alpha) for c in cals]
+    certs = [c.certificate(delta=alpha) for c in cals if isinstance(c, HistogramCalibrator)]  # (all of them)
     return {
         "theorem": "seed 002 Thm 12.6: E[ECE] <= sqrt(B/(2n)); ECE <= sqrt(B/n)/sqrt(2 delta) w.p. 1 - delta",
         "delta": alpha,
@@ -263,6 +263,7 @@ def evaluation(
             split_rows = None
             split = {"kind": "files", "fit_path": fit_described["path"], "n_fit": fit_acc.n_rows}
         else:
+            assert holdout is not None  # (no --fit file: checked above)
             if held is None:  # the counting pass, then the fit part's (HoldoutSplit asks for a second pass)
                 entries, _ = runner.run(test_stream, lambda: holdout_split(holdout, seed=seed, max_rows=max_rows))
                 held = entries[0][1]

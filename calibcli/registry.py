@@ -141,5 +141,6 @@ def worse(name: str, a: float, b: float) -> bool:
     better = REGISTRY[name].better if name in REGISTRY else "lower"
     if better == "target":  # farther from the calibrated value (a slope of 1, an intercept of 0)
         target = REGISTRY[name].target
+        assert target is not None, f"{name} is judged by its distance to a target but declares none"
         return abs(a - target) > abs(b - target)
     return a < b if better == "higher" else a > b

@@ -100,7 +100,7 @@ def render_markdown(doc: dict, *, summary: bool | None = None, metrics: list[str
     elif (view := VIEWS.get(doc["command"], View())).markdown_tables:  # the command's own tables (the audit's)
         for entry in doc["files"]:
             lines += [_md(line) for line in (view.entry_lines(doc, entry) if view.entry_lines else [])]
-            for t in view.tables(doc, entry):
+            for t in view.tables(doc, entry) if view.tables else []:
                 lines += ["", f"*{_md(t.title)}*", ""] if t.title else [""]
                 lines.append("| " + " | ".join(_md(name) for name, _ in t.columns) + " |")
                 lines.append("|" + "".join("---|" if just == "left" else "---:|" for _, just in t.columns))
@@ -108,10 +108,10 @@ def render_markdown(doc: dict, *, summary: bool | None = None, metrics: list[str
             lines.append("")
     else:
         lines += [f"| file | group | problem | metric | estimate | {level} CI | bound |", "|---|---|---|---|---:|---:|---:|"]
-        for row in long_rows(doc):
-            lines.append(f"| {_md(row['file'])} | {_md(row['group'])} | {_md(row['problem'])} | `{row['metric']}` | "
-                         f"{fmt_number(row['estimate'])} | {fmt_interval(row['ci_low'], row['ci_high'])} | "
-                         f"{fmt_number(row['bound']) if row['bound'] is not None else ''} |")
+        for r in long_rows(doc):
+            lines.append(f"| {_md(r['file'])} | {_md(r['group'])} | {_md(r['problem'])} | `{r['metric']}` | "
+                         f"{fmt_number(r['estimate'])} | {fmt_interval(r['ci_low'], r['ci_high'])} | "
+                         f"{fmt_number(r['bound']) if r['bound'] is not None else ''} |")
     if "gate" in doc:
         g = doc["gate"]
         lines += ["", f"Gate: **{'passed' if g['passed'] else 'failed'}**"] + [f"- {_md(f)}" for f in g.get("failures", [])]
@@ -211,6 +211,7 @@ def summary_table(doc: dict, *, metrics: list[str] | None = None, sort: str | No
             if est is None:
                 return (1, 0.0)
             if better == "target":  # closest to the calibrated value first
+                assert info is not None and info.target is not None, f"{sort} declares no target"
                 return (0, abs(est - info.target))
             return (0, -est if better == "higher" else est)
 
@@ -346,7 +347,7 @@ def print_metric_table(doc: dict, console, view: View) -> None:
     for col, just, wrap in (("file", "left", False), (view.problem_label, "left", False), ("metric", "left", False),
                             ("estimate", "right", False), (f"{level} CI".strip(), "right", False),
                             ("bound / note", "left", True)):
-        table.add_column(col, justify=just, no_wrap=not wrap, overflow="fold")
+        table.add_column(col, justify="left" if just == "left" else "right", no_wrap=not wrap, overflow="fold")
     for entry in doc["files"]:
         group = group_text(entry)
         label = for_rich(short[entry["input"]["path"]] + (f" [{group}]" if group else ""))
@@ -390,9 +391,9 @@ def render_table(doc: dict, console, *, summary: bool | None = None, metrics: li
     for line in view.tail(doc) if view.tail else []:
         console.print(for_rich(line), soft_wrap=True)
     if "groups" in doc and view.group_line:
-        line = view.group_line(doc)
-        if line:
-            console.print(for_rich(line), soft_wrap=True)
+        group_line = view.group_line(doc)
+        if group_line:
+            console.print(for_rich(group_line), soft_wrap=True)
     if "gate" in doc:
         g = doc["gate"]
         name = f"on {g['metric']}" if g.get("metric") else "--fail-on-reject"
@@ -407,7 +408,7 @@ def _print_detail_table(console, t: DetailTable) -> None:
 
     table = Table(title=for_rich(t.title) if t.title else t.title, title_justify="left")
     for name, just in t.columns:
-        table.add_column(for_rich(name), justify=just, overflow="fold")
+        table.add_column(for_rich(name), justify="left" if just == "left" else "right", overflow="fold")
     for row in t.rows:
         table.add_row(*[for_rich(c) for c in row])
     console.print(table)

@@ -90,11 +90,11 @@ def emit(doc: dict, *, as_json: bool = False, output: str | None = None, fmt: st
 
     if stdout_claimed():  # a file went to stdout ('-o -'): it carries nothing else
         return
-    options = {"summary": layout.summary, "metrics": list(layout.metrics) if layout.metrics else None, "sort": layout.sort}
+    metrics = list(layout.metrics) if layout.metrics else None
     if as_json or layout.fmt == "json":
         sys.stdout.write(text + "\n")
     elif layout.fmt == "markdown":
-        sys.stdout.write(rd.render_markdown(doc, **options))
+        sys.stdout.write(rd.render_markdown(doc, summary=layout.summary, metrics=metrics, sort=layout.sort))
     elif layout.fmt == "csv":
         sys.stdout.write(rd.render_csv(doc))
     else:
@@ -102,7 +102,7 @@ def emit(doc: dict, *, as_json: bool = False, output: str | None = None, fmt: st
         if render is not None:
             render(doc, console)
         else:
-            rd.render_table(doc, console, **options)
+            rd.render_table(doc, console, summary=layout.summary, metrics=metrics, sort=layout.sort)
         return
     sys.stdout.flush()
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
@@ -195,7 +196,7 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         for attr in ("n_features_in_", "feature_names_in_"):
             if hasattr(first, attr):
                 setattr(self, attr, getattr(first, attr))
-        self._fitted = {"n": len(y), "weighted": w is not None, "options": options, "columns": None}
+        self._fitted: dict[str, Any] = {"n": len(y), "weighted": w is not None, "options": options, "columns": None}
         return self
 
     def _fit_prefit(self, X, y, w, options):
@@ -276,10 +277,11 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         """Recalibrated class probabilities, ``(n, n_classes)``, rows summing to 1 (averaged over the pairs of an
         ensemble)."""
         check_is_fitted(self)
-        out = None
+        out: np.ndarray | None = None
         for est, cal in self.calibrated_classifiers_:
             P = _apply(cal, _probabilities(est, X, self.classes_))
             out = P if out is None else out + P
+        assert out is not None  # (a fitted Recalibrator holds at least one pair)
         return out / len(self.calibrated_classifiers_)
 
     def predict(self, X):
@@ -313,11 +315,12 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         if isinstance(cal, VennAbersCalibrator):
             return cal.predict_interval(P[:, 1])
         assert isinstance(cal, MulticlassCalibrator)
+        maps = [c for c in cal.calibrators if isinstance(c, VennAbersCalibrator)]  # (all of them: the method's)
         if cal.mode == "binary":
-            return cal.calibrators[0].predict_interval(P[:, 1])
+            return maps[0].predict_interval(P[:, 1])
         if cal.mode == "top-label":
-            return cal.calibrators[0].predict_interval(P.max(axis=1))
-        bounds = [c.predict_interval(P[:, k]) for k, c in enumerate(cal.calibrators)]
+            return maps[0].predict_interval(P.max(axis=1))
+        bounds = [c.predict_interval(P[:, k]) for k, c in enumerate(maps)]
         return np.column_stack([b[0] for b in bounds]), np.column_stack([b[1] for b in bounds])
 
     # -- the calibrator document -------------------------------------------------------------

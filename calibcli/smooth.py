@@ -258,6 +258,7 @@ def finish(
 
     replicates = ci_low = ci_high = ci_method = curves = None
     if n_boot > 0:
+        boot: _RowBootstrap | _CellBootstrap
         if rows is not None:
             bandwidth = s if not fixed else s / 1.2
             boot_cells = _grid_level(bandwidth, BOOT_CELLS_PER_SIGMA) if bandwidth > 0 else n_cells
@@ -268,14 +269,14 @@ def finish(
             bandwidth = s if not fixed else s / 2.0
             boot_cells = _grid_level(bandwidth, BOOT_CELLS_PER_SIGMA) if bandwidth > 0 else n_cells
             boot = _CellBootstrap(sums.coarsen(min(boot_cells, sums.n_cells)), want_curve=want_curve, seed=seed)
-        t = np.linspace(0.0, 1.0, int(curve_points)) if want_curve else None
+        t = np.linspace(0.0, 1.0, int(curve_points)) if curve_points is not None else None
         replicates, curves = _bootstrap_values(boot, sigma=None if fixed else s, sigma_full=s, n_boot=n_boot,
                                                curve_t=t, progress=progress)
         ci_low, ci_high = (float(v) for v in _percentiles(replicates, alpha))
         ci_method = boot.method.format(n_boot=n_boot)
 
     curve = None
-    if want_curve:
+    if curve_points is not None:  # (want_curve)
         t = np.linspace(0.0, 1.0, int(curve_points))
         yhat, density = _curve_on(data, s, n_cells, t)
         band_low = band_high = None
@@ -354,6 +355,7 @@ def _one_batch(y_true, y_prob, sample_weight, **options) -> SmoothECEResult:
         result = finish(CellSums.of_rows(z, y, w, grid), rows, n=n, **options)
         if not result.needs_finer_grid:
             return result
+        assert result.finer_grid is not None, "a result that needs a finer grid names it"
         grid = result.finer_grid
 
 
@@ -416,5 +418,7 @@ def smooth_curve(
     resamples. The same ``rng`` seed gives the same interval as :func:`smooth_ece`.
     """
     check_option(int(n_points) == n_points and n_points >= 2, f"n_points is {n_points!r}: expected an integer >= 2")
-    return _one_batch(y_true, y_prob, sample_weight, sigma=sigma, n_boot=n_boot, alpha=alpha,
-                      seed=seed_of(rng), curve_points=int(n_points), progress=progress).curve
+    curve = _one_batch(y_true, y_prob, sample_weight, sigma=sigma, n_boot=n_boot, alpha=alpha,
+                       seed=seed_of(rng), curve_points=int(n_points), progress=progress).curve
+    assert curve is not None, "curve_points asks for the curve"
+    return curve

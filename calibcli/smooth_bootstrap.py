@@ -371,9 +371,12 @@ def _fixed_points(residual: np.ndarray, lo: np.ndarray, guess: np.ndarray, n_cel
     finer = np.minimum(needed, 8 * n_cells)
     for grid in np.unique(finer[needed > n_cells]):
         pick = np.flatnonzero((needed > n_cells) & (finer == grid))
+
+        def refine_picked(local: np.ndarray, cells_: int, pick: np.ndarray = pick) -> np.ndarray:
+            return refine(pick[local], cells_)
+
         s[pick], value[pick], cells[pick] = _fixed_points(
-            refine(pick, int(grid)), lo[pick], s[pick], int(grid), max_cells,
-            lambda local, cells_, pick=pick: refine(pick[local], cells_))
+            refine(pick, int(grid)), lo[pick], s[pick], int(grid), max_cells, refine_picked)
     return s, value, cells
 
 
@@ -424,9 +427,13 @@ def bootstrap_values(boot, *, sigma, sigma_full, n_boot, curve_t=None, progress=
             s[flat] = value[flat] = 0.5 * (lo[flat] + 1.0)
             solve = np.flatnonzero(~(trivial | flat))
             if len(solve):
+
+                def refine_solved(local: np.ndarray, grid: int, block=block, rows: np.ndarray = ok[solve]) -> np.ndarray:
+                    return block.at(grid, rows[local], 1)[0]
+
                 s[solve], value[solve], cells[solve] = _fixed_points(
                     residual[solve], lo[solve], np.full(len(solve), float(sigma_full)), block.n_cells, max_cells,
-                    lambda local, grid, block=block, ok=ok, solve=solve: block.at(grid, ok[solve[local]], 1)[0])
+                    refine_solved)
         else:
             s = np.full(len(ok), float(sigma))
             value = abs_integral_rows(smoothed_rows(spectra(residual), s))

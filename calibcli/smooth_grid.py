@@ -236,7 +236,7 @@ class CellSums:
             return parts[0]
         key = np.concatenate([p.key for p in parts])
         count = np.concatenate([p.count for p in parts])
-        columns = []
+        columns: list[np.ndarray | None] = []
         for name in _FIELDS:
             if name in ("w", "ww") and not any(p.weighted for p in parts):
                 columns.append(None)
@@ -367,7 +367,8 @@ class DenseSums:
         self.rows = 0
         self.count = np.zeros(size, dtype=np.int64)
         self.wf, self.wf2, self.wf3 = np.zeros(size), np.zeros(size), np.zeros(size)
-        self.w = self.ww = None
+        self.w: np.ndarray | None = None
+        self.ww: np.ndarray | None = None
 
     def add_rows(self, z: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> None:
         """Add rows, CHUNK_ROWS at a time (bounded temporaries; the same sums however a batch is cut)."""
@@ -387,7 +388,7 @@ class DenseSums:
             self.w, self.ww = self.count.astype(np.float64), self.count.astype(np.float64)
         counts = np.bincount(key, minlength=size)
         self.count += counts
-        if self.w is not None:
+        if self.w is not None and self.ww is not None:  # (both or neither)
             ww = np.ones(len(z)) if w is None else w
             self.w += np.bincount(key, weights=ww, minlength=size)
             self.ww += np.bincount(key, weights=ww * ww, minlength=size)

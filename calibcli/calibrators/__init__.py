@@ -27,6 +27,7 @@ or malformed field. Floats survive JSON exactly, so ``predict`` after a round tr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -60,7 +61,7 @@ METHODS = ("platt", "temperature", "histogram", "isotonic", "scaling-binning", "
 #: Methods whose output takes finitely many values (a binomial test per value suits them, SPEC 4.4).
 DISCRETE_METHODS = ("histogram", "scaling-binning")
 
-_FITTERS = {
+_FITTERS: dict[str, Callable[..., Any]] = {
     "platt": fit_platt,
     "temperature": fit_temperature,
     "histogram": fit_histogram,
@@ -86,7 +87,7 @@ METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
 #: Methods that accept sample weights.
 WEIGHTED_METHODS = ("platt", "temperature", "histogram", "isotonic", "polynomial", "beta")
 
-_CLASSES = {
+_CLASSES: dict[str, type[BinaryCalibrator]] = {
     "platt": PlattCalibrator,
     "histogram": HistogramCalibrator,
     "isotonic": IsotonicCalibrator,

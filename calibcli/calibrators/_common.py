@@ -145,6 +145,12 @@ class BinaryCalibrator(ABC):
             "info": _jsonable(dict(self.info)),
         }
 
+    @classmethod
+    @abstractmethod
+    def from_fields(cls, params: Fields, options: Fields, info: dict) -> BinaryCalibrator:
+        """The calibrator a saved document's ``params``, ``options`` and ``info`` describe (each method reads
+        and checks its own fields)."""
+
 
 def _jsonable(value):
     """Convert NumPy scalars and arrays inside ``value`` to plain Python numbers and lists."""

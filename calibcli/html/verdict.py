@@ -52,7 +52,9 @@ def _with_interval(m: dict, level: str) -> str:
 def verdict(entry: dict, *, alpha: float) -> dict:
     """The verdict of one report entry: a headline, a few sentences, and the numbers they quote."""
     level = f"{100 * (1 - alpha):g}%"
-    _, ece = headline_metric(entry["ece"], "ece_l1_plugin")
+    ece_found = headline_metric(entry["ece"], "ece_l1_plugin")
+    assert ece_found is not None, "every ece entry reports ece_l1_plugin"
+    _, ece = ece_found
     smece_found = headline_metric(entry["smece"], "smece")
     smece = smece_found[1] if smece_found else {"estimate": None}
     test = entry["tcal"]

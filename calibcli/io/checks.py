@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from calibcli.errors import CalibcliError, shown
@@ -95,13 +97,20 @@ def _invalid_rows(
     the file has it, not as its softmax. ``empty`` maps probability columns to their empty cells,
     ``not_numbers`` text columns to their cells that are not numbers (``text_of(col, row)`` gives the text).
     """
-    checks = []
+    checks: list[tuple[str, np.ndarray, Callable[[int], str]]] = []
     many = probs.ndim == 2
     prob_desc = "class probabilities are" if many else "probability is"
+
+    def empty_cell(c: str) -> Callable[[int], str]:
+        return lambda r: f"the cell in column {shown(c)} is empty" if many else "probability is empty"
+
+    def not_a_number(c: str) -> Callable[[int], str]:
+        return lambda r: f"column {shown(c)} holds {shown(text_of(c, r))}, not a number"
+
     for col, mask in (empty or {}).items():
-        checks.append(("empty probability cell", mask, lambda r, c=col: f"the cell in column {shown(c)} is empty" if many else "probability is empty"))
+        checks.append(("empty probability cell", mask, empty_cell(col)))
     for col, mask in (not_numbers or {}).items():
-        checks.append(("probability not a number", mask, lambda r, c=col: f"column {shown(c)} holds {shown(text_of(c, r))}, not a number"))
+        checks.append(("probability not a number", mask, not_a_number(col)))
     source = probs if logits is None else logits
     finite = np.isfinite(source) if source.ndim == 1 else np.isfinite(source).all(axis=1)
     source_desc = prob_desc if logits is None else ("logits are" if many else "logit is")

@@ -324,7 +324,7 @@ def convert_batch(table, plan: ReadPlan, where: str, first_row: int, partition: 
     if plan.group_by:
         n = table.num_rows
         groups = tuple(
-            _constant(partition[g], kind, n) if g in plan.partition_keys
+            _constant((partition or {})[g], kind, n) if g in plan.partition_keys
             else (segment_values if plan.segment_columns else group_values)(table.column(g), kind, g, where, first_row)
             for g, kind in zip(plan.group_by, plan.group_kinds, strict=True)
         )
@@ -343,7 +343,7 @@ def column_to_numpy(table, name: str) -> np.ndarray:
 
 
 #: NumPy dtypes of Arrow's fixed-width number types, by the type's name.
-_NUMBER_DTYPES = {"double": np.float64, "float": np.float32, "halffloat": np.float16,
+_NUMBER_DTYPES: dict[str, np.dtype] = {"double": np.dtype(np.float64), "float": np.dtype(np.float32), "halffloat": np.dtype(np.float16),
                   **{f"{sign}int{bits}": np.dtype(f"{sign}int{bits}") for sign in ("", "u") for bits in (8, 16, 32, 64)}}
 
 

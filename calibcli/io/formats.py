@@ -13,7 +13,7 @@ pyarrow is imported inside the functions, so importing this module costs nothing
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 
 from calibcli.errors import CalibcliError, shown
 from calibcli.io.filesystems import first_line, open_input_stream, open_random_access
@@ -167,6 +167,7 @@ def check_json_depth(data: bytes | None = None, location: str | None = None, lim
         if json_depth_bound(data, 0)[0] > limit:
             deep(data, 1, 0)
         return
+    assert location is not None, "check_json_depth reads data or the file at location"
     source = open_input_stream(location, gzip=is_gzip(location))
     with pa.input_stream(source) if isinstance(source, str) else source as stream:
         depth, line, offset, previous = 0, 1, 0, b""
@@ -370,7 +371,7 @@ def _check_columns(schema, columns: list[str]) -> None:
 
 
 def iter_tables(location: str, fmt: str, columns: list[str], batch_rows: int,
-                row_groups: tuple[int, ...] | None = None) -> Iterator:
+                row_groups: tuple[int, ...] | None = None) -> Generator:
     """The rows of ``columns`` as pyarrow tables of exactly ``batch_rows`` rows (the last one fewer).
 
     ``row_groups`` restricts a Parquet file to those row groups. Columns of the text formats come as
@@ -427,7 +428,7 @@ def _record_batches(location: str, fmt: str, columns: list[str], batch_rows: int
     yield from table.select(columns).to_batches(max_chunksize=batch_rows)
 
 
-def _rechunk(batches: Iterable, batch_rows: int) -> Iterator:
+def _rechunk(batches: Iterable, batch_rows: int) -> Generator:
     """Record batches regrouped into tables of exactly ``batch_rows`` rows (the last one fewer), without
     copying: a table may hold several record batches, and a record batch may be sliced across tables."""
     import pyarrow as pa

@@ -80,7 +80,7 @@ def read_dataset(dataset: Dataset, spec: ColumnSpec = ColumnSpec(), *, input_for
     batches = list(stream.batches())
     info = stream.describe()
 
-    def joined(arrays: list[np.ndarray]) -> np.ndarray:
+    def joined(arrays: list) -> np.ndarray:  # (the weights are arrays when the stream has a weight column)
         return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
     return LoadedInput(

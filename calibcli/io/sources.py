@@ -30,6 +30,7 @@ import tempfile
 import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import unquote
 
 import numpy as np
@@ -160,7 +161,7 @@ def _read_fragment(frag: Fragment, counts: RowCounts) -> Iterator[Batch]:
         del table, conv, keep, probs, labels, weights, rows, groups
 
 
-def _with_last(items: Iterable) -> Iterator[tuple[object, bool]]:
+def _with_last(items: Iterable) -> Iterator[tuple[Any, bool]]:
     """Each item with whether it is the last (one item of look-ahead)."""
     it = iter(items)
     end = object()
@@ -415,6 +416,7 @@ class Dataset:
             if vector_length < 2:
                 raise CalibcliError(f"{first.path}: expected at least 2 classes, found {vector_length}")
         elif not resolved.vector_column and len(resolved.prob_columns) > 1:
+            assert resolved.class_names is not None, "probability columns name their classes"
             class_names = resolved.class_names
         else:
             class_names = ("0", "1")
@@ -468,13 +470,14 @@ class Dataset:
         raw = dict(source.partition)
         values = {}
         for key in keys:
-            if raw.get(key) is None:
+            value = raw.get(key)
+            if value is None:
                 found = "is empty (" + _HIVE_NULL + ")" if key in raw else "is missing"
                 raise CalibcliError(
                     f"{source.path}: the partition key {shown(key)} {found} in the file's path: expected a {key}=value "
                     f"directory above every file to group by it"
                 )
-            values[key] = _typed(raw[key], kinds[group_by.index(key)])
+            values[key] = _typed(value, kinds[group_by.index(key)])
         return values
 
     def _vector_length(self, located: list[str], fmts: list[str], column: str) -> int | None:
@@ -616,7 +619,7 @@ def _hidden(name: str) -> bool:
 
 def _walk(directory: str) -> list[str]:
     """Relative paths of the files of known formats below ``directory``, sorted."""
-    found = []
+    found: list[str] = []
     for root, dirs, files in os.walk(directory):
         dirs[:] = [d for d in dirs if not _hidden(d)]
         rel_root = os.path.relpath(root, directory)
@@ -654,7 +657,7 @@ def _hive(rel: str, sep: str = os.sep) -> tuple[tuple[str, str | None], ...]:
 
 def _resolve_glob(pattern: str) -> Dataset:
     base = _glob_base(pattern, os.sep)
-    paths = set()
+    paths: set[str] = set()
     for match in glob.glob(pattern, recursive=True):
         if os.path.isdir(match):
             paths.update(os.path.join(match, rel) for rel in _walk(match))
