@@ -417,7 +417,7 @@ class _Cells:
 
     def _bincount(self, key, count, w, v) -> None:
         size = self.size
-        dense_count, dense_value = self._dense()
+        dense_count, dense_value = self._densify()
         c = np.bincount(key, minlength=size) if count is None else np.bincount(key, weights=count, minlength=size)
         c = c.astype(np.int64) if c.dtype != np.int64 else c
         added = None if w is None else np.bincount(key, weights=w, minlength=size)
@@ -425,7 +425,7 @@ class _Cells:
         dense_count += c  # in place: the arrays are self.count and self.value
         dense_value += np.bincount(key, weights=v, minlength=size)
 
-    def _dense(self) -> tuple[np.ndarray, np.ndarray]:
+    def _densify(self) -> tuple[np.ndarray, np.ndarray]:
         """The dense ``count`` and ``value`` arrays, summed from the rows held so far on first use."""
         if self.count is None or self.value is None:
             self.count, self.value = np.zeros(self.size, dtype=np.int64), np.zeros(self.size)
@@ -439,7 +439,7 @@ class _Cells:
             self._parts.extend(other._parts)
             self._held += other._held
             return
-        dense_count, dense_value = self._dense()
+        dense_count, dense_value = self._densify()
         if other.count is None or other.value is None:
             for part in other._parts:
                 self._bincount(*part)
