@@ -7,10 +7,9 @@ import math
 import numpy as np
 import pytest
 
-import calibcli.tcal as tcal_module
+import calibcli.tcal.scalar as scalar_module
 from calibcli.errors import CalibcliError
 from calibcli.tcal import (
-    _GroupVectorEngine,
     binomial_test,
     binomial_test_from_counts,
     chebyshev_constant,
@@ -24,6 +23,7 @@ from calibcli.tcal import (
     tcal_statistic,
     tcal_test,
 )
+from calibcli.tcal.vector import GroupVectorEngine
 
 
 def calibrated(n, seed, skew=False):
@@ -63,7 +63,7 @@ def test_statistic_two_columns_equal_binary_and_engines_agree():
     assert tcal_statistic(y, np.stack([1 - z, z], axis=1), n_bins=8) == pytest.approx(t, abs=1e-15)
     # the vector engine with K = 2 and scale 1/2 (used by the consistency null) gives the same number
     groups = [np.unique(np.minimum(np.floor(z * 8), 7), return_inverse=True)[1].reshape(-1)]
-    engine = _GroupVectorEngine(np.stack([1 - z, z], axis=1), y, None, groups, scale=0.5)
+    engine = GroupVectorEngine(np.stack([1 - z, z], axis=1), y, None, groups, scale=0.5)
     assert engine.observed()[0] == pytest.approx(t, rel=1e-10, abs=1e-15)
 
 
@@ -101,7 +101,7 @@ def test_all_levels_match_brute_force_with_ties_and_weights(n, block, monkeypatc
     # the adaptive test's per-level statistics (distinct bins shared across levels) against the formula;
     # a small block size makes the sorted sweep cross many blocks, with bins spanning several of them
     if block is not None:
-        monkeypatch.setattr(tcal_module, "_BLOCK_POINTS", block)
+        monkeypatch.setattr(scalar_module, "_BLOCK_POINTS", block)
     rng = np.random.default_rng(21)
     z = np.round(rng.random(n) ** 3, 3)  # skewed, with ties
     y = (rng.random(n) < z).astype(int)
