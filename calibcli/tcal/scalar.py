@@ -33,6 +33,89 @@ _BLOCK_POINTS = 2**15
 
 
 
+def _gap_levels(zs: np.ndarray, n_bins_list: list[int]) -> np.ndarray:
+    """For each gap between neighbours of the sorted predictions ``zs`` (gap i between points i - 1 and i,
+    i = 1..n-1), the index into ``n_bins_list`` of the first level whose equal-width bins separate them
+    (``len(n_bins_list)`` when none does). The levels must be nested (each refines the previous one).
+
+    Dyadic levels (the adaptive test): the bin at m = 2^b is the finest level's bin shifted right, exactly
+    (z 2^b is exact in floating point, and floor(x / 2^k) = floor(floor(x) / 2^k)), so two neighbours are
+    separated at m exactly when their finest bins differ in a bit at or above the shift: one pass of floating
+    point and one search for all levels.
+    """
+    L = len(n_bins_list)
+    top = max(n_bins_list, default=1)
+    if L and all(m & (m - 1) == 0 for m in n_bins_list) and top < 2**62:
+        finest = uniform_bin_index(zs, top)
+        differ = finest[1:] ^ finest[:-1]
+        shifts = np.array([top.bit_length() - m.bit_length() for m in n_bins_list], dtype=np.int64)
+        thresholds = np.left_shift(np.int64(1), shifts)  # separated at level l  <=>  differ >= 2^shift_l
+        order = np.argsort(thresholds, kind="stable")
+        separated = np.searchsorted(thresholds[order], differ, side="right")  # levels that separate the gap
+        # nested levels: the ones that separate a gap are the finest ones, so the first is L - (their number)
+        return (L - separated).astype(np.int64)
+    out = np.full(max(len(zs) - 1, 0), L, dtype=np.int64)
+    for level in range(L - 1, -1, -1):
+        idx = uniform_bin_index(zs, n_bins_list[level])
+        out[idx[1:] != idx[:-1]] = level
+    return out
+
+
+def _distinct_sorted(values: np.ndarray) -> np.ndarray:
+    """The distinct values of a sorted array (``numpy.unique`` without its sort or hash)."""
+    return values[np.concatenate([[True], values[1:] != values[:-1]])] if len(values) else values
+
+
+def _nested_bins(gap_part: np.ndarray, P: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every distinct bin of two or more points over nested partitions ``0..P-1`` of ``n`` sorted points.
+
+    ``gap_part[i - 1]`` is the partition where gap i (between points i - 1 and i) becomes a boundary (``P``:
+    never). Returns ``(start, end, first, last)``: the bin holds points ``start..end-1`` at partitions
+    ``first..last``. Partition by partition, the new boundaries split the bins holding them: the bins they
+    end and begin are new there, the bins they fall in end at the previous partition. About n bins in
+    all, against the sum over the partitions of their bins (about 20 n for n = 10^6 and 37 levels).
+    """
+    positions = np.arange(1, n, dtype=np.int64)
+    small = np.int16 if P < 2**15 else np.int64
+    by_part = np.argsort(gap_part.astype(small), kind="stable")  # by partition, then position (a radix sort)
+    cuts = np.concatenate([[0], np.cumsum(np.bincount(gap_part, minlength=P + 1))])
+    bounds = np.concatenate([[0], positions[by_part[cuts[0] : cuts[1]]], [n]])
+    ids = np.arange(len(bounds) - 1)  # the id of the bin beginning at each boundary (but the last)
+    starts, ends, firsts = [bounds[:-1]], [bounds[1:]], [np.zeros(len(ids), dtype=np.int64)]
+    died_ids, died_at = [], []
+    next_id = len(ids)
+    for q in range(1, P):
+        new = positions[by_part[cuts[q] : cuts[q + 1]]]  # increasing
+        at = np.searchsorted(bounds, new)  # bounds[at - 1] < new < bounds[at]
+        split = _distinct_sorted(at - 1)
+        died_ids.append(ids[split])
+        died_at.append(np.full(len(split), q - 1, dtype=np.int64))
+        placed = at + np.arange(len(new))  # where the new boundaries go
+        is_new = np.zeros(len(bounds) + len(new), dtype=bool)
+        is_new[placed] = True
+        merged = np.empty(len(is_new), dtype=np.int64)
+        merged[placed] = new
+        merged[~is_new] = bounds
+        bounds = merged
+        grown = np.full(len(ids) + len(new), -1, dtype=np.int64)
+        grown[~is_new[:-1]] = ids
+        ids = grown
+        # the bins they end and the bins they begin, in increasing order
+        begun = np.stack([placed - 1, placed], axis=1).reshape(-1)
+        begun = begun[np.concatenate([[True], begun[1:] != begun[:-1]])]
+        ids[begun] = next_id + np.arange(len(begun))
+        next_id += len(begun)
+        starts.append(bounds[begun])
+        ends.append(bounds[begun + 1])
+        firsts.append(np.full(len(begun), q, dtype=np.int64))
+    start, end, first = np.concatenate(starts), np.concatenate(ends), np.concatenate(firsts)
+    last = np.full(len(start), P - 1, dtype=np.int64)
+    if died_ids:
+        last[np.concatenate(died_ids)] = np.concatenate(died_at)
+    keep = end - start >= 2  # a point alone in its bin contributes 0 at every draw
+    return start[keep], end[keep], first[keep], last[keep]
+
+
 class SortedScalarEngine:
     """Binary / top-label data (y-bootstrap and consistency nulls): prefix sums over the z-sorted order."""
 
@@ -47,72 +130,37 @@ class SortedScalarEngine:
         zs = self.z
         w2 = np.ones_like(zs) if self.w is None else self.w**2
         wsum = np.concatenate([[0.0], np.cumsum(np.ones_like(zs) if self.w is None else self.w)])
-        self.nonempty: list[int] = []
-        self.level_of: list[int] = []  # index into self.parts for each requested level
-        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (starts, ends, 1 / W_b) of bins >= 2 points
-        previous_runs = -1
-        singletons: list[np.ndarray] = []
-        # Dyadic levels (the adaptive test): the bin at m = 2^b is the finest level's bin shifted right, exactly
-        # (z 2^b is exact in floating point, and floor(x / 2^k) = floor(floor(x) / 2^k)): one pass of floating
-        # point for all levels instead of one per level.
-        top = max(n_bins_list, default=1)
-        dyadic = all(m & (m - 1) == 0 for m in n_bins_list) and top < 2**62
-        finest = uniform_bin_index(zs, top) if dyadic else None
-        for m in n_bins_list:
-            idx = finest >> (top.bit_length() - m.bit_length()) if finest is not None else uniform_bin_index(zs, m)
-            starts = np.concatenate([[0], np.flatnonzero(np.diff(idx)) + 1])
-            ends = np.concatenate([starts[1:], [self.n]])
-            self.nonempty.append(len(starts))
-            if len(starts) == previous_runs:  # nested dyadic partitions: same count means same partition
-                self.level_of.append(len(self.parts) - 1)
-                continue
-            previous_runs = len(starts)
-            keep = (ends - starts) >= 2
-            s, e = starts[keep], ends[keep]
-            singletons.append(starts[~keep])
-            self.parts.append((s, e, 1.0 / (wsum[e] - wsum[s])))
-            self.level_of.append(len(self.parts) - 1)
+        # Each gap between neighbours of the sorted order (gap i lies between points i - 1 and i) becomes a bin
+        # boundary at some level and stays one at every finer level (nested partitions).
+        gap_level = _gap_levels(zs, n_bins_list)  # index of the first requested level holding it (len = never)
+        per_level = np.cumsum(np.bincount(gap_level, minlength=len(n_bins_list) + 1))[: len(n_bins_list)]
+        self.nonempty: list[int] = [int(1 + c) for c in per_level]
+        # Levels with as many bins as the previous one hold the same (nested) partition: one distinct
+        # partition per change, and level_of maps each requested level to its partition.
+        new_partition = np.concatenate([[True], np.diff(per_level) != 0]) if len(per_level) else np.zeros(0, bool)
+        self.level_of: list[int] = [int(j) for j in np.cumsum(new_partition) - 1]
+        P = self.n_parts = int(new_partition.sum())
+        gap_part = np.append(np.asarray(self.level_of, dtype=np.int64), P)[gap_level]
+        bin_start, bin_end, first, last = _nested_bins(gap_part, P, self.n)
+        bin_inv = 1.0 / (wsum[bin_end] - wsum[bin_start])
+        self._bins = (bin_start, bin_end, first, last, bin_inv)  # for the consistency null's partitions
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
         # Consistency null: a point alone in its bin at partition j stays alone at finer ones. Order
-        # the points by the first partition where they are alone, so that the singleton part of every
-        # partition is a prefix of that order.
-        first_alone = np.full(self.n, len(self.parts))
-        for j in range(len(self.parts) - 1, -1, -1):
-            first_alone[singletons[j]] = j
+        # the points by the first partition where they are alone (both its gaps are boundaries), so that
+        # the singleton part of every partition is a prefix of that order.
+        first_alone = np.maximum(np.concatenate([[0], gap_part]), np.concatenate([gap_part, [0]]))
         # (small integers: a radix sort, the same stable order)
-        small = np.int16 if len(self.parts) < 2**15 else np.int64
+        small = np.int16 if P < 2**15 else np.int64
         self.alone_order = np.argsort(first_alone.astype(small), kind="stable")
-        self.alone_count = np.searchsorted(first_alone[self.alone_order], np.arange(len(self.parts)), side="right")
-        # Every distinct bin (start, end) over all partitions, with the first and last partition holding
-        # it (nested partitions: a bin present at two partitions is present at all in between). About n
-        # of them in all, against the sum over the partitions of their bins (about 1.5 n for n = 10^6).
-        starts_all = np.concatenate([p[0] for p in self.parts] + [np.zeros(0, dtype=np.int64)])
-        ends_all = np.concatenate([p[1] for p in self.parts] + [np.zeros(0, dtype=np.int64)])
-        inv_all = np.concatenate([p[2] for p in self.parts] + [np.zeros(0)])
-        part_all = np.concatenate([np.full(len(p[0]), j) for j, p in enumerate(self.parts)]
-                                  + [np.zeros(0, dtype=np.int64)])
-        key = starts_all.astype(np.int64) * (self.n + 1) + ends_all
-        # (key, partition) pairs are distinct: one sort of the combined integer orders them as a lexsort would
-        if (self.n + 1) ** 2 * max(len(self.parts), 1) < 2**62:
-            order = np.argsort(key * max(len(self.parts), 1) + part_all)
-        else:
-            order = np.lexsort((part_all, key))
-        key, part_all = key[order], part_all[order]
-        first_of_run = np.concatenate([[True], key[1:] != key[:-1]]) if len(key) else np.zeros(0, dtype=bool)
-        run_id = np.cumsum(first_of_run) - 1
-        heads = np.flatnonzero(first_of_run)
-        last = np.zeros(len(heads), dtype=np.int64)
-        np.maximum.at(last, run_id, part_all)
-        first = part_all[heads]
+        self.alone_count = np.searchsorted(first_alone[self.alone_order], np.arange(P), side="right")
         # Group the bins by (first, last) partition: the sum of a group's contributions counts for
         # partitions first..last, a (groups x partitions) 0/1 matrix. The sweep goes through the sorted
         # points block by block (so a block's arrays stay in cache); the bins are ordered by the block
         # holding their end and, within a block, by group, so each block's contributions reduce per group.
-        P = len(self.parts)
         pairs, group = np.unique(first * P + last, return_inverse=True)
         self.group_spans = np.zeros((len(pairs), P))
         for g, (f, t) in enumerate(zip(pairs // P, pairs % P, strict=True)):
             self.group_spans[g, f : t + 1] = 1.0
-        bin_start, bin_end, bin_inv = starts_all[order][heads], ends_all[order][heads], inv_all[order][heads]
         self.block_edges = np.append(np.arange(0, self.n, _BLOCK_POINTS), self.n)
         block_of_end = (bin_end - 1) // _BLOCK_POINTS
         # (block, group, end) triples are distinct (two bins ending at one point are nested, so they hold
@@ -214,8 +262,8 @@ class SortedScalarEngine:
 
             def bin_sums(prefix: np.ndarray, hi=hi, lo=lo, starts=starts, ends=ends) -> np.ndarray:
                 # prefix[end] - prefix[start], into `hi`
-                np.take(prefix, ends, axis=1, out=hi, mode="clip")  # indices are valid; "clip": no buffered copy
-                np.take(prefix, starts, axis=1, out=lo, mode="clip")
+                np.take(prefix, ends, axis=1, out=hi, mode="wrap")  # indices are valid; "wrap": no buffered copy
+                np.take(prefix, starts, axis=1, out=lo, mode="wrap")
                 return np.subtract(hi, lo, out=hi)
 
             np.subtract(bin_sums(A, space["hiA"][:rows, :count], space["loA"][:rows, :count]),
@@ -229,6 +277,20 @@ class SortedScalarEngine:
         out -= self.const
         out /= self.total_weight
         return out
+
+    @property
+    def parts(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per distinct partition, ``(starts, ends, 1 / W_b)`` of its bins of two or more points, in sorted order
+        (the consistency null's layout; made when first asked for)."""
+        if self._parts is None:
+            by_start = np.argsort(self._bins[0], kind="stable")
+            start, end, first, last, inv = (a[by_start] for a in self._bins)
+            parts = []
+            for j in range(self.n_parts):
+                at = (first <= j) & (last >= j)
+                parts.append((start[at], end[at], inv[at]))
+            self._parts = parts
+        return self._parts
 
     def observed(self) -> np.ndarray:
         return self.statistics_of(self.y[None, :], sorted_order=True)[0]
