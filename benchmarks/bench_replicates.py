@@ -64,6 +64,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -83,6 +84,8 @@ CASES = [
     ("ece 1e5 uniform, 1000 resamples", "1e5", ["ece", "--n-boot", "1000"]),
     ("ece 1e5 quantile, 1000 resamples", "1e5", ["ece", "--n-boot", "1000", "--strategy", "quantile"]),
     ("smece 1e5, 1000 resamples", "1e5", ["smece", "--n-boot", "1000"]),
+    ("report 1e6 (defaults)", "1e6", ["report"]),
+    ("compare 1e6, 1000 resamples", "1e6", ["compare", "@candidate", "--n-boot", "1000"]),
 ]
 
 
@@ -102,6 +105,20 @@ def data_file(rows: str) -> Path:
     return path
 
 
+def candidate_file(rows: str) -> Path:
+    """A second model scored on the same rows (``compare``'s candidate): the predictions of ``data_file``,
+    recalibrated by ``prob^0.9``, the same labels."""
+    path = OUT / f"replicates_{rows}_candidate.parquet"
+    if not path.exists():
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(data_file(rows))
+        prob = table["prob"].to_numpy() ** 0.9
+        pq.write_table(pa.table({"prob": prob, "label": table["label"]}), path)
+    return path
+
+
 def before_checkout() -> str:
     target = Path(tempfile.gettempdir()) / f"calibcli_{BEFORE_COMMIT}"
     if not (target / "calibcli").is_dir():
@@ -111,15 +128,26 @@ def before_checkout() -> str:
     return str(target)
 
 
-def run(code: str, args: list[str]) -> tuple[float, dict | None, str]:
+def run(code: str, args: list[str]) -> tuple[float, float, dict | None, str]:
+    """Wall clock and CPU time (user + system, the child's threads included) of one command, its JSON document,
+    and the last line of its stderr when it failed. ``report`` writes its page and document to files."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([code, os.environ.get("PYTHONPATH", "")])}
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "calibcli", *args, "--json"], cwd=tempfile.gettempdir(), env=env,
-                          capture_output=True, text=True)
-    seconds = time.perf_counter() - start
-    if proc.returncode not in (0, 1):
-        return seconds, None, (proc.stderr.strip().splitlines() or ["?"])[-1]
-    return seconds, json.loads(proc.stdout), ""
+    with tempfile.TemporaryDirectory() as tmp:
+        document = os.path.join(tmp, "report.json")
+        extra = ["-o", os.path.join(tmp, "page.html"), "--json-output", document] if args[0] == "report" else ["--json"]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "calibcli", *args, *extra], cwd=tempfile.gettempdir(), env=env,
+                              capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        if proc.returncode not in (0, 1):
+            return seconds, cpu, None, (proc.stderr.strip().splitlines() or ["?"])[-1]
+        if args[0] == "report":
+            with open(document) as f:
+                return seconds, cpu, json.load(f), ""
+        return seconds, cpu, json.loads(proc.stdout), ""
 
 
 _SKIP = {"elapsed", "seconds", "time", "timing", "path", "file", "files", "source", "sources", "calibcli_version",
@@ -163,37 +191,60 @@ def main() -> None:
     parser.add_argument("--after", default=str(ROOT), help="checkout of the new version (default: this one)")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="only the 1e4 and 1e5 rows")
+    parser.add_argument("--only", nargs="+", help="run only the cases whose names start with these words")
     args = parser.parse_args()
     before = args.before or before_checkout()
-    cases = [c for c in CASES if not (args.quick and c[1] == "1e6")]
-    print(f"before: {before}\nafter:  {args.after}\n(median of {args.repeat} run(s) each, wall clock of a fresh "
-          f"process; load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)\n")
+    cases = [c for c in CASES if not (args.quick and c[1] == "1e6")
+             and (not args.only or any(c[0].startswith(w) for w in args.only))]
+    print(f"before: {before}\nafter:  {args.after}\n(median of {args.repeat} run(s) each of a fresh process: wall "
+          f"clock, and CPU time of all its threads; load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} "
+          "cores)\n")
     times: dict[str, dict[str, float]] = {}
-    print(f"{'command':36s} {'before s':>9s} {'after s':>8s} {'after/before':>12s}  same numbers")
+    cpus: dict[str, dict[str, float]] = {}
+    print(f"{'command':36s} {'before s':>9s} {'after s':>8s} {'after/before':>12s} {'CPU before':>10s} "
+          f"{'CPU after':>9s}  same numbers")
     for name, rows, cmd in cases:
         path = str(data_file(rows))
-        got = {"before": [], "after": []}
+        cmd = [str(candidate_file(rows)) if a == "@candidate" else a for a in cmd]
+        got: dict[str, list[float]] = {"before": [], "after": []}
+        cpu: dict[str, list[float]] = {"before": [], "after": []}
         docs = {}
         for _ in range(args.repeat):
             for label, code in (("before", before), ("after", args.after)):
-                seconds, doc, err = run(code, [cmd[0], path, *cmd[1:]])
+                seconds, used, doc, err = run(code, [cmd[0], path, *cmd[1:]])
                 if err:
                     print(f"{name:36s} {label} failed: {err}")
                 got[label].append(seconds)
+                cpu[label].append(used)
                 docs[label] = doc
         times[name] = {k: median(v) for k, v in got.items()}
-        t = times[name]
-        print(f"{name:36s} {t['before']:9.2f} {t['after']:8.2f} {t['after'] / t['before']:12.2f}  "
-              f"{same_numbers(docs['before'], docs['after'])}", flush=True)
-    print("\nbars")
-    if "tcal 1e6 (defaults)" in times:
-        for label in ("before", "after"):
-            ratio = times["tcal 1e6 (defaults)"][label] / times["ece 1e6 (defaults)"][label]
-            print(f"  tcal / ece at 1e6 rows, {label:6s}: {ratio:5.1f}x   (bar: at most 4x)")
+        cpus[name] = {k: median(v) for k, v in cpu.items()}
+        t, c = times[name], cpus[name]
+        print(f"{name:36s} {t['before']:9.2f} {t['after']:8.2f} {t['after'] / t['before']:12.2f} "
+              f"{c['before']:10.2f} {c['after']:9.2f}  {same_numbers(docs['before'], docs['after'])}", flush=True)
+    print("\nbars (wall clock; CPU time in brackets)")
+
+    def ratio(label: str, top: str, *bottom: str) -> str:
+        if top not in times or any(b not in times for b in bottom):
+            return "-"
+        wall = times[top][label] / sum(times[b][label] for b in bottom)
+        used = cpus[top][label] / sum(cpus[b][label] for b in bottom)
+        return f"{wall:5.2f}x  ({used:5.2f}x)"
+
+    for label in ("before", "after"):
+        print(f"  tcal / ece at 1e6 rows, {label:6s}: {ratio(label, 'tcal 1e6 (defaults)', 'ece 1e6 (defaults)')}"
+              "   (bar: at most 4x)")
     if "tcal 1e4, 3000 resamples" in times:
         for label in ("before", "after"):
             print(f"  tcal at 1e4 rows, 3000 resamples, {label:6s}: {times['tcal 1e4, 3000 resamples'][label]:.2f} s"
-                  "   (bar: well under a second)")
+                  f"  ({cpus['tcal 1e4, 3000 resamples'][label]:.2f} s CPU)   (bar: well under a second)")
+    alone = ("ece 1e6 (defaults)", "smece 1e6, 1000 resamples", "tcal 1e6 (defaults)")
+    for label in ("before", "after"):
+        print(f"  report / (ece + smece + tcal) at 1e6 rows, {label:6s}: "
+              f"{ratio(label, 'report 1e6 (defaults)', *alone)}   (bar: at most 1.5x)")
+    for label in ("before", "after"):
+        print(f"  compare / ece at 1e6 rows, {label:6s}: "
+              f"{ratio(label, 'compare 1e6, 1000 resamples', 'ece 1e6 (defaults)')}   (bar: at most 1.3x)")
 
 
 if __name__ == "__main__":
