@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import calibcli.tcal.scalar as scalar_module
+from calibcli.binning import uniform_bin_index
 from calibcli.errors import CalibcliError
 from calibcli.tcal import (
     binomial_test,
@@ -23,6 +24,7 @@ from calibcli.tcal import (
     tcal_statistic,
     tcal_test,
 )
+from calibcli.tcal.scalar import SortedScalarEngine
 from calibcli.tcal.vector import GroupVectorEngine
 
 
@@ -94,6 +96,31 @@ def brute_force_statistic(y, z, m, w=None):
     S2 = np.bincount(b, weights=w * w * U * U, minlength=m)
     keep = W > 0
     return float(np.sum((S1[keep] ** 2 - S2[keep]) / W[keep]) / w.sum())
+
+
+@pytest.mark.parametrize("n, dyadic", [(2, True), (3, True), (50, True), (3000, True), (3000, False)])
+def test_distinct_bins_are_each_levels_runs(n, dyadic):
+    # the bins found from the gaps between sorted predictions (one pass for all levels) are, at every level,
+    # exactly the runs of equal bin index of that level: the non-empty count, and the bins of >= 2 points
+    rng = np.random.default_rng(n)
+    z = np.round(rng.random(n) ** 2, 2)  # ties, and values on bin edges
+    levels = [2**b for b in range(1, n_levels(n) + 1)] if dyadic else [7]
+    engine = SortedScalarEngine(z, np.zeros(n), None, levels)
+    zs = np.sort(z)
+    for j, m in enumerate(levels):
+        idx = uniform_bin_index(zs, m)
+        starts = np.concatenate([[0], np.flatnonzero(np.diff(idx)) + 1])
+        ends = np.append(starts[1:], n)
+        keep = ends - starts >= 2
+        assert engine.nonempty[j] == len(starts)
+        s, e, inv = engine.parts[engine.level_of[j]]
+        np.testing.assert_array_equal(s, starts[keep])
+        np.testing.assert_array_equal(e, ends[keep])
+        np.testing.assert_array_equal(inv, 1.0 / (ends[keep] - starts[keep]))
+    # the partitions are distinct and nested: each level with a new count is a new partition
+    counts = [engine.nonempty[j] for j in range(len(levels))]
+    expected = [sum(1 for i in range(1, j + 1) if counts[i] != counts[i - 1]) for j in range(len(levels))]
+    assert engine.level_of == expected
 
 
 @pytest.mark.parametrize("n, block", [(40, None), (3000, None), (3000, 97)])
