@@ -31,13 +31,14 @@ from calibcli.pipeline import (  # noqa: F401  (the driver, where commands have 
     Plan, add_entries, check_engine, engine_runner, evaluate_streams, progress_bar, run, summarise_groups,
 )
 from calibcli import cancel, outputs
+from calibcli import families as fam
 from calibcli._malloc import tune_allocator
 from calibcli.errors import cli_text
 from calibcli.io.targets import check_output_target
 from calibcli.outputs import STDOUT
 from calibcli.report import FORMATS, Layout
 from calibcli.safe_text import for_terminal
-from calibcli.validation import check_command_options, check_options, memory_culprit
+from calibcli.validation import Param, check_command_options, check_options, memory_culprit, params_of
 
 # ---------------------------------------------------------------------------------------------
 # Options shared by the commands (one declaration each)
@@ -86,15 +87,6 @@ InputFormat = Annotated[
 DropInvalid = Annotated[
     bool, typer.Option("--drop-invalid", help="Drop invalid rows (NaN, out-of-range, unknown labels) instead of failing; the report counts them.")
 ]
-Mode = Annotated[
-    Optional[str],
-    typer.Option("--mode", help="binary, top-label or marginal. Default: binary for one or two probability columns, top-label for K > 2.",
-                 metavar=choices("binary", "top-label", "marginal")),
-]
-ClassWeights = Annotated[
-    str, typer.Option("--class-weights", help="Marginal aggregate weights: uniform (1/K) or prior (class frequencies).",
-                      metavar=choices("uniform", "prior"))
-]
 def _count(value) -> int:
     """An integer option that also takes a whole number written in scientific notation (``1e6``), so that
     ``--n-bins 1e20`` reaches the option's rule and the memory budget (one message saying how many fit)
@@ -115,12 +107,31 @@ def _count(value) -> int:
     raise typer.BadParameter(f"{text!r} is not a whole number")
 
 
-NBins = Annotated[int, typer.Option("--n-bins", help="Number of bins.", parser=_count)]
-Strategy = Annotated[str, typer.Option("--strategy", help="Binning: uniform (equal width) or quantile (equal mass).",
-                                       metavar=choices("uniform", "quantile"))]
-NBoot = Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples for the confidence intervals (0: none).")]
-Alpha = Annotated[float, typer.Option("--alpha", help="1 - confidence level of the intervals and bounds.")]
-Seed = Annotated[int, typer.Option("--seed", help="Seed of every random draw; the same seed prints the same numbers.")]
+def alias_of(annotation, param: Param):
+    """The ``Annotated`` Typer option of a declared option (:class:`calibcli.validation.Param`): its flags, help,
+    choices (the metavar ``[a|b]``), the whole-number parser of a count."""
+    kwargs: dict = {"help": param.help}
+    if param.metavar is not None or param.choices is not None:
+        kwargs["metavar"] = param.metavar if param.metavar is not None else choices(*param.choices)
+    if param.count:
+        kwargs["parser"] = _count
+    if not param.show_default:
+        kwargs["show_default"] = False
+    return Annotated[annotation, typer.Option(*param.flags, **kwargs)]
+
+
+def alias(options_class, name: str):
+    """The Typer option of field ``name`` of an options dataclass, from its declaration."""
+    return alias_of(typing.get_type_hints(options_class)[name], params_of(options_class)[name][0])
+
+
+Mode = alias_of(Optional[str], fam.MODE)
+ClassWeights = alias_of(str, fam.CLASS_WEIGHTS_PARAM)
+NBins = alias_of(int, fam.N_BINS)
+Strategy = alias_of(str, fam.STRATEGY)
+NBoot = alias(fam.Bootstrap, "n_boot")
+Alpha = alias(fam.Bootstrap, "alpha")
+Seed = alias(fam.Bootstrap, "seed")
 Json = Annotated[bool, typer.Option("--json", help="Print the JSON report on stdout instead of the table (--format json).")]
 Format = Annotated[
     str,
@@ -141,10 +152,8 @@ Metrics = Annotated[
                  "ece_l1_plugin,brier_score (default: the command's headline metrics)."),
 ]
 Sort = Annotated[Optional[str], typer.Option("--sort", help="Order summary rows by this metric, best first (default: as given).")]
-FailAbove = Annotated[Optional[float], typer.Option("--fail-above", help="Exit 1 when the gated metric's estimate exceeds this value.")]
-FailAboveUpper = Annotated[
-    Optional[float], typer.Option("--fail-above-upper", help="Exit 1 when the upper end of the gated metric's interval exceeds this value.")
-]
+FailAbove = alias(fam.Gates, "fail_above")
+FailAboveUpper = alias(fam.Gates, "fail_above_upper")
 BatchRows = Annotated[
     int,
     typer.Option("--batch-rows", help="Rows read and reduced at a time (memory stays flat in the number of rows; results do not depend on it)."),
@@ -219,10 +228,18 @@ READING = OptionGroup("reading", (Opt("input_format", InputFormat), Opt("drop_in
 DATASETS = OptionGroup("datasets", (Opt("pool", Pool, False), Opt("group_by", GroupBy),
                                     Opt("batch_rows", BatchRows, DEFAULT_BATCH_ROWS)))
 ENGINE = OptionGroup("engine", (Opt("engine", Engine, "local"), Opt("scheduler", Scheduler), Opt("workers", Workers)))
-BOOTSTRAP = OptionGroup("bootstrap", (Opt("n_boot", NBoot, 1000), Opt("alpha", Alpha, 0.05), Opt("seed", Seed, 0)))
+
+
+def group_of(options_class, *names: str, name: str = "own") -> OptionGroup:
+    """The options of a declared dataclass (these fields, or all) as an option group."""
+    declared = params_of(options_class)
+    return OptionGroup(name, tuple(Opt(n, alias(options_class, n), declared[n][1]) for n in (names or declared)))
+
+
+BOOTSTRAP = group_of(fam.Bootstrap, name="bootstrap")
 OUTPUT = OptionGroup("output", (Opt("as_json", Json, False), Opt("fmt", Format, "table"), Opt("summary", Summary),
                                 Opt("metrics", Metrics), Opt("sort", Sort), Opt("output", Output)))
-GATES = OptionGroup("gates", (Opt("fail_above", FailAbove), Opt("fail_above_upper", FailAboveUpper)))
+GATES = group_of(fam.Gates, name="gates")
 
 @dataclass(frozen=True)
 class Own:
@@ -240,15 +257,24 @@ def own(*names: str) -> Own:
 OWN = Own()
 
 
-def with_groups(*layout):
+def with_groups(*layout, declared=None):
     """Decorator: the command's signature is its arguments (parameters without a default: FILES...), then
     the groups and its own options in the order of ``layout`` (:func:`own` places some of its own options,
-    :data:`OWN` the rest). The function takes the groups' values as ``**options``."""
+    :data:`OWN` the rest). The function takes the groups' values as ``**options``.
+
+    ``declared``: the family's options dataclass (:class:`calibcli.validation.Declared`). Its fields are the
+    command's own options (flags, help and defaults from their declarations), and where a group's option is
+    one of its fields the field's declaration is taken (``tcal --alpha``: the test's level, not an interval's)."""
 
     def decorate(func):
         hints = typing.get_type_hints(func, include_extras=True)
         mine = [p.replace(annotation=hints.get(p.name, p.annotation))
                 for p in inspect.signature(func).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        fields = group_of(declared).options if declared is not None else ()
+        field = {o.name: o for o in fields}
+        in_groups = {o.name for item in layout if isinstance(item, OptionGroup) for o in item.options}
+        mine += [inspect.Parameter(o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default,
+                                   annotation=o.annotation) for o in fields if o.name not in in_groups]
         params = [p for p in mine if p.default is inspect.Parameter.empty]
         for item in layout:
             if isinstance(item, Own):
@@ -256,7 +282,7 @@ def with_groups(*layout):
                            and (not item.names or p.name in item.names)]
             else:
                 params += [inspect.Parameter(o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default,
-                                             annotation=o.annotation) for o in item.options]
+                                             annotation=o.annotation) for o in (field.get(o.name, o) for o in item.options)]
         func.__signature__ = inspect.Signature(params, return_annotation=None)
         func.__annotations__ = {**{p.name: p.annotation for p in params}, "return": None}
         return func
@@ -312,9 +338,8 @@ def layout_of(options: dict):
                   options.get("sort"))
 
 
-def split_columns(value: str | None) -> tuple[str, ...]:
-    """``a,b`` -> ``("a", "b")``; None -> ``()``."""
-    return tuple(part.strip() for part in (value or "").split(",") if part.strip())
+#: ``a,b`` -> ``("a", "b")`` (the columns of ``--group-by``, ``--metrics``, ``--segment-cols``).
+split_columns = fam.split_columns
 
 
 def layout(fmt: str = "table", as_json: bool = False, summary: bool | None = None, metrics: str | None = None,
