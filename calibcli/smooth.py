@@ -80,6 +80,7 @@ from typing import Callable
 import numpy as np
 
 from calibcli.validation import (
+    check_alpha,
     check_consistent_length,
     check_labels,
     check_option,
@@ -217,7 +218,7 @@ def _check_sigma(sigma) -> float:
 
 def _check_bootstrap(n_boot, alpha):
     check_option(int(n_boot) == n_boot and n_boot >= 0, f"n_boot is {n_boot!r}: expected an integer >= 0")
-    check_option(0 < alpha < 1, f"alpha is {alpha!r}: expected a level in (0, 1), e.g. 0.05")
+    check_alpha(alpha)
 
 
 def finish(

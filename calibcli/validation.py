@@ -9,8 +9,9 @@ checks with ``where=`` naming the file, so messages point at a row or a column.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -383,6 +384,15 @@ def check_options(choices: dict[str, tuple[str, ...]] | None = None, **values) -
         elif not isinstance(value, (int, float, np.integer, np.floating)):
             raise KeyError(name)
         _check_size(name, value)
+
+
+def check_alpha(alpha) -> float:
+    """The one check of a level ``alpha`` (an interval's ``1 - confidence``, a test's level), with the one
+    wording of :data:`_RULES`, for every family and library function; returns it as a float."""
+    if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+        raise OptionError("alpha", f"{{name}} is {_short_value(alpha)}: {_RULES['alpha'][1]}")
+    check_options(alpha=alpha)
+    return float(alpha)
 
 
 #: Options that count something (bins, resamples, rows, groups, workers...): an integer, never a bool or a
