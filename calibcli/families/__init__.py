@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from calibcli.binning import STRATEGIES
+from calibcli.errors import CalibcliError
 from calibcli.modes import CLASS_WEIGHTS, MODES
 from calibcli.report import GateSpec
 from calibcli.validation import Declared, Param, declared, option
@@ -88,8 +89,22 @@ class Gates(Declared):
         None, "--fail-above-upper", help="Exit 1 when the upper end of the gated metric's interval exceeds this value.")
 
 
-#: The names of the shared groups' options (a family's own options are the others).
-SHARED = frozenset(("n_boot", "alpha", "seed", "fail_above", "fail_above_upper"))
+@dataclass(frozen=True)
+class GatedMetrics(Bootstrap, Gates):
+    """A family of metrics with intervals and the threshold gates on one of them (``gate_metric``)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.fail_above_upper is not None and self.n_boot == 0:
+            raise CalibcliError("{opt:fail_above_upper} needs bootstrap intervals: pass {opt:n_boot} N with N > 0")
+
+    @property
+    def gate_metric(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def gate(self) -> GateSpec:
+        return GateSpec(self.gate_metric, self.fail_above, self.fail_above_upper)
 
 
 def mode_field(param: Param = MODE) -> Any:

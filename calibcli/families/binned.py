@@ -7,26 +7,24 @@ from dataclasses import dataclass
 from calibcli.accumulators import per_input
 from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator
 from calibcli.binning import EDGE_CONVENTION
-from calibcli.errors import CalibcliError
 from calibcli.estimators import LOG_LOSS_EPS
 from calibcli.families import (
     CLASS_WEIGHTS_PARAM,
     N_BINS,
     STRATEGY,
-    Bootstrap,
     Family,
-    Gates,
+    GatedMetrics,
     Plan,
     mode_field,
     sources_block,
 )
 from calibcli.registry import describe
-from calibcli.report import GateSpec, new_document
+from calibcli.report import new_document
 from calibcli.validation import declared, option
 
 
 @dataclass(frozen=True)
-class Options(Bootstrap, Gates):
+class Options(GatedMetrics):
     """``ece``'s options, declared once: the command's flags, the checks, the report's ``parameters``."""
 
     mode: str | None = mode_field()
@@ -35,14 +33,9 @@ class Options(Bootstrap, Gates):
     strategy: str = declared("uniform", STRATEGY)
     metric: str = option("ece_l1_plugin", "--metric", help="Metric the gates look at (a name from the report).")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.fail_above_upper is not None and self.n_boot == 0:
-            raise CalibcliError("{opt:fail_above_upper} needs bootstrap intervals: pass {opt:n_boot} N with N > 0")
-
     @property
-    def gate(self) -> GateSpec:
-        return GateSpec(self.metric, self.fail_above, self.fail_above_upper)
+    def gate_metric(self) -> str:
+        return self.metric
 
 
 def plan(o: Options, sources, engine: str) -> Plan:

@@ -7,10 +7,9 @@ from dataclasses import dataclass
 import calibcli.smooth
 from calibcli.accumulators import per_input
 from calibcli.accumulators.inputs import SmoothInputAccumulator, SmoothOptions
-from calibcli.errors import CalibcliError
-from calibcli.families import CLASS_WEIGHTS_PARAM, Bootstrap, Family, Gates, Plan, mode_field, sources_block
+from calibcli.families import CLASS_WEIGHTS_PARAM, Family, GatedMetrics, Plan, mode_field, sources_block
 from calibcli.registry import REGISTRY
-from calibcli.report import GateSpec, new_document
+from calibcli.report import new_document
 from calibcli.validation import declared, option
 
 
@@ -19,7 +18,7 @@ def _sigma_shown(sigma):
 
 
 @dataclass(frozen=True)
-class Options(Bootstrap, Gates):
+class Options(GatedMetrics):
     """``smece``'s options, declared once: the command's flags, the checks, the report's ``parameters``."""
 
     mode: str | None = mode_field()
@@ -28,14 +27,9 @@ class Options(Bootstrap, Gates):
         None, "--sigma", help="Kernel bandwidth: report smECE at this sigma. Default: the fixed point sigma* = "
         "smECE_sigma* (solved to 1e-7), the SmoothECE proper.", shown=_sigma_shown)
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.fail_above_upper is not None and self.n_boot == 0:
-            raise CalibcliError("{opt:fail_above_upper} needs bootstrap intervals: pass {opt:n_boot} N with N > 0")
-
     @property
-    def gate(self) -> GateSpec:
-        return GateSpec(SmoothOptions(sigma=self.sigma).metric, self.fail_above, self.fail_above_upper)
+    def gate_metric(self) -> str:
+        return SmoothOptions(sigma=self.sigma).metric
 
 
 def plan(o: Options, sources, engine: str) -> Plan:
