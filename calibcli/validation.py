@@ -187,6 +187,9 @@ _RULES = {
     "power": (lambda v: 0.0 < v < 1.0, "expected a number strictly between 0 and 1"),
     "top": (lambda v: v >= 1, "expected a positive number of segments to show"),
     "fail_above_sigma": (lambda v: v > 0, "expected a positive multiple of sigma, e.g. 4"),
+    "delta": (lambda v: 0.0 < v < 1.0, "expected a number in (0, 1)"),
+    "n_points": (lambda v: v >= 2, "expected an integer >= 2"),
+    "curve_points": (lambda v: v >= 2, "expected an integer >= 2"),
 }
 
 
@@ -399,7 +402,7 @@ def check_alpha(alpha) -> float:
 #: float (the library's ``ece(y, p, n_bins=True)`` ran with one bin; ``n_bins=15.0`` was numpy's UFuncTypeError).
 INTEGER_OPTIONS = frozenset({
     "n_bins", "ece_n_bins", "n_boot", "batch_rows", "max_groups", "max_overlays", "max_classes", "workers", "degree",
-    "seed", "depth", "max_values", "segment_bins", "min_segment", "top", "max_rows",
+    "seed", "depth", "max_values", "segment_bins", "min_segment", "top", "max_rows", "n_points", "curve_points",
 })
 
 

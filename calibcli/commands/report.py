@@ -289,7 +289,7 @@ def report(
                   class_weights=class_weights, n_bins=n_bins, n_boot=n_boot, alpha=alpha, batch_rows=options["batch_rows"])
     check_option(n_boot >= 1, f"--n-boot is {n_boot}: the report's T-Cal test draws its null distribution from "
                  f"resamples: expected at least 1 (1000 or more for p-values below alpha/levels)")
-    check_option(0.0 < holdout < 1.0, f"--holdout is {holdout}: expected the fraction of rows to fit on, in (0, 1)")
+    check_options(holdout=holdout)
     check_option("-" not in files, "the report reads every input more than once (the recalibration comparison's fit "
                  "and test parts), and standard input ('-') can be read once: save it to a file first")
     methods = tuple(dict.fromkeys(method)) if method else DEFAULT_METHODS
