@@ -97,8 +97,10 @@ def alias_of(annotation, param: Param):
     """The ``Annotated`` Typer option of a declared option (:class:`calibcli.validation.Param`): its flags, help,
     choices (the metavar ``[a|b]``), the whole-number parser of a count."""
     kwargs: dict = {"help": param.help}
-    if param.metavar is not None or param.choices is not None:
-        kwargs["metavar"] = param.metavar if param.metavar is not None else choices(*param.choices)
+    if param.metavar is not None:
+        kwargs["metavar"] = param.metavar
+    elif param.choices is not None:
+        kwargs["metavar"] = choices(*param.choices)
     if param.count:
         kwargs["parser"] = _count
     if not param.show_default:

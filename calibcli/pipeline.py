@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 
-from calibcli.engines import ENGINES, EngineChoice
+from calibcli.engines import ENGINES, Engine, EngineChoice
 from calibcli.errors import CalibcliError, check_choice
 from calibcli.families import Plan
 from calibcli.io import Sources
@@ -109,14 +109,16 @@ def check_engine(engine: str, scheduler: str | None, workers: int | None) -> Non
     """``--engine`` and its options, before any work (each engine checks its own: Dask says here when it
     is not installed)."""
     check_choice(engine, tuple(ENGINES), "--engine")
-    ENGINES[engine].check(scheduler, workers)
+    engine_class: type[Engine] = ENGINES[engine]
+    engine_class.check(scheduler, workers)
 
 
 @contextmanager
 def engine_runner(engine: str, scheduler: str | None, workers: int | None):
     """The engine of ``--engine``, for as long as the context lasts (a cluster is closed on leaving).
     ``runner.run(stream, new_accumulator)`` gives ``([(group, accumulator)], input description)``."""
-    with ENGINES[engine].open(scheduler=scheduler, workers=workers, progress=progress_bar) as runner:
+    engine_class: type[Engine] = ENGINES[engine]
+    with engine_class.open(scheduler=scheduler, workers=workers, progress=progress_bar) as runner:
         yield runner
 
 

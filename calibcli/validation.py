@@ -511,7 +511,7 @@ def declared(default: Any, param: Param) -> Any:
     return dataclasses.field(default=default, metadata={"param": param})
 
 
-def params_of(cls_or_obj) -> dict[str, tuple[Param, Any]]:
+def params_of(cls_or_obj: Any) -> dict[str, tuple[Param, Any]]:
     """The declared option fields of an options dataclass, in field order: name -> (declaration, default)."""
     return {f.name: (f.metadata["param"], f.default) for f in dataclasses.fields(cls_or_obj) if "param" in f.metadata}
 
@@ -526,7 +526,7 @@ class Declared:
     @classmethod
     def of(cls, values: dict):
         """The options from a command's (or a library call's) values: the fields it declares, the rest ignored."""
-        return cls(**{f.name: values[f.name] for f in dataclasses.fields(cls) if f.name in values})
+        return cls(**{name: values[name] for name in params_of(cls) if name in values})
 
     def shown(self, *names: str) -> dict:
         """These options as the report's ``parameters`` block shows them (each field's ``shown`` rule)."""
