@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibcli.validation import check_binary, check_option
+from calibcli.validation import check_alpha, check_binary, check_option
 
 #: Discrete predictors (SPEC 4.4): ``--discrete auto`` uses the binomial test when the number of
 #: distinct prediction values t satisfies ``t <= sqrt(n)``.
@@ -83,7 +83,7 @@ def binomial_test(y_true, y_prob, *, alpha: float = 0.05) -> BinomialTestResult:
     no more likely than the observed one). Bonferroni over the t values: reject if
     ``min_v p_v <= alpha / t``; p-value ``min(1, t min_v p_v)``.
     """
-    check_option(0.0 < alpha < 1.0, f"alpha is {alpha}: expected a level strictly between 0 and 1")
+    alpha = check_alpha(alpha)
     y, z, _ = check_binary(y_true, y_prob)
     values, inverse = np.unique(z, return_inverse=True)
     N = np.bincount(inverse, minlength=len(values))
@@ -100,7 +100,7 @@ def binomial_test_from_counts(values, n, positives, *, alpha: float = 0.05) -> B
     """
     from scipy.stats import binomtest
 
-    check_option(0.0 < alpha < 1.0, f"alpha is {alpha}: expected a level strictly between 0 and 1")
+    alpha = check_alpha(alpha)
     values = np.asarray(values, dtype=np.float64).reshape(-1)
     N = np.asarray(n, dtype=np.int64).reshape(-1)
     M = np.asarray(positives, dtype=np.int64).reshape(-1)

@@ -20,7 +20,7 @@ from calibcli.tcal.scalar import SortedScalarEngine
 from calibcli.tcal.scales import chebyshev_constant, check_cells, n_levels, optimal_n_bins
 from calibcli.tcal.simplex import simplex_bin_index
 from calibcli.tcal.vector import GroupVectorEngine
-from calibcli.validation import check_binary, check_multiclass, check_option
+from calibcli.validation import check_alpha, check_binary, check_multiclass, check_option
 
 #: Canonical mode: warn when the minimax detectable l2-ECE for Lipschitz (s = 1) miscalibration,
 #: ``n^(-2/(K+3))``, exceeds this.
@@ -116,7 +116,7 @@ def tcal_test(
     """
     check_option(null in NULLS, f"unknown null {null!r}: expected one of {', '.join(NULLS)}")
     check_option(combine in COMBINES, f"unknown combine rule {combine!r}: expected one of {', '.join(COMBINES)}")
-    check_option(0.0 < alpha < 1.0, f"alpha is {alpha}: expected a level strictly between 0 and 1")
+    alpha = check_alpha(alpha)
     check_option(null == "chebyshev" or int(n_boot) >= 1, f"{{opt:n_boot}} is {n_boot}: expected at least 1 resample")
     check_option(
         not (null == "chebyshev" and combine == "min-p"),
