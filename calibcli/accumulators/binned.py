@@ -25,6 +25,8 @@ interval's coverage against the per-row bootstrap by simulation.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from calibcli.accumulators.base import Accumulator
@@ -142,7 +144,7 @@ class QuantileSketch:
         self.exact_limit = exact_limit
         self.n = 0
         self._values: list[np.ndarray] = []
-        self._kll = None
+        self._kll: Any = None  # a datasketches kll_doubles_sketch, made once the values are too many
 
     def update(self, z: np.ndarray) -> None:
         self.n += len(z)
@@ -231,6 +233,7 @@ class BinnedAccumulator(Accumulator):
     def __init__(self, *, n_bins: int = 15, strategy: str = "uniform", edges: np.ndarray | None = None,
                  row_limit: int = ROW_LIMIT, binning_note: str | None = None, moments: bool = True):
         check_options(n_bins=n_bins)  # within range and the memory budget, before the cells are allocated
+        self.binning: Binning | None
         if strategy == "uniform":
             self.binning = fit_binning(np.empty(0), n_bins=n_bins, strategy="uniform")
         elif edges is not None:
@@ -241,9 +244,9 @@ class BinnedAccumulator(Accumulator):
         self.strategy = strategy
         self.binning_note = binning_note
         self.rows = RowSample(row_limit, 0, keep_when_full=False)
-        self.cells = None if self.binning is None else _Cells(self.binning.n_bins_effective)
+        self.cells: _Cells | None = None if self.binning is None else _Cells(self.binning.n_bins_effective)
         self.uniform_cells = _Cells(n_bins) if strategy == "quantile" else None
-        self.sketch = QuantileSketch() if self.binning is None else None
+        self.sketch: QuantileSketch | None = QuantileSketch() if self.binning is None else None
         self.weighted = False
         self.moments = moments  # the higher moments the per-bin bootstrap needs (off: point estimates only)
 
@@ -255,7 +258,7 @@ class BinnedAccumulator(Accumulator):
         self.weighted |= w is not None
         self.rows.update(row_index, z, y, w)
         values = _row_values(z, y, w, self.moments)
-        if self.cells is not None:
+        if self.cells is not None and self.binning is not None:  # (cells exist once the bins are known)
             self.cells.add(_cell_index(self.binning.assign(z), y), values, w is not None)
         if self.uniform_cells is not None:
             self.uniform_cells.add(_cell_index(uniform_bin_index(z, self.n_bins), y), values, w is not None)
@@ -268,7 +271,8 @@ class BinnedAccumulator(Accumulator):
     def merge(self, other: "BinnedAccumulator") -> "BinnedAccumulator":
         if (other.n_bins, other.strategy, other.moments) != (self.n_bins, self.strategy, self.moments) or (
             (self.binning is None) != (other.binning is None)
-            or (self.binning is not None and not np.array_equal(self.binning.edges, other.binning.edges))
+            or (self.binning is not None and other.binning is not None
+                and not np.array_equal(self.binning.edges, other.binning.edges))
         ):
             raise ValueError("binned accumulators with different bins cannot be merged")
         return super().merge(other)
@@ -284,6 +288,7 @@ class BinnedAccumulator(Accumulator):
 
     def fitted_edges(self) -> tuple[np.ndarray, str]:
         """Quantile edges for a second pass, and how they were found (exact, or the sketch's rank error)."""
+        assert self.sketch is not None  # (kept while the quantile bins are not known)
         binning = self.sketch.binning(self.n_bins)
         how = ("exact quantiles of all predictions" if self.sketch.exact else
                f"KLL sketch (Apache DataSketches, k={KLL_K}), normalised rank error {self.sketch.rank_error():.2g}")
@@ -335,6 +340,7 @@ class BinnedAccumulator(Accumulator):
         return self._result_from_cells(n_boot=n_boot, alpha=alpha, seed=seed, keep_replicates=keep_replicates, progress=progress)
 
     def _result_from_cells(self, *, n_boot, alpha, seed, keep_replicates, progress) -> CalibrationResult:
+        assert self.cells is not None and self.binning is not None  # (the bins are known: checked by result)
         main = self.cells.bin_stats(self.weighted)
         uniform = main if self.uniform_cells is None else self.uniform_cells.bin_stats(self.weighted)
         point = _point_metrics(main, uniform)

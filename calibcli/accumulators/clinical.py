@@ -38,8 +38,10 @@ import numpy as np
 
 from calibcli.accumulators.base import Accumulator
 from calibcli.clinical import (
-    ICI_GRID, cox_from_grid, cox_from_rows, GridSums, hosmer_lemeshow_from_bins, ici_from_grid, spiegelhalter_from_sums, spiegelhalter_sums,
+    ICI_GRID, cox_from_grid, cox_from_rows, GridSums, HosmerLemeshowTest, hosmer_lemeshow_from_bins, ici_from_grid,
+    SpiegelhalterTest, spiegelhalter_from_sums, spiegelhalter_sums,
 )
+from calibcli.cumulative import EcceResult
 from calibcli.errors import CalibcliError, OptionError
 from calibcli.accumulators.binned import BinnedAccumulator
 from calibcli.accumulators.cumulative import EcceAccumulator
@@ -94,7 +96,8 @@ class ClinicalAccumulator(Accumulator):
         else None (Cox from the cells). A statistic that cannot be computed (one label only, separated
         data) is left out and said why in the details.
         """
-        metrics, details = {}, {}
+        metrics: dict[str, Metric] = {}
+        details: dict[str, dict] = {}
         n = self.grid.n
         try:
             if rows is not None:
@@ -187,12 +190,12 @@ class EcceTest:
     alpha: float
     n: int
     weight_total: float
-    stats: object
+    stats: EcceResult
     how: dict
     method: str = ECCE_METHOD
 
     @classmethod
-    def of(cls, stats, how: dict, *, alpha: float) -> "EcceTest":
+    def of(cls, stats: EcceResult, how: dict, *, alpha: float) -> "EcceTest":
         p = float(stats.ecce_r_pvalue)
         return cls(float(stats.ecce_r_sigma), p, bool(p <= alpha), float(alpha), int(stats.rows), float(stats.weight),
                    stats, how)
@@ -214,7 +217,7 @@ class ClinicalTestReport:
     notes: tuple[str, ...]
     test: str
     sample: dict
-    result: object  # SpiegelhalterTest, HosmerLemeshowTest or EcceTest
+    result: SpiegelhalterTest | HosmerLemeshowTest | EcceTest
 
     @property
     def reject(self) -> bool:
@@ -225,10 +228,10 @@ class ClinicalTestReport:
         out = {"mode": self.mode, "notes": list(self.notes), "test": self.test, "sample": dict(self.sample)}
         common = {"reject": r.reject, "p_value": r.p_value, "alpha": r.alpha, "n": r.n, "weight_total": r.weight_total,
                   "statistic": r.statistic, "method": r.method, "warnings": []}
-        if self.test == "spiegelhalter":
+        if isinstance(r, SpiegelhalterTest):  # (self.test names the result's kind)
             out["result"] = {**common, "statistic_name": "Z", "distribution": "N(0, 1), two-sided",
                              "numerator": r.numerator, "variance": r.variance}
-        elif self.test == "ecce":
+        elif isinstance(r, EcceTest):
             out["result"] = {**common, "statistic_name": "ECCE-R/sigma",
                              "distribution": "range of standard Brownian motion on [0, 1]", **r.numbers()}
         else:
@@ -238,10 +241,10 @@ class ClinicalTestReport:
 
     def headline(self) -> dict:
         r = self.result
-        if self.test == "spiegelhalter":
+        if isinstance(r, SpiegelhalterTest):
             return {"spiegelhalter_p_value": Metric("spiegelhalter_p_value", r.p_value, note="two-sided, N(0, 1)"),
                     "spiegelhalter_z": Metric("spiegelhalter_z", r.statistic)}
-        if self.test == "ecce":
+        if isinstance(r, EcceTest):
             form = ("exact" if r.how["method"] == "exact" else
                     f"{r.how['n_cells']}-cell grid, ECCE-R within [value, value + {2 * r.how['error_bound']:.3g}]")
             return {"ecce_p_value": Metric("ecce_p_value", r.p_value, note="range of Brownian motion, asymptotic"),
@@ -262,7 +265,7 @@ class ClinicalTestAccumulator(Accumulator):
     merge_rules = {"n": "sum", "sums": "sum", "bins": "merge", "ecce": "merge"}
 
     def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: ClinicalTestOptions,
-                 edges: list | None = None, edges_method: str | None = None):
+                 edges: np.ndarray | None = None, edges_method: str | None = None):
         if mode not in ("binary", "top-label"):
             raise OptionError("mode", f"{{name}} {mode}: the {options.test} test is of one probability per prediction: "
                                       f"use the binary or top-label mode")
@@ -302,6 +305,7 @@ class ClinicalTestAccumulator(Accumulator):
         return self.bins is not None and self.bins.needs_edges
 
     def for_second_pass(self) -> "ClinicalTestAccumulator":
+        assert self.bins is not None  # (only Hosmer-Lemeshow's bins ask for a second pass)
         edges, how = self.bins.fitted_edges()
         return ClinicalTestAccumulator(mode=self.mode, n_classes=self.n_classes, class_names=self.class_names,
                                        options=self.options, edges=edges, edges_method=how)
@@ -333,14 +337,15 @@ class ClinicalTestAccumulator(Accumulator):
         sample = {**describe_sample(self.n, self.n, self.n, 0), "description": f"all {self.n} rows (exact sums)"}
         if self.ecce is not None:
             stats, how = self.ecce.result()
-            result = EcceTest.of(stats, how, alpha=o.alpha)
+            ecce_test = EcceTest.of(stats, how, alpha=o.alpha)
             if how["method"] == "grid":
                 notes.append(how["description"])
             if not np.isfinite(stats.ecce_r_sigma):
                 notes.append("sigma = 0 (every prediction 0 or 1) but some label disagrees: certain miscalibration, "
                              "p-value 0")
             sample["description"] = how["description"]
-            return ClinicalTestReport(self.mode, tuple(notes), o.test, sample, result)
+            return ClinicalTestReport(self.mode, tuple(notes), o.test, sample, ecce_test)
+        result: SpiegelhalterTest | HosmerLemeshowTest
         if self.bins is None:
             result = spiegelhalter_from_sums(self.sums, n=self.n, alpha=o.alpha)
         else:

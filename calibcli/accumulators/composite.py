@@ -11,10 +11,31 @@ puts them back beside the members finished by the first pass. Each member is fin
 from __future__ import annotations
 
 import importlib
+from typing import Any, Protocol
 
 from calibcli.accumulators.base import Accumulator
 
 STATE_VERSION = 1
+
+
+class Member(Protocol):
+    """What a composite asks of its members: the contract of :mod:`calibcli.accumulators`."""
+
+    @property
+    def n_rows(self) -> int: ...
+
+    @property
+    def problems(self) -> list: ...
+
+    def update(self, row_index: Any, probs: Any, labels: Any, w: Any = None, /) -> Any: ...
+
+    def merge(self, other: Any, /) -> Any: ...
+
+    def needs_second_pass(self) -> bool: ...
+
+    def for_second_pass(self) -> Any: ...
+
+    def to_dict(self) -> dict: ...
 
 
 class Composite(Accumulator):
@@ -24,7 +45,7 @@ class Composite(Accumulator):
     state_name = "composite state"
     merge_rules = {"members": "merge"}
 
-    def __init__(self, members: dict[str, object]):
+    def __init__(self, members: dict[str, Member]):
         self.members = dict(members)
 
     def update(self, row_index, probs, labels, w=None) -> "Composite":

@@ -40,10 +40,16 @@ class EcceAccumulator(Accumulator):
     state_name = "ECCE state"
     same, same_message = ("row_limit", "n_cells"), "ECCE states with different row limits or grids cannot be merged"
     merge_rules = {"rows": "merge", **{name: "sum" for name in _SUMS}, "count": "sum", "n_seen": "sum"}
+    # the per-cell sums (_SUMS), made in __init__
+    w: np.ndarray
+    wy: np.ndarray
+    ws: np.ndarray
+    w2v: np.ndarray
+    wabs: np.ndarray
 
     def __init__(self, row_limit: int | None, n_cells: int = N_CELLS):
         self.row_limit, self.n_cells = None if row_limit is None else int(row_limit), int(n_cells)
-        self.rows = None if row_limit is None else RowSample(self.row_limit, 0, keep_when_full=False)
+        self.rows = None if row_limit is None else RowSample(int(row_limit), 0, keep_when_full=False)
         self.n_seen = 0
         for name in _SUMS:
             setattr(self, name, np.zeros(self.n_cells))
@@ -93,6 +99,7 @@ class EcceAccumulator(Accumulator):
         limit = self.row_limit if row_limit is None else row_limit
         how = {"n": self.n, "row_limit": limit}
         if rows is None and self.exact:
+            assert self.rows is not None  # (exact: every row is held)
             rows = self.rows.arrays()
         if rows is not None:
             _, z, y, w = rows

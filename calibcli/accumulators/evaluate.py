@@ -24,6 +24,7 @@ bucket, and the measuring accumulators' bounded states.
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -33,6 +34,7 @@ from calibcli.accumulators.rows import RowSample
 from calibcli.resampling import row_hash
 from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator, SmoothInputAccumulator, SmoothOptions
 from calibcli.accumulators.tcal import TcalInputAccumulator, TcalOptions
+from calibcli.tcal import BinomialTestResult
 from calibcli.calibrators import calibrator_from_dict
 from calibcli.documents import metric_json
 from calibcli.modes import binary_problems
@@ -188,8 +190,11 @@ class HoldoutSplit(Accumulator):
         self.totals, self.fit = totals, fit
 
     @property
-    def _state(self):
-        return self.counter if self.fit is None else self.fit
+    def _state(self) -> SplitCounter | HoldoutFitAccumulator:
+        if self.fit is None:
+            assert self.counter is not None  # (the first pass counts)
+            return self.counter
+        return self.fit
 
     def update(self, row_index, probs, labels, w=None) -> "HoldoutSplit":
         self._state.update(row_index, probs, labels, w)
@@ -198,7 +203,11 @@ class HoldoutSplit(Accumulator):
 
     @property
     def n_rows(self) -> int:
-        return self.counter.n_rows if self.fit is None else self.totals["n"]
+        if self.fit is None:
+            assert self.counter is not None
+            return self.counter.n_rows
+        assert self.totals is not None  # (the second pass knows the first's totals)
+        return self.totals["n"]
 
     @property
     def problems(self) -> list:
@@ -209,6 +218,7 @@ class HoldoutSplit(Accumulator):
 
     def for_second_pass(self) -> "HoldoutSplit":
         """The fit part's pass: ``n_fit = round(holdout n)`` rows, at least 2 in each part (else the error)."""
+        assert self.counter is not None  # (asked for after the first pass only)
         n = self.counter.n_rows
         n_fit = int(round(self.holdout * n))
         check_option(2 <= n_fit <= n - 2, f"--holdout {self.holdout} leaves {n_fit} of {n} rows to fit on and "
@@ -223,6 +233,7 @@ class HoldoutSplit(Accumulator):
         exceeds it) and the totals ``{"n", "n_fit", "binary"}``."""
         if self.fit is None:
             raise ValueError("the holdout split's second pass has not run")
+        assert self.totals is not None
         fit, threshold = self.fit.finish()
         return fit, threshold, dict(self.totals)
 
@@ -249,6 +260,15 @@ class HoldoutSplit(Accumulator):
 # The test part: before/after through the measuring commands' accumulators
 
 
+class _MethodStates(TypedDict):
+    """One method's accumulators (or the uncalibrated predictions'): ``ece``'s, ``smece``'s, and a test per
+    binary problem."""
+
+    binned: InputAccumulator
+    smooth: SmoothInputAccumulator
+    tests: list[TcalInputAccumulator]
+
+
 class EvaluateAccumulator(Accumulator):
     """Third pass: per method (and ``uncalibrated``), the ``ece``, ``smece`` and ``tcal`` accumulators of the
     test rows' (recalibrated) predictions in ``mode``.
@@ -269,15 +289,18 @@ class EvaluateAccumulator(Accumulator):
         self.mode, self.n_classes, self.class_names = mode, int(n_classes), tuple(class_names)
         self.binned_options, self.smooth_options, self.tcal_options = binned, smooth, tcal
         self.names = ["uncalibrated", *(m for m, _ in calibrators)]
-        common = dict(mode=mode, n_classes=n_classes, class_names=self.class_names)
+        names = self.class_names
         marginal = mode == "marginal"
-        self.states = {}
+        self.states: dict[str, _MethodStates] = {}
         for name in self.names:
             tests = ([TcalInputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=tcal)
                       for _ in range(n_classes)] if marginal else
-                     [TcalInputAccumulator(mode=mode, options=tcal, **{k: v for k, v in common.items() if k != "mode"})])
-            self.states[name] = {"binned": InputAccumulator(options=binned, **common),
-                                 "smooth": SmoothInputAccumulator(options=smooth, **common), "tests": tests}
+                     [TcalInputAccumulator(mode=mode, n_classes=n_classes, class_names=names, options=tcal)])
+            self.states[name] = {
+                "binned": InputAccumulator(mode=mode, n_classes=n_classes, class_names=names, options=binned),
+                "smooth": SmoothInputAccumulator(mode=mode, n_classes=n_classes, class_names=names, options=smooth),
+                "tests": tests,
+            }
 
     def update(self, row_index, probs, labels, w=None) -> "EvaluateAccumulator":
         if self.split is not None:
@@ -359,9 +382,10 @@ class EvaluateAccumulator(Accumulator):
                     if warning not in warnings:
                         warnings.append(warning)
                 r = report.result
-                entry = {"problem": problem, "test": "binomial" if report.test == "binomial" else "T-Cal",
-                         "p_value": r.p_value}
-                entry.update({"n_values": r.n_values, "weighted": False} if report.test == "binomial" else
+                binomial = isinstance(r, BinomialTestResult)  # (report.test == "binomial")
+                entry: dict[str, Any] = {"problem": problem, "test": "binomial" if binomial else "T-Cal",
+                                         "p_value": r.p_value}
+                entry.update({"n_values": r.n_values, "weighted": False} if isinstance(r, BinomialTestResult) else
                              {"n_levels": r.n_levels, "weighted": r.weighted})
                 entry["sample"] = report.sample
                 entry["discrete_check"] = report.discrete_check

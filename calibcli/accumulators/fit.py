@@ -42,9 +42,9 @@ class FitAccumulator(Accumulator):
         check_options(max_rows=max_rows)  # the sample it keeps, within the memory budget
         self.sample = RowSample(max_rows, seed)
         self.max_distinct = max_distinct
-        self.values = np.empty(0)
-        self.w1 = np.empty(0)
-        self.w0 = np.empty(0)
+        self.values: np.ndarray = np.empty(0)
+        self.w1: np.ndarray = np.empty(0)
+        self.w0: np.ndarray = np.empty(0)
         self.binary: bool | None = None
         self.too_many_values = False
 

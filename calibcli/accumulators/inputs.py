@@ -13,6 +13,7 @@ Every accumulator here follows the contract of :mod:`calibcli.accumulators` (``u
 
 
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 
@@ -55,11 +56,12 @@ class BinnedReport:
 
     def to_dict(self) -> dict:
         """The report entry's results: mode, problems, aggregate and multiclass scores (SPEC 7)."""
-        out = {"mode": self.mode,
+        out: dict[str, Any] = {"mode": self.mode,
                "problems": [{"name": p.name, "class_index": p.class_index, **p.result.to_dict(),
                              **({"clinical": p.clinical} if p.clinical else {}),
                              **({"ecce": p.ecce} if p.ecce else {})} for p in self.problems]}
         if self.aggregate is not None:
+            assert self.class_weight_values is not None  # (an aggregate is a weighted one)
             out["aggregate"] = {
                 "class_weights": self.class_weight_scheme,
                 "class_weight_values": self.class_weight_values.tolist(),
@@ -131,7 +133,7 @@ class MulticlassScores(Accumulator):
     def result(self, *, n_boot: int, alpha: float, seed: int) -> dict[str, Metric]:
         s = dict(zip(self._COLUMNS, self.sums))
         est = {"brier_score_multiclass": s["wb"] / s["w"], "log_loss_multiclass": s["wl"] / s["w"]}
-        ci = {k: (None, None) for k in est}
+        ci: dict[str, tuple[float | None, float | None]] = {k: (None, None) for k in est}
         method = None
         if n_boot:
             if not self.rows.dropped:
@@ -315,7 +317,7 @@ def _aggregate(results: list[ProblemResult], v: np.ndarray, n_boot: int, alpha: 
         est = aggregate_over_classes(entry.combine, np.array([r.result.metrics[base].estimate for r in results]), v)
         lo = hi = None
         if n_boot:
-            reps = aggregate_over_classes(entry.combine, np.array([r.result.replicates[base] for r in results]), v)
+            reps = aggregate_over_classes(entry.combine, np.array([(r.result.replicates or {})[base] for r in results]), v)
             lo, hi = percentile_interval(reps, alpha)
         out[name] = Metric(name, float(est), lo, hi, method, note=f"marginal aggregate {entry.combine.describe()}")
     return out
@@ -347,7 +349,7 @@ class SmoothOptions:
 class SmoothProblemResult:
     name: str
     class_index: int | None
-    result: object  # calibcli.smooth.SmoothECEResult
+    result: calibcli.smooth.SmoothECEResult
     metric: str
 
     @property
@@ -375,8 +377,9 @@ class SmoothReport:
     class_weight_values: np.ndarray | None
 
     def to_dict(self) -> dict:
-        out = {"mode": self.mode, "problems": [p.to_dict() for p in self.problems]}
+        out: dict[str, Any] = {"mode": self.mode, "problems": [p.to_dict() for p in self.problems]}
         if self.aggregate is not None:
+            assert self.class_weight_values is not None  # (an aggregate is a weighted one)
             out["aggregate"] = {"class_weights": self.class_weight_scheme,
                                 "class_weight_values": self.class_weight_values.tolist(),
                                 "metrics": {k: m.to_dict() for k, m in self.aggregate.items()}}
@@ -400,7 +403,7 @@ class SmoothInputAccumulator(Accumulator):
         grids = grids or [calibcli.smooth.STATS_GRID] * n_problems  # read now: the library may change it
         self.problems = [SmoothAccumulator(row_limit=options.row_limit, seed=options.seed, n_cells=g) for g in grids]
         self.class_totals = np.zeros(n_classes)
-        self._results = None
+        self._results: list[calibcli.smooth.SmoothECEResult] | None = None
 
     def update(self, row_index, probs, labels, w=None) -> "SmoothInputAccumulator":
         for problem, acc in zip(binary_problems(labels, probs, mode=self.mode, sample_weight=w,
@@ -462,10 +465,12 @@ class SmoothInputAccumulator(Accumulator):
         if marginal:
             weights = class_weight_values(o.class_weights, self.class_totals)
             rule = REGISTRY[o.metric].combine
+            assert rule is not None  # (smece's class rule)
             estimate = float(aggregate_over_classes(rule, np.array([r.result.smece for r in results]), weights))
             low = high = method = None
             if o.n_boot:
-                reps = aggregate_over_classes(rule, np.stack([r.result.replicates for r in results]), weights)
+                per_class = cast(list[np.ndarray], [r.result.replicates for r in results])  # (kept with n_boot)
+                reps = aggregate_over_classes(rule, np.stack(per_class), weights)
                 low, high = percentile_interval(reps, o.alpha)
                 per_row = all("over rows" in (r.result.ci_method or "") for r in results)
                 method = f"{results[0].result.ci_method}, classes resampled {'jointly' if per_row else 'independently'}"

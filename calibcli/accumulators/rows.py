@@ -17,6 +17,9 @@ from calibcli.resampling import row_hash
 
 STATE_VERSION = 1
 
+#: Rows as ``(row_index, z, y, w)``; ``w`` None for unit weights.
+_Part = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]
+
 
 class RowSample(Accumulator):
     """Rows ``(row_index, z, y, w)`` of a stream, at most ``k`` of them.
@@ -37,7 +40,7 @@ class RowSample(Accumulator):
         self.seed = int(seed)
         self.keep_when_full = keep_when_full
         self.n_seen = 0
-        self._parts: list[tuple[np.ndarray, ...]] = []
+        self._parts: list[_Part] = []
         self._held = 0
         self.weighted = False
         self.dropped = False
@@ -100,7 +103,7 @@ class RowSample(Accumulator):
             self._threshold = hashes[keep].max()
         self._parts, self._held = [(row, z, y, w)], len(row)
 
-    def _concat(self):
+    def _concat(self) -> _Part:
         if not self._parts:
             return np.empty(0, dtype=np.int64), np.empty(0), np.empty(0, dtype=np.int64), None
         row = np.concatenate([p[0] for p in self._parts])
@@ -111,7 +114,7 @@ class RowSample(Accumulator):
             w = np.concatenate([np.ones(len(p[0])) if p[3] is None else p[3] for p in self._parts])
         return row, z, y, w
 
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    def arrays(self) -> _Part:
         """``(row_index, z, y, w)`` of the rows held, sorted by row index (``w`` None for unit weights)."""
         if self.dropped:
             raise ValueError("the row sample was dropped: more rows than it may hold were seen")
@@ -125,7 +128,10 @@ class RowSample(Accumulator):
     # -- state -----------------------------------------------------------------------------------
 
     def to_dict(self) -> dict:
-        held = {} if self.dropped else dict(zip(("row_index", "z", "y", "w"), self.arrays()))
+        if self.dropped:
+            row_index, z, y, w = np.empty(0, dtype=np.int64), np.empty(0), np.empty(0, dtype=np.int64), None
+        else:
+            row_index, z, y, w = self.arrays()
         return {
             **self.state_head(),
             "k": self.k,
@@ -134,10 +140,10 @@ class RowSample(Accumulator):
             "n_seen": self.n_seen,
             "weighted": self.weighted,
             "dropped": self.dropped,
-            "row_index": [int(v) for v in held.get("row_index", [])],
-            "z": np.asarray(held.get("z", np.empty(0))).tolist(),
-            "y": [int(v) for v in held.get("y", [])],
-            "w": None if held.get("w") is None else held["w"].tolist(),
+            "row_index": [int(v) for v in row_index],
+            "z": np.asarray(z).tolist(),
+            "y": [int(v) for v in y],
+            "w": None if w is None else w.tolist(),
         }
 
     @classmethod

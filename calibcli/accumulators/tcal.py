@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from calibcli.accumulators.rows import RowSample, describe_sample
 from calibcli.errors import CalibcliError, OptionError
 from calibcli.estimators import Metric
 from calibcli.modes import binary_problems
-from calibcli.tcal import binomial_test_from_counts, COMBINES, DISCRETE_RULE, discreteness_from_counts, NULLS, tcal_test
+from calibcli.tcal import BinomialTestResult, TcalResult, binomial_test_from_counts, COMBINES, DISCRETE_RULE, discreteness_from_counts, NULLS, tcal_test
 from calibcli.validation import check_options
 
 STATE_VERSION = 1
@@ -197,7 +198,8 @@ class ValueCounts(Accumulator):
         return len(self._parts[0][0]) if self._parts else 0
 
     def to_dict(self) -> dict:
-        values, n, m = (np.empty(0), [], []) if self.overflowed else self.arrays()
+        empty = np.empty(0, dtype=np.int64)
+        values, n, m = (np.empty(0), empty, empty) if self.overflowed else self.arrays()
         return {**self.state_head(), "cap": self.cap, "n": self.n, "overflowed": self.overflowed,
                 "values": np.asarray(values).tolist(), "n_v": [int(v) for v in n], "m_v": [int(v) for v in m]}
 
@@ -229,7 +231,7 @@ class TcalReport:
     discrete_check: dict | None
     test: str
     sample: dict
-    result: object
+    result: TcalResult | BinomialTestResult
     warnings: tuple[str, ...] = ()
 
     @property
@@ -243,7 +245,7 @@ class TcalReport:
         out["test"] = self.test
         out["sample"] = dict(self.sample)
         r = self.result
-        if self.test == "binomial":
+        if isinstance(r, BinomialTestResult):  # (test "binomial")
             out["result"] = {
                 "reject": r.reject, "p_value": r.p_value, "alpha": r.alpha, "n": r.n, "n_values": r.n_values,
                 "per_value_alpha": r.per_value_alpha, "method": r.method, "per_value": [asdict(row) for row in r.rows],
@@ -264,7 +266,7 @@ class TcalReport:
         miscalibration) and, for T-Cal, ``tcal_statistic``: ``T_m`` at the level with the smallest p-value;
         :class:`calibcli.estimators.Metric` objects by name."""
         r = self.result
-        if self.test == "binomial":
+        if isinstance(r, BinomialTestResult):
             return {"binomial_p_value": Metric("binomial_p_value", r.p_value,
                                                note=f"exact binomial test per value, Bonferroni over {r.n_values} values")}
         deciding = min(r.levels, key=lambda level: level.p_value)
@@ -319,6 +321,7 @@ class TcalInputAccumulator(Accumulator):
                                           "weights: drop the weight column, or use {name} no")
         (problem,) = binary_problems(labels, probs, mode=self.mode, sample_weight=w, class_names=list(self.class_names))
         self.rows.update(row_index, problem.z, problem.y, problem.sample_weight)
+        assert self.counts is not None  # (counted in every mode but canonical)
         self.counts.update(problem.z, problem.y)
         return self
 
@@ -345,6 +348,7 @@ class TcalInputAccumulator(Accumulator):
             return None, False, []
         choice = self.options.discrete
         counts = self.counts
+        check: dict[str, Any]
         if counts.n_distinct is None:
             check = {"discrete": False, "n_distinct": None, "n_distinct_more_than": counts.cap, "n": counts.n,
                      "threshold": math.sqrt(counts.n), "rule": DISCRETE_RULE}
@@ -366,10 +370,11 @@ class TcalInputAccumulator(Accumulator):
         check, use_binomial, warnings = self._decide()
         n = self.n_rows
         if use_binomial:
+            assert self.counts is not None  # (the binomial test is chosen from the counts)
             values, N, M = self.counts.arrays()
-            result = binomial_test_from_counts(values, N, M, alpha=o.alpha)
+            binomial = binomial_test_from_counts(values, N, M, alpha=o.alpha)
             sample = {**describe_sample(n, n, o.max_rows, o.seed), "description": f"all {n} rows (exact per-value counts)"}
-            return TcalReport(self.mode, tuple(self.notes), check, "binomial", sample, result, tuple(warnings))
+            return TcalReport(self.mode, tuple(self.notes), check, "binomial", sample, binomial, tuple(warnings))
         row_index, z, y, w = self.rows.arrays()
         result = tcal_test(y, z, sample_weight=w, smoothness=o.smoothness, null=o.null, n_boot=o.n_boot,
                            combine=o.combine, alpha=o.alpha, rng=np.random.default_rng(o.seed), progress=progress)
