@@ -80,8 +80,8 @@ class AuditResult:
 
     segments: list[dict]
     mce_sigma: float
-    mce_pvalue: float
-    mce_relative: float
+    mce_pvalue: float | None
+    mce_relative: float | None
     n_segments: int  # segments with rows
     n_segments_tested: int
     population: dict = field(default_factory=dict)
@@ -100,7 +100,7 @@ def segment_sums(y: np.ndarray, s: np.ndarray, w: np.ndarray, ids: list[np.ndarr
     and ``sum w^2 s (1 - s) = (sigma W)^2`` come with the ECCE statistics."""
     bins = np.minimum((s * n_bins).astype(np.int64), n_bins - 1)
     wy, ws = w * y, w * s
-    parts = {k: [] for k in ("wy", "ws", "ece_l1")}
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("wy", "ws", "ece_l1")}
     for seg, g in zip(ids, sizes, strict=True):
         key = seg.astype(np.int64) * n_bins + bins  # ids come in small unsigned types: widen before multiplying
         bw = np.bincount(key, weights=w, minlength=g * n_bins).reshape(g, n_bins)
@@ -123,6 +123,10 @@ def finish(sums: SegmentSums, ecce: EcceResult, codings: list[ColumnCoding], par
     from scipy.special import ndtri
 
     options.check()
+    # one value per segment (EcceResult's fields are floats only for a single series)
+    sigma, ecce_r, ecce_r_sigma, ecce_mad, ecce_mad_sigma, ecce_bound = (
+        np.asarray(v) for v in (ecce.sigma, ecce.ecce_r, ecce.ecce_r_sigma, ecce.ecce_mad, ecce.ecce_mad_sigma,
+                                ecce.error_bound))
     nonempty = (sums.rows > 0) & (sums.w > 0)
     tested = nonempty & (sums.rows >= options.min_segment)
     p = np.where(tested, ecce.ecce_r_pvalue, np.nan)
@@ -132,7 +136,7 @@ def finish(sums: SegmentSums, ecce: EcceResult, codings: list[ColumnCoding], par
     mce = float(stat.max()) if n_tested else float("nan")
     population = {"rows": int(sums.rows[0]), "weight": float(sums.w[0]),
                   "observed_rate": float(sums.wy[0] / sums.w[0]), "mean_prediction": float(sums.ws[0] / sums.w[0]),
-                  "sigma": float(ecce.sigma[0])}
+                  "sigma": float(sigma[0])}
     prevalence = population["observed_rate"]
     # the level a segment is judged at: Bonferroni's alpha / m whenever p-values are adjusted (Holm's first step
     # and the MCE gate's level; conservative for Holm's later steps and for BH), alpha when they are not
@@ -160,16 +164,16 @@ def finish(sums: SegmentSums, ecce: EcceResult, codings: list[ColumnCoding], par
             "o_e": _num(o_e[i]),
             "o_e_ci_low": _num(max(o_e[i] - half[i], 0.0)) if np.isfinite(half[i]) else None,
             "o_e_ci_high": _num(o_e[i] + half[i]) if np.isfinite(half[i]) else None,
-            "ecce_r": float(ecce.ecce_r[i]),
-            "ecce_r_sigma": _num(ecce.ecce_r_sigma[i]),
-            "ecce_mad": float(ecce.ecce_mad[i]),
-            "ecce_mad_sigma": _num(ecce.ecce_mad_sigma[i]),
-            "sigma": float(ecce.sigma[i]),
-            "ecce_bound": float(ecce.error_bound[i]),
+            "ecce_r": float(ecce_r[i]),
+            "ecce_r_sigma": _num(ecce_r_sigma[i]),
+            "ecce_mad": float(ecce_mad[i]),
+            "ecce_mad_sigma": _num(ecce_mad_sigma[i]),
+            "sigma": float(sigma[i]),
+            "ecce_bound": float(ecce_bound[i]),
             "tested": bool(tested[i]),
             "p_value": _num(p[i]),
             "p_adjusted": _num(p_adj[i]),
-            "mde": float(mde_sigma * ecce.sigma[i]),
+            "mde": float(mde_sigma * sigma[i]),
             "ece_l1_plugin": _num(sums.ece_l1[i]),
         }
         segments.append(entry)

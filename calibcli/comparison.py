@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -152,7 +153,7 @@ class JointCells:
         # the noise only where there is variance: with unit weights the w columns are the counts, exactly
         active = np.arange(2 * _V) if self.weighted else np.array([j for j in range(2 * _V) if j % _V])
         root = _psd_root(cov[:, active[:, None], active[None, :]]).transpose(0, 2, 1).astype(np.float32)
-        sides = []
+        sides: list[dict[str, Any]] = []
         for side, cells, n_bins in ((0, cell_a, self.n_a), (1, cell_b, self.n_b)):
             order = np.argsort(cells, kind="stable")
             starts = np.flatnonzero(np.diff(cells[order], prepend=-1))
@@ -253,8 +254,9 @@ class JointScores:
     def replicates(self, n_boot: int, rng: np.random.Generator) -> tuple[dict, dict]:
         root = _psd_root(self.moments[None])[0]  # rounding-level eigenvalues as zeros: identical inputs draw alike
         reps = self.sums + rng.standard_normal((n_boot, 6)) @ root.T
-        return tuple({"brier_score_multiclass": reps[:, 3 * s + 1] / reps[:, 3 * s],
-                      "log_loss_multiclass": reps[:, 3 * s + 2] / reps[:, 3 * s]} for s in (0, 1))
+        a, b = ({"brier_score_multiclass": reps[:, 3 * s + 1] / reps[:, 3 * s],
+                 "log_loss_multiclass": reps[:, 3 * s + 2] / reps[:, 3 * s]} for s in (0, 1))
+        return a, b
 
 
 class JointState:
@@ -314,6 +316,10 @@ def _rows(batch) -> _Rows:
                  None if batch.groups is None else np.asarray(batch.groups[0]), batch.source)
 
 
+def _empty(rows: _Rows | None) -> bool:
+    return rows is None or len(rows) == 0
+
+
 def _lockstep(stream_a, stream_b):
     """Both streams' rows in equal-length chunks (row ``i`` of the one beside row ``i`` of the other); at the end
     of the shorter, the rest of the longer with None beside it."""
@@ -322,25 +328,27 @@ def _lockstep(stream_a, stream_b):
     done = [False, False]
     while True:
         for k in (0, 1):
-            while not done[k] and (held[k] is None or len(held[k]) == 0):
+            while not done[k] and _empty(held[k]):
                 batch = next(its[k], None)
                 if batch is None:
                     done[k] = True
                 else:
                     held[k] = _rows(batch)
-        have = [held[k] is not None and len(held[k]) > 0 for k in (0, 1)]
+        have = [not _empty(held[k]) for k in (0, 1)]
         if not any(have):
             return
         if not all(have):
             k = 0 if have[0] else 1
-            out = [None, None]
+            out: list[_Rows | None] = [None, None]
             out[k] = held[k]
             held[k] = None
             yield out[0], out[1]
             continue
-        n = min(len(held[0]), len(held[1]))
-        parts = [held[k].take(slice(0, n)) for k in (0, 1)]
-        held = [held[k].take(slice(n, None)) for k in (0, 1)]
+        first, second = held
+        assert first is not None and second is not None  # (both have rows)
+        n = min(len(first), len(second))
+        parts = first.take(slice(0, n)), second.take(slice(0, n))
+        held = [first.take(slice(n, None)), second.take(slice(n, None))]
         yield parts[0], parts[1]
 
 
@@ -394,6 +402,7 @@ class _Candidate:
     def aligned(self, a: _Rows) -> _Rows | None:
         """The candidate's rows of the baseline rows' IDs, in their order and with their global row indices."""
         _check_ids(a, self.id_column, self.baseline_name)
+        assert a.ids is not None  # (rows paired by ID carry their IDs)
         ids = _comparable(a.ids, self.sorted_ids)
         sorted_ids = _comparable(self.sorted_ids, a.ids)
         at = np.searchsorted(sorted_ids, ids)
@@ -473,7 +482,7 @@ def compare_streams(stream_a, stream_b, binned_options, *, mode_a, mode_b=None, 
     seed = binned_options.seed
 
     def new_accs(options_seed):
-        accs = [InputAccumulator(mode=mode_a, n_classes=stream_a.n_classes, class_names=stream_a.class_names,
+        accs: list[InputAccumulator | SmoothInputAccumulator] = [InputAccumulator(mode=mode_a, n_classes=stream_a.n_classes, class_names=stream_a.class_names,
                                  options=replace(binned_options, seed=options_seed))]
         if smooth_options is not None:
             accs.append(SmoothInputAccumulator(mode=mode_a, n_classes=stream_a.n_classes, class_names=stream_a.class_names,
@@ -482,7 +491,7 @@ def compare_streams(stream_a, stream_b, binned_options, *, mode_a, mode_b=None, 
 
     accs_a, accs_b = new_accs(seed), new_accs(seed)
     candidate = _Candidate(stream_b, id_column, stream_a.name) if id_column is not None else None
-    state = {"paired": pairing != "none", "reason": None if pairing != "none" else "no pairing asked for"}
+    state: dict[str, Any] = {"paired": pairing != "none", "reason": None if pairing != "none" else "no pairing asked for"}
 
     def one_pass(now_a, now_b, joint_now) -> None:
         """Stream both inputs once into the accumulators ``now_a``/``now_b`` (None: not this pass) and the joint
@@ -672,6 +681,7 @@ def _smooth_replicates(report, options) -> dict[str, np.ndarray]:
     if report.aggregate is None:
         return {options.metric: np.asarray(report.problems[0].result.replicates)}
     rule = REGISTRY[options.metric].combine
+    assert rule is not None  # (smece's class rule)
     reps = aggregate_over_classes(rule, np.stack([p.result.replicates for p in report.problems]), report.class_weight_values)
     return {options.metric: np.asarray(reps)}
 
@@ -701,6 +711,7 @@ def worse_by(name: str, baseline: float, candidate: float) -> float:
     info = REGISTRY.get(name)
     better = info.better if info is not None else "lower"
     if better == "target":
+        assert info is not None and info.target is not None, f"{name} declares no target"
         return abs(candidate - info.target) - abs(baseline - info.target)
     if better == "higher":
         return baseline - candidate
@@ -735,7 +746,7 @@ def _difference(name: str, m_a, m_b, rep_a, rep_b, method, alpha: float) -> dict
     # calibrated value (a Cox slope of 1, an intercept of 0); significant when the difference's interval
     # excludes 0 (for a target metric: the candidate's value has moved, and away from the target)
     worse = worse_by(name, a, b) > 0 if better != "none" else False
-    significant = lo is not None and (lo > 0 or hi < 0)
+    significant = lo is not None and hi is not None and (lo > 0 or hi < 0)
     return {"baseline": a, "candidate": b, "difference": diff, "ci_low": lo, "ci_high": hi, "ci_method": ci_method,
             "paired": bool(paired and lo is not None), "better": better, "worse": bool(worse),
             "significant": bool(significant)}

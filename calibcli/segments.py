@@ -231,7 +231,7 @@ class Partition:
         """Each row's segment in this partition (mixed radix of its columns' codes), in the smallest unsigned type
         that holds them (the ECCE's per-partition sort is a radix sort for 8- and 16-bit ids)."""
         dtype = next(t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if self.n_segments <= np.iinfo(t).max)
-        ids = np.zeros(n_rows, dtype=dtype)
+        ids: np.ndarray = np.zeros(n_rows, dtype=dtype)
         for col, size in zip(self.columns, self.sizes, strict=True):
             ids *= dtype(size)
             ids += codes[col].astype(dtype, copy=False)
