@@ -317,7 +317,7 @@ class EvaluateAccumulator(Accumulator):
             state["smooth"].update(row_index, p, labels, w)
             if self.mode == "marginal":
                 for test, problem in zip(state["tests"], binary_problems(labels, p, mode="marginal", sample_weight=w,
-                                                                         class_names=list(self.class_names))):
+                                                                         class_names=list(self.class_names)), strict=True):
                     test.update(row_index, problem.z, problem.y, problem.sample_weight)
             else:
                 state["tests"][0].update(row_index, p, labels, w)
@@ -328,7 +328,7 @@ class EvaluateAccumulator(Accumulator):
             mine, theirs = self.states[name], other.states[name]
             mine["binned"].merge(theirs["binned"])
             mine["smooth"].merge(theirs["smooth"])
-            for a, b in zip(mine["tests"], theirs["tests"]):
+            for a, b in zip(mine["tests"], theirs["tests"], strict=True):
                 a.merge(b)
         return self
 
@@ -376,7 +376,7 @@ class EvaluateAccumulator(Accumulator):
             metrics["smece"] = metric_json(state["smooth"].result().headline()["smece"])
             problem_names = ([f"class {c}" for c in self.class_names] if self.mode == "marginal" else [self.mode])
             per_problem = []
-            for problem, test in zip(problem_names, state["tests"]):
+            for problem, test in zip(problem_names, state["tests"], strict=True):
                 report = test.result()
                 for warning in report.warnings:
                     if warning not in warnings:

@@ -112,10 +112,10 @@ class MulticlassScores(Accumulator):
 
     def update(self, row_index, probs, labels, w=None) -> "MulticlassScores":
         values = self.per_row(probs, labels)
-        b, l = values[:, 0], values[:, 1]
+        b, ll = values[:, 0], values[:, 1]  # Brier score and log-loss per row
         ww = np.ones(len(b)) if w is None else w
         w2 = ww * ww
-        self.sums += [ww.sum(), ww @ b, ww @ l, w2.sum(), w2 @ b, w2 @ l, w2 @ (b * b), w2 @ (l * l), w2 @ (b * l)]
+        self.sums += [ww.sum(), ww @ b, ww @ ll, w2.sum(), w2 @ b, w2 @ ll, w2 @ (b * b), w2 @ (ll * ll), w2 @ (b * ll)]
         self.rows.update(row_index, values, labels, w)
         return self
 
@@ -131,7 +131,7 @@ class MulticlassScores(Accumulator):
         return out
 
     def result(self, *, n_boot: int, alpha: float, seed: int) -> dict[str, Metric]:
-        s = dict(zip(self._COLUMNS, self.sums))
+        s = dict(zip(self._COLUMNS, self.sums, strict=True))
         est = {"brier_score_multiclass": s["wb"] / s["w"], "log_loss_multiclass": s["wl"] / s["w"]}
         ci: dict[str, tuple[float | None, float | None]] = {k: (None, None) for k in est}
         method = None
@@ -211,7 +211,7 @@ class InputAccumulator(Accumulator):
     def update(self, row_index, probs, labels, w=None) -> "InputAccumulator":
         for problem, acc, clinical, ecce in zip(binary_problems(labels, probs, mode=self.mode, sample_weight=w,
                                                                 class_names=list(self.class_names)),
-                                                self.problems, self.clinical, self.ecce):
+                                                self.problems, self.clinical, self.ecce, strict=True):
             acc.update(row_index, problem.z, problem.y, problem.sample_weight)
             clinical.update(row_index, problem.z, problem.y, problem.sample_weight)
             ecce.update(row_index, problem.z, problem.y, problem.sample_weight)
@@ -276,14 +276,14 @@ class InputAccumulator(Accumulator):
         ]
 
         clinical = [c.result(alpha=o.alpha, rows=None if acc.rows.dropped else acc.rows.arrays())  # Cox and ICI
-                    for c, acc in zip(self.clinical, self.problems)]  # metrics join each problem's
+                    for c, acc in zip(self.clinical, self.problems, strict=True)]  # metrics join each problem's
         ecce = [e.result(None if acc.rows.dropped else acc.rows.arrays(), row_limit=o.row_limit)  # ECCE-MAD, ECCE-R
-                for e, acc in zip(self.ecce, self.problems)]
-        for r, (metrics, _), (stats, how) in zip(results, clinical, ecce):
+                for e, acc in zip(self.ecce, self.problems, strict=True)]
+        for r, (metrics, _), (stats, how) in zip(results, clinical, ecce, strict=True):
             r.result.metrics.update(metrics)
             r.result.metrics.update(ecce_metrics(stats, how))
         results = [ProblemResult(r.name, r.class_index, r.result, details, how)
-                   for r, (_, details), (_, how) in zip(results, clinical, ecce)]
+                   for r, (_, details), (_, how) in zip(results, clinical, ecce, strict=True)]
         aggregate = weights = None
         notes = []
         if marginal:
@@ -407,7 +407,7 @@ class SmoothInputAccumulator(Accumulator):
 
     def update(self, row_index, probs, labels, w=None) -> "SmoothInputAccumulator":
         for problem, acc in zip(binary_problems(labels, probs, mode=self.mode, sample_weight=w,
-                                                class_names=list(self.class_names)), self.problems):
+                                                class_names=list(self.class_names)), self.problems, strict=True):
             acc.update(row_index, problem.z, problem.y, problem.sample_weight)
         self.class_totals += np.bincount(labels, weights=w, minlength=self.n_classes)[: self.n_classes]
         self._results = None
@@ -432,7 +432,7 @@ class SmoothInputAccumulator(Accumulator):
         return any(r.needs_finer_grid for r in self._finish())
 
     def for_second_pass(self) -> "SmoothInputAccumulator":
-        grids = [r.finer_grid if r.needs_finer_grid else acc.n_cells for r, acc in zip(self._finish(), self.problems)]
+        grids = [r.finer_grid if r.needs_finer_grid else acc.n_cells for r, acc in zip(self._finish(), self.problems, strict=True)]
         return SmoothInputAccumulator(mode=self.mode, n_classes=self.n_classes, class_names=self.class_names,
                                       options=self.options, grids=grids)
 

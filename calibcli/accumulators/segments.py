@@ -98,7 +98,7 @@ class SegmentAuditAccumulator:
         s = np.concatenate(self._s)[order] if self._s else np.zeros(0)
         y = np.concatenate(self._y)[order] if self._y else np.zeros(0, dtype=np.int64)
         weighted = any(w is not None for w in self._w)
-        w = (np.concatenate([np.ones(len(z)) if v is None else v for z, v in zip(self._s, self._w)])[order]
+        w = (np.concatenate([np.ones(len(z)) if v is None else v for z, v in zip(self._s, self._w, strict=True)])[order]
              if weighted else np.ones(len(s)))
         values = [np.concatenate([batch[j] for batch in self._values])[order] if self._values else np.zeros(0)
                   for j in range(len(self.columns))]
@@ -110,7 +110,7 @@ class SegmentAuditAccumulator:
         if not len(s):
             raise CalibcliError("no rows to audit")
         coded = [code_values(name, v, max_values=o.max_values, segment_bins=o.segment_bins)
-                 for name, v in zip(self.columns, values)]
+                 for name, v in zip(self.columns, values, strict=True)]
         codings, codes = [c for c, _ in coded], [k for _, k in coded]
         result = audit_arrays(y, s, w, codes, codings, partitions(codings, o.depth), o)
         if progress is not None:

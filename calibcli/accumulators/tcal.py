@@ -163,7 +163,7 @@ class ValueCounts(Accumulator):
 
     def _compact(self) -> None:
         if len(self._parts) > 1:
-            part = _collapse(*(np.concatenate(column) for column in zip(*self._parts)))
+            part = _collapse(*(np.concatenate(column) for column in zip(*self._parts, strict=True)))
         elif self._parts:
             part = self._parts[0]
         else:
