@@ -5,7 +5,8 @@ batch to each; it follows the contract of :mod:`calibcli.accumulators`, so an en
 one family (``cc.engine_runner(...).run(stream, new)``, the local engine or Dask alike). A second pass
 runs when any member asks for one, and then feeds only the members that asked (in some group of the
 input: :meth:`second_pass_of`): :meth:`for_second_pass` holds those alone, and :meth:`after_second_pass`
-puts them back beside the members finished by the first pass. Each member is finished by its own family's code (``calibcli report``).
+puts them back beside the members finished by the first pass. Each member is finished by its own family's code
+(``calibcli report``).
 """
 
 from __future__ import annotations

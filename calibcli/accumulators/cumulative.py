@@ -4,8 +4,8 @@ The statistics need the rows in score order. :class:`EcceAccumulator` keeps ever
 ``row_limit`` were seen (a :class:`~calibcli.accumulators.rows.RowSample` that drops itself, never thins:
 all rows of a population matter) and then computes :func:`calibcli.cumulative.ecce` on them, exactly. Beside
 the rows it always adds, per cell of a uniform grid of ``n_cells`` score cells (2^16 by default), the sums of
-``w``, ``w y``, ``w s``, ``w^2 s (1 - s)`` and ``w |y - s|`` (as :func:`calibcli.cumulative.cell_sums` adds them, five or six
-bincounts per batch). Beyond the row limit the statistics come from those sums
+``w``, ``w y``, ``w s``, ``w^2 s (1 - s)`` and ``w |y - s|`` (as :func:`calibcli.cumulative.cell_sums` adds them,
+five or six bincounts per batch). Beyond the row limit the statistics come from those sums
 (:func:`calibcli.cumulative.ecce_from_cells`): ``C`` is then known at cell ends only, and the largest cell's
 normalised ``sum w |y - s|`` bounds the error (the exact ECCE-MAD lies in ``[grid, grid + bound]``, the exact
 ECCE-R in ``[grid, grid + 2 bound]``); :meth:`EcceAccumulator.result` states which form was used and the bound.

@@ -308,7 +308,8 @@ def _aggregate(results: list[ProblemResult], v: np.ndarray, n_boot: int, alpha: 
     out: dict[str, Metric] = {}
     per_bin = any("sufficient" in (r.result.metrics["ece_l1_plugin"].ci_method or "") for r in results)
     method = None if not n_boot else (
-        f"percentile Poisson bootstrap from per-bin sufficient statistics, {n_boot} resamples, classes resampled independently"
+        f"percentile Poisson bootstrap from per-bin sufficient statistics, {n_boot} resamples, "
+        "classes resampled independently"
         if per_bin else f"percentile Poisson bootstrap, {n_boot} resamples, classes resampled jointly")
     for name, entry in REGISTRY.items():
         if entry.family != "binned" or entry.combine is None:
@@ -505,7 +506,8 @@ def evaluate_binned(
 
 
 def multiclass_scores(labels, probs, *, sample_weight=None, n_boot=0, alpha=0.05, seed=0) -> dict[str, Metric]:
-    """Multiclass Brier and log-loss with Poisson-bootstrap intervals (the one-batch case of :class:`MulticlassScores`)."""
+    """Multiclass Brier and log-loss with Poisson-bootstrap intervals (the one-batch case of
+    :class:`MulticlassScores`)."""
     acc = MulticlassScores(row_limit=max(len(labels), 1))
     acc.update(np.arange(len(labels)), probs, labels, sample_weight)
     return acc.result(n_boot=n_boot, alpha=alpha, seed=seed)
