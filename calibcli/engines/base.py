@@ -12,7 +12,7 @@ registered class; the ``--engine`` choices come from :data:`ENGINES`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ContextManager, Protocol
+from typing import ContextManager, Protocol, TypeVar
 
 
 class Engine(Protocol):
@@ -37,10 +37,12 @@ class Engine(Protocol):
 
 
 #: Every engine by name, in the order ``--help`` lists them.
-ENGINES: dict[str, type] = {}
+ENGINES: dict[str, type[Engine]] = {}
+
+E = TypeVar("E", bound=type[Engine])
 
 
-def register(cls: type) -> type:
+def register(cls: E) -> E:
     """Class decorator: ``cls`` runs under ``--engine cls.name``."""
     ENGINES[cls.name] = cls
     return cls

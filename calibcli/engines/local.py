@@ -14,7 +14,7 @@ class LocalEngine:
     """Streams each dataset's batches through the accumulators in this process."""
 
     name = "local"
-    workers = None
+    workers: int | None = None
 
     def run(self, stream, new) -> tuple[list[tuple[dict | None, object]], dict]:
         """The stream's entries ``(group values or None, accumulator)`` and its report input section."""
