@@ -25,7 +25,7 @@ def _prefix(where: str | None) -> str:
     return f"{where}: " if where else ""
 
 
-def _first_bad(mask: np.ndarray) -> int:
+def _first_bad(mask: np.ndarray | np.bool_) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
@@ -435,7 +435,7 @@ FLAG_WORDS = ("true", "false", "yes", "no", "on", "off", "1", "0", "t", "f", "y"
 
 
 def check_command_options(params: dict, *, flags: dict[str, bool] | None = None,
-                          file_arguments: dict[str, object] | None = None) -> None:
+                          file_arguments: dict[str, str | list[str] | None] | None = None) -> None:
     """Every numeric option of a command, checked by :func:`check_options` (finite, within range, within the
     memory budget); and FILES arguments that are the word a flag would take (``--logits false``), refused.
 
@@ -444,14 +444,14 @@ def check_command_options(params: dict, *, flags: dict[str, bool] | None = None,
     """
     import os
 
-    numeric = {k: v for k, v in params.items()
-               if not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating))}
+    numeric: dict[str, Any] = {k: v for k, v in params.items()
+                               if not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating))}
     for name, value in numeric.items():
         if name in _COMMAND_SIZES and value >= 1:
             _check_size(name, value, _COMMAND_SIZES)
     check_options(**numeric)
-    for name, value in (file_arguments or {}).items():
-        for path in ([value] if isinstance(value, str) else list(value or [])):
+    for paths in (file_arguments or {}).values():
+        for path in ([paths] if isinstance(paths, str) else list(paths or [])):
             if isinstance(path, str) and path.lower() in FLAG_WORDS and not os.path.lexists(path):
                 on = [f for f, v in (flags or {}).items() if v]
                 who = "{opt:" + on[0] + "} is a flag and takes" if len(on) == 1 else "flags take"

@@ -229,7 +229,8 @@ def render_compare(doc: dict, console) -> None:
     widest = max([len(name) for name in doc["comparison"]] + [6])
     for col, just in (("metric", "left"), ("baseline", "right"), ("candidate", "right"),
                       (f"difference\n{level} CI", "right")):  # names and numbers are never broken
-        table.add_column(col, justify=just, no_wrap=True, min_width=widest if col == "metric" else None)
+        table.add_column(col, justify="left" if just == "left" else "right", no_wrap=True,
+                         min_width=widest if col == "metric" else None)
     table.add_column("verdict", justify="left")  # wraps at spaces
     for name, c in doc["comparison"].items():  # the interval under the difference: fits 100 columns
         table.add_row(for_rich(name), fmt_number(c["baseline"]), fmt_number(c["candidate"]),

@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 import struct
 from dataclasses import replace
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 import calibcli.smooth
-from calibcli.accumulators.diagram import DiagramInputAccumulator, DiagramOptions
+from calibcli.accumulators.diagram import DiagramInputAccumulator, DiagramOptions, DiagramReport
 from calibcli import cli_common as cc, diagrams as dg
 from calibcli.errors import CalibcliError
 from calibcli.families import diagram as diagram_family
@@ -32,7 +32,10 @@ from calibcli.safe_text import for_matplotlib
 # The calibcli.diagrams names used here are imported inside the command, which keeps matplotlib
 # (and numpy-heavy drawing code) out of `calibcli --help`.
 
-DiagramFiles = cc.files_argument("Several files are overlaid on one figure, one curve each (one dataset with --pool).")
+if TYPE_CHECKING:  # the FILES argument is a list of paths; Typer reads its declaration
+    DiagramFiles = list[str]
+else:
+    DiagramFiles = cc.files_argument("Several files are overlaid on one figure, one curve each (one dataset with --pool).")
 DiagramProbCol = Annotated[
     Optional[list[str]],
     typer.Option(
@@ -77,7 +80,7 @@ def _curve_names(files: list[str], pool: bool, columns: list[str | None], names:
             if len(columns) == 1:
                 out.append(stem)
             elif len(datasets) == 1:
-                out.append(col)
+                out.append(col if col is not None else stem)  # (several columns: each is named)
             else:
                 out.append(f"{stem}:{col}")
     return out
@@ -168,7 +171,7 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
     diagram_options = DiagramOptions(binned=want_binned, smooth=want_smooth, n_bins=n_bins, strategy=strategy, n_boot=n_boot,
                                         alpha=alpha, seed=seed, max_problems=max_classes if marginal else None)
 
-    entries: list[tuple[dict, object]] = []  # (report entry without its curves, the DiagramReport)
+    entries: list[tuple[dict, DiagramReport]] = []  # (report entry without its curves, its report)
     groups_seen: set[tuple] = set()
     groups_drawn: set[tuple] = set()
     with cc.engine_runner(engine.name, engine.scheduler, engine.workers) as runner:

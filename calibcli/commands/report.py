@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -51,7 +51,10 @@ MAX_DIAGRAMS = 20
 #: ``recalibrate evaluate``'s --max-rows (its default): rows each fit and each T-Cal test of the comparison use at most.
 EVALUATE_MAX_ROWS = 1_000_000
 
-ReportFiles = cc.files_argument("Several files (or --group-by groups) get a sortable summary table first, then one section each.")
+if TYPE_CHECKING:  # the FILES argument is a list of paths; Typer reads its declaration
+    ReportFiles = list[str]
+else:
+    ReportFiles = cc.files_argument("Several files (or --group-by groups) get a sortable summary table first, then one section each.")
 PageOutput = Annotated[str, typer.Option("--output", "-o", help="The HTML page to write (atomically; '-': stdout).",
                                          show_default=False)]
 JsonOutput = Annotated[
@@ -113,8 +116,8 @@ def build_document(files: list[str], *, columns: dict, reading: dict, engine: di
             "tcal": test,
             "diagrams": diagrams.get(key),
         }
-        ev = recalibration.get(e["input"]["path"])
-        entry["recalibration"] = verdicts.recalibration_summary(ev) if ev is not None else None
+        measured = recalibration.get(e["input"]["path"])
+        entry["recalibration"] = verdicts.recalibration_summary(measured) if measured is not None else None
         entry["verdict"] = verdicts.verdict(entry, alpha=alpha)
         entries.append(entry)
 
@@ -161,7 +164,7 @@ def _versions() -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
 
-    out = {"calibcli": __version__, "python": platform.python_version()}
+    out: dict[str, str | None] = {"calibcli": __version__, "python": platform.python_version()}
     for name in ("numpy", "pyarrow", "matplotlib", "scipy", "jinja2"):
         try:
             out[name] = version(name)
@@ -249,7 +252,7 @@ def _draw(acc, *, marginal: bool, n_classes: int, number: int) -> dict:
     curves = report.curves("", legend="")
     panels = [dg.DiagramPanel(title=(c.problem if marginal else ""), binned=(c.binned,), smooth=(c.smooth,))
               for c in curves]
-    drawn = {}
+    drawn: dict[str, Any] = {}
     for kind in ("binned", "smooth"):
         number += 1
         fig = dg.plot_diagram(panels, kind=kind)
