@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import asdict, dataclass
-from typing import Callable
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from calibcli.accumulators.base import Accumulator
 import calibcli.smooth
@@ -17,6 +18,7 @@ from calibcli.diagram_data import (
 )
 from calibcli import cancel
 from calibcli.accumulators.smooth import SmoothAccumulator
+from calibcli.estimators import CalibrationResult
 from calibcli.modes import binary_problems
 
 
@@ -50,12 +52,14 @@ class DiagramProblem:
 
     name: str
     class_index: int | None
-    binned: object | None  # calibcli.estimators.CalibrationResult
-    smooth: object | None  # calibcli.smooth.SmoothECEResult, with its curve
+    binned: CalibrationResult | None
+    smooth: calibcli.smooth.SmoothECEResult | None  # with its curve
 
     @property
     def n(self) -> int:
-        return (self.binned or self.smooth).n
+        drawn = self.binned or self.smooth
+        assert drawn is not None  # (a diagram draws at least one kind)
+        return drawn.n
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,7 @@ class DiagramCurve:
     smooth: SmoothDiagramData | None = None
 
     def to_dict(self) -> dict:
-        out = {"name": self.name, "problem": self.problem, "class_index": self.class_index, "n": self.n}
+        out: dict[str, Any] = {"name": self.name, "problem": self.problem, "class_index": self.class_index, "n": self.n}
         if self.binned is not None:
             out["binned"] = self.binned.to_dict()
         if self.smooth is not None:
@@ -136,15 +140,21 @@ class DiagramInputAccumulator(Accumulator):
     @property
     def problems(self) -> list:
         """Per binary problem, its accumulators (binned, smooth; None for a kind not drawn)."""
-        n = len(self.binned if self.binned is not None else self.smooth)
+        n = len(self._per_problem())
         return [(None if self.binned is None else self.binned[k], None if self.smooth is None else self.smooth[k])
                 for k in range(n)]
+
+    def _per_problem(self) -> list:
+        """The accumulators of the first kind drawn (binned, else smooth): one per binary problem."""
+        drawn = self.binned if self.binned is not None else self.smooth
+        assert drawn is not None  # (a diagram draws at least one kind)
+        return drawn
 
     def _binary_problems(self, labels, probs, w):
         names = list(self.class_names)
         if self.mode == "marginal" and probs.ndim == 2:
             # only the classes drawn: class k's problem reads column k alone
-            keep = len(self.binned if self.binned is not None else self.smooth)
+            keep = len(self._per_problem())
             return binary_problems(labels, probs[:, :keep], mode=self.mode, sample_weight=w, class_names=names[:keep])
         return binary_problems(labels, probs, mode=self.mode, sample_weight=w, class_names=names)
 
@@ -162,7 +172,9 @@ class DiagramInputAccumulator(Accumulator):
 
     @property
     def n_rows(self) -> int:
-        return (self.binned or self.smooth)[0].n_rows
+        drawn = self.binned or self.smooth
+        assert drawn is not None  # (a diagram draws at least one kind)
+        return drawn[0].n_rows
 
     def _second_pass_grids(self) -> list[int] | None:
         """Per problem, the smoothing grid of a second pass; None when every s* is resolved by this pass.
@@ -174,9 +186,10 @@ class DiagramInputAccumulator(Accumulator):
             return None
         if self._grids is False:
             checks = [None if acc.rows_kept else acc.result(n_boot=0, alpha=self.options.alpha) for acc in self.smooth]
-            finer = [c is not None and c.needs_finer_grid for c in checks]
-            self._grids = [c.finer_grid if f else acc.n_cells for c, f, acc in zip(checks, finer, self.smooth)] if any(finer) else None
-        return self._grids
+            finer = [c.finer_grid if c is not None and c.needs_finer_grid else None for c in checks]
+            self._grids = ([acc.n_cells if g is None else g for g, acc in zip(finer, self.smooth, strict=True)]
+                           if any(g is not None for g in finer) else None)
+        return cast("list[int] | None", self._grids)  # (checked: no longer False)
 
     def needs_second_pass(self) -> bool:
         return any(acc.needs_edges for acc in self.binned or ()) or self._second_pass_grids() is not None
@@ -244,7 +257,7 @@ class DiagramInputAccumulator(Accumulator):
         return DiagramReport(self.mode, problems, notes)
 
 
-def run_side_by_side(tasks: dict[str, Callable[[], object]]) -> dict[str, object]:
+def run_side_by_side(tasks: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
     """Results of the callables in ``tasks``, in two threads when there are two. The first error raised
     is re-raised."""
     if len(tasks) < 2:
