@@ -11,35 +11,63 @@ from __future__ import annotations
 import errno
 import functools
 import inspect
+import math
 import os
 import sys
-import math
+import types
 import typing
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Annotated, Iterator, Optional
+from typing import Annotated
 
 import typer
 
-from calibcli.accumulators import per_input  # noqa: F401  (where commands have always found it)
-from calibcli.engines import ENGINES, EngineChoice  # noqa: F401  (the engine option group)
-from calibcli.errors import (  # noqa: F401  (flags, warnings and exit codes, where commands have always found them)
-    FLAGS, PIPE_CLOSED, CalibcliError, GateFailed, check_choice, flag_of, quiet_stdout, warn,
-)
-from calibcli.io import DEFAULT_BATCH_ROWS  # noqa: F401  (BatchRows' default, for the commands)
-from calibcli.io import ColumnSpec, LoadedInput, Sources, read_dataset, resolve_datasets
-from calibcli.pipeline import (  # noqa: F401  (the driver, where commands have always found it)
-    Plan, add_entries, check_engine, engine_runner, evaluate_streams, progress_bar, run, summarise_groups,
-)
 from calibcli import cancel, outputs
 from calibcli import families as fam
 from calibcli._malloc import tune_allocator
-from calibcli.errors import cli_text
+from calibcli.accumulators import per_input  # noqa: F401  (where commands have always found it)
+from calibcli.engines import ENGINES, EngineChoice  # noqa: F401  (the engine option group)
+from calibcli.errors import (  # noqa: F401  (flags, warnings and exit codes, where commands have always found them)
+    FLAGS,
+    PIPE_CLOSED,
+    CalibcliError,
+    GateFailed,
+    check_choice,
+    cli_text,
+    flag_of,
+    quiet_stdout,
+    warn,
+)
+from calibcli.io import (
+    DEFAULT_BATCH_ROWS,  # noqa: F401  (BatchRows' default, for the commands)
+    ColumnSpec,
+    LoadedInput,
+    Sources,
+    read_dataset,
+    resolve_datasets,
+)
 from calibcli.io.targets import check_output_target
 from calibcli.outputs import STDOUT
+from calibcli.pipeline import (  # noqa: F401  (the driver, where commands have always found it)
+    Plan,
+    add_entries,
+    check_engine,
+    engine_runner,
+    evaluate_streams,
+    progress_bar,
+    run,
+    summarise_groups,
+)
 from calibcli.report import FORMATS, Layout
 from calibcli.safe_text import for_terminal
 from calibcli.validation import (
-    Declared, Param, check_command_options, check_options, memory_culprit, option, params_of,
+    Declared,
+    Param,
+    check_command_options,
+    check_options,
+    memory_culprit,
+    option,
+    params_of,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -113,7 +141,7 @@ def alias(options_class, name: str):
     return alias_of(typing.get_type_hints(options_class)[name], params_of(options_class)[name][0])
 
 
-Mode = alias_of(Optional[str], fam.MODE)
+Mode = alias_of(str | None, fam.MODE)
 ClassWeights = alias_of(str, fam.CLASS_WEIGHTS_PARAM)
 NBins = alias_of(int, fam.N_BINS)
 Strategy = alias_of(str, fam.STRATEGY)
@@ -130,12 +158,12 @@ FailAboveUpper = alias(fam.Gates, "fail_above_upper")
 class ColumnOptions(Declared):
     """Which columns hold the probabilities, the labels and the weights."""
 
-    prob_col: Optional[str] = option(None, "--prob-col", help="Column with the positive-class probability (binary).")
-    prob_cols: Optional[list[str]] = option(None, "--prob-cols", help="Columns with one probability per class: a "
+    prob_col: str | None = option(None, "--prob-col", help="Column with the positive-class probability (binary).")
+    prob_cols: list[str] | None = option(None, "--prob-cols", help="Columns with one probability per class: a "
                                             "comma-separated list or a pattern such as 'p_*'.")
-    label_col: Optional[str] = option(None, "--label-col", help="Column with the labels (integers, booleans or class "
+    label_col: str | None = option(None, "--label-col", help="Column with the labels (integers, booleans or class "
                                       "names).")
-    weight_col: Optional[str] = option(None, "--weight-col", help="Column with sample (frequency) weights.")
+    weight_col: str | None = option(None, "--weight-col", help="Column with sample (frequency) weights.")
     logits: bool = option(False, "--logits", help="The probability columns hold logits: apply sigmoid (one column) or "
                           "softmax.")
 
@@ -144,7 +172,7 @@ class ColumnOptions(Declared):
 class ReadingOptions(Declared):
     """How the inputs are read."""
 
-    input_format: Optional[str] = option(
+    input_format: str | None = option(
         None, "--input-format", help="csv, tsv, parquet, feather or jsonl; default: from the extension (stdin: from "
         "its first bytes: Parquet, Arrow IPC, JSON Lines, TSV, else CSV).",
         metavar=choices("csv", "tsv", "parquet", "feather", "jsonl"))
@@ -158,7 +186,7 @@ class DatasetOptions(Declared):
 
     pool: bool = option(False, "--pool", help="Treat all FILES as one dataset (one report entry), rows in sorted-path "
                         "order.")
-    group_by: Optional[str] = option(None, "--group-by", help="Report one entry per value of these columns "
+    group_by: str | None = option(None, "--group-by", help="Report one entry per value of these columns "
                                      "(comma-separated; hive partition columns of a directory too), with the worst "
                                      "group and the spread.")
     batch_rows: int = option(DEFAULT_BATCH_ROWS, "--batch-rows", help="Rows read and reduced at a time (memory stays "
@@ -171,10 +199,10 @@ class EngineOptions(Declared):
 
     engine: str = option("local", "--engine", help="local (this process) or dask (a Dask cluster: --scheduler, or a "
                          "local one of --workers processes); the same report either way.", metavar=choices(*ENGINES))
-    scheduler: Optional[str] = option(
+    scheduler: str | None = option(
         None, "--scheduler", help="With --engine dask: the address of a running Dask scheduler (tcp://HOST:PORT) or "
         "its scheduler file. Default: DASK_SCHEDULER_ADDRESS, else a local cluster.")
-    workers: Optional[int] = option(None, "--workers", help="With --engine dask and no scheduler: start a local "
+    workers: int | None = option(None, "--workers", help="With --engine dask and no scheduler: start a local "
                                     "cluster of this many worker processes for the run (default: one per CPU).")
 
 
@@ -187,14 +215,14 @@ class OutputOptions(Declared):
     fmt: str = option("table", "--format", help="What stdout carries: table, json, markdown (pull requests, "
                       "$GITHUB_STEP_SUMMARY) or csv (tidy: file, group, problem, metric, estimate, ci_low, ci_high, "
                       "bound).", metavar=choices("table", "json", "markdown", "csv"))
-    summary: Optional[bool] = option(None, "--summary/--no-summary", help="One row per file or group with the metrics "
+    summary: bool | None = option(None, "--summary/--no-summary", help="One row per file or group with the metrics "
                                      "as columns (the default beyond 3 rows), or the full table of every metric.",
                                      show_default=False)
-    metrics: Optional[str] = option(None, "--metrics", help="Summary columns: comma-separated metric names from the "
+    metrics: str | None = option(None, "--metrics", help="Summary columns: comma-separated metric names from the "
                                     "report, e.g. ece_l1_plugin,brier_score (default: the command's headline metrics).")
-    sort: Optional[str] = option(None, "--sort", help="Order summary rows by this metric, best first (default: as "
+    sort: str | None = option(None, "--sort", help="Order summary rows by this metric, best first (default: as "
                                  "given).")
-    output: Optional[str] = option(None, "--output", "-o", help="Also write the JSON report to this file (atomically; "
+    output: str | None = option(None, "--output", "-o", help="Also write the JSON report to this file (atomically; "
                                    "'-': stdout, instead of the table).")
 
 
@@ -225,7 +253,7 @@ class OptionGroup:
     name: str
     options: tuple[Opt, ...]
 
-    def only(self, *names: str) -> "OptionGroup":
+    def only(self, *names: str) -> OptionGroup:
         """The group with these options only (a command that takes part of it)."""
         return replace(self, options=tuple(o for o in self.options if o.name in names))
 
@@ -470,7 +498,8 @@ def pure_flags(func) -> None:
         if not args or not hasattr(annotation, "__metadata__"):
             continue
         base = args[0]
-        if base is bool or (typing.get_origin(base) is typing.Union and set(typing.get_args(base)) == {bool, type(None)}):
+        optional = typing.get_origin(base) in (typing.Union, types.UnionType)  # Optional[bool] or bool | None
+        if base is bool or (optional and set(typing.get_args(base)) == {bool, type(None)}):
             for info in annotation.__metadata__:
                 if isinstance(info, typer.models.OptionInfo) and info.metavar is None:
                     info.metavar = ""

@@ -43,7 +43,7 @@ def check_finite(values: np.ndarray, *, name: str, where: str | None = None) -> 
 
 def check_consistent_length(*arrays: np.ndarray | None, names: tuple[str, ...], where: str | None = None) -> int:
     """All given arrays have the same first dimension; return it."""
-    lengths = {name: len(a) for a, name in zip(arrays, names) if a is not None}
+    lengths = {name: len(a) for a, name in zip(arrays, names, strict=True) if a is not None}
     if len(set(lengths.values())) > 1:
         found = ", ".join(f"{k}={v}" for k, v in lengths.items())
         raise CalibcliError(f"{_prefix(where)}inputs have different lengths ({found}): expected one value per row")

@@ -29,10 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from calibcli.accumulators.base import Accumulator
 from calibcli import cancel
+from calibcli.accumulators.base import Accumulator
 from calibcli.accumulators.rows import RowSample
 from calibcli.binning import Binning, fit_binning, uniform_bin_index
+from calibcli.errors import CalibcliError
 from calibcli.estimators import (
     LOG_LOSS_EPS,
     BinStats,
@@ -43,7 +44,6 @@ from calibcli.estimators import (
     ece_l2_sq_sun_interval,
     summarise_replicates,
 )
-from calibcli.errors import CalibcliError
 from calibcli.validation import BYTES_PER_RESAMPLE_CELL, check_allocation, check_options, memory_budget
 
 STATE_VERSION = 1
@@ -130,7 +130,7 @@ class _Cells(Accumulator):
         return {"count": self.count.tolist(), "sums": {k: self.sums[j].tolist() for j, k in enumerate(CELL_COLUMNS)}}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "_Cells":
+    def from_dict(cls, d: dict) -> _Cells:
         out = cls(len(d["count"]) // 2)
         out.count = np.asarray(d["count"], dtype=np.int64)
         out.sums = np.array([d["sums"][k] for k in CELL_COLUMNS], dtype=np.float64)
@@ -169,7 +169,7 @@ class QuantileSketch:
             self._values = []
         return self._kll
 
-    def merge(self, other: "QuantileSketch") -> None:
+    def merge(self, other: QuantileSketch) -> None:
         self.n += other.n
         if self._kll is None and other._kll is None and self.n <= self.exact_limit:
             self._values.extend(other._values)
@@ -206,7 +206,7 @@ class QuantileSketch:
         return {"n": self.n, "exact_limit": self.exact_limit, "kll": base64.b64encode(self._kll.serialize()).decode("ascii")}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "QuantileSketch":
+    def from_dict(cls, d: dict) -> QuantileSketch:
         out = cls(d["exact_limit"])
         out.n = int(d["n"])
         if "kll" in d:
@@ -252,7 +252,7 @@ class BinnedAccumulator(Accumulator):
 
     # -- streaming -------------------------------------------------------------------------------
 
-    def update(self, row_index: np.ndarray, z: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> "BinnedAccumulator":
+    def update(self, row_index: np.ndarray, z: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> BinnedAccumulator:
         if len(z) == 0:
             return self
         self.weighted |= w is not None
@@ -268,7 +268,7 @@ class BinnedAccumulator(Accumulator):
 
     merge_rules = {"weighted": "max", "rows": "merge", "cells": "merge", "uniform_cells": "merge", "sketch": "merge"}
 
-    def merge(self, other: "BinnedAccumulator") -> "BinnedAccumulator":
+    def merge(self, other: BinnedAccumulator) -> BinnedAccumulator:
         if (other.n_bins, other.strategy, other.moments) != (self.n_bins, self.strategy, self.moments) or (
             (self.binning is None) != (other.binning is None)
             or (self.binning is not None and other.binning is not None
@@ -312,7 +312,7 @@ class BinnedAccumulator(Accumulator):
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "BinnedAccumulator":
+    def from_dict(cls, d: dict) -> BinnedAccumulator:
         cls.check_state(d)
         out = cls(n_bins=d["n_bins"], strategy=d["strategy"], edges=d["edges"], binning_note=d["binning_note"],
                   moments=d["moments"])

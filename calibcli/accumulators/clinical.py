@@ -37,19 +37,27 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from calibcli.accumulators.base import Accumulator
+from calibcli.accumulators.binned import BinnedAccumulator
+from calibcli.accumulators.cumulative import EcceAccumulator
+from calibcli.accumulators.rows import describe_sample
+from calibcli.accumulators.tcal import MAX_ROWS
 from calibcli.clinical import (
-    ICI_GRID, cox_from_grid, cox_from_rows, GridSums, HosmerLemeshowTest, hosmer_lemeshow_from_bins, ici_from_grid,
-    SpiegelhalterTest, spiegelhalter_from_sums, spiegelhalter_sums,
+    ICI_GRID,
+    GridSums,
+    HosmerLemeshowTest,
+    SpiegelhalterTest,
+    cox_from_grid,
+    cox_from_rows,
+    hosmer_lemeshow_from_bins,
+    ici_from_grid,
+    spiegelhalter_from_sums,
+    spiegelhalter_sums,
 )
 from calibcli.cumulative import EcceResult
 from calibcli.errors import CalibcliError, OptionError
-from calibcli.accumulators.binned import BinnedAccumulator
-from calibcli.accumulators.cumulative import EcceAccumulator
-from calibcli.accumulators.tcal import MAX_ROWS
-from calibcli.accumulators.rows import describe_sample
 from calibcli.estimators import Metric
 from calibcli.modes import binary_problems
-from calibcli.registry import aggregate_over_classes, REGISTRY
+from calibcli.registry import REGISTRY, aggregate_over_classes
 from calibcli.validation import check_options
 
 STATE_VERSION = 1
@@ -68,7 +76,7 @@ class ClinicalAccumulator(Accumulator):
     def __init__(self, *, n_cells: int = ICI_GRID):
         self.grid = GridSums(n_cells)
 
-    def update(self, row_index, z, y, w=None) -> "ClinicalAccumulator":
+    def update(self, row_index, z, y, w=None) -> ClinicalAccumulator:
         if len(z):
             self.grid.add_rows(z, y, w)
         return self
@@ -82,7 +90,7 @@ class ClinicalAccumulator(Accumulator):
         return {**self.state_head(), "grid": self.grid.to_dict()}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ClinicalAccumulator":
+    def from_dict(cls, d: dict) -> ClinicalAccumulator:
         cls.check_state(d)
         out = cls()
         out.grid = GridSums.from_dict(d["grid"])
@@ -195,7 +203,7 @@ class EcceTest:
     method: str = ECCE_METHOD
 
     @classmethod
-    def of(cls, stats: EcceResult, how: dict, *, alpha: float) -> "EcceTest":
+    def of(cls, stats: EcceResult, how: dict, *, alpha: float) -> EcceTest:
         p = float(stats.ecce_r_pvalue)
         return cls(float(stats.ecce_r_sigma), p, bool(p <= alpha), float(alpha), int(stats.rows), float(stats.weight),
                    stats, how)
@@ -279,7 +287,7 @@ class ClinicalTestAccumulator(Accumulator):
         elif options.test == "ecce":
             self.ecce = EcceAccumulator(options.max_rows)
 
-    def update(self, row_index, probs, labels, w=None) -> "ClinicalTestAccumulator":
+    def update(self, row_index, probs, labels, w=None) -> ClinicalTestAccumulator:
         (problem,) = binary_problems(labels, probs, mode=self.mode, sample_weight=w, class_names=list(self.class_names))
         self.n += len(problem.z)
         if self.ecce is not None:
@@ -304,7 +312,7 @@ class ClinicalTestAccumulator(Accumulator):
         """Hosmer-Lemeshow over more rows than are kept: the deciles from this pass, the groups' sums from a second."""
         return self.bins is not None and self.bins.needs_edges
 
-    def for_second_pass(self) -> "ClinicalTestAccumulator":
+    def for_second_pass(self) -> ClinicalTestAccumulator:
         assert self.bins is not None  # (only Hosmer-Lemeshow's bins ask for a second pass)
         edges, how = self.bins.fitted_edges()
         return ClinicalTestAccumulator(mode=self.mode, n_classes=self.n_classes, class_names=self.class_names,
@@ -317,7 +325,7 @@ class ClinicalTestAccumulator(Accumulator):
                 "ecce": None if self.ecce is None else self.ecce.to_dict()}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ClinicalTestAccumulator":
+    def from_dict(cls, d: dict) -> ClinicalTestAccumulator:
         cls.check_state(d)
         out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),
                   options=ClinicalTestOptions(**d["options"]), edges_method=d["edges_method"])

@@ -49,12 +49,12 @@ class Composite(Accumulator):
     def __init__(self, members: dict[str, Member]):
         self.members = dict(members)
 
-    def update(self, row_index, probs, labels, w=None) -> "Composite":
+    def update(self, row_index, probs, labels, w=None) -> Composite:
         for acc in self.members.values():
             acc.update(row_index, probs, labels, w)
         return self
 
-    def merge(self, other: "Composite") -> "Composite":
+    def merge(self, other: Composite) -> Composite:
         if list(other.members) != list(self.members):
             raise ValueError(f"composite states of different members cannot be merged: {list(self.members)} and "
                              f"{list(other.members)}")
@@ -77,7 +77,7 @@ class Composite(Accumulator):
     def _asking(self) -> set[str]:
         return {name for name, acc in self.members.items() if acc.needs_second_pass()}
 
-    def for_second_pass(self, names=None) -> "Composite":
+    def for_second_pass(self, names=None) -> Composite:
         """The second pass's members alone: those named (default: those that ask for one); the others are
         finished already."""
         names = self._asking() if names is None else set(names)
@@ -91,11 +91,11 @@ class Composite(Accumulator):
         names = set().union(*(acc._asking() for acc in state.values()))
         return {key: acc.for_second_pass(names) for key, acc in state.items()}
 
-    def after_second_pass(self, second: "Composite") -> "Composite":
+    def after_second_pass(self, second: Composite) -> Composite:
         """Every member: from ``second`` when it had a second pass, else this (first-pass) one."""
         return Composite({name: second.members.get(name, acc) for name, acc in self.members.items()})
 
-    def result(self, progress=None) -> "Composite":
+    def result(self, progress=None) -> Composite:
         """The composite itself: each member is finished by its own family."""
         return self
 
@@ -104,7 +104,7 @@ class Composite(Accumulator):
                 "members": [[name, _class_name(acc), acc.to_dict()] for name, acc in self.members.items()]}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Composite":
+    def from_dict(cls, d: dict) -> Composite:
         cls.check_state(d)
         return cls({name: _load_class(where).from_dict(state) for name, where, state in d["members"]})
 

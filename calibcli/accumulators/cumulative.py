@@ -24,7 +24,7 @@ import numpy as np
 
 from calibcli.accumulators.base import Accumulator
 from calibcli.accumulators.rows import RowSample
-from calibcli.cumulative import CellSums, ecce, ecce_from_cells, EcceResult, uniform_cells
+from calibcli.cumulative import CellSums, EcceResult, ecce, ecce_from_cells, uniform_cells
 from calibcli.estimators import Metric
 
 #: Score cells of the grid form (beyond the row limit).
@@ -55,7 +55,7 @@ class EcceAccumulator(Accumulator):
             setattr(self, name, np.zeros(self.n_cells))
         self.count = np.zeros(self.n_cells, dtype=np.int64)
 
-    def update(self, row_index, z, y, w=None) -> "EcceAccumulator":
+    def update(self, row_index, z, y, w=None) -> EcceAccumulator:
         z = np.asarray(z, dtype=np.float64)
         self.n_seen += len(z)
         if self.rows is not None:
@@ -121,7 +121,7 @@ class EcceAccumulator(Accumulator):
                 **{name: getattr(self, name)[occupied].tolist() for name in _SUMS}}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "EcceAccumulator":
+    def from_dict(cls, d: dict) -> EcceAccumulator:
         cls.check_state(d)
         out = cls(d["row_limit"], d["n_cells"])
         out.n_seen = int(d["n_seen"])

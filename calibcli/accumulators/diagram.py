@@ -6,21 +6,23 @@ accumulator per binary problem; its report gives the curves :mod:`calibcli.diagr
 from __future__ import annotations
 
 import warnings
-from dataclasses import asdict, dataclass
 from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
 from typing import Any, cast
 
-from calibcli.accumulators.base import Accumulator
 import calibcli.smooth
-from calibcli.accumulators.binned import ROW_LIMIT, BinnedAccumulator
-from calibcli.diagram_data import (
-    BinnedDiagramData, SmoothDiagramData, binned_data_from_result, smooth_data_from_result,
-)
 from calibcli import cancel
+from calibcli.accumulators.base import Accumulator
+from calibcli.accumulators.binned import ROW_LIMIT, BinnedAccumulator
 from calibcli.accumulators.smooth import SmoothAccumulator
+from calibcli.diagram_data import (
+    BinnedDiagramData,
+    SmoothDiagramData,
+    binned_data_from_result,
+    smooth_data_from_result,
+)
 from calibcli.estimators import CalibrationResult
 from calibcli.modes import binary_problems
-
 
 
 @dataclass(frozen=True)
@@ -158,7 +160,7 @@ class DiagramInputAccumulator(Accumulator):
             return binary_problems(labels, probs[:, :keep], mode=self.mode, sample_weight=w, class_names=names[:keep])
         return binary_problems(labels, probs, mode=self.mode, sample_weight=w, class_names=names)
 
-    def update(self, row_index, probs, labels, w=None) -> "DiagramInputAccumulator":
+    def update(self, row_index, probs, labels, w=None) -> DiagramInputAccumulator:
         for k, problem in enumerate(self._binary_problems(labels, probs, w)):
             if self.binned is not None:
                 self.binned[k].update(row_index, problem.z, problem.y, problem.sample_weight)
@@ -194,7 +196,7 @@ class DiagramInputAccumulator(Accumulator):
     def needs_second_pass(self) -> bool:
         return any(acc.needs_edges for acc in self.binned or ()) or self._second_pass_grids() is not None
 
-    def for_second_pass(self) -> "DiagramInputAccumulator":
+    def for_second_pass(self) -> DiagramInputAccumulator:
         """An empty accumulator for a second pass: quantile edges and smoothing grids from this pass."""
         edges = edges_method = None
         if self.binned is not None and any(acc.needs_edges for acc in self.binned):
@@ -214,7 +216,7 @@ class DiagramInputAccumulator(Accumulator):
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "DiagramInputAccumulator":
+    def from_dict(cls, d: dict) -> DiagramInputAccumulator:
         cls.check_state(d)
         smooth = None if d["smooth"] is None else [SmoothAccumulator.from_dict(s) for s in d["smooth"]]
         out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),

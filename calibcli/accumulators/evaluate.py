@@ -30,14 +30,14 @@ import numpy as np
 
 from calibcli.accumulators.base import Accumulator
 from calibcli.accumulators.fit import MAX_DISTINCT, FitAccumulator
-from calibcli.accumulators.rows import RowSample
-from calibcli.resampling import row_hash
 from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator, SmoothInputAccumulator, SmoothOptions
+from calibcli.accumulators.rows import RowSample
 from calibcli.accumulators.tcal import TcalInputAccumulator, TcalOptions
-from calibcli.tcal import BinomialTestResult
 from calibcli.calibrators import calibrator_from_dict
 from calibcli.documents import metric_json
 from calibcli.modes import binary_problems
+from calibcli.resampling import row_hash
+from calibcli.tcal import BinomialTestResult
 from calibcli.validation import check_option
 
 STATE_VERSION = 1
@@ -82,7 +82,7 @@ class SplitCounter(_OnePass):
         self.binary: bool | None = None
         self.histogram = np.zeros(1 << BUCKET_BITS, dtype=np.int64)
 
-    def update(self, row_index, probs, labels, w=None) -> "SplitCounter":
+    def update(self, row_index, probs, labels, w=None) -> SplitCounter:
         self.n += len(row_index)
         self.binary = probs.ndim == 1 if self.binary is None else self.binary
         _, b = _bucket(self.seed, row_index)
@@ -109,7 +109,7 @@ class SplitCounter(_OnePass):
                 "buckets": nonzero.tolist(), "counts": self.histogram[nonzero].tolist()}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "SplitCounter":
+    def from_dict(cls, d: dict) -> SplitCounter:
         cls.check_state(d)
         out = cls(seed=d["seed"])
         out.n, out.binary = int(d["n"]), d["binary"]
@@ -130,7 +130,7 @@ class HoldoutFitAccumulator(_OnePass):
         self.fit = FitAccumulator(max_rows=max_rows, seed=seed, max_distinct=max_distinct)
         self.edge = RowSample(self.rank, self.seed)  # the boundary bucket: its `rank` smallest hashes are fit rows
 
-    def update(self, row_index, probs, labels, w=None) -> "HoldoutFitAccumulator":
+    def update(self, row_index, probs, labels, w=None) -> HoldoutFitAccumulator:
         _, b = _bucket(self.seed, row_index)
         for mask, acc in ((b < self.bucket, self.fit), (b == self.bucket, self.edge)):
             if mask.any():
@@ -159,7 +159,7 @@ class HoldoutFitAccumulator(_OnePass):
                 "rank": self.rank, "fit": self.fit.to_dict(), "edge": self.edge.to_dict()}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "HoldoutFitAccumulator":
+    def from_dict(cls, d: dict) -> HoldoutFitAccumulator:
         cls.check_state(d)
         fit = FitAccumulator.from_dict(d["fit"])
         out = cls(seed=d["seed"], bucket=d["bucket"], rank=d["rank"], max_rows=fit.sample.k,
@@ -184,7 +184,7 @@ class HoldoutSplit(Accumulator):
     merge_rules = {"_state": "merge"}
 
     def __init__(self, *, seed: int, holdout: float, max_rows: int, totals: dict | None = None,
-                 fit: "HoldoutFitAccumulator | None" = None):
+                 fit: HoldoutFitAccumulator | None = None):
         self.seed, self.holdout, self.max_rows = int(seed), float(holdout), int(max_rows)
         self.counter = SplitCounter(seed=seed) if fit is None else None
         self.totals, self.fit = totals, fit
@@ -196,7 +196,7 @@ class HoldoutSplit(Accumulator):
             return self.counter
         return self.fit
 
-    def update(self, row_index, probs, labels, w=None) -> "HoldoutSplit":
+    def update(self, row_index, probs, labels, w=None) -> HoldoutSplit:
         self._state.update(row_index, probs, labels, w)
         return self
 
@@ -216,7 +216,7 @@ class HoldoutSplit(Accumulator):
     def needs_second_pass(self) -> bool:
         return self.fit is None
 
-    def for_second_pass(self) -> "HoldoutSplit":
+    def for_second_pass(self) -> HoldoutSplit:
         """The fit part's pass: ``n_fit = round(holdout n)`` rows, at least 2 in each part (else the error)."""
         assert self.counter is not None  # (asked for after the first pass only)
         n = self.counter.n_rows
@@ -237,7 +237,7 @@ class HoldoutSplit(Accumulator):
         fit, threshold = self.fit.finish()
         return fit, threshold, dict(self.totals)
 
-    def result(self, progress=None) -> "HoldoutSplit":
+    def result(self, progress=None) -> HoldoutSplit:
         return self
 
     def to_dict(self) -> dict:
@@ -247,7 +247,7 @@ class HoldoutSplit(Accumulator):
                 "fit": None if self.fit is None else self.fit.to_dict()}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "HoldoutSplit":
+    def from_dict(cls, d: dict) -> HoldoutSplit:
         cls.check_state(d)
         fit = None if d["fit"] is None else HoldoutFitAccumulator.from_dict(d["fit"])
         out = cls(seed=d["seed"], holdout=d["holdout"], max_rows=d["max_rows"], totals=d["totals"], fit=fit)
@@ -302,7 +302,7 @@ class EvaluateAccumulator(Accumulator):
                 "tests": tests,
             }
 
-    def update(self, row_index, probs, labels, w=None) -> "EvaluateAccumulator":
+    def update(self, row_index, probs, labels, w=None) -> EvaluateAccumulator:
         if self.split is not None:
             keep = row_hash(self.split["seed"], row_index) > np.uint64(self.split["threshold"])
             if not keep.all():
@@ -323,7 +323,7 @@ class EvaluateAccumulator(Accumulator):
                 state["tests"][0].update(row_index, p, labels, w)
         return self
 
-    def merge(self, other: "EvaluateAccumulator") -> "EvaluateAccumulator":
+    def merge(self, other: EvaluateAccumulator) -> EvaluateAccumulator:
         for name in self.names:
             mine, theirs = self.states[name], other.states[name]
             mine["binned"].merge(theirs["binned"])
@@ -344,7 +344,7 @@ class EvaluateAccumulator(Accumulator):
         """Quantile ECE bins beyond the rows kept, or a SmoothECE bandwidth finer than the first grid (SPEC 8)."""
         return any(s["binned"].needs_second_pass() or s["smooth"].needs_second_pass() for s in self.states.values())
 
-    def for_second_pass(self) -> "EvaluateAccumulator":
+    def for_second_pass(self) -> EvaluateAccumulator:
         """Empty accumulators for a second pass over the same rows, with the edges and grids of this one."""
         out = self._empty()
         for name in self.names:
@@ -352,12 +352,12 @@ class EvaluateAccumulator(Accumulator):
             out.states[name]["smooth"] = self.states[name]["smooth"].for_second_pass()
         return out
 
-    def _empty(self) -> "EvaluateAccumulator":
+    def _empty(self) -> EvaluateAccumulator:
         return EvaluateAccumulator(calibrators=self.calibrator_dicts, split=self.split, mode=self.mode,
                                    n_classes=self.n_classes, class_names=self.class_names, binned=self.binned_options,
                                    smooth=self.smooth_options, tcal=self.tcal_options)
 
-    def result(self, progress=None) -> "EvaluateAccumulator":
+    def result(self, progress=None) -> EvaluateAccumulator:
         return self
 
     # -- the report's rows -------------------------------------------------------------------------
@@ -406,7 +406,7 @@ class EvaluateAccumulator(Accumulator):
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "EvaluateAccumulator":
+    def from_dict(cls, d: dict) -> EvaluateAccumulator:
         cls.check_state(d)
         o = d["options"]
         out = cls(calibrators=[(m, c) for m, c in d["calibrators"]], split=d["split"], mode=d["mode"],

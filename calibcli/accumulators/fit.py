@@ -48,7 +48,7 @@ class FitAccumulator(Accumulator):
         self.binary: bool | None = None
         self.too_many_values = False
 
-    def update(self, row_index, probs, labels, w=None) -> "FitAccumulator":
+    def update(self, row_index, probs, labels, w=None) -> FitAccumulator:
         self.sample.update(row_index, probs, labels, w)
         self.binary = probs.ndim == 1 if self.binary is None else self.binary
         if self.binary and not self.too_many_values:
@@ -67,7 +67,7 @@ class FitAccumulator(Accumulator):
         self.w1 = np.bincount(inverse, weights=w1, minlength=len(distinct))
         self.w0 = np.bincount(inverse, weights=w0, minlength=len(distinct))
 
-    def merge(self, other: "FitAccumulator") -> "FitAccumulator":
+    def merge(self, other: FitAccumulator) -> FitAccumulator:
         self.sample.merge(other.sample)
         self.binary = other.binary if self.binary is None else self.binary
         if other.too_many_values:
@@ -87,7 +87,7 @@ class FitAccumulator(Accumulator):
         """Never: the sample and the per-value sums are complete after one pass."""
         return False
 
-    def for_second_pass(self) -> "FitAccumulator":
+    def for_second_pass(self) -> FitAccumulator:
         return self
 
     @property
@@ -95,7 +95,7 @@ class FitAccumulator(Accumulator):
         """Nothing is resampled when the rows are gathered (the fit itself happens on the client)."""
         return []
 
-    def result(self, progress=None) -> "FitAccumulator":
+    def result(self, progress=None) -> FitAccumulator:
         """The state itself: :meth:`data` gives the rows of each method's fit."""
         return self
 
@@ -105,7 +105,7 @@ class FitAccumulator(Accumulator):
                 "values": self.values.tolist(), "w1": self.w1.tolist(), "w0": self.w0.tolist()}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "FitAccumulator":
+    def from_dict(cls, d: dict) -> FitAccumulator:
         cls.check_state(d)
         sample = RowSample.from_dict(d["sample"])
         out = cls(max_rows=sample.k, seed=sample.seed, max_distinct=d["max_distinct"])

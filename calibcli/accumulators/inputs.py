@@ -17,17 +17,17 @@ from typing import Any, cast
 
 import numpy as np
 
-from calibcli.accumulators.base import Accumulator
 import calibcli.smooth
+from calibcli.accumulators.base import Accumulator
 from calibcli.accumulators.binned import ROW_LIMIT, BinnedAccumulator
+from calibcli.accumulators.clinical import ClinicalAccumulator, aggregate_clinical
+from calibcli.accumulators.cumulative import EcceAccumulator, ecce_metrics
 from calibcli.accumulators.rows import RowSample
-from calibcli.estimators import LOG_LOSS_EPS, CalibrationResult, Metric
-from calibcli.registry import REGISTRY, aggregate_over_classes
-from calibcli.modes import binary_problems
-from calibcli.resampling import Multiplicities, percentile_interval
-from calibcli.accumulators.clinical import aggregate_clinical, ClinicalAccumulator
-from calibcli.accumulators.cumulative import ecce_metrics, EcceAccumulator
 from calibcli.accumulators.smooth import SmoothAccumulator
+from calibcli.estimators import LOG_LOSS_EPS, CalibrationResult, Metric
+from calibcli.modes import binary_problems
+from calibcli.registry import REGISTRY, aggregate_over_classes
+from calibcli.resampling import Multiplicities, percentile_interval
 from calibcli.validation import BYTES_PER_BIN, check_allocation, memory_budget
 
 STATE_VERSION = 1

@@ -51,7 +51,7 @@ class RowSample(Accumulator):
         """The sample holds every row seen (no thinning happened)."""
         return self.n_seen <= self.k
 
-    def update(self, row_index: np.ndarray, z: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> "RowSample":
+    def update(self, row_index: np.ndarray, z: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> RowSample:
         n = len(row_index)
         self.n_seen += n
         if w is not None:
@@ -74,7 +74,7 @@ class RowSample(Accumulator):
             self._thin()
         return self
 
-    def merge(self, other: "RowSample") -> "RowSample":
+    def merge(self, other: RowSample) -> RowSample:
         """Add the rows of another sample of disjoint rows (same ``k`` and ``seed``)."""
         if (other.k, other.seed) != (self.k, self.seed):
             raise ValueError("row samples with different k or seed cannot be merged")
@@ -147,7 +147,7 @@ class RowSample(Accumulator):
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "RowSample":
+    def from_dict(cls, d: dict) -> RowSample:
         cls.check_state(d)
         out = cls(d["k"], d["seed"], keep_when_full=d["keep_when_full"])
         out.n_seen, out.weighted, out.dropped = int(d["n_seen"]), bool(d["weighted"]), bool(d["dropped"])

@@ -63,7 +63,7 @@ class SegmentAuditAccumulator:
         self._values: list[tuple[np.ndarray, ...]] = []
         self.n_rows = 0
 
-    def update(self, row_index, probs, labels, w=None, columns=None) -> "SegmentAuditAccumulator":
+    def update(self, row_index, probs, labels, w=None, columns=None) -> SegmentAuditAccumulator:
         if columns is None:
             raise RuntimeError("the audit's accumulator needs the segment columns of every batch")
         (problem,) = binary_problems(labels, probs, mode=self.mode, sample_weight=w, class_names=list(self.class_names))
@@ -80,7 +80,7 @@ class SegmentAuditAccumulator:
         self._values.append(tuple(columns))
         return self
 
-    def merge(self, other: "SegmentAuditAccumulator") -> "SegmentAuditAccumulator":
+    def merge(self, other: SegmentAuditAccumulator) -> SegmentAuditAccumulator:
         self.n_rows += other.n_rows
         if self.n_rows > self.row_limit:
             raise CalibcliError(f"the audit holds at most {self.row_limit:,} rows of an input; this input has more")
@@ -127,7 +127,7 @@ class SegmentAuditAccumulator:
                 "values": [[_plain(v) for v in col] for col in values]}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "SegmentAuditAccumulator":
+    def from_dict(cls, d: dict) -> SegmentAuditAccumulator:
         if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
             raise ValueError(f"not a segment audit state of version {STATE_VERSION}")
         out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),

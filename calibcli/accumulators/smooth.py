@@ -26,25 +26,25 @@ Results do not depend on batch sizes, order, or which worker saw which rows beyo
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from calibcli.accumulators.base import Accumulator
 from calibcli.accumulators.rows import RowSample
+from calibcli.errors import CalibcliError
 from calibcli.smooth import (
+    CURVE_POINTS,
+    DENSE_MAX_CELLS,
     MAX_GRID,
     MIN_GRID,
     ROW_LIMIT,
     STATS_GRID,
-    DENSE_MAX_CELLS,
     CellSums,
     DenseSums,
     SmoothECEResult,
     finish,
 )
-from calibcli.errors import CalibcliError
-from calibcli.smooth import CURVE_POINTS
 from calibcli.validation import check_consistent_length, check_finite, check_labels, check_probabilities
 
 STATE_VERSION = 1
@@ -80,13 +80,13 @@ class SmoothAccumulator(Accumulator):
         self._pending: list[CellSums] = []
         self._dense = DenseSums(n_cells) if n_cells <= DENSE_MAX_CELLS else None
 
-    def for_grid(self, n_cells: int) -> "SmoothAccumulator":
+    def for_grid(self, n_cells: int) -> SmoothAccumulator:
         """An empty accumulator with these options on a grid of ``n_cells`` cells (for a second pass)."""
         return SmoothAccumulator(row_limit=self.row_limit, seed=self.seed, want_curve=self.want_curve, n_cells=n_cells)
 
     # -- streaming -------------------------------------------------------------------------------
 
-    def update(self, row_index, z, y, w=None) -> "SmoothAccumulator":
+    def update(self, row_index, z, y, w=None) -> SmoothAccumulator:
         """Add a batch: global row indices (int64), predictions in [0, 1], labels 0/1, weights >= 0 or None."""
         row_index = np.asarray(row_index, dtype=np.int64).reshape(-1)
         if len(row_index) == 0 and len(z) == 0 and len(y) == 0:
@@ -111,7 +111,7 @@ class SmoothAccumulator(Accumulator):
             self._flush()
         return self
 
-    def merge(self, other: "SmoothAccumulator") -> "SmoothAccumulator":
+    def merge(self, other: SmoothAccumulator) -> SmoothAccumulator:
         """Add the state of another accumulator of disjoint rows (same grid, row limit and seed)."""
         if (other.n_cells, other.row_limit, other.seed) != (self.n_cells, self.row_limit, self.seed):
             raise ValueError("smooth accumulators with different grids, row limits or seeds cannot be merged")
@@ -163,7 +163,7 @@ class SmoothAccumulator(Accumulator):
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "SmoothAccumulator":
+    def from_dict(cls, d: dict) -> SmoothAccumulator:
         cls.check_state(d)
         out = cls(row_limit=d["row_limit"], seed=d["seed"], want_curve=d["want_curve"], n_cells=d["n_cells"])
         out._sums = CellSums.from_dict(d["sums"])

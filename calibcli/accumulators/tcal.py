@@ -31,7 +31,16 @@ from calibcli.accumulators.rows import RowSample, describe_sample
 from calibcli.errors import CalibcliError, OptionError
 from calibcli.estimators import Metric
 from calibcli.modes import binary_problems
-from calibcli.tcal import BinomialTestResult, TcalResult, binomial_test_from_counts, COMBINES, DISCRETE_RULE, discreteness_from_counts, NULLS, tcal_test
+from calibcli.tcal import (
+    COMBINES,
+    DISCRETE_RULE,
+    NULLS,
+    BinomialTestResult,
+    TcalResult,
+    binomial_test_from_counts,
+    discreteness_from_counts,
+    tcal_test,
+)
 from calibcli.validation import check_options
 
 STATE_VERSION = 1
@@ -133,7 +142,7 @@ class ValueCounts(Accumulator):
         self._held = 0
         self._state_size = 0
 
-    def update(self, z: np.ndarray, y: np.ndarray) -> "ValueCounts":
+    def update(self, z: np.ndarray, y: np.ndarray) -> ValueCounts:
         """Add a batch of predictions ``z`` (1-D) and labels ``y`` in {0, 1}."""
         z = np.asarray(z, dtype=np.float64).reshape(-1)
         self.n += len(z)
@@ -143,7 +152,7 @@ class ValueCounts(Accumulator):
         self._add(_collapse(z, np.ones(len(z), dtype=np.int64), y))
         return self
 
-    def merge(self, other: "ValueCounts") -> "ValueCounts":
+    def merge(self, other: ValueCounts) -> ValueCounts:
         """Add the counts of other rows (same ``cap``)."""
         if other.cap != self.cap:
             raise ValueError("value counts with different caps cannot be merged")
@@ -204,7 +213,7 @@ class ValueCounts(Accumulator):
                 "values": np.asarray(values).tolist(), "n_v": [int(v) for v in n], "m_v": [int(v) for v in m]}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ValueCounts":
+    def from_dict(cls, d: dict) -> ValueCounts:
         cls.check_state(d)
         out = cls(d["cap"])
         out.n, out.overflowed = int(d["n"]), bool(d["overflowed"])
@@ -309,7 +318,7 @@ class TcalInputAccumulator(Accumulator):
         self.rows = RowSample(options.max_rows, options.seed)
         self.counts = None if self.mode == "canonical" else ValueCounts(options.max_distinct)
 
-    def update(self, row_index, probs, labels, w=None) -> "TcalInputAccumulator":
+    def update(self, row_index, probs, labels, w=None) -> TcalInputAccumulator:
         if self.mode == "canonical":
             if probs.ndim == 1:
                 raise CalibcliError("canonical mode needs one probability column per class, but the input has a single "
@@ -334,7 +343,7 @@ class TcalInputAccumulator(Accumulator):
         """Never: the sample and the counts are complete after one pass."""
         return False
 
-    def for_second_pass(self) -> "TcalInputAccumulator":
+    def for_second_pass(self) -> TcalInputAccumulator:
         return self
 
     @property
@@ -389,7 +398,7 @@ class TcalInputAccumulator(Accumulator):
                 "counts": None if self.counts is None else self.counts.to_dict()}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "TcalInputAccumulator":
+    def from_dict(cls, d: dict) -> TcalInputAccumulator:
         cls.check_state(d)
         out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),
                   options=TcalOptions(**d["options"]))

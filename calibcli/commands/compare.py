@@ -13,16 +13,16 @@ from typing import Annotated
 import typer
 
 from calibcli import cli_common as cc
-from calibcli.errors import CalibcliError, GateFailed
-from calibcli.families import compare as compare_family
 from calibcli.accumulators.inputs import BinnedOptions, SmoothOptions
 from calibcli.binning import EDGE_CONVENTION
-from calibcli.comparison import compare_streams, ID_PAIRING_LIMIT, worse_by
+from calibcli.comparison import ID_PAIRING_LIMIT, compare_streams, worse_by
+from calibcli.errors import CalibcliError, GateFailed
+from calibcli.families import compare as compare_family
 from calibcli.io import detect_format, read_schema, resolve_datasets
 from calibcli.io.formats import unreadable
 from calibcli.modes import default_mode
-from calibcli.registry import describe, REGISTRY
-from calibcli.report import emit, fmt_interval, fmt_number, FORMATS, new_document
+from calibcli.registry import REGISTRY, describe
+from calibcli.report import FORMATS, emit, fmt_interval, fmt_number, new_document
 from calibcli.safe_text import for_rich
 from calibcli.validation import check_options
 

@@ -12,22 +12,23 @@ from __future__ import annotations
 import os
 import struct
 from dataclasses import replace
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 import calibcli.smooth
+from calibcli import cli_common as cc
+from calibcli import diagrams as dg
 from calibcli.accumulators.diagram import DiagramInputAccumulator, DiagramOptions, DiagramReport
-from calibcli import cli_common as cc, diagrams as dg
+from calibcli.binning import EDGE_CONVENTION
 from calibcli.errors import CalibcliError
 from calibcli.families import diagram as diagram_family
-from calibcli.report import emit, new_document, write_atomic
-from calibcli.validation import check_option
-from calibcli.binning import EDGE_CONVENTION
 from calibcli.modes import default_mode
 from calibcli.outputs import is_stream
 from calibcli.registry import REGISTRY
+from calibcli.report import emit, new_document, write_atomic
 from calibcli.safe_text import for_matplotlib
+from calibcli.validation import check_option
 
 # The calibcli.diagrams names used here are imported inside the command, which keeps matplotlib
 # (and numpy-heavy drawing code) out of `calibcli --help`.
@@ -37,7 +38,7 @@ if TYPE_CHECKING:  # the FILES argument is a list of paths; Typer reads its decl
 else:
     DiagramFiles = cc.files_argument("Several files are overlaid on one figure, one curve each (one dataset with --pool).")
 DiagramProbCol = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--prob-col",
         help="Column with the positive-class probability (binary). Repeat it to overlay several models "
@@ -159,7 +160,7 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
     # Every dataset is opened (columns, classes) before any is read: a bad column or a mix of modes
     # fails before minutes of streaming. One stream per (dataset, probability column).
     per_column = [list(replace(sources, spec=replace(sources.spec, prob_col=col)).open()) for col in columns]
-    streams = [s for per_dataset in zip(*per_column) for s in per_dataset]  # dataset-major, as the names
+    streams = [s for per_dataset in zip(*per_column, strict=True) for s in per_dataset]  # dataset-major, as the names
     modes = [mode or default_mode(s.n_classes) for s in streams]
     if len(set(modes)) > 1:
         raise CalibcliError(
@@ -176,7 +177,7 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
     groups_drawn: set[tuple] = set()
     with cc.engine_runner(engine.name, engine.scheduler, engine.workers) as runner:
         doc["parameters"].update(engine=engine.name, workers=runner.workers)
-        for stream, base in zip(streams, base_names):
+        for stream, base in zip(streams, base_names, strict=True):
             def new(stream=stream):
                 return DiagramInputAccumulator(mode=fig_mode, n_classes=stream.n_classes,
                                                class_names=stream.class_names, options=diagram_options)
@@ -205,7 +206,7 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
     n_curves = len(entries)
     # one curve per panel: its name goes in the figure's title rather than in every legend
     curves_of = [report.curves(entry["name"], legend=entry["name"] if n_curves > 1 else "") for entry, report in entries]
-    for (entry, _), curves in zip(entries, curves_of):
+    for (entry, _), curves in zip(entries, curves_of, strict=True):
         doc["files"].append({**entry, "curves": [c.to_dict() for c in curves]})
 
     n_classes_total = max(s.n_classes for s in streams) if marginal else 0

@@ -18,29 +18,42 @@ The command layer only reads files, calls the core and renders; every number com
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import numpy as np
 import typer
 
 from calibcli import cli_common as cc
 from calibcli.calibrators.document import (
-    METHOD_NAMES, calibrator_document, calibrator_json, fit_arrays, invalid_probability_rows, load_calibrator,
+    METHOD_NAMES,
+    calibrator_document,
+    calibrator_json,
+    fit_arrays,
+    invalid_probability_rows,
+    load_calibrator,
 )
-from calibcli.errors import CalibcliError
-from calibcli.modes import MODES, sigmoid, softmax
-from calibcli.recalibration import (
-    _certificate, _check_methods, _fit_info, _open_one, _summary_params, evaluation, fit_input, method_options,
-    stream_fit_accumulator,
-)
-from calibcli.report import emit, new_document, to_json, write_atomic
-from calibcli.validation import check_option, check_options
 from calibcli.calibrators.multiclass import top_label_problem
+from calibcli.errors import CalibcliError
 from calibcli.io import column_to_numpy, formats, natural_suffix_order, resolve_datasets, vector_column
 from calibcli.io.formats import no_rows
 from calibcli.io.sources import _guarded, _guarded_iter
-from calibcli.io.writers import output_format as pick_format, write_table_output
+from calibcli.io.writers import output_format as pick_format
+from calibcli.io.writers import write_table_output
+from calibcli.modes import MODES, sigmoid, softmax
+from calibcli.recalibration import (
+    _certificate,
+    _check_methods,
+    _fit_info,
+    _open_one,
+    _summary_params,
+    evaluation,
+    fit_input,
+    method_options,
+    stream_fit_accumulator,
+)
 from calibcli.render import render_table, stderr_console
+from calibcli.report import emit, new_document, to_json, write_atomic
+from calibcli.validation import check_options
 
 # ---------------------------------------------------------------------------------------------
 # Options
@@ -53,30 +66,30 @@ Methods = Annotated[
                  show_default=False, metavar=cc.choices(*METHOD_NAMES)),
 ]
 CalibratorBins = Annotated[
-    Optional[int], typer.Option("--n-bins", help="histogram, scaling-binning: number of bins of the calibrator (default 15).")
+    int | None, typer.Option("--n-bins", help="histogram, scaling-binning: number of bins of the calibrator (default 15).")
 ]
 CalibratorStrategy = Annotated[
-    Optional[str], typer.Option("--strategy", help="histogram: uniform (equal width) or quantile (equal mass) bins (default uniform).",
+    str | None, typer.Option("--strategy", help="histogram: uniform (equal width) or quantile (equal mass) bins (default uniform).",
                                 metavar=cc.choices("uniform", "quantile"))
 ]
-Degree = Annotated[Optional[int], typer.Option("--degree", help="polynomial: degree of the least-squares polynomial (default 3).")]
+Degree = Annotated[int | None, typer.Option("--degree", help="polynomial: degree of the least-squares polynomial (default 3).")]
 Interpolation = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--interpolation", help="isotonic: step (the fitted step function) or linear (between calibration scores) (default step).",
                  metavar=cc.choices("step", "linear")),
 ]
 Clip = Annotated[
-    Optional[float],
+    float | None,
     typer.Option("--clip", help="platt, beta, scaling-binning, temperature: clip predictions to the interval from clip to 1 - clip before logits or logs (default 1e-12)."),
 ]
 Monotone = Annotated[
-    Optional[bool],
+    bool | None,
     typer.Option("--monotone/--no-monotone", help="beta: keep the map non-decreasing by fixing a negative coefficient at 0 (betacal) (default no)."),
 ]
 CalibratorOutput = Annotated[
     str, typer.Option("--output", "-o", help="Calibrator file to write (JSON, atomically).", show_default=False)
 ]
-ReportOutput = Annotated[Optional[str], typer.Option("--report", help="Also write the JSON report to this file (atomically).")]
+ReportOutput = Annotated[str | None, typer.Option("--report", help="Also write the JSON report to this file (atomically).")]
 CalibratorFile = Annotated[str, typer.Argument(help="Calibrator written by `calibcli recalibrate fit`.", show_default=False,
                                                metavar="CALIBRATOR")]
 DataFile = Annotated[str, typer.Argument(help="Prediction file (CSV, TSV, Parquet, Arrow IPC/Feather, JSON Lines; '-' reads stdin).",
@@ -91,16 +104,16 @@ DataOutput = Annotated[
                  show_default=False),
 ]
 OutputFormat = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--output-format", help="Format of the rows written: csv, tsv, parquet, feather (Arrow IPC; the "
                  "stream format on stdout) or jsonl. Default: from --output's extension, else the input's format; "
                  "csv on stdout.", metavar=cc.choices("csv", "tsv", "parquet", "feather", "jsonl"), show_default=False),
 ]
 Holdout = Annotated[
-    Optional[float],
+    float | None,
     typer.Option("--holdout", help="Fit on this random fraction of FILE's rows (seeded by --seed), evaluate on the rest."),
 ]
-FitFile = Annotated[Optional[str], typer.Option("--fit", help="Fit on this file and evaluate on FILE (instead of --holdout).")]
+FitFile = Annotated[str | None, typer.Option("--fit", help="Fit on this file and evaluate on FILE (instead of --holdout).")]
 EceBins = Annotated[int, typer.Option("--ece-n-bins", help="Bins of the binned calibration errors reported.")]
 EceStrategy = Annotated[str, typer.Option("--ece-strategy", help="Binning of the reported errors: uniform or quantile.",
                                           metavar=cc.choices("uniform", "quantile"))]
@@ -392,7 +405,7 @@ class _ApplyRun:
             for k, name in enumerate(self.columns):
                 new[name] = pa.array(cols[:, k], type=pa.float64())
         values = _venn_abers_values(self.cal, probs, self.layout) if self.extra else []
-        for (_, name), v in zip(self.extra, values):
+        for (_, name), v in zip(self.extra, values, strict=True):
             new[name] = _list_array(v) if v.ndim == 2 else pa.array(v, type=pa.float64())
         arrays = [new[f.name] if f.name in new else table.column(f.name) for f in self.schema]
         return pa.Table.from_arrays(arrays, schema=self.schema)

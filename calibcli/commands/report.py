@@ -21,24 +21,25 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from calibcli.accumulators.diagram import DiagramInputAccumulator, DiagramOptions
-from calibcli import cli_common as cc, diagrams as dg
-from calibcli.errors import CalibcliError
-from calibcli.safe_text import for_terminal
+from calibcli import cli_common as cc
+from calibcli import diagrams as dg
 from calibcli._version import __version__
 from calibcli.accumulators.composite import Composite
+from calibcli.accumulators.diagram import DiagramInputAccumulator, DiagramOptions
 from calibcli.accumulators.tcal import TCAL_MODES
 from calibcli.binning import STRATEGIES
 from calibcli.calibrators.document import METHOD_NAMES
 from calibcli.families.registry import FAMILIES
-from calibcli.html import render_page, require_jinja2, svg_fragment, verdict as verdicts
-from calibcli.modes import CLASS_WEIGHTS, default_mode, MODES
+from calibcli.html import render_page, require_jinja2, svg_fragment
+from calibcli.html import verdict as verdicts
+from calibcli.modes import CLASS_WEIGHTS, MODES, default_mode
 from calibcli.recalibration import evaluation, holdout_split
 from calibcli.report import entry_label, new_document, to_json, write_atomic
+from calibcli.safe_text import for_terminal
 from calibcli.validation import check_option, check_options
 
 #: Methods compared by default in "what recalibration would do" (each works in every mode).
@@ -58,11 +59,11 @@ else:
 PageOutput = Annotated[str, typer.Option("--output", "-o", help="The HTML page to write (atomically; '-': stdout).",
                                          show_default=False)]
 JsonOutput = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--json-output", help="Also write the JSON document the page is rendered from (atomically)."),
 ]
 ReportMethods = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option("--method", help="Recalibration method compared on held-out rows; repeat it. Default: "
                  + ", ".join(DEFAULT_METHODS) + ".",
                  metavar=cc.choices("platt", "temperature", "histogram", "isotonic", "scaling-binning", "polynomial",
@@ -73,7 +74,7 @@ ReportHoldout = Annotated[
     typer.Option("--holdout", help="Fraction of each input's rows the recalibration methods are fitted on (seeded by "
                  "--seed); they are compared on the other rows."),
 ]
-Title = Annotated[Optional[str], typer.Option("--title", help="Title of the page. Default: the input names.")]
+Title = Annotated[str | None, typer.Option("--title", help="Title of the page. Default: the input names.")]
 
 
 def _key(entry: dict) -> tuple:

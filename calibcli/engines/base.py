@@ -11,8 +11,9 @@ registered class; the ``--engine`` choices come from :data:`ENGINES`.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import ContextManager, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 
 class Engine(Protocol):
@@ -32,7 +33,7 @@ class Engine(Protocol):
         """Refuse options this engine cannot take (a :class:`~calibcli.errors.CalibcliError`), before any work."""
 
     @classmethod
-    def open(cls, *, scheduler: str | None, workers: int | None, progress=None) -> ContextManager["Engine"]:
+    def open(cls, *, scheduler: str | None, workers: int | None, progress=None) -> AbstractContextManager[Engine]:
         """The engine, ready to run, for as long as the context lasts."""
 
 
