@@ -562,8 +562,8 @@ def command(func):
             if debugging():
                 raise
             sys.stderr.write(
-                f"Error: internal error ({type(exc).__name__}: {for_terminal(exc)}); rerun with CALIBCLI_DEBUG=1 for the traceback "
-                f"and report it\n"
+                f"Error: internal error ({type(exc).__name__}: {for_terminal(exc)}); rerun with CALIBCLI_DEBUG=1 "
+                f"for the traceback and report it\n"
             )
             raise typer.Exit(2) from None
 

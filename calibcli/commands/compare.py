@@ -90,8 +90,8 @@ def compare(
         "seeds": run.seeds,
         "pairing": {**run.pairing.to_dict(), "asked": pairing,
                     "id_pairing_limit": ID_PAIRING_LIMIT if id_col else None},
-        "bootstrap": "Poisson, keyed by (seed, global row index): paired replicates per row while the rows are kept, "
-                     "from joint per-bin sufficient statistics beyond; unpaired inputs use independent seeds",
+        "bootstrap": "Poisson, keyed by (seed, global row index): paired replicates per row while the rows are "
+                     "kept, from joint per-bin sufficient statistics beyond; unpaired inputs use independent seeds",
         "estimators": describe("binned"),
         "weights": "frequency weights" if spec.weight_col else None,
         "batch_rows": batch_rows,

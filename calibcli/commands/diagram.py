@@ -48,7 +48,7 @@ DiagramProbCol = Annotated[
 FigureOutput = Annotated[
     str,
     typer.Option("--output", "-o", help="Figure file to write (atomically); the format follows the extension: .png, .svg or .pdf; "
-                 "'-' writes PNG bytes to stdout (the summary is then not printed), as does a device or pipe without an extension.",
+                 "'-' writes PNG bytes to stdout (the summary is then not printed), as does a device or pipe without an " "extension.",
                  show_default=False),
 ]
 #: Largest PNG drawn (its RGBA buffer is 4 bytes per pixel: 400 MB at this size).
@@ -212,7 +212,7 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
     n_classes_total = max(s.n_classes for s in streams) if marginal else 0
     notes = []
     if marginal and n_classes_total > max_classes:
-        notes.append(f"marginal mode: the first {max_classes} of {n_classes_total} classes are drawn (--max-classes {max_classes})")
+        notes.append(f"marginal mode: the first {max_classes} of {n_classes_total} classes are drawn (--max-classes " f"{max_classes})")
     if groups and len(groups_seen) > len(groups_drawn):
         notes.append(f"the first {max_overlays} of {len(groups_seen)} groups by {', '.join(groups)} are drawn "
                      f"(--max-overlays {max_overlays})")

@@ -80,7 +80,7 @@ Interpolation = Annotated[
 ]
 Clip = Annotated[
     float | None,
-    typer.Option("--clip", help="platt, beta, scaling-binning, temperature: clip predictions to the interval from clip to 1 - clip before logits or logs (default 1e-12)."),
+    typer.Option("--clip", help="platt, beta, scaling-binning, temperature: clip predictions to the interval from clip to 1 - clip before " "logits or logs (default 1e-12)."),
 ]
 Monotone = Annotated[
     bool | None,
@@ -249,8 +249,9 @@ def _apply_columns(schema, doc: dict, *, prob_col, prob_cols, display: str) -> t
     missing = [c for c in columns if c not in names]
     if missing:
         raise CalibcliError(
-            f"{display}: no column {missing[0]!r}, which the calibrator expects (fitted on columns {', '.join(expected)}, "
-            f"classes {doc['class_names']}); the file has columns {names}: pass --prob-col/--prob-cols to map them")
+            f"{display}: no column {missing[0]!r}, which the calibrator expects (fitted on columns "
+            f"{', '.join(expected)}, classes {doc['class_names']}); the file has columns {names}: "
+            "pass --prob-col/--prob-cols to map them")
     one_d = doc["columns"]["layout"] == "single"
     if len(columns) == 1:
         t = schema.field(columns[0]).type
@@ -533,8 +534,8 @@ def _apply_schema_text(schema, numeric: tuple[str, ...]):
 
 EvalMaxRows = Annotated[int, typer.Option(
     "--max-rows", help="Rows each fit and each T-Cal test use at most: beyond, the seeded bottom-k sample of this many "
-    "(fits whose objective is a weighted sum over rows use exact per-value sums of every fit row, as in `fit`); the "
-    "report says which.")]
+    "(fits whose objective is a weighted sum over rows use exact per-value sums of every fit row, as in "
+    "`fit`); the report says which.")]
 
 EvalAlpha = Annotated[float, typer.Option("--alpha", help="Level of the calibration tests (T-Cal, binomial).")]
 
@@ -554,7 +555,7 @@ def evaluate(**options) -> None:
     """Fit each --method on one part of the data and compare before/after calibration on the other part
     (FILE and TRAIN: a file, a directory of shards, a quoted glob or '-'; streamed, memory flat in the rows).
 
-    Example: calibcli recalibrate evaluate sample_data/breast_cancer_nb.csv --method platt --method isotonic --holdout 0.5"""
+    Example: calibcli recalibrate evaluate sample_data/breast_cancer_nb.csv --method platt --method isotonic --holdout 0.5"""  # noqa: E501 (an example command stays on one line, to copy)
     layout = cc.layout_of(options)
     output = options["output"]
     for o in cc.OUTPUT.options:

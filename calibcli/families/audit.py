@@ -25,8 +25,8 @@ class Options(Declared):
         None, "--segment-cols", help="Columns whose values (and their intersections) define the segments, "
         "comma-separated: categorical columns by value, numeric ones by quantile bins.", show_default=False)
     mode: str | None = declared(None, MODE.narrowed(("binary", "top-label"), help=(
-        "binary, or top-label (the confidence of the predicted class against whether it was right). Default: binary "
-        "for one or two probability columns, top-label for K > 2.")))
+        "binary, or top-label (the confidence of the predicted class against whether it was right). "
+        "Default: binary for one or two probability columns, top-label for K > 2.")))
     depth: int = option(2, "--depth", help="Intersections of up to this many segment columns.")
     max_values: int = option(10, "--max-values", help="Values kept per categorical column, the most frequent; the "
                              "rest are one segment, 'other'.")
