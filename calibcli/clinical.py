@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from calibcli.arraystate import ArrayState
 from calibcli.errors import CalibcliError
 from calibcli.accumulators.binned import BinnedAccumulator
 from calibcli.calibrators._common import clip_probabilities, DEFAULT_CLIP, logit, sigmoid
@@ -394,7 +395,7 @@ def _tail_cell(q: np.ndarray) -> np.ndarray:
 TAIL_CELLS = int(_tail_cell(np.array([TAIL]))[0]) + 1
 
 
-class _Cells:
+class _Cells(ArrayState):
     """Per-cell sums over ``size`` cells: the rows' count, weight (None while every weight is 1) and ``value``
     (a weighted sum). A state with few rows keeps them as they came (so that thousands of small groups stay
     small); once they are an eighth of the cells, they are summed into dense arrays, which batches then add to
@@ -482,7 +483,7 @@ class _Cells:
         return out
 
 
-class GridSums:
+class GridSums(ArrayState):
     """Per-cell sums of one binary problem's rows: the whole state of its ICI and Cox calibration.
 
     - per (label, cell) of a uniform grid of ``n_cells`` cells (``2 n_cells`` cells, negatives first): the

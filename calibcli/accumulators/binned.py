@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibcli.accumulators.base import Accumulator
 from calibcli import cancel
+from calibcli.accumulators.base import Accumulator
+from calibcli.arraystate import ArrayState
 from calibcli.accumulators.rows import RowSample
 from calibcli.binning import Binning, fit_binning, uniform_bin_index
 from calibcli.estimators import (
@@ -135,8 +136,21 @@ class _Cells(Accumulator):
         return out
 
 
-class QuantileSketch:
+class QuantileSketch(ArrayState):
     """Predictions for quantile edges: exact while at most ``EXACT_QUANTILE_LIMIT``, then a KLL sketch."""
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        if self._kll is not None:  # (DataSketches' sketches do not pickle: their own bytes travel)
+            state["_kll"] = bytes(self._kll.serialize())
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        if self._kll is not None:
+            from datasketches import kll_doubles_sketch
+
+            self._kll = kll_doubles_sketch.deserialize(self._kll)
 
     def __init__(self, exact_limit: int = EXACT_QUANTILE_LIMIT):
         self.exact_limit = exact_limit
