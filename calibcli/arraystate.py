@@ -25,6 +25,8 @@ without one. (The sparse layout is that of a coordinate list, SciPy's ``coo_arra
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 #: Arrays shorter than this travel as they are (packing would save less than it costs).
@@ -61,7 +63,8 @@ def _encode(v: np.ndarray, earlier: list[np.ndarray]):
                 if other.shape == v.shape and np.array_equal(other, v):
                     return ("same", j)
             with np.errstate(invalid="ignore"):
-                whole = np.isfinite(v).all() and np.array_equal(v, np.trunc(v)) and (v.size == 0 or np.abs(v).max() < 2.0**53)
+                whole = (np.isfinite(v).all() and np.array_equal(v, np.trunc(v))
+                         and (v.size == 0 or np.abs(v).max() < 2.0**53))
             if whole:
                 return ("wholes", _smallest_int(v.astype(np.int64)))
     return ("raw", v)
@@ -121,7 +124,7 @@ def _pack_items(value):
         return _Array(value.dtype.str, _encode(np.ascontiguousarray(value), []))
     if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
         items = [_pack_items(v) for v in value]
-        if any(a is not b for a, b in zip(items, value)):
+        if any(a is not b for a, b in zip(items, value, strict=True)):
             return _Sequence("list" if isinstance(value, list) else "tuple", items)
     return value
 
@@ -146,18 +149,20 @@ def pack(attrs: dict) -> dict:
             by_size.setdefault(value.size, []).append(name)
         else:
             out[name] = _pack_items(value)
-    groups = []
+    groups: list[tuple[int, tuple[str, np.ndarray] | None, list]] = []
     for size, names in by_size.items():
         arrays = [np.ascontiguousarray(attrs[name]) for name in names]
         nonzero = np.zeros(size, dtype=bool)
         for a in arrays:
             nonzero |= a.view(f"u{a.dtype.itemsize}") != 0
-        support = _support(nonzero, size)
-        if support[1].nbytes >= (size - int(np.count_nonzero(nonzero))) * sum(a.dtype.itemsize for a in arrays) // 2:
+        support: tuple[str, np.ndarray] | None = _support(nonzero, size)
+        saved = (size - int(np.count_nonzero(nonzero))) * sum(a.dtype.itemsize for a in arrays)
+        if support is not None and support[1].nbytes >= saved // 2:
             support = None  # (too few empty cells to be worth leaving out)
         values = [a[nonzero] for a in arrays] if support is not None else arrays
-        encoded, earlier = [], []
-        for name, a, v in zip(names, arrays, values):
+        encoded: list[tuple[str, str, tuple]] = []
+        earlier: list[np.ndarray] = []
+        for name, a, v in zip(names, arrays, values, strict=True):
             encoded.append((name, a.dtype.str, _encode(v, earlier)))
             earlier.append(v)
         groups.append((size, support, encoded))
@@ -180,7 +185,7 @@ def unpack(state: dict) -> dict:
             if how == "bitmap":
                 where = np.unpackbits(np.asarray(data, dtype=np.uint8), count=size).astype(bool)
             else:
-                where = np.cumsum(np.asarray(data, dtype=np.int64)) if len(data) else np.empty(0, dtype=np.int64)
+                where = np.cumsum(data, dtype=np.int64) - 1  # (gaps from cell -1)
         decoded: list[np.ndarray] = []
         for name, dtype, encoding in encoded:
             values = _decode(encoding, decoded)
@@ -196,10 +201,17 @@ def unpack(state: dict) -> dict:
 
 class ArrayState:
     """Pickling through :func:`pack` / :func:`unpack`: a state travels as arrays, compactly, and arrives
-    writable (a merge adds into it in place)."""
+    writable (a merge adds into it in place); ``copy.deepcopy`` copies the arrays as they are."""
 
     def __getstate__(self) -> dict:
         return pack(self.__dict__)
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(unpack(state))
+
+    def __deepcopy__(self, memo: dict):
+        """A copy in this process: the arrays copied as they are (no packing)."""
+        out = type(self).__new__(type(self))
+        memo[id(self)] = out
+        out.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return out

@@ -157,13 +157,13 @@ def _binned(stream):
 
 
 def test_fragments_merged_in_this_process_equal_the_local_stream(shards):
-    # the engine-independent half: fragment documents (JSON states) merged in fragment order
-    from calibcli.engines._fragments import map_in_process, run_fragments, run_local
+    # the engine-independent half: fragments' parts merged in fragment order
+    from calibcli.engines._fragments import reduce_in_process, run_fragments, run_local
     from calibcli.io import ColumnSpec, resolve_datasets
 
     (dataset,) = resolve_datasets([str(shards)])
     stream = dataset.open(ColumnSpec(weight_col="w"), batch_rows=16384, group_by=("model",))
-    entries, counts = run_fragments(stream, lambda: _binned(stream), map_in_process)
+    entries, counts = run_fragments(stream, lambda: _binned(stream), reduce_in_process)
     local = run_local(stream, lambda: _binned(stream))
     assert stream.describe(counts) == stream.describe()
     assert [g for g, _ in entries] == [g for g, _ in local] == [{"model": "a"}, {"model": "b"}]
@@ -193,14 +193,13 @@ def test_fragments_are_packed_into_tasks_of_consecutive_rows():
 @pytest.mark.parametrize("rows", [1, 35_000, 10**9])
 def test_packed_tasks_merged_in_this_process_equal_the_local_stream(shards, rows):
     # a task of one fragment, of 3 (30,000 rows), of all 20: the same entries as the local stream
-    from calibcli.engines._fragments import pack_fragments, run_fragment, run_fragments, run_local
+    from calibcli.engines._fragments import merge_parts, pack_fragments, run_fragment, run_fragments, run_local
     from calibcli.io import ColumnSpec, resolve_datasets
 
-    def packed(fragments, kind, *, first=None, second=None):
+    def packed(fragments, *, first=None, second=None):
         tasks = pack_fragments(fragments, rows)
         assert len(tasks) == {1: 20, 35_000: 7, 10**9: 1}[rows]
-        for task in tasks:
-            yield run_fragment(task, kind, first, second)
+        return merge_parts([run_fragment(task, first, second) for task in tasks])
 
     (dataset,) = resolve_datasets([str(shards)])
     stream = dataset.open(ColumnSpec(weight_col="w"), batch_rows=16384, group_by=("model",))
@@ -458,7 +457,9 @@ def test_a_scheduler_and_workers_started_with_the_dask_command(tmp_path, shards)
 def test_ctrl_c_stops_the_run_and_the_local_cluster(tmp_path):
     import psutil
 
-    many = _write_shards(tmp_path / "many", 1_000_000, 4, 5000, seed=6)
+    # 4 million rows: a run of several seconds of the worker's CPU (the workers merge the tasks' states
+    # among themselves now, so the client no longer slows the run down)
+    many = _write_shards(tmp_path / "many", 4_000_000, 8, 5000, seed=6)
     cli = subprocess.Popen([_console_script(), "ece", str(many), "--batch-rows", "5000", "--engine", "dask", "--workers", "1"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **QUIET})
     try:

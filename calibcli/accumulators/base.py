@@ -44,7 +44,7 @@ def _merge(a, b):
             _merge(acc, b[key])
         return a
     if isinstance(a, (list, tuple)):
-        for mine, theirs in zip(a, b or ()):
+        for mine, theirs in zip(a, b or (), strict=False):  # (None on the other side: nothing to add)
             _merge(mine, theirs)
         return a
     a.merge(b)
