@@ -501,6 +501,165 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
     return lines
 
 
+# ---------------------------------------------------------------------------------------------
+# Part 5: the client's CPU over many tasks, on an external scheduler and workers (issue #25)
+
+SMALL_GROUPS = "dask_rg1000"  # 2e6 rows in 20 files of 100 row groups of 1,000 rows
+SMALL_ROWS, SMALL_FILES, SMALL_GROUP = 2_000_000, 20, 1000
+
+
+def ensure_small_groups() -> str:
+    """``dask_rg1000/``: 2,000,000 rows (bench_stream's rows: Beta(2, 5) predictions, labels Bernoulli(p^1.3))
+    in 20 files of 100 row groups of 1,000 rows, so that ``--batch-rows 1000`` makes 2,000 fragments."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = os.path.join(OUT, SMALL_GROUPS)
+    if os.path.isdir(path) and len(os.listdir(path)) == SMALL_FILES:
+        return path
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path + ".tmp", exist_ok=True)
+    per = SMALL_ROWS // SMALL_FILES
+    for k in range(SMALL_FILES):
+        rng = np.random.default_rng([20251123, 25, k])
+        z = rng.beta(2, 5, per)
+        y = (rng.random(per) < z**1.3).astype(np.int64)
+        pq.write_table(pa.table({"prob": z, "label": y}), os.path.join(path + ".tmp", f"part-{k:05d}.parquet"),
+                       row_group_size=SMALL_GROUP)
+    os.rename(path + ".tmp", path)
+    return path
+
+
+class ExternalCluster:
+    """``dask scheduler`` and ``dask worker --nworkers N --nthreads 1`` processes on 127.0.0.1, all running the
+    calibcli at ``pythonpath`` (the client must run the same code as its workers)."""
+
+    def __init__(self, n_workers: int, pythonpath: str, tmp: str):
+        dask_cli = os.path.join(os.path.dirname(PY), "dask")
+        self.env = {**CLEAN_ENV, "PYTHONPATH": pythonpath}
+        self.file = os.path.join(tmp, f"scheduler-{os.getpid()}-{time.monotonic_ns()}.json")
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        self.procs = [subprocess.Popen([dask_cli, "scheduler", "--host", "127.0.0.1", "--port", "0",
+                                        "--dashboard-address", "127.0.0.1:0", "--scheduler-file", self.file],
+                                       env=self.env, **quiet)]
+        deadline = time.monotonic() + 60
+        while not (os.path.exists(self.file) and os.path.getsize(self.file)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with open(self.file) as f:
+            self.address = json.load(f)["address"]
+        self.procs.append(subprocess.Popen([dask_cli, "worker", self.address, "--nworkers", str(n_workers), "--nthreads", "1",
+                                            "--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0"],
+                                           env={**self.env, **_worker_malloc()}, **quiet))
+        from distributed import Client
+
+        with Client(self.address, timeout=30) as client:
+            client.wait_for_workers(n_workers, timeout=120)
+
+    def close(self) -> None:
+        for p in reversed(self.procs):
+            p.terminate()
+        for p in reversed(self.procs):
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def _worker_malloc() -> dict:
+    from calibcli.engines.dask import WORKER_MALLOC
+
+    return dict(WORKER_MALLOC)
+
+
+def run_client(args: list[str], pythonpath: str, env: dict | None = None) -> tuple[float, float, dict | None, str]:
+    """Wall time, CPU seconds of the calibcli process alone (its own rusage, from ``os.wait4``), its JSON report
+    and last stderr line."""
+    import tempfile
+
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([PY, "-m", "calibcli", *args, "--json"], stdout=out, stderr=err, cwd=pythonpath,
+                                env={**CLEAN_ENV, "CALIBCLI_DEBUG": "", "PYTHONPATH": pythonpath, **(env or {})})
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    cpu = usage.ru_utime + usage.ru_stime
+    doc = json.loads(stdout) if proc.returncode == 0 else None
+    last = (stderr.strip().splitlines() or [""])[-1]
+    if doc is None:
+        log(f"  FAILED ({proc.returncode}): {last}")
+    return wall, cpu, doc, last
+
+
+def part_client(before: str | None, repeats: int, n_workers: int, results: dict) -> list[str]:
+    """The bar of issue #25: on an external scheduler and workers, the client's CPU time for ``smece`` and ``ece
+    --n-boot 1000`` over 2,000 tasks at most 1.5x its CPU over 20 tasks: the same 2e6 rows read in 1,000-row
+    batches (``--batch-rows 1000``: 2,000 fragments), ``CALIBCLI_TASK_ROWS`` 1000 (2,000 tasks) vs 100000 (20);
+    the previous version (``--before``, a checkout of it) in the same run, interleaved."""
+    import tempfile
+
+    data = ensure_small_groups()
+    versions = {"now": REPO} if before is None else {"before": before, "now": REPO}
+    commands = {"smece": ["smece", data, "--batch-rows", "1000"],
+                "ece --n-boot 1000": ["ece", data, "--batch-rows", "1000", "--n-boot", "1000"]}
+    lines = [f"== 5. Client CPU over 20 and 2,000 tasks: {SMALL_ROWS:,} rows in 1,000-row row groups ({data}), an external "
+             f"`dask scheduler` and `dask worker --nworkers {n_workers}` on 127.0.0.1 per version; the calibcli process "
+             f"alone timed (os.wait4) =="]
+    tmp = tempfile.mkdtemp(prefix="bench_dask_")
+    clusters = {}
+    cpu: dict = {}
+    wall: dict = {}
+    docs: dict = {}
+    try:
+        for version, path in versions.items():
+            clusters[version] = ExternalCluster(n_workers, path, tmp)
+        for version, path in versions.items():  # warm-up: the workers import calibcli
+            run_client(commands["smece"] + ["--engine", "dask", "--scheduler", clusters[version].address], path,
+                       {"CALIBCLI_TASK_ROWS": "100000"})
+        for rep in range(repeats):
+            for name, args in commands.items():
+                for tasks in (20, 2000):
+                    for version, path in versions.items():
+                        log(f"  [{rep + 1}/{repeats}] {version}: {name}, {tasks} tasks")
+                        w, c, doc, _ = run_client(args + ["--engine", "dask", "--scheduler", clusters[version].address],
+                                                  path, {"CALIBCLI_TASK_ROWS": str(SMALL_ROWS // tasks)})
+                        if doc is not None:
+                            cpu.setdefault((version, name, tasks), []).append(c)
+                            wall.setdefault((version, name, tasks), []).append(w)
+                            docs.setdefault((version, name, tasks), doc)
+        for name, args in commands.items():
+            docs[("local", name)] = run_client(args, REPO)[2]
+    finally:
+        for c in clusters.values():
+            c.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    lines.append(f"{'command':20} {'version':8} {'tasks':>6} {'client CPU s':>13} {'wall s':>8} {'2000/20 CPU':>12}  "
+                 f"max rel. diff vs local")
+    ratios = {}
+    for name in commands:
+        for version in versions:
+            for tasks in (20, 2000):
+                c, w = median(cpu.get((version, name, tasks), [])), median(wall.get((version, name, tasks), []))
+                ratio = c / median(cpu.get((version, name, 20), [])) if tasks == 2000 else float("nan")
+                if tasks == 2000:
+                    ratios[(version, name)] = ratio
+                doc, ref = docs.get((version, name, tasks)), docs.get(("local", name))
+                diff = max_rel_diff(doc, ref) if doc is not None and ref is not None else float("nan")
+                lines.append(f"{name:20} {version:8} {tasks:>6} {c:13.2f} {w:8.2f} "
+                             f"{'' if tasks == 20 else f'{ratio:.2f}x':>12}  {diff:.1e}")
+    for name in commands:
+        r = ratios.get(("now", name), float("nan"))
+        was = ratios.get(("before", name))
+        lines.append(f"{name}: client CPU over 2,000 tasks / over 20: {r:.2f}x"
+                     + (f" (the previous version in this run: {was:.2f}x)" if was is not None else "")
+                     + f"   (bar <= 1.5x: {'met' if r <= 1.5 else 'MISSED'})")
+    results.update(client_cpu=cpu)
+    return lines
+
+
 def machine() -> list[str]:
     import distributed
 
@@ -518,13 +677,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1e7 rows for part 1 and the model; memory at 1e6 and 1e7")
     parser.add_argument("--repeats", type=int, default=2, help="runs of each variant in part 1 (medians)")
-    parser.add_argument("--parts", default="1234", help="which parts to run (model needs 1 and 2)")
+    parser.add_argument("--parts", default="12345", help="which parts to run (model needs 1 and 2)")
+    parser.add_argument("--before", help="a checkout of the previous version, run side by side in part 5 "
+                        "(git worktree add /tmp/before-dask main)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes of part 5's external cluster")
     args = parser.parse_args()
     big = "1e7" if args.quick else "1e8"
     rows = {"1e7": 10**7, "1e8": 10**8}[big]
     t0 = time.perf_counter()
     lines = ["bench_dask.py", *machine()]
-    data = ensure_data(big)
+    data = ensure_data(big) if set(args.parts) & set("14") else None
     results: dict = {}
     print("\n".join(lines), flush=True)
     print("\n" + "\n".join(part_machine()), flush=True)
@@ -540,6 +702,9 @@ def main() -> int:
         print("\n" + "\n".join(out), flush=True)
     if "4" in args.parts and "walls" in results and "per_task" in results:
         out = part_model(data, rows, results)
+        print("\n" + "\n".join(out), flush=True)
+    if "5" in args.parts:
+        out = part_client(args.before, args.repeats, args.workers, results)
         print("\n" + "\n".join(out), flush=True)
     load = os.getloadavg()
     print(f"\nload average at the end {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}; total wall time {time.perf_counter() - t0:.0f} s")

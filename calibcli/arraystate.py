@@ -137,6 +137,10 @@ def _unpack_items(value):
         return items if value.kind == "list" else tuple(items)
     if isinstance(value, np.ndarray) and not value.flags.writeable:
         return value.copy()
+    if type(value) in (list, tuple):
+        items = [_unpack_items(v) for v in value]
+        if any(a is not b for a, b in zip(items, value, strict=True)):
+            return items if isinstance(value, list) else tuple(items)
     return value
 
 

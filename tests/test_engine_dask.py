@@ -487,3 +487,126 @@ def test_ctrl_c_stops_the_run_and_the_local_cluster(tmp_path):
     assert stderr.splitlines()[-1] == "Error: interrupted"
     _wait_for(lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in children), 30,
               "the cluster's processes to end")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reduction on the workers: a tree of merge tasks, one state to the client
+
+
+def test_the_reduction_graph_is_a_tree_of_blocks_and_merges():
+    from calibcli.engines.dask import reduction_graph
+
+    tasks = [(k,) for k in range(2000)]
+    graph, blocks, root = reduction_graph(tasks, None, "t", 16)
+    leaves = [k for k in graph if k.startswith("calibcli-fragment-")]
+    merges = sorted(k for k in graph if k.startswith("calibcli-merge-"))
+    assert len(leaves) == 2000 and len(blocks) == 125  # 16 tasks a block
+    assert blocks[0] == ("calibcli-block-t-0000000", (0, 16)) and blocks[-1][1] == (1984, 2000)
+    assert len(merges) == 8 + 1 and root == "calibcli-merge-t-2-0000000"  # 125 -> 8 -> 1: depth 3 with the blocks
+    assert graph[blocks[1][0]][1:] == tuple(leaves[16:32])  # a block's inputs: consecutive tasks, in row order
+    # one task: the block is the root
+    graph, blocks, root = reduction_graph([(0,)], None, "u", 16)
+    assert root == blocks[0][0] and len(graph) == 3
+
+
+def test_a_block_reports_its_first_bad_task_in_row_order():
+    from calibcli.engines._fragments import Part
+    from calibcli.engines.dask import _block
+    from calibcli.errors import CalibcliError
+
+    first, second = CalibcliError("part-01: bad row"), CalibcliError("part-02: bad row")
+    with pytest.raises(CalibcliError, match="part-01"):
+        _block(Part(), Part(error=first), Part(error=second))  # whichever of them failed first in time
+
+
+@pytest.mark.parametrize("split_every", [2, 16])
+def test_the_tree_in_this_process_equals_the_local_stream(shards, split_every):
+    # the graph the cluster runs, run by Dask's synchronous scheduler here: the same entries as the local engine,
+    # however deep the tree (a task per fragment: 20 tasks, a tree of depth 5 with split_every 2)
+    import dask
+
+    from calibcli.engines import dask as engine
+    from calibcli.engines._fragments import merge_parts, pack_fragments, run_fragments, run_local
+
+    def reduce(fragments, *, first=None, second=None):
+        tasks = pack_fragments(fragments, 1)
+        graph, blocks, root = engine.reduction_graph(tasks, first if second is None else second, "x", split_every,
+                                                     second=second is not None)
+        part = dask.get(graph, root)
+        reference = merge_parts([engine._task(engine._Box(t), first if second is None else second, second is not None)
+                                 for t in tasks])
+        assert part.counts == reference.counts
+        return part
+
+    (dataset,) = resolve_datasets_of(shards)
+    stream = dataset.open(_columns(), batch_rows=16384, group_by=("model",))
+    entries, counts = run_fragments(stream, lambda: _binned(stream), reduce)
+    local = run_local(stream, lambda: _binned(stream))
+    assert stream.describe(counts) == stream.describe()
+    for (g, acc), (h, ref) in zip(entries, local, strict=True):
+        assert g == h
+        _compare_tree(acc.result().to_dict(), ref.result().to_dict())
+
+
+def resolve_datasets_of(path):
+    from calibcli.io import resolve_datasets
+
+    return resolve_datasets([str(path)])
+
+
+def _columns():
+    from calibcli.io import ColumnSpec
+
+    return ColumnSpec(weight_col="w")
+
+
+def test_a_deep_tree_on_the_cluster_sends_the_client_one_state(shards, cluster):
+    # 20 tasks merged in pairs on the workers (blocks of 2, then 5 -> 3 -> 2 -> 1): the local engine's entries;
+    # the client's futures are the blocks and the root only, never a task's state
+    from distributed import Client
+
+    from calibcli.engines.dask import DaskEngine
+    from calibcli.io import ColumnSpec, resolve_datasets
+
+    (dataset,) = resolve_datasets([str(shards)])
+    stream = dataset.open(ColumnSpec(weight_col="w"), batch_rows=16384, group_by=("model",))
+    local = run_local_entries(stream)
+    with Client(cluster) as client:
+        engine = DaskEngine(client, workers=2, task_rows=1, split_every=2)
+        asked = []
+        get = client.get
+
+        def recorded(graph, keys, **kwargs):
+            asked.append(list(keys))
+            return get(graph, keys, **kwargs)
+
+        client.get = recorded
+        try:
+            entries, described = engine.run(stream, lambda: _binned(stream))
+        finally:
+            client.get = get
+    assert described == stream.describe()
+    # two passes (quantile edges); each asks for the 10 blocks (their parts stay on the workers) and the root
+    assert [[key.split("-")[1] for key in keys] for keys in asked] == [["block"] * 10 + ["merge"]] * 2
+    for (g, acc), (h, ref) in zip(entries, local, strict=True):
+        assert g == h
+        _compare_tree(acc.result().to_dict(), ref.result().to_dict())
+
+
+def run_local_entries(stream):
+    from calibcli.engines._fragments import run_local
+
+    return run_local(stream, lambda: _binned(stream))
+
+
+def _compare_tree(a: dict, b: dict) -> None:
+    """The tree's entries against the local engine's: every number to 1e-12, but the within-bin Brier term (a
+    residual, brier - (reliability - resolution + uncertainty), of about 3e-4 from four terms of about 0.1: its
+    relative rounding error is about 1,000x theirs), to 1e-10. A tree adds the tasks' sums in another order than
+    one stream does; the other numbers do not notice it."""
+    a, b = json.loads(json.dumps(a)), json.loads(json.dumps(b))
+    for problem_a, problem_b in zip(a["problems"], b["problems"], strict=True):
+        residual_a = problem_a["metrics"].pop("brier_within_bin")
+        residual_b = problem_b["metrics"].pop("brier_within_bin")
+        _compare(residual_a, residual_b, 1e-10, "$.brier_within_bin")
+    _compare(a, b, 1e-12, "$")

@@ -290,7 +290,7 @@ def _debugging() -> bool:
 
 @contextmanager
 def _no_progress():
-    yield lambda: None
+    yield lambda steps=1: None
 
 
 # ---------------------------------------------------------------------------------------------
