@@ -610,3 +610,70 @@ def _compare_tree(a: dict, b: dict) -> None:
         residual_b = problem_b["metrics"].pop("brier_within_bin")
         _compare(residual_a, residual_b, 1e-10, "$.brier_within_bin")
     _compare(a, b, 1e-12, "$")
+
+
+# ---------------------------------------------------------------------------------------------
+# Footers off the client: a pool of threads here, tasks on the cluster for object stores
+
+
+def test_footers_are_read_in_threads_in_file_order(tmp_path, monkeypatch):
+    import threading
+
+    from calibcli.io import sources
+
+    data = _write_shards(tmp_path / "d", 6000, 6, 500, seed=8)
+    seen = set()
+    sizes_of = sources.file_sizes
+
+    def recorded(*file):
+        seen.add(threading.current_thread().name)
+        return sizes_of(*file)
+
+    (dataset,) = resolve_datasets_of(data)
+    stream = dataset.open(_columns(), batch_rows=500)
+    serial = stream.fragments(map_files=lambda f, files: [f(*file) for file in files])
+    monkeypatch.setattr(sources, "file_sizes", recorded)
+    threaded = stream.fragments()
+    assert threaded == serial and len(threaded) == 6 * 2  # 6 files of two 500-row groups, a run each
+    assert all(name.startswith("calibcli-footer") for name in seen)
+    # the first unreadable file in order is the one reported, whichever thread met it first
+    (data / "part-04.parquet").write_bytes(b"not parquet")
+    (data / "part-01.parquet").write_bytes(b"nor this")
+    fragments, error = resolve_datasets_of(data)[0].open(_columns(), batch_rows=500).readable_fragments()
+    assert [f.path.rsplit("/", 1)[-1] for f in fragments] == ["part-00.parquet"] * 2
+    assert "part-01.parquet" in str(error)
+
+
+def test_footers_of_an_object_store_are_read_by_tasks_on_the_cluster(shards, cluster, monkeypatch):
+    # the shards stand for an object store's files (the workers see the same paths here): their footers are
+    # read by tasks on the cluster, and the report is the local engine's
+    from distributed import Client
+
+    from calibcli.engines import dask as engine
+    from calibcli.engines.dask import DaskEngine
+    from calibcli.io import ColumnSpec, resolve_datasets
+
+    monkeypatch.setattr(engine, "_in_object_store", lambda location: True)
+    (dataset,) = resolve_datasets([str(shards)])
+    stream = dataset.open(ColumnSpec(weight_col="w"), batch_rows=16384, group_by=("model",))
+    local = run_local_entries(stream)
+    with Client(cluster) as client:
+        dask_engine = DaskEngine(client, workers=2)
+        mapped = []
+        map_tasks = client.map
+
+        def recorded(function, *iterables, key, **kwargs):
+            mapped.extend(key)
+            return map_tasks(function, *iterables, key=key, **kwargs)
+
+        client.map = recorded
+        try:
+            assert stream.fragments(map_files=dask_engine.map_files) == stream.fragments()
+            entries, described = dask_engine.run(stream, lambda: _binned(stream))
+        finally:
+            client.map = map_tasks
+    assert len(mapped) == 2 * 5 and all(key.startswith("calibcli-footer-") for key in mapped)  # 5 files, twice
+    assert described == stream.describe()
+    for (g, acc), (h, ref) in zip(entries, local, strict=True):
+        assert g == h
+        _compare_tree(acc.result().to_dict(), ref.result().to_dict())

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from calibcli.accumulators.groups import MAX_GROUPS, Grouped
 from calibcli.errors import CalibcliError
 from calibcli.io import RowCounts
-from calibcli.io.sources import Fragment, Stream
+from calibcli.io.sources import Fragment
 
 
 def run_local(stream, new) -> list[tuple[dict | None, object]]:
@@ -256,7 +256,7 @@ def pack_fragments(fragments, rows: int) -> list[tuple]:
     return tasks
 
 
-def run_fragments(stream, new, reduce_fragments) -> tuple[list[tuple[dict | None, object]], object]:
+def run_fragments(stream, new, reduce_fragments, map_files=None) -> tuple[list[tuple[dict | None, object]], object]:
     """The pipeline over ``stream.fragments()``: the same entries as :func:`run_local`, and the merged
     :class:`~calibcli.io.RowCounts` of the first pass (for :meth:`Stream.describe`).
 
@@ -264,9 +264,10 @@ def run_fragments(stream, new, reduce_fragments) -> tuple[list[tuple[dict | None
     (anywhere: in this process, on a cluster) and merges the parts (in a tree, on a cluster) into the
     :class:`Part` of the whole stream, raising the first bad fragment's error in row order (as locally).
     Then the dataset is checked as a whole (:meth:`Stream.check_counts`), and a second pass runs when an
-    accumulator asks for it.
+    accumulator asks for it. ``map_files``: how the files' footers are read (:meth:`Stream.fragments`: a
+    pool of threads here by default).
     """
-    fragments, unreadable = _fragments(stream)
+    fragments, unreadable = _fragments(stream, map_files)
     part = reduce_fragments(fragments, first=new())
     if part.error is not None:
         raise part.error
@@ -282,21 +283,12 @@ def run_fragments(stream, new, reduce_fragments) -> tuple[list[tuple[dict | None
     return _entries(stream.group_by, state), counts
 
 
-def _fragments(stream) -> tuple[list, CalibcliError | None]:
+def _fragments(stream, map_files=None) -> tuple[list, CalibcliError | None]:
     """The stream's fragments; when a file's metadata cannot be read, the fragments of the files before
     it and the error, to raise once those have been read (the local engine reads files in order, so a bad
-    row in an earlier file is the error it reports)."""
-    try:
-        return stream.fragments(), None
-    except CalibcliError as exc:
-        error = exc
-    files = stream._files  # (the per-file listing of the stream; see Stream.fragments)
-    for j in range(len(files)):
-        try:
-            Stream(stream.dataset, stream.plan, files[j: j + 1]).fragments()
-        except CalibcliError:
-            return (Stream(stream.dataset, stream.plan, files[:j]).fragments() if j else []), error
-    return [], error
+    row in an earlier file is the error it reports). ``map_files``: how the footers are read
+    (:meth:`Stream.fragments`)."""
+    return stream.readable_fragments(map_files=map_files)
 
 
 def reduce_in_process(fragments, *, first=None, second=None) -> Part:

@@ -25,6 +25,7 @@ fragment in row order is reported and the other tasks are cancelled.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -39,6 +40,7 @@ from calibcli._malloc import SETTINGS as MALLOC_SETTINGS
 from calibcli.engines._fragments import Part, merge_parts, pack_fragments, run_fragment, run_fragments, task_rows
 from calibcli.engines.base import register
 from calibcli.errors import CalibcliError
+from calibcli.io.sources import map_in_threads
 
 INSTALL_HINT = 'pip install "calibcli[dask]"'
 
@@ -91,8 +93,26 @@ class DaskEngine:
     def run(self, stream, new) -> tuple[list[tuple[dict | None, object]], dict]:
         """The stream's entries ``(group values or None, accumulator)`` and its report input section."""
         entries, counts = run_fragments(stream, new, lambda fragments, **templates: self.reduce(
-            fragments, description=f"{stream.name}: fragments", **templates))
+            fragments, description=f"{stream.name}: fragments", **templates), map_files=self.map_files)
         return entries, stream.describe(counts)
+
+    def map_files(self, function, files: list[tuple]) -> list:
+        """``function(path, location, format)`` of every file, in order (:meth:`calibcli.io.Stream.fragments`:
+        the footers). Files in an object store (a URI such as ``s3://``, ``gs://``, ``abfs://``) are read by
+        tasks on the cluster, where the storage is near and the round trips overlap across workers (the
+        client lists nothing serially); local files in a pool of threads here (the workers may not see this
+        machine's files by the same paths, and a local footer is a fraction of a millisecond)."""
+        if not any(_in_object_store(location) for _, location, _ in files):
+            return map_in_threads(function, files)
+        paths, locations, formats = (list(column) for column in zip(*files, strict=True))
+        futures = self.client.map(functools.partial(_portable_call, function), paths, locations, formats, pure=False,
+                                  key=[f"calibcli-footer-{self._run}-{i:07d}" for i in range(len(files))])
+        try:
+            return self.client.gather(futures)
+        except CalibcliError:
+            raise
+        except Exception as exc:  # a worker that cannot import calibcli or reach the storage
+            raise _remote_error(exc, None) from None
 
     def reduce(self, fragments, *, first=None, second: dict | None = None, description: str = "fragments") -> Part:
         """The :class:`~calibcli.engines._fragments.Part` of all ``fragments``, reduced on the cluster.
@@ -219,6 +239,17 @@ def reduction_graph(tasks: list[tuple], template, tag: str, split_every: int = S
     return graph, blocks, level[0]
 
 
+def _portable_call(function, *args):
+    """``function(*args)`` on a worker, an error returned as the value made portable (:func:`portable_error`)."""
+    out = function(*args)
+    return portable_error(out) if isinstance(out, CalibcliError) else out
+
+
+def _in_object_store(location: str) -> bool:
+    scheme, sep, _ = location.partition("://")
+    return bool(sep) and scheme.lower() not in ("file", "")
+
+
 def _key_of(key) -> str | None:
     return key if isinstance(key, str) or key is None else str(key)
 
@@ -271,6 +302,8 @@ def _remote_error(exc: BaseException, fragment) -> BaseException:
     if isinstance(exc, CalibcliError):
         return exc
     name = type(exc).__name__
+    if name == "KilledWorker" and fragment is None:
+        return CalibcliError("the Dask workers reading the files' footers died repeatedly: see the workers' logs")
     if name == "KilledWorker":
         return CalibcliError(
             f"{fragment.path}: the workers reading it died repeatedly (out of memory?): see the workers' logs; "

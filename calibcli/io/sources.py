@@ -256,19 +256,37 @@ class Stream:
         self.check_counts(counts)
         self._counts = counts
 
-    def fragments(self, *, split_row_groups: bool = True) -> list[Fragment]:
+    def fragments(self, *, split_row_groups: bool = True, map_files=None) -> list[Fragment]:
         """Independent pieces of the stream in row-identity order, each with its global row offset.
 
         A Parquet file with several row groups is split into runs of consecutive row groups of at most
         ``batch_rows`` rows (a larger row group is a run of its own) when ``split_row_groups``. Offsets
         come from the footers of Parquet files and Arrow IPC files; other formats are read to count
         their rows.
+
+        The files' sizes are read by ``map_files(file_sizes, [(path, location, format)])``, which returns
+        :func:`file_sizes` of each file in order (an error as the value): by default in a pool of threads
+        here (:func:`map_in_threads`: a footer is a round trip to storage); a distributed engine may read
+        them in tasks on its cluster. The first file that cannot be read, in order, raises its error.
         """
+        out, error = self.readable_fragments(split_row_groups=split_row_groups, map_files=map_files)
+        if error is not None:
+            raise error
+        return out
+
+    def readable_fragments(self, *, split_row_groups: bool = True,
+                           map_files=None) -> tuple[list[Fragment], CalibcliError | None]:
+        """:meth:`fragments` up to the first file that cannot be read, and that file's error (None when every
+        file can be read): an engine reads those files' rows first, as the local engine does, and raises the
+        error at its turn."""
+        files = [(source.path, location, fmt) for source, location, fmt, _ in self._files]
+        listed = (map_files or map_in_threads)(file_sizes, files)
         out: list[Fragment] = []
         offset = 0
-        for i, (source, location, fmt, _) in enumerate(self._files):
+        for i, ((_, _, fmt), sizes) in enumerate(zip(files, listed, strict=True)):
+            if isinstance(sizes, BaseException):
+                return out, sizes
             if fmt == "parquet":
-                sizes = _guarded(source.path, fmt, formats.parquet_row_groups, location)
                 runs = _row_group_runs(sizes, self.plan.batch_rows) if split_row_groups else [tuple(range(len(sizes)))]
                 file_row = 0
                 for run in runs:
@@ -277,10 +295,9 @@ class Stream:
                     offset += n
                     file_row += n
             else:
-                n = _guarded(source.path, fmt, formats.count_rows, location, fmt)
-                out.append(self._fragment(i, offset, n))
-                offset += n
-        return out
+                out.append(self._fragment(i, offset, sizes))
+                offset += sizes
+        return out, None
 
     def check_counts(self, counts: RowCounts) -> None:
         """The checks of the dataset as a whole, once every row has been read (by the stream, or by
@@ -307,6 +324,33 @@ class Stream:
             "group_by": list(self.group_by),
             **({"segment_columns": list(self.segment_columns)} if self.segment_columns else {}),
         }
+
+
+def file_sizes(path: str, location: str, fmt: str):
+    """What :meth:`Stream.fragments` needs of one file: its row groups' sizes (Parquet, from the footer) or its
+    number of rows (other formats), or the :class:`~calibcli.errors.CalibcliError` saying why it cannot be read
+    (returned, not raised: it is raised in file order)."""
+    try:
+        if fmt == "parquet":
+            return _guarded(path, fmt, formats.parquet_row_groups, location)
+        return _guarded(path, fmt, formats.count_rows, location, fmt)
+    except CalibcliError as exc:
+        return exc
+
+
+#: Threads reading footers at once (each is a small read, mostly waiting on storage).
+FOOTER_THREADS = 16
+
+
+def map_in_threads(function, files: list[tuple]) -> list:
+    """``function(*file)`` for every file, in a pool of up to :data:`FOOTER_THREADS` threads (pyarrow releases the
+    GIL while it reads), in order; one file alone is read in this thread."""
+    if len(files) <= 1:
+        return [function(*f) for f in files]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(FOOTER_THREADS, len(files)), thread_name_prefix="calibcli-footer") as pool:
+        return list(pool.map(lambda f: function(*f), files))
 
 
 def input_description(source, *, path: str, rows_read: int, rows_used: int, dropped: dict[str, int]) -> dict:
