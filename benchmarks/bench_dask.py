@@ -660,6 +660,212 @@ def part_client(before: str | None, repeats: int, n_workers: int, results: dict)
     return lines
 
 
+# ---------------------------------------------------------------------------------------------
+# Part 6: the scaling model of the tree reduction, its constants measured here, checked on 1, 2 and 4 worker
+# processes and 20, 200 and 2,000 tasks, and its predictions for 1e10 rows on 100 and 1,000 workers
+
+
+def _cpu_of(proc) -> float:
+    """CPU seconds of a process and its children (a ``dask worker --nworkers N`` and its nannies and workers)."""
+    import psutil
+
+    total = 0.0
+    for p in [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
+def model_constants(data: str) -> dict:
+    """The per-task constants, measured in this process (with the allocator settings of calibcli and its workers):
+    a task's compute per row (a 1e6-row task of bench_stream's data in the default 2^17-row batches, all its
+    costs included), per batch and per task (tasks of one and of 100 1,000-row batches of part 5's data); its packed state; the cost of one state in a merge task (unpickled and merged into a
+    copy, as on a worker); the finish (bootstrap) of the merged state."""
+    from calibcli._malloc import tune_allocator
+    from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator, SmoothInputAccumulator, SmoothOptions
+    from calibcli.engines._fragments import merge_parts, run_fragment
+    from calibcli.io import ColumnSpec, resolve_datasets
+
+    tune_allocator()
+    (dataset,) = resolve_datasets([data])
+    stream = dataset.open(ColumnSpec(), batch_rows=1000)
+    fragments = stream.fragments()
+    # per row: bench_stream's 1e6 rows in two files of one 500,000-row row group, read in the default 2^17-row batches
+    (large,) = resolve_datasets([ensure_data("1e6")])
+    wide = large.open(ColumnSpec()).fragments()
+    out = {}
+
+    def timed(function, repeat: int = 1) -> float:
+        best = math.inf
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            function()
+            best = min(best, time.perf_counter() - t0)
+        return best
+
+    for name, template in (
+        ("ece --n-boot 1000", InputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names,
+                                               options=BinnedOptions(n_boot=1000))),
+        ("smece", SmoothInputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names,
+                                         options=SmoothOptions())),
+    ):
+        run_fragment(fragments[0], template)  # warm-up
+        t_one = timed(lambda: [run_fragment(f, template) for f in fragments[:40]]) / 40  # a task of one 1,000-row batch
+        t_hundred = timed(lambda: run_fragment(tuple(fragments[:100]), template))  # one task of 100 such batches
+        rows_b = sum(f.n_rows for f in wide)
+        # a 1e6-row task's time per row, its batches' and its own fixed costs included (a difference of two
+        # task sizes drowns in this machine's noise)
+        per_row = timed(lambda: run_fragment(tuple(wide), template), 3) / rows_b
+        per_batch = max(0.0, (t_hundred - t_one) / 99)  # (1,000 rows each: the row's share is negligible)
+        task_fixed = max(0.0, t_one - per_batch - SMALL_GROUP * per_row)
+        small = [run_fragment(f, template) for f in fragments[:32]]
+        big = run_fragment(tuple(wide), template)
+        blobs = [pickle.dumps(p, protocol=5) for p in small]
+        t0 = time.perf_counter()
+        merge_parts([pickle.loads(b) for b in blobs[:16]], own=False)
+        merge_parts([pickle.loads(b) for b in blobs[16:]], own=False)
+        merge = (time.perf_counter() - t0) / 32
+        big_blob = pickle.dumps(big, protocol=5)
+        t0 = time.perf_counter()
+        merge_parts([pickle.loads(big_blob) for _ in range(16)], own=False)
+        merge_big = (time.perf_counter() - t0) / 16
+        whole = merge_parts([run_fragment(tuple(fragments[k:k + 100]), template) for k in range(0, len(fragments), 100)])
+        (acc,) = whole.groups.values()
+        t0 = time.perf_counter()
+        acc.result()
+        finish = time.perf_counter() - t0
+        out[name] = {"per_row": per_row, "per_batch": per_batch, "task_fixed": task_fixed, "state_small": len(blobs[0]),
+                     "state_big": len(big_blob), "big_rows": rows_b, "merge": merge, "merge_big": merge_big,
+                     "finish": finish}
+    return out
+
+
+def tree_shape(tasks: int, k: int) -> tuple[int, int]:
+    """(merge tasks including the blocks, depth) of the reduction tree of ``tasks`` tasks, ``k`` parts a merge."""
+    merges, depth, level = 0, 0, tasks
+    while True:
+        level = -(-level // k)
+        merges += level
+        depth += 1
+        if level == 1:
+            return merges, depth
+
+
+def predict(c: dict, rows: int, tasks: int, workers: int, *, start: float, sigma: float, client_task: float,
+            k: int = 16, cores: float | None = None, batch_rows: int = 2**17) -> dict:
+    """The model: wall = start + max(workers' share, scheduler, client's submission) + the tree's last merges +
+    finish. Workers' share: ceil(T / W) tasks of r rows (r x per_row + batches x per_batch + task_fixed each),
+    plus their merges
+    (every state is merged once per level: about T k / (k - 1) states at ``merge`` each, spread over W); the
+    tree's tail after the last task: its depth x k states merged one after the other; the scheduler: sigma per
+    task (tasks and merges); the client: client_task per task submitted. ``cores``: when client, scheduler and
+    workers share this many cores (this machine), the CPU they need together over the cores bounds it too."""
+    r = rows / tasks
+    merges, depth = tree_shape(tasks, k)
+    merge_each = c["merge"] + (c["merge_big"] - c["merge"]) * min(1.0, r / c["big_rows"])
+    compute = math.ceil(tasks / workers) * (r * c["per_row"] + math.ceil(r / batch_rows) * c["per_batch"] + c["task_fixed"])
+    merging = (tasks + merges) * merge_each / workers
+    tail = depth * k * merge_each if tasks > 1 else 0.0
+    scheduler = sigma * (tasks + merges)
+    client = client_task * tasks
+    busy = max(compute + merging, scheduler, client)
+    if cores is not None:
+        busy = max(busy, (workers * (compute + merging) + scheduler + client) / cores)
+    return {"wall": start + busy + tail + c["finish"], "compute": compute, "merging": merging, "tail": tail,
+            "scheduler": scheduler, "client": client, "depth": depth, "merges": merges, "rows_per_task": r}
+
+
+def part_model_tree(results: dict) -> list[str]:
+    import tempfile
+
+    data = ensure_small_groups()
+    one, _ = ensure_empty()
+    lines = ["== 6. Scaling model of the reduction on the workers: constants, checks on 1, 2, 4 workers x 20, 200, 2,000 "
+             "tasks, predictions =="]
+    constants = model_constants(data)
+    for name, c in constants.items():
+        lines.append(f"{name}: per row {c['per_row'] * 1e9:.0f} ns; per batch {c['per_batch'] * 1e3:.2f} ms; per task "
+                     f"{c['task_fixed'] * 1e3:.1f} ms; state {c['state_small'] / 1e3:.0f} kB (1,000 rows) / "
+                     f"{c['state_big'] / 1e3:.0f} kB ({c['big_rows']:,} rows) "
+                     f"packed; merge {c['merge'] * 1e3:.2f} / {c['merge_big'] * 1e3:.2f} ms per state (unpickle + merge "
+                     f"into a copy); finish {c['finish']:.2f} s")
+    commands = {"smece": ["smece", data, "--batch-rows", "1000"],
+                "ece --n-boot 1000": ["ece", data, "--batch-rows", "1000", "--n-boot", "1000"]}
+    measured = {}
+    tmp = tempfile.mkdtemp(prefix="bench_dask_model_")
+    try:
+        for workers in (1, 2, 4):
+            cluster = ExternalCluster(workers, REPO, tmp)
+            try:
+                scheduler_proc, worker_proc = cluster.procs
+                run_client(commands["smece"] + ["--engine", "dask", "--scheduler", cluster.address], REPO,
+                           {"CALIBCLI_TASK_ROWS": "100000"})  # warm-up
+                w0 = run_client(["ece", one, "--n-boot", "0", "--engine", "dask", "--scheduler", cluster.address], REPO)[0]
+                measured[("start", workers)] = w0
+                for tasks in (20, 200, 2000):
+                    for name, args in commands.items():
+                        log(f"  model check: {workers} worker(s), {tasks} tasks, {name}")
+                        s0, k0 = _cpu_of(scheduler_proc), _cpu_of(worker_proc)
+                        wall, cpu, doc, _ = run_client(args + ["--engine", "dask", "--scheduler", cluster.address], REPO,
+                                                       {"CALIBCLI_TASK_ROWS": str(SMALL_ROWS // tasks)})
+                        measured[(name, workers, tasks)] = {"wall": wall, "client": cpu,
+                                                            "scheduler": _cpu_of(scheduler_proc) - s0,
+                                                            "workers": _cpu_of(worker_proc) - k0}
+            finally:
+                cluster.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    # sigma: the scheduler's CPU per task (tasks and merges), from the 2,000-task runs against the 20-task ones
+    sigmas, client_tasks = [], []
+    for name in commands:
+        for workers in (1, 2, 4):
+            a, b = measured[(name, workers, 20)], measured[(name, workers, 2000)]
+            sigmas.append((b["scheduler"] - a["scheduler"]) / (2000 + tree_shape(2000, 16)[0] - 20 - tree_shape(20, 16)[0]))
+            client_tasks.append((b["client"] - a["client"]) / 1980)
+    sigma, client_task = median(sigmas), max(0.0, median(client_tasks))
+    start = median([measured[("start", w)] for w in (1, 2, 4)])
+    lines.append(f"start (a run on one 1,000-row file on a running cluster): {start:.2f} s; scheduler {sigma * 1e3:.2f} ms CPU "
+                 f"per task or merge; client {client_task * 1e3:.3f} ms CPU per task submitted")
+    lines.append(f"{'command':18} {'workers':>7} {'tasks':>6} {'depth':>5} {'measured s':>10} {'predicted s':>11} "
+                 f"{'error':>6}  {'workers CPU':>11} {'predicted':>9}  {'scheduler CPU':>13} {'predicted':>9}")
+    for name in commands:
+        for workers in (1, 2, 4):
+            for tasks in (20, 200, 2000):
+                m = measured[(name, workers, tasks)]
+                p = predict(constants[name], SMALL_ROWS, tasks, workers, start=start, sigma=sigma, client_task=client_task,
+                            cores=os.cpu_count(), batch_rows=SMALL_GROUP)
+                lines.append(f"{name:18} {workers:>7} {tasks:>6} {p['depth']:>5} {m['wall']:10.2f} {p['wall']:11.2f} "
+                             f"{(p['wall'] - m['wall']) / m['wall']:+6.0%}  {m['workers']:11.2f} "
+                             f"{workers * (p['compute'] + p['merging']):9.2f}  {m['scheduler']:13.2f} {p['scheduler']:9.2f}")
+    lines.append("(predicted wall on this machine: the CPU of client, scheduler and workers together over its "
+                 f"{os.cpu_count()} cores bounds it, beside the slowest of them; other sessions' load is not in the model)")
+    from types import SimpleNamespace
+
+    from calibcli.engines._fragments import task_rows
+
+    for name, c in constants.items():
+        size_bar = 50e3 if name.startswith("ece") else 1e6
+        lines.append(f"{name}: a {c['big_rows']:,}-row task's state is {c['state_big']:,} bytes packed   (bar <= "
+                     f"{size_bar / 1e3:,.0f} kB: {'met' if c['state_big'] <= size_bar else 'MISSED'})")
+    for name, c in constants.items():
+        for n_workers in (100, 1000):
+            n_rows = 10**10
+            r = task_rows([SimpleNamespace(n_rows=n_rows // 2000)] * 2000, n_workers)  # the engine's default
+            tasks = math.ceil(n_rows / r)
+            p = predict(c, n_rows, tasks, n_workers, start=start, sigma=sigma, client_task=client_task)
+            parts = {"workers": p["compute"] + p["merging"], "scheduler": p["scheduler"], "client": p["client"]}
+            bound = max(parts, key=parts.get)
+            lines.append(f"prediction {name}, 1e10 rows on {n_workers:,} workers ({tasks:,} tasks of {r:,} rows, tree depth "
+                         f"{p['depth']}, {p['merges']:,} merges): {p['wall']:.1f} s = start {start:.1f} + max(workers "
+                         f"{p['compute']:.1f} compute + {p['merging']:.2f} merging, scheduler {p['scheduler']:.1f}, client "
+                         f"{p['client']:.2f}) + tree tail {p['tail']:.2f} + finish {c['finish']:.2f}: bound by the {bound}")
+    results.update(model_tree=measured, constants=constants)
+    return lines
+
+
 def machine() -> list[str]:
     import distributed
 
@@ -677,7 +883,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1e7 rows for part 1 and the model; memory at 1e6 and 1e7")
     parser.add_argument("--repeats", type=int, default=2, help="runs of each variant in part 1 (medians)")
-    parser.add_argument("--parts", default="12345", help="which parts to run (model needs 1 and 2)")
+    parser.add_argument("--parts", default="123456", help="which parts to run (model needs 1 and 2)")
     parser.add_argument("--before", help="a checkout of the previous version, run side by side in part 5 "
                         "(git worktree add /tmp/before-dask main)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes of part 5's external cluster")
@@ -705,6 +911,9 @@ def main() -> int:
         print("\n" + "\n".join(out), flush=True)
     if "5" in args.parts:
         out = part_client(args.before, args.repeats, args.workers, results)
+        print("\n" + "\n".join(out), flush=True)
+    if "6" in args.parts:
+        out = part_model_tree(results)
         print("\n" + "\n".join(out), flush=True)
     load = os.getloadavg()
     print(f"\nload average at the end {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}; total wall time {time.perf_counter() - t0:.0f} s")
