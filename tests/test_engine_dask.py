@@ -188,10 +188,10 @@ def test_fragments_are_packed_into_tasks_of_consecutive_rows():
     assert len(pack_fragments(many, task_rows(many, 2))) == 2 * TASKS_PER_WORKER + 1  # 4,166,667: 8 fragments a task
     assert task_rows(many, 1) == 8_333_334 and task_rows(many * 2, 1) == MAX_TASK_ROWS == 2**23
     assert task_rows([SimpleNamespace(n_rows=0)], 4) == 1
-    # 1e10 rows on 1,000 workers: a task per worker (1e7 rows), not 12 (12,000 tasks would keep the scheduler
-    # busier than the workers); on 100 workers still 12 a worker
+    # 1e10 rows: at most 1,024 tasks (12,000 on 1,000 workers would keep the scheduler busier than the workers),
+    # one per worker beyond
     huge = [SimpleNamespace(n_rows=5 * 10**6)] * 2000
-    assert task_rows(huge, 1000) == 10**7 and task_rows(huge, 100) == 8_333_334
+    assert task_rows(huge, 1000) == task_rows(huge, 100) == 9_765_625 and task_rows(huge, 2000) == 5 * 10**6
 
 
 @pytest.mark.parametrize("rows", [1, 35_000, 10**9])

@@ -230,22 +230,20 @@ MAX_TASK_ROWS = 2**23
 TASKS_PER_WORKER = 12
 
 
-#: Rows a task needs per worker of the cluster for the scheduler to keep up: it spends about 0.9 ms of CPU on a
-#: task (and its share of the merges; ``benchmarks/bench_dask.py`` part 6), a worker about 55 ns on a row, so
-#: with W workers a task of fewer than about 0.9 ms x W / 55 ns = 16,000 W rows keeps the scheduler busier than
-#: the workers.
-SCHEDULER_ROWS_PER_WORKER = 2**14
+#: Tasks of a pass at most, unless there are more workers (then one each): the scheduler spends about 0.9 ms of
+#: CPU on a task and its share of the merges (``benchmarks/bench_dask.py`` part 6), so 1,024 tasks are about a
+#: second of it; 12 tasks a worker on 1,000 workers would be 11 s, longer than their compute at 1e10 rows.
+MAX_TASKS = 1024
 
 
 def task_rows(fragments, workers: int) -> int:
     """The rows a task gets by default: the dataset's rows over ``TASKS_PER_WORKER`` tasks per worker, at most
-    :data:`MAX_TASK_ROWS`; on a large cluster at least :data:`SCHEDULER_ROWS_PER_WORKER` x workers (but never
-    fewer tasks than workers), so that the scheduler is not what sets the pace."""
+    :data:`MAX_TASK_ROWS`; and enough for at most :data:`MAX_TASKS` tasks, or one per worker on a larger
+    cluster, so that the scheduler is not what sets the pace."""
     total = sum(f.n_rows or 0 for f in fragments)
     workers = max(1, workers)
     spread = min(MAX_TASK_ROWS, -(-total // (TASKS_PER_WORKER * workers)))
-    scheduler = min(-(-total // workers), SCHEDULER_ROWS_PER_WORKER * workers)
-    return max(1, spread, scheduler)
+    return max(1, spread, -(-total // max(workers, MAX_TASKS)))
 
 
 def pack_fragments(fragments, rows: int) -> list[tuple]:

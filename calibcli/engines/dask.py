@@ -40,7 +40,7 @@ from calibcli._malloc import SETTINGS as MALLOC_SETTINGS
 from calibcli.engines._fragments import Part, merge_parts, pack_fragments, run_fragment, run_fragments, task_rows
 from calibcli.engines.base import register
 from calibcli.errors import CalibcliError
-from calibcli.io.sources import map_in_threads
+from calibcli.io.footers import map_in_threads
 
 INSTALL_HINT = 'pip install "calibcli[dask]"'
 

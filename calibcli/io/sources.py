@@ -39,6 +39,7 @@ from calibcli.io.checks import REASONS, check_rows
 from calibcli.io.columns import ColumnSpec, ReadPlan, convert_batch, group_kind, resolve_columns, vector_column
 from calibcli.outputs import named_descriptor
 from calibcli.io.filesystems import list_files, uri_scheme
+from calibcli.io.footers import _guarded, _row_group_runs, file_sizes, map_in_threads
 
 #: Rows per batch by default: 2^20 rows of K probabilities take 8K MiB.
 DEFAULT_BATCH_ROWS = 1 << 17  # 1 MiB of predictions: memory stays near its floor, throughput near the bare read
@@ -188,15 +189,6 @@ def _guarded_iter(path: str, fmt: str, tables: Iterator, plan: ReadPlan | None =
         yield table
 
 
-def _guarded(path: str, fmt: str, read, *args):
-    """``read(*args)``, with pyarrow's errors turned into one-line messages naming the file."""
-    try:
-        return read(*args)
-    except CalibcliError:
-        raise
-    except Exception as exc:
-        raise formats.unreadable(path, fmt, exc, args[0] if args and isinstance(args[0], str) else None) from None
-
 
 # ---------------------------------------------------------------------------------------------
 # Streams
@@ -326,33 +318,6 @@ class Stream:
         }
 
 
-def file_sizes(path: str, location: str, fmt: str):
-    """What :meth:`Stream.fragments` needs of one file: its row groups' sizes (Parquet, from the footer) or its
-    number of rows (other formats), or the :class:`~calibcli.errors.CalibcliError` saying why it cannot be read
-    (returned, not raised: it is raised in file order)."""
-    try:
-        if fmt == "parquet":
-            return _guarded(path, fmt, formats.parquet_row_groups, location)
-        return _guarded(path, fmt, formats.count_rows, location, fmt)
-    except CalibcliError as exc:
-        return exc
-
-
-#: Threads reading footers at once (each is a small read, mostly waiting on storage).
-FOOTER_THREADS = 16
-
-
-def map_in_threads(function, files: list[tuple]) -> list:
-    """``function(*file)`` for every file, in a pool of up to :data:`FOOTER_THREADS` threads (pyarrow releases the
-    GIL while it reads), in order; one file alone is read in this thread."""
-    if len(files) <= 1:
-        return [function(*f) for f in files]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=min(FOOTER_THREADS, len(files)), thread_name_prefix="calibcli-footer") as pool:
-        return list(pool.map(lambda f: function(*f), files))
-
-
 def input_description(source, *, path: str, rows_read: int, rows_used: int, dropped: dict[str, int]) -> dict:
     """The input section of a report (SPEC 7) for a stream or a loaded input (``source`` gives the format,
     the columns and the classes)."""
@@ -380,19 +345,7 @@ def _ordered(dropped: dict[str, int]) -> dict[str, int]:
     return {reason: dropped[reason] for reason in REASONS if reason in dropped}
 
 
-def _row_group_runs(sizes: list[int], target: int) -> list[tuple[int, ...]]:
-    """Consecutive row groups in runs of at most ``target`` rows (a larger row group alone)."""
-    runs: list[tuple[int, ...]] = []
-    current: list[int] = []
-    rows = 0
-    for g, size in enumerate(sizes):
-        if current and rows + size > target:
-            runs.append(tuple(current))
-            current, rows = [], 0
-        current.append(g)
-        rows += size
-    runs.append(tuple(current))
-    return runs
+
 
 
 # ---------------------------------------------------------------------------------------------
