@@ -681,3 +681,13 @@ def test_footers_of_an_object_store_are_read_by_tasks_on_the_cluster(shards, clu
     for (g, acc), (h, ref) in zip(entries, local, strict=True):
         assert g == h
         _compare_tree(acc.result().to_dict(), ref.result().to_dict())
+
+
+def test_a_merge_whose_workers_keep_dying_says_so():
+    from distributed.scheduler import KilledWorker
+
+    from calibcli.engines.dask import _remote_error
+
+    error = _remote_error(KilledWorker("calibcli-merge-x-1-0000000", "tcp://127.0.0.1:1", 3), None,
+                          "merging the tasks' states")
+    assert str(error) == "the Dask workers merging the tasks' states died repeatedly (out of memory?): see the workers' logs"

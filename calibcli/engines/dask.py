@@ -112,7 +112,7 @@ class DaskEngine:
         except CalibcliError:
             raise
         except Exception as exc:  # a worker that cannot import calibcli or reach the storage
-            raise _remote_error(exc, None) from None
+            raise _remote_error(exc, None, "reading the files' footers") from None
 
     def reduce(self, fragments, *, first=None, second: dict | None = None, description: str = "fragments") -> Part:
         """The :class:`~calibcli.engines._fragments.Part` of all ``fragments``, reduced on the cluster.
@@ -182,7 +182,7 @@ class DaskEngine:
             except CalibcliError:
                 raise
             except Exception as exc:  # a merge's worker kept dying, or calibcli missing on a worker
-                raise _remote_error(exc, tasks[0][0]) from None
+                raise _remote_error(exc, None, "merging the tasks' states") from None
         finally:
             remaining = [f for f in [*futures, root_future] if f is not None and not f.done()]
             if remaining:
@@ -296,14 +296,15 @@ def portable_error(exc: CalibcliError) -> CalibcliError:
     return CalibcliError(template)
 
 
-def _remote_error(exc: BaseException, fragment) -> BaseException:
+def _remote_error(exc: BaseException, fragment, doing: str = "") -> BaseException:
     """What the client raises for a failed task: a CalibcliError as it is; a worker that kept dying or
-    could not load calibcli as a CalibcliError that says so."""
+    could not load calibcli as a CalibcliError that says so. ``fragment``: the fragment the task read, or None
+    for a task reading no rows (``doing`` says what it did)."""
     if isinstance(exc, CalibcliError):
         return exc
     name = type(exc).__name__
     if name == "KilledWorker" and fragment is None:
-        return CalibcliError("the Dask workers reading the files' footers died repeatedly: see the workers' logs")
+        return CalibcliError(f"the Dask workers {doing} died repeatedly (out of memory?): see the workers' logs")
     if name == "KilledWorker":
         return CalibcliError(
             f"{fragment.path}: the workers reading it died repeatedly (out of memory?): see the workers' logs; "
