@@ -40,9 +40,22 @@ Every ``calibcli`` run is a fresh subprocess (wall time from start to exit). Par
    part 1's steady-state runs, then used to predict 1e10 rows (in 2,000 files) on 100 workers; and for
    smece, whose per-task state (the smoothing grid's sums) is megabytes, from its own task, state and merge.
 
+5. The client's CPU over many tasks (issue #25): an external ``dask scheduler`` and ``dask worker --nworkers 2``
+   on 127.0.0.1 per version, ``smece`` and ``ece --n-boot 1000`` on ``dask_rg1000/`` (2e6 rows in 1,000-row row
+   groups, ``--batch-rows 1000``) with ``CALIBCLI_TASK_ROWS`` 1000 (2,000 tasks) and 100000 (20 tasks); the
+   calibcli process alone timed (its own rusage, ``os.wait4``). Bar: CPU(2,000 tasks) / CPU(20 tasks) <= 1.5.
+   ``--before DIR`` (a checkout of the previous version) runs it side by side, interleaved, on its own cluster.
+6. The scaling model of the reduction on the workers (:func:`predict`): constants measured in this process
+   (per row, per batch, per task, state sizes, merge cost per state, the finish), the scheduler's CPU per task
+   and the client's per task submitted (from the runs); checked against runs on 1, 2 and 4 worker processes
+   with 20, 200 and 2,000 tasks; predictions for 1e10 rows on 100 and 1,000 workers, and what bounds them.
+   Also the bar on state sizes: a 1e6-row task's packed state (``ece`` <= 50 kB, ``smece`` <= 1 MB).
+
 Run: ``python benchmarks/bench_dask.py`` (about 4 minutes after the data exist; the first run writes
 1 GB of shards), ``--quick`` (1e7 rows instead of 1e8 for part 1 and the model; no 1e8 memory run).
-Exit status 0 whatever the bars; the report says which were met. Needs ``pip install -e ".[dask]"``.
+Exit status 0 whatever the bars; the report says which were met. Needs ``pip install -e ".[dask]"``. Parts 5
+and 6 alone: ``PYTHONPATH=. python benchmarks/bench_dask.py --parts 56 --before /tmp/before-dask`` (about 15
+minutes).
 """
 
 from __future__ import annotations
@@ -392,7 +405,7 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
     the workers compute, so the slower of the two sets the pace. On this machine the client shares the two
     cores with the workers: the check below adds the client's CPU, spread over the workers, to theirs."""
     from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator
-    from calibcli.engines._fragments import _merge_documents, MAX_TASK_ROWS, pack_fragments, run_fragment, task_rows, TASKS_PER_WORKER
+    from calibcli.engines._fragments import MAX_TASK_ROWS, merge_parts, pack_fragments, run_fragment, task_rows, TASKS_PER_WORKER
     from calibcli.io import ColumnSpec, resolve_datasets
 
     (dataset,) = resolve_datasets([data])
@@ -402,13 +415,13 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
     listing = time.perf_counter() - t0
     files = len(stream.files)
     options = BinnedOptions(n_boot=1000)
-    template = InputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names, options=options).to_dict()
+    template = InputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names, options=options)
     task = pack_fragments(fragments, task_rows(fragments, 2))[0]  # a task as the engine makes it for 2 workers
-    doc = run_fragment(task, InputAccumulator, template)
+    doc = run_fragment(task, template)  # (a Part, since #25: it travels pickled, packed)
     blob = pickle.dumps(doc)
     copies = 300
     t0 = time.perf_counter()
-    state, _ = _merge_documents((pickle.loads(blob) for _ in range(copies)), InputAccumulator)
+    state = merge_parts([pickle.loads(blob) for _ in range(copies)]).groups
     merge = (time.perf_counter() - t0) / copies
     acc = state[None]
     t0 = time.perf_counter()
@@ -443,7 +456,7 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
                  f"{per_row * 1e9:.1f} ns per row")
     lines.append(f"fixed cost of a run (part 2's tiny shard on a running cluster): {results['fixed']:.2f} s; task overhead: "
                  f"serial {serial * 1e3:.1f} ms + {worker * 1e3:.1f} ms spread over the workers (part 2)")
-    lines.append(f"state of one task: {len(blob):,} bytes pickled ({len(json.dumps(doc)):,} as JSON); "
+    lines.append(f"state of one task: {len(blob):,} bytes pickled; "
                  f"merge (unpickle + from_dict + merge) {merge * 1e3:.2f} ms per state")
     lines.append(f"finish on the client (1000 bootstrap resamples from the merged state): {finish:.2f} s")
     walls = results["walls"]
@@ -478,13 +491,13 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
     from calibcli.accumulators.inputs import SmoothInputAccumulator, SmoothOptions
 
     smooth = SmoothInputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names,
-                                    options=SmoothOptions(n_boot=1000)).to_dict()
+                                    options=SmoothOptions(n_boot=1000))
     t0 = time.perf_counter()
-    sdoc = run_fragment(task, SmoothInputAccumulator, smooth)
+    sdoc = run_fragment(task, smooth)
     s_per_row = (time.perf_counter() - t0) / sum(f.n_rows for f in task)
     sblob = pickle.dumps(sdoc)
     t0 = time.perf_counter()
-    _merge_documents((pickle.loads(sblob) for _ in range(20)), SmoothInputAccumulator)
+    merge_parts([pickle.loads(sblob) for _ in range(20)])
     s_merge = (time.perf_counter() - t0) / 20
     r = min(MAX_TASK_ROWS, math.ceil(n_rows / (TASKS_PER_WORKER * n_workers)))
     T = math.ceil(n_rows / r)
