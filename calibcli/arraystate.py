@@ -19,13 +19,18 @@ them into fresh, writable arrays on arrival (:func:`unpack`):
 - everything else (small arrays, floats with fractions, nested states, options) as pickle sends it.
 
 Every value comes back with its dtype and bit pattern, so a merge after a round trip equals a merge
-without one. (The sparse layout is that of a coordinate list, SciPy's ``coo_array``; the bitmap is
+without one. The same state as JSON (``to_dict`` / ``from_dict``, derived here for every ArrayState class, and
+with a versioned head for every accumulator in :class:`calibcli.accumulators.base.Accumulator`): :func:`to_json`
+writes the packed state with arrays as their bytes in base64, :func:`from_json` reads it back bit for bit and
+rebuilds only calibcli's own state classes and option dataclasses. (The sparse layout is that of a coordinate list, SciPy's ``coo_array``; the bitmap is
 :func:`numpy.packbits`.)
 """
 
 from __future__ import annotations
 
+import base64
 import copy
+import dataclasses
 
 import numpy as np
 
@@ -213,9 +218,120 @@ class ArrayState:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(unpack(state))
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        _CLASSES[_name(cls)] = cls
+
+    def to_dict(self) -> dict:
+        """The state as JSON-able data (:func:`to_json` of the packed state): exact, derived from the attributes."""
+        return to_json(self.__getstate__())
+
+    @classmethod
+    def from_dict(cls, d: dict):
+        """The object :meth:`to_dict` described."""
+        out = cls.__new__(cls)
+        out.__setstate__(from_json(d))
+        return out
+
     def __deepcopy__(self, memo: dict):
         """A copy in this process: the arrays copied as they are (no packing)."""
         out = type(self).__new__(type(self))
         memo[id(self)] = out
         out.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The same state as JSON: to_dict / from_dict, derived once for every class with an ArrayState
+
+
+#: Classes whose states :func:`from_json` may rebuild, by ``module.qualname`` (every ArrayState subclass).
+_CLASSES: dict[str, type] = {}
+
+
+def _name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _known_class(name: str) -> type:
+    """A class of calibcli named in a state: an ArrayState subclass, or a dataclass (options, a binning) of an
+    already imported calibcli module; anything else is refused."""
+    if name in _CLASSES:
+        return _CLASSES[name]
+    module, _, qualname = name.rpartition(".")
+    import sys
+
+    cls = getattr(sys.modules.get(module), qualname, None) if module.startswith("calibcli.") else None
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        raise ValueError(f"a state names the class {name!r}, which is not one of calibcli's states or options")
+    return cls
+
+
+def to_json(value):
+    """``value`` (a state: the packed ``__getstate__`` of an ArrayState, and what it holds) as JSON-able data:
+    arrays as their dtype, shape and bytes in base64 (exact), tuples, non-text keys, nested states and
+    dataclasses tagged; keys starting with ``$`` are the tags."""
+    if value is None or isinstance(value, (bool, str)) or type(value) in (int, float):
+        return value
+    if isinstance(value, np.ndarray | np.generic):
+        a = np.ascontiguousarray(value)
+        return {"$array": [a.dtype.str, list(a.shape), base64.b64encode(a.tobytes()).decode("ascii")]}
+    if isinstance(value, bytes):
+        return {"$bytes": base64.b64encode(value).decode("ascii")}
+    if isinstance(value, ArrayState):
+        return {"$state": [_name(type(value)), to_json(value.__getstate__())]}
+    if isinstance(value, _Array):
+        return {"$packed": [value.dtype, to_json(value.encoding)]}
+    if isinstance(value, _Sequence):
+        return {"$sequence": [value.kind, to_json(value.items)]}
+    if isinstance(value, tuple):
+        return {"$tuple": [to_json(v) for v in value]}
+    if isinstance(value, list):
+        return [to_json(v) for v in value]
+    if isinstance(value, dict):
+        if all(isinstance(k, str) and not k.startswith("$") for k in value):
+            return {k: to_json(v) for k, v in value.items()}
+        return {"$dict": [[to_json(k), to_json(v)] for k, v in value.items()]}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+        return {"$dataclass": [_name(type(value)), fields]}
+    raise TypeError(f"a state holds a {type(value).__name__}, which has no JSON form")
+
+
+def from_json(doc):
+    """The value :func:`to_json` wrote, bit for bit."""
+    if isinstance(doc, list):
+        return [from_json(v) for v in doc]
+    if not isinstance(doc, dict):
+        return doc
+    if len(doc) == 1:
+        ((tag, body),) = doc.items()
+        if tag == "$array":
+            dtype, shape, data = body
+            return np.frombuffer(base64.b64decode(data), dtype=np.dtype(dtype)).reshape(shape).copy()
+        if tag == "$bytes":
+            return base64.b64decode(body)
+        if tag == "$state":
+            name, state = body
+            cls = _CLASSES.get(name)
+            if cls is None:
+                raise ValueError(f"a state names the class {name!r}, which is not one of calibcli's states")
+            out = cls.__new__(cls)
+            out.__setstate__(from_json(state))
+            return out
+        if tag == "$packed":
+            return _Array(body[0], from_json(body[1]))
+        if tag == "$sequence":
+            return _Sequence(body[0], from_json(body[1]))
+        if tag == "$tuple":
+            return tuple(from_json(v) for v in body)
+        if tag == "$dict":
+            return {_hashable(from_json(k)): from_json(v) for k, v in body}
+        if tag == "$dataclass":
+            name, fields = body
+            return _known_class(name)(**{k: from_json(v) for k, v in fields.items()})
+    return {k: from_json(v) for k, v in doc.items()}
+
+
+def _hashable(key):
+    return tuple(_hashable(k) for k in key) if isinstance(key, list) else key

@@ -328,21 +328,6 @@ class CellSums(ArrayState):
 
     # -- state -----------------------------------------------------------------------------------
 
-    def to_dict(self) -> dict:
-        def floats(a):
-            return None if a is None else a.tolist()
-
-        return {"n_cells": self.n_cells, "key": self.key.tolist(), "count": self.count.tolist(),
-                **{name: floats(getattr(self, name)) for name in _FIELDS}}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "CellSums":
-        def floats(a):
-            return None if a is None else np.asarray(a, dtype=np.float64).reshape(-1)
-
-        return cls(int(d["n_cells"]), np.asarray(d["key"], dtype=np.int64).reshape(-1),
-                   np.asarray(d["count"], dtype=np.int64).reshape(-1), *(floats(d[name]) for name in _FIELDS))
-
 
 # ----------------------------------------------------------------------------------------------
 # A binary problem on grids

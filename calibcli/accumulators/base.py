@@ -96,6 +96,17 @@ class Accumulator(ArrayState):
     def _after_merge(self) -> None:
         """What a merge makes stale (a cached result), dropped."""
 
+    def to_dict(self) -> dict:
+        """The versioned state (:meth:`state_head`, then every attribute: arrays exact, in base64; derived by
+        :meth:`calibcli.arraystate.ArrayState.to_dict`), JSON-able, for another process or a file."""
+        return {**self.state_head(), "state": super().to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict):
+        """The accumulator :meth:`to_dict` described; a state of another kind or version is refused."""
+        cls.check_state(d)
+        return super().from_dict(d["state"])
+
     def state_head(self) -> dict:
         """The head of ``to_dict()``: the kind and the version of the state."""
         return {"kind": self.kind, "version": self.version}
