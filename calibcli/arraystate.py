@@ -22,8 +22,8 @@ Every value comes back with its dtype and bit pattern, so a merge after a round 
 without one. The same state as JSON (``to_dict`` / ``from_dict``, derived here for every ArrayState class, and
 with a versioned head for every accumulator in :class:`calibcli.accumulators.base.Accumulator`): :func:`to_json`
 writes the packed state with arrays as their bytes in base64, :func:`from_json` reads it back bit for bit and
-rebuilds only calibcli's own state classes and option dataclasses. (The sparse layout is that of a coordinate list, SciPy's ``coo_array``; the bitmap is
-:func:`numpy.packbits`.)
+rebuilds only calibcli's own state classes and option dataclasses. (The sparse layout is that of a coordinate
+list, SciPy's ``coo_array``; the bitmap is :func:`numpy.packbits`.)
 """
 
 from __future__ import annotations
