@@ -246,7 +246,7 @@ class ArrayState:
 
 
 #: Classes whose states :func:`from_json` may rebuild, by ``module.qualname`` (every ArrayState subclass).
-_CLASSES: dict[str, type] = {}
+_CLASSES: dict[str, type[ArrayState]] = {}
 
 
 def _name(cls: type) -> str:

@@ -131,6 +131,8 @@ class _Cells(Accumulator):
 class QuantileSketch(ArrayState):
     """Predictions for quantile edges: exact while at most ``EXACT_QUANTILE_LIMIT``, then a KLL sketch."""
 
+    _kll: Any  # a datasketches kll_doubles_sketch, made once the values are too many (None until then)
+
     def __getstate__(self) -> dict:
         state = super().__getstate__()
         if self._kll is not None:  # (DataSketches' sketches do not pickle: their own bytes travel)
@@ -148,7 +150,7 @@ class QuantileSketch(ArrayState):
         self.exact_limit = exact_limit
         self.n = 0
         self._values: list[np.ndarray] = []
-        self._kll: Any = None  # a datasketches kll_doubles_sketch, made once the values are too many
+        self._kll = None
 
     def update(self, z: np.ndarray) -> None:
         self.n += len(z)

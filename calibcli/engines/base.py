@@ -22,8 +22,9 @@ class Engine(Protocol):
 
     #: The value of ``--engine``.
     name: str
-    #: Worker processes when the run starts (the report's ``workers``); None in this process.
-    workers: int | None
+    @property
+    def workers(self) -> int | None:
+        """Worker processes when the run starts (the report's ``workers``); None in this process."""
 
     def run(self, stream, new) -> tuple[list[tuple[dict | None, object]], dict]:
         """The stream's entries ``(group values or None, accumulator)`` and its report input section."""

@@ -269,7 +269,7 @@ class Stream:
         return out
 
     def readable_fragments(self, *, split_row_groups: bool = True,
-                           map_files=None) -> tuple[list[Fragment], CalibcliError | None]:
+                           map_files=None) -> tuple[list[Fragment], BaseException | None]:
         """:meth:`fragments` up to the first file that cannot be read, and that file's error (None when every
         file can be read): an engine reads those files' rows first, as the local engine does, and raises the
         error at its turn."""
