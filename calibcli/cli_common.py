@@ -22,7 +22,7 @@ from typing import Annotated, Iterator, Optional
 import typer
 
 from calibcli.accumulators import per_input  # noqa: F401  (where commands have always found it)
-from calibcli.engines import ENGINES, EngineChoice  # noqa: F401  (the engine option group)
+from calibcli.engines import ENGINES, EngineChoice, engines_help  # noqa: F401  (the engine option group)
 from calibcli.errors import (  # noqa: F401  (flags, warnings and exit codes, where commands have always found them)
     FLAGS, PIPE_CLOSED, CalibcliError, GateFailed, check_choice, flag_of, quiet_stdout, warn,
 )
@@ -170,8 +170,7 @@ class DatasetOptions(Declared):
 class EngineOptions(Declared):
     """Where the accumulators run (:data:`calibcli.engines.ENGINES`)."""
 
-    engine: str = option("local", "--engine", help="local (this process) or dask (a Dask cluster: --scheduler, or a "
-                         "local one of --workers processes); the same report either way.", metavar=choices(*ENGINES))
+    engine: str = option("local", "--engine", help=engines_help(), metavar=choices(*ENGINES))
     scheduler: Optional[str] = option(
         None, "--scheduler", help="With --engine dask: the address of a running Dask scheduler (tcp://HOST:PORT) or "
         "its scheduler file. Default: DASK_SCHEDULER_ADDRESS, else a local cluster.")
