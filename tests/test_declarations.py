@@ -22,7 +22,8 @@ def test_the_families_take_the_shared_declarations_themselves():
 @pytest.mark.parametrize("call, parameter, choices", [
     (lambda: ece(Y, P, strategy="equal"), "strategy", declarations.STRATEGY.choices),
     (lambda: ece(Y, P, mode="multi"), "mode", declarations.MODE.choices),
-    (lambda: binned_metric("dce", Y, P, class_weights="freq"), "class_weights", declarations.CLASS_WEIGHTS_PARAM.choices),
+    (lambda: binned_metric("dce", Y, P, class_weights="freq"), "class_weights",
+     declarations.CLASS_WEIGHTS_PARAM.choices),
     (lambda: smooth_ece(Y, P, mode="multi"), "mode", declarations.MODE.choices),
 ])
 def test_library_refuses_a_choice_by_the_declaration(call, parameter, choices):

@@ -10,12 +10,11 @@ The calibrator's own options (``--n-bins``, ``--strategy``, ``--degree``, ``--in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from calibcli.accumulators.tcal import DISCRETE_CHOICES
 from calibcli.binning import STRATEGIES
-from calibcli.calibrators.isotonic import INTERPOLATIONS
 from calibcli.calibrators.document import METHOD_NAMES
+from calibcli.calibrators.isotonic import INTERPOLATIONS
 from calibcli.families import CLASS_WEIGHTS_PARAM, MODE, N_BINS, STRATEGY, mode_field
 from calibcli.validation import Declared, Param, declared, option
 
@@ -27,16 +26,17 @@ DEFAULT_METHODS = ("temperature", "platt", "isotonic", "histogram", "beta")
 
 METHOD = Param(("--method",), f"Recalibration method: {', '.join(METHOD_NAMES)}.", choices=METHOD_NAMES,
                show_default=False)
-CALIBRATOR_N_BINS = Param(("--n-bins",), "histogram, scaling-binning: number of bins of the calibrator (default 15).")
-CALIBRATOR_STRATEGY = Param(("--strategy",), "histogram: uniform (equal width) or quantile (equal mass) bins (default "
-                            "uniform).", choices=STRATEGIES)
+CALIBRATOR_N_BINS = Param(("--n-bins",), "histogram, scaling-binning: number of bins of the calibrator (default "
+                          "15).")
+CALIBRATOR_STRATEGY = Param(("--strategy",), "histogram: uniform (equal width) or quantile (equal mass) bins "
+                            "(default uniform).", choices=STRATEGIES)
 DEGREE = Param(("--degree",), "polynomial: degree of the least-squares polynomial (default 3).")
 INTERPOLATION = Param(("--interpolation",), "isotonic: step (the fitted step function) or linear (between calibration "
                       "scores) (default step).", choices=INTERPOLATIONS)
-CLIP = Param(("--clip",), "platt, beta, scaling-binning, temperature: clip predictions to the interval from clip to 1 - "
-             "clip before logits or logs (default 1e-12).")
-MONOTONE = Param(("--monotone/--no-monotone",), "beta: keep the map non-decreasing by fixing a negative coefficient at 0 "
-                 "(betacal) (default no).")
+CLIP = Param(("--clip",), "platt, beta, scaling-binning, temperature: clip predictions to the interval from clip to "
+             "1 - clip before logits or logs (default 1e-12).")
+MONOTONE = Param(("--monotone/--no-monotone",), "beta: keep the map non-decreasing by fixing a negative coefficient "
+                 "at 0 (betacal) (default no).")
 REPORT_OUTPUT = Param(("--report",), "Also write the JSON report to this file (atomically).")
 HOLDOUT = Param(("--holdout",), "Fit on this random fraction of FILE's rows (seeded by --seed), evaluate on the rest.")
 
@@ -47,19 +47,19 @@ class FitOptions(Declared):
 
     method: str = declared(..., METHOD)
     output: str = option(..., "--output", "-o", help="Calibrator file to write (JSON, atomically).", show_default=False)
-    mode: Optional[str] = mode_field(MODE)
-    n_bins: Optional[int] = declared(None, CALIBRATOR_N_BINS)
-    strategy: Optional[str] = declared(None, CALIBRATOR_STRATEGY)
-    degree: Optional[int] = declared(None, DEGREE)
-    interpolation: Optional[str] = declared(None, INTERPOLATION)
-    clip: Optional[float] = declared(None, CLIP)
-    monotone: Optional[bool] = declared(None, MONOTONE)
+    mode: str | None = mode_field(MODE)
+    n_bins: int | None = declared(None, CALIBRATOR_N_BINS)
+    strategy: str | None = declared(None, CALIBRATOR_STRATEGY)
+    degree: int | None = declared(None, DEGREE)
+    interpolation: str | None = declared(None, INTERPOLATION)
+    clip: float | None = declared(None, CLIP)
+    monotone: bool | None = declared(None, MONOTONE)
     alpha: float = option(0.05, "--alpha", help="histogram: the delta of the distribution-free ECE bound.")
     max_rows: int = option(
         1_000_000, "--max-rows", help="Fit on all rows up to this many; beyond, on the seeded bottom-k sample of this "
         "many rows, except methods whose fit is a weighted sum over rows (platt, beta, polynomial, isotonic, uniform "
         "histogram), which use exact per-value sums of every row while there are at most 2^20 distinct predictions.")
-    report: Optional[str] = declared(None, REPORT_OUTPUT)
+    report: str | None = declared(None, REPORT_OUTPUT)
 
 
 @dataclass(frozen=True)
@@ -70,13 +70,13 @@ class ApplyOptions(Declared):
         "-", "--output", "-o", help="Where to write the input with recalibrated probability columns: a file (written "
         "atomically; format from the extension .csv, .tsv, .parquet, .feather, .jsonl, optionally .gz for text, else "
         "the input's), or '-' for stdout (the default).", show_default=False)
-    output_format: Optional[str] = option(
+    output_format: str | None = option(
         None, "--output-format", help="Format of the rows written: csv, tsv, parquet, feather (Arrow IPC; the stream "
         "format on stdout) or jsonl. Default: from --output's extension, else the input's format; csv on stdout.",
         choices=("csv", "tsv", "parquet", "feather", "jsonl"), show_default=False)
     drop_invalid: bool = option(False, "--drop-invalid", help="Drop rows whose probabilities are invalid (NaN, outside "
                                 "[0, 1], not summing to 1) from the output instead of failing; the report counts them.")
-    report: Optional[str] = declared(None, REPORT_OUTPUT)
+    report: str | None = declared(None, REPORT_OUTPUT)
 
 
 #: ``recalibrate evaluate``'s options by parameter name: its parameters, their order and defaults are those of
@@ -108,15 +108,15 @@ class ReportOptions(Declared):
 
     output: str = option(..., "--output", "-o", help="The HTML page to write (atomically; '-': stdout).",
                          show_default=False)
-    json_output: Optional[str] = option(None, "--json-output", help="Also write the JSON document the page is "
+    json_output: str | None = option(None, "--json-output", help="Also write the JSON document the page is "
                                         "rendered from (atomically).")
-    mode: Optional[str] = mode_field(MODE)
+    mode: str | None = mode_field(MODE)
     class_weights: str = declared("uniform", CLASS_WEIGHTS_PARAM)
     n_bins: int = declared(15, N_BINS)
     strategy: str = declared("uniform", STRATEGY)
-    method: Optional[list[str]] = option(
+    method: list[str] | None = option(
         None, "--method", help="Recalibration method compared on held-out rows; repeat it. Default: "
         + ", ".join(DEFAULT_METHODS) + ".", choices=METHOD_NAMES)
     holdout: float = option(0.5, "--holdout", help="Fraction of each input's rows the recalibration methods are fitted "
                             "on (seeded by --seed); they are compared on the other rows.")
-    title: Optional[str] = option(None, "--title", help="Title of the page. Default: the input names.")
+    title: str | None = option(None, "--title", help="Title of the page. Default: the input names.")
