@@ -12,7 +12,7 @@ registered class; the ``--engine`` choices and help come from :data:`ENGINES` (:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ContextManager, Protocol
+from typing import ContextManager, Protocol, cast
 
 
 class Engine(Protocol):
@@ -50,7 +50,7 @@ def register(cls: type) -> type:
 
 def engines_help() -> str:
     """``--engine``'s help: every registered engine by name with where it runs (its ``where``), in registry order."""
-    named = [f"{name} ({cls.where})" for name, cls in ENGINES.items()]
+    named = [f"{name} ({cast(Engine, cls).where})" for name, cls in ENGINES.items()]
     listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " or " + named[-1]
     return f"{listed}; the same report either way."
 
