@@ -82,6 +82,10 @@ MinCount = Annotated[
 HistScale = Annotated[str, typer.Option("--hist-scale", help="Scale of the count histogram under the binned diagram: "
                                                              "linear, or log (shows bins of a few rows).",
                                      metavar=cc.choices("linear", "log"))]
+Band = Annotated[str, typer.Option("--band", help="Interval of each bin's observed frequency: wilson (close to the level "
+                                   "on average at every bin size), clopper-pearson (exact: at least the level in every "
+                                   "bin, wider in small ones) or bootstrap (over the --n-boot resamples; zero width in a "
+                                   "bin of all 0s or all 1s).", metavar=cc.choices(*dg.DIAGRAM_BANDS))]
 MaxClasses = Annotated[int, typer.Option("--max-classes", help="Marginal mode: draw at most this many classes (the first ones).")]
 MaxOverlays = Annotated[
     int,
@@ -146,11 +150,12 @@ def diagram(
     font_size: FontSize = 8.0,
     min_count: MinCount = 10,
     hist_scale: HistScale = "linear",
+    band: Band = "wilson",
     max_classes: MaxClasses = 12,
     max_overlays: MaxOverlays = 10,
     **options,
 ) -> None:
-    """Draw reliability diagrams: binned (accuracy per bin with Wilson intervals, bin histogram) and
+    """Draw reliability diagrams: binned (accuracy per bin with its interval, --band; bin histogram) and
     smooth (kernel regression at the SmoothECE bandwidth with a bootstrap band, density), with the
     metric and its interval in the legend. Several files or --prob-col columns are overlaid, and so
     are the groups of --group-by; marginal mode draws one panel per class. Files, directories of
@@ -164,6 +169,10 @@ def diagram(
     if mode is not None:
         cc.check_choice(mode, MODES, "--mode")
     cc.check_choice(strategy, STRATEGIES, "--strategy")
+    cc.check_choice(band, dg.DIAGRAM_BANDS, "--band")
+    if band == "bootstrap" and kind != "smooth":
+        check_option(n_boot > 0, "--band bootstrap draws the bins' intervals from the bootstrap resamples: pass "
+                                 "--n-boot above 0, or --band wilson or clopper-pearson")
     # n_bins, n_boot, alpha, dpi, max_classes, max_overlays, batch_rows: checked before the body runs, by the
     # shared rules (calibcli.validation._RULES, through cc.command), like every other command's options
     fig_style = dg.FigureStyle(font_size=font_size, min_count=min_count, hist_scale=hist_scale, style=style)
@@ -186,7 +195,7 @@ def diagram(
     estimators = {}
     if want_binned:
         estimators[dg.BINNED_METRIC] = REGISTRY[dg.BINNED_METRIC].description + ", percentile bootstrap interval"
-        estimators["bin_accuracy_interval"] = dg.BIN_ACCURACY_INTERVAL
+        estimators["bin_accuracy_interval"] = dg.BAND_DESCRIPTIONS[band]
     if want_smooth:
         estimators["smece"] = REGISTRY["smece"].description + ", percentile bootstrap interval"
         estimators["smooth_band"] = dg.SMOOTH_BAND
@@ -212,6 +221,7 @@ def diagram(
             "font_size": font_size,
             "min_count": min_count,
             "hist_scale": hist_scale,
+            "band": band if want_binned else None,
             "style": style,
             "title": title,
             "estimators": estimators,
@@ -236,7 +246,8 @@ def diagram(
     fig_mode = modes[0]
     marginal = fig_mode == "marginal"
     diagram_options = DiagramOptions(binned=want_binned, smooth=want_smooth, n_bins=n_bins, strategy=strategy, n_boot=n_boot,
-                                        alpha=alpha, seed=seed, max_problems=max_classes if marginal else None)
+                                        alpha=alpha, seed=seed, max_problems=max_classes if marginal else None,
+                                        band=band)
 
     entries: list[tuple[dict, object]] = []  # (report entry without its curves, the DiagramReport)
     groups_seen: set[tuple] = set()
