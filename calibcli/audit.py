@@ -86,6 +86,8 @@ class AuditResult:
     n_segments_tested: int
     population: dict = field(default_factory=dict)
     mde_level: float = 0.05
+    #: Where each entry of ``segments`` is: (partition index, segment index within it); not in the JSON.
+    located: tuple[tuple[int, int], ...] = field(default=(), repr=False)
 
     def to_dict(self) -> dict:
         return {"mce_sigma": self.mce_sigma, "mce_pvalue": self.mce_pvalue, "mce_relative": self.mce_relative,
@@ -145,11 +147,12 @@ def finish(sums: SegmentSums, ecce: EcceResult, codings: list[ColumnCoding], par
     order = np.lexsort((np.arange(len(stat)), -np.nan_to_num(stat, nan=-np.inf), ~tested))  # worst first
     starts = np.cumsum([0] + [p_.n_segments for p_ in partitions])
     which = np.searchsorted(starts, np.arange(len(stat)), side="right") - 1
-    segments = []
+    segments, located = [], []
     for i in order:
         if not nonempty[i]:
             continue
         part = partitions[which[i]]
+        located.append((int(which[i]), int(i - starts[which[i]])))
         entry = {
             "definition": definition(codings, part, int(i - starts[which[i]])),
             "rows": int(sums.rows[i]),
@@ -183,6 +186,7 @@ def finish(sums: SegmentSums, ecce: EcceResult, codings: list[ColumnCoding], par
         n_segments_tested=n_tested,
         population=population,
         mde_level=mde_level,
+        located=tuple(located),
     )
 
 

@@ -17,11 +17,21 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from calibcli.audit import AuditOptions, AuditResult, audit_arrays
+from calibcli.diagram_data import BinnedDiagramData, binned_data_from_result
 from calibcli.errors import CalibcliError
+from calibcli.estimators import binned_calibration
 from calibcli.modes import binary_problems
 from calibcli.segments import code_values, partitions
 
 STATE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class SegmentDiagram:
+    """A segment's binned reliability diagram: its ``definition`` (``{}``: the whole population) and its data."""
+
+    definition: dict
+    data: BinnedDiagramData
 
 #: Rows an audit holds at most (about 40 bytes each, plus the segment columns' values).
 ROW_LIMIT = 50_000_000
@@ -29,11 +39,14 @@ ROW_LIMIT = 50_000_000
 
 @dataclass(frozen=True)
 class AuditReport:
-    """One input's audit: what :func:`calibcli.pipeline.add_entries` puts in the report entry."""
+    """One input's audit: what :func:`calibcli.pipeline.add_entries` puts in the report entry. ``diagrams``: the
+    binned reliability diagrams of the whole population and of the worst tested segments, when asked for
+    (``calibcli report --segment-cols`` draws them; not in the JSON)."""
 
     mode: str
     columns: list[dict]
     result: AuditResult
+    diagrams: tuple[SegmentDiagram, ...] = ()
 
     def to_dict(self) -> dict:
         return {"mode": self.mode, "segment_columns": self.columns, **self.result.to_dict()}
@@ -50,11 +63,12 @@ class SegmentAuditAccumulator:
     takes_columns = True
 
     def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: AuditOptions,
-                 columns: tuple[str, ...], row_limit: int = ROW_LIMIT):
+                 columns: tuple[str, ...], row_limit: int = ROW_LIMIT, diagrams: int = 0):
         if mode not in ("binary", "top-label"):
             raise CalibcliError(f"{{opt:mode}} is {mode}: the audit measures one binary problem, binary or top-label")
         self.mode, self.n_classes, self.class_names = mode, n_classes, tuple(class_names)
         self.options, self.columns, self.row_limit = options, tuple(columns), row_limit
+        self.diagrams = int(diagrams)  # the worst tested segments whose binned diagrams the result carries
         self.problems = [None]  # one binary problem (the progress bar counts problems)
         self._rows: list[np.ndarray] = []
         self._s: list[np.ndarray] = []
@@ -112,18 +126,21 @@ class SegmentAuditAccumulator:
         coded = [code_values(name, v, max_values=o.max_values, segment_bins=o.segment_bins)
                  for name, v in zip(self.columns, values)]
         codings, codes = [c for c, _ in coded], [k for _, k in coded]
-        result = audit_arrays(y, s, w, codes, codings, partitions(codings, o.depth), o)
+        parts = partitions(codings, o.depth)
+        result = audit_arrays(y, s, w, codes, codings, parts, o)
         if progress is not None:
             progress()
         described = [{"column": c.column, "kind": c.kind, "labels": list(c.labels)} for c in codings]
-        return AuditReport(self.mode, described, result)
+        drawn = _segment_diagrams(result, parts, codes, y, s, w, self.diagrams, o.n_bins) if self.diagrams else ()
+        return AuditReport(self.mode, described, result, drawn)
 
     def to_dict(self) -> dict:
         s, y, w, values = self._arrays()
         rows = np.sort(np.concatenate(self._rows)) if self._rows else np.zeros(0, dtype=np.int64)
         return {"kind": self.kind, "version": STATE_VERSION, "mode": self.mode, "n_classes": self.n_classes,
                 "class_names": list(self.class_names), "options": asdict(self.options), "columns": list(self.columns),
-                "row_limit": self.row_limit, "rows": rows.tolist(), "s": s.tolist(), "y": y.tolist(), "w": w.tolist(),
+                "row_limit": self.row_limit, "diagrams": self.diagrams, "rows": rows.tolist(), "s": s.tolist(),
+                "y": y.tolist(), "w": w.tolist(),
                 "values": [[_plain(v) for v in col] for col in values]}
 
     @classmethod
@@ -131,7 +148,8 @@ class SegmentAuditAccumulator:
         if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
             raise ValueError(f"not a segment audit state of version {STATE_VERSION}")
         out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),
-                  options=AuditOptions(**d["options"]), columns=tuple(d["columns"]), row_limit=d["row_limit"])
+                  options=AuditOptions(**d["options"]), columns=tuple(d["columns"]), row_limit=d["row_limit"],
+                  diagrams=d.get("diagrams", 0))
         if d["rows"]:
             out._rows = [np.asarray(d["rows"], dtype=np.int64)]
             out._s = [np.asarray(d["s"], dtype=np.float64)]
@@ -140,6 +158,24 @@ class SegmentAuditAccumulator:
             out._values = [tuple(_column(v) for v in d["values"])]
             out.n_rows = len(d["rows"])
         return out
+
+
+def _segment_diagrams(result: AuditResult, parts, codes, y, s, w, top: int, n_bins: int) -> tuple[SegmentDiagram, ...]:
+    """The binned diagrams (``n_bins`` uniform bins, Wilson bands, no bootstrap) of the whole population and of the
+    ``top`` worst tested segments, from the rows in memory."""
+    weighted = not bool(np.all(w == 1.0))
+    chosen = [({}, None)] + [(seg["definition"], where) for seg, where in zip(result.segments, result.located, strict=True)
+                             if seg["tested"] and seg["definition"]][:top]
+    out = []
+    for definition, where in chosen:
+        if where is None:
+            keep = slice(None)
+        else:
+            part, segment = where
+            keep = parts[part].segment_ids(codes, len(s)) == segment
+        calibration = binned_calibration(y[keep], s[keep], sample_weight=w[keep] if weighted else None, n_bins=n_bins)
+        out.append(SegmentDiagram(definition, binned_data_from_result(calibration, problem="binary")))
+    return tuple(out)
 
 
 def _plain(value):

@@ -32,30 +32,48 @@ AuditMode = Annotated[
 ]
 
 
+Depth = Annotated[int, typer.Option("--depth", help="Intersections of up to this many segment columns.")]
+MaxValues = Annotated[int, typer.Option("--max-values", help="Values kept per categorical column, the most frequent; the "
+                                        "rest are one segment, 'other'.")]
+SegmentBins = Annotated[int, typer.Option("--segment-bins", help="Quantile bins of a numeric column (one with more "
+                                          "distinct values than this).")]
+MinSegment = Annotated[int, typer.Option("--min-segment", help="Segments with fewer rows are counted, not tested.")]
+Power = Annotated[float, typer.Option("--power", help="Power of the minimum detectable ECCE (mde) of each segment.")]
+Adjust = Annotated[str, typer.Option("--adjust", help="Adjust the segments' p-values for their number: holm "
+                                     "(family-wise), bh (false discovery rate), by, bonferroni or none.",
+                                     metavar=cc.choices(*ADJUST_METHODS))]
+MceMethod = Annotated[str, typer.Option("--mce-method", help="The MCE p-value over the segments tested: bonferroni "
+                                        "(any overlap), sidak (independent segments) or none (MCGrad's unadjusted "
+                                        "minimum).", metavar=cc.choices(*MCE_METHODS))]
+Top = Annotated[int, typer.Option("--top", help="Segments shown in the table, the worst first (JSON: all).")]
+
+#: The audit's options, declared once: ``calibcli audit`` and ``calibcli report --segment-cols`` take them
+#: (:func:`audit_options_of` reads and checks them).
+AUDIT = cc.OptionGroup("audit", (
+    cc.Opt("depth", Depth, 2), cc.Opt("max_values", MaxValues, 10), cc.Opt("segment_bins", SegmentBins, 4),
+    cc.Opt("min_segment", MinSegment, 100), cc.Opt("power", Power, 0.8), cc.Opt("adjust", Adjust, "holm"),
+    cc.Opt("mce_method", MceMethod, "bonferroni"), cc.Opt("top", Top, 10)))
+#: How the segments are formed (the rest of the group: how they are judged and shown).
+_SEGMENTS = ("depth", "max_values", "segment_bins", "min_segment")
+
+
+def audit_options_of(options: dict, *, alpha: float) -> AuditOptions:
+    """The :data:`AUDIT` group's values of a command's ``options``, checked (one rule per option name, messages
+    naming the flags)."""
+    names = [o.name for o in AUDIT.options]
+    values = {k: options[k] for k in names}
+    check_options({"adjust": ADJUST_METHODS, "mce_method": MCE_METHODS}, alpha=alpha, **values)
+    return AuditOptions(alpha=alpha, **{k: v for k, v in values.items() if k != "top"}).check()
+
+
 @cc.with_groups(cc.own("segment_cols"), cc.COLUMNS, cc.READING, cc.DATASETS.only("pool", "batch_rows"), cc.ENGINE,
-                cc.own("mode", "depth", "max_values", "segment_bins", "min_segment"), cc.BOOTSTRAP.only("alpha"), cc.OWN,
+                cc.own("mode"), AUDIT.only(*_SEGMENTS), cc.BOOTSTRAP.only("alpha"),
+                AUDIT.only(*(o.name for o in AUDIT.options if o.name not in _SEGMENTS)), cc.OWN,
                 cc.OUTPUT.only("as_json", "fmt", "output"))
 def audit(
     files: cc.Files,
     segment_cols: SegmentCols = None,
     mode: AuditMode = None,
-    depth: Annotated[int, typer.Option("--depth", help="Intersections of up to this many segment columns.")] = 2,
-    max_values: Annotated[int, typer.Option("--max-values", help="Values kept per categorical column, the most "
-                                            "frequent; the rest are one segment, 'other'.")] = 10,
-    segment_bins: Annotated[int, typer.Option("--segment-bins", help="Quantile bins of a numeric column (one with more "
-                                              "distinct values than this).")] = 4,
-    min_segment: Annotated[int, typer.Option("--min-segment", help="Segments with fewer rows are counted, not "
-                                             "tested.")] = 100,
-    power: Annotated[float, typer.Option("--power", help="Power of the minimum detectable ECCE (mde) of each "
-                                         "segment.")] = 0.8,
-    adjust: Annotated[str, typer.Option("--adjust", help="Adjust the segments' p-values for their number: holm "
-                                        "(family-wise), bh (false discovery rate), by, bonferroni or none.",
-                                        metavar=cc.choices(*ADJUST_METHODS))] = "holm",
-    mce_method: Annotated[str, typer.Option("--mce-method", help="The MCE p-value over the segments tested: "
-                                            "bonferroni (any overlap), sidak (independent segments) or none "
-                                            "(MCGrad's unadjusted minimum).", metavar=cc.choices(*MCE_METHODS))]
-    = "bonferroni",
-    top: Annotated[int, typer.Option("--top", help="Segments shown in the table, the worst first (JSON: all).")] = 10,
     fail_above_sigma: Annotated[Optional[float], typer.Option("--fail-above-sigma", help="Exit 1 when MCE (the "
                                                               "worst tested segment's ECCE-R/sigma) exceeds this.")]
     = None,
@@ -73,19 +91,15 @@ def audit(
         raise CalibcliError("--segment-cols names no column: name the columns that define the segments, "
                             "e.g. --segment-cols country,device")
     alpha = options["alpha"]
-    check_options({"mode": ("binary", "top-label"), "adjust": ADJUST_METHODS, "mce_method": MCE_METHODS}, mode=mode,
-                  adjust=adjust, mce_method=mce_method, depth=depth, max_values=max_values, segment_bins=segment_bins,
-                  min_segment=min_segment, alpha=alpha, power=power, top=top, batch_rows=options["batch_rows"],
+    check_options({"mode": ("binary", "top-label")}, mode=mode, batch_rows=options["batch_rows"],
                   fail_above_sigma=fail_above_sigma)
+    audit_options = audit_options_of(options, alpha=alpha)
     layout = cc.layout(options["fmt"], options["as_json"], False)  # the worst segments, not a row per entry
-    audit_options = AuditOptions(depth=depth, max_values=max_values, segment_bins=segment_bins,
-                                 min_segment=min_segment, alpha=alpha, power=power, adjust=adjust,
-                                 mce_method=mce_method).check()
     sources = replace(cc.sources_of(files, options), segment_by=columns)
     doc, new = plan(mode=mode, columns=columns, options=audit_options, weighted=sources.spec.weight_col is not None,
                     pool=sources.pool, batch_rows=sources.batch_rows, engine=options["engine"],
                     fail_above_sigma=fail_above_sigma, fail_if_any_segment=fail_if_any_segment)
-    doc["parameters"]["top"] = top
+    doc["parameters"]["top"] = options["top"]
     cc.run(cc.Plan(doc, new, GateSpec("mce_sigma"), 0), sources, cc.engine_of(options))
     _headline(doc)
     failures = gate_failures(doc, fail_above_sigma=fail_above_sigma, fail_if_any_segment=fail_if_any_segment,

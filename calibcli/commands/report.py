@@ -34,8 +34,10 @@ from calibcli.accumulators.composite import Composite
 from calibcli.accumulators.tcal import MAX_ROWS, TCAL_MODES
 from calibcli.binning import STRATEGIES
 from calibcli.calibrators.document import METHOD_NAMES
+from calibcli.commands.audit import AUDIT, SegmentCols, audit_options_of
 from calibcli.families.registry import FAMILIES
 from calibcli.html import render_page, require_jinja2, svg_fragment, verdict as verdicts
+from calibcli.html.audit import audit_lines, audit_section, audit_streams
 from calibcli.io import open_streams
 from calibcli.modes import CLASS_WEIGHTS, default_mode, MODES
 from calibcli.recalibration import evaluation, holdout_split
@@ -266,7 +268,7 @@ def _draw(acc, *, marginal: bool, n_classes: int, number: int) -> dict:
 
 
 @cc.with_groups(cc.own("json_output"), cc.COLUMNS, cc.READING, cc.DATASETS.only("group_by", "batch_rows"), cc.ENGINE,
-                cc.own("mode", "class_weights", "n_bins", "strategy"), cc.BOOTSTRAP, cc.OWN)
+                cc.own("mode", "class_weights", "n_bins", "strategy"), cc.BOOTSTRAP, cc.OWN, cc.own("segment_cols"), AUDIT)
 def report(
     files: ReportFiles,
     output: PageOutput,
@@ -278,12 +280,15 @@ def report(
     method: ReportMethods = None,
     holdout: ReportHoldout = 0.5,
     title: Title = None,
+    segment_cols: SegmentCols = None,
     **options,
 ) -> None:
     """One self-contained HTML page: a verdict in plain words (is the model calibrated, how much, is it
     statistically real), the binned and smooth reliability diagrams, every metric with its interval, the
     T-Cal test, and what recalibration would do (held-out comparison, best first); with several files or
-    groups, a sortable summary first. No network needed to open it; printable; dark-mode aware.
+    groups, a sortable summary first; with --segment-cols, the segment audit of every input (calibcli audit's
+    numbers, the worst segments' diagrams beside the whole population's). No network needed to open it;
+    printable; dark-mode aware.
 
     Example: calibcli report sample_data/breast_cancer_nb.csv -o calibration.html"""
     given = {**{k: v for k, v in locals().items() if k != "options"}, **options}  # as parsed, for the page's footer
@@ -303,16 +308,25 @@ def report(
     cc.check_engine(options["engine"], options["scheduler"], options["workers"])
     if group_by and holdout != 0.5:
         cc.warn("--holdout applies to the recalibration comparison, which is not run with --group-by")
+    segments = cc.split_columns(segment_cols)
+    reading = {o.name: options[o.name] for o in (*cc.READING.options, *cc.DATASETS.only("batch_rows").options)}
+    if segments:  # checked, and the inputs opened with the segment columns, before any work
+        audit_options = audit_options_of(options, alpha=alpha)
+        audit_inputs = audit_streams(files, segment_cols=segments, spec=cc.spec_of(options), reading=reading)
 
     doc = build_document(
         files,
         columns={o.name: options[o.name] for o in cc.COLUMNS.options},
-        reading={o.name: options[o.name] for o in (*cc.READING.options, *cc.DATASETS.only("batch_rows").options)},
+        reading=reading,
         engine={o.name: options[o.name] for o in cc.ENGINE.options},
         mode=mode, class_weights=class_weights, n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha,
         seed=seed, group_by=group_by, methods=methods, holdout=holdout, title=title,
         command_line=command_line(given),
     )
+    if segments:  # the audit section (calibcli.html.audit): its own pass over each input, with the segment columns
+        doc["audit"] = audit_section(audit_inputs, segment_cols=segments, spec=cc.spec_of(options), reading=reading,
+                                     engine={o.name: options[o.name] for o in cc.ENGINE.options}, mode=mode,
+                                     options=audit_options, top=options["top"])
     page = render_page(doc)
     if json_output:
         write_atomic(json_output, to_json(doc) + "\n", "json_output")
@@ -320,6 +334,8 @@ def report(
     n = len(doc["files"])
     lines = [f"wrote {for_terminal(output)}: {n} entr{'y' if n == 1 else 'ies'}"]
     lines += [f"  {for_terminal(e['label'])}: {for_terminal(e['verdict']['headline'])}" for e in doc["files"]]
+    if segments:
+        lines += [f"  {for_terminal(line)}" for line in audit_lines(doc["audit"])]
     sys.stderr.write("\n".join(lines) + "\n")  # what the page says, in one line per entry (stdout stays empty)
 
 

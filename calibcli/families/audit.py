@@ -14,9 +14,10 @@ from calibcli.report import new_document
 
 
 def plan(*, mode: str | None, columns: tuple[str, ...], options: AuditOptions, weighted: bool, pool: bool,
-         batch_rows: int, engine: str, fail_above_sigma: float | None, fail_if_any_segment: bool):
+         batch_rows: int, engine: str, fail_above_sigma: float | None, fail_if_any_segment: bool, diagrams: int = 0):
     """The audit's document (its parameters; entries from :func:`calibcli.pipeline.add_entries`) and
-    ``new(stream)``, the input accumulator of a stream. Options are checked already."""
+    ``new(stream)``, the input accumulator of a stream. Options are checked already. ``diagrams``: the worst
+    tested segments whose binned diagrams each input's result carries (beside the whole population's)."""
     doc = new_document(
         "audit",
         {
@@ -46,7 +47,8 @@ def plan(*, mode: str | None, columns: tuple[str, ...], options: AuditOptions, w
 
     def new(stream):
         return SegmentAuditAccumulator(mode=mode or default_mode(stream.n_classes), n_classes=stream.n_classes,
-                                       class_names=stream.class_names, options=options, columns=columns)
+                                       class_names=stream.class_names, options=options, columns=columns,
+                                       diagrams=diagrams)
 
     return doc, new
 
