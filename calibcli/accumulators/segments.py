@@ -20,6 +20,7 @@ from calibcli.audit import AuditOptions, AuditResult, audit_arrays
 from calibcli.diagram_data import BinnedDiagramData, binned_data_from_result
 from calibcli.errors import CalibcliError
 from calibcli.estimators import binned_calibration
+from calibcli.io.columns import CodedText
 from calibcli.modes import binary_problems
 from calibcli.segments import code_values, partitions
 
@@ -106,16 +107,28 @@ class SegmentAuditAccumulator:
         return False
 
     def _arrays(self):
-        """Everything in global row order (the result does not depend on how the rows were split)."""
+        """Everything in global row order (the result does not depend on how the rows were split). Batches that
+        arrive in order (one process reading an input) are only concatenated; text columns stay codes
+        (:class:`calibcli.io.columns.CodedText`, one dictionary for all batches)."""
         rows = np.concatenate(self._rows) if self._rows else np.zeros(0, dtype=np.int64)
-        order = np.argsort(rows, kind="stable")
-        s = np.concatenate(self._s)[order] if self._s else np.zeros(0)
-        y = np.concatenate(self._y)[order] if self._y else np.zeros(0, dtype=np.int64)
+        in_order = bool(np.all(rows[1:] > rows[:-1]))
+        order = slice(None) if in_order else np.argsort(rows, kind="stable")
+
+        def ordered(parts: list[np.ndarray], empty: np.ndarray) -> np.ndarray:
+            if not parts:
+                return empty
+            joined = np.concatenate(parts)
+            return joined if in_order else joined[order]
+
+        s = ordered(self._s, np.zeros(0))
+        y = ordered(self._y, np.zeros(0, dtype=np.int64))
         weighted = any(w is not None for w in self._w)
-        w = (np.concatenate([np.ones(len(z)) if v is None else v for z, v in zip(self._s, self._w)])[order]
+        w = (ordered([np.ones(len(z)) if v is None else v for z, v in zip(self._s, self._w, strict=True)], np.zeros(0))
              if weighted else np.ones(len(s)))
-        values = [np.concatenate([batch[j] for batch in self._values])[order] if self._values else np.zeros(0)
-                  for j in range(len(self.columns))]
+        values = []
+        for j in range(len(self.columns)):
+            column = _joined([batch[j] for batch in self._values]) if self._values else np.zeros(0)
+            values.append(column if in_order else column[order])
         return s, y, w, values
 
     def result(self, progress=None) -> AuditReport:
@@ -141,7 +154,8 @@ class SegmentAuditAccumulator:
                 "class_names": list(self.class_names), "options": asdict(self.options), "columns": list(self.columns),
                 "row_limit": self.row_limit, "diagrams": self.diagrams, "rows": rows.tolist(), "s": s.tolist(),
                 "y": y.tolist(), "w": w.tolist(),
-                "values": [[_plain(v) for v in col] for col in values]}
+                "values": [[_plain(v) for v in (col.decode() if isinstance(col, CodedText) else col)]
+                           for col in values]}
 
     @classmethod
     def from_dict(cls, d: dict) -> "SegmentAuditAccumulator":
@@ -176,6 +190,22 @@ def _segment_diagrams(result: AuditResult, parts, codes, y, s, w, top: int, n_bi
         calibration = binned_calibration(y[keep], s[keep], sample_weight=w[keep] if weighted else None, n_bins=n_bins)
         out.append(SegmentDiagram(definition, binned_data_from_result(calibration, problem="binary")))
     return tuple(out)
+
+
+def _joined(parts: list) -> np.ndarray | CodedText:
+    """One segment column's batches as one: codes into one dictionary when every batch is text codes (each
+    batch's codes mapped through its values' places in the union), else one array (codes decoded)."""
+    if parts and all(isinstance(p, CodedText) for p in parts):
+        place: dict[str, int] = {}
+        for p in parts:
+            for v in p.values:
+                place.setdefault(v, len(place))
+        mapped = []
+        for p in parts:
+            remap = np.array([place[v] for v in p.values] + [-1], dtype=np.int32)  # -1 (empty) stays -1
+            mapped.append(remap[p.codes])
+        return CodedText(np.concatenate(mapped), tuple(place))
+    return np.concatenate([p.decode() if isinstance(p, CodedText) else p for p in parts])
 
 
 def _plain(value):

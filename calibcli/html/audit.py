@@ -85,7 +85,8 @@ def audit_lines(section: dict) -> list[str]:
         if entry.get("mce_sigma") is None:
             out.append(f"audit of {entry['input']['path']}: no segment tested (each under --min-segment rows)")
             continue
-        out.append(f"audit of {entry['input']['path']}: MCE {entry['mce_sigma']:.3g} sigma (p {entry['mce_pvalue']:.3g}, "
+        out.append(f"audit of {entry['input']['path']}: MCE {entry['mce_sigma']:.3g} sigma "
+                   f"(p {entry['mce_pvalue']:.3g}, "
                    f"{entry['n_segments_tested']} segments tested)"
                    + (f", worst segment {segment_text(worst[0]['definition'])}" if worst else ""))
     return out
