@@ -509,11 +509,15 @@ def _segments_exact(y, s, w, parts, sizes):
         np.cumsum(~same_next, out=tie[1:])
     v_o = s_o * (1.0 - s_o) if unit else w_o * w_o * s_o * (1.0 - s_o)
 
-    def one(ids_o, g, running):
-        # Rows in no segment carry the id g: counted in a bin past the end and dropped.
-        rows = np.bincount(ids_o, minlength=g + 1)[:g]
-        total = rows.astype(np.float64) if unit else np.bincount(ids_o, weights=w_o, minlength=g + 1)[:g]
-        var = np.bincount(ids_o, weights=v_o, minlength=g + 1)[:g]
+    def one(ids_o, g, buffers):
+        running, wide = buffers
+        # bincount works on intp: widened once into a reused buffer (its own conversion would be a fresh array,
+        # whose pages the kernel zeroes, for each call). Rows in no segment carry the id g: counted in a bin
+        # past the end and dropped.
+        np.copyto(wide, ids_o)
+        rows = np.bincount(wide, minlength=g + 1)[:g]
+        total = rows.astype(np.float64) if unit else np.bincount(wide, weights=w_o, minlength=g + 1)[:g]
+        var = np.bincount(wide, weights=v_o, minlength=g + 1)[:g]
         with np.errstate(divide="ignore", invalid="ignore"):
             sigma = np.where(total > 0, np.sqrt(var) / total, np.nan)
             inv_total = np.where(total > 0, 1.0 / total, 0.0)  # 0, not NaN: a NaN would run into later segments
@@ -530,7 +534,7 @@ def _segments_exact(y, s, w, parts, sizes):
             # weight: a multiplication per segment's run of rows, the same products as scaling row by row before
             # the gather, without a per-row lookup of the factor (a pass over all rows per partition).
             c = running[: len(perm)]
-            np.take(d_o, perm, out=c)
+            np.take(d_o, perm, out=c, mode="clip")  # valid indices; "raise" would buffer the output (a fresh copy)
             ends = starts + counts
             if len(present) <= 4096:
                 for first, stop, factor in zip(starts.tolist(), ends.tolist(), inv_total[present].tolist(),
@@ -576,21 +580,21 @@ THREAD_ROWS = 1_000_000
 
 
 def _in_threads(one, jobs: list, n: int) -> list:
-    """``[one(*job, buffer) for job in jobs]``, in order, on up to two threads when the rows are many and the
-    machine has two CPUs; each thread reuses its own ``n``-row buffer (no fresh pages to fault in per job). A
-    signal stops the queued jobs (:func:`calibcli.cancel.shutdown_now`)."""
+    """``[one(*job, buffers) for job in jobs]``, in order, on up to two threads when the rows are many and the
+    machine has two CPUs; each thread reuses its own pair of ``n``-row buffers (float64, intp: no fresh pages to
+    fault in per job). A signal stops the queued jobs (:func:`calibcli.cancel.shutdown_now`)."""
     import os
     import queue
 
     threads = min(2, len(jobs), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
     if threads < 2 or n < THREAD_ROWS:
-        buffer = np.empty(n)
-        return [one(*job, buffer) for job in jobs]
+        pair = (np.empty(n), np.empty(n, dtype=np.intp))
+        return [one(*job, pair) for job in jobs]
     from concurrent.futures import ThreadPoolExecutor
 
     buffers: queue.SimpleQueue = queue.SimpleQueue()
     for _ in range(threads):
-        buffers.put(np.empty(n))
+        buffers.put((np.empty(n), np.empty(n, dtype=np.intp)))
 
     def run(job):
         cancel.check()

@@ -233,10 +233,12 @@ def _code_numbers(column: str, x: np.ndarray, integral: bool, *, max_values: int
     missing = np.isnan(x)
     n_missing = int(missing.sum())
     if len(np.unique(x[:_PROBE])) > segment_bins + 1:  # more distinct values than bins (a NaN counts once): numeric
-        edges = quantile_edges_selected(x[~missing], segment_bins)
+        edges = quantile_edges_selected(x[~missing] if n_missing else x, segment_bins)
         coding = ColumnCoding(column, "numeric", edges=tuple(float(e) for e in edges), missing=n_missing > 0)
-        codes = np.searchsorted(edges, np.where(missing, 0.0, x), side="right").astype(np.int64)
-        codes[missing] = coding.n_codes - 1
+        codes = np.searchsorted(edges, np.where(missing, 0.0, x) if n_missing else x, side="right")
+        codes = codes.astype(np.int64, copy=False)
+        if n_missing:
+            codes[missing] = coding.n_codes - 1
         return coding, codes
     present = np.sort(x[~missing])
     starts = np.flatnonzero(np.r_[True, present[1:] != present[:-1]]) if len(present) else np.zeros(0, dtype=np.int64)

@@ -110,9 +110,11 @@ class SegmentAuditAccumulator:
         """Everything in global row order (the result does not depend on how the rows were split). Batches that
         arrive in order (one process reading an input) are only concatenated; text columns stay codes
         (:class:`calibcli.io.columns.CodedText`, one dictionary for all batches)."""
-        rows = np.concatenate(self._rows) if self._rows else np.zeros(0, dtype=np.int64)
-        in_order = bool(np.all(rows[1:] > rows[:-1]))
-        order = slice(None) if in_order else np.argsort(rows, kind="stable")
+        # each batch's rows increase (a reader's); in order when each batch starts after the one before ends
+        in_order = all(len(r) == 0 or bool(np.all(r[1:] > r[:-1])) for r in self._rows) and all(
+            a[-1] < b[0] for a, b in zip([r for r in self._rows if len(r)][:-1], [r for r in self._rows if len(r)][1:],
+                                         strict=True))
+        order = slice(None) if in_order else np.argsort(np.concatenate(self._rows), kind="stable")
 
         def ordered(parts: list[np.ndarray], empty: np.ndarray) -> np.ndarray:
             if not parts:
