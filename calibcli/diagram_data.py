@@ -13,6 +13,7 @@ import numpy as np
 
 from calibcli.bands import BAND_DESCRIPTIONS, DIAGRAM_BANDS, binomial_band, bootstrap_band
 from calibcli.binning import STRATEGIES
+from calibcli.errors import CalibcliError
 from calibcli.estimators import Metric, binned_calibration
 from calibcli.smooth import smooth_curve
 from calibcli.validation import check_binary, check_option
@@ -91,7 +92,7 @@ class BinnedDiagramData:
                     **({"wilson_low": float(al), "wilson_high": float(ah)} if wilson else {}),
                 }
                 for lo, hi, c, conf, acc, al, ah in zip(self.bin_lower, self.bin_upper, self.count, self.confidence,
-                                                        self.accuracy, self.acc_low, self.acc_high)
+                                                        self.accuracy, self.acc_low, self.acc_high, strict=True)
             ],
         }
 
@@ -173,8 +174,9 @@ def binned_data_from_result(result, *, name: str = "", problem: str = "binary",
     weight = s.weight[keep]
     if band == "bootstrap":
         reps = getattr(result, "bin_replicates", None)
-        check_option(reps is not None and result.n_boot > 0,
-                     "{opt:band} bootstrap needs bootstrap resamples: pass {opt:n_boot} above 0, or another band")
+        if reps is None or result.n_boot <= 0:
+            raise CalibcliError("{opt:band} bootstrap needs bootstrap resamples: pass {opt:n_boot} above 0, or another "
+                                "band")
         drawn = bootstrap_band(s.sum_y[keep], weight, reps.sum_y[:, keep], reps.weight[:, keep], alpha=result.alpha)
     else:
         drawn = binomial_band(s.sum_y[keep], weight, None, method=band, alpha=result.alpha)

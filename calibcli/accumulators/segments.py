@@ -180,8 +180,9 @@ def _segment_diagrams(result: AuditResult, parts, codes, y, s, w, top: int, n_bi
     """The binned diagrams (``n_bins`` uniform bins, Wilson bands, no bootstrap) of the whole population and of the
     ``top`` worst tested segments, from the rows in memory."""
     weighted = not bool(np.all(w == 1.0))
-    chosen = [({}, None)] + [(seg["definition"], where) for seg, where in zip(result.segments, result.located, strict=True)
-                             if seg["tested"] and seg["definition"]][:top]
+    chosen: list[tuple[dict, tuple[int, int] | None]] = [({}, None)]
+    chosen += [(seg["definition"], where) for seg, where in zip(result.segments, result.located, strict=True)
+               if seg["tested"] and seg["definition"]][:top]
     out = []
     for definition, where in chosen:
         if where is None:
