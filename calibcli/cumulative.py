@@ -521,8 +521,9 @@ def _segments_exact(y, s, w, parts, sizes):
         with np.errstate(divide="ignore", invalid="ignore"):
             sigma = np.where(total > 0, np.sqrt(var) / total, np.nan)
             inv_total = np.where(total > 0, 1.0 / total, 0.0)  # 0, not NaN: a NaN would run into later segments
-        perm = np.argsort(ids_o, kind="stable")  # a radix sort for 8- and 16-bit ids
-        perm = perm[: int(rows.sum())]
+        n_in = int(rows.sum())
+        # the whole population (one segment of every row) is in score order already: no sort, no gather
+        perm = None if g == 1 and n_in == n else np.argsort(ids_o, kind="stable")[:n_in]  # radix for 8/16-bit ids
         mx = np.full(g, np.nan)
         mn = np.full(g, np.nan)
         present = np.flatnonzero(rows)
@@ -533,8 +534,11 @@ def _segments_exact(y, s, w, parts, sizes):
             # w (y - s) grouped by segment (in score order within each), then divided by the segment's total
             # weight: a multiplication per segment's run of rows, the same products as scaling row by row before
             # the gather, without a per-row lookup of the factor (a pass over all rows per partition).
-            c = running[: len(perm)]
-            np.take(d_o, perm, out=c, mode="clip")  # valid indices; "raise" would buffer the output (a fresh copy)
+            c = running[:n_in]
+            if perm is None:
+                np.copyto(c, d_o)
+            else:  # valid indices; mode "raise" would buffer the output (a fresh copy)
+                np.take(d_o, perm, out=c, mode="clip")
             ends = starts + counts
             if len(present) <= 4096:
                 for first, stop, factor in zip(starts.tolist(), ends.tolist(), inv_total[present].tolist(),
@@ -553,7 +557,7 @@ def _segments_exact(y, s, w, parts, sizes):
             if tie is None:
                 values, first = c, starts
             else:
-                t = tie[perm]
+                t = tie if perm is None else tie[perm]
                 block_end = np.empty(len(t), dtype=bool)
                 np.not_equal(t[1:], t[:-1], out=block_end[:-1])
                 block_end[-1] = True
