@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from calibcli.accumulators.segment_grid import GRID_CELLS
 from calibcli.accumulators.segments import ROW_LIMIT, SegmentAuditAccumulator
 from calibcli.audit import AuditOptions
 from calibcli.modes import default_mode
@@ -35,7 +36,9 @@ def plan(*, mode: str | None, columns: tuple[str, ...], options: AuditOptions, w
             "mce": "the largest ECCE-R/sigma over the tested segments; its p-value by "
                    f"{options.mce_method} over the number tested",
             "o_e_interval": "(O -+ z sqrt(sum w^2 s (1 - s))) / E, normal approximation",
-            "exact": f"every row of an input, up to {ROW_LIMIT:,} rows",
+            "exact": f"every row of an input, up to {ROW_LIMIT:,} rows; beyond, a second pass sums every segment on "
+                     f"{GRID_CELLS:,} score cells (each segment's ecce_bound states the grid's error; the entry's "
+                     "grid section says when)",
             "weights": "weights normalised within each segment (ECCE's convention)" if weighted else None,
             "pool": pool,
             "batch_rows": batch_rows,

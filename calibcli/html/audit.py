@@ -53,7 +53,8 @@ def audit_section(streams: list, *, segment_cols: tuple[str, ...], spec, reading
             for _, acc in accumulators:  # one per input: the audit does not split by group
                 report = acc.result()
                 entry = {"input": described, **report.to_dict(), "headline": {}}  # as calibcli.pipeline.add_entries
-                entry["figure"] = _figure(report.diagrams, prefix=f"a{number}-")
+                # beyond the rows it holds the audit keeps sums, not rows: no segment diagrams then
+                entry["figure"] = _figure(report.diagrams, prefix=f"a{number}-") if report.diagrams else None
                 doc["files"].append(entry)
     return json.loads(to_json(doc))  # as the command prints it
 
