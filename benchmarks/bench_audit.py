@@ -78,7 +78,7 @@ def run_command(path: Path, columns: list[str], repeat: int,
                      "print(json.dumps([p.returncode, w, u.ru_utime + u.ru_stime, u.ru_maxrss]))")
             r = subprocess.run([sys.executable, "-c", probe, sys.executable, "-m", "calibcli", "audit", str(path),
                                 "--segment-cols", ",".join(columns), "-o", str(out)], capture_output=True, text=True,
-                               env=env)
+                               env=env, cwd=tmp)  # not this checkout: `python -m` puts the working directory first
             returncode, wall, seconds, rss = json.loads(r.stdout.strip().splitlines()[-1])
             if returncode not in (0, 1):
                 raise SystemExit(f"calibcli audit failed: {r.stderr}")

@@ -231,9 +231,11 @@ def audit_arrays(y: np.ndarray, s: np.ndarray, w: np.ndarray, codes: list[np.nda
     """The audit of rows held in memory, exactly: ECCE of every segment after one sort
     (:func:`calibcli.cumulative.ecce_segments`), the sums by ``bincount``. The result does not depend on the
     order of the rows."""
-    y, s, w, codes = in_score_order(y, s, w, codes)
-    ids = [p.segment_ids(codes, len(s)) for p in partitions]
     sizes = [p.n_segments for p in partitions]
-    ecce = ecce_segments(y, s, ids, n_segments=sizes, sample_weight=w)
+    y_o, s_o, w_o, codes_o = in_score_order(y, s, w, codes)
+    ecce = ecce_segments(y_o, s_o, [p.segment_ids(codes_o, len(s)) for p in partitions], n_segments=sizes,
+                         sample_weight=w_o)
+    # the sums in the rows' own order: the same additions, so the same last digits, as ever
+    ids = [p.segment_ids(codes, len(s)) for p in partitions]
     return finish(segment_sums(y, s, w, ids, sizes, n_bins=options.n_bins, ecce=ecce), ecce, codings, partitions,
                   options)
