@@ -47,6 +47,7 @@ from statistics import NormalDist
 import numpy as np
 
 from calibcli.errors import CalibcliError
+from calibcli.validation import check_alpha
 
 __all__ = ["BinomialBand", "BAND_METHODS", "DIAGRAM_BANDS", "BAND_DESCRIPTIONS", "binomial_band", "bootstrap_band",
            "wilson_interval", "clopper_pearson_interval"]
@@ -61,12 +62,6 @@ BAND_DESCRIPTIONS = {
     "clopper-pearson": "Clopper-Pearson exact interval of each bin's observed frequency (Clopper and Pearson 1934)",
     "bootstrap": "percentile interval of each bin's observed frequency over the bootstrap resamples, bins fixed",
 }
-
-
-def _check_alpha(alpha) -> float:
-    if not (isinstance(alpha, (int, float, np.integer, np.floating)) and 0.0 < float(alpha) < 1.0):
-        raise CalibcliError(f"alpha is {alpha!r}: expected a level strictly between 0 and 1, for example 0.05")
-    return float(alpha)
 
 
 def _counts(successes, trials) -> tuple[np.ndarray, np.ndarray]:
@@ -87,7 +82,7 @@ def wilson_interval(successes, trials, *, alpha: float = 0.05) -> tuple[np.ndarr
 
     ``successes`` and ``trials`` may be real (effective counts). ``trials == 0`` gives NaN.
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     k, n = _counts(successes, trials)
     z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -112,7 +107,7 @@ def clopper_pearson_interval(successes, trials, *, alpha: float = 0.05) -> tuple
     """
     from scipy.special import betaincinv
 
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     k, n = _counts(successes, trials)
     with np.errstate(divide="ignore", invalid="ignore"):
         lower = np.where(k > 0, betaincinv(np.where(k > 0, k, 1.0), n - k + 1.0, alpha / 2.0), 0.0)
@@ -145,7 +140,7 @@ def binomial_band(sum_wy, sum_w, sum_w2=None, *, method: str = "wilson", alpha: 
     """
     if method not in BAND_METHODS:
         raise CalibcliError(f"band method is {method!r}: expected one of {', '.join(BAND_METHODS)}")
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     swy = np.asarray(sum_wy, dtype=np.float64)
     sw = np.asarray(sum_w, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -181,7 +176,7 @@ def bootstrap_band(sum_wy, sum_w, replicate_sum_wy, replicate_sum_w, *, alpha: f
     """
     import warnings
 
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     swy, sw = np.asarray(sum_wy, dtype=np.float64), np.asarray(sum_w, dtype=np.float64)
     rwy, rw = np.asarray(replicate_sum_wy, dtype=np.float64), np.asarray(replicate_sum_w, dtype=np.float64)
     if rw.ndim != sw.ndim + 1 or rw.shape[1:] != sw.shape or rwy.shape != rw.shape:

@@ -16,7 +16,7 @@ from calibcli.binning import STRATEGIES
 from calibcli.errors import CalibcliError
 from calibcli.estimators import Metric, binned_calibration
 from calibcli.smooth import smooth_curve
-from calibcli.validation import check_binary, check_option
+from calibcli.validation import check_binary, check_option, check_options
 
 #: Name of the binned metric printed on the diagram.
 BINNED_METRIC = "ece_l1_plugin"
@@ -269,7 +269,7 @@ def prepare_binned(
     ``wilson`` (default), ``clopper-pearson`` or ``bootstrap`` (over the same ``n_boot`` resamples; see
     :mod:`calibcli.bands`).
     """
-    check_option(strategy in STRATEGIES, f"{{opt:strategy}} is {strategy!r}: expected one of {', '.join(STRATEGIES)}")
+    check_options({"strategy": STRATEGIES}, strategy=strategy)
     check_band(band)
     result = binned_calibration(
         y_true, y_prob, sample_weight=sample_weight, n_bins=n_bins, strategy=strategy,

@@ -12,9 +12,8 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-
 import _browser
+import pytest
 from _cli import SAMPLE, run
 
 ADS = str(SAMPLE / "ads_segments.csv")

@@ -86,7 +86,7 @@ class SegmentAuditAccumulator:
         self.grid: SegmentGrid | None = None  # the second pass's sums
         self.edges_found: dict[str, str] = {}  # numeric columns of the grid form: how their edges were found
 
-    def update(self, row_index, probs, labels, w=None, columns=None) -> "SegmentAuditAccumulator":
+    def update(self, row_index, probs, labels, w=None, columns=None) -> SegmentAuditAccumulator:
         if columns is None:
             raise RuntimeError("the audit's accumulator needs the segment columns of every batch")
         (problem,) = binary_problems(labels, probs, mode=self.mode, sample_weight=w, class_names=list(self.class_names))
@@ -118,7 +118,7 @@ class SegmentAuditAccumulator:
                 stats.update(values)
         self._rows, self._s, self._y, self._w, self._values = [], [], [], [], []
 
-    def merge(self, other: "SegmentAuditAccumulator") -> "SegmentAuditAccumulator":
+    def merge(self, other: SegmentAuditAccumulator) -> SegmentAuditAccumulator:
         self.n_rows += other.n_rows
         if self.grid is not None or other.grid is not None:  # second pass
             if self.grid is None or other.grid is None:
@@ -137,7 +137,7 @@ class SegmentAuditAccumulator:
         """Beyond the row limit: the segments are summed on the score grid in a second pass."""
         return self.stats is not None
 
-    def for_second_pass(self) -> "SegmentAuditAccumulator":
+    def for_second_pass(self) -> SegmentAuditAccumulator:
         """An empty state for the second pass, with the columns' codings from this pass's statistics."""
         o = self.options.check()
         if self.stats is None:
@@ -201,7 +201,7 @@ class SegmentAuditAccumulator:
         if not len(s):
             raise CalibcliError("no rows to audit")
         coded = [code_values(name, v, max_values=o.max_values, segment_bins=o.segment_bins)
-                 for name, v in zip(self.columns, values)]
+                 for name, v in zip(self.columns, values, strict=True)]
         codings, codes = [c for c, _ in coded], [k for _, k in coded]
         parts = partitions(codings, o.depth)
         result = audit_arrays(y, s, w, codes, codings, parts, o)
@@ -229,7 +229,7 @@ class SegmentAuditAccumulator:
                            for col in values]}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "SegmentAuditAccumulator":
+    def from_dict(cls, d: dict) -> SegmentAuditAccumulator:
         if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
             raise ValueError(f"not a segment audit state of version {STATE_VERSION}")
         out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),

@@ -19,6 +19,7 @@ subprocess.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import shlex
 import sys
 from typing import Annotated, Optional
@@ -31,19 +32,22 @@ from calibcli.errors import CalibcliError
 from calibcli.safe_text import for_terminal
 from calibcli._version import __version__
 from calibcli.accumulators.composite import Composite
-from calibcli.accumulators.tcal import MAX_ROWS, TCAL_MODES
+from calibcli.accumulators.tcal import TCAL_MODES
 from calibcli.binning import STRATEGIES
 from calibcli.calibrators.document import METHOD_NAMES
-from calibcli.commands.audit import AUDIT, SegmentCols, audit_options_of
+from calibcli.families import audit as audit_family
 from calibcli.families.registry import FAMILIES
 from calibcli.html import render_page, require_jinja2, svg_fragment, verdict as verdicts
-from calibcli.html.audit import audit_lines, audit_section, audit_streams
-from calibcli.io import open_streams
+from calibcli.html.audit import AUDIT_MODES, audit_lines, audit_section
 from calibcli.modes import CLASS_WEIGHTS, default_mode, MODES
 from calibcli.recalibration import evaluation, holdout_split
-from calibcli.report import entry_label, GateSpec, new_document, to_json, write_atomic
+from calibcli.report import entry_label, new_document, to_json, write_atomic
 from calibcli.validation import check_option, check_options
 
+#: The audit's options (``--segment-cols`` and how segments are formed, judged and shown), from the audit
+#: family's declaration: the same flags and rules as ``calibcli audit``'s.
+AUDIT = cc.group_of(audit_family.Options, "segment_cols", "depth", "max_values", "segment_bins", "min_segment", "power",
+                    "adjust", "mce_method", "top", name="audit")
 #: Methods compared by default in "what recalibration would do" (each works in every mode).
 DEFAULT_METHODS = ("temperature", "platt", "isotonic", "histogram", "beta")
 #: Classes drawn at most in marginal mode (one panel each), so the page stays small.
@@ -192,23 +196,17 @@ def _measure(files, *, columns, reading, engine, mode, tcal_mode, class_weights,
     recalibrate.evaluation`.
     """
     groups = cc.split_columns(group_by)
-    shared = {"weighted": columns["weight_col"] is not None, "group_by": groups, "pool": False,
-              "batch_rows": reading["batch_rows"], "engine": engine["engine"]}
-    docs, plans = {}, {}
-    docs["ece"], plans["ece"] = FAMILIES["ece"].plan(mode=mode, class_weights=class_weights, n_bins=n_bins, strategy=strategy,
-                                         n_boot=n_boot, alpha=alpha, seed=seed, **shared)
-    docs["smece"], plans["smece"] = FAMILIES["smece"].plan(mode=mode, class_weights=class_weights, sigma=None, n_boot=n_boot,
-                                               alpha=alpha, seed=seed, **shared)
-    docs["tcal"], plans["tcal"], tcal_options = FAMILIES["tcal"].plan(
-        mode=tcal_mode, smoothness=None, null="y-bootstrap", n_boot=n_boot, combine="bonferroni", discrete="auto",
-        alpha=alpha, seed=seed, max_rows=MAX_ROWS, fail_on_reject=False, **shared)
-    gates = {"ece": GateSpec("ece_l1_plugin"), "smece": GateSpec("smece"), "tcal": FAMILIES["tcal"].GATE}  # none active
-    resamples = {"ece": n_boot, "smece": n_boot, "tcal": tcal_options.resamples}
-
-    spec = cc.column_spec(columns["prob_col"], columns["prob_cols"], columns["label_col"], columns["weight_col"],
-                          columns["logits"])
-    streams = list(open_streams(files, spec, input_format=reading["input_format"], drop_invalid=reading["drop_invalid"],
-                                pool=False, batch_rows=reading["batch_rows"], group_by=groups))
+    sources = cc.sources(files, cc.column_spec(**columns), input_format=reading["input_format"],
+                         drop_invalid=reading["drop_invalid"], pool=False, batch_rows=reading["batch_rows"],
+                         group_by=groups)
+    chosen = {"ece": dict(mode=mode, class_weights=class_weights, n_bins=n_bins, strategy=strategy),
+              "smece": dict(mode=mode, class_weights_scheme=class_weights), "tcal": dict(mode=tcal_mode)}
+    docs, plans, declared = {}, {}, {}
+    for name, family in FAMILIES.items():  # each family's options as its command would take them
+        declared[name] = family.options(**chosen[name], n_boot=n_boot, alpha=alpha, seed=seed)
+        plans[name] = family.plan(declared[name], sources, engine["engine"])
+        docs[name] = plans[name].doc
+    streams = list(sources.open())
     headlines: dict = {name: {} for name in plans}
     drawn: dict = {}
     splits: dict = {}
@@ -223,7 +221,7 @@ def _measure(files, *, columns, reading, engine, mode, tcal_mode, class_weights,
                                         max_problems=MAX_CLASSES if fig_mode == "marginal" else None)
 
             def new(stream=stream, fig_mode=fig_mode, options=options):
-                members = {name: make(stream) for name, make in plans.items()}
+                members = {name: plan.new(stream) for name, plan in plans.items()}
                 members["diagrams"] = DiagramInputAccumulator(mode=fig_mode, n_classes=stream.n_classes,
                                                                  class_names=stream.class_names, options=options)
                 if holdout is not None:
@@ -233,7 +231,7 @@ def _measure(files, *, columns, reading, engine, mode, tcal_mode, class_weights,
             accumulators, described = runner.run(stream, new)
             for name in plans:  # each family finished as its command finishes it, in the same order
                 cc.add_entries(docs[name], described, [(group, acc[name]) for group, acc in accumulators],
-                               gate=gates[name], n_boot=resamples[name], headlines=headlines[name])
+                               gate=plans[name].gate, n_boot=plans[name].n_boot, headlines=headlines[name])
             if holdout is not None:
                 splits[described["path"]] = accumulators[0][1]["holdout"]
             for group, acc in accumulators:
@@ -243,7 +241,9 @@ def _measure(files, *, columns, reading, engine, mode, tcal_mode, class_weights,
                     acc["diagrams"], marginal=fig_mode == "marginal", n_classes=stream.n_classes, number=2 * len(drawn))
     for name in plans:
         cc.summarise_groups(docs[name], headlines[name])
-    FAMILIES["tcal"].finish_entries(docs["tcal"], alpha=alpha, fail_on_reject=False)
+    for name, family in FAMILIES.items():
+        if family.finish is not None:
+            family.finish(docs[name], declared[name])
     # each document as the command prints it (the JSON text, read back)
     return {name: json.loads(to_json(doc)) for name, doc in docs.items()}, drawn, splits
 
@@ -268,7 +268,7 @@ def _draw(acc, *, marginal: bool, n_classes: int, number: int) -> dict:
 
 
 @cc.with_groups(cc.own("json_output"), cc.COLUMNS, cc.READING, cc.DATASETS.only("group_by", "batch_rows"), cc.ENGINE,
-                cc.own("mode", "class_weights", "n_bins", "strategy"), cc.BOOTSTRAP, cc.OWN, cc.own("segment_cols"), AUDIT)
+                cc.own("mode", "class_weights", "n_bins", "strategy"), cc.BOOTSTRAP, cc.OWN, AUDIT)
 def report(
     files: ReportFiles,
     output: PageOutput,
@@ -280,7 +280,6 @@ def report(
     method: ReportMethods = None,
     holdout: ReportHoldout = 0.5,
     title: Title = None,
-    segment_cols: SegmentCols = None,
     **options,
 ) -> None:
     """One self-contained HTML page: a verdict in plain words (is the model calibrated, how much, is it
@@ -299,7 +298,7 @@ def report(
                   class_weights=class_weights, n_bins=n_bins, n_boot=n_boot, alpha=alpha, batch_rows=options["batch_rows"])
     check_option(n_boot >= 1, f"--n-boot is {n_boot}: the report's T-Cal test draws its null distribution from "
                  f"resamples: expected at least 1 (1000 or more for p-values below alpha/levels)")
-    check_option(0.0 < holdout < 1.0, f"--holdout is {holdout}: expected the fraction of rows to fit on, in (0, 1)")
+    check_options(holdout=holdout)
     check_option("-" not in files, "the report reads every input more than once (the recalibration comparison's fit "
                  "and test parts), and standard input ('-') can be read once: save it to a file first")
     methods = tuple(dict.fromkeys(method)) if method else DEFAULT_METHODS
@@ -308,11 +307,13 @@ def report(
     cc.check_engine(options["engine"], options["scheduler"], options["workers"])
     if group_by and holdout != 0.5:
         cc.warn("--holdout applies to the recalibration comparison, which is not run with --group-by")
-    segments = cc.split_columns(segment_cols)
     reading = {o.name: options[o.name] for o in (*cc.READING.options, *cc.DATASETS.only("batch_rows").options)}
-    if segments:  # checked, and the inputs opened with the segment columns, before any work
-        audit_options = audit_options_of(options, alpha=alpha)
-        audit_inputs = audit_streams(files, segment_cols=segments, spec=cc.spec_of(options), reading=reading)
+    segments = bool(cc.split_columns(options["segment_cols"]))
+    if segments:  # the audit's options checked, and the inputs opened with the segment columns, before any work
+        audited = audit_family.Options.of({**options, "alpha": alpha, "mode": mode if mode in AUDIT_MODES else None})
+        audit_sources = replace(cc.sources_of(files, {**options, "group_by": None}),
+                                segment_by=audited.columns)
+        audit_inputs = list(audit_sources.open())
 
     doc = build_document(
         files,
@@ -324,9 +325,8 @@ def report(
         command_line=command_line(given),
     )
     if segments:  # the audit section (calibcli.html.audit): its own pass over each input, with the segment columns
-        doc["audit"] = audit_section(audit_inputs, segment_cols=segments, spec=cc.spec_of(options), reading=reading,
-                                     engine={o.name: options[o.name] for o in cc.ENGINE.options}, mode=mode,
-                                     options=audit_options, top=options["top"])
+        doc["audit"] = audit_section(audit_inputs, audit_sources, audited,
+                                     engine={o.name: options[o.name] for o in cc.ENGINE.options})
     page = render_page(doc)
     if json_output:
         write_atomic(json_output, to_json(doc) + "\n", "json_output")

@@ -12,11 +12,9 @@ from __future__ import annotations
 import json
 
 from calibcli import diagrams as dg
-from calibcli.audit import AuditOptions
 from calibcli.entries import segment_text
 from calibcli.families.audit import plan
 from calibcli.html import svg_fragment
-from calibcli.io import open_streams
 from calibcli.pipeline import engine_runner
 from calibcli.report import to_json
 
@@ -26,26 +24,15 @@ SEGMENT_DIAGRAMS = 3
 AUDIT_MODES = ("binary", "top-label")
 
 
-def audit_streams(files: list[str], *, segment_cols: tuple[str, ...], spec, reading: dict) -> list:
-    """Every input opened with its segment columns, one stream each: a missing column fails here, before the
-    report's other passes (opening reads the inputs' schemas, not their rows)."""
-    return list(open_streams(files, spec, input_format=reading["input_format"], drop_invalid=reading["drop_invalid"],
-                             pool=False, batch_rows=reading["batch_rows"], group_by=(), segment_by=segment_cols))
-
-
-def audit_section(streams: list, *, segment_cols: tuple[str, ...], spec, reading: dict, engine: dict,
-                  mode: str | None, options: AuditOptions, top: int) -> dict:
+def audit_section(streams: list, sources, options, *, engine: dict) -> dict:
     """The report's ``audit`` section: ``parameters`` (the audit's) and ``files``, one entry per input with
     ``audit --json``'s numbers and ``figure`` (``svg``, the ``panels`` drawn: the whole population, then the worst
-    tested segments). ``streams`` from :func:`audit_streams`; options are checked already; ``spec`` is the
-    report's column spec."""
-    audit_mode = mode if mode in AUDIT_MODES else None
-    doc, new = plan(mode=audit_mode, columns=segment_cols, options=options, weighted=spec.weight_col is not None,
-                    pool=False, batch_rows=reading["batch_rows"], engine=engine["engine"], fail_above_sigma=None,
-                    fail_if_any_segment=False, diagrams=SEGMENT_DIAGRAMS)
-    doc["parameters"]["top"] = top
-    doc["parameters"]["diagrams"] = (f"binned ({options.n_bins} uniform bins, Wilson bands) of the whole population "
-                                     f"and of the {SEGMENT_DIAGRAMS} worst tested segments")
+    tested segments). ``streams``: ``sources`` opened (with the segment columns); ``options``: the audit family's
+    (:class:`calibcli.families.audit.Options`), checked already."""
+    made = plan(options, sources, engine["engine"], diagrams=SEGMENT_DIAGRAMS)
+    doc, new = made.doc, made.new
+    doc["parameters"]["diagrams"] = (f"binned ({options.audit.n_bins} uniform bins, Wilson bands) of the whole "
+                                     f"population and of the {SEGMENT_DIAGRAMS} worst tested segments")
     with engine_runner(engine["engine"], engine["scheduler"], engine["workers"]) as runner:
         doc["parameters"]["workers"] = runner.workers
         for number, stream in enumerate(streams):
