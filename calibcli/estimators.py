@@ -142,6 +142,9 @@ class CalibrationResult:
     n_boot: int
     log_loss_eps: float = LOG_LOSS_EPS
     replicates: dict[str, np.ndarray] | None = field(default=None, repr=False)
+    #: With ``keep_replicates``: the main bins' statistics on every resample, shape ``(R, bins)`` (the
+    #: diagram's bootstrap band of each bin's observed frequency).
+    bin_replicates: BinStats | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict:
         """Sizes, the bins (non-empty ones, with their bounds, counts, confidence and accuracy) and the metrics."""
@@ -685,6 +688,7 @@ def binned_calibration(
         alpha=alpha,
         n_boot=n_boot,
         replicates=replicates,
+        bin_replicates=resamples[0] if n_boot > 0 and keep_replicates else None,
     )
 
 

@@ -16,6 +16,7 @@ from calibcli.accumulators.base import Accumulator
 from calibcli.accumulators.binned import ROW_LIMIT, BinnedAccumulator
 from calibcli.accumulators.smooth import SmoothAccumulator
 from calibcli.diagram_data import (
+    DEFAULT_BAND,
     BinnedDiagramData,
     SmoothDiagramData,
     binned_data_from_result,
@@ -42,6 +43,7 @@ class DiagramOptions:
     seed: int = 0
     curve_points: int = 501
     max_problems: int | None = None
+    band: str = DEFAULT_BAND  # the interval of each bin's observed frequency (calibcli.bands)
     row_limit: int | None = None  # None: the accumulators' own limit (ROW_LIMIT rows kept per problem)
 
     def to_dict(self) -> dict:
@@ -91,6 +93,7 @@ class DiagramReport:
     mode: str
     problems: list[DiagramProblem]
     notes: tuple[str, ...] = ()
+    band: str = DEFAULT_BAND
 
     def curves(self, name: str, *, legend: str | None = None) -> list[DiagramCurve]:
         """One curve per problem, named ``name`` in the report and ``legend`` (default ``name``) on the figure."""
@@ -98,7 +101,8 @@ class DiagramReport:
         return [
             DiagramCurve(
                 name=name, problem=p.name, class_index=p.class_index, n=p.n,
-                binned=None if p.binned is None else binned_data_from_result(p.binned, name=legend, problem=p.name),
+                binned=None if p.binned is None else binned_data_from_result(p.binned, name=legend, problem=p.name,
+                                                                               band=self.band),
                 smooth=None if p.smooth is None else smooth_data_from_result(p.smooth, name=legend, problem=p.name),
             )
             for p in self.problems
@@ -217,7 +221,8 @@ class DiagramInputAccumulator(Accumulator):
         names = [f"class {c}" for c in self.class_names] if marginal else [self.mode]
         tasks = {}
         if self.binned is not None:
-            tasks["binned"] = lambda: [acc.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, progress=progress)
+            tasks["binned"] = lambda: [acc.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, progress=progress,
+                                                  keep_replicates=o.band == "bootstrap")  # the band's per-bin resamples
                                        for acc in self.binned]
         if self.smooth is not None:
             def smooth_results():
@@ -236,7 +241,7 @@ class DiagramInputAccumulator(Accumulator):
             for k in range(n)
         ]
         notes = (f"quantile edges from {self.edges_method}",) if self.edges_method else ()
-        return DiagramReport(self.mode, problems, notes)
+        return DiagramReport(self.mode, problems, notes, band=o.band)
 
 
 def run_side_by_side(tasks: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
