@@ -556,7 +556,7 @@ def _segments_exact(y, s, w, parts, sizes):
             before = np.zeros(len(present))
             before[1:] = c[starts[1:] - 1] - seg_total[:-1]  # where the running sum restarts from
             if tie is None:
-                values, first = c, starts
+                values, segment_first = c, starts
             else:
                 t = tie if perm is None else tie[perm]
                 block_end = np.empty(len(t), dtype=bool)
@@ -564,9 +564,9 @@ def _segments_exact(y, s, w, parts, sizes):
                 block_end[-1] = True
                 block_end[starts[1:] - 1] = True
                 ends = np.flatnonzero(block_end)
-                values, first = c[ends], np.searchsorted(ends, starts)
-            mx[present] = np.maximum.reduceat(values, first) - before
-            mn[present] = np.minimum.reduceat(values, first) - before
+                values, segment_first = c[ends], np.searchsorted(ends, starts)
+            mx[present] = np.maximum.reduceat(values, segment_first) - before
+            mn[present] = np.minimum.reduceat(values, segment_first) - before
             empty = present[~(total[present] > 0)]  # rows of zero total weight: no population
             mx[empty] = np.nan
             mn[empty] = np.nan

@@ -219,19 +219,20 @@ class DiagramInputAccumulator(Accumulator):
         o = self.options
         marginal = self.mode == "marginal"
         names = [f"class {c}" for c in self.class_names] if marginal else [self.mode]
-        tasks = {}
-        if self.binned is not None:
+        tasks: dict[str, Callable[[], list]] = {}
+        binned, smooth = self.binned, self.smooth
+        if binned is not None:
             tasks["binned"] = lambda: [acc.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, progress=progress,
                                                   keep_replicates=o.band == "bootstrap")  # the band's per-bin resamples
-                                       for acc in self.binned]
-        if self.smooth is not None:
+                                       for acc in binned]
+        if smooth is not None:
             def smooth_results():
                 with warnings.catch_warnings():
                     # Where no resample has data, the band is NaN (not drawn); numpy's "All-NaN slice"
                     # warning about it is not news for the user.
                     warnings.simplefilter("ignore", RuntimeWarning)
                     return [acc.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, curve_points=o.curve_points,
-                                       progress=progress) for acc in self.smooth]
+                                       progress=progress) for acc in smooth]
             tasks["smooth"] = smooth_results
         done = run_side_by_side(tasks)
         n = len(self.problems)

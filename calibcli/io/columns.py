@@ -240,7 +240,7 @@ class Converted:
     not_numbers: dict  # text probability column -> mask of its cells that are not numbers
     label_empty: np.ndarray | None
     weight_empty: np.ndarray | None
-    groups: tuple[np.ndarray, ...] | None
+    groups: tuple[np.ndarray | CodedText, ...] | None
 
 
 def group_kind(arrow_type) -> str:
