@@ -63,12 +63,46 @@ def _mix(x: np.ndarray, tmp: np.ndarray | None = None) -> np.ndarray:
 
 def _stream_key(seed: int, replicate: int) -> np.uint64:
     """The start of replicate ``replicate``'s SplitMix64 stream: a hash of ``(seed, replicate)``."""
-    x = np.array([int(seed) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64)
+    return _stream_keys(seed, np.array([replicate]))[0]
+
+
+def _stream_keys(seed: int, replicates: np.ndarray) -> np.ndarray:
+    """:func:`_stream_key` of every replicate of ``replicates`` at once (uint64)."""
+    reps = np.asarray(replicates, dtype=np.int64).reshape(-1)
+    x = np.full(len(reps), int(seed) & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
     with np.errstate(over="ignore"):
         x = _mix(x)
-        x ^= np.uint64(int(replicate) & 0xFFFFFFFFFFFFFFFF) * _GAMMA + np.uint64(0x632BE59BD9B4E019)
+        x ^= reps.astype(np.uint64) * _GAMMA + np.uint64(0x632BE59BD9B4E019)
         x = _mix(x)
-    return x[0]
+    return x
+
+
+#: Poisson(1) multiplicity of each value of the high 16 bits of ``u`` (float64), -1 where those bits do not
+#: settle it (a threshold falls inside the cell).
+_CELL_FLOAT = np.where(_CELL_SPLIT, -1.0, _CELL_VALUE.astype(np.float64))
+
+
+def _draws(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Poisson(1) multiplicities of the SplitMix64 states ``x`` (uint64, overwritten) into ``out`` (float64,
+    same shape): ``mix(x)``'s high 32 bits inverted.
+
+    The high 16 bits of the output are those before SplitMix64's last ``x ^= x >> 31`` step (it changes no
+    bit above bit 32), so that step is taken only for the few values whose high 16 bits do not settle the
+    draw; the same numbers as the whole finaliser, in fewer passes over the block."""
+    tmp = np.empty_like(x)
+    for shift, factor in ((30, _MIX1), (27, _MIX2)):
+        np.right_shift(x, np.uint64(shift), out=tmp)
+        np.bitwise_xor(x, tmp, out=x)
+        np.multiply(x, factor, out=x)
+    np.right_shift(x, np.uint64(48), out=tmp)
+    np.take(_CELL_FLOAT, tmp.view(np.int64), out=out)
+    flat = out.reshape(-1)
+    split = np.flatnonzero(flat < 0.0)
+    if len(split):
+        xs = x.reshape(-1)[split]
+        xs ^= xs >> np.uint64(31)
+        flat[split] = np.searchsorted(_THRESHOLDS, (xs >> np.uint64(32)).astype(np.uint32), side="right")
+    return out
 
 
 class Multiplicities:
@@ -98,20 +132,16 @@ class Multiplicities:
         whose row ``j`` is :meth:`replicate` of ``replicates[j]`` (the same numbers, one set of array
         operations for the whole block)."""
         cancel.check()
-        reps = np.asarray(replicates, dtype=np.int64).reshape(-1)
-        keys = np.array([_stream_key(self.seed, int(r)) for r in reps], dtype=np.uint64)
-        x = np.add.outer(keys, self._positions).reshape(-1)
-        tmp = np.empty_like(x)
-        _mix(x, tmp)
-        # inversion of u = the high 32 bits: its high 16 bits settle m but in a few cells (see _CELL_SPLIT)
-        high = np.right_shift(x, np.uint64(48), out=tmp).astype(np.uint16)
-        out = np.empty((len(reps), self.n)) if out is None else out
-        flat = out.reshape(-1)
-        flat[:] = _CELL_VALUE[high]
-        split = np.flatnonzero(_CELL_SPLIT[high])
-        if len(split):
-            flat[split] = np.searchsorted(_THRESHOLDS, (x[split] >> np.uint64(32)).astype(np.uint32), side="right")
-        return out
+        keys = _stream_keys(self.seed, replicates)
+        out = np.empty((len(keys), self.n)) if out is None else out
+        return _draws(np.add.outer(keys, self._positions), out)
+
+    def columns(self, replicates) -> np.ndarray:
+        """:meth:`block` transposed, made in that layout: ``(n, len(replicates))``, row ``i`` the
+        multiplicities of row ``i`` in every replicate (what a sparse product over rows reads)."""
+        cancel.check()
+        keys = _stream_keys(self.seed, replicates)
+        return _draws(np.add.outer(self._positions, keys), np.empty((self.n, len(keys))))
 
 
 def poisson_multiplicities(seed: int, replicate: int, row_index: np.ndarray) -> np.ndarray:
