@@ -162,10 +162,17 @@ def row_hash(seed: int, row_index: np.ndarray) -> np.ndarray:
 
 def percentile_interval(replicates: np.ndarray, alpha: float) -> tuple[float, float]:
     """Percentile bootstrap interval at level ``1 - alpha``; replicates that are NaN are left out."""
+    lo, hi = percentile_intervals(replicates, alpha)
+    return float(lo), float(hi)
+
+
+def percentile_intervals(replicates: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`percentile_interval` of every row at once: ``replicates`` ``(..., R)`` gives ``(low, high)`` of
+    the leading shape (NaN replicates left out of each row; a row of NaN gives NaN)."""
     import warnings
 
     values = np.asarray(replicates, dtype=np.float64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # every replicate NaN: the interval is NaN
-        lo, hi = np.nanquantile(values, [alpha / 2.0, 1.0 - alpha / 2.0])
-    return float(lo), float(hi)
+        lo, hi = np.nanquantile(values, [alpha / 2.0, 1.0 - alpha / 2.0], axis=-1)
+    return lo, hi

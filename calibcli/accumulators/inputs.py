@@ -138,7 +138,9 @@ class MulticlassScores(Accumulator):
                 row_index, values, _, w = self.rows.arrays()
                 X = np.column_stack([np.ones(len(values)) if w is None else w, values * (1.0 if w is None else w[:, None])])
                 rows = Multiplicities(seed, row_index)
-                reps = np.array([rows.replicate(r) @ X for r in range(n_boot)])
+                step = max(1, (1 << 18) // max(len(row_index), 1))  # replicates per block: 2 MB of multiplicities
+                reps = np.concatenate([rows.block(np.arange(first, min(first + step, n_boot))) @ X
+                                       for first in range(0, n_boot, step)])
                 method = f"percentile Poisson bootstrap over rows, {n_boot} resamples"
             else:
                 rng = np.random.Generator(np.random.Philox(key=[int(seed) & 0xFFFFFFFFFFFFFFFF, 0x73636F726573]))  # "scores"
@@ -263,15 +265,28 @@ class InputAccumulator(Accumulator):
 
     def result(self, progress=None, keep_replicates: bool = False) -> BinnedReport:
         """The report; ``keep_replicates`` keeps every problem's bootstrap replicates (a comparison's differences)."""
+        return self.results([self], progress=None if progress is None else lambda steps=1: [progress() for _ in range(steps)],
+                            keep_replicates=keep_replicates)[0]
+
+    @classmethod
+    def results(cls, accs: list, progress=None, keep_replicates: bool = False, on_chunks=None) -> list[BinnedReport]:
+        """The reports of many accumulators of one input's groups (the same options) at once: each problem's
+        binned estimators and bootstrap for all groups together (:meth:`BinnedAccumulator.results`), then each
+        group's clinical, ECCE and multiclass metrics. ``progress(steps)`` is told the resamples finished."""
+        o = accs[0].options
+        marginal = accs[0].mode == "marginal"
+        keep = (marginal or keep_replicates) and o.n_boot > 0
+        per_problem = [BinnedAccumulator.results([acc.problems[k] for acc in accs], n_boot=o.n_boot, alpha=o.alpha,
+                                                 seed=o.seed, keep_replicates=keep, progress=progress, on_chunks=on_chunks)
+                       for k in range(len(accs[0].problems))]
+        return [acc._report([done[j] for done in per_problem]) for j, acc in enumerate(accs)]
+
+    def _report(self, binned: list[CalibrationResult]) -> BinnedReport:
+        """The report of this input (or group) given its problems' binned results."""
         o = self.options
         marginal = self.mode == "marginal"
-        keep = (marginal or keep_replicates) and o.n_boot > 0
         names = [f"class {c}" for c in self.class_names] if marginal else [self.mode]
-        results = [
-            ProblemResult(names[k], k if marginal else None,
-                          acc.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, keep_replicates=keep, progress=progress))
-            for k, acc in enumerate(self.problems)
-        ]
+        results = [ProblemResult(names[k], k if marginal else None, r) for k, r in enumerate(binned)]
 
         clinical = [c.result(alpha=o.alpha, rows=None if acc.rows.dropped else acc.rows.arrays())  # Cox and ICI
                     for c, acc in zip(self.clinical, self.problems)]  # metrics join each problem's
