@@ -142,8 +142,8 @@ class _SortedProblem:
 
 
 #: Rows of one block of :class:`SortedGroups` (whole groups; a larger group is a block alone): with
-#: ``_BLOCK_ELEMENTS`` multiplicities per block, 8 replicates at a time, whose draws stay in the caches.
-_GROUP_BLOCK_ROWS = 1 << 15
+#: ``_BLOCK_ELEMENTS`` multiplicities per block, 32 replicates at a time, whose draws stay in the caches.
+_GROUP_BLOCK_ROWS = 1 << 13
 
 
 def _run_matrix(cell: np.ndarray, n_cells: int, X: np.ndarray):

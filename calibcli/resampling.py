@@ -37,13 +37,6 @@ _THRESHOLDS = np.array(
 
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
-# Inversion by table: the high 16 bits of u settle m except in the few cells of 2^16 values that hold a
-# threshold; those rows are finished by a search over the thresholds.
-_CELL_VALUE = np.searchsorted(_THRESHOLDS.astype(np.int64), np.arange(1 << 16, dtype=np.int64) << 16, side="right").astype(np.uint8)
-_CELL_SPLIT = np.zeros(1 << 16, dtype=bool)
-_CELL_SPLIT[(_THRESHOLDS[(_THRESHOLDS & 0xFFFF) != 0] >> 16).astype(np.int64)] = True
-
-
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)  # SplitMix64's increment (the golden ratio)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
@@ -77,24 +70,30 @@ def _stream_keys(seed: int, replicates: np.ndarray) -> np.ndarray:
     return x
 
 
-#: Poisson(1) multiplicity of each value of the high 16 bits of ``u`` (float64), -1 where those bits do not
-#: settle it (a threshold falls inside the cell).
-_CELL_FLOAT = np.where(_CELL_SPLIT, -1.0, _CELL_VALUE.astype(np.float64))
+#: Bits of ``u`` read by the table of :func:`_draws`: a 4096-entry table stays in the first-level cache.
+_TABLE_BITS = 12
+#: Poisson(1) multiplicity of each value of the high ``_TABLE_BITS`` bits of ``u`` (float64), -1 where those bits
+#: do not settle it (a threshold falls inside the cell: 12 of the 4096 cells).
+_TABLE_SPLIT = np.zeros(1 << _TABLE_BITS, dtype=bool)
+_TABLE_SPLIT[(_THRESHOLDS[(_THRESHOLDS & ((1 << (32 - _TABLE_BITS)) - 1)) != 0] >> (32 - _TABLE_BITS)).astype(np.int64)] = True
+_CELL_FLOAT = np.where(_TABLE_SPLIT, -1.0, np.searchsorted(
+    _THRESHOLDS.astype(np.int64), np.arange(1 << _TABLE_BITS, dtype=np.int64) << (32 - _TABLE_BITS), side="right"))
 
 
 def _draws(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     """Poisson(1) multiplicities of the SplitMix64 states ``x`` (uint64, overwritten) into ``out`` (float64,
     same shape): ``mix(x)``'s high 32 bits inverted.
 
-    The high 16 bits of the output are those before SplitMix64's last ``x ^= x >> 31`` step (it changes no
-    bit above bit 32), so that step is taken only for the few values whose high 16 bits do not settle the
-    draw; the same numbers as the whole finaliser, in fewer passes over the block."""
+    Inversion by table: bits 33-63 of the output are those before SplitMix64's last step ``x ^= x >> 31``,
+    so the high ``_TABLE_BITS`` bits are read before it, and the step is taken (and ``u`` searched among the
+    thresholds) only for the few values those bits do not settle; the same numbers as the whole finaliser,
+    in fewer passes over the block."""
     tmp = np.empty_like(x)
     for shift, factor in ((30, _MIX1), (27, _MIX2)):
         np.right_shift(x, np.uint64(shift), out=tmp)
         np.bitwise_xor(x, tmp, out=x)
         np.multiply(x, factor, out=x)
-    np.right_shift(x, np.uint64(48), out=tmp)
+    np.right_shift(x, np.uint64(64 - _TABLE_BITS), out=tmp)
     np.take(_CELL_FLOAT, tmp.view(np.int64), out=out)
     flat = out.reshape(-1)
     split = np.flatnonzero(flat < 0.0)

@@ -416,17 +416,18 @@ class SmoothInputAccumulator(Accumulator):
         self.problems = [SmoothAccumulator(row_limit=options.row_limit, seed=options.seed, n_cells=g) for g in grids]
         self.class_totals = np.zeros(n_classes)
         self._results = None
+        self._point_results = None
 
     def update(self, row_index, probs, labels, w=None) -> "SmoothInputAccumulator":
         for problem, acc in zip(binary_problems(labels, probs, mode=self.mode, sample_weight=w,
                                                 class_names=list(self.class_names)), self.problems):
             acc.update(row_index, problem.z, problem.y, problem.sample_weight)
         self.class_totals += np.bincount(labels, weights=w, minlength=self.n_classes)[: self.n_classes]
-        self._results = None
+        self._results = self._point_results = None
         return self
 
     def _after_merge(self) -> None:
-        self._results = None
+        self._results = self._point_results = None
 
     @property
     def n_rows(self) -> int:
@@ -434,17 +435,24 @@ class SmoothInputAccumulator(Accumulator):
 
     def _finish(self, progress=None):
         if self._results is None:
-            o = self.options
-            self._results = [acc.result(sigma=o.sigma, n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, progress=progress)
-                             for acc in self.problems]
+            self.results([self], progress=None if progress is None else lambda steps=1: [progress() for _ in range(steps)])
         return self._results
+
+    def _points(self):
+        """Each problem's fixed point alone (no bootstrap): what decides a second pass."""
+        if self._results is not None:
+            return self._results
+        if self._point_results is None:
+            o = self.options
+            self._point_results = [acc.result(sigma=o.sigma, n_boot=0, alpha=o.alpha, seed=o.seed) for acc in self.problems]
+        return self._point_results
 
     def needs_second_pass(self) -> bool:
         """A bandwidth below what the first pass's grid resolves, without the rows at hand (SPEC 8)."""
-        return any(r.needs_finer_grid for r in self._finish())
+        return any(r.needs_finer_grid for r in self._points())
 
     def for_second_pass(self) -> "SmoothInputAccumulator":
-        grids = [r.finer_grid if r.needs_finer_grid else acc.n_cells for r, acc in zip(self._finish(), self.problems)]
+        grids = [r.finer_grid if r.needs_finer_grid else acc.n_cells for r, acc in zip(self._points(), self.problems)]
         return SmoothInputAccumulator(mode=self.mode, n_classes=self.n_classes, class_names=self.class_names,
                                       options=self.options, grids=grids)
 
@@ -466,11 +474,26 @@ class SmoothInputAccumulator(Accumulator):
         out.class_totals = np.asarray(d["class_totals"], dtype=np.float64)
         return out
 
+    @classmethod
+    def results(cls, accs: list, progress=None, on_chunks=None) -> list[SmoothReport]:
+        """The reports of many accumulators of one input's groups (the same options) at once: each problem's
+        SmoothECE of every group, their bootstraps together (:meth:`SmoothAccumulator.results`).
+        ``progress(steps)`` is told the resamples finished."""
+        o = accs[0].options
+        todo = [acc for acc in accs if acc._results is None]
+        if todo:
+            per_problem = [SmoothAccumulator.results([acc.problems[k] for acc in todo], sigma=o.sigma, n_boot=o.n_boot,
+                                                     alpha=o.alpha, seed=o.seed, progress=progress)
+                           for k in range(len(todo[0].problems))]
+            for j, acc in enumerate(todo):
+                acc._results = [done[j] for done in per_problem]
+        return [acc.result() for acc in accs]
+
     def result(self, progress=None) -> SmoothReport:
         o = self.options
         marginal = self.mode == "marginal"
         names = [f"class {c}" for c in self.class_names] if marginal else [self.mode]
-        if progress is not None and self._results is None:
+        if self._results is None:
             self._finish(progress)
         results = [SmoothProblemResult(names[k], k if marginal else None, r, o.metric) for k, r in enumerate(self._finish())]
         aggregate = weights = None
