@@ -44,9 +44,9 @@ class BinStats:
     self_y: np.ndarray | None = None
     self_u2: np.ndarray | None = None
 
-    def merge(self, other: "BinStats") -> "BinStats":
+    def merge(self, other: BinStats) -> BinStats:
         """Statistics of the union of two disjoint samples binned with the same bins."""
-        return BinStats(*(a + b for a, b in zip(self._arrays(), other._arrays())))
+        return BinStats(*(a + b for a, b in zip(self._arrays(), other._arrays(), strict=True)))
 
     def _arrays(self):
         return (self.count, self.weight, self.sum_z, self.sum_y, self.sum_u2, self.sum_log_loss,
@@ -65,14 +65,14 @@ class BinStats:
         return self.sum_u2 if self.self_u2 is None else self.self_u2
 
     @classmethod
-    def stack(cls, stats: "list[BinStats]") -> "BinStats":
+    def stack(cls, stats: list[BinStats]) -> BinStats:
         """Statistics of equal bin counts stacked along a new leading axis (e.g. one row per replicate)."""
-        return cls(*(np.stack(columns) for columns in zip(*(s._arrays() for s in stats))))
+        return cls(*(np.stack(columns) for columns in zip(*(s._arrays() for s in stats), strict=True)))
 
     @classmethod
-    def concat(cls, stats: "list[BinStats]") -> "BinStats":
+    def concat(cls, stats: list[BinStats]) -> BinStats:
         """Batched statistics joined along their leading (replicate) axis."""
-        return cls(*(np.concatenate(columns) for columns in zip(*(s._arrays() for s in stats))))
+        return cls(*(np.concatenate(columns) for columns in zip(*(s._arrays() for s in stats), strict=True)))
 
     @property
     def nonempty(self) -> np.ndarray:

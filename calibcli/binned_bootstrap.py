@@ -77,7 +77,7 @@ class _SortedProblem:
         sums = np.zeros((R, len(starts), _N_STATS + 1))
         dup = np.zeros((R, len(starts), 3))
         if len(starts) <= _LOOP_RUNS:
-            for j, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+            for j, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
                 # OpenBLAS runs a product of more than 2^18 multiply-adds on several threads, which on a
                 # shared machine costs far more than it saves: products below that stay on one thread.
                 step = max(1, _ONE_THREAD_PRODUCT // (8 * (b - a))) if b > a else R
@@ -203,7 +203,7 @@ class SortedGroups:
         if self.quantile:  # each group's own resampled quantile bins (SPEC 2.1 on every resample)
             self._problems = [_SortedProblem(np.asarray(g[0]), np.asarray(g[1], dtype=np.float64),
                                              np.asarray(g[2], dtype=np.float64), b, n_uniform)
-                              for g, b in zip(groups, binnings)]
+                              for g, b in zip(groups, binnings, strict=True)]
 
     def chunks(self, max_groups: int) -> list[tuple[int, int]]:
         """Consecutive ranges ``(g0, g1)`` of at most ``max_groups`` groups."""
@@ -236,7 +236,8 @@ class SortedGroups:
             cells = {"uniform": (self.uniform_cell[a:b] - b0 * self.n_uniform, self.n_uniform)}
             if not self.quantile:
                 cells["main"] = (self.main_cell[a:b] - b0 * n_main, n_main)
-            mats = {key: (_run_matrix(c, (b1 - b0) * nb, self.X[a:b]), _run_matrix(c, (b1 - b0) * nb, self.X_self[a:b]), nb)
+            mats = {key: (_run_matrix(c, (b1 - b0) * nb, self.X[a:b]),
+                          _run_matrix(c, (b1 - b0) * nb, self.X_self[a:b]), nb)
                     for key, (c, nb) in cells.items() if key == "main" or separate}
             # replicates per block: the multiplicities (rows x R) and the products (runs x statistics x R) in the caches
             runs = (b1 - b0) * (n_main + (self.n_uniform if separate else 0)) * (_N_STATS + 4)

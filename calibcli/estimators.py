@@ -316,7 +316,7 @@ class SunInterval:
     sigma1: float
     case: int  # which branch of eq. (8)
 
-    def at(self, g: int) -> "SunInterval":
+    def at(self, g: int) -> SunInterval:
         """Group ``g``'s interval, of an interval computed on ``(G, bins)`` sums."""
         return SunInterval(float(self.estimate[g]), float(self.low[g]), float(self.high[g]),
                            bool(self.includes_zero[g]), float(self.sigma1[g]), int(self.case[g]))
@@ -420,9 +420,10 @@ def binned_calibration(
     progress
         Optional callable invoked once per finished resample (progress bars).
     """
+    steps = None if progress is None else lambda n: [progress() for _ in range(n)]
     one = binned_calibration_groups([(y_true, y_prob, sample_weight, row_index)], n_bins=n_bins, strategy=strategy,
                                     n_boot=n_boot, alpha=alpha, seed=seed, keep_replicates=keep_replicates,
-                                    progress=None if progress is None else lambda steps: [progress() for _ in range(steps)])
+                                    progress=steps)
     return one[0]
 
 
@@ -475,7 +476,7 @@ def binned_calibration_groups(groups: list, *, n_bins: int = 15, strategy: str =
     code = np.repeat(np.arange(G), sizes)
     y_all, z_all, w_all = (np.concatenate([c[j] for c in checked]) for j in range(3))
     main_bin = uniform_bin_index(z_all, n_bins) if strategy == "uniform" else np.concatenate(
-        [b.assign(z) for b, (_, z, _) in zip(binnings, checked)])
+        [b.assign(z) for b, (_, z, _) in zip(binnings, checked, strict=True)])
     w_bins = None if unweighted else w_all
     stats = _reshaped(bin_statistics(y_all, z_all, code * nb + main_bin, G * nb, w_bins), G)
     stats_uniform = stats if strategy == "uniform" else _reshaped(
@@ -491,7 +492,7 @@ def binned_calibration_groups(groups: list, *, n_bins: int = 15, strategy: str =
     replicates = [None] * G
     if n_boot > 0:
         problems = SortedGroups([(y, z, w, np.arange(len(z)) if row is None else row)
-                                 for (y, z, w), (_, _, _, row) in zip(checked, groups)], binnings, n_bins)
+                                 for (y, z, w), (_, _, _, row) in zip(checked, groups, strict=True)], binnings, n_bins)
         chunks = problems.chunks(group_chunk(n_boot, nb + (0 if strategy == "uniform" else n_bins)))
         if on_chunks is not None and len(chunks) > 1:
             on_chunks(len(chunks), chunks[0][1] - chunks[0][0])
@@ -512,7 +513,7 @@ def binned_calibration_groups(groups: list, *, n_bins: int = 15, strategy: str =
 
     method = f"percentile Poisson bootstrap over rows, {n_boot} resamples" if n_boot > 0 else None
     out = []
-    for g, ((_, z, w), binning) in enumerate(zip(checked, binnings)):
+    for g, ((_, z, w), binning) in enumerate(zip(checked, binnings, strict=True)):
         s = stats if G == 1 else _take(stats, (g, slice(0, binning.n_bins_effective)))
         W = float(w.sum())
         point_g = point if G == 1 else {k: float(v[g]) for k, v in point.items()}

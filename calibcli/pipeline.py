@@ -77,7 +77,7 @@ def add_entries(doc: dict, described: dict, accumulators, *, gate, n_boot: int, 
             entry["group"] = group
             entry["rows_in_group"] = acc.n_rows
         entries.append(entry)
-    for entry, report in zip(entries, finish(pairs, [entry_label(e) for e in entries], n_boot)):
+    for entry, report in zip(entries, finish(pairs, [entry_label(e) for e in entries], n_boot), strict=True):
         label = entry_label(entry)
         entry.update(report.to_dict())
         headline = {k: m.to_dict() for k, m in report.headline().items()}
@@ -112,14 +112,14 @@ def finish(pairs: list, labels: list[str], n_boot: int) -> list:
                 if len(accs) == 1:
                     raise exc.about(labels[0]) from None
                 failed = exc
-            for acc, label in zip(accs, labels):  # which group: the first that fails alone
+            for acc, label in zip(accs, labels, strict=True):  # which group: the first that fails alone
                 try:
                     acc.result()
                 except CalibcliError as exc:
                     raise exc.about(label) from None
             raise failed
         out = []
-        for acc, label in zip(accs, labels):
+        for acc, label in zip(accs, labels, strict=True):
             try:
                 out.append(acc.result(progress=advance))
             except CalibcliError as exc:  # what these rows cannot give (too few of them, ...): name the input

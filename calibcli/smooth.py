@@ -291,7 +291,7 @@ def finish_groups(problems: list, *, sigma: float | None = None, n_boot: int = 0
     return [_result(point, boot, replicates, curves, n=n, fixed=fixed, n_boot=n_boot, alpha=alpha,
                     curve_points=curve_points)
             for point, boot, (replicates, curves), (_, _, n) in zip(points, boots or [None] * len(points),
-                                                                   boot_values, problems)]
+                                                                   boot_values, problems, strict=True)]
 
 
 def _result(point, boot, replicates, curves, *, n: int, fixed: bool, n_boot: int, alpha: float,

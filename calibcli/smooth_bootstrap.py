@@ -400,8 +400,9 @@ def _curves(block: Block, s: np.ndarray, cells: np.ndarray, t: np.ndarray) -> np
 def bootstrap_values(boot, *, sigma, sigma_full, n_boot, curve_t=None, progress=None):
     """smECE of each replicate (and its kernel regression on ``curve_t`` when given), a block at a time:
     the one-problem case of :func:`bootstrap_values_groups` (``progress()`` once per replicate)."""
+    steps = None if progress is None else lambda n: [progress() for _ in range(n)]
     return bootstrap_values_groups([boot], sigma=sigma, sigma_full=[sigma_full], n_boot=n_boot, curve_t=curve_t,
-                                   progress=None if progress is None else lambda steps: [progress() for _ in range(steps)])[0]
+                                   progress=steps)[0]
 
 
 def bootstrap_values_groups(boots: list, *, sigma, sigma_full, n_boot: int, curve_t=None, progress=None) -> list:
@@ -435,7 +436,7 @@ def bootstrap_values_groups(boots: list, *, sigma, sigma_full, n_boot: int, curv
                 _solve_block(blocks, chunk, values, curves, sigma, sigma_full, n_cells, max_cells, curve_t)
                 if progress is not None:
                     progress(len(reps) * len(chunk))
-    return list(zip(values, curves))
+    return list(zip(values, curves, strict=True))
 
 
 def _solve_block(blocks: list, chunk: list, values: list, curves: list, sigma, sigma_full, n_cells: int,
@@ -444,7 +445,7 @@ def _solve_block(blocks: list, chunk: list, values: list, curves: list, sigma, s
     oks = [np.flatnonzero(block.total > 0) for block in blocks]  # the others drew only rows of weight 0
     owner = np.repeat(np.arange(len(blocks)), [len(ok) for ok in oks])  # each row's block
     local = np.concatenate(oks) if oks else np.empty(0, dtype=np.int64)  # its replicate in the block
-    residual = np.concatenate([block.deposits[0][ok] for block, ok in zip(blocks, oks)])
+    residual = np.concatenate([block.deposits[0][ok] for block, ok in zip(blocks, oks, strict=True)])
     cells = np.full(len(owner), n_cells)
     if sigma is None:
         lo = np.abs(residual.sum(axis=1))
@@ -472,7 +473,7 @@ def _solve_block(blocks: list, chunk: list, values: list, curves: list, sigma, s
     else:
         s = np.full(len(owner), float(sigma))
         value = abs_integral_rows(smoothed_rows(spectra(residual), s))
-    for b, (block, ok, g) in enumerate(zip(blocks, oks, chunk)):
+    for b, (block, ok, g) in enumerate(zip(blocks, oks, chunk, strict=True)):
         mine = np.flatnonzero(owner == b)
         values[g][block.reps[ok]] = value[mine]
         if curves[g] is not None and len(ok):

@@ -350,7 +350,7 @@ class BinnedAccumulator(Accumulator):
             done = binned_calibration_groups(groups, n_bins=first.n_bins, strategy=first.strategy, n_boot=n_boot,
                                              alpha=alpha, seed=seed, keep_replicates=keep_replicates,
                                              progress=progress, on_chunks=on_chunks)
-            for j, r in zip(held, done):
+            for j, r in zip(held, done, strict=True):
                 out[j] = r
         for j, acc in enumerate(accs):  # beyond the row limit (at most one group per ROW_LIMIT rows), or empty
             if out[j] is None:
