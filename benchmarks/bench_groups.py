@@ -118,7 +118,7 @@ def main() -> None:
         m = {k: max(v) if v else float("nan") for k, v in peaks.items()}
         times[name] = t
         docs_of[name] = docs
-        grouped = docs_of["ece 1e6 --group-by g (1000 groups)"]
+        grouped = docs_of.get("ece 1e6 --group-by g (1000 groups)", {})
         reference = docs.get("before") if "before" in docs else grouped.get("before")
         print(f"{name:42s} {t['before']:9.2f} {t['after']:8.2f} {t['after'] / t['before']:12.2f} {m['before']:9.0f} "
               f"{m['after']:8.0f}  {same_numbers(reference, docs.get('after'))}", flush=True)
