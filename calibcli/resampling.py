@@ -171,7 +171,15 @@ def percentile_intervals(replicates: np.ndarray, alpha: float) -> tuple[np.ndarr
     import warnings
 
     values = np.asarray(replicates, dtype=np.float64)
+    q = [alpha / 2.0, 1.0 - alpha / 2.0]
+    gaps = np.isnan(values).any(axis=-1) | (values.shape[-1] == 0)
+    if not gaps.any():  # (nanquantile takes every row alone once one has a NaN: only those rows go that way)
+        lo, hi = np.quantile(values, q, axis=-1)
+        return lo, hi
+    lo, hi = np.empty(gaps.shape), np.empty(gaps.shape)
+    if (~gaps).any():
+        lo[~gaps], hi[~gaps] = np.quantile(values[~gaps], q, axis=-1)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # every replicate NaN: the interval is NaN
-        lo, hi = np.nanquantile(values, [alpha / 2.0, 1.0 - alpha / 2.0], axis=-1)
+        warnings.simplefilter("ignore", RuntimeWarning)  # every replicate NaN (or none): the interval is NaN
+        lo[gaps], hi[gaps] = np.nanquantile(values[gaps], q, axis=-1) if values.shape[-1] else (np.nan, np.nan)
     return lo, hi
