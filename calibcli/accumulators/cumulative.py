@@ -38,8 +38,12 @@ PENDING_ROWS = 1 << 13
 
 
 def _grid_sum(name: str) -> property:
-    """A sum of the grid, allocated (and the waiting rows added) when first read."""
-    return property(lambda self: self._grid()[name], doc=f"per-cell sums of {name} (allocated when first read)")
+    """A sum of the grid, allocated (and the waiting rows added) when first read or set."""
+
+    def put(self, value) -> None:
+        self._grid()[name] = value
+
+    return property(lambda self: self._grid()[name], put, doc=f"per-cell sums of {name} (allocated when first read)")
 
 
 class EcceAccumulator(Accumulator):
