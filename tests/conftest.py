@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# The CLI's tables fit COLUMNS when it is set (calibcli.render.terminal_width). pytest-xdist's workers start
+# with COLUMNS=80 and LINES=24 in their environment, a serial run in CI with neither; the in-process runs
+# must not depend on the caller's terminal, so the suite starts without them (tests that need a width set
+# their own).
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 
 @pytest.fixture
