@@ -20,6 +20,32 @@ interval, p-value and per-bin statistic equal to 1e-12 relative; timings and pat
 Data: ``prob`` a Beta(2, 5) draw, ``label`` ~ Bernoulli(prob^1.1), ``g`` uniform on 0..999, ``g100`` uniform
 on 0..99, seed 0, written once to ``benchmarks/out/groups_1e6.parquet``.
 
+Measured on this machine (2 cores shared with other sessions), before = 9aa12dc (main before this work), after =
+this branch. The ece cases with ``--skip-smece --repeat 2`` at load 1.6-2 (seconds, median of 2, a fresh process
+each; peak MB the larger of the two runs):
+
+==========================================  ========  =======  ============  =========  ========  ============
+command                                     before s  after s  after/before  before MB  after MB  same numbers
+==========================================  ========  =======  ============  =========  ========  ============
+ece 1e6                                     0.90      0.87     0.97          156        154       yes
+ece 1e6 --group-by g (1000 groups)          35.34     14.59    0.41          3296       595       yes
+ece 1e6 --group-by g, budget 400M           -         10.52    -             -          495       yes
+==========================================  ========  =======  ============  =========  ========  ============
+
+The whole script once (``--repeat 1``) at load 6-8: ece 1e6 1.33 / 2.01 s; ece 1000 groups 99.8 / 49.6 s (3293 /
+589 MB); smece 1e6 5.50 / 5.70 s; smece 100 groups 174.2 / 161.1 s (1043 / 1032 MB); the chunked run 34.4 s
+(468 MB). An earlier run at load 8-10: ece 1000 groups 84.1 / 28.4 s, smece 100 groups 118.5 / 115.7 s.
+
+Bars: ``ece --group-by`` (1000 groups) / ``ece``: 39x before, 17x after at load 2 (25x at load 7; bar 5x: not
+met); the 1000-group run's peak 3.3 GB before, 0.6 GB after (bar 1.5 GB: met); the run past the budget
+completes in 38 chunks with the same numbers (met); ``smece --group-by`` (100 groups) / ``smece``: 28-65x
+after, 32-48x before (bar 5x: not met). Where the grouped ``ece`` spends its time now (cProfile, 1000 groups):
+the 1e9 per-row multiplicities (the same draws as before: each group of ~1000 rows takes the exact per-row
+bootstrap), ~30%; the sparse products of the resamples' sums, ~20%; each group's Cox and ICI fits (one Newton
+fit and one SmoothECE fixed point per group, ``calibcli/accumulators/clinical.py``), ~25%; writing the
+1000-entry JSON document, ~12%. The grouped ``smece`` is the FFTs of every group's replicates' bandwidth
+search (each replicate ~10 transforms of its grid, as alone): batching groups does not shrink that work.
+
 Run: ``python benchmarks/bench_groups.py --before DIR [--after DIR] [--repeat N] [--skip-smece]`` (``--before``:
 a checkout of the previous version, e.g. ``git worktree add --detach /tmp/before main``).
 """
