@@ -259,3 +259,28 @@ def test_smooth_bootstrap_of_many_groups_equals_each_group_alone():
         assert r.smece == alone.smece and r.sigma == alone.sigma
         np.testing.assert_array_equal(r.replicates, alone.replicates)
         assert (r.ci_low, r.ci_high) == (alone.ci_low, alone.ci_high)
+
+
+def test_ecce_grid_waits_for_rows_and_gives_the_same_sums():
+    """A group of few rows holds its rows, not a 2^16-cell grid; past PENDING_ROWS (or when read) the grid holds
+    the same sums as one filled from the first row, batch by batch."""
+    import calibcli.accumulators.cumulative as cu
+
+    rng = np.random.default_rng(4)
+    z = rng.random(20000)
+    y = (rng.random(20000) < z).astype(int)
+    w = rng.random(20000)
+    small = cu.EcceAccumulator(None).update(np.arange(100), z[:100], y[:100], w[:100])
+    assert small._sums is None
+    big = cu.EcceAccumulator(None)
+    for a in range(0, 20000, 3000):
+        big.update(np.arange(a, a + 3000), z[a:a + 3000], y[a:a + 3000], w[a:a + 3000])
+    assert big._sums is not None and big._n_pending == 0
+    direct = {name: np.zeros(cu.N_CELLS) for name in cu._SUMS}
+    direct["count"] = np.zeros(cu.N_CELLS, dtype=np.int64)
+    for a in range(0, 20000, 3000):
+        big._add(z[a:a + 3000], y[a:a + 3000].astype(float), w[a:a + 3000], direct)
+    for name in (*cu._SUMS, "count"):
+        np.testing.assert_allclose(getattr(big, name), direct[name], rtol=1e-13, atol=1e-12)
+    again = cu.EcceAccumulator.from_dict(small.to_dict())
+    assert again.to_dict() == small.to_dict()
