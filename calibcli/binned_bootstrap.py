@@ -199,7 +199,7 @@ class SortedGroups:
         self.uniform_cell = code * n_uniform + uniform_bin_index(self.z, n_uniform)
         self.main_cell = self.uniform_cell if n_uniform == self.n_main else code * self.n_main + uniform_bin_index(
             self.z, self.n_main)
-        self._problems = None
+        self._problems: list[_SortedProblem] = []
         if self.quantile:  # each group's own resampled quantile bins (SPEC 2.1 on every resample)
             self._problems = [_SortedProblem(np.asarray(g[0]), np.asarray(g[1], dtype=np.float64),
                                              np.asarray(g[2], dtype=np.float64), b, n_uniform)
@@ -219,9 +219,9 @@ class SortedGroups:
                 first = g
         return out
 
-    def resampled(self, g0: int, g1: int, seed: int, n_boot: int) -> tuple[BinStats, BinStats]:
-        """Statistics ``(G', n_boot, bins)`` (main bins, equal-width bins) of groups ``g0..g1`` under
-        replicates ``0..n_boot-1``."""
+    def resampled(self, g0: int, g1: int, seed: int, n_boot: int) -> tuple[BinStats, BinStats | None]:
+        """Statistics ``(G', n_boot, bins)`` (main bins, equal-width bins; None when those are the main bins) of
+        groups ``g0..g1`` under replicates ``0..n_boot-1``."""
         Gc = g1 - g0
         n_main = self.n_main
         main = np.zeros((_N_STATS + 1, Gc, n_boot, n_main))
