@@ -12,6 +12,9 @@ output kept as ``--json``:
   per-row bootstrap);
 - ``ece --n-boot 1000`` on 1e5 rows, uniform and quantile bins (the per-row binned bootstrap, the
   quantile edges re-fitted on every resample).
+- ``report`` with its defaults on 1e6 rows (bar: at most 1.5x the sum of ``ece``, ``smece`` and ``tcal``) and
+  ``compare`` with 1000 resamples on 1e6 rows against a second model on the same rows (bar: at most 1.3x
+  ``ece``).
 
 Each command runs once per version per repeat, the versions interleaved (before, after, before, ...) so
 that the machine's load (2 shared cores) weighs on both alike; the table gives the median of the repeats,
@@ -21,40 +24,35 @@ interval, p-value and per-level statistic equal to 1e-12 relative; timings and f
 Data: ``prob`` = a Beta(2, 5) draw, ``label`` ~ Bernoulli(prob^1.1) (mildly miscalibrated), seed 0,
 written once to ``benchmarks/out/replicates_{rows}.parquet``.
 
-Measured on this machine (2 cores shared with other sessions' test suites, load average 4-5 during the run),
-``--repeat 3``, before = eaca97e, after = this branch at its last commit (seconds, median of 3, a fresh
-process each):
+Besides the wall clock, each run's CPU time (user + system of the child and all its threads) is printed: the
+machine's load moves the wall clock of T-Cal's two threads by 2x between runs, the CPU time much less.
 
-====================================  ========  =======  ============  ============
-command                               before s  after s  after/before  same numbers
-====================================  ========  =======  ============  ============
-ece 1e6 (defaults)                    4.76      3.57     0.75          yes
-tcal 1e6 (defaults)                   57.61     42.46    0.74          yes
-smece 1e6, 1000 resamples             2.48      2.39     0.97          yes
-tcal 1e4, 3000 resamples              1.14      1.33     1.17          yes
-ece 1e5 uniform, 1000 resamples       3.06      2.87     0.94          yes
-ece 1e5 quantile, 1000 resamples      6.10      5.81     0.95          yes
-smece 1e5, 1000 resamples             8.85      7.99     0.90          yes
-====================================  ========  =======  ============  ============
+Measured 2026-11-28 (load 7-9 on 2 cores), before = main at 9aa12dc, after = this branch; ``--repeat 3`` for
+the first three rows, one run for the others (seconds; CPU seconds):
 
-(An earlier run of the same kind, before the last two commits: tcal 1e6 38.4 s before, 39.0 s after; ece 1e6
-1.74 and 1.62 s: the machine's load moves every figure by 1.5x or more between runs.)
+=====================================  ========  =======  ==========  =========  ============
+command                                before s  after s  CPU before  CPU after  same numbers
+=====================================  ========  =======  ==========  =========  ============
+ece 1e6 (defaults)                     2.02      2.30     0.95        0.97       yes
+tcal 1e6 (defaults)                    23.16     21.93    12.22       11.38      yes
+tcal 1e4, 3000 resamples               1.91      2.02     0.77        0.78       yes
+smece 1e6, 1000 resamples              3.50      3.17     1.34        1.33       yes
+report 1e6 (defaults)                  87.95     119.25   42.25       40.46      yes
+compare 1e6, 1000 resamples            4.48      4.23     1.42        1.52       yes
+=====================================  ========  =======  ==========  =========  ============
 
-Bars: ``tcal`` / ``ece`` at 1e6 rows 12.1x before, 11.9x after (22.1x and 24.1x in the earlier run; bar: at most
-4x: not met); ``tcal`` at 1e4 rows with 3000 resamples 1.1 s before, 1.3 s after (bar: well under a second:
-not met). Single runs under a load of 5-8 moved by up to 1.5x either way, so only differences beyond that
-are signal: here, none at the command level. In process, one thread, interleaved runs: T-Cal's y-bootstrap took 27-30 ms per resample of
-1e6 rows against 34-48 ms before (int32 counts), its setup about a third less; the per-row binned bootstrap
-and SmoothECE's bootstrap are as fast as before (their cost is drawing the multiplicities and the FFTs, the
-same work), with one call of each binned estimator for all the replicates, and one batched bandwidth
-evaluation per Brent step of a block of SmoothECE replicates, instead of one per replicate. T-Cal's
-cost is O(R n) with identical draws: 1e9 uniform draws and the ~1e6 distinct bins of 37 nested levels per
-1000 resamples of 1e6 rows, about 25-45 ns per row and resample in NumPy; the 4x bar needs either a compiled
-kernel or draws that the per-cell formulation can reproduce (which would change the numbers).
+Bars: ``tcal`` / ``ece`` 11.5x before, 9.6x after (CPU 12.8x, 11.7x; bar 4x: not met); ``tcal`` at 1e4 rows
+1.9 and 2.0 s (0.77 and 0.78 s CPU; bar: well under a second: not met); ``report`` / (``ece`` + ``smece`` +
+``tcal``) 2.8x CPU in both (bar 1.5x: not met); ``compare`` / ``ece`` 1.40x and 1.47x CPU, 1.76x and 1.67x
+wall (bar 1.3x; its code is unchanged). Why, with the per-resample profile of T-Cal and what was tried:
+``docs/benchmarks.md``, "T-Cal and report speed". In short: the same p-values need the same 1e9 uniform
+draws (1.7 s of CPU in NumPy, 1.8x the whole ``ece``) and, per draw, the sums of about 1e6 distinct bins
+of the 37 nested levels (10-11 ms per resample of 1e6 rows in all); the report adds four held-out T-Cal
+tests of 5e5 rows.
 
 Run: ``python benchmarks/bench_replicates.py [--before DIR] [--after DIR] [--repeat N] [--quick]``.
 ``--before`` is a checkout of the previous version (default: one made in the temporary directory with
-``git archive eaca97e``, the commit before this work); ``--after`` defaults to this checkout. ``--quick``
+``git archive 9aa12dc``, main before this work); ``--after`` defaults to this checkout. ``--quick``
 runs only the 1e4 and 1e5 rows.
 """
 
@@ -64,6 +62,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -72,7 +71,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "out"
-BEFORE_COMMIT = "eaca97e"
+BEFORE_COMMIT = "9aa12dc"
 
 CASES = [
     # (name, rows, arguments after the file)
@@ -83,6 +82,8 @@ CASES = [
     ("ece 1e5 uniform, 1000 resamples", "1e5", ["ece", "--n-boot", "1000"]),
     ("ece 1e5 quantile, 1000 resamples", "1e5", ["ece", "--n-boot", "1000", "--strategy", "quantile"]),
     ("smece 1e5, 1000 resamples", "1e5", ["smece", "--n-boot", "1000"]),
+    ("report 1e6 (defaults)", "1e6", ["report"]),
+    ("compare 1e6, 1000 resamples", "1e6", ["compare", "@candidate", "--n-boot", "1000"]),
 ]
 
 
@@ -102,6 +103,20 @@ def data_file(rows: str) -> Path:
     return path
 
 
+def candidate_file(rows: str) -> Path:
+    """A second model scored on the same rows (``compare``'s candidate): the predictions of ``data_file``,
+    recalibrated by ``prob^0.9``, the same labels."""
+    path = OUT / f"replicates_{rows}_candidate.parquet"
+    if not path.exists():
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(data_file(rows))
+        prob = table["prob"].to_numpy() ** 0.9
+        pq.write_table(pa.table({"prob": prob, "label": table["label"]}), path)
+    return path
+
+
 def before_checkout() -> str:
     target = Path(tempfile.gettempdir()) / f"calibcli_{BEFORE_COMMIT}"
     if not (target / "calibcli").is_dir():
@@ -111,15 +126,26 @@ def before_checkout() -> str:
     return str(target)
 
 
-def run(code: str, args: list[str]) -> tuple[float, dict | None, str]:
+def run(code: str, args: list[str]) -> tuple[float, float, dict | None, str]:
+    """Wall clock and CPU time (user + system, the child's threads included) of one command, its JSON document,
+    and the last line of its stderr when it failed. ``report`` writes its page and document to files."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([code, os.environ.get("PYTHONPATH", "")])}
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "calibcli", *args, "--json"], cwd=tempfile.gettempdir(), env=env,
-                          capture_output=True, text=True)
-    seconds = time.perf_counter() - start
-    if proc.returncode not in (0, 1):
-        return seconds, None, (proc.stderr.strip().splitlines() or ["?"])[-1]
-    return seconds, json.loads(proc.stdout), ""
+    with tempfile.TemporaryDirectory() as tmp:
+        document = os.path.join(tmp, "report.json")
+        extra = ["-o", os.path.join(tmp, "page.html"), "--json-output", document] if args[0] == "report" else ["--json"]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "calibcli", *args, *extra], cwd=tempfile.gettempdir(), env=env,
+                              capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        if proc.returncode not in (0, 1):
+            return seconds, cpu, None, (proc.stderr.strip().splitlines() or ["?"])[-1]
+        if args[0] == "report":
+            with open(document) as f:
+                return seconds, cpu, json.load(f), ""
+        return seconds, cpu, json.loads(proc.stdout), ""
 
 
 _SKIP = {"elapsed", "seconds", "time", "timing", "path", "file", "files", "source", "sources", "calibcli_version",
@@ -163,37 +189,60 @@ def main() -> None:
     parser.add_argument("--after", default=str(ROOT), help="checkout of the new version (default: this one)")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="only the 1e4 and 1e5 rows")
+    parser.add_argument("--only", nargs="+", help="run only the cases whose names start with these words")
     args = parser.parse_args()
     before = args.before or before_checkout()
-    cases = [c for c in CASES if not (args.quick and c[1] == "1e6")]
-    print(f"before: {before}\nafter:  {args.after}\n(median of {args.repeat} run(s) each, wall clock of a fresh "
-          f"process; load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)\n")
+    cases = [c for c in CASES if not (args.quick and c[1] == "1e6")
+             and (not args.only or any(c[0].startswith(w) for w in args.only))]
+    print(f"before: {before}\nafter:  {args.after}\n(median of {args.repeat} run(s) each of a fresh process: wall "
+          f"clock, and CPU time of all its threads; load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} "
+          "cores)\n")
     times: dict[str, dict[str, float]] = {}
-    print(f"{'command':36s} {'before s':>9s} {'after s':>8s} {'after/before':>12s}  same numbers")
+    cpus: dict[str, dict[str, float]] = {}
+    print(f"{'command':36s} {'before s':>9s} {'after s':>8s} {'after/before':>12s} {'CPU before':>10s} "
+          f"{'CPU after':>9s}  same numbers")
     for name, rows, cmd in cases:
         path = str(data_file(rows))
-        got = {"before": [], "after": []}
+        cmd = [str(candidate_file(rows)) if a == "@candidate" else a for a in cmd]
+        got: dict[str, list[float]] = {"before": [], "after": []}
+        cpu: dict[str, list[float]] = {"before": [], "after": []}
         docs = {}
         for _ in range(args.repeat):
             for label, code in (("before", before), ("after", args.after)):
-                seconds, doc, err = run(code, [cmd[0], path, *cmd[1:]])
+                seconds, used, doc, err = run(code, [cmd[0], path, *cmd[1:]])
                 if err:
                     print(f"{name:36s} {label} failed: {err}")
                 got[label].append(seconds)
+                cpu[label].append(used)
                 docs[label] = doc
         times[name] = {k: median(v) for k, v in got.items()}
-        t = times[name]
-        print(f"{name:36s} {t['before']:9.2f} {t['after']:8.2f} {t['after'] / t['before']:12.2f}  "
-              f"{same_numbers(docs['before'], docs['after'])}", flush=True)
-    print("\nbars")
-    if "tcal 1e6 (defaults)" in times:
-        for label in ("before", "after"):
-            ratio = times["tcal 1e6 (defaults)"][label] / times["ece 1e6 (defaults)"][label]
-            print(f"  tcal / ece at 1e6 rows, {label:6s}: {ratio:5.1f}x   (bar: at most 4x)")
+        cpus[name] = {k: median(v) for k, v in cpu.items()}
+        t, c = times[name], cpus[name]
+        print(f"{name:36s} {t['before']:9.2f} {t['after']:8.2f} {t['after'] / t['before']:12.2f} "
+              f"{c['before']:10.2f} {c['after']:9.2f}  {same_numbers(docs['before'], docs['after'])}", flush=True)
+    print("\nbars (wall clock; CPU time in brackets)")
+
+    def ratio(label: str, top: str, *bottom: str) -> str:
+        if top not in times or any(b not in times for b in bottom):
+            return "-"
+        wall = times[top][label] / sum(times[b][label] for b in bottom)
+        used = cpus[top][label] / sum(cpus[b][label] for b in bottom)
+        return f"{wall:5.2f}x  ({used:5.2f}x)"
+
+    for label in ("before", "after"):
+        print(f"  tcal / ece at 1e6 rows, {label:6s}: {ratio(label, 'tcal 1e6 (defaults)', 'ece 1e6 (defaults)')}"
+              "   (bar: at most 4x)")
     if "tcal 1e4, 3000 resamples" in times:
         for label in ("before", "after"):
             print(f"  tcal at 1e4 rows, 3000 resamples, {label:6s}: {times['tcal 1e4, 3000 resamples'][label]:.2f} s"
-                  "   (bar: well under a second)")
+                  f"  ({cpus['tcal 1e4, 3000 resamples'][label]:.2f} s CPU)   (bar: well under a second)")
+    alone = ("ece 1e6 (defaults)", "smece 1e6, 1000 resamples", "tcal 1e6 (defaults)")
+    for label in ("before", "after"):
+        print(f"  report / (ece + smece + tcal) at 1e6 rows, {label:6s}: "
+              f"{ratio(label, 'report 1e6 (defaults)', *alone)}   (bar: at most 1.5x)")
+    for label in ("before", "after"):
+        print(f"  compare / ece at 1e6 rows, {label:6s}: "
+              f"{ratio(label, 'compare 1e6, 1000 resamples', 'ece 1e6 (defaults)')}   (bar: at most 1.3x)")
 
 
 if __name__ == "__main__":

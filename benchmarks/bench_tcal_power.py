@@ -28,7 +28,9 @@ import time
 
 import numpy as np
 
-from calibcli.tcal import _make_engine, _resample_all, monte_carlo_combine, n_levels, optimal_n_bins
+from calibcli.tcal import monte_carlo_combine, n_levels, optimal_n_bins
+from calibcli.tcal.engine import resample_all
+from calibcli.tcal.procedure import make_engine
 
 ALPHA = 0.05
 S = 0.3
@@ -77,10 +79,10 @@ def run_size(n: int, G: int, M: int, seed: int) -> dict:
         rng = np.random.default_rng([seed, n, g])
         z = np.sort(rng.random(n))
         bins15 = np.minimum(np.floor(z * 15), 14).astype(np.int64)
-        adaptive = _make_engine("binary", 2, np.zeros(n), z, None, adaptive_bins)
-        single = _make_engine("binary", 2, np.zeros(n), z, None, [m_star])
-        star_adaptive = _resample_all(adaptive, rng, R, "y-bootstrap")
-        star_single = _resample_all(single, rng, R, "y-bootstrap")
+        adaptive = make_engine("binary", 2, np.zeros(n), z, None, adaptive_bins)
+        single = make_engine("binary", 2, np.zeros(n), z, None, [m_star])
+        star_adaptive = resample_all(adaptive, rng, R, "y-bootstrap")
+        star_single = resample_all(single, rng, R, "y-bootstrap")
         star_l1 = l1_ece_15((rng.random((R, n)) < z) - z, bins15)
         level_of = np.asarray(adaptive.level_of)
         for m in M_VALUES:

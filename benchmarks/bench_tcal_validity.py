@@ -25,12 +25,12 @@ import time
 import numpy as np
 
 from calibcli.tcal import (
-    _make_engine,
-    _resample_all,
     chebyshev_constant,
     monte_carlo_combine,
     n_levels,
 )
+from calibcli.tcal.engine import resample_all
+from calibcli.tcal.procedure import make_engine
 
 ALPHA = 0.05
 DISTRIBUTIONS = {"uniform": lambda u: u, "u^3 (skewed)": lambda u: u**3}
@@ -46,11 +46,11 @@ def run_cell(dist: str, n: int, G: int, M: int, seed: int) -> dict:
         rng = np.random.default_rng([seed, n, g, list(DISTRIBUTIONS).index(dist)])
         z = np.sort(DISTRIBUTIONS[dist](rng.random(n)))
         Y = (rng.random((M, n)) < z).astype(np.float64)
-        engine = _make_engine("binary", 2, Y[0], z, None, n_bins_list)
+        engine = make_engine("binary", 2, Y[0], z, None, n_bins_list)
         level_of = np.asarray(engine.level_of)
         observed = engine.statistics_of(Y)  # M x distinct partitions
         for null in ("y-bootstrap", "consistency"):
-            star = _resample_all(engine, rng, R, null)
+            star = resample_all(engine, rng, R, null)
             for i in range(M):
                 mc = monte_carlo_combine(observed[i], star, level_of, ALPHA)
                 rejections[f"{null}/bonferroni"][g] += mc.counts.min() <= mc.threshold_bonferroni

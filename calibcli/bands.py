@@ -37,17 +37,12 @@ from statistics import NormalDist
 import numpy as np
 
 from calibcli.errors import CalibcliError
+from calibcli.validation import check_alpha
 
 __all__ = ["BinomialBand", "BAND_METHODS", "binomial_band", "wilson_interval", "clopper_pearson_interval"]
 
 #: The interval methods :func:`binomial_band` knows.
 BAND_METHODS = ("wilson", "clopper-pearson")
-
-
-def _check_alpha(alpha) -> float:
-    if not (isinstance(alpha, (int, float, np.integer, np.floating)) and 0.0 < float(alpha) < 1.0):
-        raise CalibcliError(f"alpha is {alpha!r}: expected a level strictly between 0 and 1, for example 0.05")
-    return float(alpha)
 
 
 def _counts(successes, trials) -> tuple[np.ndarray, np.ndarray]:
@@ -68,7 +63,7 @@ def wilson_interval(successes, trials, *, alpha: float = 0.05) -> tuple[np.ndarr
 
     ``successes`` and ``trials`` may be real (effective counts). ``trials == 0`` gives NaN.
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     k, n = _counts(successes, trials)
     z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -93,7 +88,7 @@ def clopper_pearson_interval(successes, trials, *, alpha: float = 0.05) -> tuple
     """
     from scipy.special import betaincinv
 
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     k, n = _counts(successes, trials)
     with np.errstate(divide="ignore", invalid="ignore"):
         lower = np.where(k > 0, betaincinv(np.where(k > 0, k, 1.0), n - k + 1.0, alpha / 2.0), 0.0)
@@ -126,7 +121,7 @@ def binomial_band(sum_wy, sum_w, sum_w2=None, *, method: str = "wilson", alpha: 
     """
     if method not in BAND_METHODS:
         raise CalibcliError(f"band method is {method!r}: expected one of {', '.join(BAND_METHODS)}")
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     swy = np.asarray(sum_wy, dtype=np.float64)
     sw = np.asarray(sum_w, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):

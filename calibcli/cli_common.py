@@ -31,13 +31,16 @@ from calibcli.pipeline import (  # noqa: F401  (the driver, where commands have 
     Plan, add_entries, check_engine, engine_runner, evaluate_streams, progress_bar, run, summarise_groups,
 )
 from calibcli import cancel, outputs
+from calibcli import families as fam
 from calibcli._malloc import tune_allocator
 from calibcli.errors import cli_text
 from calibcli.io.targets import check_output_target
 from calibcli.outputs import STDOUT
 from calibcli.report import FORMATS, Layout
 from calibcli.safe_text import for_terminal
-from calibcli.validation import check_command_options, check_options, memory_culprit
+from calibcli.validation import (
+    Declared, Param, check_command_options, check_options, memory_culprit, option, params_of,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Options shared by the commands (one declaration each)
@@ -70,31 +73,6 @@ def files_argument(several: str):
 
 
 Files = files_argument("Several files are evaluated one by one.")
-ProbCol = Annotated[Optional[str], typer.Option("--prob-col", help="Column with the positive-class probability (binary).")]
-ProbCols = Annotated[
-    Optional[list[str]],
-    typer.Option("--prob-cols", help="Columns with one probability per class: a comma-separated list or a pattern such as 'p_*'."),
-]
-LabelCol = Annotated[Optional[str], typer.Option("--label-col", help="Column with the labels (integers, booleans or class names).")]
-WeightCol = Annotated[Optional[str], typer.Option("--weight-col", help="Column with sample (frequency) weights.")]
-Logits = Annotated[bool, typer.Option("--logits", help="The probability columns hold logits: apply sigmoid (one column) or softmax.")]
-InputFormat = Annotated[
-    Optional[str], typer.Option("--input-format", help="csv, tsv, parquet, feather or jsonl; default: from the extension "
-                                "(stdin: from its first bytes: Parquet, Arrow IPC, JSON Lines, TSV, else CSV).",
-                                metavar=choices("csv", "tsv", "parquet", "feather", "jsonl"))
-]
-DropInvalid = Annotated[
-    bool, typer.Option("--drop-invalid", help="Drop invalid rows (NaN, out-of-range, unknown labels) instead of failing; the report counts them.")
-]
-Mode = Annotated[
-    Optional[str],
-    typer.Option("--mode", help="binary, top-label or marginal. Default: binary for one or two probability columns, top-label for K > 2.",
-                 metavar=choices("binary", "top-label", "marginal")),
-]
-ClassWeights = Annotated[
-    str, typer.Option("--class-weights", help="Marginal aggregate weights: uniform (1/K) or prior (class frequencies).",
-                      metavar=choices("uniform", "prior"))
-]
 def _count(value) -> int:
     """An integer option that also takes a whole number written in scientific notation (``1e6``), so that
     ``--n-bins 1e20`` reaches the option's rule and the memory budget (one message saying how many fit)
@@ -115,65 +93,112 @@ def _count(value) -> int:
     raise typer.BadParameter(f"{text!r} is not a whole number")
 
 
-NBins = Annotated[int, typer.Option("--n-bins", help="Number of bins.", parser=_count)]
-Strategy = Annotated[str, typer.Option("--strategy", help="Binning: uniform (equal width) or quantile (equal mass).",
-                                       metavar=choices("uniform", "quantile"))]
-NBoot = Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples for the confidence intervals (0: none).")]
-Alpha = Annotated[float, typer.Option("--alpha", help="1 - confidence level of the intervals and bounds.")]
-Seed = Annotated[int, typer.Option("--seed", help="Seed of every random draw; the same seed prints the same numbers.")]
-Json = Annotated[bool, typer.Option("--json", help="Print the JSON report on stdout instead of the table (--format json).")]
-Format = Annotated[
-    str,
-    typer.Option("--format", help="What stdout carries: table, json, markdown (pull requests, $GITHUB_STEP_SUMMARY) or csv "
-                 "(tidy: file, group, problem, metric, estimate, ci_low, ci_high, bound).",
-                 metavar=choices("table", "json", "markdown", "csv")),
-]
-Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Also write the JSON report to this file (atomically; "
-                                               "'-': stdout, instead of the table).")]
-Summary = Annotated[
-    Optional[bool],
-    typer.Option("--summary/--no-summary", help="One row per file or group with the metrics as columns (the default beyond "
-                 "3 rows), or the full table of every metric.", show_default=False),
-]
-Metrics = Annotated[
-    Optional[str],
-    typer.Option("--metrics", help="Summary columns: comma-separated metric names from the report, e.g. "
-                 "ece_l1_plugin,brier_score (default: the command's headline metrics)."),
-]
-Sort = Annotated[Optional[str], typer.Option("--sort", help="Order summary rows by this metric, best first (default: as given).")]
-FailAbove = Annotated[Optional[float], typer.Option("--fail-above", help="Exit 1 when the gated metric's estimate exceeds this value.")]
-FailAboveUpper = Annotated[
-    Optional[float], typer.Option("--fail-above-upper", help="Exit 1 when the upper end of the gated metric's interval exceeds this value.")
-]
-BatchRows = Annotated[
-    int,
-    typer.Option("--batch-rows", help="Rows read and reduced at a time (memory stays flat in the number of rows; results do not depend on it)."),
-]
-Pool = Annotated[bool, typer.Option("--pool", help="Treat all FILES as one dataset (one report entry), rows in sorted-path order.")]
-GroupBy = Annotated[
-    Optional[str],
-    typer.Option("--group-by", help="Report one entry per value of these columns (comma-separated; hive partition columns of a directory too), with the worst group and the spread."),
-]
-
-Engine = Annotated[
-    str,
-    typer.Option("--engine", help="local (this process) or dask (a Dask cluster: --scheduler, or a local one of --workers processes); the same report either way.",
-                 metavar=choices(*ENGINES)),
-]
-Scheduler = Annotated[
-    Optional[str],
-    typer.Option(
-        "--scheduler",
-        help="With --engine dask: the address of a running Dask scheduler (tcp://HOST:PORT) or its scheduler file. "
-        "Default: DASK_SCHEDULER_ADDRESS, else a local cluster.",
-    ),
-]
-Workers = Annotated[
-    Optional[int],
-    typer.Option("--workers", help="With --engine dask and no scheduler: start a local cluster of this many worker processes for the run (default: one per CPU)."),
-]
+def alias_of(annotation, param: Param):
+    """The ``Annotated`` Typer option of a declared option (:class:`calibcli.validation.Param`): its flags, help,
+    choices (the metavar ``[a|b]``), the whole-number parser of a count."""
+    kwargs: dict = {"help": param.help}
+    if param.metavar is not None:
+        kwargs["metavar"] = param.metavar
+    elif param.choices is not None:
+        kwargs["metavar"] = choices(*param.choices)
+    if param.count:
+        kwargs["parser"] = _count
+    if not param.show_default:
+        kwargs["show_default"] = False
+    return Annotated[annotation, typer.Option(*param.flags, **kwargs)]
 
 
+def alias(options_class, name: str):
+    """The Typer option of field ``name`` of an options dataclass, from its declaration."""
+    return alias_of(typing.get_type_hints(options_class)[name], params_of(options_class)[name][0])
+
+
+Mode = alias_of(Optional[str], fam.MODE)
+ClassWeights = alias_of(str, fam.CLASS_WEIGHTS_PARAM)
+NBins = alias_of(int, fam.N_BINS)
+Strategy = alias_of(str, fam.STRATEGY)
+NBoot = alias(fam.Bootstrap, "n_boot")
+Alpha = alias(fam.Bootstrap, "alpha")
+Seed = alias(fam.Bootstrap, "seed")
+FailAbove = alias(fam.Gates, "fail_above")
+FailAboveUpper = alias(fam.Gates, "fail_above_upper")
+# ---------------------------------------------------------------------------------------------
+# The command line's own option groups, declared once (as the families declare theirs)
+
+
+@dataclass(frozen=True)
+class ColumnOptions(Declared):
+    """Which columns hold the probabilities, the labels and the weights."""
+
+    prob_col: Optional[str] = option(None, "--prob-col", help="Column with the positive-class probability (binary).")
+    prob_cols: Optional[list[str]] = option(None, "--prob-cols", help="Columns with one probability per class: a "
+                                            "comma-separated list or a pattern such as 'p_*'.")
+    label_col: Optional[str] = option(None, "--label-col", help="Column with the labels (integers, booleans or class "
+                                      "names).")
+    weight_col: Optional[str] = option(None, "--weight-col", help="Column with sample (frequency) weights.")
+    logits: bool = option(False, "--logits", help="The probability columns hold logits: apply sigmoid (one column) or "
+                          "softmax.")
+
+
+@dataclass(frozen=True)
+class ReadingOptions(Declared):
+    """How the inputs are read."""
+
+    input_format: Optional[str] = option(
+        None, "--input-format", help="csv, tsv, parquet, feather or jsonl; default: from the extension (stdin: from "
+        "its first bytes: Parquet, Arrow IPC, JSON Lines, TSV, else CSV).",
+        metavar=choices("csv", "tsv", "parquet", "feather", "jsonl"))
+    drop_invalid: bool = option(False, "--drop-invalid", help="Drop invalid rows (NaN, out-of-range, unknown labels) "
+                                "instead of failing; the report counts them.")
+
+
+@dataclass(frozen=True)
+class DatasetOptions(Declared):
+    """What a dataset is (pooled files, groups) and the batches it is read in."""
+
+    pool: bool = option(False, "--pool", help="Treat all FILES as one dataset (one report entry), rows in sorted-path "
+                        "order.")
+    group_by: Optional[str] = option(None, "--group-by", help="Report one entry per value of these columns "
+                                     "(comma-separated; hive partition columns of a directory too), with the worst "
+                                     "group and the spread.")
+    batch_rows: int = option(DEFAULT_BATCH_ROWS, "--batch-rows", help="Rows read and reduced at a time (memory stays "
+                             "flat in the number of rows; results do not depend on it).")
+
+
+@dataclass(frozen=True)
+class EngineOptions(Declared):
+    """Where the accumulators run (:data:`calibcli.engines.ENGINES`)."""
+
+    engine: str = option("local", "--engine", help="local (this process) or dask (a Dask cluster: --scheduler, or a "
+                         "local one of --workers processes); the same report either way.", metavar=choices(*ENGINES))
+    scheduler: Optional[str] = option(
+        None, "--scheduler", help="With --engine dask: the address of a running Dask scheduler (tcp://HOST:PORT) or "
+        "its scheduler file. Default: DASK_SCHEDULER_ADDRESS, else a local cluster.")
+    workers: Optional[int] = option(None, "--workers", help="With --engine dask and no scheduler: start a local "
+                                    "cluster of this many worker processes for the run (default: one per CPU).")
+
+
+@dataclass(frozen=True)
+class OutputOptions(Declared):
+    """What stdout carries, and the JSON report's file."""
+
+    as_json: bool = option(False, "--json", help="Print the JSON report on stdout instead of the table (--format "
+                           "json).")
+    fmt: str = option("table", "--format", help="What stdout carries: table, json, markdown (pull requests, "
+                      "$GITHUB_STEP_SUMMARY) or csv (tidy: file, group, problem, metric, estimate, ci_low, ci_high, "
+                      "bound).", metavar=choices("table", "json", "markdown", "csv"))
+    summary: Optional[bool] = option(None, "--summary/--no-summary", help="One row per file or group with the metrics "
+                                     "as columns (the default beyond 3 rows), or the full table of every metric.",
+                                     show_default=False)
+    metrics: Optional[str] = option(None, "--metrics", help="Summary columns: comma-separated metric names from the "
+                                    "report, e.g. ece_l1_plugin,brier_score (default: the command's headline metrics).")
+    sort: Optional[str] = option(None, "--sort", help="Order summary rows by this metric, best first (default: as "
+                                 "given).")
+    output: Optional[str] = option(None, "--output", "-o", help="Also write the JSON report to this file (atomically; "
+                                   "'-': stdout, instead of the table).")
+
+
+# ---------------------------------------------------------------------------------------------
 # ---------------------------------------------------------------------------------------------
 # Option groups: options several commands share, declared once
 
@@ -192,8 +217,10 @@ class OptionGroup:
     """Options that go together on every command that takes them (the columns, how to read, the
     datasets, the engine, the output, the bootstrap, the gates). A command lists the groups it takes in
     :func:`with_groups`; its signature (what Typer reads, through ``__signature__``) is built from them,
-    so a new shared option is one :class:`Opt` here, and the command body reads the group's values from
-    its ``**options`` (:func:`spec_of`, :func:`sources_of`, :func:`engine_of`, :func:`layout_of`)."""
+    so a new shared option is one field of the group's dataclass (:class:`ColumnOptions`, ...,
+    :class:`calibcli.families.Bootstrap`), and the command body reads the group's values from its
+    ``**options`` (:func:`spec_of`, :func:`sources_of`, :func:`engine_of`, :func:`layout_of`). A family narrows
+    a shared option's choices with :meth:`calibcli.validation.Param.narrowed`."""
 
     name: str
     options: tuple[Opt, ...]
@@ -202,7 +229,7 @@ class OptionGroup:
         """The group with these options only (a command that takes part of it)."""
         return replace(self, options=tuple(o for o in self.options if o.name in names))
 
-    def but(self, **changes) -> "OptionGroup":
+    def but(self, **changes) -> OptionGroup:
         """The group with some options changed: ``name=alias``, or ``name=(alias, default)``."""
         out = []
         for o in self.options:
@@ -213,16 +240,20 @@ class OptionGroup:
         return replace(self, options=tuple(out))
 
 
-COLUMNS = OptionGroup("columns", (Opt("prob_col", ProbCol), Opt("prob_cols", ProbCols), Opt("label_col", LabelCol),
-                                  Opt("weight_col", WeightCol), Opt("logits", Logits, False)))
-READING = OptionGroup("reading", (Opt("input_format", InputFormat), Opt("drop_invalid", DropInvalid, False)))
-DATASETS = OptionGroup("datasets", (Opt("pool", Pool, False), Opt("group_by", GroupBy),
-                                    Opt("batch_rows", BatchRows, DEFAULT_BATCH_ROWS)))
-ENGINE = OptionGroup("engine", (Opt("engine", Engine, "local"), Opt("scheduler", Scheduler), Opt("workers", Workers)))
-BOOTSTRAP = OptionGroup("bootstrap", (Opt("n_boot", NBoot, 1000), Opt("alpha", Alpha, 0.05), Opt("seed", Seed, 0)))
-OUTPUT = OptionGroup("output", (Opt("as_json", Json, False), Opt("fmt", Format, "table"), Opt("summary", Summary),
-                                Opt("metrics", Metrics), Opt("sort", Sort), Opt("output", Output)))
-GATES = OptionGroup("gates", (Opt("fail_above", FailAbove), Opt("fail_above_upper", FailAboveUpper)))
+def group_of(options_class, *names: str, name: str = "own") -> OptionGroup:
+    """The options of a declared dataclass (these fields, or all) as an option group."""
+    declared = params_of(options_class)
+    return OptionGroup(name, tuple(Opt(n, alias(options_class, n), declared[n][1]) for n in (names or declared)))
+
+
+COLUMNS = group_of(ColumnOptions, name="columns")
+READING = group_of(ReadingOptions, name="reading")
+DATASETS = group_of(DatasetOptions, name="datasets")
+ENGINE = group_of(EngineOptions, name="engine")
+BOOTSTRAP = group_of(fam.Bootstrap, name="bootstrap")
+OUTPUT = group_of(OutputOptions, name="output")
+GATES = group_of(fam.Gates, name="gates")
+
 
 @dataclass(frozen=True)
 class Own:
@@ -240,15 +271,24 @@ def own(*names: str) -> Own:
 OWN = Own()
 
 
-def with_groups(*layout):
+def with_groups(*layout, declared=None):
     """Decorator: the command's signature is its arguments (parameters without a default: FILES...), then
     the groups and its own options in the order of ``layout`` (:func:`own` places some of its own options,
-    :data:`OWN` the rest). The function takes the groups' values as ``**options``."""
+    :data:`OWN` the rest). The function takes the groups' values as ``**options``.
+
+    ``declared``: the family's options dataclass (:class:`calibcli.validation.Declared`). Its fields are the
+    command's own options (flags, help and defaults from their declarations), and where a group's option is
+    one of its fields the field's declaration is taken (``tcal --alpha``: the test's level, not an interval's)."""
 
     def decorate(func):
         hints = typing.get_type_hints(func, include_extras=True)
         mine = [p.replace(annotation=hints.get(p.name, p.annotation))
                 for p in inspect.signature(func).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        fields = group_of(declared).options if declared is not None else ()
+        field = {o.name: o for o in fields}
+        in_groups = {o.name for item in layout if isinstance(item, OptionGroup) for o in item.options}
+        mine += [inspect.Parameter(o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default,
+                                   annotation=o.annotation) for o in fields if o.name not in in_groups]
         params = [p for p in mine if p.default is inspect.Parameter.empty]
         for item in layout:
             if isinstance(item, Own):
@@ -256,7 +296,7 @@ def with_groups(*layout):
                            and (not item.names or p.name in item.names)]
             else:
                 params += [inspect.Parameter(o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default,
-                                             annotation=o.annotation) for o in item.options]
+                                             annotation=o.annotation) for o in (field.get(o.name, o) for o in item.options)]
         func.__signature__ = inspect.Signature(params, return_annotation=None)
         func.__annotations__ = {**{p.name: p.annotation for p in params}, "return": None}
         return func
@@ -312,9 +352,8 @@ def layout_of(options: dict):
                   options.get("sort"))
 
 
-def split_columns(value: str | None) -> tuple[str, ...]:
-    """``a,b`` -> ``("a", "b")``; None -> ``()``."""
-    return tuple(part.strip() for part in (value or "").split(",") if part.strip())
+#: ``a,b`` -> ``("a", "b")`` (the columns of ``--group-by``, ``--metrics``, ``--segment-cols``).
+split_columns = fam.split_columns
 
 
 def layout(fmt: str = "table", as_json: bool = False, summary: bool | None = None, metrics: str | None = None,

@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from calibcli.errors import CalibcliError
-from calibcli.accumulators.binned import BinnedAccumulator
+from calibcli.estimators import binned_calibration
 from calibcli.calibrators._common import clip_probabilities, DEFAULT_CLIP, logit, sigmoid
 from calibcli.calibrators.parametric import fit_logistic
 from calibcli.smooth import _GridData, _smoothed_on_grid, CellSums, finish
@@ -326,9 +326,8 @@ def hosmer_lemeshow(y_true, y_prob, *, n_bins: int = 10, sample_weight=None, alp
     """
     check_options({}, alpha=alpha, n_bins=n_bins)
     y, z, w = check_binary(y_true, y_prob, sample_weight)
-    acc = BinnedAccumulator(n_bins=n_bins, strategy="quantile", row_limit=max(len(y), 1), moments=False)
-    acc.update(np.arange(len(y), dtype=np.int64), z, y, None if sample_weight is None else w)
-    r = acc.result()
+    r = binned_calibration(y, z, sample_weight=None if sample_weight is None else w, n_bins=n_bins,
+                           strategy="quantile", row_index=np.arange(len(y), dtype=np.int64))
     s = r.bin_stats
     return hosmer_lemeshow_from_bins(s.count, s.weight, s.sum_z, s.sum_y, r.bin_bounds, n_bins=n_bins, alpha=alpha)
 

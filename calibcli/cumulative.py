@@ -57,7 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calibcli.errors import CalibcliError
-from calibcli.validation import check_binary, check_option
+from calibcli.validation import check_alpha, check_binary, check_option
 
 __all__ = [
     "CumulativeDifferences",
@@ -261,10 +261,11 @@ def minimum_detectable_ecce_sigma(alpha=0.05, power=0.8):
 
     alpha = np.asarray(alpha, dtype=np.float64)
     power = np.asarray(power, dtype=np.float64)
-    if np.any(~((alpha > 0) & (alpha < 1))) or np.any(~((power > 0) & (power < 1))):
+    for level in alpha.ravel().tolist():  # the one rule and wording of alpha (calibcli.validation)
+        check_alpha(level)
+    if np.any(~((power > 0) & (power < 1))):
         raise CalibcliError(
-            f"alpha and power must lie strictly between 0 and 1, got alpha={alpha.tolist()} and "
-            f"power={power.tolist()}: pass for example alpha=0.05, power=0.8"
+            f"power must lie strictly between 0 and 1, got power={power.tolist()}: pass for example power=0.8"
         )
     out = np.asarray(range_brownian_isf(alpha)) + ndtri(power)
     return float(out) if out.ndim == 0 else out

@@ -13,7 +13,7 @@ from statistics import NormalDist
 import numpy as np
 
 from calibcli.binning import STRATEGIES
-from calibcli.validation import check_binary, check_option
+from calibcli.validation import check_binary, check_options
 from calibcli.estimators import binned_calibration, Metric
 from calibcli.smooth import smooth_curve
 
@@ -249,7 +249,7 @@ def prepare_binned(
     row computes, so the numbers are ``calibcli ece``'s for the same options and ``seed`` (the
     Poisson bootstrap keyed by ``(seed, row)``).
     """
-    check_option(strategy in STRATEGIES, f"{{opt:strategy}} is {strategy!r}: expected one of {', '.join(STRATEGIES)}")
+    check_options({"strategy": STRATEGIES}, strategy=strategy)
     result = binned_calibration(
         y_true, y_prob, sample_weight=sample_weight, n_bins=n_bins, strategy=strategy,
         n_boot=n_boot, alpha=alpha, seed=seed,

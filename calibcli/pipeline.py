@@ -11,29 +11,31 @@ from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Callable
 
-from calibcli.engines import ENGINES, EngineChoice
+from calibcli.engines import ENGINES, Engine, EngineChoice
 from calibcli.errors import CalibcliError, check_choice
+from calibcli.families import Plan
 from calibcli.io import Sources
-from calibcli.report import GateSpec, check_gate, entry_label, group_summary, stderr_console
+from calibcli.report import check_gate, entry_label, group_summary, stderr_console
+
+#: The default engine: this process.
+LOCAL = EngineChoice()
 
 
-@dataclass
-class Plan:
-    """A family set up for a run: its document (``parameters`` filled in, ``files`` empty), ``new(stream)``
-    making a stream's input accumulator, the gate of its entries and the bootstrap resamples (for the
-    progress bar)."""
+def run(family, sources: Sources, options, engine: EngineChoice = LOCAL) -> dict:
+    """Run ``family`` (a :class:`calibcli.families.Family`) with ``options`` (its options dataclass, checked when
+    made) over ``sources`` on ``engine``: the family's plan, one entry per input (or group), then the family's
+    ``finish`` (tests' warnings, gates). Returns the document."""
+    plan = family.plan(options, sources, engine.name)
+    run_plan(plan, sources, engine)
+    if family.finish is not None:
+        family.finish(plan.doc, options)
+    return plan.doc
 
-    doc: dict
-    new: Callable
-    gate: GateSpec
-    n_boot: int
 
-
-def run(plan: Plan, sources: Sources, engine: EngineChoice = EngineChoice()) -> dict:
-    """Run ``plan`` over ``sources`` on ``engine``; returns the plan's document with one entry per input (or group)."""
+def run_plan(plan: Plan, sources: Sources, engine: EngineChoice = LOCAL) -> dict:
+    """Run a family's :class:`~calibcli.families.Plan` over ``sources`` on ``engine``; returns the plan's document
+    with one entry per input (or group)."""
     evaluate_streams(plan.doc, sources.open(), plan.new, gate=plan.gate, n_boot=plan.n_boot, engine=engine.name,
                      scheduler=engine.scheduler, workers=engine.workers)
     return plan.doc
@@ -59,7 +61,7 @@ def evaluate_streams(doc: dict, streams, new_accumulator, *, gate, n_boot: int, 
         doc["parameters"]["engine"] = engine
         doc["parameters"]["workers"] = runner.workers
         for stream in _chain(first, streams):
-            accumulators, described = runner.run(stream, lambda: new_accumulator(stream))
+            accumulators, described = runner.run(stream, lambda stream=stream: new_accumulator(stream))
             add_entries(doc, described, accumulators, gate=gate, n_boot=n_boot, headlines=headlines)
     summarise_groups(doc, headlines)
 
@@ -144,14 +146,16 @@ def check_engine(engine: str, scheduler: str | None, workers: int | None) -> Non
     """``--engine`` and its options, before any work (each engine checks its own: Dask says here when it
     is not installed)."""
     check_choice(engine, tuple(ENGINES), "--engine")
-    ENGINES[engine].check(scheduler, workers)
+    engine_class: type[Engine] = ENGINES[engine]
+    engine_class.check(scheduler, workers)
 
 
 @contextmanager
 def engine_runner(engine: str, scheduler: str | None, workers: int | None):
     """The engine of ``--engine``, for as long as the context lasts (a cluster is closed on leaving).
     ``runner.run(stream, new_accumulator)`` gives ``([(group, accumulator)], input description)``."""
-    with ENGINES[engine].open(scheduler=scheduler, workers=workers, progress=progress_bar) as runner:
+    engine_class: type[Engine] = ENGINES[engine]
+    with engine_class.open(scheduler=scheduler, workers=workers, progress=progress_bar) as runner:
         yield runner
 
 

@@ -231,13 +231,10 @@ def evaluation(
         check_choice(mode, MODES, "--mode")
     check_choice(ece_strategy, STRATEGIES, "--ece-strategy")
     check_choice(discrete, DISCRETE_CHOICES, "--discrete")
-    check_option(ece_n_bins >= 1, f"--ece-n-bins is {ece_n_bins}: expected a positive number of bins")
     check_option(n_boot >= 1, f"--n-boot is {n_boot}: expected at least 1 resample")
-    check_options(alpha=alpha)  # the one rule of alpha (calibcli.validation._RULES)
+    check_options(ece_n_bins=ece_n_bins, alpha=alpha, holdout=holdout)  # the rules by name (validation._RULES)
     if (holdout is None) == (fit_file is None):
         raise CalibcliError("pass either --holdout FRACTION (split FILE) or --fit TRAIN (fit on TRAIN, evaluate on FILE)")
-    if holdout is not None:
-        check_option(0.0 < holdout < 1.0, f"--holdout is {holdout}: expected the fraction of rows to fit on, in (0, 1)")
     options = method_options(methods, n_bins=n_bins, strategy=strategy, degree=degree, interpolation=interpolation,
                              clip=clip, monotone=monotone)
     check_engine(engine, scheduler, workers)

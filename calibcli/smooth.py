@@ -80,7 +80,9 @@ from typing import Callable
 import numpy as np
 
 from calibcli.validation import (
+    check_alpha,
     check_consistent_length,
+    check_options,
     check_labels,
     check_option,
     check_probabilities,
@@ -208,16 +210,14 @@ def percentile_interval(replicates: np.ndarray, alpha: float) -> tuple[float, fl
 
 
 def _check_sigma(sigma) -> float:
-    check_option(
-        sigma is not None and np.isfinite(sigma) and sigma > 0,
-        f"sigma is {sigma!r}: expected a positive bandwidth (or none, to solve for the fixed point)",
-    )
+    check_option(sigma is not None, "sigma is None: expected a positive bandwidth")
+    check_options(sigma=sigma)
     return float(sigma)
 
 
 def _check_bootstrap(n_boot, alpha):
-    check_option(int(n_boot) == n_boot and n_boot >= 0, f"n_boot is {n_boot!r}: expected an integer >= 0")
-    check_option(0 < alpha < 1, f"alpha is {alpha!r}: expected a level in (0, 1), e.g. 0.05")
+    check_options(n_boot=n_boot)
+    check_alpha(alpha)
 
 
 def finish(
@@ -255,8 +255,7 @@ def finish_groups(problems: list, *, sigma: float | None = None, n_boot: int = 0
     _check_bootstrap(n_boot, alpha)
     n_boot = int(n_boot)
     if curve_points is not None:
-        check_option(int(curve_points) == curve_points and curve_points >= 2,
-                     f"n_points is {curve_points!r}: expected an integer >= 2")
+        check_options(curve_points=curve_points)
     want_curve = curve_points is not None
     fixed = sigma is None
     points, boots = [], []
@@ -446,6 +445,6 @@ def smooth_curve(
     of ``yhat`` over resamples (bandwidth re-solved on each) and the smECE interval from the same
     resamples. The same ``rng`` seed gives the same interval as :func:`smooth_ece`.
     """
-    check_option(int(n_points) == n_points and n_points >= 2, f"n_points is {n_points!r}: expected an integer >= 2")
+    check_options(n_points=n_points)
     return _one_batch(y_true, y_prob, sample_weight, sigma=sigma, n_boot=n_boot, alpha=alpha,
                       seed=seed_of(rng), curve_points=int(n_points), progress=progress).curve

@@ -8,6 +8,11 @@ checks with ``where=`` naming the file, so messages point at a row or a column.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from calibcli.errors import CalibcliError, OptionError, shown
@@ -182,6 +187,9 @@ _RULES = {
     "power": (lambda v: 0.0 < v < 1.0, "expected a number strictly between 0 and 1"),
     "top": (lambda v: v >= 1, "expected a positive number of segments to show"),
     "fail_above_sigma": (lambda v: v > 0, "expected a positive multiple of sigma, e.g. 4"),
+    "delta": (lambda v: 0.0 < v < 1.0, "expected a number in (0, 1)"),
+    "n_points": (lambda v: v >= 2, "expected an integer >= 2"),
+    "curve_points": (lambda v: v >= 2, "expected an integer >= 2"),
 }
 
 
@@ -381,11 +389,20 @@ def check_options(choices: dict[str, tuple[str, ...]] | None = None, **values) -
         _check_size(name, value)
 
 
+def check_alpha(alpha) -> float:
+    """The one check of a level ``alpha`` (an interval's ``1 - confidence``, a test's level), with the one
+    wording of :data:`_RULES`, for every family and library function; returns it as a float."""
+    if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+        raise OptionError("alpha", f"{{name}} is {_short_value(alpha)}: {_RULES['alpha'][1]}")
+    check_options(alpha=alpha)
+    return float(alpha)
+
+
 #: Options that count something (bins, resamples, rows, groups, workers...): an integer, never a bool or a
 #: float (the library's ``ece(y, p, n_bins=True)`` ran with one bin; ``n_bins=15.0`` was numpy's UFuncTypeError).
 INTEGER_OPTIONS = frozenset({
     "n_bins", "ece_n_bins", "n_boot", "batch_rows", "max_groups", "max_overlays", "max_classes", "workers", "degree",
-    "seed", "depth", "max_values", "segment_bins", "min_segment", "top", "max_rows",
+    "seed", "depth", "max_values", "segment_bins", "min_segment", "top", "max_rows", "n_points", "curve_points",
 })
 
 
@@ -452,3 +469,86 @@ def _fmt(value) -> str:
     arr = np.atleast_1d(np.asarray(value, dtype=np.float64))
     body = ", ".join(f"{v:.6g}" for v in arr[:6])
     return body if arr.size == 1 else f"[{body}{', ...' if arr.size > 6 else ''}]"
+
+
+# ---------------------------------------------------------------------------------------------
+# Options declared once: a family's options are a frozen dataclass whose fields carry their constraints
+
+
+@dataclass(frozen=True)
+class Param:
+    """What an option field declares besides its type and default (scikit-learn's ``_parameter_constraints``,
+    kept on the field): its command-line flags and help (``calibcli.cli_common`` builds the Typer option from
+    them), its choices (a constraint, checked with the rules of :data:`_RULES` by parameter name), whether it
+    counts something written as ``1e6`` (``count``), and how the report's ``parameters`` block shows its value
+    (``shown``; default: as it is)."""
+
+    flags: tuple[str, ...]
+    help: str
+    choices: tuple[str, ...] | None = None
+    metavar: str | None = None
+    count: bool = False
+    show_default: bool = True
+    shown: Callable[[Any], Any] | None = None
+
+    def narrowed(self, choices: tuple[str, ...], help: str | None = None) -> Param:
+        """The same option taking fewer of its choices (``audit --mode``: binary or top-label), its help
+        reworded where given."""
+        if self.choices is not None and not set(choices) <= set(self.choices):
+            raise ValueError(f"{choices} narrows {self.choices} to choices it does not have")
+        return dataclasses.replace(self, choices=tuple(choices), help=self.help if help is None else help)
+
+
+def option(default: Any, *flags: str, help: str, choices: tuple[str, ...] | None = None, metavar: str | None = None,
+           count: bool = False, show_default: bool = True, shown: Callable[[Any], Any] | None = None) -> Any:
+    """A declared option field: ``n_bins: int = option(15, "--n-bins", help="Number of bins.", count=True)``."""
+    declared = Param(tuple(flags), help, None if choices is None else tuple(choices), metavar, count, show_default, shown)
+    return dataclasses.field(default=default, metadata={"param": declared})
+
+
+def declared(default: Any, param: Param) -> Any:
+    """A field with an existing declaration (a shared option, or one :meth:`Param.narrowed`)."""
+    return dataclasses.field(default=default, metadata={"param": param})
+
+
+def params_of(cls_or_obj: Any) -> dict[str, tuple[Param, Any]]:
+    """The declared option fields of an options dataclass, in field order: name -> (declaration, default)."""
+    return {f.name: (f.metadata["param"], f.default) for f in dataclasses.fields(cls_or_obj) if "param" in f.metadata}
+
+
+class Declared:
+    """Base of the options dataclasses (``@dataclass(frozen=True)``): checked once, when made, by their
+    declarations (:func:`check_declared`); ``shown(*names)`` is their part of the report's ``parameters``."""
+
+    def __post_init__(self) -> None:
+        check_declared(self)
+
+    @classmethod
+    def of(cls, values: dict):
+        """The options from a command's (or a library call's) values: the fields it declares, the rest ignored."""
+        return cls(**{name: values[name] for name in params_of(cls) if name in values})
+
+    def shown(self, *names: str) -> dict:
+        """These options as the report's ``parameters`` block shows them (each field's ``shown`` rule)."""
+        params = params_of(self)
+        out = {}
+        for name in names:
+            value = getattr(self, name)
+            rule = params[name][0].shown if name in params else None
+            out[name] = rule(value) if rule is not None else value
+        return out
+
+
+def check_declared(options) -> None:
+    """Check every declared field of ``options`` by its declaration: choices among the declared ones, numbers by
+    the rules of :data:`_RULES` (finite, in range, within the memory budget); text without declared choices and
+    ``None`` pass."""
+    choices, values = {}, {}
+    for name, (param, _) in params_of(options).items():
+        value = getattr(options, name)
+        if param.choices is not None:
+            choices[name] = param.choices
+        elif isinstance(value, str) or not isinstance(value, (int, float, np.integer, np.floating)):
+            continue
+        values[name] = value
+    check_options(choices, **values)

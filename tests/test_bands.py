@@ -102,7 +102,7 @@ def test_coverage_by_simulation():
 
 @pytest.mark.parametrize("call, message", [
     (lambda: binomial_band([1], [2], method="bootstrap"), "band method is 'bootstrap': expected one of wilson"),
-    (lambda: binomial_band([1], [2], alpha=1.5), "alpha is 1.5: expected a level strictly between 0 and 1"),
+    (lambda: binomial_band([1], [2], alpha=1.5), "alpha is 1.5: expected a number strictly between 0 and 1"),
     (lambda: wilson_interval([3], [2]), "bin 0 has 3 successes out of 2 trials"),
     (lambda: clopper_pearson_interval([1], [-1]), "bin 0 has 1 successes out of -1 trials"),
 ])

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-import calibcli.tcal as tcal_module
+import calibcli.tcal.scalar as scalar_module
+from calibcli.binning import uniform_bin_index
 from calibcli.errors import CalibcliError
 from calibcli.tcal import (
-    _GroupVectorEngine,
     binomial_test,
     binomial_test_from_counts,
     chebyshev_constant,
@@ -24,6 +24,8 @@ from calibcli.tcal import (
     tcal_statistic,
     tcal_test,
 )
+from calibcli.tcal.scalar import SortedScalarEngine
+from calibcli.tcal.vector import GroupVectorEngine
 
 
 def calibrated(n, seed, skew=False):
@@ -63,7 +65,7 @@ def test_statistic_two_columns_equal_binary_and_engines_agree():
     assert tcal_statistic(y, np.stack([1 - z, z], axis=1), n_bins=8) == pytest.approx(t, abs=1e-15)
     # the vector engine with K = 2 and scale 1/2 (used by the consistency null) gives the same number
     groups = [np.unique(np.minimum(np.floor(z * 8), 7), return_inverse=True)[1].reshape(-1)]
-    engine = _GroupVectorEngine(np.stack([1 - z, z], axis=1), y, None, groups, scale=0.5)
+    engine = GroupVectorEngine(np.stack([1 - z, z], axis=1), y, None, groups, scale=0.5)
     assert engine.observed()[0] == pytest.approx(t, rel=1e-10, abs=1e-15)
 
 
@@ -96,12 +98,37 @@ def brute_force_statistic(y, z, m, w=None):
     return float(np.sum((S1[keep] ** 2 - S2[keep]) / W[keep]) / w.sum())
 
 
+@pytest.mark.parametrize("n, dyadic", [(2, True), (3, True), (50, True), (3000, True), (3000, False)])
+def test_distinct_bins_are_each_levels_runs(n, dyadic):
+    # the bins found from the gaps between sorted predictions (one pass for all levels) are, at every level,
+    # exactly the runs of equal bin index of that level: the non-empty count, and the bins of >= 2 points
+    rng = np.random.default_rng(n)
+    z = np.round(rng.random(n) ** 2, 2)  # ties, and values on bin edges
+    levels = [2**b for b in range(1, n_levels(n) + 1)] if dyadic else [7]
+    engine = SortedScalarEngine(z, np.zeros(n), None, levels)
+    zs = np.sort(z)
+    for j, m in enumerate(levels):
+        idx = uniform_bin_index(zs, m)
+        starts = np.concatenate([[0], np.flatnonzero(np.diff(idx)) + 1])
+        ends = np.append(starts[1:], n)
+        keep = ends - starts >= 2
+        assert engine.nonempty[j] == len(starts)
+        s, e, inv = engine.parts[engine.level_of[j]]
+        np.testing.assert_array_equal(s, starts[keep])
+        np.testing.assert_array_equal(e, ends[keep])
+        np.testing.assert_array_equal(inv, 1.0 / (ends[keep] - starts[keep]))
+    # the partitions are distinct and nested: each level with a new count is a new partition
+    counts = [engine.nonempty[j] for j in range(len(levels))]
+    expected = [sum(1 for i in range(1, j + 1) if counts[i] != counts[i - 1]) for j in range(len(levels))]
+    assert engine.level_of == expected
+
+
 @pytest.mark.parametrize("n, block", [(40, None), (3000, None), (3000, 97)])
 def test_all_levels_match_brute_force_with_ties_and_weights(n, block, monkeypatch):
     # the adaptive test's per-level statistics (distinct bins shared across levels) against the formula;
     # a small block size makes the sorted sweep cross many blocks, with bins spanning several of them
     if block is not None:
-        monkeypatch.setattr(tcal_module, "_BLOCK_POINTS", block)
+        monkeypatch.setattr(scalar_module, "_BLOCK_POINTS", block)
     rng = np.random.default_rng(21)
     z = np.round(rng.random(n) ** 3, 3)  # skewed, with ties
     y = (rng.random(n) < z).astype(int)

@@ -99,9 +99,13 @@ class TcalOptions:
 
 
 def _collapse(values: np.ndarray, n: np.ndarray, positives: np.ndarray):
-    """Entries with equal values summed: ``(distinct values increasing, N_v, M_v)`` (integers stay integers)."""
-    order = np.argsort(values, kind="stable")
-    v = values[order]
+    """Entries with equal values summed: ``(distinct values increasing, N_v, M_v)`` (integers stay integers).
+
+    The counts are integers, so their sums do not depend on the order within equal values: an unstable sort
+    (several times faster than a stable one on floats) gives the same result; ``-0.0`` is stored as ``0.0``.
+    """
+    order = np.argsort(values)
+    v = values[order] + 0.0
     starts = np.flatnonzero(np.concatenate(([True], v[1:] != v[:-1])))
     return v[starts], np.add.reduceat(n[order], starts), np.add.reduceat(positives[order], starts)
 

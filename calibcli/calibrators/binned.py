@@ -24,12 +24,10 @@ from calibcli.binning import STRATEGIES, Binning, fit_binning
 from calibcli.calibrators._common import DEFAULT_CLIP, BinaryCalibrator, Fields, check_clip, float_list, shown_number
 from calibcli.calibrators.parametric import _CLIP_WHY, _COEF_WHY, MAX_COEFFICIENT, PlattCalibrator, fit_platt
 from calibcli.errors import CalibcliError
-from calibcli.validation import check_binary, check_option
+from calibcli.validation import check_binary, check_option, check_options
 
 
 def _check_n_bins(n_bins) -> int:
-    from calibcli.validation import check_options
-
     check_option(isinstance(n_bins, (int, np.integer)) and not isinstance(n_bins, bool),
                  f"{{opt:n_bins}} is {n_bins!r}: expected a positive integer")
     check_options(n_bins=int(n_bins))  # positive, and its arrays within the memory budget
@@ -96,7 +94,7 @@ class BinningCertificate:
 def binning_certificate(n_bins: int, n: float, *, delta: float = 0.05, fixed_partition: bool = True,
                         weighted: bool = False) -> BinningCertificate:
     """The bounds of seed 002 Thm 12.6 for B bins and n calibration points."""
-    check_option(0.0 < delta < 1.0, f"delta is {delta!r}: expected a number in (0, 1)")
+    check_options(delta=delta)
     return BinningCertificate(n_bins, float(n), float(delta), math.sqrt(n_bins / (2.0 * n)),
                               math.sqrt(n_bins / n) / math.sqrt(2.0 * delta), fixed_partition, weighted)
 

@@ -38,7 +38,7 @@ from calibcli.calibrators._common import (
     sigmoid,
 )
 from calibcli.errors import CalibcliError
-from calibcli.validation import check_binary, check_multiclass, check_option
+from calibcli.validation import check_binary, check_multiclass, check_options
 
 # --------------------------------------------------------------------------- logistic regression
 
@@ -258,8 +258,7 @@ MAX_POLYNOMIAL_DEGREE = 20
 
 def fit_polynomial(y_true, y_prob, *, sample_weight=None, degree: int = 3) -> PolynomialCalibrator:
     """Weighted least-squares polynomial of degree ``degree`` of y on z, output clipped to [0, 1] (SPEC 5)."""
-    check_option(isinstance(degree, (int, np.integer)) and 0 <= degree <= MAX_POLYNOMIAL_DEGREE,
-                 f"{{opt:degree}} is {degree!r}: expected an integer in 0..{MAX_POLYNOMIAL_DEGREE}")
+    check_options(degree=degree)  # an integer in 0..MAX_POLYNOMIAL_DEGREE (validation._RULES)
     y, z, w = check_binary(y_true, y_prob, sample_weight)
     sw = np.sqrt(w)
     V = np.vander(z, int(degree) + 1, increasing=True)

@@ -8,18 +8,19 @@ differences with a paired bootstrap when both score the same examples.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from calibcli import cli_common as cc
 from calibcli.errors import CalibcliError, GateFailed
+from calibcli.families import compare as compare_family
 from calibcli.accumulators.inputs import BinnedOptions, SmoothOptions
-from calibcli.binning import EDGE_CONVENTION, STRATEGIES
-from calibcli.comparison import compare_streams, ID_PAIRING_LIMIT, PAIRINGS, worse_by
+from calibcli.binning import EDGE_CONVENTION
+from calibcli.comparison import compare_streams, ID_PAIRING_LIMIT, worse_by
 from calibcli.io import detect_format, read_schema, resolve_datasets
 from calibcli.io.formats import unreadable
-from calibcli.modes import CLASS_WEIGHTS, default_mode, MODES
+from calibcli.modes import default_mode
 from calibcli.registry import describe, REGISTRY
 from calibcli.report import emit, fmt_interval, fmt_number, FORMATS, new_document
 from calibcli.safe_text import for_rich
@@ -28,47 +29,13 @@ from calibcli.validation import check_options
 #: The entry of the differences in the report's ``files`` (so the tidy renderers show them as rows).
 DIFFERENCE_PATH = "candidate - baseline"
 
-IdCol = Annotated[
-    Optional[str],
-    typer.Option("--id-col", help="Pair the rows of both inputs by this ID column (present in both; the candidate is held "
-                 "in memory). Default: pair by row order when the labels agree row by row."),
-]
-Pairing = Annotated[
-    str,
-    typer.Option("--pairing", help="auto (by --id-col, else by row order when the labels agree, else unpaired), order "
-                 "(an error when the rows are not the same examples), or none (independent bootstraps).",
-                 metavar="[auto|order|none]"),
-]
-FailIfWorse = Annotated[
-    Optional[list[str]],
-    typer.Option("--fail-if-worse", metavar="METRIC",
-                 help="Exit 1 when the candidate is worse on METRIC and the interval of the difference excludes 0 "
-                 "(repeatable)."),
-]
-FailIfWorseBy = Annotated[
-    Optional[list[str]],
-    typer.Option("--fail-if-worse-by", metavar="METRIC=X",
-                 help="Exit 1 when the candidate is worse on METRIC by more than X (repeatable)."),
-]
-Smooth = Annotated[bool, typer.Option("--smece", help="Compare the SmoothECE as well (SPEC 3).")]
-
-
 @cc.with_groups(cc.COLUMNS, cc.READING, cc.DATASETS.only("batch_rows"), cc.OWN, cc.BOOTSTRAP,
-                cc.OUTPUT.only("as_json", "fmt", "output"))
+                cc.OUTPUT.only("as_json", "fmt", "output"), declared=compare_family.Options)
 def compare(
     baseline: Annotated[str, typer.Argument(help="The baseline's predictions: a file, a directory of shards, a quoted glob, '-'.",
                                             show_default=False, metavar="BASELINE")],
     candidate: Annotated[str, typer.Argument(help="The candidate's predictions, in the same forms.", show_default=False,
                                              metavar="CANDIDATE")],
-    id_col: IdCol = None,
-    pairing: Pairing = "auto",
-    mode: cc.Mode = None,
-    class_weights: cc.ClassWeights = "uniform",
-    n_bins: cc.NBins = 15,
-    strategy: cc.Strategy = "uniform",
-    smece: Smooth = False,
-    fail_if_worse: FailIfWorse = None,
-    fail_if_worse_by: FailIfWorseBy = None,
     **options,
 ) -> None:
     """Every metric of `ece` (and `smece` with --smece) for BASELINE and CANDIDATE, and candidate - baseline with a
@@ -77,15 +44,14 @@ def compare(
 
     Example: calibcli compare old.parquet new.parquet --fail-if-worse ece_l1_plugin
     """
-    n_boot, alpha, seed = options["n_boot"], options["alpha"], options["seed"]
     fmt, input_format, batch_rows = options["fmt"], options["input_format"], options["batch_rows"]
-    check_options({"fmt": FORMATS, "mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS, "pairing": PAIRINGS},
-                  mode=mode, strategy=strategy, class_weights=class_weights, fmt=fmt, pairing=pairing, n_bins=n_bins,
-                  n_boot=n_boot, alpha=alpha, batch_rows=batch_rows)
-    by = [_threshold(item) for item in fail_if_worse_by or []]
+    check_options({"fmt": FORMATS}, fmt=fmt)
+    chosen = compare_family.Options.of(options)  # the choices and rules checked here, once
+    id_col, pairing, mode, class_weights = chosen.id_col, chosen.pairing, chosen.mode, chosen.class_weights
+    n_bins, strategy, smece, fail_if_worse = chosen.n_bins, chosen.strategy, chosen.smece, chosen.fail_if_worse
+    n_boot, alpha, seed = chosen.n_boot, chosen.alpha, chosen.seed
+    by = [_threshold(item) for item in chosen.fail_if_worse_by or []]
     gates = list(fail_if_worse or [])
-    if gates and n_boot == 0:
-        raise CalibcliError("--fail-if-worse needs the interval of the difference: pass --n-boot N with N > 0")
     _check_gate_names(gates + [name for name, _ in by], smece)  # before any reading (again on the report after)
     spec = cc.spec_of(options)
     datasets = [resolve_datasets([path])[0] for path in (baseline, candidate)]  # both resolved before any reading

@@ -20,10 +20,11 @@ import calibcli.smooth
 from calibcli.accumulators.diagram import DiagramInputAccumulator, DiagramOptions
 from calibcli import cli_common as cc, diagrams as dg
 from calibcli.errors import CalibcliError
+from calibcli.families import diagram as diagram_family
 from calibcli.report import emit, new_document, write_atomic
 from calibcli.validation import check_option
-from calibcli.binning import EDGE_CONVENTION, STRATEGIES
-from calibcli.modes import default_mode, MODES
+from calibcli.binning import EDGE_CONVENTION
+from calibcli.modes import default_mode
 from calibcli.outputs import is_stream
 from calibcli.registry import REGISTRY
 from calibcli.safe_text import for_matplotlib
@@ -40,55 +41,12 @@ DiagramProbCol = Annotated[
         "stored as columns of one file.",
     ),
 ]
-Kind = Annotated[str, typer.Option("--kind", help="binned, smooth, or both (side by side).",
-                                   metavar=cc.choices("binned", "smooth", "both"))]
-Names = Annotated[
-    Optional[list[str]],
-    typer.Option("--name", help="Legend name of a curve, one per dataset (or per --prob-col); repeat it. Default: the file names."),
-]
 FigureOutput = Annotated[
     str,
     typer.Option("--output", "-o", help="Figure file to write (atomically); the format follows the extension: .png, .svg or .pdf; "
                  "'-' writes PNG bytes to stdout (the summary is then not printed), as does a device or pipe without an extension.",
                  show_default=False),
 ]
-Dpi = Annotated[float, typer.Option("--dpi", help="Resolution of PNG output (dots per inch; 300 prints sharply, and the "
-                                                   "default figure is then 975 px wide, enough for a slide).")]
-Title = Annotated[
-    Optional[str],
-    typer.Option("--title", help="Title on top of the figure ('' for none). Default: what is drawn (the file or the "
-                                 "number of models, the mode).", show_default=False),
-]
-FigSize = Annotated[
-    Optional[str],
-    typer.Option("--figsize", metavar="W,H",
-                 help="Figure size in inches. Default: 3.25 in wide per diagram (one column of a two-column paper; "
-                      "--kind both is 6.5 in, the page's text) by 3.75 in; small multiples 1.7 x 2.4 in per "
-                      "diagram, four across.", show_default=False),
-]
-Style = Annotated[
-    Optional[str],
-    typer.Option("--style", help="A matplotlib style name (e.g. ggplot, seaborn-v0_8-paper) or a .mplstyle file; its "
-                                 "colours replace the default colour-blind-safe palette (Okabe-Ito). --font-size still "
-                                 "sets the text size.", show_default=False),
-]
-FontSize = Annotated[float, typer.Option("--font-size", help="Text size in points (ticks and legends a point smaller); "
-                                                              "the default reads at the figure's printed size.")]
-MinCount = Annotated[
-    int,
-    typer.Option("--min-count", help="Bins with fewer rows are drawn hollow and faint, and the line does not join them "
-                                     "(every point stays, with its interval; 0 joins all); marker area grows with the bin's rows."),
-]
-HistScale = Annotated[str, typer.Option("--hist-scale", help="Scale of the count histogram under the binned diagram: "
-                                                             "linear, or log (shows bins of a few rows).",
-                                     metavar=cc.choices("linear", "log"))]
-MaxClasses = Annotated[int, typer.Option("--max-classes", help="Marginal mode: draw at most this many classes (the first ones).")]
-MaxOverlays = Annotated[
-    int,
-    typer.Option("--max-overlays", help="With --group-by: draw at most this many groups per dataset (the first ones in sorted "
-                                      "order), each as its own curve."),
-]
-
 #: Largest PNG drawn (its RGBA buffer is 4 bytes per pixel: 400 MB at this size).
 MAX_PIXELS = 100e6
 
@@ -129,27 +87,9 @@ def _group_text(group: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in group.items())
 
 
-@cc.with_groups(cc.COLUMNS.but(prob_col=DiagramProbCol), cc.READING, cc.DATASETS, cc.OWN,
-                cc.BOOTSTRAP.but(n_boot=(cc.NBoot, 200)), cc.ENGINE, cc.OUTPUT.only("as_json", "fmt", "summary", "metrics", "sort"))
-def diagram(
-    files: DiagramFiles,
-    output: FigureOutput,
-    kind: Kind = "both",
-    mode: cc.Mode = None,
-    n_bins: cc.NBins = 15,
-    strategy: cc.Strategy = "uniform",
-    name: Names = None,
-    dpi: Dpi = 300.0,
-    title: Title = None,
-    figsize: FigSize = None,
-    style: Style = None,
-    font_size: FontSize = 8.0,
-    min_count: MinCount = 10,
-    hist_scale: HistScale = "linear",
-    max_classes: MaxClasses = 12,
-    max_overlays: MaxOverlays = 10,
-    **options,
-) -> None:
+@cc.with_groups(cc.COLUMNS.but(prob_col=DiagramProbCol), cc.READING, cc.DATASETS, cc.OWN, cc.BOOTSTRAP, cc.ENGINE,
+                cc.OUTPUT.only("as_json", "fmt", "summary", "metrics", "sort"), declared=diagram_family.Options)
+def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
     """Draw reliability diagrams: binned (accuracy per bin with Wilson intervals, bin histogram) and
     smooth (kernel regression at the SmoothECE bandwidth with a bootstrap band, density), with the
     metric and its interval in the legend. Several files or --prob-col columns are overlaid, and so
@@ -157,15 +97,14 @@ def diagram(
     shards and quoted globs are streamed in flat memory.
 
     Example: calibcli diagram sample_data/breast_cancer_nb.csv -o reliability.png"""
-    n_boot, alpha, seed = options["n_boot"], options["alpha"], options["seed"]
+    chosen = diagram_family.Options.of(options)  # the choices and rules checked here, once
+    kind, mode, n_bins, strategy, name = chosen.kind, chosen.mode, chosen.n_bins, chosen.strategy, chosen.name
+    dpi, title, figsize, style, font_size = chosen.dpi, chosen.title, chosen.figsize, chosen.style, chosen.font_size
+    min_count, hist_scale, max_classes, max_overlays = (chosen.min_count, chosen.hist_scale, chosen.max_classes,
+                                                        chosen.max_overlays)
+    n_boot, alpha, seed = chosen.n_boot, chosen.alpha, chosen.seed
     prob_col = options["prob_col"]
     layout = cc.layout_of(options)
-    cc.check_choice(kind, dg.KINDS, "--kind")
-    if mode is not None:
-        cc.check_choice(mode, MODES, "--mode")
-    cc.check_choice(strategy, STRATEGIES, "--strategy")
-    # n_bins, n_boot, alpha, dpi, max_classes, max_overlays, batch_rows: checked before the body runs, by the
-    # shared rules (calibcli.validation._RULES, through cc.command), like every other command's options
     fig_style = dg.FigureStyle(font_size=font_size, min_count=min_count, hist_scale=hist_scale, style=style)
     fig_size = None if figsize is None else dg.parse_figsize(figsize)
     engine = cc.engine_of(options)
@@ -181,8 +120,7 @@ def diagram(
     base_names = _curve_names(files, sources.pool, columns, name)
     groups = sources.group_by
 
-    want_binned = kind in ("binned", "both")
-    want_smooth = kind in ("smooth", "both")
+    want_binned, want_smooth = chosen.binned, chosen.smooth
     estimators = {}
     if want_binned:
         estimators[dg.BINNED_METRIC] = REGISTRY[dg.BINNED_METRIC].description + ", percentile bootstrap interval"
@@ -193,27 +131,19 @@ def diagram(
     doc = new_document(
         "diagram",
         {
-            "kind": kind,
-            "n_bins": n_bins,
-            "strategy": strategy,
+            **chosen.shown("kind", "n_bins", "strategy"),
             "edges_convention": EDGE_CONVENTION,
-            "mode": mode or "auto",
-            "n_boot": n_boot,
+            **chosen.shown("mode", "n_boot"),
             "bootstrap": "Poisson, keyed by (seed, global row index); per row up to "
                          f"{calibcli.smooth.ROW_LIMIT} rows, from per-bin and per-cell sufficient statistics beyond",
             "first_pass_grid_cells": calibcli.smooth.STATS_GRID if want_smooth else None,
             "alpha": alpha,
             "confidence_level": 1.0 - alpha,
-            "seed": seed,
-            "max_classes": max_classes,
+            **chosen.shown("seed", "max_classes"),
             "max_overlays": max_overlays if groups else None,
             "dpi": dpi,
             "figsize": None if fig_size is None else list(fig_size),
-            "font_size": font_size,
-            "min_count": min_count,
-            "hist_scale": hist_scale,
-            "style": style,
-            "title": title,
+            **chosen.shown("font_size", "min_count", "hist_scale", "style", "title"),
             "estimators": estimators,
             "weights": "frequency weights" if sources.spec.weight_col else None,
             "group_by": list(groups) or None,

@@ -31,15 +31,14 @@ from calibcli.errors import CalibcliError
 from calibcli.safe_text import for_terminal
 from calibcli._version import __version__
 from calibcli.accumulators.composite import Composite
-from calibcli.accumulators.tcal import MAX_ROWS, TCAL_MODES
+from calibcli.accumulators.tcal import TCAL_MODES
 from calibcli.binning import STRATEGIES
 from calibcli.calibrators.document import METHOD_NAMES
 from calibcli.families.registry import FAMILIES
 from calibcli.html import render_page, require_jinja2, svg_fragment, verdict as verdicts
-from calibcli.io import open_streams
 from calibcli.modes import CLASS_WEIGHTS, default_mode, MODES
 from calibcli.recalibration import evaluation, holdout_split
-from calibcli.report import entry_label, GateSpec, new_document, to_json, write_atomic
+from calibcli.report import entry_label, new_document, to_json, write_atomic
 from calibcli.validation import check_option, check_options
 
 #: Methods compared by default in "what recalibration would do" (each works in every mode).
@@ -190,23 +189,17 @@ def _measure(files, *, columns, reading, engine, mode, tcal_mode, class_weights,
     recalibrate.evaluation`.
     """
     groups = cc.split_columns(group_by)
-    shared = {"weighted": columns["weight_col"] is not None, "group_by": groups, "pool": False,
-              "batch_rows": reading["batch_rows"], "engine": engine["engine"]}
-    docs, plans = {}, {}
-    docs["ece"], plans["ece"] = FAMILIES["ece"].plan(mode=mode, class_weights=class_weights, n_bins=n_bins, strategy=strategy,
-                                         n_boot=n_boot, alpha=alpha, seed=seed, **shared)
-    docs["smece"], plans["smece"] = FAMILIES["smece"].plan(mode=mode, class_weights=class_weights, sigma=None, n_boot=n_boot,
-                                               alpha=alpha, seed=seed, **shared)
-    docs["tcal"], plans["tcal"], tcal_options = FAMILIES["tcal"].plan(
-        mode=tcal_mode, smoothness=None, null="y-bootstrap", n_boot=n_boot, combine="bonferroni", discrete="auto",
-        alpha=alpha, seed=seed, max_rows=MAX_ROWS, fail_on_reject=False, **shared)
-    gates = {"ece": GateSpec("ece_l1_plugin"), "smece": GateSpec("smece"), "tcal": FAMILIES["tcal"].GATE}  # none active
-    resamples = {"ece": n_boot, "smece": n_boot, "tcal": tcal_options.resamples}
-
-    spec = cc.column_spec(columns["prob_col"], columns["prob_cols"], columns["label_col"], columns["weight_col"],
-                          columns["logits"])
-    streams = list(open_streams(files, spec, input_format=reading["input_format"], drop_invalid=reading["drop_invalid"],
-                                pool=False, batch_rows=reading["batch_rows"], group_by=groups))
+    sources = cc.sources(files, cc.column_spec(**columns), input_format=reading["input_format"],
+                         drop_invalid=reading["drop_invalid"], pool=False, batch_rows=reading["batch_rows"],
+                         group_by=groups)
+    chosen = {"ece": dict(mode=mode, class_weights=class_weights, n_bins=n_bins, strategy=strategy),
+              "smece": dict(mode=mode, class_weights_scheme=class_weights), "tcal": dict(mode=tcal_mode)}
+    docs, plans, declared = {}, {}, {}
+    for name, family in FAMILIES.items():  # each family's options as its command would take them
+        declared[name] = family.options(**chosen[name], n_boot=n_boot, alpha=alpha, seed=seed)
+        plans[name] = family.plan(declared[name], sources, engine["engine"])
+        docs[name] = plans[name].doc
+    streams = list(sources.open())
     headlines: dict = {name: {} for name in plans}
     drawn: dict = {}
     splits: dict = {}
@@ -221,7 +214,7 @@ def _measure(files, *, columns, reading, engine, mode, tcal_mode, class_weights,
                                         max_problems=MAX_CLASSES if fig_mode == "marginal" else None)
 
             def new(stream=stream, fig_mode=fig_mode, options=options):
-                members = {name: make(stream) for name, make in plans.items()}
+                members = {name: plan.new(stream) for name, plan in plans.items()}
                 members["diagrams"] = DiagramInputAccumulator(mode=fig_mode, n_classes=stream.n_classes,
                                                                  class_names=stream.class_names, options=options)
                 if holdout is not None:
@@ -231,7 +224,7 @@ def _measure(files, *, columns, reading, engine, mode, tcal_mode, class_weights,
             accumulators, described = runner.run(stream, new)
             for name in plans:  # each family finished as its command finishes it, in the same order
                 cc.add_entries(docs[name], described, [(group, acc[name]) for group, acc in accumulators],
-                               gate=gates[name], n_boot=resamples[name], headlines=headlines[name])
+                               gate=plans[name].gate, n_boot=plans[name].n_boot, headlines=headlines[name])
             if holdout is not None:
                 splits[described["path"]] = accumulators[0][1]["holdout"]
             for group, acc in accumulators:
@@ -241,7 +234,9 @@ def _measure(files, *, columns, reading, engine, mode, tcal_mode, class_weights,
                     acc["diagrams"], marginal=fig_mode == "marginal", n_classes=stream.n_classes, number=2 * len(drawn))
     for name in plans:
         cc.summarise_groups(docs[name], headlines[name])
-    FAMILIES["tcal"].finish_entries(docs["tcal"], alpha=alpha, fail_on_reject=False)
+    for name, family in FAMILIES.items():
+        if family.finish is not None:
+            family.finish(docs[name], declared[name])
     # each document as the command prints it (the JSON text, read back)
     return {name: json.loads(to_json(doc)) for name, doc in docs.items()}, drawn, splits
 
@@ -294,7 +289,7 @@ def report(
                   class_weights=class_weights, n_bins=n_bins, n_boot=n_boot, alpha=alpha, batch_rows=options["batch_rows"])
     check_option(n_boot >= 1, f"--n-boot is {n_boot}: the report's T-Cal test draws its null distribution from "
                  f"resamples: expected at least 1 (1000 or more for p-values below alpha/levels)")
-    check_option(0.0 < holdout < 1.0, f"--holdout is {holdout}: expected the fraction of rows to fit on, in (0, 1)")
+    check_options(holdout=holdout)
     check_option("-" not in files, "the report reads every input more than once (the recalibration comparison's fit "
                  "and test parts), and standard input ('-') can be read once: save it to a file first")
     methods = tuple(dict.fromkeys(method)) if method else DEFAULT_METHODS

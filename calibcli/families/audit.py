@@ -4,25 +4,77 @@ segments, MCE, the worst segments first; the ``--fail-above-sigma`` and ``--fail
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import dataclass
 
 from calibcli.accumulators.segments import ROW_LIMIT, SegmentAuditAccumulator
 from calibcli.audit import AuditOptions
-from calibcli.modes import default_mode
 from calibcli.entries import segment_text as describe
-from calibcli.report import new_document
+from calibcli.errors import CalibcliError, GateFailed
+from calibcli.families import ALPHA, MODE, Family, Plan, split_columns
+from calibcli.modes import default_mode
+from calibcli.multitest import ADJUST_METHODS, MCE_METHODS
+from calibcli.report import GateSpec, new_document
+from calibcli.validation import Declared, declared, option
 
 
-def plan(*, mode: str | None, columns: tuple[str, ...], options: AuditOptions, weighted: bool, pool: bool,
-         batch_rows: int, engine: str, fail_above_sigma: float | None, fail_if_any_segment: bool):
+@dataclass(frozen=True)
+class Options(Declared):
+    """``audit``'s options, declared once: the command's flags, the checks, the report's ``parameters``."""
+
+    segment_cols: str | None = option(
+        None, "--segment-cols", help="Columns whose values (and their intersections) define the segments, "
+        "comma-separated: categorical columns by value, numeric ones by quantile bins.", show_default=False)
+    mode: str | None = declared(None, MODE.narrowed(("binary", "top-label"), help=(
+        "binary, or top-label (the confidence of the predicted class against whether it was right). Default: binary "
+        "for one or two probability columns, top-label for K > 2.")))
+    depth: int = option(2, "--depth", help="Intersections of up to this many segment columns.")
+    max_values: int = option(10, "--max-values", help="Values kept per categorical column, the most frequent; the "
+                             "rest are one segment, 'other'.")
+    segment_bins: int = option(4, "--segment-bins", help="Quantile bins of a numeric column (one with more distinct "
+                               "values than this).")
+    min_segment: int = option(100, "--min-segment", help="Segments with fewer rows are counted, not tested.")
+    alpha: float = declared(0.05, ALPHA)
+    power: float = option(0.8, "--power", help="Power of the minimum detectable ECCE (mde) of each segment.")
+    adjust: str = option("holm", "--adjust", help="Adjust the segments' p-values for their number: holm "
+                         "(family-wise), bh (false discovery rate), by, bonferroni or none.", choices=ADJUST_METHODS)
+    mce_method: str = option("bonferroni", "--mce-method", help="The MCE p-value over the segments tested: bonferroni "
+                             "(any overlap), sidak (independent segments) or none (MCGrad's unadjusted minimum).",
+                             choices=MCE_METHODS)
+    top: int = option(10, "--top", help="Segments shown in the table, the worst first (JSON: all).")
+    fail_above_sigma: float | None = option(None, "--fail-above-sigma", help="Exit 1 when MCE (the worst tested "
+                                               "segment's ECCE-R/sigma) exceeds this.")
+    fail_if_any_segment: bool = option(False, "--fail-if-any-segment", help="Exit 1 when any segment's adjusted "
+                                       "p-value is at most --alpha.")
+
+    def __post_init__(self) -> None:
+        if not self.columns:
+            raise CalibcliError("--segment-cols names no column: name the columns that define the segments, "
+                                "e.g. --segment-cols country,device")
+        super().__post_init__()
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return split_columns(self.segment_cols)
+
+    @property
+    def audit(self) -> AuditOptions:
+        """What the audit computes (:class:`calibcli.audit.AuditOptions`)."""
+        return AuditOptions(depth=self.depth, max_values=self.max_values, segment_bins=self.segment_bins,
+                            min_segment=self.min_segment, alpha=self.alpha, power=self.power, adjust=self.adjust,
+                            mce_method=self.mce_method).check()
+
+
+def plan(o: Options, sources, engine: str) -> Plan:
     """The audit's document (its parameters; entries from :func:`calibcli.pipeline.add_entries`) and
-    ``new(stream)``, the input accumulator of a stream. Options are checked already."""
+    ``new(stream)``, the input accumulator of a stream. ``sources`` carry the segment columns."""
+    options, columns, mode = o.audit, o.columns, o.mode
     doc = new_document(
         "audit",
         {
-            "mode": mode or "auto",
+            **o.shown("mode"),
             "segment_columns": list(columns),
-            **asdict(options),
+            **o.shown("depth", "max_values", "segment_bins", "min_segment", "alpha", "power", "adjust", "mce_method"),
+            "n_bins": options.n_bins,
             "segments": "the whole population, each segment column's values (categorical: the max_values most "
                         "frequent, the rest 'other'; numeric: segment_bins quantile bins) and their intersections "
                         "up to depth columns; missing values are a segment of their own",
@@ -35,12 +87,14 @@ def plan(*, mode: str | None, columns: tuple[str, ...], options: AuditOptions, w
                    f"{options.mce_method} over the number tested",
             "o_e_interval": "(O -+ z sqrt(sum w^2 s (1 - s))) / E, normal approximation",
             "exact": f"every row of an input, up to {ROW_LIMIT:,} rows",
-            "weights": "weights normalised within each segment (ECCE's convention)" if weighted else None,
-            "pool": pool,
-            "batch_rows": batch_rows,
+            "weights": "weights normalised within each segment (ECCE's convention)"
+            if sources.spec.weight_col is not None else None,
+            "pool": sources.pool,
+            "batch_rows": sources.batch_rows,
             "engine": engine,
-            "gate": {"fail_above_sigma": fail_above_sigma, "fail_if_any_segment": fail_if_any_segment}
-            if fail_above_sigma is not None or fail_if_any_segment else None,
+            "gate": {"fail_above_sigma": o.fail_above_sigma, "fail_if_any_segment": o.fail_if_any_segment}
+            if o.fail_above_sigma is not None or o.fail_if_any_segment else None,
+            **o.shown("top"),
         },
     )
 
@@ -48,7 +102,36 @@ def plan(*, mode: str | None, columns: tuple[str, ...], options: AuditOptions, w
         return SegmentAuditAccumulator(mode=mode or default_mode(stream.n_classes), n_classes=stream.n_classes,
                                        class_names=stream.class_names, options=options, columns=columns)
 
-    return doc, new
+    return Plan(doc, new, GateSpec("mce_sigma"), 0)
+
+
+def finish(doc: dict, o: Options) -> list[str]:
+    """The audit's headline at the top of the document, and the gates' verdicts (``doc["gate"]``)."""
+    _headline(doc)
+    failures = gate_failures(doc, fail_above_sigma=o.fail_above_sigma, fail_if_any_segment=o.fail_if_any_segment,
+                             alpha=o.alpha)
+    if doc["parameters"]["gate"] is not None:
+        doc["gate"] = {**doc["parameters"]["gate"], "passed": not failures, "failures": failures}
+    return failures
+
+
+def _headline(doc: dict) -> None:
+    """The audit's headline at the top of the document, so scripts read ``.mce_sigma`` whatever the inputs: the
+    input with the largest MCE (the only one, usually), named by ``input``."""
+    entries = [e for e in doc["files"] if e.get("mce_sigma") is not None]
+    if not entries:
+        return
+    worst = max(entries, key=lambda e: e["mce_sigma"])
+    doc.update(input=worst["input"]["path"], mce_sigma=worst["mce_sigma"], mce_pvalue=worst["mce_pvalue"],
+               mce_relative=worst["mce_relative"], n_segments_tested=worst["n_segments_tested"],
+               segments=worst["segments"])
+
+
+def check_gate(doc: dict) -> None:
+    """Exit 1 (:class:`~calibcli.errors.GateFailed`) when a gate failed."""
+    failures = (doc.get("gate") or {}).get("failures")
+    if failures:
+        raise GateFailed("Gate failed: " + "; ".join(failures))
 
 
 def gate_failures(doc: dict, *, fail_above_sigma: float | None, fail_if_any_segment: bool, alpha: float) -> list[str]:
@@ -69,3 +152,6 @@ def gate_failures(doc: dict, *, fail_above_sigma: float | None, fail_if_any_segm
                 failures.append(f"{label}: {len(found)} segment(s) miscalibrated at alpha {alpha:g} "
                                 f"(--fail-if-any-segment): {named}{more}")
     return failures
+
+
+FAMILY = Family("audit", Options, plan, finish)

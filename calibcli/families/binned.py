@@ -2,41 +2,68 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from calibcli.accumulators import per_input
 from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator
 from calibcli.binning import EDGE_CONVENTION
 from calibcli.estimators import LOG_LOSS_EPS
+from calibcli.families import (
+    CLASS_WEIGHTS_PARAM,
+    N_BINS,
+    STRATEGY,
+    Family,
+    GatedMetrics,
+    Plan,
+    mode_field,
+    sources_block,
+)
 from calibcli.registry import describe
-from calibcli.report import GateSpec, new_document
-from calibcli.families import sources_parameters
+from calibcli.report import new_document
+from calibcli.validation import declared, option
 
 
-def plan(*, mode: str | None, class_weights: str, n_bins: int, strategy: str, n_boot: int, alpha: float, seed: int,
-         weighted: bool, group_by: tuple[str, ...], pool: bool, batch_rows: int, engine: str, gate=None):
+@dataclass(frozen=True)
+class Options(GatedMetrics):
+    """``ece``'s options, declared once: the command's flags, the checks, the report's ``parameters``."""
+
+    mode: str | None = mode_field()
+    class_weights: str = declared("uniform", CLASS_WEIGHTS_PARAM)
+    n_bins: int = declared(15, N_BINS)
+    strategy: str = declared("uniform", STRATEGY)
+    metric: str = option("ece_l1_plugin", "--metric", help="Metric the gates look at (a name from the report).")
+
+    @property
+    def gate_metric(self) -> str:
+        return self.metric
+
+
+def plan(o: Options, sources, engine: str) -> Plan:
     """``ece``'s document (its parameters; entries come from :func:`calibcli.pipeline.add_entries`) and
     ``new(stream)``, the input accumulator of a stream: the command apart from running it, so that
-    ``calibcli report`` feeds it in one pass beside the other families. Options are checked already."""
-    gate = gate if gate is not None else GateSpec("ece_l1_plugin", None, None)
-    options = BinnedOptions(n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights)
+    ``calibcli report`` feeds it in one pass beside the other families."""
+    options = BinnedOptions(n_bins=o.n_bins, strategy=o.strategy, n_boot=o.n_boot, alpha=o.alpha, seed=o.seed,
+                            class_weights=o.class_weights)
+    gate = o.gate
     doc = new_document(
         "ece",
         {
-            "n_bins": n_bins,
-            "strategy": strategy,
+            **o.shown("n_bins", "strategy"),
             "edges_convention": EDGE_CONVENTION,
-            "mode": mode or "auto",
-            "class_weights": class_weights,
-            "n_boot": n_boot,
+            **o.shown("mode", "class_weights", "n_boot"),
             "bootstrap": "Poisson, keyed by (seed, global row index); per row up to "
                          f"{options.row_limit} rows, from per-bin sufficient statistics beyond",
-            "alpha": alpha,
-            "confidence_level": 1.0 - alpha,
-            "seed": seed,
-            "bound_delta": alpha,
+            "alpha": o.alpha,
+            "confidence_level": 1.0 - o.alpha,
+            "seed": o.seed,
+            "bound_delta": o.alpha,
             "log_loss_eps": LOG_LOSS_EPS,
             "estimators": describe("binned"),
-            **sources_parameters(weighted=weighted, group_by=group_by, pool=pool, batch_rows=batch_rows, engine=engine),
+            **sources_block(sources, engine),
             "gate": gate.describe() if gate.active else None,
         },
     )
-    return doc, per_input(InputAccumulator, mode, options)
+    return Plan(doc, per_input(InputAccumulator, o.mode, options), gate, o.n_boot)
+
+
+FAMILY = Family("ece", Options, plan)

@@ -3,61 +3,120 @@ binomial tests for discrete predictors; the ``--fail-on-reject`` gate."""
 
 from __future__ import annotations
 
-from calibcli.accumulators import per_input
-from calibcli.accumulators.tcal import TcalInputAccumulator, TcalOptions
-from calibcli.errors import CalibcliError, cli_text, flag_of, warn
-from calibcli.report import GateSpec, entry_label, new_document
-from calibcli.tcal import DISCRETE_RULE, STATISTIC_NAME
-from calibcli.families import sources_parameters
+from dataclasses import dataclass
 
+from calibcli.accumulators import per_input
+from calibcli.accumulators.clinical import CLINICAL_TESTS
+from calibcli.accumulators.tcal import DISCRETE_CHOICES, MAX_ROWS, TCAL_MODES, TcalInputAccumulator, TcalOptions
+from calibcli.errors import CalibcliError, cli_text, flag_of, warn
+from calibcli.families import Bootstrap, Family, Plan, auto, sources_block
+from calibcli.report import GateSpec, entry_label, new_document
+from calibcli.tcal import COMBINES, DISCRETE_RULE, NULLS, STATISTIC_NAME
+from calibcli.validation import option
 
 #: What T-Cal's entries carry as their gate metric (the --fail-on-reject gate is T-Cal's own).
 GATE = GateSpec("tcal_p_value")
 
+#: ``--test`` choices: T-Cal or the binomial test as --discrete decides (auto), one of them, or a classical test.
+TESTS = ("auto", "tcal", "binomial", *CLINICAL_TESTS)
 
-def plan(*, mode: str | None, smoothness: float | None, null: str, n_boot: int, combine: str, discrete: str,
-         alpha: float, seed: int, max_rows: int, fail_on_reject: bool, weighted: bool, group_by: tuple[str, ...],
-         pool: bool, batch_rows: int, engine: str):
+
+@dataclass(frozen=True)
+class Options(Bootstrap):
+    """``tcal``'s options, declared once: the command's flags, the checks, the report's ``parameters``
+    (the T-Cal family's, and the classical tests' of :mod:`calibcli.families.clinical`)."""
+
+    mode: str | None = option(
+        None, "--mode", help="binary, top-label or canonical (the whole probability vector, equal-volume simplex "
+        "bins). Default: binary for one or two probability columns, top-label for K > 2.", choices=TCAL_MODES,
+        shown=auto)
+    smoothness: float | None = option(
+        None, "--smoothness", help="Holder smoothness s of the miscalibration, if known: single-scale test with "
+        "m* = floor(n^(2/(4s+K-1))) bins. Default: the adaptive test over the dyadic levels m = 2, 4, ..., 2^L.")
+    null: str = option(
+        "y-bootstrap", "--null", help="Null distribution: y-bootstrap (keep z, redraw y ~ Bernoulli(z); exact "
+        "p-values), consistency (also resample z; approximate) or chebyshev (no resampling; conservative critical "
+        "values of Theorem 3.1).", choices=NULLS)
+    combine: str = option(
+        "bonferroni", "--combine", help="Combining the levels: bonferroni (reject if some level has p <= alpha/L) or "
+        "min-p (min_b p_b calibrated over the same resamples; exact and more powerful).", choices=COMBINES)
+    discrete: str = option(
+        "auto", "--discrete", help="Exact binomial test per distinct prediction value instead of T-Cal: auto (when "
+        "the predictor takes at most sqrt(n) distinct values), yes or no.", choices=DISCRETE_CHOICES)
+    max_rows: int = option(
+        MAX_ROWS, "--max-rows", help="T-Cal runs on every row up to this many, else on the bottom-k sample of this "
+        "many rows (smallest hash of (seed, row index); the same however the data are split). The binomial test "
+        "counts every row. --test ecce is exact up to this many rows and uses every row on a fine score grid beyond.")
+    test: str = option(
+        "auto", "--test", help="Which test: auto (T-Cal, or the exact binomial test when --discrete says so), tcal, "
+        "binomial, spiegelhalter (Spiegelhalter's Z, 1986) or hosmer-lemeshow (C-hat over --n-bins deciles of risk, "
+        "G - 2 df; depends on the grouping, weak at small n, rejects nearly every model at large n) or ecce "
+        "(ECCE-R/sigma against the range of Brownian motion, SPEC 9: no bins, O(n log n); exact up to --max-rows "
+        "rows, a 2^16-cell score grid with its error bound beyond).", choices=TESTS)
+    n_bins: int | None = option(
+        None, "--n-bins", help="Groups of the Hosmer-Lemeshow test (quantile bins of the predictions). Default: 10.")
+    fail_on_reject: bool = option(False, "--fail-on-reject", help="Exit 1 when the test rejects perfect calibration.")
+    n_boot: int = option(1000, "--n-boot", help="Resamples for the null distribution; one set serves every level.")
+    alpha: float = option(0.05, "--alpha", help="Level of the test: reject when the p-value is at most alpha.")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.n_bins is not None and self.test != "hosmer-lemeshow":
+            raise CalibcliError(f"--n-bins sets the groups of --test hosmer-lemeshow, and --test is {self.test}: "
+                                "drop --n-bins")
+        if self.test in ("tcal", "binomial") and self.discrete not in ("auto", self.wanted_discrete):
+            raise CalibcliError(f"--test {self.test} and --discrete {self.discrete} disagree: --test {self.test} is "
+                                f"--discrete {self.wanted_discrete}")
+        if self.test not in CLINICAL_TESTS and self.null == "chebyshev" and self.combine == "min-p":
+            raise CalibcliError(
+                "--combine min-p calibrates the minimum p-value over resamples, and --null chebyshev draws none: "
+                "use --combine bonferroni with chebyshev, or a resampling null"
+            )
+
+    @property
+    def wanted_discrete(self) -> str:
+        """``--discrete`` as ``--test`` reconciles it: ``tcal`` is ``no``, ``binomial`` is ``yes``."""
+        return {"tcal": "no", "binomial": "yes"}.get(self.test, self.discrete)
+
+
+def plan(o: Options, sources, engine: str) -> Plan:
     """The T-Cal test's document (its parameters; entries come from :func:`calibcli.pipeline.add_entries`,
-    then :func:`finish_entries`), ``new(stream)``, the input accumulator of a stream, and the options: the
-    command apart from running it, so that ``calibcli report`` feeds it in one pass beside the other
-    families. ``--discrete`` is already reconciled with ``--test``."""
-    options = TcalOptions(smoothness=smoothness, null=null, n_boot=n_boot, combine=combine, alpha=alpha, seed=seed,
-                          discrete=discrete, max_rows=max_rows)
-    if null == "chebyshev" and combine == "min-p":
-        raise CalibcliError(
-            "--combine min-p calibrates the minimum p-value over resamples, and --null chebyshev draws none: "
-            "use --combine bonferroni with chebyshev, or a resampling null"
-        )
+    then :func:`finish_entries`) and ``new(stream)``, the input accumulator of a stream: the command apart from
+    running it, so that ``calibcli report`` feeds it in one pass beside the other families."""
+    discrete = o.wanted_discrete
+    options = TcalOptions(smoothness=o.smoothness, null=o.null, n_boot=o.n_boot, combine=o.combine, alpha=o.alpha,
+                          seed=o.seed, discrete=discrete, max_rows=o.max_rows)
     doc = new_document(
         "tcal",
         {
-            "mode": mode or "auto",
-            "test": "adaptive" if smoothness is None else "single-scale",
-            "smoothness": smoothness,
-            "null": null,
+            **o.shown("mode"),
+            "test": "adaptive" if o.smoothness is None else "single-scale",
+            **o.shown("smoothness", "null"),
             "n_boot": options.resamples,
-            "combine": combine,
-            "alpha": alpha,
-            "seed": seed,
+            **o.shown("combine", "alpha", "seed"),
             "discrete": discrete,
             "discrete_rule": DISCRETE_RULE,
             "discrete_counts": f"per distinct value over every row, up to {options.max_distinct} values "
                                "(more: the predictor is continuous)",
-            "max_rows": max_rows,
-            "sample": f"T-Cal runs on every row up to {max_rows} rows, else on the bottom-k sample of {max_rows} rows "
-                      "with the smallest hash of (seed, global row index)",
+            "max_rows": o.max_rows,
+            "sample": f"T-Cal runs on every row up to {o.max_rows} rows, else on the bottom-k sample of {o.max_rows} "
+                      "rows with the smallest hash of (seed, global row index)",
             "statistic": STATISTIC_NAME,
             "binning": "equal-width bins [j/m, (j+1)/m), the last closed (binary, top-label); "
             "equal-volume simplex cells (canonical, SPEC 4.3)",
             "p_value": "(1 + #{T* >= T}) / (R + 1) per level"
-            if null != "chebyshev"
+            if o.null != "chebyshev"
             else "min(1, (C_m / T_m)^2): the smallest level at which Theorem 3.1's test rejects",
-            "fail_on_reject": fail_on_reject,
-            **sources_parameters(weighted=weighted, group_by=group_by, pool=pool, batch_rows=batch_rows, engine=engine),
+            "fail_on_reject": o.fail_on_reject,
+            **sources_block(sources, engine),
         },
     )
-    return doc, per_input(TcalInputAccumulator, mode, options), options
+    return Plan(doc, per_input(TcalInputAccumulator, o.mode, options), GATE, options.resamples)
+
+
+def finish(doc: dict, o: Options) -> list[str]:
+    """:func:`finish_entries` with the options' level and gate."""
+    return finish_entries(doc, alpha=o.alpha, fail_on_reject=o.fail_on_reject)
 
 
 def finish_entries(doc: dict, *, alpha: float, fail_on_reject: bool) -> list[str]:
@@ -99,3 +158,6 @@ def _gate(entry: dict, alpha: float, active: bool) -> list[str]:
 def _summarise_groups(doc: dict) -> None:
     """Which groups reject (the worst group and spread of each p-value come from the shared summary)."""
     doc["groups"]["rejecting"] = [entry_label(e) for e in doc["files"] if e["result"]["reject"]]
+
+
+FAMILY = Family("tcal", Options, plan, finish)

@@ -1,0 +1,244 @@
+"""The T-Cal test (SPEC 4.2; Algorithms 1 and 2 of seed 004) and its statistic (SPEC 4.1), on arrays.
+
+:func:`tcal_test` validates the input, chooses the levels, builds the engine for the data's mode
+(:mod:`calibcli.tcal.scalar` or :mod:`calibcli.tcal.vector`), draws one set of resamples for every level
+(:func:`calibcli.tcal.engine.resample_all`) and combines the per-level p-values
+(:mod:`calibcli.tcal.combine`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from calibcli.tcal.combine import monte_carlo_combine
+from calibcli.tcal.engine import Engine, resample_all
+from calibcli.tcal.results import COMBINES, NULLS, STATISTIC_NAME, TcalLevel, TcalResult
+from calibcli.tcal.scalar import SortedScalarEngine
+from calibcli.tcal.scales import chebyshev_constant, check_cells, n_levels, optimal_n_bins
+from calibcli.tcal.simplex import simplex_bin_index
+from calibcli.tcal.vector import GroupVectorEngine
+from calibcli.validation import check_alpha, check_binary, check_multiclass, check_option
+
+#: Canonical mode: warn when the minimax detectable l2-ECE for Lipschitz (s = 1) miscalibration,
+#: ``n^(-2/(K+3))``, exceeds this.
+HOPELESS_RATE = 0.1
+
+
+def prepare(y_true, y_prob, sample_weight):
+    """Validate; return (mode, K, y or c, z or P, w or None, weighted)."""
+    arr = np.asarray(y_prob)
+    if arr.ndim == 2 and arr.shape[1] == 2:
+        c, P, w = check_multiclass(y_true, arr, sample_weight)
+        y, z = c, P[:, 1].copy()
+        mode, K = "binary", 2
+        data = (y, z)
+    elif arr.ndim == 2:
+        c, P, w = check_multiclass(y_true, arr, sample_weight)
+        mode, K = "canonical", P.shape[1]
+        data = (c, P)
+    else:
+        y, z, w = check_binary(y_true, arr, sample_weight)
+        mode, K = "binary", 2
+        data = (y, z)
+    weighted = sample_weight is not None and not np.all(w == w[0])
+    labels, probs = data
+    if weighted:
+        keep = w > 0  # rows of weight 0 contribute nothing
+        labels, probs, w = labels[keep], probs[keep], w[keep]
+    else:
+        w = None  # constant weights change nothing: T_m is invariant to a common factor
+    return mode, K, labels, probs, w, weighted
+
+
+def make_engine(mode: str, K: int, labels, probs, w, n_bins_list: list[int]) -> Engine:
+    if mode == "binary":
+        return SortedScalarEngine(probs, labels.astype(np.float64), w, n_bins_list)
+    P = probs / probs.sum(axis=1, keepdims=True)
+    groups = [simplex_bin_index(P, m) for m in n_bins_list]
+    return GroupVectorEngine(P, labels, w, groups, scale=1.0)
+
+
+def tcal_statistic(y_true, y_prob, *, n_bins: int, sample_weight=None) -> float:
+    """The debiased plug-in statistic ``T_m`` of SPEC 4.1 with ``n_bins`` = m bins per axis.
+
+    Binary (1-D ``y_prob``, or two columns): ``(1/n) sum_b (1/n_b) [(sum_b U)^2 - sum_b U^2]`` with
+    ``U = y - z`` and equal-width bins. Canonical (K > 2 columns): the same with ``U = e_c - P``,
+    squared norms, and the simplex partition of SPEC 4.3. With weights, ``n`` and ``n_b`` become
+    sums of weights and the debiasing term ``sum w^2 U^2``. It estimates the squared l2-ECE (it can
+    be negative).
+    """
+    check_option(int(n_bins) >= 1, f"n_bins is {n_bins}: expected at least 1 bin per axis")
+    mode, K, labels, probs, w, _ = prepare(y_true, y_prob, sample_weight)
+    engine = make_engine(mode, K, labels, probs, w, [int(n_bins)])
+    return float(engine.observed()[engine.level_of[0]])
+
+
+def tcal_test(
+    y_true,
+    y_prob,
+    *,
+    sample_weight=None,
+    smoothness: float | None = None,
+    null: str = "y-bootstrap",
+    n_boot: int = 1000,
+    combine: str = "bonferroni",
+    alpha: float = 0.05,
+    rng: np.random.Generator | None = None,
+    progress: Callable[[], None] | None = None,
+) -> TcalResult:
+    """Test the null hypothesis of perfect calibration with T-Cal (seed 004; SPEC 4.2).
+
+    Inputs: binary labels and 1-D probabilities (binary or top-label data; the caller reduces
+    top-label to binary), or integer labels and an (n, K) probability matrix (canonical mode;
+    K = 2 columns reduce to binary on column 1).
+
+    ``smoothness=None`` runs the adaptive test (Algorithm 2): levels ``b = 1..L`` with ``m = 2^b``.
+    A number ``s`` runs the single-scale test with ``m* = floor(n^(2/(4s+K-1)))`` bins per axis.
+
+    ``null``: ``y-bootstrap`` (keep z, draw ``y* ~ Bernoulli(z)``; the Monte Carlo p-value is exact),
+    ``consistency`` (z* resampled with replacement, then ``y* ~ Bernoulli(z*)``; approximate), or
+    ``chebyshev`` (no resampling; the conservative critical value of Theorem 3.1). One set of
+    ``n_boot`` resamples serves every level and both combination rules.
+
+    ``combine``: ``bonferroni`` (reject if some level has ``p_b <= alpha/L``; p-value
+    ``min(1, L min_b p_b)``) or ``min-p`` (``min_b p_b`` calibrated against its own distribution over
+    the same resamples; exact under the y-bootstrap). For ``chebyshev``, the per-level p-value is
+    the smallest level at which Theorem 3.1's test rejects: ``min(1, (C_m / T_m)^2)`` for
+    ``T_m > 0`` (its critical value is ``C_m / sqrt(alpha)``), else 1; ``min-p`` needs resamples
+    and is refused.
+
+    ``rng``: the source of all randomness (``None`` means ``numpy.random.default_rng(0)``).
+    ``progress``: called once per finished resample (for a progress bar).
+    Sample weights are supported by the y-bootstrap only (weights held fixed, labels redrawn).
+    """
+    check_option(null in NULLS, f"unknown null {null!r}: expected one of {', '.join(NULLS)}")
+    check_option(combine in COMBINES, f"unknown combine rule {combine!r}: expected one of {', '.join(COMBINES)}")
+    alpha = check_alpha(alpha)
+    check_option(null == "chebyshev" or int(n_boot) >= 1, f"{{opt:n_boot}} is {n_boot}: expected at least 1 resample")
+    check_option(
+        not (null == "chebyshev" and combine == "min-p"),
+        "{opt:combine} min-p calibrates the minimum p-value over resamples, and {opt:null} chebyshev draws none: "
+        "use {opt:combine} bonferroni with chebyshev, or a resampling null",
+    )
+    check_option(smoothness is None or smoothness > 0,
+                 f"{{opt:smoothness}} is {smoothness}: expected a positive Holder exponent")
+    mode, K, labels, probs, w, weighted = prepare(y_true, y_prob, sample_weight)
+    check_option(
+        not weighted or null == "y-bootstrap",
+        f"sample weights are supported by {{opt:null}} y-bootstrap only (got {{opt:null}} {null}): "
+        "drop the weights or use the y-bootstrap",
+    )
+    n = len(labels)
+    check_option(n >= 2, f"T-Cal needs at least 2 predictions, got {n}")
+    rng = np.random.default_rng(0) if rng is None else rng
+    R = 0 if null == "chebyshev" else int(n_boot)
+
+    adaptive = smoothness is None
+    if smoothness is None:
+        L = n_levels(n, K)
+        n_bins_list = [2**b for b in range(1, L + 1)]
+    else:
+        L = 1
+        n_bins_list = [optimal_n_bins(n, float(smoothness), K)]
+        check_cells(n_bins_list[0], K, n, float(smoothness))
+
+    warnings: list[str] = []
+    if mode == "canonical":
+        rate = n ** (-2.0 / (K + 3))
+        if rate > HOPELESS_RATE:
+            warnings.append(
+                f"canonical mode with K = {K} classes splits the simplex into m^{K - 1} cells "
+                f"({2 ** (K - 1)} already at m = 2), and the smallest detectable l2-ECE shrinks only like "
+                f"n^(-2s/(4s+K-1)) (about {rate:.2f} here for s = 1): the test has little power; "
+                f"use {{opt:mode}} top-label to test the confidence of the predicted class instead"
+            )
+
+    engine = make_engine(mode, K, labels, probs, w, n_bins_list)
+    observed = engine.observed()  # one value per distinct partition
+    level_of = np.asarray(engine.level_of)
+    T_obs = observed[level_of]
+    n_cells = [m ** (K - 1) for m in n_bins_list]
+
+    crit: list[float | None]
+    if null == "chebyshev":
+        C = np.array([chebyshev_constant(n, m, K, scalar=(mode == "binary")) for m in n_bins_list])
+        p_levels = np.where(T_obs > 0, np.minimum(1.0, (C / np.where(T_obs > 0, T_obs, 1.0)) ** 2), 1.0)
+        per_level_alpha = alpha / L
+        critical = [float(c / math.sqrt(per_level_alpha)) for c in C]
+        reject_levels = [bool(t >= cv) for t, cv in zip(T_obs, critical, strict=True)]
+        crit = list(critical)
+        p_value = min(1.0, L * float(p_levels.min()))
+        p_value_min_p = None
+        reject = any(reject_levels)
+        exact = False
+    else:
+        star = resample_all(engine, rng, R, null, progress)
+        mc = monte_carlo_combine(observed, star, level_of, alpha)
+        p_levels = mc.p_levels
+        threshold = mc.threshold_bonferroni if combine == "bonferroni" else mc.threshold_min_p
+        p_value = mc.p_value_bonferroni if combine == "bonferroni" else mc.p_value_min_p
+        p_value_min_p = mc.p_value_min_p
+        total = R + 1
+        per_level_alpha = threshold / total
+        reject_levels = [bool(c <= threshold) for c in mc.counts]
+        reject = any(reject_levels)
+        crit = []
+        for j in range(L):
+            if threshold < 1 or threshold - 1 >= R:
+                crit.append(None)
+                continue
+            column = np.sort(star[:, level_of[j]])[::-1]
+            crit.append(float(column[threshold - 1]))
+        if threshold < 1:
+            need = math.ceil(L / alpha) - 1 if combine == "bonferroni" else math.ceil(1 / alpha) - 1
+            level = f"alpha/L = {alpha / L:.3g}" if combine == "bonferroni" else f"alpha = {alpha:.3g}"
+            warnings.append(
+                f"with {{opt:n_boot}} {R} the smallest attainable p-value is 1/{total} = {1 / total:.3g}, "
+                f"too large for {level}: "
+                f"the test cannot reject; use {{opt:n_boot}} {need} or more"
+            )
+        exact = null == "y-bootstrap"
+        if null == "consistency":
+            warnings.append(
+                "{opt:null} consistency resamples the predictions as well as the labels: its p-value is approximate, "
+                "not exact (seed 004, 8.3.3); {opt:null} y-bootstrap is exact"
+            )
+
+    levels = tuple(
+        TcalLevel(
+            level=(b + 1 if adaptive else 1),
+            n_bins=int(m),
+            n_cells=int(cells),
+            n_nonempty=int(engine.nonempty[b]),
+            statistic=float(T_obs[b]),
+            critical_value=crit[b],
+            p_value=float(p_levels[b]),
+            reject=reject_levels[b],
+        )
+        for b, (m, cells) in enumerate(zip(n_bins_list, n_cells, strict=True))
+    )
+    return TcalResult(
+        reject=bool(reject),
+        p_value=float(p_value),
+        p_value_bonferroni=min(1.0, L * float(np.min(p_levels))),
+        p_value_min_p=None if p_value_min_p is None else float(p_value_min_p),
+        alpha=float(alpha),
+        null=null,
+        combine=combine,
+        adaptive=adaptive,
+        smoothness=None if smoothness is None else float(smoothness),
+        mode=mode,
+        n_classes=K,
+        n=n,
+        n_boot=R,
+        n_levels=L,
+        per_level_alpha=float(per_level_alpha),
+        exact=bool(exact),
+        weighted=bool(weighted),
+        statistic_name=STATISTIC_NAME,
+        levels=levels,
+        warnings=tuple(warnings),
+    )

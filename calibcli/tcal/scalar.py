@@ -1,0 +1,360 @@
+"""The binary engine of T-Cal: binary and top-label data under the y-bootstrap and the consistency null.
+
+How the resampling is organised (``y-bootstrap``, the default and the fast path).
+The predictions are sorted once. At every level the equal-width bins are contiguous runs of the
+sorted order, so a bin's label-dependent sums are differences of two prefix sums. Since
+``y* in {0, 1}``, ``sum w U = sum w y* - sum w z`` and ``sum w^2 U^2 = sum w^2 y* (1 - 2z) + sum w^2 z^2``:
+only the prefix sums of ``w y*`` and ``w^2 y* (1 - 2z)`` change between draws. With unit weights they
+are an integer count and a fixed-point sum (``1 - 2z`` scaled by ``2^F``, ``F = min(52, 62 - bits(n))``,
+so no partial sum overflows int64): integer cumulative sums are exact and several times faster than
+floating-point ones. The rounding of ``1 - 2z`` to ``2^-F`` moves ``T_m`` by at most about ``2^-F`` (about
+``1e-13`` at n = 10^6); the observed statistic goes through the same arithmetic, so the Monte Carlo
+p-value stays exact. A bin holding one point contributes exactly 0 to ``T_m`` for every draw, so only
+bins with at least two points are gathered; such a bin is the same set of points at every level from
+the one where it appears to the one where it splits, so each distinct bin is visited once per resample
+and its contribution is credited to that range of levels: O(R x n) for all L levels together. The
+sweep goes block by block through the sorted points (drawing ``y*``, extending the prefix sums,
+finishing the bins that end in the block), so the working arrays stay in cache. All levels and both
+combination rules use the same draws.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+from calibcli.binning import uniform_bin_index
+from calibcli.tcal.engine import CHUNK_BYTES
+
+#: Points per block of the sorted sweep (binary engine): the block's working arrays fit in cache.
+_BLOCK_POINTS = 2**15
+
+
+
+def _gap_levels(zs: np.ndarray, n_bins_list: list[int]) -> np.ndarray:
+    """For each gap between neighbours of the sorted predictions ``zs`` (gap i between points i - 1 and i,
+    i = 1..n-1), the index into ``n_bins_list`` of the first level whose equal-width bins separate them
+    (``len(n_bins_list)`` when none does). The levels must be nested (each refines the previous one).
+
+    Dyadic levels (the adaptive test): the bin at m = 2^b is the finest level's bin shifted right, exactly
+    (z 2^b is exact in floating point, and floor(x / 2^k) = floor(floor(x) / 2^k)), so two neighbours are
+    separated at m exactly when their finest bins differ in a bit at or above the shift: one pass of floating
+    point and one search for all levels.
+    """
+    L = len(n_bins_list)
+    top = max(n_bins_list, default=1)
+    if L and all(m & (m - 1) == 0 for m in n_bins_list) and top < 2**62:
+        finest = uniform_bin_index(zs, top)
+        differ = finest[1:] ^ finest[:-1]
+        shifts = np.array([top.bit_length() - m.bit_length() for m in n_bins_list], dtype=np.int64)
+        thresholds = np.left_shift(np.int64(1), shifts)  # separated at level l  <=>  differ >= 2^shift_l
+        order = np.argsort(thresholds, kind="stable")
+        separated = np.searchsorted(thresholds[order], differ, side="right")  # levels that separate the gap
+        # nested levels: the ones that separate a gap are the finest ones, so the first is L - (their number)
+        return (L - separated).astype(np.int64)
+    out = np.full(max(len(zs) - 1, 0), L, dtype=np.int64)
+    for level in range(L - 1, -1, -1):
+        idx = uniform_bin_index(zs, n_bins_list[level])
+        out[idx[1:] != idx[:-1]] = level
+    return out
+
+
+def _distinct_sorted(values: np.ndarray) -> np.ndarray:
+    """The distinct values of a sorted array (``numpy.unique`` without its sort or hash)."""
+    return values[np.concatenate([[True], values[1:] != values[:-1]])] if len(values) else values
+
+
+def _nested_bins(gap_part: np.ndarray, P: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every distinct bin of two or more points over nested partitions ``0..P-1`` of ``n`` sorted points.
+
+    ``gap_part[i - 1]`` is the partition where gap i (between points i - 1 and i) becomes a boundary (``P``:
+    never). Returns ``(start, end, first, last)``: the bin holds points ``start..end-1`` at partitions
+    ``first..last``. Partition by partition, the new boundaries split the bins holding them: the bins they
+    end and begin are new there, the bins they fall in end at the previous partition. About n bins in
+    all, against the sum over the partitions of their bins (about 20 n for n = 10^6 and 37 levels).
+    """
+    positions = np.arange(1, n, dtype=np.int64)
+    small = np.int16 if P < 2**15 else np.int64
+    by_part = np.argsort(gap_part.astype(small), kind="stable")  # by partition, then position (a radix sort)
+    cuts = np.concatenate([[0], np.cumsum(np.bincount(gap_part, minlength=P + 1))])
+    bounds = np.concatenate([[0], positions[by_part[cuts[0] : cuts[1]]], [n]])
+    ids = np.arange(len(bounds) - 1)  # the id of the bin beginning at each boundary (but the last)
+    starts, ends, firsts = [bounds[:-1]], [bounds[1:]], [np.zeros(len(ids), dtype=np.int64)]
+    died_ids, died_at = [], []
+    next_id = len(ids)
+    for q in range(1, P):
+        new = positions[by_part[cuts[q] : cuts[q + 1]]]  # increasing
+        at = np.searchsorted(bounds, new)  # bounds[at - 1] < new < bounds[at]
+        split = _distinct_sorted(at - 1)
+        died_ids.append(ids[split])
+        died_at.append(np.full(len(split), q - 1, dtype=np.int64))
+        placed = at + np.arange(len(new))  # where the new boundaries go
+        is_new = np.zeros(len(bounds) + len(new), dtype=bool)
+        is_new[placed] = True
+        merged = np.empty(len(is_new), dtype=np.int64)
+        merged[placed] = new
+        merged[~is_new] = bounds
+        bounds = merged
+        grown = np.full(len(ids) + len(new), -1, dtype=np.int64)
+        grown[~is_new[:-1]] = ids
+        ids = grown
+        # the bins they end and the bins they begin, in increasing order
+        begun = np.stack([placed - 1, placed], axis=1).reshape(-1)
+        begun = begun[np.concatenate([[True], begun[1:] != begun[:-1]])]
+        ids[begun] = next_id + np.arange(len(begun))
+        next_id += len(begun)
+        starts.append(bounds[begun])
+        ends.append(bounds[begun + 1])
+        firsts.append(np.full(len(begun), q, dtype=np.int64))
+    start, end, first = np.concatenate(starts), np.concatenate(ends), np.concatenate(firsts)
+    last = np.full(len(start), P - 1, dtype=np.int64)
+    if died_ids:
+        last[np.concatenate(died_ids)] = np.concatenate(died_at)
+    keep = end - start >= 2  # a point alone in its bin contributes 0 at every draw
+    return start[keep], end[keep], first[keep], last[keep]
+
+
+class SortedScalarEngine:
+    """Binary / top-label data (y-bootstrap and consistency nulls): prefix sums over the z-sorted order."""
+
+    def __init__(self, z: np.ndarray, y: np.ndarray, w: np.ndarray | None, n_bins_list: list[int]):
+        order = np.argsort(z, kind="stable")
+        self.order = order
+        self.z = z[order]
+        self.y = y[order]
+        self.w = None if w is None else w[order]
+        self.n = len(z)
+        self.total_weight = float(self.n if w is None else w.sum())
+        zs = self.z
+        w2 = np.ones_like(zs) if self.w is None else self.w**2
+        wsum = np.concatenate([[0.0], np.cumsum(np.ones_like(zs) if self.w is None else self.w)])
+        # Each gap between neighbours of the sorted order (gap i lies between points i - 1 and i) becomes a bin
+        # boundary at some level and stays one at every finer level (nested partitions).
+        gap_level = _gap_levels(zs, n_bins_list)  # index of the first requested level holding it (len = never)
+        per_level = np.cumsum(np.bincount(gap_level, minlength=len(n_bins_list) + 1))[: len(n_bins_list)]
+        self.nonempty: list[int] = [int(1 + c) for c in per_level]
+        # Levels with as many bins as the previous one hold the same (nested) partition: one distinct
+        # partition per change, and level_of maps each requested level to its partition.
+        new_partition = np.concatenate([[True], np.diff(per_level) != 0]) if len(per_level) else np.zeros(0, bool)
+        self.level_of: list[int] = [int(j) for j in np.cumsum(new_partition) - 1]
+        P = self.n_parts = int(new_partition.sum())
+        gap_part = np.append(np.asarray(self.level_of, dtype=np.int64), P)[gap_level]
+        bin_start, bin_end, first, last = _nested_bins(gap_part, P, self.n)
+        bin_inv = 1.0 / (wsum[bin_end] - wsum[bin_start])
+        self._bins = (bin_start, bin_end, first, last, bin_inv)  # for the consistency null's partitions
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+        # Consistency null: a point alone in its bin at partition j stays alone at finer ones. Order
+        # the points by the first partition where they are alone (both its gaps are boundaries), so that
+        # the singleton part of every partition is a prefix of that order.
+        first_alone = np.maximum(np.concatenate([[0], gap_part]), np.concatenate([gap_part, [0]]))
+        # (small integers: a radix sort, the same stable order)
+        small = np.int16 if P < 2**15 else np.int64
+        self.alone_order = np.argsort(first_alone.astype(small), kind="stable")
+        self.alone_count = np.searchsorted(first_alone[self.alone_order], np.arange(P), side="right")
+        # Group the bins by (first, last) partition: the sum of a group's contributions counts for
+        # partitions first..last, a (groups x partitions) 0/1 matrix. The sweep goes through the sorted
+        # points block by block (so a block's arrays stay in cache); the bins are ordered by the block
+        # holding their end and, within a block, by group, so each block's contributions reduce per group.
+        pairs, group = np.unique(first * P + last, return_inverse=True)
+        self.group_spans = np.zeros((len(pairs), P))
+        for g, (f, t) in enumerate(zip(pairs // P, pairs % P, strict=True)):
+            self.group_spans[g, f : t + 1] = 1.0
+        self.block_edges = np.append(np.arange(0, self.n, _BLOCK_POINTS), self.n)
+        block_of_end = (bin_end - 1) // _BLOCK_POINTS
+        # (block, group, end) triples are distinct (two bins ending at one point are nested, so they hold
+        # different partitions): one sort of the combined integer where it fits, a lexsort otherwise
+        n_groups = max(len(pairs), 1)
+        if (int(block_of_end.max(initial=0)) + 1) * n_groups * (self.n + 1) < 2**62:
+            by_block = np.argsort((block_of_end * n_groups + group) * (self.n + 1) + bin_end)
+        else:
+            by_block = np.lexsort((bin_end, group, block_of_end))
+        self.bin_start, self.bin_end = bin_start[by_block], bin_end[by_block]
+        self.bin_inv_weight = bin_inv[by_block]
+        bin_group, block_of_end = group[by_block], block_of_end[by_block]
+        bounds = np.searchsorted(block_of_end, np.arange(len(self.block_edges)))
+        self.blocks = []  # per block: (first bin, last bin + 1, reduceat offsets within, their groups)
+        for k in range(len(self.block_edges) - 1):
+            lo, hi = int(bounds[k]), int(bounds[k + 1])
+            heads_k = np.flatnonzero(np.diff(bin_group[lo:hi], prepend=-1)) if hi > lo else np.zeros(0, dtype=np.int64)
+            self.blocks.append((lo, hi, heads_k, bin_group[lo:hi][heads_k]))
+        # The deterministic parts of every bin: sum w z (subtracted from sum w y* to give sum w U) and
+        # sum w^2 z^2 (the part of sum w^2 U^2 = sum w^2 y* (1 - 2z) + sum w^2 z^2 that does not move).
+        wz = np.concatenate([[0.0], np.cumsum(zs if self.w is None else self.w * zs)])
+        self.bin_wz = wz[self.bin_end] - wz[self.bin_start]
+        wz2 = np.concatenate([[0.0], np.cumsum(w2 * zs * zs)])
+        fixed_part = (wz2[self.bin_end] - wz2[self.bin_start]) * self.bin_inv_weight
+        self.const = np.bincount(bin_group, weights=fixed_part, minlength=len(pairs)) @ self.group_spans
+        # What a positive (y* = 1) adds to the two prefix sums. With unit weights these are an integer
+        # count and (1 - 2z) in fixed point, so the prefix sums are exact integer cumsums (several
+        # times faster than floating-point ones, whose serial additions cannot be vectorised).
+        # Positives counted in int32 while n allows (exact, and half the bytes to sum and gather of int64).
+        self.count_dtype = (np.int32 if self.n < 2**31 else np.int64) if self.w is None else np.float64
+        self.step_b: np.ndarray
+        if self.w is None:
+            self.fixed_bits = min(52, 62 - int(self.n).bit_length())
+            self.step_b = np.rint((1.0 - 2.0 * zs) * 2.0**self.fixed_bits).astype(np.int64)
+            self.scale_b = 2.0 ** -self.fixed_bits
+        else:
+            self.step_b = self.w**2 * (1.0 - 2.0 * zs)
+            self.scale_b = 1.0
+        self._local = threading.local()
+
+    def _workspace(self, rows: int) -> dict:
+        """Per-thread buffers, reused from chunk to chunk (fresh large arrays would cost a page fault per page)."""
+        space = getattr(self._local, "space", None)
+        if space is None or space["rows"] < rows:
+            width = int(np.diff(self.block_edges).max(initial=0))
+            most_bins = max([hi - lo for (lo, hi, _, _) in self.blocks] + [0])
+            prefix_dtype = np.int64 if self.w is None else np.float64
+            space = {
+                "rows": rows,
+                "D": np.empty((rows, width)),
+                "positive": np.empty((rows, width), dtype=bool),
+                "A": np.empty((rows, self.n + 1), dtype=self.count_dtype),
+                "B": np.empty((rows, self.n + 1), dtype=prefix_dtype),
+                "hiA": np.empty((rows, most_bins), dtype=self.count_dtype),
+                "loA": np.empty((rows, most_bins), dtype=self.count_dtype),
+                "hi": np.empty((rows, most_bins), dtype=prefix_dtype),
+                "lo": np.empty((rows, most_bins), dtype=prefix_dtype),
+                "S": np.empty((rows, most_bins)),
+                "Q": np.empty((rows, most_bins)),
+            }
+            self._local.space = space
+        return space
+
+    def _statistics(self, rows: int, labels: Callable[[int, int, np.ndarray], None]) -> np.ndarray:
+        """``T_m`` for ``rows`` label vectors and every distinct partition.
+
+        ``labels(a, b, out)`` writes the labels of sorted points ``a..b-1`` (rows x (b - a), bool).
+        Per bin, ``sum w U = sum w y - sum w z`` and ``sum w^2 U^2 = sum w^2 y (1 - 2z) + sum w^2 z^2``;
+        the label-dependent sums are differences of two prefix sums over the sorted order, built block
+        by block. Every distinct bin (of two or more points) of every partition is gathered once, in
+        the block holding its end; its contribution ``((sum w U)^2 - sum w^2 U^2) / W_b`` then counts
+        for the consecutive partitions that contain it.
+        """
+        space = self._workspace(rows)
+        A, B = space["A"][:rows], space["B"][:rows]
+        A[:, 0] = 0
+        B[:, 0] = 0
+        totals = np.zeros((rows, self.group_spans.shape[0]))
+        for k, (first_bin, end_bin, heads, groups) in enumerate(self.blocks):
+            a, b = int(self.block_edges[k]), int(self.block_edges[k + 1])
+            positive = space["positive"][:rows, : b - a]
+            labels(a, b, positive)
+            A_k, B_k = A[:, a + 1 : b + 1], B[:, a + 1 : b + 1]
+            if self.w is None:
+                np.cumsum(positive, axis=1, out=A_k)
+            else:
+                np.multiply(positive, self.w[a:b], out=A_k)
+                np.cumsum(A_k, axis=1, out=A_k)
+            A_k += A[:, a : a + 1]
+            np.multiply(positive, self.step_b[a:b], out=B_k)
+            np.cumsum(B_k, axis=1, out=B_k)
+            B_k += B[:, a : a + 1]
+            if end_bin == first_bin:
+                continue
+            count = end_bin - first_bin
+            starts, ends = self.bin_start[first_bin:end_bin], self.bin_end[first_bin:end_bin]
+            hi, lo = space["hi"][:rows, :count], space["lo"][:rows, :count]
+            S, Q = space["S"][:rows, :count], space["Q"][:rows, :count]
+
+            def bin_sums(prefix: np.ndarray, hi=hi, lo=lo, starts=starts, ends=ends) -> np.ndarray:
+                # prefix[end] - prefix[start], into `hi`
+                np.take(prefix, ends, axis=1, out=hi, mode="wrap")  # indices are valid; "wrap": no buffered copy
+                np.take(prefix, starts, axis=1, out=lo, mode="wrap")
+                return np.subtract(hi, lo, out=hi)
+
+            np.subtract(bin_sums(A, space["hiA"][:rows, :count], space["loA"][:rows, :count]),
+                        self.bin_wz[first_bin:end_bin], out=S)
+            np.multiply(S, S, out=S)
+            np.multiply(bin_sums(B), self.scale_b, out=Q)
+            S -= Q
+            S *= self.bin_inv_weight[first_bin:end_bin]
+            totals[:, groups] += np.add.reduceat(S, heads, axis=1)
+        out = totals @ self.group_spans
+        out -= self.const
+        out /= self.total_weight
+        return out
+
+    @property
+    def parts(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per distinct partition, ``(starts, ends, 1 / W_b)`` of its bins of two or more points, in sorted order
+        (the consistency null's layout; made when first asked for)."""
+        if self._parts is None:
+            by_start = np.argsort(self._bins[0], kind="stable")
+            start, end, first, last, inv = (a[by_start] for a in self._bins)
+            parts = []
+            for j in range(self.n_parts):
+                at = (first <= j) & (last >= j)
+                parts.append((start[at], end[at], inv[at]))
+            self._parts = parts
+        return self._parts
+
+    def observed(self) -> np.ndarray:
+        return self.statistics_of(self.y[None, :], sorted_order=True)[0]
+
+    def statistics_of(self, labels_rows: np.ndarray, *, sorted_order: bool = False) -> np.ndarray:
+        """``T_m`` per distinct partition for each row of 0/1 labels (rows x n; benchmarks test many
+        label vectors on one z this way). Labels are in input order unless ``sorted_order``."""
+        positive = np.asarray(labels_rows) > 0.5
+        if not sorted_order:
+            positive = positive[:, self.order]
+
+        def labels(a: int, b: int, out: np.ndarray) -> None:
+            out[:] = positive[:, a:b]
+
+        return self._statistics(positive.shape[0], labels)
+
+    def resampled(self, rng: np.random.Generator, rows: int, null: str) -> np.ndarray:
+        if null == "consistency":
+            return self._consistency(rng, rows)
+        D = self._workspace(rows)["D"]
+
+        def labels(a: int, b: int, out: np.ndarray) -> None:  # y* ~ Bernoulli(z), drawn block by block
+            uniform = D.reshape(-1)[: rows * (b - a)].reshape(rows, b - a)  # contiguous, as rng.random needs
+            rng.random(out=uniform)
+            np.less(uniform, self.z[a:b], out=out)
+
+        return self._statistics(rows, labels)
+
+    def _consistency(self, rng: np.random.Generator, rows: int) -> np.ndarray:
+        """Consistency resampling (unit weights): ``z*`` drawn with replacement, ``y* ~ Bernoulli(z*)``.
+
+        The resample is described by copies ``k_i`` of every sorted point and positives ``s_i`` among
+        them; a bin then has ``n_b = sum k``, ``sum U = sum (s - k z)`` and
+        ``sum U^2 = sum (s (1 - 2z) + k z^2)``; bins with fewer than two copies contribute 0.
+        """
+        n, z = self.n, self.z
+        J = rng.integers(0, n, size=(rows, n))
+        positive = rng.random((rows, n)) < z[J]
+        J += (np.arange(rows) * n)[:, None]
+        k = np.bincount(J.ravel(), minlength=rows * n).reshape(rows, n).astype(np.float64)
+        pos = np.bincount(J.ravel(), weights=positive.ravel(), minlength=rows * n).reshape(rows, n)
+        A = pos - k * z
+        B = pos * (1.0 - 2.0 * z) + k * (z * z)
+        # points alone in their bin: contribution (A^2 - B) / k when k >= 2, else 0
+        alone = np.where(k >= 2, (A * A - B) / np.maximum(k, 1.0), 0.0)
+        alone_prefix = np.zeros((rows, n + 1))
+        np.cumsum(np.take(alone, self.alone_order, axis=1), axis=1, out=alone_prefix[:, 1:])
+        C = np.zeros((rows, n + 1), dtype=np.complex128)
+        body = C[:, 1:]
+        body.real = A
+        body.imag = B
+        np.cumsum(body, axis=1, out=body)
+        Ck = np.zeros((rows, n + 1))
+        np.cumsum(k, axis=1, out=Ck[:, 1:])
+        out = np.take(alone_prefix, self.alone_count, axis=1)
+        for j, (s, e, _) in enumerate(self.parts):
+            if len(s) == 0:
+                continue
+            S = np.take(C, e, axis=1)
+            S -= np.take(C, s, axis=1)
+            nb = np.take(Ck, e, axis=1) - np.take(Ck, s, axis=1)
+            contrib = S.real * S.real - S.imag
+            out[:, j] += np.where(nb >= 2, contrib / np.maximum(nb, 1.0), 0.0).sum(axis=1)
+        return out / n
+
+    def chunk_rows(self) -> int:
+        return max(1, CHUNK_BYTES // (48 * self.n))
