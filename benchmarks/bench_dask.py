@@ -40,9 +40,22 @@ Every ``calibcli`` run is a fresh subprocess (wall time from start to exit). Par
    part 1's steady-state runs, then used to predict 1e10 rows (in 2,000 files) on 100 workers; and for
    smece, whose per-task state (the smoothing grid's sums) is megabytes, from its own task, state and merge.
 
+5. The client's CPU over many tasks (issue #25): an external ``dask scheduler`` and ``dask worker --nworkers 2``
+   on 127.0.0.1 per version, ``smece`` and ``ece --n-boot 1000`` on ``dask_rg1000/`` (2e6 rows in 1,000-row row
+   groups, ``--batch-rows 1000``) with ``CALIBCLI_TASK_ROWS`` 1000 (2,000 tasks) and 100000 (20 tasks); the
+   calibcli process alone timed (its own rusage, ``os.wait4``). Bar: CPU(2,000 tasks) / CPU(20 tasks) <= 1.5.
+   ``--before DIR`` (a checkout of the previous version) runs it side by side, interleaved, on its own cluster.
+6. The scaling model of the reduction on the workers (:func:`predict`): constants measured in this process
+   (per row, per batch, per task, state sizes, merge cost per state, the finish), the scheduler's CPU per task
+   and the client's per task submitted (from the runs); checked against runs on 1, 2 and 4 worker processes
+   with 20, 200 and 2,000 tasks; predictions for 1e10 rows on 100 and 1,000 workers, and what bounds them.
+   Also the bar on state sizes: a 1e6-row task's packed state (``ece`` <= 50 kB, ``smece`` <= 1 MB).
+
 Run: ``python benchmarks/bench_dask.py`` (about 4 minutes after the data exist; the first run writes
 1 GB of shards), ``--quick`` (1e7 rows instead of 1e8 for part 1 and the model; no 1e8 memory run).
-Exit status 0 whatever the bars; the report says which were met. Needs ``pip install -e ".[dask]"``.
+Exit status 0 whatever the bars; the report says which were met. Needs ``pip install -e ".[dask]"``. Parts 5
+and 6 alone: ``PYTHONPATH=. python benchmarks/bench_dask.py --parts 56 --before /tmp/before-dask`` (about 15
+minutes).
 """
 
 from __future__ import annotations
@@ -392,7 +405,7 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
     the workers compute, so the slower of the two sets the pace. On this machine the client shares the two
     cores with the workers: the check below adds the client's CPU, spread over the workers, to theirs."""
     from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator
-    from calibcli.engines._fragments import _merge_documents, MAX_TASK_ROWS, pack_fragments, run_fragment, task_rows, TASKS_PER_WORKER
+    from calibcli.engines._fragments import MAX_TASK_ROWS, merge_parts, pack_fragments, run_fragment, task_rows, TASKS_PER_WORKER
     from calibcli.io import ColumnSpec, resolve_datasets
 
     (dataset,) = resolve_datasets([data])
@@ -402,13 +415,13 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
     listing = time.perf_counter() - t0
     files = len(stream.files)
     options = BinnedOptions(n_boot=1000)
-    template = InputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names, options=options).to_dict()
+    template = InputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names, options=options)
     task = pack_fragments(fragments, task_rows(fragments, 2))[0]  # a task as the engine makes it for 2 workers
-    doc = run_fragment(task, InputAccumulator, template)
+    doc = run_fragment(task, template)  # (a Part, since #25: it travels pickled, packed)
     blob = pickle.dumps(doc)
     copies = 300
     t0 = time.perf_counter()
-    state, _ = _merge_documents((pickle.loads(blob) for _ in range(copies)), InputAccumulator)
+    state = merge_parts([pickle.loads(blob) for _ in range(copies)]).groups
     merge = (time.perf_counter() - t0) / copies
     acc = state[None]
     t0 = time.perf_counter()
@@ -443,7 +456,7 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
                  f"{per_row * 1e9:.1f} ns per row")
     lines.append(f"fixed cost of a run (part 2's tiny shard on a running cluster): {results['fixed']:.2f} s; task overhead: "
                  f"serial {serial * 1e3:.1f} ms + {worker * 1e3:.1f} ms spread over the workers (part 2)")
-    lines.append(f"state of one task: {len(blob):,} bytes pickled ({len(json.dumps(doc)):,} as JSON); "
+    lines.append(f"state of one task: {len(blob):,} bytes pickled; "
                  f"merge (unpickle + from_dict + merge) {merge * 1e3:.2f} ms per state")
     lines.append(f"finish on the client (1000 bootstrap resamples from the merged state): {finish:.2f} s")
     walls = results["walls"]
@@ -478,13 +491,13 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
     from calibcli.accumulators.inputs import SmoothInputAccumulator, SmoothOptions
 
     smooth = SmoothInputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names,
-                                    options=SmoothOptions(n_boot=1000)).to_dict()
+                                    options=SmoothOptions(n_boot=1000))
     t0 = time.perf_counter()
-    sdoc = run_fragment(task, SmoothInputAccumulator, smooth)
+    sdoc = run_fragment(task, smooth)
     s_per_row = (time.perf_counter() - t0) / sum(f.n_rows for f in task)
     sblob = pickle.dumps(sdoc)
     t0 = time.perf_counter()
-    _merge_documents((pickle.loads(sblob) for _ in range(20)), SmoothInputAccumulator)
+    merge_parts([pickle.loads(sblob) for _ in range(20)])
     s_merge = (time.perf_counter() - t0) / 20
     r = min(MAX_TASK_ROWS, math.ceil(n_rows / (TASKS_PER_WORKER * n_workers)))
     T = math.ceil(n_rows / r)
@@ -498,6 +511,371 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
     lines.append("assumptions: one core per worker and one for the client, no other load; storage bandwidth grows with "
                  "the workers (no shared-disk or network bottleneck); per-row cost as on this machine; the scheduler "
                  "keeps up (its share is in the serial per-task time); footers listed serially by the client")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# Part 5: the client's CPU over many tasks, on an external scheduler and workers (issue #25)
+
+SMALL_GROUPS = "dask_rg1000"  # 2e6 rows in 20 files of 100 row groups of 1,000 rows
+SMALL_ROWS, SMALL_FILES, SMALL_GROUP = 2_000_000, 20, 1000
+
+
+def ensure_small_groups() -> str:
+    """``dask_rg1000/``: 2,000,000 rows (bench_stream's rows: Beta(2, 5) predictions, labels Bernoulli(p^1.3))
+    in 20 files of 100 row groups of 1,000 rows, so that ``--batch-rows 1000`` makes 2,000 fragments."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = os.path.join(OUT, SMALL_GROUPS)
+    if os.path.isdir(path) and len(os.listdir(path)) == SMALL_FILES:
+        return path
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path + ".tmp", exist_ok=True)
+    per = SMALL_ROWS // SMALL_FILES
+    for k in range(SMALL_FILES):
+        rng = np.random.default_rng([20251123, 25, k])
+        z = rng.beta(2, 5, per)
+        y = (rng.random(per) < z**1.3).astype(np.int64)
+        pq.write_table(pa.table({"prob": z, "label": y}), os.path.join(path + ".tmp", f"part-{k:05d}.parquet"),
+                       row_group_size=SMALL_GROUP)
+    os.rename(path + ".tmp", path)
+    return path
+
+
+class ExternalCluster:
+    """``dask scheduler`` and ``dask worker --nworkers N --nthreads 1`` processes on 127.0.0.1, all running the
+    calibcli at ``pythonpath`` (the client must run the same code as its workers)."""
+
+    def __init__(self, n_workers: int, pythonpath: str, tmp: str):
+        dask_cli = os.path.join(os.path.dirname(PY), "dask")
+        self.env = {**CLEAN_ENV, "PYTHONPATH": pythonpath}
+        self.file = os.path.join(tmp, f"scheduler-{os.getpid()}-{time.monotonic_ns()}.json")
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        self.procs = [subprocess.Popen([dask_cli, "scheduler", "--host", "127.0.0.1", "--port", "0",
+                                        "--dashboard-address", "127.0.0.1:0", "--scheduler-file", self.file],
+                                       env=self.env, **quiet)]
+        deadline = time.monotonic() + 60
+        while not (os.path.exists(self.file) and os.path.getsize(self.file)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with open(self.file) as f:
+            self.address = json.load(f)["address"]
+        self.procs.append(subprocess.Popen([dask_cli, "worker", self.address, "--nworkers", str(n_workers), "--nthreads", "1",
+                                            "--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0"],
+                                           env={**self.env, **_worker_malloc()}, **quiet))
+        from distributed import Client
+
+        with Client(self.address, timeout=30) as client:
+            client.wait_for_workers(n_workers, timeout=120)
+
+    def close(self) -> None:
+        for p in reversed(self.procs):
+            p.terminate()
+        for p in reversed(self.procs):
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def _worker_malloc() -> dict:
+    from calibcli.engines.dask import WORKER_MALLOC
+
+    return dict(WORKER_MALLOC)
+
+
+def run_client(args: list[str], pythonpath: str, env: dict | None = None) -> tuple[float, float, dict | None, str]:
+    """Wall time, CPU seconds of the calibcli process alone (its own rusage, from ``os.wait4``), its JSON report
+    and last stderr line."""
+    import tempfile
+
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([PY, "-m", "calibcli", *args, "--json"], stdout=out, stderr=err, cwd=pythonpath,
+                                env={**CLEAN_ENV, "CALIBCLI_DEBUG": "", "PYTHONPATH": pythonpath, **(env or {})})
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    cpu = usage.ru_utime + usage.ru_stime
+    doc = json.loads(stdout) if proc.returncode == 0 else None
+    last = (stderr.strip().splitlines() or [""])[-1]
+    if doc is None:
+        log(f"  FAILED ({proc.returncode}): {last}")
+    return wall, cpu, doc, last
+
+
+def part_client(before: str | None, repeats: int, n_workers: int, results: dict) -> list[str]:
+    """The bar of issue #25: on an external scheduler and workers, the client's CPU time for ``smece`` and ``ece
+    --n-boot 1000`` over 2,000 tasks at most 1.5x its CPU over 20 tasks: the same 2e6 rows read in 1,000-row
+    batches (``--batch-rows 1000``: 2,000 fragments), ``CALIBCLI_TASK_ROWS`` 1000 (2,000 tasks) vs 100000 (20);
+    the previous version (``--before``, a checkout of it) in the same run, interleaved."""
+    import tempfile
+
+    data = ensure_small_groups()
+    versions = {"now": REPO} if before is None else {"before": before, "now": REPO}
+    commands = {"smece": ["smece", data, "--batch-rows", "1000"],
+                "ece --n-boot 1000": ["ece", data, "--batch-rows", "1000", "--n-boot", "1000"]}
+    lines = [f"== 5. Client CPU over 20 and 2,000 tasks: {SMALL_ROWS:,} rows in 1,000-row row groups ({data}), an external "
+             f"`dask scheduler` and `dask worker --nworkers {n_workers}` on 127.0.0.1 per version; the calibcli process "
+             f"alone timed (os.wait4) =="]
+    tmp = tempfile.mkdtemp(prefix="bench_dask_")
+    clusters = {}
+    cpu: dict = {}
+    wall: dict = {}
+    docs: dict = {}
+    try:
+        for version, path in versions.items():
+            clusters[version] = ExternalCluster(n_workers, path, tmp)
+        for version, path in versions.items():  # warm-up: the workers import calibcli
+            run_client(commands["smece"] + ["--engine", "dask", "--scheduler", clusters[version].address], path,
+                       {"CALIBCLI_TASK_ROWS": "100000"})
+        for rep in range(repeats):
+            for name, args in commands.items():
+                for tasks in (20, 2000):
+                    for version, path in versions.items():
+                        log(f"  [{rep + 1}/{repeats}] {version}: {name}, {tasks} tasks")
+                        w, c, doc, _ = run_client(args + ["--engine", "dask", "--scheduler", clusters[version].address],
+                                                  path, {"CALIBCLI_TASK_ROWS": str(SMALL_ROWS // tasks)})
+                        if doc is not None:
+                            cpu.setdefault((version, name, tasks), []).append(c)
+                            wall.setdefault((version, name, tasks), []).append(w)
+                            docs.setdefault((version, name, tasks), doc)
+        for name, args in commands.items():
+            docs[("local", name)] = run_client(args, REPO)[2]
+    finally:
+        for c in clusters.values():
+            c.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    lines.append(f"{'command':20} {'version':8} {'tasks':>6} {'client CPU s':>13} {'wall s':>8} {'2000/20 CPU':>12}  "
+                 f"max rel. diff vs local")
+    ratios = {}
+    for name in commands:
+        for version in versions:
+            for tasks in (20, 2000):
+                c, w = median(cpu.get((version, name, tasks), [])), median(wall.get((version, name, tasks), []))
+                ratio = c / median(cpu.get((version, name, 20), [])) if tasks == 2000 else float("nan")
+                if tasks == 2000:
+                    ratios[(version, name)] = ratio
+                doc, ref = docs.get((version, name, tasks)), docs.get(("local", name))
+                diff = max_rel_diff(doc, ref) if doc is not None and ref is not None else float("nan")
+                lines.append(f"{name:20} {version:8} {tasks:>6} {c:13.2f} {w:8.2f} "
+                             f"{'' if tasks == 20 else f'{ratio:.2f}x':>12}  {diff:.1e}")
+    for name in commands:
+        r = ratios.get(("now", name), float("nan"))
+        was = ratios.get(("before", name))
+        lines.append(f"{name}: client CPU over 2,000 tasks / over 20: {r:.2f}x"
+                     + (f" (the previous version in this run: {was:.2f}x)" if was is not None else "")
+                     + f"   (bar <= 1.5x: {'met' if r <= 1.5 else 'MISSED'})")
+    results.update(client_cpu=cpu)
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# Part 6: the scaling model of the tree reduction, its constants measured here, checked on 1, 2 and 4 worker
+# processes and 20, 200 and 2,000 tasks, and its predictions for 1e10 rows on 100 and 1,000 workers
+
+
+def _cpu_of(proc) -> float:
+    """CPU seconds of a process and its children (a ``dask worker --nworkers N`` and its nannies and workers)."""
+    import psutil
+
+    total = 0.0
+    for p in [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
+def model_constants(data: str) -> dict:
+    """The per-task constants, measured in this process (with the allocator settings of calibcli and its workers):
+    a task's compute per row (a 1e6-row task of bench_stream's data in the default 2^17-row batches, all its
+    costs included), per batch and per task (tasks of one and of 100 1,000-row batches of part 5's data); its packed state; the cost of one state in a merge task (unpickled and merged into a
+    copy, as on a worker); the finish (bootstrap) of the merged state."""
+    from calibcli._malloc import tune_allocator
+    from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator, SmoothInputAccumulator, SmoothOptions
+    from calibcli.engines._fragments import merge_parts, run_fragment
+    from calibcli.io import ColumnSpec, resolve_datasets
+
+    tune_allocator()
+    (dataset,) = resolve_datasets([data])
+    stream = dataset.open(ColumnSpec(), batch_rows=1000)
+    fragments = stream.fragments()
+    # per row: bench_stream's 1e6 rows in two files of one 500,000-row row group, read in the default 2^17-row batches
+    (large,) = resolve_datasets([ensure_data("1e6")])
+    wide = large.open(ColumnSpec()).fragments()
+    out = {}
+
+    def timed(function, repeat: int = 1) -> float:
+        best = math.inf
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            function()
+            best = min(best, time.perf_counter() - t0)
+        return best
+
+    for name, template in (
+        ("ece --n-boot 1000", InputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names,
+                                               options=BinnedOptions(n_boot=1000))),
+        ("smece", SmoothInputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names,
+                                         options=SmoothOptions())),
+    ):
+        run_fragment(fragments[0], template)  # warm-up
+        t_one = timed(lambda: [run_fragment(f, template) for f in fragments[:40]]) / 40  # a task of one 1,000-row batch
+        t_hundred = timed(lambda: run_fragment(tuple(fragments[:100]), template))  # one task of 100 such batches
+        rows_b = sum(f.n_rows for f in wide)
+        # a 1e6-row task's time per row, its batches' and its own fixed costs included (a difference of two
+        # task sizes drowns in this machine's noise)
+        per_row = timed(lambda: run_fragment(tuple(wide), template), 3) / rows_b
+        per_batch = max(0.0, (t_hundred - t_one) / 99)  # (1,000 rows each: the row's share is negligible)
+        task_fixed = max(0.0, t_one - per_batch - SMALL_GROUP * per_row)
+        small = [run_fragment(f, template) for f in fragments[:32]]
+        big = run_fragment(tuple(wide), template)
+        blobs = [pickle.dumps(p, protocol=5) for p in small]
+        t0 = time.perf_counter()
+        merge_parts([pickle.loads(b) for b in blobs[:16]], own=False)
+        merge_parts([pickle.loads(b) for b in blobs[16:]], own=False)
+        merge = (time.perf_counter() - t0) / 32
+        big_blob = pickle.dumps(big, protocol=5)
+        t0 = time.perf_counter()
+        merge_parts([pickle.loads(big_blob) for _ in range(16)], own=False)
+        merge_big = (time.perf_counter() - t0) / 16
+        whole = merge_parts([run_fragment(tuple(fragments[k:k + 100]), template) for k in range(0, len(fragments), 100)])
+        (acc,) = whole.groups.values()
+        t0 = time.perf_counter()
+        acc.result()
+        finish = time.perf_counter() - t0
+        out[name] = {"per_row": per_row, "per_batch": per_batch, "task_fixed": task_fixed, "state_small": len(blobs[0]),
+                     "state_big": len(big_blob), "big_rows": rows_b, "merge": merge, "merge_big": merge_big,
+                     "finish": finish}
+    return out
+
+
+def tree_shape(tasks: int, k: int) -> tuple[int, int]:
+    """(merge tasks including the blocks, depth) of the reduction tree of ``tasks`` tasks, ``k`` parts a merge."""
+    merges, depth, level = 0, 0, tasks
+    while True:
+        level = -(-level // k)
+        merges += level
+        depth += 1
+        if level == 1:
+            return merges, depth
+
+
+def predict(c: dict, rows: int, tasks: int, workers: int, *, start: float, sigma: float, client_task: float,
+            k: int = 16, cores: float | None = None, batch_rows: int = 2**17) -> dict:
+    """The model: wall = start + max(workers' share, scheduler, client's submission) + the tree's last merges +
+    finish. Workers' share: ceil(T / W) tasks of r rows (r x per_row + batches x per_batch + task_fixed each),
+    plus their merges
+    (every state is merged once per level: about T k / (k - 1) states at ``merge`` each, spread over W); the
+    tree's tail after the last task: its depth x k states merged one after the other; the scheduler: sigma per
+    task (tasks and merges); the client: client_task per task submitted. ``cores``: when client, scheduler and
+    workers share this many cores (this machine), the CPU they need together over the cores bounds it too."""
+    r = rows / tasks
+    merges, depth = tree_shape(tasks, k)
+    merge_each = c["merge"] + (c["merge_big"] - c["merge"]) * min(1.0, r / c["big_rows"])
+    compute = math.ceil(tasks / workers) * (r * c["per_row"] + math.ceil(r / batch_rows) * c["per_batch"] + c["task_fixed"])
+    merging = (tasks + merges) * merge_each / workers
+    tail = depth * k * merge_each if tasks > 1 else 0.0
+    scheduler = sigma * (tasks + merges)
+    client = client_task * tasks
+    busy = max(compute + merging, scheduler, client)
+    if cores is not None:
+        busy = max(busy, (workers * (compute + merging) + scheduler + client) / cores)
+    return {"wall": start + busy + tail + c["finish"], "compute": compute, "merging": merging, "tail": tail,
+            "scheduler": scheduler, "client": client, "depth": depth, "merges": merges, "rows_per_task": r}
+
+
+def part_model_tree(results: dict) -> list[str]:
+    import tempfile
+
+    data = ensure_small_groups()
+    one, _ = ensure_empty()
+    lines = ["== 6. Scaling model of the reduction on the workers: constants, checks on 1, 2, 4 workers x 20, 200, 2,000 "
+             "tasks, predictions =="]
+    constants = model_constants(data)
+    for name, c in constants.items():
+        lines.append(f"{name}: per row {c['per_row'] * 1e9:.0f} ns; per batch {c['per_batch'] * 1e3:.2f} ms; per task "
+                     f"{c['task_fixed'] * 1e3:.1f} ms; state {c['state_small'] / 1e3:.0f} kB (1,000 rows) / "
+                     f"{c['state_big'] / 1e3:.0f} kB ({c['big_rows']:,} rows) "
+                     f"packed; merge {c['merge'] * 1e3:.2f} / {c['merge_big'] * 1e3:.2f} ms per state (unpickle + merge "
+                     f"into a copy); finish {c['finish']:.2f} s")
+    commands = {"smece": ["smece", data, "--batch-rows", "1000"],
+                "ece --n-boot 1000": ["ece", data, "--batch-rows", "1000", "--n-boot", "1000"]}
+    measured = {}
+    tmp = tempfile.mkdtemp(prefix="bench_dask_model_")
+    try:
+        for workers in (1, 2, 4):
+            cluster = ExternalCluster(workers, REPO, tmp)
+            try:
+                scheduler_proc, worker_proc = cluster.procs
+                run_client(commands["smece"] + ["--engine", "dask", "--scheduler", cluster.address], REPO,
+                           {"CALIBCLI_TASK_ROWS": "100000"})  # warm-up
+                w0 = run_client(["ece", one, "--n-boot", "0", "--engine", "dask", "--scheduler", cluster.address], REPO)[0]
+                measured[("start", workers)] = w0
+                for tasks in (20, 200, 2000):
+                    for name, args in commands.items():
+                        log(f"  model check: {workers} worker(s), {tasks} tasks, {name}")
+                        s0, k0 = _cpu_of(scheduler_proc), _cpu_of(worker_proc)
+                        wall, cpu, doc, _ = run_client(args + ["--engine", "dask", "--scheduler", cluster.address], REPO,
+                                                       {"CALIBCLI_TASK_ROWS": str(SMALL_ROWS // tasks)})
+                        measured[(name, workers, tasks)] = {"wall": wall, "client": cpu,
+                                                            "scheduler": _cpu_of(scheduler_proc) - s0,
+                                                            "workers": _cpu_of(worker_proc) - k0}
+            finally:
+                cluster.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    # sigma: the scheduler's CPU per task (tasks and merges), from the 2,000-task runs against the 20-task ones
+    sigmas, client_tasks = [], []
+    for name in commands:
+        for workers in (1, 2, 4):
+            a, b = measured[(name, workers, 20)], measured[(name, workers, 2000)]
+            sigmas.append((b["scheduler"] - a["scheduler"]) / (2000 + tree_shape(2000, 16)[0] - 20 - tree_shape(20, 16)[0]))
+            client_tasks.append((b["client"] - a["client"]) / 1980)
+    sigma, client_task = median(sigmas), max(0.0, median(client_tasks))
+    start = median([measured[("start", w)] for w in (1, 2, 4)])
+    lines.append(f"start (a run on one 1,000-row file on a running cluster): {start:.2f} s; scheduler {sigma * 1e3:.2f} ms CPU "
+                 f"per task or merge; client {client_task * 1e3:.3f} ms CPU per task submitted")
+    lines.append(f"{'command':18} {'workers':>7} {'tasks':>6} {'depth':>5} {'measured s':>10} {'predicted s':>11} "
+                 f"{'error':>6}  {'workers CPU':>11} {'predicted':>9}  {'scheduler CPU':>13} {'predicted':>9}")
+    for name in commands:
+        for workers in (1, 2, 4):
+            for tasks in (20, 200, 2000):
+                m = measured[(name, workers, tasks)]
+                p = predict(constants[name], SMALL_ROWS, tasks, workers, start=start, sigma=sigma, client_task=client_task,
+                            cores=os.cpu_count(), batch_rows=SMALL_GROUP)
+                lines.append(f"{name:18} {workers:>7} {tasks:>6} {p['depth']:>5} {m['wall']:10.2f} {p['wall']:11.2f} "
+                             f"{(p['wall'] - m['wall']) / m['wall']:+6.0%}  {m['workers']:11.2f} "
+                             f"{workers * (p['compute'] + p['merging']):9.2f}  {m['scheduler']:13.2f} {p['scheduler']:9.2f}")
+    lines.append("(predicted wall on this machine: the CPU of client, scheduler and workers together over its "
+                 f"{os.cpu_count()} cores bounds it, beside the slowest of them; other sessions' load is not in the model)")
+    from types import SimpleNamespace
+
+    from calibcli.engines._fragments import task_rows
+
+    for name, c in constants.items():
+        size_bar = 50e3 if name.startswith("ece") else 1e6
+        lines.append(f"{name}: a {c['big_rows']:,}-row task's state is {c['state_big']:,} bytes packed   (bar <= "
+                     f"{size_bar / 1e3:,.0f} kB: {'met' if c['state_big'] <= size_bar else 'MISSED'})")
+    for name, c in constants.items():
+        for n_workers in (100, 1000):
+            n_rows = 10**10
+            r = task_rows([SimpleNamespace(n_rows=n_rows // 2000)] * 2000, n_workers)  # the engine's default
+            tasks = math.ceil(n_rows / r)
+            p = predict(c, n_rows, tasks, n_workers, start=start, sigma=sigma, client_task=client_task)
+            parts = {"workers": p["compute"] + p["merging"], "scheduler": p["scheduler"], "client": p["client"]}
+            bound = max(parts, key=parts.get)
+            lines.append(f"prediction {name}, 1e10 rows on {n_workers:,} workers ({tasks:,} tasks of {r:,} rows, tree depth "
+                         f"{p['depth']}, {p['merges']:,} merges): {p['wall']:.1f} s = start {start:.1f} + max(workers "
+                         f"{p['compute']:.1f} compute + {p['merging']:.2f} merging, scheduler {p['scheduler']:.1f}, client "
+                         f"{p['client']:.2f}) + tree tail {p['tail']:.2f} + finish {c['finish']:.2f}: bound by the {bound}")
+    results.update(model_tree=measured, constants=constants)
     return lines
 
 
@@ -518,13 +896,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1e7 rows for part 1 and the model; memory at 1e6 and 1e7")
     parser.add_argument("--repeats", type=int, default=2, help="runs of each variant in part 1 (medians)")
-    parser.add_argument("--parts", default="1234", help="which parts to run (model needs 1 and 2)")
+    parser.add_argument("--parts", default="123456", help="which parts to run (model needs 1 and 2)")
+    parser.add_argument("--before", help="a checkout of the previous version, run side by side in part 5 "
+                        "(git worktree add /tmp/before-dask main)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes of part 5's external cluster")
     args = parser.parse_args()
     big = "1e7" if args.quick else "1e8"
     rows = {"1e7": 10**7, "1e8": 10**8}[big]
     t0 = time.perf_counter()
     lines = ["bench_dask.py", *machine()]
-    data = ensure_data(big)
+    data = ensure_data(big) if set(args.parts) & set("14") else None
     results: dict = {}
     print("\n".join(lines), flush=True)
     print("\n" + "\n".join(part_machine()), flush=True)
@@ -540,6 +921,12 @@ def main() -> int:
         print("\n" + "\n".join(out), flush=True)
     if "4" in args.parts and "walls" in results and "per_task" in results:
         out = part_model(data, rows, results)
+        print("\n" + "\n".join(out), flush=True)
+    if "5" in args.parts:
+        out = part_client(args.before, args.repeats, args.workers, results)
+        print("\n" + "\n".join(out), flush=True)
+    if "6" in args.parts:
+        out = part_model_tree(results)
         print("\n" + "\n".join(out), flush=True)
     load = os.getloadavg()
     print(f"\nload average at the end {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}; total wall time {time.perf_counter() - t0:.0f} s")

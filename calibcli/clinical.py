@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from calibcli.arraystate import ArrayState
 from calibcli.errors import CalibcliError
 from calibcli.estimators import binned_calibration
 from calibcli.calibrators._common import clip_probabilities, DEFAULT_CLIP, logit, sigmoid
@@ -393,7 +394,7 @@ def _tail_cell(q: np.ndarray) -> np.ndarray:
 TAIL_CELLS = int(_tail_cell(np.array([TAIL]))[0]) + 1
 
 
-class _Cells:
+class _Cells(ArrayState):
     """Per-cell sums over ``size`` cells: the rows' count, weight (None while every weight is 1) and ``value``
     (a weighted sum). A state with few rows keeps them as they came (so that thousands of small groups stay
     small); once they are an eighth of the cells, they are summed into dense arrays, which batches then add to
@@ -466,22 +467,8 @@ class _Cells:
         value = np.bincount(inverse, weights=np.concatenate([p[3] for p in self._parts]), minlength=n)
         return cells, count, weight, value
 
-    def to_dict(self) -> dict:
-        cells, count, weight, value = self.sparse()
-        return {"cells": cells.tolist(), "count": count.tolist(), "weight": None if weight is None else weight.tolist(),
-                "value": value.tolist()}
 
-    @classmethod
-    def from_dict(cls, d: dict, size: int) -> "_Cells":
-        out = cls(size)
-        key = np.asarray(d["cells"], dtype=np.int64)
-        if len(key):
-            out.add(key, np.asarray(d["count"], dtype=np.int64), None if d["weight"] is None else
-                    np.asarray(d["weight"], dtype=np.float64), np.asarray(d["value"], dtype=np.float64))
-        return out
-
-
-class GridSums:
+class GridSums(ArrayState):
     """Per-cell sums of one binary problem's rows: the whole state of its ICI and Cox calibration.
 
     - per (label, cell) of a uniform grid of ``n_cells`` cells (``2 n_cells`` cells, negatives first): the
@@ -530,17 +517,6 @@ class GridSums:
         self.cells.merge(other.cells)
         self.tail.merge(other.tail)
         return self
-
-    def to_dict(self) -> dict:
-        return {"n_cells": self.n_cells, "n": self.n, "cells": self.cells.to_dict(), "tail": self.tail.to_dict()}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "GridSums":
-        out = cls(d["n_cells"])
-        out.n = int(d["n"])
-        out.cells = _Cells.from_dict(d["cells"], 2 * out.n_cells)
-        out.tail = _Cells.from_dict(d["tail"], 4 * TAIL_CELLS)
-        return out
 
     @staticmethod
     def _positive(cells, count, weight, value):

@@ -15,6 +15,8 @@ from typing import Callable
 
 import numpy as np
 
+from calibcli.arraystate import ArrayState
+
 #: The fixed point is solved until ``|s - smECE_s| <= FIXED_POINT_TOL``.
 FIXED_POINT_TOL = 1e-7
 #: Grid cells per bandwidth for the point estimate where the data allow (error ~1e-7 relative).
@@ -136,7 +138,7 @@ def _abs_integral(r: np.ndarray) -> float:
 _FIELDS = ("w", "wf", "wf2", "wf3", "ww")
 
 
-class CellSums:
+class CellSums(ArrayState):
     """Sums of one binary problem's rows per ``(label, cell)`` of a uniform grid of ``n_cells`` cells.
 
     ``key = label * n_cells + cell`` (sorted, only the non-empty ones), ``count`` the rows' number
@@ -326,21 +328,6 @@ class CellSums:
 
     # -- state -----------------------------------------------------------------------------------
 
-    def to_dict(self) -> dict:
-        def floats(a):
-            return None if a is None else a.tolist()
-
-        return {"n_cells": self.n_cells, "key": self.key.tolist(), "count": self.count.tolist(),
-                **{name: floats(getattr(self, name)) for name in _FIELDS}}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "CellSums":
-        def floats(a):
-            return None if a is None else np.asarray(a, dtype=np.float64).reshape(-1)
-
-        return cls(int(d["n_cells"]), np.asarray(d["key"], dtype=np.int64).reshape(-1),
-                   np.asarray(d["count"], dtype=np.int64).reshape(-1), *(floats(d[name]) for name in _FIELDS))
-
 
 # ----------------------------------------------------------------------------------------------
 # A binary problem on grids
@@ -351,7 +338,7 @@ class CellSums:
 DENSE_MAX_CELLS = 1 << 18
 
 
-class DenseSums:
+class DenseSums(ArrayState):
     """Per-(label, cell) sums of the rows added since the last :meth:`take`, as dense arrays.
 
     The same sums as :meth:`CellSums.of_rows` (count, ``w``, ``w f``, ``w f^2``, ``w f^3``,

@@ -157,13 +157,13 @@ def _binned(stream):
 
 
 def test_fragments_merged_in_this_process_equal_the_local_stream(shards):
-    # the engine-independent half: fragment documents (JSON states) merged in fragment order
-    from calibcli.engines._fragments import map_in_process, run_fragments, run_local
+    # the engine-independent half: fragments' parts merged in fragment order
+    from calibcli.engines._fragments import reduce_in_process, run_fragments, run_local
     from calibcli.io import ColumnSpec, resolve_datasets
 
     (dataset,) = resolve_datasets([str(shards)])
     stream = dataset.open(ColumnSpec(weight_col="w"), batch_rows=16384, group_by=("model",))
-    entries, counts = run_fragments(stream, lambda: _binned(stream), map_in_process)
+    entries, counts = run_fragments(stream, lambda: _binned(stream), reduce_in_process)
     local = run_local(stream, lambda: _binned(stream))
     assert stream.describe(counts) == stream.describe()
     assert [g for g, _ in entries] == [g for g, _ in local] == [{"model": "a"}, {"model": "b"}]
@@ -188,19 +188,22 @@ def test_fragments_are_packed_into_tasks_of_consecutive_rows():
     assert len(pack_fragments(many, task_rows(many, 2))) == 2 * TASKS_PER_WORKER + 1  # 4,166,667: 8 fragments a task
     assert task_rows(many, 1) == 8_333_334 and task_rows(many * 2, 1) == MAX_TASK_ROWS == 2**23
     assert task_rows([SimpleNamespace(n_rows=0)], 4) == 1
+    # 1e10 rows: at most 1,024 tasks (12,000 on 1,000 workers would keep the scheduler busier than the workers),
+    # one per worker beyond
+    huge = [SimpleNamespace(n_rows=5 * 10**6)] * 2000
+    assert task_rows(huge, 1000) == task_rows(huge, 100) == 9_765_625 and task_rows(huge, 2000) == 5 * 10**6
 
 
 @pytest.mark.parametrize("rows", [1, 35_000, 10**9])
 def test_packed_tasks_merged_in_this_process_equal_the_local_stream(shards, rows):
     # a task of one fragment, of 3 (30,000 rows), of all 20: the same entries as the local stream
-    from calibcli.engines._fragments import pack_fragments, run_fragment, run_fragments, run_local
+    from calibcli.engines._fragments import merge_parts, pack_fragments, run_fragment, run_fragments, run_local
     from calibcli.io import ColumnSpec, resolve_datasets
 
-    def packed(fragments, kind, *, first=None, second=None):
+    def packed(fragments, *, first=None, second=None):
         tasks = pack_fragments(fragments, rows)
         assert len(tasks) == {1: 20, 35_000: 7, 10**9: 1}[rows]
-        for task in tasks:
-            yield run_fragment(task, kind, first, second)
+        return merge_parts([run_fragment(task, first, second) for task in tasks])
 
     (dataset,) = resolve_datasets([str(shards)])
     stream = dataset.open(ColumnSpec(weight_col="w"), batch_rows=16384, group_by=("model",))
@@ -458,7 +461,9 @@ def test_a_scheduler_and_workers_started_with_the_dask_command(tmp_path, shards)
 def test_ctrl_c_stops_the_run_and_the_local_cluster(tmp_path):
     import psutil
 
-    many = _write_shards(tmp_path / "many", 1_000_000, 4, 5000, seed=6)
+    # 4 million rows: a run of several seconds of the worker's CPU (the workers merge the tasks' states
+    # among themselves now, so the client no longer slows the run down)
+    many = _write_shards(tmp_path / "many", 4_000_000, 8, 5000, seed=6)
     cli = subprocess.Popen([_console_script(), "ece", str(many), "--batch-rows", "5000", "--engine", "dask", "--workers", "1"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **QUIET})
     try:
@@ -486,3 +491,203 @@ def test_ctrl_c_stops_the_run_and_the_local_cluster(tmp_path):
     assert stderr.splitlines()[-1] == "Error: interrupted"
     _wait_for(lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in children), 30,
               "the cluster's processes to end")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reduction on the workers: a tree of merge tasks, one state to the client
+
+
+def test_the_reduction_graph_is_a_tree_of_blocks_and_merges():
+    from calibcli.engines.dask import reduction_graph
+
+    tasks = [(k,) for k in range(2000)]
+    graph, blocks, root = reduction_graph(tasks, None, "t", 16)
+    leaves = [k for k in graph if k.startswith("calibcli-fragment-")]
+    merges = sorted(k for k in graph if k.startswith("calibcli-merge-"))
+    assert len(leaves) == 2000 and len(blocks) == 125  # 16 tasks a block
+    assert blocks[0] == ("calibcli-block-t-0000000", (0, 16)) and blocks[-1][1] == (1984, 2000)
+    assert len(merges) == 8 + 1 and root == "calibcli-merge-t-2-0000000"  # 125 -> 8 -> 1: depth 3 with the blocks
+    assert graph[blocks[1][0]][1:] == tuple(leaves[16:32])  # a block's inputs: consecutive tasks, in row order
+    # one task: the block is the root
+    graph, blocks, root = reduction_graph([(0,)], None, "u", 16)
+    assert root == blocks[0][0] and len(graph) == 3
+
+
+def test_a_block_reports_its_first_bad_task_in_row_order():
+    from calibcli.engines._fragments import Part
+    from calibcli.engines.dask import _block
+    from calibcli.errors import CalibcliError
+
+    first, second = CalibcliError("part-01: bad row"), CalibcliError("part-02: bad row")
+    with pytest.raises(CalibcliError, match="part-01"):
+        _block(Part(), Part(error=first), Part(error=second))  # whichever of them failed first in time
+
+
+@pytest.mark.parametrize("split_every", [2, 16])
+def test_the_tree_in_this_process_equals_the_local_stream(shards, split_every):
+    # the graph the cluster runs, run by Dask's synchronous scheduler here: the same entries as the local engine,
+    # however deep the tree (a task per fragment: 20 tasks, a tree of depth 5 with split_every 2)
+    import dask
+
+    from calibcli.engines import dask as engine
+    from calibcli.engines._fragments import merge_parts, pack_fragments, run_fragments, run_local
+
+    def reduce(fragments, *, first=None, second=None):
+        tasks = pack_fragments(fragments, 1)
+        graph, blocks, root = engine.reduction_graph(tasks, first if second is None else second, "x", split_every,
+                                                     second=second is not None)
+        part = dask.get(graph, root)
+        reference = merge_parts([engine._task(engine._Box(t), first if second is None else second, second is not None)
+                                 for t in tasks])
+        assert part.counts == reference.counts
+        return part
+
+    (dataset,) = resolve_datasets_of(shards)
+    stream = dataset.open(_columns(), batch_rows=16384, group_by=("model",))
+    entries, counts = run_fragments(stream, lambda: _binned(stream), reduce)
+    local = run_local(stream, lambda: _binned(stream))
+    assert stream.describe(counts) == stream.describe()
+    for (g, acc), (h, ref) in zip(entries, local, strict=True):
+        assert g == h
+        _compare_tree(acc.result().to_dict(), ref.result().to_dict())
+
+
+def resolve_datasets_of(path):
+    from calibcli.io import resolve_datasets
+
+    return resolve_datasets([str(path)])
+
+
+def _columns():
+    from calibcli.io import ColumnSpec
+
+    return ColumnSpec(weight_col="w")
+
+
+def test_a_deep_tree_on_the_cluster_sends_the_client_one_state(shards, cluster):
+    # 20 tasks merged in pairs on the workers (blocks of 2, then 5 -> 3 -> 2 -> 1): the local engine's entries;
+    # the client's futures are the blocks and the root only, never a task's state
+    from distributed import Client
+
+    from calibcli.engines.dask import DaskEngine
+    from calibcli.io import ColumnSpec, resolve_datasets
+
+    (dataset,) = resolve_datasets([str(shards)])
+    stream = dataset.open(ColumnSpec(weight_col="w"), batch_rows=16384, group_by=("model",))
+    local = run_local_entries(stream)
+    with Client(cluster) as client:
+        engine = DaskEngine(client, workers=2, task_rows=1, split_every=2)
+        asked = []
+        get = client.get
+
+        def recorded(graph, keys, **kwargs):
+            asked.append(list(keys))
+            return get(graph, keys, **kwargs)
+
+        client.get = recorded
+        try:
+            entries, described = engine.run(stream, lambda: _binned(stream))
+        finally:
+            client.get = get
+    assert described == stream.describe()
+    # two passes (quantile edges); each asks for the 10 blocks (their parts stay on the workers) and the root
+    assert [[key.split("-")[1] for key in keys] for keys in asked] == [["block"] * 10 + ["merge"]] * 2
+    for (g, acc), (h, ref) in zip(entries, local, strict=True):
+        assert g == h
+        _compare_tree(acc.result().to_dict(), ref.result().to_dict())
+
+
+def run_local_entries(stream):
+    from calibcli.engines._fragments import run_local
+
+    return run_local(stream, lambda: _binned(stream))
+
+
+def _compare_tree(a: dict, b: dict) -> None:
+    """The tree's entries against the local engine's: every number to 1e-12, but the within-bin Brier term (a
+    residual, brier - (reliability - resolution + uncertainty), of about 3e-4 from four terms of about 0.1: its
+    relative rounding error is about 1,000x theirs), to 1e-10. A tree adds the tasks' sums in another order than
+    one stream does; the other numbers do not notice it."""
+    a, b = json.loads(json.dumps(a)), json.loads(json.dumps(b))
+    for problem_a, problem_b in zip(a["problems"], b["problems"], strict=True):
+        residual_a = problem_a["metrics"].pop("brier_within_bin")
+        residual_b = problem_b["metrics"].pop("brier_within_bin")
+        _compare(residual_a, residual_b, 1e-10, "$.brier_within_bin")
+    _compare(a, b, 1e-12, "$")
+
+
+# ---------------------------------------------------------------------------------------------
+# Footers off the client: a pool of threads here, tasks on the cluster for object stores
+
+
+def test_footers_are_read_in_threads_in_file_order(tmp_path, monkeypatch):
+    import threading
+
+    from calibcli.io import sources
+
+    data = _write_shards(tmp_path / "d", 6000, 6, 500, seed=8)
+    seen = set()
+    sizes_of = sources.file_sizes
+
+    def recorded(*file):
+        seen.add(threading.current_thread().name)
+        return sizes_of(*file)
+
+    (dataset,) = resolve_datasets_of(data)
+    stream = dataset.open(_columns(), batch_rows=500)
+    serial = stream.fragments(map_files=lambda f, files: [f(*file) for file in files])
+    monkeypatch.setattr(sources, "file_sizes", recorded)
+    threaded = stream.fragments()
+    assert threaded == serial and len(threaded) == 6 * 2  # 6 files of two 500-row groups, a run each
+    assert all(name.startswith("calibcli-footer") for name in seen)
+    # the first unreadable file in order is the one reported, whichever thread met it first
+    (data / "part-04.parquet").write_bytes(b"not parquet")
+    (data / "part-01.parquet").write_bytes(b"nor this")
+    fragments, error = resolve_datasets_of(data)[0].open(_columns(), batch_rows=500).readable_fragments()
+    assert [f.path.rsplit("/", 1)[-1] for f in fragments] == ["part-00.parquet"] * 2
+    assert "part-01.parquet" in str(error)
+
+
+def test_footers_of_an_object_store_are_read_by_tasks_on_the_cluster(shards, cluster, monkeypatch):
+    # the shards stand for an object store's files (the workers see the same paths here): their footers are
+    # read by tasks on the cluster, and the report is the local engine's
+    from distributed import Client
+
+    from calibcli.engines import dask as engine
+    from calibcli.engines.dask import DaskEngine
+    from calibcli.io import ColumnSpec, resolve_datasets
+
+    monkeypatch.setattr(engine, "_in_object_store", lambda location: True)
+    (dataset,) = resolve_datasets([str(shards)])
+    stream = dataset.open(ColumnSpec(weight_col="w"), batch_rows=16384, group_by=("model",))
+    local = run_local_entries(stream)
+    with Client(cluster) as client:
+        dask_engine = DaskEngine(client, workers=2)
+        mapped = []
+        map_tasks = client.map
+
+        def recorded(function, *iterables, key, **kwargs):
+            mapped.extend(key)
+            return map_tasks(function, *iterables, key=key, **kwargs)
+
+        client.map = recorded
+        try:
+            assert stream.fragments(map_files=dask_engine.map_files) == stream.fragments()
+            entries, described = dask_engine.run(stream, lambda: _binned(stream))
+        finally:
+            client.map = map_tasks
+    assert len(mapped) == 2 * 5 and all(key.startswith("calibcli-footer-") for key in mapped)  # 5 files, twice
+    assert described == stream.describe()
+    for (g, acc), (h, ref) in zip(entries, local, strict=True):
+        assert g == h
+        _compare_tree(acc.result().to_dict(), ref.result().to_dict())
+
+
+def test_a_merge_whose_workers_keep_dying_says_so():
+    from distributed.scheduler import KilledWorker
+
+    from calibcli.engines.dask import _remote_error
+
+    error = _remote_error(KilledWorker("calibcli-merge-x-1-0000000", "tcp://127.0.0.1:1", 3), None,
+                          "merging the tasks' states")
+    assert str(error) == "the Dask workers merging the tasks' states died repeatedly (out of memory?): see the workers' logs"

@@ -4,8 +4,10 @@ Each accumulator reduces the rows of one binary problem (or one multiclass input
 
 - ``update(row_index, z, y, w)`` adds a batch (global row indices, predictions, labels, weights or None);
 - ``merge(other)`` adds another accumulator's state of disjoint rows (associative and commutative);
-- ``to_dict()`` / ``from_dict(d)`` give a versioned JSON-able state (integers as integers, floats that
-  round-trip), so partial results can be saved, shipped to another process and merged later;
+- ``to_dict()`` / ``from_dict(d)`` give a versioned JSON-able state, derived once for every accumulator in
+  :class:`~calibcli.accumulators.base.Accumulator` from its attributes (:mod:`calibcli.arraystate`: arrays exact,
+  their bytes in base64), so partial results can be saved, shipped to another process and merged later;
+  pickling (what a Dask task sends) packs the same arrays (occupied cells only, smallest integer types);
 - ``result(...)`` finishes: the estimates and their bootstrap intervals;
 - ``needs_second_pass()`` / ``for_second_pass()``: whether the engine reads the rows again, and the empty
   state that second pass starts from (quantile edges, a finer smoothing grid); optionally

@@ -14,6 +14,10 @@ state by its rule, an accumulator here declares ``merge_rules = {"n": "sum", "ro
 ``same`` names what both sides must share (options, mode) for a merge to mean anything; ``_after_merge``
 drops what the merge made stale (a cached result). ``to_dict`` starts from :meth:`Accumulator.state_head`
 and ``from_dict`` from :meth:`Accumulator.check_state`, so the kind and version are checked one way.
+
+Pickling (what a Dask task sends: a state to merge on another worker) is written here too: every
+accumulator is a :class:`calibcli.arraystate.ArrayState`, so its arrays travel packed (a grid's occupied
+cells only, counts in the smallest integer type) and arrive writable, bit for bit as they left.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
+
+from calibcli.arraystate import ArrayState
 
 
 def _sum(a, b):
@@ -38,7 +44,7 @@ def _merge(a, b):
             _merge(acc, b[key])
         return a
     if isinstance(a, (list, tuple)):
-        for mine, theirs in zip(a, b or ()):
+        for mine, theirs in zip(a, b or (), strict=False):  # (None on the other side: nothing to add)
             _merge(mine, theirs)
         return a
     a.merge(b)
@@ -60,7 +66,7 @@ RULES = {
 }
 
 
-class Accumulator:
+class Accumulator(ArrayState):
     """The base of calibcli's accumulators: ``update`` / ``merge`` / ``to_dict`` / ``from_dict`` / ``result``
     (:mod:`calibcli.accumulators`), with the merge and the state check written here."""
 
@@ -89,6 +95,17 @@ class Accumulator:
 
     def _after_merge(self) -> None:
         """What a merge makes stale (a cached result), dropped."""
+
+    def to_dict(self) -> dict:
+        """The versioned state (:meth:`state_head`, then every attribute: arrays exact, in base64; derived by
+        :meth:`calibcli.arraystate.ArrayState.to_dict`), JSON-able, for another process or a file."""
+        return {**self.state_head(), "state": super().to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict):
+        """The accumulator :meth:`to_dict` described; a state of another kind or version is refused."""
+        cls.check_state(d)
+        return super().from_dict(d["state"])
 
     def state_head(self) -> dict:
         """The head of ``to_dict()``: the kind and the version of the state."""

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibcli.accumulators.base import Accumulator
 from calibcli import cancel
+from calibcli.accumulators.base import Accumulator
+from calibcli.arraystate import ArrayState
 from calibcli.accumulators.rows import RowSample
 from calibcli.binning import Binning, fit_binning, uniform_bin_index
 from calibcli.estimators import (
@@ -125,19 +126,22 @@ class _Cells(Accumulator):
         return BinStats(count.sum(axis=1), w.sum(axis=1), w[:, 1] - wu.sum(axis=1), w[:, 1].copy(),
                         s[_C["wu2"]].sum(axis=1), s[_C["wll"]].sum(axis=1))
 
-    def to_dict(self) -> dict:
-        return {"count": self.count.tolist(), "sums": {k: self.sums[j].tolist() for j, k in enumerate(CELL_COLUMNS)}}
 
-    @classmethod
-    def from_dict(cls, d: dict) -> "_Cells":
-        out = cls(len(d["count"]) // 2)
-        out.count = np.asarray(d["count"], dtype=np.int64)
-        out.sums = np.array([d["sums"][k] for k in CELL_COLUMNS], dtype=np.float64)
-        return out
-
-
-class QuantileSketch:
+class QuantileSketch(ArrayState):
     """Predictions for quantile edges: exact while at most ``EXACT_QUANTILE_LIMIT``, then a KLL sketch."""
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        if self._kll is not None:  # (DataSketches' sketches do not pickle: their own bytes travel)
+            state["_kll"] = bytes(self._kll.serialize())
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        if self._kll is not None:
+            from datasketches import kll_doubles_sketch
+
+            self._kll = kll_doubles_sketch.deserialize(self._kll)
 
     def __init__(self, exact_limit: int = EXACT_QUANTILE_LIMIT):
         self.exact_limit = exact_limit
@@ -195,28 +199,6 @@ class QuantileSketch:
         lower = np.asarray(self._kll.get_quantiles(((ranks - 0.5) / self.n).tolist()))
         upper = np.asarray(self._kll.get_quantiles(((ranks + 0.5) / self.n).tolist()))
         return Binning("quantile", n_bins, np.unique(0.5 * (lower + upper)))
-
-    def to_dict(self) -> dict:
-        if self._kll is None:
-            values = np.concatenate(self._values) if self._values else np.empty(0)
-            return {"n": self.n, "exact_limit": self.exact_limit, "values": values.tolist()}
-        import base64
-
-        return {"n": self.n, "exact_limit": self.exact_limit, "kll": base64.b64encode(self._kll.serialize()).decode("ascii")}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "QuantileSketch":
-        out = cls(d["exact_limit"])
-        out.n = int(d["n"])
-        if "kll" in d:
-            import base64
-
-            from datasketches import kll_doubles_sketch
-
-            out._kll = kll_doubles_sketch.deserialize(base64.b64decode(d["kll"]))
-        elif d["values"]:
-            out._values = [np.asarray(d["values"], dtype=np.float64)]
-        return out
 
 
 class BinnedAccumulator(Accumulator):
@@ -291,33 +273,6 @@ class BinnedAccumulator(Accumulator):
         return binning.edges, how
 
     # -- state -----------------------------------------------------------------------------------
-
-    def to_dict(self) -> dict:
-        return {
-            **self.state_head(),
-            "n_bins": self.n_bins,
-            "strategy": self.strategy,
-            "edges": None if self.binning is None or self.strategy == "uniform" else self.binning.edges.tolist(),
-            "binning_note": self.binning_note,
-            "weighted": self.weighted,
-            "moments": self.moments,
-            "rows": self.rows.to_dict(),
-            "cells": None if self.cells is None else self.cells.to_dict(),
-            "uniform_cells": None if self.uniform_cells is None else self.uniform_cells.to_dict(),
-            "sketch": None if self.sketch is None else self.sketch.to_dict(),
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "BinnedAccumulator":
-        cls.check_state(d)
-        out = cls(n_bins=d["n_bins"], strategy=d["strategy"], edges=d["edges"], binning_note=d["binning_note"],
-                  moments=d["moments"])
-        out.weighted = bool(d["weighted"])
-        out.rows = RowSample.from_dict(d["rows"])
-        out.cells = None if d["cells"] is None else _Cells.from_dict(d["cells"])
-        out.uniform_cells = None if d["uniform_cells"] is None else _Cells.from_dict(d["uniform_cells"])
-        out.sketch = None if d["sketch"] is None else QuantileSketch.from_dict(d["sketch"])
-        return out
 
     # -- result ----------------------------------------------------------------------------------
 

@@ -76,16 +76,6 @@ class ClinicalAccumulator(Accumulator):
     def n_rows(self) -> int:
         return self.grid.n
 
-    def to_dict(self) -> dict:
-        return {**self.state_head(), "grid": self.grid.to_dict()}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "ClinicalAccumulator":
-        cls.check_state(d)
-        out = cls()
-        out.grid = GridSums.from_dict(d["grid"])
-        return out
-
     def result(self, *, alpha: float = 0.05, rows=None) -> tuple[dict, dict]:
         """``({name: Metric}, details)``: the Cox and ICI metrics of the report, and what they were made of
         (standard errors, Wald tests, which rows Cox was fitted on, the bandwidth and grids of the ICI).
@@ -305,25 +295,6 @@ class ClinicalTestAccumulator(Accumulator):
         edges, how = self.bins.fitted_edges()
         return ClinicalTestAccumulator(mode=self.mode, n_classes=self.n_classes, class_names=self.class_names,
                                        options=self.options, edges=edges, edges_method=how)
-
-    def to_dict(self) -> dict:
-        return {**self.state_head(), "mode": self.mode, "n_classes": self.n_classes,
-                "class_names": list(self.class_names), "options": asdict(self.options), "edges_method": self.edges_method,
-                "n": self.n, "sums": self.sums.tolist(), "bins": None if self.bins is None else self.bins.to_dict(),
-                "ecce": None if self.ecce is None else self.ecce.to_dict()}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "ClinicalTestAccumulator":
-        cls.check_state(d)
-        out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),
-                  options=ClinicalTestOptions(**d["options"]), edges_method=d["edges_method"])
-        out.n = int(d["n"])
-        out.sums = np.asarray(d["sums"], dtype=np.float64)
-        if d["bins"] is not None:
-            out.bins = BinnedAccumulator.from_dict(d["bins"])
-        if d.get("ecce") is not None:
-            out.ecce = EcceAccumulator.from_dict(d["ecce"])
-        return out
 
     def result(self, progress=None) -> ClinicalTestReport:
         o = self.options

@@ -77,15 +77,6 @@ class Composite(Accumulator):
         """The composite itself: each member is finished by its own family."""
         return self
 
-    def to_dict(self) -> dict:
-        return {**self.state_head(),
-                "members": [[name, _class_name(acc), acc.to_dict()] for name, acc in self.members.items()]}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Composite":
-        cls.check_state(d)
-        return cls({name: _load_class(where).from_dict(state) for name, where, state in d["members"]})
-
 
 def _class_name(acc) -> str:
     kind = type(acc)

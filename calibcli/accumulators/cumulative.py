@@ -144,26 +144,6 @@ class EcceAccumulator(Accumulator):
                                     f"uniform score cells; exact ECCE-MAD within [value, value + {bound:.3g}], "
                                     f"exact ECCE-R within [value, value + {2 * bound:.3g}]"}
 
-    def to_dict(self) -> dict:
-        sums = self._summed() if self._sums is None else self._sums  # (a state sent away keeps no grid)
-        occupied = np.flatnonzero(sums["count"])
-        return {**self.state_head(), "row_limit": self.row_limit, "n_cells": self.n_cells, "n_seen": self.n_seen,
-                "rows": None if self.rows is None else self.rows.to_dict(),
-                "cells": occupied.tolist(), "count": sums["count"][occupied].tolist(),
-                **{name: sums[name][occupied].tolist() for name in _SUMS}}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "EcceAccumulator":
-        cls.check_state(d)
-        out = cls(d["row_limit"], d["n_cells"])
-        out.n_seen = int(d["n_seen"])
-        out.rows = None if d["rows"] is None else RowSample.from_dict(d["rows"])
-        cells = np.asarray(d["cells"], dtype=np.int64)
-        out.count[cells] = np.asarray(d["count"], dtype=np.int64)
-        for name in _SUMS:
-            getattr(out, name)[cells] = np.asarray(d[name], dtype=np.float64)
-        return out
-
 
 def ecce_metrics(stats: EcceResult, how: dict) -> dict[str, Metric]:
     """The registry metrics ``ecce_mad`` and ``ecce_r`` of one binary problem, each with its sigma scale and

@@ -191,26 +191,6 @@ class DiagramInputAccumulator(Accumulator):
         return DiagramInputAccumulator(mode=self.mode, n_classes=self.n_classes, class_names=self.class_names,
                                        options=self.options, edges=edges, edges_method=edges_method, grids=grids)
 
-    def to_dict(self) -> dict:
-        return {
-            **self.state_head(), "mode": self.mode, "n_classes": self.n_classes,
-            "class_names": list(self.class_names), "edges_method": self.edges_method,
-            "options": self.options.to_dict(),
-            "binned": None if self.binned is None else [acc.to_dict() for acc in self.binned],
-            "smooth": None if self.smooth is None else [acc.to_dict() for acc in self.smooth],
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "DiagramInputAccumulator":
-        cls.check_state(d)
-        smooth = None if d["smooth"] is None else [SmoothAccumulator.from_dict(s) for s in d["smooth"]]
-        out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),
-                  options=DiagramOptions(**d["options"]), edges_method=d["edges_method"],
-                  grids=None if smooth is None else [acc.n_cells for acc in smooth])
-        out.binned = None if d["binned"] is None else [BinnedAccumulator.from_dict(b) for b in d["binned"]]
-        out.smooth = smooth
-        return out
-
     def result(self, progress: Callable[[], None] | None = None) -> DiagramReport:
         """Every problem's binned and smooth results (with bootstrap intervals, and the curve with its band).
 

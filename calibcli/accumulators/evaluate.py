@@ -23,7 +23,6 @@ bucket, and the measuring accumulators' bounded states.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 
 import numpy as np
 
@@ -31,8 +30,8 @@ from calibcli.accumulators.base import Accumulator
 from calibcli.accumulators.fit import MAX_DISTINCT, FitAccumulator
 from calibcli.accumulators.rows import RowSample
 from calibcli.resampling import row_hash
-from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator, SmoothInputAccumulator, SmoothOptions
-from calibcli.accumulators.tcal import TcalInputAccumulator, TcalOptions
+from calibcli.accumulators.inputs import InputAccumulator, SmoothInputAccumulator
+from calibcli.accumulators.tcal import TcalInputAccumulator
 from calibcli.calibrators import calibrator_from_dict
 from calibcli.documents import metric_json
 from calibcli.modes import binary_problems
@@ -101,19 +100,6 @@ class SplitCounter(_OnePass):
         before = int(cumulative[bucket - 1]) if bucket else 0
         return bucket, k - before
 
-    def to_dict(self) -> dict:
-        nonzero = np.flatnonzero(self.histogram)
-        return {**self.state_head(), "seed": self.seed, "n": self.n, "binary": self.binary,
-                "buckets": nonzero.tolist(), "counts": self.histogram[nonzero].tolist()}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "SplitCounter":
-        cls.check_state(d)
-        out = cls(seed=d["seed"])
-        out.n, out.binary = int(d["n"]), d["binary"]
-        out.histogram[np.asarray(d["buckets"], dtype=np.int64)] = np.asarray(d["counts"], dtype=np.int64)
-        return out
-
 
 class HoldoutFitAccumulator(_OnePass):
     """Second pass of a holdout split: the fit part (the ``k`` rows with the smallest hashes) into a
@@ -151,19 +137,6 @@ class HoldoutFitAccumulator(_OnePass):
             w = np.ones(len(row_index))
         fit.update(row_index, z, y, w)
         return fit, int(row_hash(self.seed, row_index).max())
-
-    def to_dict(self) -> dict:
-        return {**self.state_head(), "seed": self.seed, "bucket": self.bucket,
-                "rank": self.rank, "fit": self.fit.to_dict(), "edge": self.edge.to_dict()}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "HoldoutFitAccumulator":
-        cls.check_state(d)
-        fit = FitAccumulator.from_dict(d["fit"])
-        out = cls(seed=d["seed"], bucket=d["bucket"], rank=d["rank"], max_rows=fit.sample.k,
-                  max_distinct=fit.max_distinct)
-        out.fit, out.edge = fit, RowSample.from_dict(d["edge"])
-        return out
 
 
 class HoldoutSplit(Accumulator):
@@ -228,21 +201,6 @@ class HoldoutSplit(Accumulator):
 
     def result(self, progress=None) -> "HoldoutSplit":
         return self
-
-    def to_dict(self) -> dict:
-        return {**self.state_head(), "seed": self.seed, "holdout": self.holdout,
-                "max_rows": self.max_rows, "totals": self.totals,
-                "counter": None if self.counter is None else self.counter.to_dict(),
-                "fit": None if self.fit is None else self.fit.to_dict()}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "HoldoutSplit":
-        cls.check_state(d)
-        fit = None if d["fit"] is None else HoldoutFitAccumulator.from_dict(d["fit"])
-        out = cls(seed=d["seed"], holdout=d["holdout"], max_rows=d["max_rows"], totals=d["totals"], fit=fit)
-        if d["counter"] is not None:
-            out.counter = SplitCounter.from_dict(d["counter"])
-        return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,29 +328,6 @@ class EvaluateAccumulator(Accumulator):
         return out, warnings
 
     # -- state -------------------------------------------------------------------------------------
-
-    def to_dict(self) -> dict:
-        return {
-            **self.state_head(), "calibrators": [[m, d] for m, d in self.calibrator_dicts],
-            "split": self.split, "mode": self.mode, "n_classes": self.n_classes, "class_names": list(self.class_names),
-            "options": {"binned": asdict(self.binned_options), "smooth": asdict(self.smooth_options),
-                        "tcal": asdict(self.tcal_options)},
-            "states": {name: {"binned": s["binned"].to_dict(), "smooth": s["smooth"].to_dict(),
-                              "tests": [t.to_dict() for t in s["tests"]]} for name, s in self.states.items()},
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "EvaluateAccumulator":
-        cls.check_state(d)
-        o = d["options"]
-        out = cls(calibrators=[(m, c) for m, c in d["calibrators"]], split=d["split"], mode=d["mode"],
-                  n_classes=d["n_classes"], class_names=tuple(d["class_names"]), binned=BinnedOptions(**o["binned"]),
-                  smooth=SmoothOptions(**o["smooth"]), tcal=TcalOptions(**o["tcal"]))
-        for name, s in d["states"].items():
-            out.states[name] = {"binned": InputAccumulator.from_dict(s["binned"]),
-                                "smooth": SmoothInputAccumulator.from_dict(s["smooth"]),
-                                "tests": [TcalInputAccumulator.from_dict(t) for t in s["tests"]]}
-        return out
 
 
 def _combined(per_problem: list[dict], alpha: float) -> dict:

@@ -99,21 +99,6 @@ class FitAccumulator(Accumulator):
         """The state itself: :meth:`data` gives the rows of each method's fit."""
         return self
 
-    def to_dict(self) -> dict:
-        return {**self.state_head(), "max_distinct": self.max_distinct, "binary": self.binary,
-                "too_many_values": self.too_many_values, "sample": self.sample.to_dict(),
-                "values": self.values.tolist(), "w1": self.w1.tolist(), "w0": self.w0.tolist()}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "FitAccumulator":
-        cls.check_state(d)
-        sample = RowSample.from_dict(d["sample"])
-        out = cls(max_rows=sample.k, seed=sample.seed, max_distinct=d["max_distinct"])
-        out.sample = sample
-        out.binary, out.too_many_values = d["binary"], bool(d["too_many_values"])
-        out.values, out.w1, out.w0 = (np.asarray(d[k], dtype=np.float64) for k in ("values", "w1", "w0"))
-        return out
-
     def data(self, method: str, *, mode: str | None = None, options: dict | None = None):
         """``(labels, probs, sample_weight, how)`` to fit ``method`` on; ``how`` says which rows, for the report."""
         n = self.sample.n_seen

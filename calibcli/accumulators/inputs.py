@@ -118,16 +118,6 @@ class MulticlassScores(Accumulator):
         return self
 
 
-    def to_dict(self) -> dict:
-        return {**self.state_head(), "sums": self.sums.tolist(), "rows": self.rows.to_dict()}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "MulticlassScores":
-        out = cls()
-        out.sums = np.asarray(d["sums"], dtype=np.float64)
-        out.rows = RowSample.from_dict(d["rows"])
-        return out
-
     def result(self, *, n_boot: int, alpha: float, seed: int) -> dict[str, Metric]:
         s = dict(zip(self._COLUMNS, self.sums))
         est = {"brier_score_multiclass": s["wb"] / s["w"], "log_loss_multiclass": s["wl"] / s["w"]}
@@ -235,33 +225,6 @@ class InputAccumulator(Accumulator):
         fitted = [p.fitted_edges() for p in self.problems]
         return InputAccumulator(mode=self.mode, n_classes=self.n_classes, class_names=self.class_names,
                                 options=self.options, edges=[e for e, _ in fitted], edges_method=fitted[0][1])
-
-    def to_dict(self) -> dict:
-        o = self.options
-        return {
-            **self.state_head(), "mode": self.mode, "n_classes": self.n_classes,
-            "class_names": list(self.class_names), "edges_method": self.edges_method,
-            "options": {"n_bins": o.n_bins, "strategy": o.strategy, "n_boot": o.n_boot, "alpha": o.alpha, "seed": o.seed,
-                        "class_weights": o.class_weights, "row_limit": o.row_limit},
-            "problems": [p.to_dict() for p in self.problems],
-            "class_totals": self.class_totals.tolist(),
-            "scores": None if self.scores is None else self.scores.to_dict(),
-            "clinical": [c.to_dict() for c in self.clinical],
-            "ecce": [e.to_dict() for e in self.ecce],
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "InputAccumulator":
-        cls.check_state(d)
-        out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),
-                  options=BinnedOptions(**d["options"]), edges_method=d["edges_method"])
-        out.problems = [BinnedAccumulator.from_dict(p) for p in d["problems"]]
-        out.class_totals = np.asarray(d["class_totals"], dtype=np.float64)
-        out.scores = None if d["scores"] is None else MulticlassScores.from_dict(d["scores"])
-
-        out.clinical = [ClinicalAccumulator.from_dict(c) for c in d["clinical"]]
-        out.ecce = [EcceAccumulator.from_dict(e) for e in d["ecce"]]
-        return out
 
     def result(self, progress=None, keep_replicates: bool = False) -> BinnedReport:
         """The report; ``keep_replicates`` keeps every problem's bootstrap replicates (a comparison's differences)."""
@@ -455,24 +418,6 @@ class SmoothInputAccumulator(Accumulator):
         grids = [r.finer_grid if r.needs_finer_grid else acc.n_cells for r, acc in zip(self._points(), self.problems)]
         return SmoothInputAccumulator(mode=self.mode, n_classes=self.n_classes, class_names=self.class_names,
                                       options=self.options, grids=grids)
-
-    def to_dict(self) -> dict:
-        o = self.options
-        return {**self.state_head(), "mode": self.mode, "n_classes": self.n_classes,
-                "class_names": list(self.class_names),
-                "options": {"sigma": o.sigma, "n_boot": o.n_boot, "alpha": o.alpha, "seed": o.seed,
-                            "class_weights": o.class_weights, "row_limit": o.row_limit},
-                "problems": [p.to_dict() for p in self.problems], "class_totals": self.class_totals.tolist()}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "SmoothInputAccumulator":
-        cls.check_state(d)
-        problems = [SmoothAccumulator.from_dict(p) for p in d["problems"]]
-        out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),
-                  options=SmoothOptions(**d["options"]), grids=[p.n_cells for p in problems])
-        out.problems = problems
-        out.class_totals = np.asarray(d["class_totals"], dtype=np.float64)
-        return out
 
     @classmethod
     def results(cls, accs: list, progress=None, on_chunks=None) -> list[SmoothReport]:

@@ -124,34 +124,6 @@ class RowSample(Accumulator):
 
     # -- state -----------------------------------------------------------------------------------
 
-    def to_dict(self) -> dict:
-        held = {} if self.dropped else dict(zip(("row_index", "z", "y", "w"), self.arrays()))
-        return {
-            **self.state_head(),
-            "k": self.k,
-            "seed": self.seed,
-            "keep_when_full": self.keep_when_full,
-            "n_seen": self.n_seen,
-            "weighted": self.weighted,
-            "dropped": self.dropped,
-            "row_index": [int(v) for v in held.get("row_index", [])],
-            "z": np.asarray(held.get("z", np.empty(0))).tolist(),
-            "y": [int(v) for v in held.get("y", [])],
-            "w": None if held.get("w") is None else held["w"].tolist(),
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "RowSample":
-        cls.check_state(d)
-        out = cls(d["k"], d["seed"], keep_when_full=d["keep_when_full"])
-        out.n_seen, out.weighted, out.dropped = int(d["n_seen"]), bool(d["weighted"]), bool(d["dropped"])
-        if d["row_index"]:
-            w = None if d["w"] is None else np.asarray(d["w"], dtype=np.float64)
-            z = np.asarray(d["z"], dtype=np.float64)
-            out._parts = [(np.asarray(d["row_index"], dtype=np.int64), z, np.asarray(d["y"], dtype=np.int64), w)]
-            out._held = len(d["row_index"])
-        return out
-
 
 def describe_sample(n: int, n_tested: int, k: int, seed: int) -> dict:
     """Which rows a test ran on (SPEC 8): all ``n``, or the bottom-k sample of ``k`` of them."""

@@ -151,28 +151,6 @@ class SmoothAccumulator(Accumulator):
 
     # -- state -----------------------------------------------------------------------------------
 
-    def to_dict(self) -> dict:
-        """The state as a JSON-able document (integers as integers, floats that round-trip)."""
-        return {
-            **self.state_head(),
-            "n_cells": self.n_cells,
-            "row_limit": self.row_limit,
-            "seed": self.seed,
-            "want_curve": self.want_curve,
-            "sums": self.sums.to_dict(),
-            "rows": self.rows.to_dict(),
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "SmoothAccumulator":
-        cls.check_state(d)
-        out = cls(row_limit=d["row_limit"], seed=d["seed"], want_curve=d["want_curve"], n_cells=d["n_cells"])
-        out._sums = CellSums.from_dict(d["sums"])
-        if out._sums.n_cells != out.n_cells:
-            raise ValueError(f"the sums' grid ({out._sums.n_cells} cells) is not the state's ({out.n_cells})")
-        out.rows = RowSample.from_dict(d["rows"])
-        return out
-
     # -- result ----------------------------------------------------------------------------------
 
     @classmethod

@@ -196,21 +196,6 @@ class ValueCounts(Accumulator):
             return None
         return len(self._parts[0][0]) if self._parts else 0
 
-    def to_dict(self) -> dict:
-        values, n, m = (np.empty(0), [], []) if self.overflowed else self.arrays()
-        return {**self.state_head(), "cap": self.cap, "n": self.n, "overflowed": self.overflowed,
-                "values": np.asarray(values).tolist(), "n_v": [int(v) for v in n], "m_v": [int(v) for v in m]}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "ValueCounts":
-        cls.check_state(d)
-        out = cls(d["cap"])
-        out.n, out.overflowed = int(d["n"]), bool(d["overflowed"])
-        if d["values"]:
-            out._add((np.asarray(d["values"], dtype=np.float64), np.asarray(d["n_v"], dtype=np.int64),
-                      np.asarray(d["m_v"], dtype=np.int64)))
-        return out
-
 
 # ---------------------------------------------------------------------------------------------
 # The finished entry
@@ -378,17 +363,3 @@ class TcalInputAccumulator(Accumulator):
 
     # -- state -----------------------------------------------------------------------------------
 
-    def to_dict(self) -> dict:
-        return {**self.state_head(), "mode": self.requested_mode, "n_classes": self.n_classes,
-                "class_names": list(self.class_names), "options": asdict(self.options), "rows": self.rows.to_dict(),
-                "counts": None if self.counts is None else self.counts.to_dict()}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "TcalInputAccumulator":
-        cls.check_state(d)
-        out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),
-                  options=TcalOptions(**d["options"]))
-        out.rows = RowSample.from_dict(d["rows"])
-        if d["counts"] is not None:
-            out.counts = ValueCounts.from_dict(d["counts"])
-        return out

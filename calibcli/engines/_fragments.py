@@ -4,16 +4,21 @@
   edges, a finer smoothing grid; SPEC 8) in this process, reading the next batch while this one is
   reduced (:func:`prefetched`).
 - :func:`run_fragment` is the same over one fragment, or a run of consecutive fragments packed by
-  :func:`pack_fragments`: the task a distributed engine runs; :func:`run_fragments` merges the tasks'
-  states in row order and checks the dataset as a whole (SPEC 8 "Engines").
+  :func:`pack_fragments`: the task a distributed engine runs, whose result is a :class:`Part`;
+  :func:`merge_parts` merges parts of consecutive runs (a distributed engine does so in a tree on its
+  workers); :func:`run_fragments` asks an engine for the part of the whole stream and checks the dataset
+  as a whole (SPEC 8 "Engines").
 """
 
 from __future__ import annotations
 
-from calibcli.accumulators.groups import Grouped
+import copy
+from dataclasses import dataclass, field
+
+from calibcli.accumulators.groups import MAX_GROUPS, Grouped
 from calibcli.errors import CalibcliError
 from calibcli.io import RowCounts
-from calibcli.io.sources import Fragment, Stream
+from calibcli.io.sources import Fragment
 
 
 def run_local(stream, new) -> list[tuple[dict | None, object]]:
@@ -57,7 +62,7 @@ def after_second_pass(first: dict, second: dict) -> dict:
 def _entries(group_by: tuple[str, ...], state: dict) -> list[tuple[dict | None, object]]:
     """``(group values or None, accumulator)`` pairs, groups in sorted order (numbers before text)."""
     keys = sorted(state, key=lambda key: () if key is None else tuple((type(v).__name__, v) for v in key))
-    return [(None if key is None else dict(zip(group_by, key)), state[key]) for key in keys]
+    return [(None if key is None else dict(zip(group_by, key, strict=True)), state[key]) for key in keys]
 
 
 class _Failed:
@@ -156,30 +161,64 @@ def _stream_into(batches, group_by: tuple[str, ...], state: dict, new) -> dict:
 # Fragments: the pipeline as independent tasks (the Dask engine; SPEC 8 "Engines")
 
 
-def run_fragment(fragments, kind, first: dict | None = None, second: dict | None = None) -> dict:
-    """Read one fragment, or a run of consecutive fragments (:func:`pack_fragments`), into input
-    accumulators of class ``kind``: the task a distributed engine runs on a worker (only the fragments'
-    paths and options travel; the rows are read where the task runs). The fragments' batches go through
-    the same accumulators, one after the other, as in the local engine.
+@dataclass
+class Part:
+    """What a run of consecutive fragments reduces to: its row counts and its accumulators by group key (key
+    None without groups), or the first error its rows met, in row order (``error``; then nothing else counts).
 
-    First pass: every group starts from ``first``, an empty accumulator's ``to_dict()``. Second pass:
-    each group starts from its own template in ``second`` (group key -> ``for_second_pass().to_dict()``
-    of the merged first pass). Returns ``{"counts": RowCounts.to_dict(), "state": Grouped.to_dict()}``
-    (the groups this fragment has rows of; key None without groups). Pure: the same fragment gives the
-    same document, so a task lost with its worker can run again anywhere.
+    Parts of consecutive runs merge (:func:`merge_parts`) into the part of the whole run: counts add,
+    accumulators merge, exactly (SPEC 8), so a tree of merges in any shape gives the stream's state."""
+
+    counts: RowCounts = field(default_factory=RowCounts)
+    groups: dict = field(default_factory=dict)
+    error: CalibcliError | None = None
+
+
+def run_fragment(fragments, first=None, second: dict | None = None) -> Part:
+    """Read one fragment, or a run of consecutive fragments (:func:`pack_fragments`), into input
+    accumulators: the task a distributed engine runs on a worker (only the fragments' paths and options
+    travel; the rows are read where the task runs). The fragments' batches go through the same
+    accumulators, one after the other, as in the local engine.
+
+    First pass: every group starts from a copy of ``first``, an empty accumulator. Second pass: each group
+    starts from a copy of its own template in ``second`` (group key -> ``for_second_pass()`` of the merged
+    first pass). Returns the run's :class:`Part` (the groups it has rows of). Pure: the same fragments give
+    the same part, so a task lost with its worker can run again anywhere. A bad row or file raises its
+    :class:`~calibcli.errors.CalibcliError` (as locally).
     """
     if second is not None:
         def new(key):
-            return kind.from_dict(second[key])
+            return copy.deepcopy(second[key])
     else:
         def new(key):
-            return kind.from_dict(first)
+            return copy.deepcopy(first)
     fragments = (fragments,) if isinstance(fragments, Fragment) else tuple(fragments)
     counts = RowCounts()
-    grouped = Grouped(new, keyed=True)
     batches = (batch for fragment in fragments for batch in fragment.batches(counts))
-    grouped.groups = _stream_into(batches, fragments[0].plan.split_by, {}, new)
-    return {"counts": counts.to_dict(), "state": grouped.to_dict()}
+    groups = _stream_into(batches, fragments[0].plan.split_by, {}, new)
+    return Part(counts, groups)
+
+
+def merge_parts(parts, *, own: bool = True) -> Part:
+    """The part of consecutive runs ``parts`` (in row order): the first error among them, else their counts
+    added and their accumulators merged group by group (exact and associative: SPEC 8).
+
+    ``own=False``: the parts belong to someone else (a Dask worker's results of other tasks, which a task
+    must not change): the merge goes into copies of their accumulators."""
+    out = Part()
+    for part in parts:
+        if part.error is not None:
+            return part
+        out.counts = out.counts.merge(part.counts)
+        for key, acc in part.groups.items():
+            if key in out.groups:
+                out.groups[key].merge(acc)
+            else:
+                if len(out.groups) >= MAX_GROUPS:
+                    raise CalibcliError(f"more than {MAX_GROUPS} distinct groups (at most {MAX_GROUPS} are reported, "
+                                        f"SPEC 8): group by fewer or coarser columns")
+                out.groups[key] = acc if own else copy.deepcopy(acc)
+    return out
 
 
 #: Rows of a distributed engine's task at most (unless one fragment has more): about half a second of
@@ -191,11 +230,20 @@ MAX_TASK_ROWS = 2**23
 TASKS_PER_WORKER = 12
 
 
+#: Tasks of a pass at most, unless there are more workers (then one each): the scheduler spends about 0.9 ms of
+#: CPU on a task and its share of the merges (``benchmarks/bench_dask.py`` part 6), so 1,024 tasks are about a
+#: second of it; 12 tasks a worker on 1,000 workers would be 11 s, longer than their compute at 1e10 rows.
+MAX_TASKS = 1024
+
+
 def task_rows(fragments, workers: int) -> int:
-    """The rows a task gets by default: the dataset's rows over ``TASKS_PER_WORKER`` tasks per worker,
-    at most :data:`MAX_TASK_ROWS`."""
+    """The rows a task gets by default: the dataset's rows over ``TASKS_PER_WORKER`` tasks per worker, at most
+    :data:`MAX_TASK_ROWS`; and enough for at most :data:`MAX_TASKS` tasks, or one per worker on a larger
+    cluster, so that the scheduler is not what sets the pace."""
     total = sum(f.n_rows or 0 for f in fragments)
-    return max(1, min(MAX_TASK_ROWS, -(-total // (TASKS_PER_WORKER * max(1, workers)))))
+    workers = max(1, workers)
+    spread = min(MAX_TASK_ROWS, -(-total // (TASKS_PER_WORKER * workers)))
+    return max(1, spread, -(-total // max(workers, MAX_TASKS)))
 
 
 def pack_fragments(fragments, rows: int) -> list[tuple]:
@@ -217,58 +265,49 @@ def pack_fragments(fragments, rows: int) -> list[tuple]:
     return tasks
 
 
-def run_fragments(stream, new, map_fragments) -> tuple[list[tuple[dict | None, object]], object]:
+def run_fragments(stream, new, reduce_fragments, map_files=None) -> tuple[list[tuple[dict | None, object]], object]:
     """The pipeline over ``stream.fragments()``: the same entries as :func:`run_local`, and the merged
     :class:`~calibcli.io.RowCounts` of the first pass (for :meth:`Stream.describe`).
 
-    ``map_fragments(fragments, kind, first=..., second=...)`` runs :func:`run_fragment` on every fragment
-    (anywhere: in this process, on a cluster) and yields the documents in fragment order, raising a
-    fragment's error when its turn comes (so the first bad fragment in row order is the one reported,
-    as locally). States are merged here in fragment order, then the dataset is checked as a whole
-    (:meth:`Stream.check_counts`), then a second pass runs when an accumulator asks for it.
+    ``reduce_fragments(fragments, first=..., second=...)`` runs :func:`run_fragment` on every fragment
+    (anywhere: in this process, on a cluster) and merges the parts (in a tree, on a cluster) into the
+    :class:`Part` of the whole stream, raising the first bad fragment's error in row order (as locally).
+    Then the dataset is checked as a whole (:meth:`Stream.check_counts`), and a second pass runs when an
+    accumulator asks for it. ``map_files``: how the files' footers are read (:meth:`Stream.fragments`: a
+    pool of threads here by default).
     """
-    fragments, unreadable = _fragments(stream)
-    template = new()
-    kind = type(template)
-    state, counts = _merge_documents(map_fragments(fragments, kind, first=template.to_dict()), kind)
+    fragments, unreadable = _fragments(stream, map_files)
+    part = reduce_fragments(fragments, first=new())
+    if part.error is not None:
+        raise part.error
     if unreadable is not None:  # the files before it were fine: now it is its turn, as locally
         raise unreadable
+    counts, state = part.counts, part.groups
     stream.check_counts(counts)
     if any(acc.needs_second_pass() for acc in state.values()):
-        second = {key: acc.to_dict() for key, acc in for_second_pass(state).items()}
-        state = after_second_pass(state, _merge_documents(map_fragments(fragments, kind, second=second), kind)[0])
+        second = reduce_fragments(fragments, second=for_second_pass(state))
+        if second.error is not None:
+            raise second.error
+        state = after_second_pass(state, second.groups)
     return _entries(stream.group_by, state), counts
 
 
-def _fragments(stream) -> tuple[list, CalibcliError | None]:
+def _fragments(stream, map_files=None) -> tuple[list, CalibcliError | None]:
     """The stream's fragments; when a file's metadata cannot be read, the fragments of the files before
     it and the error, to raise once those have been read (the local engine reads files in order, so a bad
-    row in an earlier file is the error it reports)."""
-    try:
-        return stream.fragments(), None
-    except CalibcliError as exc:
-        error = exc
-    files = stream._files  # (the per-file listing of the stream; see Stream.fragments)
-    for j in range(len(files)):
-        try:
-            Stream(stream.dataset, stream.plan, files[j: j + 1]).fragments()
-        except CalibcliError:
-            return (Stream(stream.dataset, stream.plan, files[:j]).fragments() if j else []), error
-    return [], error
+    row in an earlier file is the error it reports). ``map_files``: how the footers are read
+    (:meth:`Stream.fragments`)."""
+    return stream.readable_fragments(map_files=map_files)
 
 
-def _merge_documents(documents, kind) -> tuple[dict, object]:
-    """Merge :func:`run_fragment` documents, in the order given: (group key -> accumulator, RowCounts)."""
-    counts = RowCounts()
-    merged = Grouped(None)
-    for doc in documents:
-        counts = counts.merge(RowCounts.from_dict(doc["counts"]))
-        merged.merge(Grouped.from_dict(doc["state"], kind.from_dict))
-    return merged.groups, counts
-
-
-def map_in_process(fragments, kind, *, first=None, second=None):
-    """:func:`run_fragment` on each fragment in turn, in this process (the reference for an engine's map)."""
+def reduce_in_process(fragments, *, first=None, second=None) -> Part:
+    """:func:`run_fragment` on each fragment in turn, in this process, merged in order (the reference for
+    an engine's reduction); stops at the first bad fragment, as the local engine does."""
+    out = Part()
     for fragment in fragments:
-        yield run_fragment(fragment, kind, first, second)
-
+        try:
+            part = run_fragment(fragment, first, second)
+        except CalibcliError as exc:
+            return Part(error=exc)
+        out = merge_parts([out, part])
+    return out

@@ -1,13 +1,17 @@
-"""The Dask engine: fragments -> tasks -> accumulator states -> merged here (SPEC 8 "Engines").
+"""The Dask engine: fragments -> tasks -> parts -> merged in a tree on the workers (SPEC 8 "Engines").
 
 A dataset's fragments (files, or runs of a large Parquet file's row groups; see
 :meth:`calibcli.io.Stream.fragments`) are packed into tasks of consecutive fragments, about
-``TASKS_PER_WORKER`` per worker and at most ``MAX_TASK_ROWS`` rows each (:func:`calibcli.engines._fragments.\npack_fragments`; ``CALIBCLI_TASK_ROWS`` sets the rows, 1 makes every fragment a task). A task gets only
-paths and options, reads its fragments on the worker, and returns its accumulators' ``to_dict()`` state
-and its row counts (:func:`calibcli.engines._fragments.run_fragment`); the client merges the states in row order and
-finishes there, exactly as the local engine does (:func:`calibcli.engines._fragments.run_fragments`). Rows
-are numbered by their global index, so bootstrap draws do not depend on which worker saw them and the
-report equals the local engine's to 1e-12.
+``TASKS_PER_WORKER`` per worker and at most ``MAX_TASK_ROWS`` rows each
+(:func:`calibcli.engines._fragments.pack_fragments`; ``CALIBCLI_TASK_ROWS`` sets the rows, 1 makes every
+fragment a task). A task gets only paths and options, reads its fragments on the worker, and returns a
+:class:`~calibcli.engines._fragments.Part`: its accumulators (whose arrays travel packed:
+:mod:`calibcli.arraystate`) and row counts. Parts are merged on the workers, in a tree of merge tasks
+(:func:`reduction_graph`, as ``dask.bag``'s ``reduction(split_every=...)``), so the client receives one
+state per pass of a dataset, however many tasks there are, and finishes it exactly as the local engine
+does (:func:`calibcli.engines._fragments.run_fragments`). Merging is exact and associative, and rows are
+numbered by their global index, so bootstrap draws do not depend on which worker saw them and the report
+equals the local engine's to 1e-12.
 
 Where the work runs: an existing cluster (``--scheduler ADDRESS`` or a scheduler file, or Dask's own
 ``DASK_SCHEDULER_ADDRESS``), else a ``distributed.LocalCluster`` of ``--workers`` processes (one
@@ -21,20 +25,22 @@ fragment in row order is reported and the other tasks are cancelled.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import pickle
 import sys
 import uuid
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from typing import Callable, Iterator
 
 from calibcli import cancel
 from calibcli._malloc import SETTINGS as MALLOC_SETTINGS
-from calibcli.engines._fragments import pack_fragments, run_fragment, run_fragments, task_rows
+from calibcli.engines._fragments import Part, merge_parts, pack_fragments, run_fragment, run_fragments, task_rows
 from calibcli.engines.base import register
 from calibcli.errors import CalibcliError
+from calibcli.io.footers import map_in_threads
 
 INSTALL_HINT = 'pip install "calibcli[dask]"'
 
@@ -44,7 +50,8 @@ def require_distributed() -> None:
     try:
         import distributed  # noqa: F401
     except ImportError:
-        raise CalibcliError(f"{{opt:engine}} dask needs the package distributed, which is not installed: {INSTALL_HINT}") from None
+        raise CalibcliError(f"{{opt:engine}} dask needs the package distributed, which is not installed: "
+                            f"{INSTALL_HINT}") from None
 
 
 @register
@@ -58,8 +65,10 @@ class DaskEngine:
 
     name = "dask"
 
-    def __init__(self, client, *, workers: int, progress=None, task_rows: int | None = None):
+    def __init__(self, client, *, workers: int, progress=None, task_rows: int | None = None,
+                 split_every: int | None = None):
         self.client = client
+        self.split_every = split_every or SPLIT_EVERY
         self.workers = workers
         self.progress = progress
         self.task_rows = task_rows  # None: from the dataset's rows and the workers
@@ -83,86 +92,194 @@ class DaskEngine:
 
     def run(self, stream, new) -> tuple[list[tuple[dict | None, object]], dict]:
         """The stream's entries ``(group values or None, accumulator)`` and its report input section."""
-        entries, counts = run_fragments(stream, new, lambda fragments, kind, **templates: self.map(
-            fragments, kind, description=f"{stream.name}: fragments", **templates))
+        entries, counts = run_fragments(stream, new, lambda fragments, **templates: self.reduce(
+            fragments, description=f"{stream.name}: fragments", **templates), map_files=self.map_files)
         return entries, stream.describe(counts)
 
-    def map(self, fragments, kind, *, first: dict | None = None, second: dict | None = None,
-            description: str = "fragments") -> Iterator[dict]:
-        """Run :func:`calibcli.engines._fragments.run_fragment` on the fragments, packed into tasks; yield the
-        tasks' documents in row order (each as soon as it and those before it are done)."""
+    def map_files(self, function, files: list[tuple]) -> list:
+        """``function(path, location, format)`` of every file, in order (:meth:`calibcli.io.Stream.fragments`:
+        the footers). Files in an object store (a URI such as ``s3://``, ``gs://``, ``abfs://``) are read by
+        tasks on the cluster, where the storage is near and the round trips overlap across workers (the
+        client lists nothing serially); local files in a pool of threads here (the workers may not see this
+        machine's files by the same paths, and a local footer is a fraction of a millisecond)."""
+        if not any(_in_object_store(location) for _, location, _ in files):
+            return map_in_threads(function, files)
+        paths, locations, formats = (list(column) for column in zip(*files, strict=True))
+        futures = self.client.map(functools.partial(_portable_call, function), paths, locations, formats, pure=False,
+                                  key=[f"calibcli-footer-{self._run}-{i:07d}" for i in range(len(files))])
+        try:
+            return self.client.gather(futures)
+        except CalibcliError:
+            raise
+        except Exception as exc:  # a worker that cannot import calibcli or reach the storage
+            raise _remote_error(exc, None, "reading the files' footers") from None
+
+    def reduce(self, fragments, *, first=None, second: dict | None = None, description: str = "fragments") -> Part:
+        """The :class:`~calibcli.engines._fragments.Part` of all ``fragments``, reduced on the cluster.
+
+        The fragments are packed into tasks (:func:`calibcli.engines._fragments.pack_fragments`); tasks
+        in blocks of ``SPLIT_EVERY`` consecutive ones each feed a block task, which merges their parts and
+        raises the first bad fragment's error among them in row order; the blocks' parts are merged in a
+        tree of ``SPLIT_EVERY``-ary merge tasks, on the workers, into one. The client submits the graph
+        once and holds only the blocks (for the progress bar and errors, whose parts stay on the workers)
+        and the root, whose part is the only state it receives."""
         from distributed import as_completed
 
         if not fragments:
-            return
+            return Part()
         tasks = pack_fragments(fragments, self.task_rows or task_rows(fragments, self.workers))
-        client = self.client
-        # The template travels once, as a task of its own that the others depend on (not scattered: a
-        # scattered value lost with its worker could not be made again, and its dependents would fail).
-        template = client.submit(_template, first if second is None else second,
-                                 key=f"calibcli-template-{self._run}-{self._passes + 1}", pure=False)
-        tag = f"{self._run}-{self._passes + 1}"
         self._passes += 1
-        # one submission for every task (keys zero-padded: Dask runs equal-priority tasks in key order)
-        futures = client.map(_task, tasks, kind=kind, first=template if second is None else None,
-                             second=template if second is not None else None,
-                             key=[f"calibcli-fragment-{tag}-{i:07d}" for i in range(len(tasks))], pure=False)
-        index = {future.key: i for i, future in enumerate(futures)}
-        done: dict[int, object] = {}  # index -> finished future, or the error to raise at its turn
+        tag = f"{self._run}-{self._passes}"
+        graph, blocks, root = reduction_graph(tasks, first if second is None else second, tag, self.split_every,
+                                              second=second is not None)
+        client = self.client
+        block_of = {key: b for b, (key, _) in enumerate(blocks)}
+        leaf_of = {f"calibcli-fragment-{tag}-{i:07d}": i for i in range(len(tasks))}
+        futures = client.get(graph, [key for key, _ in blocks] + ([root] if len(blocks) > 1 else []), sync=False)
+        root_future = futures[-1]
+        futures = futures[:len(blocks)]
+        done: dict[int, BaseException | None] = {}  # block -> None (its part is ready), or the error to raise
         first_error: int | None = None
-        next_index = 0
+        next_block = 0
         progress = self.progress(len(fragments), description) if self.progress else _no_progress()
         try:
             with progress as advance:
                 for batch in as_completed(futures).batches():
                     for future in batch:
-                        i = index[future.key]
-                        if future.status == "cancelled" and first_error is not None and i > first_error:
+                        b = block_of[future.key]
+                        if future.status == "cancelled" and first_error is not None and b > first_error:
                             continue  # cancelled here: a fragment before it failed
-                        advance(len(tasks[i]))
+                        first_task, last_task = blocks[b][1]
+                        advance(sum(len(tasks[i]) for i in range(first_task, last_task)))
                         if future.status == "cancelled":
-                            done[i] = CalibcliError(f"{tasks[i][0].path}: its task was cancelled on the Dask cluster "
-                                                    f"(scheduler restarted, or cancelled by hand): run the command again")
+                            done[b] = CalibcliError(f"{tasks[first_task][0].path}: its task was cancelled on the Dask "
+                                                    f"cluster (scheduler restarted, or cancelled by hand): run the "
+                                                    f"command again")
                         elif future.status == "error":
-                            if first_error is None or i < first_error:
-                                first_error = i
-                                later = [f for f in futures[i + 1:] if f is not None]
+                            exc = future.exception()
+                            if first_error is None or b < first_error:
+                                first_error = b
+                                later = [f for f in [*futures[b + 1:], root_future]
+                                         if f is not None and f is not future]
                                 if later:
                                     client.cancel(later)
-                            done[i] = _remote_error(future.exception(), tasks[i][0])
+                            task = leaf_of.get(_key_of(getattr(exc, "task", None)) or "", first_task)
+                            done[b] = _remote_error(exc, tasks[task][0])
                         else:
-                            done[i] = future
-                    # the documents now ready in fragment order, fetched together (a result lost with its
-                    # worker meanwhile is computed again: gather waits for it)
-                    ready = []
-                    while next_index + len(ready) in done and not isinstance(done[next_index + len(ready)], BaseException):
-                        ready.append(done.pop(next_index + len(ready)))
-                    if ready:
-                        for document in client.gather(ready):
-                            futures[next_index] = None  # released on the workers
-                            next_index += 1
-                            yield document
-                    if next_index in done:
-                        raise done.pop(next_index)
-            if next_index != len(tasks):
-                raise RuntimeError(f"{len(tasks) - next_index} of {len(tasks)} tasks returned no result")
+                            done[b] = None
+                    while next_block in done and done[next_block] is None:
+                        futures[next_block] = None  # its part stays on the workers for the merge tree
+                        del done[next_block]
+                        next_block += 1
+                    if next_block in done:
+                        error = done.pop(next_block)
+                        assert error is not None
+                        raise error
+            if next_block != len(blocks):
+                raise RuntimeError(f"{len(blocks) - next_block} of {len(blocks)} blocks of tasks returned no result")
+            try:
+                return root_future.result()
+            except CalibcliError:
+                raise
+            except Exception as exc:  # a merge's worker kept dying, or calibcli missing on a worker
+                raise _remote_error(exc, None, "merging the tasks' states") from None
         finally:
-            remaining = [f for f in futures if f is not None and not f.done()]
+            remaining = [f for f in [*futures, root_future] if f is not None and not f.done()]
             if remaining:
                 client.cancel(remaining)
-            del template
 
 
-def _template(document: dict) -> dict:
-    return document
+#: Parts merged by one merge task: with 2,000 tasks, blocks of 16 and a tree of depth 3 above them
+#: (125 -> 8 -> 1). dask.bag's ``reduction(split_every=...)`` defaults to 8; 16 halves the merge tasks and
+#: keeps a merge of the largest states (a few MB each) to tens of milliseconds.
+SPLIT_EVERY = 16
 
 
-def _task(fragments, kind, first, second) -> dict:
-    """The task: a run of fragments into accumulator states, with an error that travels back intact."""
+class _Box:
+    """A value carried inside a task graph as it is (Dask does not look inside it for keys or tasks)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __reduce__(self):
+        return (_Box, (self.value,))
+
+
+def reduction_graph(tasks: list[tuple], template, tag: str, split_every: int = SPLIT_EVERY, *, second: bool = False):
+    """The task graph of one pass: a template task (``template``: an empty accumulator, or with ``second``
+    the second pass's templates by group key; it travels once), a task per run of fragments, block tasks over
+    ``split_every`` consecutive tasks each, and ``split_every``-ary merge tasks above the blocks up to one
+    root. Returns ``(graph, [(block key, (first task, end task))], root key)``; keys are zero-padded, so
+    equal-priority tasks run in row order."""
+    template_key = f"calibcli-template-{tag}"
+    graph: dict = {template_key: (_unbox, _Box(template))}
+    leaves = []
+    for i, task in enumerate(tasks):
+        key = f"calibcli-fragment-{tag}-{i:07d}"
+        graph[key] = (_task, _Box(task), template_key, second)
+        leaves.append(key)
+    blocks = []
+    level = []
+    for b, start in enumerate(range(0, len(leaves), split_every)):
+        key = f"calibcli-block-{tag}-{b:07d}"
+        graph[key] = (_block, *leaves[start:start + split_every])
+        blocks.append((key, (start, min(start + split_every, len(leaves)))))
+        level.append(key)
+    depth = 0
+    while len(level) > 1:
+        depth += 1
+        above = []
+        for m, start in enumerate(range(0, len(level), split_every)):
+            key = f"calibcli-merge-{tag}-{depth}-{m:07d}"
+            graph[key] = (_merge, *level[start:start + split_every])
+            above.append(key)
+        level = above
+    return graph, blocks, level[0]
+
+
+def _portable_call(function, *args):
+    """``function(*args)`` on a worker, an error returned as the value made portable (:func:`portable_error`)."""
+    out = function(*args)
+    return portable_error(out) if isinstance(out, CalibcliError) else out
+
+
+def _in_object_store(location: str) -> bool:
+    scheme, sep, _ = location.partition("://")
+    return bool(sep) and scheme.lower() not in ("file", "")
+
+
+def _key_of(key) -> str | None:
+    return key if isinstance(key, str) or key is None else str(key)
+
+
+def _unbox(box: _Box):
+    return box.value
+
+
+def _task(fragments: _Box, template, second: bool) -> Part:
+    """A leaf task: a run of fragments into a part; a bad row or file is the part's error (so that the block
+    reports the first one in row order, whichever task failed first in time)."""
     try:
-        return run_fragment(fragments, kind, first, second)
+        if second:
+            return run_fragment(fragments.value, None, template)
+        return run_fragment(fragments.value, template, None)
     except CalibcliError as exc:
-        raise portable_error(exc) from None
+        return Part(error=portable_error(exc))
+
+
+def _block(*parts: Part) -> Part:
+    """A block of consecutive tasks' parts merged; the first error among them in row order raised."""
+    merged = merge_parts(parts, own=False)
+    if merged.error is not None:
+        raise merged.error
+    return merged
+
+
+def _merge(*parts: Part) -> Part:
+    """Consecutive blocks' parts merged (a node of the reduction tree)."""
+    return merge_parts(parts, own=False)
 
 
 def portable_error(exc: CalibcliError) -> CalibcliError:
@@ -179,12 +296,15 @@ def portable_error(exc: CalibcliError) -> CalibcliError:
     return CalibcliError(template)
 
 
-def _remote_error(exc: BaseException, fragment) -> BaseException:
+def _remote_error(exc: BaseException, fragment, doing: str = "") -> BaseException:
     """What the client raises for a failed task: a CalibcliError as it is; a worker that kept dying or
-    could not load calibcli as a CalibcliError that says so."""
+    could not load calibcli as a CalibcliError that says so. ``fragment``: the fragment the task read, or None
+    for a task reading no rows (``doing`` says what it did)."""
     if isinstance(exc, CalibcliError):
         return exc
     name = type(exc).__name__
+    if name == "KilledWorker" and fragment is None:
+        return CalibcliError(f"the Dask workers {doing} died repeatedly (out of memory?): see the workers' logs")
     if name == "KilledWorker":
         return CalibcliError(
             f"{fragment.path}: the workers reading it died repeatedly (out of memory?): see the workers' logs; "
@@ -204,7 +324,7 @@ def _debugging() -> bool:
 
 @contextmanager
 def _no_progress():
-    yield lambda: None
+    yield lambda steps=1: None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -234,7 +354,7 @@ def dask_engine(*, scheduler: str | None = None, workers: int | None = None, pro
     rows = task_rows_setting()
     from distributed import Client
 
-    announce = announce or (lambda line: sys.stderr.write(line + "\n"))
+    say: Callable[[str], object] = announce or (lambda line: sys.stderr.write(line + "\n"))
     quiet = not _debugging()
     with ExitStack() as stack:
         if quiet:
@@ -243,7 +363,8 @@ def dask_engine(*, scheduler: str | None = None, workers: int | None = None, pro
         if address is not None:
             client = stack.enter_context(_connect(Client, address))
             n_workers = len(client.nthreads())
-            announce(f"Dask: connected to {client.scheduler.address} ({n_workers} workers); dashboard {client.dashboard_link}")
+            say(f"Dask: connected to {client.scheduler.address} ({n_workers} workers); "
+                f"dashboard {client.dashboard_link}")
         else:
             import dask
             from dask.system import CPU_COUNT
@@ -261,7 +382,8 @@ def dask_engine(*, scheduler: str | None = None, workers: int | None = None, pro
                 raise
             stack.callback(_stop_workers, cluster)  # runs before the cluster's own close
             client = stack.enter_context(Client(cluster))
-            announce(f"Dask: a local cluster of {n_workers} worker processes; dashboard {_dashboard(cluster.dashboard_link)}")
+            say(f"Dask: a local cluster of {n_workers} worker processes; "
+                f"dashboard {_dashboard(cluster.dashboard_link)}")
         yield DaskEngine(client, workers=n_workers, progress=progress, task_rows=rows)
 
 
@@ -276,7 +398,8 @@ def task_rows_setting() -> int | None:
     except ValueError:
         rows = 0
     if rows < 1:
-        raise CalibcliError(f"CALIBCLI_TASK_ROWS is {value!r}: expected a whole number of rows, at least 1 (or unset it)")
+        raise CalibcliError(f"CALIBCLI_TASK_ROWS is {value!r}: expected a whole number of rows, at least 1 "
+                            f"(or unset it)")
     return rows
 
 

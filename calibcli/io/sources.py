@@ -39,6 +39,7 @@ from calibcli.io.checks import REASONS, check_rows
 from calibcli.io.columns import ColumnSpec, ReadPlan, convert_batch, group_kind, resolve_columns, vector_column
 from calibcli.outputs import named_descriptor
 from calibcli.io.filesystems import list_files, uri_scheme
+from calibcli.io.footers import _guarded, _row_group_runs, file_sizes, map_in_threads
 
 #: Rows per batch by default: 2^20 rows of K probabilities take 8K MiB.
 DEFAULT_BATCH_ROWS = 1 << 17  # 1 MiB of predictions: memory stays near its floor, throughput near the bare read
@@ -188,15 +189,6 @@ def _guarded_iter(path: str, fmt: str, tables: Iterator, plan: ReadPlan | None =
         yield table
 
 
-def _guarded(path: str, fmt: str, read, *args):
-    """``read(*args)``, with pyarrow's errors turned into one-line messages naming the file."""
-    try:
-        return read(*args)
-    except CalibcliError:
-        raise
-    except Exception as exc:
-        raise formats.unreadable(path, fmt, exc, args[0] if args and isinstance(args[0], str) else None) from None
-
 
 # ---------------------------------------------------------------------------------------------
 # Streams
@@ -256,19 +248,37 @@ class Stream:
         self.check_counts(counts)
         self._counts = counts
 
-    def fragments(self, *, split_row_groups: bool = True) -> list[Fragment]:
+    def fragments(self, *, split_row_groups: bool = True, map_files=None) -> list[Fragment]:
         """Independent pieces of the stream in row-identity order, each with its global row offset.
 
         A Parquet file with several row groups is split into runs of consecutive row groups of at most
         ``batch_rows`` rows (a larger row group is a run of its own) when ``split_row_groups``. Offsets
         come from the footers of Parquet files and Arrow IPC files; other formats are read to count
         their rows.
+
+        The files' sizes are read by ``map_files(file_sizes, [(path, location, format)])``, which returns
+        :func:`file_sizes` of each file in order (an error as the value): by default in a pool of threads
+        here (:func:`map_in_threads`: a footer is a round trip to storage); a distributed engine may read
+        them in tasks on its cluster. The first file that cannot be read, in order, raises its error.
         """
+        out, error = self.readable_fragments(split_row_groups=split_row_groups, map_files=map_files)
+        if error is not None:
+            raise error
+        return out
+
+    def readable_fragments(self, *, split_row_groups: bool = True,
+                           map_files=None) -> tuple[list[Fragment], CalibcliError | None]:
+        """:meth:`fragments` up to the first file that cannot be read, and that file's error (None when every
+        file can be read): an engine reads those files' rows first, as the local engine does, and raises the
+        error at its turn."""
+        files = [(source.path, location, fmt) for source, location, fmt, _ in self._files]
+        listed = (map_files or map_in_threads)(file_sizes, files)
         out: list[Fragment] = []
         offset = 0
-        for i, (source, location, fmt, _) in enumerate(self._files):
+        for i, ((_, _, fmt), sizes) in enumerate(zip(files, listed, strict=True)):
+            if isinstance(sizes, BaseException):
+                return out, sizes
             if fmt == "parquet":
-                sizes = _guarded(source.path, fmt, formats.parquet_row_groups, location)
                 runs = _row_group_runs(sizes, self.plan.batch_rows) if split_row_groups else [tuple(range(len(sizes)))]
                 file_row = 0
                 for run in runs:
@@ -277,10 +287,9 @@ class Stream:
                     offset += n
                     file_row += n
             else:
-                n = _guarded(source.path, fmt, formats.count_rows, location, fmt)
-                out.append(self._fragment(i, offset, n))
-                offset += n
-        return out
+                out.append(self._fragment(i, offset, sizes))
+                offset += sizes
+        return out, None
 
     def check_counts(self, counts: RowCounts) -> None:
         """The checks of the dataset as a whole, once every row has been read (by the stream, or by
@@ -336,19 +345,7 @@ def _ordered(dropped: dict[str, int]) -> dict[str, int]:
     return {reason: dropped[reason] for reason in REASONS if reason in dropped}
 
 
-def _row_group_runs(sizes: list[int], target: int) -> list[tuple[int, ...]]:
-    """Consecutive row groups in runs of at most ``target`` rows (a larger row group alone)."""
-    runs: list[tuple[int, ...]] = []
-    current: list[int] = []
-    rows = 0
-    for g, size in enumerate(sizes):
-        if current and rows + size > target:
-            runs.append(tuple(current))
-            current, rows = [], 0
-        current.append(g)
-        rows += size
-    runs.append(tuple(current))
-    return runs
+
 
 
 # ---------------------------------------------------------------------------------------------
