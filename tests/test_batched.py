@@ -186,7 +186,8 @@ def _grouped_file(tmp_path, n_groups: int, rows: int = 6000, seed: int = 5):
 def _grouped_ece(path, n_boot: int, strategy: str = "uniform") -> dict:
     from tests._cli import run_json
 
-    return run_json("ece", path, "--group-by", "g", "--n-boot", n_boot, "--seed", 3, "--n-bins", 10, "--strategy", strategy)
+    return run_json("ece", path, "--group-by", "g", "--n-boot", n_boot, "--seed", 3, "--n-bins", 10,
+                    "--strategy", strategy)
 
 
 @pytest.mark.parametrize("strategy", ["uniform", "quantile"])
