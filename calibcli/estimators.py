@@ -9,7 +9,9 @@ sums, never through an n-by-R array.
 Sample weights are *frequency* weights: a weight of 2 is the same as the row appearing twice.
 Counts ``n_b`` and ``n`` in the SPEC formulas are therefore sums of weights.
 
-Estimator names (SPEC 2.2) are used verbatim as keys of :attr:`CalibrationResult.metrics`.
+Estimator names (SPEC 2.2) are used verbatim as keys of :attr:`CalibrationResult.metrics`. Each estimator
+registers itself under its name (:func:`calibcli.registry.estimator`); the point estimates and the bootstrap
+replicates are every registered binned metric, in registry order (:func:`_point_metrics`, :data:`METRIC_NAMES`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from calibcli.bin_stats import (  # noqa: F401  (LOG_LOSS_EPS, BinStats, bin_sta
 )
 from calibcli.binned_bootstrap import _SortedProblem, SortedGroups  # noqa: F401  (_SortedProblem re-exported)
 from calibcli.resampling import percentile_interval, percentile_intervals  # noqa: F401  (re-exported: one definition)
+from calibcli.registry import estimated, estimator, evaluate
 from calibcli.validation import check_binary, check_options
 
 
@@ -143,17 +146,20 @@ def _occupied(s: BinStats) -> np.ndarray:
     return s.nonempty & (s.weight > 0)
 
 
+@estimator("ece_l1_plugin")
 def ece_l1_plugin(s: BinStats):
     """l1-ECE, plugin (Guo et al. 2017; seed 002 binECE): ``sum_b (n_b/n) |acc_b - conf_b|``."""
     return _value(np.abs(s.sum_y - s.sum_z).sum(axis=-1) / s.weight.sum(axis=-1))
 
 
+@estimator("ece_l2_plugin")
 def ece_l2_plugin(s: BinStats):
     """l2-ECE, plugin (Kumar et al. 2019 def. 1; T-Cal eq. 5): ``sqrt(sum_b (n_b/n) gap_b^2)``."""
     gap_sq = _masked_sum(lambda: (s.sum_y - s.sum_z) ** 2 / s.weight, _occupied(s))
     return _value(np.sqrt(gap_sq / s.weight.sum(axis=-1)))
 
 
+@estimator("ece_max_plugin")
 def ece_max_plugin(s: BinStats):
     """Maximum calibration error (MCE) over non-empty bins: ``max_b |gap_b|``."""
     ne = _occupied(s)
@@ -173,6 +179,7 @@ def _has_pairs(s: BinStats) -> np.ndarray:
     return (s.count >= 2) & (s.weight**2 - s.diag_weight > 1e-9 * np.maximum(s.weight, 1.0) ** 2)
 
 
+@estimator("ece_l2_sq_debiased_kumar")
 def ece_l2_sq_debiased_kumar(s: BinStats):
     """Squared l2-ECE, debiased ("cancelling") estimator of Kumar, Liang & Ma (2019, seed 000).
 
@@ -194,6 +201,24 @@ def ece_l2_sq_debiased_kumar(s: BinStats):
     return _value(_masked_sum(term, _has_pairs(s)) / s.weight.sum(axis=-1))
 
 
+def _root_of_square(sq):
+    """``sqrt(max(0, sq))``: a debiased squared error's root, 0 where the signed square is negative (SPEC 2.2)."""
+    return _value(np.sqrt(np.maximum(0.0, sq)))
+
+
+@estimator("ece_l2_debiased_kumar", of=("ece_l2_sq_debiased_kumar",))
+def ece_l2_debiased_kumar(ece_l2_sq_debiased_kumar):
+    """l2-ECE, Kumar et al.'s debiased estimator: the root of the signed square, 0 when it is negative."""
+    return _root_of_square(ece_l2_sq_debiased_kumar)
+
+
+@estimator("ece_l2_debiased_dpe", of=("ece_l2_sq_debiased_dpe",))
+def ece_l2_debiased_dpe(ece_l2_sq_debiased_dpe):
+    """l2-ECE, T-Cal's debiased plug-in estimator: the root of the signed square, 0 when it is negative."""
+    return _root_of_square(ece_l2_sq_debiased_dpe)
+
+
+@estimator("ece_l2_sq_debiased_dpe")
 def ece_l2_sq_debiased_dpe(s: BinStats):
     """Squared l2-ECE, debiased plug-in estimator (DPE) of T-Cal (Lee et al. 2023, seed 004 eq. 6).
 
@@ -204,6 +229,7 @@ def ece_l2_sq_debiased_dpe(s: BinStats):
     return _value(term / s.weight.sum(axis=-1))
 
 
+@estimator("brier_score", "brier_reliability", "brier_resolution", "brier_uncertainty", "brier_within_bin")
 def brier_decomposition(s: BinStats) -> dict:
     """Brier score and its Murphy decomposition on the chosen bins (SPEC 2.3).
 
@@ -229,6 +255,7 @@ def brier_decomposition(s: BinStats) -> dict:
     }
 
 
+@estimator("brier_skill_score", of=("brier_score", "brier_uncertainty"))
 def brier_skill_score(brier, uncertainty):
     """Brier skill score against climatology: ``1 - Brier / (ybar (1 - ybar))`` (Murphy 1973; Wilks,
     *Statistical Methods in the Atmospheric Sciences*, 9.4). 1 is perfect, 0 no better than predicting the
@@ -239,11 +266,13 @@ def brier_skill_score(brier, uncertainty):
         return np.where(uncertainty > 0, 1.0 - brier / uncertainty, np.nan)
 
 
+@estimator("log_loss")
 def log_loss(s: BinStats):
     """Mean negative log-likelihood, probabilities clipped to ``[eps, 1 - eps]`` (eps = LOG_LOSS_EPS)."""
     return _value(s.sum_log_loss.sum(axis=-1) / s.weight.sum(axis=-1))
 
 
+@estimator("dce", of=("s_uniform",))
 def dce_estimate(s_uniform: BinStats):
     """Distance-to-calibration estimate (seed 002 dCE) on B equal-width bins.
 
@@ -261,44 +290,9 @@ def hoeffding_margin(n: float, delta: float) -> float:
 
 
 def _point_metrics(s: BinStats, s_uniform: BinStats) -> dict:
-    """Every bootstrappable metric of SPEC 2 from the bins' statistics (floats, or arrays over the
-    leading axes of batched statistics)."""
-    kumar = ece_l2_sq_debiased_kumar(s)
-    dpe = ece_l2_sq_debiased_dpe(s)
-    out = {
-        "ece_l1_plugin": ece_l1_plugin(s),
-        "ece_l2_plugin": ece_l2_plugin(s),
-        "ece_max_plugin": ece_max_plugin(s),
-        "ece_l2_sq_debiased_kumar": kumar,
-        "ece_l2_debiased_kumar": _value(np.sqrt(np.maximum(0.0, kumar))),
-        "ece_l2_sq_debiased_dpe": dpe,
-        "ece_l2_debiased_dpe": _value(np.sqrt(np.maximum(0.0, dpe))),
-    }
-    out.update(brier_decomposition(s))
-    out["brier_skill_score"] = brier_skill_score(out["brier_score"], out["brier_uncertainty"])
-    out["log_loss"] = log_loss(s)
-    out["dce"] = dce_estimate(s_uniform)
-    return out
-
-
-METRIC_NAMES = (
-    "ece_l1_plugin",
-    "ece_l2_plugin",
-    "ece_max_plugin",
-    "ece_l2_sq_debiased_kumar",
-    "ece_l2_debiased_kumar",
-    "ece_l2_sq_debiased_dpe",
-    "ece_l2_debiased_dpe",
-    "ece_l2_sq_debiased_sun",
-    "brier_score",
-    "brier_reliability",
-    "brier_resolution",
-    "brier_uncertainty",
-    "brier_within_bin",
-    "brier_skill_score",
-    "log_loss",
-    "dce",
-)
+    """Every bootstrappable metric of SPEC 2 (:data:`METRIC_NAMES`, each registered estimator of the binned family)
+    from the bins' statistics (floats, or arrays over the leading axes of batched statistics), in report order."""
+    return evaluate(METRIC_NAMES, {"s": s, "s_uniform": s_uniform})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,6 +316,7 @@ class SunInterval:
                            bool(self.includes_zero[g]), float(self.sigma1[g]), int(self.case[g]))
 
 
+@estimator("ece_l2_sq_debiased_sun")
 def ece_l2_sq_sun_estimate(s: BinStats):
     """Sun et al.'s debiased squared l2-ECE: ``(1/n) sum_{b: n_b >= 2} [(sum U)^2 - sum U^2] / (n_b - 1)``.
 
@@ -485,7 +480,6 @@ def binned_calibration_groups(groups: list, *, n_bins: int = 15, strategy: str =
         stats, stats_uniform = _take(stats, 0), _take(stats_uniform, 0)
     point = _point_metrics(stats, stats_uniform)
     sun = ece_l2_sq_sun_interval(stats, alpha=alpha)
-    point["ece_l2_sq_debiased_sun"] = sun.estimate
     names = list(point)
 
     ci = [{} for _ in range(G)]
@@ -556,7 +550,6 @@ def summarise_replicates(resamples, names: list[str], alpha: float, *, keep_repl
     if main is not None and main.weight.size:
         with np.errstate(divide="ignore", invalid="ignore"):
             p = _point_metrics(main, uniform)
-            p["ece_l2_sq_debiased_sun"] = ece_l2_sq_sun_estimate(main)
         for j, k in enumerate(names):
             reps[..., j] = p[k]
         # a Poisson resample can draw no row (probability e^-n): no metric values, and the interval is
@@ -611,3 +604,8 @@ def assemble_metrics(point: dict, ci: dict, ci_method: str | None, sun: SunInter
         + (", zero included" if sun.includes_zero else ""),
     )
     return metrics
+
+
+#: The binned family's bootstrappable metrics: every one with a registered estimator, in registry order (the
+#: report's). Named here, after every estimator above has registered itself.
+METRIC_NAMES = estimated("binned")

@@ -318,7 +318,6 @@ class BinnedAccumulator(Accumulator):
         uniform = main if self.uniform_cells is None else self.uniform_cells.bin_stats(self.weighted)
         point = _point_metrics(main, uniform)
         sun = ece_l2_sq_sun_interval(main, alpha=alpha)
-        point["ece_l2_sq_debiased_sun"] = sun.estimate
         ci, replicates = {}, None
         if n_boot > 0:
             if not self.moments:

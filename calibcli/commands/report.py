@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from typing import Annotated, Optional
 
 import typer
 
@@ -34,6 +33,8 @@ from calibcli.accumulators.composite import Composite
 from calibcli.accumulators.tcal import TCAL_MODES
 from calibcli.binning import STRATEGIES
 from calibcli.calibrators.document import METHOD_NAMES
+from calibcli.families import recalibrate as recalibrate_family
+from calibcli.families.recalibrate import DEFAULT_METHODS
 from calibcli.families.registry import FAMILIES
 from calibcli.html import render_page, require_jinja2, svg_fragment, verdict as verdicts
 from calibcli.modes import CLASS_WEIGHTS, default_mode, MODES
@@ -41,8 +42,6 @@ from calibcli.recalibration import evaluation, holdout_split
 from calibcli.report import entry_label, new_document, to_json, write_atomic
 from calibcli.validation import check_option, check_options
 
-#: Methods compared by default in "what recalibration would do" (each works in every mode).
-DEFAULT_METHODS = ("temperature", "platt", "isotonic", "histogram", "beta")
 #: Classes drawn at most in marginal mode (one panel each), so the page stays small.
 MAX_CLASSES = 10
 #: Entries (inputs or groups) whose diagrams are drawn, the first ones in report order: a figure pair is
@@ -52,25 +51,6 @@ MAX_DIAGRAMS = 20
 EVALUATE_MAX_ROWS = 1_000_000
 
 ReportFiles = cc.files_argument("Several files (or --group-by groups) get a sortable summary table first, then one section each.")
-PageOutput = Annotated[str, typer.Option("--output", "-o", help="The HTML page to write (atomically; '-': stdout).",
-                                         show_default=False)]
-JsonOutput = Annotated[
-    Optional[str],
-    typer.Option("--json-output", help="Also write the JSON document the page is rendered from (atomically)."),
-]
-ReportMethods = Annotated[
-    Optional[list[str]],
-    typer.Option("--method", help="Recalibration method compared on held-out rows; repeat it. Default: "
-                 + ", ".join(DEFAULT_METHODS) + ".",
-                 metavar=cc.choices("platt", "temperature", "histogram", "isotonic", "scaling-binning", "polynomial",
-                                    "beta", "venn-abers")),
-]
-ReportHoldout = Annotated[
-    float,
-    typer.Option("--holdout", help="Fraction of each input's rows the recalibration methods are fitted on (seeded by "
-                 "--seed); they are compared on the other rows."),
-]
-Title = Annotated[Optional[str], typer.Option("--title", help="Title of the page. Default: the input names.")]
 
 
 def _key(entry: dict) -> tuple:
@@ -261,27 +241,18 @@ def _draw(acc, *, marginal: bool, n_classes: int, number: int) -> dict:
 
 
 @cc.with_groups(cc.own("json_output"), cc.COLUMNS, cc.READING, cc.DATASETS.only("group_by", "batch_rows"), cc.ENGINE,
-                cc.own("mode", "class_weights", "n_bins", "strategy"), cc.BOOTSTRAP, cc.OWN)
-def report(
-    files: ReportFiles,
-    output: PageOutput,
-    json_output: JsonOutput = None,
-    mode: cc.Mode = None,
-    class_weights: cc.ClassWeights = "uniform",
-    n_bins: cc.NBins = 15,
-    strategy: cc.Strategy = "uniform",
-    method: ReportMethods = None,
-    holdout: ReportHoldout = 0.5,
-    title: Title = None,
-    **options,
-) -> None:
+                cc.own("mode", "class_weights", "n_bins", "strategy"), cc.BOOTSTRAP, cc.OWN,
+                declared=recalibrate_family.ReportOptions)
+def report(files: ReportFiles, **options) -> None:
     """One self-contained HTML page: a verdict in plain words (is the model calibrated, how much, is it
     statistically real), the binned and smooth reliability diagrams, every metric with its interval, the
     T-Cal test, and what recalibration would do (held-out comparison, best first); with several files or
     groups, a sortable summary first. No network needed to open it; printable; dark-mode aware.
 
     Example: calibcli report sample_data/breast_cancer_nb.csv -o calibration.html"""
-    given = {**{k: v for k, v in locals().items() if k != "options"}, **options}  # as parsed, for the page's footer
+    given = {"files": files, **options}  # as parsed, for the page's footer
+    output, json_output, mode, class_weights, n_bins, strategy, method, holdout, title = (options[k] for k in (
+        "output", "json_output", "mode", "class_weights", "n_bins", "strategy", "method", "holdout", "title"))
     n_boot, alpha, seed, group_by = options["n_boot"], options["alpha"], options["seed"], options["group_by"]
 
     require_jinja2()  # (the output paths are checked before this, in cc.command)
