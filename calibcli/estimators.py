@@ -82,6 +82,9 @@ class CalibrationResult:
     n_boot: int
     log_loss_eps: float = LOG_LOSS_EPS
     replicates: dict[str, np.ndarray] | None = field(default=None, repr=False)
+    #: With ``keep_replicates``: the main bins' statistics on every resample, shape ``(R, bins)`` (the
+    #: diagram's bootstrap band of each bin's observed frequency).
+    bin_replicates: BinStats | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict:
         """Sizes, the bins (non-empty ones, with their bounds, counts, confidence and accuracy) and the metrics."""
@@ -484,6 +487,7 @@ def binned_calibration_groups(groups: list, *, n_bins: int = 15, strategy: str =
 
     ci = [{} for _ in range(G)]
     replicates = [None] * G
+    bin_replicates: list = [None] * G  # each group's per-bin resamples (main bins), kept with keep_replicates
     if n_boot > 0:
         problems = SortedGroups([(y, z, w, np.arange(len(z)) if row is None else row)
                                  for (y, z, w), (_, _, _, row) in zip(checked, groups, strict=True)], binnings, n_bins)
@@ -500,10 +504,12 @@ def binned_calibration_groups(groups: list, *, n_bins: int = 15, strategy: str =
                 progress=None if progress is None else (lambda: progress(1)) if G == 1 else progress)
             if G == 1:
                 ci[0], replicates[0] = low_high, reps
+                bin_replicates[0] = main if keep_replicates else None
                 continue
             for g in range(g0, g1):
                 ci[g] = {k: (float(lo[g - g0]), float(hi[g - g0])) for k, (lo, hi) in low_high.items()}
                 replicates[g] = None if reps is None else {k: v[g - g0] for k, v in reps.items()}
+                bin_replicates[g] = _take(main, g - g0) if keep_replicates else None
 
     method = f"percentile Poisson bootstrap over rows, {n_boot} resamples" if n_boot > 0 else None
     out = []
@@ -515,7 +521,7 @@ def binned_calibration_groups(groups: list, *, n_bins: int = 15, strategy: str =
             n=len(z), weight_total=W, n_bins=n_bins, strategy=strategy, n_bins_nonempty=s.n_nonempty,
             bin_bounds=binning.bounds(), bin_stats=s,
             metrics=assemble_metrics(point_g, ci[g], method, sun if G == 1 else sun.at(g), W, alpha, n_bins),
-            alpha=alpha, n_boot=n_boot, replicates=replicates[g],
+            alpha=alpha, n_boot=n_boot, replicates=replicates[g], bin_replicates=bin_replicates[g],
         ))
     return out
 

@@ -318,7 +318,7 @@ class BinnedAccumulator(Accumulator):
         uniform = main if self.uniform_cells is None else self.uniform_cells.bin_stats(self.weighted)
         point = _point_metrics(main, uniform)
         sun = ece_l2_sq_sun_interval(main, alpha=alpha)
-        ci, replicates = {}, None
+        ci, replicates, draws_main = {}, None, None
         if n_boot > 0:
             if not self.moments:
                 raise ValueError("bootstrap from per-bin statistics needs an accumulator built with moments=True")
@@ -334,7 +334,7 @@ class BinnedAccumulator(Accumulator):
         return CalibrationResult(
             n=int(main.count.sum()), weight_total=W, n_bins=self.n_bins, strategy=self.strategy,
             n_bins_nonempty=main.n_nonempty, bin_bounds=self.binning.bounds(), bin_stats=main, metrics=metrics,
-            alpha=alpha, n_boot=n_boot, replicates=replicates,
+            alpha=alpha, n_boot=n_boot, replicates=replicates, bin_replicates=draws_main if keep_replicates else None,
         )
 
 

@@ -19,6 +19,7 @@ subprocess.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import shlex
 import sys
 
@@ -33,15 +34,21 @@ from calibcli.accumulators.composite import Composite
 from calibcli.accumulators.tcal import TCAL_MODES
 from calibcli.binning import STRATEGIES
 from calibcli.calibrators.document import METHOD_NAMES
+from calibcli.families import audit as audit_family
 from calibcli.families import recalibrate as recalibrate_family
 from calibcli.families.recalibrate import DEFAULT_METHODS
 from calibcli.families.registry import FAMILIES
 from calibcli.html import render_page, require_jinja2, svg_fragment, verdict as verdicts
+from calibcli.html.audit import AUDIT_MODES, audit_lines, audit_section
 from calibcli.modes import CLASS_WEIGHTS, default_mode, MODES
 from calibcli.recalibration import evaluation, holdout_split
 from calibcli.report import entry_label, new_document, to_json, write_atomic
 from calibcli.validation import check_option, check_options
 
+#: The audit's options (``--segment-cols`` and how segments are formed, judged and shown), from the audit
+#: family's declaration: the same flags and rules as ``calibcli audit``'s.
+AUDIT = cc.group_of(audit_family.Options, "segment_cols", "depth", "max_values", "segment_bins", "min_segment", "power",
+                    "adjust", "mce_method", "top", name="audit")
 #: Classes drawn at most in marginal mode (one panel each), so the page stays small.
 MAX_CLASSES = 10
 #: Entries (inputs or groups) whose diagrams are drawn, the first ones in report order: a figure pair is
@@ -241,13 +248,15 @@ def _draw(acc, *, marginal: bool, n_classes: int, number: int) -> dict:
 
 
 @cc.with_groups(cc.own("json_output"), cc.COLUMNS, cc.READING, cc.DATASETS.only("group_by", "batch_rows"), cc.ENGINE,
-                cc.own("mode", "class_weights", "n_bins", "strategy"), cc.BOOTSTRAP, cc.OWN,
+                cc.own("mode", "class_weights", "n_bins", "strategy"), cc.BOOTSTRAP, cc.OWN, AUDIT,
                 declared=recalibrate_family.ReportOptions)
 def report(files: ReportFiles, **options) -> None:
     """One self-contained HTML page: a verdict in plain words (is the model calibrated, how much, is it
     statistically real), the binned and smooth reliability diagrams, every metric with its interval, the
     T-Cal test, and what recalibration would do (held-out comparison, best first); with several files or
-    groups, a sortable summary first. No network needed to open it; printable; dark-mode aware.
+    groups, a sortable summary first; with --segment-cols, the segment audit of every input (calibcli audit's
+    numbers, the worst segments' diagrams beside the whole population's). No network needed to open it;
+    printable; dark-mode aware.
 
     Example: calibcli report sample_data/breast_cancer_nb.csv -o calibration.html"""
     given = {"files": files, **options}  # as parsed, for the page's footer
@@ -269,16 +278,26 @@ def report(files: ReportFiles, **options) -> None:
     cc.check_engine(options["engine"], options["scheduler"], options["workers"])
     if group_by and holdout != 0.5:
         cc.warn("--holdout applies to the recalibration comparison, which is not run with --group-by")
+    reading = {o.name: options[o.name] for o in (*cc.READING.options, *cc.DATASETS.only("batch_rows").options)}
+    segments = bool(cc.split_columns(options["segment_cols"]))
+    if segments:  # the audit's options checked, and the inputs opened with the segment columns, before any work
+        audited = audit_family.Options.of({**options, "alpha": alpha, "mode": mode if mode in AUDIT_MODES else None})
+        audit_sources = replace(cc.sources_of(files, {**options, "group_by": None}),
+                                segment_by=audited.columns)
+        audit_inputs = list(audit_sources.open())
 
     doc = build_document(
         files,
         columns={o.name: options[o.name] for o in cc.COLUMNS.options},
-        reading={o.name: options[o.name] for o in (*cc.READING.options, *cc.DATASETS.only("batch_rows").options)},
+        reading=reading,
         engine={o.name: options[o.name] for o in cc.ENGINE.options},
         mode=mode, class_weights=class_weights, n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha,
         seed=seed, group_by=group_by, methods=methods, holdout=holdout, title=title,
         command_line=command_line(given),
     )
+    if segments:  # the audit section (calibcli.html.audit): its own pass over each input, with the segment columns
+        doc["audit"] = audit_section(audit_inputs, audit_sources, audited,
+                                     engine={o.name: options[o.name] for o in cc.ENGINE.options})
     page = render_page(doc)
     if json_output:
         write_atomic(json_output, to_json(doc) + "\n", "json_output")
@@ -286,6 +305,8 @@ def report(files: ReportFiles, **options) -> None:
     n = len(doc["files"])
     lines = [f"wrote {for_terminal(output)}: {n} entr{'y' if n == 1 else 'ies'}"]
     lines += [f"  {for_terminal(e['label'])}: {for_terminal(e['verdict']['headline'])}" for e in doc["files"]]
+    if segments:
+        lines += [f"  {for_terminal(line)}" for line in audit_lines(doc["audit"])]
     sys.stderr.write("\n".join(lines) + "\n")  # what the page says, in one line per entry (stdout stays empty)
 
 
