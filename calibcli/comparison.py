@@ -137,7 +137,7 @@ class JointCells:
             out_moments[at] += m
         self.keys, self.count, self.sums, self.moments = merged, out_count, out_sums, out_moments
 
-    def replicates(self, n_boot: int, rng: np.random.Generator) -> tuple[list[BinStats], list[BinStats]]:
+    def replicates(self, n_boot: int, rng: np.random.Generator) -> tuple[BinStats, BinStats]:
         """``n_boot`` paired replicates of both inputs' per-bin statistics (baseline's list, candidate's list)."""
         J = len(self.keys)
         cell_a = self.keys // (2 * self.n_b)
@@ -207,10 +207,10 @@ def _psd_root(cov: np.ndarray) -> np.ndarray:
     return vecs * np.sqrt(vals)[:, None, :]
 
 
-def _bin_stats_replicates(per_cell, count_star, count, totals, n_bins: int, weighted: bool) -> list[BinStats]:
-    """Per-bin statistics of each replicate from the drawn per-cell sums, kept within what the rows allow and
-    with the pairs of copies of one row set to their expectation given the count (as the per-bin bootstrap
-    of :mod:`calibcli.accumulators.binned` does for one input)."""
+def _bin_stats_replicates(per_cell, count_star, count, totals, n_bins: int, weighted: bool) -> BinStats:
+    """Per-bin statistics ``(R, bins)`` of every replicate from the drawn per-cell sums, kept within what the
+    rows allow and with the pairs of copies of one row set to their expectation given the count (as the
+    per-bin bootstrap of :mod:`calibcli.accumulators.binned` does for one input)."""
     W, U, Q, L = (per_cell[..., j] for j in range(_V))
     label = np.tile([0.0, 1.0], n_bins)
     W = np.where(count_star > 0, np.maximum(W, 0.0), 0.0) if weighted else count_star
@@ -223,14 +223,13 @@ def _bin_stats_replicates(per_cell, count_star, count, totals, n_bins: int, weig
     sum_w, sum_wu2, sum_w2, sum_w2u2 = totals[:, 0], totals[:, 2], totals[:, _V], totals[:, _V + 2]
     ratio_w = np.divide(sum_w2, sum_w, out=np.ones(len(count)), where=sum_w > 0)
     ratio_u2 = np.divide(sum_w2u2, sum_wu2, out=np.ones(len(count)), where=sum_wu2 > 0)
-    out = []
-    for r in range(len(W)):
-        w_r, u_r, q_r, l_r, f_r, c_r = (a[r].reshape(n_bins, 2) for a in (W, U, Q, L, factor, count_star))
-        self_w = f_r * w_r * ratio_w.reshape(n_bins, 2)
-        out.append(BinStats(np.rint(c_r.sum(axis=1)).astype(np.int64), w_r.sum(axis=1), w_r[:, 1] - u_r.sum(axis=1),
-                            w_r[:, 1].copy(), q_r.sum(axis=1), l_r.sum(axis=1), self_weight=self_w.sum(axis=1),
-                            self_y=self_w[:, 1].copy(), self_u2=(f_r * q_r * ratio_u2.reshape(n_bins, 2)).sum(axis=1)))
-    return out
+    B = n_bins
+    w_r, u_r, q_r, l_r, f_r, c_r = (a.reshape(-1, B, 2) for a in (W, U, Q, L, factor, count_star))
+    self_w = f_r * w_r * ratio_w.reshape(B, 2)
+    # every replicate at once: (R, bins, label) arrays summed over the label axis
+    return BinStats(np.rint(c_r.sum(axis=-1)).astype(np.int64), w_r.sum(axis=-1), w_r[..., 1] - u_r.sum(axis=-1),
+                    w_r[..., 1].copy(), q_r.sum(axis=-1), l_r.sum(axis=-1), self_weight=self_w.sum(axis=-1),
+                    self_y=self_w[..., 1].copy(), self_u2=(f_r * q_r * ratio_u2.reshape(B, 2)).sum(axis=-1))
 
 
 class JointScores:
@@ -608,7 +607,7 @@ def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, strea
                 main_a, main_b = main.replicates(n_boot, rng)
                 uni_a, uni_b = (main_a, main_b) if uniform is None else uniform.replicates(n_boot, rng)
                 for side, (m, u) in enumerate(((main_a, uni_a), (main_b, uni_b))):
-                    per_problem[side].append(summarise_replicates(zip(m, u, strict=True), names, alpha, keep_replicates=True)[1])
+                    per_problem[side].append(summarise_replicates((m, u), names, alpha, keep_replicates=True)[1])
             how = ("paired Poisson bootstrap from joint per-bin sufficient statistics (the two inputs' cells drawn "
                    "jointly, so one example weighs the same in both)")
         for side, report in enumerate(reports):
