@@ -306,17 +306,19 @@ def _point_metrics(s: BinStats, s_uniform: BinStats) -> dict:
 class SunInterval:
     """Confidence interval for the squared l2-ECE (Sun, Song, Sun, Zhao 2024; seed 002 Algorithm 1)."""
 
-    estimate: float  # T_m, debiased with 1/(n_b - 1)
-    low: float
-    high: float
-    includes_zero: bool
-    sigma1: float
-    case: int  # which branch of eq. (8)
+    # each a number, or an array of one per group for ``(G, bins)`` sums
+    estimate: float | np.ndarray  # T_m, debiased with 1/(n_b - 1)
+    low: float | np.ndarray
+    high: float | np.ndarray
+    includes_zero: bool | np.ndarray
+    sigma1: float | np.ndarray
+    case: int | np.ndarray  # which branch of eq. (8)
 
     def at(self, g: int) -> SunInterval:
         """Group ``g``'s interval, of an interval computed on ``(G, bins)`` sums."""
-        return SunInterval(float(self.estimate[g]), float(self.low[g]), float(self.high[g]),
-                           bool(self.includes_zero[g]), float(self.sigma1[g]), int(self.case[g]))
+        return SunInterval(float(np.asarray(self.estimate)[g]), float(np.asarray(self.low)[g]),
+                           float(np.asarray(self.high)[g]), bool(np.asarray(self.includes_zero)[g]),
+                           float(np.asarray(self.sigma1)[g]), int(np.asarray(self.case)[g]))
 
 
 @estimator("ece_l2_sq_debiased_sun")
@@ -484,8 +486,8 @@ def binned_calibration_groups(groups: list, *, n_bins: int = 15, strategy: str =
     sun = ece_l2_sq_sun_interval(stats, alpha=alpha)
     names = list(point)
 
-    ci = [{} for _ in range(G)]
-    replicates = [None] * G
+    ci: list[dict] = [{} for _ in range(G)]
+    replicates: list[dict | None] = [None] * G
     bin_replicates: list = [None] * G  # each group's per-bin resamples (main bins), kept with keep_replicates
     if n_boot > 0:
         problems = SortedGroups([(y, z, w, np.arange(len(z)) if row is None else row)
@@ -527,8 +529,9 @@ def binned_calibration_groups(groups: list, *, n_bins: int = 15, strategy: str =
 
 def _reshaped(s: BinStats, G: int) -> BinStats:
     """Statistics of ``G * bins`` combined (group, bin) cells as ``(G, bins)``."""
-    return BinStats(*(None if a is None else a.reshape(G, -1) for a in (
-        s.count, s.weight, s.sum_z, s.sum_y, s.sum_u2, s.sum_log_loss, s.self_weight, s.self_y, s.self_u2)))
+    main = (a.reshape(G, -1) for a in (s.count, s.weight, s.sum_z, s.sum_y, s.sum_u2, s.sum_log_loss))
+    self_pairs = (None if a is None else a.reshape(G, -1) for a in (s.self_weight, s.self_y, s.self_u2))
+    return BinStats(*main, *self_pairs)
 
 
 def summarise_replicates(resamples, names: list[str], alpha: float, *, keep_replicates: bool = False, progress=None):
@@ -566,6 +569,7 @@ def summarise_replicates(resamples, names: list[str], alpha: float, *, keep_repl
         for _ in range(lead[0] if lead else 0):
             progress()
     low, high = percentile_intervals(np.moveaxis(reps, -1, -2), alpha)
+    ci: dict[str, tuple]  # (low, high): numbers, or arrays over the leading axes
     if len(lead) <= 1:
         ci = {k: (float(low[j]), float(high[j])) for j, k in enumerate(names)}
     else:
@@ -602,9 +606,9 @@ def assemble_metrics(point: dict, ci: dict, ci_method: str | None, sun: SunInter
                                ci_method=ci_method if lo is not None else None, **kwargs)
     metrics["ece_l2_sq_sun_interval"] = Metric(
         name="ece_l2_sq_sun_interval",
-        estimate=sun.estimate,
-        ci_low=sun.low,
-        ci_high=sun.high,
+        estimate=float(sun.estimate),  # (one problem's interval: numbers)
+        ci_low=float(sun.low),
+        ci_high=float(sun.high),
         ci_method=f"Sun et al. 2024 (seed 002 Algorithm 1), eq. (8) case {sun.case}"
         + (", zero included" if sun.includes_zero else ""),
     )

@@ -167,7 +167,7 @@ def progress_bar(total: int, description: str):
         def advance(steps=1):
             return None
 
-        advance.describe = lambda text: None
+        advance.describe = lambda text: None  # type: ignore[attr-defined]  # (the bar's relabel hook)
         yield advance
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn  # only on a terminal
@@ -181,5 +181,5 @@ def progress_bar(total: int, description: str):
         def advance(steps=1):
             bar.advance(task, steps)
 
-        advance.describe = lambda text: bar.update(task, description=text)
+        advance.describe = lambda text: bar.update(task, description=text)  # type: ignore[attr-defined]  # (as above)
         yield advance

@@ -256,7 +256,8 @@ def finish_groups(problems: list, *, sigma: float | None = None, n_boot: int = 0
         check_options(curve_points=curve_points)
     want_curve = curve_points is not None
     fixed = sigma is None
-    points, boots = [], []
+    points: list = []
+    boots: list[_RowBootstrap | _CellBootstrap] = []
     for sums, rows, _ in problems:  # each group's own fixed point (its grid refined as it needs)
         data = _GridData(sums, None if rows is None else rows[1:], want_curve=want_curve)
         check_option(data.weight_total > 0, "the rows' total weight is 0: SmoothECE needs rows of positive weight")
@@ -281,14 +282,15 @@ def finish_groups(problems: list, *, sigma: float | None = None, n_boot: int = 0
                                             seed=seed))
     boot_values = [(None, None)] * len(problems)
     if n_boot > 0:
-        t = np.linspace(0.0, 1.0, int(curve_points)) if want_curve else None
+        t = np.linspace(0.0, 1.0, int(curve_points)) if curve_points is not None else None  # (want_curve)
         boot_values = _bootstrap_values_groups(boots, sigma=None if fixed else points[0][1],
                                                sigma_full=[p[1] for p in points], n_boot=n_boot, curve_t=t,
                                                progress=progress)
+    boots_or_none: list[_RowBootstrap | _CellBootstrap | None] = list(boots) if boots else [None] * len(points)
     return [_result(point, boot, replicates, curves, n=n, fixed=fixed, n_boot=n_boot, alpha=alpha,
                     curve_points=curve_points)
-            for point, boot, (replicates, curves), (_, _, n) in zip(points, boots or [None] * len(points),
-                                                                   boot_values, problems, strict=True)]
+            for point, boot, (replicates, curves), (_, _, n) in zip(points, boots_or_none, boot_values, problems,
+                                                                   strict=True)]
 
 
 def _result(point, boot, replicates, curves, *, n: int, fixed: bool, n_boot: int, alpha: float,

@@ -53,12 +53,6 @@ class EcceAccumulator(Accumulator):
     state_name = "ECCE state"
     same, same_message = ("row_limit", "n_cells"), "ECCE states with different row limits or grids cannot be merged"
     merge_rules = {"rows": "merge", **{name: "sum" for name in _SUMS}, "count": "sum", "n_seen": "sum"}
-    # the per-cell sums (_SUMS), made in __init__
-    w: np.ndarray
-    wy: np.ndarray
-    ws: np.ndarray
-    w2v: np.ndarray
-    wabs: np.ndarray
 
     def __init__(self, row_limit: int | None, n_cells: int = N_CELLS):
         self.row_limit, self.n_cells = None if row_limit is None else int(row_limit), int(n_cells)

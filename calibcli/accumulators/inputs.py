@@ -383,7 +383,7 @@ class SmoothInputAccumulator(Accumulator):
         self.problems = [SmoothAccumulator(row_limit=options.row_limit, seed=options.seed, n_cells=g) for g in grids]
         self.class_totals = np.zeros(n_classes)
         self._results: list[calibcli.smooth.SmoothECEResult] | None = None
-        self._point_results = None
+        self._point_results: list[calibcli.smooth.SmoothECEResult] | None = None
 
     def update(self, row_index, probs, labels, w=None) -> "SmoothInputAccumulator":
         for problem, acc in zip(binary_problems(labels, probs, mode=self.mode, sample_weight=w,
