@@ -13,8 +13,8 @@ software version or date in the file). The split follows relplot's ``prepare_rel
 - Binned (Guo et al. 2017, "On Calibration of Modern Neural Networks"; Niculescu-Mizil and Caruana
   2005): per non-empty bin the accuracy (weighted mean of y) against the mean confidence (weighted
   mean of z), with an interval of the accuracy (``band``: the Wilson score interval by default,
-  Clopper-Pearson's exact interval, or the bootstrap's percentile interval; :mod:`calibcli.bands`), the gap to the diagonal
-  shaded over the bin's range, the bin counts as a histogram under the panel, and the binned
+  Clopper-Pearson's exact interval, or the bootstrap's percentile interval; :mod:`calibcli.bands`), the gap to
+  the diagonal shaded over the bin's range, the bin counts as a histogram under the panel, and the binned
   ``ece_l1_plugin`` with its percentile bootstrap interval (the numbers ``calibcli ece`` prints).
   Empty bins have no accuracy and are not drawn.
 - Smooth (Blasiok and Nakkiran 2023, seed 003): the Nadaraya-Watson regression of y on z with the
@@ -294,8 +294,8 @@ def plot_binned(data, *, ax=None, hist_ax=None, title: str | None = None, legend
     placed where it hides no data); with ``ax`` the curves go there and the histogram into ``hist_ax``
     when one is given, and the caller places the legend (:func:`place_legends`). Draws, per curve:
     the points (accuracy against mean confidence) with marker area growing with the bin's rows, the
-    error bars of its band (``d.band``), a line joining the points of bins with at least ``style.min_count`` rows (sparser bins
-    hollow and faint, not joined), the gap to the diagonal shaded over each bin's range, and the bin
+    error bars of its band (``d.band``), a line joining the points of bins with at least ``style.min_count`` rows
+    (sparser bins hollow and faint, not joined), the gap to the diagonal shaded over each bin's range, and the bin
     counts as stairs (on a log scale with ``style.hist_scale == "log"``). Overlaid curves differ in
     colour, marker and line style.
     """
