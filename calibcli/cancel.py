@@ -122,8 +122,9 @@ def _unraisable(args, *, previous) -> None:
             _state["redeliver"] = True
             if not _state.get("watchdog"):
                 _state["watchdog"] = True
-                threading.Thread(target=_redeliver, args=(args.exc_value.signum,), daemon=True,
-                                 name="calibcli-interrupt").start()
+                threading.Thread(
+                    target=_redeliver, args=(args.exc_value.signum,), daemon=True, name="calibcli-interrupt"
+                ).start()
         finally:
             _state["in_hook"] = False
         return

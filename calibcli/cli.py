@@ -38,7 +38,8 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.", metavar="")
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.", metavar=""),
     ] = False,
 ) -> None:
     """Measure, test and fix the calibration of probabilistic classifiers."""

@@ -159,13 +159,31 @@ class JointCells:
             starts = np.flatnonzero(np.diff(cells[order], prepend=-1))
             totals = np.zeros((2 * n_bins, 2 * _V))
             # per cell: the sums of (w, w u, w u^2, w ll), then of w times each (w^2, w^2 u, w^2 u^2, w^2 ll)
-            np.add.at(totals, cells, np.concatenate([self.sums[:, side * _V:(side + 1) * _V],
-                                                     self.moments[:, side * _V, side * _V:(side + 1) * _V]], axis=1))
+            np.add.at(
+                totals,
+                cells,
+                np.concatenate(
+                    [
+                        self.sums[:, side * _V : (side + 1) * _V],
+                        self.moments[:, side * _V, side * _V : (side + 1) * _V],
+                    ],
+                    axis=1,
+                ),
+            )
             count = np.zeros(2 * n_bins)
             np.add.at(count, cells, c)
-            sides.append(dict(order=order, starts=starts, target=cells[order][starts], n_bins=n_bins, totals=totals,
-                              count=count, per_cell=np.zeros((n_boot, 2 * n_bins, _V)),
-                              count_star=np.zeros((n_boot, 2 * n_bins))))
+            sides.append(
+                dict(
+                    order=order,
+                    starts=starts,
+                    target=cells[order][starts],
+                    n_bins=n_bins,
+                    totals=totals,
+                    count=count,
+                    per_cell=np.zeros((n_boot, 2 * n_bins, _V)),
+                    count_star=np.zeros((n_boot, 2 * n_bins)),
+                )
+            )
         # a block of replicates at a time (about 4e6 numbers per block): the joint cells' draws, summed to each
         # input's cells at once
         block = max(1, int(4e6 // max(1, J * 2 * _V)))
@@ -183,11 +201,15 @@ class JointCells:
                 draws *= np.sqrt(scale)
                 draws += scale * mean[:, None, :]
             for side, sd in enumerate(sides):
-                values = draws[sd["order"], :, side * _V:(side + 1) * _V]
+                values = draws[sd["order"], :, side * _V : (side + 1) * _V]
                 sd["per_cell"][r0:r1, sd["target"]] = np.add.reduceat(values, sd["starts"], axis=0).transpose(1, 0, 2)
                 sd["count_star"][r0:r1, sd["target"]] = np.add.reduceat(c_star[:, sd["order"]], sd["starts"], axis=1)
-        out = [_bin_stats_replicates(sd["per_cell"], sd["count_star"], sd["count"], sd["totals"], sd["n_bins"],
-                                     self.weighted) for sd in sides]
+        out = [
+            _bin_stats_replicates(
+                sd["per_cell"], sd["count_star"], sd["count"], sd["totals"], sd["n_bins"], self.weighted
+            )
+            for sd in sides
+        ]
         return out[0], out[1]
 
 
@@ -227,9 +249,17 @@ def _bin_stats_replicates(per_cell, count_star, count, totals, n_bins: int, weig
     w_r, u_r, q_r, l_r, f_r, c_r = (a.reshape(-1, B, 2) for a in (W, U, Q, L, factor, count_star))
     self_w = f_r * w_r * ratio_w.reshape(B, 2)
     # every replicate at once: (R, bins, label) arrays summed over the label axis
-    return BinStats(np.rint(c_r.sum(axis=-1)).astype(np.int64), w_r.sum(axis=-1), w_r[..., 1] - u_r.sum(axis=-1),
-                    w_r[..., 1].copy(), q_r.sum(axis=-1), l_r.sum(axis=-1), self_weight=self_w.sum(axis=-1),
-                    self_y=self_w[..., 1].copy(), self_u2=(f_r * q_r * ratio_u2.reshape(B, 2)).sum(axis=-1))
+    return BinStats(
+        np.rint(c_r.sum(axis=-1)).astype(np.int64),
+        w_r.sum(axis=-1),
+        w_r[..., 1] - u_r.sum(axis=-1),
+        w_r[..., 1].copy(),
+        q_r.sum(axis=-1),
+        l_r.sum(axis=-1),
+        self_weight=self_w.sum(axis=-1),
+        self_y=self_w[..., 1].copy(),
+        self_u2=(f_r * q_r * ratio_u2.reshape(B, 2)).sum(axis=-1),
+    )
 
 
 class JointScores:
@@ -253,8 +283,13 @@ class JointScores:
     def replicates(self, n_boot: int, rng: np.random.Generator) -> tuple[dict, dict]:
         root = _psd_root(self.moments[None])[0]  # rounding-level eigenvalues as zeros: identical inputs draw alike
         reps = self.sums + rng.standard_normal((n_boot, 6)) @ root.T
-        a, b = ({"brier_score_multiclass": reps[:, 3 * s + 1] / reps[:, 3 * s],
-                 "log_loss_multiclass": reps[:, 3 * s + 2] / reps[:, 3 * s]} for s in (0, 1))
+        a, b = (
+            {
+                "brier_score_multiclass": reps[:, 3 * s + 1] / reps[:, 3 * s],
+                "log_loss_multiclass": reps[:, 3 * s + 2] / reps[:, 3 * s],
+            }
+            for s in (0, 1)
+        )
         return a, b
 
 
@@ -265,20 +300,31 @@ class JointState:
     def __init__(self, acc_a, acc_b):
         self.problems = []
         for pa, pb in zip(acc_a.problems, acc_b.problems, strict=True):
-            main = (JointCells(pa.binning.assign, pa.binning.n_bins_effective, pb.binning.assign, pb.binning.n_bins_effective)
-                    if pa.binning is not None and pb.binning is not None else None)
+            main = (
+                JointCells(
+                    pa.binning.assign, pa.binning.n_bins_effective, pb.binning.assign, pb.binning.n_bins_effective
+                )
+                if pa.binning is not None and pb.binning is not None
+                else None
+            )
             uniform = None
             if pa.strategy == "quantile":
                 n = pa.n_bins
-                uniform = JointCells(lambda z, n=n: uniform_bin_index(z, n), n, lambda z, n=n: uniform_bin_index(z, n), n)
+                uniform = JointCells(
+                    lambda z, n=n: uniform_bin_index(z, n), n, lambda z, n=n: uniform_bin_index(z, n), n
+                )
             self.problems.append((main, uniform))
         self.mode, self.class_names = acc_a.mode, list(acc_a.class_names)
         self.scores = JointScores() if acc_a.scores is not None else None
 
     def update(self, a, b) -> None:
         """Aligned batches ``a`` and ``b`` (the same examples, row by row)."""
-        pa = binary_problems(a.labels, a.probs, mode=self.mode, sample_weight=a.sample_weight, class_names=self.class_names)
-        pb = binary_problems(b.labels, b.probs, mode=self.mode, sample_weight=b.sample_weight, class_names=self.class_names)
+        pa = binary_problems(
+            a.labels, a.probs, mode=self.mode, sample_weight=a.sample_weight, class_names=self.class_names
+        )
+        pb = binary_problems(
+            b.labels, b.probs, mode=self.mode, sample_weight=b.sample_weight, class_names=self.class_names
+        )
         for (main, uniform), qa, qb in zip(self.problems, pa, pb, strict=True):
             for cells in (main, uniform):
                 if cells is not None:
@@ -306,13 +352,25 @@ class _Rows:
         return len(self.labels)
 
     def take(self, sel) -> _Rows:
-        return _Rows(self.probs[sel], self.labels[sel], None if self.sample_weight is None else self.sample_weight[sel],
-                     self.row_index[sel], None if self.ids is None else self.ids[sel], self.source)
+        return _Rows(
+            self.probs[sel],
+            self.labels[sel],
+            None if self.sample_weight is None else self.sample_weight[sel],
+            self.row_index[sel],
+            None if self.ids is None else self.ids[sel],
+            self.source,
+        )
 
 
 def _rows(batch) -> _Rows:
-    return _Rows(batch.probs, batch.labels, batch.sample_weight, batch.row_index,
-                 None if batch.groups is None else np.asarray(batch.groups[0]), batch.source)
+    return _Rows(
+        batch.probs,
+        batch.labels,
+        batch.sample_weight,
+        batch.row_index,
+        None if batch.groups is None else np.asarray(batch.groups[0]),
+        batch.source,
+    )
 
 
 def _empty(rows: _Rows | None) -> bool:
@@ -364,8 +422,10 @@ def _check_ids(rows: _Rows, id_column: str, name: str) -> None:
     if rows.ids is not None and rows.ids.dtype.kind == "f" and len(rows.ids):
         bad = np.flatnonzero(np.isnan(rows.ids))
         if len(bad):
-            raise CalibcliError(f"{name}: row {int(rows.row_index[bad[0]]) + 1}, column {shown(id_column, quote=False)}: "
-                                f"the ID is NaN (missing): every row needs an ID to pair examples by {{opt:id_col}}")
+            raise CalibcliError(
+                f"{name}: row {int(rows.row_index[bad[0]]) + 1}, column {shown(id_column, quote=False)}: "
+                f"the ID is NaN (missing): every row needs an ID to pair examples by {{opt:id_col}}"
+            )
 
 
 class _Candidate:
@@ -376,8 +436,10 @@ class _Candidate:
         self.name, self.baseline_name, self.id_column = stream.name, baseline_name, id_column
         n = sum(len(p) for p in parts)
         if n > ID_PAIRING_LIMIT:
-            raise CalibcliError(f"{stream.name} has {n} rows: pairing by {{opt:id_col}} holds the candidate in memory, "
-                                f"at most {ID_PAIRING_LIMIT} rows; pair by row order (same order, no {{opt:id_col}})")
+            raise CalibcliError(
+                f"{stream.name} has {n} rows: pairing by {{opt:id_col}} holds the candidate in memory, "
+                f"at most {ID_PAIRING_LIMIT} rows; pair by row order (same order, no {{opt:id_col}})"
+            )
         for p in parts:
             _check_ids(p, id_column, stream.name)
         cat = (lambda xs: np.concatenate(xs)) if parts else (lambda xs: np.empty(0))
@@ -389,8 +451,10 @@ class _Candidate:
         self.sorted_ids = self.ids[self.order]
         same = np.flatnonzero(self.sorted_ids[1:] == self.sorted_ids[:-1])
         if len(same):
-            raise CalibcliError(f"{stream.name}: the ID {_id_text(self.sorted_ids[same[0]])} of column {id_column!r} appears more "
-                                f"than once: IDs must be unique to pair examples by {{opt:id_col}}")
+            raise CalibcliError(
+                f"{stream.name}: the ID {_id_text(self.sorted_ids[same[0]])} of column {id_column!r} appears more "
+                f"than once: IDs must be unique to pair examples by {{opt:id_col}}"
+            )
         self.restart()
 
     def restart(self) -> None:
@@ -415,17 +479,28 @@ class _Candidate:
             else:  # twice in this batch: the candidate row matched by two baseline rows
                 ordered = np.sort(rows)
                 twice = self.ids[ordered[1:][ordered[1:] == ordered[:-1]][0]]
-            raise CalibcliError(f"{self.baseline_name}: the ID {_id_text(twice)} of column {self.id_column!r} appears more than once: "
-                                f"IDs must be unique to pair examples by {{opt:id_col}}")
+            raise CalibcliError(
+                f"{self.baseline_name}: the ID {_id_text(twice)} of column {self.id_column!r} appears more than once: "
+                f"IDs must be unique to pair examples by {{opt:id_col}}"
+            )
         self.matched[rows] = True
         if not found.all():
             return None
         labels = self.labels[rows]
         if not np.array_equal(labels, a.labels):
             j = int(np.flatnonzero(labels != a.labels)[0])
-            raise CalibcliError(f"the ID {_id_text(a.ids[j])} has label index {a.labels[j]} in {self.baseline_name} and {labels[j]} in "
-                                f"{self.name}: rows paired by {{opt:id_col}} must be the same examples with the same labels")
-        return _Rows(self.probs[rows], labels, None if self.weights is None else self.weights[rows], a.row_index, a.ids, self.name)
+            raise CalibcliError(
+                f"the ID {_id_text(a.ids[j])} has label index {a.labels[j]} in {self.baseline_name} and {labels[j]} in "
+                f"{self.name}: rows paired by {{opt:id_col}} must be the same examples with the same labels"
+            )
+        return _Rows(
+            self.probs[rows],
+            labels,
+            None if self.weights is None else self.weights[rows],
+            a.row_index,
+            a.ids,
+            self.name,
+        )
 
     def check_complete(self) -> None:
         missing_there = int((~self.matched).sum())
@@ -433,7 +508,8 @@ class _Candidate:
             raise CalibcliError(
                 f"the IDs of column {self.id_column!r} differ: {self.missing_here} of {self.baseline_name}'s IDs "
                 f"are missing from {self.name}, and {missing_there} of {self.name}'s IDs are missing from "
-                f"{self.baseline_name}: pairing by {{opt:id_col}} needs the same examples in both")
+                f"{self.baseline_name}: pairing by {{opt:id_col}} needs the same examples in both"
+            )
 
 
 def _comparable(ids: np.ndarray, other: np.ndarray) -> np.ndarray:
@@ -459,8 +535,17 @@ class ComparisonRun:
     seeds: dict
 
 
-def compare_streams(stream_a, stream_b, binned_options, *, mode_a, mode_b=None, smooth_options=None, id_column=None,
-                    pairing: str = "auto") -> ComparisonRun:
+def compare_streams(
+    stream_a,
+    stream_b,
+    binned_options,
+    *,
+    mode_a,
+    mode_b=None,
+    smooth_options=None,
+    id_column=None,
+    pairing: str = "auto",
+) -> ComparisonRun:
     """Compare a baseline stream ``stream_a`` with a candidate ``stream_b`` (see the module docstring).
 
     ``binned_options`` (:class:`calibcli.accumulators.inputs.BinnedOptions`) and ``smooth_options``
@@ -472,29 +557,49 @@ def compare_streams(stream_a, stream_b, binned_options, *, mode_a, mode_b=None, 
     if pairing not in PAIRINGS:
         raise CalibcliError(f"{{opt:pairing}} is {pairing!r}: expected one of {', '.join(PAIRINGS)}")
     if id_column is not None and pairing == "none":
-        raise CalibcliError("{opt:id_col} pairs the inputs by ID, {opt:pairing} none asks for no pairing: give one of them")
+        raise CalibcliError(
+            "{opt:id_col} pairs the inputs by ID, {opt:pairing} none asks for no pairing: give one of them"
+        )
     if id_column is not None and pairing == "order":
         raise CalibcliError("{opt:id_col} pairs the inputs by ID, {opt:pairing} order by row order: give one of them")
     if tuple(stream_a.class_names) != tuple(stream_b.class_names):
-        raise CalibcliError(f"{stream_a.name} has classes {list(stream_a.class_names)} and {stream_b.name} has "
-                            f"{list(stream_b.class_names)}: a comparison needs the same classes in both")
+        raise CalibcliError(
+            f"{stream_a.name} has classes {list(stream_a.class_names)} and {stream_b.name} has "
+            f"{list(stream_b.class_names)}: a comparison needs the same classes in both"
+        )
     seed = binned_options.seed
 
     def new_accs(options_seed):
-        accs: list[InputAccumulator | SmoothInputAccumulator] = [InputAccumulator(mode=mode_a, n_classes=stream_a.n_classes, class_names=stream_a.class_names,
-                                 options=replace(binned_options, seed=options_seed))]
+        accs: list[InputAccumulator | SmoothInputAccumulator] = [
+            InputAccumulator(
+                mode=mode_a,
+                n_classes=stream_a.n_classes,
+                class_names=stream_a.class_names,
+                options=replace(binned_options, seed=options_seed),
+            )
+        ]
         if smooth_options is not None:
-            accs.append(SmoothInputAccumulator(mode=mode_a, n_classes=stream_a.n_classes, class_names=stream_a.class_names,
-                                               options=replace(smooth_options, seed=options_seed)))
+            accs.append(
+                SmoothInputAccumulator(
+                    mode=mode_a,
+                    n_classes=stream_a.n_classes,
+                    class_names=stream_a.class_names,
+                    options=replace(smooth_options, seed=options_seed),
+                )
+            )
         return accs
 
     accs_a, accs_b = new_accs(seed), new_accs(seed)
     candidate = _Candidate(stream_b, id_column, stream_a.name) if id_column is not None else None
-    state: dict[str, Any] = {"paired": pairing != "none", "reason": None if pairing != "none" else "no pairing asked for"}
+    state: dict[str, Any] = {
+        "paired": pairing != "none",
+        "reason": None if pairing != "none" else "no pairing asked for",
+    }
 
     def one_pass(now_a, now_b, joint_now) -> None:
         """Stream both inputs once into the accumulators ``now_a``/``now_b`` (None: not this pass) and the joint
         state."""
+
         def feed(accs, rows):
             for acc in accs:
                 if acc is not None:
@@ -547,8 +652,11 @@ def compare_streams(stream_a, stream_b, binned_options, *, mode_a, mode_b=None, 
         joint = second_joint or joint
     if paired:
         how = "id" if candidate is not None else "order"
-        reason = (f"matched by the ID column {id_column!r}" if how == "id"
-                  else "the same number of rows and the same labels row by row")
+        reason = (
+            f"matched by the ID column {id_column!r}"
+            if how == "id"
+            else "the same number of rows and the same labels row by row"
+        )
     else:
         how, reason = "none", state["reason"]
     pairing_used = Pairing(how, reason, id_column)
@@ -563,15 +671,21 @@ def _unpair(state: dict, pairing: str, a, b, name_a: str, name_b: str, counts=No
         reason = f"{name_a} has {counts[0]} rows and {name_b} has {counts[1]}"
     elif not np.array_equal(a.row_index, b.row_index):
         j = int(np.flatnonzero(a.row_index != b.row_index)[0])
-        reason = (f"different rows were dropped as invalid: row {a.row_index[j] + 1} of {name_a} ({a.source}) is beside "
-                  f"row {b.row_index[j] + 1} of {name_b} ({b.source})")
+        reason = (
+            f"different rows were dropped as invalid: row {a.row_index[j] + 1} of {name_a} ({a.source}) is beside "
+            f"row {b.row_index[j] + 1} of {name_b} ({b.source})"
+        )
     else:
         j = int(np.flatnonzero(a.labels != b.labels)[0])
-        reason = (f"the labels differ first at row {a.row_index[j] + 1} (label index {a.labels[j]} in {name_a} ({a.source}), "
-                  f"{b.labels[j]} in {name_b} ({b.source}))")
+        reason = (
+            f"the labels differ first at row {a.row_index[j] + 1} (label index {a.labels[j]} in {name_a} ({a.source}), "
+            f"{b.labels[j]} in {name_b} ({b.source}))"
+        )
     if pairing == "order":
-        raise CalibcliError(f"{name_a} and {name_b} cannot be paired by row order: {reason}; pair them by an ID column "
-                            f"({{opt:id_col}}) or compare them unpaired")
+        raise CalibcliError(
+            f"{name_a} and {name_b} cannot be paired by row order: {reason}; pair them by an ID column "
+            f"({{opt:id_col}}) or compare them unpaired"
+        )
     state["paired"], state["reason"] = False, reason
 
 
@@ -597,8 +711,11 @@ def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, strea
     if n_boot:
         if not pairing.paired or rows_kept:
             per_problem = [[p.result.replicates for p in r.problems] for r in reports]
-            how = ("paired Poisson bootstrap over rows (the same multiplicities for the same example in both inputs)"
-                   if pairing.paired else "unpaired: independent Poisson bootstraps of the two inputs")
+            how = (
+                "paired Poisson bootstrap over rows (the same multiplicities for the same example in both inputs)"
+                if pairing.paired
+                else "unpaired: independent Poisson bootstraps of the two inputs"
+            )
         else:
             rng = np.random.Generator(np.random.Philox(key=[int(seeds["baseline"]) & 0xFFFFFFFFFFFFFFFF, 0x636F6D70]))
             per_problem = [[], []]
@@ -608,20 +725,26 @@ def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, strea
                 uni_a, uni_b = (main_a, main_b) if uniform is None else uniform.replicates(n_boot, rng)
                 for side, (m, u) in enumerate(((main_a, uni_a), (main_b, uni_b))):
                     per_problem[side].append(summarise_replicates((m, u), names, alpha, keep_replicates=True)[1])
-            how = ("paired Poisson bootstrap from joint per-bin sufficient statistics (the two inputs' cells drawn "
-                   "jointly, so one example weighs the same in both)")
+            how = (
+                "paired Poisson bootstrap from joint per-bin sufficient statistics (the two inputs' cells drawn "
+                "jointly, so one example weighs the same in both)"
+            )
         for side, report in enumerate(reports):
             reps[side].update(_headline_replicates(report, per_problem[side]))
         for name in reps[0]:
             methods[name] = (how, pairing.paired)
         if reports[0].multiclass_scores is not None:
             if pairing.paired and not rows_kept:
-                rng = np.random.Generator(np.random.Philox(key=[int(seeds["baseline"]) & 0xFFFFFFFFFFFFFFFF, 0x73636F72]))
+                rng = np.random.Generator(
+                    np.random.Philox(key=[int(seeds["baseline"]) & 0xFFFFFFFFFFFFFFFF, 0x73636F72])
+                )
                 scores = joint.scores.replicates(n_boot, rng)
                 how_scores = "paired Poisson bootstrap from the joint moments of both inputs' sums (normal)"
             else:
-                scores = [_scores_replicates(accs[0].scores, n_boot, s) for accs, s in
-                          ((accs_a, seeds["baseline"]), (accs_b, seeds["candidate"]))]
+                scores = [
+                    _scores_replicates(accs[0].scores, n_boot, s)
+                    for accs, s in ((accs_a, seeds["baseline"]), (accs_b, seeds["candidate"]))
+                ]
                 how_scores = how
             for side in (0, 1):
                 reps[side].update(scores[side])
@@ -643,10 +766,14 @@ def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, strea
         smooth_paired = pairing.paired and kept
         for name in smooth[0].headline():
             methods[name] = (
-                "paired Poisson bootstrap over rows" if smooth_paired else
-                "unpaired: independent Poisson bootstraps" if not pairing.paired else
-                "unpaired: the SmoothECE bootstrap from per-cell sums (beyond the rows kept) is not paired, "
-                "so this interval treats the inputs as independent (wider than a paired one)", smooth_paired)
+                "paired Poisson bootstrap over rows"
+                if smooth_paired
+                else "unpaired: independent Poisson bootstraps"
+                if not pairing.paired
+                else "unpaired: the SmoothECE bootstrap from per-cell sums (beyond the rows kept) is not paired, "
+                "so this interval treats the inputs as independent (wider than a paired one)",
+                smooth_paired,
+            )
         for role, stream, report in (("baseline", stream_a, smooth[0]), ("candidate", stream_b, smooth[1])):
             entries.append({"input": stream.describe(), "role": role, "family": "smece", **report.to_dict()})
     comparison = {}
@@ -672,7 +799,9 @@ def _headline_replicates(report, per_problem: list[dict]) -> dict[str, np.ndarra
         base = (rule.of if rule is not None else None) or name
         if rule is None or any(base not in p for p in per_problem):
             continue  # no replicates of this metric here
-        out[name] = np.asarray(aggregate_over_classes(rule, np.array([p[base] for p in per_problem]), report.class_weight_values))
+        out[name] = np.asarray(
+            aggregate_over_classes(rule, np.array([p[base] for p in per_problem]), report.class_weight_values)
+        )
     return out
 
 
@@ -681,7 +810,9 @@ def _smooth_replicates(report, options) -> dict[str, np.ndarray]:
         return {options.metric: np.asarray(report.problems[0].result.replicates)}
     rule = REGISTRY[options.metric].combine
     assert rule is not None  # (smece's class rule)
-    reps = aggregate_over_classes(rule, np.stack([p.result.replicates for p in report.problems]), report.class_weight_values)
+    reps = aggregate_over_classes(
+        rule, np.stack([p.result.replicates for p in report.problems]), report.class_weight_values
+    )
     return {options.metric: np.asarray(reps)}
 
 
@@ -698,7 +829,9 @@ def _scores_replicates(scores, n_boot: int, seed: int) -> dict[str, np.ndarray]:
         s = dict(zip(scores._COLUMNS, scores.sums, strict=True))
         rng = np.random.Generator(np.random.Philox(key=[int(seed) & 0xFFFFFFFFFFFFFFFF, 0x73636F726573]))
         mean = np.array([s["w"], s["wb"], s["wl"]])
-        cov = np.array([[s["w2"], s["w2b"], s["w2l"]], [s["w2b"], s["w2bb"], s["w2bl"]], [s["w2l"], s["w2bl"], s["w2ll"]]])
+        cov = np.array(
+            [[s["w2"], s["w2b"], s["w2l"]], [s["w2b"], s["w2bb"], s["w2bl"]], [s["w2l"], s["w2bl"], s["w2ll"]]]
+        )
         reps = rng.multivariate_normal(mean, cov, size=n_boot, method="eigh")
     return {"brier_score_multiclass": reps[:, 1] / reps[:, 0], "log_loss_multiclass": reps[:, 2] / reps[:, 0]}
 
@@ -725,7 +858,7 @@ def _difference(name: str, m_a, m_b, rep_a, rep_b, method, alpha: float) -> dict
     a, b = float(m_a.estimate), float(m_b.estimate)
     diff = b - a
     lo = hi = None
-    ci_method, paired = (method or (None, False))
+    ci_method, paired = method or (None, False)
     if rep_a is not None and rep_b is not None and len(rep_a) and len(rep_a) == len(rep_b):
         lo, hi = percentile_interval(np.asarray(rep_b) - np.asarray(rep_a), alpha)
         if not (math.isfinite(lo) and math.isfinite(hi)):
@@ -746,6 +879,15 @@ def _difference(name: str, m_a, m_b, rep_a, rep_b, method, alpha: float) -> dict
     # excludes 0 (for a target metric: the candidate's value has moved, and away from the target)
     worse = worse_by(name, a, b) > 0 if better != "none" else False
     significant = lo is not None and hi is not None and (lo > 0 or hi < 0)
-    return {"baseline": a, "candidate": b, "difference": diff, "ci_low": lo, "ci_high": hi, "ci_method": ci_method,
-            "paired": bool(paired and lo is not None), "better": better, "worse": bool(worse),
-            "significant": bool(significant)}
+    return {
+        "baseline": a,
+        "candidate": b,
+        "difference": diff,
+        "ci_low": lo,
+        "ci_high": hi,
+        "ci_method": ci_method,
+        "paired": bool(paired and lo is not None),
+        "better": better,
+        "worse": bool(worse),
+        "significant": bool(significant),
+    }

@@ -152,8 +152,9 @@ class FigureStyle:
     style: str | None = None
 
     def __post_init__(self):
-        check_options({"hist_scale": HIST_SCALES}, font_size=self.font_size, min_count=self.min_count,
-                      hist_scale=self.hist_scale)
+        check_options(
+            {"hist_scale": HIST_SCALES}, font_size=self.font_size, min_count=self.min_count, hist_scale=self.hist_scale
+        )
         if self.style is not None:
             check_style(self.style)
 
@@ -220,7 +221,10 @@ def binned_label(d: BinnedDiagramData, *, compact: bool = False) -> str:
     head = f"{d.name}\n" if d.name else ""
     interval = _interval_text(d.ci_low, d.ci_high)
     if compact:
-        return f"{head}{d.metric} = " f"{_fmt(d.estimate)}\n{interval.strip()}{', ' if interval else ''}{_n_text(d.n, d.weight_total)}"
+        return (
+            f"{head}{d.metric} = "
+            f"{_fmt(d.estimate)}\n{interval.strip()}{', ' if interval else ''}{_n_text(d.n, d.weight_total)}"
+        )
     return f"{head}{d.metric} = {_fmt(d.estimate)}{interval}, {_n_text(d.n, d.weight_total)}"
 
 
@@ -229,7 +233,9 @@ def smooth_label(d: SmoothDiagramData, *, compact: bool = False) -> str:
     head = f"{d.name}\n" if d.name else ""
     interval = _interval_text(d.ci_low, d.ci_high)
     if compact:
-        return f"{head}smECE = {_fmt(d.smece)}\n{interval.strip()}{', ' if interval else ''}{_n_text(d.n, d.weight_total)}"
+        return (
+            f"{head}smECE = {_fmt(d.smece)}\n{interval.strip()}{', ' if interval else ''}{_n_text(d.n, d.weight_total)}"
+        )
     return f"{head}smECE = {_fmt(d.smece)}{interval}, {_n_text(d.n, d.weight_total)}"
 
 
@@ -286,8 +292,17 @@ def _style_lower(ax, problem: str, ylabel: str) -> None:
 # -- Binned and smooth panels ------------------------------------------------------------------
 
 
-def plot_binned(data, *, ax=None, hist_ax=None, title: str | None = None, legend_fontsize=None,
-                style: FigureStyle | None = None, compact: bool = False, legend_names: bool = True):
+def plot_binned(
+    data,
+    *,
+    ax=None,
+    hist_ax=None,
+    title: str | None = None,
+    legend_fontsize=None,
+    style: FigureStyle | None = None,
+    compact: bool = False,
+    legend_names: bool = True,
+):
     """Draw one :class:`BinnedDiagramData` or several overlaid; returns the Figure.
 
     Without ``ax`` a new figure is made with the main panel and the histogram under it (and the legend
@@ -320,33 +335,73 @@ def plot_binned(data, *, ax=None, hist_ax=None, title: str | None = None, legend
             color, marker, linestyle = curve_look(i, colors)
             sparse = np.asarray(d.count) < style.min_count
             for lo, hi, conf, acc in zip(d.bin_lower, d.bin_upper, d.confidence, d.accuracy, strict=True):
-                ax.add_patch(Rectangle((lo, min(conf, acc)), hi - lo, abs(acc - conf), facecolor=color,
-                                       alpha=0.10 if several else 0.18, edgecolor="none", zorder=2))
+                ax.add_patch(
+                    Rectangle(
+                        (lo, min(conf, acc)),
+                        hi - lo,
+                        abs(acc - conf),
+                        facecolor=color,
+                        alpha=0.10 if several else 0.18,
+                        edgecolor="none",
+                        zorder=2,
+                    )
+                )
             eb = ax.errorbar(
-                d.confidence, d.accuracy,  # a bound no resample reached (NaN): no bar on that side
+                d.confidence,
+                d.accuracy,  # a bound no resample reached (NaN): no bar on that side
                 yerr=np.nan_to_num(np.vstack([d.accuracy - d.acc_low, d.acc_high - d.accuracy]), nan=0.0),
-                color=color, marker="", linestyle="none", elinewidth=0.9, capsize=0.0, zorder=3,
+                color=color,
+                marker="",
+                linestyle="none",
+                elinewidth=0.9,
+                capsize=0.0,
+                zorder=3,
             )
             faint = np.array([to_rgba(color, 0.35 if s else 1.0) for s in sparse]).reshape(-1, 4)
             for coll in eb.lines[2]:
                 coll.set_color(faint)
-            line = ax.plot(*_joined_across_full_bins(d, style.min_count), color=color, linestyle=linestyle,
-                           linewidth=1.0, zorder=3)[0]
+            line = ax.plot(
+                *_joined_across_full_bins(d, style.min_count), color=color, linestyle=linestyle, linewidth=1.0, zorder=3
+            )[0]
             lines.append(line)
             faces = np.array([to_rgba("white") if s else to_rgba(color) for s in sparse]).reshape(-1, 4)
-            ax.scatter(d.confidence, d.accuracy, s=marker_areas(d.count), marker=marker, facecolors=faces,
-                       edgecolors=color, linewidths=0.8, zorder=4)
+            ax.scatter(
+                d.confidence,
+                d.accuracy,
+                s=marker_areas(d.count),
+                marker=marker,
+                facecolors=faces,
+                edgecolors=color,
+                linewidths=0.8,
+                zorder=4,
+            )
             if hist_ax is not None:
                 values = d.weights_all if weighted else d.counts_all
                 floor = _log_floor(values) if style.hist_scale == "log" else 0.0
-                hist_ax.stairs(values, d.bounds, color=color, fill=not several, alpha=0.55 if not several else 1.0,
-                               linewidth=1.0, linestyle="-" if not several else linestyle, baseline=floor, zorder=2)
-            handles.append(Line2D([], [], color=color, marker=marker, linestyle=linestyle, linewidth=1.0,
-                                  markersize=4.5))
+                hist_ax.stairs(
+                    values,
+                    d.bounds,
+                    color=color,
+                    fill=not several,
+                    alpha=0.55 if not several else 1.0,
+                    linewidth=1.0,
+                    linestyle="-" if not several else linestyle,
+                    baseline=floor,
+                    zorder=2,
+                )
+            handles.append(
+                Line2D([], [], color=color, marker=marker, linestyle=linestyle, linewidth=1.0, markersize=4.5)
+            )
             shown = replace(d, name=for_matplotlib(d.name) if legend_names else "")  # a `$` in a name is not mathtext
             labels.append(binned_label(shown, compact=compact))
-        _legend(ax, handles, labels, _binned_ink(curves, lines), legend_fontsize or _legend_size(style, compact),
-                handles_shown=several or not compact)
+        _legend(
+            ax,
+            handles,
+            labels,
+            _binned_ink(curves, lines),
+            legend_fontsize or _legend_size(style, compact),
+            handles_shown=several or not compact,
+        )
         if hist_ax is not None:
             _style_lower(hist_ax, problem, "weighted count" if weighted else "count")
             if style.hist_scale == "log":
@@ -382,8 +437,17 @@ def _joined_across_full_bins(d: BinnedDiagramData, min_count: int = 1) -> tuple[
     return np.insert(x, gap, np.nan), np.insert(y, gap, np.nan)
 
 
-def plot_smooth(data, *, ax=None, density_ax=None, title: str | None = None, legend_fontsize=None,
-                style: FigureStyle | None = None, compact: bool = False, legend_names: bool = True):
+def plot_smooth(
+    data,
+    *,
+    ax=None,
+    density_ax=None,
+    title: str | None = None,
+    legend_fontsize=None,
+    style: FigureStyle | None = None,
+    compact: bool = False,
+    legend_names: bool = True,
+):
     """Draw one :class:`SmoothDiagramData` or several overlaid; returns the Figure.
 
     Per curve: the kernel regression at s* with its pointwise bootstrap band, and the predictions'
@@ -407,24 +471,51 @@ def plot_smooth(data, *, ax=None, density_ax=None, title: str | None = None, leg
         for i, d in enumerate(curves):
             color, marker, linestyle = curve_look(i, colors)
             if d.band_low is not None and d.band_high is not None:
-                ax.fill_between(d.t, d.band_low, d.band_high, color=color, alpha=0.12 if several else 0.22,
-                                linewidth=0, zorder=2)
+                ax.fill_between(
+                    d.t, d.band_low, d.band_high, color=color, alpha=0.12 if several else 0.22, linewidth=0, zorder=2
+                )
             _density_width_line(ax, d, color, linestyle if several else "-")
             if several:  # markers along the curve, so that overlays differ in greyscale too
-                ax.plot(d.t, d.yhat, linestyle="none", marker=marker, markevery=(i * 7 % 40 + 10, 50),
-                        markersize=3.5, markerfacecolor=color, markeredgecolor="white", markeredgewidth=0.4,
-                        color=color, zorder=4)
+                ax.plot(
+                    d.t,
+                    d.yhat,
+                    linestyle="none",
+                    marker=marker,
+                    markevery=(i * 7 % 40 + 10, 50),
+                    markersize=3.5,
+                    markerfacecolor=color,
+                    markeredgecolor="white",
+                    markeredgewidth=0.4,
+                    color=color,
+                    zorder=4,
+                )
             if density_ax is not None:
-                density_ax.plot(d.t, d.density, color=color, linewidth=1.0, linestyle=linestyle if several else "-",
-                                zorder=3)
+                density_ax.plot(
+                    d.t, d.density, color=color, linewidth=1.0, linestyle=linestyle if several else "-", zorder=3
+                )
                 if not several:
                     density_ax.fill_between(d.t, 0.0, d.density, color=color, alpha=0.3, linewidth=0, zorder=2)
-            handles.append(Line2D([], [], color=color, linewidth=1.6, linestyle=linestyle if several else "-",
-                                  marker=marker if several else "", markersize=3.5))
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    color=color,
+                    linewidth=1.6,
+                    linestyle=linestyle if several else "-",
+                    marker=marker if several else "",
+                    markersize=3.5,
+                )
+            )
             shown = replace(d, name=for_matplotlib(d.name) if legend_names else "")
             labels.append(smooth_label(shown, compact=compact))
-        _legend(ax, handles, labels, _smooth_ink(curves), legend_fontsize or _legend_size(style, compact),
-                handles_shown=several or not compact)
+        _legend(
+            ax,
+            handles,
+            labels,
+            _smooth_ink(curves),
+            legend_fontsize or _legend_size(style, compact),
+            handles_shown=several or not compact,
+        )
         if density_ax is not None:
             _style_lower(density_ax, problem, "density")
             density_ax.set_ylim(bottom=0.0)
@@ -461,15 +552,24 @@ def _density_width_line(ax, d: SmoothDiagramData, color: str, linestyle="-") -> 
         run = max(2, len(points) // 20)
         segments, run_widths = [], []
         for start in range(0, len(points) - 1, run):
-            chunk = points[start:start + run + 1]
+            chunk = points[start : start + run + 1]
             ok = np.isfinite(chunk).all(axis=1)
             if ok.sum() >= 2:
                 segments.append(chunk[ok])
-                run_widths.append(float(np.mean(widths[start:start + run])))
+                run_widths.append(float(np.mean(widths[start : start + run])))
         widths = np.asarray(run_widths)
-    ax.add_collection(LineCollection(segments, linewidths=widths, colors=color, linestyles=linestyle,
-                                     capstyle="butt" if linestyle != "-" else "round", joinstyle="round",
-                                     zorder=3, label="_smooth_curve"))
+    ax.add_collection(
+        LineCollection(
+            segments,
+            linewidths=widths,
+            colors=color,
+            linestyles=linestyle,
+            capstyle="butt" if linestyle != "-" else "round",
+            joinstyle="round",
+            zorder=3,
+            label="_smooth_curve",
+        )
+    )
 
 
 # -- The whole figure --------------------------------------------------------------------------
@@ -490,8 +590,15 @@ def figure_size(n_panels: int, kind: str) -> tuple[tuple[float, float], int, int
     return (SMALL_WIDTH * per * ncols, SMALL_HEIGHT * nrows + TITLE_HEIGHT), nrows, ncols
 
 
-def plot_diagram(panels: Sequence[DiagramPanel], *, kind: str = "both", title: str | None = None,
-                 note: str | None = None, figsize=None, style: FigureStyle | None = None):
+def plot_diagram(
+    panels: Sequence[DiagramPanel],
+    *,
+    kind: str = "both",
+    title: str | None = None,
+    note: str | None = None,
+    figsize=None,
+    style: FigureStyle | None = None,
+):
     """The whole figure: panels (small multiples, e.g. one per class) of ``kind`` in a grid.
 
     Each panel has the binned diagram, the smooth one, or both side by side, each with its
@@ -534,8 +641,14 @@ def plot_diagram(panels: Sequence[DiagramPanel], *, kind: str = "both", title: s
                 else:
                     plot_smooth(p.smooth, density_ax=lower, **common)
                 if small:
-                    _share_labels(ax, lower, first_column=(col == 0 and j == 0), first_of_kind=(col == 0),
-                                  bottom=(k + ncols >= len(panels)), own_scale=(which == "smooth"))
+                    _share_labels(
+                        ax,
+                        lower,
+                        first_column=(col == 0 and j == 0),
+                        first_of_kind=(col == 0),
+                        bottom=(k + ncols >= len(panels)),
+                        own_scale=(which == "smooth"),
+                    )
         counts = lowers.get("binned", [])
         if small and counts:
             # the counts on one scale (set, not shared: axes shared across subfigures redraw the figure at
@@ -574,7 +687,7 @@ def _shared_legend(fig, panels, kinds, style: FigureStyle) -> None:
 
     names: list[str] = []
     for p in panels:
-        for d in (p.binned if "binned" in kinds and p.binned else p.smooth):
+        for d in p.binned if "binned" in kinds and p.binned else p.smooth:
             if for_matplotlib(d.name) not in names:
                 names.append(for_matplotlib(d.name))
     colors = style.colors()
@@ -594,7 +707,11 @@ def _panel_title(p: DiagramPanel, which: str, *, compact: bool = False) -> str:
     else:
         sig = {round(c.sigma, 12) for c in p.smooth}
         bandwidth = "s*" if compact else "bandwidth s*"
-        what = f"smooth ({bandwidth} = {_fmt(p.smooth[0].sigma)})" if len(sig) == 1 else f"smooth ({bandwidth} of each curve)"
+        what = (
+            f"smooth ({bandwidth} = {_fmt(p.smooth[0].sigma)})"
+            if len(sig) == 1
+            else f"smooth ({bandwidth} of each curve)"
+        )
     if not p.title:
         return what
     name = for_matplotlib(p.title)  # a class name or a group value from the data
@@ -607,7 +724,9 @@ def parse_figsize(text: str) -> tuple[float, float]:
     try:
         w, h = (float(x) for x in parts)
     except ValueError:
-        raise OptionError("figsize", f"{{name}} is {text!r}: expected two numbers W,H in inches, e.g. 3.25,3.6") from None
+        raise OptionError(
+            "figsize", f"{{name}} is {text!r}: expected two numbers W,H in inches, e.g. 3.25,3.6"
+        ) from None
     if not (np.isfinite(w) and np.isfinite(h) and 1.0 <= w <= 50.0 and 1.0 <= h <= 50.0):
         raise OptionError("figsize", f"{{name}} is {text!r}: expected a width and a height between 1 and 50 inches")
     return w, h

@@ -137,8 +137,18 @@ def _legend(ax, handles, labels, ink: Callable, fontsize=None, *, handles_shown:
     """The legend of a main panel; :func:`place_legends` then puts it where it hides nothing. Without
     ``handles_shown`` (one curve in a small panel) the legend is its text alone."""
     extra = {} if handles_shown else {"handlelength": 0.0, "handletextpad": 0.0}
-    legend = ax.legend(handles, labels, loc=LEGEND_PLACES[0], frameon=True, framealpha=0.92, fontsize=fontsize,
-                       borderaxespad=0.35, edgecolor="0.8", fancybox=False, **extra)
+    legend = ax.legend(
+        handles,
+        labels,
+        loc=LEGEND_PLACES[0],
+        frameon=True,
+        framealpha=0.92,
+        fontsize=fontsize,
+        borderaxespad=0.35,
+        edgecolor="0.8",
+        fancybox=False,
+        **extra,
+    )
     if not handles_shown:
         for handle in legend.legend_handles:
             handle.set_visible(False)
@@ -173,8 +183,11 @@ def _fit_labels(axes, renderer) -> bool:
         height = label.get_window_extent(renderer).height
         # room: the panel's height, or down to the label of the panel under it (centred on the panel)
         centre = 0.5 * (ax.bbox.y0 + ax.bbox.y1)
-        below = [other.yaxis.label for other in ax.get_shared_x_axes().get_siblings(ax)
-                 if other is not ax and other.bbox.y1 <= ax.bbox.y0 + 0.5 and other.yaxis.label.get_text()]
+        below = [
+            other.yaxis.label
+            for other in ax.get_shared_x_axes().get_siblings(ax)
+            if other is not ax and other.bbox.y1 <= ax.bbox.y0 + 0.5 and other.yaxis.label.get_text()
+        ]
         room = max([ax.bbox.height] + [2.0 * (centre - lab.get_window_extent(renderer).y1) - 4.0 for lab in below])
         if height <= room:
             continue
@@ -218,8 +231,11 @@ def place_legends(fig) -> dict:
     Returns ``{axes: place}`` (``"outside"`` for those moved out).
     """
     registry = _ink_registry()
-    entries = [(ax, ink) for ax, ink in list(registry.items())
-               if ax.get_figure(root=True) is fig and ax.get_legend() is not None]
+    entries = [
+        (ax, ink)
+        for ax, ink in list(registry.items())
+        if ax.get_figure(root=True) is fig and ax.get_legend() is not None
+    ]
     placed: dict = {}
     for _ in range(4):
         fig.draw_without_rendering()

@@ -67,7 +67,9 @@ def shortened(text: str) -> str:
     A message of ordinary length is returned as it is."""
     if len(text) <= LONG_MESSAGE:
         return text
-    return _QUOTED.sub(lambda m: f"{m.group(0)[:SHOWN_CHARS]}... ({len(m.group(0)) - 2} characters){m.group(0)[0]}", text)
+    return _QUOTED.sub(
+        lambda m: f"{m.group(0)[:SHOWN_CHARS]}... ({len(m.group(0)) - 2} characters){m.group(0)[0]}", text
+    )
 
 
 class CalibcliError(Exception):

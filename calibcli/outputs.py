@@ -143,7 +143,9 @@ def stat_output(path: str, option: str | None) -> os.stat_result | None:
     except FileNotFoundError:
         return None
     except OSError as exc:  # a symlink loop, a component that is a file, no permission to look
-        raise CalibcliError(f"{describe_output(path, option)}: {exc.strerror.lower() if exc.strerror else exc}: name another file") from None
+        raise CalibcliError(
+            f"{describe_output(path, option)}: {exc.strerror.lower() if exc.strerror else exc}: name another file"
+        ) from None
 
 
 def claim(path: str, option: str | None) -> None:
@@ -213,7 +215,9 @@ def open_output(path: str, option: str | None = "output") -> Iterator[CheckedSin
         return
     found = stat_output(path, option)
     if found is not None and stat.S_ISDIR(found.st_mode):
-        raise CalibcliError(f"{describe_output(path, option)}: it is a directory: name a file (one inside it, for example)")
+        raise CalibcliError(
+            f"{describe_output(path, option)}: it is a directory: name a file (one inside it, for example)"
+        )
     if found is not None and not stat.S_ISREG(found.st_mode):  # a device or a FIFO: no temporary file, no rename
         try:
             handle = open(path, "wb")
@@ -263,7 +267,9 @@ def _check_writable_descriptor(fd: int, path: str, option: str | None) -> None:
     except OSError as exc:
         raise _failed(path, option, exc) from None
     if flags & os.O_ACCMODE == os.O_RDONLY:
-        raise CalibcliError(f"{describe_output(path, option)}: descriptor {fd} is open for reading only: name another file")
+        raise CalibcliError(
+            f"{describe_output(path, option)}: descriptor {fd} is open for reading only: name another file"
+        )
 
 
 def _descriptor_sink(fd: int, path: str, option: str | None) -> Iterator[CheckedSink]:

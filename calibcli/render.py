@@ -42,7 +42,6 @@ LONG_COLUMNS = ("file", "group", "problem", "metric", "estimate", "ci_low", "ci_
 SUMMARY_AUTO = 3
 
 
-
 # ---------------------------------------------------------------------------------------------
 # The tidy long form: CSV and markdown
 
@@ -53,9 +52,18 @@ def long_rows(doc: dict) -> list[dict]:
     for entry in doc["files"]:
         for problem, metrics in entry_sections(entry):
             for name, m in metrics.items():
-                rows.append({"file": entry["input"]["path"], "group": group_text(entry), "problem": problem, "metric": name,
-                             "estimate": m.get("estimate"), "ci_low": m.get("ci_low"), "ci_high": m.get("ci_high"),
-                             "bound": m.get("upper_bound")})
+                rows.append(
+                    {
+                        "file": entry["input"]["path"],
+                        "group": group_text(entry),
+                        "problem": problem,
+                        "metric": name,
+                        "estimate": m.get("estimate"),
+                        "ci_low": m.get("ci_low"),
+                        "ci_high": m.get("ci_high"),
+                        "bound": m.get("upper_bound"),
+                    }
+                )
     return rows
 
 
@@ -68,8 +76,12 @@ def render_csv(doc: dict) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(LONG_COLUMNS)
     for row in long_rows(doc):
-        writer.writerow(["" if row[c] is None else (repr(float(row[c])) if isinstance(row[c], float) else row[c])
-                         for c in LONG_COLUMNS])
+        writer.writerow(
+            [
+                "" if row[c] is None else (repr(float(row[c])) if isinstance(row[c], float) else row[c])
+                for c in LONG_COLUMNS
+            ]
+        )
     return buffer.getvalue()
 
 
@@ -78,8 +90,9 @@ def _md(text) -> str:
     return for_markdown_cell(text)
 
 
-def render_markdown(doc: dict, *, summary: bool | None = None, metrics: list[str] | None = None,
-                    sort: str | None = None) -> str:
+def render_markdown(
+    doc: dict, *, summary: bool | None = None, metrics: list[str] | None = None, sort: str | None = None
+) -> str:
     """A GitHub-flavoured markdown table: the long form (one row per metric, the interval beside the
     estimate), or the summary (one row per entry, an estimate and its interval per metric column)."""
     level = _level(doc) or "CI"
@@ -107,14 +120,21 @@ def render_markdown(doc: dict, *, summary: bool | None = None, metrics: list[str
                 lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in t.rows]
             lines.append("")
     else:
-        lines += [f"| file | group | problem | metric | estimate | {level} CI | bound |", "|---|---|---|---|---:|---:|---:|"]
+        lines += [
+            f"| file | group | problem | metric | estimate | {level} CI | bound |",
+            "|---|---|---|---|---:|---:|---:|",
+        ]
         for r in long_rows(doc):
-            lines.append(f"| {_md(r['file'])} | {_md(r['group'])} | {_md(r['problem'])} | `{r['metric']}` | "
-                         f"{fmt_number(r['estimate'])} | {fmt_interval(r['ci_low'], r['ci_high'])} | "
-                         f"{fmt_number(r['bound']) if r['bound'] is not None else ''} |")
+            lines.append(
+                f"| {_md(r['file'])} | {_md(r['group'])} | {_md(r['problem'])} | `{r['metric']}` | "
+                f"{fmt_number(r['estimate'])} | {fmt_interval(r['ci_low'], r['ci_high'])} | "
+                f"{fmt_number(r['bound']) if r['bound'] is not None else ''} |"
+            )
     if "gate" in doc:
         g = doc["gate"]
-        lines += ["", f"Gate: **{'passed' if g['passed'] else 'failed'}**"] + [f"- {_md(f)}" for f in g.get("failures", [])]
+        lines += ["", f"Gate: **{'passed' if g['passed'] else 'failed'}**"] + [
+            f"- {_md(f)}" for f in g.get("failures", [])
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -161,8 +181,11 @@ def check_metric_names(doc: dict, names: list[str] | None, sort: str | None) -> 
     for option, wanted in (("metrics", names or []), ("sort", [sort] if sort else [])):
         unknown = [n for n in wanted if n not in have]
         if unknown:
-            raise OptionError(option, f"{{name}} names {', '.join(repr(n) for n in unknown)}, which this report does not have: "
-                                      f"expected some of {', '.join(have)}")
+            raise OptionError(
+                option,
+                f"{{name}} names {', '.join(repr(n) for n in unknown)}, which this report does not have: "
+                f"expected some of {', '.join(have)}",
+            )
 
 
 def default_metrics(doc: dict) -> list[str]:
@@ -170,7 +193,7 @@ def default_metrics(doc: dict) -> list[str]:
     have = available_metrics(doc)
     view = VIEWS.get(doc["command"])
     chosen = []
-    for alternatives in (view.summary_metrics if view else ()):
+    for alternatives in view.summary_metrics if view else ():
         found = next((n for n in alternatives.split("|") if n in have), None)
         if found:
             chosen.append(found)
@@ -191,7 +214,11 @@ def summary_table(doc: dict, *, metrics: list[str] | None = None, sort: str | No
     problems = {problem for _, problem, _ in pairs}
     view = VIEWS.get(doc["command"])
     problem_label = view.problem_label if view else "problem"
-    labels = ["file"] + (["group"] if has_group else []) + ([problem_label] if len(problems) > 1 or (view and view.summary_always) else [])
+    labels = (
+        ["file"]
+        + (["group"] if has_group else [])
+        + ([problem_label] if len(problems) > 1 or (view and view.summary_always) else [])
+    )
     table = SummaryTable(labels=labels, metrics=metrics)
     for entry, problem, values in pairs:
         row = [short[entry["input"]["path"]]]
@@ -273,14 +300,24 @@ def _fit_names(names: list[str], budget: int) -> tuple[list[str], int]:
 
 
 def _summary_cells(table: SummaryTable) -> list[list[str]]:
-    return [[fmt_number(m.get("estimate")) + ("" if m.get("ci_low") is None else "\n" + fmt_interval(m.get("ci_low"), m.get("ci_high")))
-             if m else "-" for m in row.values] for row in table.rows]
+    return [
+        [
+            fmt_number(m.get("estimate"))
+            + ("" if m.get("ci_low") is None else "\n" + fmt_interval(m.get("ci_low"), m.get("ci_high")))
+            if m
+            else "-"
+            for m in row.values
+        ]
+        for row in table.rows
+    ]
 
 
 def _summary_width(table: SummaryTable, cells: list[list[str]], name_width: int) -> int:
     """Characters a rich table of these columns takes: each column its width + 2 padding + 1 rule, + 1 rule."""
-    widths = [max([len(table.metrics[j])] + [len(line) for c in cells for line in c[j].splitlines()])
-              for j in range(len(table.metrics))]
+    widths = [
+        max([len(table.metrics[j])] + [len(line) for c in cells for line in c[j].splitlines()])
+        for j in range(len(table.metrics))
+    ]
     other = [max([len(table.labels[i])] + [len(r.labels[i]) for r in table.rows]) for i in range(1, len(table.labels))]
     return sum(w + 3 for w in widths) + sum(w + 3 for w in other) + max(name_width, 4) + 3 + 1
 
@@ -326,8 +363,14 @@ def print_summary(doc: dict, console, table: SummaryTable, *, title: str | None,
     if need > total:  # rather wider than the terminal than a broken name or number
         from rich.console import Console
 
-        wide = Console(file=console.file, highlight=False, soft_wrap=False, width=need, no_color=console.no_color,
-                       force_terminal=console.is_terminal)
+        wide = Console(
+            file=console.file,
+            highlight=False,
+            soft_wrap=False,
+            width=need,
+            no_color=console.no_color,
+            force_terminal=console.is_terminal,
+        )
         wide.print(out)
     else:
         console.print(out)
@@ -344,9 +387,14 @@ def print_metric_table(doc: dict, console, view: View) -> None:
     if view.title:
         console.print(for_rich(view.title(doc)), soft_wrap=True)
     table = Table()
-    for col, just, wrap in (("file", "left", False), (view.problem_label, "left", False), ("metric", "left", False),
-                            ("estimate", "right", False), (f"{level} CI".strip(), "right", False),
-                            ("bound / note", "left", True)):
+    for col, just, wrap in (
+        ("file", "left", False),
+        (view.problem_label, "left", False),
+        ("metric", "left", False),
+        ("estimate", "right", False),
+        (f"{level} CI".strip(), "right", False),
+        ("bound / note", "left", True),
+    ):
         table.add_column(col, justify="left" if just == "left" else "right", no_wrap=not wrap, overflow="fold")
     for entry in doc["files"]:
         group = group_text(entry)
@@ -359,15 +407,22 @@ def print_metric_table(doc: dict, console, view: View) -> None:
                 if keep is not None and name not in keep:
                     continue
                 extra = view.detail(doc, name, m, problem, entry) if view.detail else (m.get("note") or "")
-                table.add_row(label if first else "", for_rich(str(problem)), name, fmt_number(m.get("estimate")),
-                              fmt_interval(m.get("ci_low"), m.get("ci_high")), for_rich(extra or ""))
+                table.add_row(
+                    label if first else "",
+                    for_rich(str(problem)),
+                    name,
+                    fmt_number(m.get("estimate")),
+                    fmt_interval(m.get("ci_low"), m.get("ci_high")),
+                    for_rich(extra or ""),
+                )
                 first = False
         table.add_section()
     console.print(table)
 
 
-def render_table(doc: dict, console, *, summary: bool | None = None, metrics: list[str] | None = None,
-                 sort: str | None = None) -> None:
+def render_table(
+    doc: dict, console, *, summary: bool | None = None, metrics: list[str] | None = None, sort: str | None = None
+) -> None:
     """Every command's table: its title, the metric table or the summary, its per-entry lines and detail
     tables, and the group and gate lines."""
 
@@ -375,8 +430,13 @@ def render_table(doc: dict, console, *, summary: bool | None = None, metrics: li
     for line in view.head(doc) if view.head else []:
         console.print(for_rich(line), soft_wrap=True)
     if use_summary(doc, summary):
-        print_summary(doc, console, summary_table(doc, metrics=metrics, sort=sort),
-                      title=view.title(doc) if view.title else None, chosen=bool(metrics))
+        print_summary(
+            doc,
+            console,
+            summary_table(doc, metrics=metrics, sort=sort),
+            title=view.title(doc) if view.title else None,
+            chosen=bool(metrics),
+        )
         lines_of = view.summary_lines
     else:
         if view.metric_table and any(entry_sections(e) for e in doc["files"]):
@@ -398,8 +458,14 @@ def render_table(doc: dict, console, *, summary: bool | None = None, metrics: li
         g = doc["gate"]
         name = f"on {g['metric']}" if g.get("metric") else "--fail-on-reject"
         if "fail_if_any_segment" in g:  # the audit's gates
-            name = " and ".join(flag for flag, on in (("--fail-above-sigma", g["fail_above_sigma"] is not None),
-                                                      ("--fail-if-any-segment", g["fail_if_any_segment"])) if on)
+            name = " and ".join(
+                flag
+                for flag, on in (
+                    ("--fail-above-sigma", g["fail_above_sigma"] is not None),
+                    ("--fail-if-any-segment", g["fail_if_any_segment"]),
+                )
+                if on
+            )
         console.print(f"gate {name}: {'passed' if g['passed'] else 'FAILED'}")
 
 
@@ -414,10 +480,14 @@ def _print_detail_table(console, t: DetailTable) -> None:
     console.print(table)
 
 
-def render_metric_table(doc: dict, console, *, title: str, only: dict[str, tuple[str, ...]] | None = None,
-                        detail=None) -> None:
+def render_metric_table(
+    doc: dict, console, *, title: str, only: dict[str, tuple[str, ...]] | None = None, detail=None
+) -> None:
     """The long metric table with a given title (for callers outside :data:`VIEWS`); ``detail(name,
     metric dict, problem dict or None)`` gives the last column's text."""
-    view = View(title=lambda _doc: title, per_class=(only or {}).get("class"),
-                detail=(lambda _doc, name, m, section, entry: detail(name, m, _problem(entry, section))) if detail else None)
+    view = View(
+        title=lambda _doc: title,
+        per_class=(only or {}).get("class"),
+        detail=(lambda _doc, name, m, section, entry: detail(name, m, _problem(entry, section))) if detail else None,
+    )
     print_metric_table(doc, console, view)

@@ -69,13 +69,26 @@ class Layout:
     sort: str | None = None
 
     @classmethod
-    def of(cls, fmt: str = "table", as_json: bool = False, summary: bool | None = None, metrics=None,
-           sort: str | None = None) -> Layout:
+    def of(
+        cls,
+        fmt: str = "table",
+        as_json: bool = False,
+        summary: bool | None = None,
+        metrics=None,
+        sort: str | None = None,
+    ) -> Layout:
         return cls("json" if as_json else fmt, summary, tuple(metrics) if metrics else None, sort)
 
 
-def emit(doc: dict, *, as_json: bool = False, output: str | None = None, fmt: str = "table", layout: Layout | None = None,
-         render: Callable[[dict, object], None] | None = None) -> None:
+def emit(
+    doc: dict,
+    *,
+    as_json: bool = False,
+    output: str | None = None,
+    fmt: str = "table",
+    layout: Layout | None = None,
+    render: Callable[[dict, object], None] | None = None,
+) -> None:
     """Write the JSON to ``output`` (atomically) and print the report on stdout in its layout: the table
     or the batch summary (:func:`calibcli.render.render_table`), the JSON, markdown or the tidy CSV.
 
@@ -147,11 +160,25 @@ def check_gate(spec: GateSpec, file_label: str, metric: dict | None) -> dict:
                 f"{file_label}: upper end of the confidence interval of {spec.metric} = {upper:.6g} > "
                 f"{spec.fail_above_upper:g} (--fail-above-upper)"
             )
-    return {**spec.describe(), "estimate": est, "ci_high": metric.get("ci_high"), "passed": not failures, "failures": failures}
+    return {
+        **spec.describe(),
+        "estimate": est,
+        "ci_high": metric.get("ci_high"),
+        "passed": not failures,
+        "failures": failures,
+    }
 
 
-def emit_with_gates(doc: dict, spec: GateSpec, *, as_json: bool = False, output: str | None = None, render=None,
-                    fmt: str = "table", layout: Layout | None = None) -> None:
+def emit_with_gates(
+    doc: dict,
+    spec: GateSpec,
+    *,
+    as_json: bool = False,
+    output: str | None = None,
+    render=None,
+    fmt: str = "table",
+    layout: Layout | None = None,
+) -> None:
     """Summarise the gates, emit the report, then raise :class:`GateFailed` (exit 1) if a gate failed.
 
     The report is always written in full first, so a failed gate still leaves its evidence.
@@ -185,7 +212,9 @@ def group_summary(entries: list[dict], headline: dict[str, dict]) -> dict:
     names = [n for n in next(iter(headline.values())) if REGISTRY.get(n) is None or REGISTRY[n].better != "none"]
     out = {}
     for name in names:
-        values = [(label, m[name]["estimate"]) for label, m in headline.items() if m.get(name, {}).get("estimate") is not None]
+        values = [
+            (label, m[name]["estimate"]) for label, m in headline.items() if m.get(name, {}).get("estimate") is not None
+        ]
         if not values:
             continue
         worst_label, worst_value = values[0]
@@ -194,6 +223,10 @@ def group_summary(entries: list[dict], headline: dict[str, dict]) -> dict:
                 worst_label, worst_value = label, value
         estimates = [v for _, v in values]
         best = max(estimates) if name in REGISTRY and REGISTRY[name].better == "higher" else min(estimates)
-        out[name] = {"worst_group": worst_label, "worst": worst_value, "best": best,
-                     "spread": max(estimates) - min(estimates)}
+        out[name] = {
+            "worst_group": worst_label,
+            "worst": worst_value,
+            "best": best,
+            "spread": max(estimates) - min(estimates),
+        }
     return out

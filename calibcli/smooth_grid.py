@@ -168,7 +168,9 @@ class CellSums(ArrayState):
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.key, self.count, self.w, self.wf, self.wf2, self.wf3, self.ww) if a is not None)
+        return sum(
+            a.nbytes for a in (self.key, self.count, self.w, self.wf, self.wf2, self.wf3, self.ww) if a is not None
+        )
 
     def field(self, name: str) -> np.ndarray:
         """One of the sums; ``w`` and ``ww`` as floats even for unit weights."""
@@ -317,10 +319,10 @@ class CellSums(ArrayState):
             c = np.bincount(cell, weights=q, minlength=m)
             ext = np.zeros(m + 3)  # nodes -1 .. m + 1
             ext[0:m] -= c
-            ext[1:m + 1] += c
-            ext[2:m + 2] += c
-            ext[3:m + 3] -= c
-            out = ext[1:m + 2].copy()
+            ext[1 : m + 1] += c
+            ext[2 : m + 2] += c
+            ext[3 : m + 3] -= c
+            out = ext[1 : m + 2].copy()
             out[1] += ext[0]  # node -1 is the reflection of node 1
             out[m - 1] += ext[m + 2]  # node m + 1 that of node m - 1
             correction.append(out)
@@ -396,8 +398,16 @@ class DenseSums(ArrayState):
         def pick(a: np.ndarray | None) -> np.ndarray | None:
             return None if a is None else a[where]
 
-        out = CellSums(self.n_cells, where.astype(np.int64), self.count[where], pick(self.w), pick(self.wf),
-                       pick(self.wf2), pick(self.wf3), pick(self.ww))
+        out = CellSums(
+            self.n_cells,
+            where.astype(np.int64),
+            self.count[where],
+            pick(self.w),
+            pick(self.wf),
+            pick(self.wf2),
+            pick(self.wf3),
+            pick(self.ww),
+        )
         self._reset()
         return out
 
@@ -501,7 +511,9 @@ def _curve_on(data: _GridData, sigma: float, n_cells: int, t: np.ndarray):
     return yhat, density
 
 
-def _brent_root(f: Callable[[float], float], a: float, b: float, *, xtol: float, rtol: float, maxiter: int = 200) -> float:
+def _brent_root(
+    f: Callable[[float], float], a: float, b: float, *, xtol: float, rtol: float, maxiter: int = 200
+) -> float:
     """A root of ``f`` in ``[a, b]``, where ``f(a)`` and ``f(b)`` have opposite signs, by Brent's method.
 
     R. P. Brent, *Algorithms for Minimization without Derivatives* (1973), ch. 4: keep a bracket

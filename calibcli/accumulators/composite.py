@@ -56,8 +56,10 @@ class Composite(Accumulator):
 
     def merge(self, other: Composite) -> Composite:
         if list(other.members) != list(self.members):
-            raise ValueError(f"composite states of different members cannot be merged: {list(self.members)} and "
-                             f"{list(other.members)}")
+            raise ValueError(
+                f"composite states of different members cannot be merged: {list(self.members)} and "
+                f"{list(other.members)}"
+            )
         return super().merge(other)
 
     def __getitem__(self, name: str):

@@ -136,14 +136,24 @@ class EcceAccumulator(Accumulator):
         if rows is not None:
             _, z, y, w = rows
             res = ecce(y, z, sample_weight=w)
-            return res, {**how, "method": "exact", "n_cells": None, "error_bound": 0.0,
-                         "description": f"exact on all {self.n} rows (at most {limit} are held)"}
+            return res, {
+                **how,
+                "method": "exact",
+                "n_cells": None,
+                "error_bound": 0.0,
+                "description": f"exact on all {self.n} rows (at most {limit} are held)",
+            }
         res = ecce_from_cells(CellSums(w=self.w, wy=self.wy, ws=self.ws, w2v=self.w2v, wabs=self.wabs, rows=self.count))
         bound = float(res.error_bound)
-        return res, {**how, "method": "grid", "n_cells": self.n_cells, "error_bound": bound,
-                     "description": f"{self.n} rows, beyond the {limit} held: from sums over {self.n_cells} "
-                                    f"uniform score cells; exact ECCE-MAD within [value, value + {bound:.3g}], "
-                                    f"exact ECCE-R within [value, value + {2 * bound:.3g}]"}
+        return res, {
+            **how,
+            "method": "grid",
+            "n_cells": self.n_cells,
+            "error_bound": bound,
+            "description": f"{self.n} rows, beyond the {limit} held: from sums over {self.n_cells} "
+            f"uniform score cells; exact ECCE-MAD within [value, value + {bound:.3g}], "
+            f"exact ECCE-R within [value, value + {2 * bound:.3g}]",
+        }
 
 
 def ecce_metrics(stats: EcceResult, how: dict) -> dict[str, Metric]:
@@ -159,8 +169,13 @@ def ecce_metrics(stats: EcceResult, how: dict) -> dict[str, Metric]:
             out[name] = Metric(name, value, note=note + "; exact", extra=extra)
         else:
             bound = factor * how["error_bound"]
-            out[name] = Metric(name, value, upper_bound=value + bound,
-                               upper_bound_method=f"{how['n_cells']}-cell score grid beyond {how['row_limit']} rows: "
-                                                  f"the exact value is within [estimate, estimate + {bound:.3g}]",
-                               note=note + f"; grid, error <= {bound:.3g}", extra=extra)
+            out[name] = Metric(
+                name,
+                value,
+                upper_bound=value + bound,
+                upper_bound_method=f"{how['n_cells']}-cell score grid beyond {how['row_limit']} rows: "
+                f"the exact value is within [estimate, estimate + {bound:.3g}]",
+                note=note + f"; grid, error <= {bound:.3g}",
+                extra=extra,
+            )
     return out

@@ -100,9 +100,13 @@ class DiagramReport:
         legend = name if legend is None else legend
         return [
             DiagramCurve(
-                name=name, problem=p.name, class_index=p.class_index, n=p.n,
-                binned=None if p.binned is None else binned_data_from_result(p.binned, name=legend, problem=p.name,
-                                                                               band=self.band),
+                name=name,
+                problem=p.name,
+                class_index=p.class_index,
+                n=p.n,
+                binned=None
+                if p.binned is None
+                else binned_data_from_result(p.binned, name=legend, problem=p.name, band=self.band),
                 smooth=None if p.smooth is None else smooth_data_from_result(p.smooth, name=legend, problem=p.name),
             )
             for p in self.problems
@@ -125,30 +129,52 @@ class DiagramInputAccumulator(Accumulator):
     state_name = "diagram input state"
     merge_rules = {"binned": "merge", "smooth": "merge"}
 
-    def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: DiagramOptions,
-                 edges: list | None = None, edges_method: str | None = None, grids: list[int] | None = None):
+    def __init__(
+        self,
+        *,
+        mode: str,
+        n_classes: int,
+        class_names: tuple[str, ...],
+        options: DiagramOptions,
+        edges: list | None = None,
+        edges_method: str | None = None,
+        grids: list[int] | None = None,
+    ):
         self.mode, self.n_classes, self.class_names, self.options = mode, int(n_classes), tuple(class_names), options
         self.edges_method = edges_method
         n_problems = self.n_classes if mode == "marginal" else 1
         if options.max_problems is not None:
             n_problems = min(n_problems, options.max_problems)
         row_limit = ROW_LIMIT if options.row_limit is None else options.row_limit
-        self.binned = [
-            BinnedAccumulator(n_bins=options.n_bins, strategy=options.strategy, row_limit=row_limit,
-                              edges=None if edges is None else edges[k])
-            for k in range(n_problems)
-        ] if options.binned else None
+        self.binned = (
+            [
+                BinnedAccumulator(
+                    n_bins=options.n_bins,
+                    strategy=options.strategy,
+                    row_limit=row_limit,
+                    edges=None if edges is None else edges[k],
+                )
+                for k in range(n_problems)
+            ]
+            if options.binned
+            else None
+        )
         grids = grids or [calibcli.smooth.STATS_GRID] * n_problems  # read now: the library may change it
-        self.smooth = [SmoothAccumulator(row_limit=row_limit, seed=options.seed, want_curve=True, n_cells=g)
-                       for g in grids] if options.smooth else None
+        self.smooth = (
+            [SmoothAccumulator(row_limit=row_limit, seed=options.seed, want_curve=True, n_cells=g) for g in grids]
+            if options.smooth
+            else None
+        )
         self._grids: list[int] | None | bool = False  # second-pass grids, once checked (False: not yet)
 
     @property
     def problems(self) -> list:
         """Per binary problem, its accumulators (binned, smooth; None for a kind not drawn)."""
         n = len(self._per_problem())
-        return [(None if self.binned is None else self.binned[k], None if self.smooth is None else self.smooth[k])
-                for k in range(n)]
+        return [
+            (None if self.binned is None else self.binned[k], None if self.smooth is None else self.smooth[k])
+            for k in range(n)
+        ]
 
     def _per_problem(self) -> list:
         """The accumulators of the first kind drawn (binned, else smooth): one per binary problem."""
@@ -193,8 +219,11 @@ class DiagramInputAccumulator(Accumulator):
         if self._grids is False:
             checks = [None if acc.rows_kept else acc.result(n_boot=0, alpha=self.options.alpha) for acc in self.smooth]
             finer = [c.finer_grid if c is not None and c.needs_finer_grid else None for c in checks]
-            self._grids = ([acc.n_cells if g is None else g for g, acc in zip(finer, self.smooth, strict=True)]
-                           if any(g is not None for g in finer) else None)
+            self._grids = (
+                [acc.n_cells if g is None else g for g, acc in zip(finer, self.smooth, strict=True)]
+                if any(g is not None for g in finer)
+                else None
+            )
         return cast("list[int] | None", self._grids)  # (checked: no longer False)
 
     def needs_second_pass(self) -> bool:
@@ -207,8 +236,15 @@ class DiagramInputAccumulator(Accumulator):
             fitted = [acc.fitted_edges() for acc in self.binned]
             edges, edges_method = [e for e, _ in fitted], fitted[0][1]
         grids = None if self.smooth is None else (self._second_pass_grids() or [acc.n_cells for acc in self.smooth])
-        return DiagramInputAccumulator(mode=self.mode, n_classes=self.n_classes, class_names=self.class_names,
-                                       options=self.options, edges=edges, edges_method=edges_method, grids=grids)
+        return DiagramInputAccumulator(
+            mode=self.mode,
+            n_classes=self.n_classes,
+            class_names=self.class_names,
+            options=self.options,
+            edges=edges,
+            edges_method=edges_method,
+            grids=grids,
+        )
 
     def result(self, progress: Callable[[], None] | None = None) -> DiagramReport:
         """Every problem's binned and smooth results (with bootstrap intervals, and the curve with its band).
@@ -222,23 +258,40 @@ class DiagramInputAccumulator(Accumulator):
         tasks: dict[str, Callable[[], list]] = {}
         binned, smooth = self.binned, self.smooth
         if binned is not None:
-            tasks["binned"] = lambda: [acc.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, progress=progress,
-                                                  keep_replicates=o.band == "bootstrap")  # the band's per-bin resamples
-                                       for acc in binned]
+            tasks["binned"] = lambda: [
+                acc.result(
+                    n_boot=o.n_boot,
+                    alpha=o.alpha,
+                    seed=o.seed,
+                    progress=progress,
+                    keep_replicates=o.band == "bootstrap",
+                )  # the band's per-bin resamples
+                for acc in binned
+            ]
         if smooth is not None:
+
             def smooth_results():
                 with warnings.catch_warnings():
                     # Where no resample has data, the band is NaN (not drawn); numpy's "All-NaN slice"
                     # warning about it is not news for the user.
                     warnings.simplefilter("ignore", RuntimeWarning)
-                    return [acc.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, curve_points=o.curve_points,
-                                       progress=progress) for acc in smooth]
+                    return [
+                        acc.result(
+                            n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, curve_points=o.curve_points, progress=progress
+                        )
+                        for acc in smooth
+                    ]
+
             tasks["smooth"] = smooth_results
         done = run_side_by_side(tasks)
         n = len(self.problems)
         problems = [
-            DiagramProblem(names[k], k if marginal else None,
-                           done["binned"][k] if "binned" in done else None, done["smooth"][k] if "smooth" in done else None)
+            DiagramProblem(
+                names[k],
+                k if marginal else None,
+                done["binned"][k] if "binned" in done else None,
+                done["smooth"][k] if "smooth" in done else None,
+            )
             for k in range(n)
         ]
         notes = (f"quantile edges from {self.edges_method}",) if self.edges_method else ()
@@ -251,7 +304,6 @@ def run_side_by_side(tasks: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
     if len(tasks) < 2:
         return {key: task() for key, task in tasks.items()}
     from concurrent.futures import ThreadPoolExecutor
-
 
     pool = ThreadPoolExecutor(max_workers=len(tasks))
     try:

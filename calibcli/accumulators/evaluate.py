@@ -88,7 +88,6 @@ class SplitCounter(_OnePass):
         self.histogram += np.bincount(b, minlength=len(self.histogram))
         return self
 
-
     @property
     def n_rows(self) -> int:
         return self.n
@@ -123,7 +122,6 @@ class HoldoutFitAccumulator(_OnePass):
                 acc.update(row_index[mask], probs[mask], labels[mask], None if w is None else w[mask])
         return self
 
-
     @property
     def n_rows(self) -> int:
         return self.fit.n_rows + min(self.edge.n_seen, self.rank)
@@ -132,8 +130,10 @@ class HoldoutFitAccumulator(_OnePass):
         """The fit part's accumulator and the split's threshold: a row is a test row when its hash exceeds it."""
         row_index, z, y, w = self.edge.arrays()
         if len(row_index) != self.rank:
-            raise ValueError(f"the boundary bucket holds {len(row_index)} rows: expected {self.rank} (another pass "
-                             f"over the data saw other rows)")
+            raise ValueError(
+                f"the boundary bucket holds {len(row_index)} rows: expected {self.rank} (another pass "
+                f"over the data saw other rows)"
+            )
         fit = FitAccumulator.from_dict(self.fit.to_dict())
         if self.edge.weighted and w is None:
             w = np.ones(len(row_index))
@@ -156,8 +156,15 @@ class HoldoutSplit(Accumulator):
     state_name = "holdout split state"
     merge_rules = {"_state": "merge"}
 
-    def __init__(self, *, seed: int, holdout: float, max_rows: int, totals: dict | None = None,
-                 fit: HoldoutFitAccumulator | None = None):
+    def __init__(
+        self,
+        *,
+        seed: int,
+        holdout: float,
+        max_rows: int,
+        totals: dict | None = None,
+        fit: HoldoutFitAccumulator | None = None,
+    ):
         self.seed, self.holdout, self.max_rows = int(seed), float(holdout), int(max_rows)
         self.counter = SplitCounter(seed=seed) if fit is None else None
         self.totals, self.fit = totals, fit
@@ -172,7 +179,6 @@ class HoldoutSplit(Accumulator):
     def update(self, row_index, probs, labels, w=None) -> HoldoutSplit:
         self._state.update(row_index, probs, labels, w)
         return self
-
 
     @property
     def n_rows(self) -> int:
@@ -194,12 +200,19 @@ class HoldoutSplit(Accumulator):
         assert self.counter is not None  # (asked for after the first pass only)
         n = self.counter.n_rows
         n_fit = int(round(self.holdout * n))
-        check_option(2 <= n_fit <= n - 2, f"--holdout {self.holdout} leaves {n_fit} of {n} rows to fit on and "
-                     f"{n - n_fit} to evaluate: expected at least 2 in each part")
+        check_option(
+            2 <= n_fit <= n - 2,
+            f"--holdout {self.holdout} leaves {n_fit} of {n} rows to fit on and "
+            f"{n - n_fit} to evaluate: expected at least 2 in each part",
+        )
         bucket, rank = self.counter.boundary(n_fit)
-        return HoldoutSplit(seed=self.seed, holdout=self.holdout, max_rows=self.max_rows,
-                            totals={"n": n, "n_fit": n_fit, "binary": self.counter.binary},
-                            fit=HoldoutFitAccumulator(seed=self.seed, bucket=bucket, rank=rank, max_rows=self.max_rows))
+        return HoldoutSplit(
+            seed=self.seed,
+            holdout=self.holdout,
+            max_rows=self.max_rows,
+            totals={"n": n, "n_fit": n_fit, "binary": self.counter.binary},
+            fit=HoldoutFitAccumulator(seed=self.seed, bucket=bucket, rank=rank, max_rows=self.max_rows),
+        )
 
     def finish(self) -> tuple[FitAccumulator, int, dict]:
         """After both passes: the fit part's accumulator, the threshold (a row is a test row when its hash
@@ -239,8 +252,18 @@ class EvaluateAccumulator(Accumulator):
     kind = "recalibrate_evaluate"
     state_name = "recalibrate-evaluate state"
 
-    def __init__(self, *, calibrators: list[tuple[str, dict]], split: dict | None, mode: str, n_classes: int,
-                 class_names: tuple[str, ...], binned, smooth, tcal):
+    def __init__(
+        self,
+        *,
+        calibrators: list[tuple[str, dict]],
+        split: dict | None,
+        mode: str,
+        n_classes: int,
+        class_names: tuple[str, ...],
+        binned,
+        smooth,
+        tcal,
+    ):
         self.calibrator_dicts = [(m, d) for m, d in calibrators]
         self.calibrators = [(m, calibrator_from_dict(d)) for m, d in calibrators]
         self.split = None if split is None else {"seed": int(split["seed"]), "threshold": int(split["threshold"])}
@@ -251,9 +274,14 @@ class EvaluateAccumulator(Accumulator):
         marginal = mode == "marginal"
         self.states: dict[str, _MethodStates] = {}
         for name in self.names:
-            tests = ([TcalInputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=tcal)
-                      for _ in range(n_classes)] if marginal else
-                     [TcalInputAccumulator(mode=mode, n_classes=n_classes, class_names=names, options=tcal)])
+            tests = (
+                [
+                    TcalInputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=tcal)
+                    for _ in range(n_classes)
+                ]
+                if marginal
+                else [TcalInputAccumulator(mode=mode, n_classes=n_classes, class_names=names, options=tcal)]
+            )
             self.states[name] = {
                 "binned": InputAccumulator(mode=mode, n_classes=n_classes, class_names=names, options=binned),
                 "smooth": SmoothInputAccumulator(mode=mode, n_classes=n_classes, class_names=names, options=smooth),
@@ -274,8 +302,11 @@ class EvaluateAccumulator(Accumulator):
             state["binned"].update(row_index, p, labels, w)
             state["smooth"].update(row_index, p, labels, w)
             if self.mode == "marginal":
-                for test, problem in zip(state["tests"], binary_problems(labels, p, mode="marginal", sample_weight=w,
-                                                                         class_names=list(self.class_names)), strict=True):
+                for test, problem in zip(
+                    state["tests"],
+                    binary_problems(labels, p, mode="marginal", sample_weight=w, class_names=list(self.class_names)),
+                    strict=True,
+                ):
                     test.update(row_index, problem.z, problem.y, problem.sample_weight)
             else:
                 state["tests"][0].update(row_index, p, labels, w)
@@ -311,9 +342,16 @@ class EvaluateAccumulator(Accumulator):
         return out
 
     def _empty(self) -> EvaluateAccumulator:
-        return EvaluateAccumulator(calibrators=self.calibrator_dicts, split=self.split, mode=self.mode,
-                                   n_classes=self.n_classes, class_names=self.class_names, binned=self.binned_options,
-                                   smooth=self.smooth_options, tcal=self.tcal_options)
+        return EvaluateAccumulator(
+            calibrators=self.calibrator_dicts,
+            split=self.split,
+            mode=self.mode,
+            n_classes=self.n_classes,
+            class_names=self.class_names,
+            binned=self.binned_options,
+            smooth=self.smooth_options,
+            tcal=self.tcal_options,
+        )
 
     def result(self, progress=None) -> EvaluateAccumulator:
         return self
@@ -328,11 +366,14 @@ class EvaluateAccumulator(Accumulator):
         for name in self.names:
             state = self.states[name]
             head = state["binned"].result().headline()
-            scores = (["brier_score_multiclass", "log_loss_multiclass"] if "brier_score_multiclass" in head
-                      else ["brier_score", "log_loss"])
+            scores = (
+                ["brier_score_multiclass", "log_loss_multiclass"]
+                if "brier_score_multiclass" in head
+                else ["brier_score", "log_loss"]
+            )
             metrics = {k: metric_json(head[k]) for k in names + scores}
             metrics["smece"] = metric_json(state["smooth"].result().headline()["smece"])
-            problem_names = ([f"class {c}" for c in self.class_names] if self.mode == "marginal" else [self.mode])
+            problem_names = [f"class {c}" for c in self.class_names] if self.mode == "marginal" else [self.mode]
             per_problem = []
             for problem, test in zip(problem_names, state["tests"], strict=True):
                 report = test.result()
@@ -341,10 +382,16 @@ class EvaluateAccumulator(Accumulator):
                         warnings.append(warning)
                 r = report.result
                 binomial = isinstance(r, BinomialTestResult)  # (report.test == "binomial")
-                entry: dict[str, Any] = {"problem": problem, "test": "binomial" if binomial else "T-Cal",
-                                         "p_value": r.p_value}
-                entry.update({"n_values": r.n_values, "weighted": False} if isinstance(r, BinomialTestResult) else
-                             {"n_levels": r.n_levels, "weighted": r.weighted})
+                entry: dict[str, Any] = {
+                    "problem": problem,
+                    "test": "binomial" if binomial else "T-Cal",
+                    "p_value": r.p_value,
+                }
+                entry.update(
+                    {"n_values": r.n_values, "weighted": False}
+                    if isinstance(r, BinomialTestResult)
+                    else {"n_levels": r.n_levels, "weighted": r.weighted}
+                )
                 entry["sample"] = report.sample
                 entry["discrete_check"] = report.discrete_check
                 per_problem.append(entry)

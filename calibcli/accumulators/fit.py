@@ -53,8 +53,11 @@ class FitAccumulator(Accumulator):
         self.binary = probs.ndim == 1 if self.binary is None else self.binary
         if self.binary and not self.too_many_values:
             ww = np.ones(len(labels)) if w is None else w
-            self._combine(np.concatenate([self.values, probs]), np.concatenate([self.w1, ww * labels]),
-                          np.concatenate([self.w0, ww * (1 - labels)]))
+            self._combine(
+                np.concatenate([self.values, probs]),
+                np.concatenate([self.w1, ww * labels]),
+                np.concatenate([self.w0, ww * (1 - labels)]),
+            )
         return self
 
     def _combine(self, values, w1, w0) -> None:
@@ -73,8 +76,11 @@ class FitAccumulator(Accumulator):
         if other.too_many_values:
             self.too_many_values = True
         if self.binary and not self.too_many_values:
-            self._combine(np.concatenate([self.values, other.values]), np.concatenate([self.w1, other.w1]),
-                          np.concatenate([self.w0, other.w0]))
+            self._combine(
+                np.concatenate([self.values, other.values]),
+                np.concatenate([self.w1, other.w1]),
+                np.concatenate([self.w0, other.w0]),
+            )
         return self
 
     @property
@@ -105,16 +111,38 @@ class FitAccumulator(Accumulator):
         if self.sample.complete:
             _, probs, labels, w = self.sample.arrays()
             return labels, probs, w, {"rows": "all", "n": n}
-        reducible = (self.binary and method in REDUCIBLE and mode in (None, "binary") and not self.too_many_values
-                     and (options or {}).get("strategy", "uniform") == "uniform")
+        reducible = (
+            self.binary
+            and method in REDUCIBLE
+            and mode in (None, "binary")
+            and not self.too_many_values
+            and (options or {}).get("strategy", "uniform") == "uniform"
+        )
         if reducible:
             pos, neg = self.w1 > 0, self.w0 > 0
             probs = np.concatenate([self.values[pos], self.values[neg]])
             labels = np.concatenate([np.ones(pos.sum(), dtype=np.int64), np.zeros(neg.sum(), dtype=np.int64)])
             w = np.concatenate([self.w1[pos], self.w0[neg]])
-            return labels, probs, w, {"rows": "all", "n": n, "via": f"exact per-value sums of {len(self.values)} "
-                                      f"distinct predictions (two weighted rows per value)"}
+            return (
+                labels,
+                probs,
+                w,
+                {
+                    "rows": "all",
+                    "n": n,
+                    "via": f"exact per-value sums of {len(self.values)} "
+                    f"distinct predictions (two weighted rows per value)",
+                },
+            )
         _, probs, labels, w = self.sample.arrays()
-        return labels, probs, w, {"rows": "bottom-k sample", "k": self.sample.k, "n": n,
-                                  "how": f"the {self.sample.k} rows with the smallest hash of (seed {self.sample.seed}, "
-                                         f"row index)"}
+        return (
+            labels,
+            probs,
+            w,
+            {
+                "rows": "bottom-k sample",
+                "k": self.sample.k,
+                "n": n,
+                "how": f"the {self.sample.k} rows with the smallest hash of (seed {self.sample.seed}, row index)",
+            },
+        )

@@ -55,7 +55,7 @@ class Grouped(Accumulator):
         order = np.argsort(codes, kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(len(keys) + 1))
         for j, key in enumerate(keys):
-            sel = order[bounds[j]: bounds[j + 1]]
+            sel = order[bounds[j] : bounds[j + 1]]
             self._get(key).update(row_index[sel], probs[sel], labels[sel], None if w is None else w[sel])
         return self
 
@@ -82,8 +82,11 @@ class Grouped(Accumulator):
     def to_dict(self) -> dict:
         """Every group's state, in order of first appearance: ``{"groups": [[key, state], ...]}`` (a key is
         the list of the group's values; None for the whole input of an ungrouped run)."""
-        return {**self.state_head(), "max_groups": self.max_groups,
-                "groups": [[None if key is None else list(key), acc.to_dict()] for key, acc in self.groups.items()]}
+        return {
+            **self.state_head(),
+            "max_groups": self.max_groups,
+            "groups": [[None if key is None else list(key), acc.to_dict()] for key, acc in self.groups.items()],
+        }
 
     @classmethod
     def from_dict(  # type: ignore[override]  # (its groups' states are read by the loader the caller names)
@@ -95,4 +98,3 @@ class Grouped(Accumulator):
         out = cls(factory, max_groups=d["max_groups"], keyed=keyed)
         out.groups = {None if key is None else tuple(key): load(state) for key, state in d["groups"]}
         return out
-

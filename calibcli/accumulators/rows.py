@@ -132,5 +132,11 @@ def describe_sample(n: int, n_tested: int, k: int, seed: int) -> dict:
     """Which rows a test ran on (SPEC 8): all ``n``, or the bottom-k sample of ``k`` of them."""
     if n_tested >= n:
         return {"method": "all rows", "n": n, "n_tested": n, "k": k, "seed": seed, "description": f"all {n} rows"}
-    return {"method": "bottom-k", "n": n, "n_tested": n_tested, "k": k, "seed": seed,
-            "description": f"bottom-k sample of {n_tested} of {n} rows, hash of (seed, row index) with seed {seed}"}
+    return {
+        "method": "bottom-k",
+        "n": n,
+        "n_tested": n_tested,
+        "k": k,
+        "seed": seed,
+        "description": f"bottom-k sample of {n_tested} of {n} rows, hash of (seed, row index) with seed {seed}",
+    }

@@ -54,7 +54,6 @@ STATE_VERSION = 1
 _PENDING_ENTRIES = 1 << 16
 
 
-
 class SmoothAccumulator(Accumulator):
     """Streamed SmoothECE of one binary problem (see the module docstring).
 
@@ -67,8 +66,9 @@ class SmoothAccumulator(Accumulator):
     kind = "smooth"
     state_name = "smooth accumulator state"
 
-    def __init__(self, *, row_limit: int = ROW_LIMIT, seed: int = 0, want_curve: bool = False,
-                 n_cells: int = STATS_GRID):
+    def __init__(
+        self, *, row_limit: int = ROW_LIMIT, seed: int = 0, want_curve: bool = False, n_cells: int = STATS_GRID
+    ):
         n_cells = int(n_cells)
         if not (MIN_GRID <= n_cells <= MAX_GRID and n_cells & (n_cells - 1) == 0):
             raise ValueError(f"n_cells is {n_cells}: expected a power of two from {MIN_GRID} to {MAX_GRID}")
@@ -154,8 +154,16 @@ class SmoothAccumulator(Accumulator):
     # -- result ----------------------------------------------------------------------------------
 
     @classmethod
-    def results(cls, accs: list, *, sigma: float | None = None, n_boot: int = 0, alpha: float = 0.05,
-                seed: int | None = None, progress=None) -> list:
+    def results(
+        cls,
+        accs: list,
+        *,
+        sigma: float | None = None,
+        n_boot: int = 0,
+        alpha: float = 0.05,
+        seed: int | None = None,
+        progress=None,
+    ) -> list:
         """:meth:`result` of many accumulators (the groups of an input, one seed) at once
         (:func:`calibcli.smooth.finish_groups`: their bootstraps together); ``progress(steps)``."""
         for acc in accs:
@@ -164,9 +172,15 @@ class SmoothAccumulator(Accumulator):
         first = accs[0]
         curve_points = CURVE_POINTS if first.want_curve else None
         problems = [(acc.sums, acc.rows.arrays() if acc.rows_kept else None, acc.rows.n_seen) for acc in accs]
-        return finish_groups(problems, sigma=sigma, n_boot=n_boot, alpha=alpha,
-                             seed=first.seed if seed is None else int(seed) & 0xFFFFFFFFFFFFFFFF,
-                             curve_points=curve_points, progress=progress)
+        return finish_groups(
+            problems,
+            sigma=sigma,
+            n_boot=n_boot,
+            alpha=alpha,
+            seed=first.seed if seed is None else int(seed) & 0xFFFFFFFFFFFFFFFF,
+            curve_points=curve_points,
+            progress=progress,
+        )
 
     def result(
         self,
@@ -191,6 +205,14 @@ class SmoothAccumulator(Accumulator):
         if curve_points is None and self.want_curve:
             curve_points = CURVE_POINTS
         rows = self.rows.arrays() if self.rows_kept else None
-        return finish(self.sums, rows, n=self.rows.n_seen, sigma=sigma, n_boot=n_boot, alpha=alpha,
-                      seed=self.seed if seed is None else int(seed) & 0xFFFFFFFFFFFFFFFF,
-                      curve_points=curve_points, progress=progress)
+        return finish(
+            self.sums,
+            rows,
+            n=self.rows.n_seen,
+            sigma=sigma,
+            n_boot=n_boot,
+            alpha=alpha,
+            seed=self.seed if seed is None else int(seed) & 0xFFFFFFFFFFFFFFFF,
+            curve_points=curve_points,
+            progress=progress,
+        )

@@ -87,8 +87,10 @@ class IsotonicCalibrator(BinaryCalibrator):
 
 def fit_isotonic(y_true, y_prob, *, sample_weight=None, interpolation: str = "step") -> IsotonicCalibrator:
     """Isotonic recalibration by weighted PAVA with ties pooled (SPEC 5, `isotonic`)."""
-    check_option(interpolation in INTERPOLATIONS,
-                 f"interpolation is {interpolation!r}: expected one of {', '.join(INTERPOLATIONS)}")
+    check_option(
+        interpolation in INTERPOLATIONS,
+        f"interpolation is {interpolation!r}: expected one of {', '.join(INTERPOLATIONS)}",
+    )
     y, z, w = check_binary(y_true, y_prob, sample_weight)
     keep = w > 0
     if not keep.all():
@@ -99,8 +101,11 @@ def fit_isotonic(y_true, y_prob, *, sample_weight=None, interpolation: str = "st
     keep = np.ones(len(x), dtype=bool)
     if len(x) > 2:
         keep[1:-1] = (fitted[1:-1] != fitted[:-2]) | (fitted[1:-1] != fitted[2:])
-    info = {"n": int(len(y)), "n_distinct": int(len(x)),
-            "n_pieces": int(1 + np.count_nonzero(fitted[1:] != fitted[:-1]))}
+    info = {
+        "n": int(len(y)),
+        "n_distinct": int(len(x)),
+        "n_pieces": int(1 + np.count_nonzero(fitted[1:] != fitted[:-1])),
+    }
     return IsotonicCalibrator(x[keep], fitted[keep], interpolation, info=info)
 
 
@@ -220,7 +225,8 @@ def _check_interval_tables(p0: np.ndarray, p1: np.ndarray, params: Fields) -> No
         raise CalibcliError(
             f"calibrator: fields '{params.where}.p0' and '{params.where}.p1' give an inverted interval: p0[{j}] is "
             f"{shown_number(params.d['p0'][j])} but p1[{k}] is {shown_number(params.d['p1'][k])}: Venn-Abers has "
-            f"p0 <= p1 at every score (swapped tables?); refit the calibrator")
+            f"p0 <= p1 at every score (swapped tables?); refit the calibrator"
+        )
 
 
 def fit_venn_abers(y_true, y_prob) -> VennAbersCalibrator:

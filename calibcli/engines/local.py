@@ -25,8 +25,10 @@ class LocalEngine:
     @classmethod
     def check(cls, scheduler: str | None, workers: int | None) -> None:
         if scheduler is not None or workers is not None:
-            raise CalibcliError(f"{'--scheduler' if scheduler is not None else '--workers'} is for --engine dask: "
-                                f"add --engine dask, or drop it")
+            raise CalibcliError(
+                f"{'--scheduler' if scheduler is not None else '--workers'} is for --engine dask: "
+                f"add --engine dask, or drop it"
+            )
 
     @classmethod
     @contextmanager

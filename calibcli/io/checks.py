@@ -22,7 +22,9 @@ REASONS = (
 )
 
 
-def check_rows(conv, plan, where: str, first_row: int, *, whole_file: bool, text_of) -> tuple[np.ndarray, dict[str, int]]:
+def check_rows(
+    conv, plan, where: str, first_row: int, *, whole_file: bool, text_of
+) -> tuple[np.ndarray, dict[str, int]]:
     """The rows of one converted batch that pass every check, and how many were dropped per reason.
 
     Without ``plan.drop_invalid`` the first check that fails raises, naming its first row (1-based,
@@ -35,8 +37,16 @@ def check_rows(conv, plan, where: str, first_row: int, *, whole_file: bool, text
     keep = np.ones(len(conv.labels), dtype=bool)
     dropped: dict[str, int] = {}
     checks = _invalid_rows(
-        conv.probs, conv.labels, conv.weights, plan.n_classes, res.label_column, res.weight_column,
-        logits=conv.raw_logits, empty=conv.prob_empty, not_numbers=conv.not_numbers, text_of=text_of,
+        conv.probs,
+        conv.labels,
+        conv.weights,
+        plan.n_classes,
+        res.label_column,
+        res.weight_column,
+        logits=conv.raw_logits,
+        empty=conv.prob_empty,
+        not_numbers=conv.not_numbers,
+        text_of=text_of,
         empty_other={res.weight_column: conv.weight_empty} if res.weight_column else {},
     )
     if not plan.drop_invalid:  # report the first bad row in file order (under the first check it fails)
@@ -49,16 +59,21 @@ def check_rows(conv, plan, where: str, first_row: int, *, whole_file: bool, text
             continue
         if not plan.drop_invalid:
             row = int(np.flatnonzero(mask)[0])
-            col = res.label_column if reason.startswith("label") else (
-                res.weight_column if reason.startswith("invalid sample") else ", ".join(res.prob_columns)
+            col = (
+                res.label_column
+                if reason.startswith("label")
+                else (res.weight_column if reason.startswith("invalid sample") else ", ".join(res.prob_columns))
             )
             extra = ""
             if reason.startswith("label"):
                 empty = conv.label_empty is not None and conv.label_empty[row]
-                extra = f" (found {'empty' if empty else _show(conv.raw_labels[row])}; classes: {list(plan.class_names)})"
+                extra = (
+                    f" (found {'empty' if empty else _show(conv.raw_labels[row])}; classes: {list(plan.class_names)})"
+                )
             scope = "" if whole_file else f" in rows {first_row + 1}-{first_row + len(keep)}"
             raise CalibcliError(
-                f"{where}: row {first_row + row + 1}, column {shown(col, quote=False)}: {describe(row)}{extra}; " f"{int(mask.sum())} such row(s)"
+                f"{where}: row {first_row + row + 1}, column {shown(col, quote=False)}: {describe(row)}{extra}; "
+                f"{int(mask.sum())} such row(s)"
                 f"{scope}: fix the file or pass {{opt:drop_invalid}} to drop them"
             )
         dropped[reason] = dropped.get(reason, 0) + int(mask.sum())
@@ -88,8 +103,17 @@ def _all_valid(conv, n_classes: int) -> bool:
 
 
 def _invalid_rows(
-    probs, labels, weights, n_classes: int, label_col: str, weight_col: str | None, logits=None,
-    empty: dict | None = None, not_numbers: dict | None = None, text_of=None, empty_other: dict | None = None,
+    probs,
+    labels,
+    weights,
+    n_classes: int,
+    label_col: str,
+    weight_col: str | None,
+    logits=None,
+    empty: dict | None = None,
+    not_numbers: dict | None = None,
+    text_of=None,
+    empty_other: dict | None = None,
 ):
     """Masks of invalid rows, in the order they are reported, each with a message maker.
 
@@ -115,7 +139,13 @@ def _invalid_rows(
     finite = np.isfinite(source) if source.ndim == 1 else np.isfinite(source).all(axis=1)
     source_desc = prob_desc if logits is None else ("logits are" if many else "logit is")
     checks.append(
-        ("non-finite probability", ~finite, lambda r: f"{source_desc} {_fmt(source[r])} (not {'all ' if many else 'a '}finite number{'s' if many else ''})")
+        (
+            "non-finite probability",
+            ~finite,
+            lambda r: (
+                f"{source_desc} {_fmt(source[r])} (not {'all ' if many else 'a '}finite number{'s' if many else ''})"
+            ),
+        )
     )
     finite = finite & (np.isfinite(probs) if probs.ndim == 1 else np.isfinite(probs).all(axis=1))
     with np.errstate(invalid="ignore"):
@@ -136,8 +166,10 @@ def _invalid_rows(
             (
                 "probabilities not summing to 1",
                 off,
-                lambda r: f"class probabilities sum to {sums[r]:.6g}, expected 1 within {ROW_SUM_TOLERANCE:g} "
-                f"(pass every class's column to {{opt:prob_cols}}, or {{opt:logits}})",
+                lambda r: (
+                    f"class probabilities sum to {sums[r]:.6g}, expected 1 within {ROW_SUM_TOLERANCE:g} "
+                    f"(pass every class's column to {{opt:prob_cols}}, or {{opt:logits}})"
+                ),
             )
         )
     bad_label = (labels < 0) | (labels >= n_classes)
@@ -156,9 +188,11 @@ def _invalid_rows(
             (
                 "invalid sample weight",
                 bad_w,
-                lambda r: f"weight in column {shown(weight_col)} is "
-                f"{'empty' if weight_empty is not None and weight_empty[r] else _fmt(weights[r])}, "
-                "expected a finite number >= 0",
+                lambda r: (
+                    f"weight in column {shown(weight_col)} is "
+                    f"{'empty' if weight_empty is not None and weight_empty[r] else _fmt(weights[r])}, "
+                    "expected a finite number >= 0"
+                ),
             )
         )
     return checks
@@ -179,4 +213,3 @@ def _fmt(v) -> str:
     arr = np.atleast_1d(np.asarray(v, dtype=np.float64))
     body = ", ".join(f"{x:.6g}" for x in arr[:6])
     return body if arr.size == 1 else f"[{body}{', ...' if arr.size > 6 else ''}]"
-

@@ -99,17 +99,29 @@ class RowCounts:
         dropped = dict(self.dropped)
         for reason, n in other.dropped.items():
             dropped[reason] = dropped.get(reason, 0) + n
-        return RowCounts(self.rows_read + other.rows_read, self.rows_used + other.rows_used, dropped,
-                         self.weight_total + other.weight_total)
+        return RowCounts(
+            self.rows_read + other.rows_read,
+            self.rows_used + other.rows_used,
+            dropped,
+            self.weight_total + other.weight_total,
+        )
 
     def to_dict(self) -> dict:
-        return {"rows_read": self.rows_read, "rows_used": self.rows_used, "dropped": dict(self.dropped),
-                "weight_total": self.weight_total}
+        return {
+            "rows_read": self.rows_read,
+            "rows_used": self.rows_used,
+            "dropped": dict(self.dropped),
+            "weight_total": self.weight_total,
+        }
 
     @classmethod
     def from_dict(cls, doc: dict) -> RowCounts:
-        return cls(int(doc["rows_read"]), int(doc["rows_used"]), {k: int(v) for k, v in doc["dropped"].items()},
-                   float(doc["weight_total"]))
+        return cls(
+            int(doc["rows_read"]),
+            int(doc["rows_used"]),
+            {k: int(v) for k, v in doc["dropped"].items()},
+            float(doc["weight_total"]),
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,8 +161,9 @@ def _read_fragment(frag: Fragment, counts: RowCounts) -> Iterator[Batch]:
         n = table.num_rows
         conv = convert_batch(table, plan, frag.path, file_row, partition)
         whole_file = frag.row_groups is None and file_row == 0 and last
-        keep, dropped = check_rows(conv, plan, frag.path, file_row, whole_file=whole_file,
-                                   text_of=lambda c, r, t=table: t.column(c)[r].as_py())
+        keep, dropped = check_rows(
+            conv, plan, frag.path, file_row, whole_file=whole_file, text_of=lambda c, r, t=table: t.column(c)[r].as_py()
+        )
         counts.rows_read += n
         for reason, k in dropped.items():
             counts.dropped[reason] = counts.dropped.get(reason, 0) + k
@@ -182,7 +195,9 @@ def _with_last(items: Iterable) -> Iterator[tuple[Any, bool]]:
         item = following
 
 
-def _guarded_iter(path: str, fmt: str, tables: Iterator, plan: ReadPlan | None = None, location: str | None = None) -> Iterator:
+def _guarded_iter(
+    path: str, fmt: str, tables: Iterator, plan: ReadPlan | None = None, location: str | None = None
+) -> Iterator:
     """The tables of one file, with pyarrow's errors turned into one-line messages naming the file."""
     while True:
         try:
@@ -192,13 +207,14 @@ def _guarded_iter(path: str, fmt: str, tables: Iterator, plan: ReadPlan | None =
         except formats.MissingColumns as exc:
             missing = exc.missing[0]
             role = "" if plan is None else f", {plan.role_of(missing)} of the dataset (as in {plan.first_file})"
-            raise CalibcliError(f"{path}: no column {shown(missing)}{role}; the file has columns {shown_names(exc.names)}") from None
+            raise CalibcliError(
+                f"{path}: no column {shown(missing)}{role}; the file has columns {shown_names(exc.names)}"
+            ) from None
         except CalibcliError:
             raise
         except Exception as exc:  # pyarrow raises many types for unreadable or truncated files
             raise formats.unreadable(path, fmt, exc, location) from None
         yield table
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,10 +255,21 @@ class Stream:
     def files(self) -> list[str]:
         return [source.path for source, _, _, _ in self._files]
 
-    def _fragment(self, i: int, row_offset: int, n_rows: int | None = None, row_groups=None, first_file_row: int = 0) -> Fragment:
+    def _fragment(
+        self, i: int, row_offset: int, n_rows: int | None = None, row_groups=None, first_file_row: int = 0
+    ) -> Fragment:
         source, location, fmt, partition = self._files[i]
-        return Fragment(source.path, row_offset, n_rows, row_groups, fmt, location, self.plan,
-                        tuple(partition.items()), first_file_row)
+        return Fragment(
+            source.path,
+            row_offset,
+            n_rows,
+            row_groups,
+            fmt,
+            location,
+            self.plan,
+            tuple(partition.items()),
+            first_file_row,
+        )
 
     def batches(self) -> Iterator[Batch]:
         """Every file's validated batches in row-identity order; can be iterated again (same batches).
@@ -277,8 +304,9 @@ class Stream:
             raise error
         return out
 
-    def readable_fragments(self, *, split_row_groups: bool = True,
-                           map_files=None) -> tuple[list[Fragment], BaseException | None]:
+    def readable_fragments(
+        self, *, split_row_groups: bool = True, map_files=None
+    ) -> tuple[list[Fragment], BaseException | None]:
         """:meth:`fragments` up to the first file that cannot be read, and that file's error (None when every
         file can be read): an engine reads those files' rows first, as the local engine does, and raises the
         error at its turn."""
@@ -308,9 +336,13 @@ class Stream:
         if counts.rows_read == 0:
             if len(self._files) == 1:
                 raise formats.no_rows(self.name)
-            raise CalibcliError(f"{self.name}: none of its {len(self._files)} files has data rows: expected at least one prediction")
+            raise CalibcliError(
+                f"{self.name}: none of its {len(self._files)} files has data rows: expected at least one prediction"
+            )
         if counts.rows_used == 0:
-            raise CalibcliError(f"{self.name}: every row was invalid and dropped ({_ordered(counts.dropped)}): nothing left to evaluate")
+            raise CalibcliError(
+                f"{self.name}: every row was invalid and dropped ({_ordered(counts.dropped)}): nothing left to evaluate"
+            )
         if self.weight_column is not None and not counts.weight_total > 0:
             raise CalibcliError(f"{self.name}: sample weights sum to 0: expected a positive total weight")
 
@@ -319,10 +351,17 @@ class Stream:
         ``counts`` of every fragment."""
         counts = counts if counts is not None else self._counts
         if counts is None:
-            raise RuntimeError("Stream.describe() needs a full pass over batches() first, or the merged counts of every fragment")
+            raise RuntimeError(
+                "Stream.describe() needs a full pass over batches() first, or the merged counts of every fragment"
+            )
         return {
-            **input_description(self, path=self.name, rows_read=counts.rows_read, rows_used=counts.rows_used,
-                                dropped=_ordered(counts.dropped)),
+            **input_description(
+                self,
+                path=self.name,
+                rows_read=counts.rows_read,
+                rows_used=counts.rows_used,
+                dropped=_ordered(counts.dropped),
+            ),
             "files": len(self._files),
             "group_by": list(self.group_by),
             **({"segment_columns": list(self.segment_columns)} if self.segment_columns else {}),
@@ -356,9 +395,6 @@ def _ordered(dropped: dict[str, int]) -> dict[str, int]:
     return {reason: dropped[reason] for reason in REASONS if reason in dropped}
 
 
-
-
-
 # ---------------------------------------------------------------------------------------------
 # Datasets
 
@@ -382,9 +418,16 @@ class Dataset:
     def __repr__(self) -> str:
         return f"Dataset({self.name!r}, {len(self._sources)} file(s))"
 
-    def open(self, spec: ColumnSpec = ColumnSpec(), *, input_format: str | None = None, drop_invalid: bool = False,
-             batch_rows: int = DEFAULT_BATCH_ROWS, group_by: tuple[str, ...] = (),
-             segment_by: tuple[str, ...] = ()) -> Stream:
+    def open(
+        self,
+        spec: ColumnSpec = ColumnSpec(),
+        *,
+        input_format: str | None = None,
+        drop_invalid: bool = False,
+        batch_rows: int = DEFAULT_BATCH_ROWS,
+        group_by: tuple[str, ...] = (),
+        segment_by: tuple[str, ...] = (),
+    ) -> Stream:
         """Fix the columns and classes from the first file and return the dataset's :class:`Stream`.
 
         ``group_by`` names data columns or partition keys; a group value that is empty is an error
@@ -409,8 +452,9 @@ class Dataset:
         kinds = tuple(self._group_kind(g, names, types, first.path, option) for g in group_by)
         if len(set(group_by)) < len(group_by):
             twice = next(g for g in group_by if group_by.count(g) > 1)
-            raise CalibcliError(f"the {'segment' if segments else 'group-by'} columns name {shown(twice)} twice: "
-                                "name each column once")
+            raise CalibcliError(
+                f"the {'segment' if segments else 'group-by'} columns name {shown(twice)} twice: name each column once"
+            )
         partition_keys = tuple(g for g in group_by if g in self.partition_kinds)
         partitions = [self._group_partition(s, partition_keys, kinds, group_by) for s in self._sources]
 
@@ -427,9 +471,18 @@ class Dataset:
         else:
             class_names = ("0", "1")
         plan = ReadPlan(
-            columns=resolved, class_names=class_names, n_classes=len(class_names), vector_length=vector_length,
-            logits=spec.logits, first_file=first.path, batch_rows=batch_rows, drop_invalid=drop_invalid,
-            group_by=group_by, group_kinds=kinds, partition_keys=partition_keys, segment_columns=segments,
+            columns=resolved,
+            class_names=class_names,
+            n_classes=len(class_names),
+            vector_length=vector_length,
+            logits=spec.logits,
+            first_file=first.path,
+            batch_rows=batch_rows,
+            drop_invalid=drop_invalid,
+            group_by=group_by,
+            group_kinds=kinds,
+            partition_keys=partition_keys,
+            segment_columns=segments,
         )
         return Stream(self, plan, list(zip(self._sources, located, fmts, partitions, strict=True)))
 
@@ -437,11 +490,17 @@ class Dataset:
         """Each file's format: ``input_format``, else its extension, else (standard input, a pipe such as
         ``<(cmd)``) its first bytes, read from the temporary copy."""
         if self.formats_unknown and input_format is None:
-            _no_files(self.name, [os.path.relpath(f, self.name) if self.kind == "directory" else f for f in self.files],
-                      input_format=True)
+            _no_files(
+                self.name,
+                [os.path.relpath(f, self.name) if self.kind == "directory" else f for f in self.files],
+                input_format=True,
+            )
         fmts = [formats.detect_format("-" if _by_content(s) else s.path, input_format) for s in self._sources]
         if input_format is None and any(_by_content(s) for s in self._sources):
-            fmts = [formats.sniff_format(loc) if _by_content(s) else f for s, loc, f in zip(self._sources, self.locations(), fmts, strict=True)]
+            fmts = [
+                formats.sniff_format(loc) if _by_content(s) else f
+                for s, loc, f in zip(self._sources, self.locations(), fmts, strict=True)
+            ]
         return fmts
 
     def locations(self) -> list[str]:
@@ -458,7 +517,9 @@ class Dataset:
                 out.append(source.location)
         return out
 
-    def _group_kind(self, column: str, names: list[str], types: dict, first: str, option: str = "{opt:group_by}") -> str:
+    def _group_kind(
+        self, column: str, names: list[str], types: dict, first: str, option: str = "{opt:group_by}"
+    ) -> str:
         if column in self.partition_kinds:
             if column in names:
                 raise CalibcliError(
@@ -468,7 +529,10 @@ class Dataset:
             return self.partition_kinds[column]
         if column not in names:
             keys = f" and the partition keys {list(self.partition_kinds)}" if self.partition_kinds else ""
-            raise CalibcliError(f"{first}: no column {shown(column)} (given by {option}); the file has columns " f"{shown_names(names)}{keys}")
+            raise CalibcliError(
+                f"{first}: no column {shown(column)} (given by {option}); the file has columns "
+                f"{shown_names(names)}{keys}"
+            )
         return group_kind(types[column])
 
     def _group_partition(self, source: _Source, keys: tuple[str, ...], kinds: tuple[str, ...], group_by) -> dict:
@@ -532,8 +596,12 @@ def _resolve(arg: str) -> Dataset:
                 _no_files(arg, found)
         for rel in found:
             check_member(os.path.join(arg, rel), arg)
-        return Dataset(arg, [_Source(os.path.join(arg, rel), os.path.join(arg, rel), _hive(rel)) for rel in found],
-                       "directory", formats_unknown=unknown)
+        return Dataset(
+            arg,
+            [_Source(os.path.join(arg, rel), os.path.join(arg, rel), _hive(rel)) for rel in found],
+            "directory",
+            formats_unknown=unknown,
+        )
     try:
         mode = os.stat(arg).st_mode
     except FileNotFoundError:
@@ -544,13 +612,17 @@ def _resolve(arg: str) -> Dataset:
         # Standard input or a named pipe (<(cmd) is /dev/fd/N) is read once, as a stream; a device, a socket or
         # a directory is refused before it is opened (/dev/zero would be read for ever).
         if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or _names_descriptor(arg)):
-            raise CalibcliError(f"{arg}: is {file_kind(mode)}, not a file of predictions: name a regular file, a "
-                                f"directory of them, a pipe, or '-' for standard input")
+            raise CalibcliError(
+                f"{arg}: is {file_kind(mode)}, not a file of predictions: name a regular file, a "
+                f"directory of them, a pipe, or '-' for standard input"
+            )
         return Dataset(arg, [_Source(arg, arg, single_pass=not stat.S_ISREG(mode))], "file")
     if glob.has_magic(arg):
         return _resolve_glob(arg)
     if os.path.islink(arg):
-        raise CalibcliError(f"{arg}: is a symbolic link to {shown(os.readlink(arg))}, which does not exist: check the link")
+        raise CalibcliError(
+            f"{arg}: is a symbolic link to {shown(os.readlink(arg))}, which does not exist: check the link"
+        )
     raise CalibcliError(f"{arg}: no such file: check the path")
 
 
@@ -583,22 +655,28 @@ def check_member(path: str, arg: str) -> None:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
         if os.path.islink(path):
-            raise CalibcliError(f"{path} (in {arg}): is a symbolic link to {shown(os.readlink(path))}, which does not "
-                                f"exist: fix or remove the link") from None
+            raise CalibcliError(
+                f"{path} (in {arg}): is a symbolic link to {shown(os.readlink(path))}, which does not "
+                f"exist: fix or remove the link"
+            ) from None
         raise CalibcliError(f"{path} (in {arg}): disappeared while the input was being listed: run again") from None
     except OSError as exc:
         raise CalibcliError(f"{path} (in {arg}): " + _unopenable(path, exc).split(": ", 1)[1]) from None
     if not stat.S_ISREG(mode):
         link = f" (a link to {shown(os.path.realpath(path), quote=False)})" if os.path.islink(path) else ""
-        raise CalibcliError(f"{path} (in {arg}): is {file_kind(mode)}{link}, not a regular file: the files of a "
-                            f"directory or a pattern are read as data; move it out of {arg}")
+        raise CalibcliError(
+            f"{path} (in {arg}): is {file_kind(mode)}{link}, not a regular file: the files of a "
+            f"directory or a pattern are read as data; move it out of {arg}"
+        )
 
 
 def _unopenable(arg: str, exc: OSError) -> str:
     import errno
 
     if exc.errno == errno.ELOOP:
-        return f"{arg}: is a loop of symbolic links (they lead back to each other, not to a file): check them with ls -l"
+        return (
+            f"{arg}: is a loop of symbolic links (they lead back to each other, not to a file): check them with ls -l"
+        )
     if exc.errno == errno.ENOTDIR:
         return f"{arg}: a part of the path is a file, not a directory: check the path"
     if exc.errno == errno.EACCES:
@@ -637,7 +715,8 @@ def _other_files(directory: str) -> list[str]:
     return sorted(
         os.path.relpath(os.path.join(root, f), directory)
         for root, dirs, files in os.walk(directory)
-        for f in files if not _hidden(f)
+        for f in files
+        if not _hidden(f)
     )
 
 
@@ -704,7 +783,7 @@ def _resolve_uri(uri: str) -> Dataset:
         return _uri_dataset(uri, uri.rstrip("/"), rels, lambda parts: True, "directory")
     base = _glob_base(uri[scheme_end:], "/")
     base = uri[:scheme_end] + ("" if base == "." else base)
-    pattern = [p for p in uri[len(base):].split("/") if p]
+    pattern = [p for p in uri[len(base) :].split("/") if p]
     listing = list_files(base)
     rels = listing[1] if listing is not None and listing[0] == "directory" else []
 
@@ -716,7 +795,8 @@ def _resolve_uri(uri: str) -> Dataset:
 
 def _uri_dataset(name: str, base: str, rels: list[str], matches, kind: str) -> Dataset:
     found = sorted(
-        rel for rel in rels
+        rel
+        for rel in rels
         if matches(rel.split("/")) and not any(_hidden(p) for p in rel.split("/")) and _known(rel.rsplit("/", 1)[-1])
     )
     if not found:

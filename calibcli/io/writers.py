@@ -63,10 +63,13 @@ def check_writable(schema, fmt: str, where: str) -> None:
     if fmt in ("csv", "tsv"):
         lists = [f.name for f in schema if _is_list(f.type)]
         if lists:
-            instead = ("{opt:output_format} parquet, feather or jsonl" if where == "stdout"
-                       else ".parquet, .feather or .jsonl")
-            raise CalibcliError(f"{where}: column {lists[0]!r} holds a vector per row, which {fmt.upper()} cannot "
-                                f"store: write {instead} instead")
+            instead = (
+                "{opt:output_format} parquet, feather or jsonl" if where == "stdout" else ".parquet, .feather or .jsonl"
+            )
+            raise CalibcliError(
+                f"{where}: column {lists[0]!r} holds a vector per row, which {fmt.upper()} cannot "
+                f"store: write {instead} instead"
+            )
 
 
 class _BatchWriter:
@@ -89,8 +92,11 @@ class _BatchWriter:
 
             delimiter = "\t" if fmt == "tsv" else ","
             plain = not any(ch in name for name in schema.names for ch in (delimiter, '"', "\n", "\r"))
-            self._writer = pcsv.CSVWriter(sink, schema, write_options=pcsv.WriteOptions(
-                delimiter=delimiter, quoting_header="none" if plain else "needed"))
+            self._writer = pcsv.CSVWriter(
+                sink,
+                schema,
+                write_options=pcsv.WriteOptions(delimiter=delimiter, quoting_header="none" if plain else "needed"),
+            )
         elif fmt == "parquet":
             import pyarrow.parquet as pq
 
