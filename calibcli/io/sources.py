@@ -28,7 +28,7 @@ import sys
 import tempfile
 import weakref
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, TypeVar
 from urllib.parse import unquote
 
 import numpy as np
@@ -124,20 +124,38 @@ class Fragment:
     partition: tuple[tuple[str, object], ...] = ()  # values of the group-by partition keys
     first_file_row: int = 0  # the fragment's first row within its file
 
-    def batches(self, counts: RowCounts | None = None) -> Iterator[Batch]:
-        """The fragment's validated batches; ``counts`` (when given) accumulates its row accounting."""
-        return _read_fragment(self, RowCounts() if counts is None else counts)
+    def batches(self, counts: RowCounts | None = None, within: tuple[int, int] | None = None) -> Iterator[Batch]:
+        """The fragment's validated batches; ``counts`` (when given) accumulates its row accounting.
+
+        ``within=(lo, hi)``: only the rows of global index ``lo <= i < hi`` are read, checked and counted
+        (a task reading a range of rows of two datasets side by side: ``calibcli compare`` on a cluster)."""
+        return _read_fragment(self, RowCounts() if counts is None else counts, within)
 
 
-def _read_fragment(frag: Fragment, counts: RowCounts) -> Iterator[Batch]:
+def _read_fragment(frag: Fragment, counts: RowCounts, within: tuple[int, int] | None = None) -> Iterator[Batch]:
     plan = frag.plan
     partition = dict(frag.partition)
     tables = formats.iter_tables(frag.location, frag.format, plan.data_columns, plan.batch_rows, frag.row_groups)
     file_row, index = frag.first_file_row, frag.row_offset
     for table, last in _with_last(_guarded_iter(frag.path, frag.format, tables, plan, frag.location)):
+        whole, skipped_after = True, 0
+        if within is not None:  # the part of this table inside the range, if any
+            lo, hi = within
+            if index >= hi:
+                return
+            start, stop = min(max(lo - index, 0), table.num_rows), min(max(hi - index, 0), table.num_rows)
+            whole = start == 0 and stop == table.num_rows
+            if start == stop:
+                file_row += table.num_rows
+                index += table.num_rows
+                continue
+            skipped_after = table.num_rows - stop
+            table = table.slice(start, stop - start)
+            file_row += start
+            index += start
         n = table.num_rows
         conv = convert_batch(table, plan, frag.path, file_row, partition)
-        whole_file = frag.row_groups is None and file_row == 0 and last
+        whole_file = frag.row_groups is None and file_row == 0 and last and whole
         keep, dropped = check_rows(conv, plan, frag.path, file_row, whole_file=whole_file,
                                    text_of=lambda c, r, t=table: t.column(c)[r].as_py())
         counts.rows_read += n
@@ -154,21 +172,28 @@ def _read_fragment(frag: Fragment, counts: RowCounts) -> Iterator[Batch]:
             counts.weight_total += float(weights.sum())
         file_row += n
         index += n
+        file_row += skipped_after
+        index += skipped_after
         if len(labels):
             yield Batch(probs, labels, weights, rows, groups, frag.path)
         # Let go of this batch's arrays before the next table is read: memory holds one batch, not two.
         del table, conv, keep, probs, labels, weights, rows, groups
 
 
-def _with_last(items: Iterable) -> Iterator[tuple[object, bool]]:
+T = TypeVar("T")
+
+
+def _with_last(items: Iterable[T]) -> Iterator[tuple[T, bool]]:
     """Each item with whether it is the last (one item of look-ahead)."""
     it = iter(items)
-    end = object()
-    item = next(it, end)
-    while item is not end:
-        following = next(it, end)
-        yield item, following is end
+    for item in it:
+        break
+    else:
+        return
+    for following in it:  # read before the item is handed on, as before
+        yield item, False
         item = following
+    yield item, True
 
 
 def _guarded_iter(path: str, fmt: str, tables: Iterator, plan: ReadPlan | None = None, location: str | None = None) -> Iterator:
