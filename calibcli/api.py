@@ -25,10 +25,10 @@ from calibcli.accumulators.inputs import (
 )
 from calibcli.accumulators.tcal import MAX_ROWS as TCAL_MAX_ROWS
 from calibcli.accumulators.tcal import TCAL_MODES, TcalInputAccumulator, TcalOptions
-from calibcli.binning import STRATEGIES
+from calibcli.declarations import CLASS_WEIGHTS_PARAM, MODE, STRATEGY
 from calibcli.documents import jsonable
-from calibcli.modes import CLASS_WEIGHTS, default_mode, MODES
-from calibcli.validation import check_options
+from calibcli.modes import default_mode
+from calibcli.validation import check_options, check_params
 
 
 # =============================================================================================
@@ -179,8 +179,8 @@ def _binned(name: str, prepared, *, n_bins: int = 15, strategy: str = "uniform",
     if name not in REGISTRY or REGISTRY[name].family not in ("binned", "scores", "clinical", "cumulative"):
         known = [m.name for m in _ENTRIES if m.family in ("binned", "scores", "clinical", "cumulative")]
         raise CalibcliError(f"{name!r} is not a binned metric: expected one of {', '.join(known)}")
-    check_options({"mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS}, mode=mode, strategy=strategy,
-                  class_weights=class_weights, n_bins=n_bins, n_boot=n_boot, alpha=alpha)
+    check_params({"mode": MODE, "strategy": STRATEGY, "class_weights": CLASS_WEIGHTS_PARAM}, mode=mode,
+                 strategy=strategy, class_weights=class_weights, n_bins=n_bins, n_boot=n_boot, alpha=alpha)
     used = mode or default_mode(prepared.n_classes)
     options = BinnedOptions(n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed,
                             class_weights=class_weights)
@@ -369,8 +369,8 @@ def smooth_ece(y_true, y_prob, *, sigma: float | None = None, sample_weight=None
     >>> r.name, round(r.estimate, 4), round(r.details["sigma"], 4)
     ('smece', 0.1373, 0.1373)
     """
-    check_options({"mode": MODES, "class_weights": CLASS_WEIGHTS}, mode=mode, class_weights=class_weights, sigma=sigma,
-                  n_boot=n_boot, alpha=alpha)
+    check_params({"mode": MODE, "class_weights": CLASS_WEIGHTS_PARAM}, mode=mode, class_weights=class_weights,
+                 sigma=sigma, n_boot=n_boot, alpha=alpha)
     prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
     used = mode or default_mode(prepared.n_classes)
     options = SmoothOptions(sigma=sigma, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights)

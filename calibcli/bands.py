@@ -27,6 +27,16 @@ give ``n_eff = n`` and ``k`` exactly, so the unweighted intervals are the specia
 number of trials.
 
 A bin with no rows (``n = 0``) gets NaN bounds.
+
+- **Bootstrap** (:func:`bootstrap_band`): the percentile interval of each bin's observed frequency over the
+  Poisson bootstrap's resamples of the rows, bins fixed (SPEC 2.4, 8). It needs no binomial model, but in a bin
+  whose rows are all negatives (or all positives) every resample has the same frequency and the interval has
+  zero width, exactly where the other two are widest: the reason scikit-learn's discussion of calibration-curve
+  uncertainty (scikit-learn issue 30664, 2025) prefers Clopper-Pearson to bootstrap bands for small bins.
+
+Every band contains the observed frequency: an end within rounding of it is set to it (so that a drawn error
+bar never has a negative length), and a percentile interval that misses it (possible in a skewed bin) is
+widened to it.
 """
 
 from __future__ import annotations
@@ -39,10 +49,19 @@ import numpy as np
 from calibcli.errors import CalibcliError
 from calibcli.validation import check_alpha
 
-__all__ = ["BinomialBand", "BAND_METHODS", "binomial_band", "wilson_interval", "clopper_pearson_interval"]
+__all__ = ["BinomialBand", "BAND_METHODS", "DIAGRAM_BANDS", "BAND_DESCRIPTIONS", "binomial_band", "bootstrap_band",
+           "wilson_interval", "clopper_pearson_interval"]
 
 #: The interval methods :func:`binomial_band` knows.
 BAND_METHODS = ("wilson", "clopper-pearson")
+#: The bands a reliability diagram draws (``diagram --band``): the binomial ones and the bootstrap.
+DIAGRAM_BANDS = (*BAND_METHODS, "bootstrap")
+#: What each band is, for a report's parameters.
+BAND_DESCRIPTIONS = {
+    "wilson": "Wilson score interval of each bin's observed frequency (Wilson 1927)",
+    "clopper-pearson": "Clopper-Pearson exact interval of each bin's observed frequency (Clopper and Pearson 1934)",
+    "bootstrap": "percentile interval of each bin's observed frequency over the bootstrap resamples, bins fixed",
+}
 
 
 def _counts(successes, trials) -> tuple[np.ndarray, np.ndarray]:
@@ -77,7 +96,7 @@ def wilson_interval(successes, trials, *, alpha: float = 0.05) -> tuple[np.ndarr
     lower = np.where(k <= 0, 0.0, lower)
     upper = np.where(k >= n, 1.0, upper)
     empty = ~(n > 0)
-    return np.where(empty, np.nan, lower), np.where(empty, np.nan, upper)
+    return _around(np.where(empty, np.nan, lower), np.where(empty, np.nan, upper), p)
 
 
 def clopper_pearson_interval(successes, trials, *, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
@@ -135,7 +154,41 @@ def binomial_band(sum_wy, sum_w, sum_w2=None, *, method: str = "wilson", alpha: 
     if sum_w2 is None:
         k = np.where(sw > 0, swy, 0.0)  # exact counts when they are counts
     interval = wilson_interval if method == "wilson" else clopper_pearson_interval
-    lower, upper = interval(k, n_eff, alpha=alpha)
+    lower, upper = _around(*interval(k, n_eff, alpha=alpha), p)
     return BinomialBand(lower=lower, upper=upper, proportion=p, n_eff=np.asarray(n_eff, dtype=np.float64),
                         method=method, alpha=alpha)
+
+
+def _around(lower: np.ndarray, upper: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The band widened to contain ``p`` (NaN where ``p`` or a bound is NaN)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(lower > p, p, lower), np.where(upper < p, p, upper)
+
+
+def bootstrap_band(sum_wy, sum_w, replicate_sum_wy, replicate_sum_w, *, alpha: float = 0.05) -> BinomialBand:
+    """Per-bin percentile bootstrap interval of the observed frequency ``sum w y / sum w``.
+
+    ``sum_wy``, ``sum_w``: the data's per-bin sums (shape ``(..., bins)``); ``replicate_sum_wy``,
+    ``replicate_sum_w``: the same sums on each resample, replicates on the first axis ``(R, ..., bins)`` (the
+    bins fixed). A resample with no weight in a bin has no frequency there and is left out of that bin's
+    interval; a bin empty in the data, or in every resample, gets NaN. ``n_eff`` is the bin's ``sum_w``.
+    See the module docstring for the bins where this band collapses.
+    """
+    import warnings
+
+    alpha = check_alpha(alpha)
+    swy, sw = np.asarray(sum_wy, dtype=np.float64), np.asarray(sum_w, dtype=np.float64)
+    rwy, rw = np.asarray(replicate_sum_wy, dtype=np.float64), np.asarray(replicate_sum_w, dtype=np.float64)
+    if rw.ndim != sw.ndim + 1 or rw.shape[1:] != sw.shape or rwy.shape != rw.shape:
+        raise CalibcliError(f"the bootstrap band's replicates have shape {rw.shape}: expected (replicates, "
+                            f"{', '.join(map(str, sw.shape))}), the bins of the data on a leading axis of resamples")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(sw > 0, swy / sw, np.nan)
+        freq = np.where(rw > 0, rwy / rw, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a bin empty in every resample: NaN, said above
+        lower, upper = (np.nanquantile(freq, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0) if len(freq)
+                        else (np.full(sw.shape, np.nan), np.full(sw.shape, np.nan)))
+    lower, upper = _around(np.where(sw > 0, lower, np.nan), np.where(sw > 0, upper, np.nan), p)
+    return BinomialBand(lower=lower, upper=upper, proportion=p, n_eff=sw, method="bootstrap", alpha=alpha)
 

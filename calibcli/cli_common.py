@@ -14,6 +14,7 @@ import inspect
 import os
 import sys
 import math
+import types
 import typing
 from dataclasses import dataclass, replace
 from typing import Annotated, Iterator, Optional
@@ -21,7 +22,7 @@ from typing import Annotated, Iterator, Optional
 import typer
 
 from calibcli.accumulators import per_input  # noqa: F401  (where commands have always found it)
-from calibcli.engines import ENGINES, EngineChoice  # noqa: F401  (the engine option group)
+from calibcli.engines import ENGINES, EngineChoice, engines_help  # noqa: F401  (the engine option group)
 from calibcli.errors import (  # noqa: F401  (flags, warnings and exit codes, where commands have always found them)
     FLAGS, PIPE_CLOSED, CalibcliError, GateFailed, check_choice, flag_of, quiet_stdout, warn,
 )
@@ -169,8 +170,7 @@ class DatasetOptions(Declared):
 class EngineOptions(Declared):
     """Where the accumulators run (:data:`calibcli.engines.ENGINES`)."""
 
-    engine: str = option("local", "--engine", help="local (this process) or dask (a Dask cluster: --scheduler, or a "
-                         "local one of --workers processes); the same report either way.", metavar=choices(*ENGINES))
+    engine: str = option("local", "--engine", help=engines_help(), metavar=choices(*ENGINES))
     scheduler: Optional[str] = option(
         None, "--scheduler", help="With --engine dask: the address of a running Dask scheduler (tcp://HOST:PORT) or "
         "its scheduler file. Default: DASK_SCHEDULER_ADDRESS, else a local cluster.")
@@ -241,9 +241,11 @@ class OptionGroup:
 
 
 def group_of(options_class, *names: str, name: str = "own") -> OptionGroup:
-    """The options of a declared dataclass (these fields, or all) as an option group."""
+    """The options of a declared dataclass (these fields, or all) as an option group; a field declared with the
+    default ``...`` is a required option."""
     declared = params_of(options_class)
-    return OptionGroup(name, tuple(Opt(n, alias(options_class, n), declared[n][1]) for n in (names or declared)))
+    return OptionGroup(name, tuple(Opt(n, alias(options_class, n), inspect.Parameter.empty if declared[n][1] is ...
+                                       else declared[n][1]) for n in (names or declared)))
 
 
 COLUMNS = group_of(ColumnOptions, name="columns")
@@ -311,10 +313,13 @@ GROUPS = (COLUMNS, READING, DATASETS, ENGINE, BOOTSTRAP, OUTPUT, GATES)
 
 def signature_from(library, aliases: dict, *extra, library_only: tuple[str, ...] = ()):
     """Decorator: the command takes the parameters of the library function ``library`` (their names, order and
-    defaults: declared once, there), each with its command-line alias (``aliases`` by name, else the shared
-    group's), then the options of the groups in ``extra`` (what only the command has: the output). The command
-    function takes them all as ``**options``; ``library_only`` are parameters the command does not offer."""
+    defaults: declared once, there), each with its command-line alias (``aliases`` by name: a declaration
+    (:class:`~calibcli.validation.Param`) made an option of the parameter's type, or an ``Annotated`` alias; else
+    the shared group's), then the options of the groups in ``extra`` (what only the command has: the output). The
+    command function takes them all as ``**options``; ``library_only`` are parameters the command does not offer."""
     shared_alias = {o.name: o.annotation for group in GROUPS for o in group.options}
+    hints = typing.get_type_hints(library)
+    aliases = {name: alias_of(hints[name], a) if isinstance(a, Param) else a for name, a in aliases.items()}
 
     def decorate(func):
         params = [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=p.default,
@@ -470,7 +475,8 @@ def pure_flags(func) -> None:
         if not args or not hasattr(annotation, "__metadata__"):
             continue
         base = args[0]
-        if base is bool or (typing.get_origin(base) is typing.Union and set(typing.get_args(base)) == {bool, type(None)}):
+        if base is bool or (typing.get_origin(base) in (typing.Union, types.UnionType)
+                            and set(typing.get_args(base)) == {bool, type(None)}):
             for info in annotation.__metadata__:
                 if isinstance(info, typer.models.OptionInfo) and info.metavar is None:
                     info.metavar = ""

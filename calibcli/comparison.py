@@ -593,7 +593,7 @@ def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, descr
                 main_a, main_b = main.replicates(n_boot, rng)
                 uni_a, uni_b = (main_a, main_b) if uniform is None else uniform.replicates(n_boot, rng)
                 for side, (m, u) in enumerate(((main_a, uni_a), (main_b, uni_b))):
-                    per_problem[side].append(summarise_replicates(zip(m, u), names, alpha, keep_replicates=True)[1])
+                    per_problem[side].append(summarise_replicates((m, u), names, alpha, keep_replicates=True)[1])
             how = ("paired Poisson bootstrap from joint per-bin sufficient statistics (the two inputs' cells drawn "
                    "jointly, so one example weighs the same in both)")
         for side, report in enumerate(reports):

@@ -56,6 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from calibcli import cancel
 from calibcli.errors import CalibcliError
 from calibcli.validation import check_alpha, check_binary, check_option
 
@@ -508,19 +509,22 @@ def _segments_exact(y, s, w, parts, sizes):
         tie = np.zeros(n, dtype=np.int64)
         np.cumsum(~same_next, out=tie[1:])
     v_o = s_o * (1.0 - s_o) if unit else w_o * w_o * s_o * (1.0 - s_o)
-    scaled = np.empty(n)  # buffers reused by every partition (no fresh pages to fault in each time)
-    running = np.empty(n)
-    out_mx, out_mn, out_sigma, out_rows, out_w = [], [], [], [], []
-    for ids_o, g in _ids_in_score_order(parts, sizes, order):
-        # Rows in no segment carry the id g: counted in a bin past the end and dropped.
-        rows = np.bincount(ids_o, minlength=g + 1)[:g]
-        total = rows.astype(np.float64) if unit else np.bincount(ids_o, weights=w_o, minlength=g + 1)[:g]
-        var = np.bincount(ids_o, weights=v_o, minlength=g + 1)[:g]
+
+    def one(ids_o, g, buffers):
+        running, wide = buffers
+        # bincount works on intp: widened once into a reused buffer (its own conversion would be a fresh array,
+        # whose pages the kernel zeroes, for each call). Rows in no segment carry the id g: counted in a bin
+        # past the end and dropped.
+        np.copyto(wide, ids_o)
+        rows = np.bincount(wide, minlength=g + 1)[:g]
+        total = rows.astype(np.float64) if unit else np.bincount(wide, weights=w_o, minlength=g + 1)[:g]
+        var = np.bincount(wide, weights=v_o, minlength=g + 1)[:g]
         with np.errstate(divide="ignore", invalid="ignore"):
             sigma = np.where(total > 0, np.sqrt(var) / total, np.nan)
             inv_total = np.where(total > 0, 1.0 / total, 0.0)  # 0, not NaN: a NaN would run into later segments
-        perm = np.argsort(ids_o, kind="stable")  # a radix sort for 8- and 16-bit ids
-        perm = perm[: int(rows.sum())]
+        n_in = int(rows.sum())
+        # the whole population (one segment of every row) is in score order already: no sort, no gather
+        perm = None if g == 1 and n_in == n else np.argsort(ids_o, kind="stable")[:n_in]  # radix for 8/16-bit ids
         mx = np.full(g, np.nan)
         mn = np.full(g, np.nan)
         present = np.flatnonzero(rows)
@@ -528,11 +532,21 @@ def _segments_exact(y, s, w, parts, sizes):
             counts = rows[present]
             starts = np.zeros(len(present), dtype=np.int64)
             np.cumsum(counts[:-1], out=starts[1:])
-            # w (y - s) / (segment's total weight), in score order, then grouped by segment.
-            np.take(np.r_[inv_total, 0.0], ids_o, out=scaled)
-            scaled *= d_o
-            c = running[: len(perm)]
-            np.take(scaled, perm, out=c)
+            # w (y - s) grouped by segment (in score order within each), then divided by the segment's total
+            # weight: a multiplication per segment's run of rows, the same products as scaling row by row before
+            # the gather, without a per-row lookup of the factor (a pass over all rows per partition).
+            c = running[:n_in]
+            if perm is None:
+                np.copyto(c, d_o)
+            else:  # valid indices; mode "raise" would buffer the output (a fresh copy)
+                np.take(d_o, perm, out=c, mode="clip")
+            ends = starts + counts
+            if len(present) <= 4096:
+                for first, stop, factor in zip(starts.tolist(), ends.tolist(), inv_total[present].tolist(),
+                                               strict=True):
+                    c[first:stop] *= factor
+            else:
+                c *= np.repeat(inv_total[present], counts)
             # Restart the running sum at each segment: subtract the previous segment's total (its C at the
             # end, at most 1 in size) at its first row, so rounding never accumulates over segments; what
             # remains of it is removed as "before".
@@ -544,7 +558,7 @@ def _segments_exact(y, s, w, parts, sizes):
             if tie is None:
                 values, first = c, starts
             else:
-                t = tie[perm]
+                t = tie if perm is None else tie[perm]
                 block_end = np.empty(len(t), dtype=bool)
                 np.not_equal(t[1:], t[:-1], out=block_end[:-1])
                 block_end[-1] = True
@@ -556,13 +570,50 @@ def _segments_exact(y, s, w, parts, sizes):
             empty = present[~(total[present] > 0)]  # rows of zero total weight: no population
             mx[empty] = np.nan
             mn[empty] = np.nan
-        out_mx.append(mx)
-        out_mn.append(mn)
-        out_sigma.append(sigma)
-        out_rows.append(rows)
-        out_w.append(total)
+        return mx, mn, sigma, rows, total
+
+    jobs = list(_ids_in_score_order(parts, sizes, order))
+    done = _in_threads(one, jobs, n)
+    out_mx, out_mn, out_sigma, out_rows, out_w = (list(x) for x in zip(*done, strict=True))
     return (np.concatenate(out_mx), np.concatenate(out_mn), np.concatenate(out_sigma),
             np.concatenate(out_rows).astype(np.int64), np.concatenate(out_w))
+
+
+#: Rows from which :func:`_segments_exact` computes partitions on two threads (NumPy's sorts, gathers and sums
+#: release the GIL); below, one thread.
+THREAD_ROWS = 1_000_000
+
+
+def _in_threads(one, jobs: list, n: int) -> list:
+    """``[one(*job, buffers) for job in jobs]``, in order, on up to two threads when the rows are many and the
+    machine has two CPUs; each thread reuses its own pair of ``n``-row buffers (float64, intp: no fresh pages to
+    fault in per job). A signal stops the queued jobs (:func:`calibcli.cancel.shutdown_now`)."""
+    import os
+    import queue
+
+    threads = min(2, len(jobs), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    if threads < 2 or n < THREAD_ROWS:
+        pair = (np.empty(n), np.empty(n, dtype=np.intp))
+        return [one(*job, pair) for job in jobs]
+    from concurrent.futures import ThreadPoolExecutor
+
+    buffers: queue.SimpleQueue = queue.SimpleQueue()
+    for _ in range(threads):
+        buffers.put((np.empty(n), np.empty(n, dtype=np.intp)))
+
+    def run(job):
+        cancel.check()
+        buffer = buffers.get()
+        try:
+            return one(*job, buffer)
+        finally:
+            buffers.put(buffer)
+
+    pool = ThreadPoolExecutor(max_workers=threads)
+    try:
+        return list(pool.map(run, jobs))
+    finally:
+        cancel.shutdown_now(pool)
 
 
 def ecce_segments(y_true, y_prob, segment_ids, *, n_segments=None, sample_weight=None) -> EcceResult:

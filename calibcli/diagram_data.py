@@ -8,22 +8,26 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 
+from calibcli.bands import BAND_DESCRIPTIONS, DIAGRAM_BANDS, binomial_band, bootstrap_band
 from calibcli.binning import STRATEGIES
-from calibcli.validation import check_binary, check_options
-from calibcli.estimators import binned_calibration, Metric
+from calibcli.errors import CalibcliError
+from calibcli.estimators import Metric, binned_calibration
 from calibcli.smooth import smooth_curve
+from calibcli.validation import check_binary, check_option, check_options
 
 #: Name of the binned metric printed on the diagram.
 BINNED_METRIC = "ece_l1_plugin"
 
 
 #: What the diagram's intervals are, for the report's parameters (the metrics' own descriptions are
-#: in :data:`calibcli.metrics.REGISTRY`).
-BIN_ACCURACY_INTERVAL = "Wilson score interval of each bin's accuracy (Wilson 1927)"
+#: in :data:`calibcli.metrics.REGISTRY`); the default band's (``--band``, :data:`calibcli.bands.BAND_DESCRIPTIONS`).
+BIN_ACCURACY_INTERVAL = BAND_DESCRIPTIONS["wilson"]
+#: The band drawn around each bin's observed frequency unless another is asked for (docs/commands/diagram.md
+#: says why: coverage close to the nominal level on average at every bin size, never of zero width).
+DEFAULT_BAND = "wilson"
 SMOOTH_BAND = "pointwise percentile band of the kernel regression over the same bootstrap resamples (bandwidth re-solved on each)"
 
 
@@ -33,8 +37,9 @@ class BinnedDiagramData:
 
     Per non-empty bin ``j`` (empty bins are absent from these arrays): its range
     ``[bin_lower, bin_upper)``, ``count`` (rows), ``weight`` (sum of sample weights),
-    ``confidence`` (weighted mean prediction), ``accuracy`` (weighted mean label) and the Wilson
-    score interval ``[acc_low, acc_high]`` at level ``1 - alpha``. ``bounds``, ``counts_all`` (rows)
+    ``confidence`` (weighted mean prediction), ``accuracy`` (weighted mean label) and its interval
+    ``[acc_low, acc_high]`` at level ``1 - alpha``, made as ``band`` says (:mod:`calibcli.bands`: ``wilson``,
+    ``clopper-pearson`` or ``bootstrap``). ``bounds``, ``counts_all`` (rows)
     and ``weights_all`` (sums of the frequency weights) describe every bin (empty ones included) for
     the histogram, which shows the weights when the rows are weighted. ``estimate``, ``ci_low``,
     ``ci_high`` are the ``ece_l1_plugin`` and its percentile bootstrap interval (None without
@@ -66,23 +71,35 @@ class BinnedDiagramData:
     n_boot: int
     alpha: float
     ci_method: str | None = None
+    band: str = DEFAULT_BAND
 
     def to_dict(self) -> dict:
-        """The report's ``binned`` section of a curve: bins, the metric with its interval, every non-empty bin."""
+        """The report's ``binned`` section of a curve: bins, the metric with its interval, the band, every non-empty
+        bin with its band (``band_low``/``band_high``; also ``wilson_low``/``wilson_high`` for the Wilson band,
+        the names of calibcli 0.2.0)."""
+        wilson = self.band == "wilson"
         return {
             "strategy": self.strategy,
             "n_bins": self.n_bins,
             "n_bins_nonempty": self.n_bins_nonempty,
             "metrics": {self.metric: Metric(self.metric, self.estimate, self.ci_low, self.ci_high, self.ci_method).to_dict()},
+            "band": {"method": self.band, "confidence_level": 1.0 - self.alpha,
+                     "n_boot": self.n_boot if self.band == "bootstrap" else None},
             "per_bin": [
                 {
                     "lower": float(lo), "upper": float(hi), "count": int(c), "mean_confidence": float(conf),
-                    "accuracy": float(acc), "wilson_low": float(al), "wilson_high": float(ah),
+                    "accuracy": float(acc), "band_low": _num(al), "band_high": _num(ah),
+                    **({"wilson_low": float(al), "wilson_high": float(ah)} if wilson else {}),
                 }
                 for lo, hi, c, conf, acc, al, ah in zip(self.bin_lower, self.bin_upper, self.count, self.confidence,
-                                                        self.accuracy, self.acc_low, self.acc_high)
+                                                        self.accuracy, self.acc_low, self.acc_high, strict=True)
             ],
         }
+
+
+def _num(x) -> float | None:
+    """A bound for JSON: NaN (a bin no resample reached) as null."""
+    return None if np.isnan(x) else float(x)
 
 
 @dataclass(frozen=True)
@@ -133,38 +150,37 @@ class DiagramPanel:
     smooth: tuple[SmoothDiagramData, ...] = ()
 
 
-def wilson_interval(successes, total, *, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval for a proportion ``successes / total`` at level ``1 - alpha``.
-
-    E. B. Wilson, "Probable inference, the law of succession, and statistical inference" (JASA,
-    1927). With frequency weights, ``successes`` and ``total`` are sums of weights. ``total``
-    must be positive.
-    """
-    s = np.asarray(successes, dtype=np.float64)
-    n = np.asarray(total, dtype=np.float64)
-    zq = NormalDist().inv_cdf(1.0 - alpha / 2.0)
-    p = np.clip(s / n, 0.0, 1.0)
-    z2n = zq * zq / n
-    centre = (p + z2n / 2.0) / (1.0 + z2n)
-    half = zq / (1.0 + z2n) * np.sqrt(p * (1.0 - p) / n + z2n / (4.0 * n))
-    # The interval contains p; at p = 0 or 1 an end equals p exactly, which rounding of centre -+ half
-    # can miss by an ulp (a negative error-bar length, which matplotlib refuses to draw).
-    return np.minimum(np.clip(centre - half, 0.0, 1.0), p), np.maximum(np.clip(centre + half, 0.0, 1.0), p)
+def check_band(band: str) -> str:
+    """``band`` if it is one the diagram draws, else the option's error."""
+    check_option(band in DIAGRAM_BANDS, f"{{opt:band}} is {band!r}: expected one of {', '.join(DIAGRAM_BANDS)}")
+    return band
 
 
-def binned_data_from_result(result, *, name: str = "", problem: str = "binary") -> BinnedDiagramData:
+def binned_data_from_result(result, *, name: str = "", problem: str = "binary",
+                            band: str = DEFAULT_BAND) -> BinnedDiagramData:
     """The binned diagram of one binary problem from its :class:`calibcli.estimators.CalibrationResult`.
 
     ``result`` is what :meth:`calibcli.accumulators.binned.BinnedAccumulator.result` (or, for rows in
     memory, :func:`calibcli.estimators.binned_calibration`) returns: its per-bin sums give the points,
-    its ``ece_l1_plugin`` the legend; the Wilson interval of each bin's accuracy, at the result's
-    level ``1 - alpha``, is added here.
+    its ``ece_l1_plugin`` the legend; the band of each bin's observed frequency, at the result's level
+    ``1 - alpha``, is added here (:mod:`calibcli.bands`). Weights are frequency weights, as in the rest of the
+    diagram: a bin's trials are its sum of weights. ``band="bootstrap"`` needs the result's per-bin
+    replicates (made with ``n_boot > 0`` and ``keep_replicates=True``).
     """
+    check_band(band)
     s = result.bin_stats
     bounds = np.asarray(result.bin_bounds, dtype=np.float64)
     keep = s.nonempty & (s.weight > 0)
     weight = s.weight[keep]
-    acc_low, acc_high = wilson_interval(s.sum_y[keep], weight, alpha=result.alpha)
+    if band == "bootstrap":
+        reps = getattr(result, "bin_replicates", None)
+        if reps is None or result.n_boot <= 0:
+            raise CalibcliError("{opt:band} bootstrap needs bootstrap resamples: pass {opt:n_boot} above 0, or another "
+                                "band")
+        drawn = bootstrap_band(s.sum_y[keep], weight, reps.sum_y[:, keep], reps.weight[:, keep], alpha=result.alpha)
+    else:
+        drawn = binomial_band(s.sum_y[keep], weight, None, method=band, alpha=result.alpha)
+    acc_low, acc_high = drawn.lower, drawn.upper
     m = result.metrics[BINNED_METRIC]
     return BinnedDiagramData(
         name=name,
@@ -192,6 +208,7 @@ def binned_data_from_result(result, *, name: str = "", problem: str = "binary") 
         n_boot=result.n_boot,
         alpha=result.alpha,
         ci_method=m.ci_method,
+        band=band,
     )
 
 
@@ -241,20 +258,24 @@ def prepare_binned(
     seed: int = 0,
     name: str = "",
     problem: str = "binary",
+    band: str = DEFAULT_BAND,
 ) -> BinnedDiagramData:
     """The data of a binned reliability diagram of rows in memory (SPEC 2.1 bins, SPEC 6).
 
     The one-batch case of :func:`binned_data_from_result`: rows ``0..n-1`` through
     :func:`calibcli.estimators.binned_calibration`, which is what a binned accumulator holding every
     row computes, so the numbers are ``calibcli ece``'s for the same options and ``seed`` (the
-    Poisson bootstrap keyed by ``(seed, row)``).
+    Poisson bootstrap keyed by ``(seed, row)``). ``band``: the interval of each bin's observed frequency,
+    ``wilson`` (default), ``clopper-pearson`` or ``bootstrap`` (over the same ``n_boot`` resamples; see
+    :mod:`calibcli.bands`).
     """
     check_options({"strategy": STRATEGIES}, strategy=strategy)
+    check_band(band)
     result = binned_calibration(
         y_true, y_prob, sample_weight=sample_weight, n_bins=n_bins, strategy=strategy,
-        n_boot=n_boot, alpha=alpha, seed=seed,
+        n_boot=n_boot, alpha=alpha, seed=seed, keep_replicates=band == "bootstrap",
     )
-    return binned_data_from_result(result, name=name, problem=problem)
+    return binned_data_from_result(result, name=name, problem=problem, band=band)
 
 
 def prepare_smooth(

@@ -12,7 +12,8 @@ software version or date in the file). The split follows relplot's ``prepare_rel
 
 - Binned (Guo et al. 2017, "On Calibration of Modern Neural Networks"; Niculescu-Mizil and Caruana
   2005): per non-empty bin the accuracy (weighted mean of y) against the mean confidence (weighted
-  mean of z), with the Wilson score interval of the accuracy (Wilson 1927), the gap to the diagonal
+  mean of z), with an interval of the accuracy (``band``: the Wilson score interval by default,
+  Clopper-Pearson's exact interval, or the bootstrap's percentile interval; :mod:`calibcli.bands`), the gap to the diagonal
   shaded over the bin's range, the bin counts as a histogram under the panel, and the binned
   ``ece_l1_plugin`` with its percentile bootstrap interval (the numbers ``calibcli ece`` prints).
   Empty bins have no accuracy and are not drawn.
@@ -40,8 +41,10 @@ import numpy as np
 from calibcli.errors import CalibcliError, OptionError
 from calibcli.safe_text import for_matplotlib
 from calibcli.validation import check_option, check_options
+from calibcli.bands import BAND_DESCRIPTIONS, DIAGRAM_BANDS, wilson_interval  # noqa: F401  (re-exported)
 from calibcli.diagram_data import (  # noqa: F401  (the picture's data, where callers have always found it)
-    BIN_ACCURACY_INTERVAL, BINNED_METRIC, SMOOTH_BAND, BinnedDiagramData, SmoothDiagramData, DiagramPanel, wilson_interval, binned_data_from_result, smooth_data_from_result, prepare_binned, prepare_smooth,
+    BIN_ACCURACY_INTERVAL, BINNED_METRIC, DEFAULT_BAND, SMOOTH_BAND, BinnedDiagramData, SmoothDiagramData,
+    DiagramPanel, binned_data_from_result, check_band, smooth_data_from_result, prepare_binned, prepare_smooth,
 )
 from calibcli.diagrams_layout import (  # noqa: F401  (the sizes of marks, where callers have always found them)
     MARKER_AREA, SMOOTH_WIDTH, _binned_ink, _legend, _smooth_ink, marker_areas, place_legends,
@@ -270,8 +273,8 @@ def plot_binned(data, *, ax=None, hist_ax=None, title: str | None = None, legend
     Without ``ax`` a new figure is made with the main panel and the histogram under it (and the legend
     placed where it hides no data); with ``ax`` the curves go there and the histogram into ``hist_ax``
     when one is given, and the caller places the legend (:func:`place_legends`). Draws, per curve:
-    the points (accuracy against mean confidence) with marker area growing with the bin's rows, Wilson
-    error bars, a line joining the points of bins with at least ``style.min_count`` rows (sparser bins
+    the points (accuracy against mean confidence) with marker area growing with the bin's rows, the
+    error bars of its band (``d.band``), a line joining the points of bins with at least ``style.min_count`` rows (sparser bins
     hollow and faint, not joined), the gap to the diagonal shaded over each bin's range, and the bin
     counts as stairs (on a log scale with ``style.hist_scale == "log"``). Overlaid curves differ in
     colour, marker and line style.
@@ -300,7 +303,8 @@ def plot_binned(data, *, ax=None, hist_ax=None, title: str | None = None, legend
                 ax.add_patch(Rectangle((lo, min(conf, acc)), hi - lo, abs(acc - conf), facecolor=color,
                                        alpha=0.10 if several else 0.18, edgecolor="none", zorder=2))
             eb = ax.errorbar(
-                d.confidence, d.accuracy, yerr=np.vstack([d.accuracy - d.acc_low, d.acc_high - d.accuracy]),
+                d.confidence, d.accuracy,  # a bound no resample reached (NaN): no bar on that side
+                yerr=np.nan_to_num(np.vstack([d.accuracy - d.acc_low, d.acc_high - d.accuracy]), nan=0.0),
                 color=color, marker="", linestyle="none", elinewidth=0.9, capsize=0.0, zorder=3,
             )
             faint = np.array([to_rgba(color, 0.35 if s else 1.0) for s in sparse]).reshape(-1, 4)

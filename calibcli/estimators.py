@@ -9,7 +9,9 @@ sums, never through an n-by-R array.
 Sample weights are *frequency* weights: a weight of 2 is the same as the row appearing twice.
 Counts ``n_b`` and ``n`` in the SPEC formulas are therefore sums of weights.
 
-Estimator names (SPEC 2.2) are used verbatim as keys of :attr:`CalibrationResult.metrics`.
+Estimator names (SPEC 2.2) are used verbatim as keys of :attr:`CalibrationResult.metrics`. Each estimator
+registers itself under its name (:func:`calibcli.registry.estimator`); the point estimates and the bootstrap
+replicates are every registered binned metric, in registry order (:func:`_point_metrics`, :data:`METRIC_NAMES`).
 """
 
 from __future__ import annotations
@@ -19,78 +21,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibcli.binning import Binning, fit_binning, quantile_starts_batched, uniform_bin_index
+from calibcli.binning import fit_binning, uniform_bin_index
+from calibcli.bin_stats import (  # noqa: F401  (LOG_LOSS_EPS, BinStats, bin_statistics: re-exported, one definition)
+    _N_STATS,
+    LOG_LOSS_EPS,
+    BinStats,
+    _bin_statistics_unweighted,
+    _row_stats,
+    _stats_from_sums,
+    bin_statistics,
+)
+from calibcli.binned_bootstrap import _SortedProblem, SortedGroups  # noqa: F401  (_SortedProblem re-exported)
+from calibcli.resampling import percentile_interval, percentile_intervals  # noqa: F401  (re-exported: one definition)
+from calibcli.registry import estimated, estimator, evaluate
 from calibcli.validation import check_binary, check_options
-
-#: Probabilities are clipped to [LOG_LOSS_EPS, 1 - LOG_LOSS_EPS] inside the log-loss.
-LOG_LOSS_EPS = 1e-15
-
-# Columns of the per-row statistics matrix; per-bin sums of these are all any metric needs.
-_W, _WZ, _WY, _WU2, _WLL = range(5)
-_N_STATS = 5
-
-
-@dataclass(frozen=True)
-class BinStats:
-    """Per-bin sums: ``count`` (rows), ``weight`` (sum w), ``sum_z``, ``sum_y``, ``sum_u2``, ``sum_log_loss``.
-
-    All are weighted by the sample weights. Statistics of disjoint chunks binned the same way merge
-    with :meth:`merge`. Every array has the bins on its last axis and may carry leading axes: ``(R, bins)``
-    holds R bootstrap replicates (and ``(G, R, bins)`` groups of them); the estimators below broadcast
-    over them.
-    """
-
-    count: np.ndarray
-    weight: np.ndarray
-    sum_z: np.ndarray
-    sum_y: np.ndarray
-    sum_u2: np.ndarray
-    sum_log_loss: np.ndarray
-    # The "diagonal" of the debiased estimators: the part of (sum w)^2, (sum w y)^2 and (sum w u)^2
-    # that pairs an observation with itself. On data these equal weight, sum_y and sum_u2 (y^2 = y);
-    # on a bootstrap resample they also hold the pairs of copies of one original row, so that the
-    # U-statistics stay U-statistics on resamples (no upward bias from duplicated rows).
-    self_weight: np.ndarray | None = None
-    self_y: np.ndarray | None = None
-    self_u2: np.ndarray | None = None
-
-    def merge(self, other: "BinStats") -> "BinStats":
-        """Statistics of the union of two disjoint samples binned with the same bins."""
-        return BinStats(*(a + b for a, b in zip(self._arrays(), other._arrays())))
-
-    def _arrays(self):
-        return (self.count, self.weight, self.sum_z, self.sum_y, self.sum_u2, self.sum_log_loss,
-                self.diag_weight, self.diag_y, self.diag_u2)
-
-    @property
-    def diag_weight(self) -> np.ndarray:
-        return self.weight if self.self_weight is None else self.self_weight
-
-    @property
-    def diag_y(self) -> np.ndarray:
-        return self.sum_y if self.self_y is None else self.self_y
-
-    @property
-    def diag_u2(self) -> np.ndarray:
-        return self.sum_u2 if self.self_u2 is None else self.self_u2
-
-    @classmethod
-    def stack(cls, stats: "list[BinStats]") -> "BinStats":
-        """Statistics of equal bin counts stacked along a new leading axis (e.g. one row per replicate)."""
-        return cls(*(np.stack(columns) for columns in zip(*(s._arrays() for s in stats))))
-
-    @classmethod
-    def concat(cls, stats: "list[BinStats]") -> "BinStats":
-        """Batched statistics joined along their leading (replicate) axis."""
-        return cls(*(np.concatenate(columns) for columns in zip(*(s._arrays() for s in stats))))
-
-    @property
-    def nonempty(self) -> np.ndarray:
-        return self.count > 0
-
-    @property
-    def n_nonempty(self) -> int:
-        return int(self.nonempty.sum())
 
 
 @dataclass(frozen=True)
@@ -138,6 +82,9 @@ class CalibrationResult:
     n_boot: int
     log_loss_eps: float = LOG_LOSS_EPS
     replicates: dict[str, np.ndarray] | None = field(default=None, repr=False)
+    #: With ``keep_replicates``: the main bins' statistics on every resample, shape ``(R, bins)`` (the
+    #: diagram's bootstrap band of each bin's observed frequency).
+    bin_replicates: BinStats | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict:
         """Sizes, the bins (non-empty ones, with their bounds, counts, confidence and accuracy) and the metrics."""
@@ -167,62 +114,6 @@ class CalibrationResult:
             },
             "metrics": {k: m.to_dict() for k, m in self.metrics.items()},
         }
-
-
-# ---------------------------------------------------------------------------------------------
-# Per-row and per-bin statistics
-
-
-def _row_stats(y: np.ndarray, z: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """The (5, n) array of weighted per-row statistics: w, w z, w y, w u^2, w log-loss."""
-    X = np.empty((_N_STATS, len(z)))
-    X[_W] = w
-    np.multiply(w, z, out=X[_WZ])
-    np.multiply(w, y, out=X[_WY])
-    u = np.subtract(y, z, out=X[_WU2])
-    np.multiply(u, u, out=u)
-    u *= w
-    # log-loss: -log of the probability given to the observed label, clipped to [eps, 1 - eps]
-    p_true = np.where(y == 1, z, 1.0 - z)
-    np.clip(p_true, LOG_LOSS_EPS, 1.0 - LOG_LOSS_EPS, out=p_true)
-    np.log(p_true, out=X[_WLL])
-    X[_WLL] *= -w
-    return X
-
-
-def bin_statistics(y_true, y_prob, bin_index, n_bins, sample_weight=None) -> BinStats:
-    """Per-bin sufficient statistics of a binary problem for a given bin assignment."""
-    z = np.asarray(y_prob, dtype=np.float64)
-    if sample_weight is None:
-        return _bin_statistics_unweighted(np.asarray(y_true).astype(np.int64, copy=False), z, bin_index, n_bins)
-    y = np.asarray(y_true, dtype=np.float64)
-    X = _row_stats(y, z, np.asarray(sample_weight, dtype=np.float64))
-    sums = np.stack([np.bincount(bin_index, weights=X[j], minlength=n_bins) for j in range(_N_STATS)])
-    count = np.bincount(bin_index, minlength=n_bins)
-    return _stats_from_sums(count, sums)
-
-
-def _bin_statistics_unweighted(y: np.ndarray, z: np.ndarray, bin_index: np.ndarray, n_bins: int) -> BinStats:
-    """The same statistics in fewer passes over the data, for unit weights (large files).
-
-    Counts and sums of z are taken per (bin, label) cell, so that ``sum y = count of y = 1`` and
-    ``sum (y - z)^2 = count1 - 2 sum_{y=1} z + sum z^2``.
-    """
-    cell = bin_index * 2 + y
-    count = np.bincount(cell, minlength=2 * n_bins).reshape(n_bins, 2)
-    sum_z = np.bincount(cell, weights=z, minlength=2 * n_bins).reshape(n_bins, 2)
-    sum_z2 = np.bincount(bin_index, weights=z * z, minlength=n_bins)
-    p_true = np.where(y == 1, z, 1.0 - z)
-    np.clip(p_true, LOG_LOSS_EPS, 1.0 - LOG_LOSS_EPS, out=p_true)
-    sum_ll = -np.bincount(bin_index, weights=np.log(p_true, out=p_true), minlength=n_bins)
-    n_pos = count[:, 1].astype(np.float64)
-    total = count.sum(axis=1)
-    sum_u2 = np.maximum(n_pos - 2.0 * sum_z[:, 1] + sum_z2, 0.0)
-    return BinStats(total, total.astype(np.float64), sum_z.sum(axis=1), n_pos, sum_u2, sum_ll)
-
-
-def _stats_from_sums(count: np.ndarray, sums: np.ndarray) -> BinStats:
-    return BinStats(count, sums[_W], sums[_WZ], sums[_WY], sums[_WU2], sums[_WLL])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,17 +149,20 @@ def _occupied(s: BinStats) -> np.ndarray:
     return s.nonempty & (s.weight > 0)
 
 
+@estimator("ece_l1_plugin")
 def ece_l1_plugin(s: BinStats):
     """l1-ECE, plugin (Guo et al. 2017; seed 002 binECE): ``sum_b (n_b/n) |acc_b - conf_b|``."""
     return _value(np.abs(s.sum_y - s.sum_z).sum(axis=-1) / s.weight.sum(axis=-1))
 
 
+@estimator("ece_l2_plugin")
 def ece_l2_plugin(s: BinStats):
     """l2-ECE, plugin (Kumar et al. 2019 def. 1; T-Cal eq. 5): ``sqrt(sum_b (n_b/n) gap_b^2)``."""
     gap_sq = _masked_sum(lambda: (s.sum_y - s.sum_z) ** 2 / s.weight, _occupied(s))
     return _value(np.sqrt(gap_sq / s.weight.sum(axis=-1)))
 
 
+@estimator("ece_max_plugin")
 def ece_max_plugin(s: BinStats):
     """Maximum calibration error (MCE) over non-empty bins: ``max_b |gap_b|``."""
     ne = _occupied(s)
@@ -288,6 +182,7 @@ def _has_pairs(s: BinStats) -> np.ndarray:
     return (s.count >= 2) & (s.weight**2 - s.diag_weight > 1e-9 * np.maximum(s.weight, 1.0) ** 2)
 
 
+@estimator("ece_l2_sq_debiased_kumar")
 def ece_l2_sq_debiased_kumar(s: BinStats):
     """Squared l2-ECE, debiased ("cancelling") estimator of Kumar, Liang & Ma (2019, seed 000).
 
@@ -309,6 +204,24 @@ def ece_l2_sq_debiased_kumar(s: BinStats):
     return _value(_masked_sum(term, _has_pairs(s)) / s.weight.sum(axis=-1))
 
 
+def _root_of_square(sq):
+    """``sqrt(max(0, sq))``: a debiased squared error's root, 0 where the signed square is negative (SPEC 2.2)."""
+    return _value(np.sqrt(np.maximum(0.0, sq)))
+
+
+@estimator("ece_l2_debiased_kumar", of=("ece_l2_sq_debiased_kumar",))
+def ece_l2_debiased_kumar(ece_l2_sq_debiased_kumar):
+    """l2-ECE, Kumar et al.'s debiased estimator: the root of the signed square, 0 when it is negative."""
+    return _root_of_square(ece_l2_sq_debiased_kumar)
+
+
+@estimator("ece_l2_debiased_dpe", of=("ece_l2_sq_debiased_dpe",))
+def ece_l2_debiased_dpe(ece_l2_sq_debiased_dpe):
+    """l2-ECE, T-Cal's debiased plug-in estimator: the root of the signed square, 0 when it is negative."""
+    return _root_of_square(ece_l2_sq_debiased_dpe)
+
+
+@estimator("ece_l2_sq_debiased_dpe")
 def ece_l2_sq_debiased_dpe(s: BinStats):
     """Squared l2-ECE, debiased plug-in estimator (DPE) of T-Cal (Lee et al. 2023, seed 004 eq. 6).
 
@@ -319,6 +232,7 @@ def ece_l2_sq_debiased_dpe(s: BinStats):
     return _value(term / s.weight.sum(axis=-1))
 
 
+@estimator("brier_score", "brier_reliability", "brier_resolution", "brier_uncertainty", "brier_within_bin")
 def brier_decomposition(s: BinStats) -> dict:
     """Brier score and its Murphy decomposition on the chosen bins (SPEC 2.3).
 
@@ -344,6 +258,7 @@ def brier_decomposition(s: BinStats) -> dict:
     }
 
 
+@estimator("brier_skill_score", of=("brier_score", "brier_uncertainty"))
 def brier_skill_score(brier, uncertainty):
     """Brier skill score against climatology: ``1 - Brier / (ybar (1 - ybar))`` (Murphy 1973; Wilks,
     *Statistical Methods in the Atmospheric Sciences*, 9.4). 1 is perfect, 0 no better than predicting the
@@ -354,11 +269,13 @@ def brier_skill_score(brier, uncertainty):
         return np.where(uncertainty > 0, 1.0 - brier / uncertainty, np.nan)
 
 
+@estimator("log_loss")
 def log_loss(s: BinStats):
     """Mean negative log-likelihood, probabilities clipped to ``[eps, 1 - eps]`` (eps = LOG_LOSS_EPS)."""
     return _value(s.sum_log_loss.sum(axis=-1) / s.weight.sum(axis=-1))
 
 
+@estimator("dce", of=("s_uniform",))
 def dce_estimate(s_uniform: BinStats):
     """Distance-to-calibration estimate (seed 002 dCE) on B equal-width bins.
 
@@ -376,44 +293,9 @@ def hoeffding_margin(n: float, delta: float) -> float:
 
 
 def _point_metrics(s: BinStats, s_uniform: BinStats) -> dict:
-    """Every bootstrappable metric of SPEC 2 from the bins' statistics (floats, or arrays over the
-    leading axes of batched statistics)."""
-    kumar = ece_l2_sq_debiased_kumar(s)
-    dpe = ece_l2_sq_debiased_dpe(s)
-    out = {
-        "ece_l1_plugin": ece_l1_plugin(s),
-        "ece_l2_plugin": ece_l2_plugin(s),
-        "ece_max_plugin": ece_max_plugin(s),
-        "ece_l2_sq_debiased_kumar": kumar,
-        "ece_l2_debiased_kumar": _value(np.sqrt(np.maximum(0.0, kumar))),
-        "ece_l2_sq_debiased_dpe": dpe,
-        "ece_l2_debiased_dpe": _value(np.sqrt(np.maximum(0.0, dpe))),
-    }
-    out.update(brier_decomposition(s))
-    out["brier_skill_score"] = brier_skill_score(out["brier_score"], out["brier_uncertainty"])
-    out["log_loss"] = log_loss(s)
-    out["dce"] = dce_estimate(s_uniform)
-    return out
-
-
-METRIC_NAMES = (
-    "ece_l1_plugin",
-    "ece_l2_plugin",
-    "ece_max_plugin",
-    "ece_l2_sq_debiased_kumar",
-    "ece_l2_debiased_kumar",
-    "ece_l2_sq_debiased_dpe",
-    "ece_l2_debiased_dpe",
-    "ece_l2_sq_debiased_sun",
-    "brier_score",
-    "brier_reliability",
-    "brier_resolution",
-    "brier_uncertainty",
-    "brier_within_bin",
-    "brier_skill_score",
-    "log_loss",
-    "dce",
-)
+    """Every bootstrappable metric of SPEC 2 (:data:`METRIC_NAMES`, each registered estimator of the binned family)
+    from the bins' statistics (floats, or arrays over the leading axes of batched statistics), in report order."""
+    return evaluate(METRIC_NAMES, {"s": s, "s_uniform": s_uniform})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -431,7 +313,13 @@ class SunInterval:
     sigma1: float
     case: int  # which branch of eq. (8)
 
+    def at(self, g: int) -> SunInterval:
+        """Group ``g``'s interval, of an interval computed on ``(G, bins)`` sums."""
+        return SunInterval(float(self.estimate[g]), float(self.low[g]), float(self.high[g]),
+                           bool(self.includes_zero[g]), float(self.sigma1[g]), int(self.case[g]))
 
+
+@estimator("ece_l2_sq_debiased_sun")
 def ece_l2_sq_sun_estimate(s: BinStats):
     """Sun et al.'s debiased squared l2-ECE: ``(1/n) sum_{b: n_b >= 2} [(sum U)^2 - sum U^2] / (n_b - 1)``.
 
@@ -453,161 +341,41 @@ def ece_l2_sq_sun_interval(s: BinStats, *, alpha: float) -> SunInterval:
     within-bin variance of U; the paper evaluates it for uniform z (``sigma_0^2 = 2 int v(z)^2 dz``),
     here ``v_b`` is estimated by the bin's mean of ``U^2``, which matches the paper for uniform z and
     stays valid for any distribution of z.
+
+    On ``(G, bins)`` sums (groups) every field is an array over the groups (:meth:`SunInterval.at` takes one).
     """
     from statistics import NormalDist  # the stdlib quantile keeps scipy off the ece start-up path
 
-    W = s.weight.sum()
+    W = s.weight.sum(axis=-1)
     T = ece_l2_sq_sun_estimate(s)
     ne = s.nonempty & (s.weight > 0)
-    nb_all = s.weight[ne]
-    mean_u = (s.sum_y[ne] - s.sum_z[ne]) / nb_all
-    var_u = np.maximum(s.sum_u2[ne] / nb_all - mean_u**2, 0.0)
-    p = nb_all / W
-    sigma1_sq = np.sum(p * mean_u**4) - np.sum(p * mean_u**2) ** 2 + 4.0 * np.sum(p * mean_u**2 * var_u)
-    sigma1 = math.sqrt(max(float(sigma1_sq), 0.0))
+    Wb = np.expand_dims(W, -1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_u = (s.sum_y - s.sum_z) / s.weight
+        var_u = np.maximum(s.sum_u2 / s.weight - mean_u**2, 0.0)
+        p = s.weight / Wb
+    sigma1_sq = (_masked_sum(lambda: p * mean_u**4, ne) - _masked_sum(lambda: p * mean_u**2, ne) ** 2
+                 + 4.0 * _masked_sum(lambda: p * mean_u**2 * var_u, ne))
+    sigma1 = np.sqrt(np.maximum(sigma1_sq, 0.0))
 
     z_half = NormalDist().inv_cdf(1.0 - alpha / 2.0)
     z_one = NormalDist().inv_cdf(1.0 - alpha)
-    t_plus = max(T, 0.0)
-    se = sigma1 / math.sqrt(W)
+    t_plus = np.maximum(T, 0.0)
+    se = sigma1 / np.sqrt(W)
     high = t_plus + z_half * se
-    if t_plus / 2.0 <= t_plus - z_half * se:
-        low, case = t_plus - z_half * se, 1
-    elif t_plus - z_one * se < t_plus / 2.0:
-        low, case = max(0.0, t_plus - z_one * se), 2
-    else:
-        low, case = t_plus / 2.0, 3
+    first = t_plus / 2.0 <= t_plus - z_half * se
+    second = ~first & (t_plus - z_one * se < t_plus / 2.0)
+    low = np.where(first, t_plus - z_half * se, np.where(second, np.maximum(0.0, t_plus - z_one * se), t_plus / 2.0))
+    case = np.where(first, 1, np.where(second, 2, 3))
 
     # Zero-inclusion threshold z_alpha * sigma_0 / (n sqrt(Vol)): under calibration the variance of
     # n T_m is about 2 sum_b v_b^2 with v_b the within-bin variance of U; estimate v_b by mean_b U^2.
-    v_b = s.sum_u2[ne] / nb_all
-    sigma0_over_sqrt_vol = math.sqrt(2.0 * float(np.sum(v_b**2)))
+    sigma0_over_sqrt_vol = np.sqrt(2.0 * _masked_sum(lambda: (s.sum_u2 / s.weight) ** 2, ne))
     includes_zero = t_plus < z_one * sigma0_over_sqrt_vol / W
-    if includes_zero:
-        low = 0.0
-    return SunInterval(T, float(low), float(high), bool(includes_zero), sigma1, case)
-
-
-# ---------------------------------------------------------------------------------------------
-# Bootstrap through multiplicities and per-bin sums
-
-
-#: Above this many runs of rows the per-row bootstrap sums run with one ``reduceat`` rather than a product per run.
-_LOOP_RUNS = 4096
-
-#: Multiply-adds of one matrix product that OpenBLAS keeps on one thread (its threshold is 4 x 65536).
-_ONE_THREAD_PRODUCT = 1 << 18
-
-#: Multiplicities (replicates x rows) held at once by the per-row bootstrap (2 MB arrays, which stay in the
-#: caches: four times larger ran slower); fixes speed and memory, never the numbers.
-_BLOCK_ELEMENTS = 1 << 18
-
-
-class _SortedProblem:
-    """A binary problem sorted by z once, so that every bin is a contiguous run of rows.
-
-    A resample is given by row multiplicities ``m`` (in sorted order); the sums of any statistic
-    over a bin are then one product ``m[run] @ X[run]``, which costs O(n) per resample in total and
-    never materialises the resampled data. ``m`` may be ``(R, n)``: R resamples at once, each run's
-    sums one matrix product ``M[:, run] @ X[run]`` for all of them, and the statistics ``(R, bins)``.
-    """
-
-    def __init__(self, y, z, w, binning: Binning, n_uniform: int):
-        self.order = np.argsort(z, kind="stable")
-        self.z = z[self.order]
-        stats = _row_stats(y[self.order].astype(np.float64), self.z, w[self.order])
-        ws = w[self.order]
-        # (n, 6) in row-major order so that a run's sums are one BLAS product; column 0 counts rows
-        self.X = np.ascontiguousarray(np.vstack([np.ones(len(self.z)), stats]).T)
-        # Pairs between copies of one original row: m (m - 1) times w^2, w^2 y, w^2 u^2. With unit
-        # weights these are columns of X itself (count, y, u^2).
-        self.unit_weights = bool(np.all(ws == 1.0))
-        self.X_self = np.ascontiguousarray(self.X[:, [0, 1 + _WY, 1 + _WU2]]) if self.unit_weights else (
-            np.ascontiguousarray(np.vstack([ws * ws, ws * stats[_WY], ws * stats[_WU2]]).T))
-        self.binning = binning
-        self.n_uniform = n_uniform
-        # Equal-width bins never move under resampling: their runs are fixed once.
-        self.uniform_starts = np.searchsorted(uniform_bin_index(self.z, n_uniform), np.arange(n_uniform))
-        if binning.strategy == "uniform":
-            self.main_starts = np.searchsorted(uniform_bin_index(self.z, binning.n_bins), np.arange(binning.n_bins))
-
-    def block_size(self) -> int:
-        """Resamples per block of :meth:`resampled` that keep its arrays within ``_BLOCK_ELEMENTS`` values."""
-        return max(1, _BLOCK_ELEMENTS // max(len(self.z), 1))
-
-    def _run_sums(self, M: np.ndarray, pairs: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Sums ``(R, runs, 6)`` of ``M X`` and ``(R, runs, 3)`` of ``pairs X_self`` over the runs of rows
-        beginning at ``starts`` (increasing; a run may be empty)."""
-        n, R = len(self.z), M.shape[0]
-        bounds = np.append(starts, n)
-        sums = np.zeros((R, len(starts), _N_STATS + 1))
-        dup = np.zeros((R, len(starts), 3))
-        if len(starts) <= _LOOP_RUNS:
-            for j, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
-                # OpenBLAS runs a product of more than 2^18 multiply-adds on several threads, which on a
-                # shared machine costs far more than it saves: products below that stay on one thread.
-                step = max(1, _ONE_THREAD_PRODUCT // (8 * (b - a))) if b > a else R
-                for r in range(0, R, step):
-                    sums[r:r + step, j] = M[r:r + step, a:b] @ self.X[a:b]
-                    dup[r:r + step, j] = pairs[r:r + step, a:b] @ self.X_self[a:b]
-            return sums, dup
-        # many runs (most of them empty when there are more bins than rows): one reduceat over the non-empty ones
-        nonempty = np.flatnonzero(bounds[:-1] < bounds[1:])
-        first = bounds[nonempty]  # increasing; each run ends where the next non-empty one starts
-        if len(first):
-            sums[:, nonempty] = np.add.reduceat(M[:, :, None] * self.X[None], first, axis=1)
-            dup[:, nonempty] = np.add.reduceat(pairs[:, :, None] * self.X_self[None], first, axis=1)
-        return sums, dup
-
-    @staticmethod
-    def _stats(sums: np.ndarray, dup: np.ndarray) -> BinStats:
-        """:class:`BinStats` of bin sums ``(..., bins, 6)`` and self-pair sums ``(..., bins, 3)``."""
-        s = np.moveaxis(sums, -1, 0)
-        d = np.moveaxis(dup, -1, 0)
-        weight, sum_y, sum_u2 = s[1 + _W], s[1 + _WY], s[1 + _WU2]
-        return BinStats(np.rint(s[0]).astype(np.int64), weight, s[1 + _WZ], sum_y, sum_u2, s[1 + _WLL],
-                        self_weight=weight + d[0], self_y=sum_y + d[1], self_u2=sum_u2 + d[2])
-
-    def _quantile_sums(self, M: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Bin sums on each resample's own quantile bins (SPEC 2.1's edges of its sorted values, z[i]
-        repeated M[r, i] times), ``(R, n_bins)`` with the bins that ties merged away left empty at the end.
-
-        Every resample's bins are runs of the sorted rows: the runs between any two consecutive starts of
-        any resample in the block ("segments") are summed once for the whole block, and each resample's
-        bin is the sum of its segments (one ``reduceat``)."""
-        R, n, B = M.shape[0], len(self.z), self.binning.n_bins
-        starts = quantile_starts_batched(self.z, B, M)
-        segments = np.unique(starts[starts < n])
-        seg_sums, seg_dup = self._run_sums(M, pairs, segments)
-        S = len(segments)
-        nxt = np.append(starts[:, 1:], np.full((R, 1), n), axis=1)
-        live = starts < nxt  # bins holding at least one row (the rest stay zero)
-        offsets = (np.searchsorted(segments, starts) + S * np.arange(R)[:, None])[live]
-        sums = np.zeros((R, B, _N_STATS + 1))
-        dup = np.zeros((R, B, 3))
-        sums[live] = np.add.reduceat(seg_sums.reshape(R * S, -1), offsets, axis=0)
-        dup[live] = np.add.reduceat(seg_dup.reshape(R * S, -1), offsets, axis=0)
-        return sums, dup
-
-    def resampled(self, m: np.ndarray) -> tuple[BinStats, BinStats]:
-        """Statistics (main bins, equal-width bins) of the resample where sorted row i appears m[i] times;
-        ``m`` of shape ``(R, n)`` gives R resamples at once (statistics of shape ``(R, bins)``)."""
-        M = np.atleast_2d(m)
-        pairs = M - 1.0
-        pairs *= M
-        if self.binning.strategy == "uniform":
-            main = self._stats(*self._run_sums(M, pairs, self.main_starts))
-            uniform = main if self.n_uniform == self.binning.n_bins else self._stats(
-                *self._run_sums(M, pairs, self.uniform_starts))
-        else:
-            main = self._stats(*self._quantile_sums(M, pairs))
-            uniform = self._stats(*self._run_sums(M, pairs, self.uniform_starts))
-        if np.ndim(m) == 1:
-            main, uniform = (BinStats(*(a[0] for a in s._arrays())) for s in (main, uniform))
-        return main, uniform
-
-
-from calibcli.resampling import percentile_interval  # noqa: E402  (re-exported: one definition)
+    low = np.where(includes_zero, 0.0, low)
+    if np.ndim(W) == 0:
+        return SunInterval(T, float(low), float(high), bool(includes_zero), float(sigma1), int(case))
+    return SunInterval(T, low, high, includes_zero, sigma1, case)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -650,57 +418,129 @@ def binned_calibration(
     progress
         Optional callable invoked once per finished resample (progress bars).
     """
-    from calibcli.resampling import Multiplicities
+    steps = None if progress is None else lambda n: [progress() for _ in range(n)]
+    one = binned_calibration_groups([(y_true, y_prob, sample_weight, row_index)], n_bins=n_bins, strategy=strategy,
+                                    n_boot=n_boot, alpha=alpha, seed=seed, keep_replicates=keep_replicates,
+                                    progress=steps)
+    return one[0]
 
-    unweighted = sample_weight is None
-    y, z, w = check_binary(y_true, y_prob, sample_weight)
+
+#: Bytes per (group, replicate, bin) of the grouped bootstrap: the statistics of every resample of a chunk of
+#: groups (9 arrays) and the estimators' temporaries over them.
+BYTES_PER_GROUP_REPLICATE_BIN = 512
+#: The grouped bootstrap holds at most this many bytes of ``(G, R, bins)`` statistics at once (and at most half
+#: the memory budget): more groups are taken in chunks of groups, each one call of every estimator.
+GROUP_CHUNK_BYTES = 1 << 29
+
+
+def group_chunk(n_boot: int, n_bins: int) -> int:
+    """Groups of one chunk of the grouped bootstrap: ``(G, n_boot, n_bins)`` statistics within
+    :data:`GROUP_CHUNK_BYTES` and half the memory budget (at least one group)."""
+    from calibcli.validation import memory_budget
+
+    per_group = max(n_boot, 1) * n_bins * BYTES_PER_GROUP_REPLICATE_BIN
+    return max(1, min(GROUP_CHUNK_BYTES, memory_budget() // 2) // per_group)
+
+
+def _take(s: BinStats, index) -> BinStats:
+    """The statistics at ``index`` of their leading axes (a group, or a group's bins)."""
+    return BinStats(*(a[index] for a in s._arrays()))
+
+
+def binned_calibration_groups(groups: list, *, n_bins: int = 15, strategy: str = "uniform", n_boot: int = 0,
+                              alpha: float = 0.05, seed: int = 0, keep_replicates: bool = False, progress=None,
+                              on_chunks=None) -> list[CalibrationResult]:
+    """:func:`binned_calibration` of many groups of rows at once, one result per group: ``groups`` holds each
+    group's ``(y_true, y_prob, sample_weight, row_index)`` (``row_index`` None: ``0..n-1``).
+
+    The groups' per-bin statistics are ``(G, bins)`` arrays taken in one pass over their rows (``bincount`` on
+    combined group-bin indices) and their bootstrap statistics ``(G, R, bins)`` (:class:`SortedGroups`), so
+    every estimator runs once for all groups and replicates, or once per chunk of groups when
+    ``(G, R, bins)`` passes :func:`group_chunk` (``on_chunks(n_chunks, groups_per_chunk)`` is told).
+    Every group's numbers are those of :func:`binned_calibration` on its rows alone: a row's multiplicities
+    are keyed by ``(seed, replicate, row index)``, whichever group it is in. ``progress(steps)``, if given, is
+    called with the number of (group, resample) pairs finished.
+    """
+    checked = [check_binary(y, z, w) for y, z, w, _ in groups]
+    unweighted = all(g[2] is None for g in groups)
     check_options(n_bins=n_bins, n_boot=n_boot, alpha=alpha)  # in range and the memory budget, before allocating
-    binning = fit_binning(z, n_bins=n_bins, strategy=strategy)
-    w_bins = None if unweighted else w
-    stats = bin_statistics(y, z, binning.assign(z), binning.n_bins_effective, w_bins)
-    stats_uniform = stats if strategy == "uniform" else bin_statistics(y, z, uniform_bin_index(z, n_bins), n_bins, w_bins)
+    G = len(groups)
+    if strategy == "uniform":
+        binnings = [fit_binning(np.empty(0), n_bins=n_bins, strategy=strategy)] * G
+    else:
+        binnings = [fit_binning(z, n_bins=n_bins, strategy=strategy) for _, z, _ in checked]
+    nb = max(b.n_bins_effective for b in binnings)
+    sizes = np.array([len(z) for _, z, _ in checked], dtype=np.int64)
+    code = np.repeat(np.arange(G), sizes)
+    y_all, z_all, w_all = (np.concatenate([c[j] for c in checked]) for j in range(3))
+    main_bin = uniform_bin_index(z_all, n_bins) if strategy == "uniform" else np.concatenate(
+        [b.assign(z) for b, (_, z, _) in zip(binnings, checked, strict=True)])
+    w_bins = None if unweighted else w_all
+    stats = _reshaped(bin_statistics(y_all, z_all, code * nb + main_bin, G * nb, w_bins), G)
+    stats_uniform = stats if strategy == "uniform" else _reshaped(
+        bin_statistics(y_all, z_all, code * n_bins + uniform_bin_index(z_all, n_bins), G * n_bins, w_bins), G)
+    if G == 1:  # one problem: (bins,) sums, whose estimates are the compressed sums they always were
+        stats, stats_uniform = _take(stats, 0), _take(stats_uniform, 0)
     point = _point_metrics(stats, stats_uniform)
     sun = ece_l2_sq_sun_interval(stats, alpha=alpha)
-    point["ece_l2_sq_debiased_sun"] = sun.estimate
-    W = float(w.sum())
+    names = list(point)
 
-    ci: dict[str, tuple[float, float]] = {}
-    replicates = None
+    ci = [{} for _ in range(G)]
+    replicates = [None] * G
+    bin_replicates: list = [None] * G  # each group's per-bin resamples (main bins), kept with keep_replicates
     if n_boot > 0:
-        problem = _SortedProblem(y, z, w, binning, n_bins)
-        rows = Multiplicities(seed, np.arange(len(z)) if row_index is None else row_index)
-        block = problem.block_size()
-        parts = []
-        for first in range(0, n_boot, block):  # blocks of replicates bound the memory; each is array operations
-            reps = np.arange(first, min(first + block, n_boot))
-            parts.append(problem.resampled(np.take(rows.block(reps), problem.order, axis=1)))
-        resamples = tuple(BinStats.concat([p[j] for p in parts]) for j in (0, 1))
-        ci, replicates = summarise_replicates(resamples, list(point), alpha, keep_replicates=keep_replicates,
-                                              progress=progress)
+        problems = SortedGroups([(y, z, w, np.arange(len(z)) if row is None else row)
+                                 for (y, z, w), (_, _, _, row) in zip(checked, groups, strict=True)], binnings, n_bins)
+        chunks = problems.chunks(group_chunk(n_boot, nb + (0 if strategy == "uniform" else n_bins)))
+        if on_chunks is not None and len(chunks) > 1:
+            on_chunks(len(chunks), chunks[0][1] - chunks[0][0])
+        for g0, g1 in chunks:  # chunks of groups bound the memory; each is array operations
+            main, uniform = problems.resampled(g0, g1, seed, n_boot)
+            uniform = main if uniform is None else uniform
+            if G == 1:
+                main, uniform = _take(main, 0), _take(uniform, 0)
+            low_high, reps = summarise_replicates(
+                (main, uniform), names, alpha, keep_replicates=keep_replicates,
+                progress=None if progress is None else (lambda: progress(1)) if G == 1 else progress)
+            if G == 1:
+                ci[0], replicates[0] = low_high, reps
+                bin_replicates[0] = main if keep_replicates else None
+                continue
+            for g in range(g0, g1):
+                ci[g] = {k: (float(lo[g - g0]), float(hi[g - g0])) for k, (lo, hi) in low_high.items()}
+                replicates[g] = None if reps is None else {k: v[g - g0] for k, v in reps.items()}
+                bin_replicates[g] = _take(main, g - g0) if keep_replicates else None
 
     method = f"percentile Poisson bootstrap over rows, {n_boot} resamples" if n_boot > 0 else None
-    return CalibrationResult(
-        n=len(z),
-        weight_total=W,
-        n_bins=n_bins,
-        strategy=strategy,
-        n_bins_nonempty=stats.n_nonempty,
-        bin_bounds=binning.bounds(),
-        bin_stats=stats,
-        metrics=assemble_metrics(point, ci, method, sun, W, alpha, n_bins),
-        alpha=alpha,
-        n_boot=n_boot,
-        replicates=replicates,
-    )
+    out = []
+    for g, ((_, z, w), binning) in enumerate(zip(checked, binnings, strict=True)):
+        s = stats if G == 1 else _take(stats, (g, slice(0, binning.n_bins_effective)))
+        W = float(w.sum())
+        point_g = point if G == 1 else {k: float(v[g]) for k, v in point.items()}
+        out.append(CalibrationResult(
+            n=len(z), weight_total=W, n_bins=n_bins, strategy=strategy, n_bins_nonempty=s.n_nonempty,
+            bin_bounds=binning.bounds(), bin_stats=s,
+            metrics=assemble_metrics(point_g, ci[g], method, sun if G == 1 else sun.at(g), W, alpha, n_bins),
+            alpha=alpha, n_boot=n_boot, replicates=replicates[g], bin_replicates=bin_replicates[g],
+        ))
+    return out
+
+
+def _reshaped(s: BinStats, G: int) -> BinStats:
+    """Statistics of ``G * bins`` combined (group, bin) cells as ``(G, bins)``."""
+    return BinStats(*(None if a is None else a.reshape(G, -1) for a in (
+        s.count, s.weight, s.sum_z, s.sum_y, s.sum_u2, s.sum_log_loss, s.self_weight, s.self_y, s.self_u2)))
 
 
 def summarise_replicates(resamples, names: list[str], alpha: float, *, keep_replicates: bool = False, progress=None):
     """Percentile intervals ``{name: (low, high)}`` (and the replicates when kept) of every bootstrappable
     metric, from the ``(main bins, equal-width bins)`` statistics of the resamples.
 
-    ``resamples`` is that pair of :class:`BinStats` with the replicates on a leading axis ``(R, bins)``
-    (every estimator then runs once for all of them), or an iterable of per-replicate pairs, which are
-    stacked first. ``progress()``, if given, is called once per replicate.
+    ``resamples`` is that pair of :class:`BinStats` with the replicates on the axis before the bins
+    (``(R, bins)``, or ``(G, R, bins)`` for groups: every estimator then runs once for all of them), or an
+    iterable of per-replicate pairs, which are stacked first. With leading axes the intervals and the
+    replicates are arrays over them. ``progress()``, if given, is called once per replicate of ``(R, bins)``
+    statistics; ``progress(steps)`` once with the number of (group, replicate) pairs of ``(G, R, bins)`` ones.
     """
     if isinstance(resamples, tuple) and len(resamples) == 2 and isinstance(resamples[0], BinStats):
         main, uniform = resamples
@@ -711,21 +551,27 @@ def summarise_replicates(resamples, names: list[str], alpha: float, *, keep_repl
         else:
             main = BinStats.stack([a for a, _ in pairs])
             uniform = BinStats.stack([b for _, b in pairs])
-    n_rep = 0 if main is None else main.weight.shape[0]
-    reps = np.full((n_rep, len(names)), math.nan)
-    if n_rep:
+    lead = () if main is None else main.weight.shape[:-1]
+    reps = np.full((*lead, len(names)), math.nan)
+    if main is not None and main.weight.size:
         with np.errstate(divide="ignore", invalid="ignore"):
             p = _point_metrics(main, uniform)
-            p["ece_l2_sq_debiased_sun"] = ece_l2_sq_sun_estimate(main)
         for j, k in enumerate(names):
-            reps[:, j] = p[k]
+            reps[..., j] = p[k]
         # a Poisson resample can draw no row (probability e^-n): no metric values, and the interval is
         # taken over the other resamples
         reps[~(main.weight.sum(axis=-1) > 0)] = math.nan
-    for _ in range(n_rep) if progress is not None else ():
-        progress()
-    ci = {k: percentile_interval(reps[:, j], alpha) for j, k in enumerate(names)}
-    return ci, ({k: reps[:, j] for j, k in enumerate(names)} if keep_replicates else None)
+    if progress is not None and len(lead) > 1:
+        progress(int(np.prod(lead)))
+    elif progress is not None:
+        for _ in range(lead[0] if lead else 0):
+            progress()
+    low, high = percentile_intervals(np.moveaxis(reps, -1, -2), alpha)
+    if len(lead) <= 1:
+        ci = {k: (float(low[j]), float(high[j])) for j, k in enumerate(names)}
+    else:
+        ci = {k: (low[..., j], high[..., j]) for j, k in enumerate(names)}
+    return ci, ({k: reps[..., j] for j, k in enumerate(names)} if keep_replicates else None)
 
 
 def assemble_metrics(point: dict, ci: dict, ci_method: str | None, sun: SunInterval, W: float, alpha: float,
@@ -764,3 +610,8 @@ def assemble_metrics(point: dict, ci: dict, ci_method: str | None, sun: SunInter
         + (", zero included" if sun.includes_zero else ""),
     )
     return metrics
+
+
+#: The binned family's bootstrappable metrics: every one with a registered estimator, in registry order (the
+#: report's). Named here, after every estimator above has registered itself.
+METRIC_NAMES = estimated("binned")

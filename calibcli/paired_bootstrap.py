@@ -81,7 +81,7 @@ class JointCells:
             out_moments[at] += m
         self.keys, self.count, self.sums, self.moments = merged, out_count, out_sums, out_moments
 
-    def replicates(self, n_boot: int, rng: np.random.Generator) -> tuple[list[BinStats], list[BinStats]]:
+    def replicates(self, n_boot: int, rng: np.random.Generator) -> tuple[BinStats, BinStats]:
         """``n_boot`` paired replicates of both inputs' per-bin statistics (baseline's list, candidate's list)."""
         J = len(self.keys)
         cell_a = self.keys // (2 * self.n_b)
@@ -161,10 +161,10 @@ def _psd_root(cov: np.ndarray) -> np.ndarray:
     return vecs * np.sqrt(vals)[:, None, :]
 
 
-def _bin_stats_replicates(per_cell, count_star, count, totals, n_bins: int, weighted: bool) -> list[BinStats]:
-    """Per-bin statistics of each replicate from the drawn per-cell sums, kept within what the rows allow and
-    with the pairs of copies of one row set to their expectation given the count (as the per-bin bootstrap
-    of :mod:`calibcli.accumulators.binned` does for one input)."""
+def _bin_stats_replicates(per_cell, count_star, count, totals, n_bins: int, weighted: bool) -> BinStats:
+    """Per-bin statistics ``(R, bins)`` of every replicate from the drawn per-cell sums, kept within what the
+    rows allow and with the pairs of copies of one row set to their expectation given the count (as the
+    per-bin bootstrap of :mod:`calibcli.accumulators.binned` does for one input)."""
     W, U, Q, L = (per_cell[..., j] for j in range(_V))
     label = np.tile([0.0, 1.0], n_bins)
     W = np.where(count_star > 0, np.maximum(W, 0.0), 0.0) if weighted else count_star
@@ -177,14 +177,13 @@ def _bin_stats_replicates(per_cell, count_star, count, totals, n_bins: int, weig
     sum_w, sum_wu2, sum_w2, sum_w2u2 = totals[:, 0], totals[:, 2], totals[:, _V], totals[:, _V + 2]
     ratio_w = np.divide(sum_w2, sum_w, out=np.ones(len(count)), where=sum_w > 0)
     ratio_u2 = np.divide(sum_w2u2, sum_wu2, out=np.ones(len(count)), where=sum_wu2 > 0)
-    out = []
-    for r in range(len(W)):
-        w_r, u_r, q_r, l_r, f_r, c_r = (a[r].reshape(n_bins, 2) for a in (W, U, Q, L, factor, count_star))
-        self_w = f_r * w_r * ratio_w.reshape(n_bins, 2)
-        out.append(BinStats(np.rint(c_r.sum(axis=1)).astype(np.int64), w_r.sum(axis=1), w_r[:, 1] - u_r.sum(axis=1),
-                            w_r[:, 1].copy(), q_r.sum(axis=1), l_r.sum(axis=1), self_weight=self_w.sum(axis=1),
-                            self_y=self_w[:, 1].copy(), self_u2=(f_r * q_r * ratio_u2.reshape(n_bins, 2)).sum(axis=1)))
-    return out
+    B = n_bins
+    w_r, u_r, q_r, l_r, f_r, c_r = (a.reshape(-1, B, 2) for a in (W, U, Q, L, factor, count_star))
+    self_w = f_r * w_r * ratio_w.reshape(B, 2)
+    # every replicate at once: (R, bins, label) arrays summed over the label axis
+    return BinStats(np.rint(c_r.sum(axis=-1)).astype(np.int64), w_r.sum(axis=-1), w_r[..., 1] - u_r.sum(axis=-1),
+                    w_r[..., 1].copy(), q_r.sum(axis=-1), l_r.sum(axis=-1), self_weight=self_w.sum(axis=-1),
+                    self_y=self_w[..., 1].copy(), self_u2=(f_r * q_r * ratio_u2.reshape(B, 2)).sum(axis=-1))
 
 
 class JointScores:

@@ -71,17 +71,16 @@ def add_entries(doc: dict, described: dict, accumulators, *, gate, n_boot: int, 
     ``run``; ``described`` its input section) into report entries of ``doc``: input, group, results
     (``to_dict``), per-entry gate; ``headlines`` gets every entry's headline metrics by label (for
     :func:`summarise_groups`). ``calibcli report`` finishes each family of its one pass with this too."""
-    for group, acc in accumulators:
+    pairs = list(accumulators)
+    entries = []
+    for group, acc in pairs:
         entry = {"input": described}
         if group is not None:
             entry["group"] = group
             entry["rows_in_group"] = acc.n_rows
+        entries.append(entry)
+    for entry, report in zip(entries, finish(pairs, [entry_label(e) for e in entries], n_boot), strict=True):
         label = entry_label(entry)
-        with progress_bar(n_boot * len(acc.problems), f"bootstrap {label}") as advance:
-            try:
-                report = acc.result(progress=advance)
-            except CalibcliError as exc:  # what these rows cannot give (too few of them, ...): name the input
-                raise exc.about(label) from None
         entry.update(report.to_dict())
         headline = {k: m.to_dict() for k, m in report.headline().items()}
         headlines[label] = headline
@@ -90,6 +89,44 @@ def add_entries(doc: dict, described: dict, accumulators, *, gate, n_boot: int, 
         if gate.active:
             entry["gate"] = check_gate(gate, label, headline.get(gate.metric))
         doc["files"].append(entry)
+
+
+def finish(pairs: list, labels: list[str], n_boot: int) -> list:
+    """The reports of one stream's accumulators (its groups), in order. A family whose accumulator class has
+    ``results(accs, progress=, on_chunks=)`` finishes all its groups at once (the groups an array axis of the
+    statistics; in chunks of groups beyond the memory budget, which the progress bar says); any other
+    accumulator finishes alone. A failure names its input (the group, if any)."""
+    accs = [acc for _, acc in pairs]
+    if not accs:
+        return []
+    kind = type(accs[0])
+    batched = getattr(kind, "results", None)
+    total = n_boot * sum(len(acc.problems) for acc in accs)
+    title = f"bootstrap {labels[0]}" if len(accs) == 1 else f"bootstrap {len(accs)} groups"
+    with progress_bar(total, title) as advance:
+        if batched is not None and all(type(acc) is kind for acc in accs):
+            def on_chunks(n_chunks: int, per_chunk: int) -> None:
+                advance.describe(f"{title} (in {n_chunks} chunks of {per_chunk} groups: the memory budget)")
+
+            try:
+                return batched(accs, progress=advance, on_chunks=on_chunks)
+            except CalibcliError as exc:  # what these rows cannot give (too few of them, ...): name the input
+                if len(accs) == 1:
+                    raise exc.about(labels[0]) from None
+                failed = exc
+            for acc, label in zip(accs, labels, strict=True):  # which group: the first that fails alone
+                try:
+                    acc.result()
+                except CalibcliError as exc:
+                    raise exc.about(label) from None
+            raise failed
+        out = []
+        for acc, label in zip(accs, labels, strict=True):
+            try:
+                out.append(acc.result(progress=advance))
+            except CalibcliError as exc:  # what these rows cannot give (too few of them, ...): name the input
+                raise exc.about(label) from None
+        return out
 
 
 def summarise_groups(doc: dict, headlines: dict) -> None:
@@ -124,9 +161,14 @@ def engine_runner(engine: str, scheduler: str | None, workers: int | None):
 
 @contextmanager
 def progress_bar(total: int, description: str):
-    """Yield an ``advance(steps=1)`` callable; draws a rich bar on stderr only when stderr is a terminal."""
+    """Yield an ``advance(steps=1)`` callable (its ``describe(text)`` changes the bar's description); draws a
+    rich bar on stderr only when stderr is a terminal."""
     if total <= 0 or not sys.stderr.isatty():
-        yield lambda steps=1: None
+        def advance(steps=1):
+            return None
+
+        advance.describe = lambda text: None
+        yield advance
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn  # only on a terminal
 
@@ -135,4 +177,9 @@ def progress_bar(total: int, description: str):
         console=stderr_console(), transient=True,
     ) as bar:
         task = bar.add_task(description, total=total)
-        yield lambda steps=1: bar.advance(task, steps)
+
+        def advance(steps=1):
+            bar.advance(task, steps)
+
+        advance.describe = lambda text: bar.update(task, description=text)
+        yield advance

@@ -22,6 +22,7 @@ from calibcli.calibrators import METHOD_OPTIONS, HistogramCalibrator, Multiclass
 from calibcli.calibrators.document import METHOD_NAMES, fit_arrays
 from calibcli.documents import new_document
 from calibcli.errors import CalibcliError, OptionError, check_choice, warn
+from calibcli.families.recalibrate import DISCRETE_CHOICES, INTERPOLATIONS  # noqa: F401  (where they were)
 from calibcli.io import DEFAULT_BATCH_ROWS, ColumnSpec, open_streams
 from calibcli.modes import MODES, default_mode
 from calibcli.pipeline import check_engine, engine_runner, progress_bar
@@ -34,8 +35,6 @@ def column_spec(prob_col, prob_cols, label_col, weight_col, logits) -> ColumnSpe
                       weight_col=weight_col, logits=logits)
 
 
-DISCRETE_CHOICES = ("auto", "yes", "no")
-INTERPOLATIONS = ("step", "linear")
 
 #: CLI flag of each calibrator option, and the methods that take it.
 _FLAGS = {"n_bins": "--n-bins", "strategy": "--strategy", "degree": "--degree", "interpolation": "--interpolation",

@@ -3,12 +3,17 @@
 Each entry says what the metric is, which SPEC section defines it, which direction is better, and how
 per-class values combine into the marginal aggregate (SPEC 1: ``(sum_k v_k CE_k^p)^(1/p)``). Commands,
 the report renderer, gates and group summaries look metrics up here instead of describing them again.
-A new metric is its estimator function plus one :class:`MetricInfo` entry in ``_ENTRIES``.
+
+A new metric is its estimator function plus one :class:`MetricInfo` entry in ``_ENTRIES``: the function
+registers itself as the metric's estimator with :func:`estimator` (``@estimator("dce", of=("s_uniform",))``),
+and the binned family computes every registered metric, in registry order, from its per-bin statistics
+(:func:`evaluate`, which ``calibcli.estimators`` calls for the point estimates and every bootstrap replicate).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -143,3 +148,63 @@ def worse(name: str, a: float, b: float) -> bool:
         target = REGISTRY[name].target
         return abs(a - target) > abs(b - target)
     return a < b if better == "higher" else a > b
+
+
+# ---------------------------------------------------------------------------------------------
+# Estimators: the function that computes a metric, registered on the function by its entry's name
+
+
+@dataclass(frozen=True)
+class Estimator:
+    """A function computing the metrics ``names`` (one value, or a dict holding each of several) from its
+    ``inputs``: named inputs of the family's computation (the binned family's ``s``, the per-bin statistics, and
+    ``s_uniform``, those of the dCE's equal-width bins) or metrics registered before it in registry order."""
+
+    names: tuple[str, ...]
+    inputs: tuple[str, ...]
+    function: Callable
+
+
+#: Metric name -> its estimator (:func:`estimator` fills it as the estimator modules are imported).
+ESTIMATORS: dict[str, Estimator] = {}
+
+
+def estimator(*names: str, of: tuple[str, ...] = ("s",)):
+    """Decorator: the function estimates the registry metrics ``names`` from the inputs ``of`` (in that order;
+    default the per-bin statistics ``s``). With several names it returns a dict holding each. A name without a
+    :class:`MetricInfo` entry, or one already estimated, is refused when the module defining it is imported."""
+    for name in names:
+        if name not in REGISTRY:
+            raise ValueError(f"{name} has no entry in calibcli.registry._ENTRIES: add its MetricInfo first")
+        if name in ESTIMATORS:
+            raise ValueError(f"{name} already has an estimator ({ESTIMATORS[name].function.__qualname__})")
+
+    def register(function: Callable) -> Callable:
+        entry = Estimator(tuple(names), tuple(of), function)
+        for name in names:
+            ESTIMATORS[name] = entry
+        return function
+
+    return register
+
+
+def estimated(family: str) -> tuple[str, ...]:
+    """The metrics of ``family`` that have a registered estimator, in registry order (the order of the report)."""
+    return tuple(m.name for m in _ENTRIES if m.family == family and m.name in ESTIMATORS)
+
+
+def evaluate(names: Iterable[str], given: dict) -> dict:
+    """The metrics ``names`` (in that order) from the named inputs ``given``, each estimator called once; an
+    estimator's metric inputs are computed first, from the same inputs."""
+    values = dict(given)
+
+    def value(name: str):
+        if name not in values:
+            if name not in ESTIMATORS:
+                raise KeyError(f"{name} is neither given nor estimated")
+            entry = ESTIMATORS[name]
+            out = entry.function(*(value(i) for i in entry.inputs))
+            values.update(out if len(entry.names) > 1 else {name: out})
+        return values[name]
+
+    return {name: value(name) for name in names}

@@ -37,13 +37,6 @@ _THRESHOLDS = np.array(
 
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
-# Inversion by table: the high 16 bits of u settle m except in the few cells of 2^16 values that hold a
-# threshold; those rows are finished by a search over the thresholds.
-_CELL_VALUE = np.searchsorted(_THRESHOLDS.astype(np.int64), np.arange(1 << 16, dtype=np.int64) << 16, side="right").astype(np.uint8)
-_CELL_SPLIT = np.zeros(1 << 16, dtype=bool)
-_CELL_SPLIT[(_THRESHOLDS[(_THRESHOLDS & 0xFFFF) != 0] >> 16).astype(np.int64)] = True
-
-
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)  # SplitMix64's increment (the golden ratio)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
@@ -63,12 +56,52 @@ def _mix(x: np.ndarray, tmp: np.ndarray | None = None) -> np.ndarray:
 
 def _stream_key(seed: int, replicate: int) -> np.uint64:
     """The start of replicate ``replicate``'s SplitMix64 stream: a hash of ``(seed, replicate)``."""
-    x = np.array([int(seed) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64)
+    return _stream_keys(seed, np.array([replicate]))[0]
+
+
+def _stream_keys(seed: int, replicates: np.ndarray) -> np.ndarray:
+    """:func:`_stream_key` of every replicate of ``replicates`` at once (uint64)."""
+    reps = np.asarray(replicates, dtype=np.int64).reshape(-1)
+    x = np.full(len(reps), int(seed) & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
     with np.errstate(over="ignore"):
         x = _mix(x)
-        x ^= np.uint64(int(replicate) & 0xFFFFFFFFFFFFFFFF) * _GAMMA + np.uint64(0x632BE59BD9B4E019)
+        x ^= reps.astype(np.uint64) * _GAMMA + np.uint64(0x632BE59BD9B4E019)
         x = _mix(x)
-    return x[0]
+    return x
+
+
+#: Bits of ``u`` read by the table of :func:`_draws`: a 4096-entry table stays in the first-level cache.
+_TABLE_BITS = 12
+#: Poisson(1) multiplicity of each value of the high ``_TABLE_BITS`` bits of ``u`` (float64), -1 where those bits
+#: do not settle it (a threshold falls inside the cell: 12 of the 4096 cells).
+_TABLE_SPLIT = np.zeros(1 << _TABLE_BITS, dtype=bool)
+_TABLE_SPLIT[(_THRESHOLDS[(_THRESHOLDS & ((1 << (32 - _TABLE_BITS)) - 1)) != 0] >> (32 - _TABLE_BITS)).astype(np.int64)] = True
+_CELL_FLOAT = np.where(_TABLE_SPLIT, -1.0, np.searchsorted(
+    _THRESHOLDS.astype(np.int64), np.arange(1 << _TABLE_BITS, dtype=np.int64) << (32 - _TABLE_BITS), side="right"))
+
+
+def _draws(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Poisson(1) multiplicities of the SplitMix64 states ``x`` (uint64, overwritten) into ``out`` (float64,
+    same shape): ``mix(x)``'s high 32 bits inverted.
+
+    Inversion by table: bits 33-63 of the output are those before SplitMix64's last step ``x ^= x >> 31``,
+    so the high ``_TABLE_BITS`` bits are read before it, and the step is taken (and ``u`` searched among the
+    thresholds) only for the few values those bits do not settle; the same numbers as the whole finaliser,
+    in fewer passes over the block."""
+    tmp = np.empty_like(x)
+    for shift, factor in ((30, _MIX1), (27, _MIX2)):
+        np.right_shift(x, np.uint64(shift), out=tmp)
+        np.bitwise_xor(x, tmp, out=x)
+        np.multiply(x, factor, out=x)
+    np.right_shift(x, np.uint64(64 - _TABLE_BITS), out=tmp)
+    np.take(_CELL_FLOAT, tmp.view(np.int64), out=out)
+    flat = out.reshape(-1)
+    split = np.flatnonzero(flat < 0.0)
+    if len(split):
+        xs = x.reshape(-1)[split]
+        xs ^= xs >> np.uint64(31)
+        flat[split] = np.searchsorted(_THRESHOLDS, (xs >> np.uint64(32)).astype(np.uint32), side="right")
+    return out
 
 
 class Multiplicities:
@@ -98,20 +131,16 @@ class Multiplicities:
         whose row ``j`` is :meth:`replicate` of ``replicates[j]`` (the same numbers, one set of array
         operations for the whole block)."""
         cancel.check()
-        reps = np.asarray(replicates, dtype=np.int64).reshape(-1)
-        keys = np.array([_stream_key(self.seed, int(r)) for r in reps], dtype=np.uint64)
-        x = np.add.outer(keys, self._positions).reshape(-1)
-        tmp = np.empty_like(x)
-        _mix(x, tmp)
-        # inversion of u = the high 32 bits: its high 16 bits settle m but in a few cells (see _CELL_SPLIT)
-        high = np.right_shift(x, np.uint64(48), out=tmp).astype(np.uint16)
-        out = np.empty((len(reps), self.n)) if out is None else out
-        flat = out.reshape(-1)
-        flat[:] = _CELL_VALUE[high]
-        split = np.flatnonzero(_CELL_SPLIT[high])
-        if len(split):
-            flat[split] = np.searchsorted(_THRESHOLDS, (x[split] >> np.uint64(32)).astype(np.uint32), side="right")
-        return out
+        keys = _stream_keys(self.seed, replicates)
+        out = np.empty((len(keys), self.n)) if out is None else out
+        return _draws(np.add.outer(keys, self._positions), out)
+
+    def columns(self, replicates) -> np.ndarray:
+        """:meth:`block` transposed, made in that layout: ``(n, len(replicates))``, row ``i`` the
+        multiplicities of row ``i`` in every replicate (what a sparse product over rows reads)."""
+        cancel.check()
+        keys = _stream_keys(self.seed, replicates)
+        return _draws(np.add.outer(self._positions, keys), np.empty((self.n, len(keys))))
 
 
 def poisson_multiplicities(seed: int, replicate: int, row_index: np.ndarray) -> np.ndarray:
@@ -132,10 +161,25 @@ def row_hash(seed: int, row_index: np.ndarray) -> np.ndarray:
 
 def percentile_interval(replicates: np.ndarray, alpha: float) -> tuple[float, float]:
     """Percentile bootstrap interval at level ``1 - alpha``; replicates that are NaN are left out."""
+    lo, hi = percentile_intervals(replicates, alpha)
+    return float(lo), float(hi)
+
+
+def percentile_intervals(replicates: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`percentile_interval` of every row at once: ``replicates`` ``(..., R)`` gives ``(low, high)`` of
+    the leading shape (NaN replicates left out of each row; a row of NaN gives NaN)."""
     import warnings
 
     values = np.asarray(replicates, dtype=np.float64)
+    q = [alpha / 2.0, 1.0 - alpha / 2.0]
+    gaps = np.isnan(values).any(axis=-1) | (values.shape[-1] == 0)
+    if not gaps.any():  # (nanquantile takes every row alone once one has a NaN: only those rows go that way)
+        lo, hi = np.quantile(values, q, axis=-1)
+        return lo, hi
+    lo, hi = np.empty(gaps.shape), np.empty(gaps.shape)
+    if (~gaps).any():
+        lo[~gaps], hi[~gaps] = np.quantile(values[~gaps], q, axis=-1)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # every replicate NaN: the interval is NaN
-        lo, hi = np.nanquantile(values, [alpha / 2.0, 1.0 - alpha / 2.0])
-    return float(lo), float(hi)
+        warnings.simplefilter("ignore", RuntimeWarning)  # every replicate NaN (or none): the interval is NaN
+        lo[gaps], hi[gaps] = np.nanquantile(values[gaps], q, axis=-1) if values.shape[-1] else (np.nan, np.nan)
+    return lo, hi

@@ -27,6 +27,7 @@ import numpy as np
 
 from calibcli.binning import quantile_edges_sorted
 from calibcli.errors import CalibcliError
+from calibcli.io.columns import CodedText
 
 KINDS = ("categorical", "numeric")
 OTHER = "other"
@@ -166,6 +167,8 @@ def code_values(column: str, values: np.ndarray, *, max_values: int, segment_bin
     coded through one sort, other values through one hash pass (``pandas.factorize``)."""
     import pandas as pd
 
+    if isinstance(values, CodedText):
+        return _code_text(column, values, max_values=max_values)
     values = np.asarray(values)
     first = next((v for v in values[:4096] if v is not None), None) if values.dtype == object else None
     if values.dtype == object and len(values) and not isinstance(first, (str, bool)):  # a reader's column has one type
@@ -191,13 +194,54 @@ def code_values(column: str, values: np.ndarray, *, max_values: int, segment_bin
     return coding, codes
 
 
+def _code_text(column: str, text: CodedText, *, max_values: int) -> tuple[ColumnCoding, np.ndarray]:
+    """:func:`code_values` for text already coded by the reader: counts by ``bincount``, no string hashed again."""
+    present = text.codes >= 0
+    counts = np.bincount(text.codes[present], minlength=len(text.values))
+    n_missing = int(len(text.codes) - present.sum())
+    coding = categorical_coding(column, {v: int(c) for v, c in zip(text.values, counts, strict=True) if c},
+                                n_missing, max_values=max_values)
+    position = {v: j for j, v in enumerate(coding.values)}
+    # each distinct value's code; the last entry is the empty cells' (-1 indexes it)
+    remap = np.array([position.get(v, len(coding.values)) for v in text.values] + [coding.n_codes - 1],
+                     dtype=np.int64)
+    return coding, remap[text.codes]
+
+
+#: Rows looked at first to tell a numeric column (more distinct values than bins) without sorting it whole.
+_PROBE = 65_536
+
+
+def quantile_edges_selected(x: np.ndarray, n_bins: int) -> np.ndarray:
+    """:func:`calibcli.binning.quantile_edges_sorted` of ``x`` (no NaN) without sorting it: the edges need only the
+    order statistics at the cut ranks ``r`` and ``r + 1``, which one ``np.partition`` places exactly (O(n))."""
+    if n_bins < 2:
+        raise CalibcliError(f"{{opt:segment_bins}} is {n_bins}: expected at least 2 bins per numeric column")
+    n = len(x)
+    ranks = np.round(np.arange(1, n_bins) * n / n_bins).astype(np.int64)
+    ranks = ranks[(ranks > 0) & (ranks < n)]
+    if not len(ranks):
+        return np.zeros(0)
+    at = np.unique(np.r_[ranks - 1, ranks])  # 0-based positions of the ranks r and r + 1
+    selected = np.partition(x, at)
+    return np.unique(0.5 * (selected[ranks - 1] + selected[ranks]))
+
+
 def _code_numbers(column: str, x: np.ndarray, integral: bool, *, max_values: int, segment_bins: int):
     """:func:`code_values` for numbers (NaN missing): quantile bins when more than ``segment_bins`` distinct values,
     else a category per value (shown as an int when the column holds integers)."""
     missing = np.isnan(x)
+    n_missing = int(missing.sum())
+    if len(np.unique(x[:_PROBE])) > segment_bins + 1:  # more distinct values than bins (a NaN counts once): numeric
+        edges = quantile_edges_selected(x[~missing] if n_missing else x, segment_bins)
+        coding = ColumnCoding(column, "numeric", edges=tuple(float(e) for e in edges), missing=n_missing > 0)
+        codes = np.searchsorted(edges, np.where(missing, 0.0, x) if n_missing else x, side="right")
+        codes = codes.astype(np.int64, copy=False)
+        if n_missing:
+            codes[missing] = coding.n_codes - 1
+        return coding, codes
     present = np.sort(x[~missing])
     starts = np.flatnonzero(np.r_[True, present[1:] != present[:-1]]) if len(present) else np.zeros(0, dtype=np.int64)
-    n_missing = int(missing.sum())
     if len(starts) > segment_bins:
         coding = numeric_coding(column, present, n_missing, segment_bins=segment_bins)
         codes = np.searchsorted(np.asarray(coding.edges, dtype=np.float64), np.where(missing, 0.0, x), side="right")

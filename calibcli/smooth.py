@@ -91,7 +91,7 @@ from calibcli.validation import (
 
 from calibcli.smooth_bootstrap import CellBootstrap as _CellBootstrap
 from calibcli.smooth_bootstrap import RowBootstrap as _RowBootstrap
-from calibcli.smooth_bootstrap import bootstrap_values as _bootstrap_values
+from calibcli.smooth_bootstrap import bootstrap_values_groups as _bootstrap_values_groups
 from calibcli.smooth_grid import (  # noqa: F401  (re-exported: calibcli.smooth is the public home)
     _abs_integral,
     _brent_root,
@@ -238,45 +238,74 @@ def finish(
     None; ``n`` the number of rows. With rows, grids finer than ``sums.n_cells`` and the exact per-row
     bootstrap are available; without, the bootstrap draws from the sums and a bandwidth below
     ``MIN_CELLS_PER_SIGMA`` cells sets ``needs_finer_grid``. This is what
-    :meth:`calibcli.accumulators.smooth.SmoothAccumulator.result` and the library functions call.
+    :meth:`calibcli.accumulators.smooth.SmoothAccumulator.result` and the library functions call: the
+    one-problem case of :func:`finish_groups`.
     """
+    return finish_groups([(sums, rows, n)], sigma=sigma, n_boot=n_boot, alpha=alpha, seed=seed,
+                         curve_points=curve_points,
+                         progress=None if progress is None else lambda steps=1: [progress() for _ in range(steps)])[0]
+
+
+def finish_groups(problems: list, *, sigma: float | None = None, n_boot: int = 0, alpha: float = 0.05, seed: int = 0,
+                  curve_points: int | None = None, progress=None) -> list[SmoothECEResult]:
+    """:func:`finish` of many problems (the groups of an input; ``(sums, rows, n)`` each) at once: each group's
+    own fixed point, then every group's bootstrap replicates together (their fixed points one batched Brent
+    search over the groups x replicates, :func:`calibcli.smooth_bootstrap.bootstrap_values_groups`); the same
+    numbers as each group alone. ``progress(steps)`` is told the (group, resample) pairs finished."""
     _check_bootstrap(n_boot, alpha)
     n_boot = int(n_boot)
     if curve_points is not None:
         check_options(curve_points=curve_points)
     want_curve = curve_points is not None
-    data = _GridData(sums, None if rows is None else rows[1:], want_curve=want_curve)
-    check_option(data.weight_total > 0, "the rows' total weight is 0: SmoothECE needs rows of positive weight")
     fixed = sigma is None
-    if fixed:
-        s, value, gap, n_cells, exact = _solve_fixed_point(data)
-    else:
-        s = _check_sigma(sigma)
-        n_cells = min(_grid_level(s), data.max_cells)
-        value, gap, exact = data.smece(s, n_cells), None, False
+    points, boots = [], []
+    for sums, rows, _ in problems:  # each group's own fixed point (its grid refined as it needs)
+        data = _GridData(sums, None if rows is None else rows[1:], want_curve=want_curve)
+        check_option(data.weight_total > 0, "the rows' total weight is 0: SmoothECE needs rows of positive weight")
+        if fixed:
+            s, value, gap, n_cells, exact = _solve_fixed_point(data)
+        else:
+            s = _check_sigma(sigma)
+            n_cells = min(_grid_level(s), data.max_cells)
+            value, gap, exact = data.smece(s, n_cells), None, False
+        points.append((data, s, value, gap, n_cells, exact))
+        if n_boot > 0:
+            if rows is not None:
+                bandwidth = s if not fixed else s / 1.2
+                boot_cells = _grid_level(bandwidth, BOOT_CELLS_PER_SIGMA) if bandwidth > 0 else n_cells
+                boots.append(_RowBootstrap(*rows, n_cells=boot_cells, want_curve=want_curve, seed=seed))
+            else:
+                # Replicates cannot be summed on a finer grid than the sums': leave room for their s* to be
+                # half the full-data one.
+                bandwidth = s if not fixed else s / 2.0
+                boot_cells = _grid_level(bandwidth, BOOT_CELLS_PER_SIGMA) if bandwidth > 0 else n_cells
+                boots.append(_CellBootstrap(sums.coarsen(min(boot_cells, sums.n_cells)), want_curve=want_curve,
+                                            seed=seed))
+    boot_values = [(None, None)] * len(problems)
+    if n_boot > 0:
+        t = np.linspace(0.0, 1.0, int(curve_points)) if want_curve else None
+        boot_values = _bootstrap_values_groups(boots, sigma=None if fixed else points[0][1],
+                                               sigma_full=[p[1] for p in points], n_boot=n_boot, curve_t=t,
+                                               progress=progress)
+    return [_result(point, boot, replicates, curves, n=n, fixed=fixed, n_boot=n_boot, alpha=alpha,
+                    curve_points=curve_points)
+            for point, boot, (replicates, curves), (_, _, n) in zip(points, boots or [None] * len(points),
+                                                                   boot_values, problems, strict=True)]
+
+
+def _result(point, boot, replicates, curves, *, n: int, fixed: bool, n_boot: int, alpha: float,
+            curve_points: int | None) -> SmoothECEResult:
+    """One problem's :class:`SmoothECEResult` from its fixed point and its bootstrap replicates."""
+    data, s, value, gap, n_cells, exact = point
     needs_finer = not exact and s * n_cells < MIN_CELLS_PER_SIGMA and n_cells < MAX_GRID
     finer_grid = max(_grid_level(s), 2 * n_cells) if needs_finer else None
-
-    replicates = ci_low = ci_high = ci_method = curves = None
+    ci_low = ci_high = ci_method = None
     if n_boot > 0:
-        if rows is not None:
-            bandwidth = s if not fixed else s / 1.2
-            boot_cells = _grid_level(bandwidth, BOOT_CELLS_PER_SIGMA) if bandwidth > 0 else n_cells
-            boot = _RowBootstrap(*rows, n_cells=boot_cells, want_curve=want_curve, seed=seed)
-        else:
-            # Replicates cannot be summed on a finer grid than the sums': leave room for their s* to be
-            # half the full-data one.
-            bandwidth = s if not fixed else s / 2.0
-            boot_cells = _grid_level(bandwidth, BOOT_CELLS_PER_SIGMA) if bandwidth > 0 else n_cells
-            boot = _CellBootstrap(sums.coarsen(min(boot_cells, sums.n_cells)), want_curve=want_curve, seed=seed)
-        t = np.linspace(0.0, 1.0, int(curve_points)) if want_curve else None
-        replicates, curves = _bootstrap_values(boot, sigma=None if fixed else s, sigma_full=s, n_boot=n_boot,
-                                               curve_t=t, progress=progress)
         ci_low, ci_high = (float(v) for v in _percentiles(replicates, alpha))
         ci_method = boot.method.format(n_boot=n_boot)
 
     curve = None
-    if want_curve:
+    if curve_points is not None:
         t = np.linspace(0.0, 1.0, int(curve_points))
         yhat, density = _curve_on(data, s, n_cells, t)
         band_low = band_high = None

@@ -398,42 +398,84 @@ def _curves(block: Block, s: np.ndarray, cells: np.ndarray, t: np.ndarray) -> np
 
 
 def bootstrap_values(boot, *, sigma, sigma_full, n_boot, curve_t=None, progress=None):
-    """smECE of each replicate (and its kernel regression on ``curve_t`` when given), a block at a time.
+    """smECE of each replicate (and its kernel regression on ``curve_t`` when given), a block at a time:
+    the one-problem case of :func:`bootstrap_values_groups` (``progress()`` once per replicate)."""
+    steps = None if progress is None else lambda n: [progress() for _ in range(n)]
+    return bootstrap_values_groups([boot], sigma=sigma, sigma_full=[sigma_full], n_boot=n_boot, curve_t=curve_t,
+                                   progress=steps)[0]
 
-    Replicates use the bootstrap's grid (BOOT_CELLS_PER_SIGMA cells per bandwidth); with the fixed
-    point, each replicate's own s* is solved starting from the full-data one (a replicate with rows
-    and a much smaller s* gets a finer grid). A replicate that drew no weight stays NaN.
+
+def bootstrap_values_groups(boots: list, *, sigma, sigma_full, n_boot: int, curve_t=None, progress=None) -> list:
+    """``(replicates, curves)`` of every problem of ``boots`` (the groups of an input, each its own bootstrap),
+    a block of replicates of many groups at a time.
+
+    Replicates use their bootstrap's grid (BOOT_CELLS_PER_SIGMA cells per bandwidth); with the fixed point
+    (``sigma`` None), each replicate's own s* is solved starting from its group's full-data one
+    (``sigma_full[g]``; a replicate with rows and a much smaller s* gets a finer grid). Groups whose
+    bootstraps share a grid are solved together: their replicates' fixed points are one lockstep Brent
+    search over the flattened (groups x replicates) axis, each replicate taking the steps it takes alone.
+    A replicate that drew no weight stays NaN. ``progress(steps)`` is told the (group, resample) pairs done.
     """
-    values = np.full(n_boot, np.nan)
-    curves = None if curve_t is None else np.full((n_boot, len(curve_t)), np.nan)
-    max_cells = MAX_GRID if isinstance(boot, RowBootstrap) else boot.n_cells
-    size = boot.block_size()
-    for first in range(0, n_boot, size):
-        cancel.check()  # a signal stops the bootstrap here (this may run in a diagram's worker thread)
-        block = boot.resample(np.arange(first, min(first + size, n_boot)))
-        ok = np.flatnonzero(block.total > 0)  # the others drew only rows of weight 0
-        residual = block.deposits[0][ok]
-        cells = np.full(len(ok), block.n_cells)
-        if sigma is None:
-            lo = np.abs(residual.sum(axis=1))
-            s, value = np.empty(len(ok)), np.empty(len(ok))
-            grid_variation = np.abs(residual).sum(axis=1)
-            trivial = grid_variation <= 1e-12  # the residuals cancel wherever predictions coincide: s* = 0
-            s[trivial], value[trivial] = 0.0, grid_variation[trivial]
-            flat = ~trivial & (1.0 - lo <= 0.5 * FIXED_POINT_TOL)  # one sign: smECE_s is constant
-            s[flat] = value[flat] = 0.5 * (lo[flat] + 1.0)
-            solve = np.flatnonzero(~(trivial | flat))
-            if len(solve):
-                s[solve], value[solve], cells[solve] = _fixed_points(
-                    residual[solve], lo[solve], np.full(len(solve), float(sigma_full)), block.n_cells, max_cells,
-                    lambda local, grid: block.at(grid, ok[solve[local]], 1)[0])
-        else:
-            s = np.full(len(ok), float(sigma))
-            value = abs_integral_rows(smoothed_rows(spectra(residual), s))
-        values[block.reps[ok]] = value
-        if curves is not None and len(ok):
+    values = [np.full(n_boot, np.nan) for _ in boots]
+    curves = [None if curve_t is None else np.full((n_boot, len(curve_t)), np.nan) for _ in boots]
+    buckets: dict = {}
+    for g, boot in enumerate(boots):  # groups of one grid (and kind of bootstrap) share blocks
+        buckets.setdefault((isinstance(boot, RowBootstrap), boot.n_cells), []).append(g)
+    for (by_rows, n_cells), members in buckets.items():
+        max_cells = MAX_GRID if by_rows else n_cells
+        size = boots[members[0]].block_size()
+        # groups per block: as many as keep its arrays (groups x replicates x grid nodes) as small as one group's
+        # full block (its cost is the FFTs, which run fastest in the caches); several when each has few resamples
+        per_chunk = max(1, _BLOCK_VALUES // (min(size, n_boot) * (n_cells + 1)))
+        for c0 in range(0, len(members), per_chunk):
+            chunk = members[c0:c0 + per_chunk]
+            for first in range(0, n_boot, size):
+                cancel.check()  # a signal stops the bootstrap here (this may run in a diagram's worker thread)
+                reps = np.arange(first, min(first + size, n_boot))
+                blocks = [boots[g].resample(reps) for g in chunk]
+                _solve_block(blocks, chunk, values, curves, sigma, sigma_full, n_cells, max_cells, curve_t)
+                if progress is not None:
+                    progress(len(reps) * len(chunk))
+    return list(zip(values, curves, strict=True))
+
+
+def _solve_block(blocks: list, chunk: list, values: list, curves: list, sigma, sigma_full, n_cells: int,
+                 max_cells: int, curve_t) -> None:
+    """The smECE (and curves) of one block of replicates of each group of ``chunk``, into ``values``/``curves``."""
+    oks = [np.flatnonzero(block.total > 0) for block in blocks]  # the others drew only rows of weight 0
+    owner = np.repeat(np.arange(len(blocks)), [len(ok) for ok in oks])  # each row's block
+    local = np.concatenate(oks) if oks else np.empty(0, dtype=np.int64)  # its replicate in the block
+    residual = np.concatenate([block.deposits[0][ok] for block, ok in zip(blocks, oks, strict=True)])
+    cells = np.full(len(owner), n_cells)
+    if sigma is None:
+        lo = np.abs(residual.sum(axis=1))
+        s, value = np.empty(len(owner)), np.empty(len(owner))
+        grid_variation = np.abs(residual).sum(axis=1)
+        trivial = grid_variation <= 1e-12  # the residuals cancel wherever predictions coincide: s* = 0
+        s[trivial], value[trivial] = 0.0, grid_variation[trivial]
+        flat = ~trivial & (1.0 - lo <= 0.5 * FIXED_POINT_TOL)  # one sign: smECE_s is constant
+        s[flat] = value[flat] = 0.5 * (lo[flat] + 1.0)
+        solve = np.flatnonzero(~(trivial | flat))
+
+        def refine(rows: np.ndarray, grid: int) -> np.ndarray:
+            """Deposits of replicates ``rows`` (of the solved ones) on a finer grid, each from its group's rows."""
+            out = np.empty((len(rows), grid + 1))
+            which = solve[rows]
+            for b in np.unique(owner[which]):
+                pick = np.flatnonzero(owner[which] == b)
+                out[pick] = blocks[b].at(grid, local[which[pick]], 1)[0]
+            return out
+
+        if len(solve):
+            guess = np.array([float(sigma_full[g]) for g in chunk])[owner[solve]]
+            s[solve], value[solve], cells[solve] = _fixed_points(residual[solve], lo[solve], guess, n_cells, max_cells,
+                                                                 refine)
+    else:
+        s = np.full(len(owner), float(sigma))
+        value = abs_integral_rows(smoothed_rows(spectra(residual), s))
+    for b, (block, ok, g) in enumerate(zip(blocks, oks, chunk, strict=True)):
+        mine = np.flatnonzero(owner == b)
+        values[g][block.reps[ok]] = value[mine]
+        if curves[g] is not None and len(ok):
             sub = Block(block.reps[ok], [d[ok] for d in block.deposits], block.total[ok], block.n_cells, block.rows)
-            curves[block.reps[ok]] = _curves(sub, s, cells, curve_t)
-        for _ in range(len(block.reps)) if progress is not None else ():
-            progress()
-    return values, curves
+            curves[g][block.reps[ok]] = _curves(sub, s[mine], cells[mine], curve_t)

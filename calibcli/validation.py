@@ -539,6 +539,13 @@ class Declared:
         return out
 
 
+def check_params(declarations: dict[str, Param], **values) -> None:
+    """Check values (the library's keywords) by the declarations of the options they are: choices among the
+    declared ones (``declarations`` by parameter name), numbers by the rules of :data:`_RULES`
+    (:func:`check_options`, the same words as the command line's)."""
+    check_options({name: p.choices for name, p in declarations.items() if p.choices is not None}, **values)
+
+
 def check_declared(options) -> None:
     """Check every declared field of ``options`` by its declaration: choices among the declared ones, numbers by
     the rules of :data:`_RULES` (finite, in range, within the memory budget); text without declared choices and

@@ -168,3 +168,120 @@ def test_smooth_bootstrap_evaluations_do_not_grow_with_n_boot(monkeypatch):
         assert np.isfinite(result.replicates).all()
         counts.append(calls["n"])
     assert counts[1] <= counts[0] + 10 and counts[1] < 60
+
+
+def _grouped_file(tmp_path, n_groups: int, rows: int = 6000, seed: int = 5):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    z = rng.beta(2.0, 5.0, rows)
+    y = (rng.random(rows) < z**1.1).astype(np.int64)
+    g = rng.integers(0, n_groups, rows)
+    path = tmp_path / f"groups_{n_groups}.parquet"
+    pq.write_table(pa.table({"prob": z, "label": y, "g": g}), path)
+    return path, y, z, g
+
+
+def _grouped_ece(path, n_boot: int, strategy: str = "uniform") -> dict:
+    from tests._cli import run_json
+
+    return run_json("ece", path, "--group-by", "g", "--n-boot", n_boot, "--seed", 3, "--n-bins", 10,
+                    "--strategy", strategy)
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+def test_estimator_calls_do_not_grow_with_the_number_of_groups(monkeypatch, tmp_path, strategy):
+    """The per-group loop is gone: 3 or 60 groups of the same rows make the same estimator calls (the groups are
+    an axis of the (G, R, bins) statistics), and each group's numbers are those of its rows alone."""
+    calls = _count_estimator_calls(monkeypatch)
+    counts = []
+    for n_groups in (3, 60):
+        path, y, z, g = _grouped_file(tmp_path, n_groups)
+        calls["n"] = 0
+        doc = _grouped_ece(path, 40, strategy)
+        counts.append(calls["n"])
+        assert len(doc["files"]) == n_groups
+    assert counts[0] == counts[1] > 0
+    for entry in doc["files"][:5]:  # the last run's groups, each against its rows alone (global row index kept)
+        rows = np.flatnonzero(g == entry["group"]["g"])
+        alone = binned_calibration(y[rows], z[rows], n_bins=10, strategy=strategy, n_boot=40, seed=3, row_index=rows)
+        for name in ("ece_l1_plugin", "ece_l2_sq_debiased_kumar", "brier_score", "dce"):
+            got = entry["problems"][0]["metrics"][name]
+            want = alone.metrics[name]
+            assert got["estimate"] == pytest.approx(want.estimate, rel=1e-12, abs=1e-15)
+            assert got["ci_low"] == pytest.approx(want.ci_low, rel=1e-12, abs=1e-15)
+            assert got["ci_high"] == pytest.approx(want.ci_high, rel=1e-12, abs=1e-15)
+
+
+def test_groups_beyond_the_memory_budget_are_taken_in_chunks_with_the_same_numbers(monkeypatch, tmp_path):
+    """When (G, R, bins) passes the budget the groups are taken in chunks (each chunk one call of every
+    estimator), with every number as in one chunk."""
+    path, *_ = _grouped_file(tmp_path, 40)
+    whole = _grouped_ece(path, 50)
+    chunks = []
+    real = est.binned_calibration_groups
+
+    def told(*args, **kwargs):
+        kwargs["on_chunks"] = lambda n, per: chunks.append((n, per))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("calibcli.accumulators.binned.binned_calibration_groups", told)
+    monkeypatch.setattr(est, "GROUP_CHUNK_BYTES", 50 * 10 * est.BYTES_PER_GROUP_REPLICATE_BIN * 7)
+    chunked = _grouped_ece(path, 50)
+    assert chunks == [(6, 7)]
+    monkeypatch.undo()
+    monkeypatch.setenv("CALIBCLI_MEMORY_BUDGET", str(2 * 50 * 10 * est.BYTES_PER_GROUP_REPLICATE_BIN * 3))
+    assert est.group_chunk(50, 10) == 3  # half the memory budget, when that is the lower bound
+    for a, b in zip(whole["files"], chunked["files"], strict=True):
+        assert a["group"] == b["group"]
+        for name, m in a["problems"][0]["metrics"].items():
+            other = b["problems"][0]["metrics"][name]
+            for key in ("estimate", "ci_low", "ci_high"):
+                if isinstance(m[key], float):
+                    assert other[key] == pytest.approx(m[key], rel=1e-12, abs=1e-15, nan_ok=True), (name, key)
+
+
+def test_smooth_bootstrap_of_many_groups_equals_each_group_alone():
+    """SmoothECE's groups finished together (one lockstep Brent over groups x replicates) give each group's
+    numbers alone, bit for bit."""
+    from calibcli.accumulators.smooth import SmoothAccumulator
+
+    rng = np.random.default_rng(8)
+    accs = []
+    for g in range(6):
+        n = 150 + 40 * g
+        z = rng.beta(2.0, 3.0, n)
+        y = (rng.random(n) < z**1.3).astype(int)
+        accs.append(SmoothAccumulator(seed=2).update(np.arange(n) * 7 + g, z, y))
+    together = SmoothAccumulator.results(accs, n_boot=30, alpha=0.1)
+    for acc, r in zip(accs, together, strict=True):
+        alone = acc.result(n_boot=30, alpha=0.1)
+        assert r.smece == alone.smece and r.sigma == alone.sigma
+        np.testing.assert_array_equal(r.replicates, alone.replicates)
+        assert (r.ci_low, r.ci_high) == (alone.ci_low, alone.ci_high)
+
+
+def test_ecce_grid_waits_for_rows_and_gives_the_same_sums():
+    """A group of few rows holds its rows, not a 2^16-cell grid; past PENDING_ROWS (or when read) the grid holds
+    the same sums as one filled from the first row, batch by batch."""
+    import calibcli.accumulators.cumulative as cu
+
+    rng = np.random.default_rng(4)
+    z = rng.random(20000)
+    y = (rng.random(20000) < z).astype(int)
+    w = rng.random(20000)
+    small = cu.EcceAccumulator(None).update(np.arange(100), z[:100], y[:100], w[:100])
+    assert small._sums is None
+    big = cu.EcceAccumulator(None)
+    for a in range(0, 20000, 3000):
+        big.update(np.arange(a, a + 3000), z[a:a + 3000], y[a:a + 3000], w[a:a + 3000])
+    assert big._sums is not None and big._n_pending == 0
+    direct = {name: np.zeros(cu.N_CELLS) for name in cu._SUMS}
+    direct["count"] = np.zeros(cu.N_CELLS, dtype=np.int64)
+    for a in range(0, 20000, 3000):
+        big._add(z[a:a + 3000], y[a:a + 3000].astype(float), w[a:a + 3000], direct)
+    for name in (*cu._SUMS, "count"):
+        np.testing.assert_allclose(getattr(big, name), direct[name], rtol=1e-13, atol=1e-12)
+    again = cu.EcceAccumulator.from_dict(small.to_dict())
+    assert again.to_dict() == small.to_dict()

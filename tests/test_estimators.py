@@ -279,6 +279,7 @@ def test_quantile_edges_with_counts_equal_those_of_the_repeated_sample():
 def test_bootstrap_sums_are_the_same_per_bin_or_by_reduceat(monkeypatch, strategy, weighted):
     """Many bins (more than rows) take one reduceat over the non-empty runs; few take a product per bin:
     the intervals agree to rounding (a million bins on 569 rows once took 19 s per resample)."""
+    import calibcli.binned_bootstrap as bb
     import calibcli.estimators as est
 
     rng = np.random.default_rng(3)
@@ -287,7 +288,7 @@ def test_bootstrap_sums_are_the_same_per_bin_or_by_reduceat(monkeypatch, strateg
     w = rng.integers(1, 4, 500).astype(float) if weighted else None
     results = []
     for loop in (10**9, 0):
-        monkeypatch.setattr(est, "_LOOP_RUNS", loop)
+        monkeypatch.setattr(bb, "_LOOP_RUNS", loop)
         results.append(est.binned_calibration(y, z, n_bins=700, strategy=strategy, n_boot=15, seed=2, sample_weight=w))
     for name, m in results[0].metrics.items():
         other = results[1].metrics[name]

@@ -39,6 +39,7 @@ from calibcli.estimators import (
     _point_metrics,
     assemble_metrics,
     binned_calibration,
+    binned_calibration_groups,
     ece_l2_sq_sun_interval,
     summarise_replicates,
 )
@@ -289,13 +290,35 @@ class BinnedAccumulator(Accumulator):
             raise ValueError("quantile bins over this many rows need their edges from a first pass (see needs_edges)")
         return self._result_from_cells(n_boot=n_boot, alpha=alpha, seed=seed, keep_replicates=keep_replicates, progress=progress)
 
+    @classmethod
+    def results(cls, accs: list, *, n_boot: int = 0, alpha: float = 0.05, seed: int = 0, keep_replicates: bool = False,
+                progress=None, on_chunks=None) -> list[CalibrationResult]:
+        """:meth:`result` of many accumulators of the same options (the groups of an input) at once: those that
+        hold their rows through :func:`calibcli.estimators.binned_calibration_groups` (one ``(G, R, bins)``
+        bootstrap, every estimator called once per chunk of groups), those beyond their row limit from their
+        cells. ``progress(steps)`` is told the (group, resample) pairs finished."""
+        out: list = [None] * len(accs)
+        held = [j for j, acc in enumerate(accs) if acc.rows.n_seen and not acc.rows.dropped]
+        if held:
+            first = accs[held[0]]
+            groups = [(y, z, w, row) for row, z, y, w in (accs[j].rows.arrays() for j in held)]
+            done = binned_calibration_groups(groups, n_bins=first.n_bins, strategy=first.strategy, n_boot=n_boot,
+                                             alpha=alpha, seed=seed, keep_replicates=keep_replicates,
+                                             progress=progress, on_chunks=on_chunks)
+            for j, r in zip(held, done, strict=True):
+                out[j] = r
+        for j, acc in enumerate(accs):  # beyond the row limit (at most one group per ROW_LIMIT rows), or empty
+            if out[j] is None:
+                out[j] = acc.result(n_boot=n_boot, alpha=alpha, seed=seed, keep_replicates=keep_replicates,
+                                    progress=None if progress is None else lambda: progress(1))
+        return out
+
     def _result_from_cells(self, *, n_boot, alpha, seed, keep_replicates, progress) -> CalibrationResult:
         main = self.cells.bin_stats(self.weighted)
         uniform = main if self.uniform_cells is None else self.uniform_cells.bin_stats(self.weighted)
         point = _point_metrics(main, uniform)
         sun = ece_l2_sq_sun_interval(main, alpha=alpha)
-        point["ece_l2_sq_debiased_sun"] = sun.estimate
-        ci, replicates = {}, None
+        ci, replicates, draws_main = {}, None, None
         if n_boot > 0:
             if not self.moments:
                 raise ValueError("bootstrap from per-bin statistics needs an accumulator built with moments=True")
@@ -311,7 +334,7 @@ class BinnedAccumulator(Accumulator):
         return CalibrationResult(
             n=int(main.count.sum()), weight_total=W, n_bins=self.n_bins, strategy=self.strategy,
             n_bins_nonempty=main.n_nonempty, bin_bounds=self.binning.bounds(), bin_stats=main, metrics=metrics,
-            alpha=alpha, n_boot=n_boot, replicates=replicates,
+            alpha=alpha, n_boot=n_boot, replicates=replicates, bin_replicates=draws_main if keep_replicates else None,
         )
 
 

@@ -15,7 +15,9 @@ family's :class:`~calibcli.accumulators.binned.BinnedAccumulator`), which passes
 
 Merging adds the sums and merges the row samples (a merge that passes the limit drops the rows), so the result
 does not depend on batch sizes, file order or which worker saw which rows (beyond float rounding).
-The state's ``to_dict`` stores the occupied cells only.
+The state's ``to_dict`` stores the occupied cells only. The grid is allocated once more than
+:data:`PENDING_ROWS` rows were seen (before, their scores, labels and weights wait beside it): a thousand
+groups of a thousand rows each hold their rows, not a thousand grids of 2^16 cells.
 """
 
 from __future__ import annotations
@@ -31,6 +33,17 @@ from calibcli.estimators import Metric
 N_CELLS = 1 << 16
 
 _SUMS = ("w", "wy", "ws", "w2v", "wabs")
+#: Rows whose grid sums wait, as rows, until more are seen (then the grid is allocated and they are added).
+PENDING_ROWS = 1 << 13
+
+
+def _grid_sum(name: str) -> property:
+    """A sum of the grid, allocated (and the waiting rows added) when first read or set."""
+
+    def put(self, value) -> None:
+        self._grid()[name] = value
+
+    return property(lambda self: self._grid()[name], put, doc=f"per-cell sums of {name} (allocated when first read)")
 
 
 class EcceAccumulator(Accumulator):
@@ -45,36 +58,61 @@ class EcceAccumulator(Accumulator):
         self.row_limit, self.n_cells = None if row_limit is None else int(row_limit), int(n_cells)
         self.rows = None if row_limit is None else RowSample(self.row_limit, 0, keep_when_full=False)
         self.n_seen = 0
-        for name in _SUMS:
-            setattr(self, name, np.zeros(self.n_cells))
-        self.count = np.zeros(self.n_cells, dtype=np.int64)
+        self._sums: dict | None = None  # the grid's sums, allocated past PENDING_ROWS rows
+        self._pending: list[tuple] = []  # until then, the rows' (z, y, w)
+        self._n_pending = 0
+
+    w, wy, ws, w2v, wabs = (_grid_sum(name) for name in _SUMS)
+    count = _grid_sum("count")
+
+    def _grid(self) -> dict:
+        if self._sums is None:
+            self._sums = self._summed()
+            self._pending, self._n_pending = [], 0
+        return self._sums
+
+    def _summed(self) -> dict:
+        """The grid's sums of the waiting rows, in new arrays."""
+        sums = {name: np.zeros(self.n_cells) for name in _SUMS}
+        sums["count"] = np.zeros(self.n_cells, dtype=np.int64)
+        for z, y, w in self._pending:
+            self._add(z, y, w, sums)
+        return sums
 
     def update(self, row_index, z, y, w=None) -> "EcceAccumulator":
         z = np.asarray(z, dtype=np.float64)
         self.n_seen += len(z)
         if self.rows is not None:
             self.rows.update(row_index, z, y, w)
-        # the sums of calibcli.cumulative.cell_sums, on rows the binary problem has already validated
-        cells = uniform_cells(z, self.n_cells)
         y = np.asarray(y, dtype=np.float64)
+        w = None if w is None else np.asarray(w, dtype=np.float64)
+        if self._sums is None and self._n_pending + len(z) <= PENDING_ROWS:
+            self._pending.append((z.copy(), y.copy(), None if w is None else w.copy()))
+            self._n_pending += len(z)
+        else:
+            self._add(z, y, w, self._grid())
+        return self
+
+    def _add(self, z, y, w, sums: dict) -> None:
+        """The sums of :func:`calibcli.cumulative.cell_sums` into ``sums``, on rows the binary problem has
+        already validated."""
+        cells = uniform_cells(z, self.n_cells)
         m = self.n_cells
         count = np.bincount(cells, minlength=m)
-        self.count += count
+        sums["count"] += count
         u = y - z
         if w is None:
-            self.w += count
-            self.wy += np.bincount(cells, weights=y, minlength=m)
-            self.ws += np.bincount(cells, weights=z, minlength=m)
-            self.w2v += np.bincount(cells, weights=z * (1.0 - z), minlength=m)
-            self.wabs += np.bincount(cells, weights=np.abs(u), minlength=m)
+            sums["w"] += count
+            sums["wy"] += np.bincount(cells, weights=y, minlength=m)
+            sums["ws"] += np.bincount(cells, weights=z, minlength=m)
+            sums["w2v"] += np.bincount(cells, weights=z * (1.0 - z), minlength=m)
+            sums["wabs"] += np.bincount(cells, weights=np.abs(u), minlength=m)
         else:
-            w = np.asarray(w, dtype=np.float64)
-            self.w += np.bincount(cells, weights=w, minlength=m)
-            self.wy += np.bincount(cells, weights=w * y, minlength=m)
-            self.ws += np.bincount(cells, weights=w * z, minlength=m)
-            self.w2v += np.bincount(cells, weights=w * w * z * (1.0 - z), minlength=m)
-            self.wabs += np.bincount(cells, weights=w * np.abs(u), minlength=m)
-        return self
+            sums["w"] += np.bincount(cells, weights=w, minlength=m)
+            sums["wy"] += np.bincount(cells, weights=w * y, minlength=m)
+            sums["ws"] += np.bincount(cells, weights=w * z, minlength=m)
+            sums["w2v"] += np.bincount(cells, weights=w * w * z * (1.0 - z), minlength=m)
+            sums["wabs"] += np.bincount(cells, weights=w * np.abs(u), minlength=m)
 
     @property
     def n(self) -> int:

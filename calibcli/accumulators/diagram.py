@@ -13,7 +13,7 @@ from calibcli.accumulators.base import Accumulator
 import calibcli.smooth
 from calibcli.accumulators.binned import ROW_LIMIT, BinnedAccumulator
 from calibcli.diagram_data import (
-    BinnedDiagramData, SmoothDiagramData, binned_data_from_result, smooth_data_from_result,
+    DEFAULT_BAND, BinnedDiagramData, SmoothDiagramData, binned_data_from_result, smooth_data_from_result,
 )
 from calibcli import cancel
 from calibcli.accumulators.smooth import SmoothAccumulator
@@ -38,6 +38,7 @@ class DiagramOptions:
     seed: int = 0
     curve_points: int = 501
     max_problems: int | None = None
+    band: str = DEFAULT_BAND  # the interval of each bin's observed frequency (calibcli.bands)
     row_limit: int | None = None  # None: the accumulators' own limit (ROW_LIMIT rows kept per problem)
 
     def to_dict(self) -> dict:
@@ -85,6 +86,7 @@ class DiagramReport:
     mode: str
     problems: list[DiagramProblem]
     notes: tuple[str, ...] = ()
+    band: str = DEFAULT_BAND
 
     def curves(self, name: str, *, legend: str | None = None) -> list[DiagramCurve]:
         """One curve per problem, named ``name`` in the report and ``legend`` (default ``name``) on the figure."""
@@ -92,7 +94,8 @@ class DiagramReport:
         return [
             DiagramCurve(
                 name=name, problem=p.name, class_index=p.class_index, n=p.n,
-                binned=None if p.binned is None else binned_data_from_result(p.binned, name=legend, problem=p.name),
+                binned=None if p.binned is None else binned_data_from_result(p.binned, name=legend, problem=p.name,
+                                                                               band=self.band),
                 smooth=None if p.smooth is None else smooth_data_from_result(p.smooth, name=legend, problem=p.name),
             )
             for p in self.problems
@@ -202,7 +205,8 @@ class DiagramInputAccumulator(Accumulator):
         names = [f"class {c}" for c in self.class_names] if marginal else [self.mode]
         tasks = {}
         if self.binned is not None:
-            tasks["binned"] = lambda: [acc.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, progress=progress)
+            tasks["binned"] = lambda: [acc.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, progress=progress,
+                                                  keep_replicates=o.band == "bootstrap")  # the band's per-bin resamples
                                        for acc in self.binned]
         if self.smooth is not None:
             def smooth_results():
@@ -221,7 +225,7 @@ class DiagramInputAccumulator(Accumulator):
             for k in range(n)
         ]
         notes = (f"quantile edges from {self.edges_method}",) if self.edges_method else ()
-        return DiagramReport(self.mode, problems, notes)
+        return DiagramReport(self.mode, problems, notes, band=o.band)
 
 
 def run_side_by_side(tasks: dict[str, Callable[[], object]]) -> dict[str, object]:

@@ -128,7 +128,9 @@ class MulticlassScores(Accumulator):
                 row_index, values, _, w = self.rows.arrays()
                 X = np.column_stack([np.ones(len(values)) if w is None else w, values * (1.0 if w is None else w[:, None])])
                 rows = Multiplicities(seed, row_index)
-                reps = np.array([rows.replicate(r) @ X for r in range(n_boot)])
+                step = max(1, (1 << 18) // max(len(row_index), 1))  # replicates per block: 2 MB of multiplicities
+                reps = np.concatenate([rows.block(np.arange(first, min(first + step, n_boot))) @ X
+                                       for first in range(0, n_boot, step)])
                 method = f"percentile Poisson bootstrap over rows, {n_boot} resamples"
             else:
                 rng = np.random.Generator(np.random.Philox(key=[int(seed) & 0xFFFFFFFFFFFFFFFF, 0x73636F726573]))  # "scores"
@@ -226,15 +228,28 @@ class InputAccumulator(Accumulator):
 
     def result(self, progress=None, keep_replicates: bool = False) -> BinnedReport:
         """The report; ``keep_replicates`` keeps every problem's bootstrap replicates (a comparison's differences)."""
+        return self.results([self], progress=None if progress is None else lambda steps=1: [progress() for _ in range(steps)],
+                            keep_replicates=keep_replicates)[0]
+
+    @classmethod
+    def results(cls, accs: list, progress=None, keep_replicates: bool = False, on_chunks=None) -> list[BinnedReport]:
+        """The reports of many accumulators of one input's groups (the same options) at once: each problem's
+        binned estimators and bootstrap for all groups together (:meth:`BinnedAccumulator.results`), then each
+        group's clinical, ECCE and multiclass metrics. ``progress(steps)`` is told the resamples finished."""
+        o = accs[0].options
+        marginal = accs[0].mode == "marginal"
+        keep = (marginal or keep_replicates) and o.n_boot > 0
+        per_problem = [BinnedAccumulator.results([acc.problems[k] for acc in accs], n_boot=o.n_boot, alpha=o.alpha,
+                                                 seed=o.seed, keep_replicates=keep, progress=progress, on_chunks=on_chunks)
+                       for k in range(len(accs[0].problems))]
+        return [acc._report([done[j] for done in per_problem]) for j, acc in enumerate(accs)]
+
+    def _report(self, binned: list[CalibrationResult]) -> BinnedReport:
+        """The report of this input (or group) given its problems' binned results."""
         o = self.options
         marginal = self.mode == "marginal"
-        keep = (marginal or keep_replicates) and o.n_boot > 0
         names = [f"class {c}" for c in self.class_names] if marginal else [self.mode]
-        results = [
-            ProblemResult(names[k], k if marginal else None,
-                          acc.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, keep_replicates=keep, progress=progress))
-            for k, acc in enumerate(self.problems)
-        ]
+        results = [ProblemResult(names[k], k if marginal else None, r) for k, r in enumerate(binned)]
 
         clinical = [c.result(alpha=o.alpha, rows=None if acc.rows.dropped else acc.rows.arrays())  # Cox and ICI
                     for c, acc in zip(self.clinical, self.problems)]  # metrics join each problem's
@@ -364,17 +379,18 @@ class SmoothInputAccumulator(Accumulator):
         self.problems = [SmoothAccumulator(row_limit=options.row_limit, seed=options.seed, n_cells=g) for g in grids]
         self.class_totals = np.zeros(n_classes)
         self._results = None
+        self._point_results = None
 
     def update(self, row_index, probs, labels, w=None) -> "SmoothInputAccumulator":
         for problem, acc in zip(binary_problems(labels, probs, mode=self.mode, sample_weight=w,
                                                 class_names=list(self.class_names)), self.problems):
             acc.update(row_index, problem.z, problem.y, problem.sample_weight)
         self.class_totals += np.bincount(labels, weights=w, minlength=self.n_classes)[: self.n_classes]
-        self._results = None
+        self._results = self._point_results = None
         return self
 
     def _after_merge(self) -> None:
-        self._results = None
+        self._results = self._point_results = None
 
     @property
     def n_rows(self) -> int:
@@ -382,25 +398,47 @@ class SmoothInputAccumulator(Accumulator):
 
     def _finish(self, progress=None):
         if self._results is None:
-            o = self.options
-            self._results = [acc.result(sigma=o.sigma, n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, progress=progress)
-                             for acc in self.problems]
+            self.results([self], progress=None if progress is None else lambda steps=1: [progress() for _ in range(steps)])
         return self._results
+
+    def _points(self):
+        """Each problem's fixed point alone (no bootstrap): what decides a second pass."""
+        if self._results is not None:
+            return self._results
+        if self._point_results is None:
+            o = self.options
+            self._point_results = [acc.result(sigma=o.sigma, n_boot=0, alpha=o.alpha, seed=o.seed) for acc in self.problems]
+        return self._point_results
 
     def needs_second_pass(self) -> bool:
         """A bandwidth below what the first pass's grid resolves, without the rows at hand (SPEC 8)."""
-        return any(r.needs_finer_grid for r in self._finish())
+        return any(r.needs_finer_grid for r in self._points())
 
     def for_second_pass(self) -> "SmoothInputAccumulator":
-        grids = [r.finer_grid if r.needs_finer_grid else acc.n_cells for r, acc in zip(self._finish(), self.problems)]
+        grids = [r.finer_grid if r.needs_finer_grid else acc.n_cells for r, acc in zip(self._points(), self.problems)]
         return SmoothInputAccumulator(mode=self.mode, n_classes=self.n_classes, class_names=self.class_names,
                                       options=self.options, grids=grids)
+
+    @classmethod
+    def results(cls, accs: list, progress=None, on_chunks=None) -> list[SmoothReport]:
+        """The reports of many accumulators of one input's groups (the same options) at once: each problem's
+        SmoothECE of every group, their bootstraps together (:meth:`SmoothAccumulator.results`).
+        ``progress(steps)`` is told the resamples finished."""
+        o = accs[0].options
+        todo = [acc for acc in accs if acc._results is None]
+        if todo:
+            per_problem = [SmoothAccumulator.results([acc.problems[k] for acc in todo], sigma=o.sigma, n_boot=o.n_boot,
+                                                     alpha=o.alpha, seed=o.seed, progress=progress)
+                           for k in range(len(todo[0].problems))]
+            for j, acc in enumerate(todo):
+                acc._results = [done[j] for done in per_problem]
+        return [acc.result() for acc in accs]
 
     def result(self, progress=None) -> SmoothReport:
         o = self.options
         marginal = self.mode == "marginal"
         names = [f"class {c}" for c in self.class_names] if marginal else [self.mode]
-        if progress is not None and self._results is None:
+        if self._results is None:
             self._finish(progress)
         results = [SmoothProblemResult(names[k], k if marginal else None, r, o.metric) for k, r in enumerate(self._finish())]
         aggregate = weights = None

@@ -42,6 +42,7 @@ from calibcli.smooth import (
     DenseSums,
     SmoothECEResult,
     finish,
+    finish_groups,
 )
 from calibcli.errors import CalibcliError
 from calibcli.smooth import CURVE_POINTS
@@ -151,6 +152,21 @@ class SmoothAccumulator(Accumulator):
     # -- state -----------------------------------------------------------------------------------
 
     # -- result ----------------------------------------------------------------------------------
+
+    @classmethod
+    def results(cls, accs: list, *, sigma: float | None = None, n_boot: int = 0, alpha: float = 0.05,
+                seed: int | None = None, progress=None) -> list:
+        """:meth:`result` of many accumulators (the groups of an input, one seed) at once
+        (:func:`calibcli.smooth.finish_groups`: their bootstraps together); ``progress(steps)``."""
+        for acc in accs:
+            if acc.rows.n_seen == 0:
+                raise CalibcliError("no rows to evaluate: expected at least one prediction")
+        first = accs[0]
+        curve_points = CURVE_POINTS if first.want_curve else None
+        problems = [(acc.sums, acc.rows.arrays() if acc.rows_kept else None, acc.rows.n_seen) for acc in accs]
+        return finish_groups(problems, sigma=sigma, n_boot=n_boot, alpha=alpha,
+                             seed=first.seed if seed is None else int(seed) & 0xFFFFFFFFFFFFFFFF,
+                             curve_points=curve_points, progress=progress)
 
     def result(
         self,

@@ -90,7 +90,7 @@ def _group_text(group: dict) -> str:
 @cc.with_groups(cc.COLUMNS.but(prob_col=DiagramProbCol), cc.READING, cc.DATASETS, cc.OWN, cc.BOOTSTRAP, cc.ENGINE,
                 cc.OUTPUT.only("as_json", "fmt", "summary", "metrics", "sort"), declared=diagram_family.Options)
 def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
-    """Draw reliability diagrams: binned (accuracy per bin with Wilson intervals, bin histogram) and
+    """Draw reliability diagrams: binned (accuracy per bin with its interval, --band; bin histogram) and
     smooth (kernel regression at the SmoothECE bandwidth with a bootstrap band, density), with the
     metric and its interval in the legend. Several files or --prob-col columns are overlaid, and so
     are the groups of --group-by; marginal mode draws one panel per class. Files, directories of
@@ -102,7 +102,10 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
     dpi, title, figsize, style, font_size = chosen.dpi, chosen.title, chosen.figsize, chosen.style, chosen.font_size
     min_count, hist_scale, max_classes, max_overlays = (chosen.min_count, chosen.hist_scale, chosen.max_classes,
                                                         chosen.max_overlays)
-    n_boot, alpha, seed = chosen.n_boot, chosen.alpha, chosen.seed
+    n_boot, alpha, seed, band = chosen.n_boot, chosen.alpha, chosen.seed, chosen.band
+    if band == "bootstrap" and chosen.binned:
+        check_option(n_boot > 0, "--band bootstrap draws the bins' intervals from the bootstrap resamples: pass "
+                                 "--n-boot above 0, or --band wilson or clopper-pearson")
     prob_col = options["prob_col"]
     layout = cc.layout_of(options)
     fig_style = dg.FigureStyle(font_size=font_size, min_count=min_count, hist_scale=hist_scale, style=style)
@@ -124,7 +127,7 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
     estimators = {}
     if want_binned:
         estimators[dg.BINNED_METRIC] = REGISTRY[dg.BINNED_METRIC].description + ", percentile bootstrap interval"
-        estimators["bin_accuracy_interval"] = dg.BIN_ACCURACY_INTERVAL
+        estimators["bin_accuracy_interval"] = dg.BAND_DESCRIPTIONS[band]
     if want_smooth:
         estimators["smece"] = REGISTRY["smece"].description + ", percentile bootstrap interval"
         estimators["smooth_band"] = dg.SMOOTH_BAND
@@ -143,7 +146,9 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
             "max_overlays": max_overlays if groups else None,
             "dpi": dpi,
             "figsize": None if fig_size is None else list(fig_size),
-            **chosen.shown("font_size", "min_count", "hist_scale", "style", "title"),
+            **chosen.shown("font_size", "min_count", "hist_scale"),
+            "band": band if want_binned else None,
+            **chosen.shown("style", "title"),
             "estimators": estimators,
             "weights": "frequency weights" if sources.spec.weight_col else None,
             "group_by": list(groups) or None,
@@ -166,7 +171,8 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
     fig_mode = modes[0]
     marginal = fig_mode == "marginal"
     diagram_options = DiagramOptions(binned=want_binned, smooth=want_smooth, n_bins=n_bins, strategy=strategy, n_boot=n_boot,
-                                        alpha=alpha, seed=seed, max_problems=max_classes if marginal else None)
+                                        alpha=alpha, seed=seed, max_problems=max_classes if marginal else None,
+                                        band=band)
 
     entries: list[tuple[dict, object]] = []  # (report entry without its curves, the DiagramReport)
     groups_seen: set[tuple] = set()

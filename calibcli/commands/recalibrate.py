@@ -18,16 +18,17 @@ The command layer only reads files, calls the core and renders; every number com
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import numpy as np
 import typer
 
 from calibcli import cli_common as cc
 from calibcli.calibrators.document import (
-    METHOD_NAMES, calibrator_document, calibrator_json, fit_arrays, invalid_probability_rows, load_calibrator,
+    calibrator_document, calibrator_json, fit_arrays, invalid_probability_rows, load_calibrator,
 )
 from calibcli.errors import CalibcliError
+from calibcli.families import recalibrate as recalibrate_family
 from calibcli.modes import MODES, sigmoid, softmax
 from calibcli.recalibration import (
     _certificate, _check_methods, _fit_info, _open_one, _summary_params, evaluation, fit_input, method_options,
@@ -43,114 +44,36 @@ from calibcli.io.writers import output_format as pick_format, write_table_output
 from calibcli.render import render_table, stderr_console
 
 # ---------------------------------------------------------------------------------------------
-# Options
+# Arguments (the options are declared in calibcli.families.recalibrate)
 
-Method = Annotated[str, typer.Option("--method", help=f"Recalibration method: {', '.join(METHOD_NAMES)}.", show_default=False,
-                                     metavar=cc.choices(*METHOD_NAMES))]
-Methods = Annotated[
-    list[str],
-    typer.Option("--method", help=f"Recalibration method; repeat it to compare several: {', '.join(METHOD_NAMES)}.",
-                 show_default=False, metavar=cc.choices(*METHOD_NAMES)),
-]
-CalibratorBins = Annotated[
-    Optional[int], typer.Option("--n-bins", help="histogram, scaling-binning: number of bins of the calibrator (default 15).")
-]
-CalibratorStrategy = Annotated[
-    Optional[str], typer.Option("--strategy", help="histogram: uniform (equal width) or quantile (equal mass) bins (default uniform).",
-                                metavar=cc.choices("uniform", "quantile"))
-]
-Degree = Annotated[Optional[int], typer.Option("--degree", help="polynomial: degree of the least-squares polynomial (default 3).")]
-Interpolation = Annotated[
-    Optional[str],
-    typer.Option("--interpolation", help="isotonic: step (the fitted step function) or linear (between calibration scores) (default step).",
-                 metavar=cc.choices("step", "linear")),
-]
-Clip = Annotated[
-    Optional[float],
-    typer.Option("--clip", help="platt, beta, scaling-binning, temperature: clip predictions to the interval from clip to 1 - clip before logits or logs (default 1e-12)."),
-]
-Monotone = Annotated[
-    Optional[bool],
-    typer.Option("--monotone/--no-monotone", help="beta: keep the map non-decreasing by fixing a negative coefficient at 0 (betacal) (default no)."),
-]
-CalibratorOutput = Annotated[
-    str, typer.Option("--output", "-o", help="Calibrator file to write (JSON, atomically).", show_default=False)
-]
-ReportOutput = Annotated[Optional[str], typer.Option("--report", help="Also write the JSON report to this file (atomically).")]
 CalibratorFile = Annotated[str, typer.Argument(help="Calibrator written by `calibcli recalibrate fit`.", show_default=False,
                                                metavar="CALIBRATOR")]
 DataFile = Annotated[str, typer.Argument(help="Prediction file (CSV, TSV, Parquet, Arrow IPC/Feather, JSON Lines; '-' reads stdin).",
                                          show_default=False, metavar="FILE")]
 TrainFile = Annotated[str, typer.Argument(help="File to fit on (CSV, TSV, Parquet, Arrow IPC/Feather, JSON Lines; '-' reads stdin).",
                                           show_default=False, metavar="FILE")]
-DataOutput = Annotated[
-    str,
-    typer.Option("--output", "-o", help="Where to write the input with recalibrated probability columns: a file "
-                 "(written atomically; format from the extension .csv, .tsv, .parquet, .feather, .jsonl, optionally .gz "
-                 "for text, else the input's), or '-' for stdout (the default).",
-                 show_default=False),
-]
-OutputFormat = Annotated[
-    Optional[str],
-    typer.Option("--output-format", help="Format of the rows written: csv, tsv, parquet, feather (Arrow IPC; the "
-                 "stream format on stdout) or jsonl. Default: from --output's extension, else the input's format; "
-                 "csv on stdout.", metavar=cc.choices("csv", "tsv", "parquet", "feather", "jsonl"), show_default=False),
-]
-Holdout = Annotated[
-    Optional[float],
-    typer.Option("--holdout", help="Fit on this random fraction of FILE's rows (seeded by --seed), evaluate on the rest."),
-]
-FitFile = Annotated[Optional[str], typer.Option("--fit", help="Fit on this file and evaluate on FILE (instead of --holdout).")]
-EceBins = Annotated[int, typer.Option("--ece-n-bins", help="Bins of the binned calibration errors reported.")]
-EceStrategy = Annotated[str, typer.Option("--ece-strategy", help="Binning of the reported errors: uniform or quantile.",
-                                          metavar=cc.choices("uniform", "quantile"))]
-TestBoot = Annotated[int, typer.Option("--n-boot", help="Resamples of the T-Cal y-bootstrap null.")]
-Discrete = Annotated[
-    str,
-    typer.Option("--discrete", help="Binomial test per value instead of T-Cal: auto (when the predictions take at most "
-                 "sqrt(n) distinct values), yes or no.", metavar=cc.choices("auto", "yes", "no")),
-]
 # ---------------------------------------------------------------------------------------------
 # recalibrate fit
 
 
-MaxRows = Annotated[int, typer.Option(
-    "--max-rows", help="Fit on all rows up to this many; beyond, on the seeded bottom-k sample of this many rows, "
-    "except methods whose fit is a weighted sum over rows (platt, beta, polynomial, isotonic, uniform histogram), "
-    "which use exact per-value sums of every row while there are at most 2^20 distinct predictions.")]
-
-
 @cc.with_groups(cc.COLUMNS, cc.READING, cc.own("mode", "n_bins", "strategy", "degree", "interpolation", "clip", "monotone"),
                 cc.BOOTSTRAP.only("seed"), cc.own("alpha", "max_rows"), cc.DATASETS.only("batch_rows"), cc.ENGINE,
-                cc.OUTPUT.only("as_json", "fmt"), cc.OWN)
-def fit(
-    train: TrainFile,
-    method: Method,
-    output: CalibratorOutput,
-    mode: cc.Mode = None,
-    n_bins: CalibratorBins = None,
-    strategy: CalibratorStrategy = None,
-    degree: Degree = None,
-    interpolation: Interpolation = None,
-    clip: Clip = None,
-    monotone: Monotone = None,
-    alpha: Annotated[float, typer.Option("--alpha", help="histogram: the delta of the distribution-free ECE bound.")] = 0.05,
-    max_rows: MaxRows = 1_000_000,
-    report: ReportOutput = None,
-    **shared,
-) -> None:
+                cc.OUTPUT.only("as_json", "fmt"), cc.OWN, declared=recalibrate_family.FitOptions)
+def fit(train: TrainFile, **shared) -> None:
     """Fit a recalibration map on TRAIN (a file, a directory of shards, a quoted glob or '-') and save it as a
     versioned JSON calibrator (never a pickle).
 
     Example: calibcli recalibrate fit sample_data/breast_cancer_nb.csv --method isotonic -o cal.json"""
+    method, output, mode, alpha, max_rows, report = (shared[k] for k in ("method", "output", "mode", "alpha", "max_rows",
+                                                                         "report"))
     _check_methods([method])
     seed, batch_rows, engine = shared["seed"], shared["batch_rows"], cc.engine_of(shared)
     layout = cc.layout_of(shared)
     if mode is not None:
         cc.check_choice(mode, MODES, "--mode")
     check_options(alpha=alpha)  # the one rule of alpha (calibcli.validation._RULES)
-    options = method_options([method], n_bins=n_bins, strategy=strategy, degree=degree, interpolation=interpolation,
-                             clip=clip, monotone=monotone)[method]
+    options = method_options([method], **{k: shared[k] for k in ("n_bins", "strategy", "degree", "interpolation", "clip",
+                                                                  "monotone")})[method]
     cc.check_engine(engine.name, engine.scheduler, engine.workers)
     stream = _open_one(train, cc.spec_of(shared), max_rows=max_rows, input_format=shared["input_format"],
                        drop_invalid=shared["drop_invalid"], batch_rows=batch_rows)
@@ -421,28 +344,17 @@ def _open_apply_input(path: str, input_format: str | None):
     return dataset, location, fmt, display, schema
 
 
-ApplyDropInvalid = Annotated[bool, typer.Option(
-    "--drop-invalid", help="Drop rows whose probabilities are invalid (NaN, outside [0, 1], not summing to 1) "
-    "from the output instead of failing; the report counts them.")]
-
-
-@cc.with_groups(cc.own("output", "output_format"), cc.COLUMNS.only("prob_col", "prob_cols"),
-                cc.READING.but(drop_invalid=ApplyDropInvalid), cc.DATASETS.only("batch_rows"), cc.OUTPUT.only("as_json"),
-                cc.OWN)
-def apply(
-    calibrator: CalibratorFile,
-    file: DataFile,
-    output: DataOutput = "-",
-    output_format: OutputFormat = None,
-    report: ReportOutput = None,
-    **shared,
-) -> None:
+@cc.with_groups(cc.own("output", "output_format"), cc.COLUMNS.only("prob_col", "prob_cols"), cc.READING,
+                cc.DATASETS.only("batch_rows"), cc.OUTPUT.only("as_json"), cc.OWN,
+                declared=recalibrate_family.ApplyOptions)
+def apply(calibrator: CalibratorFile, file: DataFile, **shared) -> None:
     """Apply a saved calibrator to FILE and write FILE with recalibrated probability columns to --output
     (default: stdout, as CSV), batch by batch: memory stays flat in the rows. Venn-Abers adds its interval
     columns (prob_p0, prob_p1) beside the probability. With the data on stdout, the summary goes to stderr.
 
     Example: calibcli recalibrate apply cal.json test.parquet | calibcli ece -
     """
+    output, output_format, report = shared["output"], shared["output_format"], shared["report"]
     prob_col, prob_cols, input_format = shared["prob_col"], shared["prob_cols"], shared["input_format"]
     drop_invalid, batch_rows, as_json = shared["drop_invalid"], shared["batch_rows"], shared["as_json"]
     to_stdout = output == "-"
@@ -518,21 +430,10 @@ def _apply_schema_text(schema, numeric: tuple[str, ...]):
 # recalibrate evaluate
 
 
-EvalMaxRows = Annotated[int, typer.Option(
-    "--max-rows", help="Rows each fit and each T-Cal test use at most: beyond, the seeded bottom-k sample of this many "
-    "(fits whose objective is a weighted sum over rows use exact per-value sums of every fit row, as in `fit`); the "
-    "report says which.")]
-
-EvalAlpha = Annotated[float, typer.Option("--alpha", help="Level of the calibration tests (T-Cal, binomial).")]
-
-#: The flags of ``recalibrate evaluate``'s own options; its parameters, their order and defaults are those of
+#: ``recalibrate evaluate``'s arguments and options by name: FILE, and the declarations of
+#: :data:`calibcli.families.recalibrate.EVALUATE`; its parameters, their order and defaults are those of
 #: :func:`calibcli.recalibration.evaluation` (the library function), the shared ones' flags their group's.
-EVALUATE_FLAGS = {
-    "file": DataFile, "method": Methods, "holdout": Holdout, "fit_file": FitFile, "n_bins": CalibratorBins,
-    "strategy": CalibratorStrategy, "degree": Degree, "interpolation": Interpolation, "clip": Clip, "monotone": Monotone,
-    "ece_n_bins": EceBins, "ece_strategy": EceStrategy, "n_boot": TestBoot, "discrete": Discrete, "alpha": EvalAlpha,
-    "mode": cc.Mode, "max_rows": EvalMaxRows,
-}
+EVALUATE_FLAGS = {"file": DataFile, **recalibrate_family.EVALUATE}
 
 
 @cc.signature_from(evaluation, EVALUATE_FLAGS, cc.OUTPUT.only("as_json", "fmt", "summary", "metrics", "sort", "output"),

@@ -19,9 +19,9 @@ subprocess.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import shlex
 import sys
-from typing import Annotated, Optional
 
 import typer
 
@@ -34,15 +34,21 @@ from calibcli.accumulators.composite import Composite
 from calibcli.accumulators.tcal import TCAL_MODES
 from calibcli.binning import STRATEGIES
 from calibcli.calibrators.document import METHOD_NAMES
+from calibcli.families import audit as audit_family
+from calibcli.families import recalibrate as recalibrate_family
+from calibcli.families.recalibrate import DEFAULT_METHODS
 from calibcli.families.registry import FAMILIES
 from calibcli.html import render_page, require_jinja2, svg_fragment, verdict as verdicts
+from calibcli.html.audit import AUDIT_MODES, audit_lines, audit_section
 from calibcli.modes import CLASS_WEIGHTS, default_mode, MODES
 from calibcli.recalibration import evaluation, holdout_split
 from calibcli.report import entry_label, new_document, to_json, write_atomic
 from calibcli.validation import check_option, check_options
 
-#: Methods compared by default in "what recalibration would do" (each works in every mode).
-DEFAULT_METHODS = ("temperature", "platt", "isotonic", "histogram", "beta")
+#: The audit's options (``--segment-cols`` and how segments are formed, judged and shown), from the audit
+#: family's declaration: the same flags and rules as ``calibcli audit``'s.
+AUDIT = cc.group_of(audit_family.Options, "segment_cols", "depth", "max_values", "segment_bins", "min_segment", "power",
+                    "adjust", "mce_method", "top", name="audit")
 #: Classes drawn at most in marginal mode (one panel each), so the page stays small.
 MAX_CLASSES = 10
 #: Entries (inputs or groups) whose diagrams are drawn, the first ones in report order: a figure pair is
@@ -52,25 +58,6 @@ MAX_DIAGRAMS = 20
 EVALUATE_MAX_ROWS = 1_000_000
 
 ReportFiles = cc.files_argument("Several files (or --group-by groups) get a sortable summary table first, then one section each.")
-PageOutput = Annotated[str, typer.Option("--output", "-o", help="The HTML page to write (atomically; '-': stdout).",
-                                         show_default=False)]
-JsonOutput = Annotated[
-    Optional[str],
-    typer.Option("--json-output", help="Also write the JSON document the page is rendered from (atomically)."),
-]
-ReportMethods = Annotated[
-    Optional[list[str]],
-    typer.Option("--method", help="Recalibration method compared on held-out rows; repeat it. Default: "
-                 + ", ".join(DEFAULT_METHODS) + ".",
-                 metavar=cc.choices("platt", "temperature", "histogram", "isotonic", "scaling-binning", "polynomial",
-                                    "beta", "venn-abers")),
-]
-ReportHoldout = Annotated[
-    float,
-    typer.Option("--holdout", help="Fraction of each input's rows the recalibration methods are fitted on (seeded by "
-                 "--seed); they are compared on the other rows."),
-]
-Title = Annotated[Optional[str], typer.Option("--title", help="Title of the page. Default: the input names.")]
 
 
 def _key(entry: dict) -> tuple:
@@ -261,27 +248,20 @@ def _draw(acc, *, marginal: bool, n_classes: int, number: int) -> dict:
 
 
 @cc.with_groups(cc.own("json_output"), cc.COLUMNS, cc.READING, cc.DATASETS.only("group_by", "batch_rows"), cc.ENGINE,
-                cc.own("mode", "class_weights", "n_bins", "strategy"), cc.BOOTSTRAP, cc.OWN)
-def report(
-    files: ReportFiles,
-    output: PageOutput,
-    json_output: JsonOutput = None,
-    mode: cc.Mode = None,
-    class_weights: cc.ClassWeights = "uniform",
-    n_bins: cc.NBins = 15,
-    strategy: cc.Strategy = "uniform",
-    method: ReportMethods = None,
-    holdout: ReportHoldout = 0.5,
-    title: Title = None,
-    **options,
-) -> None:
+                cc.own("mode", "class_weights", "n_bins", "strategy"), cc.BOOTSTRAP, cc.OWN, AUDIT,
+                declared=recalibrate_family.ReportOptions)
+def report(files: ReportFiles, **options) -> None:
     """One self-contained HTML page: a verdict in plain words (is the model calibrated, how much, is it
     statistically real), the binned and smooth reliability diagrams, every metric with its interval, the
     T-Cal test, and what recalibration would do (held-out comparison, best first); with several files or
-    groups, a sortable summary first. No network needed to open it; printable; dark-mode aware.
+    groups, a sortable summary first; with --segment-cols, the segment audit of every input (calibcli audit's
+    numbers, the worst segments' diagrams beside the whole population's). No network needed to open it;
+    printable; dark-mode aware.
 
     Example: calibcli report sample_data/breast_cancer_nb.csv -o calibration.html"""
-    given = {**{k: v for k, v in locals().items() if k != "options"}, **options}  # as parsed, for the page's footer
+    given = {"files": files, **options}  # as parsed, for the page's footer
+    output, json_output, mode, class_weights, n_bins, strategy, method, holdout, title = (options[k] for k in (
+        "output", "json_output", "mode", "class_weights", "n_bins", "strategy", "method", "holdout", "title"))
     n_boot, alpha, seed, group_by = options["n_boot"], options["alpha"], options["seed"], options["group_by"]
 
     require_jinja2()  # (the output paths are checked before this, in cc.command)
@@ -298,16 +278,26 @@ def report(
     cc.check_engine(options["engine"], options["scheduler"], options["workers"])
     if group_by and holdout != 0.5:
         cc.warn("--holdout applies to the recalibration comparison, which is not run with --group-by")
+    reading = {o.name: options[o.name] for o in (*cc.READING.options, *cc.DATASETS.only("batch_rows").options)}
+    segments = bool(cc.split_columns(options["segment_cols"]))
+    if segments:  # the audit's options checked, and the inputs opened with the segment columns, before any work
+        audited = audit_family.Options.of({**options, "alpha": alpha, "mode": mode if mode in AUDIT_MODES else None})
+        audit_sources = replace(cc.sources_of(files, {**options, "group_by": None}),
+                                segment_by=audited.columns)
+        audit_inputs = list(audit_sources.open())
 
     doc = build_document(
         files,
         columns={o.name: options[o.name] for o in cc.COLUMNS.options},
-        reading={o.name: options[o.name] for o in (*cc.READING.options, *cc.DATASETS.only("batch_rows").options)},
+        reading=reading,
         engine={o.name: options[o.name] for o in cc.ENGINE.options},
         mode=mode, class_weights=class_weights, n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha,
         seed=seed, group_by=group_by, methods=methods, holdout=holdout, title=title,
         command_line=command_line(given),
     )
+    if segments:  # the audit section (calibcli.html.audit): its own pass over each input, with the segment columns
+        doc["audit"] = audit_section(audit_inputs, audit_sources, audited,
+                                     engine={o.name: options[o.name] for o in cc.ENGINE.options})
     page = render_page(doc)
     if json_output:
         write_atomic(json_output, to_json(doc) + "\n", "json_output")
@@ -315,6 +305,8 @@ def report(
     n = len(doc["files"])
     lines = [f"wrote {for_terminal(output)}: {n} entr{'y' if n == 1 else 'ies'}"]
     lines += [f"  {for_terminal(e['label'])}: {for_terminal(e['verdict']['headline'])}" for e in doc["files"]]
+    if segments:
+        lines += [f"  {for_terminal(line)}" for line in audit_lines(doc["audit"])]
     sys.stderr.write("\n".join(lines) + "\n")  # what the page says, in one line per entry (stdout stays empty)
 
 

@@ -6,6 +6,6 @@ report; :func:`calibcli.pipeline.run` picks one with ``--engine`` from the regis
 
 from calibcli.engines import local  # noqa: F401, I001  (each registers its engine; --help lists them in this order)
 from calibcli.engines import dask  # noqa: F401, E402
-from calibcli.engines.base import ENGINES, Engine, EngineChoice, register
+from calibcli.engines.base import ENGINES, Engine, EngineChoice, engines_help, register
 
-__all__ = ["ENGINES", "Engine", "EngineChoice", "register"]
+__all__ = ["ENGINES", "Engine", "EngineChoice", "engines_help", "register"]

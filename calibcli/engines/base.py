@@ -6,13 +6,13 @@ An engine runs a stream's rows through input accumulators and hands back the fin
 class is registered under its ``name`` (:func:`register`), says which of its options are wrong before
 any work (:meth:`Engine.check`), and is opened for a run as a context manager (:meth:`Engine.open`:
 a cluster lives as long as the run). A new engine is one module in :mod:`calibcli.engines` with a
-registered class; the ``--engine`` choices come from :data:`ENGINES`.
+registered class; the ``--engine`` choices and help come from :data:`ENGINES` (:func:`engines_help`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ContextManager, Protocol
+from typing import ContextManager, Protocol, cast
 
 
 class Engine(Protocol):
@@ -21,6 +21,8 @@ class Engine(Protocol):
 
     #: The value of ``--engine``.
     name: str
+    #: Where it runs, as ``--engine``'s help says it after the name (:func:`engines_help`).
+    where: str
     #: Worker processes when the run starts (the report's ``workers``); None in this process.
     workers: int | None
 
@@ -44,6 +46,13 @@ def register(cls: type) -> type:
     """Class decorator: ``cls`` runs under ``--engine cls.name``."""
     ENGINES[cls.name] = cls
     return cls
+
+
+def engines_help() -> str:
+    """``--engine``'s help: every registered engine by name with where it runs (its ``where``), in registry order."""
+    named = [f"{name} ({cast(Engine, cls).where})" for name, cls in ENGINES.items()]
+    listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " or " + named[-1]
+    return f"{listed}; the same report either way."
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,7 @@ class DaskEngine:
     """
 
     name = "dask"
+    where = "a Dask cluster: --scheduler, or a local one of --workers processes"
 
     def __init__(self, client, *, workers: int, progress=None, task_rows: int | None = None,
                  split_every: int | None = None):

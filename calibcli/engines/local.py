@@ -14,6 +14,7 @@ class LocalEngine:
     """Streams each dataset's batches through the accumulators in this process."""
 
     name = "local"
+    where = "this process"
     workers = None
 
     def run(self, stream, new) -> tuple[list[tuple[dict | None, object]], dict]:

@@ -20,9 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from calibcli.binning import STRATEGIES
+from calibcli.declarations import ALPHA, CLASS_WEIGHTS_PARAM, MODE, N_BINS, STRATEGY, auto  # noqa: F401  (re-exported)
 from calibcli.errors import CalibcliError
-from calibcli.modes import CLASS_WEIGHTS, MODES
 from calibcli.report import GateSpec
 from calibcli.validation import Declared, Param, declared, option
 
@@ -51,23 +50,9 @@ class Family:
     finish: Callable[[dict, Any], list[str]] | None = None
 
 
-def auto(value):
-    """How the report shows an option whose None means "chosen from the data": ``auto``."""
-    return "auto" if value is None else value
-
-
 # ---------------------------------------------------------------------------------------------
-# Options several families share, declared once (a family narrows or rewords one with Param.narrowed)
-
-MODE = Param(("--mode",), "binary, top-label or marginal. Default: binary for one or two probability columns, "
-             "top-label for K > 2.", choices=MODES, shown=auto)
-CLASS_WEIGHTS_PARAM = Param(("--class-weights",), "Marginal aggregate weights: uniform (1/K) or prior (class "
-                            "frequencies).", choices=CLASS_WEIGHTS)
-N_BINS = Param(("--n-bins",), "Number of bins.", count=True)
-STRATEGY = Param(("--strategy",), "Binning: uniform (equal width) or quantile (equal mass).", choices=STRATEGIES)
-
-
-ALPHA = Param(("--alpha",), "1 - confidence level of the intervals and bounds.")
+# Options several families share: declared once in calibcli.declarations (the library checks its keywords against
+# the same declarations); a family narrows or rewords one with Param.narrowed
 
 
 @dataclass(frozen=True)

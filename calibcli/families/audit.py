@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from calibcli.accumulators.segment_grid import GRID_CELLS
 from calibcli.accumulators.segments import ROW_LIMIT, SegmentAuditAccumulator
 from calibcli.audit import AuditOptions
 from calibcli.entries import segment_text as describe
@@ -64,9 +65,11 @@ class Options(Declared):
                             mce_method=self.mce_method).check()
 
 
-def plan(o: Options, sources, engine: str) -> Plan:
+def plan(o: Options, sources, engine: str, *, diagrams: int = 0) -> Plan:
     """The audit's document (its parameters; entries from :func:`calibcli.pipeline.add_entries`) and
-    ``new(stream)``, the input accumulator of a stream. ``sources`` carry the segment columns."""
+    ``new(stream)``, the input accumulator of a stream. ``sources`` carry the segment columns. ``diagrams``: the
+    worst tested segments whose binned diagrams each input's result carries (beside the whole population's;
+    ``calibcli report --segment-cols`` draws them)."""
     options, columns, mode = o.audit, o.columns, o.mode
     doc = new_document(
         "audit",
@@ -86,7 +89,9 @@ def plan(o: Options, sources, engine: str) -> Plan:
             "mce": "the largest ECCE-R/sigma over the tested segments; its p-value by "
                    f"{options.mce_method} over the number tested",
             "o_e_interval": "(O -+ z sqrt(sum w^2 s (1 - s))) / E, normal approximation",
-            "exact": f"every row of an input, up to {ROW_LIMIT:,} rows",
+            "exact": f"every row of an input, up to {ROW_LIMIT:,} rows; beyond, a second pass sums every segment on "
+                     f"{GRID_CELLS:,} score cells (each segment's ecce_bound states the grid's error; the entry's "
+                     "grid section says when)",
             "weights": "weights normalised within each segment (ECCE's convention)"
             if sources.spec.weight_col is not None else None,
             "pool": sources.pool,
@@ -100,7 +105,8 @@ def plan(o: Options, sources, engine: str) -> Plan:
 
     def new(stream):
         return SegmentAuditAccumulator(mode=mode or default_mode(stream.n_classes), n_classes=stream.n_classes,
-                                       class_names=stream.class_names, options=options, columns=columns)
+                                       class_names=stream.class_names, options=options, columns=columns,
+                                       diagrams=diagrams)
 
     return Plan(doc, new, GateSpec("mce_sigma"), 0)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from calibcli.bands import DIAGRAM_BANDS
 from calibcli.families import MODE, N_BINS, STRATEGY, Bootstrap, mode_field
 from calibcli.validation import declared, option
 
@@ -47,6 +48,10 @@ class Options(Bootstrap):
                             "with the bin's rows.")
     hist_scale: str = option("linear", "--hist-scale", help="Scale of the count histogram under the binned diagram: "
                              "linear, or log (shows bins of a few rows).", choices=HIST_SCALES)
+    band: str = option("wilson", "--band", help="Interval of each bin's observed frequency: wilson (close to the level "
+                       "on average at every bin size), clopper-pearson (exact: at least the level in every bin, wider "
+                       "in small ones) or bootstrap (over the --n-boot resamples; zero width in a bin of all 0s or all "
+                       "1s).", choices=DIAGRAM_BANDS)
     max_classes: int = option(12, "--max-classes", help="Marginal mode: draw at most this many classes (the first "
                               "ones).")
     max_overlays: int = option(10, "--max-overlays", help="With --group-by: draw at most this many groups per dataset "

@@ -62,6 +62,9 @@ def page_data(doc: dict) -> dict:
         if e.get("diagrams"):
             e["diagrams"] = {k: (SVG_IN_PAGE if k in ("binned", "smooth") else v) for k, v in e["diagrams"].items()}
         out["files"].append(e)
+    if doc.get("audit"):  # the segment audit's figures (calibcli.html.audit)
+        out["audit"] = {**doc["audit"], "files": [
+            {**e, "figure": e["figure"] and {**e["figure"], "svg": SVG_IN_PAGE}} for e in doc["audit"]["files"]]}
     return out
 
 

@@ -1,0 +1,272 @@
+"""The per-row Poisson bootstrap of the binned estimators: per-bin sums of resampled rows, for one binary
+problem or for many groups of rows at once (SPEC 2.4 and 8; issue "every replicate and every group at once").
+
+A resample is given by row multiplicities ``m_ir`` (:class:`calibcli.resampling.Multiplicities`, a function
+of ``(seed, replicate, global row)``); a bin's sums under it are ``sum_i m_ir X_i`` over the bin's rows.
+Rows sorted by z (by group, then z) make every bin a contiguous run:
+
+- :class:`_SortedProblem`: one problem; each run's sums one BLAS product for a block of replicates, and
+  quantile bins re-fitted on every resample (SPEC 2.1 on the resample's sorted values);
+- :class:`SortedGroups`: G groups; the sums of every (group, bin) run of a block of rows under a block of
+  replicates are one sparse product (the ``(runs x statistics, rows)`` matrix of the rows' statistics
+  times the ``(rows, replicates)`` multiplicities), giving ``(G, R, bins)`` statistics for the estimators
+  to reduce in one call. Groups of quantile bins re-fit their edges per resample through their own
+  :class:`_SortedProblem` (the segment sums of :meth:`_SortedProblem._quantile_sums`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calibcli.bin_stats import _N_STATS, _W, _WLL, _WU2, _WY, _WZ, BinStats, _row_stats
+from calibcli.binning import Binning, quantile_starts_batched, uniform_bin_index
+from calibcli.resampling import Multiplicities
+
+# ---------------------------------------------------------------------------------------------
+# Bootstrap through multiplicities and per-bin sums
+
+
+#: Above this many runs of rows the per-row bootstrap sums run with one ``reduceat`` rather than a product per run.
+_LOOP_RUNS = 4096
+
+#: Multiply-adds of one matrix product that OpenBLAS keeps on one thread (its threshold is 4 x 65536).
+_ONE_THREAD_PRODUCT = 1 << 18
+
+#: Multiplicities (replicates x rows) held at once by the per-row bootstrap (2 MB arrays, which stay in the
+#: caches: four times larger ran slower); fixes speed and memory, never the numbers.
+_BLOCK_ELEMENTS = 1 << 18
+
+
+class _SortedProblem:
+    """A binary problem sorted by z once, so that every bin is a contiguous run of rows.
+
+    A resample is given by row multiplicities ``m`` (in sorted order); the sums of any statistic
+    over a bin are then one product ``m[run] @ X[run]``, which costs O(n) per resample in total and
+    never materialises the resampled data. ``m`` may be ``(R, n)``: R resamples at once, each run's
+    sums one matrix product ``M[:, run] @ X[run]`` for all of them, and the statistics ``(R, bins)``.
+    """
+
+    def __init__(self, y, z, w, binning: Binning, n_uniform: int):
+        self.order = np.argsort(z, kind="stable")
+        self.z = z[self.order]
+        stats = _row_stats(y[self.order].astype(np.float64), self.z, w[self.order])
+        ws = w[self.order]
+        # (n, 6) in row-major order so that a run's sums are one BLAS product; column 0 counts rows
+        self.X = np.ascontiguousarray(np.vstack([np.ones(len(self.z)), stats]).T)
+        # Pairs between copies of one original row: m (m - 1) times w^2, w^2 y, w^2 u^2. With unit
+        # weights these are columns of X itself (count, y, u^2).
+        self.unit_weights = bool(np.all(ws == 1.0))
+        self.X_self = np.ascontiguousarray(self.X[:, [0, 1 + _WY, 1 + _WU2]]) if self.unit_weights else (
+            np.ascontiguousarray(np.vstack([ws * ws, ws * stats[_WY], ws * stats[_WU2]]).T))
+        self.binning = binning
+        self.n_uniform = n_uniform
+        # Equal-width bins never move under resampling: their runs are fixed once.
+        self.uniform_starts = np.searchsorted(uniform_bin_index(self.z, n_uniform), np.arange(n_uniform))
+        if binning.strategy == "uniform":
+            self.main_starts = np.searchsorted(uniform_bin_index(self.z, binning.n_bins), np.arange(binning.n_bins))
+
+    def block_size(self) -> int:
+        """Resamples per block of :meth:`resampled` that keep its arrays within ``_BLOCK_ELEMENTS`` values."""
+        return max(1, _BLOCK_ELEMENTS // max(len(self.z), 1))
+
+    def _run_sums(self, M: np.ndarray, pairs: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Sums ``(R, runs, 6)`` of ``M X`` and ``(R, runs, 3)`` of ``pairs X_self`` over the runs of rows
+        beginning at ``starts`` (increasing; a run may be empty)."""
+        n, R = len(self.z), M.shape[0]
+        bounds = np.append(starts, n)
+        sums = np.zeros((R, len(starts), _N_STATS + 1))
+        dup = np.zeros((R, len(starts), 3))
+        if len(starts) <= _LOOP_RUNS:
+            for j, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+                # OpenBLAS runs a product of more than 2^18 multiply-adds on several threads, which on a
+                # shared machine costs far more than it saves: products below that stay on one thread.
+                step = max(1, _ONE_THREAD_PRODUCT // (8 * (b - a))) if b > a else R
+                for r in range(0, R, step):
+                    sums[r:r + step, j] = M[r:r + step, a:b] @ self.X[a:b]
+                    dup[r:r + step, j] = pairs[r:r + step, a:b] @ self.X_self[a:b]
+            return sums, dup
+        # many runs (most of them empty when there are more bins than rows): one reduceat over the non-empty ones
+        nonempty = np.flatnonzero(bounds[:-1] < bounds[1:])
+        first = bounds[nonempty]  # increasing; each run ends where the next non-empty one starts
+        if len(first):
+            sums[:, nonempty] = np.add.reduceat(M[:, :, None] * self.X[None], first, axis=1)
+            dup[:, nonempty] = np.add.reduceat(pairs[:, :, None] * self.X_self[None], first, axis=1)
+        return sums, dup
+
+    @staticmethod
+    def _stats(sums: np.ndarray, dup: np.ndarray) -> BinStats:
+        """:class:`BinStats` of bin sums ``(..., bins, 6)`` and self-pair sums ``(..., bins, 3)``."""
+        s = np.moveaxis(sums, -1, 0)
+        d = np.moveaxis(dup, -1, 0)
+        weight, sum_y, sum_u2 = s[1 + _W], s[1 + _WY], s[1 + _WU2]
+        return BinStats(np.rint(s[0]).astype(np.int64), weight, s[1 + _WZ], sum_y, sum_u2, s[1 + _WLL],
+                        self_weight=weight + d[0], self_y=sum_y + d[1], self_u2=sum_u2 + d[2])
+
+    def _quantile_sums(self, M: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Bin sums on each resample's own quantile bins (SPEC 2.1's edges of its sorted values, z[i]
+        repeated M[r, i] times), ``(R, n_bins)`` with the bins that ties merged away left empty at the end.
+
+        Every resample's bins are runs of the sorted rows: the runs between any two consecutive starts of
+        any resample in the block ("segments") are summed once for the whole block, and each resample's
+        bin is the sum of its segments (one ``reduceat``)."""
+        R, n, B = M.shape[0], len(self.z), self.binning.n_bins
+        starts = quantile_starts_batched(self.z, B, M)
+        segments = np.unique(starts[starts < n])
+        seg_sums, seg_dup = self._run_sums(M, pairs, segments)
+        S = len(segments)
+        nxt = np.append(starts[:, 1:], np.full((R, 1), n), axis=1)
+        live = starts < nxt  # bins holding at least one row (the rest stay zero)
+        offsets = (np.searchsorted(segments, starts) + S * np.arange(R)[:, None])[live]
+        sums = np.zeros((R, B, _N_STATS + 1))
+        dup = np.zeros((R, B, 3))
+        sums[live] = np.add.reduceat(seg_sums.reshape(R * S, -1), offsets, axis=0)
+        dup[live] = np.add.reduceat(seg_dup.reshape(R * S, -1), offsets, axis=0)
+        return sums, dup
+
+    def resampled(self, m: np.ndarray) -> tuple[BinStats, BinStats]:
+        """Statistics (main bins, equal-width bins) of the resample where sorted row i appears m[i] times;
+        ``m`` of shape ``(R, n)`` gives R resamples at once (statistics of shape ``(R, bins)``)."""
+        M = np.atleast_2d(m)
+        pairs = M - 1.0
+        pairs *= M
+        if self.binning.strategy == "uniform":
+            main = self._stats(*self._run_sums(M, pairs, self.main_starts))
+            uniform = main if self.n_uniform == self.binning.n_bins else self._stats(
+                *self._run_sums(M, pairs, self.uniform_starts))
+        else:
+            main = self._stats(*self._quantile_sums(M, pairs))
+            uniform = self._stats(*self._run_sums(M, pairs, self.uniform_starts))
+        if np.ndim(m) == 1:
+            main, uniform = (BinStats(*(a[0] for a in s._arrays())) for s in (main, uniform))
+        return main, uniform
+
+
+#: Rows of one block of :class:`SortedGroups` (whole groups; a larger group is a block alone): with
+#: ``_BLOCK_ELEMENTS`` multiplicities per block, 32 replicates at a time, whose draws stay in the caches.
+_GROUP_BLOCK_ROWS = 1 << 13
+
+
+def _run_matrix(cell: np.ndarray, n_cells: int, X: np.ndarray):
+    """The CSR matrix ``(n_cells * K, rows)`` whose row ``c K + k`` holds column ``k`` of ``X`` on the rows of
+    run ``c`` (``cell`` non-decreasing, runs contiguous): its product with ``(rows, R)`` multiplicities gives
+    every run's sums under every replicate."""
+    from scipy.sparse import csr_matrix  # scipy only for the bootstrap over groups
+
+    n, K = X.shape
+    counts = np.bincount(cell, minlength=n_cells)
+    start = np.cumsum(counts) - counts
+    indptr = np.empty(n_cells * K + 1, dtype=np.int64)
+    indptr[:-1] = (K * start[:, None] + np.arange(K)[None, :] * counts[:, None]).ravel()
+    indptr[-1] = n * K
+    rows = np.arange(n)
+    within = rows - start[cell]
+    pos = (K * start[cell] + within)[:, None] + np.arange(K)[None, :] * counts[cell][:, None]
+    indices = np.empty(n * K, dtype=np.int64)
+    data = np.empty(n * K)
+    indices[pos.ravel()] = np.repeat(rows, K)
+    data[pos.ravel()] = X.ravel()
+    return csr_matrix((data, indices, indptr), shape=(n_cells * K, n))
+
+
+class SortedGroups:
+    """The rows of G groups (one binary problem each), sorted by group and z once (see the module docstring).
+
+    ``groups`` holds each group's ``(y, z, w, row_index)`` (validated; ``w`` all ones for unit weights);
+    ``binnings`` each group's fitted bins (quantile or uniform), ``n_uniform`` the equal-width bins of the dCE.
+    The order within a group is that of :class:`_SortedProblem` (a stable sort by z), so a group's
+    resamples are the same numbers it gets alone.
+    """
+
+    def __init__(self, groups: list, binnings: list[Binning], n_uniform: int):
+        sizes = np.array([len(g[1]) for g in groups], dtype=np.int64)
+        self.G = len(groups)
+        self.bounds = np.concatenate([[0], np.cumsum(sizes)])
+        code = np.repeat(np.arange(self.G), sizes)
+        z = np.concatenate([np.asarray(g[1], dtype=np.float64) for g in groups])
+        order = np.lexsort((z, code))  # stable: within a group, np.argsort(z, kind="stable")
+        self.z = z[order]
+        y = np.concatenate([np.asarray(g[0]) for g in groups])[order].astype(np.float64)
+        w = np.concatenate([np.asarray(g[2], dtype=np.float64) for g in groups])[order]
+        self.row_index = np.concatenate([np.asarray(g[3], dtype=np.int64) for g in groups])[order]
+        stats = _row_stats(y, self.z, w)
+        self.X = np.ascontiguousarray(np.vstack([np.ones(len(self.z)), stats]).T)
+        # pairs between copies of one row: w^2, w^2 y, w^2 u^2 (with unit weights: count, y, u^2)
+        self.X_self = np.ascontiguousarray(np.vstack([w * w, w * stats[_WY], w * stats[_WU2]]).T)
+        self.binnings = binnings
+        self.n_uniform = n_uniform
+        self.quantile = binnings[0].strategy == "quantile"
+        self.n_main = binnings[0].n_bins
+        self.uniform_cell = code * n_uniform + uniform_bin_index(self.z, n_uniform)
+        self.main_cell = self.uniform_cell if n_uniform == self.n_main else code * self.n_main + uniform_bin_index(
+            self.z, self.n_main)
+        self._problems: list[_SortedProblem] = []
+        if self.quantile:  # each group's own resampled quantile bins (SPEC 2.1 on every resample)
+            self._problems = [_SortedProblem(np.asarray(g[0]), np.asarray(g[1], dtype=np.float64),
+                                             np.asarray(g[2], dtype=np.float64), b, n_uniform)
+                              for g, b in zip(groups, binnings, strict=True)]
+
+    def chunks(self, max_groups: int) -> list[tuple[int, int]]:
+        """Consecutive ranges ``(g0, g1)`` of at most ``max_groups`` groups."""
+        step = max(1, int(max_groups))
+        return [(g0, min(g0 + step, self.G)) for g0 in range(0, self.G, step)]
+
+    def _blocks(self, g0: int, g1: int) -> list[tuple[int, int]]:
+        """Groups ``g0..g1`` cut into runs of whole groups of at most ``_GROUP_BLOCK_ROWS`` rows."""
+        out, first = [], g0
+        for g in range(g0 + 1, g1 + 1):
+            if g == g1 or self.bounds[g + 1] - self.bounds[first] > _GROUP_BLOCK_ROWS:
+                out.append((first, g))
+                first = g
+        return out
+
+    def resampled(self, g0: int, g1: int, seed: int, n_boot: int) -> tuple[BinStats, BinStats | None]:
+        """Statistics ``(G', n_boot, bins)`` (main bins, equal-width bins; None when those are the main bins) of
+        groups ``g0..g1`` under replicates ``0..n_boot-1``."""
+        Gc = g1 - g0
+        n_main = self.n_main
+        main = np.zeros((_N_STATS + 1, Gc, n_boot, n_main))
+        main_dup = np.zeros((3, Gc, n_boot, n_main))
+        separate = self.quantile or self.n_uniform != n_main
+        uni = np.zeros((_N_STATS + 1, Gc, n_boot, self.n_uniform)) if separate else main
+        uni_dup = np.zeros((3, Gc, n_boot, self.n_uniform)) if separate else main_dup
+        for b0, b1 in self._blocks(g0, g1):
+            a, b = self.bounds[b0], self.bounds[b1]
+            n = b - a
+            rows = Multiplicities(seed, self.row_index[a:b])
+            cells = {"uniform": (self.uniform_cell[a:b] - b0 * self.n_uniform, self.n_uniform)}
+            if not self.quantile:
+                cells["main"] = (self.main_cell[a:b] - b0 * n_main, n_main)
+            mats = {key: (_run_matrix(c, (b1 - b0) * nb, self.X[a:b]),
+                          _run_matrix(c, (b1 - b0) * nb, self.X_self[a:b]), nb)
+                    for key, (c, nb) in cells.items() if key == "main" or separate}
+            # replicates per block: the multiplicities (rows x R) and the products (runs x statistics x R) in the caches
+            runs = (b1 - b0) * (n_main + (self.n_uniform if separate else 0)) * (_N_STATS + 4)
+            step = max(1, _BLOCK_ELEMENTS // max(n, runs, 1))
+            for r0 in range(0, n_boot, step):
+                reps = np.arange(r0, min(r0 + step, n_boot))
+                M = rows.columns(reps)  # (rows, R) in sorted order
+                pairs = M - 1.0
+                pairs *= M
+                R = len(reps)
+                gs = slice(b0 - g0, b1 - g0)
+                for key, (A, A_self, nb) in mats.items():
+                    s_out, d_out = (main, main_dup) if key == "main" else (uni, uni_dup)
+                    s = (A @ M).reshape(b1 - b0, nb, _N_STATS + 1, R)
+                    d = (A_self @ pairs).reshape(b1 - b0, nb, 3, R)
+                    s_out[:, gs, r0:r0 + R] = s.transpose(2, 0, 3, 1)
+                    d_out[:, gs, r0:r0 + R] = d.transpose(2, 0, 3, 1)
+                if self.quantile:
+                    for g in range(b0, b1):  # each group's bins move with its resample
+                        lo, hi = self.bounds[g] - a, self.bounds[g + 1] - a
+                        Mg = np.ascontiguousarray(M[lo:hi].T)
+                        s, d = self._problems[g]._quantile_sums(Mg, np.ascontiguousarray(pairs[lo:hi].T))
+                        main[:, g - g0, r0:r0 + R] = np.moveaxis(s, -1, 0)
+                        main_dup[:, g - g0, r0:r0 + R] = np.moveaxis(d, -1, 0)
+        return _bin_stats(main, main_dup), _bin_stats(uni, uni_dup) if separate else None
+
+
+def _bin_stats(s: np.ndarray, d: np.ndarray) -> BinStats:
+    """:class:`BinStats` of sums ``(6, ...)`` and self-pair sums ``(3, ...)`` (statistics first)."""
+    weight, sum_y, sum_u2 = s[1 + _W], s[1 + _WY], s[1 + _WU2]
+    return BinStats(np.rint(s[0]).astype(np.int64), weight, s[1 + _WZ], sum_y, sum_u2, s[1 + _WLL],
+                    self_weight=weight + d[0], self_y=sum_y + d[1], self_u2=sum_u2 + d[2])

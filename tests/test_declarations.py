@@ -1,0 +1,42 @@
+"""The library's front door checks its keywords against the options' declarations (calibcli.declarations), the
+ones the command line's flags are built from: the same choices, the same words."""
+
+from __future__ import annotations
+
+import pytest
+
+from calibcli import declarations, families
+from calibcli.errors import OptionError, library_text
+from calibcli.metrics import binned_metric, ece, smooth_ece
+from calibcli.validation import check_params
+
+Y = [0, 1, 1, 0, 1, 1, 0, 1]
+P = [0.2, 0.6, 0.9, 0.4, 0.7, 0.8, 0.1, 0.3]
+
+
+def test_the_families_take_the_shared_declarations_themselves():
+    for name in ("MODE", "CLASS_WEIGHTS_PARAM", "N_BINS", "STRATEGY", "ALPHA", "auto"):
+        assert getattr(families, name) is getattr(declarations, name)
+
+
+@pytest.mark.parametrize("call, parameter, choices", [
+    (lambda: ece(Y, P, strategy="equal"), "strategy", declarations.STRATEGY.choices),
+    (lambda: ece(Y, P, mode="multi"), "mode", declarations.MODE.choices),
+    (lambda: binned_metric("dce", Y, P, class_weights="freq"), "class_weights",
+     declarations.CLASS_WEIGHTS_PARAM.choices),
+    (lambda: smooth_ece(Y, P, mode="multi"), "mode", declarations.MODE.choices),
+])
+def test_library_refuses_a_choice_by_the_declaration(call, parameter, choices):
+    with pytest.raises(OptionError) as info:
+        call()
+    assert info.value.parameter == parameter
+    assert library_text(str(info.value)).endswith(f": expected one of {', '.join(choices)}")
+
+
+def test_check_params_takes_the_choices_from_the_declaration_given():
+    narrowed = declarations.MODE.narrowed(("binary", "top-label"))
+    check_params({"mode": declarations.MODE}, mode="marginal")
+    with pytest.raises(OptionError, match="expected one of binary, top-label$"):
+        check_params({"mode": narrowed}, mode="marginal")
+    with pytest.raises(OptionError):  # numbers by the rules of their names, as before
+        check_params({}, n_bins=0)
