@@ -16,6 +16,8 @@ The paired bootstrap for the difference of two models' metrics on one test set i
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from calibcli.accumulators.binned import _row_values
@@ -97,7 +99,7 @@ class JointCells:
         # the noise only where there is variance: with unit weights the w columns are the counts, exactly
         active = np.arange(2 * _V) if self.weighted else np.array([j for j in range(2 * _V) if j % _V])
         root = _psd_root(cov[:, active[:, None], active[None, :]]).transpose(0, 2, 1).astype(np.float32)
-        sides = []
+        sides: list[dict[str, Any]] = []
         for side, cells, n_bins in ((0, cell_a, self.n_a), (1, cell_b, self.n_b)):
             order = np.argsort(cells, kind="stable")
             starts = np.flatnonzero(np.diff(cells[order], prepend=-1))
@@ -207,8 +209,9 @@ class JointScores:
     def replicates(self, n_boot: int, rng: np.random.Generator) -> tuple[dict, dict]:
         root = _psd_root(self.moments[None])[0]  # rounding-level eigenvalues as zeros: identical inputs draw alike
         reps = self.sums + rng.standard_normal((n_boot, 6)) @ root.T
-        return tuple({"brier_score_multiclass": reps[:, 3 * s + 1] / reps[:, 3 * s],
-                      "log_loss_multiclass": reps[:, 3 * s + 2] / reps[:, 3 * s]} for s in (0, 1))
+        baseline, candidate = ({"brier_score_multiclass": reps[:, 3 * s + 1] / reps[:, 3 * s],
+                                "log_loss_multiclass": reps[:, 3 * s + 2] / reps[:, 3 * s]} for s in (0, 1))
+        return baseline, candidate
 
 
 class JointState:
