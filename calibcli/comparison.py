@@ -22,15 +22,21 @@ Which bootstrap gives the paired replicates:
   bootstraps: the same seed and row indices give both inputs exactly the same multiplicities, so the
   replicated difference is exact (identical inputs give a difference of 0 with the interval [0, 0]);
 - beyond, the entries' per-bin bootstraps draw each input's cells independently, which would not be
-  paired. :class:`JointCells` keeps, per pair ``(baseline cell, candidate cell)`` (a cell is a bin and a
-  label, SPEC 8), the row count and the sums and cross-products of both inputs' per-row values, so the
-  draw is made jointly: a joint cell's resampled count is Poisson(count) (independent across joint
-  cells, so each input's cell count is Poisson too, as in its own per-bin bootstrap), and given it the
-  sums of both inputs' values are drawn from their joint normal law (mean and covariance per row). The
-  correlation of the two models on the same examples is kept; aggregated to one input's cells this is
-  the per-bin bootstrap of :mod:`calibcli.accumulators.binned`. SmoothECE beyond the row limit has no
-  joint draw here: its difference interval is then unpaired (the candidate's SmoothECE is resampled with
-the derived seed, ``seeds["candidate_smece"]``), and the report says so.
+  paired. :class:`~calibcli.paired_bootstrap.JointCells` keeps, per pair ``(baseline cell, candidate
+  cell)`` (a cell is a bin and a label, SPEC 8), the row count and the sums and cross-products of both
+  inputs' per-row values, so the draw is made jointly: a joint cell's resampled count is Poisson(count)
+  (independent across joint cells, so each input's cell count is Poisson too, as in its own per-bin
+  bootstrap), and given it the sums of both inputs' values are drawn from their joint normal law (mean and
+  covariance per row). The correlation of the two models on the same examples is kept; aggregated to one
+  input's cells this is the per-bin bootstrap of :mod:`calibcli.accumulators.binned`. SmoothECE beyond the
+  row limit has no joint draw here: its difference interval is then unpaired (the candidate's SmoothECE is
+  resampled with the derived seed, ``seeds["candidate_smece"]``), and the report says so.
+
+On a cluster (``engine`` with ``reduce_tasks``: ``calibcli compare --engine dask``) both inputs are read in
+ranges of global rows (:func:`pair_tasks`), each task reading the same range of both, side by side
+(:func:`run_pair_task`): its :class:`PairPart` (both inputs' accumulators, the joint state, the first rows that
+are not the same example) merges with its neighbours' exactly, so pairing by row order and every number are the
+local engine's. Pairing by ID holds the candidate in memory here: it runs on the local engine only.
 
 The paired bootstrap for the difference of two models' metrics on one test set is the standard
 construction (Efron & Tibshirani 1993, ch. 10; the bootstrap comparison of classifiers in Bouthillier et
@@ -39,30 +45,32 @@ al. 2021 and in ``scikit-learn``'s model-comparison examples resamples rows join
 
 from __future__ import annotations
 
+import copy
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from calibcli.accumulators.binned import _row_values
-from calibcli.accumulators.inputs import InputAccumulator, MulticlassScores, SmoothInputAccumulator
-from calibcli.binning import uniform_bin_index
-from calibcli.engines._fragments import prefetched
+from calibcli.accumulators.inputs import InputAccumulator, SmoothInputAccumulator
+from calibcli.engines._fragments import pack_fragments, prefetched, task_rows
 from calibcli.errors import CalibcliError, shown
-from calibcli.estimators import BinStats, summarise_replicates
-from calibcli.modes import binary_problems
+from calibcli.estimators import summarise_replicates
+from calibcli.io import RowCounts
+from calibcli.paired_bootstrap import JointState
 from calibcli.registry import REGISTRY, aggregate_over_classes
 from calibcli.resampling import Multiplicities, percentile_interval, row_hash
 
 #: Rows of the candidate held in memory to pair by an ID column.
 ID_PAIRING_LIMIT = 1 << 24
+#: Pairing by an ID column holds the candidate in memory in this process: not on a cluster (``{engine}``: its name).
+ID_ON_LOCAL_ONLY = (
+    "{{opt:id_col}} pairs the rows on the local engine only (the candidate is held in memory, indexed "
+    "by ID): drop {{opt:engine}} {engine}, or pair by row order (no {{opt:id_col}})"
+)
 #: The ways two inputs can be paired (``auto``: by ID when an ID column is given, else by row order when the
 #: labels agree, else unpaired).
 PAIRINGS = ("auto", "order", "none")
-
-# Per-row values of one input in a joint cell: w, w u, w u^2, w ll (u = y - z, ll the clipped log-loss).
-_V = 4
 
 
 def derived_seed(seed: int) -> int:
@@ -84,253 +92,6 @@ class Pairing:
 
     def to_dict(self) -> dict:
         return {"paired": self.paired, "by": self.how, "id_column": self.id_column, "reason": self.reason}
-
-
-# ---------------------------------------------------------------------------------------------
-# The joint state of one binary problem beyond the row limit
-
-
-class JointCells:
-    """Per non-empty pair ``(baseline cell, candidate cell)``: the row count, the sums of the 8 per-row values
-    ``v = (w, w u, w u^2, w ll)`` of both inputs, and the sums of ``v v^T`` (see the module docstring).
-
-    ``bins_a`` / ``bins_b`` map predictions to bins (``Binning.assign`` or the equal-width index);
-    ``n_a`` / ``n_b`` are their numbers of bins.
-    """
-
-    def __init__(self, bins_a, n_a: int, bins_b, n_b: int):
-        self.bins_a, self.bins_b, self.n_a, self.n_b = bins_a, bins_b, n_a, n_b
-        self.keys = np.empty(0, dtype=np.int64)
-        self.count = np.empty(0, dtype=np.int64)
-        self.sums = np.empty((0, 2 * _V))
-        self.moments = np.empty((0, 2 * _V, 2 * _V))
-        self.weighted = False
-
-    def update(self, za, ya, wa, zb, yb, wb) -> None:
-        if len(za) == 0:
-            return
-        self.weighted |= wa is not None or wb is not None
-        cell_a = 2 * self.bins_a(za) + ya
-        cell_b = 2 * self.bins_b(zb) + yb
-        key = cell_a.astype(np.int64) * (2 * self.n_b) + cell_b
-        keys, inverse = np.unique(key, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        v = np.column_stack([_values(za, ya, wa), _values(zb, yb, wb)])
-        n_keys = len(keys)
-        count = np.bincount(inverse, minlength=n_keys)
-        sums = np.stack([np.bincount(inverse, weights=v[:, j], minlength=n_keys) for j in range(2 * _V)], axis=1)
-        moments = np.zeros((n_keys, 2 * _V, 2 * _V))
-        for i in range(2 * _V):
-            for j in range(i, 2 * _V):
-                moments[:, i, j] = moments[:, j, i] = np.bincount(inverse, weights=v[:, i] * v[:, j], minlength=n_keys)
-        self._add(keys, count, sums, moments)
-
-    def _add(self, keys, count, sums, moments) -> None:
-        merged = np.union1d(self.keys, keys)
-        out_count = np.zeros(len(merged), dtype=np.int64)
-        out_sums = np.zeros((len(merged), 2 * _V))
-        out_moments = np.zeros((len(merged), 2 * _V, 2 * _V))
-        for k, c, s, m in ((self.keys, self.count, self.sums, self.moments), (keys, count, sums, moments)):
-            at = np.searchsorted(merged, k)
-            out_count[at] += c
-            out_sums[at] += s
-            out_moments[at] += m
-        self.keys, self.count, self.sums, self.moments = merged, out_count, out_sums, out_moments
-
-    def replicates(self, n_boot: int, rng: np.random.Generator) -> tuple[BinStats, BinStats]:
-        """``n_boot`` paired replicates of both inputs' per-bin statistics (baseline's list, candidate's list)."""
-        J = len(self.keys)
-        cell_a = self.keys // (2 * self.n_b)
-        cell_b = self.keys % (2 * self.n_b)
-        c = self.count.astype(np.float64)
-        if self.weighted:
-            # the sums of m_i v_i over a joint cell: mean sum v, covariance sum v v^T (exact Poisson moments)
-            mean, cov = self.sums, self.moments
-        else:
-            # unit weights: given the resampled count c*, the sums are c* draws of the cell's rows (w = 1 exactly)
-            mean = self.sums / c[:, None]
-            cov = self.moments / c[:, None, None] - mean[:, :, None] * mean[:, None, :]
-        # the noise only where there is variance: with unit weights the w columns are the counts, exactly
-        active = np.arange(2 * _V) if self.weighted else np.array([j for j in range(2 * _V) if j % _V])
-        root = _psd_root(cov[:, active[:, None], active[None, :]]).transpose(0, 2, 1).astype(np.float32)
-        sides: list[dict[str, Any]] = []
-        for side, cells, n_bins in ((0, cell_a, self.n_a), (1, cell_b, self.n_b)):
-            order = np.argsort(cells, kind="stable")
-            starts = np.flatnonzero(np.diff(cells[order], prepend=-1))
-            totals = np.zeros((2 * n_bins, 2 * _V))
-            # per cell: the sums of (w, w u, w u^2, w ll), then of w times each (w^2, w^2 u, w^2 u^2, w^2 ll)
-            np.add.at(
-                totals,
-                cells,
-                np.concatenate(
-                    [
-                        self.sums[:, side * _V : (side + 1) * _V],
-                        self.moments[:, side * _V, side * _V : (side + 1) * _V],
-                    ],
-                    axis=1,
-                ),
-            )
-            count = np.zeros(2 * n_bins)
-            np.add.at(count, cells, c)
-            sides.append(
-                dict(
-                    order=order,
-                    starts=starts,
-                    target=cells[order][starts],
-                    n_bins=n_bins,
-                    totals=totals,
-                    count=count,
-                    per_cell=np.zeros((n_boot, 2 * n_bins, _V)),
-                    count_star=np.zeros((n_boot, 2 * n_bins)),
-                )
-            )
-        # a block of replicates at a time (about 4e6 numbers per block): the joint cells' draws, summed to each
-        # input's cells at once
-        block = max(1, int(4e6 // max(1, J * 2 * _V)))
-        for r0 in range(0, n_boot, block):
-            r1 = min(n_boot, r0 + block)
-            c_star = rng.poisson(c, size=(r1 - r0, J)).astype(np.float64)
-            # (joint cell, replicate, value): one batched matrix product per block (single precision: it is the
-            # noise, about 1e-7 of its own scale), the sums built in place
-            draws = np.zeros((J, r1 - r0, 2 * _V))
-            draws[:, :, active] = np.matmul(rng.standard_normal((J, r1 - r0, len(active)), dtype=np.float32), root)
-            if self.weighted:
-                draws += mean[:, None, :]
-            else:
-                scale = c_star.T[..., None]
-                draws *= np.sqrt(scale)
-                draws += scale * mean[:, None, :]
-            for side, sd in enumerate(sides):
-                values = draws[sd["order"], :, side * _V : (side + 1) * _V]
-                sd["per_cell"][r0:r1, sd["target"]] = np.add.reduceat(values, sd["starts"], axis=0).transpose(1, 0, 2)
-                sd["count_star"][r0:r1, sd["target"]] = np.add.reduceat(c_star[:, sd["order"]], sd["starts"], axis=1)
-        out = [
-            _bin_stats_replicates(
-                sd["per_cell"], sd["count_star"], sd["count"], sd["totals"], sd["n_bins"], self.weighted
-            )
-            for sd in sides
-        ]
-        return out[0], out[1]
-
-
-def _values(z, y, w) -> np.ndarray:
-    """The (n, 4) per-row values ``(w, w u, w u^2, w ll)`` of one input (w = 1 without weights)."""
-    v = _row_values(z, y, w, False)
-    ones = np.ones(len(z)) if w is None else v["w"]
-    return np.column_stack([ones, v["wu"], v["wu2"], v["wll"]])
-
-
-def _psd_root(cov: np.ndarray) -> np.ndarray:
-    """``L`` with ``L L^T = cov`` for stacked positive semi-definite matrices (eigen-decomposition)."""
-    vals, vecs = np.linalg.eigh(cov)
-    # eigenvalues at rounding level are zeros (two identical inputs give a singular covariance; their square
-    # roots, about 1e-8 of the scale, would make the two inputs' draws differ)
-    vals = np.where(vals > 1e-12 * np.max(np.abs(vals), axis=-1, keepdims=True), vals, 0.0)
-    return vecs * np.sqrt(vals)[:, None, :]
-
-
-def _bin_stats_replicates(per_cell, count_star, count, totals, n_bins: int, weighted: bool) -> BinStats:
-    """Per-bin statistics ``(R, bins)`` of every replicate from the drawn per-cell sums, kept within what the
-    rows allow and with the pairs of copies of one row set to their expectation given the count (as the
-    per-bin bootstrap of :mod:`calibcli.accumulators.binned` does for one input)."""
-    W, U, Q, L = (per_cell[..., j] for j in range(_V))
-    label = np.tile([0.0, 1.0], n_bins)
-    W = np.where(count_star > 0, np.maximum(W, 0.0), 0.0) if weighted else count_star
-    U = np.clip(U, (label - 1.0) * W, label * W)
-    Q = np.clip(Q, 0.0, W)
-    Q = np.maximum(Q, np.divide(U * U, W, out=np.zeros_like(U), where=W > 0))
-    L = np.maximum(L, 0.0)
-    safe = np.maximum(count, 1.0)
-    factor = 1.0 + np.maximum(count_star - 1.0, 0.0) / safe
-    sum_w, sum_wu2, sum_w2, sum_w2u2 = totals[:, 0], totals[:, 2], totals[:, _V], totals[:, _V + 2]
-    ratio_w = np.divide(sum_w2, sum_w, out=np.ones(len(count)), where=sum_w > 0)
-    ratio_u2 = np.divide(sum_w2u2, sum_wu2, out=np.ones(len(count)), where=sum_wu2 > 0)
-    B = n_bins
-    w_r, u_r, q_r, l_r, f_r, c_r = (a.reshape(-1, B, 2) for a in (W, U, Q, L, factor, count_star))
-    self_w = f_r * w_r * ratio_w.reshape(B, 2)
-    # every replicate at once: (R, bins, label) arrays summed over the label axis
-    return BinStats(
-        np.rint(c_r.sum(axis=-1)).astype(np.int64),
-        w_r.sum(axis=-1),
-        w_r[..., 1] - u_r.sum(axis=-1),
-        w_r[..., 1].copy(),
-        q_r.sum(axis=-1),
-        l_r.sum(axis=-1),
-        self_weight=self_w.sum(axis=-1),
-        self_y=self_w[..., 1].copy(),
-        self_u2=(f_r * q_r * ratio_u2.reshape(B, 2)).sum(axis=-1),
-    )
-
-
-class JointScores:
-    """Sums of the per-row ``v = (w, w brier, w log-loss)`` of both inputs and of ``v v^T``: the multiclass
-    scores' paired bootstrap from their exact Poisson moments (normal), beyond the row limit."""
-
-    def __init__(self):
-        self.sums = np.zeros(6)
-        self.moments = np.zeros((6, 6))
-
-    def update(self, pa, la, wa, pb, lb, wb) -> None:
-        cols = []
-        for p, labels, w in ((pa, la, wa), (pb, lb, wb)):
-            values = MulticlassScores.per_row(p, labels)
-            ww = np.ones(len(labels)) if w is None else w
-            cols += [ww, ww * values[:, 0], ww * values[:, 1]]
-        v = np.column_stack(cols)
-        self.sums += v.sum(axis=0)
-        self.moments += v.T @ v
-
-    def replicates(self, n_boot: int, rng: np.random.Generator) -> tuple[dict, dict]:
-        root = _psd_root(self.moments[None])[0]  # rounding-level eigenvalues as zeros: identical inputs draw alike
-        reps = self.sums + rng.standard_normal((n_boot, 6)) @ root.T
-        a, b = (
-            {
-                "brier_score_multiclass": reps[:, 3 * s + 1] / reps[:, 3 * s],
-                "log_loss_multiclass": reps[:, 3 * s + 2] / reps[:, 3 * s],
-            }
-            for s in (0, 1)
-        )
-        return a, b
-
-
-class JointState:
-    """The paired bootstrap's joint state of one comparison: per binary problem of the mode, the joint cells
-    on the main bins (and on the equal-width bins of the dCE for quantile bins); the multiclass scores."""
-
-    def __init__(self, acc_a, acc_b):
-        self.problems = []
-        for pa, pb in zip(acc_a.problems, acc_b.problems, strict=True):
-            main = (
-                JointCells(
-                    pa.binning.assign, pa.binning.n_bins_effective, pb.binning.assign, pb.binning.n_bins_effective
-                )
-                if pa.binning is not None and pb.binning is not None
-                else None
-            )
-            uniform = None
-            if pa.strategy == "quantile":
-                n = pa.n_bins
-                uniform = JointCells(
-                    lambda z, n=n: uniform_bin_index(z, n), n, lambda z, n=n: uniform_bin_index(z, n), n
-                )
-            self.problems.append((main, uniform))
-        self.mode, self.class_names = acc_a.mode, list(acc_a.class_names)
-        self.scores = JointScores() if acc_a.scores is not None else None
-
-    def update(self, a, b) -> None:
-        """Aligned batches ``a`` and ``b`` (the same examples, row by row)."""
-        pa = binary_problems(
-            a.labels, a.probs, mode=self.mode, sample_weight=a.sample_weight, class_names=self.class_names
-        )
-        pb = binary_problems(
-            b.labels, b.probs, mode=self.mode, sample_weight=b.sample_weight, class_names=self.class_names
-        )
-        for (main, uniform), qa, qb in zip(self.problems, pa, pb, strict=True):
-            for cells in (main, uniform):
-                if cells is not None:
-                    cells.update(qa.z, qa.y, qa.sample_weight, qb.z, qb.y, qb.sample_weight)
-        if self.scores is not None:
-            self.scores.update(a.probs, a.labels, a.sample_weight, b.probs, b.labels, b.sample_weight)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -377,10 +138,18 @@ def _empty(rows: _Rows | None) -> bool:
     return rows is None or len(rows) == 0
 
 
-def _lockstep(stream_a, stream_b):
-    """Both streams' rows in equal-length chunks (row ``i`` of the one beside row ``i`` of the other); at the end
+def _lockstep(batches_a, batches_b):
+    """Both inputs' rows in equal-length chunks (row ``i`` of the one beside row ``i`` of the other); at the end
     of the shorter, the rest of the longer with None beside it."""
-    its = [prefetched(stream_a.batches()), prefetched(stream_b.batches())]
+    its = [prefetched(batches_a), prefetched(batches_b)]
+    try:
+        yield from _chunks(its)
+    finally:  # stopped early (rows that cannot be paired by order): the readers stop now
+        for it in its:
+            it.close()
+
+
+def _chunks(its):
     held: list[_Rows | None] = [None, None]
     done = [False, False]
     while True:
@@ -407,6 +176,169 @@ def _lockstep(stream_a, stream_b):
         parts = first.take(slice(0, n)), second.take(slice(0, n))
         held = [first.take(slice(n, None)), second.take(slice(n, None))]
         yield parts[0], parts[1]
+
+
+#: A row of one input as the pairing check reports it: (global row index, label index, source).
+RowMark = tuple[int, int, str]
+
+
+def _mark(rows: _Rows, j: int) -> RowMark:
+    return int(rows.row_index[j]), int(rows.labels[j]), rows.source
+
+
+@dataclass
+class PairPart:
+    """What a range of rows of both inputs reduces to, side by side (the whole of them on the local engine; a
+    task's range on a cluster): both inputs' accumulators (None: not in this pass), the joint state while the
+    rows pair, the valid rows of each, their first rows (``head_a``/``head_b``), the first rows beside each
+    other that are not the same example (``diff``; a side None: that input had no more rows in the range), each
+    input's row counts, or the first error in row order (``error``; then nothing else counts).
+
+    Parts of consecutive ranges merge exactly (:func:`merge_pair_parts`): the first difference of the whole is
+    the first range's, its missing side the next rows of the other input, so pairing by order is decided
+    as if the rows were read in one stream."""
+
+    accs_a: list = field(default_factory=list)
+    accs_b: list = field(default_factory=list)
+    joint: JointState | None = None
+    n_a: int = 0
+    n_b: int = 0
+    head_a: RowMark | None = None
+    head_b: RowMark | None = None
+    diff: tuple[RowMark | None, RowMark | None] | None = None
+    counts_a: RowCounts = field(default_factory=RowCounts)
+    counts_b: RowCounts = field(default_factory=RowCounts)
+    error: CalibcliError | None = None
+
+
+def _pair_pass(
+    batches_a, batches_b, now_a: list, now_b: list, joint: JointState | None, *, paired: bool, stop: bool
+) -> PairPart:
+    """Both inputs' batches, side by side, into the accumulators ``now_a``/``now_b`` (None entries: not this
+    pass) and, while the rows are the same examples, the joint state. ``paired``: check that they are (the
+    same row indices and labels row by row); ``stop``: stop reading at the first rows that are not (the
+    comparison is then an error)."""
+    part = PairPart(now_a, now_b, joint if paired else None)
+
+    def feed(accs, rows):
+        for acc in accs:
+            if acc is not None:
+                acc.update(rows.row_index, rows.probs, rows.labels, rows.sample_weight)
+
+    for a, b in _lockstep(batches_a, batches_b):
+        if a is not None:
+            feed(now_a, a)
+            part.n_a += len(a)
+            part.head_a = part.head_a or _mark(a, 0)
+        if b is not None:
+            feed(now_b, b)
+            part.n_b += len(b)
+            part.head_b = part.head_b or _mark(b, 0)
+        if not paired or part.diff is not None:
+            continue
+        if a is None or b is None:
+            part.diff = (None if a is None else _mark(a, 0), None if b is None else _mark(b, 0))
+        else:
+            differ = np.flatnonzero((a.labels != b.labels) | (a.row_index != b.row_index))
+            if len(differ):
+                part.diff = (_mark(a, int(differ[0])), _mark(b, int(differ[0])))
+                if stop:
+                    break
+            elif part.joint is not None:
+                part.joint.update(a, b)
+        if part.diff is not None:
+            part.joint = None
+    return part
+
+
+def merge_pair_parts(parts, *, own: bool = True) -> PairPart:
+    """The part of consecutive ranges ``parts`` (in row order): the first error among them, else the
+    accumulators, joint states, rows and counts added, and the first difference of the whole
+    (:class:`PairPart`). ``own=False``: the parts belong to someone else (a Dask worker's results of other
+    tasks): the merge goes into copies."""
+    out: PairPart | None = None
+    for part in parts:
+        if part.error is not None:
+            return part
+        if out is None:
+            out = part if own else copy.deepcopy(part)
+            continue
+        out.accs_a = [
+            mine if mine is None else mine.merge(more) for mine, more in zip(out.accs_a, part.accs_a, strict=True)
+        ]
+        out.accs_b = [
+            mine if mine is None else mine.merge(more) for mine, more in zip(out.accs_b, part.accs_b, strict=True)
+        ]
+        if out.diff is None and part.diff is None and out.joint is not None and part.joint is not None:
+            out.joint.merge(part.joint)
+        else:
+            out.joint = None
+        if out.diff is not None:  # a side that ran out in an earlier range: the next rows of that input
+            out.diff = (out.diff[0] or part.head_a, out.diff[1] or part.head_b)
+        else:
+            out.diff = part.diff
+        out.n_a, out.n_b = out.n_a + part.n_a, out.n_b + part.n_b
+        out.head_a, out.head_b = out.head_a or part.head_a, out.head_b or part.head_b
+        out.counts_a, out.counts_b = out.counts_a.merge(part.counts_a), out.counts_b.merge(part.counts_b)
+    return out if out is not None else PairPart()
+
+
+@dataclass(frozen=True)
+class PairTask:
+    """A task of :func:`compare_streams` on a cluster: the rows of global index ``within`` of both inputs, read
+    from their fragments that hold them (only paths and options travel). Its items are the fragments (the
+    engine's progress counts them; the first names the task in messages)."""
+
+    fragments_a: tuple
+    fragments_b: tuple
+    within: tuple[int, int]
+
+    def __len__(self) -> int:
+        return len(self.fragments_a) + len(self.fragments_b)
+
+    def __getitem__(self, i: int):
+        return (self.fragments_a + self.fragments_b)[i]
+
+
+def run_pair_task(task: PairTask, template: tuple, second: bool) -> PairPart:
+    """A task on a worker: its range of both inputs through copies of the template's accumulators and joint
+    state (``template``: ``(accs_a, accs_b, joint, paired, stop)``)."""
+    now_a, now_b, joint, paired, stop = copy.deepcopy(template)
+    counts_a, counts_b = RowCounts(), RowCounts()
+    batches_a = (batch for f in task.fragments_a for batch in f.batches(counts_a, task.within))
+    batches_b = (batch for f in task.fragments_b for batch in f.batches(counts_b, task.within))
+    part = _pair_pass(batches_a, batches_b, now_a, now_b, joint, paired=paired, stop=stop)
+    part.counts_a, part.counts_b = counts_a, counts_b
+    return part
+
+
+def pair_tasks(fragments_a: list, fragments_b: list, rows: int) -> list[PairTask]:
+    """Ranges of global rows over both inputs: the runs of consecutive fragments of the input with more rows
+    (:func:`calibcli.engines._fragments.pack_fragments`), the last one open-ended; each with the fragments of
+    both inputs that hold some of its rows (a fragment across a boundary is read by both tasks, each its rows)."""
+    import bisect
+
+    def total(fragments):
+        return sum(f.n_rows or 0 for f in fragments)
+
+    leader = fragments_a if total(fragments_a) >= total(fragments_b) else fragments_b
+    runs = pack_fragments(leader, rows)
+    starts = [run[0].row_offset for run in runs] + [1 << 62]
+    starts[0] = 0
+    bounds = [
+        ([f.row_offset + (f.n_rows or 0) for f in fragments], [f.row_offset for f in fragments])
+        for fragments in (fragments_a, fragments_b)
+    ]
+    out = []
+    for lo, hi in zip(starts[:-1], starts[1:], strict=True):
+        sides = []
+        for fragments, (ends, offsets) in zip((fragments_a, fragments_b), bounds, strict=True):
+            first = bisect.bisect_right(ends, lo)  # the first fragment ending after lo
+            last = bisect.bisect_left(offsets, hi)  # past the last starting before hi
+            sides.append(tuple(fragments[first:last]))
+        if sides[0] or sides[1]:
+            out.append(PairTask(sides[0], sides[1], (lo, hi)))
+    return out
 
 
 def _id_text(value) -> str:
@@ -545,6 +477,7 @@ def compare_streams(
     smooth_options=None,
     id_column=None,
     pairing: str = "auto",
+    engine=None,
 ) -> ComparisonRun:
     """Compare a baseline stream ``stream_a`` with a candidate ``stream_b`` (see the module docstring).
 
@@ -552,8 +485,13 @@ def compare_streams(
     (:class:`~calibcli.accumulators.inputs.SmoothOptions`, or None for no SmoothECE) apply to both; ``mode_a`` is the
     mode (both inputs must have the same classes). ``id_column``: pair by that column (the streams must have
     been opened with ``group_by=(id_column,)``). ``pairing``: ``auto``, ``order`` (an error when the rows are
-    not the same examples in the same order) or ``none``.
+    not the same examples in the same order) or ``none``. ``engine``: an engine that reduces tasks on a cluster
+    (:meth:`calibcli.engines.dask.DaskEngine.reduce_tasks`) reads both inputs in ranges of rows there
+    (:func:`pair_tasks`; not with ``id_column``); None or the local engine reads them here.
     """
+    reduce_tasks = getattr(engine, "reduce_tasks", None)
+    if reduce_tasks is not None and id_column is not None:
+        raise CalibcliError(ID_ON_LOCAL_ONLY.format(engine=engine.name))
     if pairing not in PAIRINGS:
         raise CalibcliError(f"{{opt:pairing}} is {pairing!r}: expected one of {', '.join(PAIRINGS)}")
     if id_column is not None and pairing == "none":
@@ -596,16 +534,17 @@ def compare_streams(
         "reason": None if pairing != "none" else "no pairing asked for",
     }
 
+    described: list = [None, None]
+
     def one_pass(now_a, now_b, joint_now) -> None:
-        """Stream both inputs once into the accumulators ``now_a``/``now_b`` (None: not this pass) and the joint
-        state."""
-
-        def feed(accs, rows):
-            for acc in accs:
-                if acc is not None:
-                    acc.update(rows.row_index, rows.probs, rows.labels, rows.sample_weight)
-
+        """Stream both inputs once into the accumulators ``now_a``/``now_b`` (None: not this pass) and the joint state."""
         if candidate is not None:
+
+            def feed(accs, rows):
+                for acc in accs:
+                    if acc is not None:
+                        acc.update(rows.row_index, rows.probs, rows.labels, rows.sample_weight)
+
             candidate.restart()
             for batch in stream_a.batches():
                 a = _rows(batch)
@@ -616,22 +555,24 @@ def compare_streams(
                     if joint_now is not None:
                         joint_now.update(a, b)
             candidate.check_complete()
+            described[:] = [stream_a.describe(), stream_b.describe()]
             return
-        n_a = n_b = 0
-        for a, b in _lockstep(stream_a, stream_b):
-            if a is not None:
-                feed(now_a, a)
-                n_a += len(a)
-            if b is not None:
-                feed(now_b, b)
-                n_b += len(b)
-            if state["paired"] and a is not None and b is not None:
-                if not np.array_equal(a.labels, b.labels) or not np.array_equal(a.row_index, b.row_index):
-                    _unpair(state, pairing, a, b, stream_a.name, stream_b.name)
-                elif joint_now is not None:
-                    joint_now.update(a, b)
-        if state["paired"] and n_a != n_b:
-            _unpair(state, pairing, None, None, stream_a.name, stream_b.name, (n_a, n_b))
+        paired, stop = bool(state["paired"]), pairing == "order"
+        if reduce_tasks is None:
+            part = _pair_pass(stream_a.batches(), stream_b.batches(), now_a, now_b, joint_now, paired=paired, stop=stop)
+        else:
+            part = _reduce_pairs(engine, stream_a, stream_b, (now_a, now_b, joint_now, paired, stop))
+        if paired and part.diff is not None:
+            _unpair(state, pairing, part.diff, stream_a.name, stream_b.name, (part.n_a, part.n_b))
+        described[:] = (
+            [stream_a.describe(), stream_b.describe()]
+            if reduce_tasks is None
+            else [stream_a.describe(part.counts_a), stream_b.describe(part.counts_b)]
+        )
+        # the accumulators were fed in place (local) or are the merged ones (cluster)
+        now_a[:], now_b[:] = part.accs_a, part.accs_b
+        if joint_now is not None and part.joint is not None and part.joint is not joint_now:
+            joint_now.problems, joint_now.scores = part.joint.problems, part.joint.scores
 
     joint = JointState(accs_a[0], accs_b[0]) if state["paired"] else None
     one_pass(accs_a, accs_b, joint)
@@ -661,25 +602,49 @@ def compare_streams(
         how, reason = "none", state["reason"]
     pairing_used = Pairing(how, reason, id_column)
     seeds = {"baseline": seed, "candidate": seed if paired else derived_seed(seed)}
-    entries, comparison = _finish(accs_a, accs_b, joint, binned_options, seeds, pairing_used, stream_a, stream_b)
+    entries, comparison = _finish(accs_a, accs_b, joint, binned_options, seeds, pairing_used, described)
     return ComparisonRun(entries, comparison, pairing_used, seeds)
 
 
-def _unpair(state: dict, pairing: str, a, b, name_a: str, name_b: str, counts=None) -> None:
-    """The rows are not the same examples in the same order: unpaired, or an error when pairing was asked for."""
-    if counts is not None:
-        reason = f"{name_a} has {counts[0]} rows and {name_b} has {counts[1]}"
-    elif not np.array_equal(a.row_index, b.row_index):
-        j = int(np.flatnonzero(a.row_index != b.row_index)[0])
-        reason = (
-            f"different rows were dropped as invalid: row {a.row_index[j] + 1} of {name_a} ({a.source}) is beside "
-            f"row {b.row_index[j] + 1} of {name_b} ({b.source})"
+def _reduce_pairs(engine, stream_a, stream_b, template: tuple) -> PairPart:
+    """One pass over both inputs on a cluster: ranges of rows as tasks (:func:`pair_tasks`), their parts merged
+    on the workers (``engine.reduce_tasks``); then each input checked as a whole, as its stream would be."""
+    fragments = [stream.fragments(map_files=engine.map_files) for stream in (stream_a, stream_b)]
+    leader = max(fragments, key=lambda fs: sum(f.n_rows or 0 for f in fs))
+    tasks = pair_tasks(fragments[0], fragments[1], engine.task_rows or task_rows(leader, engine.workers))
+    if tasks:
+        part = engine.reduce_tasks(
+            tasks,
+            template,
+            description=f"{stream_a.name} and {stream_b.name}: fragments",
+            leaf=run_pair_task,
+            merge=merge_pair_parts,
         )
     else:
-        j = int(np.flatnonzero(a.labels != b.labels)[0])
+        part = PairPart(template[0], template[1], template[2] if template[3] else None)
+    if part.error is not None:
+        raise part.error
+    stream_a.check_counts(part.counts_a)
+    stream_b.check_counts(part.counts_b)
+    return part
+
+
+def _unpair(state: dict, pairing: str, diff: tuple, name_a: str, name_b: str, counts: tuple[int, int]) -> None:
+    """The rows are not the same examples in the same order: unpaired, or an error when pairing was asked for.
+    ``diff``: the first rows side by side that differ (a side None: that input has no more rows); ``counts``:
+    both inputs' rows."""
+    a, b = diff
+    if a is None or b is None:
+        reason = f"{name_a} has {counts[0]} rows and {name_b} has {counts[1]}"
+    elif a[0] != b[0]:
         reason = (
-            f"the labels differ first at row {a.row_index[j] + 1} (label index {a.labels[j]} in {name_a} ({a.source}), "
-            f"{b.labels[j]} in {name_b} ({b.source}))"
+            f"different rows were dropped as invalid: row {a[0] + 1} of {name_a} ({a[2]}) is beside "
+            f"row {b[0] + 1} of {name_b} ({b[2]})"
+        )
+    else:
+        reason = (
+            f"the labels differ first at row {a[0] + 1} (label index {a[1]} in {name_a} ({a[2]}), "
+            f"{b[1]} in {name_b} ({b[2]}))"
         )
     if pairing == "order":
         raise CalibcliError(
@@ -700,7 +665,7 @@ def _reseed(acc, seed: int) -> None:
 # Results: both entries, the replicated differences
 
 
-def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, stream_a, stream_b):
+def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, described: list):
     """Both inputs' report entries (as ``ece`` / ``smece`` make them) and the comparison of their headline metrics."""
     n_boot, alpha = options.n_boot, options.alpha
     reports = [accs[0].result(keep_replicates=True) for accs in (accs_a, accs_b)]
@@ -751,8 +716,11 @@ def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, strea
             for name in scores[0]:
                 methods[name] = (how_scores, pairing.paired)
     entries = []
-    for role, stream, report in (("baseline", stream_a, reports[0]), ("candidate", stream_b, reports[1])):
-        entries.append({"input": stream.describe(), "role": role, "family": "ece", **report.to_dict()})
+    for role, described_input, report in (
+        ("baseline", described[0], reports[0]),
+        ("candidate", described[1], reports[1]),
+    ):
+        entries.append({"input": dict(described_input), "role": role, "family": "ece", **report.to_dict()})
     if len(accs_a) > 1:
         kept = all(acc.rows_kept for accs in (accs_a, accs_b) for acc in accs[1].problems)
         if pairing.paired and not kept:  # the per-cell SmoothECE bootstrap is not paired: independent seeds then
@@ -774,8 +742,11 @@ def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, strea
                 "so this interval treats the inputs as independent (wider than a paired one)",
                 smooth_paired,
             )
-        for role, stream, report in (("baseline", stream_a, smooth[0]), ("candidate", stream_b, smooth[1])):
-            entries.append({"input": stream.describe(), "role": role, "family": "smece", **report.to_dict()})
+        for role, described_input, report in (
+            ("baseline", described[0], smooth[0]),
+            ("candidate", described[1], smooth[1]),
+        ):
+            entries.append({"input": dict(described_input), "role": role, "family": "smece", **report.to_dict()})
     comparison = {}
     for name, m_a in headline[0].items():
         m_b = headline[1].get(name)

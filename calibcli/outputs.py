@@ -21,9 +21,9 @@ from __future__ import annotations
 import errno
 import os
 import re
+import secrets
 import stat
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -236,23 +236,26 @@ def open_output(path: str, option: str | None = "output") -> Iterator[CheckedSin
         return
     target = os.path.realpath(path) if os.path.islink(path) else path
     folder = os.path.dirname(os.path.abspath(target))
+    # The temporary's name is known before the file exists, and the file is made inside the block that removes
+    # it: an interrupt that lands just after the file is created (mkstemp returning, before a ``try``) would
+    # otherwise leave it behind. 128 random bits make a name taken already a failure, not a retry.
+    tmp = os.path.join(folder, f"{TEMP_PREFIX}{secrets.token_hex(16)}")
+    sink = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=folder)
-    except OSError as exc:
-        raise _failed(path, option, exc) from None
-    sink = CheckedSink(os.fdopen(fd, "wb"), path, option)
-    try:
+        sink = CheckedSink(os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb"), path, option)
         yield sink
         sink.close()
         mode = stat.S_IMODE(found.st_mode) if found is not None else 0o666 & ~_umask()
-        os.chmod(tmp, mode)  # mkstemp makes 0600: the file keeps its permissions, a new one gets the usual
+        os.chmod(tmp, mode)  # the temporary is made 0600: the file keeps its permissions, a new one gets the usual
         os.replace(tmp, target)
     except BaseException as exc:
-        sink.discard()
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        if sink is not None:
+            sink.discard()
+        if not isinstance(exc, FileExistsError) or sink is not None:  # (a name taken is not ours to remove)
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
         if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
             raise _failed(path, option, exc) from None
         raise

@@ -507,20 +507,20 @@ def test_the_reduction_graph_is_a_tree_of_blocks_and_merges():
     assert len(leaves) == 2000 and len(blocks) == 125  # 16 tasks a block
     assert blocks[0] == ("calibcli-block-t-0000000", (0, 16)) and blocks[-1][1] == (1984, 2000)
     assert len(merges) == 8 + 1 and root == "calibcli-merge-t-2-0000000"  # 125 -> 8 -> 1: depth 3 with the blocks
-    assert graph[blocks[1][0]][1:] == tuple(leaves[16:32])  # a block's inputs: consecutive tasks, in row order
+    assert graph[blocks[1][0]][2:] == tuple(leaves[16:32])  # a block's inputs: consecutive tasks, in row order
     # one task: the block is the root
     graph, blocks, root = reduction_graph([(0,)], None, "u", 16)
     assert root == blocks[0][0] and len(graph) == 3
 
 
 def test_a_block_reports_its_first_bad_task_in_row_order():
-    from calibcli.engines._fragments import Part
-    from calibcli.engines.dask import _block
+    from calibcli.engines._fragments import Part, merge_parts
+    from calibcli.engines.dask import _block, _Box
     from calibcli.errors import CalibcliError
 
     first, second = CalibcliError("part-01: bad row"), CalibcliError("part-02: bad row")
     with pytest.raises(CalibcliError, match="part-01"):
-        _block(Part(), Part(error=first), Part(error=second))  # whichever of them failed first in time
+        _block(_Box(merge_parts), Part(), Part(error=first), Part(error=second))  # whichever failed first in time
 
 
 @pytest.mark.parametrize("split_every", [2, 16])
@@ -537,8 +537,9 @@ def test_the_tree_in_this_process_equals_the_local_stream(shards, split_every):
         graph, blocks, root = engine.reduction_graph(tasks, first if second is None else second, "x", split_every,
                                                      second=second is not None)
         part = dask.get(graph, root)
-        reference = merge_parts([engine._task(engine._Box(t), first if second is None else second, second is not None)
-                                 for t in tasks])
+        template = first if second is None else second
+        reference = merge_parts([engine._task(engine._Box(engine._fragment_leaf), engine._Box(t), template,
+                                              second is not None) for t in tasks])
         assert part.counts == reference.counts
         return part
 

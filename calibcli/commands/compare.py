@@ -15,7 +15,7 @@ import typer
 from calibcli import cli_common as cc
 from calibcli.accumulators.inputs import BinnedOptions, SmoothOptions
 from calibcli.binning import EDGE_CONVENTION
-from calibcli.comparison import ID_PAIRING_LIMIT, compare_streams, worse_by
+from calibcli.comparison import ID_ON_LOCAL_ONLY, ID_PAIRING_LIMIT, compare_streams, worse_by
 from calibcli.errors import CalibcliError, GateFailed
 from calibcli.families import compare as compare_family
 from calibcli.io import detect_format, read_schema, resolve_datasets
@@ -34,6 +34,7 @@ DIFFERENCE_PATH = "candidate - baseline"
     cc.COLUMNS,
     cc.READING,
     cc.DATASETS.only("batch_rows"),
+    cc.ENGINE,
     cc.OWN,
     cc.BOOTSTRAP,
     cc.OUTPUT.only("as_json", "fmt", "output"),
@@ -69,6 +70,10 @@ def compare(
     by = [_threshold(item) for item in chosen.fail_if_worse_by or []]
     gates = list(fail_if_worse or [])
     _check_gate_names(gates + [name for name, _ in by], smece)  # before any reading (again on the report after)
+    engine = cc.engine_of(options)
+    cc.check_engine(engine.name, engine.scheduler, engine.workers)
+    if id_col and engine.name != "local":
+        raise CalibcliError(ID_ON_LOCAL_ONLY.format(engine=engine.name))  # before any reading
     spec = cc.spec_of(options)
     datasets = [resolve_datasets([path])[0] for path in (baseline, candidate)]  # both resolved before any reading
     group_by = (id_col,) if id_col else ()
@@ -90,12 +95,20 @@ def compare(
         n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights
     )
     smooth = SmoothOptions(n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights) if smece else None
-    try:
-        run = compare_streams(
-            streams[0], streams[1], binned, mode_a=used_mode, smooth_options=smooth, id_column=id_col, pairing=pairing
-        )
-    except CalibcliError as exc:
-        raise _as_id_problem(exc, id_col) from None
+    with cc.engine_runner(engine.name, engine.scheduler, engine.workers) as runner:  # a cluster lives for the run
+        try:
+            run = compare_streams(
+                streams[0],
+                streams[1],
+                binned,
+                mode_a=used_mode,
+                smooth_options=smooth,
+                id_column=id_col,
+                pairing=pairing,
+                engine=runner,
+            )
+        except CalibcliError as exc:
+            raise _as_id_problem(exc, id_col) from None
     for entry in run.entries:  # the input section names the ID column it read beside the data
         entry["input"]["group_by"] = []
     for name in gates + [name for name, _ in by]:
@@ -127,6 +140,8 @@ def compare(
             "weights": "frequency weights" if spec.weight_col else None,
             "batch_rows": batch_rows,
             "gates": {"fail_if_worse": gates, "fail_if_worse_by": dict(by)} if gates or by else None,
+            "engine": engine.name,
+            "workers": runner.workers,
         },
     )
     doc["files"] = run.entries + [_difference_entry(run.comparison, used_mode)]

@@ -138,15 +138,47 @@ class DaskEngine:
         tree of ``SPLIT_EVERY``-ary merge tasks, on the workers, into one. The client submits the graph
         once and holds only the blocks (for the progress bar and errors, whose parts stay on the workers)
         and the root, whose part is the only state it receives."""
-        from distributed import as_completed
-
         if not fragments:
             return Part()
         tasks = pack_fragments(fragments, self.task_rows or task_rows(fragments, self.workers))
+        return self.reduce_tasks(
+            tasks,
+            first if second is None else second,
+            second=second is not None,
+            description=description,
+            n_fragments=len(fragments),
+        )
+
+    def reduce_tasks(
+        self,
+        tasks: list,
+        template,
+        *,
+        second: bool = False,
+        description: str = "fragments",
+        n_fragments: int | None = None,
+        leaf=None,
+        merge=None,
+    ):
+        """The merged part of ``tasks`` (each a tuple whose items have a ``path``, the first one naming the task
+        in messages; the progress bar counts the items), reduced on the cluster as :meth:`reduce` says.
+
+        ``leaf(task, template, second)`` makes a task's part (default :func:`run_fragment`'s, through
+        :func:`_fragment_leaf`) and ``merge(parts, own=False)`` merges consecutive parts (default
+        :func:`merge_parts`); both are module-level functions (they travel to the workers by name) and a part
+        has an ``error``: the first bad row's :class:`CalibcliError` in row order."""
+        from distributed import as_completed
+
         self._passes += 1
         tag = f"{self._run}-{self._passes}"
         graph, blocks, root = reduction_graph(
-            tasks, first if second is None else second, tag, self.split_every, second=second is not None
+            tasks,
+            template,
+            tag,
+            self.split_every,
+            second=second,
+            leaf=leaf or _fragment_leaf,
+            merge=merge or merge_parts,
         )
         client = self.client
         block_of = {key: b for b, (key, _) in enumerate(blocks)}
@@ -157,7 +189,8 @@ class DaskEngine:
         done: dict[int, BaseException | None] = {}  # block -> None (its part is ready), or the error to raise
         first_error: int | None = None
         next_block = 0
-        progress = self.progress(len(fragments), description) if self.progress else _no_progress()
+        total = n_fragments if n_fragments is not None else sum(len(task) for task in tasks)
+        progress = self.progress(total, description) if self.progress else _no_progress()
         try:
             with progress as advance:
                 for batch in as_completed(futures).batches():
@@ -226,24 +259,34 @@ class _Box:
         return (_Box, (self.value,))
 
 
-def reduction_graph(tasks: list[tuple], template, tag: str, split_every: int = SPLIT_EVERY, *, second: bool = False):
+def reduction_graph(
+    tasks: list[tuple],
+    template,
+    tag: str,
+    split_every: int = SPLIT_EVERY,
+    *,
+    second: bool = False,
+    leaf=None,
+    merge=None,
+):
     """The task graph of one pass: a template task (``template``: an empty accumulator, or with ``second``
     the second pass's templates by group key; it travels once), a task per run of fragments, block tasks over
     ``split_every`` consecutive tasks each, and ``split_every``-ary merge tasks above the blocks up to one
     root. Returns ``(graph, [(block key, (first task, end task))], root key)``; keys are zero-padded, so
-    equal-priority tasks run in row order."""
+    equal-priority tasks run in row order. ``leaf`` and ``merge``: as :meth:`DaskEngine.reduce_tasks` says."""
+    leaf, merge = _Box(leaf or _fragment_leaf), _Box(merge or merge_parts)
     template_key = f"calibcli-template-{tag}"
     graph: dict = {template_key: (_unbox, _Box(template))}
     leaves = []
     for i, task in enumerate(tasks):
         key = f"calibcli-fragment-{tag}-{i:07d}"
-        graph[key] = (_task, _Box(task), template_key, second)
+        graph[key] = (_task, leaf, _Box(task), template_key, second)
         leaves.append(key)
     blocks = []
     level = []
     for b, start in enumerate(range(0, len(leaves), split_every)):
         key = f"calibcli-block-{tag}-{b:07d}"
-        graph[key] = (_block, *leaves[start : start + split_every])
+        graph[key] = (_block, merge, *leaves[start : start + split_every])
         blocks.append((key, (start, min(start + split_every, len(leaves)))))
         level.append(key)
     depth = 0
@@ -252,7 +295,7 @@ def reduction_graph(tasks: list[tuple], template, tag: str, split_every: int = S
         above = []
         for m, start in enumerate(range(0, len(level), split_every)):
             key = f"calibcli-merge-{tag}-{depth}-{m:07d}"
-            graph[key] = (_merge, *level[start : start + split_every])
+            graph[key] = (_merge, merge, *level[start : start + split_every])
             above.append(key)
         level = above
     return graph, blocks, level[0]
@@ -277,28 +320,35 @@ def _unbox(box: _Box):
     return box.value
 
 
-def _task(fragments: _Box, template, second: bool) -> Part:
-    """A leaf task: a run of fragments into a part; a bad row or file is the part's error (so that the block
-    reports the first one in row order, whichever task failed first in time)."""
+def _fragment_leaf(fragments, template, second: bool) -> Part:
+    """A run of fragments into a part (:func:`run_fragment`; ``template``: the first pass's empty accumulator, or
+    the second pass's templates by group key)."""
+    if second:
+        return run_fragment(fragments, None, template)
+    return run_fragment(fragments, template, None)
+
+
+def _task(leaf: _Box, task: _Box, template, second: bool):
+    """A leaf task: ``leaf(task, template, second)``; a bad row or file is the part's error (so that the block
+    reports the first one in row order, whichever task failed first in time). A leaf other than
+    :func:`_fragment_leaf` returns its own kind of part, with its error in it."""
     try:
-        if second:
-            return run_fragment(fragments.value, None, template)
-        return run_fragment(fragments.value, template, None)
+        return leaf.value(task.value, template, second)
     except CalibcliError as exc:
         return Part(error=portable_error(exc))
 
 
-def _block(*parts: Part) -> Part:
+def _block(merge: _Box, *parts):
     """A block of consecutive tasks' parts merged; the first error among them in row order raised."""
-    merged = merge_parts(parts, own=False)
+    merged = merge.value(parts, own=False)
     if merged.error is not None:
         raise merged.error
     return merged
 
 
-def _merge(*parts: Part) -> Part:
+def _merge(merge: _Box, *parts):
     """Consecutive blocks' parts merged (a node of the reduction tree)."""
-    return merge_parts(parts, own=False)
+    return merge.value(parts, own=False)
 
 
 def portable_error(exc: CalibcliError) -> CalibcliError:

@@ -28,27 +28,23 @@ import stat
 import sys
 import tempfile
 import weakref
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterator
+from dataclasses import dataclass
 from urllib.parse import unquote
-
-import numpy as np
 
 from calibcli.errors import CalibcliError, shown, shown_names
 from calibcli.io import formats
-from calibcli.io.checks import REASONS, check_rows
+from calibcli.io.checks import REASONS
 from calibcli.io.columns import (
-    CodedText,
     ColumnSpec,
     ReadPlan,
-    convert_batch,
     group_kind,
     resolve_columns,
     vector_column,
 )
 from calibcli.io.filesystems import list_files, uri_scheme
 from calibcli.io.footers import _guarded, _row_group_runs, file_sizes, map_in_threads
+from calibcli.io.fragments import Batch, Fragment, RowCounts, _guarded_iter  # noqa: F401  (where they were)
 from calibcli.outputs import named_descriptor
 
 #: Rows per batch by default: 2^20 rows of K probabilities take 8K MiB.
@@ -59,162 +55,6 @@ STDIN = "<stdin>"
 
 _SPOOL_CHUNK = 1 << 20
 _HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
-
-
-# ---------------------------------------------------------------------------------------------
-# What a stream yields, and the row accounting
-
-
-@dataclass(frozen=True)
-class Batch:
-    """Validated rows of one file, at most ``batch_rows`` of them."""
-
-    probs: np.ndarray  # (n,) float64 for one probability column, else (n, K); --logits already applied
-    labels: np.ndarray  # (n,) int64 class indices 0..K-1
-    sample_weight: np.ndarray | None  # (n,) float64, None without a weight column
-    row_index: np.ndarray  # (n,) int64 global row index within the dataset
-    # one per group-by column: numbers as numbers, text as str objects (a segment column's text coded, CodedText)
-    groups: tuple[np.ndarray | CodedText, ...] | None
-    source: str  # the file these rows came from, as reported
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-
-@dataclass
-class RowCounts:
-    """Rows read, used and dropped (by reason), and the total weight used: what :meth:`Stream.describe`
-    reports. Counts of fragments add up (:meth:`merge`) to the counts of the whole stream."""
-
-    rows_read: int = 0
-    rows_used: int = 0
-    dropped: dict[str, int] = field(default_factory=dict)
-    weight_total: float = 0.0
-
-    @property
-    def rows_dropped(self) -> int:
-        return sum(self.dropped.values())
-
-    def merge(self, other: RowCounts) -> RowCounts:
-        dropped = dict(self.dropped)
-        for reason, n in other.dropped.items():
-            dropped[reason] = dropped.get(reason, 0) + n
-        return RowCounts(
-            self.rows_read + other.rows_read,
-            self.rows_used + other.rows_used,
-            dropped,
-            self.weight_total + other.weight_total,
-        )
-
-    def to_dict(self) -> dict:
-        return {
-            "rows_read": self.rows_read,
-            "rows_used": self.rows_used,
-            "dropped": dict(self.dropped),
-            "weight_total": self.weight_total,
-        }
-
-    @classmethod
-    def from_dict(cls, doc: dict) -> RowCounts:
-        return cls(
-            int(doc["rows_read"]),
-            int(doc["rows_used"]),
-            {k: int(v) for k, v in doc["dropped"].items()},
-            float(doc["weight_total"]),
-        )
-
-
-# ---------------------------------------------------------------------------------------------
-# Fragments: independent pieces of a stream
-
-
-@dataclass(frozen=True)
-class Fragment:
-    """A file of a stream, or a run of a Parquet file's row groups, with the global index of its first row.
-
-    Holds only paths and options (no open file), so it pickles: a worker reads it with :meth:`batches`
-    and gets the same rows, row indices and messages as the stream. A fragment of standard input
-    points at the stream's temporary copy, which lives as long as the dataset.
-    """
-
-    path: str  # the file, as reported
-    row_offset: int  # global index of the fragment's first row
-    n_rows: int | None  # rows in the fragment (before validation); None when not counted
-    row_groups: tuple[int, ...] | None  # Parquet row groups; None for the whole file
-    format: str
-    location: str  # where the bytes are: the path, a URI, or the temporary copy of stdin
-    plan: ReadPlan
-    partition: tuple[tuple[str, object], ...] = ()  # values of the group-by partition keys
-    first_file_row: int = 0  # the fragment's first row within its file
-
-    def batches(self, counts: RowCounts | None = None) -> Iterator[Batch]:
-        """The fragment's validated batches; ``counts`` (when given) accumulates its row accounting."""
-        return _read_fragment(self, RowCounts() if counts is None else counts)
-
-
-def _read_fragment(frag: Fragment, counts: RowCounts) -> Iterator[Batch]:
-    plan = frag.plan
-    partition = dict(frag.partition)
-    tables = formats.iter_tables(frag.location, frag.format, plan.data_columns, plan.batch_rows, frag.row_groups)
-    file_row, index = frag.first_file_row, frag.row_offset
-    for table, last in _with_last(_guarded_iter(frag.path, frag.format, tables, plan, frag.location)):
-        n = table.num_rows
-        conv = convert_batch(table, plan, frag.path, file_row, partition)
-        whole_file = frag.row_groups is None and file_row == 0 and last
-        keep, dropped = check_rows(
-            conv, plan, frag.path, file_row, whole_file=whole_file, text_of=lambda c, r, t=table: t.column(c)[r].as_py()
-        )
-        counts.rows_read += n
-        for reason, k in dropped.items():
-            counts.dropped[reason] = counts.dropped.get(reason, 0) + k
-        rows = np.arange(index, index + n, dtype=np.int64)
-        probs, labels, weights, groups = conv.probs, conv.labels, conv.weights, conv.groups
-        if not keep.all():
-            probs, labels, rows = probs[keep], labels[keep], rows[keep]
-            weights = None if weights is None else weights[keep]
-            groups = None if groups is None else tuple(g[keep] for g in groups)
-        counts.rows_used += len(labels)
-        if weights is not None:
-            counts.weight_total += float(weights.sum())
-        file_row += n
-        index += n
-        if len(labels):
-            yield Batch(probs, labels, weights, rows, groups, frag.path)
-        # Let go of this batch's arrays before the next table is read: memory holds one batch, not two.
-        del table, conv, keep, probs, labels, weights, rows, groups
-
-
-def _with_last(items: Iterable) -> Iterator[tuple[Any, bool]]:
-    """Each item with whether it is the last (one item of look-ahead)."""
-    it = iter(items)
-    end = object()
-    item = next(it, end)
-    while item is not end:
-        following = next(it, end)
-        yield item, following is end
-        item = following
-
-
-def _guarded_iter(
-    path: str, fmt: str, tables: Iterator, plan: ReadPlan | None = None, location: str | None = None
-) -> Iterator:
-    """The tables of one file, with pyarrow's errors turned into one-line messages naming the file."""
-    while True:
-        try:
-            table = next(tables)
-        except StopIteration:
-            return
-        except formats.MissingColumns as exc:
-            missing = exc.missing[0]
-            role = "" if plan is None else f", {plan.role_of(missing)} of the dataset (as in {plan.first_file})"
-            raise CalibcliError(
-                f"{path}: no column {shown(missing)}{role}; the file has columns {shown_names(exc.names)}"
-            ) from None
-        except CalibcliError:
-            raise
-        except Exception as exc:  # pyarrow raises many types for unreadable or truncated files
-            raise formats.unreadable(path, fmt, exc, location) from None
-        yield table
 
 
 # ---------------------------------------------------------------------------------------------
