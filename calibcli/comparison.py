@@ -537,7 +537,8 @@ def compare_streams(
     described: list = [None, None]
 
     def one_pass(now_a, now_b, joint_now) -> None:
-        """Stream both inputs once into the accumulators ``now_a``/``now_b`` (None: not this pass) and the joint state."""
+        """Stream both inputs once into the accumulators ``now_a``/``now_b`` (None: not this pass) and the joint
+        state."""
         if candidate is not None:
 
             def feed(accs, rows):

@@ -240,18 +240,20 @@ def open_output(path: str, option: str | None = "output") -> Iterator[CheckedSin
     # it: an interrupt that lands just after the file is created (mkstemp returning, before a ``try``) would
     # otherwise leave it behind. 128 random bits make a name taken already a failure, not a retry.
     tmp = os.path.join(folder, f"{TEMP_PREFIX}{secrets.token_hex(16)}")
-    sink = None
+    temporary: CheckedSink | None = None  # (the sink of the temporary file, once it exists)
     try:
-        sink = CheckedSink(os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb"), path, option)
-        yield sink
-        sink.close()
+        temporary = CheckedSink(
+            os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb"), path, option
+        )
+        yield temporary
+        temporary.close()
         mode = stat.S_IMODE(found.st_mode) if found is not None else 0o666 & ~_umask()
         os.chmod(tmp, mode)  # the temporary is made 0600: the file keeps its permissions, a new one gets the usual
         os.replace(tmp, target)
     except BaseException as exc:
-        if sink is not None:
-            sink.discard()
-        if not isinstance(exc, FileExistsError) or sink is not None:  # (a name taken is not ours to remove)
+        if temporary is not None:
+            temporary.discard()
+        if not isinstance(exc, FileExistsError) or temporary is not None:  # (a name taken is not ours to remove)
             try:
                 os.unlink(tmp)
             except OSError:

@@ -276,8 +276,10 @@ class JointState:
         for cells, theirs in zip(self.problems, other.problems, strict=True):
             for mine, more in zip(cells, theirs, strict=True):
                 if mine is not None:
+                    assert more is not None  # (both sides have the same cells: one comparison's states)
                     mine.merge(more)
         if self.scores is not None:
+            assert other.scores is not None
             self.scores.sums += other.scores.sums
             self.scores.moments += other.scores.moments
         return self

@@ -15,7 +15,7 @@ import numpy as np
 from calibcli.errors import CalibcliError, shown, shown_names
 from calibcli.io import formats
 from calibcli.io.checks import check_rows
-from calibcli.io.columns import ReadPlan, convert_batch
+from calibcli.io.columns import CodedText, ReadPlan, convert_batch
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,8 @@ class Batch:
     labels: np.ndarray  # (n,) int64 class indices 0..K-1
     sample_weight: np.ndarray | None  # (n,) float64, None without a weight column
     row_index: np.ndarray  # (n,) int64 global row index within the dataset
-    groups: tuple[np.ndarray, ...] | None  # one array per group-by column (numbers as numbers, text as str objects)
+    # one per group-by column: numbers as numbers, text as str objects (a segment column's text coded, CodedText)
+    groups: tuple[np.ndarray | CodedText, ...] | None
     source: str  # the file these rows came from, as reported
 
     def __len__(self) -> int:
