@@ -474,7 +474,9 @@ def apply(calibrator: CalibratorFile, file: DataFile, **shared) -> None:
     write_table_output(output, out_fmt, run.batches(tables), schema=out_schema)
     del dataset  # the temporary copy of stdin can go
 
-    mean = lambda s: (s / run.rows_out).tolist() if isinstance(s, np.ndarray) else float(s / run.rows_out)  # noqa: E731
+    def mean(s):
+        return (s / run.rows_out).tolist() if isinstance(s, np.ndarray) else float(s / run.rows_out)
+
     rep = new_document("recalibrate apply", {"calibrator": calibrator, "method": doc["method"], "mode": doc["mode"]})
     rep["files"].append(
         {
