@@ -94,8 +94,10 @@ def _vectors(values: np.ndarray, name: str) -> np.ndarray:
     if values.dtype != object or not len(values) or not isinstance(values[0], (list, tuple, np.ndarray)):
         return values
     if any(v is None for v in values) or len({len(v) for v in values}) > 1:
-        raise CalibcliError(f"{name} holds a vector per row of unequal lengths or empty rows: expected one "
-                            f"probability per class on every row")
+        raise CalibcliError(
+            f"{name} holds a vector per row of unequal lengths or empty rows: expected one "
+            f"probability per class on every row"
+        )
     return np.asarray(values.tolist(), dtype=np.float64)
 
 
@@ -114,11 +116,15 @@ def _array_api(x, name: str) -> np.ndarray:
     try:
         out = np.asarray(x)
     except Exception as exc:  # noqa: BLE001  (whatever the library raises: say what to do instead)
-        raise CalibcliError(f"{name} of type {_module(x)}.{type(x).__name__} cannot be read as a NumPy array "
-                            f"({exc}): move it to the CPU first (x.cpu(), x.get()) or pass a NumPy array") from None
+        raise CalibcliError(
+            f"{name} of type {_module(x)}.{type(x).__name__} cannot be read as a NumPy array "
+            f"({exc}): move it to the CPU first (x.cpu(), x.get()) or pass a NumPy array"
+        ) from None
     if out.dtype == object and out.ndim == 0:
-        raise CalibcliError(f"{name} of type {_module(x)}.{type(x).__name__} is not an array: expected an "
-                            f"array-like of numbers (NumPy, list, pandas, polars, pyarrow, torch, JAX)")
+        raise CalibcliError(
+            f"{name} of type {_module(x)}.{type(x).__name__} is not an array: expected an "
+            f"array-like of numbers (NumPy, list, pandas, polars, pyarrow, torch, JAX)"
+        )
     return out
 
 
@@ -140,7 +146,9 @@ def select(data, columns, *, name: str):
         if any(ch in item for ch in "*?["):
             matched = [c for c in available if fnmatch.fnmatchcase(c, item)]
             if not matched:
-                raise CalibcliError(f"{name}: pattern {item!r} matches no column of data; its columns are {list(available)}")
+                raise CalibcliError(
+                    f"{name}: pattern {item!r} matches no column of data; its columns are {list(available)}"
+                )
             chosen.extend(natural_suffix_order(matched))
         elif item not in available:
             raise CalibcliError(f"{name}: data has no column {item!r}; its columns are {list(available)}")
@@ -158,8 +166,10 @@ def _column_names(data) -> tuple[str, ...]:
         names = getattr(data, attr, None)
         if names is not None:
             return tuple(str(c) for c in names)
-    raise CalibcliError(f"data of type {type(data).__name__} is not a table: expected a pandas or polars DataFrame, "
-                        f"a pyarrow Table or a mapping of column names to arrays")
+    raise CalibcliError(
+        f"data of type {type(data).__name__} is not a table: expected a pandas or polars DataFrame, "
+        f"a pyarrow Table or a mapping of column names to arrays"
+    )
 
 
 def _get(data, column: str):
@@ -208,23 +218,29 @@ def prepare(y_true, y_prob, sample_weight=None, *, data=None, logits: bool = Fal
         if _from(data, "polars") and hasattr(data, "collect"):  # a LazyFrame: run its query once
             data = data.collect()
         y_true = select(data, y_true, name="y_true") if isinstance(y_true, str) else y_true
-        if isinstance(y_prob, str) or (isinstance(y_prob, Sequence) and y_prob and all(isinstance(c, str) for c in y_prob)):
+        if isinstance(y_prob, str) or (
+            isinstance(y_prob, Sequence) and y_prob and all(isinstance(c, str) for c in y_prob)
+        ):
             y_prob = select(data, y_prob, name="y_prob")
-        sample_weight = select(data, sample_weight, name="sample_weight") if isinstance(sample_weight, str) else sample_weight
+        sample_weight = (
+            select(data, sample_weight, name="sample_weight") if isinstance(sample_weight, str) else sample_weight
+        )
     probs, columns = as_numpy(y_prob, name="y_prob")
     if probs.ndim == 2 and probs.shape[1] == 1:
         probs, columns = probs[:, 0], None
     if probs.dtype.kind not in "fiub":
-        raise CalibcliError(f"y_prob has values of type {probs.dtype}: expected numbers (probabilities, or logits "
-                            f"with logits=True)")
+        raise CalibcliError(
+            f"y_prob has values of type {probs.dtype}: expected numbers (probabilities, or logits with logits=True)"
+        )
     probs = np.asarray(probs, dtype=np.float64)
     if logits:
         if not np.all(np.isfinite(probs)):
             raise CalibcliError("y_prob holds logits with a non-finite value: expected finite numbers")
         probs = sigmoid(probs) if probs.ndim == 1 else softmax(probs)
     if probs.ndim not in (1, 2):
-        raise CalibcliError(f"y_prob has shape {probs.shape}: expected one probability per row (1-D) or one per class "
-                            f"(n, K)")
+        raise CalibcliError(
+            f"y_prob has shape {probs.shape}: expected one probability per row (1-D) or one per class (n, K)"
+        )
     raw, _ = as_numpy(y_true, name="y_true")
     raw = raw.reshape(-1) if raw.ndim == 2 and 1 in raw.shape else raw
     class_names = _class_names(columns, probs)
@@ -266,12 +282,15 @@ def _labels(raw: np.ndarray, class_names: tuple[str, ...] | None, n_classes: int
                 raise CalibcliError(
                     f"y_true holds text labels ({distinct}) but y_prob has no class names to match them: pass integer "
                     f"labels 0..{n_classes - 1} or booleans, or y_prob as a DataFrame whose columns name the classes "
-                    f"(p_<class>)")
+                    f"(p_<class>)"
+                )
             labels = _labels_to_index(raw, class_names, n_classes, "y_true", "y_true")
             if (labels < 0).any():
                 row = int(np.flatnonzero(labels < 0)[0])
-                raise CalibcliError(f"y_true at row {row} is {shown(raw[row])}, which names no class: the classes (from the "
-                                    f"columns of y_prob) are {list(class_names)}")
+                raise CalibcliError(
+                    f"y_true at row {row} is {shown(raw[row])}, which names no class: the classes (from the "
+                    f"columns of y_prob) are {list(class_names)}"
+                )
             return labels
         raw = numbers
     if raw.dtype.kind == "f" and np.all(np.isfinite(raw)) and np.all(raw == np.round(raw)):

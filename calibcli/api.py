@@ -12,24 +12,28 @@ Users import these from :mod:`calibcli.metrics` (or the top level), which also c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from calibcli.errors import CalibcliError, library_text
-from calibcli.estimators import Metric
-from calibcli.registry import _ENTRIES, REGISTRY
 from calibcli._arrays import prepare
 from calibcli.accumulators.clinical import ClinicalTestAccumulator, ClinicalTestOptions
 from calibcli.accumulators.inputs import (
-    BinnedOptions, InputAccumulator, multiclass_scores, SmoothInputAccumulator, SmoothOptions,
+    BinnedOptions,
+    InputAccumulator,
+    SmoothInputAccumulator,
+    SmoothOptions,
+    multiclass_scores,
 )
 from calibcli.accumulators.tcal import MAX_ROWS as TCAL_MAX_ROWS
 from calibcli.accumulators.tcal import TCAL_MODES, TcalInputAccumulator, TcalOptions
 from calibcli.declarations import CLASS_WEIGHTS_PARAM, MODE, STRATEGY
 from calibcli.documents import jsonable
+from calibcli.errors import CalibcliError, library_text
+from calibcli.estimators import Metric
 from calibcli.modes import default_mode
+from calibcli.registry import _ENTRIES, REGISTRY
 from calibcli.validation import check_options, check_params
-
 
 # =============================================================================================
 # Metric functions on array-likes: the library's front door (scikit-learn's names and order)
@@ -69,12 +73,18 @@ class MetricResult(Metric):
     def to_dict(self) -> dict:
         """Plain JSON values: the metric's name (``metric``), its entry as the CLI's report writes it
         (:meth:`Metric.to_dict`), n, mode, the parameters, the related and per-class metrics, the details."""
-        return jsonable({
-            "metric": self.name, **super().to_dict(), "n": self.n, "mode": self.mode, "params": dict(self.params),
-            "related": {k: m.to_dict() for k, m in self.related.items()},
-            "per_class": {k: m.to_dict() for k, m in self.per_class.items()},
-            "details": dict(self.details),
-        })
+        return jsonable(
+            {
+                "metric": self.name,
+                **super().to_dict(),
+                "n": self.n,
+                "mode": self.mode,
+                "params": dict(self.params),
+                "related": {k: m.to_dict() for k, m in self.related.items()},
+                "per_class": {k: m.to_dict() for k, m in self.per_class.items()},
+                "details": dict(self.details),
+            }
+        )
 
     def to_frame(self, **labels):
         """A one-row :class:`pandas.DataFrame`, so that results of several models concatenate into a table.
@@ -85,8 +95,16 @@ class MetricResult(Metric):
         """
         import pandas as pd
 
-        row = {**labels, "metric": self.name, "estimate": self.estimate, "ci_low": self.ci_low,
-               "ci_high": self.ci_high, "upper_bound": self.upper_bound, "n": self.n, "mode": self.mode}
+        row = {
+            **labels,
+            "metric": self.name,
+            "estimate": self.estimate,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "upper_bound": self.upper_bound,
+            "n": self.n,
+            "mode": self.mode,
+        }
         row.update(self.params)
         row.update({name: m.estimate for name, m in self.related.items()})
         row.update({f"{self.name} {name}": m.estimate for name, m in self.per_class.items()})
@@ -132,6 +150,7 @@ _SCORES = ("brier_score_multiclass", "log_loss_multiclass")
 def _one_batch(acc, prepared):
     """Feed the rows ``0..n-1`` to an input accumulator as one batch, and again when it asks for a second pass
     (quantile edges, a finer smoothing grid: SPEC 8), as the local engine does with a stream."""
+
     def feed(a):
         a.update(np.arange(prepared.n, dtype=np.int64), prepared.probs, prepared.labels, prepared.sample_weight)
         return a
@@ -142,19 +161,46 @@ def _one_batch(acc, prepared):
     return acc
 
 
-def _result(name: str, metrics: dict, *, n: int, mode: str, params: dict, per_class=None, details=None,
-            report=None) -> MetricResult:
+def _result(
+    name: str, metrics: dict, *, n: int, mode: str, params: dict, per_class=None, details=None, report=None
+) -> MetricResult:
     m = metrics[name]
     return MetricResult(
-        name, float(m.estimate), m.ci_low, m.ci_high, m.ci_method, m.upper_bound, m.upper_bound_method, m.note,
-        m.extra, n=n, mode=mode, params=params, related={k: metrics[k] for k in _RELATED.get(name, ()) if k in metrics},
-        per_class=dict(per_class or {}), details=dict(details or {}), report=report,
+        name,
+        float(m.estimate),
+        m.ci_low,
+        m.ci_high,
+        m.ci_method,
+        m.upper_bound,
+        m.upper_bound_method,
+        m.note,
+        m.extra,
+        n=n,
+        mode=mode,
+        params=params,
+        related={k: metrics[k] for k in _RELATED.get(name, ()) if k in metrics},
+        per_class=dict(per_class or {}),
+        details=dict(details or {}),
+        report=report,
     )
 
 
-def binned_metric(name: str, y_true, y_prob, *, n_bins: int = 15, strategy: str = "uniform", sample_weight=None,
-                  mode: str | None = None, class_weights: str = "uniform", n_boot: int = 0, alpha: float = 0.05,
-                  seed: int = 0, logits: bool = False, data=None) -> MetricResult:
+def binned_metric(
+    name: str,
+    y_true,
+    y_prob,
+    *,
+    n_bins: int = 15,
+    strategy: str = "uniform",
+    sample_weight=None,
+    mode: str | None = None,
+    class_weights: str = "uniform",
+    n_boot: int = 0,
+    alpha: float = 0.05,
+    seed: int = 0,
+    logits: bool = False,
+    data=None,
+) -> MetricResult:
     """Any metric of the binned family (SPEC 2: the names :func:`describe` ``("binned")`` lists) by name.
 
     The functions below (:func:`ece`, :func:`dce`, :func:`brier_score`, ...) call it; it runs the
@@ -169,21 +215,48 @@ def binned_metric(name: str, y_true, y_prob, *, n_bins: int = 15, strategy: str 
     ('ece_l2_sq_debiased_kumar', -0.0106, 0.0)
     """
     prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
-    return _binned(name, prepared, n_bins=n_bins, strategy=strategy, mode=mode, class_weights=class_weights,
-                   n_boot=n_boot, alpha=alpha, seed=seed)
+    return _binned(
+        name,
+        prepared,
+        n_bins=n_bins,
+        strategy=strategy,
+        mode=mode,
+        class_weights=class_weights,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
+    )
 
 
-def _binned(name: str, prepared, *, n_bins: int = 15, strategy: str = "uniform", mode: str | None = None,
-            class_weights: str = "uniform", n_boot: int = 0, alpha: float = 0.05, seed: int = 0) -> MetricResult:
+def _binned(
+    name: str,
+    prepared,
+    *,
+    n_bins: int = 15,
+    strategy: str = "uniform",
+    mode: str | None = None,
+    class_weights: str = "uniform",
+    n_boot: int = 0,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> MetricResult:
     """:func:`binned_metric` on inputs already through :func:`calibcli._arrays.prepare`."""
     if name not in REGISTRY or REGISTRY[name].family not in ("binned", "scores", "clinical", "cumulative"):
         known = [m.name for m in _ENTRIES if m.family in ("binned", "scores", "clinical", "cumulative")]
         raise CalibcliError(f"{name!r} is not a binned metric: expected one of {', '.join(known)}")
-    check_params({"mode": MODE, "strategy": STRATEGY, "class_weights": CLASS_WEIGHTS_PARAM}, mode=mode,
-                 strategy=strategy, class_weights=class_weights, n_bins=n_bins, n_boot=n_boot, alpha=alpha)
+    check_params(
+        {"mode": MODE, "strategy": STRATEGY, "class_weights": CLASS_WEIGHTS_PARAM},
+        mode=mode,
+        strategy=strategy,
+        class_weights=class_weights,
+        n_bins=n_bins,
+        n_boot=n_boot,
+        alpha=alpha,
+    )
     used = mode or default_mode(prepared.n_classes)
-    options = BinnedOptions(n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed,
-                            class_weights=class_weights)
+    options = BinnedOptions(
+        n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights
+    )
     acc = InputAccumulator(mode=used, n_classes=prepared.n_classes, class_names=prepared.class_names, options=options)
     report = _one_batch(acc, prepared).result()
     params = {"n_bins": n_bins, "strategy": strategy, "n_boot": n_boot, "alpha": alpha, "seed": seed}
@@ -192,25 +265,42 @@ def _binned(name: str, prepared, *, n_bins: int = 15, strategy: str = "uniform",
     details, per_class = {}, {}
     if name in _SCORES:
         metrics = report.multiclass_scores or multiclass_scores(
-            prepared.labels, prepared.probs, sample_weight=prepared.sample_weight, n_boot=n_boot, alpha=alpha, seed=seed)
+            prepared.labels, prepared.probs, sample_weight=prepared.sample_weight, n_boot=n_boot, alpha=alpha, seed=seed
+        )
     elif used == "marginal":
         if REGISTRY[name].combine is None:
             raise CalibcliError(
                 f"{name} has no aggregate over classes (only the calibration errors combine, SPEC 1): use "
-                f"{{opt:mode}} binary or top-label, or for K classes brier_score_multiclass / log_loss_multiclass")
+                f"{{opt:mode}} binary or top-label, or for K classes brier_score_multiclass / log_loss_multiclass"
+            )
         metrics = report.aggregate
         per_class = {p.name: p.result.metrics[name] for p in report.problems}
     else:
         result = report.problems[0].result
         metrics = result.metrics
         details = {"n_bins_nonempty": result.n_bins_nonempty, "weight_total": result.weight_total}
-    return _result(name, metrics, n=prepared.n, mode=used, params=params, per_class=per_class, details=details,
-                   report=report)
+    return _result(
+        name, metrics, n=prepared.n, mode=used, params=params, per_class=per_class, details=details, report=report
+    )
 
 
-def ece(y_true, y_prob, *, n_bins: int = 15, strategy: str = "uniform", norm: str = "l1", estimator: str = "plugin",
-        sample_weight=None, mode: str | None = None, class_weights: str = "uniform", n_boot: int = 0,
-        alpha: float = 0.05, seed: int = 0, logits: bool = False, data=None) -> MetricResult:
+def ece(
+    y_true,
+    y_prob,
+    *,
+    n_bins: int = 15,
+    strategy: str = "uniform",
+    norm: str = "l1",
+    estimator: str = "plugin",
+    sample_weight=None,
+    mode: str | None = None,
+    class_weights: str = "uniform",
+    n_boot: int = 0,
+    alpha: float = 0.05,
+    seed: int = 0,
+    logits: bool = False,
+    data=None,
+) -> MetricResult:
     """Binned expected calibration error (SPEC 2.2), named by its norm and estimator.
 
     Parameters
@@ -261,15 +351,41 @@ def ece(y_true, y_prob, *, n_bins: int = 15, strategy: str = "uniform", norm: st
     check_options({"norm": NORMS, "estimator": ECE_ESTIMATORS}, norm=norm, estimator=estimator)
     name = ECE_NAMES.get((norm, estimator))
     if name is None:
-        raise CalibcliError(f"the {estimator} estimator has no {norm} form: the debiased estimators estimate the squared "
-                            f"l2 error; use norm='l2' with them, or estimator='plugin'")
-    return binned_metric(name, y_true, y_prob, n_bins=n_bins, strategy=strategy, sample_weight=sample_weight, mode=mode,
-                         class_weights=class_weights, n_boot=n_boot, alpha=alpha, seed=seed, logits=logits, data=data)
+        raise CalibcliError(
+            f"the {estimator} estimator has no {norm} form: the debiased estimators estimate the squared "
+            f"l2 error; use norm='l2' with them, or estimator='plugin'"
+        )
+    return binned_metric(
+        name,
+        y_true,
+        y_prob,
+        n_bins=n_bins,
+        strategy=strategy,
+        sample_weight=sample_weight,
+        mode=mode,
+        class_weights=class_weights,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
+        logits=logits,
+        data=data,
+    )
 
 
-def dce(y_true, y_prob, *, n_bins: int = 15, sample_weight=None, mode: str | None = None,
-        class_weights: str = "uniform", n_boot: int = 0, alpha: float = 0.05, seed: int = 0, logits: bool = False,
-        data=None) -> MetricResult:
+def dce(
+    y_true,
+    y_prob,
+    *,
+    n_bins: int = 15,
+    sample_weight=None,
+    mode: str | None = None,
+    class_weights: str = "uniform",
+    n_boot: int = 0,
+    alpha: float = 0.05,
+    seed: int = 0,
+    logits: bool = False,
+    data=None,
+) -> MetricResult:
     """Distance to calibration (seed 002, SPEC 2.4): the estimate on ``n_bins`` equal-width bins and its upper
     confidence bound ``dCE_hat + 1/B + sqrt(2 log(1/delta)/n)`` with ``delta = alpha``.
 
@@ -278,13 +394,36 @@ def dce(y_true, y_prob, *, n_bins: int = 15, sample_weight=None, mode: str | Non
     >>> r.name, round(r.estimate, 4), round(r.upper_bound, 4)
     ('dce', 0.175, 1.2404)
     """
-    return binned_metric("dce", y_true, y_prob, n_bins=n_bins, sample_weight=sample_weight, mode=mode,
-                         class_weights=class_weights, n_boot=n_boot, alpha=alpha, seed=seed, logits=logits, data=data)
+    return binned_metric(
+        "dce",
+        y_true,
+        y_prob,
+        n_bins=n_bins,
+        sample_weight=sample_weight,
+        mode=mode,
+        class_weights=class_weights,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
+        logits=logits,
+        data=data,
+    )
 
 
-def sun_interval(y_true, y_prob, *, n_bins: int = 15, strategy: str = "uniform", sample_weight=None,
-                 mode: str | None = None, alpha: float = 0.05, n_boot: int = 0, seed: int = 0, logits: bool = False,
-                 data=None) -> MetricResult:
+def sun_interval(
+    y_true,
+    y_prob,
+    *,
+    n_bins: int = 15,
+    strategy: str = "uniform",
+    sample_weight=None,
+    mode: str | None = None,
+    alpha: float = 0.05,
+    n_boot: int = 0,
+    seed: int = 0,
+    logits: bool = False,
+    data=None,
+) -> MetricResult:
     """Confidence interval for the squared l2-ECE of Sun et al. (2024; seed 002 Algorithm 1, SPEC 2.4).
 
     The estimate is their debiased statistic ``T_m`` (``ece_l2_sq_debiased_sun``, in ``related`` with its
@@ -296,14 +435,36 @@ def sun_interval(y_true, y_prob, *, n_bins: int = 15, strategy: str = "uniform",
     >>> r.name, round(r.ci_low, 4), round(r.ci_high, 4)
     ('ece_l2_sq_sun_interval', 0.0, 0.0869)
     """
-    return binned_metric("ece_l2_sq_sun_interval", y_true, y_prob, n_bins=n_bins, strategy=strategy,
-                         sample_weight=sample_weight, mode=mode, n_boot=n_boot, alpha=alpha, seed=seed, logits=logits,
-                         data=data)
+    return binned_metric(
+        "ece_l2_sq_sun_interval",
+        y_true,
+        y_prob,
+        n_bins=n_bins,
+        strategy=strategy,
+        sample_weight=sample_weight,
+        mode=mode,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
+        logits=logits,
+        data=data,
+    )
 
 
-def brier_decomposition(y_true, y_prob, *, n_bins: int = 15, strategy: str = "uniform", sample_weight=None,
-                        mode: str | None = None, n_boot: int = 0, alpha: float = 0.05, seed: int = 0,
-                        logits: bool = False, data=None) -> MetricResult:
+def brier_decomposition(
+    y_true,
+    y_prob,
+    *,
+    n_bins: int = 15,
+    strategy: str = "uniform",
+    sample_weight=None,
+    mode: str | None = None,
+    n_boot: int = 0,
+    alpha: float = 0.05,
+    seed: int = 0,
+    logits: bool = False,
+    data=None,
+) -> MetricResult:
     """The Brier score of one binary problem with its Murphy decomposition on the bins (SPEC 2.3).
 
     ``related`` holds ``brier_reliability``, ``brier_resolution``, ``brier_uncertainty`` and
@@ -316,12 +477,33 @@ def brier_decomposition(y_true, y_prob, *, n_bins: int = 15, strategy: str = "un
     ...                              + parts["brier_uncertainty"] + parts["brier_within_bin"], 4)
     (0.125, 0.125)
     """
-    return binned_metric("brier_score", y_true, y_prob, n_bins=n_bins, strategy=strategy, sample_weight=sample_weight,
-                         mode=mode, n_boot=n_boot, alpha=alpha, seed=seed, logits=logits, data=data)
+    return binned_metric(
+        "brier_score",
+        y_true,
+        y_prob,
+        n_bins=n_bins,
+        strategy=strategy,
+        sample_weight=sample_weight,
+        mode=mode,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
+        logits=logits,
+        data=data,
+    )
 
 
-def brier_score(y_true, y_prob, *, sample_weight=None, n_boot: int = 0, alpha: float = 0.05, seed: int = 0,
-                logits: bool = False, data=None) -> MetricResult:
+def brier_score(
+    y_true,
+    y_prob,
+    *,
+    sample_weight=None,
+    n_boot: int = 0,
+    alpha: float = 0.05,
+    seed: int = 0,
+    logits: bool = False,
+    data=None,
+) -> MetricResult:
     """Brier score (SPEC 2.3): ``mean (z - y)^2`` for one probability column or two classes
     (``brier_score``), ``mean ||P_i - e_{c_i}||^2`` for K > 2 classes (``brier_score_multiclass``).
 
@@ -332,12 +514,30 @@ def brier_score(y_true, y_prob, *, sample_weight=None, n_boot: int = 0, alpha: f
     >>> r.name, round(r.estimate, 4)
     ('brier_score_multiclass', 0.1)
     """
-    return _proper_score("brier_score", y_true, y_prob, sample_weight=sample_weight, n_boot=n_boot, alpha=alpha,
-                         seed=seed, logits=logits, data=data)
+    return _proper_score(
+        "brier_score",
+        y_true,
+        y_prob,
+        sample_weight=sample_weight,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
+        logits=logits,
+        data=data,
+    )
 
 
-def log_loss(y_true, y_prob, *, sample_weight=None, n_boot: int = 0, alpha: float = 0.05, seed: int = 0,
-             logits: bool = False, data=None) -> MetricResult:
+def log_loss(
+    y_true,
+    y_prob,
+    *,
+    sample_weight=None,
+    n_boot: int = 0,
+    alpha: float = 0.05,
+    seed: int = 0,
+    logits: bool = False,
+    data=None,
+) -> MetricResult:
     """Log-loss (SPEC 2.3), probabilities clipped to ``[1e-15, 1 - 1e-15]``: ``log_loss`` for one column or two
     classes, ``log_loss_multiclass`` for K > 2 (scikit-learn's ``log_loss`` on the same data, up to the clip).
 
@@ -345,8 +545,17 @@ def log_loss(y_true, y_prob, *, sample_weight=None, n_boot: int = 0, alpha: floa
     >>> round(log_loss([0, 1, 1], [0.1, 0.8, 0.6]).estimate, 4)
     0.2798
     """
-    return _proper_score("log_loss", y_true, y_prob, sample_weight=sample_weight, n_boot=n_boot, alpha=alpha,
-                         seed=seed, logits=logits, data=data)
+    return _proper_score(
+        "log_loss",
+        y_true,
+        y_prob,
+        sample_weight=sample_weight,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
+        logits=logits,
+        data=data,
+    )
 
 
 def _proper_score(name: str, y_true, y_prob, *, sample_weight, logits: bool, data, **options) -> MetricResult:
@@ -354,9 +563,20 @@ def _proper_score(name: str, y_true, y_prob, *, sample_weight, logits: bool, dat
     return _binned(name + "_multiclass" if prepared.n_classes > 2 else name, prepared, **options)
 
 
-def smooth_ece(y_true, y_prob, *, sigma: float | None = None, sample_weight=None, mode: str | None = None,
-               class_weights: str = "uniform", n_boot: int = 0, alpha: float = 0.05, seed: int = 0,
-               logits: bool = False, data=None) -> MetricResult:
+def smooth_ece(
+    y_true,
+    y_prob,
+    *,
+    sigma: float | None = None,
+    sample_weight=None,
+    mode: str | None = None,
+    class_weights: str = "uniform",
+    n_boot: int = 0,
+    alpha: float = 0.05,
+    seed: int = 0,
+    logits: bool = False,
+    data=None,
+) -> MetricResult:
     """SmoothECE (Blasiok & Nakkiran 2023, seed 003; SPEC 3): ``smece`` at the fixed point
     ``sigma* = smECE_sigma*``, or ``smece_at_sigma`` at a given ``sigma``.
 
@@ -369,32 +589,65 @@ def smooth_ece(y_true, y_prob, *, sigma: float | None = None, sample_weight=None
     >>> r.name, round(r.estimate, 4), round(r.details["sigma"], 4)
     ('smece', 0.1373, 0.1373)
     """
-    check_params({"mode": MODE, "class_weights": CLASS_WEIGHTS_PARAM}, mode=mode, class_weights=class_weights,
-                 sigma=sigma, n_boot=n_boot, alpha=alpha)
+    check_params(
+        {"mode": MODE, "class_weights": CLASS_WEIGHTS_PARAM},
+        mode=mode,
+        class_weights=class_weights,
+        sigma=sigma,
+        n_boot=n_boot,
+        alpha=alpha,
+    )
     prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
     used = mode or default_mode(prepared.n_classes)
     options = SmoothOptions(sigma=sigma, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights)
-    acc = SmoothInputAccumulator(mode=used, n_classes=prepared.n_classes, class_names=prepared.class_names,
-                                 options=options)
+    acc = SmoothInputAccumulator(
+        mode=used, n_classes=prepared.n_classes, class_names=prepared.class_names, options=options
+    )
     report = _one_batch(acc, prepared).result()
     name = options.metric
-    params = {"sigma": sigma, "n_boot": n_boot, "alpha": alpha, "seed": seed}
+    params: dict[str, Any] = {"sigma": sigma, "n_boot": n_boot, "alpha": alpha, "seed": seed}
     per_class, details = {}, {}
     if used == "marginal":
         params["class_weights"] = class_weights
         per_class = {p.name: p.metrics[name] for p in report.problems}
     else:
         r = report.problems[0].result
-        details = {"sigma": r.sigma, "sigma_is_fixed_point": r.sigma_is_fixed_point,
-                   "fixed_point_gap": r.fixed_point_gap, "grid_cells": r.grid_size, "weight_total": r.weight_total}
-    return _result(name, report.headline(), n=prepared.n, mode=used, params=params, per_class=per_class,
-                   details=details, report=report)
+        details = {
+            "sigma": r.sigma,
+            "sigma_is_fixed_point": r.sigma_is_fixed_point,
+            "fixed_point_gap": r.fixed_point_gap,
+            "grid_cells": r.grid_size,
+            "weight_total": r.weight_total,
+        }
+    return _result(
+        name,
+        report.headline(),
+        n=prepared.n,
+        mode=used,
+        params=params,
+        per_class=per_class,
+        details=details,
+        report=report,
+    )
 
 
-def tcal_test(y_true, y_prob, *, sample_weight=None, mode: str | None = None, smoothness: float | None = None,
-              null: str = "y-bootstrap", n_boot: int = 1000, combine: str = "bonferroni", discrete: str = "auto",
-              alpha: float = 0.05, seed: int = 0, max_rows: int = 1_000_000, logits: bool = False,
-              data=None) -> MetricResult:
+def tcal_test(
+    y_true,
+    y_prob,
+    *,
+    sample_weight=None,
+    mode: str | None = None,
+    smoothness: float | None = None,
+    null: str = "y-bootstrap",
+    n_boot: int = 1000,
+    combine: str = "bonferroni",
+    discrete: str = "auto",
+    alpha: float = 0.05,
+    seed: int = 0,
+    max_rows: int = 1_000_000,
+    logits: bool = False,
+    data=None,
+) -> MetricResult:
     """Is the miscalibration real? T-Cal (Lee et al. 2023, seed 004; SPEC 4), or the exact binomial test per
     value for predictors that take few distinct values (SPEC 4.4, ``discrete``).
 
@@ -417,13 +670,24 @@ def tcal_test(y_true, y_prob, *, sample_weight=None, mode: str | None = None, sm
     """
     import warnings
 
-
     check_options({"mode": TCAL_MODES}, mode=mode)
-    options = TcalOptions(smoothness=smoothness, null=null, n_boot=n_boot, combine=combine, alpha=alpha, seed=seed,
-                          discrete=discrete, max_rows=max_rows)
+    options = TcalOptions(
+        smoothness=smoothness,
+        null=null,
+        n_boot=n_boot,
+        combine=combine,
+        alpha=alpha,
+        seed=seed,
+        discrete=discrete,
+        max_rows=max_rows,
+    )
     prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
-    acc = TcalInputAccumulator(mode=mode or default_mode(prepared.n_classes), n_classes=prepared.n_classes,
-                               class_names=prepared.class_names, options=options)
+    acc = TcalInputAccumulator(
+        mode=mode or default_mode(prepared.n_classes),
+        n_classes=prepared.n_classes,
+        class_names=prepared.class_names,
+        options=options,
+    )
     report = _one_batch(acc, prepared).result()
     texts = tuple(library_text(w) for w in report.warnings)
     for text in texts:
@@ -432,22 +696,46 @@ def tcal_test(y_true, y_prob, *, sample_weight=None, mode: str | None = None, sm
     r = entry["result"]
     details = {"test": report.test, "reject": report.reject, "warnings": list(texts), "sample": entry["sample"]}
     if report.test == "tcal":
-        details.update(n_levels=r["n_levels"], levels=r["levels"], p_value_bonferroni=r["p_value_bonferroni"],
-                       p_value_min_p=r["p_value_min_p"], exact=r["exact"])
+        details.update(
+            n_levels=r["n_levels"],
+            levels=r["levels"],
+            p_value_bonferroni=r["p_value_bonferroni"],
+            p_value_min_p=r["p_value_min_p"],
+            exact=r["exact"],
+        )
     else:
         details.update(n_values=r["n_values"], per_value=r["per_value"])
     if entry.get("discrete_check"):
         details["discrete_check"] = entry["discrete_check"]
     name = "binomial_p_value" if report.test == "binomial" else "tcal_p_value"
-    params = {"smoothness": smoothness, "null": null, "n_boot": options.resamples, "combine": combine,
-              "discrete": discrete, "alpha": alpha, "seed": seed, "max_rows": max_rows}
-    return _result(name, report.headline(), n=prepared.n, mode=report.mode, params=params, details=details,
-                   report=report)
+    params = {
+        "smoothness": smoothness,
+        "null": null,
+        "n_boot": options.resamples,
+        "combine": combine,
+        "discrete": discrete,
+        "alpha": alpha,
+        "seed": seed,
+        "max_rows": max_rows,
+    }
+    return _result(
+        name, report.headline(), n=prepared.n, mode=report.mode, params=params, details=details, report=report
+    )
 
 
-def clinical_test(y_true, y_prob, *, test: str = "spiegelhalter", n_bins: int = 10, sample_weight=None,
-                  mode: str | None = None, alpha: float = 0.05, max_rows: int = TCAL_MAX_ROWS, logits: bool = False,
-                  data=None) -> MetricResult:
+def clinical_test(
+    y_true,
+    y_prob,
+    *,
+    test: str = "spiegelhalter",
+    n_bins: int = 10,
+    sample_weight=None,
+    mode: str | None = None,
+    alpha: float = 0.05,
+    max_rows: int = TCAL_MAX_ROWS,
+    logits: bool = False,
+    data=None,
+) -> MetricResult:
     """Spiegelhalter's Z test, the Hosmer-Lemeshow test (:mod:`calibcli.clinical`) or the ECCE-R test (SPEC 9,
     :mod:`calibcli.cumulative`) of perfect calibration, as ``calibcli tcal --test
     spiegelhalter|hosmer-lemeshow|ecce --json`` computes it for the same rows.
@@ -465,16 +753,29 @@ def clinical_test(y_true, y_prob, *, test: str = "spiegelhalter", n_bins: int = 
     """
     options = ClinicalTestOptions(test=test, n_bins=n_bins, alpha=alpha, max_rows=max_rows)
     prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
-    acc = ClinicalTestAccumulator(mode=mode or default_mode(prepared.n_classes), n_classes=prepared.n_classes,
-                                  class_names=prepared.class_names, options=options)
+    acc = ClinicalTestAccumulator(
+        mode=mode or default_mode(prepared.n_classes),
+        n_classes=prepared.n_classes,
+        class_names=prepared.class_names,
+        options=options,
+    )
     report = _one_batch(acc, prepared).result()
     entry = report.to_dict()
-    name = {"spiegelhalter": "spiegelhalter_p_value", "hosmer-lemeshow": "hosmer_lemeshow_p_value",
-            "ecce": "ecce_p_value"}[test]
-    params = {"test": test, "alpha": alpha, **({"n_bins": n_bins} if test == "hosmer-lemeshow" else {}),
-              **({"max_rows": max_rows} if test == "ecce" else {})}
+    name = {
+        "spiegelhalter": "spiegelhalter_p_value",
+        "hosmer-lemeshow": "hosmer_lemeshow_p_value",
+        "ecce": "ecce_p_value",
+    }[test]
+    params = {
+        "test": test,
+        "alpha": alpha,
+        **({"n_bins": n_bins} if test == "hosmer-lemeshow" else {}),
+        **({"max_rows": max_rows} if test == "ecce" else {}),
+    }
     details = {"test": test, "reject": report.reject, **{k: v for k, v in entry["result"].items() if k != "reject"}}
-    return _result(name, report.headline(), n=prepared.n, mode=report.mode, params=params, details=details, report=report)
+    return _result(
+        name, report.headline(), n=prepared.n, mode=report.mode, params=params, details=details, report=report
+    )
 
 
 def compute(metric: str, y_true, y_prob, **options) -> MetricResult:
@@ -497,23 +798,42 @@ def compute(metric: str, y_true, y_prob, **options) -> MetricResult:
     if info.family in ("binned", "scores", "clinical", "cumulative"):
         return binned_metric(metric, y_true, y_prob, **options)
     if info.family == "clinical_test":
-        result = clinical_test(y_true, y_prob, test=metric.split("_")[0].replace("hosmer", "hosmer-lemeshow"), **options)
+        result = clinical_test(
+            y_true, y_prob, test=metric.split("_")[0].replace("hosmer", "hosmer-lemeshow"), **options
+        )
         if metric == result.name:
             return result
-        return _result(metric, {result.name: result, **result.related}, n=result.n, mode=result.mode,
-                       params=result.params, details=result.details, report=result.report)
+        return _result(
+            metric,
+            {result.name: result, **result.related},
+            n=result.n,
+            mode=result.mode,
+            params=result.params,
+            details=result.details,
+            report=result.report,
+        )
     if info.family == "smooth":
         given = options.get("sigma") is not None
         if given != (metric == "smece_at_sigma"):
-            raise CalibcliError("smece_at_sigma needs {opt:sigma}; smece is at the fixed point and takes no {opt:sigma}")
+            raise CalibcliError(
+                "smece_at_sigma needs {opt:sigma}; smece is at the fixed point and takes no {opt:sigma}"
+            )
         return smooth_ece(y_true, y_prob, **options)
     options.setdefault("discrete", "yes" if metric == "binomial_p_value" else "no")
     result = tcal_test(y_true, y_prob, **options)
     if metric not in (result.name, *result.related):
-        raise CalibcliError(f"{metric} is not what the test reported ({result.name}): "
-                            f"{{opt:discrete}} {options['discrete']} chose the {result.details['test']} test")
+        raise CalibcliError(
+            f"{metric} is not what the test reported ({result.name}): "
+            f"{{opt:discrete}} {options['discrete']} chose the {result.details['test']} test"
+        )
     if metric == result.name:
         return result
-    return _result(metric, {result.name: result, **result.related}, n=result.n, mode=result.mode,
-                   params=result.params, details=result.details, report=result.report)
-
+    return _result(
+        metric,
+        {result.name: result, **result.related},
+        n=result.n,
+        mode=result.mode,
+        params=result.params,
+        details=result.details,
+        report=result.report,
+    )

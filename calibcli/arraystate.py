@@ -45,7 +45,7 @@ def _smallest_int(v: np.ndarray) -> np.ndarray:
     if v.size == 0:
         return v.astype(np.uint8)
     lo, hi = int(v.min()), int(v.max())
-    for dtype in ((np.uint8, np.uint16, np.uint32, np.uint64) if lo >= 0 else (np.int8, np.int16, np.int32, np.int64)):
+    for dtype in (np.uint8, np.uint16, np.uint32, np.uint64) if lo >= 0 else (np.int8, np.int16, np.int32, np.int64):
         info = np.iinfo(dtype)
         if info.min <= lo and hi <= info.max:
             return v.astype(dtype)
@@ -68,8 +68,11 @@ def _encode(v: np.ndarray, earlier: list[np.ndarray]):
                 if other.shape == v.shape and np.array_equal(other, v):
                     return ("same", j)
             with np.errstate(invalid="ignore"):
-                whole = (np.isfinite(v).all() and np.array_equal(v, np.trunc(v))
-                         and (v.size == 0 or np.abs(v).max() < 2.0**53))
+                whole = (
+                    np.isfinite(v).all()
+                    and np.array_equal(v, np.trunc(v))
+                    and (v.size == 0 or np.abs(v).max() < 2.0**53)
+                )
             if whole:
                 return ("wholes", _smallest_int(v.astype(np.int64)))
     return ("raw", v)
@@ -246,7 +249,7 @@ class ArrayState:
 
 
 #: Classes whose states :func:`from_json` may rebuild, by ``module.qualname`` (every ArrayState subclass).
-_CLASSES: dict[str, type] = {}
+_CLASSES: dict[str, type[ArrayState]] = {}
 
 
 def _name(cls: type) -> str:

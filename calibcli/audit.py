@@ -50,7 +50,7 @@ class AuditOptions:
     mce_method: str = "bonferroni"
     n_bins: int = 15
 
-    def check(self) -> "AuditOptions":
+    def check(self) -> AuditOptions:
         if self.adjust not in ADJUST_METHODS:
             raise CalibcliError(f"{{opt:adjust}} is {self.adjust!r}: expected one of {', '.join(ADJUST_METHODS)}")
         if self.mce_method not in MCE_METHODS:
@@ -80,8 +80,8 @@ class AuditResult:
 
     segments: list[dict]
     mce_sigma: float
-    mce_pvalue: float
-    mce_relative: float
+    mce_pvalue: float | None
+    mce_relative: float | None
     n_segments: int  # segments with rows
     n_segments_tested: int
     population: dict = field(default_factory=dict)
@@ -90,13 +90,28 @@ class AuditResult:
     located: tuple[tuple[int, int], ...] = field(default=(), repr=False)
 
     def to_dict(self) -> dict:
-        return {"mce_sigma": self.mce_sigma, "mce_pvalue": self.mce_pvalue, "mce_relative": self.mce_relative,
-                "n_segments": self.n_segments, "n_segments_tested": self.n_segments_tested,
-                "mde_level": self.mde_level, "population": self.population, "segments": self.segments}
+        return {
+            "mce_sigma": self.mce_sigma,
+            "mce_pvalue": self.mce_pvalue,
+            "mce_relative": self.mce_relative,
+            "n_segments": self.n_segments,
+            "n_segments_tested": self.n_segments_tested,
+            "mde_level": self.mde_level,
+            "population": self.population,
+            "segments": self.segments,
+        }
 
 
-def segment_sums(y: np.ndarray, s: np.ndarray, w: np.ndarray, ids: list[np.ndarray], sizes: list[int], *,
-                 n_bins: int, ecce: EcceResult) -> SegmentSums:
+def segment_sums(
+    y: np.ndarray,
+    s: np.ndarray,
+    w: np.ndarray,
+    ids: list[np.ndarray],
+    sizes: list[int],
+    *,
+    n_bins: int,
+    ecce: EcceResult,
+) -> SegmentSums:
     """The per-segment sums of every partition: three ``bincount`` per partition over (segment, bin) pairs (the
     bins give the l1-ECE; summed over the bins they give ``O`` and ``E``), no loop over segments. Rows, weights
     and ``sum w^2 s (1 - s) = (sigma W)^2`` come with the ECCE statistics."""
@@ -108,8 +123,11 @@ def segment_sums(y: np.ndarray, s: np.ndarray, w: np.ndarray, ids: list[np.ndarr
     for seg, g in zip(ids, sizes, strict=True):
         np.multiply(seg, n_bins, out=key, dtype=np.int64)  # ids come in small unsigned types: widened first
         key += bins
-        bw = (np.bincount(key, minlength=g * n_bins).astype(np.float64) if unit
-              else np.bincount(key, weights=w, minlength=g * n_bins)).reshape(g, n_bins)
+        bw = (
+            np.bincount(key, minlength=g * n_bins).astype(np.float64)
+            if unit
+            else np.bincount(key, weights=w, minlength=g * n_bins)
+        ).reshape(g, n_bins)
         bwy = np.bincount(key, weights=wy, minlength=g * n_bins).reshape(g, n_bins)
         bws = np.bincount(key, weights=ws, minlength=g * n_bins).reshape(g, n_bins)
         total = bw.sum(axis=1)
@@ -118,17 +136,26 @@ def segment_sums(y: np.ndarray, s: np.ndarray, w: np.ndarray, ids: list[np.ndarr
         with np.errstate(divide="ignore", invalid="ignore"):
             parts["ece_l1"].append(np.where(total > 0, np.abs(bwy - bws).sum(axis=1) / total, np.nan))
     weight = np.asarray(ecce.weight, dtype=np.float64)
-    return SegmentSums(rows=np.asarray(ecce.rows, dtype=np.int64), w=weight,
-                       w2v=np.nan_to_num(np.asarray(ecce.sigma) * weight) ** 2,
-                       **{k: np.concatenate(v) for k, v in parts.items()})
+    return SegmentSums(
+        rows=np.asarray(ecce.rows, dtype=np.int64),
+        w=weight,
+        w2v=np.nan_to_num(np.asarray(ecce.sigma) * weight) ** 2,
+        **{k: np.concatenate(v) for k, v in parts.items()},
+    )
 
 
-def finish(sums: SegmentSums, ecce: EcceResult, codings: list[ColumnCoding], partitions: list[Partition],
-           options: AuditOptions) -> AuditResult:
+def finish(
+    sums: SegmentSums, ecce: EcceResult, codings: list[ColumnCoding], partitions: list[Partition], options: AuditOptions
+) -> AuditResult:
     """The audit's result from the per-segment sums and ECCE statistics (both in partition order)."""
     from scipy.special import ndtri
 
     options.check()
+    # one value per segment (EcceResult's fields are floats only for a single series)
+    sigma, ecce_r, ecce_r_sigma, ecce_mad, ecce_mad_sigma, ecce_bound = (
+        np.asarray(v)
+        for v in (ecce.sigma, ecce.ecce_r, ecce.ecce_r_sigma, ecce.ecce_mad, ecce.ecce_mad_sigma, ecce.error_bound)
+    )
     nonempty = (sums.rows > 0) & (sums.w > 0)
     tested = nonempty & (sums.rows >= options.min_segment)
     p = np.where(tested, ecce.ecce_r_pvalue, np.nan)
@@ -136,9 +163,13 @@ def finish(sums: SegmentSums, ecce: EcceResult, codings: list[ColumnCoding], par
     n_tested = int(tested.sum())
     stat = np.where(tested, ecce.ecce_r_sigma, -np.inf)
     mce = float(stat.max()) if n_tested else float("nan")
-    population = {"rows": int(sums.rows[0]), "weight": float(sums.w[0]),
-                  "observed_rate": float(sums.wy[0] / sums.w[0]), "mean_prediction": float(sums.ws[0] / sums.w[0]),
-                  "sigma": float(ecce.sigma[0])}
+    population = {
+        "rows": int(sums.rows[0]),
+        "weight": float(sums.w[0]),
+        "observed_rate": float(sums.wy[0] / sums.w[0]),
+        "mean_prediction": float(sums.ws[0] / sums.w[0]),
+        "sigma": float(sigma[0]),
+    }
     prevalence = population["observed_rate"]
     # the level a segment is judged at: Bonferroni's alpha / m whenever p-values are adjusted (Holm's first step
     # and the MCE gate's level; conservative for Holm's later steps and for BH), alpha when they are not
@@ -167,16 +198,16 @@ def finish(sums: SegmentSums, ecce: EcceResult, codings: list[ColumnCoding], par
             "o_e": _num(o_e[i]),
             "o_e_ci_low": _num(max(o_e[i] - half[i], 0.0)) if np.isfinite(half[i]) else None,
             "o_e_ci_high": _num(o_e[i] + half[i]) if np.isfinite(half[i]) else None,
-            "ecce_r": float(ecce.ecce_r[i]),
-            "ecce_r_sigma": _num(ecce.ecce_r_sigma[i]),
-            "ecce_mad": float(ecce.ecce_mad[i]),
-            "ecce_mad_sigma": _num(ecce.ecce_mad_sigma[i]),
-            "sigma": float(ecce.sigma[i]),
-            "ecce_bound": float(ecce.error_bound[i]),
+            "ecce_r": float(ecce_r[i]),
+            "ecce_r_sigma": _num(ecce_r_sigma[i]),
+            "ecce_mad": float(ecce_mad[i]),
+            "ecce_mad_sigma": _num(ecce_mad_sigma[i]),
+            "sigma": float(sigma[i]),
+            "ecce_bound": float(ecce_bound[i]),
             "tested": bool(tested[i]),
             "p_value": _num(p[i]),
             "p_adjusted": _num(p_adj[i]),
-            "mde": float(mde_sigma * ecce.sigma[i]),
+            "mde": float(mde_sigma * sigma[i]),
             "ece_l1_plugin": _num(sums.ece_l1[i]),
         }
         segments.append(entry)
@@ -185,7 +216,8 @@ def finish(sums: SegmentSums, ecce: EcceResult, codings: list[ColumnCoding], par
         mce_sigma=mce,
         mce_pvalue=_num(mce_pvalue(mce, n_tested, method=options.mce_method)) if n_tested else None,
         mce_relative=_num(relative_percent(mce, global_sigma=population["sigma"], prevalence=prevalence))
-        if n_tested else None,
+        if n_tested
+        else None,
         n_segments=int(nonempty.sum()),
         n_segments_tested=n_tested,
         population=population,
@@ -213,7 +245,7 @@ def in_score_order(y: np.ndarray, s: np.ndarray, w: np.ndarray, codes: list[np.n
     small = [j for j, c in enumerate(codes) if len(c) and int(c.max()) < 256]
     out = list(codes)
     for first in range(0, len(small), 8):
-        batch = small[first:first + 8]
+        batch = small[first : first + 8]
         packed = np.zeros((len(s), 8), dtype=np.uint8)
         for k, j in enumerate(batch):
             packed[:, k] = codes[j]
@@ -226,16 +258,25 @@ def in_score_order(y: np.ndarray, s: np.ndarray, w: np.ndarray, codes: list[np.n
     return y, s, w, out
 
 
-def audit_arrays(y: np.ndarray, s: np.ndarray, w: np.ndarray, codes: list[np.ndarray], codings: list[ColumnCoding],
-                 partitions: list[Partition], options: AuditOptions) -> AuditResult:
+def audit_arrays(
+    y: np.ndarray,
+    s: np.ndarray,
+    w: np.ndarray,
+    codes: list[np.ndarray],
+    codings: list[ColumnCoding],
+    partitions: list[Partition],
+    options: AuditOptions,
+) -> AuditResult:
     """The audit of rows held in memory, exactly: ECCE of every segment after one sort
     (:func:`calibcli.cumulative.ecce_segments`), the sums by ``bincount``. The result does not depend on the
     order of the rows."""
     sizes = [p.n_segments for p in partitions]
     y_o, s_o, w_o, codes_o = in_score_order(y, s, w, codes)
-    ecce = ecce_segments(y_o, s_o, [p.segment_ids(codes_o, len(s)) for p in partitions], n_segments=sizes,
-                         sample_weight=w_o)
+    ecce = ecce_segments(
+        y_o, s_o, [p.segment_ids(codes_o, len(s)) for p in partitions], n_segments=sizes, sample_weight=w_o
+    )
     # the sums in the rows' own order: the same additions, so the same last digits, as ever
     ids = [p.segment_ids(codes, len(s)) for p in partitions]
-    return finish(segment_sums(y, s, w, ids, sizes, n_bins=options.n_bins, ecce=ecce), ecce, codings, partitions,
-                  options)
+    return finish(
+        segment_sums(y, s, w, ids, sizes, n_bins=options.n_bins, ecce=ecce), ecce, codings, partitions, options
+    )

@@ -49,8 +49,16 @@ import numpy as np
 from calibcli.errors import CalibcliError
 from calibcli.validation import check_alpha
 
-__all__ = ["BinomialBand", "BAND_METHODS", "DIAGRAM_BANDS", "BAND_DESCRIPTIONS", "binomial_band", "bootstrap_band",
-           "wilson_interval", "clopper_pearson_interval"]
+__all__ = [
+    "BinomialBand",
+    "BAND_METHODS",
+    "DIAGRAM_BANDS",
+    "BAND_DESCRIPTIONS",
+    "binomial_band",
+    "bootstrap_band",
+    "wilson_interval",
+    "clopper_pearson_interval",
+]
 
 #: The interval methods :func:`binomial_band` knows.
 BAND_METHODS = ("wilson", "clopper-pearson")
@@ -73,7 +81,8 @@ def _counts(successes, trials) -> tuple[np.ndarray, np.ndarray]:
         i = np.flatnonzero(bad.reshape(-1))[0]
         raise CalibcliError(
             f"bin {i} has {float(k.reshape(-1)[i]):g} successes out of {float(n.reshape(-1)[i]):g} trials: expected "
-            "finite counts with 0 <= successes <= trials")
+            "finite counts with 0 <= successes <= trials"
+        )
     return np.minimum(k, n), n
 
 
@@ -155,8 +164,9 @@ def binomial_band(sum_wy, sum_w, sum_w2=None, *, method: str = "wilson", alpha: 
         k = np.where(sw > 0, swy, 0.0)  # exact counts when they are counts
     interval = wilson_interval if method == "wilson" else clopper_pearson_interval
     lower, upper = _around(*interval(k, n_eff, alpha=alpha), p)
-    return BinomialBand(lower=lower, upper=upper, proportion=p, n_eff=np.asarray(n_eff, dtype=np.float64),
-                        method=method, alpha=alpha)
+    return BinomialBand(
+        lower=lower, upper=upper, proportion=p, n_eff=np.asarray(n_eff, dtype=np.float64), method=method, alpha=alpha
+    )
 
 
 def _around(lower: np.ndarray, upper: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -180,15 +190,19 @@ def bootstrap_band(sum_wy, sum_w, replicate_sum_wy, replicate_sum_w, *, alpha: f
     swy, sw = np.asarray(sum_wy, dtype=np.float64), np.asarray(sum_w, dtype=np.float64)
     rwy, rw = np.asarray(replicate_sum_wy, dtype=np.float64), np.asarray(replicate_sum_w, dtype=np.float64)
     if rw.ndim != sw.ndim + 1 or rw.shape[1:] != sw.shape or rwy.shape != rw.shape:
-        raise CalibcliError(f"the bootstrap band's replicates have shape {rw.shape}: expected (replicates, "
-                            f"{', '.join(map(str, sw.shape))}), the bins of the data on a leading axis of resamples")
+        raise CalibcliError(
+            f"the bootstrap band's replicates have shape {rw.shape}: expected (replicates, "
+            f"{', '.join(map(str, sw.shape))}), the bins of the data on a leading axis of resamples"
+        )
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(sw > 0, swy / sw, np.nan)
         freq = np.where(rw > 0, rwy / rw, np.nan)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a bin empty in every resample: NaN, said above
-        lower, upper = (np.nanquantile(freq, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0) if len(freq)
-                        else (np.full(sw.shape, np.nan), np.full(sw.shape, np.nan)))
+        lower, upper = (
+            np.nanquantile(freq, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
+            if len(freq)
+            else (np.full(sw.shape, np.nan), np.full(sw.shape, np.nan))
+        )
     lower, upper = _around(np.where(sw > 0, lower, np.nan), np.where(sw > 0, upper, np.nan), p)
     return BinomialBand(lower=lower, upper=upper, proportion=p, n_eff=sw, method="bootstrap", alpha=alpha)
-

@@ -49,8 +49,17 @@ class BinStats:
         return BinStats(*(a + b for a, b in zip(self._arrays(), other._arrays(), strict=True)))
 
     def _arrays(self):
-        return (self.count, self.weight, self.sum_z, self.sum_y, self.sum_u2, self.sum_log_loss,
-                self.diag_weight, self.diag_y, self.diag_u2)
+        return (
+            self.count,
+            self.weight,
+            self.sum_z,
+            self.sum_y,
+            self.sum_u2,
+            self.sum_log_loss,
+            self.diag_weight,
+            self.diag_y,
+            self.diag_u2,
+        )
 
     @property
     def diag_weight(self) -> np.ndarray:
@@ -81,7 +90,6 @@ class BinStats:
     @property
     def n_nonempty(self) -> int:
         return int(self.nonempty.sum())
-
 
 
 # ---------------------------------------------------------------------------------------------

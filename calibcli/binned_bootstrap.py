@@ -56,8 +56,11 @@ class _SortedProblem:
         # Pairs between copies of one original row: m (m - 1) times w^2, w^2 y, w^2 u^2. With unit
         # weights these are columns of X itself (count, y, u^2).
         self.unit_weights = bool(np.all(ws == 1.0))
-        self.X_self = np.ascontiguousarray(self.X[:, [0, 1 + _WY, 1 + _WU2]]) if self.unit_weights else (
-            np.ascontiguousarray(np.vstack([ws * ws, ws * stats[_WY], ws * stats[_WU2]]).T))
+        self.X_self = (
+            np.ascontiguousarray(self.X[:, [0, 1 + _WY, 1 + _WU2]])
+            if self.unit_weights
+            else (np.ascontiguousarray(np.vstack([ws * ws, ws * stats[_WY], ws * stats[_WU2]]).T))
+        )
         self.binning = binning
         self.n_uniform = n_uniform
         # Equal-width bins never move under resampling: their runs are fixed once.
@@ -82,8 +85,8 @@ class _SortedProblem:
                 # shared machine costs far more than it saves: products below that stay on one thread.
                 step = max(1, _ONE_THREAD_PRODUCT // (8 * (b - a))) if b > a else R
                 for r in range(0, R, step):
-                    sums[r:r + step, j] = M[r:r + step, a:b] @ self.X[a:b]
-                    dup[r:r + step, j] = pairs[r:r + step, a:b] @ self.X_self[a:b]
+                    sums[r : r + step, j] = M[r : r + step, a:b] @ self.X[a:b]
+                    dup[r : r + step, j] = pairs[r : r + step, a:b] @ self.X_self[a:b]
             return sums, dup
         # many runs (most of them empty when there are more bins than rows): one reduceat over the non-empty ones
         nonempty = np.flatnonzero(bounds[:-1] < bounds[1:])
@@ -99,8 +102,17 @@ class _SortedProblem:
         s = np.moveaxis(sums, -1, 0)
         d = np.moveaxis(dup, -1, 0)
         weight, sum_y, sum_u2 = s[1 + _W], s[1 + _WY], s[1 + _WU2]
-        return BinStats(np.rint(s[0]).astype(np.int64), weight, s[1 + _WZ], sum_y, sum_u2, s[1 + _WLL],
-                        self_weight=weight + d[0], self_y=sum_y + d[1], self_u2=sum_u2 + d[2])
+        return BinStats(
+            np.rint(s[0]).astype(np.int64),
+            weight,
+            s[1 + _WZ],
+            sum_y,
+            sum_u2,
+            s[1 + _WLL],
+            self_weight=weight + d[0],
+            self_y=sum_y + d[1],
+            self_u2=sum_u2 + d[2],
+        )
 
     def _quantile_sums(self, M: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Bin sums on each resample's own quantile bins (SPEC 2.1's edges of its sorted values, z[i]
@@ -131,8 +143,11 @@ class _SortedProblem:
         pairs *= M
         if self.binning.strategy == "uniform":
             main = self._stats(*self._run_sums(M, pairs, self.main_starts))
-            uniform = main if self.n_uniform == self.binning.n_bins else self._stats(
-                *self._run_sums(M, pairs, self.uniform_starts))
+            uniform = (
+                main
+                if self.n_uniform == self.binning.n_bins
+                else self._stats(*self._run_sums(M, pairs, self.uniform_starts))
+            )
         else:
             main = self._stats(*self._quantile_sums(M, pairs))
             uniform = self._stats(*self._run_sums(M, pairs, self.uniform_starts))
@@ -197,13 +212,23 @@ class SortedGroups:
         self.quantile = binnings[0].strategy == "quantile"
         self.n_main = binnings[0].n_bins
         self.uniform_cell = code * n_uniform + uniform_bin_index(self.z, n_uniform)
-        self.main_cell = self.uniform_cell if n_uniform == self.n_main else code * self.n_main + uniform_bin_index(
-            self.z, self.n_main)
+        self.main_cell = (
+            self.uniform_cell
+            if n_uniform == self.n_main
+            else code * self.n_main + uniform_bin_index(self.z, self.n_main)
+        )
         self._problems: list[_SortedProblem] = []
         if self.quantile:  # each group's own resampled quantile bins (SPEC 2.1 on every resample)
-            self._problems = [_SortedProblem(np.asarray(g[0]), np.asarray(g[1], dtype=np.float64),
-                                             np.asarray(g[2], dtype=np.float64), b, n_uniform)
-                              for g, b in zip(groups, binnings, strict=True)]
+            self._problems = [
+                _SortedProblem(
+                    np.asarray(g[0]),
+                    np.asarray(g[1], dtype=np.float64),
+                    np.asarray(g[2], dtype=np.float64),
+                    b,
+                    n_uniform,
+                )
+                for g, b in zip(groups, binnings, strict=True)
+            ]
 
     def chunks(self, max_groups: int) -> list[tuple[int, int]]:
         """Consecutive ranges ``(g0, g1)`` of at most ``max_groups`` groups."""
@@ -236,9 +261,11 @@ class SortedGroups:
             cells = {"uniform": (self.uniform_cell[a:b] - b0 * self.n_uniform, self.n_uniform)}
             if not self.quantile:
                 cells["main"] = (self.main_cell[a:b] - b0 * n_main, n_main)
-            mats = {key: (_run_matrix(c, (b1 - b0) * nb, self.X[a:b]),
-                          _run_matrix(c, (b1 - b0) * nb, self.X_self[a:b]), nb)
-                    for key, (c, nb) in cells.items() if key == "main" or separate}
+            mats = {
+                key: (_run_matrix(c, (b1 - b0) * nb, self.X[a:b]), _run_matrix(c, (b1 - b0) * nb, self.X_self[a:b]), nb)
+                for key, (c, nb) in cells.items()
+                if key == "main" or separate
+            }
             # replicates per block: the multiplicities (rows x R) and the products (runs x statistics x R) in the caches
             runs = (b1 - b0) * (n_main + (self.n_uniform if separate else 0)) * (_N_STATS + 4)
             step = max(1, _BLOCK_ELEMENTS // max(n, runs, 1))
@@ -253,20 +280,29 @@ class SortedGroups:
                     s_out, d_out = (main, main_dup) if key == "main" else (uni, uni_dup)
                     s = (A @ M).reshape(b1 - b0, nb, _N_STATS + 1, R)
                     d = (A_self @ pairs).reshape(b1 - b0, nb, 3, R)
-                    s_out[:, gs, r0:r0 + R] = s.transpose(2, 0, 3, 1)
-                    d_out[:, gs, r0:r0 + R] = d.transpose(2, 0, 3, 1)
+                    s_out[:, gs, r0 : r0 + R] = s.transpose(2, 0, 3, 1)
+                    d_out[:, gs, r0 : r0 + R] = d.transpose(2, 0, 3, 1)
                 if self.quantile:
                     for g in range(b0, b1):  # each group's bins move with its resample
                         lo, hi = self.bounds[g] - a, self.bounds[g + 1] - a
                         Mg = np.ascontiguousarray(M[lo:hi].T)
                         s, d = self._problems[g]._quantile_sums(Mg, np.ascontiguousarray(pairs[lo:hi].T))
-                        main[:, g - g0, r0:r0 + R] = np.moveaxis(s, -1, 0)
-                        main_dup[:, g - g0, r0:r0 + R] = np.moveaxis(d, -1, 0)
+                        main[:, g - g0, r0 : r0 + R] = np.moveaxis(s, -1, 0)
+                        main_dup[:, g - g0, r0 : r0 + R] = np.moveaxis(d, -1, 0)
         return _bin_stats(main, main_dup), _bin_stats(uni, uni_dup) if separate else None
 
 
 def _bin_stats(s: np.ndarray, d: np.ndarray) -> BinStats:
     """:class:`BinStats` of sums ``(6, ...)`` and self-pair sums ``(3, ...)`` (statistics first)."""
     weight, sum_y, sum_u2 = s[1 + _W], s[1 + _WY], s[1 + _WU2]
-    return BinStats(np.rint(s[0]).astype(np.int64), weight, s[1 + _WZ], sum_y, sum_u2, s[1 + _WLL],
-                    self_weight=weight + d[0], self_y=sum_y + d[1], self_u2=sum_u2 + d[2])
+    return BinStats(
+        np.rint(s[0]).astype(np.int64),
+        weight,
+        s[1 + _WZ],
+        sum_y,
+        sum_u2,
+        s[1 + _WLL],
+        self_weight=weight + d[0],
+        self_y=sum_y + d[1],
+        self_u2=sum_u2 + d[2],
+    )

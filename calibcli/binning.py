@@ -22,7 +22,9 @@ from calibcli.errors import CalibcliError
 STRATEGIES = ("uniform", "quantile")
 
 #: How bin edges are read, stated in every report.
-EDGE_CONVENTION = "bins are [lo, hi); the last bin includes 1.0; a value equal to an interior edge goes to the bin above"
+EDGE_CONVENTION = (
+    "bins are [lo, hi); the last bin includes 1.0; a value equal to an interior edge goes to the bin above"
+)
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ def quantile_edges_sorted(z_sorted: np.ndarray, n_bins: int, counts: np.ndarray 
 
         def value(rank: np.ndarray) -> np.ndarray:
             return z_sorted[np.searchsorted(cum, rank, side="left")]
+
     ranks = np.round(np.arange(1, n_bins) * n / n_bins).astype(np.int64)
     ranks = ranks[(ranks > 0) & (ranks < n)]
     return np.unique(0.5 * (value(ranks) + value(ranks + 1)))
@@ -105,10 +108,12 @@ def quantile_starts_batched(z_sorted: np.ndarray, n_bins: int, counts: np.ndarra
     shift = np.arange(R, dtype=np.float64)[:, None] * span
     flat = (cum + shift).ravel()
     safe = np.where(valid, ranks, 1)
-    first = np.minimum(np.searchsorted(flat, (safe + shift).ravel(), side="left").reshape(R, -1)
-                       - np.arange(R)[:, None] * n, n - 1)
-    second = np.minimum(np.searchsorted(flat, (safe + 1 + shift).ravel(), side="left").reshape(R, -1)
-                        - np.arange(R)[:, None] * n, n - 1)
+    first = np.minimum(
+        np.searchsorted(flat, (safe + shift).ravel(), side="left").reshape(R, -1) - np.arange(R)[:, None] * n, n - 1
+    )
+    second = np.minimum(
+        np.searchsorted(flat, (safe + 1 + shift).ravel(), side="left").reshape(R, -1) - np.arange(R)[:, None] * n, n - 1
+    )
     edges = 0.5 * (z_sorted[first] + z_sorted[second])
     # ranks rise, so a row's valid edges are a non-decreasing run: np.unique is dropping repeats
     repeat = np.zeros_like(valid)

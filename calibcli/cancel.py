@@ -17,11 +17,23 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
+from typing import TypedDict
 
 _requested = threading.Event()
-_state = {"signal": 0, "at": 0.0, "reported": False}
+
+
+class _State(TypedDict, total=False):
+    signal: int  # the signal that asked the run to stop (0: none)
+    at: float  # when (time.monotonic())
+    reported: bool
+    redeliver: bool  # an interrupt waits to be raised again (_unraisable)
+    watchdog: bool  # the thread that redelivers it is running
+    in_hook: bool
+
+
+_state: _State = {"signal": 0, "at": 0.0, "reported": False}
 
 #: After the first signal, further ones are ignored for this long (the run is cleaning up: temporary
 #: files are being removed); a signal after that ends the process at once.
@@ -110,8 +122,9 @@ def _unraisable(args, *, previous) -> None:
             _state["redeliver"] = True
             if not _state.get("watchdog"):
                 _state["watchdog"] = True
-                threading.Thread(target=_redeliver, args=(args.exc_value.signum,), daemon=True,
-                                 name="calibcli-interrupt").start()
+                threading.Thread(
+                    target=_redeliver, args=(args.exc_value.signum,), daemon=True, name="calibcli-interrupt"
+                ).start()
         finally:
             _state["in_hook"] = False
         return
@@ -130,7 +143,7 @@ def _redeliver(signum: int) -> None:
             time.sleep(0.02)
             if not _state.get("redeliver") or not _requested.is_set():
                 return
-            _thread.interrupt_main(signum)
+            _thread.interrupt_main(signal.Signals(signum))
     finally:
         _state["watchdog"] = False
 

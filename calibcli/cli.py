@@ -5,13 +5,12 @@ and renders (STYLE: the core is pure, the CLI is thin). Each subcommand lives in
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
-
 import errno
 import importlib
 import sys
+from typing import Annotated
+
+import typer
 
 from calibcli import cancel
 from calibcli._version import __version__
@@ -39,7 +38,8 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.", metavar="")
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.", metavar=""),
     ] = False,
 ) -> None:
     """Measure, test and fix the calibration of probabilistic classifiers."""

@@ -11,36 +11,63 @@ from __future__ import annotations
 import errno
 import functools
 import inspect
+import math
 import os
 import sys
-import math
 import types
 import typing
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Annotated, Iterator, Optional
+from typing import Annotated
 
 import typer
 
-from calibcli.accumulators import per_input  # noqa: F401  (where commands have always found it)
-from calibcli.engines import ENGINES, EngineChoice, engines_help  # noqa: F401  (the engine option group)
-from calibcli.errors import (  # noqa: F401  (flags, warnings and exit codes, where commands have always found them)
-    FLAGS, PIPE_CLOSED, CalibcliError, GateFailed, check_choice, flag_of, quiet_stdout, warn,
-)
-from calibcli.io import DEFAULT_BATCH_ROWS  # noqa: F401  (BatchRows' default, for the commands)
-from calibcli.io import ColumnSpec, LoadedInput, Sources, read_dataset, resolve_datasets
-from calibcli.pipeline import (  # noqa: F401  (the driver, where commands have always found it)
-    Plan, add_entries, check_engine, engine_runner, evaluate_streams, progress_bar, run, summarise_groups,
-)
 from calibcli import cancel, outputs
 from calibcli import families as fam
 from calibcli._malloc import tune_allocator
-from calibcli.errors import cli_text
+from calibcli.accumulators import per_input  # noqa: F401  (where commands have always found it)
+from calibcli.engines import ENGINES, EngineChoice, engines_help  # noqa: F401  (the engine option group)
+from calibcli.errors import (  # noqa: F401  (flags, warnings and exit codes, where commands have always found them)  # noqa: F401  (flags, warnings and exit codes, where commands have always found them)
+    FLAGS,
+    PIPE_CLOSED,
+    CalibcliError,
+    GateFailed,
+    check_choice,
+    cli_text,
+    flag_of,
+    quiet_stdout,
+    warn,
+)
+from calibcli.io import (
+    DEFAULT_BATCH_ROWS,  # noqa: F401  (BatchRows' default, for the commands)
+    ColumnSpec,
+    LoadedInput,
+    Sources,
+    read_dataset,
+    resolve_datasets,
+)
 from calibcli.io.targets import check_output_target
 from calibcli.outputs import STDOUT
+from calibcli.pipeline import (  # noqa: F401  (the driver, where commands have always found it)
+    Plan,
+    add_entries,
+    check_engine,
+    engine_runner,
+    evaluate_streams,
+    progress_bar,
+    run,
+    summarise_groups,
+)
 from calibcli.report import FORMATS, Layout
 from calibcli.safe_text import for_terminal
 from calibcli.validation import (
-    Declared, Param, check_command_options, check_options, memory_culprit, option, params_of,
+    Declared,
+    Param,
+    check_command_options,
+    check_options,
+    memory_culprit,
+    option,
+    params_of,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -74,6 +101,8 @@ def files_argument(several: str):
 
 
 Files = files_argument("Several files are evaluated one by one.")
+
+
 def _count(value) -> int:
     """An integer option that also takes a whole number written in scientific notation (``1e6``), so that
     ``--n-bins 1e20`` reaches the option's rule and the memory budget (one message saying how many fit)
@@ -114,7 +143,7 @@ def alias(options_class, name: str):
     return alias_of(typing.get_type_hints(options_class)[name], params_of(options_class)[name][0])
 
 
-Mode = alias_of(Optional[str], fam.MODE)
+Mode = alias_of(str | None, fam.MODE)
 ClassWeights = alias_of(str, fam.CLASS_WEIGHTS_PARAM)
 NBins = alias_of(int, fam.N_BINS)
 Strategy = alias_of(str, fam.STRATEGY)
@@ -131,39 +160,58 @@ FailAboveUpper = alias(fam.Gates, "fail_above_upper")
 class ColumnOptions(Declared):
     """Which columns hold the probabilities, the labels and the weights."""
 
-    prob_col: Optional[str] = option(None, "--prob-col", help="Column with the positive-class probability (binary).")
-    prob_cols: Optional[list[str]] = option(None, "--prob-cols", help="Columns with one probability per class: a "
-                                            "comma-separated list or a pattern such as 'p_*'.")
-    label_col: Optional[str] = option(None, "--label-col", help="Column with the labels (integers, booleans or class "
-                                      "names).")
-    weight_col: Optional[str] = option(None, "--weight-col", help="Column with sample (frequency) weights.")
-    logits: bool = option(False, "--logits", help="The probability columns hold logits: apply sigmoid (one column) or "
-                          "softmax.")
+    prob_col: str | None = option(None, "--prob-col", help="Column with the positive-class probability (binary).")
+    prob_cols: list[str] | None = option(
+        None,
+        "--prob-cols",
+        help="Columns with one probability per class: a comma-separated list or a pattern such as 'p_*'.",
+    )
+    label_col: str | None = option(
+        None, "--label-col", help="Column with the labels (integers, booleans or class names)."
+    )
+    weight_col: str | None = option(None, "--weight-col", help="Column with sample (frequency) weights.")
+    logits: bool = option(
+        False, "--logits", help="The probability columns hold logits: apply sigmoid (one column) or softmax."
+    )
 
 
 @dataclass(frozen=True)
 class ReadingOptions(Declared):
     """How the inputs are read."""
 
-    input_format: Optional[str] = option(
-        None, "--input-format", help="csv, tsv, parquet, feather or jsonl; default: from the extension (stdin: from "
+    input_format: str | None = option(
+        None,
+        "--input-format",
+        help="csv, tsv, parquet, feather or jsonl; default: from the extension (stdin: from "
         "its first bytes: Parquet, Arrow IPC, JSON Lines, TSV, else CSV).",
-        metavar=choices("csv", "tsv", "parquet", "feather", "jsonl"))
-    drop_invalid: bool = option(False, "--drop-invalid", help="Drop invalid rows (NaN, out-of-range, unknown labels) "
-                                "instead of failing; the report counts them.")
+        metavar=choices("csv", "tsv", "parquet", "feather", "jsonl"),
+    )
+    drop_invalid: bool = option(
+        False,
+        "--drop-invalid",
+        help="Drop invalid rows (NaN, out-of-range, unknown labels) instead of failing; the report counts them.",
+    )
 
 
 @dataclass(frozen=True)
 class DatasetOptions(Declared):
     """What a dataset is (pooled files, groups) and the batches it is read in."""
 
-    pool: bool = option(False, "--pool", help="Treat all FILES as one dataset (one report entry), rows in sorted-path "
-                        "order.")
-    group_by: Optional[str] = option(None, "--group-by", help="Report one entry per value of these columns "
-                                     "(comma-separated; hive partition columns of a directory too), with the worst "
-                                     "group and the spread.")
-    batch_rows: int = option(DEFAULT_BATCH_ROWS, "--batch-rows", help="Rows read and reduced at a time (memory stays "
-                             "flat in the number of rows; results do not depend on it).")
+    pool: bool = option(
+        False, "--pool", help="Treat all FILES as one dataset (one report entry), rows in sorted-path order."
+    )
+    group_by: str | None = option(
+        None,
+        "--group-by",
+        help="Report one entry per value of these columns "
+        "(comma-separated; hive partition columns of a directory too), with the worst "
+        "group and the spread.",
+    )
+    batch_rows: int = option(
+        DEFAULT_BATCH_ROWS,
+        "--batch-rows",
+        help="Rows read and reduced at a time (memory stays flat in the number of rows; results do not depend on it).",
+    )
 
 
 @dataclass(frozen=True)
@@ -171,31 +219,55 @@ class EngineOptions(Declared):
     """Where the accumulators run (:data:`calibcli.engines.ENGINES`)."""
 
     engine: str = option("local", "--engine", help=engines_help(), metavar=choices(*ENGINES))
-    scheduler: Optional[str] = option(
-        None, "--scheduler", help="With --engine dask: the address of a running Dask scheduler (tcp://HOST:PORT) or "
-        "its scheduler file. Default: DASK_SCHEDULER_ADDRESS, else a local cluster.")
-    workers: Optional[int] = option(None, "--workers", help="With --engine dask and no scheduler: start a local "
-                                    "cluster of this many worker processes for the run (default: one per CPU).")
+    scheduler: str | None = option(
+        None,
+        "--scheduler",
+        help="With --engine dask: the address of a running Dask scheduler (tcp://HOST:PORT) or "
+        "its scheduler file. Default: DASK_SCHEDULER_ADDRESS, else a local cluster.",
+    )
+    workers: int | None = option(
+        None,
+        "--workers",
+        help="With --engine dask and no scheduler: start a local "
+        "cluster of this many worker processes for the run (default: one per CPU).",
+    )
 
 
 @dataclass(frozen=True)
 class OutputOptions(Declared):
     """What stdout carries, and the JSON report's file."""
 
-    as_json: bool = option(False, "--json", help="Print the JSON report on stdout instead of the table (--format "
-                           "json).")
-    fmt: str = option("table", "--format", help="What stdout carries: table, json, markdown (pull requests, "
-                      "$GITHUB_STEP_SUMMARY) or csv (tidy: file, group, problem, metric, estimate, ci_low, ci_high, "
-                      "bound).", metavar=choices("table", "json", "markdown", "csv"))
-    summary: Optional[bool] = option(None, "--summary/--no-summary", help="One row per file or group with the metrics "
-                                     "as columns (the default beyond 3 rows), or the full table of every metric.",
-                                     show_default=False)
-    metrics: Optional[str] = option(None, "--metrics", help="Summary columns: comma-separated metric names from the "
-                                    "report, e.g. ece_l1_plugin,brier_score (default: the command's headline metrics).")
-    sort: Optional[str] = option(None, "--sort", help="Order summary rows by this metric, best first (default: as "
-                                 "given).")
-    output: Optional[str] = option(None, "--output", "-o", help="Also write the JSON report to this file (atomically; "
-                                   "'-': stdout, instead of the table).")
+    as_json: bool = option(
+        False, "--json", help="Print the JSON report on stdout instead of the table (--format json)."
+    )
+    fmt: str = option(
+        "table",
+        "--format",
+        help="What stdout carries: table, json, markdown (pull requests, "
+        "$GITHUB_STEP_SUMMARY) or csv (tidy: file, group, problem, metric, estimate, ci_low, ci_high, "
+        "bound).",
+        metavar=choices("table", "json", "markdown", "csv"),
+    )
+    summary: bool | None = option(
+        None,
+        "--summary/--no-summary",
+        help="One row per file or group with the metrics "
+        "as columns (the default beyond 3 rows), or the full table of every metric.",
+        show_default=False,
+    )
+    metrics: str | None = option(
+        None,
+        "--metrics",
+        help="Summary columns: comma-separated metric names from the "
+        "report, e.g. ece_l1_plugin,brier_score (default: the command's headline metrics).",
+    )
+    sort: str | None = option(None, "--sort", help="Order summary rows by this metric, best first (default: as given).")
+    output: str | None = option(
+        None,
+        "--output",
+        "-o",
+        help="Also write the JSON report to this file (atomically; '-': stdout, instead of the table).",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,7 +297,7 @@ class OptionGroup:
     name: str
     options: tuple[Opt, ...]
 
-    def only(self, *names: str) -> "OptionGroup":
+    def only(self, *names: str) -> OptionGroup:
         """The group with these options only (a command that takes part of it)."""
         return replace(self, options=tuple(o for o in self.options if o.name in names))
 
@@ -244,8 +316,13 @@ def group_of(options_class, *names: str, name: str = "own") -> OptionGroup:
     """The options of a declared dataclass (these fields, or all) as an option group; a field declared with the
     default ``...`` is a required option."""
     declared = params_of(options_class)
-    return OptionGroup(name, tuple(Opt(n, alias(options_class, n), inspect.Parameter.empty if declared[n][1] is ...
-                                       else declared[n][1]) for n in (names or declared)))
+    return OptionGroup(
+        name,
+        tuple(
+            Opt(n, alias(options_class, n), inspect.Parameter.empty if declared[n][1] is ... else declared[n][1])
+            for n in (names or declared)
+        ),
+    )
 
 
 COLUMNS = group_of(ColumnOptions, name="columns")
@@ -284,21 +361,38 @@ def with_groups(*layout, declared=None):
 
     def decorate(func):
         hints = typing.get_type_hints(func, include_extras=True)
-        mine = [p.replace(annotation=hints.get(p.name, p.annotation))
-                for p in inspect.signature(func).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        mine = [
+            p.replace(annotation=hints.get(p.name, p.annotation))
+            for p in inspect.signature(func).parameters.values()
+            if p.kind is not inspect.Parameter.VAR_KEYWORD
+        ]
         fields = group_of(declared).options if declared is not None else ()
         field = {o.name: o for o in fields}
         in_groups = {o.name for item in layout if isinstance(item, OptionGroup) for o in item.options}
-        mine += [inspect.Parameter(o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default,
-                                   annotation=o.annotation) for o in fields if o.name not in in_groups]
+        mine += [
+            inspect.Parameter(
+                o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default, annotation=o.annotation
+            )
+            for o in fields
+            if o.name not in in_groups
+        ]
         params = [p for p in mine if p.default is inspect.Parameter.empty]
         for item in layout:
             if isinstance(item, Own):
-                params += [p for p in mine if p.default is not inspect.Parameter.empty and p not in params
-                           and (not item.names or p.name in item.names)]
+                params += [
+                    p
+                    for p in mine
+                    if p.default is not inspect.Parameter.empty
+                    and p not in params
+                    and (not item.names or p.name in item.names)
+                ]
             else:
-                params += [inspect.Parameter(o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default,
-                                             annotation=o.annotation) for o in (field.get(o.name, o) for o in item.options)]
+                params += [
+                    inspect.Parameter(
+                        o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default, annotation=o.annotation
+                    )
+                    for o in (field.get(o.name, o) for o in item.options)
+                ]
         func.__signature__ = inspect.Signature(params, return_annotation=None)
         func.__annotations__ = {**{p.name: p.annotation for p in params}, "return": None}
         return func
@@ -322,28 +416,48 @@ def signature_from(library, aliases: dict, *extra, library_only: tuple[str, ...]
     aliases = {name: alias_of(hints[name], a) if isinstance(a, Param) else a for name, a in aliases.items()}
 
     def decorate(func):
-        params = [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=p.default,
-                                    annotation=aliases.get(p.name, shared_alias.get(p.name)))
-                  for p in inspect.signature(library).parameters.values() if p.name not in library_only]
-        params += [inspect.Parameter(o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default,
-                                     annotation=o.annotation) for group in extra for o in group.options]
+        params = [
+            inspect.Parameter(
+                p.name,
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                default=p.default,
+                annotation=aliases.get(p.name, shared_alias.get(p.name)),
+            )
+            for p in inspect.signature(library).parameters.values()
+            if p.name not in library_only
+        ]
+        params += [
+            inspect.Parameter(
+                o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default, annotation=o.annotation
+            )
+            for group in extra
+            for o in group.options
+        ]
         func.__signature__ = inspect.Signature(params, return_annotation=None)
         func.__annotations__ = {**{p.name: p.annotation for p in params}, "return": None}
         return func
 
     return decorate
 
+
 def spec_of(options: dict) -> ColumnSpec:
     """The columns group's values as a :class:`~calibcli.io.ColumnSpec`."""
-    return column_spec(options["prob_col"], options["prob_cols"], options["label_col"], options["weight_col"],
-                       options["logits"])
+    return column_spec(
+        options["prob_col"], options["prob_cols"], options["label_col"], options["weight_col"], options["logits"]
+    )
 
 
 def sources_of(files, options: dict) -> Sources:
     """The sources of a streaming command: FILES and the columns, reading and datasets groups' values."""
-    return sources(list(files), spec_of(options), input_format=options["input_format"],
-                   drop_invalid=options["drop_invalid"], pool=options.get("pool", False),
-                   batch_rows=options["batch_rows"], group_by=split_columns(options.get("group_by")))
+    return sources(
+        list(files),
+        spec_of(options),
+        input_format=options["input_format"],
+        drop_invalid=options["drop_invalid"],
+        pool=options.get("pool", False),
+        batch_rows=options["batch_rows"],
+        group_by=split_columns(options.get("group_by")),
+    )
 
 
 def engine_of(options: dict) -> EngineChoice:
@@ -353,16 +467,22 @@ def engine_of(options: dict) -> EngineChoice:
 
 def layout_of(options: dict):
     """The output group's values as the report's layout on stdout."""
-    return layout(options["fmt"], options["as_json"], options.get("summary"), options.get("metrics"),
-                  options.get("sort"))
+    return layout(
+        options["fmt"], options["as_json"], options.get("summary"), options.get("metrics"), options.get("sort")
+    )
 
 
 #: ``a,b`` -> ``("a", "b")`` (the columns of ``--group-by``, ``--metrics``, ``--segment-cols``).
 split_columns = fam.split_columns
 
 
-def layout(fmt: str = "table", as_json: bool = False, summary: bool | None = None, metrics: str | None = None,
-           sort: str | None = None):
+def layout(
+    fmt: str = "table",
+    as_json: bool = False,
+    summary: bool | None = None,
+    metrics: str | None = None,
+    sort: str | None = None,
+):
     """The report's layout on stdout from ``--format``, ``--json``, ``--summary``, ``--metrics`` and ``--sort``."""
     check_options({"fmt": FORMATS}, fmt=fmt)
     return Layout.of(fmt, as_json, summary, split_columns(metrics) or None, sort)
@@ -378,14 +498,33 @@ def column_spec(prob_col, prob_cols, label_col, weight_col, logits) -> ColumnSpe
     )
 
 
-def sources(files: list[str], spec: ColumnSpec, *, input_format: str | None, drop_invalid: bool, pool: bool,
-            batch_rows: int, group_by: tuple[str, ...], segment_by: tuple[str, ...] = ()) -> Sources:
+def sources(
+    files: list[str],
+    spec: ColumnSpec,
+    *,
+    input_format: str | None,
+    drop_invalid: bool,
+    pool: bool,
+    batch_rows: int,
+    group_by: tuple[str, ...],
+    segment_by: tuple[str, ...] = (),
+) -> Sources:
     """The sources option group of a streaming command, for :func:`calibcli.pipeline.run`."""
-    return Sources(tuple(files), spec, input_format=input_format, drop_invalid=drop_invalid, pool=pool,
-                   batch_rows=batch_rows, group_by=tuple(group_by), segment_by=tuple(segment_by))
+    return Sources(
+        tuple(files),
+        spec,
+        input_format=input_format,
+        drop_invalid=drop_invalid,
+        pool=pool,
+        batch_rows=batch_rows,
+        group_by=tuple(group_by),
+        segment_by=tuple(segment_by),
+    )
 
 
-def load_inputs(files: list[str], spec: ColumnSpec, *, input_format: str | None, drop_invalid: bool) -> Iterator[LoadedInput]:
+def load_inputs(
+    files: list[str], spec: ColumnSpec, *, input_format: str | None, drop_invalid: bool
+) -> Iterator[LoadedInput]:
     """Read the inputs one by one into memory (a bad one stops the run before anything is written).
 
     Every argument is resolved first (a file, a directory, a glob, a URI, '-'), so a missing path fails
@@ -408,8 +547,15 @@ FILE_OPTIONS = {"output": "--output", "report": "--report", "json_output": "--js
 
 #: Parameters that name what a command reads (every command uses these names), and what each is called
 #: when an output would overwrite it: outputs are checked against them before any work.
-INPUT_ARGUMENTS = {"files": "input file", "train": "input file", "file": "input file", "fit_file": "input file",
-                   "baseline": "input file", "candidate": "input file", "calibrator": "calibrator"}
+INPUT_ARGUMENTS = {
+    "files": "input file",
+    "train": "input file",
+    "file": "input file",
+    "fit_file": "input file",
+    "baseline": "input file",
+    "candidate": "input file",
+    "calibrator": "calibrator",
+}
 
 
 def check_file_options(kwargs: dict) -> None:
@@ -418,7 +564,7 @@ def check_file_options(kwargs: dict) -> None:
     inputs = []
     for name, what in INPUT_ARGUMENTS.items():
         value = kwargs.get(name)
-        for arg in ([value] if isinstance(value, str) else value or []):
+        for arg in [value] if isinstance(value, str) else value or []:
             inputs.append((what, arg))
     seen: list[tuple[str, str]] = []
     for name in FILE_OPTIONS:
@@ -426,8 +572,13 @@ def check_file_options(kwargs: dict) -> None:
         if not path:
             continue
         for other, other_path in seen:
-            if path == other_path or (path != STDOUT and other_path != STDOUT and os.path.exists(path)
-                                      and os.path.exists(other_path) and os.path.samefile(path, other_path)):
+            if path == other_path or (
+                path != STDOUT
+                and other_path != STDOUT
+                and os.path.exists(path)
+                and os.path.exists(other_path)
+                and os.path.samefile(path, other_path)
+            ):
                 raise CalibcliError(f"{{opt:{name}}} {path} is the {{opt:{other}}} file too: name another file")
         check_output_target(path, name, inputs)
         seen.append((name, path))
@@ -441,7 +592,6 @@ def check_parameters(func, kwargs: dict) -> None:
     """Before any work: every numeric option of the command through :func:`calibcli.validation.check_options`
     (finite, within range, within the memory budget), and no flag word (``--logits false``) read as a file."""
     import typing
-
 
     flags, file_arguments = {}, {}
     for name, annotation in typing.get_type_hints(func, include_extras=True).items():
@@ -460,8 +610,10 @@ def out_of_memory_message(kwargs: dict) -> str:
     that is 0 or not set), else the input's size."""
     culprit = memory_culprit(kwargs)
     if culprit:
-        return cli_text(f"out of memory: the largest allocation asked for is {culprit}: try a smaller value, "
-                        f"or a smaller input", flag_of)
+        return cli_text(
+            f"out of memory: the largest allocation asked for is {culprit}: try a smaller value, or a smaller input",
+            flag_of,
+        )
     return "out of memory while reading and reducing the input: try a smaller input, or a machine with more memory"
 
 
@@ -475,8 +627,10 @@ def pure_flags(func) -> None:
         if not args or not hasattr(annotation, "__metadata__"):
             continue
         base = args[0]
-        if base is bool or (typing.get_origin(base) in (typing.Union, types.UnionType)
-                            and set(typing.get_args(base)) == {bool, type(None)}):
+        if base is bool or (
+            typing.get_origin(base) in (typing.Union, types.UnionType)
+            and set(typing.get_args(base)) == {bool, type(None)}
+        ):
             for info in annotation.__metadata__:
                 if isinstance(info, typer.models.OptionInfo) and info.metavar is None:
                     info.metavar = ""
@@ -539,8 +693,8 @@ def command(func):
             if debugging():
                 raise
             sys.stderr.write(
-                f"Error: internal error ({type(exc).__name__}: {for_terminal(exc)}); rerun with CALIBCLI_DEBUG=1 for the traceback "
-                f"and report it\n"
+                f"Error: internal error ({type(exc).__name__}: {for_terminal(exc)}); rerun with CALIBCLI_DEBUG=1 "
+                f"for the traceback and report it\n"
             )
             raise typer.Exit(2) from None
 

@@ -61,11 +61,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from calibcli.arraystate import ArrayState
+from calibcli.calibrators._common import DEFAULT_CLIP, clip_probabilities, logit, sigmoid
+from calibcli.calibrators.parametric import fit_logistic
 from calibcli.errors import CalibcliError
 from calibcli.estimators import binned_calibration
-from calibcli.calibrators._common import clip_probabilities, DEFAULT_CLIP, logit, sigmoid
-from calibcli.calibrators.parametric import fit_logistic
-from calibcli.smooth import _GridData, _smoothed_on_grid, CellSums, finish
+from calibcli.smooth import CellSums, _GridData, _smoothed_on_grid, finish
 from calibcli.validation import check_binary, check_options
 
 #: Grid of the ICI's and Cox's per-(label, cell) sums (cells of 6.1e-5; a power of two, as the smooth
@@ -73,8 +73,10 @@ from calibcli.validation import check_binary, check_options
 #: within its throughput bar; the SmoothECE fixed point is resolved down to s* = 8 / 2^14 = 4.9e-4.
 ICI_GRID = 2**14
 
-HL_CAVEATS = ("depends on the number of groups and on how ties are grouped; little power at small n; rejects "
-              "almost every model at large n; df = G - 2 (G non-empty groups) as for a model fitted on the same data")
+HL_CAVEATS = (
+    "depends on the number of groups and on how ties are grouped; little power at small n; rejects "
+    "almost every model at large n; df = G - 2 (G non-empty groups) as for a model fitted on the same data"
+)
 
 
 def _normal_quantile(q: float) -> float:
@@ -110,7 +112,7 @@ class WaldEstimate:
     p_value: float
 
     @classmethod
-    def of(cls, estimate: float, se: float, *, null: float, alpha: float) -> "WaldEstimate":
+    def of(cls, estimate: float, se: float, *, null: float, alpha: float) -> WaldEstimate:
         """A coefficient within :data:`NOISE_ULPS` roundings of its null is its null: what is left is the fit's
         floating-point noise (a Platt-recalibrated model's Cox slope is 1 exactly, its fit 1 + 4e-16), so the
         report prints ``z 0, p 1`` rather than digits of noise that another machine's BLAS changes."""
@@ -118,8 +120,15 @@ class WaldEstimate:
             estimate = null
         half = _normal_quantile(1.0 - alpha / 2.0) * se
         z = (estimate - null) / se if se > 0 else math.inf
-        return cls(float(estimate), float(se), float(estimate - half), float(estimate + half), float(null), float(z),
-                   _two_sided_p(z))
+        return cls(
+            float(estimate),
+            float(se),
+            float(estimate - half),
+            float(estimate + half),
+            float(null),
+            float(z),
+            _two_sided_p(z),
+        )
 
 
 @dataclass(frozen=True)
@@ -143,8 +152,9 @@ class CoxCalibration:
     method: str = "Wald, observed Fisher information"
 
 
-def cox_from_rows(y: np.ndarray, z: np.ndarray, w: np.ndarray, *, alpha: float = 0.05, n: int | None = None,
-                  clip: float | None = None) -> CoxCalibration:
+def cox_from_rows(
+    y: np.ndarray, z: np.ndarray, w: np.ndarray, *, alpha: float = 0.05, n: int | None = None, clip: float | None = None
+) -> CoxCalibration:
     """:class:`CoxCalibration` of validated rows (``w`` an array; rows may be weighted stand-ins for many,
     as the per-value sums of :class:`calibcli.accumulators.fit.FitAccumulator` are). ``n`` is the number of
     rows they stand for (default ``len(y)``)."""
@@ -156,38 +166,49 @@ def cox_from_rows(y: np.ndarray, z: np.ndarray, w: np.ndarray, *, alpha: float =
     if len(y) == 0 or not W > 0:
         raise CalibcliError("Cox calibration needs rows of positive weight")
     if positives <= 0 or positives >= W:
-        raise CalibcliError(f"Cox calibration needs both labels, but every label is {int(positives > 0)}: the logistic "
-                            f"regression of the label on logit(prediction) has no maximum")
+        raise CalibcliError(
+            f"Cox calibration needs both labels, but every label is {int(positives > 0)}: the logistic "
+            f"regression of the label on logit(prediction) has no maximum"
+        )
     zc, n_clipped = clip_probabilities(z, clip)
     eta = logit(zc)
     if not np.ptp(eta) > 0:
-        raise CalibcliError("Cox calibration needs at least two distinct predictions: every prediction is "
-                            f"{float(zc[0]):.6g}, so the slope on logit(prediction) is not identified")
+        raise CalibcliError(
+            "Cox calibration needs at least two distinct predictions: every prediction is "
+            f"{float(zc[0]):.6g}, so the slope on logit(prediction) is not identified"
+        )
     X = np.column_stack([eta, np.ones_like(eta)])
     joint = fit_logistic(X, y, w, init=np.array([1.0, 0.0]))
     offset = fit_logistic(np.ones((len(eta), 1)), y, w, init=np.array([0.0]), offset=eta)
     if not (joint.converged and offset.converged):
-        raise CalibcliError("Cox calibration did not converge: the labels are separated by the predictions (a "
-                            "threshold on the prediction splits them perfectly), so the slope is unbounded")
+        raise CalibcliError(
+            "Cox calibration did not converge: the labels are separated by the predictions (a "
+            "threshold on the prediction splits them perfectly), so the slope is unbounded"
+        )
     mu = sigmoid(X @ joint.coef)
     info = (X * (w * mu * (1.0 - mu))[:, None]).T @ X
     try:
         cov = np.linalg.inv(info)
     except np.linalg.LinAlgError:
-        raise CalibcliError("Cox calibration's information matrix is singular (the predictions barely vary): no "
-                            "Wald intervals") from None
+        raise CalibcliError(
+            "Cox calibration's information matrix is singular (the predictions barely vary): no Wald intervals"
+        ) from None
     mu0 = sigmoid(eta + offset.coef[0])
     var0 = 1.0 / float(w @ (mu0 * (1.0 - mu0)))
     return CoxCalibration(
         slope=WaldEstimate.of(joint.coef[0], math.sqrt(cov[0, 0]), null=1.0, alpha=alpha),
         intercept=WaldEstimate.of(joint.coef[1], math.sqrt(cov[1, 1]), null=0.0, alpha=alpha),
         calibration_in_the_large=WaldEstimate.of(offset.coef[0], math.sqrt(var0), null=0.0, alpha=alpha),
-        cov_intercept_slope=float(cov[0, 1]), n=int(len(y) if n is None else n), weight_total=W,
-        n_clipped=int(n_clipped), clip=float(clip), alpha=float(alpha),
+        cov_intercept_slope=float(cov[0, 1]),
+        n=int(len(y) if n is None else n),
+        weight_total=W,
+        n_clipped=int(n_clipped),
+        clip=float(clip),
+        alpha=float(alpha),
     )
 
 
-def cox_from_grid(grid: "GridSums", *, alpha: float = 0.05) -> CoxCalibration:
+def cox_from_grid(grid: GridSums, *, alpha: float = 0.05) -> CoxCalibration:
     """:class:`CoxCalibration` from a :class:`GridSums` of every row: each cell's rows stand at their
     weighted mean prediction (see :class:`GridSums` for the cells and the error this makes)."""
     label, p, W = grid.cox_rows()
@@ -225,7 +246,9 @@ class SpiegelhalterTest:
     variance: float
     n: int
     weight_total: float
-    method: str = "Spiegelhalter (1986) Z = sum w (y - p)(1 - 2p) / sqrt(sum w (1 - 2p)^2 p (1 - p)), N(0, 1), two-sided"
+    method: str = (
+        "Spiegelhalter (1986) Z = sum w (y - p)(1 - 2p) / sqrt(sum w (1 - 2p)^2 p (1 - p)), N(0, 1), two-sided"
+    )
 
 
 def spiegelhalter_sums(z: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
@@ -242,8 +265,10 @@ def spiegelhalter_from_sums(sums: np.ndarray, *, n: int, alpha: float = 0.05) ->
     """The test from :func:`spiegelhalter_sums` added over every batch."""
     W, num, var = (float(v) for v in sums)
     if not var > 0:
-        raise CalibcliError("Spiegelhalter's Z is undefined: every prediction is 0, 1/2 or 1, so its variance "
-                            "sum w (1 - 2p)^2 p (1 - p) is 0")
+        raise CalibcliError(
+            "Spiegelhalter's Z is undefined: every prediction is 0, 1/2 or 1, so its variance "
+            "sum w (1 - 2p)^2 p (1 - p) is 0"
+        )
     z = num / math.sqrt(var)
     p = _two_sided_p(z)
     return SpiegelhalterTest(float(z), p, bool(p <= alpha), float(alpha), num, var, int(n), W)
@@ -285,11 +310,15 @@ class HosmerLemeshowTest:
     n: int = 0
     weight_total: float = 0.0
     caveats: str = HL_CAVEATS
-    method: str = ("Hosmer-Lemeshow C-hat: sum_g (O_g - E_g)^2 / (E_g (1 - E_g / n_g)) over deciles of risk "
-                   "(quantile bins, SPEC 2.1), chi-square with G - 2 df")
+    method: str = (
+        "Hosmer-Lemeshow C-hat: sum_g (O_g - E_g)^2 / (E_g (1 - E_g / n_g)) over deciles of risk "
+        "(quantile bins, SPEC 2.1), chi-square with G - 2 df"
+    )
 
 
-def hosmer_lemeshow_from_bins(count, weight, sum_z, sum_y, bounds, *, n_bins: int, alpha: float = 0.05) -> HosmerLemeshowTest:
+def hosmer_lemeshow_from_bins(
+    count, weight, sum_z, sum_y, bounds, *, n_bins: int, alpha: float = 0.05
+) -> HosmerLemeshowTest:
     """The test from per-bin sums (rows, ``sum w``, ``sum w p``, ``sum w y``) and the bins' bounds."""
     from scipy.special import chdtrc  # the chi-square survival function
 
@@ -297,21 +326,42 @@ def hosmer_lemeshow_from_bins(count, weight, sum_z, sum_y, bounds, *, n_bins: in
     used = (count > 0) & (weight > 0)
     G = int(used.sum())
     if G < 3:
-        raise CalibcliError(f"the Hosmer-Lemeshow test needs at least 3 non-empty groups for its G - 2 degrees of "
-                            f"freedom, but the predictions fall into {G} (tied predictions merge groups): "
-                            f"use more {{opt:n_bins}} or more distinct predictions")
+        raise CalibcliError(
+            f"the Hosmer-Lemeshow test needs at least 3 non-empty groups for its G - 2 degrees of "
+            f"freedom, but the predictions fall into {G} (tied predictions merge groups): "
+            f"use more {{opt:n_bins}} or more distinct predictions"
+        )
     groups, total = [], 0.0
     for j in np.flatnonzero(used):
-        n_g, O, E = float(weight[j]), float(sum_y[j]), float(sum_z[j])
-        denom = E * (1.0 - E / n_g)
-        term = 0.0 if O == E else (math.inf if denom <= 0 else (O - E) ** 2 / denom)
+        n_g, O_g, E_g = float(weight[j]), float(sum_y[j]), float(sum_z[j])
+        denom = E_g * (1.0 - E_g / n_g)
+        term = 0.0 if O_g == E_g else (math.inf if denom <= 0 else (O_g - E_g) ** 2 / denom)
         total += term
-        groups.append({"lower": float(bounds[j]), "upper": float(bounds[j + 1]), "rows": int(count[j]), "n": n_g,
-                       "observed": O, "expected": E, "term": term})
+        groups.append(
+            {
+                "lower": float(bounds[j]),
+                "upper": float(bounds[j + 1]),
+                "rows": int(count[j]),
+                "n": n_g,
+                "observed": O_g,
+                "expected": E_g,
+                "term": term,
+            }
+        )
     df = G - 2
     p = float(chdtrc(df, total)) if math.isfinite(total) else 0.0
-    return HosmerLemeshowTest(float(total), df, p, bool(p <= alpha), float(alpha), int(n_bins), G, groups,
-                              int(count.sum()), float(weight.sum()))
+    return HosmerLemeshowTest(
+        float(total),
+        df,
+        p,
+        bool(p <= alpha),
+        float(alpha),
+        int(n_bins),
+        G,
+        groups,
+        int(count.sum()),
+        float(weight.sum()),
+    )
 
 
 def hosmer_lemeshow(y_true, y_prob, *, n_bins: int = 10, sample_weight=None, alpha: float = 0.05) -> HosmerLemeshowTest:
@@ -327,8 +377,14 @@ def hosmer_lemeshow(y_true, y_prob, *, n_bins: int = 10, sample_weight=None, alp
     """
     check_options({}, alpha=alpha, n_bins=n_bins)
     y, z, w = check_binary(y_true, y_prob, sample_weight)
-    r = binned_calibration(y, z, sample_weight=None if sample_weight is None else w, n_bins=n_bins,
-                           strategy="quantile", row_index=np.arange(len(y), dtype=np.int64))
+    r = binned_calibration(
+        y,
+        z,
+        sample_weight=None if sample_weight is None else w,
+        n_bins=n_bins,
+        strategy="quantile",
+        row_index=np.arange(len(y), dtype=np.int64),
+    )
     s = r.bin_stats
     return hosmer_lemeshow_from_bins(s.count, s.weight, s.sum_z, s.sum_y, r.bin_bounds, n_bins=n_bins, alpha=alpha)
 
@@ -356,8 +412,10 @@ class SmoothCalibrationIndex:
     n: int
     weight_total: float
     under_resolved: bool = False
-    method: str = ("|f(p) - p| over the predictions, f the SmoothECE kernel regression (reflected Gaussian kernel) "
-                   "at the fixed-point bandwidth s*; Austin & Steyerberg (2019) use loess")
+    method: str = (
+        "|f(p) - p| over the predictions, f the SmoothECE kernel regression (reflected Gaussian kernel) "
+        "at the fixed-point bandwidth s*; Austin & Steyerberg (2019) use loess"
+    )
 
 
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
@@ -413,43 +471,44 @@ class _Cells(ArrayState):
             self._parts.append((key, count, w, v))
             self._held += len(key)
             return
-        self._densify()
         self._bincount(key, count, w, v)
 
     def _bincount(self, key, count, w, v) -> None:
         size = self.size
+        dense_count, dense_value = self._densify()
         c = np.bincount(key, minlength=size) if count is None else np.bincount(key, weights=count, minlength=size)
         c = c.astype(np.int64) if c.dtype != np.int64 else c
         added = None if w is None else np.bincount(key, weights=w, minlength=size)
-        self.weight = _added_weights(self.weight, self.count, c, added)
-        self.count += c
-        self.value += np.bincount(key, weights=v, minlength=size)
+        self.weight = _added_weights(self.weight, dense_count, c, added)
+        dense_count += c  # in place: the arrays are self.count and self.value
+        dense_value += np.bincount(key, weights=v, minlength=size)
 
-    def _densify(self) -> None:
-        if self.count is not None:
-            return
-        self.count, self.value = np.zeros(self.size, dtype=np.int64), np.zeros(self.size)
-        parts, self._parts, self._held = self._parts, [], 0
-        for part in parts:
-            self._bincount(*part)
+    def _densify(self) -> tuple[np.ndarray, np.ndarray]:
+        """The dense ``count`` and ``value`` arrays, summed from the rows held so far on first use."""
+        if self.count is None or self.value is None:
+            self.count, self.value = np.zeros(self.size, dtype=np.int64), np.zeros(self.size)
+            parts, self._parts, self._held = self._parts, [], 0
+            for part in parts:
+                self._bincount(*part)
+        return self.count, self.value
 
-    def merge(self, other: "_Cells") -> None:
+    def merge(self, other: _Cells) -> None:
         if self.count is None and other.count is None and self._held + other._held <= self.size // 8:
             self._parts.extend(other._parts)
             self._held += other._held
             return
-        self._densify()
-        if other.count is None:
+        dense_count, dense_value = self._densify()
+        if other.count is None or other.value is None:
             for part in other._parts:
                 self._bincount(*part)
             return
-        self.weight = _added_weights(self.weight, self.count, other.count, other.weight)
-        self.count += other.count
-        self.value += other.value
+        self.weight = _added_weights(self.weight, dense_count, other.count, other.weight)
+        dense_count += other.count
+        dense_value += other.value
 
     def sparse(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
         """``(cells, count, weight or None, value)`` of the non-empty cells, in increasing cell order."""
-        if self.count is not None:
+        if self.count is not None and self.value is not None:
             cells = np.flatnonzero(self.count)
             return cells, self.count[cells], None if self.weight is None else self.weight[cells], self.value[cells]
         if not self._parts:
@@ -461,8 +520,14 @@ class _Cells(ArrayState):
         count = np.rint(np.bincount(inverse, weights=count, minlength=n)).astype(np.int64)
         weight = None
         if any(p[2] is not None for p in self._parts):
-            w = np.concatenate([(np.ones(len(p[0])) if p[1] is None else np.asarray(p[1], dtype=np.float64))
-                                if p[2] is None else p[2] for p in self._parts])
+            w = np.concatenate(
+                [
+                    (np.ones(len(p[0])) if p[1] is None else np.asarray(p[1], dtype=np.float64))
+                    if p[2] is None
+                    else p[2]
+                    for p in self._parts
+                ]
+            )
             weight = np.bincount(inverse, weights=w, minlength=n)
         value = np.bincount(inverse, weights=np.concatenate([p[3] for p in self._parts]), minlength=n)
         return cells, count, weight, value
@@ -489,7 +554,7 @@ class GridSums(ArrayState):
         self.cells = _Cells(2 * self.n_cells)
         self.tail = _Cells(4 * TAIL_CELLS)
 
-    def add_rows(self, z: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> "GridSums":
+    def add_rows(self, z: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> GridSums:
         """Add a batch: predictions in [0, 1], labels 0/1, weights or None."""
         m = self.n_cells
         self.n += len(z)
@@ -510,7 +575,7 @@ class GridSums(ArrayState):
             self.tail.add(key, None, wt, q if wt is None else wt * q)
         return self
 
-    def merge(self, other: "GridSums") -> "GridSums":
+    def merge(self, other: GridSums) -> GridSums:
         if other.n_cells != self.n_cells:
             raise ValueError("grid sums on different grids cannot be added")
         self.n += other.n
@@ -537,8 +602,11 @@ class GridSums(ArrayState):
         label_t, rest = np.divmod(tail, 2 * TAIL_CELLS)
         q = wq / Wt
         p_tail = np.where(rest >= TAIL_CELLS, 1.0 - q, q)
-        return (np.concatenate([label, label_t]).astype(np.int64), np.concatenate([p_mid, p_tail]),
-                np.concatenate([W, Wt]))
+        return (
+            np.concatenate([label, label_t]).astype(np.int64),
+            np.concatenate([p_mid, p_tail]),
+            np.concatenate([W, Wt]),
+        )
 
     def uniform_cells(self):
         """``(key, count, weight or None, mass, mean p)`` of the non-empty (label, cell)s of the uniform grid."""
@@ -586,9 +654,16 @@ def ici_from_grid(grid: GridSums) -> SmoothCalibrationIndex:
     gap = np.abs(fitted - mean_z)
     total = float(mass.sum())
     return SmoothCalibrationIndex(
-        ici=float(gap @ mass / total), e50=weighted_quantile(gap, mass, 0.5), e90=weighted_quantile(gap, mass, 0.9),
-        emax=float(gap.max()), sigma=float(s), grid_cells=n_cells, curve_cells=int(m), n=grid.n,
-        weight_total=total, under_resolved=bool(res.needs_finer_grid),
+        ici=float(gap @ mass / total),
+        e50=weighted_quantile(gap, mass, 0.5),
+        e90=weighted_quantile(gap, mass, 0.9),
+        emax=float(gap.max()),
+        sigma=float(s),
+        grid_cells=n_cells,
+        curve_cells=int(m),
+        n=grid.n,
+        weight_total=total,
+        under_resolved=bool(res.needs_finer_grid),
     )
 
 

@@ -1,9 +1,10 @@
 """Model against baseline: every metric of two inputs and their difference with a bootstrap interval.
 
 :func:`compare_streams` runs a baseline and a candidate through the binned family's pipeline
-(:class:`calibcli.accumulators.inputs.InputAccumulator`, and :class:`~calibcli.accumulators.inputs.SmoothInputAccumulator`
-with ``smooth=True``): the two entries are those ``calibcli ece`` (``smece``) makes. For each headline
-metric it reports ``candidate - baseline`` with a percentile interval of the replicated differences.
+(:class:`calibcli.accumulators.inputs.InputAccumulator`, and
+:class:`~calibcli.accumulators.inputs.SmoothInputAccumulator` with ``smooth=True``): the two entries are those
+``calibcli ece`` (``smece``) makes. For each headline metric it reports ``candidate - baseline`` with a
+percentile interval of the replicated differences.
 
 Pairing (when both score the same examples, the bootstrap must resample *examples*, giving one example
 the same multiplicity in both inputs; SPEC 8 keys multiplicities by ``(seed, global row index)``):
@@ -47,6 +48,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -62,8 +64,10 @@ from calibcli.resampling import Multiplicities, percentile_interval, row_hash
 #: Rows of the candidate held in memory to pair by an ID column.
 ID_PAIRING_LIMIT = 1 << 24
 #: Pairing by an ID column holds the candidate in memory in this process: not on a cluster (``{engine}``: its name).
-ID_ON_LOCAL_ONLY = ("{{opt:id_col}} pairs the rows on the local engine only (the candidate is held in memory, indexed "
-                    "by ID): drop {{opt:engine}} {engine}, or pair by row order (no {{opt:id_col}})")
+ID_ON_LOCAL_ONLY = (
+    "{{opt:id_col}} pairs the rows on the local engine only (the candidate is held in memory, indexed "
+    "by ID): drop {{opt:engine}} {engine}, or pair by row order (no {{opt:id_col}})"
+)
 #: The ways two inputs can be paired (``auto``: by ID when an ID column is given, else by row order when the
 #: labels agree, else unpaired).
 PAIRINGS = ("auto", "order", "none")
@@ -108,14 +112,30 @@ class _Rows:
     def __len__(self) -> int:
         return len(self.labels)
 
-    def take(self, sel) -> "_Rows":
-        return _Rows(self.probs[sel], self.labels[sel], None if self.sample_weight is None else self.sample_weight[sel],
-                     self.row_index[sel], None if self.ids is None else self.ids[sel], self.source)
+    def take(self, sel) -> _Rows:
+        return _Rows(
+            self.probs[sel],
+            self.labels[sel],
+            None if self.sample_weight is None else self.sample_weight[sel],
+            self.row_index[sel],
+            None if self.ids is None else self.ids[sel],
+            self.source,
+        )
 
 
 def _rows(batch) -> _Rows:
-    return _Rows(batch.probs, batch.labels, batch.sample_weight, batch.row_index,
-                 None if batch.groups is None else np.asarray(batch.groups[0]), batch.source)
+    return _Rows(
+        batch.probs,
+        batch.labels,
+        batch.sample_weight,
+        batch.row_index,
+        None if batch.groups is None else np.asarray(batch.groups[0]),
+        batch.source,
+    )
+
+
+def _empty(rows: _Rows | None) -> bool:
+    return rows is None or len(rows) == 0
 
 
 def _lockstep(batches_a, batches_b):
@@ -134,25 +154,27 @@ def _chunks(its):
     done = [False, False]
     while True:
         for k in (0, 1):
-            while not done[k] and (held[k] is None or len(held[k]) == 0):
+            while not done[k] and _empty(held[k]):
                 batch = next(its[k], None)
                 if batch is None:
                     done[k] = True
                 else:
                     held[k] = _rows(batch)
-        have = [held[k] is not None and len(held[k]) > 0 for k in (0, 1)]
+        have = [not _empty(held[k]) for k in (0, 1)]
         if not any(have):
             return
         if not all(have):
             k = 0 if have[0] else 1
-            out = [None, None]
+            out: list[_Rows | None] = [None, None]
             out[k] = held[k]
             held[k] = None
             yield out[0], out[1]
             continue
-        n = min(len(held[0]), len(held[1]))
-        parts = [held[k].take(slice(0, n)) for k in (0, 1)]
-        held = [held[k].take(slice(n, None)) for k in (0, 1)]
+        first, second = held
+        assert first is not None and second is not None  # (both have rows)
+        n = min(len(first), len(second))
+        parts = first.take(slice(0, n)), second.take(slice(0, n))
+        held = [first.take(slice(n, None)), second.take(slice(n, None))]
         yield parts[0], parts[1]
 
 
@@ -189,8 +211,9 @@ class PairPart:
     error: CalibcliError | None = None
 
 
-def _pair_pass(batches_a, batches_b, now_a: list, now_b: list, joint: JointState | None, *, paired: bool,
-               stop: bool) -> PairPart:
+def _pair_pass(
+    batches_a, batches_b, now_a: list, now_b: list, joint: JointState | None, *, paired: bool, stop: bool
+) -> PairPart:
     """Both inputs' batches, side by side, into the accumulators ``now_a``/``now_b`` (None entries: not this
     pass) and, while the rows are the same examples, the joint state. ``paired``: check that they are (the
     same row indices and labels row by row); ``stop``: stop reading at the first rows that are not (the
@@ -240,10 +263,12 @@ def merge_pair_parts(parts, *, own: bool = True) -> PairPart:
         if out is None:
             out = part if own else copy.deepcopy(part)
             continue
-        out.accs_a = [mine if mine is None else mine.merge(more)
-                      for mine, more in zip(out.accs_a, part.accs_a, strict=True)]
-        out.accs_b = [mine if mine is None else mine.merge(more)
-                      for mine, more in zip(out.accs_b, part.accs_b, strict=True)]
+        out.accs_a = [
+            mine if mine is None else mine.merge(more) for mine, more in zip(out.accs_a, part.accs_a, strict=True)
+        ]
+        out.accs_b = [
+            mine if mine is None else mine.merge(more) for mine, more in zip(out.accs_b, part.accs_b, strict=True)
+        ]
         if out.diff is None and part.diff is None and out.joint is not None and part.joint is not None:
             out.joint.merge(part.joint)
         else:
@@ -300,8 +325,10 @@ def pair_tasks(fragments_a: list, fragments_b: list, rows: int) -> list[PairTask
     runs = pack_fragments(leader, rows)
     starts = [run[0].row_offset for run in runs] + [1 << 62]
     starts[0] = 0
-    bounds = [([f.row_offset + (f.n_rows or 0) for f in fragments], [f.row_offset for f in fragments])
-              for fragments in (fragments_a, fragments_b)]
+    bounds = [
+        ([f.row_offset + (f.n_rows or 0) for f in fragments], [f.row_offset for f in fragments])
+        for fragments in (fragments_a, fragments_b)
+    ]
     out = []
     for lo, hi in zip(starts[:-1], starts[1:], strict=True):
         sides = []
@@ -322,13 +349,15 @@ def _id_text(value) -> str:
     return shown(value) if isinstance(value, str) else str(value)
 
 
-def _check_ids(rows: "_Rows", id_column: str, name: str) -> None:
+def _check_ids(rows: _Rows, id_column: str, name: str) -> None:
     """Refuse a NaN ID (a float ID column's missing value): it equals no ID, not even itself."""
     if rows.ids is not None and rows.ids.dtype.kind == "f" and len(rows.ids):
         bad = np.flatnonzero(np.isnan(rows.ids))
         if len(bad):
-            raise CalibcliError(f"{name}: row {int(rows.row_index[bad[0]]) + 1}, column {shown(id_column, quote=False)}: "
-                                f"the ID is NaN (missing): every row needs an ID to pair examples by {{opt:id_col}}")
+            raise CalibcliError(
+                f"{name}: row {int(rows.row_index[bad[0]]) + 1}, column {shown(id_column, quote=False)}: "
+                f"the ID is NaN (missing): every row needs an ID to pair examples by {{opt:id_col}}"
+            )
 
 
 class _Candidate:
@@ -339,8 +368,10 @@ class _Candidate:
         self.name, self.baseline_name, self.id_column = stream.name, baseline_name, id_column
         n = sum(len(p) for p in parts)
         if n > ID_PAIRING_LIMIT:
-            raise CalibcliError(f"{stream.name} has {n} rows: pairing by {{opt:id_col}} holds the candidate in memory, "
-                                f"at most {ID_PAIRING_LIMIT} rows; pair by row order (same order, no {{opt:id_col}})")
+            raise CalibcliError(
+                f"{stream.name} has {n} rows: pairing by {{opt:id_col}} holds the candidate in memory, "
+                f"at most {ID_PAIRING_LIMIT} rows; pair by row order (same order, no {{opt:id_col}})"
+            )
         for p in parts:
             _check_ids(p, id_column, stream.name)
         cat = (lambda xs: np.concatenate(xs)) if parts else (lambda xs: np.empty(0))
@@ -352,8 +383,10 @@ class _Candidate:
         self.sorted_ids = self.ids[self.order]
         same = np.flatnonzero(self.sorted_ids[1:] == self.sorted_ids[:-1])
         if len(same):
-            raise CalibcliError(f"{stream.name}: the ID {_id_text(self.sorted_ids[same[0]])} of column {id_column!r} appears more than once: "
-                                f"IDs must be unique to pair examples by {{opt:id_col}}")
+            raise CalibcliError(
+                f"{stream.name}: the ID {_id_text(self.sorted_ids[same[0]])} of column {id_column!r} appears more "
+                f"than once: IDs must be unique to pair examples by {{opt:id_col}}"
+            )
         self.restart()
 
     def restart(self) -> None:
@@ -364,6 +397,7 @@ class _Candidate:
     def aligned(self, a: _Rows) -> _Rows | None:
         """The candidate's rows of the baseline rows' IDs, in their order and with their global row indices."""
         _check_ids(a, self.id_column, self.baseline_name)
+        assert a.ids is not None  # (rows paired by ID carry their IDs)
         ids = _comparable(a.ids, self.sorted_ids)
         sorted_ids = _comparable(self.sorted_ids, a.ids)
         at = np.searchsorted(sorted_ids, ids)
@@ -377,25 +411,37 @@ class _Candidate:
             else:  # twice in this batch: the candidate row matched by two baseline rows
                 ordered = np.sort(rows)
                 twice = self.ids[ordered[1:][ordered[1:] == ordered[:-1]][0]]
-            raise CalibcliError(f"{self.baseline_name}: the ID {_id_text(twice)} of column {self.id_column!r} appears more than once: "
-                                f"IDs must be unique to pair examples by {{opt:id_col}}")
+            raise CalibcliError(
+                f"{self.baseline_name}: the ID {_id_text(twice)} of column {self.id_column!r} appears more than once: "
+                f"IDs must be unique to pair examples by {{opt:id_col}}"
+            )
         self.matched[rows] = True
         if not found.all():
             return None
         labels = self.labels[rows]
         if not np.array_equal(labels, a.labels):
             j = int(np.flatnonzero(labels != a.labels)[0])
-            raise CalibcliError(f"the ID {_id_text(a.ids[j])} has label index {a.labels[j]} in {self.baseline_name} and {labels[j]} in "
-                                f"{self.name}: rows paired by {{opt:id_col}} must be the same examples with the same labels")
-        return _Rows(self.probs[rows], labels, None if self.weights is None else self.weights[rows], a.row_index, a.ids, self.name)
+            raise CalibcliError(
+                f"the ID {_id_text(a.ids[j])} has label index {a.labels[j]} in {self.baseline_name} and {labels[j]} in "
+                f"{self.name}: rows paired by {{opt:id_col}} must be the same examples with the same labels"
+            )
+        return _Rows(
+            self.probs[rows],
+            labels,
+            None if self.weights is None else self.weights[rows],
+            a.row_index,
+            a.ids,
+            self.name,
+        )
 
     def check_complete(self) -> None:
         missing_there = int((~self.matched).sum())
         if self.missing_here or missing_there:
             raise CalibcliError(
-                f"the IDs of column {self.id_column!r} differ: {self.missing_here} of {self.baseline_name}'s IDs are missing "
-                f"from {self.name}, and {missing_there} of {self.name}'s IDs are missing from {self.baseline_name}: "
-                f"pairing by {{opt:id_col}} needs the same examples in both")
+                f"the IDs of column {self.id_column!r} differ: {self.missing_here} of {self.baseline_name}'s IDs "
+                f"are missing from {self.name}, and {missing_there} of {self.name}'s IDs are missing from "
+                f"{self.baseline_name}: pairing by {{opt:id_col}} needs the same examples in both"
+            )
 
 
 def _comparable(ids: np.ndarray, other: np.ndarray) -> np.ndarray:
@@ -421,8 +467,18 @@ class ComparisonRun:
     seeds: dict
 
 
-def compare_streams(stream_a, stream_b, binned_options, *, mode_a, mode_b=None, smooth_options=None, id_column=None,
-                    pairing: str = "auto", engine=None) -> ComparisonRun:
+def compare_streams(
+    stream_a,
+    stream_b,
+    binned_options,
+    *,
+    mode_a,
+    mode_b=None,
+    smooth_options=None,
+    id_column=None,
+    pairing: str = "auto",
+    engine=None,
+) -> ComparisonRun:
     """Compare a baseline stream ``stream_a`` with a candidate ``stream_b`` (see the module docstring).
 
     ``binned_options`` (:class:`calibcli.accumulators.inputs.BinnedOptions`) and ``smooth_options``
@@ -439,31 +495,52 @@ def compare_streams(stream_a, stream_b, binned_options, *, mode_a, mode_b=None, 
     if pairing not in PAIRINGS:
         raise CalibcliError(f"{{opt:pairing}} is {pairing!r}: expected one of {', '.join(PAIRINGS)}")
     if id_column is not None and pairing == "none":
-        raise CalibcliError("{opt:id_col} pairs the inputs by ID, {opt:pairing} none asks for no pairing: give one of them")
+        raise CalibcliError(
+            "{opt:id_col} pairs the inputs by ID, {opt:pairing} none asks for no pairing: give one of them"
+        )
     if id_column is not None and pairing == "order":
         raise CalibcliError("{opt:id_col} pairs the inputs by ID, {opt:pairing} order by row order: give one of them")
     if tuple(stream_a.class_names) != tuple(stream_b.class_names):
-        raise CalibcliError(f"{stream_a.name} has classes {list(stream_a.class_names)} and {stream_b.name} has "
-                            f"{list(stream_b.class_names)}: a comparison needs the same classes in both")
+        raise CalibcliError(
+            f"{stream_a.name} has classes {list(stream_a.class_names)} and {stream_b.name} has "
+            f"{list(stream_b.class_names)}: a comparison needs the same classes in both"
+        )
     seed = binned_options.seed
 
     def new_accs(options_seed):
-        accs = [InputAccumulator(mode=mode_a, n_classes=stream_a.n_classes, class_names=stream_a.class_names,
-                                 options=replace(binned_options, seed=options_seed))]
+        accs: list[InputAccumulator | SmoothInputAccumulator] = [
+            InputAccumulator(
+                mode=mode_a,
+                n_classes=stream_a.n_classes,
+                class_names=stream_a.class_names,
+                options=replace(binned_options, seed=options_seed),
+            )
+        ]
         if smooth_options is not None:
-            accs.append(SmoothInputAccumulator(mode=mode_a, n_classes=stream_a.n_classes, class_names=stream_a.class_names,
-                                               options=replace(smooth_options, seed=options_seed)))
+            accs.append(
+                SmoothInputAccumulator(
+                    mode=mode_a,
+                    n_classes=stream_a.n_classes,
+                    class_names=stream_a.class_names,
+                    options=replace(smooth_options, seed=options_seed),
+                )
+            )
         return accs
 
     accs_a, accs_b = new_accs(seed), new_accs(seed)
     candidate = _Candidate(stream_b, id_column, stream_a.name) if id_column is not None else None
-    state = {"paired": pairing != "none", "reason": None if pairing != "none" else "no pairing asked for"}
+    state: dict[str, Any] = {
+        "paired": pairing != "none",
+        "reason": None if pairing != "none" else "no pairing asked for",
+    }
 
     described: list = [None, None]
 
     def one_pass(now_a, now_b, joint_now) -> None:
-        """Stream both inputs once into the accumulators ``now_a``/``now_b`` (None: not this pass) and the joint state."""
+        """Stream both inputs once into the accumulators ``now_a``/``now_b`` (None: not this pass) and the joint
+        state."""
         if candidate is not None:
+
             def feed(accs, rows):
                 for acc in accs:
                     if acc is not None:
@@ -488,8 +565,11 @@ def compare_streams(stream_a, stream_b, binned_options, *, mode_a, mode_b=None, 
             part = _reduce_pairs(engine, stream_a, stream_b, (now_a, now_b, joint_now, paired, stop))
         if paired and part.diff is not None:
             _unpair(state, pairing, part.diff, stream_a.name, stream_b.name, (part.n_a, part.n_b))
-        described[:] = ([stream_a.describe(), stream_b.describe()] if reduce_tasks is None else
-                        [stream_a.describe(part.counts_a), stream_b.describe(part.counts_b)])
+        described[:] = (
+            [stream_a.describe(), stream_b.describe()]
+            if reduce_tasks is None
+            else [stream_a.describe(part.counts_a), stream_b.describe(part.counts_b)]
+        )
         # the accumulators were fed in place (local) or are the merged ones (cluster)
         now_a[:], now_b[:] = part.accs_a, part.accs_b
         if joint_now is not None and part.joint is not None and part.joint is not joint_now:
@@ -505,17 +585,20 @@ def compare_streams(stream_a, stream_b, binned_options, *, mode_a, mode_b=None, 
     # a second pass where an accumulator asks for one (quantile edges, a finer smoothing grid: SPEC 8)
     needs = [[acc.needs_second_pass() for acc in accs] for accs in (accs_a, accs_b)]
     if any(needs[0]) or any(needs[1]):
-        now_a = [acc.for_second_pass() if need else None for acc, need in zip(accs_a, needs[0])]
-        now_b = [acc.for_second_pass() if need else None for acc, need in zip(accs_b, needs[1])]
+        now_a = [acc.for_second_pass() if need else None for acc, need in zip(accs_a, needs[0], strict=True)]
+        now_b = [acc.for_second_pass() if need else None for acc, need in zip(accs_b, needs[1], strict=True)]
         second_joint = JointState(now_a[0], now_b[0]) if paired and needs[0][0] and needs[1][0] else None
         one_pass(now_a, now_b, second_joint)
-        accs_a = [new if new is not None else old for new, old in zip(now_a, accs_a)]
-        accs_b = [new if new is not None else old for new, old in zip(now_b, accs_b)]
+        accs_a = [new if new is not None else old for new, old in zip(now_a, accs_a, strict=True)]
+        accs_b = [new if new is not None else old for new, old in zip(now_b, accs_b, strict=True)]
         joint = second_joint or joint
     if paired:
         how = "id" if candidate is not None else "order"
-        reason = (f"matched by the ID column {id_column!r}" if how == "id"
-                  else "the same number of rows and the same labels row by row")
+        reason = (
+            f"matched by the ID column {id_column!r}"
+            if how == "id"
+            else "the same number of rows and the same labels row by row"
+        )
     else:
         how, reason = "none", state["reason"]
     pairing_used = Pairing(how, reason, id_column)
@@ -531,8 +614,13 @@ def _reduce_pairs(engine, stream_a, stream_b, template: tuple) -> PairPart:
     leader = max(fragments, key=lambda fs: sum(f.n_rows or 0 for f in fs))
     tasks = pair_tasks(fragments[0], fragments[1], engine.task_rows or task_rows(leader, engine.workers))
     if tasks:
-        part = engine.reduce_tasks(tasks, template, description=f"{stream_a.name} and {stream_b.name}: fragments",
-                                   leaf=run_pair_task, merge=merge_pair_parts)
+        part = engine.reduce_tasks(
+            tasks,
+            template,
+            description=f"{stream_a.name} and {stream_b.name}: fragments",
+            leaf=run_pair_task,
+            merge=merge_pair_parts,
+        )
     else:
         part = PairPart(template[0], template[1], template[2] if template[3] else None)
     if part.error is not None:
@@ -550,14 +638,20 @@ def _unpair(state: dict, pairing: str, diff: tuple, name_a: str, name_b: str, co
     if a is None or b is None:
         reason = f"{name_a} has {counts[0]} rows and {name_b} has {counts[1]}"
     elif a[0] != b[0]:
-        reason = (f"different rows were dropped as invalid: row {a[0] + 1} of {name_a} ({a[2]}) is beside "
-                  f"row {b[0] + 1} of {name_b} ({b[2]})")
+        reason = (
+            f"different rows were dropped as invalid: row {a[0] + 1} of {name_a} ({a[2]}) is beside "
+            f"row {b[0] + 1} of {name_b} ({b[2]})"
+        )
     else:
-        reason = (f"the labels differ first at row {a[0] + 1} (label index {a[1]} in {name_a} ({a[2]}), "
-                  f"{b[1]} in {name_b} ({b[2]}))")
+        reason = (
+            f"the labels differ first at row {a[0] + 1} (label index {a[1]} in {name_a} ({a[2]}), "
+            f"{b[1]} in {name_b} ({b[2]}))"
+        )
     if pairing == "order":
-        raise CalibcliError(f"{name_a} and {name_b} cannot be paired by row order: {reason}; pair them by an ID column "
-                            f"({{opt:id_col}}) or compare them unpaired")
+        raise CalibcliError(
+            f"{name_a} and {name_b} cannot be paired by row order: {reason}; pair them by an ID column "
+            f"({{opt:id_col}}) or compare them unpaired"
+        )
     state["paired"], state["reason"] = False, reason
 
 
@@ -583,8 +677,11 @@ def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, descr
     if n_boot:
         if not pairing.paired or rows_kept:
             per_problem = [[p.result.replicates for p in r.problems] for r in reports]
-            how = ("paired Poisson bootstrap over rows (the same multiplicities for the same example in both inputs)"
-                   if pairing.paired else "unpaired: independent Poisson bootstraps of the two inputs")
+            how = (
+                "paired Poisson bootstrap over rows (the same multiplicities for the same example in both inputs)"
+                if pairing.paired
+                else "unpaired: independent Poisson bootstraps of the two inputs"
+            )
         else:
             rng = np.random.Generator(np.random.Philox(key=[int(seeds["baseline"]) & 0xFFFFFFFFFFFFFFFF, 0x636F6D70]))
             per_problem = [[], []]
@@ -594,28 +691,36 @@ def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, descr
                 uni_a, uni_b = (main_a, main_b) if uniform is None else uniform.replicates(n_boot, rng)
                 for side, (m, u) in enumerate(((main_a, uni_a), (main_b, uni_b))):
                     per_problem[side].append(summarise_replicates((m, u), names, alpha, keep_replicates=True)[1])
-            how = ("paired Poisson bootstrap from joint per-bin sufficient statistics (the two inputs' cells drawn "
-                   "jointly, so one example weighs the same in both)")
+            how = (
+                "paired Poisson bootstrap from joint per-bin sufficient statistics (the two inputs' cells drawn "
+                "jointly, so one example weighs the same in both)"
+            )
         for side, report in enumerate(reports):
             reps[side].update(_headline_replicates(report, per_problem[side]))
         for name in reps[0]:
             methods[name] = (how, pairing.paired)
         if reports[0].multiclass_scores is not None:
             if pairing.paired and not rows_kept:
-                rng = np.random.Generator(np.random.Philox(key=[int(seeds["baseline"]) & 0xFFFFFFFFFFFFFFFF, 0x73636F72]))
+                rng = np.random.Generator(
+                    np.random.Philox(key=[int(seeds["baseline"]) & 0xFFFFFFFFFFFFFFFF, 0x73636F72])
+                )
                 scores = joint.scores.replicates(n_boot, rng)
                 how_scores = "paired Poisson bootstrap from the joint moments of both inputs' sums (normal)"
             else:
-                scores = [_scores_replicates(accs[0].scores, n_boot, s) for accs, s in
-                          ((accs_a, seeds["baseline"]), (accs_b, seeds["candidate"]))]
+                scores = [
+                    _scores_replicates(accs[0].scores, n_boot, s)
+                    for accs, s in ((accs_a, seeds["baseline"]), (accs_b, seeds["candidate"]))
+                ]
                 how_scores = how
             for side in (0, 1):
                 reps[side].update(scores[side])
             for name in scores[0]:
                 methods[name] = (how_scores, pairing.paired)
     entries = []
-    for role, described_input, report in (("baseline", described[0], reports[0]),
-                                          ("candidate", described[1], reports[1])):
+    for role, described_input, report in (
+        ("baseline", described[0], reports[0]),
+        ("candidate", described[1], reports[1]),
+    ):
         entries.append({"input": dict(described_input), "role": role, "family": "ece", **report.to_dict()})
     if len(accs_a) > 1:
         kept = all(acc.rows_kept for accs in (accs_a, accs_b) for acc in accs[1].problems)
@@ -630,12 +735,18 @@ def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, descr
         smooth_paired = pairing.paired and kept
         for name in smooth[0].headline():
             methods[name] = (
-                "paired Poisson bootstrap over rows" if smooth_paired else
-                "unpaired: independent Poisson bootstraps" if not pairing.paired else
-                "unpaired: the SmoothECE bootstrap from per-cell sums (beyond the rows kept) is not paired, "
-                "so this interval treats the inputs as independent (wider than a paired one)", smooth_paired)
-        for role, described_input, report in (("baseline", described[0], smooth[0]),
-                                              ("candidate", described[1], smooth[1])):
+                "paired Poisson bootstrap over rows"
+                if smooth_paired
+                else "unpaired: independent Poisson bootstraps"
+                if not pairing.paired
+                else "unpaired: the SmoothECE bootstrap from per-cell sums (beyond the rows kept) is not paired, "
+                "so this interval treats the inputs as independent (wider than a paired one)",
+                smooth_paired,
+            )
+        for role, described_input, report in (
+            ("baseline", described[0], smooth[0]),
+            ("candidate", described[1], smooth[1]),
+        ):
             entries.append({"input": dict(described_input), "role": role, "family": "smece", **report.to_dict()})
     comparison = {}
     for name, m_a in headline[0].items():
@@ -647,7 +758,8 @@ def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, descr
 
 
 def _headline_replicates(report, per_problem: list[dict]) -> dict[str, np.ndarray]:
-    """Replicates of the binned headline metrics: the marginal aggregate's (combined per class, SPEC 1), or the one problem's."""
+    """Replicates of the binned headline metrics: the marginal aggregate's (combined per class, SPEC 1), or the
+    one problem's."""
     if report.aggregate is None:
         out = dict(per_problem[0])
         if "ece_l2_sq_debiased_sun" in out:
@@ -659,7 +771,9 @@ def _headline_replicates(report, per_problem: list[dict]) -> dict[str, np.ndarra
         base = (rule.of if rule is not None else None) or name
         if rule is None or any(base not in p for p in per_problem):
             continue  # no replicates of this metric here
-        out[name] = np.asarray(aggregate_over_classes(rule, np.array([p[base] for p in per_problem]), report.class_weight_values))
+        out[name] = np.asarray(
+            aggregate_over_classes(rule, np.array([p[base] for p in per_problem]), report.class_weight_values)
+        )
     return out
 
 
@@ -667,23 +781,29 @@ def _smooth_replicates(report, options) -> dict[str, np.ndarray]:
     if report.aggregate is None:
         return {options.metric: np.asarray(report.problems[0].result.replicates)}
     rule = REGISTRY[options.metric].combine
-    reps = aggregate_over_classes(rule, np.stack([p.result.replicates for p in report.problems]), report.class_weight_values)
+    assert rule is not None  # (smece's class rule)
+    reps = aggregate_over_classes(
+        rule, np.stack([p.result.replicates for p in report.problems]), report.class_weight_values
+    )
     return {options.metric: np.asarray(reps)}
 
 
 def _scores_replicates(scores, n_boot: int, seed: int) -> dict[str, np.ndarray]:
-    """Replicates of one input's multiclass Brier and log-loss, drawn as :class:`calibcli.accumulators.inputs.MulticlassScores`
-    draws them (per row while the rows are kept, else from the sums' moments)."""
+    """Replicates of one input's multiclass Brier and log-loss, drawn as
+    :class:`calibcli.accumulators.inputs.MulticlassScores` draws them (per row while the rows are kept, else from
+    the sums' moments)."""
     if not scores.rows.dropped:
         row_index, values, _, w = scores.rows.arrays()
         X = np.column_stack([np.ones(len(values)) if w is None else w, values * (1.0 if w is None else w[:, None])])
         rows = Multiplicities(seed, row_index)
         reps = np.array([rows.replicate(r) @ X for r in range(n_boot)])
     else:
-        s = dict(zip(scores._COLUMNS, scores.sums))
+        s = dict(zip(scores._COLUMNS, scores.sums, strict=True))
         rng = np.random.Generator(np.random.Philox(key=[int(seed) & 0xFFFFFFFFFFFFFFFF, 0x73636F726573]))
         mean = np.array([s["w"], s["wb"], s["wl"]])
-        cov = np.array([[s["w2"], s["w2b"], s["w2l"]], [s["w2b"], s["w2bb"], s["w2bl"]], [s["w2l"], s["w2bl"], s["w2ll"]]])
+        cov = np.array(
+            [[s["w2"], s["w2b"], s["w2l"]], [s["w2b"], s["w2bb"], s["w2bl"]], [s["w2l"], s["w2bl"], s["w2ll"]]]
+        )
         reps = rng.multivariate_normal(mean, cov, size=n_boot, method="eigh")
     return {"brier_score_multiclass": reps[:, 1] / reps[:, 0], "log_loss_multiclass": reps[:, 2] / reps[:, 0]}
 
@@ -695,6 +815,7 @@ def worse_by(name: str, baseline: float, candidate: float) -> float:
     info = REGISTRY.get(name)
     better = info.better if info is not None else "lower"
     if better == "target":
+        assert info is not None and info.target is not None, f"{name} declares no target"
         return abs(candidate - info.target) - abs(baseline - info.target)
     if better == "higher":
         return baseline - candidate
@@ -709,7 +830,7 @@ def _difference(name: str, m_a, m_b, rep_a, rep_b, method, alpha: float) -> dict
     a, b = float(m_a.estimate), float(m_b.estimate)
     diff = b - a
     lo = hi = None
-    ci_method, paired = (method or (None, False))
+    ci_method, paired = method or (None, False)
     if rep_a is not None and rep_b is not None and len(rep_a) and len(rep_a) == len(rep_b):
         lo, hi = percentile_interval(np.asarray(rep_b) - np.asarray(rep_a), alpha)
         if not (math.isfinite(lo) and math.isfinite(hi)):
@@ -729,7 +850,16 @@ def _difference(name: str, m_a, m_b, rep_a, rep_b, method, alpha: float) -> dict
     # calibrated value (a Cox slope of 1, an intercept of 0); significant when the difference's interval
     # excludes 0 (for a target metric: the candidate's value has moved, and away from the target)
     worse = worse_by(name, a, b) > 0 if better != "none" else False
-    significant = lo is not None and (lo > 0 or hi < 0)
-    return {"baseline": a, "candidate": b, "difference": diff, "ci_low": lo, "ci_high": hi, "ci_method": ci_method,
-            "paired": bool(paired and lo is not None), "better": better, "worse": bool(worse),
-            "significant": bool(significant)}
+    significant = lo is not None and hi is not None and (lo > 0 or hi < 0)
+    return {
+        "baseline": a,
+        "candidate": b,
+        "difference": diff,
+        "ci_low": lo,
+        "ci_high": hi,
+        "ci_method": ci_method,
+        "paired": bool(paired and lo is not None),
+        "better": better,
+        "worse": bool(worse),
+        "significant": bool(significant),
+    }

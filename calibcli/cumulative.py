@@ -355,13 +355,22 @@ def _finish(mx, mn, sigma, rows, weight, bound, partition=None, segment=None, sc
     mad_s = _on_sigma_scale(mad, sigma)
     r_s = _on_sigma_scale(r, sigma)
     fields = dict(
-        ecce_mad=mad, ecce_r=r, sigma=sigma, ecce_mad_sigma=mad_s, ecce_r_sigma=r_s,
-        ecce_mad_pvalue=np.asarray(sup_abs_brownian_sf(mad_s)), ecce_r_pvalue=np.asarray(range_brownian_sf(r_s)),
-        rows=rows, weight=weight, error_bound=bound,
+        ecce_mad=mad,
+        ecce_r=r,
+        sigma=sigma,
+        ecce_mad_sigma=mad_s,
+        ecce_r_sigma=r_s,
+        ecce_mad_pvalue=np.asarray(sup_abs_brownian_sf(mad_s)),
+        ecce_r_pvalue=np.asarray(range_brownian_sf(r_s)),
+        rows=rows,
+        weight=weight,
+        error_bound=bound,
     )
     if scalar:
-        fields = {k: (int(v.reshape(-1)[0]) if k == "rows" else float(np.asarray(v).reshape(-1)[0]))
-                  for k, v in fields.items()}
+        fields = {
+            k: (int(v.reshape(-1)[0]) if k == "rows" else float(np.asarray(v).reshape(-1)[0]))
+            for k, v in fields.items()
+        }
     return EcceResult(**fields, partition=partition, segment=segment)
 
 
@@ -416,15 +425,18 @@ def _check_partitions(segment_ids, n: int, n_segments) -> tuple[list[np.ndarray]
         n_segments = [None] * len(parts)
     elif np.ndim(n_segments) == 0:
         n_segments = [int(n_segments)] * len(parts)
-    check_option(len(n_segments) == len(parts),
-                 f"n_segments has {len(n_segments)} entries for {len(parts)} partitions: expected one per partition")
+    check_option(
+        len(n_segments) == len(parts),
+        f"n_segments has {len(n_segments)} entries for {len(parts)} partitions: expected one per partition",
+    )
     sizes = []
-    for p, (ids, g) in enumerate(zip(parts, n_segments)):
+    for p, (ids, g) in enumerate(zip(parts, n_segments, strict=True)):
         if ids.ndim != 1 or len(ids) != n:
             raise CalibcliError(f"segment_ids[{p}] has shape {ids.shape}: expected ({n},), one id per row")
         if ids.dtype.kind not in "iu":
             raise CalibcliError(
-                f"segment_ids[{p}] has type {ids.dtype}: expected integers (a segment's index, -1 for none)")
+                f"segment_ids[{p}] has type {ids.dtype}: expected integers (a segment's index, -1 for none)"
+            )
         top = int(ids.max()) if n else -1
         low = int(ids.min()) if n and ids.dtype.kind == "i" else 0
         if low < -1:
@@ -453,7 +465,7 @@ def _ids_in_score_order(parts, sizes, order):
     several partitions are packed side by side into one 8-byte word per row (8 partitions of 8-bit ids, 4 of
     16-bit, 2 of 32-bit) and gathered in one pass of a 1-D ``uint64`` take."""
     cols = []
-    for ids, g in zip(parts, sizes):
+    for ids, g in zip(parts, sizes, strict=True):
         if ids.dtype.kind == "i" and len(ids) and ids.min() < 0:
             ids = np.where(ids < 0, g, ids)
         cols.append((_small_uint(ids, g), g))
@@ -465,7 +477,7 @@ def _ids_in_score_order(parts, sizes, order):
         group = [(c, g) for c, g in cols if c.dtype.itemsize == itemsize]
         per_word = 8 // itemsize
         for first in range(0, len(group), per_word):
-            batch = group[first:first + per_word]
+            batch = group[first : first + per_word]
             if itemsize == 8 or len(batch) == 1:
                 for c, g in batch:
                     yield c[order], g
@@ -542,8 +554,9 @@ def _segments_exact(y, s, w, parts, sizes):
                 np.take(d_o, perm, out=c, mode="clip")
             ends = starts + counts
             if len(present) <= 4096:
-                for first, stop, factor in zip(starts.tolist(), ends.tolist(), inv_total[present].tolist(),
-                                               strict=True):
+                for first, stop, factor in zip(
+                    starts.tolist(), ends.tolist(), inv_total[present].tolist(), strict=True
+                ):
                     c[first:stop] *= factor
             else:
                 c *= np.repeat(inv_total[present], counts)
@@ -556,7 +569,7 @@ def _segments_exact(y, s, w, parts, sizes):
             before = np.zeros(len(present))
             before[1:] = c[starts[1:] - 1] - seg_total[:-1]  # where the running sum restarts from
             if tie is None:
-                values, first = c, starts
+                values, segment_first = c, starts
             else:
                 t = tie if perm is None else tie[perm]
                 block_end = np.empty(len(t), dtype=bool)
@@ -564,9 +577,9 @@ def _segments_exact(y, s, w, parts, sizes):
                 block_end[-1] = True
                 block_end[starts[1:] - 1] = True
                 ends = np.flatnonzero(block_end)
-                values, first = c[ends], np.searchsorted(ends, starts)
-            mx[present] = np.maximum.reduceat(values, first) - before
-            mn[present] = np.minimum.reduceat(values, first) - before
+                values, segment_first = c[ends], np.searchsorted(ends, starts)
+            mx[present] = np.maximum.reduceat(values, segment_first) - before
+            mn[present] = np.minimum.reduceat(values, segment_first) - before
             empty = present[~(total[present] > 0)]  # rows of zero total weight: no population
             mx[empty] = np.nan
             mn[empty] = np.nan
@@ -575,8 +588,13 @@ def _segments_exact(y, s, w, parts, sizes):
     jobs = list(_ids_in_score_order(parts, sizes, order))
     done = _in_threads(one, jobs, n)
     out_mx, out_mn, out_sigma, out_rows, out_w = (list(x) for x in zip(*done, strict=True))
-    return (np.concatenate(out_mx), np.concatenate(out_mn), np.concatenate(out_sigma),
-            np.concatenate(out_rows).astype(np.int64), np.concatenate(out_w))
+    return (
+        np.concatenate(out_mx),
+        np.concatenate(out_mn),
+        np.concatenate(out_sigma),
+        np.concatenate(out_rows).astype(np.int64),
+        np.concatenate(out_w),
+    )
 
 
 #: Rows from which :func:`_segments_exact` computes partitions on two threads (NumPy's sorts, gathers and sums
@@ -664,7 +682,7 @@ class CellSums:
     wabs: np.ndarray
     rows: np.ndarray
 
-    def merge(self, other: "CellSums") -> "CellSums":
+    def merge(self, other: CellSums) -> CellSums:
         return CellSums(*(getattr(self, f) + getattr(other, f) for f in ("w", "wy", "ws", "w2v", "wabs", "rows")))
 
 
@@ -673,14 +691,17 @@ def uniform_cells(y_prob, n_cells: int) -> np.ndarray:
 
     Monotone in the score, so cells are in score order and equal scores share a cell.
     """
-    check_option(isinstance(n_cells, (int, np.integer)) and 1 <= n_cells <= 2**31,
-                 f"n_cells is {n_cells!r}: expected an integer from 1 to 2^31")
+    check_option(
+        isinstance(n_cells, (int, np.integer)) and 1 <= n_cells <= 2**31,
+        f"n_cells is {n_cells!r}: expected an integer from 1 to 2^31",
+    )
     s = np.asarray(y_prob, dtype=np.float64)
     return np.minimum((s * n_cells).astype(np.int64), n_cells - 1)
 
 
-def cell_sums(y_true, y_prob, cells, *, n_cells: int, segment_ids=None, n_segments: int = 1,
-              sample_weight=None) -> CellSums:
+def cell_sums(
+    y_true, y_prob, cells, *, n_cells: int, segment_ids=None, n_segments: int = 1, sample_weight=None
+) -> CellSums:
     """The per-cell sums :func:`ecce_from_cells` needs, for one batch of rows.
 
     ``cells``: each row's cell index in ``0..n_cells-1``, nondecreasing in the score (e.g. from
@@ -691,9 +712,12 @@ def cell_sums(y_true, y_prob, cells, *, n_cells: int, segment_ids=None, n_segmen
     y, s, w = check_binary(y_true, y_prob, sample_weight)
     cells = np.asarray(cells)
     if cells.shape != s.shape or cells.dtype.kind not in "iu":
-        raise CalibcliError(f"cells has shape {cells.shape} and type {cells.dtype}: expected integers of shape {s.shape}")
+        raise CalibcliError(
+            f"cells has shape {cells.shape} and type {cells.dtype}: expected integers of shape {s.shape}"
+        )
     if len(cells) and (cells.min() < 0 or cells.max() >= n_cells):
         raise CalibcliError(f"cells has values in {cells.min()}..{cells.max()}: expected 0..{n_cells - 1}")
+    shape: tuple[int, ...]
     if segment_ids is None:
         key, shape = cells.astype(np.int64), (n_cells,)
     else:
@@ -709,8 +733,14 @@ def cell_sums(y_true, y_prob, cells, *, n_cells: int, segment_ids=None, n_segmen
         return np.bincount(key, weights=values, minlength=size).reshape(shape)
 
     u = y - s
-    return CellSums(w=total(w), wy=total(w * y), ws=total(w * s), w2v=total(w * w * s * (1.0 - s)),
-                    wabs=total(w * np.abs(u)), rows=np.bincount(key, minlength=size).reshape(shape))
+    return CellSums(
+        w=total(w),
+        wy=total(w * y),
+        ws=total(w * s),
+        w2v=total(w * w * s * (1.0 - s)),
+        wabs=total(w * np.abs(u)),
+        rows=np.bincount(key, minlength=size).reshape(shape),
+    )
 
 
 def ecce_from_cells(sums: CellSums) -> EcceResult:
@@ -729,15 +759,35 @@ def ecce_from_cells(sums: CellSums) -> EcceResult:
     mx = c.max(axis=-1) if c.shape[-1] else np.full(W.shape, np.nan)
     mn = c.min(axis=-1) if c.shape[-1] else np.full(W.shape, np.nan)
     scalar = np.ndim(W) == 0
-    res = _finish(np.atleast_1d(mx), np.atleast_1d(mn), np.atleast_1d(sigma),
-                  np.atleast_1d(sums.rows.sum(axis=-1)).astype(np.int64), np.atleast_1d(W), np.atleast_1d(bound),
-                  scalar=scalar)
+    res = _finish(
+        np.atleast_1d(mx),
+        np.atleast_1d(mn),
+        np.atleast_1d(sigma),
+        np.atleast_1d(sums.rows.sum(axis=-1)).astype(np.int64),
+        np.atleast_1d(W),
+        np.atleast_1d(bound),
+        scalar=scalar,
+    )
     if scalar:
         return res
     shape = np.shape(W)
-    return EcceResult(**{f: np.asarray(getattr(res, f)).reshape(shape) for f in
-                         ("ecce_mad", "ecce_r", "sigma", "ecce_mad_sigma", "ecce_r_sigma", "ecce_mad_pvalue",
-                          "ecce_r_pvalue", "rows", "weight", "error_bound")})
+    return EcceResult(
+        **{
+            f: np.asarray(getattr(res, f)).reshape(shape)
+            for f in (
+                "ecce_mad",
+                "ecce_r",
+                "sigma",
+                "ecce_mad_sigma",
+                "ecce_r_sigma",
+                "ecce_mad_pvalue",
+                "ecce_r_pvalue",
+                "rows",
+                "weight",
+                "error_bound",
+            )
+        }
+    )
 
 
 def ecce_from_cell_entries(segment, cell, w, wy, ws, w2v, wabs, rows=None, *, n_segments: int) -> EcceResult:

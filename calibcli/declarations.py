@@ -19,10 +19,17 @@ def auto(value):
     return "auto" if value is None else value
 
 
-MODE = Param(("--mode",), "binary, top-label or marginal. Default: binary for one or two probability columns, "
-             "top-label for K > 2.", choices=MODES, shown=auto)
-CLASS_WEIGHTS_PARAM = Param(("--class-weights",), "Marginal aggregate weights: uniform (1/K) or prior (class "
-                            "frequencies).", choices=CLASS_WEIGHTS)
+MODE = Param(
+    ("--mode",),
+    "binary, top-label or marginal. Default: binary for one or two probability columns, top-label for K > 2.",
+    choices=MODES,
+    shown=auto,
+)
+CLASS_WEIGHTS_PARAM = Param(
+    ("--class-weights",),
+    "Marginal aggregate weights: uniform (1/K) or prior (class frequencies).",
+    choices=CLASS_WEIGHTS,
+)
 N_BINS = Param(("--n-bins",), "Number of bins.", count=True)
 STRATEGY = Param(("--strategy",), "Binning: uniform (equal width) or quantile (equal mass).", choices=STRATEGIES)
 ALPHA = Param(("--alpha",), "1 - confidence level of the intervals and bounds.")

@@ -28,7 +28,9 @@ BIN_ACCURACY_INTERVAL = BAND_DESCRIPTIONS["wilson"]
 #: The band drawn around each bin's observed frequency unless another is asked for (docs/commands/diagram.md
 #: says why: coverage close to the nominal level on average at every bin size, never of zero width).
 DEFAULT_BAND = "wilson"
-SMOOTH_BAND = "pointwise percentile band of the kernel regression over the same bootstrap resamples (bandwidth re-solved on each)"
+SMOOTH_BAND = (
+    "pointwise percentile band of the kernel regression over the same bootstrap resamples (bandwidth re-solved on each)"
+)
 
 
 @dataclass(frozen=True)
@@ -82,17 +84,35 @@ class BinnedDiagramData:
             "strategy": self.strategy,
             "n_bins": self.n_bins,
             "n_bins_nonempty": self.n_bins_nonempty,
-            "metrics": {self.metric: Metric(self.metric, self.estimate, self.ci_low, self.ci_high, self.ci_method).to_dict()},
-            "band": {"method": self.band, "confidence_level": 1.0 - self.alpha,
-                     "n_boot": self.n_boot if self.band == "bootstrap" else None},
+            "metrics": {
+                self.metric: Metric(self.metric, self.estimate, self.ci_low, self.ci_high, self.ci_method).to_dict()
+            },
+            "band": {
+                "method": self.band,
+                "confidence_level": 1.0 - self.alpha,
+                "n_boot": self.n_boot if self.band == "bootstrap" else None,
+            },
             "per_bin": [
                 {
-                    "lower": float(lo), "upper": float(hi), "count": int(c), "mean_confidence": float(conf),
-                    "accuracy": float(acc), "band_low": _num(al), "band_high": _num(ah),
+                    "lower": float(lo),
+                    "upper": float(hi),
+                    "count": int(c),
+                    "mean_confidence": float(conf),
+                    "accuracy": float(acc),
+                    "band_low": _num(al),
+                    "band_high": _num(ah),
                     **({"wilson_low": float(al), "wilson_high": float(ah)} if wilson else {}),
                 }
-                for lo, hi, c, conf, acc, al, ah in zip(self.bin_lower, self.bin_upper, self.count, self.confidence,
-                                                        self.accuracy, self.acc_low, self.acc_high, strict=True)
+                for lo, hi, c, conf, acc, al, ah in zip(
+                    self.bin_lower,
+                    self.bin_upper,
+                    self.count,
+                    self.confidence,
+                    self.accuracy,
+                    self.acc_low,
+                    self.acc_high,
+                    strict=True,
+                )
             ],
         }
 
@@ -156,8 +176,9 @@ def check_band(band: str) -> str:
     return band
 
 
-def binned_data_from_result(result, *, name: str = "", problem: str = "binary",
-                            band: str = DEFAULT_BAND) -> BinnedDiagramData:
+def binned_data_from_result(
+    result, *, name: str = "", problem: str = "binary", band: str = DEFAULT_BAND
+) -> BinnedDiagramData:
     """The binned diagram of one binary problem from its :class:`calibcli.estimators.CalibrationResult`.
 
     ``result`` is what :meth:`calibcli.accumulators.binned.BinnedAccumulator.result` (or, for rows in
@@ -175,8 +196,9 @@ def binned_data_from_result(result, *, name: str = "", problem: str = "binary",
     if band == "bootstrap":
         reps = getattr(result, "bin_replicates", None)
         if reps is None or result.n_boot <= 0:
-            raise CalibcliError("{opt:band} bootstrap needs bootstrap resamples: pass {opt:n_boot} above 0, or another "
-                                "band")
+            raise CalibcliError(
+                "{opt:band} bootstrap needs bootstrap resamples: pass {opt:n_boot} above 0, or another band"
+            )
         drawn = bootstrap_band(s.sum_y[keep], weight, reps.sum_y[:, keep], reps.weight[:, keep], alpha=result.alpha)
     else:
         drawn = binomial_band(s.sum_y[keep], weight, None, method=band, alpha=result.alpha)
@@ -272,8 +294,15 @@ def prepare_binned(
     check_options({"strategy": STRATEGIES}, strategy=strategy)
     check_band(band)
     result = binned_calibration(
-        y_true, y_prob, sample_weight=sample_weight, n_bins=n_bins, strategy=strategy,
-        n_boot=n_boot, alpha=alpha, seed=seed, keep_replicates=band == "bootstrap",
+        y_true,
+        y_prob,
+        sample_weight=sample_weight,
+        n_bins=n_bins,
+        strategy=strategy,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
+        keep_replicates=band == "bootstrap",
     )
     return binned_data_from_result(result, name=name, problem=problem, band=band)
 
@@ -301,6 +330,13 @@ def prepare_smooth(
         # Where no resample has data, the band is NaN (not drawn); numpy's "All-NaN slice" warning
         # about it is not news for the user.
         warnings.simplefilter("ignore", RuntimeWarning)
-        c = smooth_curve(y, z, sample_weight=None if sample_weight is None else w, n_points=n_points,
-                         n_boot=n_boot, alpha=alpha, rng=int(seed))
+        c = smooth_curve(
+            y,
+            z,
+            sample_weight=None if sample_weight is None else w,
+            n_points=n_points,
+            n_boot=n_boot,
+            alpha=alpha,
+            rng=int(seed),
+        )
     return smooth_data_from_result(c, name=name, problem=problem)

@@ -13,8 +13,8 @@ software version or date in the file). The split follows relplot's ``prepare_rel
 - Binned (Guo et al. 2017, "On Calibration of Modern Neural Networks"; Niculescu-Mizil and Caruana
   2005): per non-empty bin the accuracy (weighted mean of y) against the mean confidence (weighted
   mean of z), with an interval of the accuracy (``band``: the Wilson score interval by default,
-  Clopper-Pearson's exact interval, or the bootstrap's percentile interval; :mod:`calibcli.bands`), the gap to the diagonal
-  shaded over the bin's range, the bin counts as a histogram under the panel, and the binned
+  Clopper-Pearson's exact interval, or the bootstrap's percentile interval; :mod:`calibcli.bands`), the gap to
+  the diagonal shaded over the bin's range, the bin counts as a histogram under the panel, and the binned
   ``ece_l1_plugin`` with its percentile bootstrap interval (the numbers ``calibcli ece`` prints).
   Empty bins have no accuracy and are not drawn.
 - Smooth (Blasiok and Nakkiran 2023, seed 003): the Nadaraya-Watson regression of y on z with the
@@ -33,22 +33,42 @@ figures are built on the headless Agg canvas, without pyplot's global state.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from calibcli.bands import BAND_DESCRIPTIONS, DIAGRAM_BANDS, wilson_interval  # noqa: F401  (re-exported)
+from calibcli.diagram_data import (  # noqa: F401  (the picture's data, where callers have always found it)
+    BIN_ACCURACY_INTERVAL,
+    BINNED_METRIC,
+    DEFAULT_BAND,
+    SMOOTH_BAND,
+    BinnedDiagramData,
+    DiagramPanel,
+    SmoothDiagramData,
+    binned_data_from_result,
+    check_band,
+    prepare_binned,
+    prepare_smooth,
+    smooth_data_from_result,
+)
+from calibcli.diagrams_layout import (  # noqa: F401  (the sizes of marks, where callers have always found them)
+    MARKER_AREA,
+    SMOOTH_WIDTH,
+    _binned_ink,
+    _legend,
+    _smooth_ink,
+    marker_areas,
+    place_legends,
+)
 from calibcli.errors import CalibcliError, OptionError
 from calibcli.safe_text import for_matplotlib
 from calibcli.validation import check_option, check_options
-from calibcli.bands import BAND_DESCRIPTIONS, DIAGRAM_BANDS, wilson_interval  # noqa: F401  (re-exported)
-from calibcli.diagram_data import (  # noqa: F401  (the picture's data, where callers have always found it)
-    BIN_ACCURACY_INTERVAL, BINNED_METRIC, DEFAULT_BAND, SMOOTH_BAND, BinnedDiagramData, SmoothDiagramData,
-    DiagramPanel, binned_data_from_result, check_band, smooth_data_from_result, prepare_binned, prepare_smooth,
-)
-from calibcli.diagrams_layout import (  # noqa: F401  (the sizes of marks, where callers have always found them)
-    MARKER_AREA, SMOOTH_WIDTH, _binned_ink, _legend, _smooth_ink, marker_areas, place_legends,
-)
+
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn, not when this module is
+    from matplotlib.typing import LineStyleType, RcKeyType
 
 #: Kinds of diagram the ``diagram`` command draws.
 KINDS = ("binned", "smooth", "both")
@@ -61,7 +81,7 @@ COLORS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#00
 #: Markers and line styles of overlaid curves, so that overlays stay apart in greyscale too (every
 #: curve of up to ten has its own marker).
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
-LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1.5, 1, 1.5, 1, 1.5)), (0, (7, 2)))
+LINESTYLES: tuple[LineStyleType, ...] = ("-", "--", ":", "-.", (0, (5, 1.5, 1, 1.5, 1, 1.5)), (0, (7, 2)))
 #: Size of one panel (inches): width of one kind, height including the histogram. One kind is one
 #: column of a two-column paper (3.25 in); ``both`` is the width of the page's text (6.5 in).
 PANEL_WIDTH = 3.25
@@ -79,7 +99,7 @@ HIST_SCALES = ("linear", "log")
 FONT_SIZE = 8.0
 MIN_COUNT = 10
 #: Matplotlib settings of every figure (fixed so that the picture depends only on the data).
-_RC = {
+_RC: dict[RcKeyType, Any] = {
     "svg.hashsalt": "calibcli",
     "svg.fonttype": "path",
     "pdf.fonttype": 42,
@@ -132,8 +152,9 @@ class FigureStyle:
     style: str | None = None
 
     def __post_init__(self):
-        check_options({"hist_scale": HIST_SCALES}, font_size=self.font_size, min_count=self.min_count,
-                      hist_scale=self.hist_scale)
+        check_options(
+            {"hist_scale": HIST_SCALES}, font_size=self.font_size, min_count=self.min_count, hist_scale=self.hist_scale
+        )
         if self.style is not None:
             check_style(self.style)
 
@@ -181,7 +202,7 @@ def _drawing_context(fs: FigureStyle):
     return stack
 
 
-def curve_look(i: int, colors: Sequence[str] = COLORS) -> tuple[str, str, object]:
+def curve_look(i: int, colors: Sequence[str] = COLORS) -> tuple[str, str, LineStyleType]:
     """Colour, marker and line style of the ``i``-th overlaid curve."""
     return colors[i % len(colors)], MARKERS[i % len(MARKERS)], LINESTYLES[i % len(LINESTYLES)]
 
@@ -200,7 +221,10 @@ def binned_label(d: BinnedDiagramData, *, compact: bool = False) -> str:
     head = f"{d.name}\n" if d.name else ""
     interval = _interval_text(d.ci_low, d.ci_high)
     if compact:
-        return f"{head}{d.metric} = {_fmt(d.estimate)}\n{interval.strip()}{', ' if interval else ''}{_n_text(d.n, d.weight_total)}"
+        return (
+            f"{head}{d.metric} = "
+            f"{_fmt(d.estimate)}\n{interval.strip()}{', ' if interval else ''}{_n_text(d.n, d.weight_total)}"
+        )
     return f"{head}{d.metric} = {_fmt(d.estimate)}{interval}, {_n_text(d.n, d.weight_total)}"
 
 
@@ -209,7 +233,9 @@ def smooth_label(d: SmoothDiagramData, *, compact: bool = False) -> str:
     head = f"{d.name}\n" if d.name else ""
     interval = _interval_text(d.ci_low, d.ci_high)
     if compact:
-        return f"{head}smECE = {_fmt(d.smece)}\n{interval.strip()}{', ' if interval else ''}{_n_text(d.n, d.weight_total)}"
+        return (
+            f"{head}smECE = {_fmt(d.smece)}\n{interval.strip()}{', ' if interval else ''}{_n_text(d.n, d.weight_total)}"
+        )
     return f"{head}smECE = {_fmt(d.smece)}{interval}, {_n_text(d.n, d.weight_total)}"
 
 
@@ -266,16 +292,25 @@ def _style_lower(ax, problem: str, ylabel: str) -> None:
 # -- Binned and smooth panels ------------------------------------------------------------------
 
 
-def plot_binned(data, *, ax=None, hist_ax=None, title: str | None = None, legend_fontsize=None,
-                style: FigureStyle | None = None, compact: bool = False, legend_names: bool = True):
+def plot_binned(
+    data,
+    *,
+    ax=None,
+    hist_ax=None,
+    title: str | None = None,
+    legend_fontsize=None,
+    style: FigureStyle | None = None,
+    compact: bool = False,
+    legend_names: bool = True,
+):
     """Draw one :class:`BinnedDiagramData` or several overlaid; returns the Figure.
 
     Without ``ax`` a new figure is made with the main panel and the histogram under it (and the legend
     placed where it hides no data); with ``ax`` the curves go there and the histogram into ``hist_ax``
     when one is given, and the caller places the legend (:func:`place_legends`). Draws, per curve:
     the points (accuracy against mean confidence) with marker area growing with the bin's rows, the
-    error bars of its band (``d.band``), a line joining the points of bins with at least ``style.min_count`` rows (sparser bins
-    hollow and faint, not joined), the gap to the diagonal shaded over each bin's range, and the bin
+    error bars of its band (``d.band``), a line joining the points of bins with at least ``style.min_count`` rows
+    (sparser bins hollow and faint, not joined), the gap to the diagonal shaded over each bin's range, and the bin
     counts as stairs (on a log scale with ``style.hist_scale == "log"``). Overlaid curves differ in
     colour, marker and line style.
     """
@@ -299,34 +334,74 @@ def plot_binned(data, *, ax=None, hist_ax=None, title: str | None = None, legend
         for i, d in enumerate(curves):
             color, marker, linestyle = curve_look(i, colors)
             sparse = np.asarray(d.count) < style.min_count
-            for lo, hi, conf, acc in zip(d.bin_lower, d.bin_upper, d.confidence, d.accuracy):
-                ax.add_patch(Rectangle((lo, min(conf, acc)), hi - lo, abs(acc - conf), facecolor=color,
-                                       alpha=0.10 if several else 0.18, edgecolor="none", zorder=2))
+            for lo, hi, conf, acc in zip(d.bin_lower, d.bin_upper, d.confidence, d.accuracy, strict=True):
+                ax.add_patch(
+                    Rectangle(
+                        (lo, min(conf, acc)),
+                        hi - lo,
+                        abs(acc - conf),
+                        facecolor=color,
+                        alpha=0.10 if several else 0.18,
+                        edgecolor="none",
+                        zorder=2,
+                    )
+                )
             eb = ax.errorbar(
-                d.confidence, d.accuracy,  # a bound no resample reached (NaN): no bar on that side
+                d.confidence,
+                d.accuracy,  # a bound no resample reached (NaN): no bar on that side
                 yerr=np.nan_to_num(np.vstack([d.accuracy - d.acc_low, d.acc_high - d.accuracy]), nan=0.0),
-                color=color, marker="", linestyle="none", elinewidth=0.9, capsize=0.0, zorder=3,
+                color=color,
+                marker="",
+                linestyle="none",
+                elinewidth=0.9,
+                capsize=0.0,
+                zorder=3,
             )
             faint = np.array([to_rgba(color, 0.35 if s else 1.0) for s in sparse]).reshape(-1, 4)
             for coll in eb.lines[2]:
                 coll.set_color(faint)
-            line = ax.plot(*_joined_across_full_bins(d, style.min_count), color=color, linestyle=linestyle,
-                           linewidth=1.0, zorder=3)[0]
+            line = ax.plot(
+                *_joined_across_full_bins(d, style.min_count), color=color, linestyle=linestyle, linewidth=1.0, zorder=3
+            )[0]
             lines.append(line)
             faces = np.array([to_rgba("white") if s else to_rgba(color) for s in sparse]).reshape(-1, 4)
-            ax.scatter(d.confidence, d.accuracy, s=marker_areas(d.count), marker=marker, facecolors=faces,
-                       edgecolors=color, linewidths=0.8, zorder=4)
+            ax.scatter(
+                d.confidence,
+                d.accuracy,
+                s=marker_areas(d.count),
+                marker=marker,
+                facecolors=faces,
+                edgecolors=color,
+                linewidths=0.8,
+                zorder=4,
+            )
             if hist_ax is not None:
                 values = d.weights_all if weighted else d.counts_all
                 floor = _log_floor(values) if style.hist_scale == "log" else 0.0
-                hist_ax.stairs(values, d.bounds, color=color, fill=not several, alpha=0.55 if not several else 1.0,
-                               linewidth=1.0, linestyle="-" if not several else linestyle, baseline=floor, zorder=2)
-            handles.append(Line2D([], [], color=color, marker=marker, linestyle=linestyle, linewidth=1.0,
-                                  markersize=4.5))
+                hist_ax.stairs(
+                    values,
+                    d.bounds,
+                    color=color,
+                    fill=not several,
+                    alpha=0.55 if not several else 1.0,
+                    linewidth=1.0,
+                    linestyle="-" if not several else linestyle,
+                    baseline=floor,
+                    zorder=2,
+                )
+            handles.append(
+                Line2D([], [], color=color, marker=marker, linestyle=linestyle, linewidth=1.0, markersize=4.5)
+            )
             shown = replace(d, name=for_matplotlib(d.name) if legend_names else "")  # a `$` in a name is not mathtext
             labels.append(binned_label(shown, compact=compact))
-        _legend(ax, handles, labels, _binned_ink(curves, lines), legend_fontsize or _legend_size(style, compact),
-                handles_shown=several or not compact)
+        _legend(
+            ax,
+            handles,
+            labels,
+            _binned_ink(curves, lines),
+            legend_fontsize or _legend_size(style, compact),
+            handles_shown=several or not compact,
+        )
         if hist_ax is not None:
             _style_lower(hist_ax, problem, "weighted count" if weighted else "count")
             if style.hist_scale == "log":
@@ -362,8 +437,17 @@ def _joined_across_full_bins(d: BinnedDiagramData, min_count: int = 1) -> tuple[
     return np.insert(x, gap, np.nan), np.insert(y, gap, np.nan)
 
 
-def plot_smooth(data, *, ax=None, density_ax=None, title: str | None = None, legend_fontsize=None,
-                style: FigureStyle | None = None, compact: bool = False, legend_names: bool = True):
+def plot_smooth(
+    data,
+    *,
+    ax=None,
+    density_ax=None,
+    title: str | None = None,
+    legend_fontsize=None,
+    style: FigureStyle | None = None,
+    compact: bool = False,
+    legend_names: bool = True,
+):
     """Draw one :class:`SmoothDiagramData` or several overlaid; returns the Figure.
 
     Per curve: the kernel regression at s* with its pointwise bootstrap band, and the predictions'
@@ -387,24 +471,51 @@ def plot_smooth(data, *, ax=None, density_ax=None, title: str | None = None, leg
         for i, d in enumerate(curves):
             color, marker, linestyle = curve_look(i, colors)
             if d.band_low is not None and d.band_high is not None:
-                ax.fill_between(d.t, d.band_low, d.band_high, color=color, alpha=0.12 if several else 0.22,
-                                linewidth=0, zorder=2)
+                ax.fill_between(
+                    d.t, d.band_low, d.band_high, color=color, alpha=0.12 if several else 0.22, linewidth=0, zorder=2
+                )
             _density_width_line(ax, d, color, linestyle if several else "-")
             if several:  # markers along the curve, so that overlays differ in greyscale too
-                ax.plot(d.t, d.yhat, linestyle="none", marker=marker, markevery=(i * 7 % 40 + 10, 50),
-                        markersize=3.5, markerfacecolor=color, markeredgecolor="white", markeredgewidth=0.4,
-                        color=color, zorder=4)
+                ax.plot(
+                    d.t,
+                    d.yhat,
+                    linestyle="none",
+                    marker=marker,
+                    markevery=(i * 7 % 40 + 10, 50),
+                    markersize=3.5,
+                    markerfacecolor=color,
+                    markeredgecolor="white",
+                    markeredgewidth=0.4,
+                    color=color,
+                    zorder=4,
+                )
             if density_ax is not None:
-                density_ax.plot(d.t, d.density, color=color, linewidth=1.0, linestyle=linestyle if several else "-",
-                                zorder=3)
+                density_ax.plot(
+                    d.t, d.density, color=color, linewidth=1.0, linestyle=linestyle if several else "-", zorder=3
+                )
                 if not several:
                     density_ax.fill_between(d.t, 0.0, d.density, color=color, alpha=0.3, linewidth=0, zorder=2)
-            handles.append(Line2D([], [], color=color, linewidth=1.6, linestyle=linestyle if several else "-",
-                                  marker=marker if several else "", markersize=3.5))
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    color=color,
+                    linewidth=1.6,
+                    linestyle=linestyle if several else "-",
+                    marker=marker if several else "",
+                    markersize=3.5,
+                )
+            )
             shown = replace(d, name=for_matplotlib(d.name) if legend_names else "")
             labels.append(smooth_label(shown, compact=compact))
-        _legend(ax, handles, labels, _smooth_ink(curves), legend_fontsize or _legend_size(style, compact),
-                handles_shown=several or not compact)
+        _legend(
+            ax,
+            handles,
+            labels,
+            _smooth_ink(curves),
+            legend_fontsize or _legend_size(style, compact),
+            handles_shown=several or not compact,
+        )
         if density_ax is not None:
             _style_lower(density_ax, problem, "density")
             density_ax.set_ylim(bottom=0.0)
@@ -432,23 +543,33 @@ def _density_width_line(ax, d: SmoothDiagramData, color: str, linestyle="-") -> 
 
     points = np.column_stack([d.t, d.yhat])
     widths = smooth_line_widths(d.density)
+    segments: list[np.ndarray]
     if linestyle == "-":
-        segments = np.stack([points[:-1], points[1:]], axis=1)
-        ok = np.isfinite(segments).all(axis=(1, 2))
-        segments, widths = list(segments[ok]), widths[ok]
+        pairs = np.stack([points[:-1], points[1:]], axis=1)
+        ok = np.isfinite(pairs).all(axis=(1, 2))
+        segments, widths = list(pairs[ok]), widths[ok]
     else:
         run = max(2, len(points) // 20)
         segments, run_widths = [], []
         for start in range(0, len(points) - 1, run):
-            chunk = points[start:start + run + 1]
+            chunk = points[start : start + run + 1]
             ok = np.isfinite(chunk).all(axis=1)
             if ok.sum() >= 2:
                 segments.append(chunk[ok])
-                run_widths.append(float(np.mean(widths[start:start + run])))
+                run_widths.append(float(np.mean(widths[start : start + run])))
         widths = np.asarray(run_widths)
-    ax.add_collection(LineCollection(segments, linewidths=widths, colors=color, linestyles=linestyle,
-                                     capstyle="butt" if linestyle != "-" else "round", joinstyle="round",
-                                     zorder=3, label="_smooth_curve"))
+    ax.add_collection(
+        LineCollection(
+            segments,
+            linewidths=widths,
+            colors=color,
+            linestyles=linestyle,
+            capstyle="butt" if linestyle != "-" else "round",
+            joinstyle="round",
+            zorder=3,
+            label="_smooth_curve",
+        )
+    )
 
 
 # -- The whole figure --------------------------------------------------------------------------
@@ -469,8 +590,15 @@ def figure_size(n_panels: int, kind: str) -> tuple[tuple[float, float], int, int
     return (SMALL_WIDTH * per * ncols, SMALL_HEIGHT * nrows + TITLE_HEIGHT), nrows, ncols
 
 
-def plot_diagram(panels: Sequence[DiagramPanel], *, kind: str = "both", title: str | None = None,
-                 note: str | None = None, figsize=None, style: FigureStyle | None = None):
+def plot_diagram(
+    panels: Sequence[DiagramPanel],
+    *,
+    kind: str = "both",
+    title: str | None = None,
+    note: str | None = None,
+    figsize=None,
+    style: FigureStyle | None = None,
+):
     """The whole figure: panels (small multiples, e.g. one per class) of ``kind`` in a grid.
 
     Each panel has the binned diagram, the smooth one, or both side by side, each with its
@@ -513,8 +641,14 @@ def plot_diagram(panels: Sequence[DiagramPanel], *, kind: str = "both", title: s
                 else:
                     plot_smooth(p.smooth, density_ax=lower, **common)
                 if small:
-                    _share_labels(ax, lower, first_column=(col == 0 and j == 0), first_of_kind=(col == 0),
-                                  bottom=(k + ncols >= len(panels)), own_scale=(which == "smooth"))
+                    _share_labels(
+                        ax,
+                        lower,
+                        first_column=(col == 0 and j == 0),
+                        first_of_kind=(col == 0),
+                        bottom=(k + ncols >= len(panels)),
+                        own_scale=(which == "smooth"),
+                    )
         counts = lowers.get("binned", [])
         if small and counts:
             # the counts on one scale (set, not shared: axes shared across subfigures redraw the figure at
@@ -553,7 +687,7 @@ def _shared_legend(fig, panels, kinds, style: FigureStyle) -> None:
 
     names: list[str] = []
     for p in panels:
-        for d in (p.binned if "binned" in kinds and p.binned else p.smooth):
+        for d in p.binned if "binned" in kinds and p.binned else p.smooth:
             if for_matplotlib(d.name) not in names:
                 names.append(for_matplotlib(d.name))
     colors = style.colors()
@@ -573,7 +707,11 @@ def _panel_title(p: DiagramPanel, which: str, *, compact: bool = False) -> str:
     else:
         sig = {round(c.sigma, 12) for c in p.smooth}
         bandwidth = "s*" if compact else "bandwidth s*"
-        what = f"smooth ({bandwidth} = {_fmt(p.smooth[0].sigma)})" if len(sig) == 1 else f"smooth ({bandwidth} of each curve)"
+        what = (
+            f"smooth ({bandwidth} = {_fmt(p.smooth[0].sigma)})"
+            if len(sig) == 1
+            else f"smooth ({bandwidth} of each curve)"
+        )
     if not p.title:
         return what
     name = for_matplotlib(p.title)  # a class name or a group value from the data
@@ -586,7 +724,9 @@ def parse_figsize(text: str) -> tuple[float, float]:
     try:
         w, h = (float(x) for x in parts)
     except ValueError:
-        raise OptionError("figsize", f"{{name}} is {text!r}: expected two numbers W,H in inches, e.g. 3.25,3.6") from None
+        raise OptionError(
+            "figsize", f"{{name}} is {text!r}: expected two numbers W,H in inches, e.g. 3.25,3.6"
+        ) from None
     if not (np.isfinite(w) and np.isfinite(h) and 1.0 <= w <= 50.0 and 1.0 <= h <= 50.0):
         raise OptionError("figsize", f"{{name}} is {text!r}: expected a width and a height between 1 and 50 inches")
     return w, h

@@ -6,7 +6,8 @@ else outside the panel, and shrinks tick labels and titles that would overlap.
 
 from __future__ import annotations
 
-from typing import Callable
+import weakref
+from collections.abc import Callable
 
 import numpy as np
 
@@ -32,14 +33,12 @@ def marker_areas(count: np.ndarray) -> np.ndarray:
 LEGEND_PLACES = ("upper left", "lower right", "lower left", "upper right", "center left", "center right")
 #: What each main panel's data covers, in display coordinates: a function of the axes returning an
 #: (m, 4) array of boxes (x0, y0, x1, y1). Filled by plot_binned / plot_smooth, read by place_legends.
-_INK = None  # a weakref.WeakKeyDictionary, made on first use
+_INK: weakref.WeakKeyDictionary | None = None  # made on first use
 
 
 def _ink_registry():
     global _INK
     if _INK is None:
-        import weakref
-
         _INK = weakref.WeakKeyDictionary()
     return _INK
 
@@ -76,7 +75,7 @@ def _polyline_boxes(ax, x, y, half_width_pt: float, samples: int = 12) -> np.nda
 def _binned_ink(curves, lines) -> Callable:
     def ink(ax) -> np.ndarray:
         parts = []
-        for d, line in zip(curves, lines):
+        for d, line in zip(curves, lines, strict=True):
             c = _points_px(ax, d.confidence, d.accuracy)
             r = _pt(ax, np.sqrt(marker_areas(d.count)) / 2.0 + 0.5)
             parts.append(_boxes(c[:, 0] - r, c[:, 1] - r, c[:, 0] + r, c[:, 1] + r))
@@ -138,8 +137,18 @@ def _legend(ax, handles, labels, ink: Callable, fontsize=None, *, handles_shown:
     """The legend of a main panel; :func:`place_legends` then puts it where it hides nothing. Without
     ``handles_shown`` (one curve in a small panel) the legend is its text alone."""
     extra = {} if handles_shown else {"handlelength": 0.0, "handletextpad": 0.0}
-    legend = ax.legend(handles, labels, loc=LEGEND_PLACES[0], frameon=True, framealpha=0.92, fontsize=fontsize,
-                       borderaxespad=0.35, edgecolor="0.8", fancybox=False, **extra)
+    legend = ax.legend(
+        handles,
+        labels,
+        loc=LEGEND_PLACES[0],
+        frameon=True,
+        framealpha=0.92,
+        fontsize=fontsize,
+        borderaxespad=0.35,
+        edgecolor="0.8",
+        fancybox=False,
+        **extra,
+    )
     if not handles_shown:
         for handle in legend.legend_handles:
             handle.set_visible(False)
@@ -174,8 +183,11 @@ def _fit_labels(axes, renderer) -> bool:
         height = label.get_window_extent(renderer).height
         # room: the panel's height, or down to the label of the panel under it (centred on the panel)
         centre = 0.5 * (ax.bbox.y0 + ax.bbox.y1)
-        below = [other.yaxis.label for other in ax.get_shared_x_axes().get_siblings(ax)
-                 if other is not ax and other.bbox.y1 <= ax.bbox.y0 + 0.5 and other.yaxis.label.get_text()]
+        below = [
+            other.yaxis.label
+            for other in ax.get_shared_x_axes().get_siblings(ax)
+            if other is not ax and other.bbox.y1 <= ax.bbox.y0 + 0.5 and other.yaxis.label.get_text()
+        ]
         room = max([ax.bbox.height] + [2.0 * (centre - lab.get_window_extent(renderer).y1) - 4.0 for lab in below])
         if height <= room:
             continue
@@ -194,7 +206,9 @@ def _fit_title(fig, renderer) -> bool:
     """Break the figure's title over two lines (after a comma near its middle, else a space) when it is
     wider than the figure; returns whether it was broken."""
     title = getattr(fig, "_suptitle", None)
-    text = "" if title is None else title.get_text()
+    if title is None:
+        return False
+    text = title.get_text()
     if "\n" in text or " " not in text or title.get_window_extent(renderer).width <= fig.bbox.width * 0.98:
         return False
     middle = len(text) / 2
@@ -217,8 +231,11 @@ def place_legends(fig) -> dict:
     Returns ``{axes: place}`` (``"outside"`` for those moved out).
     """
     registry = _ink_registry()
-    entries = [(ax, ink) for ax, ink in list(registry.items())
-               if ax.get_figure(root=True) is fig and ax.get_legend() is not None]
+    entries = [
+        (ax, ink)
+        for ax, ink in list(registry.items())
+        if ax.get_figure(root=True) is fig and ax.get_legend() is not None
+    ]
     placed: dict = {}
     for _ in range(4):
         fig.draw_without_rendering()

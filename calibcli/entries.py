@@ -100,17 +100,26 @@ def entry_sections(entry: dict) -> list[Section]:
             metrics["ece_bound"] = _metric(cert["ece_bound"], note=f"ECE bound, prob. {1 - cert['delta']:g} (Thm 12.6)")
         sections.append((entry["method"], metrics))
     for seg in entry.get("segments", []):  # the audit: a section per segment, the worst first
-        sections.append((segment_text(seg["definition"]), {
-            "ecce_r_sigma": _metric(seg["ecce_r_sigma"]),
-            "ecce_r": _metric(seg["ecce_r"]),
-            "p_value": _metric(seg["p_value"]),
-            "p_adjusted": _metric(seg["p_adjusted"]),
-            "o_e": {**_metric(seg["o_e"]), "ci_low": seg["o_e_ci_low"], "ci_high": seg["o_e_ci_high"],
-                    "ci_method": "normal" if seg["o_e_ci_low"] is not None else None},
-            "mde": _metric(seg["mde"]),
-            "ece_l1_plugin": _metric(seg["ece_l1_plugin"]),
-            "rows": _metric(seg["rows"]),
-        }))
+        sections.append(
+            (
+                segment_text(seg["definition"]),
+                {
+                    "ecce_r_sigma": _metric(seg["ecce_r_sigma"]),
+                    "ecce_r": _metric(seg["ecce_r"]),
+                    "p_value": _metric(seg["p_value"]),
+                    "p_adjusted": _metric(seg["p_adjusted"]),
+                    "o_e": {
+                        **_metric(seg["o_e"]),
+                        "ci_low": seg["o_e_ci_low"],
+                        "ci_high": seg["o_e_ci_high"],
+                        "ci_method": "normal" if seg["o_e_ci_low"] is not None else None,
+                    },
+                    "mde": _metric(seg["mde"]),
+                    "ece_l1_plugin": _metric(seg["ece_l1_plugin"]),
+                    "rows": _metric(seg["rows"]),
+                },
+            )
+        )
     if not sections and entry.get("headline"):
         sections.append((entry.get("mode", ""), entry["headline"]))
     return sections

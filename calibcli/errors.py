@@ -58,7 +58,7 @@ def shown_names(names, limit: int = SHOWN_NAMES) -> str:
 
 #: A message longer than this has its long quoted values cut (:func:`shortened`).
 LONG_MESSAGE = 1000
-_QUOTED = re.compile(r"'[^'\n]{%d,}'|\"[^\"\n]{%d,}\"" % (SHOWN_CHARS, SHOWN_CHARS))
+_QUOTED = re.compile(rf"'[^'\n]{{{SHOWN_CHARS},}}'|\"[^\"\n]{{{SHOWN_CHARS},}}\"")
 
 
 def shortened(text: str) -> str:
@@ -67,7 +67,9 @@ def shortened(text: str) -> str:
     A message of ordinary length is returned as it is."""
     if len(text) <= LONG_MESSAGE:
         return text
-    return _QUOTED.sub(lambda m: f"{m.group(0)[:SHOWN_CHARS]}... ({len(m.group(0)) - 2} characters){m.group(0)[0]}", text)
+    return _QUOTED.sub(
+        lambda m: f"{m.group(0)[:SHOWN_CHARS]}... ({len(m.group(0)) - 2} characters){m.group(0)[0]}", text
+    )
 
 
 class CalibcliError(Exception):
@@ -87,7 +89,7 @@ class CalibcliError(Exception):
     def for_cli(self, flag_of=None) -> str:
         return shortened(cli_text(self.template, flag_of))
 
-    def about(self, where: str) -> "CalibcliError":
+    def about(self, where: str) -> CalibcliError:
         """The same error naming the input it is about (``where: ...``), unless it already starts so."""
         if not where or self.template.startswith(f"{where}:"):
             return self

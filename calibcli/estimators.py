@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibcli.binning import fit_binning, uniform_bin_index
 from calibcli.bin_stats import (  # noqa: F401  (LOG_LOSS_EPS, BinStats, bin_statistics: re-exported, one definition)
     _N_STATS,
     LOG_LOSS_EPS,
@@ -31,9 +30,10 @@ from calibcli.bin_stats import (  # noqa: F401  (LOG_LOSS_EPS, BinStats, bin_sta
     _stats_from_sums,
     bin_statistics,
 )
-from calibcli.binned_bootstrap import _SortedProblem, SortedGroups  # noqa: F401  (_SortedProblem re-exported)
-from calibcli.resampling import percentile_interval, percentile_intervals  # noqa: F401  (re-exported: one definition)
+from calibcli.binned_bootstrap import SortedGroups, _SortedProblem  # noqa: F401  (_SortedProblem re-exported)
+from calibcli.binning import fit_binning, uniform_bin_index
 from calibcli.registry import estimated, estimator, evaluate
+from calibcli.resampling import percentile_interval, percentile_intervals  # noqa: F401  (re-exported: one definition)
 from calibcli.validation import check_binary, check_options
 
 
@@ -194,6 +194,7 @@ def ece_l2_sq_debiased_kumar(s: BinStats):
     ``gap_b^2 - acc_b(1-acc_b)/(n_b-1) = [(sum y)^2 - sum y^2] / (n_b (n_b - 1)) - 2 acc_b conf_b + conf_b^2``,
     whose self-pair terms generalise to bootstrap resamples (see :class:`BinStats`).
     """
+
     def term():
         nb = s.weight
         acc_sq = (s.sum_y**2 - s.diag_y) / (nb**2 - s.diag_weight)
@@ -306,17 +307,24 @@ def _point_metrics(s: BinStats, s_uniform: BinStats) -> dict:
 class SunInterval:
     """Confidence interval for the squared l2-ECE (Sun, Song, Sun, Zhao 2024; seed 002 Algorithm 1)."""
 
-    estimate: float  # T_m, debiased with 1/(n_b - 1)
-    low: float
-    high: float
-    includes_zero: bool
-    sigma1: float
-    case: int  # which branch of eq. (8)
+    # each a number, or an array of one per group for ``(G, bins)`` sums
+    estimate: float | np.ndarray  # T_m, debiased with 1/(n_b - 1)
+    low: float | np.ndarray
+    high: float | np.ndarray
+    includes_zero: bool | np.ndarray
+    sigma1: float | np.ndarray
+    case: int | np.ndarray  # which branch of eq. (8)
 
     def at(self, g: int) -> SunInterval:
         """Group ``g``'s interval, of an interval computed on ``(G, bins)`` sums."""
-        return SunInterval(float(self.estimate[g]), float(self.low[g]), float(self.high[g]),
-                           bool(self.includes_zero[g]), float(self.sigma1[g]), int(self.case[g]))
+        return SunInterval(
+            float(np.asarray(self.estimate)[g]),
+            float(np.asarray(self.low)[g]),
+            float(np.asarray(self.high)[g]),
+            bool(np.asarray(self.includes_zero)[g]),
+            float(np.asarray(self.sigma1)[g]),
+            int(np.asarray(self.case)[g]),
+        )
 
 
 @estimator("ece_l2_sq_debiased_sun")
@@ -326,8 +334,9 @@ def ece_l2_sq_sun_estimate(s: BinStats):
     ``n_b - 1`` is written ``(n_b^2 - diag_weight) / n_b``, the number of distinct pairs per element.
     Reduces over the last axis (the bins), like every estimator here.
     """
-    term = _masked_sum(lambda: s.weight * ((s.sum_y - s.sum_z) ** 2 - s.diag_u2) / (s.weight**2 - s.diag_weight),
-                       _has_pairs(s))
+    term = _masked_sum(
+        lambda: s.weight * ((s.sum_y - s.sum_z) ** 2 - s.diag_u2) / (s.weight**2 - s.diag_weight), _has_pairs(s)
+    )
     return _value(term / s.weight.sum(axis=-1))
 
 
@@ -354,8 +363,11 @@ def ece_l2_sq_sun_interval(s: BinStats, *, alpha: float) -> SunInterval:
         mean_u = (s.sum_y - s.sum_z) / s.weight
         var_u = np.maximum(s.sum_u2 / s.weight - mean_u**2, 0.0)
         p = s.weight / Wb
-    sigma1_sq = (_masked_sum(lambda: p * mean_u**4, ne) - _masked_sum(lambda: p * mean_u**2, ne) ** 2
-                 + 4.0 * _masked_sum(lambda: p * mean_u**2 * var_u, ne))
+    sigma1_sq = (
+        _masked_sum(lambda: p * mean_u**4, ne)
+        - _masked_sum(lambda: p * mean_u**2, ne) ** 2
+        + 4.0 * _masked_sum(lambda: p * mean_u**2 * var_u, ne)
+    )
     sigma1 = np.sqrt(np.maximum(sigma1_sq, 0.0))
 
     z_half = NormalDist().inv_cdf(1.0 - alpha / 2.0)
@@ -419,9 +431,16 @@ def binned_calibration(
         Optional callable invoked once per finished resample (progress bars).
     """
     steps = None if progress is None else lambda n: [progress() for _ in range(n)]
-    one = binned_calibration_groups([(y_true, y_prob, sample_weight, row_index)], n_bins=n_bins, strategy=strategy,
-                                    n_boot=n_boot, alpha=alpha, seed=seed, keep_replicates=keep_replicates,
-                                    progress=steps)
+    one = binned_calibration_groups(
+        [(y_true, y_prob, sample_weight, row_index)],
+        n_bins=n_bins,
+        strategy=strategy,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
+        keep_replicates=keep_replicates,
+        progress=steps,
+    )
     return one[0]
 
 
@@ -447,9 +466,18 @@ def _take(s: BinStats, index) -> BinStats:
     return BinStats(*(a[index] for a in s._arrays()))
 
 
-def binned_calibration_groups(groups: list, *, n_bins: int = 15, strategy: str = "uniform", n_boot: int = 0,
-                              alpha: float = 0.05, seed: int = 0, keep_replicates: bool = False, progress=None,
-                              on_chunks=None) -> list[CalibrationResult]:
+def binned_calibration_groups(
+    groups: list,
+    *,
+    n_bins: int = 15,
+    strategy: str = "uniform",
+    n_boot: int = 0,
+    alpha: float = 0.05,
+    seed: int = 0,
+    keep_replicates: bool = False,
+    progress=None,
+    on_chunks=None,
+) -> list[CalibrationResult]:
     """:func:`binned_calibration` of many groups of rows at once, one result per group: ``groups`` holds each
     group's ``(y_true, y_prob, sample_weight, row_index)`` (``row_index`` None: ``0..n-1``).
 
@@ -473,24 +501,38 @@ def binned_calibration_groups(groups: list, *, n_bins: int = 15, strategy: str =
     sizes = np.array([len(z) for _, z, _ in checked], dtype=np.int64)
     code = np.repeat(np.arange(G), sizes)
     y_all, z_all, w_all = (np.concatenate([c[j] for c in checked]) for j in range(3))
-    main_bin = uniform_bin_index(z_all, n_bins) if strategy == "uniform" else np.concatenate(
-        [b.assign(z) for b, (_, z, _) in zip(binnings, checked, strict=True)])
+    main_bin = (
+        uniform_bin_index(z_all, n_bins)
+        if strategy == "uniform"
+        else np.concatenate([b.assign(z) for b, (_, z, _) in zip(binnings, checked, strict=True)])
+    )
     w_bins = None if unweighted else w_all
     stats = _reshaped(bin_statistics(y_all, z_all, code * nb + main_bin, G * nb, w_bins), G)
-    stats_uniform = stats if strategy == "uniform" else _reshaped(
-        bin_statistics(y_all, z_all, code * n_bins + uniform_bin_index(z_all, n_bins), G * n_bins, w_bins), G)
+    stats_uniform = (
+        stats
+        if strategy == "uniform"
+        else _reshaped(
+            bin_statistics(y_all, z_all, code * n_bins + uniform_bin_index(z_all, n_bins), G * n_bins, w_bins), G
+        )
+    )
     if G == 1:  # one problem: (bins,) sums, whose estimates are the compressed sums they always were
         stats, stats_uniform = _take(stats, 0), _take(stats_uniform, 0)
     point = _point_metrics(stats, stats_uniform)
     sun = ece_l2_sq_sun_interval(stats, alpha=alpha)
     names = list(point)
 
-    ci = [{} for _ in range(G)]
-    replicates = [None] * G
+    ci: list[dict] = [{} for _ in range(G)]
+    replicates: list[dict | None] = [None] * G
     bin_replicates: list = [None] * G  # each group's per-bin resamples (main bins), kept with keep_replicates
     if n_boot > 0:
-        problems = SortedGroups([(y, z, w, np.arange(len(z)) if row is None else row)
-                                 for (y, z, w), (_, _, _, row) in zip(checked, groups, strict=True)], binnings, n_bins)
+        problems = SortedGroups(
+            [
+                (y, z, w, np.arange(len(z)) if row is None else row)
+                for (y, z, w), (_, _, _, row) in zip(checked, groups, strict=True)
+            ],
+            binnings,
+            n_bins,
+        )
         chunks = problems.chunks(group_chunk(n_boot, nb + (0 if strategy == "uniform" else n_bins)))
         if on_chunks is not None and len(chunks) > 1:
             on_chunks(len(chunks), chunks[0][1] - chunks[0][0])
@@ -500,8 +542,12 @@ def binned_calibration_groups(groups: list, *, n_bins: int = 15, strategy: str =
             if G == 1:
                 main, uniform = _take(main, 0), _take(uniform, 0)
             low_high, reps = summarise_replicates(
-                (main, uniform), names, alpha, keep_replicates=keep_replicates,
-                progress=None if progress is None else (lambda: progress(1)) if G == 1 else progress)
+                (main, uniform),
+                names,
+                alpha,
+                keep_replicates=keep_replicates,
+                progress=None if progress is None else (lambda: progress(1)) if G == 1 else progress,
+            )
             if G == 1:
                 ci[0], replicates[0] = low_high, reps
                 bin_replicates[0] = main if keep_replicates else None
@@ -517,19 +563,30 @@ def binned_calibration_groups(groups: list, *, n_bins: int = 15, strategy: str =
         s = stats if G == 1 else _take(stats, (g, slice(0, binning.n_bins_effective)))
         W = float(w.sum())
         point_g = point if G == 1 else {k: float(v[g]) for k, v in point.items()}
-        out.append(CalibrationResult(
-            n=len(z), weight_total=W, n_bins=n_bins, strategy=strategy, n_bins_nonempty=s.n_nonempty,
-            bin_bounds=binning.bounds(), bin_stats=s,
-            metrics=assemble_metrics(point_g, ci[g], method, sun if G == 1 else sun.at(g), W, alpha, n_bins),
-            alpha=alpha, n_boot=n_boot, replicates=replicates[g], bin_replicates=bin_replicates[g],
-        ))
+        out.append(
+            CalibrationResult(
+                n=len(z),
+                weight_total=W,
+                n_bins=n_bins,
+                strategy=strategy,
+                n_bins_nonempty=s.n_nonempty,
+                bin_bounds=binning.bounds(),
+                bin_stats=s,
+                metrics=assemble_metrics(point_g, ci[g], method, sun if G == 1 else sun.at(g), W, alpha, n_bins),
+                alpha=alpha,
+                n_boot=n_boot,
+                replicates=replicates[g],
+                bin_replicates=bin_replicates[g],
+            )
+        )
     return out
 
 
 def _reshaped(s: BinStats, G: int) -> BinStats:
     """Statistics of ``G * bins`` combined (group, bin) cells as ``(G, bins)``."""
-    return BinStats(*(None if a is None else a.reshape(G, -1) for a in (
-        s.count, s.weight, s.sum_z, s.sum_y, s.sum_u2, s.sum_log_loss, s.self_weight, s.self_y, s.self_u2)))
+    main = (a.reshape(G, -1) for a in (s.count, s.weight, s.sum_z, s.sum_y, s.sum_u2, s.sum_log_loss))
+    self_pairs = (None if a is None else a.reshape(G, -1) for a in (s.self_weight, s.self_y, s.self_u2))
+    return BinStats(*main, *self_pairs)
 
 
 def summarise_replicates(resamples, names: list[str], alpha: float, *, keep_replicates: bool = False, progress=None):
@@ -567,6 +624,7 @@ def summarise_replicates(resamples, names: list[str], alpha: float, *, keep_repl
         for _ in range(lead[0] if lead else 0):
             progress()
     low, high = percentile_intervals(np.moveaxis(reps, -1, -2), alpha)
+    ci: dict[str, tuple]  # (low, high): numbers, or arrays over the leading axes
     if len(lead) <= 1:
         ci = {k: (float(low[j]), float(high[j])) for j, k in enumerate(names)}
     else:
@@ -574,8 +632,9 @@ def summarise_replicates(resamples, names: list[str], alpha: float, *, keep_repl
     return ci, ({k: reps[..., j] for j, k in enumerate(names)} if keep_replicates else None)
 
 
-def assemble_metrics(point: dict, ci: dict, ci_method: str | None, sun: SunInterval, W: float, alpha: float,
-                     n_bins: int) -> dict[str, Metric]:
+def assemble_metrics(
+    point: dict, ci: dict, ci_method: str | None, sun: SunInterval, W: float, alpha: float, n_bins: int
+) -> dict[str, Metric]:
     """The :class:`Metric` objects of a binned report: estimates, intervals and the distribution-free bounds."""
     metrics = {}
     margin = hoeffding_margin(W, alpha)
@@ -585,12 +644,14 @@ def assemble_metrics(point: dict, ci: dict, ci_method: str | None, sun: SunInter
         if name == "ece_l1_plugin":
             kwargs = dict(
                 upper_bound=point[name] + margin,
-                upper_bound_method=f"distribution-free, seed 002 Thm 12.4: estimate + sqrt(2 log(1/delta)/n), delta={alpha:g}",
+                upper_bound_method="distribution-free, seed 002 Thm 12.4: estimate + sqrt(2 log(1/delta)/n), "
+                f"delta={alpha:g}",
             )
         elif name == "dce":
             kwargs = dict(
                 upper_bound=point[name] + 1.0 / n_bins + margin,
-                upper_bound_method=f"seed 002 Thm 12.10: estimate + 1/B + sqrt(2 log(1/delta)/n), delta={alpha:g}, B={n_bins}",
+                upper_bound_method=f"seed 002 Thm 12.10: estimate + 1/B + sqrt(2 log(1/delta)/n), delta={alpha:g}, "
+                f"B={n_bins}",
             )
         elif name == "ece_l2_sq_debiased_sun":
             kwargs = dict(
@@ -599,13 +660,19 @@ def assemble_metrics(point: dict, ci: dict, ci_method: str | None, sun: SunInter
                     f"{' (includes 0)' if sun.includes_zero else ''}, eq. (8) case {sun.case}"
                 ),
             )
-        metrics[name] = Metric(name=name, estimate=point[name], ci_low=lo, ci_high=hi,
-                               ci_method=ci_method if lo is not None else None, **kwargs)
+        metrics[name] = Metric(
+            name=name,
+            estimate=point[name],
+            ci_low=lo,
+            ci_high=hi,
+            ci_method=ci_method if lo is not None else None,
+            **kwargs,
+        )
     metrics["ece_l2_sq_sun_interval"] = Metric(
         name="ece_l2_sq_sun_interval",
-        estimate=sun.estimate,
-        ci_low=sun.low,
-        ci_high=sun.high,
+        estimate=float(sun.estimate),  # (one problem's interval: numbers)
+        ci_low=float(sun.low),
+        ci_high=float(sun.high),
         ci_method=f"Sun et al. 2024 (seed 002 Algorithm 1), eq. (8) case {sun.case}"
         + (", zero included" if sun.includes_zero else ""),
     )

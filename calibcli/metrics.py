@@ -10,11 +10,30 @@ too, loaded when asked for.
 from __future__ import annotations
 
 from calibcli.api import (  # noqa: F401  (the library's metric functions, where users find them)
-    ECE_ESTIMATORS, ECE_NAMES, NORMS, MetricResult, binned_metric, brier_decomposition, brier_score, clinical_test,
-    compute, dce, ece, log_loss, smooth_ece, sun_interval, tcal_test,
+    ECE_ESTIMATORS,
+    ECE_NAMES,
+    NORMS,
+    MetricResult,
+    binned_metric,
+    brier_decomposition,
+    brier_score,
+    clinical_test,
+    compute,
+    dce,
+    ece,
+    log_loss,
+    smooth_ece,
+    sun_interval,
+    tcal_test,
 )
 from calibcli.registry import (  # noqa: F401  (the registry's names)
-    _ENTRIES, REGISTRY, ClassRule, MetricInfo, aggregate_over_classes, describe, worse,
+    _ENTRIES,
+    REGISTRY,
+    ClassRule,
+    MetricInfo,
+    aggregate_over_classes,
+    describe,
+    worse,
 )
 
 

@@ -92,7 +92,9 @@ def binary_problems(
         z = probs[np.arange(len(probs)), pred]
         return [BinaryProblem("top-label", (pred == labels).astype(np.int64), z, sample_weight)]
     return [
-        BinaryProblem(f"class {names[k]}", (labels == k).astype(np.int64), np.ascontiguousarray(probs[:, k]), sample_weight, k)
+        BinaryProblem(
+            f"class {names[k]}", (labels == k).astype(np.int64), np.ascontiguousarray(probs[:, k]), sample_weight, k
+        )
         for k in range(K)
     ]
 

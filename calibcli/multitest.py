@@ -41,7 +41,9 @@ def _prepare(pvalues) -> np.ndarray:
     p = np.asarray(pvalues, dtype=np.float64)
     bad = ~np.isnan(p) & ((p < 0) | (p > 1))
     if bad.any():
-        raise CalibcliError(f"a p-value is {float(p[bad].reshape(-1)[0]):g}: expected values in [0, 1] (NaN: not tested)")
+        raise CalibcliError(
+            f"a p-value is {float(p[bad].reshape(-1)[0]):g}: expected values in [0, 1] (NaN: not tested)"
+        )
     return p
 
 

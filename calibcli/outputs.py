@@ -24,8 +24,8 @@ import re
 import secrets
 import stat
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterable, Iterator
 
 from calibcli.errors import CalibcliError
 
@@ -143,7 +143,9 @@ def stat_output(path: str, option: str | None) -> os.stat_result | None:
     except FileNotFoundError:
         return None
     except OSError as exc:  # a symlink loop, a component that is a file, no permission to look
-        raise CalibcliError(f"{describe_output(path, option)}: {exc.strerror.lower() if exc.strerror else exc}: name another file") from None
+        raise CalibcliError(
+            f"{describe_output(path, option)}: {exc.strerror.lower() if exc.strerror else exc}: name another file"
+        ) from None
 
 
 def claim(path: str, option: str | None) -> None:
@@ -190,7 +192,7 @@ def write_output(path: str, data: bytes | str, option: str | None = "output") ->
 
 
 @contextmanager
-def open_output(path: str, option: str | None = "output") -> Iterator["CheckedSink"]:
+def open_output(path: str, option: str | None = "output") -> Iterator[CheckedSink]:
     """A binary sink for ``path``, for outputs written piece by piece (tables batch by batch).
 
     ``-``: standard output. A regular file, a new path or a link to one: a temporary file beside the
@@ -213,7 +215,9 @@ def open_output(path: str, option: str | None = "output") -> Iterator["CheckedSi
         return
     found = stat_output(path, option)
     if found is not None and stat.S_ISDIR(found.st_mode):
-        raise CalibcliError(f"{describe_output(path, option)}: it is a directory: name a file (one inside it, for example)")
+        raise CalibcliError(
+            f"{describe_output(path, option)}: it is a directory: name a file (one inside it, for example)"
+        )
     if found is not None and not stat.S_ISREG(found.st_mode):  # a device or a FIFO: no temporary file, no rename
         try:
             handle = open(path, "wb")
@@ -236,18 +240,20 @@ def open_output(path: str, option: str | None = "output") -> Iterator["CheckedSi
     # it: an interrupt that lands just after the file is created (mkstemp returning, before a ``try``) would
     # otherwise leave it behind. 128 random bits make a name taken already a failure, not a retry.
     tmp = os.path.join(folder, f"{TEMP_PREFIX}{secrets.token_hex(16)}")
-    sink = None
+    temporary: CheckedSink | None = None  # (the sink of the temporary file, once it exists)
     try:
-        sink = CheckedSink(os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb"), path, option)
-        yield sink
-        sink.close()
+        temporary = CheckedSink(
+            os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb"), path, option
+        )
+        yield temporary
+        temporary.close()
         mode = stat.S_IMODE(found.st_mode) if found is not None else 0o666 & ~_umask()
         os.chmod(tmp, mode)  # the temporary is made 0600: the file keeps its permissions, a new one gets the usual
         os.replace(tmp, target)
     except BaseException as exc:
-        if sink is not None:
-            sink.discard()
-        if not isinstance(exc, FileExistsError) or sink is not None:  # (a name taken is not ours to remove)
+        if temporary is not None:
+            temporary.discard()
+        if not isinstance(exc, FileExistsError) or temporary is not None:  # (a name taken is not ours to remove)
             try:
                 os.unlink(tmp)
             except OSError:
@@ -266,10 +272,12 @@ def _check_writable_descriptor(fd: int, path: str, option: str | None) -> None:
     except OSError as exc:
         raise _failed(path, option, exc) from None
     if flags & os.O_ACCMODE == os.O_RDONLY:
-        raise CalibcliError(f"{describe_output(path, option)}: descriptor {fd} is open for reading only: name another file")
+        raise CalibcliError(
+            f"{describe_output(path, option)}: descriptor {fd} is open for reading only: name another file"
+        )
 
 
-def _descriptor_sink(fd: int, path: str, option: str | None) -> Iterator["CheckedSink"]:
+def _descriptor_sink(fd: int, path: str, option: str | None) -> Iterator[CheckedSink]:
     """A sink writing to a duplicate of descriptor ``fd`` (which stays open): what is buffered for stdout
     and stderr goes out first, so the file's content keeps the order of the run's output."""
     _check_writable_descriptor(fd, path, option)

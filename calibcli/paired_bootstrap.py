@@ -105,13 +105,31 @@ class JointCells:
             starts = np.flatnonzero(np.diff(cells[order], prepend=-1))
             totals = np.zeros((2 * n_bins, 2 * _V))
             # per cell: the sums of (w, w u, w u^2, w ll), then of w times each (w^2, w^2 u, w^2 u^2, w^2 ll)
-            np.add.at(totals, cells, np.concatenate([self.sums[:, side * _V:(side + 1) * _V],
-                                                     self.moments[:, side * _V, side * _V:(side + 1) * _V]], axis=1))
+            np.add.at(
+                totals,
+                cells,
+                np.concatenate(
+                    [
+                        self.sums[:, side * _V : (side + 1) * _V],
+                        self.moments[:, side * _V, side * _V : (side + 1) * _V],
+                    ],
+                    axis=1,
+                ),
+            )
             count = np.zeros(2 * n_bins)
             np.add.at(count, cells, c)
-            sides.append(dict(order=order, starts=starts, target=cells[order][starts], n_bins=n_bins, totals=totals,
-                              count=count, per_cell=np.zeros((n_boot, 2 * n_bins, _V)),
-                              count_star=np.zeros((n_boot, 2 * n_bins))))
+            sides.append(
+                dict(
+                    order=order,
+                    starts=starts,
+                    target=cells[order][starts],
+                    n_bins=n_bins,
+                    totals=totals,
+                    count=count,
+                    per_cell=np.zeros((n_boot, 2 * n_bins, _V)),
+                    count_star=np.zeros((n_boot, 2 * n_bins)),
+                )
+            )
         # a block of replicates at a time (about 4e6 numbers per block): the joint cells' draws, summed to each
         # input's cells at once
         block = max(1, int(4e6 // max(1, J * 2 * _V)))
@@ -129,11 +147,15 @@ class JointCells:
                 draws *= np.sqrt(scale)
                 draws += scale * mean[:, None, :]
             for side, sd in enumerate(sides):
-                values = draws[sd["order"], :, side * _V:(side + 1) * _V]
+                values = draws[sd["order"], :, side * _V : (side + 1) * _V]
                 sd["per_cell"][r0:r1, sd["target"]] = np.add.reduceat(values, sd["starts"], axis=0).transpose(1, 0, 2)
                 sd["count_star"][r0:r1, sd["target"]] = np.add.reduceat(c_star[:, sd["order"]], sd["starts"], axis=1)
-        out = [_bin_stats_replicates(sd["per_cell"], sd["count_star"], sd["count"], sd["totals"], sd["n_bins"],
-                                     self.weighted) for sd in sides]
+        out = [
+            _bin_stats_replicates(
+                sd["per_cell"], sd["count_star"], sd["count"], sd["totals"], sd["n_bins"], self.weighted
+            )
+            for sd in sides
+        ]
         return out[0], out[1]
 
 
@@ -183,9 +205,17 @@ def _bin_stats_replicates(per_cell, count_star, count, totals, n_bins: int, weig
     w_r, u_r, q_r, l_r, f_r, c_r = (a.reshape(-1, B, 2) for a in (W, U, Q, L, factor, count_star))
     self_w = f_r * w_r * ratio_w.reshape(B, 2)
     # every replicate at once: (R, bins, label) arrays summed over the label axis
-    return BinStats(np.rint(c_r.sum(axis=-1)).astype(np.int64), w_r.sum(axis=-1), w_r[..., 1] - u_r.sum(axis=-1),
-                    w_r[..., 1].copy(), q_r.sum(axis=-1), l_r.sum(axis=-1), self_weight=self_w.sum(axis=-1),
-                    self_y=self_w[..., 1].copy(), self_u2=(f_r * q_r * ratio_u2.reshape(B, 2)).sum(axis=-1))
+    return BinStats(
+        np.rint(c_r.sum(axis=-1)).astype(np.int64),
+        w_r.sum(axis=-1),
+        w_r[..., 1] - u_r.sum(axis=-1),
+        w_r[..., 1].copy(),
+        q_r.sum(axis=-1),
+        l_r.sum(axis=-1),
+        self_weight=self_w.sum(axis=-1),
+        self_y=self_w[..., 1].copy(),
+        self_u2=(f_r * q_r * ratio_u2.reshape(B, 2)).sum(axis=-1),
+    )
 
 
 class JointScores:
@@ -209,8 +239,13 @@ class JointScores:
     def replicates(self, n_boot: int, rng: np.random.Generator) -> tuple[dict, dict]:
         root = _psd_root(self.moments[None])[0]  # rounding-level eigenvalues as zeros: identical inputs draw alike
         reps = self.sums + rng.standard_normal((n_boot, 6)) @ root.T
-        baseline, candidate = ({"brier_score_multiclass": reps[:, 3 * s + 1] / reps[:, 3 * s],
-                                "log_loss_multiclass": reps[:, 3 * s + 2] / reps[:, 3 * s]} for s in (0, 1))
+        baseline, candidate = (
+            {
+                "brier_score_multiclass": reps[:, 3 * s + 1] / reps[:, 3 * s],
+                "log_loss_multiclass": reps[:, 3 * s + 2] / reps[:, 3 * s],
+            }
+            for s in (0, 1)
+        )
         return baseline, candidate
 
 
@@ -221,9 +256,13 @@ class JointState:
     def __init__(self, acc_a, acc_b):
         self.problems = []
         for pa, pb in zip(acc_a.problems, acc_b.problems, strict=True):
-            main = (JointCells(pa.binning.assign, pa.binning.n_bins_effective, pb.binning.assign,
-                               pb.binning.n_bins_effective)
-                    if pa.binning is not None and pb.binning is not None else None)
+            main = (
+                JointCells(
+                    pa.binning.assign, pa.binning.n_bins_effective, pb.binning.assign, pb.binning.n_bins_effective
+                )
+                if pa.binning is not None and pb.binning is not None
+                else None
+            )
             uniform = None
             if pa.strategy == "quantile":
                 n = pa.n_bins
@@ -237,18 +276,22 @@ class JointState:
         for cells, theirs in zip(self.problems, other.problems, strict=True):
             for mine, more in zip(cells, theirs, strict=True):
                 if mine is not None:
+                    assert more is not None  # (both sides have the same cells: one comparison's states)
                     mine.merge(more)
         if self.scores is not None:
+            assert other.scores is not None
             self.scores.sums += other.scores.sums
             self.scores.moments += other.scores.moments
         return self
 
     def update(self, a, b) -> None:
         """Aligned batches ``a`` and ``b`` (the same examples, row by row)."""
-        pa = binary_problems(a.labels, a.probs, mode=self.mode, sample_weight=a.sample_weight,
-                             class_names=self.class_names)
-        pb = binary_problems(b.labels, b.probs, mode=self.mode, sample_weight=b.sample_weight,
-                             class_names=self.class_names)
+        pa = binary_problems(
+            a.labels, a.probs, mode=self.mode, sample_weight=a.sample_weight, class_names=self.class_names
+        )
+        pb = binary_problems(
+            b.labels, b.probs, mode=self.mode, sample_weight=b.sample_weight, class_names=self.class_names
+        )
         for (main, uniform), qa, qb in zip(self.problems, pa, pb, strict=True):
             for cells in (main, uniform):
                 if cells is not None:

@@ -36,13 +36,30 @@ def run(family, sources: Sources, options, engine: EngineChoice = LOCAL) -> dict
 def run_plan(plan: Plan, sources: Sources, engine: EngineChoice = LOCAL) -> dict:
     """Run a family's :class:`~calibcli.families.Plan` over ``sources`` on ``engine``; returns the plan's document
     with one entry per input (or group)."""
-    evaluate_streams(plan.doc, sources.open(), plan.new, gate=plan.gate, n_boot=plan.n_boot, engine=engine.name,
-                     scheduler=engine.scheduler, workers=engine.workers)
+    evaluate_streams(
+        plan.doc,
+        sources.open(),
+        plan.new,
+        gate=plan.gate,
+        n_boot=plan.n_boot,
+        engine=engine.name,
+        scheduler=engine.scheduler,
+        workers=engine.workers,
+    )
     return plan.doc
 
 
-def evaluate_streams(doc: dict, streams, new_accumulator, *, gate, n_boot: int, engine: str = "local",
-                     scheduler: str | None = None, workers: int | None = None) -> None:
+def evaluate_streams(
+    doc: dict,
+    streams,
+    new_accumulator,
+    *,
+    gate,
+    n_boot: int,
+    engine: str = "local",
+    scheduler: str | None = None,
+    workers: int | None = None,
+) -> None:
     """Run every stream through accumulators made by ``new_accumulator(stream)`` and add one report
     entry per input (or group) to ``doc``: input, group, results (``to_dict``), per-entry gate; with
     groups, ``doc["groups"]`` gets the worst group and the spread of every headline metric.
@@ -105,6 +122,7 @@ def finish(pairs: list, labels: list[str], n_boot: int) -> list:
     title = f"bootstrap {labels[0]}" if len(accs) == 1 else f"bootstrap {len(accs)} groups"
     with progress_bar(total, title) as advance:
         if batched is not None and all(type(acc) is kind for acc in accs):
+
             def on_chunks(n_chunks: int, per_chunk: int) -> None:
                 advance.describe(f"{title} (in {n_chunks} chunks of {per_chunk} groups: the memory budget)")
 
@@ -164,22 +182,27 @@ def progress_bar(total: int, description: str):
     """Yield an ``advance(steps=1)`` callable (its ``describe(text)`` changes the bar's description); draws a
     rich bar on stderr only when stderr is a terminal."""
     if total <= 0 or not sys.stderr.isatty():
+
         def advance(steps=1):
             return None
 
-        advance.describe = lambda text: None
+        advance.describe = lambda text: None  # type: ignore[attr-defined]  # (the bar's relabel hook)
         yield advance
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn  # only on a terminal
 
     with Progress(
-        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        console=stderr_console(), transient=True,
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=stderr_console(),
+        transient=True,
     ) as bar:
         task = bar.add_task(description, total=total)
 
         def advance(steps=1):
             bar.advance(task, steps)
 
-        advance.describe = lambda text: bar.update(task, description=text)
+        advance.describe = lambda text: bar.update(task, description=text)  # type: ignore[attr-defined]  # (as above)
         yield advance

@@ -31,14 +31,24 @@ from calibcli.validation import check_option, check_options
 
 def column_spec(prob_col, prob_cols, label_col, weight_col, logits) -> ColumnSpec:
     """The column options as a :class:`~calibcli.io.ColumnSpec`."""
-    return ColumnSpec(prob_col=prob_col, prob_cols=tuple(prob_cols) if prob_cols else None, label_col=label_col,
-                      weight_col=weight_col, logits=logits)
-
+    return ColumnSpec(
+        prob_col=prob_col,
+        prob_cols=tuple(prob_cols) if prob_cols else None,
+        label_col=label_col,
+        weight_col=weight_col,
+        logits=logits,
+    )
 
 
 #: CLI flag of each calibrator option, and the methods that take it.
-_FLAGS = {"n_bins": "--n-bins", "strategy": "--strategy", "degree": "--degree", "interpolation": "--interpolation",
-          "clip": "--clip", "monotone": "--monotone"}
+_FLAGS = {
+    "n_bins": "--n-bins",
+    "strategy": "--strategy",
+    "degree": "--degree",
+    "interpolation": "--interpolation",
+    "clip": "--clip",
+    "monotone": "--monotone",
+}
 
 
 def method_options(methods: list[str], **given) -> dict[str, dict[str, Any]]:
@@ -57,8 +67,9 @@ def method_options(methods: list[str], **given) -> dict[str, dict[str, Any]]:
     for k in given:
         if not any(k in per_method[m] or (k == "clip" and "eps" in per_method[m]) for m in methods):
             users = [m for m in METHOD_NAMES if k in METHOD_OPTIONS[m] or (k == "clip" and m == "temperature")]
-            raise CalibcliError(f"{_FLAGS[k]} does not apply to --method {', '.join(methods)}: it is an option of "
-                                f"{', '.join(users)}")
+            raise CalibcliError(
+                f"{_FLAGS[k]} does not apply to --method {', '.join(methods)}: it is an option of {', '.join(users)}"
+            )
     if "strategy" in given:
         check_choice(given["strategy"], STRATEGIES, "--strategy")
     if "interpolation" in given:
@@ -120,8 +131,15 @@ def _open_one(path: str, spec, *, max_rows: int, input_format, drop_invalid: boo
     """The stream of one dataset (a file, a directory of shards, a glob, '-'); ``max_rows`` checked first."""
     if max_rows < 2:
         raise OptionError("max_rows", f"{{name}} is {max_rows}: expected at least 2 rows to fit on")
-    (stream,) = open_streams([path], spec, input_format=input_format, drop_invalid=drop_invalid, pool=False,
-                             batch_rows=batch_rows, group_by=())
+    (stream,) = open_streams(
+        [path],
+        spec,
+        input_format=input_format,
+        drop_invalid=drop_invalid,
+        pool=False,
+        batch_rows=batch_rows,
+        group_by=(),
+    )
     return stream
 
 
@@ -141,9 +159,19 @@ def fit_input(source, acc, *, method: str, mode, options: dict) -> tuple[_FitInp
     """The rows to fit ``method`` on, from a :class:`FitAccumulator`, and how they were chosen (for the report)."""
     stream, described = source
     labels, probs, w, how = acc.data(method, mode=mode, options=options)
-    loaded = _FitInput(described["path"], described, stream.n_classes, tuple(stream.class_names),
-                       tuple(stream.prob_columns), bool(stream.logits), stream.label_column, stream.weight_column,
-                       labels, probs, w)
+    loaded = _FitInput(
+        described["path"],
+        described,
+        stream.n_classes,
+        tuple(stream.class_names),
+        tuple(stream.prob_columns),
+        bool(stream.logits),
+        stream.label_column,
+        stream.weight_column,
+        labels,
+        probs,
+        w,
+    )
     return loaded, how
 
 
@@ -158,7 +186,7 @@ def _certificate(cal, alpha: float) -> dict | None:
     cals = cal.calibrators if isinstance(cal, MulticlassCalibrator) else (cal,)
     if not all(isinstance(c, HistogramCalibrator) for c in cals):
         return None
-    certs = [c.certificate(delta=alpha) for c in cals]
+    certs = [c.certificate(delta=alpha) for c in cals if isinstance(c, HistogramCalibrator)]  # (all of them)
     return {
         "theorem": "seed 002 Thm 12.6: E[ECE] <= sqrt(B/(2n)); ECE <= sqrt(B/n)/sqrt(2 delta) w.p. 1 - delta",
         "delta": alpha,
@@ -167,8 +195,10 @@ def _certificate(cal, alpha: float) -> dict | None:
         "expected_ece_bound": [c.expected_ece_bound for c in certs] if len(certs) > 1 else certs[0].expected_ece_bound,
         "ece_bound": [c.ece_bound for c in certs] if len(certs) > 1 else certs[0].ece_bound,
         "fixed_partition": certs[0].fixed_partition,
-        "note": None if certs[0].fixed_partition else
-        "quantile bins are cut on the same data: the theorem assumes a fixed partition, so the bounds are indicative",
+        "note": None
+        if certs[0].fixed_partition
+        else "quantile bins are cut on the same data: the theorem assumes a fixed partition, so the bounds are "
+        "indicative",
     }
 
 
@@ -182,12 +212,14 @@ EVALUATE_ESTIMATORS = {
     "brier_score": "mean (z - y)^2 (binary problem) or mean ||P - e_c||^2 (multiclass)",
     "log_loss": "mean -log p of the true class, clipped",
     "test": "the tcal command's test: T-Cal adaptive test (y-bootstrap null, Bonferroni over levels) or, for "
-            "unweighted predictions with at most sqrt(n) distinct values, the exact binomial test per value "
-            "(SPEC 4.4); T-Cal on at most --max-rows rows (the bottom-k sample beyond)",
+    "unweighted predictions with at most sqrt(n) distinct values, the exact binomial test per value "
+    "(SPEC 4.4); T-Cal on at most --max-rows rows (the bottom-k sample beyond)",
 }
 
-SPLIT_RULE = ("the fit part is the round(F n) rows with the smallest hash of (seed, global row index), the test part "
-              "every other row: the same rows whatever the batch size, file order or engine")
+SPLIT_RULE = (
+    "the fit part is the round(F n) rows with the smallest hash of (seed, global row index), the test part "
+    "every other row: the same rows whatever the batch size, file order or engine"
+)
 
 
 def evaluation(
@@ -233,32 +265,53 @@ def evaluation(
     check_option(n_boot >= 1, f"--n-boot is {n_boot}: expected at least 1 resample")
     check_options(ece_n_bins=ece_n_bins, alpha=alpha, holdout=holdout)  # the rules by name (validation._RULES)
     if (holdout is None) == (fit_file is None):
-        raise CalibcliError("pass either --holdout FRACTION (split FILE) or --fit TRAIN (fit on TRAIN, evaluate on FILE)")
-    options = method_options(methods, n_bins=n_bins, strategy=strategy, degree=degree, interpolation=interpolation,
-                             clip=clip, monotone=monotone)
+        raise CalibcliError(
+            "pass either --holdout FRACTION (split FILE) or --fit TRAIN (fit on TRAIN, evaluate on FILE)"
+        )
+    options = method_options(
+        methods,
+        n_bins=n_bins,
+        strategy=strategy,
+        degree=degree,
+        interpolation=interpolation,
+        clip=clip,
+        monotone=monotone,
+    )
     check_engine(engine, scheduler, workers)
     if max_rows < 2:
         raise OptionError("max_rows", f"{{name}} is {max_rows}: expected at least 2 rows to fit on")
     tcal_options = TcalOptions(n_boot=n_boot, alpha=alpha, seed=seed, discrete=discrete, max_rows=max_rows)
     spec = column_spec(prob_col, prob_cols, label_col, weight_col, logits)
     paths = [fit_file, file] if fit_file else [file]
-    streams = list(open_streams(paths, spec, input_format=input_format, drop_invalid=drop_invalid, pool=False,
-                                batch_rows=batch_rows, group_by=()))
+    streams = list(
+        open_streams(
+            paths,
+            spec,
+            input_format=input_format,
+            drop_invalid=drop_invalid,
+            pool=False,
+            batch_rows=batch_rows,
+            group_by=(),
+        )
+    )
     test_stream = streams[-1]
     with engine_runner(engine, scheduler, workers) as runner:
         n_workers = runner.workers
         if fit_file:
             train_stream = streams[0]
             if train_stream.n_classes != test_stream.n_classes or train_stream.class_names != test_stream.class_names:
-                raise CalibcliError(f"{train_stream.name} has classes {list(train_stream.class_names)} but "
-                                    f"{test_stream.name} has {list(test_stream.class_names)}: fit and test files must "
-                                    f"have the same classes")
+                raise CalibcliError(
+                    f"{train_stream.name} has classes {list(train_stream.class_names)} but "
+                    f"{test_stream.name} has {list(test_stream.class_names)}: fit and test files must "
+                    f"have the same classes"
+                )
             fit_acc, source = stream_fit_accumulator(runner, train_stream, max_rows=max_rows, seed=seed)
             binary = fit_acc.binary
             fit_described = source[1]
             split_rows = None
             split = {"kind": "files", "fit_path": fit_described["path"], "n_fit": fit_acc.n_rows}
         else:
+            assert holdout is not None  # (no --fit file: checked above)
             if held is None:  # the counting pass, then the fit part's (HoldoutSplit asks for a second pass)
                 entries, _ = runner.run(test_stream, lambda: holdout_split(holdout, seed=seed, max_rows=max_rows))
                 held = entries[0][1]
@@ -268,8 +321,10 @@ def evaluation(
             split_rows = {"seed": seed, "threshold": threshold}
             split = {"kind": "holdout", "fit_fraction": holdout, "n_fit": n_fit, "n_test": n - n_fit, "seed": seed}
         if binary and mode not in (None, "binary"):
-            raise CalibcliError(f"--mode {mode} needs one probability column per class, but the input has a single "
-                                f"probability column: use --mode binary, or pass --prob-cols for every class")
+            raise CalibcliError(
+                f"--mode {mode} needs one probability column per class, but the input has a single "
+                f"probability column: use --mode binary, or pass --prob-cols for every class"
+            )
         K = test_stream.n_classes
         eval_mode = mode or default_mode(K)
 
@@ -283,10 +338,15 @@ def evaluation(
 
         def new() -> EvaluateAccumulator:
             return EvaluateAccumulator(
-                calibrators=[(m, d) for m, _, d, _ in fitted], split=split_rows, mode=eval_mode, n_classes=K,
+                calibrators=[(m, d) for m, _, d, _ in fitted],
+                split=split_rows,
+                mode=eval_mode,
+                n_classes=K,
                 class_names=tuple(test_stream.class_names),
                 binned=BinnedOptions(n_bins=ece_n_bins, strategy=ece_strategy, n_boot=0, alpha=alpha, seed=seed),
-                smooth=SmoothOptions(n_boot=0, alpha=alpha, seed=seed), tcal=tcal_options)
+                smooth=SmoothOptions(n_boot=0, alpha=alpha, seed=seed),
+                tcal=tcal_options,
+            )
 
         entries, described = runner.run(test_stream, new)
         measured = _single(entries, new())
@@ -295,20 +355,44 @@ def evaluation(
     results, warnings = measured.rows()
     rows = [{"method": "uncalibrated", **results["uncalibrated"]}]
     for m, fit_mode, d, how in fitted:
-        rows.append({"method": m, "fit_mode": fit_mode, "options": options[m], **results[m],
-                     "params": _summary_params(d), "fit_rows": how})
+        rows.append(
+            {
+                "method": m,
+                "fit_mode": fit_mode,
+                "options": options[m],
+                **results[m],
+                "params": _summary_params(d),
+                "fit_rows": how,
+            }
+        )
 
-    doc = new_document("recalibrate evaluate", {
-        "methods": methods, "options": options, "mode": mode or "auto", "ece_n_bins": ece_n_bins,
-        "ece_strategy": ece_strategy, "edges_convention": EDGE_CONVENTION, "n_boot": n_boot, "alpha": alpha,
-        "seed": seed, "discrete": discrete, "max_rows": max_rows, "batch_rows": batch_rows, "engine": engine,
-        "workers": n_workers, "split": split, "split_rule": SPLIT_RULE if holdout is not None else None,
-        "estimators": EVALUATE_ESTIMATORS,
-    })
+    doc = new_document(
+        "recalibrate evaluate",
+        {
+            "methods": methods,
+            "options": options,
+            "mode": mode or "auto",
+            "ece_n_bins": ece_n_bins,
+            "ece_strategy": ece_strategy,
+            "edges_convention": EDGE_CONVENTION,
+            "n_boot": n_boot,
+            "alpha": alpha,
+            "seed": seed,
+            "discrete": discrete,
+            "max_rows": max_rows,
+            "batch_rows": batch_rows,
+            "engine": engine,
+            "workers": n_workers,
+            "split": split,
+            "split_rule": SPLIT_RULE if holdout is not None else None,
+            "estimators": EVALUATE_ESTIMATORS,
+        },
+    )
     for warning in warnings:
         warn(warning)
-    doc["files"].append({"input": described, "fit_input": fit_described, "split": split, "mode": eval_mode,
-                         "rows": rows})
+    doc["files"].append(
+        {"input": described, "fit_input": fit_described, "split": split, "mode": eval_mode, "rows": rows}
+    )
     return doc
 
 

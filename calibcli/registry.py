@@ -52,71 +52,214 @@ class MetricInfo:
 
 
 _ENTRIES = [
-    MetricInfo("ece_l1_plugin", "sum_b (n_b/n) |acc_b - conf_b| (Guo et al. 2017)", "2.2", "binned", combine=ClassRule(1)),
+    MetricInfo(
+        "ece_l1_plugin", "sum_b (n_b/n) |acc_b - conf_b| (Guo et al. 2017)", "2.2", "binned", combine=ClassRule(1)
+    ),
     MetricInfo("ece_l2_plugin", "sqrt(sum_b (n_b/n) (acc_b - conf_b)^2)", "2.2", "binned", combine=ClassRule(2)),
-    MetricInfo("ece_max_plugin", "max_b |acc_b - conf_b| over non-empty bins", "2.2", "binned", combine=ClassRule(math.inf)),
-    MetricInfo("ece_l2_sq_debiased_kumar", "Kumar et al. 2019 debiased squared l2 (can be < 0)", "2.2", "binned",
-               combine=ClassRule(0)),
-    MetricInfo("ece_l2_debiased_kumar", "sqrt(max(0, ece_l2_sq_debiased_kumar))", "2.2", "binned",
-               combine=ClassRule(0, of="ece_l2_sq_debiased_kumar", root=True)),
-    MetricInfo("ece_l2_sq_debiased_dpe", "T-Cal debiased plug-in estimator of the squared l2 (can be < 0)", "2.2", "binned",
-               combine=ClassRule(0)),
-    MetricInfo("ece_l2_debiased_dpe", "sqrt(max(0, ece_l2_sq_debiased_dpe))", "2.2", "binned",
-               combine=ClassRule(0, of="ece_l2_sq_debiased_dpe", root=True)),
-    MetricInfo("ece_l2_sq_debiased_sun", "Sun et al. 2024 debiased squared l2, 1/(n_b-1) form (can be < 0)", "2.4", "binned",
-               combine=ClassRule(0)),
+    MetricInfo(
+        "ece_max_plugin", "max_b |acc_b - conf_b| over non-empty bins", "2.2", "binned", combine=ClassRule(math.inf)
+    ),
+    MetricInfo(
+        "ece_l2_sq_debiased_kumar",
+        "Kumar et al. 2019 debiased squared l2 (can be < 0)",
+        "2.2",
+        "binned",
+        combine=ClassRule(0),
+    ),
+    MetricInfo(
+        "ece_l2_debiased_kumar",
+        "sqrt(max(0, ece_l2_sq_debiased_kumar))",
+        "2.2",
+        "binned",
+        combine=ClassRule(0, of="ece_l2_sq_debiased_kumar", root=True),
+    ),
+    MetricInfo(
+        "ece_l2_sq_debiased_dpe",
+        "T-Cal debiased plug-in estimator of the squared l2 (can be < 0)",
+        "2.2",
+        "binned",
+        combine=ClassRule(0),
+    ),
+    MetricInfo(
+        "ece_l2_debiased_dpe",
+        "sqrt(max(0, ece_l2_sq_debiased_dpe))",
+        "2.2",
+        "binned",
+        combine=ClassRule(0, of="ece_l2_sq_debiased_dpe", root=True),
+    ),
+    MetricInfo(
+        "ece_l2_sq_debiased_sun",
+        "Sun et al. 2024 debiased squared l2, 1/(n_b-1) form (can be < 0)",
+        "2.4",
+        "binned",
+        combine=ClassRule(0),
+    ),
     MetricInfo("ece_l2_sq_sun_interval", "Sun et al. 2024 confidence interval for the squared l2-ECE", "2.4", "binned"),
     MetricInfo("brier_score", "mean (z - y)^2", "2.3", "binned"),
     MetricInfo("brier_reliability", "sum_b (n_b/n) (conf_b - acc_b)^2 (Murphy decomposition)", "2.3", "binned"),
-    MetricInfo("brier_resolution", "sum_b (n_b/n) (acc_b - ybar)^2 (Murphy decomposition)", "2.3", "binned", better="higher"),
+    MetricInfo(
+        "brier_resolution", "sum_b (n_b/n) (acc_b - ybar)^2 (Murphy decomposition)", "2.3", "binned", better="higher"
+    ),
     MetricInfo("brier_uncertainty", "ybar (1 - ybar) (Murphy decomposition)", "2.3", "binned", better="none"),
     MetricInfo("brier_within_bin", "brier - (reliability - resolution + uncertainty)", "2.3", "binned", better="none"),
-    MetricInfo("brier_skill_score", "1 - brier / (ybar (1 - ybar)), climatology reference (Murphy 1973; Wilks)", "2.3",
-               "binned", better="higher", combine=ClassRule(1)),
+    MetricInfo(
+        "brier_skill_score",
+        "1 - brier / (ybar (1 - ybar)), climatology reference (Murphy 1973; Wilks)",
+        "2.3",
+        "binned",
+        better="higher",
+        combine=ClassRule(1),
+    ),
     MetricInfo("log_loss", "mean -log p(y), probabilities clipped to [eps, 1 - eps]", "2.3", "binned"),
-    MetricInfo("dce", "distance to calibration estimate on n_bins equal-width bins (seed 002)", "2.4", "binned",
-               combine=ClassRule(1)),
+    MetricInfo(
+        "dce",
+        "distance to calibration estimate on n_bins equal-width bins (seed 002)",
+        "2.4",
+        "binned",
+        combine=ClassRule(1),
+    ),
     MetricInfo("brier_score_multiclass", "mean ||P_i - e_{c_i}||^2", "2.3", "scores"),
     MetricInfo("log_loss_multiclass", "mean -log P_{i,c_i}, clipped to [eps, 1]", "2.3", "scores"),
-    MetricInfo("tcal_p_value", "T-Cal adaptive test's Monte Carlo p-value (Lee et al. 2023)", "4.2", "tcal", better="higher"),
-    MetricInfo("tcal_statistic", "T_m, the debiased plug-in statistic at the level with the smallest p-value", "4.1", "tcal"),
-    MetricInfo("binomial_p_value", "exact binomial test per distinct prediction, Bonferroni over the values", "4.4", "tcal",
-               better="higher"),
-    MetricInfo("cox_slope", "b of logit P(y=1) = a + b logit(p) (Cox 1958), Wald interval; 1 when calibrated",
-               "calibcli.clinical", "clinical", better="target", target=1.0),
-    MetricInfo("cox_intercept", "a of logit P(y=1) = a + b logit(p) (Cox 1958), fitted with the slope, Wald interval",
-               "calibcli.clinical", "clinical", better="target", target=0.0),
-    MetricInfo("calibration_in_the_large", "a of logit P(y=1) = a + logit(p), the slope fixed at 1 (Cox 1958), Wald "
-               "interval; 0 when calibrated", "calibcli.clinical", "clinical", better="target", target=0.0),
-    MetricInfo("ici", "integrated calibration index: weighted mean of |f(p) - p|, f the SmoothECE kernel regression "
-               "at s* (Austin & Steyerberg 2019, who use loess)", "calibcli.clinical", "clinical", combine=ClassRule(1)),
-    MetricInfo("e50", "weighted median of |f(p) - p| (Austin & Steyerberg 2019)", "calibcli.clinical", "clinical",
-               combine=ClassRule(1)),
-    MetricInfo("e90", "weighted 90th percentile of |f(p) - p| (Austin & Steyerberg 2019)", "calibcli.clinical",
-               "clinical", combine=ClassRule(1)),
-    MetricInfo("emax", "max of |f(p) - p| over the predictions (Austin & Steyerberg 2019)", "calibcli.clinical",
-               "clinical", combine=ClassRule(math.inf)),
-    MetricInfo("spiegelhalter_p_value", "Spiegelhalter (1986) Z test's two-sided p-value", "calibcli.clinical",
-               "clinical_test", better="higher"),
-    MetricInfo("spiegelhalter_z", "Z = sum w (y - p)(1 - 2p) / sqrt(sum w (1 - 2p)^2 p (1 - p)) (Spiegelhalter 1986)",
-               "calibcli.clinical", "clinical_test", better="target", target=0.0),
-    MetricInfo("hosmer_lemeshow_p_value", "Hosmer-Lemeshow test's chi-square (G - 2 df) p-value", "calibcli.clinical",
-               "clinical_test", better="higher"),
-    MetricInfo("hosmer_lemeshow_statistic", "C-hat = sum_g (O_g - E_g)^2 / (E_g (1 - E_g / n_g)) over deciles of risk "
-               "(Hosmer & Lemeshow 1980)", "calibcli.clinical", "clinical_test"),
-    MetricInfo("ecce_mad", "ECCE-MAD = max_k |C_k|, C_k = sum_{j<=k} w_j (y_j - s_j) in score order, weights normalised, "
-               "tie blocks (Arrieta-Ibarra et al. 2022); with ecce_mad_sigma (/ sqrt(sum w^2 s (1 - s))) and "
-               "ecce_mad_pvalue (sup |B|)", "9", "cumulative"),
-    MetricInfo("ecce_r", "ECCE-R = max_k C_k - min_k C_k (Kuiper type; Arrieta-Ibarra et al. 2022); with ecce_r_sigma "
-               "and ecce_r_pvalue (range of standard Brownian motion)", "9", "cumulative"),
-    MetricInfo("ecce_p_value", "p-value of ECCE-R/sigma from the law of the range of standard Brownian motion "
-               "(tcal --test ecce; Arrieta-Ibarra et al. 2022)", "9", "clinical_test", better="higher"),
-    MetricInfo("ecce_statistic", "ECCE-R/sigma: (max_k C_k - min_k C_k) / sqrt(sum w^2 s (1 - s)), C the cumulative "
-               "differences in score order (tcal --test ecce)", "9", "clinical_test"),
-    MetricInfo("smece", "SmoothECE (Blasiok & Nakkiran 2023): smECE at the fixed point sigma* = smECE_sigma*, "
-               "reflected Gaussian kernel on [0, 1]", "3", "smooth", combine=ClassRule(1)),
-    MetricInfo("smece_at_sigma", "smECE_sigma = int_0^1 |(1/W) sum_i w_i K_sigma(t, z_i) (y_i - z_i)| dt at the given "
-               "sigma, reflected Gaussian kernel on [0, 1]", "3", "smooth", combine=ClassRule(1)),
+    MetricInfo(
+        "tcal_p_value", "T-Cal adaptive test's Monte Carlo p-value (Lee et al. 2023)", "4.2", "tcal", better="higher"
+    ),
+    MetricInfo(
+        "tcal_statistic", "T_m, the debiased plug-in statistic at the level with the smallest p-value", "4.1", "tcal"
+    ),
+    MetricInfo(
+        "binomial_p_value",
+        "exact binomial test per distinct prediction, Bonferroni over the values",
+        "4.4",
+        "tcal",
+        better="higher",
+    ),
+    MetricInfo(
+        "cox_slope",
+        "b of logit P(y=1) = a + b logit(p) (Cox 1958), Wald interval; 1 when calibrated",
+        "calibcli.clinical",
+        "clinical",
+        better="target",
+        target=1.0,
+    ),
+    MetricInfo(
+        "cox_intercept",
+        "a of logit P(y=1) = a + b logit(p) (Cox 1958), fitted with the slope, Wald interval",
+        "calibcli.clinical",
+        "clinical",
+        better="target",
+        target=0.0,
+    ),
+    MetricInfo(
+        "calibration_in_the_large",
+        "a of logit P(y=1) = a + logit(p), the slope fixed at 1 (Cox 1958), Wald interval; 0 when calibrated",
+        "calibcli.clinical",
+        "clinical",
+        better="target",
+        target=0.0,
+    ),
+    MetricInfo(
+        "ici",
+        "integrated calibration index: weighted mean of |f(p) - p|, f the SmoothECE kernel regression "
+        "at s* (Austin & Steyerberg 2019, who use loess)",
+        "calibcli.clinical",
+        "clinical",
+        combine=ClassRule(1),
+    ),
+    MetricInfo(
+        "e50",
+        "weighted median of |f(p) - p| (Austin & Steyerberg 2019)",
+        "calibcli.clinical",
+        "clinical",
+        combine=ClassRule(1),
+    ),
+    MetricInfo(
+        "e90",
+        "weighted 90th percentile of |f(p) - p| (Austin & Steyerberg 2019)",
+        "calibcli.clinical",
+        "clinical",
+        combine=ClassRule(1),
+    ),
+    MetricInfo(
+        "emax",
+        "max of |f(p) - p| over the predictions (Austin & Steyerberg 2019)",
+        "calibcli.clinical",
+        "clinical",
+        combine=ClassRule(math.inf),
+    ),
+    MetricInfo(
+        "spiegelhalter_p_value",
+        "Spiegelhalter (1986) Z test's two-sided p-value",
+        "calibcli.clinical",
+        "clinical_test",
+        better="higher",
+    ),
+    MetricInfo(
+        "spiegelhalter_z",
+        "Z = sum w (y - p)(1 - 2p) / sqrt(sum w (1 - 2p)^2 p (1 - p)) (Spiegelhalter 1986)",
+        "calibcli.clinical",
+        "clinical_test",
+        better="target",
+        target=0.0,
+    ),
+    MetricInfo(
+        "hosmer_lemeshow_p_value",
+        "Hosmer-Lemeshow test's chi-square (G - 2 df) p-value",
+        "calibcli.clinical",
+        "clinical_test",
+        better="higher",
+    ),
+    MetricInfo(
+        "hosmer_lemeshow_statistic",
+        "C-hat = sum_g (O_g - E_g)^2 / (E_g (1 - E_g / n_g)) over deciles of risk (Hosmer & Lemeshow 1980)",
+        "calibcli.clinical",
+        "clinical_test",
+    ),
+    MetricInfo(
+        "ecce_mad",
+        "ECCE-MAD = max_k |C_k|, C_k = sum_{j<=k} w_j (y_j - s_j) in score order, weights normalised, "
+        "tie blocks (Arrieta-Ibarra et al. 2022); with ecce_mad_sigma (/ sqrt(sum w^2 s (1 - s))) and "
+        "ecce_mad_pvalue (sup |B|)",
+        "9",
+        "cumulative",
+    ),
+    MetricInfo(
+        "ecce_r",
+        "ECCE-R = max_k C_k - min_k C_k (Kuiper type; Arrieta-Ibarra et al. 2022); with ecce_r_sigma "
+        "and ecce_r_pvalue (range of standard Brownian motion)",
+        "9",
+        "cumulative",
+    ),
+    MetricInfo(
+        "ecce_p_value",
+        "p-value of ECCE-R/sigma from the law of the range of standard Brownian motion "
+        "(tcal --test ecce; Arrieta-Ibarra et al. 2022)",
+        "9",
+        "clinical_test",
+        better="higher",
+    ),
+    MetricInfo(
+        "ecce_statistic",
+        "ECCE-R/sigma: (max_k C_k - min_k C_k) / sqrt(sum w^2 s (1 - s)), C the cumulative "
+        "differences in score order (tcal --test ecce)",
+        "9",
+        "clinical_test",
+    ),
+    MetricInfo(
+        "smece",
+        "SmoothECE (Blasiok & Nakkiran 2023): smECE at the fixed point sigma* = smECE_sigma*, "
+        "reflected Gaussian kernel on [0, 1]",
+        "3",
+        "smooth",
+        combine=ClassRule(1),
+    ),
+    MetricInfo(
+        "smece_at_sigma",
+        "smECE_sigma = int_0^1 |(1/W) sum_i w_i K_sigma(t, z_i) (y_i - z_i)| dt at the given "
+        "sigma, reflected Gaussian kernel on [0, 1]",
+        "3",
+        "smooth",
+        combine=ClassRule(1),
+    ),
 ]
 
 #: Every metric by name, in report order.
@@ -146,6 +289,7 @@ def worse(name: str, a: float, b: float) -> bool:
     better = REGISTRY[name].better if name in REGISTRY else "lower"
     if better == "target":  # farther from the calibrated value (a slope of 1, an intercept of 0)
         target = REGISTRY[name].target
+        assert target is not None, f"{name} is judged by its distance to a target but declares none"
         return abs(a - target) > abs(b - target)
     return a < b if better == "higher" else a > b
 

@@ -20,10 +20,17 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from calibcli.errors import OptionError
 from calibcli.entries import (  # noqa: F401  (an entry's text, where callers have always found it)
-    Section, entry_label, entry_sections, fmt_interval, fmt_number, group_text, shortest_unique_suffixes, summary_sections,
+    Section,
+    entry_label,
+    entry_sections,
+    fmt_interval,
+    fmt_number,
+    group_text,
+    shortest_unique_suffixes,
+    summary_sections,
 )
+from calibcli.errors import OptionError
 from calibcli.registry import REGISTRY
 from calibcli.safe_text import for_markdown_cell, for_rich
 from calibcli.views import VIEWS, DetailTable, View, _level, _problem
@@ -33,7 +40,6 @@ LONG_COLUMNS = ("file", "group", "problem", "metric", "estimate", "ci_low", "ci_
 
 #: Beyond this many summary rows the summary is the default table layout.
 SUMMARY_AUTO = 3
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -46,9 +52,18 @@ def long_rows(doc: dict) -> list[dict]:
     for entry in doc["files"]:
         for problem, metrics in entry_sections(entry):
             for name, m in metrics.items():
-                rows.append({"file": entry["input"]["path"], "group": group_text(entry), "problem": problem, "metric": name,
-                             "estimate": m.get("estimate"), "ci_low": m.get("ci_low"), "ci_high": m.get("ci_high"),
-                             "bound": m.get("upper_bound")})
+                rows.append(
+                    {
+                        "file": entry["input"]["path"],
+                        "group": group_text(entry),
+                        "problem": problem,
+                        "metric": name,
+                        "estimate": m.get("estimate"),
+                        "ci_low": m.get("ci_low"),
+                        "ci_high": m.get("ci_high"),
+                        "bound": m.get("upper_bound"),
+                    }
+                )
     return rows
 
 
@@ -61,8 +76,12 @@ def render_csv(doc: dict) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(LONG_COLUMNS)
     for row in long_rows(doc):
-        writer.writerow(["" if row[c] is None else (repr(float(row[c])) if isinstance(row[c], float) else row[c])
-                         for c in LONG_COLUMNS])
+        writer.writerow(
+            [
+                "" if row[c] is None else (repr(float(row[c])) if isinstance(row[c], float) else row[c])
+                for c in LONG_COLUMNS
+            ]
+        )
     return buffer.getvalue()
 
 
@@ -71,8 +90,9 @@ def _md(text) -> str:
     return for_markdown_cell(text)
 
 
-def render_markdown(doc: dict, *, summary: bool | None = None, metrics: list[str] | None = None,
-                    sort: str | None = None) -> str:
+def render_markdown(
+    doc: dict, *, summary: bool | None = None, metrics: list[str] | None = None, sort: str | None = None
+) -> str:
     """A GitHub-flavoured markdown table: the long form (one row per metric, the interval beside the
     estimate), or the summary (one row per entry, an estimate and its interval per metric column)."""
     level = _level(doc) or "CI"
@@ -93,21 +113,28 @@ def render_markdown(doc: dict, *, summary: bool | None = None, metrics: list[str
     elif (view := VIEWS.get(doc["command"], View())).markdown_tables:  # the command's own tables (the audit's)
         for entry in doc["files"]:
             lines += [_md(line) for line in (view.entry_lines(doc, entry) if view.entry_lines else [])]
-            for t in view.tables(doc, entry):
+            for t in view.tables(doc, entry) if view.tables else []:
                 lines += ["", f"*{_md(t.title)}*", ""] if t.title else [""]
                 lines.append("| " + " | ".join(_md(name) for name, _ in t.columns) + " |")
                 lines.append("|" + "".join("---|" if just == "left" else "---:|" for _, just in t.columns))
                 lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in t.rows]
             lines.append("")
     else:
-        lines += [f"| file | group | problem | metric | estimate | {level} CI | bound |", "|---|---|---|---|---:|---:|---:|"]
-        for row in long_rows(doc):
-            lines.append(f"| {_md(row['file'])} | {_md(row['group'])} | {_md(row['problem'])} | `{row['metric']}` | "
-                         f"{fmt_number(row['estimate'])} | {fmt_interval(row['ci_low'], row['ci_high'])} | "
-                         f"{fmt_number(row['bound']) if row['bound'] is not None else ''} |")
+        lines += [
+            f"| file | group | problem | metric | estimate | {level} CI | bound |",
+            "|---|---|---|---|---:|---:|---:|",
+        ]
+        for r in long_rows(doc):
+            lines.append(
+                f"| {_md(r['file'])} | {_md(r['group'])} | {_md(r['problem'])} | `{r['metric']}` | "
+                f"{fmt_number(r['estimate'])} | {fmt_interval(r['ci_low'], r['ci_high'])} | "
+                f"{fmt_number(r['bound']) if r['bound'] is not None else ''} |"
+            )
     if "gate" in doc:
         g = doc["gate"]
-        lines += ["", f"Gate: **{'passed' if g['passed'] else 'failed'}**"] + [f"- {_md(f)}" for f in g.get("failures", [])]
+        lines += ["", f"Gate: **{'passed' if g['passed'] else 'failed'}**"] + [
+            f"- {_md(f)}" for f in g.get("failures", [])
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -154,8 +181,11 @@ def check_metric_names(doc: dict, names: list[str] | None, sort: str | None) -> 
     for option, wanted in (("metrics", names or []), ("sort", [sort] if sort else [])):
         unknown = [n for n in wanted if n not in have]
         if unknown:
-            raise OptionError(option, f"{{name}} names {', '.join(repr(n) for n in unknown)}, which this report does not have: "
-                                      f"expected some of {', '.join(have)}")
+            raise OptionError(
+                option,
+                f"{{name}} names {', '.join(repr(n) for n in unknown)}, which this report does not have: "
+                f"expected some of {', '.join(have)}",
+            )
 
 
 def default_metrics(doc: dict) -> list[str]:
@@ -163,7 +193,7 @@ def default_metrics(doc: dict) -> list[str]:
     have = available_metrics(doc)
     view = VIEWS.get(doc["command"])
     chosen = []
-    for alternatives in (view.summary_metrics if view else ()):
+    for alternatives in view.summary_metrics if view else ():
         found = next((n for n in alternatives.split("|") if n in have), None)
         if found:
             chosen.append(found)
@@ -184,7 +214,11 @@ def summary_table(doc: dict, *, metrics: list[str] | None = None, sort: str | No
     problems = {problem for _, problem, _ in pairs}
     view = VIEWS.get(doc["command"])
     problem_label = view.problem_label if view else "problem"
-    labels = ["file"] + (["group"] if has_group else []) + ([problem_label] if len(problems) > 1 or (view and view.summary_always) else [])
+    labels = (
+        ["file"]
+        + (["group"] if has_group else [])
+        + ([problem_label] if len(problems) > 1 or (view and view.summary_always) else [])
+    )
     table = SummaryTable(labels=labels, metrics=metrics)
     for entry, problem, values in pairs:
         row = [short[entry["input"]["path"]]]
@@ -204,6 +238,7 @@ def summary_table(doc: dict, *, metrics: list[str] | None = None, sort: str | No
             if est is None:
                 return (1, 0.0)
             if better == "target":  # closest to the calibrated value first
+                assert info is not None and info.target is not None, f"{sort} declares no target"
                 return (0, abs(est - info.target))
             return (0, -est if better == "higher" else est)
 
@@ -265,14 +300,24 @@ def _fit_names(names: list[str], budget: int) -> tuple[list[str], int]:
 
 
 def _summary_cells(table: SummaryTable) -> list[list[str]]:
-    return [[fmt_number(m.get("estimate")) + ("" if m.get("ci_low") is None else "\n" + fmt_interval(m.get("ci_low"), m.get("ci_high")))
-             if m else "-" for m in row.values] for row in table.rows]
+    return [
+        [
+            fmt_number(m.get("estimate"))
+            + ("" if m.get("ci_low") is None else "\n" + fmt_interval(m.get("ci_low"), m.get("ci_high")))
+            if m
+            else "-"
+            for m in row.values
+        ]
+        for row in table.rows
+    ]
 
 
 def _summary_width(table: SummaryTable, cells: list[list[str]], name_width: int) -> int:
     """Characters a rich table of these columns takes: each column its width + 2 padding + 1 rule, + 1 rule."""
-    widths = [max([len(table.metrics[j])] + [len(line) for c in cells for line in c[j].splitlines()])
-              for j in range(len(table.metrics))]
+    widths = [
+        max([len(table.metrics[j])] + [len(line) for c in cells for line in c[j].splitlines()])
+        for j in range(len(table.metrics))
+    ]
     other = [max([len(table.labels[i])] + [len(r.labels[i]) for r in table.rows]) for i in range(1, len(table.labels))]
     return sum(w + 3 for w in widths) + sum(w + 3 for w in other) + max(name_width, 4) + 3 + 1
 
@@ -293,7 +338,7 @@ def print_summary(doc: dict, console, table: SummaryTable, *, title: str | None,
     dropped: list[str] = []
     while not chosen and len(table.metrics) > 1 and fixed + floor + 3 > total:
         dropped.insert(0, table.metrics.pop())
-        for row, c in zip(table.rows, cells):
+        for row, c in zip(table.rows, cells, strict=True):
             row.values.pop()
             c.pop()
         fixed = _summary_width(table, cells, 0) - 4
@@ -312,14 +357,20 @@ def print_summary(doc: dict, console, table: SummaryTable, *, title: str | None,
         out.add_column(label, no_wrap=True)
     for name in table.metrics:
         out.add_column(name, justify="right", no_wrap=True)
-    for row, name, values in zip(table.rows, wrapped, cells):
+    for row, name, values in zip(table.rows, wrapped, cells, strict=True):
         out.add_row(for_rich(name), *[for_rich(v) for v in row.labels[1:]], *values)
     need = _summary_width(table, cells, name_width)
     if need > total:  # rather wider than the terminal than a broken name or number
         from rich.console import Console
 
-        wide = Console(file=console.file, highlight=False, soft_wrap=False, width=need, no_color=console.no_color,
-                       force_terminal=console.is_terminal)
+        wide = Console(
+            file=console.file,
+            highlight=False,
+            soft_wrap=False,
+            width=need,
+            no_color=console.no_color,
+            force_terminal=console.is_terminal,
+        )
         wide.print(out)
     else:
         console.print(out)
@@ -327,7 +378,7 @@ def print_summary(doc: dict, console, table: SummaryTable, *, title: str | None,
         console.print(for_rich("; ".join(notes)), soft_wrap=True)
 
 
-def print_metric_table(doc: dict, console, view: "View") -> None:
+def print_metric_table(doc: dict, console, view: View) -> None:
     """The long table: one row per entry, problem and metric, with a detail column."""
     from rich.table import Table
 
@@ -336,10 +387,15 @@ def print_metric_table(doc: dict, console, view: "View") -> None:
     if view.title:
         console.print(for_rich(view.title(doc)), soft_wrap=True)
     table = Table()
-    for col, just, wrap in (("file", "left", False), (view.problem_label, "left", False), ("metric", "left", False),
-                            ("estimate", "right", False), (f"{level} CI".strip(), "right", False),
-                            ("bound / note", "left", True)):
-        table.add_column(col, justify=just, no_wrap=not wrap, overflow="fold")
+    for col, just, wrap in (
+        ("file", "left", False),
+        (view.problem_label, "left", False),
+        ("metric", "left", False),
+        ("estimate", "right", False),
+        (f"{level} CI".strip(), "right", False),
+        ("bound / note", "left", True),
+    ):
+        table.add_column(col, justify="left" if just == "left" else "right", no_wrap=not wrap, overflow="fold")
     for entry in doc["files"]:
         group = group_text(entry)
         label = for_rich(short[entry["input"]["path"]] + (f" [{group}]" if group else ""))
@@ -351,15 +407,22 @@ def print_metric_table(doc: dict, console, view: "View") -> None:
                 if keep is not None and name not in keep:
                     continue
                 extra = view.detail(doc, name, m, problem, entry) if view.detail else (m.get("note") or "")
-                table.add_row(label if first else "", for_rich(str(problem)), name, fmt_number(m.get("estimate")),
-                              fmt_interval(m.get("ci_low"), m.get("ci_high")), for_rich(extra or ""))
+                table.add_row(
+                    label if first else "",
+                    for_rich(str(problem)),
+                    name,
+                    fmt_number(m.get("estimate")),
+                    fmt_interval(m.get("ci_low"), m.get("ci_high")),
+                    for_rich(extra or ""),
+                )
                 first = False
         table.add_section()
     console.print(table)
 
 
-def render_table(doc: dict, console, *, summary: bool | None = None, metrics: list[str] | None = None,
-                 sort: str | None = None) -> None:
+def render_table(
+    doc: dict, console, *, summary: bool | None = None, metrics: list[str] | None = None, sort: str | None = None
+) -> None:
     """Every command's table: its title, the metric table or the summary, its per-entry lines and detail
     tables, and the group and gate lines."""
 
@@ -367,8 +430,13 @@ def render_table(doc: dict, console, *, summary: bool | None = None, metrics: li
     for line in view.head(doc) if view.head else []:
         console.print(for_rich(line), soft_wrap=True)
     if use_summary(doc, summary):
-        print_summary(doc, console, summary_table(doc, metrics=metrics, sort=sort),
-                      title=view.title(doc) if view.title else None, chosen=bool(metrics))
+        print_summary(
+            doc,
+            console,
+            summary_table(doc, metrics=metrics, sort=sort),
+            title=view.title(doc) if view.title else None,
+            chosen=bool(metrics),
+        )
         lines_of = view.summary_lines
     else:
         if view.metric_table and any(entry_sections(e) for e in doc["files"]):
@@ -383,15 +451,21 @@ def render_table(doc: dict, console, *, summary: bool | None = None, metrics: li
     for line in view.tail(doc) if view.tail else []:
         console.print(for_rich(line), soft_wrap=True)
     if "groups" in doc and view.group_line:
-        line = view.group_line(doc)
-        if line:
-            console.print(for_rich(line), soft_wrap=True)
+        group_line = view.group_line(doc)
+        if group_line:
+            console.print(for_rich(group_line), soft_wrap=True)
     if "gate" in doc:
         g = doc["gate"]
         name = f"on {g['metric']}" if g.get("metric") else "--fail-on-reject"
         if "fail_if_any_segment" in g:  # the audit's gates
-            name = " and ".join(flag for flag, on in (("--fail-above-sigma", g["fail_above_sigma"] is not None),
-                                                      ("--fail-if-any-segment", g["fail_if_any_segment"])) if on)
+            name = " and ".join(
+                flag
+                for flag, on in (
+                    ("--fail-above-sigma", g["fail_above_sigma"] is not None),
+                    ("--fail-if-any-segment", g["fail_if_any_segment"]),
+                )
+                if on
+            )
         console.print(f"gate {name}: {'passed' if g['passed'] else 'FAILED'}")
 
 
@@ -400,16 +474,20 @@ def _print_detail_table(console, t: DetailTable) -> None:
 
     table = Table(title=for_rich(t.title) if t.title else t.title, title_justify="left")
     for name, just in t.columns:
-        table.add_column(for_rich(name), justify=just, overflow="fold")
+        table.add_column(for_rich(name), justify="left" if just == "left" else "right", overflow="fold")
     for row in t.rows:
         table.add_row(*[for_rich(c) for c in row])
     console.print(table)
 
 
-def render_metric_table(doc: dict, console, *, title: str, only: dict[str, tuple[str, ...]] | None = None,
-                        detail=None) -> None:
+def render_metric_table(
+    doc: dict, console, *, title: str, only: dict[str, tuple[str, ...]] | None = None, detail=None
+) -> None:
     """The long metric table with a given title (for callers outside :data:`VIEWS`); ``detail(name,
     metric dict, problem dict or None)`` gives the last column's text."""
-    view = View(title=lambda _doc: title, per_class=(only or {}).get("class"),
-                detail=(lambda _doc, name, m, section, entry: detail(name, m, _problem(entry, section))) if detail else None)
+    view = View(
+        title=lambda _doc: title,
+        per_class=(only or {}).get("class"),
+        detail=(lambda _doc, name, m, section, entry: detail(name, m, _problem(entry, section))) if detail else None,
+    )
     print_metric_table(doc, console, view)

@@ -8,21 +8,33 @@ file atomically. stdout carries data only; progress, warnings and gate messages 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from calibcli.errors import CalibcliError, GateFailed
-from calibcli.documents import (  # noqa: F401  (the document's shapes, where commands have always found them)
-    SCHEMA_VERSION, jsonable, metric_json, new_document, to_json,
-)
-from calibcli.render import (  # noqa: F401  (the renderer's names, where commands have always found them)
-    entry_label, entry_sections, fmt_interval, fmt_number, long_rows, render_csv, render_markdown,
-    render_metric_table, stderr_console, stdout_console,
-)
 from calibcli import render as rd
+from calibcli.documents import (  # noqa: F401  (the document's shapes, where commands have always found them)
+    SCHEMA_VERSION,
+    jsonable,
+    metric_json,
+    new_document,
+    to_json,
+)
+from calibcli.errors import CalibcliError, GateFailed
 from calibcli.io.targets import check_output_target
 from calibcli.outputs import stdout_claimed, write_output
 from calibcli.registry import REGISTRY, worse
+from calibcli.render import (  # noqa: F401  (the renderer's names, where commands have always found them)
+    entry_label,
+    entry_sections,
+    fmt_interval,
+    fmt_number,
+    long_rows,
+    render_csv,
+    render_markdown,
+    render_metric_table,
+    stderr_console,
+    stdout_console,
+)
 
 
 def check_output_path(path: str, flag: str | None = "--output", inputs=()) -> None:
@@ -57,13 +69,26 @@ class Layout:
     sort: str | None = None
 
     @classmethod
-    def of(cls, fmt: str = "table", as_json: bool = False, summary: bool | None = None, metrics=None,
-           sort: str | None = None) -> "Layout":
+    def of(
+        cls,
+        fmt: str = "table",
+        as_json: bool = False,
+        summary: bool | None = None,
+        metrics=None,
+        sort: str | None = None,
+    ) -> Layout:
         return cls("json" if as_json else fmt, summary, tuple(metrics) if metrics else None, sort)
 
 
-def emit(doc: dict, *, as_json: bool = False, output: str | None = None, fmt: str = "table", layout: Layout | None = None,
-         render: Callable[[dict, object], None] | None = None) -> None:
+def emit(
+    doc: dict,
+    *,
+    as_json: bool = False,
+    output: str | None = None,
+    fmt: str = "table",
+    layout: Layout | None = None,
+    render: Callable[[dict, object], None] | None = None,
+) -> None:
     """Write the JSON to ``output`` (atomically) and print the report on stdout in its layout: the table
     or the batch summary (:func:`calibcli.render.render_table`), the JSON, markdown or the tidy CSV.
 
@@ -78,11 +103,11 @@ def emit(doc: dict, *, as_json: bool = False, output: str | None = None, fmt: st
 
     if stdout_claimed():  # a file went to stdout ('-o -'): it carries nothing else
         return
-    options = {"summary": layout.summary, "metrics": list(layout.metrics) if layout.metrics else None, "sort": layout.sort}
+    metrics = list(layout.metrics) if layout.metrics else None
     if as_json or layout.fmt == "json":
         sys.stdout.write(text + "\n")
     elif layout.fmt == "markdown":
-        sys.stdout.write(rd.render_markdown(doc, **options))
+        sys.stdout.write(rd.render_markdown(doc, summary=layout.summary, metrics=metrics, sort=layout.sort))
     elif layout.fmt == "csv":
         sys.stdout.write(rd.render_csv(doc))
     else:
@@ -90,7 +115,7 @@ def emit(doc: dict, *, as_json: bool = False, output: str | None = None, fmt: st
         if render is not None:
             render(doc, console)
         else:
-            rd.render_table(doc, console, **options)
+            rd.render_table(doc, console, summary=layout.summary, metrics=metrics, sort=layout.sort)
         return
     sys.stdout.flush()
 
@@ -135,11 +160,25 @@ def check_gate(spec: GateSpec, file_label: str, metric: dict | None) -> dict:
                 f"{file_label}: upper end of the confidence interval of {spec.metric} = {upper:.6g} > "
                 f"{spec.fail_above_upper:g} (--fail-above-upper)"
             )
-    return {**spec.describe(), "estimate": est, "ci_high": metric.get("ci_high"), "passed": not failures, "failures": failures}
+    return {
+        **spec.describe(),
+        "estimate": est,
+        "ci_high": metric.get("ci_high"),
+        "passed": not failures,
+        "failures": failures,
+    }
 
 
-def emit_with_gates(doc: dict, spec: GateSpec, *, as_json: bool = False, output: str | None = None, render=None,
-                    fmt: str = "table", layout: Layout | None = None) -> None:
+def emit_with_gates(
+    doc: dict,
+    spec: GateSpec,
+    *,
+    as_json: bool = False,
+    output: str | None = None,
+    render=None,
+    fmt: str = "table",
+    layout: Layout | None = None,
+) -> None:
     """Summarise the gates, emit the report, then raise :class:`GateFailed` (exit 1) if a gate failed.
 
     The report is always written in full first, so a failed gate still leaves its evidence.
@@ -173,7 +212,9 @@ def group_summary(entries: list[dict], headline: dict[str, dict]) -> dict:
     names = [n for n in next(iter(headline.values())) if REGISTRY.get(n) is None or REGISTRY[n].better != "none"]
     out = {}
     for name in names:
-        values = [(label, m[name]["estimate"]) for label, m in headline.items() if m.get(name, {}).get("estimate") is not None]
+        values = [
+            (label, m[name]["estimate"]) for label, m in headline.items() if m.get(name, {}).get("estimate") is not None
+        ]
         if not values:
             continue
         worst_label, worst_value = values[0]
@@ -182,6 +223,10 @@ def group_summary(entries: list[dict], headline: dict[str, dict]) -> dict:
                 worst_label, worst_value = label, value
         estimates = [v for _, v in values]
         best = max(estimates) if name in REGISTRY and REGISTRY[name].better == "higher" else min(estimates)
-        out[name] = {"worst_group": worst_label, "worst": worst_value, "best": best,
-                     "spread": max(estimates) - min(estimates)}
+        out[name] = {
+            "worst_group": worst_label,
+            "worst": worst_value,
+            "best": best,
+            "spread": max(estimates) - min(estimates),
+        }
     return out

@@ -30,8 +30,10 @@ _MAX_MULTIPLICITY = 12
 
 #: 2^32 * P(M <= k) for k = 0..MAX-1: the inversion thresholds of Poisson(1).
 _THRESHOLDS = np.array(
-    [min(round(math.ldexp(sum(math.exp(-1.0) / math.factorial(j) for j in range(k + 1)), 32)), 2**32 - 1)
-     for k in range(_MAX_MULTIPLICITY)],
+    [
+        min(round(math.ldexp(sum(math.exp(-1.0) / math.factorial(j) for j in range(k + 1)), 32)), 2**32 - 1)
+        for k in range(_MAX_MULTIPLICITY)
+    ],
     dtype=np.uint64,
 ).astype(np.uint32)
 
@@ -75,9 +77,16 @@ _TABLE_BITS = 12
 #: Poisson(1) multiplicity of each value of the high ``_TABLE_BITS`` bits of ``u`` (float64), -1 where those bits
 #: do not settle it (a threshold falls inside the cell: 12 of the 4096 cells).
 _TABLE_SPLIT = np.zeros(1 << _TABLE_BITS, dtype=bool)
-_TABLE_SPLIT[(_THRESHOLDS[(_THRESHOLDS & ((1 << (32 - _TABLE_BITS)) - 1)) != 0] >> (32 - _TABLE_BITS)).astype(np.int64)] = True
-_CELL_FLOAT = np.where(_TABLE_SPLIT, -1.0, np.searchsorted(
-    _THRESHOLDS.astype(np.int64), np.arange(1 << _TABLE_BITS, dtype=np.int64) << (32 - _TABLE_BITS), side="right"))
+_TABLE_SPLIT[
+    (_THRESHOLDS[(_THRESHOLDS & ((1 << (32 - _TABLE_BITS)) - 1)) != 0] >> (32 - _TABLE_BITS)).astype(np.int64)
+] = True
+_CELL_FLOAT = np.where(
+    _TABLE_SPLIT,
+    -1.0,
+    np.searchsorted(
+        _THRESHOLDS.astype(np.int64), np.arange(1 << _TABLE_BITS, dtype=np.int64) << (32 - _TABLE_BITS), side="right"
+    ),
+)
 
 
 def _draws(x: np.ndarray, out: np.ndarray) -> np.ndarray:

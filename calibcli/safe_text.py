@@ -53,7 +53,9 @@ def _escape(ch: str) -> str:
     """One character as Python writes it in a string literal: ``\\n``, ``\\t``, ``\\x1b``, ``\\u202e``."""
     if ch == "\\":
         return "\\\\"
-    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch) or (
+        f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
+    )
 
 
 def for_matplotlib(text: object) -> str:

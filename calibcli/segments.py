@@ -61,7 +61,7 @@ class ColumnCoding:
             kept = tuple(str(_plain(v)) for v in self.values)
         else:
             bounds = (-math.inf, *self.edges, math.inf)
-            kept = tuple(f"[{_number(lo)}, {_number(hi)})" for lo, hi in zip(bounds[:-1], bounds[1:]))
+            kept = tuple(f"[{_number(lo)}, {_number(hi)})" for lo, hi in itertools.pairwise(bounds))
         return kept + ((OTHER,) if self.other else ()) + ((MISSING,) if self.missing else ())
 
     @property
@@ -88,7 +88,9 @@ class ColumnCoding:
             arr = arr.dictionary_decode()
         missing = np.asarray(arr.is_null(nan_is_null=True).to_numpy(zero_copy_only=False), dtype=bool)
         if self.kind == "numeric":
-            x = np.asarray(pc.fill_null(pc.cast(arr, pa.float64()), 0.0).to_numpy(zero_copy_only=False), dtype=np.float64)
+            x = np.asarray(
+                pc.fill_null(pc.cast(arr, pa.float64()), 0.0).to_numpy(zero_copy_only=False), dtype=np.float64
+            )
             codes = np.searchsorted(np.asarray(self.edges, dtype=np.float64), x, side="right").astype(np.int64)
         else:
             kept = pa.array(list(self.values)) if self.values else pa.array([], type=arr.type)
@@ -101,13 +103,17 @@ class ColumnCoding:
             codes = np.asarray(pc.fill_null(index, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
             if (codes[~missing] < 0).any():
                 if not self.other:  # only possible for values never seen when the coding was made
-                    raise CalibcliError(f"segment column {self.column!r} has a value its coding did not see: "
-                                        "code the column from all the rows it is applied to")
+                    raise CalibcliError(
+                        f"segment column {self.column!r} has a value its coding did not see: "
+                        "code the column from all the rows it is applied to"
+                    )
                 codes[(codes < 0) & ~missing] = len(self.values)
         if missing.any():
             if not self.missing:
-                raise CalibcliError(f"segment column {self.column!r} has missing values its coding did not see: "
-                                    "code the column from all the rows it is applied to")
+                raise CalibcliError(
+                    f"segment column {self.column!r} has missing values its coding did not see: "
+                    "code the column from all the rows it is applied to"
+                )
             codes[missing] = self.n_codes - 1
         return codes
 
@@ -156,11 +162,13 @@ def code_column(column: str, values, *, max_values: int, segment_bins: int) -> C
     if is_numeric_type(arr.type) and len(counts) > segment_bins:
         x = np.sort(np.asarray(present.to_numpy(zero_copy_only=False), dtype=np.float64))
         return numeric_coding(column, x, n_missing, segment_bins=segment_bins)
-    table = {v.as_py(): c.as_py() for v, c in zip(counts.field("values"), counts.field("counts"))}
+    table = {v.as_py(): c.as_py() for v, c in zip(counts.field("values"), counts.field("counts"), strict=True)}
     return categorical_coding(column, table, n_missing, max_values=max_values)
 
 
-def code_values(column: str, values: np.ndarray, *, max_values: int, segment_bins: int) -> tuple[ColumnCoding, np.ndarray]:
+def code_values(
+    column: str, values: np.ndarray, *, max_values: int, segment_bins: int
+) -> tuple[ColumnCoding, np.ndarray]:
     """The coding of one segment column and every row's code at once, from its values as the reader gives them
     (float64 with NaN for missing, or objects: str, int, bool, None for missing); the same coding as
     :func:`code_column`, without converting the values to Arrow and encoding them a second time: numbers are
@@ -178,14 +186,23 @@ def code_values(column: str, values: np.ndarray, *, max_values: int, segment_bin
             as_float = np.asarray(pd.to_numeric(values, errors="coerce"), dtype=np.float64)
             return _code_numbers(column, as_float, integral, max_values=max_values, segment_bins=segment_bins)
     elif values.dtype.kind in "iuf":
-        return _code_numbers(column, values.astype(np.float64), values.dtype.kind in "iu", max_values=max_values,
-                             segment_bins=segment_bins)
+        return _code_numbers(
+            column,
+            values.astype(np.float64),
+            values.dtype.kind in "iu",
+            max_values=max_values,
+            segment_bins=segment_bins,
+        )
     inverse, uniques = pd.factorize(values, use_na_sentinel=True)
     inverse = np.asarray(inverse, dtype=np.int64)
     missing = inverse < 0
     counts = np.bincount(inverse[~missing], minlength=len(uniques))
-    coding = categorical_coding(column, {_plain(u): int(c) for u, c in zip(uniques, counts)}, int(missing.sum()),
-                                max_values=max_values)
+    coding = categorical_coding(
+        column,
+        {_plain(u): int(c) for u, c in zip(uniques, counts, strict=True)},
+        int(missing.sum()),
+        max_values=max_values,
+    )
     position = {v: j for j, v in enumerate(coding.values)}
     other = len(coding.values)
     remap = np.array([position.get(_plain(u), other) for u in uniques], dtype=np.int64)
@@ -199,12 +216,12 @@ def _code_text(column: str, text: CodedText, *, max_values: int) -> tuple[Column
     present = text.codes >= 0
     counts = np.bincount(text.codes[present], minlength=len(text.values))
     n_missing = int(len(text.codes) - present.sum())
-    coding = categorical_coding(column, {v: int(c) for v, c in zip(text.values, counts, strict=True) if c},
-                                n_missing, max_values=max_values)
+    coding = categorical_coding(
+        column, {v: int(c) for v, c in zip(text.values, counts, strict=True) if c}, n_missing, max_values=max_values
+    )
     position = {v: j for j, v in enumerate(coding.values)}
     # each distinct value's code; the last entry is the empty cells' (-1 indexes it)
-    remap = np.array([position.get(v, len(coding.values)) for v in text.values] + [coding.n_codes - 1],
-                     dtype=np.int64)
+    remap = np.array([position.get(v, len(coding.values)) for v in text.values] + [coding.n_codes - 1], dtype=np.int64)
     return coding, remap[text.codes]
 
 
@@ -249,7 +266,9 @@ def _code_numbers(column: str, x: np.ndarray, integral: bool, *, max_values: int
         distinct = present[starts]
         counts = np.diff(np.r_[starts, len(present)])
         keys = [int(v) if integral else float(v) for v in distinct]
-        coding = categorical_coding(column, dict(zip(keys, counts.tolist())), n_missing, max_values=max_values)
+        coding = categorical_coding(
+            column, dict(zip(keys, counts.tolist(), strict=True)), n_missing, max_values=max_values
+        )
         kept = np.asarray(coding.values, dtype=np.float64)
         found = np.searchsorted(distinct, np.where(missing, distinct[0] if len(distinct) else 0.0, x))
         position = np.full(len(distinct), len(coding.values), dtype=np.int64)
@@ -275,8 +294,8 @@ class Partition:
         """Each row's segment in this partition (mixed radix of its columns' codes), in the smallest unsigned type
         that holds them (the ECCE's per-partition sort is a radix sort for 8- and 16-bit ids)."""
         dtype = next(t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if self.n_segments <= np.iinfo(t).max)
-        ids = np.zeros(n_rows, dtype=dtype)
-        for col, size in zip(self.columns, self.sizes):
+        ids: np.ndarray = np.zeros(n_rows, dtype=dtype)
+        for col, size in zip(self.columns, self.sizes, strict=True):
             ids *= dtype(size)
             ids += codes[col].astype(dtype, copy=False)
         return ids
@@ -303,5 +322,7 @@ def partitions(codings: list[ColumnCoding], depth: int) -> list[Partition]:
 
 def definition(codings: list[ColumnCoding], partition: Partition, segment: int) -> dict:
     """A segment as a report names it: ``{column: value or bin label}`` (``{}`` for the whole population)."""
-    return {codings[c].column: codings[c].definition(code) for c, code in zip(partition.columns,
-                                                                             partition.codes_of(segment))}
+    return {
+        codings[c].column: codings[c].definition(code)
+        for c, code in zip(partition.columns, partition.codes_of(segment), strict=True)
+    }

@@ -1,4 +1,6 @@
-"""calibcli in scikit-learn: a recalibrating meta-estimator and calibration scorers (``pip install "calibcli[sklearn]"``).
+"""calibcli in scikit-learn: a recalibrating meta-estimator and calibration scorers.
+
+Install with ``pip install "calibcli[sklearn]"``.
 
 - :class:`Recalibrator` wraps a classifier and recalibrates its ``predict_proba`` with any method of
   ``calibcli recalibrate`` (SPEC 5): on held-out data with the classifier already fitted (or wrapped in
@@ -16,21 +18,35 @@ from __future__ import annotations
 
 import os
 import warnings
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from calibcli.errors import CalibcliError
 from calibcli.api import compute
 from calibcli.calibrators import (
-    BinaryCalibrator, calibrator_from_dict, METHOD_OPTIONS, METHODS, MulticlassCalibrator, TemperatureCalibrator, VennAbersCalibrator, WEIGHTED_METHODS,
+    METHOD_OPTIONS,
+    METHODS,
+    WEIGHTED_METHODS,
+    BinaryCalibrator,
+    MulticlassCalibrator,
+    TemperatureCalibrator,
+    VennAbersCalibrator,
+    calibrator_from_dict,
 )
 from calibcli.calibrators.document import (
-    calibrator_document, calibrator_json, CALIBRATOR_KIND, CALIBRATOR_SCHEMA_VERSION, check_document, fit_arrays, load_calibrator,
+    CALIBRATOR_KIND,
+    CALIBRATOR_SCHEMA_VERSION,
+    calibrator_document,
+    calibrator_json,
+    check_document,
+    fit_arrays,
+    load_calibrator,
 )
 from calibcli.calibrators.files import parse_calibrator_json
 from calibcli.calibrators.multiclass import WRAP_MODES
+from calibcli.errors import CalibcliError
 from calibcli.outputs import write_output as write_atomic
 from calibcli.registry import REGISTRY
 
@@ -103,8 +119,22 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     'ece_l1_plugin'
     """
 
-    def __init__(self, estimator=None, method="isotonic", *, mode=None, cv=None, ensemble=False, n_bins=None,
-                 strategy=None, degree=None, interpolation=None, clip=None, monotone=None, seed=0):
+    def __init__(
+        self,
+        estimator=None,
+        method="isotonic",
+        *,
+        mode=None,
+        cv=None,
+        ensemble=False,
+        n_bins=None,
+        strategy=None,
+        degree=None,
+        interpolation=None,
+        clip=None,
+        monotone=None,
+        seed=0,
+    ):
         self.estimator = estimator
         self.method = method
         self.mode = mode
@@ -134,7 +164,9 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 continue
             if name not in takes:
                 users = [m for m in METHODS if name in METHOD_OPTIONS[m] or (name == "clip" and m == "temperature")]
-                raise ValueError(f"{name} does not apply to method {self.method!r}: it is an option of {', '.join(users)}")
+                raise ValueError(
+                    f"{name} does not apply to method {self.method!r}: it is an option of {', '.join(users)}"
+                )
             options["eps" if (name, self.method) == ("clip", "temperature") else name] = value
         return options
 
@@ -157,8 +189,10 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         options = self._method_options()
         X, y = indexable(X, y)
         if _num_samples(X) == 0:
-            raise ValueError(f"Found array with 0 sample(s) (shape={getattr(X, 'shape', (0,))}) while a minimum of 1 "
-                             f"is required by {type(self).__name__}.")
+            raise ValueError(
+                f"Found array with 0 sample(s) (shape={getattr(X, 'shape', (0,))}) while a minimum of 1 "
+                f"is required by {type(self).__name__}."
+            )
         y = column_or_1d(y, warn=True)
         check_classification_targets(y)
         w = None
@@ -167,12 +201,16 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             if len(w) != len(y):
                 raise ValueError(f"sample_weight has {len(w)} values but y has {len(y)}: expected one weight per row")
             if self.method not in WEIGHTED_METHODS:
-                raise ValueError(f"method {self.method!r} does not take sample weights: fit without them, or use one of "
-                                 f"{', '.join(WEIGHTED_METHODS)}")
+                raise ValueError(
+                    f"method {self.method!r} does not take sample weights: fit without them, or use one of "
+                    f"{', '.join(WEIGHTED_METHODS)}"
+                )
         if self.cv is None:
             if fit_params:
-                raise ValueError(f"fit parameters {sorted(fit_params)} are for the estimator's fit, which cv=None does "
-                                 f"not run (the estimator is fitted already): drop them, or pass cv to cross-fit")
+                raise ValueError(
+                    f"fit parameters {sorted(fit_params)} are for the estimator's fit, which cv=None does "
+                    f"not run (the estimator is fitted already): drop them, or pass cv to cross-fit"
+                )
             self._fit_prefit(X, y, w, options)
         else:
             self._fit_cross(X, y, w, options, fit_params)
@@ -180,7 +218,7 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         for attr in ("n_features_in_", "feature_names_in_"):
             if hasattr(first, attr):
                 setattr(self, attr, getattr(first, attr))
-        self._fitted = {"n": len(y), "weighted": w is not None, "options": options, "columns": None}
+        self._fitted: dict[str, Any] = {"n": len(y), "weighted": w is not None, "options": options, "columns": None}
         return self
 
     def _fit_prefit(self, X, y, w, options):
@@ -191,14 +229,17 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         except NotFittedError:
             raise NotFittedError(
                 f"{type(self.estimator).__name__} is not fitted: with cv=None the Recalibrator fits only the map, on "
-                f"data held out from the estimator's training; fit the estimator first (or wrap it in FrozenEstimator), "
-                f"or pass cv=5 to cross-fit both") from None
+                "data held out from the estimator's training; fit the estimator first (or wrap it in "
+                f"FrozenEstimator), or pass cv=5 to cross-fit both"
+            ) from None
         self.classes_ = np.asarray(self.estimator.classes_)
         labels = _encode(y, self.classes_)
         present = np.unique(labels)
         if len(present) < 2:  # a map fitted on one class is a constant (it was 0.0 without a word)
-            raise ValueError(f"y holds one class ({_value_text(self.classes_[present[0]])}): fitting the "
-                             f"recalibration map needs examples of at least 2 classes")
+            raise ValueError(
+                f"y holds one class ({_value_text(self.classes_[present[0]])}): fitting the "
+                f"recalibration map needs examples of at least 2 classes"
+            )
         cal, mode = self._fit_map(labels, _probabilities(self.estimator, X, self.classes_), w, options)
         self._set_pairs([(self.estimator, cal)], mode)
 
@@ -208,7 +249,9 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
-            raise ValueError(f"y holds one class ({_value_text(self.classes_[0])}): a classifier needs at least 2 classes")
+            raise ValueError(
+                f"y holds one class ({_value_text(self.classes_[0])}): a classifier needs at least 2 classes"
+            )
         labels = _encode(y, self.classes_)
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
         fitted = []
@@ -217,14 +260,18 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             fitted.append(self._fit_estimator(_safe_indexing(X, train), _safe_indexing(y, train), train_w, fit_params))
         if self.ensemble:
             pairs, mode = [], None
-            for est, (_, test) in zip(fitted, folds):
-                cal, mode = self._fit_map(labels[test], _probabilities(est, _safe_indexing(X, test), self.classes_),
-                                          None if w is None else w[test], options)
+            for est, (_, test) in zip(fitted, folds, strict=True):
+                cal, mode = self._fit_map(
+                    labels[test],
+                    _probabilities(est, _safe_indexing(X, test), self.classes_),
+                    None if w is None else w[test],
+                    options,
+                )
                 pairs.append((est, cal))
             self._set_pairs(pairs, mode)
             return
         P = np.empty((len(y), len(self.classes_)))
-        for est, (_, test) in zip(fitted, folds):
+        for est, (_, test) in zip(fitted, folds, strict=True):
             P[test] = _probabilities(est, _safe_indexing(X, test), self.classes_)
         cal, mode = self._fit_map(labels, P, w, options)
         self._set_pairs([(self._fit_estimator(X, y, w, fit_params), cal)], mode)
@@ -236,8 +283,12 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         if w is not None and has_fit_parameter(est, "sample_weight"):
             return est.fit(X, y, sample_weight=w, **fit_params)
         if w is not None:
-            warnings.warn(f"{type(est).__name__}.fit does not take sample_weight: the weights are used by the "
-                          f"recalibration map only", UserWarning, stacklevel=3)
+            warnings.warn(
+                f"{type(est).__name__}.fit does not take sample_weight: the weights are used by the "
+                f"recalibration map only",
+                UserWarning,
+                stacklevel=3,
+            )
         return est.fit(X, y, **fit_params)
 
     def _fit_map(self, labels, P, w, options):
@@ -261,10 +312,11 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         """Recalibrated class probabilities, ``(n, n_classes)``, rows summing to 1 (averaged over the pairs of an
         ensemble)."""
         check_is_fitted(self)
-        out = None
+        out: np.ndarray | None = None
         for est, cal in self.calibrated_classifiers_:
             P = _apply(cal, _probabilities(est, X, self.classes_))
             out = P if out is None else out + P
+        assert out is not None  # (a fitted Recalibrator holds at least one pair)
         return out / len(self.calibrated_classifiers_)
 
     def predict(self, X):
@@ -298,11 +350,12 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         if isinstance(cal, VennAbersCalibrator):
             return cal.predict_interval(P[:, 1])
         assert isinstance(cal, MulticlassCalibrator)
+        maps = [c for c in cal.calibrators if isinstance(c, VennAbersCalibrator)]  # (all of them: the method's)
         if cal.mode == "binary":
-            return cal.calibrators[0].predict_interval(P[:, 1])
+            return maps[0].predict_interval(P[:, 1])
         if cal.mode == "top-label":
-            return cal.calibrators[0].predict_interval(P.max(axis=1))
-        bounds = [c.predict_interval(P[:, k]) for k, c in enumerate(cal.calibrators)]
+            return maps[0].predict_interval(P.max(axis=1))
+        bounds = [c.predict_interval(P[:, k]) for k, c in enumerate(maps)]
         return np.column_stack([b[0] for b in bounds]), np.column_stack([b[1] for b in bounds])
 
     # -- the calibrator document -------------------------------------------------------------
@@ -324,8 +377,10 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         if len(self.calibrated_classifiers_) != 1:
-            raise ValueError("to_json saves one map: this Recalibrator holds one per fold (ensemble=True); "
-                             "fit with ensemble=False to save it")
+            raise ValueError(
+                "to_json saves one map: this Recalibrator holds one per fold (ensemble=True); "
+                "fit with ensemble=False to save it"
+            )
         info = self._fitted
         names = [str(c) for c in self.classes_]
         one_column = _takes_column(self.calibrator_)
@@ -341,19 +396,31 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         # what calibrator_document reads of the data a map was fitted on (a file's description, for the CLI)
         fitted_on = SimpleNamespace(
             path=f"calibcli.sklearn.Recalibrator: {type(model).__name__}.predict_proba",
-            n_classes=len(names), class_names=tuple(names), prob_columns=tuple(columns), logits=False,
-            label_column="label", weight_column="weight" if info["weighted"] else None, n_rows=info["n"],
-            n_rows_dropped=0, probs=np.empty((0,) if one_column else (0, len(names))),
+            n_classes=len(names),
+            class_names=tuple(names),
+            prob_columns=tuple(columns),
+            logits=False,
+            label_column="label",
+            weight_column="weight" if info["weighted"] else None,
+            n_rows=info["n"],
+            n_rows_dropped=0,
+            probs=np.empty((0,) if one_column else (0, len(names))),
         )
-        doc = calibrator_document(self.calibrator_, fitted_on, method=self.method, mode=self._map_mode,
-                                  options=info["options"], seed=self.seed)
+        doc = calibrator_document(
+            self.calibrator_,
+            fitted_on,
+            method=self.method,
+            mode=self._map_mode,
+            options=info["options"],
+            seed=self.seed,
+        )
         text = calibrator_json(doc)
         if path is not None:
             write_atomic(os.fspath(path), text + "\n")
         return text
 
     @classmethod
-    def from_json(cls, source, estimator) -> "Recalibrator":
+    def from_json(cls, source, estimator) -> Recalibrator:
         """A fitted Recalibrator from a calibrator document (``calibcli recalibrate fit``'s file, its text, or
         the parsed dict) and the fitted ``estimator`` whose ``predict_proba`` it recalibrates.
 
@@ -368,21 +435,32 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         check_is_fitted(estimator)
         classes = np.asarray(estimator.classes_)
         if len(classes) != doc["n_classes"]:
-            raise ValueError(f"the calibrator was fitted on {doc['n_classes']} classes ({doc['class_names']}) but "
-                             f"{type(estimator).__name__} has {len(classes)}")
+            raise ValueError(
+                f"the calibrator was fitted on {doc['n_classes']} classes ({doc['class_names']}) but "
+                f"{type(estimator).__name__} has {len(classes)}"
+            )
         options = {("clip" if k == "eps" else k): v for k, v in (doc.get("options") or {}).items()}
         mode = doc["mode"] if doc["mode"] in ("top-label", "marginal") else None
         if doc["mode"] == "binary" and not _takes_column(cal):
             mode = "binary"
-        self = cls(estimator, method=doc["method"], mode=mode, seed=int(doc.get("seed", 0)),
-                   **{k: v for k, v in options.items() if k in OPTION_PARAMS})
+        self = cls(
+            estimator,
+            method=doc["method"],
+            mode=mode,
+            seed=int(doc.get("seed", 0)),
+            **{k: v for k, v in options.items() if k in OPTION_PARAMS},
+        )
         self.classes_ = classes
         self._set_pairs([(estimator, cal)], doc["mode"])
         for attr in ("n_features_in_", "feature_names_in_"):
             if hasattr(estimator, attr):
                 setattr(self, attr, getattr(estimator, attr))
-        self._fitted = {"n": int(doc.get("n", 0)), "weighted": doc["columns"].get("weight") is not None,
-                        "options": dict(doc.get("options") or {}), "columns": list(doc["columns"]["probabilities"])}
+        self._fitted = {
+            "n": int(doc.get("n", 0)),
+            "weighted": doc["columns"].get("weight") is not None,
+            "options": dict(doc.get("options") or {}),
+            "columns": list(doc["columns"]["probabilities"]),
+        }
         return self
 
     def __sklearn_tags__(self):
@@ -408,11 +486,15 @@ def _parse(text: str) -> dict:
 def _document(doc: dict):
     """Validate a calibrator document given as a dict: the checks of ``load_calibrator`` on a file."""
     if not isinstance(doc, dict) or doc.get("kind") != CALIBRATOR_KIND:
-        raise CalibcliError(f"not a calibrator: the JSON has no \"kind\": \"{CALIBRATOR_KIND}\": expected the JSON "
-                            f"document written by `calibcli recalibrate fit`")
+        raise CalibcliError(
+            f'not a calibrator: the JSON has no "kind": "{CALIBRATOR_KIND}": expected the JSON '
+            f"document written by `calibcli recalibrate fit`"
+        )
     if doc.get("schema_version") != CALIBRATOR_SCHEMA_VERSION:
-        raise CalibcliError(f"calibrator schema version {doc.get('schema_version')!r} is not supported (this calibcli "
-                            f"reads version {CALIBRATOR_SCHEMA_VERSION})")
+        raise CalibcliError(
+            f"calibrator schema version {doc.get('schema_version')!r} is not supported (this calibcli "
+            f"reads version {CALIBRATOR_SCHEMA_VERSION})"
+        )
     cal = calibrator_from_dict(doc.get("calibrator"))
     check_document(doc, cal)
     return doc, cal
@@ -455,8 +537,10 @@ def _encode(y, classes: np.ndarray) -> np.ndarray:
     pos = np.clip(np.searchsorted(ordered, y), 0, len(classes) - 1)
     bad = ordered[pos] != y
     if np.any(bad):
-        raise ValueError(f"y holds the label {y[np.flatnonzero(bad)[0]].item()!r}, which is not one of the "
-                         f"estimator's classes {classes.tolist()}")
+        raise ValueError(
+            f"y holds the label {y[np.flatnonzero(bad)[0]].item()!r}, which is not one of the "
+            f"estimator's classes {classes.tolist()}"
+        )
     return order[pos].astype(np.int64)
 
 
@@ -480,8 +564,10 @@ class CalibrationScorer:
         if info is None:
             raise ValueError(f"unknown metric {metric!r}: expected one of {', '.join(REGISTRY)}")
         if info.better == "none":
-            raise ValueError(f"{metric} is a part of a decomposition, neither better when lower nor when higher: "
-                             f"score with brier_score, or a calibration error")
+            raise ValueError(
+                f"{metric} is a part of a decomposition, neither better when lower nor when higher: "
+                f"score with brier_score, or a calibration error"
+            )
         self.metric = metric
         self.kwargs = dict(kwargs)
         self.greater_is_better = info.better == "higher"

@@ -74,25 +74,31 @@ Differences from relplot 1.0.3 (``relplot.smECE``), all deliberate:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
-
-from calibcli.validation import (
-    check_alpha,
-    check_consistent_length,
-    check_options,
-    check_labels,
-    check_option,
-    check_probabilities,
-    check_sample_weight,
-)
 
 from calibcli.smooth_bootstrap import CellBootstrap as _CellBootstrap
 from calibcli.smooth_bootstrap import RowBootstrap as _RowBootstrap
 from calibcli.smooth_bootstrap import bootstrap_values_groups as _bootstrap_values_groups
 from calibcli.smooth_grid import (  # noqa: F401  (re-exported: calibcli.smooth is the public home)
+    BOOT_CELLS_PER_SIGMA,
+    CELLS_PER_SIGMA,
+    CHUNK_ROWS,
+    CI_METHOD_CELLS,
+    CI_METHOD_ROWS,
+    CURVE_POINTS,
+    DENSE_MAX_CELLS,
+    DENSITY_FLOOR,
+    FIXED_POINT_TOL,
+    MAX_GRID,
+    MIN_CELLS_PER_SIGMA,
+    MIN_GRID,
+    ROW_LIMIT,
+    STATS_GRID,
+    CellSums,
+    DenseSums,
     _abs_integral,
     _brent_root,
     _curve_on,
@@ -105,24 +111,16 @@ from calibcli.smooth_grid import (  # noqa: F401  (re-exported: calibcli.smooth 
     _smoothed_on_grid,
     _solve_fixed_point,
     _spectrum,
-    BOOT_CELLS_PER_SIGMA,
-    CELLS_PER_SIGMA,
-    CellSums,
-    CHUNK_ROWS,
-    CI_METHOD_CELLS,
-    CI_METHOD_ROWS,
-    CURVE_POINTS,
-    DENSE_MAX_CELLS,
-    DenseSums,
-    DENSITY_FLOOR,
-    FIXED_POINT_TOL,
-    MAX_GRID,
-    MIN_CELLS_PER_SIGMA,
-    MIN_GRID,
-    ROW_LIMIT,
-    STATS_GRID,
 )
-
+from calibcli.validation import (
+    check_alpha,
+    check_consistent_length,
+    check_labels,
+    check_option,
+    check_options,
+    check_probabilities,
+    check_sample_weight,
+)
 
 
 @dataclass(frozen=True)
@@ -241,13 +239,27 @@ def finish(
     :meth:`calibcli.accumulators.smooth.SmoothAccumulator.result` and the library functions call: the
     one-problem case of :func:`finish_groups`.
     """
-    return finish_groups([(sums, rows, n)], sigma=sigma, n_boot=n_boot, alpha=alpha, seed=seed,
-                         curve_points=curve_points,
-                         progress=None if progress is None else lambda steps=1: [progress() for _ in range(steps)])[0]
+    return finish_groups(
+        [(sums, rows, n)],
+        sigma=sigma,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
+        curve_points=curve_points,
+        progress=None if progress is None else lambda steps=1: [progress() for _ in range(steps)],
+    )[0]
 
 
-def finish_groups(problems: list, *, sigma: float | None = None, n_boot: int = 0, alpha: float = 0.05, seed: int = 0,
-                  curve_points: int | None = None, progress=None) -> list[SmoothECEResult]:
+def finish_groups(
+    problems: list,
+    *,
+    sigma: float | None = None,
+    n_boot: int = 0,
+    alpha: float = 0.05,
+    seed: int = 0,
+    curve_points: int | None = None,
+    progress=None,
+) -> list[SmoothECEResult]:
     """:func:`finish` of many problems (the groups of an input; ``(sums, rows, n)`` each) at once: each group's
     own fixed point, then every group's bootstrap replicates together (their fixed points one batched Brent
     search over the groups x replicates, :func:`calibcli.smooth_bootstrap.bootstrap_values_groups`); the same
@@ -258,7 +270,8 @@ def finish_groups(problems: list, *, sigma: float | None = None, n_boot: int = 0
         check_options(curve_points=curve_points)
     want_curve = curve_points is not None
     fixed = sigma is None
-    points, boots = [], []
+    points: list = []
+    boots: list[_RowBootstrap | _CellBootstrap] = []
     for sums, rows, _ in problems:  # each group's own fixed point (its grid refined as it needs)
         data = _GridData(sums, None if rows is None else rows[1:], want_curve=want_curve)
         check_option(data.weight_total > 0, "the rows' total weight is 0: SmoothECE needs rows of positive weight")
@@ -279,22 +292,34 @@ def finish_groups(problems: list, *, sigma: float | None = None, n_boot: int = 0
                 # half the full-data one.
                 bandwidth = s if not fixed else s / 2.0
                 boot_cells = _grid_level(bandwidth, BOOT_CELLS_PER_SIGMA) if bandwidth > 0 else n_cells
-                boots.append(_CellBootstrap(sums.coarsen(min(boot_cells, sums.n_cells)), want_curve=want_curve,
-                                            seed=seed))
+                boots.append(
+                    _CellBootstrap(sums.coarsen(min(boot_cells, sums.n_cells)), want_curve=want_curve, seed=seed)
+                )
     boot_values = [(None, None)] * len(problems)
     if n_boot > 0:
-        t = np.linspace(0.0, 1.0, int(curve_points)) if want_curve else None
-        boot_values = _bootstrap_values_groups(boots, sigma=None if fixed else points[0][1],
-                                               sigma_full=[p[1] for p in points], n_boot=n_boot, curve_t=t,
-                                               progress=progress)
-    return [_result(point, boot, replicates, curves, n=n, fixed=fixed, n_boot=n_boot, alpha=alpha,
-                    curve_points=curve_points)
-            for point, boot, (replicates, curves), (_, _, n) in zip(points, boots or [None] * len(points),
-                                                                   boot_values, problems, strict=True)]
+        t = np.linspace(0.0, 1.0, int(curve_points)) if curve_points is not None else None  # (want_curve)
+        boot_values = _bootstrap_values_groups(
+            boots,
+            sigma=None if fixed else points[0][1],
+            sigma_full=[p[1] for p in points],
+            n_boot=n_boot,
+            curve_t=t,
+            progress=progress,
+        )
+    boots_or_none: list[_RowBootstrap | _CellBootstrap | None] = list(boots) if boots else [None] * len(points)
+    return [
+        _result(
+            point, boot, replicates, curves, n=n, fixed=fixed, n_boot=n_boot, alpha=alpha, curve_points=curve_points
+        )
+        for point, boot, (replicates, curves), (_, _, n) in zip(
+            points, boots_or_none, boot_values, problems, strict=True
+        )
+    ]
 
 
-def _result(point, boot, replicates, curves, *, n: int, fixed: bool, n_boot: int, alpha: float,
-            curve_points: int | None) -> SmoothECEResult:
+def _result(
+    point, boot, replicates, curves, *, n: int, fixed: bool, n_boot: int, alpha: float, curve_points: int | None
+) -> SmoothECEResult:
     """One problem's :class:`SmoothECEResult` from its fixed point and its bootstrap replicates."""
     data, s, value, gap, n_cells, exact = point
     needs_finer = not exact and s * n_cells < MIN_CELLS_PER_SIGMA and n_cells < MAX_GRID
@@ -312,9 +337,21 @@ def _result(point, boot, replicates, curves, *, n: int, fixed: bool, n_boot: int
         if curves is not None:
             band_low, band_high = _percentiles(curves, alpha, axis=0)
         curve = SmoothCurve(
-            t=t, yhat=yhat, density=density, sigma=float(s), smece=float(value), sigma_is_fixed_point=fixed,
-            band_low=band_low, band_high=band_high, ci_low=ci_low, ci_high=ci_high, n_boot=n_boot,
-            alpha=float(alpha), n=int(n), weight_total=data.weight_total, ci_method=ci_method,
+            t=t,
+            yhat=yhat,
+            density=density,
+            sigma=float(s),
+            smece=float(value),
+            sigma_is_fixed_point=fixed,
+            band_low=band_low,
+            band_high=band_high,
+            ci_low=ci_low,
+            ci_high=ci_high,
+            n_boot=n_boot,
+            alpha=float(alpha),
+            n=int(n),
+            weight_total=data.weight_total,
+            ci_method=ci_method,
             needs_finer_grid=needs_finer,
         )
     return SmoothECEResult(
@@ -366,9 +403,13 @@ def seed_of(rng: np.random.Generator | int | None) -> int:
         return int(rng) & 0xFFFFFFFFFFFFFFFF
     bit_generator = rng.bit_generator
     seed_seq = getattr(bit_generator, "seed_seq", None)
-    if (isinstance(seed_seq, np.random.SeedSequence) and isinstance(seed_seq.entropy, int)
-            and not seed_seq.spawn_key and 0 <= seed_seq.entropy < 2**64
-            and type(bit_generator)(np.random.SeedSequence(seed_seq.entropy)).state == bit_generator.state):
+    if (
+        isinstance(seed_seq, np.random.SeedSequence)
+        and isinstance(seed_seq.entropy, int)
+        and not seed_seq.spawn_key
+        and 0 <= seed_seq.entropy < 2**64
+        and type(bit_generator)(np.random.SeedSequence(seed_seq.entropy)).state == bit_generator.state
+    ):
         return int(seed_seq.entropy)
     return int(rng.integers(0, 2**63))
 
@@ -384,6 +425,7 @@ def _one_batch(y_true, y_prob, sample_weight, **options) -> SmoothECEResult:
         result = finish(CellSums.of_rows(z, y, w, grid), rows, n=n, **options)
         if not result.needs_finer_grid:
             return result
+        assert result.finer_grid is not None, "a result that needs a finer grid names it"
         grid = result.finer_grid
 
 
@@ -422,8 +464,9 @@ def smooth_ece(
     :class:`calibcli.accumulators.smooth.SmoothAccumulator` fed the rows as one batch. ``progress``
     is called after each resample.
     """
-    return _one_batch(y_true, y_prob, sample_weight, sigma=sigma, n_boot=n_boot, alpha=alpha,
-                      seed=seed_of(rng), progress=progress)
+    return _one_batch(
+        y_true, y_prob, sample_weight, sigma=sigma, n_boot=n_boot, alpha=alpha, seed=seed_of(rng), progress=progress
+    )
 
 
 def smooth_curve(
@@ -446,5 +489,16 @@ def smooth_curve(
     resamples. The same ``rng`` seed gives the same interval as :func:`smooth_ece`.
     """
     check_options(n_points=n_points)
-    return _one_batch(y_true, y_prob, sample_weight, sigma=sigma, n_boot=n_boot, alpha=alpha,
-                      seed=seed_of(rng), curve_points=int(n_points), progress=progress).curve
+    curve = _one_batch(
+        y_true,
+        y_prob,
+        sample_weight,
+        sigma=sigma,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed_of(rng),
+        curve_points=int(n_points),
+        progress=progress,
+    ).curve
+    assert curve is not None, "curve_points asks for the curve"
+    return curve

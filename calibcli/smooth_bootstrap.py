@@ -12,7 +12,7 @@ than the block's (rows only) is solved again on that grid with the others that n
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -95,8 +95,9 @@ def abs_integral_rows(r: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------
 
 
-def brent_rows(f: Callable[[np.ndarray, np.ndarray], np.ndarray], a, b, fa, fb, *, xtol: float, rtol: float,
-               maxiter: int = 200) -> np.ndarray:
+def brent_rows(
+    f: Callable[[np.ndarray, np.ndarray], np.ndarray], a, b, fa, fb, *, xtol: float, rtol: float, maxiter: int = 200
+) -> np.ndarray:
     """Roots of many functions at once: ``f(rows, x)`` evaluates functions ``rows`` at points ``x``.
 
     Every root follows :func:`calibcli.smooth_grid._brent_root` step for step (Brent 1973, ch. 4), given
@@ -122,8 +123,14 @@ def brent_rows(f: Callable[[np.ndarray, np.ndarray], np.ndarray], a, b, fa, fb, 
         ST = np.where(same, B - A, ST)
         PR = np.where(same, B - A, PR)
         swap = np.abs(FC) < np.abs(FB)  # b must be the point with the smaller |f|
-        A, FA, B, FB, C, FC = (np.where(swap, B, A), np.where(swap, FB, FA), np.where(swap, C, B),
-                               np.where(swap, FC, FB), np.where(swap, B, C), np.where(swap, FB, FC))
+        A, FA, B, FB, C, FC = (
+            np.where(swap, B, A),
+            np.where(swap, FB, FA),
+            np.where(swap, C, B),
+            np.where(swap, FC, FB),
+            np.where(swap, B, C),
+            np.where(swap, FB, FC),
+        )
         tol = 0.5 * (xtol + rtol * np.abs(B))
         half = 0.5 * (C - B)
         converged = ~zero & (np.abs(half) <= tol)
@@ -174,8 +181,10 @@ def _run_deposits(positive, cell, s0, s1, s2, n_cells: int, want_curve: bool) ->
     lower_at, upper_at = (cell + offset).ravel(), (cell + 1 + offset).ravel()
 
     def deposit(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
-        return (np.bincount(lower_at, weights=lower.ravel(), minlength=R * size)
-                + np.bincount(upper_at, weights=upper.ravel(), minlength=R * size)).reshape(R, size)
+        return (
+            np.bincount(lower_at, weights=lower.ravel(), minlength=R * size)
+            + np.bincount(upper_at, weights=upper.ravel(), minlength=R * size)
+        ).reshape(R, size)
 
     w_lower, w_upper = s0 - s1, s1
     y_lower, y_upper = np.where(positive, w_lower, 0.0), np.where(positive, w_upper, 0.0)
@@ -249,16 +258,18 @@ class RowBootstrap:
         sums = []
         step = max(1, _BLOCK_ROWS // max(self.n, 1))
         for first in range(0, len(reps), step):
-            g = self.weights(reps[first:first + step])
+            g = self.weights(reps[first : first + step])
             gf = g * self.f
             s0 = np.add.reduceat(g, self.offsets, axis=1)
             s1 = np.add.reduceat(gf, self.offsets, axis=1)
             gf *= self.f
             sums.append((g.sum(axis=1), s0, s1, np.add.reduceat(gf, self.offsets, axis=1)))
-        total, s0, s1, s2 = (np.concatenate(part) for part in zip(*sums))
+        total, s0, s1, s2 = (np.concatenate(part) for part in zip(*sums, strict=True))
         with np.errstate(divide="ignore", invalid="ignore"):
-            deposits = [d / total[:, None] for d in
-                        _run_deposits(self.run_positive, self.run_cell, s0, s1, s2, self.n_cells, self.want_curve)]
+            deposits = [
+                d / total[:, None]
+                for d in _run_deposits(self.run_positive, self.run_cell, s0, s1, s2, self.n_cells, self.want_curve)
+            ]
         return Block(reps, deposits, total, self.n_cells, (self.z, self.y, self.weights))
 
 
@@ -319,8 +330,10 @@ class CellBootstrap:
         np.minimum(s2, s1, out=s2)  # f <= 1: sum g f^2 <= sum g f
         total = s0.sum(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            deposits = [d / total[:, None] for d in
-                        _run_deposits(self.positive, self.cell, s0, s1, s2, self.n_cells, self.want_curve)]
+            deposits = [
+                d / total[:, None]
+                for d in _run_deposits(self.positive, self.cell, s0, s1, s2, self.n_cells, self.want_curve)
+            ]
         return Block(reps, deposits, total, self.n_cells)
 
 
@@ -329,8 +342,14 @@ class CellBootstrap:
 # ----------------------------------------------------------------------------------------------
 
 
-def _fixed_points(residual: np.ndarray, lo: np.ndarray, guess: np.ndarray, n_cells: int, max_cells: int,
-                  refine: Callable[[np.ndarray, int], np.ndarray]):
+def _fixed_points(
+    residual: np.ndarray,
+    lo: np.ndarray,
+    guess: np.ndarray,
+    n_cells: int,
+    max_cells: int,
+    refine: Callable[[np.ndarray, int], np.ndarray],
+):
     """The fixed points ``s* = smECE_{s*}`` of resamples given by their residual deposits ``(N, n_cells + 1)``:
     for each, the steps of :func:`calibcli.smooth_grid._solve_fixed_point` (bracket ``[lo, 1]``, narrowed
     around ``guess`` where it lies inside; ``s*`` at an end of it or by Brent on ``smECE_s - s``), all at
@@ -363,17 +382,28 @@ def _fixed_points(residual: np.ndarray, lo: np.ndarray, guess: np.ndarray, n_cel
     s[need_b[gb >= 0]] = b[need_b[gb >= 0]]
     inner = need_b[~(gb >= 0)]
     if len(inner):
-        s[inner] = brent_rows(lambda local, x: g(inner[local], x), a[inner], b[inner], ga[inner], gb[~(gb >= 0)],
-                              xtol=1e-13, rtol=4 * np.finfo(float).eps)
+        s[inner] = brent_rows(
+            lambda local, x: g(inner[local], x),
+            a[inner],
+            b[inner],
+            ga[inner],
+            gb[~(gb >= 0)],
+            xtol=1e-13,
+            rtol=4 * np.finfo(float).eps,
+        )
     value = g(everyone, s) + s
     cells = np.full(N, n_cells)
     needed = np.array([min(_grid_level(float(v), BOOT_CELLS_PER_SIGMA), max_cells) for v in s], dtype=np.int64)
     finer = np.minimum(needed, 8 * n_cells)
     for grid in np.unique(finer[needed > n_cells]):
         pick = np.flatnonzero((needed > n_cells) & (finer == grid))
+
+        def refine_picked(local: np.ndarray, cells_: int, pick: np.ndarray = pick) -> np.ndarray:
+            return refine(pick[local], cells_)
+
         s[pick], value[pick], cells[pick] = _fixed_points(
-            refine(pick, int(grid)), lo[pick], s[pick], int(grid), max_cells,
-            lambda local, cells_, pick=pick: refine(pick[local], cells_))
+            refine(pick, int(grid)), lo[pick], s[pick], int(grid), max_cells, refine_picked
+        )
     return s, value, cells
 
 
@@ -401,8 +431,9 @@ def bootstrap_values(boot, *, sigma, sigma_full, n_boot, curve_t=None, progress=
     """smECE of each replicate (and its kernel regression on ``curve_t`` when given), a block at a time:
     the one-problem case of :func:`bootstrap_values_groups` (``progress()`` once per replicate)."""
     steps = None if progress is None else lambda n: [progress() for _ in range(n)]
-    return bootstrap_values_groups([boot], sigma=sigma, sigma_full=[sigma_full], n_boot=n_boot, curve_t=curve_t,
-                                   progress=steps)[0]
+    return bootstrap_values_groups(
+        [boot], sigma=sigma, sigma_full=[sigma_full], n_boot=n_boot, curve_t=curve_t, progress=steps
+    )[0]
 
 
 def bootstrap_values_groups(boots: list, *, sigma, sigma_full, n_boot: int, curve_t=None, progress=None) -> list:
@@ -428,7 +459,7 @@ def bootstrap_values_groups(boots: list, *, sigma, sigma_full, n_boot: int, curv
         # full block (its cost is the FFTs, which run fastest in the caches); several when each has few resamples
         per_chunk = max(1, _BLOCK_VALUES // (min(size, n_boot) * (n_cells + 1)))
         for c0 in range(0, len(members), per_chunk):
-            chunk = members[c0:c0 + per_chunk]
+            chunk = members[c0 : c0 + per_chunk]
             for first in range(0, n_boot, size):
                 cancel.check()  # a signal stops the bootstrap here (this may run in a diagram's worker thread)
                 reps = np.arange(first, min(first + size, n_boot))
@@ -439,8 +470,9 @@ def bootstrap_values_groups(boots: list, *, sigma, sigma_full, n_boot: int, curv
     return list(zip(values, curves, strict=True))
 
 
-def _solve_block(blocks: list, chunk: list, values: list, curves: list, sigma, sigma_full, n_cells: int,
-                 max_cells: int, curve_t) -> None:
+def _solve_block(
+    blocks: list, chunk: list, values: list, curves: list, sigma, sigma_full, n_cells: int, max_cells: int, curve_t
+) -> None:
     """The smECE (and curves) of one block of replicates of each group of ``chunk``, into ``values``/``curves``."""
     oks = [np.flatnonzero(block.total > 0) for block in blocks]  # the others drew only rows of weight 0
     owner = np.repeat(np.arange(len(blocks)), [len(ok) for ok in oks])  # each row's block
@@ -468,8 +500,9 @@ def _solve_block(blocks: list, chunk: list, values: list, curves: list, sigma, s
 
         if len(solve):
             guess = np.array([float(sigma_full[g]) for g in chunk])[owner[solve]]
-            s[solve], value[solve], cells[solve] = _fixed_points(residual[solve], lo[solve], guess, n_cells, max_cells,
-                                                                 refine)
+            s[solve], value[solve], cells[solve] = _fixed_points(
+                residual[solve], lo[solve], guess, n_cells, max_cells, refine
+            )
     else:
         s = np.full(len(owner), float(sigma))
         value = abs_integral_rows(smoothed_rows(spectra(residual), s))

@@ -11,7 +11,7 @@ method and the fixed point ``s* = smECE_{s*}``. Every public name is importable 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -155,7 +155,7 @@ class CellSums(ArrayState):
         self.w, self.wf, self.wf2, self.wf3, self.ww = w, wf, wf2, wf3, ww
 
     @classmethod
-    def empty(cls, n_cells: int) -> "CellSums":
+    def empty(cls, n_cells: int) -> CellSums:
         none = np.empty(0)
         return cls(n_cells, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), None, none, none, none, None)
 
@@ -168,7 +168,9 @@ class CellSums(ArrayState):
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.key, self.count, self.w, self.wf, self.wf2, self.wf3, self.ww) if a is not None)
+        return sum(
+            a.nbytes for a in (self.key, self.count, self.w, self.wf, self.wf2, self.wf3, self.ww) if a is not None
+        )
 
     def field(self, name: str) -> np.ndarray:
         """One of the sums; ``w`` and ``ww`` as floats even for unit weights."""
@@ -178,7 +180,7 @@ class CellSums(ArrayState):
     # -- building and adding -----------------------------------------------------------------
 
     @classmethod
-    def of_rows(cls, z: np.ndarray, y: np.ndarray, w: np.ndarray | None, n_cells: int) -> "CellSums":
+    def of_rows(cls, z: np.ndarray, y: np.ndarray, w: np.ndarray | None, n_cells: int) -> CellSums:
         """The sums of rows ``(z, y, w)`` (``w`` None for unit weights), in chunks of CHUNK_ROWS rows
         (densely, as :class:`DenseSums` adds a batch, on grids of at most ``DENSE_MAX_CELLS`` cells)."""
         if n_cells <= DENSE_MAX_CELLS:
@@ -192,7 +194,7 @@ class CellSums(ArrayState):
         return cls.combine(parts, n_cells)
 
     @classmethod
-    def _of_chunk(cls, z, y, w, n_cells: int) -> "CellSums":
+    def _of_chunk(cls, z, y, w, n_cells: int) -> CellSums:
         x = z * n_cells
         j = np.floor(x).astype(np.int64)
         np.minimum(j, n_cells - 1, out=j)
@@ -205,7 +207,7 @@ class CellSums(ArrayState):
         return cls._group(key, None, columns, n_cells)
 
     @classmethod
-    def _group(cls, key, count, columns, n_cells: int) -> "CellSums":
+    def _group(cls, key, count, columns, n_cells: int) -> CellSums:
         """Sum entries of equal key: ``count`` (None: one per entry) and the five columns (None: equal to the count)."""
         if len(key) == 0:
             return cls.empty(n_cells)
@@ -227,7 +229,7 @@ class CellSums(ArrayState):
         return cls(n_cells, sorted_key[starts], counts, *sums)
 
     @classmethod
-    def combine(cls, parts: list["CellSums"], n_cells: int) -> "CellSums":
+    def combine(cls, parts: list[CellSums], n_cells: int) -> CellSums:
         """The sums of several parts of disjoint rows (same grid)."""
         parts = [p for p in parts if len(p)]
         if any(p.n_cells != n_cells for p in parts):
@@ -238,7 +240,7 @@ class CellSums(ArrayState):
             return parts[0]
         key = np.concatenate([p.key for p in parts])
         count = np.concatenate([p.count for p in parts])
-        columns = []
+        columns: list[np.ndarray | None] = []
         for name in _FIELDS:
             if name in ("w", "ww") and not any(p.weighted for p in parts):
                 columns.append(None)
@@ -246,7 +248,7 @@ class CellSums(ArrayState):
                 columns.append(np.concatenate([p.field(name) for p in parts]))
         return cls._group(key, count, columns, n_cells)
 
-    def coarsen(self, n_cells: int) -> "CellSums":
+    def coarsen(self, n_cells: int) -> CellSums:
         """The same rows' sums on a grid of ``n_cells`` cells (a power of two dividing this grid's)."""
         if n_cells == self.n_cells:
             return self
@@ -317,10 +319,10 @@ class CellSums(ArrayState):
             c = np.bincount(cell, weights=q, minlength=m)
             ext = np.zeros(m + 3)  # nodes -1 .. m + 1
             ext[0:m] -= c
-            ext[1:m + 1] += c
-            ext[2:m + 2] += c
-            ext[3:m + 3] -= c
-            out = ext[1:m + 2].copy()
+            ext[1 : m + 1] += c
+            ext[2 : m + 2] += c
+            ext[3 : m + 3] -= c
+            out = ext[1 : m + 2].copy()
             out[1] += ext[0]  # node -1 is the reflection of node 1
             out[m - 1] += ext[m + 2]  # node m + 1 that of node m - 1
             correction.append(out)
@@ -354,7 +356,8 @@ class DenseSums(ArrayState):
         self.rows = 0
         self.count = np.zeros(size, dtype=np.int64)
         self.wf, self.wf2, self.wf3 = np.zeros(size), np.zeros(size), np.zeros(size)
-        self.w = self.ww = None
+        self.w: np.ndarray | None = None
+        self.ww: np.ndarray | None = None
 
     def add_rows(self, z: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> None:
         """Add rows, CHUNK_ROWS at a time (bounded temporaries; the same sums however a batch is cut)."""
@@ -374,7 +377,7 @@ class DenseSums(ArrayState):
             self.w, self.ww = self.count.astype(np.float64), self.count.astype(np.float64)
         counts = np.bincount(key, minlength=size)
         self.count += counts
-        if self.w is not None:
+        if self.w is not None and self.ww is not None:  # (both or neither)
             ww = np.ones(len(z)) if w is None else w
             self.w += np.bincount(key, weights=ww, minlength=size)
             self.ww += np.bincount(key, weights=ww * ww, minlength=size)
@@ -391,9 +394,20 @@ class DenseSums(ArrayState):
     def take(self) -> CellSums:
         """The sums so far as (sparse) cell sums; the arrays start again from zero."""
         where = np.flatnonzero(self.count)
-        pick = (lambda a: None if a is None else a[where])
-        out = CellSums(self.n_cells, where.astype(np.int64), self.count[where], pick(self.w), pick(self.wf),
-                       pick(self.wf2), pick(self.wf3), pick(self.ww))
+
+        def pick(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else a[where]
+
+        out = CellSums(
+            self.n_cells,
+            where.astype(np.int64),
+            self.count[where],
+            pick(self.w),
+            pick(self.wf),
+            pick(self.wf2),
+            pick(self.wf3),
+            pick(self.ww),
+        )
         self._reset()
         return out
 
@@ -428,7 +442,7 @@ class _GridData:
             self.weight_total, self.mean_residual, self.mean_abs_residual = sums.totals()
 
     @classmethod
-    def of_deposits(cls, deposits, n_cells: int, total: float, rows=None, *, want_curve: bool) -> "_GridData":
+    def of_deposits(cls, deposits, n_cells: int, total: float, rows=None, *, want_curve: bool) -> _GridData:
         """A bootstrap resample given by its normalised linear deposits at ``n_cells`` (and its rows, if any)."""
         data = cls(None, rows, want_curve=want_curve, corrected=False)
         data.max_cells = MAX_GRID if rows is not None else n_cells
@@ -465,7 +479,7 @@ class _GridData:
         linear = tuple(a / self.weight_total for a in linear)
         self._deposits[(n_cells, False)] = linear
         if corrected:
-            self._deposits[key] = tuple(a + c / self.weight_total for a, c in zip(linear, correction))
+            self._deposits[key] = tuple(a + c / self.weight_total for a, c in zip(linear, correction, strict=True))
         return self._deposits[key]
 
     def spectrum(self, n_cells: int, part: int, corrected: bool) -> np.ndarray:
@@ -497,7 +511,9 @@ def _curve_on(data: _GridData, sigma: float, n_cells: int, t: np.ndarray):
     return yhat, density
 
 
-def _brent_root(f: Callable[[float], float], a: float, b: float, *, xtol: float, rtol: float, maxiter: int = 200) -> float:
+def _brent_root(
+    f: Callable[[float], float], a: float, b: float, *, xtol: float, rtol: float, maxiter: int = 200
+) -> float:
     """A root of ``f`` in ``[a, b]``, where ``f(a)`` and ``f(b)`` have opposite signs, by Brent's method.
 
     R. P. Brent, *Algorithms for Minimization without Derivatives* (1973), ch. 4: keep a bracket

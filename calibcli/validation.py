@@ -25,7 +25,7 @@ def _prefix(where: str | None) -> str:
     return f"{where}: " if where else ""
 
 
-def _first_bad(mask: np.ndarray) -> int:
+def _first_bad(mask: np.ndarray | np.bool_) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
@@ -43,7 +43,7 @@ def check_finite(values: np.ndarray, *, name: str, where: str | None = None) -> 
 
 def check_consistent_length(*arrays: np.ndarray | None, names: tuple[str, ...], where: str | None = None) -> int:
     """All given arrays have the same first dimension; return it."""
-    lengths = {name: len(a) for a, name in zip(arrays, names) if a is not None}
+    lengths = {name: len(a) for a, name in zip(arrays, names, strict=True) if a is not None}
     if len(set(lengths.values())) > 1:
         found = ", ".join(f"{k}={v}" for k, v in lengths.items())
         raise CalibcliError(f"{_prefix(where)}inputs have different lengths ({found}): expected one value per row")
@@ -118,9 +118,7 @@ def check_sample_weight(sample_weight: np.ndarray | None, n: int, *, where: str 
     check_finite(w, name="sample weight", where=where)
     if (w < 0).any():
         row = _first_bad(w < 0)
-        raise CalibcliError(
-            f"{_prefix(where)}sample weight at row {row} is {w[row]:g}: expected weights >= 0"
-        )
+        raise CalibcliError(f"{_prefix(where)}sample weight at row {row} is {w[row]:g}: expected weights >= 0")
     if w.sum() <= 0:
         raise CalibcliError(f"{_prefix(where)}sample weights sum to 0: expected a positive total weight")
     return w
@@ -143,7 +141,9 @@ def check_multiclass(y_true, y_prob, sample_weight=None, *, where: str | None = 
     """Validate a K-class problem; return ``(c int64 in 0..K-1, P float64 (n, K), w float64)``."""
     P = np.asarray(y_prob, dtype=np.float64)
     if P.ndim != 2 or P.shape[1] < 2:
-        raise CalibcliError(f"{_prefix(where)}class probabilities must be an (n, K) array with K >= 2, got shape {P.shape}")
+        raise CalibcliError(
+            f"{_prefix(where)}class probabilities must be an (n, K) array with K >= 2, got shape {P.shape}"
+        )
     c = np.asarray(y_true)
     n = check_consistent_length(c, P, sample_weight, names=("labels", "probabilities", "sample_weight"), where=where)
     P = check_probabilities(P, name="class probabilities", where=where)
@@ -276,8 +276,10 @@ def memory_budget() -> int:
         except ValueError:
             value = float("nan")
         if not (np.isfinite(value) and value > 0):
-            raise CalibcliError(f"CALIBCLI_MEMORY_BUDGET is {text[:40]!r}: expected a positive number of bytes "
-                                f"(a K, M, G or T suffix is allowed), e.g. 4G")
+            raise CalibcliError(
+                f"CALIBCLI_MEMORY_BUDGET is {text[:40]!r}: expected a positive number of bytes "
+                f"(a K, M, G or T suffix is allowed), e.g. 4G"
+            )
         return int(value)
     machine = _memory_of_machine()
     return int(MEMORY_FRACTION * machine) if machine else 8 * 2**30
@@ -368,7 +370,9 @@ def check_options(choices: dict[str, tuple[str, ...]] | None = None, **values) -
             continue
         if choices and name in choices:
             if value not in choices[name]:
-                raise OptionError(name, f"{{name}} is {_short_value(value)}: expected one of {', '.join(choices[name])}")
+                raise OptionError(
+                    name, f"{{name}} is {_short_value(value)}: expected one of {', '.join(choices[name])}"
+                )
             continue
         if name in INTEGER_OPTIONS:
             _check_integer(name, value)
@@ -400,10 +404,28 @@ def check_alpha(alpha) -> float:
 
 #: Options that count something (bins, resamples, rows, groups, workers...): an integer, never a bool or a
 #: float (the library's ``ece(y, p, n_bins=True)`` ran with one bin; ``n_bins=15.0`` was numpy's UFuncTypeError).
-INTEGER_OPTIONS = frozenset({
-    "n_bins", "ece_n_bins", "n_boot", "batch_rows", "max_groups", "max_overlays", "max_classes", "workers", "degree",
-    "seed", "depth", "max_values", "segment_bins", "min_segment", "top", "max_rows", "n_points", "curve_points",
-})
+INTEGER_OPTIONS = frozenset(
+    {
+        "n_bins",
+        "ece_n_bins",
+        "n_boot",
+        "batch_rows",
+        "max_groups",
+        "max_overlays",
+        "max_classes",
+        "workers",
+        "degree",
+        "seed",
+        "depth",
+        "max_values",
+        "segment_bins",
+        "min_segment",
+        "top",
+        "max_rows",
+        "n_points",
+        "curve_points",
+    }
+)
 
 
 def _check_integer(name: str, value) -> None:
@@ -418,10 +440,14 @@ def _check_integer(name: str, value) -> None:
     if isinstance(value, (float, np.floating)):
         if np.isfinite(value) and float(value).is_integer() and value >= 1 and name in _SIZES:
             per_unit, what = _SIZES[name]
-            check_allocation(name, float(value), float(value) * per_unit, what,
-                             most=max(memory_budget() // per_unit, 1))
-        raise OptionError(name, f"{{name}} is {_short_value(float(value))}: {expected} (an integer: "
-                                f"{{name}}={int(value) if np.isfinite(value) and float(value).is_integer() else 'N'})")
+            check_allocation(
+                name, float(value), float(value) * per_unit, what, most=max(memory_budget() // per_unit, 1)
+            )
+        raise OptionError(
+            name,
+            f"{{name}} is {_short_value(float(value))}: {expected} (an integer: "
+            f"{{name}}={int(value) if np.isfinite(value) and float(value).is_integer() else 'N'})",
+        )
 
 
 def _short_value(value, limit: int = 60) -> str:
@@ -434,8 +460,12 @@ def _short_value(value, limit: int = 60) -> str:
 FLAG_WORDS = ("true", "false", "yes", "no", "on", "off", "1", "0", "t", "f", "y", "n")
 
 
-def check_command_options(params: dict, *, flags: dict[str, bool] | None = None,
-                          file_arguments: dict[str, object] | None = None) -> None:
+def check_command_options(
+    params: dict,
+    *,
+    flags: dict[str, bool] | None = None,
+    file_arguments: dict[str, str | list[str] | None] | None = None,
+) -> None:
     """Every numeric option of a command, checked by :func:`check_options` (finite, within range, within the
     memory budget); and FILES arguments that are the word a flag would take (``--logits false``), refused.
 
@@ -444,19 +474,24 @@ def check_command_options(params: dict, *, flags: dict[str, bool] | None = None,
     """
     import os
 
-    numeric = {k: v for k, v in params.items()
-               if not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating))}
+    numeric: dict[str, Any] = {
+        k: v
+        for k, v in params.items()
+        if not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating))
+    }
     for name, value in numeric.items():
         if name in _COMMAND_SIZES and value >= 1:
             _check_size(name, value, _COMMAND_SIZES)
     check_options(**numeric)
-    for name, value in (file_arguments or {}).items():
-        for path in ([value] if isinstance(value, str) else list(value or [])):
+    for paths in (file_arguments or {}).values():
+        for path in [paths] if isinstance(paths, str) else list(paths or []):
             if isinstance(path, str) and path.lower() in FLAG_WORDS and not os.path.lexists(path):
                 on = [f for f, v in (flags or {}).items() if v]
                 who = "{opt:" + on[0] + "} is a flag and takes" if len(on) == 1 else "flags take"
-                raise CalibcliError(f"{who} no value; {_short_value(path)} was read as an input file: remove it "
-                                    f"(a flag is on when given, off when left out)")
+                raise CalibcliError(
+                    f"{who} no value; {_short_value(path)} was read as an input file: remove it "
+                    f"(a flag is on when given, off when left out)"
+                )
 
 
 def check_option(condition: bool, message: str) -> None:
@@ -499,10 +534,20 @@ class Param:
         return dataclasses.replace(self, choices=tuple(choices), help=self.help if help is None else help)
 
 
-def option(default: Any, *flags: str, help: str, choices: tuple[str, ...] | None = None, metavar: str | None = None,
-           count: bool = False, show_default: bool = True, shown: Callable[[Any], Any] | None = None) -> Any:
+def option(
+    default: Any,
+    *flags: str,
+    help: str,
+    choices: tuple[str, ...] | None = None,
+    metavar: str | None = None,
+    count: bool = False,
+    show_default: bool = True,
+    shown: Callable[[Any], Any] | None = None,
+) -> Any:
     """A declared option field: ``n_bins: int = option(15, "--n-bins", help="Number of bins.", count=True)``."""
-    declared = Param(tuple(flags), help, None if choices is None else tuple(choices), metavar, count, show_default, shown)
+    declared = Param(
+        tuple(flags), help, None if choices is None else tuple(choices), metavar, count, show_default, shown
+    )
     return dataclasses.field(default=default, metadata={"param": declared})
 
 

@@ -5,10 +5,11 @@ else is the shared renderer's (:mod:`calibcli.render`). A new family's report is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from calibcli.entries import _level, entry_label, fmt_interval, fmt_number, segment_text
+
 
 @dataclass
 class DetailTable:
@@ -17,7 +18,6 @@ class DetailTable:
     columns: list[tuple[str, str]]  # (name, "left" | "right")
     rows: list[list[str]]
     title: str | None = None
-
 
 
 @dataclass
@@ -50,7 +50,11 @@ def _problem(entry: dict, section: str) -> dict | None:
 
 def _rows_text(entry: dict) -> str:
     i = entry["input"]
-    return f"{entry['rows_in_group']} rows in the group of {i['rows_used']}" if "group" in entry else f"{i['rows_used']} rows"
+    return (
+        f"{entry['rows_in_group']} rows in the group of {i['rows_used']}"
+        if "group" in entry
+        else f"{i['rows_used']} rows"
+    )
 
 
 def _dropped_text(i: dict) -> str:
@@ -62,28 +66,41 @@ def _dropped_text(i: dict) -> str:
 
 def _columns_text(i: dict) -> str:
     cols = i["columns"]
-    return (f"probabilities {', '.join(cols['probabilities'])}{' (logits)' if cols['logits'] else ''}, labels {cols['label']}"
-            f"{', weights ' + cols['weight'] if cols['weight'] else ''} (columns chosen by {cols['chosen_by']})")
+    return (
+        f"probabilities {', '.join(cols['probabilities'])}{' (logits)' if cols['logits'] else ''}, labels "
+        f"{cols['label']}"
+        f"{', weights ' + cols['weight'] if cols['weight'] else ''} (columns chosen by {cols['chosen_by']})"
+    )
 
 
 def _boot_text(p: dict, what: str = "") -> str:
     if not p.get("n_boot"):
         return "no bootstrap"
-    return f"{p['n_boot']} bootstrap resamples{what}, {_level({'parameters': p})} percentile intervals, seed {p['seed']}"
+    return (
+        f"{p['n_boot']} bootstrap resamples{what}, {_level({'parameters': p})} percentile intervals, seed {p['seed']}"
+    )
 
 
 def _worst_group_line(doc: dict, name: str) -> str | None:
     g = doc["groups"]["metrics"].get(name)
     if not g:
         return None
-    return (f"{doc['groups']['n_groups']} groups by {', '.join(doc['groups']['by'])}: worst {name} {fmt_number(g['worst'])} "
-            f"in {g['worst_group']}; spread {fmt_number(g['spread'])}")
+    return (
+        f"{doc['groups']['n_groups']} groups by {', '.join(doc['groups']['by'])}: worst {name} "
+        f"{fmt_number(g['worst'])} in {g['worst_group']}; spread {fmt_number(g['spread'])}"
+    )
 
 
 # ece ------------------------------------------------------------------------------------------
 
 #: Metrics shown per class in marginal mode (the aggregate shows every metric).
-ECE_PER_CLASS = ("ece_l1_plugin", "ece_l2_plugin", "ece_max_plugin", "ece_l2_sq_debiased_kumar", "ece_l2_sq_debiased_dpe")
+ECE_PER_CLASS = (
+    "ece_l1_plugin",
+    "ece_l2_plugin",
+    "ece_max_plugin",
+    "ece_l2_sq_debiased_kumar",
+    "ece_l2_sq_debiased_dpe",
+)
 
 
 def _ece_title(doc: dict) -> str:
@@ -105,8 +122,10 @@ def _ece_lines(doc, f) -> list[str]:
     bins = ""
     if nonempty:
         bins = f"; {nonempty[0] if len(nonempty) == 1 else f'{nonempty[0]}-{nonempty[-1]} (per class)'} non-empty bins"
-    return [f"{entry_label(f)}: {_rows_text(f)}{_dropped_text(i)}; mode {f['mode']}; K={i['n_classes']}; "
-            f"{_columns_text(i)}{bins}"]
+    return [
+        f"{entry_label(f)}: {_rows_text(f)}{_dropped_text(i)}; mode {f['mode']}; K={i['n_classes']}; "
+        f"{_columns_text(i)}{bins}"
+    ]
 
 
 def _gate_metric(doc: dict, default: str) -> str:
@@ -135,8 +154,10 @@ def _smece_lines(doc, f) -> list[str]:
     aggregate = ""
     if "aggregate" in f:
         aggregate = f"; aggregate = sum_k v_k smECE_k with {f['aggregate']['class_weights']} class weights"
-    return [f"{entry_label(f)}: {f.get('rows_in_group', i['rows_used'])} rows{_dropped_text(i)}; mode {f['mode']}; "
-            f"K={i['n_classes']}; {_columns_text(i)}{aggregate}"]
+    return [
+        f"{entry_label(f)}: {f.get('rows_in_group', i['rows_used'])} rows{_dropped_text(i)}; mode {f['mode']}; "
+        f"K={i['n_classes']}; {_columns_text(i)}{aggregate}"
+    ]
 
 
 # tcal -----------------------------------------------------------------------------------------
@@ -161,21 +182,35 @@ def _infinite(value) -> str:
 
 def _classical_lines(doc, f) -> list[str]:
     i, r = f["input"], f["result"]
-    lines = [f"{entry_label(f)}: {_rows_text(f)}; K={i['n_classes']}; mode {f['mode']}",
-             f"  {r['statistic_name']} {_infinite(r['statistic'])}, {r['distribution']}: p-value "
-             f"{fmt_number(r['p_value'])} at alpha {r['alpha']:g}: {_tcal_verdict(r)}"]
+    lines = [
+        f"{entry_label(f)}: {_rows_text(f)}; K={i['n_classes']}; mode {f['mode']}",
+        f"  {r['statistic_name']} {_infinite(r['statistic'])}, {r['distribution']}: p-value "
+        f"{fmt_number(r['p_value'])} at alpha {r['alpha']:g}: {_tcal_verdict(r)}",
+    ]
     if f["test"] == "ecce":
-        lines.append(f"  ECCE-R {fmt_number(r['ecce_r'])}, sigma {fmt_number(r['sigma'])}; ECCE-MAD "
-                     f"{fmt_number(r['ecce_mad'])} ({_infinite(r['ecce_mad_sigma'])} sigma, p-value "
-                     f"{fmt_number(r['ecce_mad_pvalue'])}); {r['form']}")
+        lines.append(
+            f"  ECCE-R {fmt_number(r['ecce_r'])}, sigma {fmt_number(r['sigma'])}; ECCE-MAD "
+            f"{fmt_number(r['ecce_mad'])} ({_infinite(r['ecce_mad_sigma'])} sigma, p-value "
+            f"{fmt_number(r['ecce_mad_pvalue'])}); {r['form']}"
+        )
     return lines + [f"  note: {note}" for note in f["notes"]]
 
 
 def _hosmer_lemeshow_table(f) -> DetailTable:
     return DetailTable(
         columns=[(c, "right") for c in ("group", "predictions", "rows", "observed O_g", "expected E_g", "term")],
-        rows=[[str(k), f"[{fmt_number(g['lower'])}, {fmt_number(g['upper'])})", str(g["rows"]), fmt_number(g["observed"]),
-               fmt_number(g["expected"]), _infinite(g["term"])] for k, g in enumerate(f["result"]["groups"], 1)])
+        rows=[
+            [
+                str(k),
+                f"[{fmt_number(g['lower'])}, {fmt_number(g['upper'])})",
+                str(g["rows"]),
+                fmt_number(g["observed"]),
+                fmt_number(g["expected"]),
+                _infinite(g["term"]),
+            ]
+            for k, g in enumerate(f["result"]["groups"], 1)
+        ],
+    )
 
 
 def _tcal_verdict(r: dict) -> str:
@@ -191,8 +226,10 @@ def _tcal_lines(doc, f) -> list[str]:
     if "discrete_check" in f:
         d = f["discrete_check"]
         distinct = f"{d['n_distinct']}" if d["n_distinct"] is not None else f"more than {d['n_distinct_more_than']}"
-        lines.append(f"  predictor takes {distinct} distinct values (discrete when t <= sqrt(n) = {d['threshold']:.1f}): "
-                     f"{'discrete' if d['discrete'] else 'continuous'}; --discrete {d['choice']} -> {d['used']} test")
+        lines.append(
+            f"  predictor takes {distinct} distinct values (discrete when t <= sqrt(n) = {d['threshold']:.1f}): "
+            f"{'discrete' if d['discrete'] else 'continuous'}; --discrete {d['choice']} -> {d['used']} test"
+        )
     lines.append(f"  rows tested: {f['sample']['description']}")
     lines += [f"  note: {note}" for note in f["notes"]]
     if f["test"] == "binomial":
@@ -221,27 +258,77 @@ def _tcal_tables(doc, f) -> list[DetailTable]:
     if f["test"] == "hosmer-lemeshow":
         return [_hosmer_lemeshow_table(f)]
     if f["test"] == "binomial":
-        return [DetailTable(
-            columns=[(c, "right") for c in ("value", "n", "positives", "observed rate", "p-value",
-                                             f"p <= {fmt_number(r['per_value_alpha'])}")],
-            rows=[[fmt_number(v["value"]), str(v["n"]), str(v["positives"]), fmt_number(v["observed_rate"]),
-                   fmt_number(v["p_value"]), "yes" if v["reject"] else ""] for v in r["per_value"]])]
+        return [
+            DetailTable(
+                columns=[
+                    (c, "right")
+                    for c in (
+                        "value",
+                        "n",
+                        "positives",
+                        "observed rate",
+                        "p-value",
+                        f"p <= {fmt_number(r['per_value_alpha'])}",
+                    )
+                ],
+                rows=[
+                    [
+                        fmt_number(v["value"]),
+                        str(v["n"]),
+                        str(v["positives"]),
+                        fmt_number(v["observed_rate"]),
+                        fmt_number(v["p_value"]),
+                        "yes" if v["reject"] else "",
+                    ]
+                    for v in r["per_value"]
+                ],
+            )
+        ]
     if "levels" not in r:
         return []
-    return [DetailTable(
-        columns=[(c, "right") for c in ("level", "m", "cells", "non-empty", "T_m",
-                                         f"critical (alpha {fmt_number(r['per_level_alpha'])})", "p-value", "rejects")],
-        rows=[[str(v["level"]), str(v["n_bins"]), str(v["n_cells"]), str(v["n_nonempty"]), fmt_number(v["statistic"]),
-               fmt_number(v["critical_value"]), fmt_number(v["p_value"]), "yes" if v["reject"] else ""]
-              for v in r["levels"]])]
+    return [
+        DetailTable(
+            columns=[
+                (c, "right")
+                for c in (
+                    "level",
+                    "m",
+                    "cells",
+                    "non-empty",
+                    "T_m",
+                    f"critical (alpha {fmt_number(r['per_level_alpha'])})",
+                    "p-value",
+                    "rejects",
+                )
+            ],
+            rows=[
+                [
+                    str(v["level"]),
+                    str(v["n_bins"]),
+                    str(v["n_cells"]),
+                    str(v["n_nonempty"]),
+                    fmt_number(v["statistic"]),
+                    fmt_number(v["critical_value"]),
+                    fmt_number(v["p_value"]),
+                    "yes" if v["reject"] else "",
+                ]
+                for v in r["levels"]
+            ],
+        )
+    ]
 
 
 def _tcal_group_line(doc: dict) -> str:
     g = doc["groups"]
-    worst = [f"smallest {name} {fmt_number(m['worst'])} in {m['worst_group']}" for name, m in g["metrics"].items()
-             if name.endswith("_p_value")]
-    return (f"{g['n_groups']} groups by {', '.join(g['by'])}: {len(g.get('rejecting', []))} reject perfect calibration"
-            + (f"; {'; '.join(worst)}" if worst else ""))
+    worst = [
+        f"smallest {name} {fmt_number(m['worst'])} in {m['worst_group']}"
+        for name, m in g["metrics"].items()
+        if name.endswith("_p_value")
+    ]
+    return (
+        f"{g['n_groups']} groups by {', '.join(g['by'])}: {len(g.get('rejecting', []))} reject perfect calibration"
+        + (f"; {'; '.join(worst)}" if worst else "")
+    )
 
 
 # diagram --------------------------------------------------------------------------------------
@@ -250,8 +337,10 @@ def _tcal_group_line(doc: dict) -> str:
 def _diagram_head(doc: dict) -> list[str]:
     p, d = doc["parameters"], doc["diagram"]
     size = f"{d['width_px']}x{d['height_px']} px" if d["width_px"] else f"{d['width_in']:.3g}x{d['height_in']:.3g} in"
-    return [f"wrote {d['path']} ({d['format'].upper()}, {size}, {d['bytes']:,} bytes): {p['kind']} diagram, "
-            f"{d['mode']} mode, {d['n_panels']} panel(s), {d['n_curves_per_panel']} curve(s) per panel"]
+    return [
+        f"wrote {d['path']} ({d['format'].upper()}, {size}, {d['bytes']:,} bytes): {p['kind']} diagram, "
+        f"{d['mode']} mode, {d['n_panels']} panel(s), {d['n_curves_per_panel']} curve(s) per panel"
+    ]
 
 
 def _diagram_title(doc: dict) -> str:
@@ -281,8 +370,11 @@ def _diagram_tail(doc: dict) -> list[str]:
 
 
 def _fit_head(doc: dict) -> list[str]:
-    return [f"calibcli recalibrate fit: {f['method']} on {f['input']['path']} ({f['input']['rows_used']} rows, "
-            f"mode {f['mode']})" for f in doc["files"]]
+    return [
+        f"calibcli recalibrate fit: {f['method']} on {f['input']['path']} ({f['input']['rows_used']} rows, "
+        f"mode {f['mode']})"
+        for f in doc["files"]
+    ]
 
 
 def _flatten(d, prefix: str = ""):
@@ -325,22 +417,36 @@ def _fit_tables(doc, f) -> list[DetailTable]:
 def _evaluate_lines(doc, f) -> list[str]:
     p = doc["parameters"]
     s = f["split"]
-    how = (f"fit on {s['n_fit']} rows ({100 * s['fit_fraction']:g}%, seed {s['seed']}), evaluated on {s['n_test']}"
-           if s["kind"] == "holdout" else f"fit on {s['fit_path']} ({s['n_fit']} rows), evaluated on {s['n_test']}")
+    how = (
+        f"fit on {s['n_fit']} rows ({100 * s['fit_fraction']:g}%, seed {s['seed']}), evaluated on {s['n_test']}"
+        if s["kind"] == "holdout"
+        else f"fit on {s['fit_path']} ({s['n_fit']} rows), evaluated on {s['n_test']}"
+    )
     lines = [f"{entry_label(f)}: mode {f['mode']}; {how}; errors on {p['ece_n_bins']} {p['ece_strategy']} bins"]
     notes = [f"T-Cal: {p['n_boot']} y-bootstrap resamples; binomial: exact test per distinct value (Bonferroni)"]
     for r in f["rows"][1:]:
         rows = r["fit_rows"]
         if rows["rows"] != "all":
-            notes.append(f"{r['method']} fitted on the bottom-k sample of {rows['k']} of the {rows['n']} fit rows (--max-rows)")
-    sampled = {x["sample"]["n_tested"] for r in f["rows"] for x in r["test"]["per_problem"] if x["sample"]["method"] == "bottom-k"}
+            notes.append(
+                f"{r['method']} fitted on the bottom-k sample of {rows['k']} of the {rows['n']} fit rows (--max-rows)"
+            )
+    sampled = {
+        x["sample"]["n_tested"]
+        for r in f["rows"]
+        for x in r["test"]["per_problem"]
+        if x["sample"]["method"] == "bottom-k"
+    }
     if sampled:
         notes.append(f"T-Cal on the bottom-k sample of {max(sampled)} test rows (--max-rows)")
     if f["mode"] == "marginal":
         notes.append("marginal: errors aggregate over classes; marginal recalibrations renormalise each row")
     lines.append("; ".join(notes))
-    verdicts = [f"{r['method']} {'rejects' if r['test']['reject'] else 'does not reject'} (p {fmt_number(r['test']['p_value'])})"
-                for r in f["rows"] if "test" in r]
+    verdicts = [
+        f"{r['method']} {'rejects' if r['test']['reject'] else 'does not reject'} (p "
+        f"{fmt_number(r['test']['p_value'])})"
+        for r in f["rows"]
+        if "test" in r
+    ]
     if verdicts:
         tests = sorted({r["test"]["test"] for r in f["rows"] if "test" in r})
         lines.append(f"calibration test ({', '.join(tests)}) at alpha {p['alpha']:g}: {'; '.join(verdicts)}")
@@ -357,8 +463,10 @@ def _apply_head(doc: dict) -> list[str]:
         i, o = f["input"], f["output"]
         dropped = f" ({i['rows_dropped']} rows with invalid probabilities left out)" if i["rows_dropped"] else ""
         added = f", interval columns {', '.join(o['interval_columns'])} added" if o.get("interval_columns") else ""
-        out.append(f"calibcli recalibrate apply: {f['method']} ({f['mode']}) on {i['path']}: {o['rows']} rows{dropped}, "
-                   f"columns {', '.join(i['columns'])} recalibrated{added}; written to {o['path']} ({o['format']})")
+        out.append(
+            f"calibcli recalibrate apply: {f['method']} ({f['mode']}) on {i['path']}: {o['rows']} rows{dropped}, "
+            f"columns {', '.join(i['columns'])} recalibrated{added}; written to {o['path']} ({o['format']})"
+        )
     return out
 
 
@@ -367,21 +475,27 @@ def _apply_head(doc: dict) -> list[str]:
 
 def _audit_title(doc: dict) -> str:
     p = doc["parameters"]
-    return (f"calibcli audit: segments of {', '.join(p['segment_columns'])} and their intersections up to depth "
-            f"{p['depth']}; ECCE-R on the sigma scale, p-values adjusted by {p['adjust']}, alpha {p['alpha']:g}")
+    return (
+        f"calibcli audit: segments of {', '.join(p['segment_columns'])} and their intersections up to depth "
+        f"{p['depth']}; ECCE-R on the sigma scale, p-values adjusted by {p['adjust']}, alpha {p['alpha']:g}"
+    )
 
 
 def _audit_lines(doc: dict, f: dict) -> list[str]:
     i, pop = f["input"], f["population"]
     columns = "; ".join(f"{c['column']}: {c['kind']}, {len(c['labels'])} value(s)" for c in f["segment_columns"])
-    lines = [f"{entry_label(f)}: {i['rows_used']} rows{_dropped_text(i)}; mode {f['mode']}; {columns}",
-             f"  {f['n_segments']} segments with rows, {f['n_segments_tested']} tested (at least "
-             f"{doc['parameters']['min_segment']} rows); whole population: observed rate "
-             f"{fmt_number(pop['observed_rate'])}, mean prediction {fmt_number(pop['mean_prediction'])}"]
+    lines = [
+        f"{entry_label(f)}: {i['rows_used']} rows{_dropped_text(i)}; mode {f['mode']}; {columns}",
+        f"  {f['n_segments']} segments with rows, {f['n_segments_tested']} tested (at least "
+        f"{doc['parameters']['min_segment']} rows); whole population: observed rate "
+        f"{fmt_number(pop['observed_rate'])}, mean prediction {fmt_number(pop['mean_prediction'])}",
+    ]
     if f["mce_sigma"] is not None:
-        lines.append(f"  MCE {fmt_number(f['mce_sigma'])} sigma ({fmt_number(f['mce_relative'])}% relative), p-value "
-                     f"{fmt_number(f['mce_pvalue'])} ({doc['parameters']['mce_method']} over "
-                     f"{f['n_segments_tested']} segments)")
+        lines.append(
+            f"  MCE {fmt_number(f['mce_sigma'])} sigma ({fmt_number(f['mce_relative'])}% relative), p-value "
+            f"{fmt_number(f['mce_pvalue'])} ({doc['parameters']['mce_method']} over "
+            f"{f['n_segments_tested']} segments)"
+        )
     return lines
 
 
@@ -389,36 +503,94 @@ def _audit_tables(doc: dict, f: dict) -> list[DetailTable]:
     top = doc["parameters"].get("top", 10)
     shown = f["segments"][:top]
     alpha = doc["parameters"]["alpha"]
-    rows = [[segment_text(s["definition"]), str(s["rows"]), fmt_number(s["observed_rate"]),
-             fmt_number(s["mean_prediction"]), f"{fmt_number(s['o_e'])} {fmt_interval(s['o_e_ci_low'], s['o_e_ci_high'])}",
-             fmt_number(s["ecce_r"]), fmt_number(s["ecce_r_sigma"]), fmt_number(s["p_adjusted"]), fmt_number(s["mde"]),
-             ("yes" if s["p_adjusted"] is not None and s["p_adjusted"] <= alpha else "") if s["tested"] else "not tested"]
-            for s in shown]
+    rows = [
+        [
+            segment_text(s["definition"]),
+            str(s["rows"]),
+            fmt_number(s["observed_rate"]),
+            fmt_number(s["mean_prediction"]),
+            f"{fmt_number(s['o_e'])} {fmt_interval(s['o_e_ci_low'], s['o_e_ci_high'])}",
+            fmt_number(s["ecce_r"]),
+            fmt_number(s["ecce_r_sigma"]),
+            fmt_number(s["p_adjusted"]),
+            fmt_number(s["mde"]),
+            ("yes" if s["p_adjusted"] is not None and s["p_adjusted"] <= alpha else "")
+            if s["tested"]
+            else "not tested",
+        ]
+        for s in shown
+    ]
     more = len(f["segments"]) - len(shown)
     title = f"the {len(shown)} worst segments" + (f" of {len(f['segments'])} (--top; --json has all)" if more else "")
-    return [DetailTable(columns=[("segment", "left"), ("rows", "right"), ("observed", "right"), ("predicted", "right"),
-                                 ("O/E [CI]", "right"), ("ECCE-R", "right"), ("ECCE-R/sigma", "right"),
-                                 ("p adjusted", "right"), ("mde", "right"), (f"p <= {alpha:g}", "left")],
-                        rows=rows, title=title)]
+    return [
+        DetailTable(
+            columns=[
+                ("segment", "left"),
+                ("rows", "right"),
+                ("observed", "right"),
+                ("predicted", "right"),
+                ("O/E [CI]", "right"),
+                ("ECCE-R", "right"),
+                ("ECCE-R/sigma", "right"),
+                ("p adjusted", "right"),
+                ("mde", "right"),
+                (f"p <= {alpha:g}", "left"),
+            ],
+            rows=rows,
+            title=title,
+        )
+    ]
 
 
 VIEWS: dict[str, View] = {
-    "audit": View(title=_audit_title, entry_lines=_audit_lines, tables=_audit_tables, metric_table=False,
-                  markdown_tables=True),
-    "ece": View(title=_ece_title, entry_lines=_ece_lines, detail=_ece_detail, per_class=ECE_PER_CLASS,
-                group_line=lambda doc: _worst_group_line(doc, _gate_metric(doc, "ece_l1_plugin")),
-                summary_metrics=("ece_l1_plugin", "ece_l2_debiased_dpe", "brier_score|brier_score_multiclass")),
-    "smece": View(title=_smece_title, entry_lines=_smece_lines, detail=_smece_detail,
-                  group_line=lambda doc: _worst_group_line(doc, _gate_metric(doc, "smece")), summary_metrics=("smece",)),
-    "tcal": View(title=_tcal_title, entry_lines=_tcal_lines, summary_lines=_tcal_summary_lines, tables=_tcal_tables,
-                 group_line=_tcal_group_line, summary_metrics=("tcal_p_value", "tcal_statistic")),
-    "diagram": View(head=_diagram_head, title=_diagram_title, detail=_diagram_detail, tail=_diagram_tail,
-                    summary_metrics=("ece_l1_plugin", "smece")),
+    "audit": View(
+        title=_audit_title, entry_lines=_audit_lines, tables=_audit_tables, metric_table=False, markdown_tables=True
+    ),
+    "ece": View(
+        title=_ece_title,
+        entry_lines=_ece_lines,
+        detail=_ece_detail,
+        per_class=ECE_PER_CLASS,
+        group_line=lambda doc: _worst_group_line(doc, _gate_metric(doc, "ece_l1_plugin")),
+        summary_metrics=("ece_l1_plugin", "ece_l2_debiased_dpe", "brier_score|brier_score_multiclass"),
+    ),
+    "smece": View(
+        title=_smece_title,
+        entry_lines=_smece_lines,
+        detail=_smece_detail,
+        group_line=lambda doc: _worst_group_line(doc, _gate_metric(doc, "smece")),
+        summary_metrics=("smece",),
+    ),
+    "tcal": View(
+        title=_tcal_title,
+        entry_lines=_tcal_lines,
+        summary_lines=_tcal_summary_lines,
+        tables=_tcal_tables,
+        group_line=_tcal_group_line,
+        summary_metrics=("tcal_p_value", "tcal_statistic"),
+    ),
+    "diagram": View(
+        head=_diagram_head,
+        title=_diagram_title,
+        detail=_diagram_detail,
+        tail=_diagram_tail,
+        summary_metrics=("ece_l1_plugin", "smece"),
+    ),
     "recalibrate fit": View(head=_fit_head, tables=_fit_tables, problem_label="method", metric_table=False),
     "recalibrate apply": View(head=_apply_head),
-    "recalibrate evaluate": View(title=_evaluate_title, entry_lines=_evaluate_lines, summary_lines=_evaluate_lines,
-                                 summary_always=True, problem_label="method",
-                                 summary_metrics=("ece_l1_plugin", "ece_l2_debiased_dpe", "smece",
-                                                  "brier_score|brier_score_multiclass", "log_loss|log_loss_multiclass",
-                                                  "test_p_value")),
+    "recalibrate evaluate": View(
+        title=_evaluate_title,
+        entry_lines=_evaluate_lines,
+        summary_lines=_evaluate_lines,
+        summary_always=True,
+        problem_label="method",
+        summary_metrics=(
+            "ece_l1_plugin",
+            "ece_l2_debiased_dpe",
+            "smece",
+            "brier_score|brier_score_multiclass",
+            "log_loss|log_loss_multiclass",
+            "test_p_value",
+        ),
+    ),
 }

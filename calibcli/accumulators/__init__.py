@@ -27,7 +27,11 @@ def per_input(accumulator_class, mode: str | None, options):
     binary for one or two probability columns, top-label for K > 2) with the stream's classes."""
 
     def new(stream):
-        return accumulator_class(mode=mode or default_mode(stream.n_classes), n_classes=stream.n_classes,
-                                 class_names=stream.class_names, options=options)
+        return accumulator_class(
+            mode=mode or default_mode(stream.n_classes),
+            n_classes=stream.n_classes,
+            class_names=stream.class_names,
+            options=options,
+        )
 
     return new

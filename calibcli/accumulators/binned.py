@@ -25,13 +25,16 @@ interval's coverage against the per-row bootstrap by simulation.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from calibcli import cancel
 from calibcli.accumulators.base import Accumulator
-from calibcli.arraystate import ArrayState
 from calibcli.accumulators.rows import RowSample
+from calibcli.arraystate import ArrayState
 from calibcli.binning import Binning, fit_binning, uniform_bin_index
+from calibcli.errors import CalibcliError
 from calibcli.estimators import (
     LOG_LOSS_EPS,
     BinStats,
@@ -43,7 +46,6 @@ from calibcli.estimators import (
     ece_l2_sq_sun_interval,
     summarise_replicates,
 )
-from calibcli.errors import CalibcliError
 from calibcli.validation import BYTES_PER_RESAMPLE_CELL, check_allocation, check_options, memory_budget
 
 STATE_VERSION = 1
@@ -80,8 +82,15 @@ def _row_values(z: np.ndarray, y: np.ndarray, w: np.ndarray | None, moments: boo
         out[key] = w * v
     if moments:
         w2 = w * w
-        out.update(w2=w2, w2u=w2 * u, w2u2=w2 * u2, w2u3=w2 * values["wu3"], w2u4=w2 * values["wu4"], w2ll=w2 * ll,
-                   w2ll2=w2 * values["wll2"])
+        out.update(
+            w2=w2,
+            w2u=w2 * u,
+            w2u2=w2 * u2,
+            w2u3=w2 * values["wu3"],
+            w2u4=w2 * values["wu4"],
+            w2ll=w2 * ll,
+            w2ll2=w2 * values["wll2"],
+        )
     return out
 
 
@@ -108,13 +117,20 @@ class _Cells(Accumulator):
         for key, v in values.items():
             self.sums[_C[key]] += np.bincount(cell, weights=v, minlength=size)
 
-
     def completed(self, weighted: bool) -> np.ndarray:
         """The sums with the unit-weight columns filled in (``w = 1``: ``w^2 x = w x``, ``sum w = count``)."""
         s = self.sums.copy()
         if not weighted:
             s[_C["w"]] = self.count
-            for a, b in (("w2", "w"), ("w2u", "wu"), ("w2u2", "wu2"), ("w2u3", "wu3"), ("w2u4", "wu4"), ("w2ll", "wll"), ("w2ll2", "wll2")):
+            for a, b in (
+                ("w2", "w"),
+                ("w2u", "wu"),
+                ("w2u2", "wu2"),
+                ("w2u3", "wu3"),
+                ("w2u4", "wu4"),
+                ("w2ll", "wll"),
+                ("w2ll2", "wll2"),
+            ):
                 s[_C[a]] = s[_C[b]]
         return s
 
@@ -123,12 +139,20 @@ class _Cells(Accumulator):
         count = self.count.reshape(self.n_bins, 2)
         w, wu = s[_C["w"]], s[_C["wu"]]
         # z = y - u: sum w z = sum_{y=1} w - sum w u
-        return BinStats(count.sum(axis=1), w.sum(axis=1), w[:, 1] - wu.sum(axis=1), w[:, 1].copy(),
-                        s[_C["wu2"]].sum(axis=1), s[_C["wll"]].sum(axis=1))
+        return BinStats(
+            count.sum(axis=1),
+            w.sum(axis=1),
+            w[:, 1] - wu.sum(axis=1),
+            w[:, 1].copy(),
+            s[_C["wu2"]].sum(axis=1),
+            s[_C["wll"]].sum(axis=1),
+        )
 
 
 class QuantileSketch(ArrayState):
     """Predictions for quantile edges: exact while at most ``EXACT_QUANTILE_LIMIT``, then a KLL sketch."""
+
+    _kll: Any  # a datasketches kll_doubles_sketch, made once the values are too many (None until then)
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()
@@ -164,7 +188,7 @@ class QuantileSketch(ArrayState):
             except ImportError:
                 raise CalibcliError(
                     f"quantile bins over more than {self.exact_limit} predictions need a quantile sketch: "
-                    f"pip install \"calibcli[stream]\" (Apache DataSketches), or use {{opt:strategy}} uniform"
+                    f'pip install "calibcli[stream]" (Apache DataSketches), or use {{opt:strategy}} uniform'
                 ) from None
             self._kll = kll_doubles_sketch(KLL_K)
             for part in self._values:
@@ -172,7 +196,7 @@ class QuantileSketch(ArrayState):
             self._values = []
         return self._kll
 
-    def merge(self, other: "QuantileSketch") -> None:
+    def merge(self, other: QuantileSketch) -> None:
         self.n += other.n
         if self._kll is None and other._kll is None and self.n <= self.exact_limit:
             self._values.extend(other._values)
@@ -193,7 +217,9 @@ class QuantileSketch(ArrayState):
     def binning(self, n_bins: int) -> Binning:
         """SPEC 2.1's quantile edges: exact from the values, or from the sketch's quantiles."""
         if self._kll is None:
-            return fit_binning(np.concatenate(self._values) if self._values else np.empty(0), n_bins=n_bins, strategy="quantile")
+            return fit_binning(
+                np.concatenate(self._values) if self._values else np.empty(0), n_bins=n_bins, strategy="quantile"
+            )
         ranks = np.round(np.arange(1, n_bins) * self.n / n_bins)
         ranks = ranks[(ranks > 0) & (ranks < self.n)]
         lower = np.asarray(self._kll.get_quantiles(((ranks - 0.5) / self.n).tolist()))
@@ -211,9 +237,18 @@ class BinnedAccumulator(Accumulator):
     kind = "binned"
     state_name = "binned accumulator state"
 
-    def __init__(self, *, n_bins: int = 15, strategy: str = "uniform", edges: np.ndarray | None = None,
-                 row_limit: int = ROW_LIMIT, binning_note: str | None = None, moments: bool = True):
+    def __init__(
+        self,
+        *,
+        n_bins: int = 15,
+        strategy: str = "uniform",
+        edges: np.ndarray | None = None,
+        row_limit: int = ROW_LIMIT,
+        binning_note: str | None = None,
+        moments: bool = True,
+    ):
         check_options(n_bins=n_bins)  # within range and the memory budget, before the cells are allocated
+        self.binning: Binning | None
         if strategy == "uniform":
             self.binning = fit_binning(np.empty(0), n_bins=n_bins, strategy="uniform")
         elif edges is not None:
@@ -224,21 +259,23 @@ class BinnedAccumulator(Accumulator):
         self.strategy = strategy
         self.binning_note = binning_note
         self.rows = RowSample(row_limit, 0, keep_when_full=False)
-        self.cells = None if self.binning is None else _Cells(self.binning.n_bins_effective)
+        self.cells: _Cells | None = None if self.binning is None else _Cells(self.binning.n_bins_effective)
         self.uniform_cells = _Cells(n_bins) if strategy == "quantile" else None
-        self.sketch = QuantileSketch() if self.binning is None else None
+        self.sketch: QuantileSketch | None = QuantileSketch() if self.binning is None else None
         self.weighted = False
         self.moments = moments  # the higher moments the per-bin bootstrap needs (off: point estimates only)
 
     # -- streaming -------------------------------------------------------------------------------
 
-    def update(self, row_index: np.ndarray, z: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> "BinnedAccumulator":
+    def update(
+        self, row_index: np.ndarray, z: np.ndarray, y: np.ndarray, w: np.ndarray | None = None
+    ) -> BinnedAccumulator:
         if len(z) == 0:
             return self
         self.weighted |= w is not None
         self.rows.update(row_index, z, y, w)
         values = _row_values(z, y, w, self.moments)
-        if self.cells is not None:
+        if self.cells is not None and self.binning is not None:  # (cells exist once the bins are known)
             self.cells.add(_cell_index(self.binning.assign(z), y), values, w is not None)
         if self.uniform_cells is not None:
             self.uniform_cells.add(_cell_index(uniform_bin_index(z, self.n_bins), y), values, w is not None)
@@ -248,10 +285,14 @@ class BinnedAccumulator(Accumulator):
 
     merge_rules = {"weighted": "max", "rows": "merge", "cells": "merge", "uniform_cells": "merge", "sketch": "merge"}
 
-    def merge(self, other: "BinnedAccumulator") -> "BinnedAccumulator":
+    def merge(self, other: BinnedAccumulator) -> BinnedAccumulator:
         if (other.n_bins, other.strategy, other.moments) != (self.n_bins, self.strategy, self.moments) or (
             (self.binning is None) != (other.binning is None)
-            or (self.binning is not None and not np.array_equal(self.binning.edges, other.binning.edges))
+            or (
+                self.binning is not None
+                and other.binning is not None
+                and not np.array_equal(self.binning.edges, other.binning.edges)
+            )
         ):
             raise ValueError("binned accumulators with different bins cannot be merged")
         return super().merge(other)
@@ -267,32 +308,58 @@ class BinnedAccumulator(Accumulator):
 
     def fitted_edges(self) -> tuple[np.ndarray, str]:
         """Quantile edges for a second pass, and how they were found (exact, or the sketch's rank error)."""
+        assert self.sketch is not None  # (kept while the quantile bins are not known)
         binning = self.sketch.binning(self.n_bins)
-        how = ("exact quantiles of all predictions" if self.sketch.exact else
-               f"KLL sketch (Apache DataSketches, k={KLL_K}), normalised rank error {self.sketch.rank_error():.2g}")
+        how = (
+            "exact quantiles of all predictions"
+            if self.sketch.exact
+            else f"KLL sketch (Apache DataSketches, k={KLL_K}), normalised rank error {self.sketch.rank_error():.2g}"
+        )
         return binning.edges, how
 
     # -- state -----------------------------------------------------------------------------------
 
     # -- result ----------------------------------------------------------------------------------
 
-    def result(self, *, n_boot: int = 0, alpha: float = 0.05, seed: int = 0, keep_replicates: bool = False,
-               progress=None) -> CalibrationResult:
+    def result(
+        self, *, n_boot: int = 0, alpha: float = 0.05, seed: int = 0, keep_replicates: bool = False, progress=None
+    ) -> CalibrationResult:
         """Every SPEC 2 estimator with bootstrap intervals (see the module docstring for which bootstrap)."""
         if self.rows.n_seen == 0:
             raise CalibcliError("no rows to evaluate: expected at least one prediction")
         if not self.rows.dropped:
             row_index, z, y, w = self.rows.arrays()
-            return binned_calibration(y, z, sample_weight=w, n_bins=self.n_bins, strategy=self.strategy, n_boot=n_boot,
-                                      alpha=alpha, seed=seed, row_index=row_index, keep_replicates=keep_replicates,
-                                      progress=progress)
+            return binned_calibration(
+                y,
+                z,
+                sample_weight=w,
+                n_bins=self.n_bins,
+                strategy=self.strategy,
+                n_boot=n_boot,
+                alpha=alpha,
+                seed=seed,
+                row_index=row_index,
+                keep_replicates=keep_replicates,
+                progress=progress,
+            )
         if self.binning is None:
             raise ValueError("quantile bins over this many rows need their edges from a first pass (see needs_edges)")
-        return self._result_from_cells(n_boot=n_boot, alpha=alpha, seed=seed, keep_replicates=keep_replicates, progress=progress)
+        return self._result_from_cells(
+            n_boot=n_boot, alpha=alpha, seed=seed, keep_replicates=keep_replicates, progress=progress
+        )
 
     @classmethod
-    def results(cls, accs: list, *, n_boot: int = 0, alpha: float = 0.05, seed: int = 0, keep_replicates: bool = False,
-                progress=None, on_chunks=None) -> list[CalibrationResult]:
+    def results(
+        cls,
+        accs: list,
+        *,
+        n_boot: int = 0,
+        alpha: float = 0.05,
+        seed: int = 0,
+        keep_replicates: bool = False,
+        progress=None,
+        on_chunks=None,
+    ) -> list[CalibrationResult]:
         """:meth:`result` of many accumulators of the same options (the groups of an input) at once: those that
         hold their rows through :func:`calibcli.estimators.binned_calibration_groups` (one ``(G, R, bins)``
         bootstrap, every estimator called once per chunk of groups), those beyond their row limit from their
@@ -302,18 +369,32 @@ class BinnedAccumulator(Accumulator):
         if held:
             first = accs[held[0]]
             groups = [(y, z, w, row) for row, z, y, w in (accs[j].rows.arrays() for j in held)]
-            done = binned_calibration_groups(groups, n_bins=first.n_bins, strategy=first.strategy, n_boot=n_boot,
-                                             alpha=alpha, seed=seed, keep_replicates=keep_replicates,
-                                             progress=progress, on_chunks=on_chunks)
+            done = binned_calibration_groups(
+                groups,
+                n_bins=first.n_bins,
+                strategy=first.strategy,
+                n_boot=n_boot,
+                alpha=alpha,
+                seed=seed,
+                keep_replicates=keep_replicates,
+                progress=progress,
+                on_chunks=on_chunks,
+            )
             for j, r in zip(held, done, strict=True):
                 out[j] = r
         for j, acc in enumerate(accs):  # beyond the row limit (at most one group per ROW_LIMIT rows), or empty
             if out[j] is None:
-                out[j] = acc.result(n_boot=n_boot, alpha=alpha, seed=seed, keep_replicates=keep_replicates,
-                                    progress=None if progress is None else lambda: progress(1))
+                out[j] = acc.result(
+                    n_boot=n_boot,
+                    alpha=alpha,
+                    seed=seed,
+                    keep_replicates=keep_replicates,
+                    progress=None if progress is None else lambda: progress(1),
+                )
         return out
 
     def _result_from_cells(self, *, n_boot, alpha, seed, keep_replicates, progress) -> CalibrationResult:
+        assert self.cells is not None and self.binning is not None  # (the bins are known: checked by result)
         main = self.cells.bin_stats(self.weighted)
         uniform = main if self.uniform_cells is None else self.uniform_cells.bin_stats(self.weighted)
         point = _point_metrics(main, uniform)
@@ -322,19 +403,39 @@ class BinnedAccumulator(Accumulator):
         if n_boot > 0:
             if not self.moments:
                 raise ValueError("bootstrap from per-bin statistics needs an accumulator built with moments=True")
-            _check_cell_bootstrap(n_boot, len(self.cells.count) + (0 if self.uniform_cells is None else len(self.uniform_cells.count)))
-            rng = np.random.Generator(np.random.Philox(key=[int(seed) & 0xFFFFFFFFFFFFFFFF, 0x62696E6E6564]))  # "binned"
+            _check_cell_bootstrap(
+                n_boot, len(self.cells.count) + (0 if self.uniform_cells is None else len(self.uniform_cells.count))
+            )
+            rng = np.random.Generator(
+                np.random.Philox(key=[int(seed) & 0xFFFFFFFFFFFFFFFF, 0x62696E6E6564])
+            )  # "binned"
             draws_main = _cell_replicates(self.cells, self.weighted, n_boot, rng)
-            draws_uniform = draws_main if self.uniform_cells is None else _cell_replicates(self.uniform_cells, self.weighted, n_boot, rng)
-            ci, replicates = summarise_replicates((draws_main, draws_uniform), list(point), alpha,
-                                                  keep_replicates=keep_replicates, progress=progress)
+            draws_uniform = (
+                draws_main
+                if self.uniform_cells is None
+                else _cell_replicates(self.uniform_cells, self.weighted, n_boot, rng)
+            )
+            ci, replicates = summarise_replicates(
+                (draws_main, draws_uniform), list(point), alpha, keep_replicates=keep_replicates, progress=progress
+            )
         W = float(main.weight.sum())
-        method = f"Poisson bootstrap from per-bin sufficient statistics, {n_boot} resamples, bins fixed" if n_boot else None
+        method = (
+            f"Poisson bootstrap from per-bin sufficient statistics, {n_boot} resamples, bins fixed" if n_boot else None
+        )
         metrics = assemble_metrics(point, ci, method, sun, W, alpha, self.n_bins)
         return CalibrationResult(
-            n=int(main.count.sum()), weight_total=W, n_bins=self.n_bins, strategy=self.strategy,
-            n_bins_nonempty=main.n_nonempty, bin_bounds=self.binning.bounds(), bin_stats=main, metrics=metrics,
-            alpha=alpha, n_boot=n_boot, replicates=replicates, bin_replicates=draws_main if keep_replicates else None,
+            n=int(main.count.sum()),
+            weight_total=W,
+            n_bins=self.n_bins,
+            strategy=self.strategy,
+            n_bins_nonempty=main.n_nonempty,
+            bin_bounds=self.binning.bounds(),
+            bin_stats=main,
+            metrics=metrics,
+            alpha=alpha,
+            n_boot=n_boot,
+            replicates=replicates,
+            bin_replicates=draws_main if keep_replicates else None,
         )
 
 
@@ -342,9 +443,14 @@ def _check_cell_bootstrap(n_boot: int, n_cells: int) -> None:
     """The bootstrap from per-bin statistics holds every replicate of every cell at once: refuse (naming
     ``n_boot``, with the largest count that fits) before drawing, when that exceeds the memory budget."""
     per_resample = n_cells * BYTES_PER_RESAMPLE_CELL
-    check_allocation("n_boot", n_boot, float(n_boot) * per_resample,
-                     f"the bootstrap of {n_cells} (bin, label) cells from per-bin statistics",
-                     most=max(memory_budget() // per_resample, 0), hint=", or fewer {opt:n_bins}")
+    check_allocation(
+        "n_boot",
+        n_boot,
+        float(n_boot) * per_resample,
+        f"the bootstrap of {n_cells} (bin, label) cells from per-bin statistics",
+        most=max(memory_budget() // per_resample, 0),
+        hint=", or fewer {opt:n_bins}",
+    )
 
 
 def _cell_replicates(cells: _Cells, weighted: bool, n_boot: int, rng: np.random.Generator) -> BinStats:
@@ -359,11 +465,14 @@ def _cell_replicates(cells: _Cells, weighted: bool, n_boot: int, rng: np.random.
     if weighted:
         # (sum w, sum w u, sum w u^2) ~ N(mean, sum w^2 x x^T), per cell
         mean = np.stack([s[_C["w"]], s[_C["wu"]], s[_C["wu2"]]], axis=-1)
-        cov = np.stack([
-            np.stack([s[_C["w2"]], s[_C["w2u"]], s[_C["w2u2"]]], -1),
-            np.stack([s[_C["w2u"]], s[_C["w2u2"]], s[_C["w2u3"]]], -1),
-            np.stack([s[_C["w2u2"]], s[_C["w2u3"]], s[_C["w2u4"]]], -1),
-        ], -2)
+        cov = np.stack(
+            [
+                np.stack([s[_C["w2"]], s[_C["w2u"]], s[_C["w2u2"]]], -1),
+                np.stack([s[_C["w2u"]], s[_C["w2u2"]], s[_C["w2u3"]]], -1),
+                np.stack([s[_C["w2u2"]], s[_C["w2u3"]], s[_C["w2u4"]]], -1),
+            ],
+            -2,
+        )
         scale = np.ones((n_boot, n_cells))
     else:
         # given the resampled count c*, the sums of (u, u^2) over c* draws from the cell: c* mean, c* cov
@@ -404,9 +513,17 @@ def _cell_replicates(cells: _Cells, weighted: bool, n_boot: int, rng: np.random.
     B = cells.n_bins
     w_r, u_r, q_r, l_r, f_r, c_r = (a.reshape(n_boot, B, 2) for a in (W, U, Q, L, factor, c_star))
     self_pairs = f_r * w_r * ratio_w.reshape(B, 2)
-    return BinStats(np.rint(c_r.sum(axis=-1)).astype(np.int64), w_r.sum(axis=-1), w_r[..., 1] - u_r.sum(axis=-1),
-                    w_r[..., 1], q_r.sum(axis=-1), l_r.sum(axis=-1), self_weight=self_pairs.sum(axis=-1),
-                    self_y=self_pairs[..., 1], self_u2=(f_r * q_r * ratio_u2.reshape(B, 2)).sum(axis=-1))
+    return BinStats(
+        np.rint(c_r.sum(axis=-1)).astype(np.int64),
+        w_r.sum(axis=-1),
+        w_r[..., 1] - u_r.sum(axis=-1),
+        w_r[..., 1],
+        q_r.sum(axis=-1),
+        l_r.sum(axis=-1),
+        self_weight=self_pairs.sum(axis=-1),
+        self_y=self_pairs[..., 1],
+        self_u2=(f_r * q_r * ratio_u2.reshape(B, 2)).sum(axis=-1),
+    )
 
 
 def _psd_cholesky(cov: np.ndarray) -> np.ndarray:

@@ -37,17 +37,27 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from calibcli.accumulators.base import Accumulator
-from calibcli.clinical import (
-    ICI_GRID, cox_from_grid, cox_from_rows, GridSums, hosmer_lemeshow_from_bins, ici_from_grid, spiegelhalter_from_sums, spiegelhalter_sums,
-)
-from calibcli.errors import CalibcliError, OptionError
 from calibcli.accumulators.binned import BinnedAccumulator
 from calibcli.accumulators.cumulative import EcceAccumulator
-from calibcli.accumulators.tcal import MAX_ROWS
 from calibcli.accumulators.rows import describe_sample
+from calibcli.accumulators.tcal import MAX_ROWS
+from calibcli.clinical import (
+    ICI_GRID,
+    GridSums,
+    HosmerLemeshowTest,
+    SpiegelhalterTest,
+    cox_from_grid,
+    cox_from_rows,
+    hosmer_lemeshow_from_bins,
+    ici_from_grid,
+    spiegelhalter_from_sums,
+    spiegelhalter_sums,
+)
+from calibcli.cumulative import EcceResult
+from calibcli.errors import CalibcliError, OptionError
 from calibcli.estimators import Metric
 from calibcli.modes import binary_problems
-from calibcli.registry import aggregate_over_classes, REGISTRY
+from calibcli.registry import REGISTRY, aggregate_over_classes
 from calibcli.validation import check_options
 
 STATE_VERSION = 1
@@ -66,11 +76,10 @@ class ClinicalAccumulator(Accumulator):
     def __init__(self, *, n_cells: int = ICI_GRID):
         self.grid = GridSums(n_cells)
 
-    def update(self, row_index, z, y, w=None) -> "ClinicalAccumulator":
+    def update(self, row_index, z, y, w=None) -> ClinicalAccumulator:
         if len(z):
             self.grid.add_rows(z, y, w)
         return self
-
 
     @property
     def n_rows(self) -> int:
@@ -84,7 +93,8 @@ class ClinicalAccumulator(Accumulator):
         else None (Cox from the cells). A statistic that cannot be computed (one label only, separated
         data) is left out and said why in the details.
         """
-        metrics, details = {}, {}
+        metrics: dict[str, Metric] = {}
+        details: dict[str, dict] = {}
         n = self.grid.n
         try:
             if rows is not None:
@@ -93,19 +103,32 @@ class ClinicalAccumulator(Accumulator):
                 how = f"fitted on all {n} rows"
             else:
                 cox = cox_from_grid(self.grid, alpha=alpha)
-                how = (f"fitted on all {n} rows through per-cell sums (each cell's rows at their mean prediction: "
-                       f"cells of width 2^-14, and of relative width 2^-10 in min(p, 1 - p) below 2^-6)")
+                how = (
+                    f"fitted on all {n} rows through per-cell sums (each cell's rows at their mean prediction: "
+                    f"cells of width 2^-14, and of relative width 2^-10 in min(p, 1 - p) below 2^-6)"
+                )
         except CalibcliError as exc:
             details["cox"] = {"error": str(exc)}
         else:
             level = f"{100 * (1 - alpha):g}%"
             method = f"Wald, observed Fisher information, {level}"
-            for name, est, test in (("cox_slope", cox.slope, "slope = 1"), ("cox_intercept", cox.intercept, "intercept = 0"),
-                                    ("calibration_in_the_large", cox.calibration_in_the_large, "intercept = 0")):
-                metrics[name] = Metric(name, est.estimate, est.ci_low, est.ci_high, method,
-                                       note=f"se {est.se:.4g}; Wald test of {test}: z {est.z:.4g}, p {est.p_value:.4g}")
+            for name, est, test in (
+                ("cox_slope", cox.slope, "slope = 1"),
+                ("cox_intercept", cox.intercept, "intercept = 0"),
+                ("calibration_in_the_large", cox.calibration_in_the_large, "intercept = 0"),
+            ):
+                metrics[name] = Metric(
+                    name,
+                    est.estimate,
+                    est.ci_low,
+                    est.ci_high,
+                    method,
+                    note=f"se {est.se:.4g}; Wald test of {test}: z {est.z:.4g}, p {est.p_value:.4g}",
+                )
             details["cox"] = {
-                "rows": how, "n_clipped": cox.n_clipped if rows is not None else None, "clip": cox.clip,
+                "rows": how,
+                "n_clipped": cox.n_clipped if rows is not None else None,
+                "clip": cox.clip,
                 "cov_intercept_slope": cox.cov_intercept_slope,
                 **{k: asdict(getattr(cox, k)) for k in ("slope", "intercept", "calibration_in_the_large")},
             }
@@ -123,8 +146,13 @@ class ClinicalAccumulator(Accumulator):
                 note += "; s* is below 8 cells of the grid: the curve is smoothed by at least the cell width"
             for name in ("ici", "e50", "e90", "emax"):
                 metrics[name] = Metric(name, getattr(ici, name), note=note)
-            details["ici"] = {"sigma": ici.sigma, "grid_cells": ici.grid_cells, "curve_cells": ici.curve_cells,
-                              "under_resolved": ici.under_resolved, "method": ici.method}
+            details["ici"] = {
+                "sigma": ici.sigma,
+                "grid_cells": ici.grid_cells,
+                "curve_cells": ici.curve_cells,
+                "under_resolved": ici.under_resolved,
+                "method": ici.method,
+            }
         return metrics, details
 
 
@@ -160,9 +188,11 @@ class ClinicalTestOptions:
 
 
 #: How ``tcal --test ecce`` reads its statistic (SPEC 9).
-ECCE_METHOD = ("ECCE-R = max_k C_k - min_k C_k, C_k = sum_{j<=k} w_j (y_j - s_j) in score order (weights normalised, "
-               "tie blocks), on the scale sigma = sqrt(sum w_j^2 s_j (1 - s_j)); p-value from the law of the range of "
-               "standard Brownian motion on [0, 1] (Arrieta-Ibarra et al., JMLR 2022)")
+ECCE_METHOD = (
+    "ECCE-R = max_k C_k - min_k C_k, C_k = sum_{j<=k} w_j (y_j - s_j) in score order (weights normalised, "
+    "tie blocks), on the scale sigma = sqrt(sum w_j^2 s_j (1 - s_j)); p-value from the law of the range of "
+    "standard Brownian motion on [0, 1] (Arrieta-Ibarra et al., JMLR 2022)"
+)
 
 
 @dataclass(frozen=True)
@@ -177,22 +207,39 @@ class EcceTest:
     alpha: float
     n: int
     weight_total: float
-    stats: object
+    stats: EcceResult
     how: dict
     method: str = ECCE_METHOD
 
     @classmethod
-    def of(cls, stats, how: dict, *, alpha: float) -> "EcceTest":
+    def of(cls, stats: EcceResult, how: dict, *, alpha: float) -> EcceTest:
         p = float(stats.ecce_r_pvalue)
-        return cls(float(stats.ecce_r_sigma), p, bool(p <= alpha), float(alpha), int(stats.rows), float(stats.weight),
-                   stats, how)
+        return cls(
+            float(stats.ecce_r_sigma),
+            p,
+            bool(p <= alpha),
+            float(alpha),
+            int(stats.rows),
+            float(stats.weight),
+            stats,
+            how,
+        )
 
     def numbers(self) -> dict:
         s = self.stats
-        return {"ecce_r": s.ecce_r, "ecce_r_sigma": s.ecce_r_sigma, "ecce_r_pvalue": s.ecce_r_pvalue,
-                "ecce_mad": s.ecce_mad, "ecce_mad_sigma": s.ecce_mad_sigma, "ecce_mad_pvalue": s.ecce_mad_pvalue,
-                "sigma": s.sigma, "form": self.how["method"], "error_bound": self.how["error_bound"],
-                "n_cells": self.how["n_cells"], "row_limit": self.how["row_limit"]}
+        return {
+            "ecce_r": s.ecce_r,
+            "ecce_r_sigma": s.ecce_r_sigma,
+            "ecce_r_pvalue": s.ecce_r_pvalue,
+            "ecce_mad": s.ecce_mad,
+            "ecce_mad_sigma": s.ecce_mad_sigma,
+            "ecce_mad_pvalue": s.ecce_mad_pvalue,
+            "sigma": s.sigma,
+            "form": self.how["method"],
+            "error_bound": self.how["error_bound"],
+            "n_cells": self.how["n_cells"],
+            "row_limit": self.how["row_limit"],
+        }
 
 
 @dataclass(frozen=True)
@@ -204,7 +251,7 @@ class ClinicalTestReport:
     notes: tuple[str, ...]
     test: str
     sample: dict
-    result: object  # SpiegelhalterTest, HosmerLemeshowTest or EcceTest
+    result: SpiegelhalterTest | HosmerLemeshowTest | EcceTest
 
     @property
     def reject(self) -> bool:
@@ -213,33 +260,69 @@ class ClinicalTestReport:
     def to_dict(self) -> dict:
         r = self.result
         out = {"mode": self.mode, "notes": list(self.notes), "test": self.test, "sample": dict(self.sample)}
-        common = {"reject": r.reject, "p_value": r.p_value, "alpha": r.alpha, "n": r.n, "weight_total": r.weight_total,
-                  "statistic": r.statistic, "method": r.method, "warnings": []}
-        if self.test == "spiegelhalter":
-            out["result"] = {**common, "statistic_name": "Z", "distribution": "N(0, 1), two-sided",
-                             "numerator": r.numerator, "variance": r.variance}
-        elif self.test == "ecce":
-            out["result"] = {**common, "statistic_name": "ECCE-R/sigma",
-                             "distribution": "range of standard Brownian motion on [0, 1]", **r.numbers()}
+        common = {
+            "reject": r.reject,
+            "p_value": r.p_value,
+            "alpha": r.alpha,
+            "n": r.n,
+            "weight_total": r.weight_total,
+            "statistic": r.statistic,
+            "method": r.method,
+            "warnings": [],
+        }
+        if isinstance(r, SpiegelhalterTest):  # (self.test names the result's kind)
+            out["result"] = {
+                **common,
+                "statistic_name": "Z",
+                "distribution": "N(0, 1), two-sided",
+                "numerator": r.numerator,
+                "variance": r.variance,
+            }
+        elif isinstance(r, EcceTest):
+            out["result"] = {
+                **common,
+                "statistic_name": "ECCE-R/sigma",
+                "distribution": "range of standard Brownian motion on [0, 1]",
+                **r.numbers(),
+            }
         else:
-            out["result"] = {**common, "statistic_name": "C-hat", "df": r.df, "distribution": f"chi-square, {r.df} df",
-                             "n_bins": r.n_bins, "n_groups": r.n_groups, "caveats": r.caveats, "groups": r.groups}
+            out["result"] = {
+                **common,
+                "statistic_name": "C-hat",
+                "df": r.df,
+                "distribution": f"chi-square, {r.df} df",
+                "n_bins": r.n_bins,
+                "n_groups": r.n_groups,
+                "caveats": r.caveats,
+                "groups": r.groups,
+            }
         return out
 
     def headline(self) -> dict:
         r = self.result
-        if self.test == "spiegelhalter":
-            return {"spiegelhalter_p_value": Metric("spiegelhalter_p_value", r.p_value, note="two-sided, N(0, 1)"),
-                    "spiegelhalter_z": Metric("spiegelhalter_z", r.statistic)}
-        if self.test == "ecce":
-            form = ("exact" if r.how["method"] == "exact" else
-                    f"{r.how['n_cells']}-cell grid, ECCE-R within [value, value + {2 * r.how['error_bound']:.3g}]")
-            return {"ecce_p_value": Metric("ecce_p_value", r.p_value, note="range of Brownian motion, asymptotic"),
-                    "ecce_statistic": Metric("ecce_statistic", r.statistic, note=f"ECCE-R/sigma ({form})")}
-        return {"hosmer_lemeshow_p_value": Metric("hosmer_lemeshow_p_value", r.p_value,
-                                                  note=f"chi-square with {r.df} df ({r.n_groups} groups - 2)"),
-                "hosmer_lemeshow_statistic": Metric("hosmer_lemeshow_statistic", r.statistic,
-                                                    note=f"{r.n_groups} non-empty groups of {r.n_bins}")}
+        if isinstance(r, SpiegelhalterTest):
+            return {
+                "spiegelhalter_p_value": Metric("spiegelhalter_p_value", r.p_value, note="two-sided, N(0, 1)"),
+                "spiegelhalter_z": Metric("spiegelhalter_z", r.statistic),
+            }
+        if isinstance(r, EcceTest):
+            form = (
+                "exact"
+                if r.how["method"] == "exact"
+                else f"{r.how['n_cells']}-cell grid, ECCE-R within [value, value + {2 * r.how['error_bound']:.3g}]"
+            )
+            return {
+                "ecce_p_value": Metric("ecce_p_value", r.p_value, note="range of Brownian motion, asymptotic"),
+                "ecce_statistic": Metric("ecce_statistic", r.statistic, note=f"ECCE-R/sigma ({form})"),
+            }
+        return {
+            "hosmer_lemeshow_p_value": Metric(
+                "hosmer_lemeshow_p_value", r.p_value, note=f"chi-square with {r.df} df ({r.n_groups} groups - 2)"
+            ),
+            "hosmer_lemeshow_statistic": Metric(
+                "hosmer_lemeshow_statistic", r.statistic, note=f"{r.n_groups} non-empty groups of {r.n_bins}"
+            ),
+        }
 
 
 class ClinicalTestAccumulator(Accumulator):
@@ -251,11 +334,22 @@ class ClinicalTestAccumulator(Accumulator):
     same, same_message = ("mode", "options"), "test states of different modes or options cannot be merged"
     merge_rules = {"n": "sum", "sums": "sum", "bins": "merge", "ecce": "merge"}
 
-    def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: ClinicalTestOptions,
-                 edges: list | None = None, edges_method: str | None = None):
+    def __init__(
+        self,
+        *,
+        mode: str,
+        n_classes: int,
+        class_names: tuple[str, ...],
+        options: ClinicalTestOptions,
+        edges: np.ndarray | None = None,
+        edges_method: str | None = None,
+    ):
         if mode not in ("binary", "top-label"):
-            raise OptionError("mode", f"{{name}} {mode}: the {options.test} test is of one probability per prediction: "
-                                      f"use the binary or top-label mode")
+            raise OptionError(
+                "mode",
+                f"{{name}} {mode}: the {options.test} test is of one probability per prediction: "
+                f"use the binary or top-label mode",
+            )
         self.mode, self.n_classes, self.class_names, self.options = mode, int(n_classes), tuple(class_names), options
         self.edges_method = edges_method
         self.sums = np.zeros(3)
@@ -266,7 +360,7 @@ class ClinicalTestAccumulator(Accumulator):
         elif options.test == "ecce":
             self.ecce = EcceAccumulator(options.max_rows)
 
-    def update(self, row_index, probs, labels, w=None) -> "ClinicalTestAccumulator":
+    def update(self, row_index, probs, labels, w=None) -> ClinicalTestAccumulator:
         (problem,) = binary_problems(labels, probs, mode=self.mode, sample_weight=w, class_names=list(self.class_names))
         self.n += len(problem.z)
         if self.ecce is not None:
@@ -276,7 +370,6 @@ class ClinicalTestAccumulator(Accumulator):
         else:
             self.bins.update(row_index, problem.z, problem.y, problem.sample_weight)
         return self
-
 
     @property
     def n_rows(self) -> int:
@@ -291,10 +384,17 @@ class ClinicalTestAccumulator(Accumulator):
         """Hosmer-Lemeshow over more rows than are kept: the deciles from this pass, the groups' sums from a second."""
         return self.bins is not None and self.bins.needs_edges
 
-    def for_second_pass(self) -> "ClinicalTestAccumulator":
+    def for_second_pass(self) -> ClinicalTestAccumulator:
+        assert self.bins is not None  # (only Hosmer-Lemeshow's bins ask for a second pass)
         edges, how = self.bins.fitted_edges()
-        return ClinicalTestAccumulator(mode=self.mode, n_classes=self.n_classes, class_names=self.class_names,
-                                       options=self.options, edges=edges, edges_method=how)
+        return ClinicalTestAccumulator(
+            mode=self.mode,
+            n_classes=self.n_classes,
+            class_names=self.class_names,
+            options=self.options,
+            edges=edges,
+            edges_method=how,
+        )
 
     def result(self, progress=None) -> ClinicalTestReport:
         o = self.options
@@ -304,26 +404,33 @@ class ClinicalTestAccumulator(Accumulator):
         sample = {**describe_sample(self.n, self.n, self.n, 0), "description": f"all {self.n} rows (exact sums)"}
         if self.ecce is not None:
             stats, how = self.ecce.result()
-            result = EcceTest.of(stats, how, alpha=o.alpha)
+            ecce_test = EcceTest.of(stats, how, alpha=o.alpha)
             if how["method"] == "grid":
                 notes.append(how["description"])
             if not np.isfinite(stats.ecce_r_sigma):
-                notes.append("sigma = 0 (every prediction 0 or 1) but some label disagrees: certain miscalibration, "
-                             "p-value 0")
+                notes.append(
+                    "sigma = 0 (every prediction 0 or 1) but some label disagrees: certain miscalibration, p-value 0"
+                )
             sample["description"] = how["description"]
-            return ClinicalTestReport(self.mode, tuple(notes), o.test, sample, result)
+            return ClinicalTestReport(self.mode, tuple(notes), o.test, sample, ecce_test)
+        result: SpiegelhalterTest | HosmerLemeshowTest
         if self.bins is None:
             result = spiegelhalter_from_sums(self.sums, n=self.n, alpha=o.alpha)
         else:
             r = self.bins.result()
             s = r.bin_stats
-            result = hosmer_lemeshow_from_bins(s.count, s.weight, s.sum_z, s.sum_y, r.bin_bounds, n_bins=o.n_bins,
-                                               alpha=o.alpha)
-            notes.append(f"deciles of risk: {o.n_bins} quantile bins, {result.n_groups} non-empty (ties merge bins)"
-                         + (f"; edges from {self.edges_method}" if self.edges_method else ""))
+            result = hosmer_lemeshow_from_bins(
+                s.count, s.weight, s.sum_z, s.sum_y, r.bin_bounds, n_bins=o.n_bins, alpha=o.alpha
+            )
+            notes.append(
+                f"deciles of risk: {o.n_bins} quantile bins, {result.n_groups} non-empty (ties merge bins)"
+                + (f"; edges from {self.edges_method}" if self.edges_method else "")
+            )
             empty = [g for g in result.groups if g["term"] == math.inf]
             if empty:
-                notes.append(f"{len(empty)} group(s) have E_g (1 - E_g / n_g) = 0 (every prediction 0 or 1) but "
-                             f"O_g != E_g: C-hat is infinite and the p-value 0")
+                notes.append(
+                    f"{len(empty)} group(s) have E_g (1 - E_g / n_g) = 0 (every prediction 0 or 1) but "
+                    f"O_g != E_g: C-hat is infinite and the p-value 0"
+                )
             notes.append("caveats: " + result.caveats)
         return ClinicalTestReport(self.mode, tuple(notes), o.test, sample, result)

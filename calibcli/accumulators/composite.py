@@ -5,16 +5,38 @@ batch to each; it follows the contract of :mod:`calibcli.accumulators`, so an en
 one family (``cc.engine_runner(...).run(stream, new)``, the local engine or Dask alike). A second pass
 runs when any member asks for one, and then feeds only the members that asked (in some group of the
 input: :meth:`second_pass_of`): :meth:`for_second_pass` holds those alone, and :meth:`after_second_pass`
-puts them back beside the members finished by the first pass. Each member is finished by its own family's code (``calibcli report``).
+puts them back beside the members finished by the first pass. Each member is finished by its own family's code
+(``calibcli report``).
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import Any, Protocol
 
 from calibcli.accumulators.base import Accumulator
 
 STATE_VERSION = 1
+
+
+class Member(Protocol):
+    """What a composite asks of its members: the contract of :mod:`calibcli.accumulators`."""
+
+    @property
+    def n_rows(self) -> int: ...
+
+    @property
+    def problems(self) -> list: ...
+
+    def update(self, row_index: Any, probs: Any, labels: Any, w: Any = None, /) -> Any: ...
+
+    def merge(self, other: Any, /) -> Any: ...
+
+    def needs_second_pass(self) -> bool: ...
+
+    def for_second_pass(self) -> Any: ...
+
+    def to_dict(self) -> dict: ...
 
 
 class Composite(Accumulator):
@@ -24,18 +46,20 @@ class Composite(Accumulator):
     state_name = "composite state"
     merge_rules = {"members": "merge"}
 
-    def __init__(self, members: dict[str, object]):
+    def __init__(self, members: dict[str, Member]):
         self.members = dict(members)
 
-    def update(self, row_index, probs, labels, w=None) -> "Composite":
+    def update(self, row_index, probs, labels, w=None) -> Composite:
         for acc in self.members.values():
             acc.update(row_index, probs, labels, w)
         return self
 
-    def merge(self, other: "Composite") -> "Composite":
+    def merge(self, other: Composite) -> Composite:
         if list(other.members) != list(self.members):
-            raise ValueError(f"composite states of different members cannot be merged: {list(self.members)} and "
-                             f"{list(other.members)}")
+            raise ValueError(
+                f"composite states of different members cannot be merged: {list(self.members)} and "
+                f"{list(other.members)}"
+            )
         return super().merge(other)
 
     def __getitem__(self, name: str):
@@ -55,7 +79,7 @@ class Composite(Accumulator):
     def _asking(self) -> set[str]:
         return {name for name, acc in self.members.items() if acc.needs_second_pass()}
 
-    def for_second_pass(self, names=None) -> "Composite":
+    def for_second_pass(self, names=None) -> Composite:
         """The second pass's members alone: those named (default: those that ask for one); the others are
         finished already."""
         names = self._asking() if names is None else set(names)
@@ -69,11 +93,11 @@ class Composite(Accumulator):
         names = set().union(*(acc._asking() for acc in state.values()))
         return {key: acc.for_second_pass(names) for key, acc in state.items()}
 
-    def after_second_pass(self, second: "Composite") -> "Composite":
+    def after_second_pass(self, second: Composite) -> Composite:
         """Every member: from ``second`` when it had a second pass, else this (first-pass) one."""
         return Composite({name: second.members.get(name, acc) for name, acc in self.members.items()})
 
-    def result(self, progress=None) -> "Composite":
+    def result(self, progress=None) -> Composite:
         """The composite itself: each member is finished by its own family."""
         return self
 

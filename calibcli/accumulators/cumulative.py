@@ -4,8 +4,8 @@ The statistics need the rows in score order. :class:`EcceAccumulator` keeps ever
 ``row_limit`` were seen (a :class:`~calibcli.accumulators.rows.RowSample` that drops itself, never thins:
 all rows of a population matter) and then computes :func:`calibcli.cumulative.ecce` on them, exactly. Beside
 the rows it always adds, per cell of a uniform grid of ``n_cells`` score cells (2^16 by default), the sums of
-``w``, ``w y``, ``w s``, ``w^2 s (1 - s)`` and ``w |y - s|`` (as :func:`calibcli.cumulative.cell_sums` adds them, five or six
-bincounts per batch). Beyond the row limit the statistics come from those sums
+``w``, ``w y``, ``w s``, ``w^2 s (1 - s)`` and ``w |y - s|`` (as :func:`calibcli.cumulative.cell_sums` adds them,
+five or six bincounts per batch). Beyond the row limit the statistics come from those sums
 (:func:`calibcli.cumulative.ecce_from_cells`): ``C`` is then known at cell ends only, and the largest cell's
 normalised ``sum w |y - s|`` bounds the error (the exact ECCE-MAD lies in ``[grid, grid + bound]``, the exact
 ECCE-R in ``[grid, grid + 2 bound]``); :meth:`EcceAccumulator.result` states which form was used and the bound.
@@ -26,7 +26,7 @@ import numpy as np
 
 from calibcli.accumulators.base import Accumulator
 from calibcli.accumulators.rows import RowSample
-from calibcli.cumulative import CellSums, ecce, ecce_from_cells, EcceResult, uniform_cells
+from calibcli.cumulative import CellSums, EcceResult, ecce, ecce_from_cells, uniform_cells
 from calibcli.estimators import Metric
 
 #: Score cells of the grid form (beyond the row limit).
@@ -56,7 +56,7 @@ class EcceAccumulator(Accumulator):
 
     def __init__(self, row_limit: int | None, n_cells: int = N_CELLS):
         self.row_limit, self.n_cells = None if row_limit is None else int(row_limit), int(n_cells)
-        self.rows = None if row_limit is None else RowSample(self.row_limit, 0, keep_when_full=False)
+        self.rows = None if row_limit is None else RowSample(int(row_limit), 0, keep_when_full=False)
         self.n_seen = 0
         self._sums: dict | None = None  # the grid's sums, allocated past PENDING_ROWS rows
         self._pending: list[tuple] = []  # until then, the rows' (z, y, w)
@@ -79,7 +79,7 @@ class EcceAccumulator(Accumulator):
             self._add(z, y, w, sums)
         return sums
 
-    def update(self, row_index, z, y, w=None) -> "EcceAccumulator":
+    def update(self, row_index, z, y, w=None) -> EcceAccumulator:
         z = np.asarray(z, dtype=np.float64)
         self.n_seen += len(z)
         if self.rows is not None:
@@ -131,18 +131,29 @@ class EcceAccumulator(Accumulator):
         limit = self.row_limit if row_limit is None else row_limit
         how = {"n": self.n, "row_limit": limit}
         if rows is None and self.exact:
+            assert self.rows is not None  # (exact: every row is held)
             rows = self.rows.arrays()
         if rows is not None:
             _, z, y, w = rows
             res = ecce(y, z, sample_weight=w)
-            return res, {**how, "method": "exact", "n_cells": None, "error_bound": 0.0,
-                         "description": f"exact on all {self.n} rows (at most {limit} are held)"}
+            return res, {
+                **how,
+                "method": "exact",
+                "n_cells": None,
+                "error_bound": 0.0,
+                "description": f"exact on all {self.n} rows (at most {limit} are held)",
+            }
         res = ecce_from_cells(CellSums(w=self.w, wy=self.wy, ws=self.ws, w2v=self.w2v, wabs=self.wabs, rows=self.count))
         bound = float(res.error_bound)
-        return res, {**how, "method": "grid", "n_cells": self.n_cells, "error_bound": bound,
-                     "description": f"{self.n} rows, beyond the {limit} held: from sums over {self.n_cells} "
-                                    f"uniform score cells; exact ECCE-MAD within [value, value + {bound:.3g}], "
-                                    f"exact ECCE-R within [value, value + {2 * bound:.3g}]"}
+        return res, {
+            **how,
+            "method": "grid",
+            "n_cells": self.n_cells,
+            "error_bound": bound,
+            "description": f"{self.n} rows, beyond the {limit} held: from sums over {self.n_cells} "
+            f"uniform score cells; exact ECCE-MAD within [value, value + {bound:.3g}], "
+            f"exact ECCE-R within [value, value + {2 * bound:.3g}]",
+        }
 
 
 def ecce_metrics(stats: EcceResult, how: dict) -> dict[str, Metric]:
@@ -158,8 +169,13 @@ def ecce_metrics(stats: EcceResult, how: dict) -> dict[str, Metric]:
             out[name] = Metric(name, value, note=note + "; exact", extra=extra)
         else:
             bound = factor * how["error_bound"]
-            out[name] = Metric(name, value, upper_bound=value + bound,
-                               upper_bound_method=f"{how['n_cells']}-cell score grid beyond {how['row_limit']} rows: "
-                                                  f"the exact value is within [estimate, estimate + {bound:.3g}]",
-                               note=note + f"; grid, error <= {bound:.3g}", extra=extra)
+            out[name] = Metric(
+                name,
+                value,
+                upper_bound=value + bound,
+                upper_bound_method=f"{how['n_cells']}-cell score grid beyond {how['row_limit']} rows: "
+                f"the exact value is within [estimate, estimate + {bound:.3g}]",
+                note=note + f"; grid, error <= {bound:.3g}",
+                extra=extra,
+            )
     return out

@@ -6,19 +6,24 @@ accumulator per binary problem; its report gives the curves :mod:`calibcli.diagr
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Callable
+from typing import Any, cast
 
-from calibcli.accumulators.base import Accumulator
 import calibcli.smooth
-from calibcli.accumulators.binned import ROW_LIMIT, BinnedAccumulator
-from calibcli.diagram_data import (
-    DEFAULT_BAND, BinnedDiagramData, SmoothDiagramData, binned_data_from_result, smooth_data_from_result,
-)
 from calibcli import cancel
+from calibcli.accumulators.base import Accumulator
+from calibcli.accumulators.binned import ROW_LIMIT, BinnedAccumulator
 from calibcli.accumulators.smooth import SmoothAccumulator
+from calibcli.diagram_data import (
+    DEFAULT_BAND,
+    BinnedDiagramData,
+    SmoothDiagramData,
+    binned_data_from_result,
+    smooth_data_from_result,
+)
+from calibcli.estimators import CalibrationResult
 from calibcli.modes import binary_problems
-
 
 
 @dataclass(frozen=True)
@@ -51,12 +56,14 @@ class DiagramProblem:
 
     name: str
     class_index: int | None
-    binned: object | None  # calibcli.estimators.CalibrationResult
-    smooth: object | None  # calibcli.smooth.SmoothECEResult, with its curve
+    binned: CalibrationResult | None
+    smooth: calibcli.smooth.SmoothECEResult | None  # with its curve
 
     @property
     def n(self) -> int:
-        return (self.binned or self.smooth).n
+        drawn = self.binned or self.smooth
+        assert drawn is not None  # (a diagram draws at least one kind)
+        return drawn.n
 
 
 @dataclass(frozen=True)
@@ -71,7 +78,7 @@ class DiagramCurve:
     smooth: SmoothDiagramData | None = None
 
     def to_dict(self) -> dict:
-        out = {"name": self.name, "problem": self.problem, "class_index": self.class_index, "n": self.n}
+        out: dict[str, Any] = {"name": self.name, "problem": self.problem, "class_index": self.class_index, "n": self.n}
         if self.binned is not None:
             out["binned"] = self.binned.to_dict()
         if self.smooth is not None:
@@ -93,9 +100,13 @@ class DiagramReport:
         legend = name if legend is None else legend
         return [
             DiagramCurve(
-                name=name, problem=p.name, class_index=p.class_index, n=p.n,
-                binned=None if p.binned is None else binned_data_from_result(p.binned, name=legend, problem=p.name,
-                                                                               band=self.band),
+                name=name,
+                problem=p.name,
+                class_index=p.class_index,
+                n=p.n,
+                binned=None
+                if p.binned is None
+                else binned_data_from_result(p.binned, name=legend, problem=p.name, band=self.band),
                 smooth=None if p.smooth is None else smooth_data_from_result(p.smooth, name=legend, problem=p.name),
             )
             for p in self.problems
@@ -118,40 +129,68 @@ class DiagramInputAccumulator(Accumulator):
     state_name = "diagram input state"
     merge_rules = {"binned": "merge", "smooth": "merge"}
 
-    def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: DiagramOptions,
-                 edges: list | None = None, edges_method: str | None = None, grids: list[int] | None = None):
+    def __init__(
+        self,
+        *,
+        mode: str,
+        n_classes: int,
+        class_names: tuple[str, ...],
+        options: DiagramOptions,
+        edges: list | None = None,
+        edges_method: str | None = None,
+        grids: list[int] | None = None,
+    ):
         self.mode, self.n_classes, self.class_names, self.options = mode, int(n_classes), tuple(class_names), options
         self.edges_method = edges_method
         n_problems = self.n_classes if mode == "marginal" else 1
         if options.max_problems is not None:
             n_problems = min(n_problems, options.max_problems)
         row_limit = ROW_LIMIT if options.row_limit is None else options.row_limit
-        self.binned = [
-            BinnedAccumulator(n_bins=options.n_bins, strategy=options.strategy, row_limit=row_limit,
-                              edges=None if edges is None else edges[k])
-            for k in range(n_problems)
-        ] if options.binned else None
+        self.binned = (
+            [
+                BinnedAccumulator(
+                    n_bins=options.n_bins,
+                    strategy=options.strategy,
+                    row_limit=row_limit,
+                    edges=None if edges is None else edges[k],
+                )
+                for k in range(n_problems)
+            ]
+            if options.binned
+            else None
+        )
         grids = grids or [calibcli.smooth.STATS_GRID] * n_problems  # read now: the library may change it
-        self.smooth = [SmoothAccumulator(row_limit=row_limit, seed=options.seed, want_curve=True, n_cells=g)
-                       for g in grids] if options.smooth else None
+        self.smooth = (
+            [SmoothAccumulator(row_limit=row_limit, seed=options.seed, want_curve=True, n_cells=g) for g in grids]
+            if options.smooth
+            else None
+        )
         self._grids: list[int] | None | bool = False  # second-pass grids, once checked (False: not yet)
 
     @property
     def problems(self) -> list:
         """Per binary problem, its accumulators (binned, smooth; None for a kind not drawn)."""
-        n = len(self.binned if self.binned is not None else self.smooth)
-        return [(None if self.binned is None else self.binned[k], None if self.smooth is None else self.smooth[k])
-                for k in range(n)]
+        n = len(self._per_problem())
+        return [
+            (None if self.binned is None else self.binned[k], None if self.smooth is None else self.smooth[k])
+            for k in range(n)
+        ]
+
+    def _per_problem(self) -> list:
+        """The accumulators of the first kind drawn (binned, else smooth): one per binary problem."""
+        drawn = self.binned if self.binned is not None else self.smooth
+        assert drawn is not None  # (a diagram draws at least one kind)
+        return drawn
 
     def _binary_problems(self, labels, probs, w):
         names = list(self.class_names)
         if self.mode == "marginal" and probs.ndim == 2:
             # only the classes drawn: class k's problem reads column k alone
-            keep = len(self.binned if self.binned is not None else self.smooth)
+            keep = len(self._per_problem())
             return binary_problems(labels, probs[:, :keep], mode=self.mode, sample_weight=w, class_names=names[:keep])
         return binary_problems(labels, probs, mode=self.mode, sample_weight=w, class_names=names)
 
-    def update(self, row_index, probs, labels, w=None) -> "DiagramInputAccumulator":
+    def update(self, row_index, probs, labels, w=None) -> DiagramInputAccumulator:
         for k, problem in enumerate(self._binary_problems(labels, probs, w)):
             if self.binned is not None:
                 self.binned[k].update(row_index, problem.z, problem.y, problem.sample_weight)
@@ -165,7 +204,9 @@ class DiagramInputAccumulator(Accumulator):
 
     @property
     def n_rows(self) -> int:
-        return (self.binned or self.smooth)[0].n_rows
+        drawn = self.binned or self.smooth
+        assert drawn is not None  # (a diagram draws at least one kind)
+        return drawn[0].n_rows
 
     def _second_pass_grids(self) -> list[int] | None:
         """Per problem, the smoothing grid of a second pass; None when every s* is resolved by this pass.
@@ -177,22 +218,33 @@ class DiagramInputAccumulator(Accumulator):
             return None
         if self._grids is False:
             checks = [None if acc.rows_kept else acc.result(n_boot=0, alpha=self.options.alpha) for acc in self.smooth]
-            finer = [c is not None and c.needs_finer_grid for c in checks]
-            self._grids = [c.finer_grid if f else acc.n_cells for c, f, acc in zip(checks, finer, self.smooth)] if any(finer) else None
-        return self._grids
+            finer = [c.finer_grid if c is not None and c.needs_finer_grid else None for c in checks]
+            self._grids = (
+                [acc.n_cells if g is None else g for g, acc in zip(finer, self.smooth, strict=True)]
+                if any(g is not None for g in finer)
+                else None
+            )
+        return cast("list[int] | None", self._grids)  # (checked: no longer False)
 
     def needs_second_pass(self) -> bool:
         return any(acc.needs_edges for acc in self.binned or ()) or self._second_pass_grids() is not None
 
-    def for_second_pass(self) -> "DiagramInputAccumulator":
+    def for_second_pass(self) -> DiagramInputAccumulator:
         """An empty accumulator for a second pass: quantile edges and smoothing grids from this pass."""
         edges = edges_method = None
         if self.binned is not None and any(acc.needs_edges for acc in self.binned):
             fitted = [acc.fitted_edges() for acc in self.binned]
             edges, edges_method = [e for e, _ in fitted], fitted[0][1]
         grids = None if self.smooth is None else (self._second_pass_grids() or [acc.n_cells for acc in self.smooth])
-        return DiagramInputAccumulator(mode=self.mode, n_classes=self.n_classes, class_names=self.class_names,
-                                       options=self.options, edges=edges, edges_method=edges_method, grids=grids)
+        return DiagramInputAccumulator(
+            mode=self.mode,
+            n_classes=self.n_classes,
+            class_names=self.class_names,
+            options=self.options,
+            edges=edges,
+            edges_method=edges_method,
+            grids=grids,
+        )
 
     def result(self, progress: Callable[[], None] | None = None) -> DiagramReport:
         """Every problem's binned and smooth results (with bootstrap intervals, and the curve with its band).
@@ -203,38 +255,55 @@ class DiagramInputAccumulator(Accumulator):
         o = self.options
         marginal = self.mode == "marginal"
         names = [f"class {c}" for c in self.class_names] if marginal else [self.mode]
-        tasks = {}
-        if self.binned is not None:
-            tasks["binned"] = lambda: [acc.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, progress=progress,
-                                                  keep_replicates=o.band == "bootstrap")  # the band's per-bin resamples
-                                       for acc in self.binned]
-        if self.smooth is not None:
+        tasks: dict[str, Callable[[], list]] = {}
+        binned, smooth = self.binned, self.smooth
+        if binned is not None:
+            tasks["binned"] = lambda: [
+                acc.result(
+                    n_boot=o.n_boot,
+                    alpha=o.alpha,
+                    seed=o.seed,
+                    progress=progress,
+                    keep_replicates=o.band == "bootstrap",
+                )  # the band's per-bin resamples
+                for acc in binned
+            ]
+        if smooth is not None:
+
             def smooth_results():
                 with warnings.catch_warnings():
                     # Where no resample has data, the band is NaN (not drawn); numpy's "All-NaN slice"
                     # warning about it is not news for the user.
                     warnings.simplefilter("ignore", RuntimeWarning)
-                    return [acc.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, curve_points=o.curve_points,
-                                       progress=progress) for acc in self.smooth]
+                    return [
+                        acc.result(
+                            n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, curve_points=o.curve_points, progress=progress
+                        )
+                        for acc in smooth
+                    ]
+
             tasks["smooth"] = smooth_results
         done = run_side_by_side(tasks)
         n = len(self.problems)
         problems = [
-            DiagramProblem(names[k], k if marginal else None,
-                           done["binned"][k] if "binned" in done else None, done["smooth"][k] if "smooth" in done else None)
+            DiagramProblem(
+                names[k],
+                k if marginal else None,
+                done["binned"][k] if "binned" in done else None,
+                done["smooth"][k] if "smooth" in done else None,
+            )
             for k in range(n)
         ]
         notes = (f"quantile edges from {self.edges_method}",) if self.edges_method else ()
         return DiagramReport(self.mode, problems, notes, band=o.band)
 
 
-def run_side_by_side(tasks: dict[str, Callable[[], object]]) -> dict[str, object]:
+def run_side_by_side(tasks: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
     """Results of the callables in ``tasks``, in two threads when there are two. The first error raised
     is re-raised."""
     if len(tasks) < 2:
         return {key: task() for key, task in tasks.items()}
     from concurrent.futures import ThreadPoolExecutor
-
 
     pool = ThreadPoolExecutor(max_workers=len(tasks))
     try:

@@ -23,18 +23,20 @@ bucket, and the measuring accumulators' bounded states.
 
 from __future__ import annotations
 
+from typing import Any, TypedDict
 
 import numpy as np
 
 from calibcli.accumulators.base import Accumulator
 from calibcli.accumulators.fit import MAX_DISTINCT, FitAccumulator
-from calibcli.accumulators.rows import RowSample
-from calibcli.resampling import row_hash
 from calibcli.accumulators.inputs import InputAccumulator, SmoothInputAccumulator
+from calibcli.accumulators.rows import RowSample
 from calibcli.accumulators.tcal import TcalInputAccumulator
 from calibcli.calibrators import calibrator_from_dict
 from calibcli.documents import metric_json
 from calibcli.modes import binary_problems
+from calibcli.resampling import row_hash
+from calibcli.tcal import BinomialTestResult
 from calibcli.validation import check_option
 
 STATE_VERSION = 1
@@ -79,13 +81,12 @@ class SplitCounter(_OnePass):
         self.binary: bool | None = None
         self.histogram = np.zeros(1 << BUCKET_BITS, dtype=np.int64)
 
-    def update(self, row_index, probs, labels, w=None) -> "SplitCounter":
+    def update(self, row_index, probs, labels, w=None) -> SplitCounter:
         self.n += len(row_index)
         self.binary = probs.ndim == 1 if self.binary is None else self.binary
         _, b = _bucket(self.seed, row_index)
         self.histogram += np.bincount(b, minlength=len(self.histogram))
         return self
-
 
     @property
     def n_rows(self) -> int:
@@ -114,13 +115,12 @@ class HoldoutFitAccumulator(_OnePass):
         self.fit = FitAccumulator(max_rows=max_rows, seed=seed, max_distinct=max_distinct)
         self.edge = RowSample(self.rank, self.seed)  # the boundary bucket: its `rank` smallest hashes are fit rows
 
-    def update(self, row_index, probs, labels, w=None) -> "HoldoutFitAccumulator":
+    def update(self, row_index, probs, labels, w=None) -> HoldoutFitAccumulator:
         _, b = _bucket(self.seed, row_index)
         for mask, acc in ((b < self.bucket, self.fit), (b == self.bucket, self.edge)):
             if mask.any():
                 acc.update(row_index[mask], probs[mask], labels[mask], None if w is None else w[mask])
         return self
-
 
     @property
     def n_rows(self) -> int:
@@ -130,8 +130,10 @@ class HoldoutFitAccumulator(_OnePass):
         """The fit part's accumulator and the split's threshold: a row is a test row when its hash exceeds it."""
         row_index, z, y, w = self.edge.arrays()
         if len(row_index) != self.rank:
-            raise ValueError(f"the boundary bucket holds {len(row_index)} rows: expected {self.rank} (another pass "
-                             f"over the data saw other rows)")
+            raise ValueError(
+                f"the boundary bucket holds {len(row_index)} rows: expected {self.rank} (another pass "
+                f"over the data saw other rows)"
+            )
         fit = FitAccumulator.from_dict(self.fit.to_dict())
         if self.edge.weighted and w is None:
             w = np.ones(len(row_index))
@@ -154,24 +156,37 @@ class HoldoutSplit(Accumulator):
     state_name = "holdout split state"
     merge_rules = {"_state": "merge"}
 
-    def __init__(self, *, seed: int, holdout: float, max_rows: int, totals: dict | None = None,
-                 fit: "HoldoutFitAccumulator | None" = None):
+    def __init__(
+        self,
+        *,
+        seed: int,
+        holdout: float,
+        max_rows: int,
+        totals: dict | None = None,
+        fit: HoldoutFitAccumulator | None = None,
+    ):
         self.seed, self.holdout, self.max_rows = int(seed), float(holdout), int(max_rows)
         self.counter = SplitCounter(seed=seed) if fit is None else None
         self.totals, self.fit = totals, fit
 
     @property
-    def _state(self):
-        return self.counter if self.fit is None else self.fit
+    def _state(self) -> SplitCounter | HoldoutFitAccumulator:
+        if self.fit is None:
+            assert self.counter is not None  # (the first pass counts)
+            return self.counter
+        return self.fit
 
-    def update(self, row_index, probs, labels, w=None) -> "HoldoutSplit":
+    def update(self, row_index, probs, labels, w=None) -> HoldoutSplit:
         self._state.update(row_index, probs, labels, w)
         return self
 
-
     @property
     def n_rows(self) -> int:
-        return self.counter.n_rows if self.fit is None else self.totals["n"]
+        if self.fit is None:
+            assert self.counter is not None
+            return self.counter.n_rows
+        assert self.totals is not None  # (the second pass knows the first's totals)
+        return self.totals["n"]
 
     @property
     def problems(self) -> list:
@@ -180,31 +195,49 @@ class HoldoutSplit(Accumulator):
     def needs_second_pass(self) -> bool:
         return self.fit is None
 
-    def for_second_pass(self) -> "HoldoutSplit":
+    def for_second_pass(self) -> HoldoutSplit:
         """The fit part's pass: ``n_fit = round(holdout n)`` rows, at least 2 in each part (else the error)."""
+        assert self.counter is not None  # (asked for after the first pass only)
         n = self.counter.n_rows
         n_fit = int(round(self.holdout * n))
-        check_option(2 <= n_fit <= n - 2, f"--holdout {self.holdout} leaves {n_fit} of {n} rows to fit on and "
-                     f"{n - n_fit} to evaluate: expected at least 2 in each part")
+        check_option(
+            2 <= n_fit <= n - 2,
+            f"--holdout {self.holdout} leaves {n_fit} of {n} rows to fit on and "
+            f"{n - n_fit} to evaluate: expected at least 2 in each part",
+        )
         bucket, rank = self.counter.boundary(n_fit)
-        return HoldoutSplit(seed=self.seed, holdout=self.holdout, max_rows=self.max_rows,
-                            totals={"n": n, "n_fit": n_fit, "binary": self.counter.binary},
-                            fit=HoldoutFitAccumulator(seed=self.seed, bucket=bucket, rank=rank, max_rows=self.max_rows))
+        return HoldoutSplit(
+            seed=self.seed,
+            holdout=self.holdout,
+            max_rows=self.max_rows,
+            totals={"n": n, "n_fit": n_fit, "binary": self.counter.binary},
+            fit=HoldoutFitAccumulator(seed=self.seed, bucket=bucket, rank=rank, max_rows=self.max_rows),
+        )
 
     def finish(self) -> tuple[FitAccumulator, int, dict]:
         """After both passes: the fit part's accumulator, the threshold (a row is a test row when its hash
         exceeds it) and the totals ``{"n", "n_fit", "binary"}``."""
         if self.fit is None:
             raise ValueError("the holdout split's second pass has not run")
+        assert self.totals is not None
         fit, threshold = self.fit.finish()
         return fit, threshold, dict(self.totals)
 
-    def result(self, progress=None) -> "HoldoutSplit":
+    def result(self, progress=None) -> HoldoutSplit:
         return self
 
 
 # ---------------------------------------------------------------------------------------------
 # The test part: before/after through the measuring commands' accumulators
+
+
+class _MethodStates(TypedDict):
+    """One method's accumulators (or the uncalibrated predictions'): ``ece``'s, ``smece``'s, and a test per
+    binary problem."""
+
+    binned: InputAccumulator
+    smooth: SmoothInputAccumulator
+    tests: list[TcalInputAccumulator]
 
 
 class EvaluateAccumulator(Accumulator):
@@ -219,25 +252,43 @@ class EvaluateAccumulator(Accumulator):
     kind = "recalibrate_evaluate"
     state_name = "recalibrate-evaluate state"
 
-    def __init__(self, *, calibrators: list[tuple[str, dict]], split: dict | None, mode: str, n_classes: int,
-                 class_names: tuple[str, ...], binned, smooth, tcal):
+    def __init__(
+        self,
+        *,
+        calibrators: list[tuple[str, dict]],
+        split: dict | None,
+        mode: str,
+        n_classes: int,
+        class_names: tuple[str, ...],
+        binned,
+        smooth,
+        tcal,
+    ):
         self.calibrator_dicts = [(m, d) for m, d in calibrators]
         self.calibrators = [(m, calibrator_from_dict(d)) for m, d in calibrators]
         self.split = None if split is None else {"seed": int(split["seed"]), "threshold": int(split["threshold"])}
         self.mode, self.n_classes, self.class_names = mode, int(n_classes), tuple(class_names)
         self.binned_options, self.smooth_options, self.tcal_options = binned, smooth, tcal
         self.names = ["uncalibrated", *(m for m, _ in calibrators)]
-        common = dict(mode=mode, n_classes=n_classes, class_names=self.class_names)
+        names = self.class_names
         marginal = mode == "marginal"
-        self.states = {}
+        self.states: dict[str, _MethodStates] = {}
         for name in self.names:
-            tests = ([TcalInputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=tcal)
-                      for _ in range(n_classes)] if marginal else
-                     [TcalInputAccumulator(mode=mode, options=tcal, **{k: v for k, v in common.items() if k != "mode"})])
-            self.states[name] = {"binned": InputAccumulator(options=binned, **common),
-                                 "smooth": SmoothInputAccumulator(options=smooth, **common), "tests": tests}
+            tests = (
+                [
+                    TcalInputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=tcal)
+                    for _ in range(n_classes)
+                ]
+                if marginal
+                else [TcalInputAccumulator(mode=mode, n_classes=n_classes, class_names=names, options=tcal)]
+            )
+            self.states[name] = {
+                "binned": InputAccumulator(mode=mode, n_classes=n_classes, class_names=names, options=binned),
+                "smooth": SmoothInputAccumulator(mode=mode, n_classes=n_classes, class_names=names, options=smooth),
+                "tests": tests,
+            }
 
-    def update(self, row_index, probs, labels, w=None) -> "EvaluateAccumulator":
+    def update(self, row_index, probs, labels, w=None) -> EvaluateAccumulator:
         if self.split is not None:
             keep = row_hash(self.split["seed"], row_index) > np.uint64(self.split["threshold"])
             if not keep.all():
@@ -251,19 +302,22 @@ class EvaluateAccumulator(Accumulator):
             state["binned"].update(row_index, p, labels, w)
             state["smooth"].update(row_index, p, labels, w)
             if self.mode == "marginal":
-                for test, problem in zip(state["tests"], binary_problems(labels, p, mode="marginal", sample_weight=w,
-                                                                         class_names=list(self.class_names))):
+                for test, problem in zip(
+                    state["tests"],
+                    binary_problems(labels, p, mode="marginal", sample_weight=w, class_names=list(self.class_names)),
+                    strict=True,
+                ):
                     test.update(row_index, problem.z, problem.y, problem.sample_weight)
             else:
                 state["tests"][0].update(row_index, p, labels, w)
         return self
 
-    def merge(self, other: "EvaluateAccumulator") -> "EvaluateAccumulator":
+    def merge(self, other: EvaluateAccumulator) -> EvaluateAccumulator:
         for name in self.names:
             mine, theirs = self.states[name], other.states[name]
             mine["binned"].merge(theirs["binned"])
             mine["smooth"].merge(theirs["smooth"])
-            for a, b in zip(mine["tests"], theirs["tests"]):
+            for a, b in zip(mine["tests"], theirs["tests"], strict=True):
                 a.merge(b)
         return self
 
@@ -279,7 +333,7 @@ class EvaluateAccumulator(Accumulator):
         """Quantile ECE bins beyond the rows kept, or a SmoothECE bandwidth finer than the first grid (SPEC 8)."""
         return any(s["binned"].needs_second_pass() or s["smooth"].needs_second_pass() for s in self.states.values())
 
-    def for_second_pass(self) -> "EvaluateAccumulator":
+    def for_second_pass(self) -> EvaluateAccumulator:
         """Empty accumulators for a second pass over the same rows, with the edges and grids of this one."""
         out = self._empty()
         for name in self.names:
@@ -287,12 +341,19 @@ class EvaluateAccumulator(Accumulator):
             out.states[name]["smooth"] = self.states[name]["smooth"].for_second_pass()
         return out
 
-    def _empty(self) -> "EvaluateAccumulator":
-        return EvaluateAccumulator(calibrators=self.calibrator_dicts, split=self.split, mode=self.mode,
-                                   n_classes=self.n_classes, class_names=self.class_names, binned=self.binned_options,
-                                   smooth=self.smooth_options, tcal=self.tcal_options)
+    def _empty(self) -> EvaluateAccumulator:
+        return EvaluateAccumulator(
+            calibrators=self.calibrator_dicts,
+            split=self.split,
+            mode=self.mode,
+            n_classes=self.n_classes,
+            class_names=self.class_names,
+            binned=self.binned_options,
+            smooth=self.smooth_options,
+            tcal=self.tcal_options,
+        )
 
-    def result(self, progress=None) -> "EvaluateAccumulator":
+    def result(self, progress=None) -> EvaluateAccumulator:
         return self
 
     # -- the report's rows -------------------------------------------------------------------------
@@ -305,22 +366,32 @@ class EvaluateAccumulator(Accumulator):
         for name in self.names:
             state = self.states[name]
             head = state["binned"].result().headline()
-            scores = (["brier_score_multiclass", "log_loss_multiclass"] if "brier_score_multiclass" in head
-                      else ["brier_score", "log_loss"])
+            scores = (
+                ["brier_score_multiclass", "log_loss_multiclass"]
+                if "brier_score_multiclass" in head
+                else ["brier_score", "log_loss"]
+            )
             metrics = {k: metric_json(head[k]) for k in names + scores}
             metrics["smece"] = metric_json(state["smooth"].result().headline()["smece"])
-            problem_names = ([f"class {c}" for c in self.class_names] if self.mode == "marginal" else [self.mode])
+            problem_names = [f"class {c}" for c in self.class_names] if self.mode == "marginal" else [self.mode]
             per_problem = []
-            for problem, test in zip(problem_names, state["tests"]):
+            for problem, test in zip(problem_names, state["tests"], strict=True):
                 report = test.result()
                 for warning in report.warnings:
                     if warning not in warnings:
                         warnings.append(warning)
                 r = report.result
-                entry = {"problem": problem, "test": "binomial" if report.test == "binomial" else "T-Cal",
-                         "p_value": r.p_value}
-                entry.update({"n_values": r.n_values, "weighted": False} if report.test == "binomial" else
-                             {"n_levels": r.n_levels, "weighted": r.weighted})
+                binomial = isinstance(r, BinomialTestResult)  # (report.test == "binomial")
+                entry: dict[str, Any] = {
+                    "problem": problem,
+                    "test": "binomial" if binomial else "T-Cal",
+                    "p_value": r.p_value,
+                }
+                entry.update(
+                    {"n_values": r.n_values, "weighted": False}
+                    if isinstance(r, BinomialTestResult)
+                    else {"n_levels": r.n_levels, "weighted": r.weighted}
+                )
                 entry["sample"] = report.sample
                 entry["discrete_check"] = report.discrete_check
                 per_problem.append(entry)

@@ -42,19 +42,22 @@ class FitAccumulator(Accumulator):
         check_options(max_rows=max_rows)  # the sample it keeps, within the memory budget
         self.sample = RowSample(max_rows, seed)
         self.max_distinct = max_distinct
-        self.values = np.empty(0)
-        self.w1 = np.empty(0)
-        self.w0 = np.empty(0)
+        self.values: np.ndarray = np.empty(0)
+        self.w1: np.ndarray = np.empty(0)
+        self.w0: np.ndarray = np.empty(0)
         self.binary: bool | None = None
         self.too_many_values = False
 
-    def update(self, row_index, probs, labels, w=None) -> "FitAccumulator":
+    def update(self, row_index, probs, labels, w=None) -> FitAccumulator:
         self.sample.update(row_index, probs, labels, w)
         self.binary = probs.ndim == 1 if self.binary is None else self.binary
         if self.binary and not self.too_many_values:
             ww = np.ones(len(labels)) if w is None else w
-            self._combine(np.concatenate([self.values, probs]), np.concatenate([self.w1, ww * labels]),
-                          np.concatenate([self.w0, ww * (1 - labels)]))
+            self._combine(
+                np.concatenate([self.values, probs]),
+                np.concatenate([self.w1, ww * labels]),
+                np.concatenate([self.w0, ww * (1 - labels)]),
+            )
         return self
 
     def _combine(self, values, w1, w0) -> None:
@@ -67,14 +70,17 @@ class FitAccumulator(Accumulator):
         self.w1 = np.bincount(inverse, weights=w1, minlength=len(distinct))
         self.w0 = np.bincount(inverse, weights=w0, minlength=len(distinct))
 
-    def merge(self, other: "FitAccumulator") -> "FitAccumulator":
+    def merge(self, other: FitAccumulator) -> FitAccumulator:
         self.sample.merge(other.sample)
         self.binary = other.binary if self.binary is None else self.binary
         if other.too_many_values:
             self.too_many_values = True
         if self.binary and not self.too_many_values:
-            self._combine(np.concatenate([self.values, other.values]), np.concatenate([self.w1, other.w1]),
-                          np.concatenate([self.w0, other.w0]))
+            self._combine(
+                np.concatenate([self.values, other.values]),
+                np.concatenate([self.w1, other.w1]),
+                np.concatenate([self.w0, other.w0]),
+            )
         return self
 
     @property
@@ -87,7 +93,7 @@ class FitAccumulator(Accumulator):
         """Never: the sample and the per-value sums are complete after one pass."""
         return False
 
-    def for_second_pass(self) -> "FitAccumulator":
+    def for_second_pass(self) -> FitAccumulator:
         return self
 
     @property
@@ -95,7 +101,7 @@ class FitAccumulator(Accumulator):
         """Nothing is resampled when the rows are gathered (the fit itself happens on the client)."""
         return []
 
-    def result(self, progress=None) -> "FitAccumulator":
+    def result(self, progress=None) -> FitAccumulator:
         """The state itself: :meth:`data` gives the rows of each method's fit."""
         return self
 
@@ -105,16 +111,38 @@ class FitAccumulator(Accumulator):
         if self.sample.complete:
             _, probs, labels, w = self.sample.arrays()
             return labels, probs, w, {"rows": "all", "n": n}
-        reducible = (self.binary and method in REDUCIBLE and mode in (None, "binary") and not self.too_many_values
-                     and (options or {}).get("strategy", "uniform") == "uniform")
+        reducible = (
+            self.binary
+            and method in REDUCIBLE
+            and mode in (None, "binary")
+            and not self.too_many_values
+            and (options or {}).get("strategy", "uniform") == "uniform"
+        )
         if reducible:
             pos, neg = self.w1 > 0, self.w0 > 0
             probs = np.concatenate([self.values[pos], self.values[neg]])
             labels = np.concatenate([np.ones(pos.sum(), dtype=np.int64), np.zeros(neg.sum(), dtype=np.int64)])
             w = np.concatenate([self.w1[pos], self.w0[neg]])
-            return labels, probs, w, {"rows": "all", "n": n, "via": f"exact per-value sums of {len(self.values)} "
-                                      f"distinct predictions (two weighted rows per value)"}
+            return (
+                labels,
+                probs,
+                w,
+                {
+                    "rows": "all",
+                    "n": n,
+                    "via": f"exact per-value sums of {len(self.values)} "
+                    f"distinct predictions (two weighted rows per value)",
+                },
+            )
         _, probs, labels, w = self.sample.arrays()
-        return labels, probs, w, {"rows": "bottom-k sample", "k": self.sample.k, "n": n,
-                                  "how": f"the {self.sample.k} rows with the smallest hash of (seed {self.sample.seed}, "
-                                         f"row index)"}
+        return (
+            labels,
+            probs,
+            w,
+            {
+                "rows": "bottom-k sample",
+                "k": self.sample.k,
+                "n": n,
+                "how": f"the {self.sample.k} rows with the smallest hash of (seed {self.sample.seed}, row index)",
+            },
+        )

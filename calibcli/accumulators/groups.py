@@ -45,9 +45,9 @@ class Grouped(Accumulator):
         self.factory = factory
         self.max_groups = max_groups
         self.keyed = keyed
-        self.groups: dict[tuple, object] = {}
+        self.groups: dict[tuple | None, Accumulator] = {}
 
-    def update(self, groups: tuple[np.ndarray, ...], row_index, probs, labels, w=None) -> "Grouped":
+    def update(self, groups: tuple[np.ndarray, ...], row_index, probs, labels, w=None) -> Grouped:
         codes, keys = _group_codes(groups)
         if len(keys) == 1:
             self._get(keys[0]).update(row_index, probs, labels, w)
@@ -55,11 +55,11 @@ class Grouped(Accumulator):
         order = np.argsort(codes, kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(len(keys) + 1))
         for j, key in enumerate(keys):
-            sel = order[bounds[j]: bounds[j + 1]]
+            sel = order[bounds[j] : bounds[j + 1]]
             self._get(key).update(row_index[sel], probs[sel], labels[sel], None if w is None else w[sel])
         return self
 
-    def _get(self, key: tuple):
+    def _get(self, key: tuple | None):
         if key not in self.groups:
             if len(self.groups) >= self.max_groups:
                 raise CalibcliError(
@@ -69,7 +69,7 @@ class Grouped(Accumulator):
             self.groups[key] = self.factory(key) if self.keyed else self.factory()
         return self.groups[key]
 
-    def merge(self, other: "Grouped") -> "Grouped":
+    def merge(self, other: Grouped) -> Grouped:
         for key, acc in other.groups.items():
             if key in self.groups:
                 self.groups[key].merge(acc)
@@ -82,15 +82,19 @@ class Grouped(Accumulator):
     def to_dict(self) -> dict:
         """Every group's state, in order of first appearance: ``{"groups": [[key, state], ...]}`` (a key is
         the list of the group's values; None for the whole input of an ungrouped run)."""
-        return {**self.state_head(), "max_groups": self.max_groups,
-                "groups": [[None if key is None else list(key), acc.to_dict()] for key, acc in self.groups.items()]}
+        return {
+            **self.state_head(),
+            "max_groups": self.max_groups,
+            "groups": [[None if key is None else list(key), acc.to_dict()] for key, acc in self.groups.items()],
+        }
 
     @classmethod
-    def from_dict(cls, d: dict, load, factory=None, *, keyed: bool = False) -> "Grouped":
+    def from_dict(  # type: ignore[override]  # (its groups' states are read by the loader the caller names)
+        cls, d: dict, load, factory=None, *, keyed: bool = False
+    ) -> Grouped:
         """The groups of :meth:`to_dict`, each state read back with ``load`` (an accumulator class's
         ``from_dict``)."""
         cls.check_state(d)
         out = cls(factory, max_groups=d["max_groups"], keyed=keyed)
         out.groups = {None if key is None else tuple(key): load(state) for key, state in d["groups"]}
         return out
-

@@ -11,22 +11,22 @@ Every accumulator here follows the contract of :mod:`calibcli.accumulators` (``u
 ``to_dict``/``from_dict``, ``result``), so an engine can build them per fragment and merge.
 """
 
-
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 
-from calibcli.accumulators.base import Accumulator
 import calibcli.smooth
+from calibcli.accumulators.base import Accumulator
 from calibcli.accumulators.binned import ROW_LIMIT, BinnedAccumulator
+from calibcli.accumulators.clinical import ClinicalAccumulator, aggregate_clinical
+from calibcli.accumulators.cumulative import EcceAccumulator, ecce_metrics
 from calibcli.accumulators.rows import RowSample
-from calibcli.estimators import LOG_LOSS_EPS, CalibrationResult, Metric
-from calibcli.registry import REGISTRY, aggregate_over_classes
-from calibcli.modes import binary_problems
-from calibcli.resampling import Multiplicities, percentile_interval
-from calibcli.accumulators.clinical import aggregate_clinical, ClinicalAccumulator
-from calibcli.accumulators.cumulative import ecce_metrics, EcceAccumulator
 from calibcli.accumulators.smooth import SmoothAccumulator
+from calibcli.estimators import LOG_LOSS_EPS, CalibrationResult, Metric
+from calibcli.modes import binary_problems
+from calibcli.registry import REGISTRY, aggregate_over_classes
+from calibcli.resampling import Multiplicities, percentile_interval
 from calibcli.validation import BYTES_PER_BIN, check_allocation, memory_budget
 
 STATE_VERSION = 1
@@ -55,11 +55,21 @@ class BinnedReport:
 
     def to_dict(self) -> dict:
         """The report entry's results: mode, problems, aggregate and multiclass scores (SPEC 7)."""
-        out = {"mode": self.mode,
-               "problems": [{"name": p.name, "class_index": p.class_index, **p.result.to_dict(),
-                             **({"clinical": p.clinical} if p.clinical else {}),
-                             **({"ecce": p.ecce} if p.ecce else {})} for p in self.problems]}
+        out: dict[str, Any] = {
+            "mode": self.mode,
+            "problems": [
+                {
+                    "name": p.name,
+                    "class_index": p.class_index,
+                    **p.result.to_dict(),
+                    **({"clinical": p.clinical} if p.clinical else {}),
+                    **({"ecce": p.ecce} if p.ecce else {}),
+                }
+                for p in self.problems
+            ],
+        }
         if self.aggregate is not None:
+            assert self.class_weight_values is not None  # (an aggregate is a weighted one)
             out["aggregate"] = {
                 "class_weights": self.class_weight_scheme,
                 "class_weight_values": self.class_weight_values.tolist(),
@@ -110,32 +120,38 @@ class MulticlassScores(Accumulator):
 
     def update(self, row_index, probs, labels, w=None) -> "MulticlassScores":
         values = self.per_row(probs, labels)
-        b, l = values[:, 0], values[:, 1]
+        b, ll = values[:, 0], values[:, 1]  # Brier score and log-loss per row
         ww = np.ones(len(b)) if w is None else w
         w2 = ww * ww
-        self.sums += [ww.sum(), ww @ b, ww @ l, w2.sum(), w2 @ b, w2 @ l, w2 @ (b * b), w2 @ (l * l), w2 @ (b * l)]
+        self.sums += [ww.sum(), ww @ b, ww @ ll, w2.sum(), w2 @ b, w2 @ ll, w2 @ (b * b), w2 @ (ll * ll), w2 @ (b * ll)]
         self.rows.update(row_index, values, labels, w)
         return self
 
-
     def result(self, *, n_boot: int, alpha: float, seed: int) -> dict[str, Metric]:
-        s = dict(zip(self._COLUMNS, self.sums))
+        s = dict(zip(self._COLUMNS, self.sums, strict=True))
         est = {"brier_score_multiclass": s["wb"] / s["w"], "log_loss_multiclass": s["wl"] / s["w"]}
-        ci = {k: (None, None) for k in est}
+        ci: dict[str, tuple[float | None, float | None]] = {k: (None, None) for k in est}
         method = None
         if n_boot:
             if not self.rows.dropped:
                 row_index, values, _, w = self.rows.arrays()
-                X = np.column_stack([np.ones(len(values)) if w is None else w, values * (1.0 if w is None else w[:, None])])
+                X = np.column_stack(
+                    [np.ones(len(values)) if w is None else w, values * (1.0 if w is None else w[:, None])]
+                )
                 rows = Multiplicities(seed, row_index)
                 step = max(1, (1 << 18) // max(len(row_index), 1))  # replicates per block: 2 MB of multiplicities
-                reps = np.concatenate([rows.block(np.arange(first, min(first + step, n_boot))) @ X
-                                       for first in range(0, n_boot, step)])
+                reps = np.concatenate(
+                    [rows.block(np.arange(first, min(first + step, n_boot))) @ X for first in range(0, n_boot, step)]
+                )
                 method = f"percentile Poisson bootstrap over rows, {n_boot} resamples"
             else:
-                rng = np.random.Generator(np.random.Philox(key=[int(seed) & 0xFFFFFFFFFFFFFFFF, 0x73636F726573]))  # "scores"
+                rng = np.random.Generator(
+                    np.random.Philox(key=[int(seed) & 0xFFFFFFFFFFFFFFFF, 0x73636F726573])
+                )  # "scores"
                 mean = np.array([s["w"], s["wb"], s["wl"]])
-                cov = np.array([[s["w2"], s["w2b"], s["w2l"]], [s["w2b"], s["w2bb"], s["w2bl"]], [s["w2l"], s["w2bl"], s["w2ll"]]])
+                cov = np.array(
+                    [[s["w2"], s["w2b"], s["w2l"]], [s["w2b"], s["w2bb"], s["w2bl"]], [s["w2l"], s["w2bl"], s["w2ll"]]]
+                )
                 reps = rng.multivariate_normal(mean, cov, size=n_boot, method="eigh")
                 method = f"percentile Poisson bootstrap from the sums' moments (normal), {n_boot} resamples"
             ci = {
@@ -143,7 +159,9 @@ class MulticlassScores(Accumulator):
                 "log_loss_multiclass": percentile_interval(reps[:, 2] / reps[:, 0], alpha),
             }
         return {
-            k: Metric(k, float(v), ci[k][0], ci[k][1], method, note=f"log-loss eps={LOG_LOSS_EPS:g}" if "log" in k else None)
+            k: Metric(
+                k, float(v), ci[k][0], ci[k][1], method, note=f"log-loss eps={LOG_LOSS_EPS:g}" if "log" in k else None
+            )
             for k, v in est.items()
         }
 
@@ -172,19 +190,36 @@ class InputAccumulator(Accumulator):
     state_name = "binned input state"
     merge_rules = {"problems": "merge", "clinical": "merge", "ecce": "merge", "class_totals": "sum", "scores": "merge"}
 
-    def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: BinnedOptions,
-                 edges: list | None = None, edges_method: str | None = None):
+    def __init__(
+        self,
+        *,
+        mode: str,
+        n_classes: int,
+        class_names: tuple[str, ...],
+        options: BinnedOptions,
+        edges: list | None = None,
+        edges_method: str | None = None,
+    ):
         self.mode, self.n_classes, self.class_names, self.options = mode, n_classes, tuple(class_names), options
         self.edges_method = edges_method
         n_problems = n_classes if mode == "marginal" else 1
         if n_problems > 1:  # every class gets its own bins: together within the memory budget
-
             per_value = n_problems * BYTES_PER_BIN
-            check_allocation("n_bins", options.n_bins, float(options.n_bins) * per_value,
-                             f"the bin arrays of {n_problems} classes", most=max(memory_budget() // per_value, 1))
+            check_allocation(
+                "n_bins",
+                options.n_bins,
+                float(options.n_bins) * per_value,
+                f"the bin arrays of {n_problems} classes",
+                most=max(memory_budget() // per_value, 1),
+            )
         self.problems = [
-            BinnedAccumulator(n_bins=options.n_bins, strategy=options.strategy, row_limit=options.row_limit,
-                              edges=None if edges is None else edges[k], moments=options.n_boot > 0)
+            BinnedAccumulator(
+                n_bins=options.n_bins,
+                strategy=options.strategy,
+                row_limit=options.row_limit,
+                edges=None if edges is None else edges[k],
+                moments=options.n_boot > 0,
+            )
             for k in range(n_problems)
         ]
         self.class_totals = np.zeros(n_classes)
@@ -199,9 +234,13 @@ class InputAccumulator(Accumulator):
         return self.n_classes > 2 or self.mode == "marginal"
 
     def update(self, row_index, probs, labels, w=None) -> "InputAccumulator":
-        for problem, acc, clinical, ecce in zip(binary_problems(labels, probs, mode=self.mode, sample_weight=w,
-                                                                class_names=list(self.class_names)),
-                                                self.problems, self.clinical, self.ecce):
+        for problem, acc, clinical, ecce in zip(
+            binary_problems(labels, probs, mode=self.mode, sample_weight=w, class_names=list(self.class_names)),
+            self.problems,
+            self.clinical,
+            self.ecce,
+            strict=True,
+        ):
             acc.update(row_index, problem.z, problem.y, problem.sample_weight)
             clinical.update(row_index, problem.z, problem.y, problem.sample_weight)
             ecce.update(row_index, problem.z, problem.y, problem.sample_weight)
@@ -210,7 +249,6 @@ class InputAccumulator(Accumulator):
         if self.scores is not None:
             self.scores.update(row_index, probs, labels, w)
         return self
-
 
     @property
     def n_rows(self) -> int:
@@ -223,13 +261,22 @@ class InputAccumulator(Accumulator):
     def for_second_pass(self) -> "InputAccumulator":
         """An empty accumulator for a second pass, with each problem's quantile edges from this pass."""
         fitted = [p.fitted_edges() for p in self.problems]
-        return InputAccumulator(mode=self.mode, n_classes=self.n_classes, class_names=self.class_names,
-                                options=self.options, edges=[e for e, _ in fitted], edges_method=fitted[0][1])
+        return InputAccumulator(
+            mode=self.mode,
+            n_classes=self.n_classes,
+            class_names=self.class_names,
+            options=self.options,
+            edges=[e for e, _ in fitted],
+            edges_method=fitted[0][1],
+        )
 
     def result(self, progress=None, keep_replicates: bool = False) -> BinnedReport:
         """The report; ``keep_replicates`` keeps every problem's bootstrap replicates (a comparison's differences)."""
-        return self.results([self], progress=None if progress is None else lambda steps=1: [progress() for _ in range(steps)],
-                            keep_replicates=keep_replicates)[0]
+        return self.results(
+            [self],
+            progress=None if progress is None else lambda steps=1: [progress() for _ in range(steps)],
+            keep_replicates=keep_replicates,
+        )[0]
 
     @classmethod
     def results(cls, accs: list, progress=None, keep_replicates: bool = False, on_chunks=None) -> list[BinnedReport]:
@@ -239,9 +286,18 @@ class InputAccumulator(Accumulator):
         o = accs[0].options
         marginal = accs[0].mode == "marginal"
         keep = (marginal or keep_replicates) and o.n_boot > 0
-        per_problem = [BinnedAccumulator.results([acc.problems[k] for acc in accs], n_boot=o.n_boot, alpha=o.alpha,
-                                                 seed=o.seed, keep_replicates=keep, progress=progress, on_chunks=on_chunks)
-                       for k in range(len(accs[0].problems))]
+        per_problem = [
+            BinnedAccumulator.results(
+                [acc.problems[k] for acc in accs],
+                n_boot=o.n_boot,
+                alpha=o.alpha,
+                seed=o.seed,
+                keep_replicates=keep,
+                progress=progress,
+                on_chunks=on_chunks,
+            )
+            for k in range(len(accs[0].problems))
+        ]
         return [acc._report([done[j] for done in per_problem]) for j, acc in enumerate(accs)]
 
     def _report(self, binned: list[CalibrationResult]) -> BinnedReport:
@@ -251,15 +307,21 @@ class InputAccumulator(Accumulator):
         names = [f"class {c}" for c in self.class_names] if marginal else [self.mode]
         results = [ProblemResult(names[k], k if marginal else None, r) for k, r in enumerate(binned)]
 
-        clinical = [c.result(alpha=o.alpha, rows=None if acc.rows.dropped else acc.rows.arrays())  # Cox and ICI
-                    for c, acc in zip(self.clinical, self.problems)]  # metrics join each problem's
-        ecce = [e.result(None if acc.rows.dropped else acc.rows.arrays(), row_limit=o.row_limit)  # ECCE-MAD, ECCE-R
-                for e, acc in zip(self.ecce, self.problems)]
-        for r, (metrics, _), (stats, how) in zip(results, clinical, ecce):
+        clinical = [
+            c.result(alpha=o.alpha, rows=None if acc.rows.dropped else acc.rows.arrays())  # Cox and ICI
+            for c, acc in zip(self.clinical, self.problems, strict=True)
+        ]  # metrics join each problem's
+        ecce = [
+            e.result(None if acc.rows.dropped else acc.rows.arrays(), row_limit=o.row_limit)  # ECCE-MAD, ECCE-R
+            for e, acc in zip(self.ecce, self.problems, strict=True)
+        ]
+        for r, (metrics, _), (stats, how) in zip(results, clinical, ecce, strict=True):
             r.result.metrics.update(metrics)
             r.result.metrics.update(ecce_metrics(stats, how))
-        results = [ProblemResult(r.name, r.class_index, r.result, details, how)
-                   for r, (_, details), (_, how) in zip(results, clinical, ecce)]
+        results = [
+            ProblemResult(r.name, r.class_index, r.result, details, how)
+            for r, (_, details), (_, how) in zip(results, clinical, ecce, strict=True)
+        ]
         aggregate = weights = None
         notes = []
         if marginal:
@@ -269,7 +331,9 @@ class InputAccumulator(Accumulator):
         if self.edges_method:
             notes.append(f"quantile edges from {self.edges_method}")
         scores = None if self.scores is None else self.scores.result(n_boot=o.n_boot, alpha=o.alpha, seed=o.seed)
-        return BinnedReport(self.mode, results, aggregate, o.class_weights if marginal else None, weights, scores, tuple(notes))
+        return BinnedReport(
+            self.mode, results, aggregate, o.class_weights if marginal else None, weights, scores, tuple(notes)
+        )
 
 
 def class_weight_values(scheme: str, class_totals: np.ndarray) -> np.ndarray:
@@ -283,9 +347,16 @@ def _aggregate(results: list[ProblemResult], v: np.ndarray, n_boot: int, alpha: 
     """The marginal aggregate of every metric that has a class rule in the registry (SPEC 1)."""
     out: dict[str, Metric] = {}
     per_bin = any("sufficient" in (r.result.metrics["ece_l1_plugin"].ci_method or "") for r in results)
-    method = None if not n_boot else (
-        f"percentile Poisson bootstrap from per-bin sufficient statistics, {n_boot} resamples, classes resampled independently"
-        if per_bin else f"percentile Poisson bootstrap, {n_boot} resamples, classes resampled jointly")
+    method = (
+        None
+        if not n_boot
+        else (
+            f"percentile Poisson bootstrap from per-bin sufficient statistics, {n_boot} resamples, "
+            "classes resampled independently"
+            if per_bin
+            else f"percentile Poisson bootstrap, {n_boot} resamples, classes resampled jointly"
+        )
+    )
     for name, entry in REGISTRY.items():
         if entry.family != "binned" or entry.combine is None:
             continue
@@ -293,12 +364,12 @@ def _aggregate(results: list[ProblemResult], v: np.ndarray, n_boot: int, alpha: 
         est = aggregate_over_classes(entry.combine, np.array([r.result.metrics[base].estimate for r in results]), v)
         lo = hi = None
         if n_boot:
-            reps = aggregate_over_classes(entry.combine, np.array([r.result.replicates[base] for r in results]), v)
+            reps = aggregate_over_classes(
+                entry.combine, np.array([(r.result.replicates or {})[base] for r in results]), v
+            )
             lo, hi = percentile_interval(reps, alpha)
         out[name] = Metric(name, float(est), lo, hi, method, note=f"marginal aggregate {entry.combine.describe()}")
     return out
-
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,22 +396,31 @@ class SmoothOptions:
 class SmoothProblemResult:
     name: str
     class_index: int | None
-    result: object  # calibcli.smooth.SmoothECEResult
+    result: calibcli.smooth.SmoothECEResult
     metric: str
 
     @property
     def metrics(self) -> dict[str, Metric]:
         r = self.result
-        method = None if r.ci_method is None else (
-            r.ci_method + (", bandwidth re-solved on each" if r.sigma_is_fixed_point else ", fixed sigma"))
+        method = (
+            None
+            if r.ci_method is None
+            else (r.ci_method + (", bandwidth re-solved on each" if r.sigma_is_fixed_point else ", fixed sigma"))
+        )
         return {self.metric: Metric(self.metric, float(r.smece), r.ci_low, r.ci_high, method)}
 
     def to_dict(self) -> dict:
         r = self.result
         return {
-            "name": self.name, "class_index": self.class_index, "n": r.n, "weight_total": r.weight_total,
-            "sigma": r.sigma, "sigma_is_fixed_point": r.sigma_is_fixed_point, "fixed_point_gap": r.fixed_point_gap,
-            "grid_cells": r.grid_size, "metrics": {k: m.to_dict() for k, m in self.metrics.items()},
+            "name": self.name,
+            "class_index": self.class_index,
+            "n": r.n,
+            "weight_total": r.weight_total,
+            "sigma": r.sigma,
+            "sigma_is_fixed_point": r.sigma_is_fixed_point,
+            "fixed_point_gap": r.fixed_point_gap,
+            "grid_cells": r.grid_size,
+            "metrics": {k: m.to_dict() for k, m in self.metrics.items()},
         }
 
 
@@ -353,11 +433,14 @@ class SmoothReport:
     class_weight_values: np.ndarray | None
 
     def to_dict(self) -> dict:
-        out = {"mode": self.mode, "problems": [p.to_dict() for p in self.problems]}
+        out: dict[str, Any] = {"mode": self.mode, "problems": [p.to_dict() for p in self.problems]}
         if self.aggregate is not None:
-            out["aggregate"] = {"class_weights": self.class_weight_scheme,
-                                "class_weight_values": self.class_weight_values.tolist(),
-                                "metrics": {k: m.to_dict() for k, m in self.aggregate.items()}}
+            assert self.class_weight_values is not None  # (an aggregate is a weighted one)
+            out["aggregate"] = {
+                "class_weights": self.class_weight_scheme,
+                "class_weight_values": self.class_weight_values.tolist(),
+                "metrics": {k: m.to_dict() for k, m in self.aggregate.items()},
+            }
         return out
 
     def headline(self) -> dict[str, Metric]:
@@ -371,19 +454,29 @@ class SmoothInputAccumulator(Accumulator):
     state_name = "smooth input state"
     merge_rules = {"problems": "merge", "class_totals": "sum"}
 
-    def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: SmoothOptions,
-                 grids: list[int] | None = None):
+    def __init__(
+        self,
+        *,
+        mode: str,
+        n_classes: int,
+        class_names: tuple[str, ...],
+        options: SmoothOptions,
+        grids: list[int] | None = None,
+    ):
         self.mode, self.n_classes, self.class_names, self.options = mode, n_classes, tuple(class_names), options
         n_problems = n_classes if mode == "marginal" else 1
         grids = grids or [calibcli.smooth.STATS_GRID] * n_problems  # read now: the library may change it
         self.problems = [SmoothAccumulator(row_limit=options.row_limit, seed=options.seed, n_cells=g) for g in grids]
         self.class_totals = np.zeros(n_classes)
-        self._results = None
-        self._point_results = None
+        self._results: list[calibcli.smooth.SmoothECEResult] | None = None
+        self._point_results: list[calibcli.smooth.SmoothECEResult] | None = None
 
     def update(self, row_index, probs, labels, w=None) -> "SmoothInputAccumulator":
-        for problem, acc in zip(binary_problems(labels, probs, mode=self.mode, sample_weight=w,
-                                                class_names=list(self.class_names)), self.problems):
+        for problem, acc in zip(
+            binary_problems(labels, probs, mode=self.mode, sample_weight=w, class_names=list(self.class_names)),
+            self.problems,
+            strict=True,
+        ):
             acc.update(row_index, problem.z, problem.y, problem.sample_weight)
         self.class_totals += np.bincount(labels, weights=w, minlength=self.n_classes)[: self.n_classes]
         self._results = self._point_results = None
@@ -398,7 +491,9 @@ class SmoothInputAccumulator(Accumulator):
 
     def _finish(self, progress=None):
         if self._results is None:
-            self.results([self], progress=None if progress is None else lambda steps=1: [progress() for _ in range(steps)])
+            self.results(
+                [self], progress=None if progress is None else lambda steps=1: [progress() for _ in range(steps)]
+            )
         return self._results
 
     def _points(self):
@@ -407,7 +502,9 @@ class SmoothInputAccumulator(Accumulator):
             return self._results
         if self._point_results is None:
             o = self.options
-            self._point_results = [acc.result(sigma=o.sigma, n_boot=0, alpha=o.alpha, seed=o.seed) for acc in self.problems]
+            self._point_results = [
+                acc.result(sigma=o.sigma, n_boot=0, alpha=o.alpha, seed=o.seed) for acc in self.problems
+            ]
         return self._point_results
 
     def needs_second_pass(self) -> bool:
@@ -415,9 +512,13 @@ class SmoothInputAccumulator(Accumulator):
         return any(r.needs_finer_grid for r in self._points())
 
     def for_second_pass(self) -> "SmoothInputAccumulator":
-        grids = [r.finer_grid if r.needs_finer_grid else acc.n_cells for r, acc in zip(self._points(), self.problems)]
-        return SmoothInputAccumulator(mode=self.mode, n_classes=self.n_classes, class_names=self.class_names,
-                                      options=self.options, grids=grids)
+        grids = [
+            r.finer_grid if r.needs_finer_grid else acc.n_cells
+            for r, acc in zip(self._points(), self.problems, strict=True)
+        ]
+        return SmoothInputAccumulator(
+            mode=self.mode, n_classes=self.n_classes, class_names=self.class_names, options=self.options, grids=grids
+        )
 
     @classmethod
     def results(cls, accs: list, progress=None, on_chunks=None) -> list[SmoothReport]:
@@ -427,9 +528,17 @@ class SmoothInputAccumulator(Accumulator):
         o = accs[0].options
         todo = [acc for acc in accs if acc._results is None]
         if todo:
-            per_problem = [SmoothAccumulator.results([acc.problems[k] for acc in todo], sigma=o.sigma, n_boot=o.n_boot,
-                                                     alpha=o.alpha, seed=o.seed, progress=progress)
-                           for k in range(len(todo[0].problems))]
+            per_problem = [
+                SmoothAccumulator.results(
+                    [acc.problems[k] for acc in todo],
+                    sigma=o.sigma,
+                    n_boot=o.n_boot,
+                    alpha=o.alpha,
+                    seed=o.seed,
+                    progress=progress,
+                )
+                for k in range(len(todo[0].problems))
+            ]
             for j, acc in enumerate(todo):
                 acc._results = [done[j] for done in per_problem]
         return [acc.result() for acc in accs]
@@ -440,21 +549,26 @@ class SmoothInputAccumulator(Accumulator):
         names = [f"class {c}" for c in self.class_names] if marginal else [self.mode]
         if self._results is None:
             self._finish(progress)
-        results = [SmoothProblemResult(names[k], k if marginal else None, r, o.metric) for k, r in enumerate(self._finish())]
+        results = [
+            SmoothProblemResult(names[k], k if marginal else None, r, o.metric) for k, r in enumerate(self._finish())
+        ]
         aggregate = weights = None
         if marginal:
             weights = class_weight_values(o.class_weights, self.class_totals)
             rule = REGISTRY[o.metric].combine
+            assert rule is not None  # (smece's class rule)
             estimate = float(aggregate_over_classes(rule, np.array([r.result.smece for r in results]), weights))
             low = high = method = None
             if o.n_boot:
-                reps = aggregate_over_classes(rule, np.stack([r.result.replicates for r in results]), weights)
+                per_class = cast(list[np.ndarray], [r.result.replicates for r in results])  # (kept with n_boot)
+                reps = aggregate_over_classes(rule, np.stack(per_class), weights)
                 low, high = percentile_interval(reps, o.alpha)
                 per_row = all("over rows" in (r.result.ci_method or "") for r in results)
                 method = f"{results[0].result.ci_method}, classes resampled {'jointly' if per_row else 'independently'}"
-            aggregate = {o.metric: Metric(o.metric, estimate, low, high, method, note=f"marginal aggregate {rule.describe()}")}
+            aggregate = {
+                o.metric: Metric(o.metric, estimate, low, high, method, note=f"marginal aggregate {rule.describe()}")
+            }
         return SmoothReport(self.mode, results, aggregate, o.class_weights if marginal else None, weights)
-
 
 
 def evaluate_binned(
@@ -475,15 +589,23 @@ def evaluate_binned(
     """Every SPEC 2 estimator for validated ``labels`` and ``probs`` in ``mode``: the one-batch case of the pipeline."""
     n_classes = 2 if probs.ndim == 1 else probs.shape[1]
     names = tuple(class_names or [str(k) for k in range(n_classes)])
-    options = BinnedOptions(n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed,
-                            class_weights=class_weight_scheme, row_limit=max(len(labels), 1))
+    options = BinnedOptions(
+        n_bins=n_bins,
+        strategy=strategy,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
+        class_weights=class_weight_scheme,
+        row_limit=max(len(labels), 1),
+    )
     acc = InputAccumulator(mode=mode, n_classes=n_classes, class_names=names, options=options)
     acc.update(np.arange(len(labels)), probs, labels, sample_weight)
     return acc.result(progress=progress)
 
 
 def multiclass_scores(labels, probs, *, sample_weight=None, n_boot=0, alpha=0.05, seed=0) -> dict[str, Metric]:
-    """Multiclass Brier and log-loss with Poisson-bootstrap intervals (the one-batch case of :class:`MulticlassScores`)."""
+    """Multiclass Brier and log-loss with Poisson-bootstrap intervals (the one-batch case of
+    :class:`MulticlassScores`)."""
     acc = MulticlassScores(row_limit=max(len(labels), 1))
     acc.update(np.arange(len(labels)), probs, labels, sample_weight)
     return acc.result(n_boot=n_boot, alpha=alpha, seed=seed)

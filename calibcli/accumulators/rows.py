@@ -17,6 +17,9 @@ from calibcli.resampling import row_hash
 
 STATE_VERSION = 1
 
+#: Rows as ``(row_index, z, y, w)``; ``w`` None for unit weights.
+_Part = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]
+
 
 class RowSample(Accumulator):
     """Rows ``(row_index, z, y, w)`` of a stream, at most ``k`` of them.
@@ -37,7 +40,7 @@ class RowSample(Accumulator):
         self.seed = int(seed)
         self.keep_when_full = keep_when_full
         self.n_seen = 0
-        self._parts: list[tuple[np.ndarray, ...]] = []
+        self._parts: list[_Part] = []
         self._held = 0
         self.weighted = False
         self.dropped = False
@@ -48,7 +51,7 @@ class RowSample(Accumulator):
         """The sample holds every row seen (no thinning happened)."""
         return self.n_seen <= self.k
 
-    def update(self, row_index: np.ndarray, z: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> "RowSample":
+    def update(self, row_index: np.ndarray, z: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> RowSample:
         n = len(row_index)
         self.n_seen += n
         if w is not None:
@@ -71,7 +74,7 @@ class RowSample(Accumulator):
             self._thin()
         return self
 
-    def merge(self, other: "RowSample") -> "RowSample":
+    def merge(self, other: RowSample) -> RowSample:
         """Add the rows of another sample of disjoint rows (same ``k`` and ``seed``)."""
         if (other.k, other.seed) != (self.k, self.seed):
             raise ValueError("row samples with different k or seed cannot be merged")
@@ -100,7 +103,7 @@ class RowSample(Accumulator):
             self._threshold = hashes[keep].max()
         self._parts, self._held = [(row, z, y, w)], len(row)
 
-    def _concat(self):
+    def _concat(self) -> _Part:
         if not self._parts:
             return np.empty(0, dtype=np.int64), np.empty(0), np.empty(0, dtype=np.int64), None
         row = np.concatenate([p[0] for p in self._parts])
@@ -111,7 +114,7 @@ class RowSample(Accumulator):
             w = np.concatenate([np.ones(len(p[0])) if p[3] is None else p[3] for p in self._parts])
         return row, z, y, w
 
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    def arrays(self) -> _Part:
         """``(row_index, z, y, w)`` of the rows held, sorted by row index (``w`` None for unit weights)."""
         if self.dropped:
             raise ValueError("the row sample was dropped: more rows than it may hold were seen")
@@ -129,5 +132,11 @@ def describe_sample(n: int, n_tested: int, k: int, seed: int) -> dict:
     """Which rows a test ran on (SPEC 8): all ``n``, or the bottom-k sample of ``k`` of them."""
     if n_tested >= n:
         return {"method": "all rows", "n": n, "n_tested": n, "k": k, "seed": seed, "description": f"all {n} rows"}
-    return {"method": "bottom-k", "n": n, "n_tested": n_tested, "k": k, "seed": seed,
-            "description": f"bottom-k sample of {n_tested} of {n} rows, hash of (seed, row index) with seed {seed}"}
+    return {
+        "method": "bottom-k",
+        "n": n,
+        "n_tested": n_tested,
+        "k": k,
+        "seed": seed,
+        "description": f"bottom-k sample of {n_tested} of {n} rows, hash of (seed, row index) with seed {seed}",
+    }

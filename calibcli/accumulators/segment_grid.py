@@ -79,8 +79,9 @@ class ColumnStats:
                 missing = inverse < 0
                 self.n_missing += int(missing.sum())
                 counts = np.bincount(inverse[~missing], minlength=len(uniques))
-                pairs = [(u.item() if isinstance(u, np.generic) else u, int(c)) for u, c in zip(uniques, counts,
-                                                                                                strict=True)]
+                pairs = [
+                    (u.item() if isinstance(u, np.generic) else u, int(c)) for u, c in zip(uniques, counts, strict=True)
+                ]
             self._add(pairs)
             return
         x, integral = numbers
@@ -118,19 +119,28 @@ class ColumnStats:
         """The column's coding, and how its quantile edges were found (None for a categorical column)."""
         if self.numeric and self.counts is None:
             edges = self.sketch.binning(self.segment_bins).edges
-            how = ("exact" if self.sketch.exact else
-                   f"KLL sketch of {self.sketch.n:,} values, normalised rank error {self.sketch.rank_error():.2g}")
-            return ColumnCoding(column, "numeric", edges=tuple(float(e) for e in edges),
-                                missing=self.n_missing > 0), how
+            how = (
+                "exact"
+                if self.sketch.exact
+                else f"KLL sketch of {self.sketch.n:,} values, normalised rank error {self.sketch.rank_error():.2g}"
+            )
+            return ColumnCoding(
+                column, "numeric", edges=tuple(float(e) for e in edges), missing=self.n_missing > 0
+            ), how
         counts = self.counts or {}
         if self.numeric:
             counts = {(int(v) if self.integral else float(v)): c for v, c in counts.items()}
         return categorical_coding(column, counts, self.n_missing, max_values=max_values), None
 
     def to_dict(self) -> dict:
-        return {"segment_bins": self.segment_bins, "n_missing": self.n_missing, "numeric": self.numeric,
-                "integral": self.integral, "sketch": self.sketch.to_dict(),
-                "counts": None if self.counts is None else [[v, c] for v, c in self.counts.items()]}
+        return {
+            "segment_bins": self.segment_bins,
+            "n_missing": self.n_missing,
+            "numeric": self.numeric,
+            "integral": self.integral,
+            "sketch": self.sketch.to_dict(),
+            "counts": None if self.counts is None else [[v, c] for v, c in self.counts.items()],
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> ColumnStats:
@@ -149,8 +159,10 @@ def encode(coding: ColumnCoding, values) -> np.ndarray:
         remap = np.array([place.get(v, other) for v in values.values] + [coding.n_codes - 1], dtype=np.int64)
         codes = remap[values.codes]
         if (codes < 0).any():
-            raise CalibcliError(f"segment column {coding.column!r} has a value its coding did not see: code the "
-                                "column from all the rows it is applied to")
+            raise CalibcliError(
+                f"segment column {coding.column!r} has a value its coding did not see: code the "
+                "column from all the rows it is applied to"
+            )
         return codes
     numbers = _numbers(values)
     return coding.encode(numbers[0] if numbers is not None and coding.kind == "numeric" else values)
@@ -168,8 +180,14 @@ class SegmentGrid:
         codes = [encode(c, v) for c, v in zip(self.codings, columns, strict=True)]
         cell = np.minimum((s * GRID_CELLS).astype(np.int64), GRID_CELLS - 1)
         ece_bin = np.minimum((s * self.n_bins).astype(np.int64), self.n_bins - 1)
-        sums = {"w": w, "wy": w * y, "ws": w * s, "w2v": w * w * s * (1.0 - s), "wabs": w * np.abs(y - s),
-                "rows": np.ones(len(s))}
+        sums = {
+            "w": w,
+            "wy": w * y,
+            "ws": w * s,
+            "w2v": w * w * s * (1.0 - s),
+            "wabs": w * np.abs(y - s),
+            "rows": np.ones(len(s)),
+        }
         for p, part in enumerate(self.partitions):
             ids = part.segment_ids(codes, len(s)).astype(np.int64)
             key, inverse = np.unique(ids * GRID_CELLS + cell, return_inverse=True)
@@ -210,37 +228,77 @@ class SegmentGrid:
             kept = self.entries[p]
             key = kept["key"][0] if kept["key"] else np.zeros(0, dtype=np.int64)
             values = {name: (kept[name][0] if kept[name] else np.zeros(0)) for name in _SUMS}
-            parts.append(ecce_from_cell_entries(key // GRID_CELLS, key % GRID_CELLS, values["w"], values["wy"],
-                                                values["ws"], values["w2v"], values["wabs"],
-                                                np.rint(values["rows"]).astype(np.int64), n_segments=part.n_segments))
+            parts.append(
+                ecce_from_cell_entries(
+                    key // GRID_CELLS,
+                    key % GRID_CELLS,
+                    values["w"],
+                    values["wy"],
+                    values["ws"],
+                    values["w2v"],
+                    values["wabs"],
+                    np.rint(values["rows"]).astype(np.int64),
+                    n_segments=part.n_segments,
+                )
+            )
             bw, bwy, bws = (a.reshape(part.n_segments, self.n_bins) for a in self.bins[p])
             total = bw.sum(axis=1)
             sums["wy"].append(bwy.sum(axis=1))
             sums["ws"].append(bws.sum(axis=1))
             with np.errstate(divide="ignore", invalid="ignore"):
                 sums["ece_l1"].append(np.where(total > 0, np.abs(bwy - bws).sum(axis=1) / total, np.nan))
-        ecce = EcceResult(**{f: np.concatenate([np.atleast_1d(getattr(e, f)) for e in parts]) for f in
-                             ("ecce_mad", "ecce_r", "sigma", "ecce_mad_sigma", "ecce_r_sigma", "ecce_mad_pvalue",
-                              "ecce_r_pvalue", "rows", "weight", "error_bound")})
+        ecce = EcceResult(
+            **{
+                f: np.concatenate([np.atleast_1d(getattr(e, f)) for e in parts])
+                for f in (
+                    "ecce_mad",
+                    "ecce_r",
+                    "sigma",
+                    "ecce_mad_sigma",
+                    "ecce_r_sigma",
+                    "ecce_mad_pvalue",
+                    "ecce_r_pvalue",
+                    "rows",
+                    "weight",
+                    "error_bound",
+                )
+            }
+        )
         weight = np.asarray(ecce.weight, dtype=np.float64)
-        return SegmentSums(rows=np.asarray(ecce.rows, dtype=np.int64), w=weight,
-                           w2v=np.nan_to_num(np.asarray(ecce.sigma) * weight) ** 2,
-                           **{k: np.concatenate(v) for k, v in sums.items()}), ecce
+        return SegmentSums(
+            rows=np.asarray(ecce.rows, dtype=np.int64),
+            w=weight,
+            w2v=np.nan_to_num(np.asarray(ecce.sigma) * weight) ** 2,
+            **{k: np.concatenate(v) for k, v in sums.items()},
+        ), ecce
 
     def to_dict(self) -> dict:
         for p in range(len(self.partitions)):
             self._compact(p)
-        return {"codings": [asdict(c) for c in self.codings], "n_bins": self.n_bins,
-                "entries": [{k: (v[0].tolist() if v else []) for k, v in e.items()} for e in self.entries],
-                "bins": [b.tolist() for b in self.bins]}
+        return {
+            "codings": [asdict(c) for c in self.codings],
+            "n_bins": self.n_bins,
+            "entries": [{k: (v[0].tolist() if v else []) for k, v in e.items()} for e in self.entries],
+            "bins": [b.tolist() for b in self.bins],
+        }
 
     @classmethod
     def from_dict(cls, d: dict, options: AuditOptions) -> SegmentGrid:
-        codings = [ColumnCoding(c["column"], c["kind"], values=tuple(c["values"]), edges=tuple(c["edges"]),
-                                other=c["other"], missing=c["missing"]) for c in d["codings"]]
+        codings = [
+            ColumnCoding(
+                c["column"],
+                c["kind"],
+                values=tuple(c["values"]),
+                edges=tuple(c["edges"]),
+                other=c["other"],
+                missing=c["missing"],
+            )
+            for c in d["codings"]
+        ]
         out = cls(codings, partitions(codings, options.depth), d["n_bins"])
         for p, e in enumerate(d["entries"]):
-            out.entries[p] = {k: ([np.asarray(v, dtype=np.int64 if k == "key" else np.float64)] if v else [])
-                              for k, v in e.items()}
+            out.entries[p] = {
+                k: ([np.asarray(v, dtype=np.int64 if k == "key" else np.float64)] if v else []) for k, v in e.items()
+            }
         out.bins = [np.asarray(b, dtype=np.float64) for b in d["bins"]]
         return out

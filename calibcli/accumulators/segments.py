@@ -36,6 +36,7 @@ class SegmentDiagram:
     definition: dict
     data: BinnedDiagramData
 
+
 #: Rows an audit holds at most (about 40 bytes each, plus the segment columns' values).
 ROW_LIMIT = 50_000_000
 
@@ -53,8 +54,12 @@ class AuditReport:
     grid: dict | None = None  # beyond the rows held: the score grid and its bound
 
     def to_dict(self) -> dict:
-        return {"mode": self.mode, "segment_columns": self.columns, **self.result.to_dict(),
-                **({"grid": self.grid} if self.grid else {})}
+        return {
+            "mode": self.mode,
+            "segment_columns": self.columns,
+            **self.result.to_dict(),
+            **({"grid": self.grid} if self.grid else {}),
+        }
 
     def headline(self) -> dict:
         return {}
@@ -67,8 +72,17 @@ class SegmentAuditAccumulator:
     #: The engines pass each batch's segment columns to :meth:`update` (``columns=``).
     takes_columns = True
 
-    def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: AuditOptions,
-                 columns: tuple[str, ...], row_limit: int | None = None, diagrams: int = 0):
+    def __init__(
+        self,
+        *,
+        mode: str,
+        n_classes: int,
+        class_names: tuple[str, ...],
+        options: AuditOptions,
+        columns: tuple[str, ...],
+        row_limit: int | None = None,
+        diagrams: int = 0,
+    ):
         if mode not in ("binary", "top-label"):
             raise CalibcliError(f"{{opt:mode}} is {mode}: the audit measures one binary problem, binary or top-label")
         self.mode, self.n_classes, self.class_names = mode, n_classes, tuple(class_names)
@@ -142,12 +156,19 @@ class SegmentAuditAccumulator:
         o = self.options.check()
         if self.stats is None:
             raise RuntimeError("the audit needs a second pass only beyond its row limit")
-        found = [stats.coding(name, max_values=o.max_values) for name, stats in zip(self.columns, self.stats,
-                                                                                     strict=True)]
+        found = [
+            stats.coding(name, max_values=o.max_values) for name, stats in zip(self.columns, self.stats, strict=True)
+        ]
         codings = [c for c, _ in found]
-        out = SegmentAuditAccumulator(mode=self.mode, n_classes=self.n_classes, class_names=self.class_names,
-                                      options=o, columns=self.columns, row_limit=self.row_limit,
-                                      diagrams=self.diagrams)
+        out = SegmentAuditAccumulator(
+            mode=self.mode,
+            n_classes=self.n_classes,
+            class_names=self.class_names,
+            options=o,
+            columns=self.columns,
+            row_limit=self.row_limit,
+            diagrams=self.diagrams,
+        )
         out.grid = SegmentGrid(codings, partitions(codings, o.depth), o.n_bins)
         out.edges_found = {c.column: how for c, how in found if how is not None}
         return out
@@ -158,8 +179,9 @@ class SegmentAuditAccumulator:
         (:class:`calibcli.io.columns.CodedText`, one dictionary for all batches)."""
         # each batch's rows increase (a reader's); in order when each batch starts after the one before ends
         in_order = all(len(r) == 0 or bool(np.all(r[1:] > r[:-1])) for r in self._rows) and all(
-            a[-1] < b[0] for a, b in zip([r for r in self._rows if len(r)][:-1], [r for r in self._rows if len(r)][1:],
-                                         strict=True))
+            a[-1] < b[0]
+            for a, b in zip([r for r in self._rows if len(r)][:-1], [r for r in self._rows if len(r)][1:], strict=True)
+        )
         order = slice(None) if in_order else np.argsort(np.concatenate(self._rows), kind="stable")
 
         def ordered(parts: list[np.ndarray], empty: np.ndarray) -> np.ndarray:
@@ -171,8 +193,11 @@ class SegmentAuditAccumulator:
         s = ordered(self._s, np.zeros(0))
         y = ordered(self._y, np.zeros(0, dtype=np.int64))
         weighted = any(w is not None for w in self._w)
-        w = (ordered([np.ones(len(z)) if v is None else v for z, v in zip(self._s, self._w, strict=True)], np.zeros(0))
-             if weighted else np.ones(len(s)))
+        w = (
+            ordered([np.ones(len(z)) if v is None else v for z, v in zip(self._s, self._w, strict=True)], np.zeros(0))
+            if weighted
+            else np.ones(len(s))
+        )
         values = []
         for j in range(len(self.columns)):
             column = _joined([batch[j] for batch in self._values]) if self._values else np.zeros(0)
@@ -191,17 +216,23 @@ class SegmentAuditAccumulator:
             if progress is not None:
                 progress()
             described = [{"column": c.column, "kind": c.kind, "labels": list(c.labels)} for c in self.grid.codings]
-            grid = {"cells": GRID_CELLS, "rows": self.n_rows, "row_limit": self.row_limit,
-                    "quantile_edges": self.edges_found or None,
-                    "bound": "each segment's ecce_bound: the largest score cell's normalised sum w |y - s|; the exact "
-                             "ECCE-R lies in [ecce_r, ecce_r + 2 ecce_bound], ECCE-MAD in [ecce_mad, ecce_mad + "
-                             "ecce_bound]"}
+            grid = {
+                "cells": GRID_CELLS,
+                "rows": self.n_rows,
+                "row_limit": self.row_limit,
+                "quantile_edges": self.edges_found or None,
+                "bound": "each segment's ecce_bound: the largest score cell's normalised sum w |y - s|; the exact "
+                "ECCE-R lies in [ecce_r, ecce_r + 2 ecce_bound], ECCE-MAD in [ecce_mad, ecce_mad + "
+                "ecce_bound]",
+            }
             return AuditReport(self.mode, described, result, grid=grid)
         s, y, w, values = self._arrays()
         if not len(s):
             raise CalibcliError("no rows to audit")
-        coded = [code_values(name, v, max_values=o.max_values, segment_bins=o.segment_bins)
-                 for name, v in zip(self.columns, values, strict=True)]
+        coded = [
+            code_values(name, v, max_values=o.max_values, segment_bins=o.segment_bins)
+            for name, v in zip(self.columns, values, strict=True)
+        ]
         codings, codes = [c for c, _ in coded], [k for _, k in coded]
         parts = partitions(codings, o.depth)
         result = audit_arrays(y, s, w, codes, codings, parts, o)
@@ -212,29 +243,57 @@ class SegmentAuditAccumulator:
         return AuditReport(self.mode, described, result, drawn)
 
     def to_dict(self) -> dict:
-        head = {"kind": self.kind, "version": STATE_VERSION, "mode": self.mode, "n_classes": self.n_classes,
-                "class_names": list(self.class_names), "options": asdict(self.options), "columns": list(self.columns),
-                "row_limit": self.row_limit, "diagrams": self.diagrams}
+        head = {
+            "kind": self.kind,
+            "version": STATE_VERSION,
+            "mode": self.mode,
+            "n_classes": self.n_classes,
+            "class_names": list(self.class_names),
+            "options": asdict(self.options),
+            "columns": list(self.columns),
+            "row_limit": self.row_limit,
+            "diagrams": self.diagrams,
+        }
         if self.grid is not None or self.stats is not None:
-            return {**head, "n_rows": self.n_rows, "edges_found": self.edges_found,
-                    "grid": None if self.grid is None else self.grid.to_dict(),
-                    "stats": None if self.stats is None else [s.to_dict() for s in self.stats]}
+            return {
+                **head,
+                "n_rows": self.n_rows,
+                "edges_found": self.edges_found,
+                "grid": None if self.grid is None else self.grid.to_dict(),
+                "stats": None if self.stats is None else [s.to_dict() for s in self.stats],
+            }
         s, y, w, values = self._arrays()
         rows = np.sort(np.concatenate(self._rows)) if self._rows else np.zeros(0, dtype=np.int64)
-        return {"kind": self.kind, "version": STATE_VERSION, "mode": self.mode, "n_classes": self.n_classes,
-                "class_names": list(self.class_names), "options": asdict(self.options), "columns": list(self.columns),
-                "row_limit": self.row_limit, "diagrams": self.diagrams, "rows": rows.tolist(), "s": s.tolist(),
-                "y": y.tolist(), "w": w.tolist(),
-                "values": [[_plain(v) for v in (col.decode() if isinstance(col, CodedText) else col)]
-                           for col in values]}
+        return {
+            "kind": self.kind,
+            "version": STATE_VERSION,
+            "mode": self.mode,
+            "n_classes": self.n_classes,
+            "class_names": list(self.class_names),
+            "options": asdict(self.options),
+            "columns": list(self.columns),
+            "row_limit": self.row_limit,
+            "diagrams": self.diagrams,
+            "rows": rows.tolist(),
+            "s": s.tolist(),
+            "y": y.tolist(),
+            "w": w.tolist(),
+            "values": [[_plain(v) for v in (col.decode() if isinstance(col, CodedText) else col)] for col in values],
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> SegmentAuditAccumulator:
         if d.get("kind") != cls.kind or d.get("version") != STATE_VERSION:
             raise ValueError(f"not a segment audit state of version {STATE_VERSION}")
-        out = cls(mode=d["mode"], n_classes=d["n_classes"], class_names=tuple(d["class_names"]),
-                  options=AuditOptions(**d["options"]), columns=tuple(d["columns"]), row_limit=d["row_limit"],
-                  diagrams=d.get("diagrams", 0))
+        out = cls(
+            mode=d["mode"],
+            n_classes=d["n_classes"],
+            class_names=tuple(d["class_names"]),
+            options=AuditOptions(**d["options"]),
+            columns=tuple(d["columns"]),
+            row_limit=d["row_limit"],
+            diagrams=d.get("diagrams", 0),
+        )
         if "rows" not in d:  # beyond the row limit: statistics (first pass) or grid sums (second pass)
             out.n_rows, out.edges_found = d["n_rows"], d["edges_found"]
             out.stats = None if d["stats"] is None else [ColumnStats.from_dict(s) for s in d["stats"]]
@@ -255,8 +314,11 @@ def _segment_diagrams(result: AuditResult, parts, codes, y, s, w, top: int, n_bi
     ``top`` worst tested segments, from the rows in memory."""
     weighted = not bool(np.all(w == 1.0))
     chosen: list[tuple[dict, tuple[int, int] | None]] = [({}, None)]
-    chosen += [(seg["definition"], where) for seg, where in zip(result.segments, result.located, strict=True)
-               if seg["tested"] and seg["definition"]][:top]
+    chosen += [
+        (seg["definition"], where)
+        for seg, where in zip(result.segments, result.located, strict=True)
+        if seg["tested"] and seg["definition"]
+    ][:top]
     out = []
     for definition, where in chosen:
         if where is None:

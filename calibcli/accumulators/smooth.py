@@ -26,33 +26,32 @@ Results do not depend on batch sizes, order, or which worker saw which rows beyo
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from calibcli.accumulators.base import Accumulator
 from calibcli.accumulators.rows import RowSample
+from calibcli.errors import CalibcliError
 from calibcli.smooth import (
+    CURVE_POINTS,
+    DENSE_MAX_CELLS,
     MAX_GRID,
     MIN_GRID,
     ROW_LIMIT,
     STATS_GRID,
-    DENSE_MAX_CELLS,
     CellSums,
     DenseSums,
     SmoothECEResult,
     finish,
     finish_groups,
 )
-from calibcli.errors import CalibcliError
-from calibcli.smooth import CURVE_POINTS
 from calibcli.validation import check_consistent_length, check_finite, check_labels, check_probabilities
 
 STATE_VERSION = 1
 
 #: Batches' sums are added to the state once this many entries are waiting (or at a result / merge).
 _PENDING_ENTRIES = 1 << 16
-
 
 
 class SmoothAccumulator(Accumulator):
@@ -67,8 +66,9 @@ class SmoothAccumulator(Accumulator):
     kind = "smooth"
     state_name = "smooth accumulator state"
 
-    def __init__(self, *, row_limit: int = ROW_LIMIT, seed: int = 0, want_curve: bool = False,
-                 n_cells: int = STATS_GRID):
+    def __init__(
+        self, *, row_limit: int = ROW_LIMIT, seed: int = 0, want_curve: bool = False, n_cells: int = STATS_GRID
+    ):
         n_cells = int(n_cells)
         if not (MIN_GRID <= n_cells <= MAX_GRID and n_cells & (n_cells - 1) == 0):
             raise ValueError(f"n_cells is {n_cells}: expected a power of two from {MIN_GRID} to {MAX_GRID}")
@@ -81,13 +81,13 @@ class SmoothAccumulator(Accumulator):
         self._pending: list[CellSums] = []
         self._dense = DenseSums(n_cells) if n_cells <= DENSE_MAX_CELLS else None
 
-    def for_grid(self, n_cells: int) -> "SmoothAccumulator":
+    def for_grid(self, n_cells: int) -> SmoothAccumulator:
         """An empty accumulator with these options on a grid of ``n_cells`` cells (for a second pass)."""
         return SmoothAccumulator(row_limit=self.row_limit, seed=self.seed, want_curve=self.want_curve, n_cells=n_cells)
 
     # -- streaming -------------------------------------------------------------------------------
 
-    def update(self, row_index, z, y, w=None) -> "SmoothAccumulator":
+    def update(self, row_index, z, y, w=None) -> SmoothAccumulator:
         """Add a batch: global row indices (int64), predictions in [0, 1], labels 0/1, weights >= 0 or None."""
         row_index = np.asarray(row_index, dtype=np.int64).reshape(-1)
         if len(row_index) == 0 and len(z) == 0 and len(y) == 0:
@@ -112,7 +112,7 @@ class SmoothAccumulator(Accumulator):
             self._flush()
         return self
 
-    def merge(self, other: "SmoothAccumulator") -> "SmoothAccumulator":
+    def merge(self, other: SmoothAccumulator) -> SmoothAccumulator:
         """Add the state of another accumulator of disjoint rows (same grid, row limit and seed)."""
         if (other.n_cells, other.row_limit, other.seed) != (self.n_cells, self.row_limit, self.seed):
             raise ValueError("smooth accumulators with different grids, row limits or seeds cannot be merged")
@@ -154,8 +154,16 @@ class SmoothAccumulator(Accumulator):
     # -- result ----------------------------------------------------------------------------------
 
     @classmethod
-    def results(cls, accs: list, *, sigma: float | None = None, n_boot: int = 0, alpha: float = 0.05,
-                seed: int | None = None, progress=None) -> list:
+    def results(
+        cls,
+        accs: list,
+        *,
+        sigma: float | None = None,
+        n_boot: int = 0,
+        alpha: float = 0.05,
+        seed: int | None = None,
+        progress=None,
+    ) -> list:
         """:meth:`result` of many accumulators (the groups of an input, one seed) at once
         (:func:`calibcli.smooth.finish_groups`: their bootstraps together); ``progress(steps)``."""
         for acc in accs:
@@ -164,9 +172,15 @@ class SmoothAccumulator(Accumulator):
         first = accs[0]
         curve_points = CURVE_POINTS if first.want_curve else None
         problems = [(acc.sums, acc.rows.arrays() if acc.rows_kept else None, acc.rows.n_seen) for acc in accs]
-        return finish_groups(problems, sigma=sigma, n_boot=n_boot, alpha=alpha,
-                             seed=first.seed if seed is None else int(seed) & 0xFFFFFFFFFFFFFFFF,
-                             curve_points=curve_points, progress=progress)
+        return finish_groups(
+            problems,
+            sigma=sigma,
+            n_boot=n_boot,
+            alpha=alpha,
+            seed=first.seed if seed is None else int(seed) & 0xFFFFFFFFFFFFFFFF,
+            curve_points=curve_points,
+            progress=progress,
+        )
 
     def result(
         self,
@@ -191,6 +205,14 @@ class SmoothAccumulator(Accumulator):
         if curve_points is None and self.want_curve:
             curve_points = CURVE_POINTS
         rows = self.rows.arrays() if self.rows_kept else None
-        return finish(self.sums, rows, n=self.rows.n_seen, sigma=sigma, n_boot=n_boot, alpha=alpha,
-                      seed=self.seed if seed is None else int(seed) & 0xFFFFFFFFFFFFFFFF,
-                      curve_points=curve_points, progress=progress)
+        return finish(
+            self.sums,
+            rows,
+            n=self.rows.n_seen,
+            sigma=sigma,
+            n_boot=n_boot,
+            alpha=alpha,
+            seed=self.seed if seed is None else int(seed) & 0xFFFFFFFFFFFFFFFF,
+            curve_points=curve_points,
+            progress=progress,
+        )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,16 @@ from calibcli.accumulators.rows import RowSample, describe_sample
 from calibcli.errors import CalibcliError, OptionError
 from calibcli.estimators import Metric
 from calibcli.modes import binary_problems
-from calibcli.tcal import binomial_test_from_counts, COMBINES, DISCRETE_RULE, discreteness_from_counts, NULLS, tcal_test
+from calibcli.tcal import (
+    COMBINES,
+    DISCRETE_RULE,
+    NULLS,
+    BinomialTestResult,
+    TcalResult,
+    binomial_test_from_counts,
+    discreteness_from_counts,
+    tcal_test,
+)
 from calibcli.validation import check_options
 
 STATE_VERSION = 1
@@ -72,18 +82,27 @@ class TcalOptions:
     max_distinct: int = MAX_DISTINCT
 
     def __post_init__(self):
-        check_options({"null": NULLS, "combine": COMBINES, "discrete": DISCRETE_CHOICES}, null=self.null,
-                      combine=self.combine, discrete=self.discrete, alpha=self.alpha)
+        check_options(
+            {"null": NULLS, "combine": COMBINES, "discrete": DISCRETE_CHOICES},
+            null=self.null,
+            combine=self.combine,
+            discrete=self.discrete,
+            alpha=self.alpha,
+        )
         s = self.smoothness
         if s is not None and not (math.isfinite(s) and s > 0):
             raise OptionError("smoothness", f"{{name}} is {s}: expected a positive Holder exponent")
         if self.null != "chebyshev" and self.n_boot < 1:
-            raise OptionError("n_boot", f"{{name}} is {self.n_boot}: expected at least 1 resample for the {self.null} null")
+            raise OptionError(
+                "n_boot", f"{{name}} is {self.n_boot}: expected at least 1 resample for the {self.null} null"
+            )
         if self.seed < 0:
             raise OptionError("seed", f"{{name}} is {self.seed}: expected a non-negative integer")
         if self.max_rows < 2:
-            raise OptionError("max_rows", f"{{name}} is {self.max_rows}: expected at least 2 rows (T-Cal compares "
-                                          f"predictions that share a bin)")
+            raise OptionError(
+                "max_rows",
+                f"{{name}} is {self.max_rows}: expected at least 2 rows (T-Cal compares predictions that share a bin)",
+            )
         if self.max_distinct < 1:
             raise OptionError("max_distinct", f"{{name}} is {self.max_distinct}: expected a positive number of values")
         check_options(n_boot=self.n_boot, max_rows=self.max_rows)  # within the memory budget
@@ -132,7 +151,7 @@ class ValueCounts(Accumulator):
         self._held = 0
         self._state_size = 0
 
-    def update(self, z: np.ndarray, y: np.ndarray) -> "ValueCounts":
+    def update(self, z: np.ndarray, y: np.ndarray) -> ValueCounts:
         """Add a batch of predictions ``z`` (1-D) and labels ``y`` in {0, 1}."""
         z = np.asarray(z, dtype=np.float64).reshape(-1)
         self.n += len(z)
@@ -142,7 +161,7 @@ class ValueCounts(Accumulator):
         self._add(_collapse(z, np.ones(len(z), dtype=np.int64), y))
         return self
 
-    def merge(self, other: "ValueCounts") -> "ValueCounts":
+    def merge(self, other: ValueCounts) -> ValueCounts:
         """Add the counts of other rows (same ``cap``)."""
         if other.cap != self.cap:
             raise ValueError("value counts with different caps cannot be merged")
@@ -162,7 +181,7 @@ class ValueCounts(Accumulator):
 
     def _compact(self) -> None:
         if len(self._parts) > 1:
-            part = _collapse(*(np.concatenate(column) for column in zip(*self._parts)))
+            part = _collapse(*(np.concatenate(column) for column in zip(*self._parts, strict=True)))
         elif self._parts:
             part = self._parts[0]
         else:
@@ -214,7 +233,7 @@ class TcalReport:
     discrete_check: dict | None
     test: str
     sample: dict
-    result: object
+    result: TcalResult | BinomialTestResult
     warnings: tuple[str, ...] = ()
 
     @property
@@ -228,18 +247,37 @@ class TcalReport:
         out["test"] = self.test
         out["sample"] = dict(self.sample)
         r = self.result
-        if self.test == "binomial":
+        if isinstance(r, BinomialTestResult):  # (test "binomial")
             out["result"] = {
-                "reject": r.reject, "p_value": r.p_value, "alpha": r.alpha, "n": r.n, "n_values": r.n_values,
-                "per_value_alpha": r.per_value_alpha, "method": r.method, "per_value": [asdict(row) for row in r.rows],
+                "reject": r.reject,
+                "p_value": r.p_value,
+                "alpha": r.alpha,
+                "n": r.n,
+                "n_values": r.n_values,
+                "per_value_alpha": r.per_value_alpha,
+                "method": r.method,
+                "per_value": [asdict(row) for row in r.rows],
             }
             return out
         out["result"] = {
-            "reject": r.reject, "p_value": r.p_value, "p_value_bonferroni": r.p_value_bonferroni,
-            "p_value_min_p": r.p_value_min_p, "combine": r.combine, "null": r.null, "exact": r.exact, "alpha": r.alpha,
-            "per_level_alpha": r.per_level_alpha, "n": r.n, "n_classes": r.n_classes, "n_boot": r.n_boot,
-            "n_levels": r.n_levels, "adaptive": r.adaptive, "smoothness": r.smoothness, "weighted": r.weighted,
-            "statistic_name": r.statistic_name, "levels": [asdict(level) for level in r.levels],
+            "reject": r.reject,
+            "p_value": r.p_value,
+            "p_value_bonferroni": r.p_value_bonferroni,
+            "p_value_min_p": r.p_value_min_p,
+            "combine": r.combine,
+            "null": r.null,
+            "exact": r.exact,
+            "alpha": r.alpha,
+            "per_level_alpha": r.per_level_alpha,
+            "n": r.n,
+            "n_classes": r.n_classes,
+            "n_boot": r.n_boot,
+            "n_levels": r.n_levels,
+            "adaptive": r.adaptive,
+            "smoothness": r.smoothness,
+            "weighted": r.weighted,
+            "statistic_name": r.statistic_name,
+            "levels": [asdict(level) for level in r.levels],
             "warnings": list(self.warnings),
         }
         return out
@@ -249,15 +287,24 @@ class TcalReport:
         miscalibration) and, for T-Cal, ``tcal_statistic``: ``T_m`` at the level with the smallest p-value;
         :class:`calibcli.estimators.Metric` objects by name."""
         r = self.result
-        if self.test == "binomial":
-            return {"binomial_p_value": Metric("binomial_p_value", r.p_value,
-                                               note=f"exact binomial test per value, Bonferroni over {r.n_values} values")}
+        if isinstance(r, BinomialTestResult):
+            return {
+                "binomial_p_value": Metric(
+                    "binomial_p_value",
+                    r.p_value,
+                    note=f"exact binomial test per value, Bonferroni over {r.n_values} values",
+                )
+            }
         deciding = min(r.levels, key=lambda level: level.p_value)
         return {
-            "tcal_p_value": Metric("tcal_p_value", r.p_value, note=f"{r.combine} over {r.n_levels} level(s), null {r.null}"),
-            "tcal_statistic": Metric("tcal_statistic", deciding.statistic,
-                                     note=f"T_m at level {deciding.level} (m = {deciding.n_bins}), the level with the "
-                                          f"smallest p-value"),
+            "tcal_p_value": Metric(
+                "tcal_p_value", r.p_value, note=f"{r.combine} over {r.n_levels} level(s), null {r.null}"
+            ),
+            "tcal_statistic": Metric(
+                "tcal_statistic",
+                deciding.statistic,
+                note=f"T_m at level {deciding.level} (m = {deciding.n_bins}), the level with the smallest p-value",
+            ),
         }
 
 
@@ -287,26 +334,34 @@ class TcalInputAccumulator(Accumulator):
             self.notes.append("canonical mode with K = 2 is binary mode on the positive class (SPEC 1)")
             self.mode = "binary"
         if self.mode == "canonical" and options.discrete == "yes":
-            raise OptionError("discrete", "{name} yes tests one probability per prediction, and canonical mode tests "
-                                          "probability vectors: use the binary or top-label mode with it")
+            raise OptionError(
+                "discrete",
+                "{name} yes tests one probability per prediction, and canonical mode tests "
+                "probability vectors: use the binary or top-label mode with it",
+            )
         self.rows = RowSample(options.max_rows, options.seed)
         self.counts = None if self.mode == "canonical" else ValueCounts(options.max_distinct)
 
-    def update(self, row_index, probs, labels, w=None) -> "TcalInputAccumulator":
+    def update(self, row_index, probs, labels, w=None) -> TcalInputAccumulator:
         if self.mode == "canonical":
             if probs.ndim == 1:
-                raise CalibcliError("canonical mode needs one probability column per class, but the input has a single "
-                                    "probability column: use the binary mode, or give a column for every class")
+                raise CalibcliError(
+                    "canonical mode needs one probability column per class, but the input has a single "
+                    "probability column: use the binary mode, or give a column for every class"
+                )
             self.rows.update(row_index, probs, labels, w)
             return self
         if w is not None and self.options.discrete == "yes":
-            raise OptionError("discrete", "{name} yes: the exact binomial test counts predictions and cannot use sample "
-                                          "weights: drop the weight column, or use {name} no")
+            raise OptionError(
+                "discrete",
+                "{name} yes: the exact binomial test counts predictions and cannot use sample "
+                "weights: drop the weight column, or use {name} no",
+            )
         (problem,) = binary_problems(labels, probs, mode=self.mode, sample_weight=w, class_names=list(self.class_names))
         self.rows.update(row_index, problem.z, problem.y, problem.sample_weight)
+        assert self.counts is not None  # (counted in every mode but canonical)
         self.counts.update(problem.z, problem.y)
         return self
-
 
     @property
     def n_rows(self) -> int:
@@ -316,7 +371,7 @@ class TcalInputAccumulator(Accumulator):
         """Never: the sample and the counts are complete after one pass."""
         return False
 
-    def for_second_pass(self) -> "TcalInputAccumulator":
+    def for_second_pass(self) -> TcalInputAccumulator:
         return self
 
     @property
@@ -330,19 +385,31 @@ class TcalInputAccumulator(Accumulator):
             return None, False, []
         choice = self.options.discrete
         counts = self.counts
+        check: dict[str, Any]
         if counts.n_distinct is None:
-            check = {"discrete": False, "n_distinct": None, "n_distinct_more_than": counts.cap, "n": counts.n,
-                     "threshold": math.sqrt(counts.n), "rule": DISCRETE_RULE}
+            check = {
+                "discrete": False,
+                "n_distinct": None,
+                "n_distinct_more_than": counts.cap,
+                "n": counts.n,
+                "threshold": math.sqrt(counts.n),
+                "rule": DISCRETE_RULE,
+            }
         else:
             check = asdict(discreteness_from_counts(counts.n_distinct, counts.n))
         use = choice == "yes" or (choice == "auto" and check["discrete"])
         warnings = []
         if use and self.rows.weighted:  # "yes" with weights stopped at the first batch
-            warnings.append("the predictor is discrete but has sample weights; T-Cal is used (the binomial test counts rows)")
+            warnings.append(
+                "the predictor is discrete but has sample weights; T-Cal is used (the binomial test counts rows)"
+            )
             use = False
         if use and counts.overflowed:
-            raise OptionError("discrete", f"{{name}} yes: the predictor takes more than {counts.cap} distinct values, too "
-                                          f"many for a binomial test per value: use {{name}} auto or no")
+            raise OptionError(
+                "discrete",
+                f"{{name}} yes: the predictor takes more than {counts.cap} distinct values, too "
+                f"many for a binomial test per value: use {{name}} auto or no",
+            )
         return {**check, "choice": choice, "used": "binomial" if use else "tcal"}, use, warnings
 
     def result(self, progress=None) -> TcalReport:
@@ -351,15 +418,30 @@ class TcalInputAccumulator(Accumulator):
         check, use_binomial, warnings = self._decide()
         n = self.n_rows
         if use_binomial:
+            assert self.counts is not None  # (the binomial test is chosen from the counts)
             values, N, M = self.counts.arrays()
-            result = binomial_test_from_counts(values, N, M, alpha=o.alpha)
-            sample = {**describe_sample(n, n, o.max_rows, o.seed), "description": f"all {n} rows (exact per-value counts)"}
-            return TcalReport(self.mode, tuple(self.notes), check, "binomial", sample, result, tuple(warnings))
+            binomial = binomial_test_from_counts(values, N, M, alpha=o.alpha)
+            sample = {
+                **describe_sample(n, n, o.max_rows, o.seed),
+                "description": f"all {n} rows (exact per-value counts)",
+            }
+            return TcalReport(self.mode, tuple(self.notes), check, "binomial", sample, binomial, tuple(warnings))
         row_index, z, y, w = self.rows.arrays()
-        result = tcal_test(y, z, sample_weight=w, smoothness=o.smoothness, null=o.null, n_boot=o.n_boot,
-                           combine=o.combine, alpha=o.alpha, rng=np.random.default_rng(o.seed), progress=progress)
+        result = tcal_test(
+            y,
+            z,
+            sample_weight=w,
+            smoothness=o.smoothness,
+            null=o.null,
+            n_boot=o.n_boot,
+            combine=o.combine,
+            alpha=o.alpha,
+            rng=np.random.default_rng(o.seed),
+            progress=progress,
+        )
         sample = describe_sample(n, len(row_index), o.max_rows, o.seed)
-        return TcalReport(self.mode, tuple(self.notes), check, "tcal", sample, result, tuple(warnings) + result.warnings)
+        return TcalReport(
+            self.mode, tuple(self.notes), check, "tcal", sample, result, tuple(warnings) + result.warnings
+        )
 
     # -- state -----------------------------------------------------------------------------------
-

@@ -27,7 +27,8 @@ or malformed field. Floats survive JSON exactly, so ``predict`` after a round tr
 
 from __future__ import annotations
 
-from typing import Any, Union
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -60,7 +61,7 @@ METHODS = ("platt", "temperature", "histogram", "isotonic", "scaling-binning", "
 #: Methods whose output takes finitely many values (a binomial test per value suits them, SPEC 4.4).
 DISCRETE_METHODS = ("histogram", "scaling-binning")
 
-_FITTERS = {
+_FITTERS: dict[str, Callable[..., Any]] = {
     "platt": fit_platt,
     "temperature": fit_temperature,
     "histogram": fit_histogram,
@@ -86,7 +87,7 @@ METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
 #: Methods that accept sample weights.
 WEIGHTED_METHODS = ("platt", "temperature", "histogram", "isotonic", "polynomial", "beta")
 
-_CLASSES = {
+_CLASSES: dict[str, type[BinaryCalibrator]] = {
     "platt": PlattCalibrator,
     "histogram": HistogramCalibrator,
     "isotonic": IsotonicCalibrator,
@@ -96,7 +97,7 @@ _CLASSES = {
     "venn-abers": VennAbersCalibrator,
 }
 
-Calibrator = Union[BinaryCalibrator, TemperatureCalibrator, MulticlassCalibrator]
+Calibrator = BinaryCalibrator | TemperatureCalibrator | MulticlassCalibrator
 
 
 def _check_method(method: str) -> None:
@@ -112,16 +113,19 @@ def _method_kwargs(method: str, sample_weight, rng, options: dict[str, Any]) -> 
     kwargs = dict(options)
     if sample_weight is not None:
         if method not in WEIGHTED_METHODS:
-            raise CalibcliError(f"method {method!r} does not take sample weights: drop {{opt:weight_col}} or choose "
-                                f"one of {', '.join(WEIGHTED_METHODS)}")
+            raise CalibcliError(
+                f"method {method!r} does not take sample weights: drop {{opt:weight_col}} or choose "
+                f"one of {', '.join(WEIGHTED_METHODS)}"
+            )
         kwargs["sample_weight"] = sample_weight
     if method == "scaling-binning":
         kwargs["rng"] = rng
     return kwargs
 
 
-def fit_calibrator(method: str, y_true, y_prob, *, sample_weight=None, rng: np.random.Generator | None = None,
-                   **options) -> BinaryCalibrator | TemperatureCalibrator:
+def fit_calibrator(
+    method: str, y_true, y_prob, *, sample_weight=None, rng: np.random.Generator | None = None, **options
+) -> BinaryCalibrator | TemperatureCalibrator:
     """Fit the binary calibrator ``method`` on labels ``y_true`` and predictions ``y_prob`` (1-D).
 
     ``options`` are the method's own (:data:`METHOD_OPTIONS`); ``rng`` is used by ``scaling-binning``.
@@ -130,8 +134,16 @@ def fit_calibrator(method: str, y_true, y_prob, *, sample_weight=None, rng: np.r
     return _FITTERS[method](y_true, y_prob, **_method_kwargs(method, sample_weight, rng, options))
 
 
-def fit_multiclass(method: str, y_true, y_prob, *, mode: str = "top-label", sample_weight=None,
-                   rng: np.random.Generator | None = None, **options) -> TemperatureCalibrator | MulticlassCalibrator:
+def fit_multiclass(
+    method: str,
+    y_true,
+    y_prob,
+    *,
+    mode: str = "top-label",
+    sample_weight=None,
+    rng: np.random.Generator | None = None,
+    **options,
+) -> TemperatureCalibrator | MulticlassCalibrator:
     """Fit ``method`` to K-class probabilities ``y_prob`` (n, K) in ``mode`` (see :mod:`.multiclass`).
 
     ``temperature`` is fitted natively on the whole vector whatever the mode. ``marginal`` fits one
@@ -149,13 +161,16 @@ def fit_multiclass(method: str, y_true, y_prob, *, mode: str = "top-label", samp
     fit = _FITTERS[method]
     if mode == "binary":
         if K != 2:
-            raise CalibcliError(f"mode 'binary' needs 2 probability columns, got {K}: use {{opt:mode}} top-label or marginal")
+            raise CalibcliError(
+                f"mode 'binary' needs 2 probability columns, got {K}: use {{opt:mode}} top-label or marginal"
+            )
         return MulticlassCalibrator("binary", 2, (fit(c, P[:, 1], **kwargs),))
     if mode == "top-label":
         correct, conf = top_label_problem(c, P)
         return MulticlassCalibrator("top-label", K, (fit(correct, conf, **kwargs),))
-    return MulticlassCalibrator("marginal", K, tuple(fit((c == k).astype(np.int64), P[:, k], **kwargs)
-                                                     for k in range(K)))
+    return MulticlassCalibrator(
+        "marginal", K, tuple(fit((c == k).astype(np.int64), P[:, k], **kwargs) for k in range(K))
+    )
 
 
 def _binary_from_dict(f: Fields) -> BinaryCalibrator:
@@ -195,8 +210,10 @@ def calibrator_from_dict(d: Any) -> Calibrator:
     items = f.get("calibrators")
     expected = n_classes if mode == "marginal" else 1
     if not isinstance(items, list) or len(items) != expected:
-        raise CalibcliError(f"calibrator: field 'calibrators' must be a list of {expected} calibrators "
-                            f"for mode {mode!r} with {n_classes} classes")
+        raise CalibcliError(
+            f"calibrator: field 'calibrators' must be a list of {expected} calibrators "
+            f"for mode {mode!r} with {n_classes} classes"
+        )
     if mode == "binary" and n_classes != 2:
         raise CalibcliError(f"calibrator: mode 'binary' has n_classes {n_classes}: expected 2")
     calibrators = tuple(_binary_from_dict(Fields(item, f"calibrators[{i}]")) for i, item in enumerate(items))
@@ -207,11 +224,33 @@ def calibrator_from_dict(d: Any) -> Calibrator:
 
 
 __all__ = [
-    "METHODS", "METHOD_OPTIONS", "WEIGHTED_METHODS", "DISCRETE_METHODS", "Calibrator",
-    "BinaryCalibrator", "PlattCalibrator", "BetaCalibrator", "PolynomialCalibrator", "TemperatureCalibrator",
-    "HistogramCalibrator", "ScalingBinningCalibrator", "IsotonicCalibrator", "VennAbersCalibrator",
-    "MulticlassCalibrator", "BinningCertificate",
-    "fit_platt", "fit_beta", "fit_polynomial", "fit_temperature", "fit_histogram", "fit_scaling_binning",
-    "fit_isotonic", "fit_venn_abers", "fit_calibrator", "fit_multiclass", "calibrator_from_dict",
-    "binning_certificate", "top_label_problem",
+    "METHODS",
+    "METHOD_OPTIONS",
+    "WEIGHTED_METHODS",
+    "DISCRETE_METHODS",
+    "Calibrator",
+    "BinaryCalibrator",
+    "PlattCalibrator",
+    "BetaCalibrator",
+    "PolynomialCalibrator",
+    "TemperatureCalibrator",
+    "HistogramCalibrator",
+    "ScalingBinningCalibrator",
+    "IsotonicCalibrator",
+    "VennAbersCalibrator",
+    "MulticlassCalibrator",
+    "BinningCertificate",
+    "fit_platt",
+    "fit_beta",
+    "fit_polynomial",
+    "fit_temperature",
+    "fit_histogram",
+    "fit_scaling_binning",
+    "fit_isotonic",
+    "fit_venn_abers",
+    "fit_calibrator",
+    "fit_multiclass",
+    "calibrator_from_dict",
+    "binning_certificate",
+    "top_label_problem",
 ]

@@ -61,7 +61,9 @@ def check_predict_input(y_prob, *, ndim: int = 1) -> np.ndarray:
     return check_probabilities(z, name="prediction" if ndim == 1 else "class probabilities")
 
 
-def check_predicted(p: np.ndarray, z: np.ndarray | None = None, method: str = "", what: str = "probability") -> np.ndarray:
+def check_predicted(
+    p: np.ndarray, z: np.ndarray | None = None, method: str = "", what: str = "probability"
+) -> np.ndarray:
     """The last check of every ``predict``: recalibrated values are finite and within [0, 1], so that ``apply``
     never writes NaN or an impossible probability, whatever the calibrator's parameters (a fitted one never
     fails it; a calibrator edited by hand, or built with absurd parameters, can). Returns ``p``."""
@@ -79,8 +81,10 @@ def check_predicted(p: np.ndarray, z: np.ndarray | None = None, method: str = ""
         at = f" for the prediction {shown_number(float(z[i]))}"
     kind = "a non-finite" if not np.isfinite(value) else "an out-of-range"
     name = f"the {method} calibrator" if method else "the calibrator"
-    raise CalibcliError(f"{name} produced {kind} {what} ({shown_number(float(value))}){at}: its parameters are "
-                        f"outside what fitting produces (edited by hand?): refit it")
+    raise CalibcliError(
+        f"{name} produced {kind} {what} ({shown_number(float(value))}){at}: its parameters are "
+        f"outside what fitting produces (edited by hand?): refit it"
+    )
 
 
 def _bound(x: float) -> str:
@@ -145,6 +149,12 @@ class BinaryCalibrator(ABC):
             "info": _jsonable(dict(self.info)),
         }
 
+    @classmethod
+    @abstractmethod
+    def from_fields(cls, params: Fields, options: Fields, info: dict) -> BinaryCalibrator:
+        """The calibrator a saved document's ``params``, ``options`` and ``info`` describe (each method reads
+        and checks its own fields)."""
+
 
 def _jsonable(value):
     """Convert NumPy scalars and arrays inside ``value`` to plain Python numbers and lists."""
@@ -188,7 +198,7 @@ class Fields:
             raise CalibcliError(f"calibrator: missing field '{self._name(key)}'")
         return self.d[key]
 
-    def sub(self, key: str, *, optional: bool = False) -> "Fields":
+    def sub(self, key: str, *, optional: bool = False) -> Fields:
         if optional and key not in self.d:
             self.read.add(key)
             child = Fields({}, self._name(key))
@@ -197,7 +207,7 @@ class Fields:
         self.children.append(child)
         return child
 
-    def any_keys(self) -> "Fields":
+    def any_keys(self) -> Fields:
         """Mark this object as free-form (``info``: facts about the fit that ``predict`` does not use). Its
         content is still plain JSON of bounded depth and size (:func:`check_plain_json`), so that saving the
         calibrator again, or printing it, cannot recurse without end or choke on a 5000-digit integer."""
@@ -215,22 +225,37 @@ class Fields:
         if unknown:
             from calibcli._version import __version__
 
-            shown = ", ".join(repr(_short(k)) for k in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+            shown = ", ".join(repr(_short(k)) for k in unknown[:5]) + (
+                f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+            )
             raise CalibcliError(
                 f"calibrator: unknown field{'s' if len(unknown) > 1 else ''} {shown}: calibcli {__version__} does not "
                 f"know {'them' if len(unknown) > 1 else 'it'} (a calibrator written by a newer calibcli, or edited by "
-                f"hand); refit the calibrator with this version, or remove the field")
+                f"hand); refit the calibrator with this version, or remove the field"
+            )
         for child in self.children:
             child.check_all_read()
 
-    def number(self, key: str, *, low: float | None = None, high: float | None = None,
-               open_low: bool = False, magnitude: float | None = None, why: str = "") -> float:
+    def number(
+        self,
+        key: str,
+        *,
+        low: float | None = None,
+        high: float | None = None,
+        open_low: bool = False,
+        magnitude: float | None = None,
+        why: str = "",
+    ) -> float:
         """A finite number within ``[low, high]`` (``(low, high]`` with ``open_low``) and, with
         ``magnitude``, of absolute value at most that; ``why`` ends the message (what fitting produces).
         Messages show the value as the file wrote it."""
         raw = self.get(key)
         name = self._name(key)
-        if isinstance(raw, bool) or not isinstance(raw, (int, float)) or (isinstance(raw, int) and raw.bit_length() > 1023):
+        if (
+            isinstance(raw, bool)
+            or not isinstance(raw, (int, float))
+            or (isinstance(raw, int) and raw.bit_length() > 1023)
+        ):
             raise CalibcliError(f"calibrator: field '{name}' is {_kind(raw)}: expected a finite number")
         v = float(raw)
         if not math.isfinite(v):
@@ -239,13 +264,17 @@ class Fields:
         if low is not None and (v < low or (open_low and v == low)):
             raise CalibcliError(
                 f"calibrator: field '{name}' is {shown_number(raw)}: expected a value {'>' if open_low else '>='} "
-                f"{_bound(low)}{why}")
+                f"{_bound(low)}{why}"
+            )
         if high is not None and v > high:
-            raise CalibcliError(f"calibrator: field '{name}' is {shown_number(raw)}: expected a value <= "
-                                f"{_bound(high)}{why}")
+            raise CalibcliError(
+                f"calibrator: field '{name}' is {shown_number(raw)}: expected a value <= {_bound(high)}{why}"
+            )
         if magnitude is not None and abs(v) > magnitude:
-            raise CalibcliError(f"calibrator: field '{name}' is {shown_number(raw)}: expected a value between "
-                                f"{_bound(-magnitude)} and {_bound(magnitude)}{why}")
+            raise CalibcliError(
+                f"calibrator: field '{name}' is {shown_number(raw)}: expected a value between "
+                f"{_bound(-magnitude)} and {_bound(magnitude)}{why}"
+            )
         return v
 
     def integer(self, key: str, *, low: int | None = None, high: int | None = None, why: str = "") -> int:
@@ -269,13 +298,22 @@ class Fields:
     def choice(self, key: str, choices: tuple[str, ...]) -> str:
         v = self.get(key)
         if v not in choices:
-            raise CalibcliError(
-                f"calibrator: field '{self._name(key)}' is {v!r}: expected one of {', '.join(choices)}")
+            raise CalibcliError(f"calibrator: field '{self._name(key)}' is {v!r}: expected one of {', '.join(choices)}")
         return v
 
-    def array(self, key: str, *, length: int | None = None, min_length: int = 0,
-              low: float | None = None, high: float | None = None, increasing: bool = False,
-              strictly: bool = False, magnitude: float | None = None, why: str = "") -> np.ndarray:
+    def array(
+        self,
+        key: str,
+        *,
+        length: int | None = None,
+        min_length: int = 0,
+        low: float | None = None,
+        high: float | None = None,
+        increasing: bool = False,
+        strictly: bool = False,
+        magnitude: float | None = None,
+        why: str = "",
+    ) -> np.ndarray:
         """A list of finite numbers: its length (checked before anything is built from it), range, order and,
         with ``magnitude``, absolute values at most that. Messages name the first offending entry as written."""
         v = self.get(key)
@@ -305,8 +343,10 @@ class Fields:
         if not finite.all():
             first(~finite, "a non-finite value")
         if (low is not None and (a < low).any()) or (high is not None and (a > high).any()):
-            first((a < (-np.inf if low is None else low)) | (a > (np.inf if high is None else high)),
-                  f"a value outside {interval(low, high)}")
+            first(
+                (a < (-np.inf if low is None else low)) | (a > (np.inf if high is None else high)),
+                f"a value outside {interval(low, high)}",
+            )
         if magnitude is not None and (np.abs(a) > magnitude).any():
             first(np.abs(a) > magnitude, f"a value outside {interval(-magnitude, magnitude)}")
         if increasing and len(a) > 1:
@@ -315,8 +355,10 @@ class Fields:
             if bad.any():
                 i = int(np.flatnonzero(bad)[0]) + 1
                 order = "strictly increasing" if strictly else "non-decreasing"
-                raise CalibcliError(f"calibrator: field '{name}' is not {order}: entry {i} is {shown_number(v[i])} "
-                                    f"after {shown_number(v[i - 1])}{why}")
+                raise CalibcliError(
+                    f"calibrator: field '{name}' is not {order}: entry {i} is {shown_number(v[i])} "
+                    f"after {shown_number(v[i - 1])}{why}"
+                )
         return a
 
 
@@ -342,10 +384,13 @@ def check_plain_json(value: Any, where: str) -> None:
         v, depth = stack.pop()
         seen += 1
         if seen > MAX_JSON_VALUES:
-            raise CalibcliError(f"{where} holds more than {MAX_JSON_VALUES:,} values: expected a few facts about the fit")
+            raise CalibcliError(
+                f"{where} holds more than {MAX_JSON_VALUES:,} values: expected a few facts about the fit"
+            )
         if depth > MAX_JSON_DEPTH:
-            raise CalibcliError(f"{where} is nested more than {MAX_JSON_DEPTH} levels deep: expected a few facts about "
-                                f"the fit")
+            raise CalibcliError(
+                f"{where} is nested more than {MAX_JSON_DEPTH} levels deep: expected a few facts about the fit"
+            )
         if isinstance(v, Mapping):
             stack.extend((x, depth + 1) for x in v.values())
         elif isinstance(v, list):

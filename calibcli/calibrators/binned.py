@@ -28,8 +28,10 @@ from calibcli.validation import check_binary, check_option, check_options
 
 
 def _check_n_bins(n_bins) -> int:
-    check_option(isinstance(n_bins, (int, np.integer)) and not isinstance(n_bins, bool),
-                 f"{{opt:n_bins}} is {n_bins!r}: expected a positive integer")
+    check_option(
+        isinstance(n_bins, (int, np.integer)) and not isinstance(n_bins, bool),
+        f"{{opt:n_bins}} is {n_bins!r}: expected a positive integer",
+    )
     check_options(n_bins=int(n_bins))  # positive, and its arrays within the memory budget
     return int(n_bins)
 
@@ -63,7 +65,8 @@ def _binning_from_fields(options: Fields, params: Fields) -> tuple[Binning, np.n
         edges = params.array("edges", low=0.0, high=1.0, increasing=True, strictly=True)
         if len(edges) > n_bins - 1:
             raise CalibcliError(
-                f"calibrator: field '{params.where}.edges' has {len(edges)} edges: expected at most {n_bins - 1}")
+                f"calibrator: field '{params.where}.edges' has {len(edges)} edges: expected at most {n_bins - 1}"
+            )
         values = params.array("values", length=len(edges) + 1, low=0.0, high=1.0)
     return Binning(strategy, n_bins, edges), values
 
@@ -91,12 +94,20 @@ class BinningCertificate:
     weighted: bool
 
 
-def binning_certificate(n_bins: int, n: float, *, delta: float = 0.05, fixed_partition: bool = True,
-                        weighted: bool = False) -> BinningCertificate:
+def binning_certificate(
+    n_bins: int, n: float, *, delta: float = 0.05, fixed_partition: bool = True, weighted: bool = False
+) -> BinningCertificate:
     """The bounds of seed 002 Thm 12.6 for B bins and n calibration points."""
     check_options(delta=delta)
-    return BinningCertificate(n_bins, float(n), float(delta), math.sqrt(n_bins / (2.0 * n)),
-                              math.sqrt(n_bins / n) / math.sqrt(2.0 * delta), fixed_partition, weighted)
+    return BinningCertificate(
+        n_bins,
+        float(n),
+        float(delta),
+        math.sqrt(n_bins / (2.0 * n)),
+        math.sqrt(n_bins / n) / math.sqrt(2.0 * delta),
+        fixed_partition,
+        weighted,
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,9 +124,13 @@ class HistogramCalibrator(BinaryCalibrator):
 
     def certificate(self, delta: float = 0.05) -> BinningCertificate:
         """Seed 002 Thm 12.6 bounds for this fit (see :class:`BinningCertificate`)."""
-        return binning_certificate(self.binning.n_bins_effective, self.info["n_effective"], delta=delta,
-                                   fixed_partition=self.binning.strategy == "uniform",
-                                   weighted=bool(self.info.get("weighted", False)))
+        return binning_certificate(
+            self.binning.n_bins_effective,
+            self.info["n_effective"],
+            delta=delta,
+            fixed_partition=self.binning.strategy == "uniform",
+            weighted=bool(self.info.get("weighted", False)),
+        )
 
     def params(self) -> dict[str, Any]:
         p = {"values": float_list(self.values), "counts": float_list(self.counts)}
@@ -127,7 +142,7 @@ class HistogramCalibrator(BinaryCalibrator):
         return {"n_bins": int(self.binning.n_bins), "strategy": self.binning.strategy}
 
     @classmethod
-    def from_fields(cls, params: Fields, options: Fields, info: dict) -> "HistogramCalibrator":
+    def from_fields(cls, params: Fields, options: Fields, info: dict) -> HistogramCalibrator:
         binning, values = _binning_from_fields(options, params)
         m = binning.n_bins_effective
         counts = params.array("counts", length=m, low=0.0)
@@ -139,7 +154,8 @@ class HistogramCalibrator(BinaryCalibrator):
             raise CalibcliError(
                 f"calibrator: field '{params.where}.values' has {shown_number(params.d['values'][i])} for bin {i}, "
                 f"which has no calibration weight ('{params.where}.counts' is 0): fitting gives an empty bin its "
-                f"midpoint {shown_number(float(midpoints[i]))}; refit the calibrator")
+                f"midpoint {shown_number(float(midpoints[i]))}; refit the calibrator"
+            )
         info = dict(info)
         # the certificate reads n_effective from info: check it, or fall back to the total count
         if "n_effective" in info:
@@ -149,8 +165,9 @@ class HistogramCalibrator(BinaryCalibrator):
         return cls(binning, values, counts, info=info)
 
 
-def fit_histogram(y_true, y_prob, *, sample_weight=None, n_bins: int = 15,
-                  strategy: str = "uniform") -> HistogramCalibrator:
+def fit_histogram(
+    y_true, y_prob, *, sample_weight=None, n_bins: int = 15, strategy: str = "uniform"
+) -> HistogramCalibrator:
     """Histogram binning (SPEC 5, `histogram`): per bin, the weighted mean label; empty bin: its midpoint.
 
     Quantile edges are cut on the unweighted predictions (:func:`calibcli.binning.fit_binning`).
@@ -164,8 +181,13 @@ def fit_histogram(y_true, y_prob, *, sample_weight=None, n_bins: int = 15,
     midpoints = 0.5 * (bounds[:-1] + bounds[1:])
     values = np.where(weight > 0, mean, midpoints)
     weighted = bool(np.any(w != w[0]))
-    info = {"n": int(len(y)), "n_effective": float(w.sum() ** 2 / np.dot(w, w)) if weighted else float(len(y)),
-            "weighted": weighted, "n_bins_effective": m, "n_nonempty_bins": int(np.count_nonzero(weight > 0))}
+    info = {
+        "n": int(len(y)),
+        "n_effective": float(w.sum() ** 2 / np.dot(w, w)) if weighted else float(len(y)),
+        "weighted": weighted,
+        "n_bins_effective": m,
+        "n_nonempty_bins": int(np.count_nonzero(weight > 0)),
+    }
     return HistogramCalibrator(binning, values, weight, info=info)
 
 
@@ -185,20 +207,25 @@ class ScalingBinningCalibrator(BinaryCalibrator):
         return self.values[self.binning.assign(self.scaler._predict(z))]
 
     def params(self) -> dict[str, Any]:
-        return {"a": float(self.scaler.a), "b": float(self.scaler.b), "edges": float_list(self.binning.edges),
-                "values": float_list(self.values)}
+        return {
+            "a": float(self.scaler.a),
+            "b": float(self.scaler.b),
+            "edges": float_list(self.binning.edges),
+            "values": float_list(self.values),
+        }
 
     def options(self) -> dict[str, Any]:
         return {"n_bins": int(self.binning.n_bins), "clip": float(self.scaler.clip)}
 
     @classmethod
-    def from_fields(cls, params: Fields, options: Fields, info: dict) -> "ScalingBinningCalibrator":
+    def from_fields(cls, params: Fields, options: Fields, info: dict) -> ScalingBinningCalibrator:
         clip = options.number("clip", low=0.0, high=0.49, open_low=True, why=_CLIP_WHY)
         n_bins = options.integer("n_bins", low=1, high=MAX_SAVED_BINS)
         edges = params.array("edges", low=0.0, high=1.0, increasing=True, strictly=True)
         if len(edges) > n_bins - 1:
-            raise CalibcliError(f"calibrator: field '{params.where}.edges' has {len(edges)} edges: "
-                                f"expected at most {n_bins - 1}")
+            raise CalibcliError(
+                f"calibrator: field '{params.where}.edges' has {len(edges)} edges: expected at most {n_bins - 1}"
+            )
         values = params.array("values", length=len(edges) + 1, low=0.0, high=1.0, increasing=True)
         # each value is the mean of g over its bin (or the bin's midpoint): within the bin's bounds
         bounds = np.concatenate([[0.0], edges, [1.0]])
@@ -208,14 +235,19 @@ class ScalingBinningCalibrator(BinaryCalibrator):
             raise CalibcliError(
                 f"calibrator: field '{params.where}.values' has {shown_number(params.d['values'][i])} for bin {i}, "
                 f"outside the bin [{shown_number(float(bounds[i]))}, {shown_number(float(bounds[i + 1]))}]: fitting "
-                f"gives each bin the mean of the scaled predictions in it; refit the calibrator")
-        scaler = PlattCalibrator(params.number("a", magnitude=MAX_COEFFICIENT, why=_COEF_WHY),
-                                 params.number("b", magnitude=MAX_COEFFICIENT, why=_COEF_WHY), clip)
+                f"gives each bin the mean of the scaled predictions in it; refit the calibrator"
+            )
+        scaler = PlattCalibrator(
+            params.number("a", magnitude=MAX_COEFFICIENT, why=_COEF_WHY),
+            params.number("b", magnitude=MAX_COEFFICIENT, why=_COEF_WHY),
+            clip,
+        )
         return cls(scaler, Binning("quantile", n_bins, edges), values, info=info)
 
 
-def fit_scaling_binning(y_true, y_prob, *, rng: np.random.Generator, n_bins: int = 15,
-                        clip: float = DEFAULT_CLIP) -> ScalingBinningCalibrator:
+def fit_scaling_binning(
+    y_true, y_prob, *, rng: np.random.Generator, n_bins: int = 15, clip: float = DEFAULT_CLIP
+) -> ScalingBinningCalibrator:
     """Scaling-binning (seed 000; SPEC 5, `scaling-binning`), with the three-way split drawn from ``rng``.
 
     The rows are permuted by ``rng`` and cut into three parts of sizes differing by at most one
@@ -237,6 +269,11 @@ def fit_scaling_binning(y_true, y_prob, *, rng: np.random.Generator, n_bins: int
     mean, weight = _bin_means(binning.assign(g3), g3, np.ones_like(g3), m)
     bounds = binning.bounds()
     values = np.where(weight > 0, mean, 0.5 * (bounds[:-1] + bounds[1:]))
-    info = {"n": int(len(y)), "n_parts": [len(part1), len(part2), len(part3)], "n_bins_effective": m,
-            "n_nonempty_bins": int(np.count_nonzero(weight > 0)), "platt": dict(scaler.info)}
+    info = {
+        "n": int(len(y)),
+        "n_parts": [len(part1), len(part2), len(part3)],
+        "n_bins_effective": m,
+        "n_nonempty_bins": int(np.count_nonzero(weight > 0)),
+        "platt": dict(scaler.info),
+    }
     return ScalingBinningCalibrator(scaler, binning, values, info=info)

@@ -32,15 +32,24 @@ CALIBRATOR_KIND = "calibcli calibrator"
 METHOD_NAMES = ("platt", "temperature", "histogram", "isotonic", "scaling-binning", "polynomial", "beta", "venn-abers")
 
 
-def fit_arrays(method: str, labels: np.ndarray, probs: np.ndarray, sample_weight, *, mode: str | None,
-               options: dict[str, Any], seed: int):
+def fit_arrays(
+    method: str,
+    labels: np.ndarray,
+    probs: np.ndarray,
+    sample_weight,
+    *,
+    mode: str | None,
+    options: dict[str, Any],
+    seed: int,
+):
     """Fit ``method`` on validated arrays in ``mode``; returns ``(calibrator, effective mode)``."""
     rng = np.random.default_rng(seed)
     if probs.ndim == 1:
         if mode not in (None, "binary"):
             raise CalibcliError(
                 f"--mode {mode} needs one probability column per class, but the input has a single probability "
-                f"column: use --mode binary, or pass --prob-cols for every class")
+                f"column: use --mode binary, or pass --prob-cols for every class"
+            )
         return fit_calibrator(method, labels, probs, sample_weight=sample_weight, rng=rng, **options), "binary"
     file_mode = mode or default_mode(probs.shape[1])
     cal = fit_multiclass(method, labels, probs, mode=file_mode, sample_weight=sample_weight, rng=rng, **options)
@@ -96,12 +105,14 @@ def load_calibrator(path: str):
     doc = read_calibrator_document(path)
     hint = HINT
     if not isinstance(doc, dict) or doc.get("kind") != CALIBRATOR_KIND:
-        raise CalibcliError(f"{path}: not a calibrator: the JSON has no \"kind\": \"{CALIBRATOR_KIND}\": {hint}")
+        raise CalibcliError(f'{path}: not a calibrator: the JSON has no "kind": "{CALIBRATOR_KIND}": {hint}')
     version = doc.get("schema_version")
     if version != CALIBRATOR_SCHEMA_VERSION:
-        raise CalibcliError(f"{path}: calibrator schema version {version!r} is not supported by calibcli {__version__} "
-                            f"(it reads version {CALIBRATOR_SCHEMA_VERSION}): refit it with this version, or use the "
-                            f"calibcli version that wrote it ({doc.get('version', 'unknown')})")
+        raise CalibcliError(
+            f"{path}: calibrator schema version {version!r} is not supported by calibcli {__version__} "
+            f"(it reads version {CALIBRATOR_SCHEMA_VERSION}): refit it with this version, or use the "
+            f"calibcli version that wrote it ({doc.get('version', 'unknown')})"
+        )
     try:
         cal = calibrator_from_dict(doc.get("calibrator"))
         check_document(doc, cal)
@@ -142,6 +153,7 @@ def check_document(doc: dict, cal) -> None:
 def _warn_if_newer(path: str, written_by) -> None:
     """A calibrator of this schema written by a newer calibcli is read (its fields are all known), with a
     warning that names both versions."""
+
     def parts(text):
         try:
             return tuple(int(p) for p in str(text).split("+")[0].split("."))
@@ -150,9 +162,11 @@ def _warn_if_newer(path: str, written_by) -> None:
 
     theirs, ours = parts(written_by), parts(__version__)
     if theirs is None or ours is None or theirs > ours:
-        warn(f"{path} was written by calibcli {str(written_by)[:40]}, newer than this calibcli {__version__} "
-                f"(or not a version it knows); its schema version {CALIBRATOR_SCHEMA_VERSION} is one this version "
-                f"reads, and every field was recognised")
+        warn(
+            f"{path} was written by calibcli {str(written_by)[:40]}, newer than this calibcli {__version__} "
+            f"(or not a version it knows); its schema version {CALIBRATOR_SCHEMA_VERSION} is one this version "
+            f"reads, and every field was recognised"
+        )
 
 
 def invalid_probability_rows(probs: np.ndarray) -> np.ndarray:

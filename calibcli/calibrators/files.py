@@ -40,11 +40,14 @@ def check_calibrator_path(path: str) -> None:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
         if os.path.islink(path):
-            raise CalibcliError(f"{path}: is a symbolic link to {shown(os.readlink(path))}, which does not exist: "
-                                f"check the link") from None
+            raise CalibcliError(
+                f"{path}: is a symbolic link to {shown(os.readlink(path))}, which does not exist: check the link"
+            ) from None
         raise CalibcliError(f"{path}: no such calibrator file: check the path") from None
     except OSError as exc:
-        raise CalibcliError(f"{path}: cannot open the calibrator file ({exc.strerror or exc}): check the path") from None
+        raise CalibcliError(
+            f"{path}: cannot open the calibrator file ({exc.strerror or exc}): check the path"
+        ) from None
     if not stat.S_ISREG(mode):
         link = f" (a link to {os.path.realpath(path)})" if os.path.islink(path) else ""
         raise CalibcliError(f"{path}: is {file_kind(mode)}{link}, not a calibrator file: {HINT}, saved to a file")
@@ -52,8 +55,10 @@ def check_calibrator_path(path: str) -> None:
 
 def _integer(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INTEGER_DIGITS:
-        raise CalibcliError(f"not a calibrator: an integer of {len(text.lstrip('-'))} digits: no field of a calibrator "
-                            f"has more than {MAX_INTEGER_DIGITS}; {HINT}")
+        raise CalibcliError(
+            f"not a calibrator: an integer of {len(text.lstrip('-'))} digits: no field of a calibrator "
+            f"has more than {MAX_INTEGER_DIGITS}; {HINT}"
+        )
     return int(text)
 
 
@@ -67,15 +72,18 @@ def parse_calibrator_json(raw: bytes):
     if raw and json_depth_bound(raw, 0)[0] > MAX_DEPTH:
         found = json_too_deep(raw, MAX_DEPTH)
         if found is not None:
-            raise CalibcliError(f"not a calibrator: the JSON nests deeper than {MAX_DEPTH} levels (line {found[0]}): "
-                                f"a calibrator nests at most 5; {HINT}")
+            raise CalibcliError(
+                f"not a calibrator: the JSON nests deeper than {MAX_DEPTH} levels (line {found[0]}): "
+                f"a calibrator nests at most 5; {HINT}"
+            )
     try:
         return json.loads(text, parse_int=_integer)
     except json.JSONDecodeError as exc:
         ends_early = exc.pos >= len(raw.rstrip()) or exc.msg.startswith("Unterminated")
         truncated = " (the file looks truncated)" if ends_early else ""
-        raise CalibcliError(f"not a calibrator: invalid JSON ({exc.msg}: line {exc.lineno} column {exc.colno})"
-                            f"{truncated}: {HINT}") from None
+        raise CalibcliError(
+            f"not a calibrator: invalid JSON ({exc.msg}: line {exc.lineno} column {exc.colno}){truncated}: {HINT}"
+        ) from None
     except RecursionError:  # (the depth check above makes this unreachable; kept as the backstop)
         raise CalibcliError(f"not a calibrator: the JSON nests too deeply: {HINT}") from None
 
@@ -89,7 +97,9 @@ def read_calibrator_document(path: str):
         with open(path, "rb") as fh:
             raw = fh.read()
     except OSError as exc:
-        raise CalibcliError(f"{path}: cannot read the calibrator file ({exc.strerror or exc}): check its permissions") from None
+        raise CalibcliError(
+            f"{path}: cannot read the calibrator file ({exc.strerror or exc}): check its permissions"
+        ) from None
     try:
         return parse_calibrator_json(raw)
     except CalibcliError as exc:

@@ -21,7 +21,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from calibcli.calibrators._common import BinaryCalibrator, Fields, check_predict_input, check_predicted, float_list, shown_number
+from calibcli.calibrators._common import (
+    BinaryCalibrator,
+    Fields,
+    check_predict_input,
+    check_predicted,
+    float_list,
+    shown_number,
+)
 from calibcli.errors import CalibcliError
 from calibcli.validation import check_binary, check_option
 
@@ -72,7 +79,7 @@ class IsotonicCalibrator(BinaryCalibrator):
         return {"interpolation": self.interpolation}
 
     @classmethod
-    def from_fields(cls, params: Fields, options: Fields, info: dict) -> "IsotonicCalibrator":
+    def from_fields(cls, params: Fields, options: Fields, info: dict) -> IsotonicCalibrator:
         x = params.array("x_thresholds", min_length=1, low=0.0, high=1.0, increasing=True, strictly=True)
         yv = params.array("y_thresholds", length=len(x), low=0.0, high=1.0, increasing=True)
         return cls(x, yv, options.choice("interpolation", INTERPOLATIONS), info=info)
@@ -80,8 +87,10 @@ class IsotonicCalibrator(BinaryCalibrator):
 
 def fit_isotonic(y_true, y_prob, *, sample_weight=None, interpolation: str = "step") -> IsotonicCalibrator:
     """Isotonic recalibration by weighted PAVA with ties pooled (SPEC 5, `isotonic`)."""
-    check_option(interpolation in INTERPOLATIONS,
-                 f"interpolation is {interpolation!r}: expected one of {', '.join(INTERPOLATIONS)}")
+    check_option(
+        interpolation in INTERPOLATIONS,
+        f"interpolation is {interpolation!r}: expected one of {', '.join(INTERPOLATIONS)}",
+    )
     y, z, w = check_binary(y_true, y_prob, sample_weight)
     keep = w > 0
     if not keep.all():
@@ -92,8 +101,11 @@ def fit_isotonic(y_true, y_prob, *, sample_weight=None, interpolation: str = "st
     keep = np.ones(len(x), dtype=bool)
     if len(x) > 2:
         keep[1:-1] = (fitted[1:-1] != fitted[:-2]) | (fitted[1:-1] != fitted[2:])
-    info = {"n": int(len(y)), "n_distinct": int(len(x)),
-            "n_pieces": int(1 + np.count_nonzero(fitted[1:] != fitted[:-1]))}
+    info = {
+        "n": int(len(y)),
+        "n_distinct": int(len(x)),
+        "n_pieces": int(1 + np.count_nonzero(fitted[1:] != fitted[:-1])),
+    }
     return IsotonicCalibrator(x[keep], fitted[keep], interpolation, info=info)
 
 
@@ -187,7 +199,7 @@ class VennAbersCalibrator(BinaryCalibrator):
         return {"scores": float_list(self.scores), "p0": float_list(self.p0_table), "p1": float_list(self.p1_table)}
 
     @classmethod
-    def from_fields(cls, params: Fields, options: Fields, info: dict) -> "VennAbersCalibrator":
+    def from_fields(cls, params: Fields, options: Fields, info: dict) -> VennAbersCalibrator:
         scores = params.array("scores", min_length=1, low=0.0, high=1.0, increasing=True, strictly=True)
         k1 = len(scores) + 1
         p0 = params.array("p0", length=k1, low=0.0, high=1.0, increasing=True)
@@ -213,7 +225,8 @@ def _check_interval_tables(p0: np.ndarray, p1: np.ndarray, params: Fields) -> No
         raise CalibcliError(
             f"calibrator: fields '{params.where}.p0' and '{params.where}.p1' give an inverted interval: p0[{j}] is "
             f"{shown_number(params.d['p0'][j])} but p1[{k}] is {shown_number(params.d['p1'][k])}: Venn-Abers has "
-            f"p0 <= p1 at every score (swapped tables?); refit the calibrator")
+            f"p0 <= p1 at every score (swapped tables?); refit the calibrator"
+        )
 
 
 def fit_venn_abers(y_true, y_prob) -> VennAbersCalibrator:

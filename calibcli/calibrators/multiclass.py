@@ -81,7 +81,8 @@ class MulticlassCalibrator:
         P = check_predict_input(y_prob, ndim=2)
         if P.shape[1] != self.n_classes:
             raise CalibcliError(
-                f"predict got {P.shape[1]} class columns: the calibrator was fitted on {self.n_classes} classes")
+                f"predict got {P.shape[1]} class columns: the calibrator was fitted on {self.n_classes} classes"
+            )
         if self.mode == "binary":
             g = check_predicted(self.calibrators[0]._predict(P[:, 1]), P[:, 1], self.method)
             return np.column_stack([1.0 - g, g])
@@ -89,11 +90,16 @@ class MulticlassCalibrator:
             _, conf = top_label_problem(np.zeros(len(P), dtype=np.int64), P)
             g = check_predicted(self.calibrators[0]._predict(conf), conf, self.method)
             return check_predicted(apply_top_label(P, g), None, self.method)
-        G = np.column_stack([check_predicted(cal._predict(P[:, k]), P[:, k], self.method)
-                             for k, cal in enumerate(self.calibrators)])
+        G = np.column_stack(
+            [check_predicted(cal._predict(P[:, k]), P[:, k], self.method) for k, cal in enumerate(self.calibrators)]
+        )
         return check_predicted(renormalise_rows(G, P), None, self.method)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "mode": self.mode, "n_classes": int(self.n_classes),
-                "renormalised": self.mode == "marginal",
-                "calibrators": [cal.to_dict() for cal in self.calibrators]}
+        return {
+            "method": self.method,
+            "mode": self.mode,
+            "n_classes": int(self.n_classes),
+            "renormalised": self.mode == "marginal",
+            "calibrators": [cal.to_dict() for cal in self.calibrators],
+        }

@@ -18,8 +18,9 @@ fit time is recorded in ``info['n_clipped']``.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -32,9 +33,9 @@ from calibcli.calibrators._common import (
     check_predict_input,
     check_predicted,
     clip_probabilities,
-    shown_number,
     float_list,
     logit,
+    shown_number,
     sigmoid,
 )
 from calibcli.errors import CalibcliError
@@ -62,8 +63,16 @@ def _mean_log_loss(X: np.ndarray, y: np.ndarray, w: np.ndarray, wsum: float, coe
 _SEPARATED_LOSS = 1e-9
 
 
-def fit_logistic(X: np.ndarray, y: np.ndarray, w: np.ndarray, *, init: np.ndarray,
-                 max_iter: int = 100, tol: float = 1e-12, offset: np.ndarray | float = 0.0) -> LogisticFit:
+def fit_logistic(
+    X: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    *,
+    init: np.ndarray,
+    max_iter: int = 100,
+    tol: float = 1e-12,
+    offset: np.ndarray | float = 0.0,
+) -> LogisticFit:
     """Weighted, unpenalised logistic regression of ``y`` on the columns of ``X`` by Newton / IRLS.
 
     Each Newton step solves ``H step = g`` (gradient and Hessian of the mean weighted log-loss; a
@@ -140,10 +149,13 @@ class PlattCalibrator(BinaryCalibrator):
         return {"clip": float(self.clip)}
 
     @classmethod
-    def from_fields(cls, params: Fields, options: Fields, info: dict) -> "PlattCalibrator":
-        return cls(params.number("a", magnitude=MAX_COEFFICIENT, why=_COEF_WHY),
-                   params.number("b", magnitude=MAX_COEFFICIENT, why=_COEF_WHY),
-                   options.number("clip", low=0.0, high=0.49, open_low=True, why=_CLIP_WHY), info=info)
+    def from_fields(cls, params: Fields, options: Fields, info: dict) -> PlattCalibrator:
+        return cls(
+            params.number("a", magnitude=MAX_COEFFICIENT, why=_COEF_WHY),
+            params.number("b", magnitude=MAX_COEFFICIENT, why=_COEF_WHY),
+            options.number("clip", low=0.0, high=0.49, open_low=True, why=_CLIP_WHY),
+            info=info,
+        )
 
 
 def fit_platt(y_true, y_prob, *, sample_weight=None, clip: float = DEFAULT_CLIP) -> PlattCalibrator:
@@ -153,8 +165,13 @@ def fit_platt(y_true, y_prob, *, sample_weight=None, clip: float = DEFAULT_CLIP)
     zc, n_clipped = clip_probabilities(z, clip)
     X = np.column_stack([logit(zc), np.ones_like(zc)])
     fit = fit_logistic(X, y, w, init=np.array([1.0, 0.0]))
-    info = {"n": int(len(y)), "n_clipped": n_clipped, "log_loss": fit.log_loss,
-            "n_iter": fit.n_iter, "converged": fit.converged}
+    info = {
+        "n": int(len(y)),
+        "n_clipped": n_clipped,
+        "log_loss": fit.log_loss,
+        "n_iter": fit.n_iter,
+        "converged": fit.converged,
+    }
     return PlattCalibrator(float(fit.coef[0]), float(fit.coef[1]), clip, info=info)
 
 
@@ -183,20 +200,23 @@ class BetaCalibrator(BinaryCalibrator):
         return {"clip": float(self.clip), "monotone": bool(self.monotone)}
 
     @classmethod
-    def from_fields(cls, params: Fields, options: Fields, info: dict) -> "BetaCalibrator":
+    def from_fields(cls, params: Fields, options: Fields, info: dict) -> BetaCalibrator:
         a, b, c = (params.number(k, magnitude=MAX_COEFFICIENT, why=_COEF_WHY) for k in ("a", "b", "c"))
         clip = options.number("clip", low=0.0, high=0.49, open_low=True, why=_CLIP_WHY)
         monotone = options.boolean("monotone")
         if monotone:  # fitting fixes a negative a or b at 0, so that the map is non-decreasing
             for key, v in (("a", a), ("b", b)):
                 if v < 0:
-                    raise CalibcliError(f"calibrator: field '{params.where}.{key}' is {shown_number(params.d[key])} with "
-                                        f"'{options.where}.monotone' true: a monotone beta map has a >= 0 and b >= 0")
+                    raise CalibcliError(
+                        f"calibrator: field '{params.where}.{key}' is {shown_number(params.d[key])} with "
+                        f"'{options.where}.monotone' true: a monotone beta map has a >= 0 and b >= 0"
+                    )
         return cls(a, b, c, clip, monotone, info=info)
 
 
-def fit_beta(y_true, y_prob, *, sample_weight=None, clip: float = DEFAULT_CLIP,
-             monotone: bool = False) -> BetaCalibrator:
+def fit_beta(
+    y_true, y_prob, *, sample_weight=None, clip: float = DEFAULT_CLIP, monotone: bool = False
+) -> BetaCalibrator:
     """Beta calibration: logistic regression on ``(ln z, -ln(1 - z))`` (SPEC 5, `beta`).
 
     ``monotone=True``: if the fitted ``a`` (``b``) is negative, fix it at 0 and refit the rest, as the
@@ -215,8 +235,14 @@ def fit_beta(y_true, y_prob, *, sample_weight=None, clip: float = DEFAULT_CLIP,
         fit = fit_logistic(X[:, keep], y, w, init=np.array([1.0, 0.0]))
         coef = np.zeros(3)
         coef[keep] = fit.coef
-    info = {"n": int(len(y)), "n_clipped": n_clipped, "log_loss": fit.log_loss, "n_iter": fit.n_iter,
-            "converged": fit.converged, "fixed_at_zero": None if dropped is None else "ab"[dropped]}
+    info = {
+        "n": int(len(y)),
+        "n_clipped": n_clipped,
+        "log_loss": fit.log_loss,
+        "n_iter": fit.n_iter,
+        "converged": fit.converged,
+        "fixed_at_zero": None if dropped is None else "ab"[dropped],
+    }
     return BetaCalibrator(float(coef[0]), float(coef[1]), float(coef[2]), clip, bool(monotone), info=info)
 
 
@@ -246,11 +272,19 @@ class PolynomialCalibrator(BinaryCalibrator):
         return {"degree": self.degree}
 
     @classmethod
-    def from_fields(cls, params: Fields, options: Fields, info: dict) -> "PolynomialCalibrator":
-        degree = options.integer("degree", low=0, high=MAX_POLYNOMIAL_DEGREE,
-                                 why=f"fitting takes degrees 0..{MAX_POLYNOMIAL_DEGREE}")
-        return cls(params.array("coef", length=degree + 1, magnitude=MAX_POLYNOMIAL_COEFFICIENT,
-                                why="far beyond any least-squares fit on [0, 1]"), info=info)
+    def from_fields(cls, params: Fields, options: Fields, info: dict) -> PolynomialCalibrator:
+        degree = options.integer(
+            "degree", low=0, high=MAX_POLYNOMIAL_DEGREE, why=f"fitting takes degrees 0..{MAX_POLYNOMIAL_DEGREE}"
+        )
+        return cls(
+            params.array(
+                "coef",
+                length=degree + 1,
+                magnitude=MAX_POLYNOMIAL_COEFFICIENT,
+                why="far beyond any least-squares fit on [0, 1]",
+            ),
+            info=info,
+        )
 
 
 MAX_POLYNOMIAL_DEGREE = 20
@@ -264,9 +298,12 @@ def fit_polynomial(y_true, y_prob, *, sample_weight=None, degree: int = 3) -> Po
     V = np.vander(z, int(degree) + 1, increasing=True)
     coef, *_ = np.linalg.lstsq(V * sw[:, None], y * sw, rcond=None)
     fitted = V @ coef
-    info = {"n": int(len(y)), "n_distinct": int(len(np.unique(z))),
-            "mse": float(np.dot(w, (fitted - y) ** 2) / w.sum()),
-            "fraction_clipped": float(np.dot(w, (fitted < 0) | (fitted > 1)) / w.sum())}
+    info = {
+        "n": int(len(y)),
+        "n_distinct": int(len(np.unique(z))),
+        "mse": float(np.dot(w, (fitted - y) ** 2) / w.sum()),
+        "fraction_clipped": float(np.dot(w, (fitted < 0) | (fitted > 1)) / w.sum()),
+    }
     return PolynomialCalibrator(coef, info=info)
 
 
@@ -307,7 +344,8 @@ class TemperatureCalibrator:
             L = np.log(np.clip(check_predict_input(y_prob, ndim=2), self.eps, None))
         if L.shape[1] != self.n_classes:
             raise CalibcliError(
-                f"predict got {L.shape[1]} class columns: the calibrator was fitted on {self.n_classes} classes")
+                f"predict got {L.shape[1]} class columns: the calibrator was fitted on {self.n_classes} classes"
+            )
         return L
 
     def predict(self, y_prob) -> np.ndarray:
@@ -323,22 +361,35 @@ class TemperatureCalibrator:
         return check_predicted(P[:, 1] if self.mode == "binary" else P, None, self.method)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "mode": self.mode, "n_classes": int(self.n_classes),
-                "params": {"temperature": float(self.temperature)},
-                "options": {"eps": float(self.eps), "logits": bool(self.logits)},
-                "info": _jsonable(dict(self.info))}
+        return {
+            "method": self.method,
+            "mode": self.mode,
+            "n_classes": int(self.n_classes),
+            "params": {"temperature": float(self.temperature)},
+            "options": {"eps": float(self.eps), "logits": bool(self.logits)},
+            "info": _jsonable(dict(self.info)),
+        }
 
     @classmethod
-    def from_fields(cls, d: Fields, params: Fields, options: Fields, info: dict) -> "TemperatureCalibrator":
+    def from_fields(cls, d: Fields, params: Fields, options: Fields, info: dict) -> TemperatureCalibrator:
         mode = d.choice("mode", ("binary", "multiclass"))
         n_classes = d.integer("n_classes", low=2, high=2**31 - 1)
         if mode == "binary" and n_classes != 2:
             raise CalibcliError(f"calibrator: a binary temperature calibrator has n_classes {n_classes}: expected 2")
-        temperature = params.number("temperature", low=MIN_TEMPERATURE, high=MAX_TEMPERATURE,
-                                    why="what fitting can give: 1 / T is searched up to 1e8")
-        return cls(temperature, n_classes, mode,
-                   options.number("eps", low=0.0, high=0.49, open_low=True, why=_CLIP_WHY), options.boolean("logits"),
-                   info=info)
+        temperature = params.number(
+            "temperature",
+            low=MIN_TEMPERATURE,
+            high=MAX_TEMPERATURE,
+            why="what fitting can give: 1 / T is searched up to 1e8",
+        )
+        return cls(
+            temperature,
+            n_classes,
+            mode,
+            options.number("eps", low=0.0, high=0.49, open_low=True, why=_CLIP_WHY),
+            options.boolean("logits"),
+            info=info,
+        )
 
 
 def _check_finite_1d(s: np.ndarray) -> None:
@@ -380,8 +431,9 @@ MIN_TEMPERATURE = 0.5 / _MAX_INVERSE_TEMPERATURE  # (half: room for Newton's las
 MAX_TEMPERATURE = 1e300
 
 
-def fit_temperature(y_true, y_prob, *, sample_weight=None, eps: float = DEFAULT_CLIP,
-                    logits: bool = False) -> TemperatureCalibrator:
+def fit_temperature(
+    y_true, y_prob, *, sample_weight=None, eps: float = DEFAULT_CLIP, logits: bool = False
+) -> TemperatureCalibrator:
     """Temperature scaling: ``T > 0`` minimising the log-loss of ``softmax(L / T)`` (SPEC 5, `temperature`).
 
     ``y_prob`` is an ``(n, K)`` array of class probabilities (``L = log max(P, eps)``) or, with
@@ -420,16 +472,18 @@ def fit_temperature(y_true, y_prob, *, sample_weight=None, eps: float = DEFAULT_
     if d0 >= 0:
         raise CalibcliError(
             "temperature scaling has no minimiser with T > 0: the log-loss keeps decreasing as T grows "
-            "(the predictions carry no information about the labels); use another method")
+            "(the predictions carry no information about the labels); use another method"
+        )
     if np.all(Lc[w > 0] == 0.0):
         raise CalibcliError(
             "temperature scaling has no minimiser with T > 0: the log-loss keeps decreasing as T shrinks "
-            "(every prediction's top class is right); use another method")
+            "(every prediction's top class is right); use another method"
+        )
     # safeguarded Newton on beta = 1/T: [lo, hi] brackets the root of the derivative (hi = inf until found)
     lo, hi, beta = 0.0, math.inf, 1.0
     converged = False
     n_iter = 0
-    for n_iter in range(1, 200):
+    for n_iter in range(1, 200):  # noqa: B007 (read after the loop: the iterations taken, reported in info)
         _, d1, d2 = _temperature_derivatives(L, Lc, w, beta)
         if d1 == 0.0:
             converged = True
@@ -448,10 +502,11 @@ def fit_temperature(y_true, y_prob, *, sample_weight=None, eps: float = DEFAULT_
         if new > _MAX_INVERSE_TEMPERATURE:
             raise CalibcliError(
                 "temperature scaling has no minimiser with T > 0: the log-loss keeps decreasing as T shrinks "
-                "(every prediction's top class is right); use another method")
+                "(every prediction's top class is right); use another method"
+            )
         beta = new
     f, _, _ = _temperature_derivatives(L, Lc, w, beta)
-    info = {"n": int(len(c)), "n_clipped": n_clipped, "log_loss": f / wsum, "n_iter": n_iter,
-            "converged": converged}
-    return TemperatureCalibrator(1.0 / beta, L.shape[1], "binary" if binary else "multiclass", eps,
-                                 bool(logits), info=info)
+    info = {"n": int(len(c)), "n_clipped": n_clipped, "log_loss": f / wsum, "n_iter": n_iter, "converged": converged}
+    return TemperatureCalibrator(
+        1.0 / beta, L.shape[1], "binary" if binary else "multiclass", eps, bool(logits), info=info
+    )

@@ -16,10 +16,18 @@ from calibcli.pipeline import run
 from calibcli.report import emit
 
 
-@cc.with_groups(cc.own("segment_cols"), cc.COLUMNS, cc.READING, cc.DATASETS.only("pool", "batch_rows"), cc.ENGINE,
-                cc.own("mode", "depth", "max_values", "segment_bins", "min_segment"), cc.BOOTSTRAP.only("alpha"),
-                cc.OWN,
-                cc.OUTPUT.only("as_json", "fmt", "output"), declared=audit_family.Options)
+@cc.with_groups(
+    cc.own("segment_cols"),
+    cc.COLUMNS,
+    cc.READING,
+    cc.DATASETS.only("pool", "batch_rows"),
+    cc.ENGINE,
+    cc.own("mode", "depth", "max_values", "segment_bins", "min_segment"),
+    cc.BOOTSTRAP.only("alpha"),
+    cc.OWN,
+    cc.OUTPUT.only("as_json", "fmt", "output"),
+    declared=audit_family.Options,
+)
 def audit(files: cc.Files, **options) -> None:
     """Where is it miscalibrated? Every segment of --segment-cols and their intersections up to --depth: the
     cumulative calibration error ECCE-R on its noise scale with p-values adjusted for the number of segments,

@@ -13,29 +13,46 @@ from typing import Annotated
 import typer
 
 from calibcli import cli_common as cc
-from calibcli.errors import CalibcliError, GateFailed
-from calibcli.families import compare as compare_family
 from calibcli.accumulators.inputs import BinnedOptions, SmoothOptions
 from calibcli.binning import EDGE_CONVENTION
-from calibcli.comparison import compare_streams, ID_ON_LOCAL_ONLY, ID_PAIRING_LIMIT, worse_by
+from calibcli.comparison import ID_ON_LOCAL_ONLY, ID_PAIRING_LIMIT, compare_streams, worse_by
+from calibcli.errors import CalibcliError, GateFailed
+from calibcli.families import compare as compare_family
 from calibcli.io import detect_format, read_schema, resolve_datasets
 from calibcli.io.formats import unreadable
 from calibcli.modes import default_mode
-from calibcli.registry import describe, REGISTRY
-from calibcli.report import emit, fmt_interval, fmt_number, FORMATS, new_document
+from calibcli.registry import REGISTRY, describe
+from calibcli.report import FORMATS, emit, fmt_interval, fmt_number, new_document
 from calibcli.safe_text import for_rich
 from calibcli.validation import check_options
 
 #: The entry of the differences in the report's ``files`` (so the tidy renderers show them as rows).
 DIFFERENCE_PATH = "candidate - baseline"
 
-@cc.with_groups(cc.COLUMNS, cc.READING, cc.DATASETS.only("batch_rows"), cc.ENGINE, cc.OWN, cc.BOOTSTRAP,
-                cc.OUTPUT.only("as_json", "fmt", "output"), declared=compare_family.Options)
+
+@cc.with_groups(
+    cc.COLUMNS,
+    cc.READING,
+    cc.DATASETS.only("batch_rows"),
+    cc.ENGINE,
+    cc.OWN,
+    cc.BOOTSTRAP,
+    cc.OUTPUT.only("as_json", "fmt", "output"),
+    declared=compare_family.Options,
+)
 def compare(
-    baseline: Annotated[str, typer.Argument(help="The baseline's predictions: a file, a directory of shards, a quoted glob, '-'.",
-                                            show_default=False, metavar="BASELINE")],
-    candidate: Annotated[str, typer.Argument(help="The candidate's predictions, in the same forms.", show_default=False,
-                                             metavar="CANDIDATE")],
+    baseline: Annotated[
+        str,
+        typer.Argument(
+            help="The baseline's predictions: a file, a directory of shards, a quoted glob, '-'.",
+            show_default=False,
+            metavar="BASELINE",
+        ),
+    ],
+    candidate: Annotated[
+        str,
+        typer.Argument(help="The candidate's predictions, in the same forms.", show_default=False, metavar="CANDIDATE"),
+    ],
     **options,
 ) -> None:
     """Every metric of `ece` (and `smece` with --smece) for BASELINE and CANDIDATE, and candidate - baseline with a
@@ -63,55 +80,85 @@ def compare(
     if id_col:
         for d in datasets:
             _check_id_column(d, id_col, input_format)
-    streams = [d.open(spec, input_format=input_format, drop_invalid=options["drop_invalid"], batch_rows=batch_rows,
-                      group_by=group_by)
-               for d in datasets]
+    streams = [
+        d.open(
+            spec,
+            input_format=input_format,
+            drop_invalid=options["drop_invalid"],
+            batch_rows=batch_rows,
+            group_by=group_by,
+        )
+        for d in datasets
+    ]
     used_mode = mode or default_mode(streams[0].n_classes)
-    binned = BinnedOptions(n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights)
+    binned = BinnedOptions(
+        n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights
+    )
     smooth = SmoothOptions(n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights) if smece else None
     with cc.engine_runner(engine.name, engine.scheduler, engine.workers) as runner:  # a cluster lives for the run
         try:
-            run = compare_streams(streams[0], streams[1], binned, mode_a=used_mode, smooth_options=smooth,
-                                  id_column=id_col, pairing=pairing, engine=runner)
+            run = compare_streams(
+                streams[0],
+                streams[1],
+                binned,
+                mode_a=used_mode,
+                smooth_options=smooth,
+                id_column=id_col,
+                pairing=pairing,
+                engine=runner,
+            )
         except CalibcliError as exc:
             raise _as_id_problem(exc, id_col) from None
     for entry in run.entries:  # the input section names the ID column it read beside the data
         entry["input"]["group_by"] = []
     for name in gates + [name for name, _ in by]:
         _check_gate_metric(name, run.comparison)
-    doc = new_document("compare", {
-        "baseline": baseline,
-        "candidate": candidate,
-        "n_bins": n_bins,
-        "strategy": strategy,
-        "edges_convention": EDGE_CONVENTION,
-        "mode": used_mode,
-        "class_weights": class_weights,
-        "smece": smece,
-        "n_boot": n_boot,
-        "alpha": alpha,
-        "confidence_level": 1.0 - alpha,
-        "seed": seed,
-        "seeds": run.seeds,
-        "pairing": {**run.pairing.to_dict(), "asked": pairing,
-                    "id_pairing_limit": ID_PAIRING_LIMIT if id_col else None},
-        "bootstrap": "Poisson, keyed by (seed, global row index): paired replicates per row while the rows are kept, "
-                     "from joint per-bin sufficient statistics beyond; unpaired inputs use independent seeds",
-        "estimators": describe("binned"),
-        "weights": "frequency weights" if spec.weight_col else None,
-        "batch_rows": batch_rows,
-        "gates": {"fail_if_worse": gates, "fail_if_worse_by": dict(by)} if gates or by else None,
-        "engine": engine.name,
-        "workers": runner.workers,
-    })
+    doc = new_document(
+        "compare",
+        {
+            "baseline": baseline,
+            "candidate": candidate,
+            "n_bins": n_bins,
+            "strategy": strategy,
+            "edges_convention": EDGE_CONVENTION,
+            "mode": used_mode,
+            "class_weights": class_weights,
+            "smece": smece,
+            "n_boot": n_boot,
+            "alpha": alpha,
+            "confidence_level": 1.0 - alpha,
+            "seed": seed,
+            "seeds": run.seeds,
+            "pairing": {
+                **run.pairing.to_dict(),
+                "asked": pairing,
+                "id_pairing_limit": ID_PAIRING_LIMIT if id_col else None,
+            },
+            "bootstrap": "Poisson, keyed by (seed, global row index): paired replicates per row while the rows are "
+            "kept, from joint per-bin sufficient statistics beyond; unpaired inputs use independent seeds",
+            "estimators": describe("binned"),
+            "weights": "frequency weights" if spec.weight_col else None,
+            "batch_rows": batch_rows,
+            "gates": {"fail_if_worse": gates, "fail_if_worse_by": dict(by)} if gates or by else None,
+            "engine": engine.name,
+            "workers": runner.workers,
+        },
+    )
     doc["files"] = run.entries + [_difference_entry(run.comparison, used_mode)]
     doc["comparison"] = run.comparison
     if not run.pairing.paired:
-        cc.warn(f"{baseline} and {candidate} are compared unpaired ({run.pairing.reason}): the intervals of the "
-                f"differences treat them as independent samples")
+        cc.warn(
+            f"{baseline} and {candidate} are compared unpaired ({run.pairing.reason}): the intervals of the "
+            f"differences treat them as independent samples"
+        )
     failures = _gate_failures(run.comparison, gates, by, baseline, candidate, alpha)
     if gates or by:
-        doc["gate"] = {"fail_if_worse": gates, "fail_if_worse_by": dict(by), "passed": not failures, "failures": failures}
+        doc["gate"] = {
+            "fail_if_worse": gates,
+            "fail_if_worse_by": dict(by),
+            "passed": not failures,
+            "failures": failures,
+        }
     emit(doc, as_json=options["as_json"], output=options["output"], render=render_compare, fmt=fmt)
     if failures:
         raise GateFailed("Gate failed: " + "; ".join(failures))
@@ -125,12 +172,15 @@ def _threshold(item: str) -> tuple[str, float]:
     except ValueError:
         x = None
     if not name.strip() or x is None or not (x >= 0.0) or x == float("inf"):
-        raise CalibcliError(f"--fail-if-worse-by is {item!r}: expected METRIC=X with X a number >= 0, "
-                            f"for example ece_l1_plugin=0.01")
+        raise CalibcliError(
+            f"--fail-if-worse-by is {item!r}: expected METRIC=X with X a number >= 0, for example ece_l1_plugin=0.01"
+        )
     return name.strip(), x
 
 
-_EMPTY_GROUP_VALUE = re.compile(r"(?P<where>.*): row (?P<row>\d+), column (?P<column>.*): the group-by value is empty: ")
+_EMPTY_GROUP_VALUE = re.compile(
+    r"(?P<where>.*): row (?P<row>\d+), column (?P<column>.*): the group-by value is empty: "
+)
 
 
 def _as_id_problem(exc: CalibcliError, id_col: str | None) -> CalibcliError:
@@ -139,8 +189,10 @@ def _as_id_problem(exc: CalibcliError, id_col: str | None) -> CalibcliError:
     found = _EMPTY_GROUP_VALUE.match(exc.template) if id_col else None
     if found is None or found["column"] != id_col:
         return exc
-    return CalibcliError(f"{found['where']}: row {found['row']}, column {found['column']}: the ID is empty (missing): "
-                         f"every row needs an ID to pair examples by {{opt:id_col}}")
+    return CalibcliError(
+        f"{found['where']}: row {found['row']}, column {found['column']}: the ID is empty (missing): "
+        f"every row needs an ID to pair examples by {{opt:id_col}}"
+    )
 
 
 def _check_id_column(dataset, id_col: str, input_format) -> None:
@@ -176,15 +228,18 @@ def _check_gate_metric(name: str, comparison: dict) -> None:
         raise CalibcliError(f"{name} has no better direction (a part of a decomposition): gate on another metric")
 
 
-def _gate_failures(comparison: dict, gates: list[str], by: list[tuple[str, float]], baseline: str, candidate: str,
-                   alpha: float) -> list[str]:
+def _gate_failures(
+    comparison: dict, gates: list[str], by: list[tuple[str, float]], baseline: str, candidate: str, alpha: float
+) -> list[str]:
     level = f"{100 * (1 - alpha):g}%"
     out = []
 
     def says(name: str, c: dict) -> str:
-        return (f"{candidate} (candidate) is worse than {baseline} (baseline) on {name}: {fmt_number(c['candidate'])} vs "
-                f"{fmt_number(c['baseline'])}, difference {c['difference']:+.4g} ({level} CI "
-                f"{fmt_interval(c['ci_low'], c['ci_high'])}{', paired' if c['paired'] else ', unpaired'})")
+        return (
+            f"{candidate} (candidate) is worse than {baseline} (baseline) on {name}: {fmt_number(c['candidate'])} vs "
+            f"{fmt_number(c['baseline'])}, difference {c['difference']:+.4g} ({level} CI "
+            f"{fmt_interval(c['ci_low'], c['ci_high'])}{', paired' if c['paired'] else ', unpaired'})"
+        )
 
     for name in gates:
         c = comparison[name]
@@ -204,8 +259,15 @@ def _difference_entry(comparison: dict, mode: str) -> dict:
         "input": {"path": DIFFERENCE_PATH},
         "role": "difference",
         "mode": mode,
-        "headline": {name: {"estimate": c["difference"], "ci_low": c["ci_low"], "ci_high": c["ci_high"],
-                            "ci_method": c["ci_method"]} for name, c in comparison.items()},
+        "headline": {
+            name: {
+                "estimate": c["difference"],
+                "ci_low": c["ci_low"],
+                "ci_high": c["ci_high"],
+                "ci_method": c["ci_method"],
+            }
+            for name, c in comparison.items()
+        },
     }
 
 
@@ -225,26 +287,51 @@ def render_compare(doc: dict, console) -> None:
     """The table of a comparison: metric | baseline | candidate | difference | CI | verdict."""
     from rich.table import Table
 
-
     p = doc["parameters"]
     level = f"{100 * (1 - p['alpha']):g}%"
     pairing = p["pairing"]
-    how = {"id": f"paired by ID column {for_rich(pairing['id_column'])}", "order": "paired by row order", "none": "unpaired"}[pairing["by"]]
-    boot = f"{p['n_boot']} bootstrap resamples, {level} percentile intervals, seed {p['seed']}" if p["n_boot"] else "no bootstrap"
-    title = f"calibcli compare: candidate - baseline; {p['n_bins']} {p['strategy']} bins, mode {p['mode']}; {how}; {boot}"
+    how = {
+        "id": f"paired by ID column {for_rich(pairing['id_column'])}",
+        "order": "paired by row order",
+        "none": "unpaired",
+    }[pairing["by"]]
+    boot = (
+        f"{p['n_boot']} bootstrap resamples, {level} percentile intervals, seed {p['seed']}"
+        if p["n_boot"]
+        else "no bootstrap"
+    )
+    title = (
+        f"calibcli compare: candidate - baseline; {p['n_bins']} {p['strategy']} bins, mode {p['mode']}; {how}; {boot}"
+    )
     table = Table(title=title, title_justify="left")
     widest = max([len(name) for name in doc["comparison"]] + [6])
-    for col, just in (("metric", "left"), ("baseline", "right"), ("candidate", "right"),
-                      (f"difference\n{level} CI", "right")):  # names and numbers are never broken
-        table.add_column(col, justify=just, no_wrap=True, min_width=widest if col == "metric" else None)
+    for col, just in (
+        ("metric", "left"),
+        ("baseline", "right"),
+        ("candidate", "right"),
+        (f"difference\n{level} CI", "right"),
+    ):  # names and numbers are never broken
+        table.add_column(
+            col,
+            justify="left" if just == "left" else "right",
+            no_wrap=True,
+            min_width=widest if col == "metric" else None,
+        )
     table.add_column("verdict", justify="left")  # wraps at spaces
     for name, c in doc["comparison"].items():  # the interval under the difference: fits 100 columns
-        table.add_row(for_rich(name), fmt_number(c["baseline"]), fmt_number(c["candidate"]),
-                      f"{c['difference']:+.4g}\n{fmt_interval(c['ci_low'], c['ci_high'])}", verdict(c))
+        table.add_row(
+            for_rich(name),
+            fmt_number(c["baseline"]),
+            fmt_number(c["candidate"]),
+            f"{c['difference']:+.4g}\n{fmt_interval(c['ci_low'], c['ci_high'])}",
+            verdict(c),
+        )
     console.print(table)
     rows = {f["role"]: f["input"].get("rows_used") for f in doc["files"] if f.get("family") == "ece"}
-    console.print(f"baseline {for_rich(p['baseline'])}: {rows.get('baseline')} rows; candidate {for_rich(p['candidate'])}: "
-                  f"{rows.get('candidate')} rows; {how} ({for_rich(pairing['reason'])})")
+    console.print(
+        f"baseline {for_rich(p['baseline'])}: {rows.get('baseline')} rows; candidate {for_rich(p['candidate'])}: "
+        f"{rows.get('candidate')} rows; {how} ({for_rich(pairing['reason'])})"
+    )
     unpaired = [n for n, c in doc["comparison"].items() if c["ci_low"] is not None and not c["paired"]]
     if pairing["paired"] and unpaired:
         console.print(f"unpaired intervals for {', '.join(unpaired)} (see ci_method in the JSON report)")

@@ -12,29 +12,35 @@ from __future__ import annotations
 import os
 import struct
 from dataclasses import replace
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 import calibcli.smooth
-from calibcli.accumulators.diagram import DiagramInputAccumulator, DiagramOptions
-from calibcli import cli_common as cc, diagrams as dg
+from calibcli import cli_common as cc
+from calibcli import diagrams as dg
+from calibcli.accumulators.diagram import DiagramInputAccumulator, DiagramOptions, DiagramReport
+from calibcli.binning import EDGE_CONVENTION
 from calibcli.errors import CalibcliError
 from calibcli.families import diagram as diagram_family
-from calibcli.report import emit, new_document, write_atomic
-from calibcli.validation import check_option
-from calibcli.binning import EDGE_CONVENTION
 from calibcli.modes import default_mode
 from calibcli.outputs import is_stream
 from calibcli.registry import REGISTRY
+from calibcli.report import emit, new_document, write_atomic
 from calibcli.safe_text import for_matplotlib
+from calibcli.validation import check_option
 
 # The calibcli.diagrams names used here are imported inside the command, which keeps matplotlib
 # (and numpy-heavy drawing code) out of `calibcli --help`.
 
-DiagramFiles = cc.files_argument("Several files are overlaid on one figure, one curve each (one dataset with --pool).")
+if TYPE_CHECKING:  # the FILES argument is a list of paths; Typer reads its declaration
+    DiagramFiles = list[str]
+else:
+    DiagramFiles = cc.files_argument(
+        "Several files are overlaid on one figure, one curve each (one dataset with --pool)."
+    )
 DiagramProbCol = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--prob-col",
         help="Column with the positive-class probability (binary). Repeat it to overlay several models "
@@ -43,9 +49,14 @@ DiagramProbCol = Annotated[
 ]
 FigureOutput = Annotated[
     str,
-    typer.Option("--output", "-o", help="Figure file to write (atomically); the format follows the extension: .png, .svg or .pdf; "
-                 "'-' writes PNG bytes to stdout (the summary is then not printed), as does a device or pipe without an extension.",
-                 show_default=False),
+    typer.Option(
+        "--output",
+        "-o",
+        help="Figure file to write (atomically); the format follows the extension: .png, .svg or .pdf; "
+        "'-' writes PNG bytes to stdout (the summary is then not printed), as does a device or pipe without an "
+        "extension.",
+        show_default=False,
+    ),
 ]
 #: Largest PNG drawn (its RGBA buffer is 4 bytes per pixel: 400 MB at this size).
 MAX_PIXELS = 100e6
@@ -77,7 +88,7 @@ def _curve_names(files: list[str], pool: bool, columns: list[str | None], names:
             if len(columns) == 1:
                 out.append(stem)
             elif len(datasets) == 1:
-                out.append(col)
+                out.append(col if col is not None else stem)  # (several columns: each is named)
             else:
                 out.append(f"{stem}:{col}")
     return out
@@ -87,8 +98,16 @@ def _group_text(group: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in group.items())
 
 
-@cc.with_groups(cc.COLUMNS.but(prob_col=DiagramProbCol), cc.READING, cc.DATASETS, cc.OWN, cc.BOOTSTRAP, cc.ENGINE,
-                cc.OUTPUT.only("as_json", "fmt", "summary", "metrics", "sort"), declared=diagram_family.Options)
+@cc.with_groups(
+    cc.COLUMNS.but(prob_col=DiagramProbCol),
+    cc.READING,
+    cc.DATASETS,
+    cc.OWN,
+    cc.BOOTSTRAP,
+    cc.ENGINE,
+    cc.OUTPUT.only("as_json", "fmt", "summary", "metrics", "sort"),
+    declared=diagram_family.Options,
+)
 def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
     """Draw reliability diagrams: binned (accuracy per bin with its interval, --band; bin histogram) and
     smooth (kernel regression at the SmoothECE bandwidth with a bootstrap band, density), with the
@@ -100,12 +119,19 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
     chosen = diagram_family.Options.of(options)  # the choices and rules checked here, once
     kind, mode, n_bins, strategy, name = chosen.kind, chosen.mode, chosen.n_bins, chosen.strategy, chosen.name
     dpi, title, figsize, style, font_size = chosen.dpi, chosen.title, chosen.figsize, chosen.style, chosen.font_size
-    min_count, hist_scale, max_classes, max_overlays = (chosen.min_count, chosen.hist_scale, chosen.max_classes,
-                                                        chosen.max_overlays)
+    min_count, hist_scale, max_classes, max_overlays = (
+        chosen.min_count,
+        chosen.hist_scale,
+        chosen.max_classes,
+        chosen.max_overlays,
+    )
     n_boot, alpha, seed, band = chosen.n_boot, chosen.alpha, chosen.seed, chosen.band
     if band == "bootstrap" and chosen.binned:
-        check_option(n_boot > 0, "--band bootstrap draws the bins' intervals from the bootstrap resamples: pass "
-                                 "--n-boot above 0, or --band wilson or clopper-pearson")
+        check_option(
+            n_boot > 0,
+            "--band bootstrap draws the bins' intervals from the bootstrap resamples: pass "
+            "--n-boot above 0, or --band wilson or clopper-pearson",
+        )
     prob_col = options["prob_col"]
     layout = cc.layout_of(options)
     fig_style = dg.FigureStyle(font_size=font_size, min_count=min_count, hist_scale=hist_scale, style=style)
@@ -117,8 +143,12 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
     fmt = "png" if is_stream(output) and os.path.splitext(output)[1].lower() not in dg.FORMATS else dg.format_of(output)
     columns: list[str | None] = list(dict.fromkeys(prob_col)) if prob_col else [None]
     if len(columns) > 1:
-        check_option(options["prob_cols"] is None, "--prob-col is repeated to overlay binary models, which excludes --prob-cols")
-        check_option("-" not in files, "several --prob-col columns need a file: standard input ('-') can be read only once")
+        check_option(
+            options["prob_cols"] is None, "--prob-col is repeated to overlay binary models, which excludes --prob-cols"
+        )
+        check_option(
+            "-" not in files, "several --prob-col columns need a file: standard input ('-') can be read only once"
+        )
     sources = cc.sources_of(files, options)
     base_names = _curve_names(files, sources.pool, columns, name)
     groups = sources.group_by
@@ -138,7 +168,7 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
             "edges_convention": EDGE_CONVENTION,
             **chosen.shown("mode", "n_boot"),
             "bootstrap": "Poisson, keyed by (seed, global row index); per row up to "
-                         f"{calibcli.smooth.ROW_LIMIT} rows, from per-bin and per-cell sufficient statistics beyond",
+            f"{calibcli.smooth.ROW_LIMIT} rows, from per-bin and per-cell sufficient statistics beyond",
             "first_pass_grid_cells": calibcli.smooth.STATS_GRID if want_smooth else None,
             "alpha": alpha,
             "confidence_level": 1.0 - alpha,
@@ -161,7 +191,7 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
     # Every dataset is opened (columns, classes) before any is read: a bad column or a mix of modes
     # fails before minutes of streaming. One stream per (dataset, probability column).
     per_column = [list(replace(sources, spec=replace(sources.spec, prob_col=col)).open()) for col in columns]
-    streams = [s for per_dataset in zip(*per_column) for s in per_dataset]  # dataset-major, as the names
+    streams = [s for per_dataset in zip(*per_column, strict=True) for s in per_dataset]  # dataset-major, as the names
     modes = [mode or default_mode(s.n_classes) for s in streams]
     if len(set(modes)) > 1:
         raise CalibcliError(
@@ -170,19 +200,29 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
         )
     fig_mode = modes[0]
     marginal = fig_mode == "marginal"
-    diagram_options = DiagramOptions(binned=want_binned, smooth=want_smooth, n_bins=n_bins, strategy=strategy, n_boot=n_boot,
-                                        alpha=alpha, seed=seed, max_problems=max_classes if marginal else None,
-                                        band=band)
+    diagram_options = DiagramOptions(
+        binned=want_binned,
+        smooth=want_smooth,
+        n_bins=n_bins,
+        strategy=strategy,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
+        max_problems=max_classes if marginal else None,
+        band=band,
+    )
 
-    entries: list[tuple[dict, object]] = []  # (report entry without its curves, the DiagramReport)
+    entries: list[tuple[dict, DiagramReport]] = []  # (report entry without its curves, its report)
     groups_seen: set[tuple] = set()
     groups_drawn: set[tuple] = set()
     with cc.engine_runner(engine.name, engine.scheduler, engine.workers) as runner:
         doc["parameters"].update(engine=engine.name, workers=runner.workers)
-        for stream, base in zip(streams, base_names):
+        for stream, base in zip(streams, base_names, strict=True):
+
             def new(stream=stream):
-                return DiagramInputAccumulator(mode=fig_mode, n_classes=stream.n_classes,
-                                               class_names=stream.class_names, options=diagram_options)
+                return DiagramInputAccumulator(
+                    mode=fig_mode, n_classes=stream.n_classes, class_names=stream.class_names, options=diagram_options
+                )
 
             accumulators, described = runner.run(stream, new)
             if groups:
@@ -196,7 +236,9 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
                     entry["group"] = group
                     entry["rows_in_group"] = acc.n_rows
                     # one dataset named by its file: the group alone names the curve
-                    curve_name = _group_text(group) if len(base_names) == 1 and not name else f"{base} [{_group_text(group)}]"
+                    curve_name = (
+                        _group_text(group) if len(base_names) == 1 and not name else f"{base} [{_group_text(group)}]"
+                    )
                 total = n_boot * len(acc.problems) * (int(want_binned) + int(want_smooth))
                 with cc.progress_bar(total, f"diagram {curve_name}") as advance:
                     report = acc.result(progress=advance)
@@ -207,17 +249,24 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
 
     n_curves = len(entries)
     # one curve per panel: its name goes in the figure's title rather than in every legend
-    curves_of = [report.curves(entry["name"], legend=entry["name"] if n_curves > 1 else "") for entry, report in entries]
-    for (entry, _), curves in zip(entries, curves_of):
+    curves_of = [
+        report.curves(entry["name"], legend=entry["name"] if n_curves > 1 else "") for entry, report in entries
+    ]
+    for (entry, _), curves in zip(entries, curves_of, strict=True):
         doc["files"].append({**entry, "curves": [c.to_dict() for c in curves]})
 
     n_classes_total = max(s.n_classes for s in streams) if marginal else 0
     notes = []
     if marginal and n_classes_total > max_classes:
-        notes.append(f"marginal mode: the first {max_classes} of {n_classes_total} classes are drawn (--max-classes {max_classes})")
+        notes.append(
+            f"marginal mode: the first {max_classes} of {n_classes_total} classes are drawn (--max-classes "
+            f"{max_classes})"
+        )
     if groups and len(groups_seen) > len(groups_drawn):
-        notes.append(f"the first {max_overlays} of {len(groups_seen)} groups by {', '.join(groups)} are drawn "
-                     f"(--max-overlays {max_overlays})")
+        notes.append(
+            f"the first {max_overlays} of {len(groups_seen)} groups by {', '.join(groups)} are drawn "
+            f"(--max-overlays {max_overlays})"
+        )
     note = "; ".join(notes) or None
     for text in notes:
         cc.warn(text)
@@ -225,7 +274,9 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
         doc["groups"] = {"by": list(groups), "n_groups": len(groups_seen), "n_groups_drawn": len(groups_drawn)}
 
     models = len(base_names)
-    auto_title = f"Reliability diagram of {base_names[0]}" if models == 1 else f"Reliability diagrams of {models} models"
+    auto_title = (
+        f"Reliability diagram of {base_names[0]}" if models == 1 else f"Reliability diagrams of {models} models"
+    )
     if groups and n_curves == 1:  # the one curve's group, as its legend would name it
         auto_title += f" [{_group_text(entries[0][0]['group'])}]"
     elif groups:
@@ -244,8 +295,14 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
         for key, v in panels.items()
     ]
     auto_title, note = for_matplotlib(auto_title), (for_matplotlib(note) if note else note)  # names from the data
-    fig = dg.plot_diagram(panel_list, kind=kind, title=auto_title if title is None else (title or None), note=note,
-                          figsize=fig_size, style=fig_style)
+    fig = dg.plot_diagram(
+        panel_list,
+        kind=kind,
+        title=auto_title if title is None else (title or None),
+        note=note,
+        figsize=fig_size,
+        style=fig_style,
+    )
     if fmt == "png":
         w_px, h_px = (float(v) * dpi for v in fig.get_size_inches())
         check_option(

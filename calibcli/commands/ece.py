@@ -14,8 +14,9 @@ from calibcli.pipeline import run
 from calibcli.report import emit_with_gates
 
 
-@cc.with_groups(cc.COLUMNS, cc.READING, cc.DATASETS, cc.ENGINE, cc.OWN, cc.BOOTSTRAP, cc.OUTPUT, cc.GATES,
-                declared=binned.Options)
+@cc.with_groups(
+    cc.COLUMNS, cc.READING, cc.DATASETS, cc.ENGINE, cc.OWN, cc.BOOTSTRAP, cc.OUTPUT, cc.GATES, declared=binned.Options
+)
 def ece(files: cc.Files, **options) -> None:
     """Binned calibration errors (l1, l2, max; plugin and debiased), Brier and log-loss, bootstrap
     intervals and distribution-free bounds, in binary, top-label or marginal mode; per group with

@@ -25,70 +25,125 @@ import typer
 
 from calibcli import cli_common as cc
 from calibcli.calibrators.document import (
-    calibrator_document, calibrator_json, fit_arrays, invalid_probability_rows, load_calibrator,
+    calibrator_document,
+    calibrator_json,
+    fit_arrays,
+    invalid_probability_rows,
+    load_calibrator,
 )
+from calibcli.calibrators.multiclass import top_label_problem
 from calibcli.errors import CalibcliError
 from calibcli.families import recalibrate as recalibrate_family
-from calibcli.modes import MODES, sigmoid, softmax
-from calibcli.recalibration import (
-    _certificate, _check_methods, _fit_info, _open_one, _summary_params, evaluation, fit_input, method_options,
-    stream_fit_accumulator,
-)
-from calibcli.report import emit, new_document, to_json, write_atomic
-from calibcli.validation import check_option, check_options
-from calibcli.calibrators.multiclass import top_label_problem
 from calibcli.io import column_to_numpy, formats, natural_suffix_order, resolve_datasets, vector_column
 from calibcli.io.formats import no_rows
 from calibcli.io.sources import _guarded, _guarded_iter
-from calibcli.io.writers import output_format as pick_format, write_table_output
+from calibcli.io.writers import output_format as pick_format
+from calibcli.io.writers import write_table_output
+from calibcli.modes import MODES, sigmoid, softmax
+from calibcli.recalibration import (
+    _certificate,
+    _check_methods,
+    _fit_info,
+    _open_one,
+    _summary_params,
+    evaluation,
+    fit_input,
+    method_options,
+    stream_fit_accumulator,
+)
 from calibcli.render import render_table, stderr_console
+from calibcli.report import emit, new_document, to_json, write_atomic
+from calibcli.validation import check_options
 
 # ---------------------------------------------------------------------------------------------
 # Arguments (the options are declared in calibcli.families.recalibrate)
 
-CalibratorFile = Annotated[str, typer.Argument(help="Calibrator written by `calibcli recalibrate fit`.", show_default=False,
-                                               metavar="CALIBRATOR")]
-DataFile = Annotated[str, typer.Argument(help="Prediction file (CSV, TSV, Parquet, Arrow IPC/Feather, JSON Lines; '-' reads stdin).",
-                                         show_default=False, metavar="FILE")]
-TrainFile = Annotated[str, typer.Argument(help="File to fit on (CSV, TSV, Parquet, Arrow IPC/Feather, JSON Lines; '-' reads stdin).",
-                                          show_default=False, metavar="FILE")]
+CalibratorFile = Annotated[
+    str,
+    typer.Argument(help="Calibrator written by `calibcli recalibrate fit`.", show_default=False, metavar="CALIBRATOR"),
+]
+DataFile = Annotated[
+    str,
+    typer.Argument(
+        help="Prediction file (CSV, TSV, Parquet, Arrow IPC/Feather, JSON Lines; '-' reads stdin).",
+        show_default=False,
+        metavar="FILE",
+    ),
+]
+TrainFile = Annotated[
+    str,
+    typer.Argument(
+        help="File to fit on (CSV, TSV, Parquet, Arrow IPC/Feather, JSON Lines; '-' reads stdin).",
+        show_default=False,
+        metavar="FILE",
+    ),
+]
 # ---------------------------------------------------------------------------------------------
 # recalibrate fit
 
 
-@cc.with_groups(cc.COLUMNS, cc.READING, cc.own("mode", "n_bins", "strategy", "degree", "interpolation", "clip", "monotone"),
-                cc.BOOTSTRAP.only("seed"), cc.own("alpha", "max_rows"), cc.DATASETS.only("batch_rows"), cc.ENGINE,
-                cc.OUTPUT.only("as_json", "fmt"), cc.OWN, declared=recalibrate_family.FitOptions)
+@cc.with_groups(
+    cc.COLUMNS,
+    cc.READING,
+    cc.own("mode", "n_bins", "strategy", "degree", "interpolation", "clip", "monotone"),
+    cc.BOOTSTRAP.only("seed"),
+    cc.own("alpha", "max_rows"),
+    cc.DATASETS.only("batch_rows"),
+    cc.ENGINE,
+    cc.OUTPUT.only("as_json", "fmt"),
+    cc.OWN,
+    declared=recalibrate_family.FitOptions,
+)
 def fit(train: TrainFile, **shared) -> None:
     """Fit a recalibration map on TRAIN (a file, a directory of shards, a quoted glob or '-') and save it as a
     versioned JSON calibrator (never a pickle).
 
     Example: calibcli recalibrate fit sample_data/breast_cancer_nb.csv --method isotonic -o cal.json"""
-    method, output, mode, alpha, max_rows, report = (shared[k] for k in ("method", "output", "mode", "alpha", "max_rows",
-                                                                         "report"))
+    method, output, mode, alpha, max_rows, report = (
+        shared[k] for k in ("method", "output", "mode", "alpha", "max_rows", "report")
+    )
     _check_methods([method])
     seed, batch_rows, engine = shared["seed"], shared["batch_rows"], cc.engine_of(shared)
     layout = cc.layout_of(shared)
     if mode is not None:
         cc.check_choice(mode, MODES, "--mode")
     check_options(alpha=alpha)  # the one rule of alpha (calibcli.validation._RULES)
-    options = method_options([method], **{k: shared[k] for k in ("n_bins", "strategy", "degree", "interpolation", "clip",
-                                                                  "monotone")})[method]
+    options = method_options(
+        [method], **{k: shared[k] for k in ("n_bins", "strategy", "degree", "interpolation", "clip", "monotone")}
+    )[method]
     cc.check_engine(engine.name, engine.scheduler, engine.workers)
-    stream = _open_one(train, cc.spec_of(shared), max_rows=max_rows, input_format=shared["input_format"],
-                       drop_invalid=shared["drop_invalid"], batch_rows=batch_rows)
+    stream = _open_one(
+        train,
+        cc.spec_of(shared),
+        max_rows=max_rows,
+        input_format=shared["input_format"],
+        drop_invalid=shared["drop_invalid"],
+        batch_rows=batch_rows,
+    )
     with cc.engine_runner(engine.name, engine.scheduler, engine.workers) as runner:
         acc, loaded = stream_fit_accumulator(runner, stream, max_rows=max_rows, seed=seed)
         n_workers = runner.workers
     loaded, fit_rows = fit_input(loaded, acc, method=method, mode=mode, options=options)
-    cal, file_mode = fit_arrays(method, loaded.labels, loaded.probs, loaded.sample_weight, mode=mode,
-                                options=options, seed=seed)
+    cal, file_mode = fit_arrays(
+        method, loaded.labels, loaded.probs, loaded.sample_weight, mode=mode, options=options, seed=seed
+    )
     calibrator = calibrator_document(cal, loaded, method=method, mode=file_mode, options=options, seed=seed)
     text = calibrator_json(calibrator)
 
-    doc = new_document("recalibrate fit", {"method": method, "mode": mode or "auto", "options": options, "seed": seed,
-                                           "alpha": alpha, "max_rows": max_rows, "batch_rows": batch_rows,
-                                           "engine": engine.name, "workers": n_workers})
+    doc = new_document(
+        "recalibrate fit",
+        {
+            "method": method,
+            "mode": mode or "auto",
+            "options": options,
+            "seed": seed,
+            "alpha": alpha,
+            "max_rows": max_rows,
+            "batch_rows": batch_rows,
+            "engine": engine.name,
+            "workers": n_workers,
+        },
+    )
     entry = {
         "input": loaded.describe(),
         "fit_rows": fit_rows,
@@ -105,14 +160,16 @@ def fit(train: TrainFile, **shared) -> None:
         entry["renormalised"] = "rows of the per-class outputs are divided by their sum"
     doc["files"].append(entry)
     write_atomic(output, text + "\n", "output")
-    clipped = [i.get("n_clipped", 0) for i in (entry["fit_info"] if isinstance(entry["fit_info"], list)
-                                               else [entry["fit_info"]])]
+    clipped = [
+        i.get("n_clipped", 0)
+        for i in (entry["fit_info"] if isinstance(entry["fit_info"], list) else [entry["fit_info"]])
+    ]
     if any(clipped):
-        cc.warn(f"{max(clipped)} of {loaded.n_rows} predictions lay outside [clip, 1 - clip] and were clipped before "
-                f"taking logits (clip {options.get('clip', options.get('eps', 1e-12)):g}); the fit depends on --clip")
+        cc.warn(
+            f"{max(clipped)} of {loaded.n_rows} predictions lay outside [clip, 1 - clip] and were clipped before "
+            f"taking logits (clip {options.get('clip', options.get('eps', 1e-12)):g}); the fit depends on --clip"
+        )
     emit(doc, output=report, layout=layout)
-
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,11 +193,12 @@ def _apply_columns(schema, doc: dict, *, prob_col, prob_cols, display: str) -> t
 
     import pyarrow as pa
 
-
     K = doc["n_classes"]
     expected = list(doc["columns"]["probabilities"])
     if prob_col and prob_cols:
-        raise CalibcliError("pass either --prob-col (one binary column) or --prob-cols (one column per class), not both")
+        raise CalibcliError(
+            "pass either --prob-col (one binary column) or --prob-cols (one column per class), not both"
+        )
     names = list(schema.names)
     columns = expected
     if prob_col:
@@ -151,28 +209,40 @@ def _apply_columns(schema, doc: dict, *, prob_col, prob_cols, display: str) -> t
             if any(ch in item for ch in "*?["):
                 matched = [n for n in names if fnmatch.fnmatchcase(n, item)]
                 if not matched:
-                    raise CalibcliError(f"{display}: --prob-cols pattern {item!r} matches no column; the file has "
-                                        f"columns {names}")
+                    raise CalibcliError(
+                        f"{display}: --prob-cols pattern {item!r} matches no column; the file has columns {names}"
+                    )
                 columns.extend(natural_suffix_order(matched))
             else:
                 columns.append(item)
     missing = [c for c in columns if c not in names]
     if missing:
         raise CalibcliError(
-            f"{display}: no column {missing[0]!r}, which the calibrator expects (fitted on columns {', '.join(expected)}, "
-            f"classes {doc['class_names']}); the file has columns {names}: pass --prob-col/--prob-cols to map them")
+            f"{display}: no column {missing[0]!r}, which the calibrator expects (fitted on columns "
+            f"{', '.join(expected)}, classes {doc['class_names']}); the file has columns {names}: "
+            "pass --prob-col/--prob-cols to map them"
+        )
     one_d = doc["columns"]["layout"] == "single"
     if len(columns) == 1:
         t = schema.field(columns[0]).type
-        layout = "vector" if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) else "single"
+        layout = (
+            "vector"
+            if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t))
+            else "single"
+        )
     else:
         layout = "columns"
     if (layout == "single") != one_d or (layout == "columns" and len(columns) != K):
         fitted = "one probability column" if one_d else f"{K} class probabilities"
-        given = {"single": "one probability column", "vector": f"the vector column {columns[0]!r}",
-                 "columns": f"{len(columns)} columns"}[layout]
-        raise CalibcliError(f"{display}: the calibrator was fitted on {fitted} ({', '.join(expected)}) but {given} "
-                            f"were given: pass --prob-col/--prob-cols naming {fitted}")
+        given = {
+            "single": "one probability column",
+            "vector": f"the vector column {columns[0]!r}",
+            "columns": f"{len(columns)} columns",
+        }[layout]
+        raise CalibcliError(
+            f"{display}: the calibrator was fitted on {fitted} ({', '.join(expected)}) but {given} "
+            f"were given: pass --prob-col/--prob-cols naming {fitted}"
+        )
     if layout != "vector":
         for c in columns:
             t = schema.field(c).type
@@ -186,8 +256,10 @@ def _batch_probs(table, doc: dict, layout: str, columns: list[str], display: str
     if layout == "vector":
         probs = vector_column(table, columns[0], display, first_row=first_row)
         if probs.shape[1] != doc["n_classes"]:
-            raise CalibcliError(f"{display}: column {columns[0]!r} holds vectors of length {probs.shape[1]}, but the "
-                                f"calibrator was fitted on {doc['n_classes']} classes")
+            raise CalibcliError(
+                f"{display}: column {columns[0]!r} holds vectors of length {probs.shape[1]}, but the "
+                f"calibrator was fitted on {doc['n_classes']} classes"
+            )
     else:
         arrays = [np.asarray(column_to_numpy(table, c), dtype=np.float64) for c in columns]
         probs = arrays[0] if layout == "single" else np.column_stack(arrays)
@@ -237,8 +309,9 @@ def _venn_abers_values(cal, probs: np.ndarray, layout: str) -> list[np.ndarray]:
     return [v for pair in pairs for v in pair]
 
 
-def _apply_schema(schema, layout: str, columns: list[str], extra: list[tuple[str, str]], display: str, *,
-                  list_extra: bool):
+def _apply_schema(
+    schema, layout: str, columns: list[str], extra: list[tuple[str, str]], display: str, *, list_extra: bool
+):
     """The output's schema: the probability columns as float64 (lists of float64 for a vector column), the
     Venn-Abers interval columns inserted after the column they bracket."""
     import pyarrow as pa
@@ -246,8 +319,9 @@ def _apply_schema(schema, layout: str, columns: list[str], extra: list[tuple[str
     prob_type = pa.list_(pa.float64()) if layout == "vector" else pa.float64()
     clash = [name for _, name in extra if name in schema.names]
     if clash:
-        raise CalibcliError(f"{display}: already has a column {clash[0]!r}, where the Venn-Abers interval would go: "
-                            f"rename it first")
+        raise CalibcliError(
+            f"{display}: already has a column {clash[0]!r}, where the Venn-Abers interval would go: rename it first"
+        )
     fields = []
     for f in schema:
         fields.append(pa.field(f.name, prob_type) if f.name in columns else f)
@@ -260,8 +334,9 @@ def _apply_schema(schema, layout: str, columns: list[str], extra: list[tuple[str
 class _ApplyRun:
     """Recalibrates the batches of one input as they are read; counts rows and sums for the report."""
 
-    def __init__(self, cal, doc: dict, layout: str, columns: list[str], extra, schema, display: str,
-                 drop_invalid: bool):
+    def __init__(
+        self, cal, doc: dict, layout: str, columns: list[str], extra, schema, display: str, drop_invalid: bool
+    ):
         self.cal, self.doc, self.layout, self.columns, self.extra = cal, doc, layout, columns, extra
         self.schema, self.display, self.drop_invalid = schema, display, drop_invalid
         self.rows_in = self.rows_out = self.n_dropped = 0
@@ -300,7 +375,8 @@ class _ApplyRun:
             raise CalibcliError(
                 f"{self.display}: row {row + 1}, column {', '.join(self.columns)}: probabilities {_fmt_row(values)} "
                 f"are not valid (finite, within [0, 1], summing to 1 per row); {self.n_dropped} such row(s): fix the "
-                f"file or pass --drop-invalid to leave them out of the output")
+                f"file or pass --drop-invalid to leave them out of the output"
+            )
         if self.rows_out == 0:
             raise CalibcliError(f"{self.display}: every row has invalid probabilities: nothing to recalibrate")
 
@@ -315,7 +391,7 @@ class _ApplyRun:
             for k, name in enumerate(self.columns):
                 new[name] = pa.array(cols[:, k], type=pa.float64())
         values = _venn_abers_values(self.cal, probs, self.layout) if self.extra else []
-        for (_, name), v in zip(self.extra, values):
+        for (_, name), v in zip(self.extra, values, strict=True):
             new[name] = _list_array(v) if v.ndim == 2 else pa.array(v, type=pa.float64())
         arrays = [new[f.name] if f.name in new else table.column(f.name) for f in self.schema]
         return pa.Table.from_arrays(arrays, schema=self.schema)
@@ -344,9 +420,15 @@ def _open_apply_input(path: str, input_format: str | None):
     return dataset, location, fmt, display, schema
 
 
-@cc.with_groups(cc.own("output", "output_format"), cc.COLUMNS.only("prob_col", "prob_cols"), cc.READING,
-                cc.DATASETS.only("batch_rows"), cc.OUTPUT.only("as_json"), cc.OWN,
-                declared=recalibrate_family.ApplyOptions)
+@cc.with_groups(
+    cc.own("output", "output_format"),
+    cc.COLUMNS.only("prob_col", "prob_cols"),
+    cc.READING,
+    cc.DATASETS.only("batch_rows"),
+    cc.OUTPUT.only("as_json"),
+    cc.OWN,
+    declared=recalibrate_family.ApplyOptions,
+)
 def apply(calibrator: CalibratorFile, file: DataFile, **shared) -> None:
     """Apply a saved calibrator to FILE and write FILE with recalibrated probability columns to --output
     (default: stdout, as CSV), batch by batch: memory stays flat in the rows. Venn-Abers adds its interval
@@ -359,8 +441,10 @@ def apply(calibrator: CalibratorFile, file: DataFile, **shared) -> None:
     drop_invalid, batch_rows, as_json = shared["drop_invalid"], shared["batch_rows"], shared["as_json"]
     to_stdout = output == "-"
     if to_stdout and as_json:
-        raise CalibcliError("--json prints the report on stdout, which carries the recalibrated rows: write the rows "
-                            "to a file with --output, or the report with --report")
+        raise CalibcliError(
+            "--json prints the report on stdout, which carries the recalibrated rows: write the rows "
+            "to a file with --output, or the report with --report"
+        )
     check_options(batch_rows=batch_rows)
     doc, cal = load_calibrator(calibrator)
     if output_format is not None:
@@ -369,38 +453,57 @@ def apply(calibrator: CalibratorFile, file: DataFile, **shared) -> None:
     layout, columns = _apply_columns(schema, doc, prob_col=prob_col, prob_cols=prob_cols, display=display)
     out_fmt = pick_format(output, output_format, "csv" if to_stdout else in_fmt)
     if to_stdout and out_fmt in ("parquet", "feather") and _stdout_is_terminal():
-        raise CalibcliError(f"stdout is a terminal: {out_fmt} is binary; pipe it to the next command or write a file "
-                            f"with --output")
+        raise CalibcliError(
+            f"stdout is a terminal: {out_fmt} is binary; pipe it to the next command or write a file with --output"
+        )
     extra = venn_abers_columns(cal, layout, columns)
     types = None
     if in_fmt in formats.TEXT_FORMATS:  # typed as the first lines say, the probability columns as float64
         schema = _apply_schema_text(schema, tuple(columns))
         types = {f.name: f.type for f in schema}
-    out_schema = _apply_schema(schema, layout, columns, extra, display,
-                               list_extra=layout == "vector" and getattr(cal, "mode", "binary") == "marginal")
+    out_schema = _apply_schema(
+        schema,
+        layout,
+        columns,
+        extra,
+        display,
+        list_extra=layout == "vector" and getattr(cal, "mode", "binary") == "marginal",
+    )
     run = _ApplyRun(cal, doc, layout, columns, extra, out_schema, display, drop_invalid)
     tables = _guarded_iter(display, in_fmt, formats.iter_full_tables(location, in_fmt, batch_rows, types))
     write_table_output(output, out_fmt, run.batches(tables), schema=out_schema)
     del dataset  # the temporary copy of stdin can go
 
-    mean = lambda s: (s / run.rows_out).tolist() if isinstance(s, np.ndarray) else float(s / run.rows_out)  # noqa: E731
+    def mean(s):
+        return (s / run.rows_out).tolist() if isinstance(s, np.ndarray) else float(s / run.rows_out)
+
     rep = new_document("recalibrate apply", {"calibrator": calibrator, "method": doc["method"], "mode": doc["mode"]})
-    rep["files"].append({
-        "input": {"path": display, "format": in_fmt, "rows": run.rows_in, "rows_dropped": run.n_dropped,
-                  "columns": columns},
-        "output": {"path": "<stdout>" if to_stdout else output, "format": out_fmt, "rows": run.rows_out,
-                   "interval_columns": [name for _, name in extra]},
-        "method": doc["method"],
-        "mode": doc["mode"],
-        "fitted_on": doc.get("fitted_on"),
-        "mean_probability_before": mean(run.sum_before),
-        "mean_probability_after": mean(run.sum_after),
-    })
+    rep["files"].append(
+        {
+            "input": {
+                "path": display,
+                "format": in_fmt,
+                "rows": run.rows_in,
+                "rows_dropped": run.n_dropped,
+                "columns": columns,
+            },
+            "output": {
+                "path": "<stdout>" if to_stdout else output,
+                "format": out_fmt,
+                "rows": run.rows_out,
+                "interval_columns": [name for _, name in extra],
+            },
+            "method": doc["method"],
+            "mode": doc["mode"],
+            "fitted_on": doc.get("fitted_on"),
+            "mean_probability_before": mean(run.sum_before),
+            "mean_probability_after": mean(run.sum_after),
+        }
+    )
     if doc["columns"]["logits"]:
         where = "the output" if to_stdout else output
         cc.warn(f"the columns {', '.join(columns)} held logits; in {where} they hold recalibrated probabilities")
     if to_stdout:  # stdout carries the rows: the summary goes to stderr (and the JSON report to --report)
-
         if report:
             write_atomic(report, to_json(rep) + "\n", "report")
         render_table(rep, stderr_console())
@@ -422,8 +525,16 @@ def _apply_schema_text(schema, numeric: tuple[str, ...]):
     in the first lines as text (pyarrow's "null" type would reject a later value)."""
     import pyarrow as pa
 
-    return pa.schema([pa.field(f.name, pa.float64()) if f.name in numeric
-                      else pa.field(f.name, pa.string()) if pa.types.is_null(f.type) else f for f in schema])
+    return pa.schema(
+        [
+            pa.field(f.name, pa.float64())
+            if f.name in numeric
+            else pa.field(f.name, pa.string())
+            if pa.types.is_null(f.type)
+            else f
+            for f in schema
+        ]
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -436,13 +547,17 @@ def _apply_schema_text(schema, numeric: tuple[str, ...]):
 EVALUATE_FLAGS = {"file": DataFile, **recalibrate_family.EVALUATE}
 
 
-@cc.signature_from(evaluation, EVALUATE_FLAGS, cc.OUTPUT.only("as_json", "fmt", "summary", "metrics", "sort", "output"),
-                   library_only=("held",))
+@cc.signature_from(
+    evaluation,
+    EVALUATE_FLAGS,
+    cc.OUTPUT.only("as_json", "fmt", "summary", "metrics", "sort", "output"),
+    library_only=("held",),
+)
 def evaluate(**options) -> None:
     """Fit each --method on one part of the data and compare before/after calibration on the other part
     (FILE and TRAIN: a file, a directory of shards, a quoted glob or '-'; streamed, memory flat in the rows).
 
-    Example: calibcli recalibrate evaluate sample_data/breast_cancer_nb.csv --method platt --method isotonic --holdout 0.5"""
+    Example: calibcli recalibrate evaluate sample_data/breast_cancer_nb.csv --method platt --method isotonic --holdout 0.5"""  # noqa: E501 (an example command stays on one line, to copy)
     layout = cc.layout_of(options)
     output = options["output"]
     for o in cc.OUTPUT.options:
@@ -452,9 +567,13 @@ def evaluate(**options) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    sub = typer.Typer(help="Fit, save, apply and evaluate recalibration maps (SPEC 5).\n\nExample: calibcli recalibrate "
-                      "fit sample_data/breast_cancer_nb.csv --method platt -o cal.json", no_args_is_help=True,
-                      add_completion=False, pretty_exceptions_enable=False)
+    sub = typer.Typer(
+        help="Fit, save, apply and evaluate recalibration maps (SPEC 5).\n\nExample: calibcli recalibrate "
+        "fit sample_data/breast_cancer_nb.csv --method platt -o cal.json",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
     sub.command("fit")(cc.command(fit))
     sub.command("apply")(cc.command(apply))
     sub.command("evaluate")(cc.command(evaluate))

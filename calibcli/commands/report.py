@@ -19,18 +19,18 @@ subprocess.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 import shlex
 import sys
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from calibcli.accumulators.diagram import DiagramInputAccumulator, DiagramOptions
-from calibcli import cli_common as cc, diagrams as dg
-from calibcli.errors import CalibcliError
-from calibcli.safe_text import for_terminal
+from calibcli import cli_common as cc
+from calibcli import diagrams as dg
 from calibcli._version import __version__
 from calibcli.accumulators.composite import Composite
+from calibcli.accumulators.diagram import DiagramInputAccumulator, DiagramOptions
 from calibcli.accumulators.tcal import TCAL_MODES
 from calibcli.binning import STRATEGIES
 from calibcli.calibrators.document import METHOD_NAMES
@@ -38,17 +38,30 @@ from calibcli.families import audit as audit_family
 from calibcli.families import recalibrate as recalibrate_family
 from calibcli.families.recalibrate import DEFAULT_METHODS
 from calibcli.families.registry import FAMILIES
-from calibcli.html import render_page, require_jinja2, svg_fragment, verdict as verdicts
+from calibcli.html import render_page, require_jinja2, svg_fragment
+from calibcli.html import verdict as verdicts
 from calibcli.html.audit import AUDIT_MODES, audit_lines, audit_section
-from calibcli.modes import CLASS_WEIGHTS, default_mode, MODES
+from calibcli.modes import CLASS_WEIGHTS, MODES, default_mode
 from calibcli.recalibration import evaluation, holdout_split
 from calibcli.report import entry_label, new_document, to_json, write_atomic
+from calibcli.safe_text import for_terminal
 from calibcli.validation import check_option, check_options
 
 #: The audit's options (``--segment-cols`` and how segments are formed, judged and shown), from the audit
 #: family's declaration: the same flags and rules as ``calibcli audit``'s.
-AUDIT = cc.group_of(audit_family.Options, "segment_cols", "depth", "max_values", "segment_bins", "min_segment", "power",
-                    "adjust", "mce_method", "top", name="audit")
+AUDIT = cc.group_of(
+    audit_family.Options,
+    "segment_cols",
+    "depth",
+    "max_values",
+    "segment_bins",
+    "min_segment",
+    "power",
+    "adjust",
+    "mce_method",
+    "top",
+    name="audit",
+)
 #: Classes drawn at most in marginal mode (one panel each), so the page stays small.
 MAX_CLASSES = 10
 #: Entries (inputs or groups) whose diagrams are drawn, the first ones in report order: a figure pair is
@@ -57,30 +70,75 @@ MAX_DIAGRAMS = 20
 #: ``recalibrate evaluate``'s --max-rows (its default): rows each fit and each T-Cal test of the comparison use at most.
 EVALUATE_MAX_ROWS = 1_000_000
 
-ReportFiles = cc.files_argument("Several files (or --group-by groups) get a sortable summary table first, then one section each.")
+if TYPE_CHECKING:  # the FILES argument is a list of paths; Typer reads its declaration
+    ReportFiles = list[str]
+else:
+    ReportFiles = cc.files_argument(
+        "Several files (or --group-by groups) get a sortable summary table first, then one section each."
+    )
 
 
 def _key(entry: dict) -> tuple:
     return entry["input"]["path"], json.dumps(entry.get("group"), sort_keys=True)
 
 
-def build_document(files: list[str], *, columns: dict, reading: dict, engine: dict, mode: str | None,
-                   class_weights: str, n_bins: int, strategy: str, n_boot: int, alpha: float, seed: int,
-                   group_by: str | None, methods: tuple[str, ...], holdout: float, title: str | None,
-                   command_line: str) -> dict:
+def build_document(
+    files: list[str],
+    *,
+    columns: dict,
+    reading: dict,
+    engine: dict,
+    mode: str | None,
+    class_weights: str,
+    n_bins: int,
+    strategy: str,
+    n_boot: int,
+    alpha: float,
+    seed: int,
+    group_by: str | None,
+    methods: tuple[str, ...],
+    holdout: float,
+    title: str | None,
+    command_line: str,
+) -> dict:
     """The report's JSON document: parameters, versions, the command line, and one entry per input or group
     with its ece, smece and tcal results, its diagrams (SVG text), its verdict and (without groups) the
     held-out comparison of recalibration methods, best first."""
     tcal_mode = mode if mode in TCAL_MODES else None  # T-Cal has no marginal mode: its default then
     docs, diagrams, splits = _measure(
-        files, columns=columns, reading=reading, engine=engine, mode=mode, tcal_mode=tcal_mode,
-        class_weights=class_weights, n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed,
-        group_by=group_by, holdout=None if group_by else holdout)
+        files,
+        columns=columns,
+        reading=reading,
+        engine=engine,
+        mode=mode,
+        tcal_mode=tcal_mode,
+        class_weights=class_weights,
+        n_bins=n_bins,
+        strategy=strategy,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
+        group_by=group_by,
+        holdout=None if group_by else holdout,
+    )
     recalibration = {}
     for path, held in splits.items():  # fitted on the split found in the shared pass, measured in a pass of its own
-        ev = evaluation(path, list(methods), holdout=holdout, **columns, **reading, **engine, mode=mode, ece_n_bins=n_bins,
-                        ece_strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, max_rows=EVALUATE_MAX_ROWS,
-                        held=held)
+        ev = evaluation(
+            path,
+            list(methods),
+            holdout=holdout,
+            **columns,
+            **reading,
+            **engine,
+            mode=mode,
+            ece_n_bins=n_bins,
+            ece_strategy=strategy,
+            n_boot=n_boot,
+            alpha=alpha,
+            seed=seed,
+            max_rows=EVALUATE_MAX_ROWS,
+            held=held,
+        )
         recalibration[path] = json.loads(to_json(ev))  # as `recalibrate evaluate --json` prints it
 
     by_key = {name: {_key(e): e for e in d["files"]} for name, d in docs.items()}
@@ -100,38 +158,44 @@ def build_document(files: list[str], *, columns: dict, reading: dict, engine: di
             "tcal": test,
             "diagrams": diagrams.get(key),
         }
-        ev = recalibration.get(e["input"]["path"])
-        entry["recalibration"] = verdicts.recalibration_summary(ev) if ev is not None else None
+        measured = recalibration.get(e["input"]["path"])
+        entry["recalibration"] = verdicts.recalibration_summary(measured) if measured is not None else None
         entry["verdict"] = verdicts.verdict(entry, alpha=alpha)
         entries.append(entry)
 
-    doc = new_document("report", {
-        "mode": mode or "auto",
-        "tcal_mode": tcal_mode or "auto",
-        "class_weights": class_weights,
-        "n_bins": n_bins,
-        "strategy": strategy,
-        "n_boot": n_boot,
-        "alpha": alpha,
-        "confidence_level": 1.0 - alpha,
-        "seed": seed,
-        "group_by": cc.split_columns(group_by) or None,
-        "methods": list(methods),
-        "holdout": holdout,
-        **{k: v for k, v in engine.items()},
-        "batch_rows": reading["batch_rows"],
-        "max_diagrams": MAX_DIAGRAMS,
-        "max_classes_drawn": MAX_CLASSES,
-        "verdict_rule": verdicts.RULE,
-        "recalibration_rule": verdicts.BEST_RULE,
-    })
+    doc = new_document(
+        "report",
+        {
+            "mode": mode or "auto",
+            "tcal_mode": tcal_mode or "auto",
+            "class_weights": class_weights,
+            "n_bins": n_bins,
+            "strategy": strategy,
+            "n_boot": n_boot,
+            "alpha": alpha,
+            "confidence_level": 1.0 - alpha,
+            "seed": seed,
+            "group_by": cc.split_columns(group_by) or None,
+            "methods": list(methods),
+            "holdout": holdout,
+            **{k: v for k, v in engine.items()},
+            "batch_rows": reading["batch_rows"],
+            "max_diagrams": MAX_DIAGRAMS,
+            "max_classes_drawn": MAX_CLASSES,
+            "verdict_rule": verdicts.RULE,
+            "recalibration_rule": verdicts.BEST_RULE,
+        },
+    )
     doc["title"] = title or _default_title(entries)
     doc["command_line"] = command_line
     doc["versions"] = _versions()
-    doc["documents"] = {name: {"command": d["command"], "parameters": d["parameters"], "groups": d.get("groups")}
-                        for name, d in docs.items()}
+    doc["documents"] = {
+        name: {"command": d["command"], "parameters": d["parameters"], "groups": d.get("groups")}
+        for name, d in docs.items()
+    }
     doc["documents"]["recalibrate evaluate"] = [
-        {"input": path, "parameters": ev["parameters"]} for path, ev in recalibration.items()]
+        {"input": path, "parameters": ev["parameters"]} for path, ev in recalibration.items()
+    ]
     doc["files"] = entries
     return doc
 
@@ -147,8 +211,7 @@ def _versions() -> dict:
     import platform
     from importlib.metadata import PackageNotFoundError, version
 
-
-    out = {"calibcli": __version__, "python": platform.python_version()}
+    out: dict[str, str | None] = {"calibcli": __version__, "python": platform.python_version()}
     for name in ("numpy", "pyarrow", "matplotlib", "scipy", "jinja2"):
         try:
             out[name] = version(name)
@@ -157,8 +220,23 @@ def _versions() -> dict:
     return out
 
 
-def _measure(files, *, columns, reading, engine, mode, tcal_mode, class_weights, n_bins, strategy, n_boot, alpha, seed,
-             group_by, holdout) -> tuple[dict, dict, dict]:
+def _measure(
+    files,
+    *,
+    columns,
+    reading,
+    engine,
+    mode,
+    tcal_mode,
+    class_weights,
+    n_bins,
+    strategy,
+    n_boot,
+    alpha,
+    seed,
+    group_by,
+    holdout,
+) -> tuple[dict, dict, dict]:
     """The ``ece``, ``smece`` and ``tcal`` documents (each as the command prints it with ``--json`` for the
     same options), the diagrams (:func:`_draw`, keyed as the entries are) and, with a ``holdout`` fraction,
     each input's holdout split for ``recalibrate evaluate`` (by input path), from ONE pass over each input.
@@ -176,11 +254,20 @@ def _measure(files, *, columns, reading, engine, mode, tcal_mode, class_weights,
     recalibrate.evaluation`.
     """
     groups = cc.split_columns(group_by)
-    sources = cc.sources(files, cc.column_spec(**columns), input_format=reading["input_format"],
-                         drop_invalid=reading["drop_invalid"], pool=False, batch_rows=reading["batch_rows"],
-                         group_by=groups)
-    chosen = {"ece": dict(mode=mode, class_weights=class_weights, n_bins=n_bins, strategy=strategy),
-              "smece": dict(mode=mode, class_weights_scheme=class_weights), "tcal": dict(mode=tcal_mode)}
+    sources = cc.sources(
+        files,
+        cc.column_spec(**columns),
+        input_format=reading["input_format"],
+        drop_invalid=reading["drop_invalid"],
+        pool=False,
+        batch_rows=reading["batch_rows"],
+        group_by=groups,
+    )
+    chosen = {
+        "ece": dict(mode=mode, class_weights=class_weights, n_bins=n_bins, strategy=strategy),
+        "smece": dict(mode=mode, class_weights_scheme=class_weights),
+        "tcal": dict(mode=tcal_mode),
+    }
     docs, plans, declared = {}, {}, {}
     for name, family in FAMILIES.items():  # each family's options as its command would take them
         declared[name] = family.options(**chosen[name], n_boot=n_boot, alpha=alpha, seed=seed)
@@ -196,29 +283,44 @@ def _measure(files, *, columns, reading, engine, mode, tcal_mode, class_weights,
             doc["parameters"]["workers"] = runner.workers
         for stream in streams:
             fig_mode = mode or default_mode(stream.n_classes)
-            options = DiagramOptions(binned=True, smooth=True, n_bins=n_bins, strategy=strategy, n_boot=n_boot,
-                                        alpha=alpha, seed=seed,
-                                        max_problems=MAX_CLASSES if fig_mode == "marginal" else None)
+            options = DiagramOptions(
+                binned=True,
+                smooth=True,
+                n_bins=n_bins,
+                strategy=strategy,
+                n_boot=n_boot,
+                alpha=alpha,
+                seed=seed,
+                max_problems=MAX_CLASSES if fig_mode == "marginal" else None,
+            )
 
             def new(stream=stream, fig_mode=fig_mode, options=options):
                 members = {name: plan.new(stream) for name, plan in plans.items()}
-                members["diagrams"] = DiagramInputAccumulator(mode=fig_mode, n_classes=stream.n_classes,
-                                                                 class_names=stream.class_names, options=options)
+                members["diagrams"] = DiagramInputAccumulator(
+                    mode=fig_mode, n_classes=stream.n_classes, class_names=stream.class_names, options=options
+                )
                 if holdout is not None:
                     members["holdout"] = holdout_split(holdout, seed=seed, max_rows=EVALUATE_MAX_ROWS)
                 return Composite(members)
 
             accumulators, described = runner.run(stream, new)
             for name in plans:  # each family finished as its command finishes it, in the same order
-                cc.add_entries(docs[name], described, [(group, acc[name]) for group, acc in accumulators],
-                               gate=plans[name].gate, n_boot=plans[name].n_boot, headlines=headlines[name])
+                cc.add_entries(
+                    docs[name],
+                    described,
+                    [(group, acc[name]) for group, acc in accumulators],
+                    gate=plans[name].gate,
+                    n_boot=plans[name].n_boot,
+                    headlines=headlines[name],
+                )
             if holdout is not None:
                 splits[described["path"]] = accumulators[0][1]["holdout"]
             for group, acc in accumulators:
                 if len(drawn) >= MAX_DIAGRAMS:  # counted in the page's parameters, not drawn
                     break
                 drawn[(described["path"], json.dumps(group, sort_keys=True))] = _draw(
-                    acc["diagrams"], marginal=fig_mode == "marginal", n_classes=stream.n_classes, number=2 * len(drawn))
+                    acc["diagrams"], marginal=fig_mode == "marginal", n_classes=stream.n_classes, number=2 * len(drawn)
+                )
     for name in plans:
         cc.summarise_groups(docs[name], headlines[name])
     for name, family in FAMILIES.items():
@@ -234,9 +336,10 @@ def _draw(acc, *, marginal: bool, n_classes: int, number: int) -> dict:
     (fixed-size figures whatever the number of rows); ``number`` figures were drawn before (their ids)."""
     report = acc.result()
     curves = report.curves("", legend="")
-    panels = [dg.DiagramPanel(title=(c.problem if marginal else ""), binned=(c.binned,), smooth=(c.smooth,))
-              for c in curves]
-    drawn = {}
+    panels = [
+        dg.DiagramPanel(title=(c.problem if marginal else ""), binned=(c.binned,), smooth=(c.smooth,)) for c in curves
+    ]
+    drawn: dict[str, Any] = {}
     for kind in ("binned", "smooth"):
         number += 1
         fig = dg.plot_diagram(panels, kind=kind)
@@ -247,9 +350,18 @@ def _draw(acc, *, marginal: bool, n_classes: int, number: int) -> dict:
     return drawn
 
 
-@cc.with_groups(cc.own("json_output"), cc.COLUMNS, cc.READING, cc.DATASETS.only("group_by", "batch_rows"), cc.ENGINE,
-                cc.own("mode", "class_weights", "n_bins", "strategy"), cc.BOOTSTRAP, cc.OWN, AUDIT,
-                declared=recalibrate_family.ReportOptions)
+@cc.with_groups(
+    cc.own("json_output"),
+    cc.COLUMNS,
+    cc.READING,
+    cc.DATASETS.only("group_by", "batch_rows"),
+    cc.ENGINE,
+    cc.own("mode", "class_weights", "n_bins", "strategy"),
+    cc.BOOTSTRAP,
+    cc.OWN,
+    AUDIT,
+    declared=recalibrate_family.ReportOptions,
+)
 def report(files: ReportFiles, **options) -> None:
     """One self-contained HTML page: a verdict in plain words (is the model calibrated, how much, is it
     statistically real), the binned and smooth reliability diagrams, every metric with its interval, the
@@ -260,18 +372,34 @@ def report(files: ReportFiles, **options) -> None:
 
     Example: calibcli report sample_data/breast_cancer_nb.csv -o calibration.html"""
     given = {"files": files, **options}  # as parsed, for the page's footer
-    output, json_output, mode, class_weights, n_bins, strategy, method, holdout, title = (options[k] for k in (
-        "output", "json_output", "mode", "class_weights", "n_bins", "strategy", "method", "holdout", "title"))
+    output, json_output, mode, class_weights, n_bins, strategy, method, holdout, title = (
+        options[k]
+        for k in ("output", "json_output", "mode", "class_weights", "n_bins", "strategy", "method", "holdout", "title")
+    )
     n_boot, alpha, seed, group_by = options["n_boot"], options["alpha"], options["seed"], options["group_by"]
 
     require_jinja2()  # (the output paths are checked before this, in cc.command)
-    check_options({"mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS}, mode=mode, strategy=strategy,
-                  class_weights=class_weights, n_bins=n_bins, n_boot=n_boot, alpha=alpha, batch_rows=options["batch_rows"])
-    check_option(n_boot >= 1, f"--n-boot is {n_boot}: the report's T-Cal test draws its null distribution from "
-                 f"resamples: expected at least 1 (1000 or more for p-values below alpha/levels)")
+    check_options(
+        {"mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS},
+        mode=mode,
+        strategy=strategy,
+        class_weights=class_weights,
+        n_bins=n_bins,
+        n_boot=n_boot,
+        alpha=alpha,
+        batch_rows=options["batch_rows"],
+    )
+    check_option(
+        n_boot >= 1,
+        f"--n-boot is {n_boot}: the report's T-Cal test draws its null distribution from "
+        f"resamples: expected at least 1 (1000 or more for p-values below alpha/levels)",
+    )
     check_options(holdout=holdout)
-    check_option("-" not in files, "the report reads every input more than once (the recalibration comparison's fit "
-                 "and test parts), and standard input ('-') can be read once: save it to a file first")
+    check_option(
+        "-" not in files,
+        "the report reads every input more than once (the recalibration comparison's fit "
+        "and test parts), and standard input ('-') can be read once: save it to a file first",
+    )
     methods = tuple(dict.fromkeys(method)) if method else DEFAULT_METHODS
     for m in methods:
         cc.check_choice(m, METHOD_NAMES, "--method")
@@ -282,8 +410,7 @@ def report(files: ReportFiles, **options) -> None:
     segments = bool(cc.split_columns(options["segment_cols"]))
     if segments:  # the audit's options checked, and the inputs opened with the segment columns, before any work
         audited = audit_family.Options.of({**options, "alpha": alpha, "mode": mode if mode in AUDIT_MODES else None})
-        audit_sources = replace(cc.sources_of(files, {**options, "group_by": None}),
-                                segment_by=audited.columns)
+        audit_sources = replace(cc.sources_of(files, {**options, "group_by": None}), segment_by=audited.columns)
         audit_inputs = list(audit_sources.open())
 
     doc = build_document(
@@ -291,13 +418,23 @@ def report(files: ReportFiles, **options) -> None:
         columns={o.name: options[o.name] for o in cc.COLUMNS.options},
         reading=reading,
         engine={o.name: options[o.name] for o in cc.ENGINE.options},
-        mode=mode, class_weights=class_weights, n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha,
-        seed=seed, group_by=group_by, methods=methods, holdout=holdout, title=title,
+        mode=mode,
+        class_weights=class_weights,
+        n_bins=n_bins,
+        strategy=strategy,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
+        group_by=group_by,
+        methods=methods,
+        holdout=holdout,
+        title=title,
         command_line=command_line(given),
     )
     if segments:  # the audit section (calibcli.html.audit): its own pass over each input, with the segment columns
-        doc["audit"] = audit_section(audit_inputs, audit_sources, audited,
-                                     engine={o.name: options[o.name] for o in cc.ENGINE.options})
+        doc["audit"] = audit_section(
+            audit_inputs, audit_sources, audited, engine={o.name: options[o.name] for o in cc.ENGINE.options}
+        )
     page = render_page(doc)
     if json_output:
         write_atomic(json_output, to_json(doc) + "\n", "json_output")

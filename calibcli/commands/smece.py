@@ -10,8 +10,9 @@ from calibcli.pipeline import run
 from calibcli.report import emit_with_gates
 
 
-@cc.with_groups(cc.COLUMNS, cc.READING, cc.DATASETS, cc.ENGINE, cc.OWN, cc.BOOTSTRAP, cc.OUTPUT, cc.GATES,
-                declared=smooth.Options)
+@cc.with_groups(
+    cc.COLUMNS, cc.READING, cc.DATASETS, cc.ENGINE, cc.OWN, cc.BOOTSTRAP, cc.OUTPUT, cc.GATES, declared=smooth.Options
+)
 def smece(files: cc.Files, **options) -> None:
     """SmoothECE: the calibration error of the kernel-smoothed residual at the bandwidth where
     smECE_sigma = sigma (no bins, no bandwidth to choose), with a bootstrap interval in which the

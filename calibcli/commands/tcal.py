@@ -14,8 +14,9 @@ from calibcli.pipeline import run
 from calibcli.report import emit
 
 
-@cc.with_groups(cc.COLUMNS, cc.READING, cc.DATASETS, cc.OWN, cc.BOOTSTRAP, cc.ENGINE, cc.OUTPUT,
-                declared=tcal_family.Options)
+@cc.with_groups(
+    cc.COLUMNS, cc.READING, cc.DATASETS, cc.OWN, cc.BOOTSTRAP, cc.ENGINE, cc.OUTPUT, declared=tcal_family.Options
+)
 def tcal(files: cc.Files, **options) -> None:
     """Test the hypothesis of perfect calibration with T-Cal (adaptive debiased plug-in test,
     Lee et al.), or with exact binomial tests for predictors that take few distinct values; per group

@@ -187,11 +187,14 @@ def run_fragment(fragments, first=None, second: dict | None = None) -> Part:
     :class:`~calibcli.errors.CalibcliError` (as locally).
     """
     if second is not None:
+
         def new(key):
             return copy.deepcopy(second[key])
     else:
+
         def new(key):
             return copy.deepcopy(first)
+
     fragments = (fragments,) if isinstance(fragments, Fragment) else tuple(fragments)
     counts = RowCounts()
     batches = (batch for fragment in fragments for batch in fragment.batches(counts))
@@ -215,8 +218,10 @@ def merge_parts(parts, *, own: bool = True) -> Part:
                 out.groups[key].merge(acc)
             else:
                 if len(out.groups) >= MAX_GROUPS:
-                    raise CalibcliError(f"more than {MAX_GROUPS} distinct groups (at most {MAX_GROUPS} are reported, "
-                                        f"SPEC 8): group by fewer or coarser columns")
+                    raise CalibcliError(
+                        f"more than {MAX_GROUPS} distinct groups (at most {MAX_GROUPS} are reported, "
+                        f"SPEC 8): group by fewer or coarser columns"
+                    )
                 out.groups[key] = acc if own else copy.deepcopy(acc)
     return out
 

@@ -11,8 +11,9 @@ registered class; the ``--engine`` choices and help come from :data:`ENGINES` (:
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import ContextManager, Protocol, cast
+from typing import Protocol, TypeVar, cast
 
 
 class Engine(Protocol):
@@ -23,8 +24,10 @@ class Engine(Protocol):
     name: str
     #: Where it runs, as ``--engine``'s help says it after the name (:func:`engines_help`).
     where: str
-    #: Worker processes when the run starts (the report's ``workers``); None in this process.
-    workers: int | None
+
+    @property
+    def workers(self) -> int | None:
+        """Worker processes when the run starts (the report's ``workers``); None in this process."""
 
     def run(self, stream, new) -> tuple[list[tuple[dict | None, object]], dict]:
         """The stream's entries ``(group values or None, accumulator)`` and its report input section."""
@@ -34,15 +37,17 @@ class Engine(Protocol):
         """Refuse options this engine cannot take (a :class:`~calibcli.errors.CalibcliError`), before any work."""
 
     @classmethod
-    def open(cls, *, scheduler: str | None, workers: int | None, progress=None) -> ContextManager["Engine"]:
+    def open(cls, *, scheduler: str | None, workers: int | None, progress=None) -> AbstractContextManager[Engine]:
         """The engine, ready to run, for as long as the context lasts."""
 
 
 #: Every engine by name, in the order ``--help`` lists them.
-ENGINES: dict[str, type] = {}
+ENGINES: dict[str, type[Engine]] = {}
+
+E = TypeVar("E", bound=type[Engine])
 
 
-def register(cls: type) -> type:
+def register(cls: E) -> E:
     """Class decorator: ``cls`` runs under ``--engine cls.name``."""
     ENGINES[cls.name] = cls
     return cls

@@ -50,8 +50,9 @@ def require_distributed() -> None:
     try:
         import distributed  # noqa: F401
     except ImportError:
-        raise CalibcliError(f"{{opt:engine}} dask needs the package distributed, which is not installed: "
-                            f"{INSTALL_HINT}") from None
+        raise CalibcliError(
+            f"{{opt:engine}} dask needs the package distributed, which is not installed: {INSTALL_HINT}"
+        ) from None
 
 
 @register
@@ -66,8 +67,9 @@ class DaskEngine:
     name = "dask"
     where = "a Dask cluster: --scheduler, or a local one of --workers processes"
 
-    def __init__(self, client, *, workers: int, progress=None, task_rows: int | None = None,
-                 split_every: int | None = None):
+    def __init__(
+        self, client, *, workers: int, progress=None, task_rows: int | None = None, split_every: int | None = None
+    ):
         self.client = client
         self.split_every = split_every or SPLIT_EVERY
         self.workers = workers
@@ -80,8 +82,10 @@ class DaskEngine:
     def check(cls, scheduler: str | None, workers: int | None) -> None:
         """``--scheduler`` or ``--workers`` (not both), and ``distributed`` installed."""
         if scheduler is not None and workers is not None:
-            raise CalibcliError("--scheduler and --workers both say where to run: --scheduler uses a running cluster, "
-                                "--workers starts a local one; give one of them")
+            raise CalibcliError(
+                "--scheduler and --workers both say where to run: --scheduler uses a running cluster, "
+                "--workers starts a local one; give one of them"
+            )
         if workers is not None and workers < 1:
             raise CalibcliError(f"--workers is {workers}: expected at least 1 worker process")
         require_distributed()
@@ -93,8 +97,12 @@ class DaskEngine:
 
     def run(self, stream, new) -> tuple[list[tuple[dict | None, object]], dict]:
         """The stream's entries ``(group values or None, accumulator)`` and its report input section."""
-        entries, counts = run_fragments(stream, new, lambda fragments, **templates: self.reduce(
-            fragments, description=f"{stream.name}: fragments", **templates), map_files=self.map_files)
+        entries, counts = run_fragments(
+            stream,
+            new,
+            lambda fragments, **templates: self.reduce(fragments, description=f"{stream.name}: fragments", **templates),
+            map_files=self.map_files,
+        )
         return entries, stream.describe(counts)
 
     def map_files(self, function, files: list[tuple]) -> list:
@@ -106,8 +114,14 @@ class DaskEngine:
         if not any(_in_object_store(location) for _, location, _ in files):
             return map_in_threads(function, files)
         paths, locations, formats = (list(column) for column in zip(*files, strict=True))
-        futures = self.client.map(functools.partial(_portable_call, function), paths, locations, formats, pure=False,
-                                  key=[f"calibcli-footer-{self._run}-{i:07d}" for i in range(len(files))])
+        futures = self.client.map(
+            functools.partial(_portable_call, function),
+            paths,
+            locations,
+            formats,
+            pure=False,
+            key=[f"calibcli-footer-{self._run}-{i:07d}" for i in range(len(files))],
+        )
         try:
             return self.client.gather(futures)
         except CalibcliError:
@@ -127,11 +141,25 @@ class DaskEngine:
         if not fragments:
             return Part()
         tasks = pack_fragments(fragments, self.task_rows or task_rows(fragments, self.workers))
-        return self.reduce_tasks(tasks, first if second is None else second, second=second is not None,
-                                 description=description, n_fragments=len(fragments))
+        return self.reduce_tasks(
+            tasks,
+            first if second is None else second,
+            second=second is not None,
+            description=description,
+            n_fragments=len(fragments),
+        )
 
-    def reduce_tasks(self, tasks: list, template, *, second: bool = False, description: str = "fragments",
-                     n_fragments: int | None = None, leaf=None, merge=None):
+    def reduce_tasks(
+        self,
+        tasks: list,
+        template,
+        *,
+        second: bool = False,
+        description: str = "fragments",
+        n_fragments: int | None = None,
+        leaf=None,
+        merge=None,
+    ):
         """The merged part of ``tasks`` (each a tuple whose items have a ``path``, the first one naming the task
         in messages; the progress bar counts the items), reduced on the cluster as :meth:`reduce` says.
 
@@ -143,14 +171,21 @@ class DaskEngine:
 
         self._passes += 1
         tag = f"{self._run}-{self._passes}"
-        graph, blocks, root = reduction_graph(tasks, template, tag, self.split_every, second=second,
-                                              leaf=leaf or _fragment_leaf, merge=merge or merge_parts)
+        graph, blocks, root = reduction_graph(
+            tasks,
+            template,
+            tag,
+            self.split_every,
+            second=second,
+            leaf=leaf or _fragment_leaf,
+            merge=merge or merge_parts,
+        )
         client = self.client
         block_of = {key: b for b, (key, _) in enumerate(blocks)}
         leaf_of = {f"calibcli-fragment-{tag}-{i:07d}": i for i in range(len(tasks))}
         futures = client.get(graph, [key for key, _ in blocks] + ([root] if len(blocks) > 1 else []), sync=False)
         root_future = futures[-1]
-        futures = futures[:len(blocks)]
+        futures = futures[: len(blocks)]
         done: dict[int, BaseException | None] = {}  # block -> None (its part is ready), or the error to raise
         first_error: int | None = None
         next_block = 0
@@ -166,15 +201,18 @@ class DaskEngine:
                         first_task, last_task = blocks[b][1]
                         advance(sum(len(tasks[i]) for i in range(first_task, last_task)))
                         if future.status == "cancelled":
-                            done[b] = CalibcliError(f"{tasks[first_task][0].path}: its task was cancelled on the Dask "
-                                                    f"cluster (scheduler restarted, or cancelled by hand): run the "
-                                                    f"command again")
+                            done[b] = CalibcliError(
+                                f"{tasks[first_task][0].path}: its task was cancelled on the Dask "
+                                f"cluster (scheduler restarted, or cancelled by hand): run the "
+                                f"command again"
+                            )
                         elif future.status == "error":
                             exc = future.exception()
                             if first_error is None or b < first_error:
                                 first_error = b
-                                later = [f for f in [*futures[b + 1:], root_future]
-                                         if f is not None and f is not future]
+                                later = [
+                                    f for f in [*futures[b + 1 :], root_future] if f is not None and f is not future
+                                ]
                                 if later:
                                     client.cancel(later)
                             task = leaf_of.get(_key_of(getattr(exc, "task", None)) or "", first_task)
@@ -221,8 +259,16 @@ class _Box:
         return (_Box, (self.value,))
 
 
-def reduction_graph(tasks: list[tuple], template, tag: str, split_every: int = SPLIT_EVERY, *, second: bool = False,
-                    leaf=None, merge=None):
+def reduction_graph(
+    tasks: list[tuple],
+    template,
+    tag: str,
+    split_every: int = SPLIT_EVERY,
+    *,
+    second: bool = False,
+    leaf=None,
+    merge=None,
+):
     """The task graph of one pass: a template task (``template``: an empty accumulator, or with ``second``
     the second pass's templates by group key; it travels once), a task per run of fragments, block tasks over
     ``split_every`` consecutive tasks each, and ``split_every``-ary merge tasks above the blocks up to one
@@ -240,7 +286,7 @@ def reduction_graph(tasks: list[tuple], template, tag: str, split_every: int = S
     level = []
     for b, start in enumerate(range(0, len(leaves), split_every)):
         key = f"calibcli-block-{tag}-{b:07d}"
-        graph[key] = (_block, merge, *leaves[start:start + split_every])
+        graph[key] = (_block, merge, *leaves[start : start + split_every])
         blocks.append((key, (start, min(start + split_every, len(leaves)))))
         level.append(key)
     depth = 0
@@ -249,7 +295,7 @@ def reduction_graph(tasks: list[tuple], template, tag: str, split_every: int = S
         above = []
         for m, start in enumerate(range(0, len(level), split_every)):
             key = f"calibcli-merge-{tag}-{depth}-{m:07d}"
-            graph[key] = (_merge, merge, *level[start:start + split_every])
+            graph[key] = (_merge, merge, *level[start : start + split_every])
             above.append(key)
         level = above
     return graph, blocks, level[0]
@@ -365,8 +411,13 @@ def scheduler_address(scheduler: str | None) -> str | None:
 
 
 @contextmanager
-def dask_engine(*, scheduler: str | None = None, workers: int | None = None, progress=None,
-                announce: Callable[[str], None] | None = None) -> Iterator[DaskEngine]:
+def dask_engine(
+    *,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress=None,
+    announce: Callable[[str], None] | None = None,
+) -> Iterator[DaskEngine]:
     """A :class:`DaskEngine` on an existing cluster (``scheduler``: an address such as
     ``tcp://10.0.0.5:8786``, or the path of a scheduler file), or on a ``LocalCluster`` of ``workers``
     processes (default: one per CPU) started now and closed on leaving, whatever happens.
@@ -386,8 +437,10 @@ def dask_engine(*, scheduler: str | None = None, workers: int | None = None, pro
         if address is not None:
             client = stack.enter_context(_connect(Client, address))
             n_workers = len(client.nthreads())
-            say(f"Dask: connected to {client.scheduler.address} ({n_workers} workers); "
-                f"dashboard {client.dashboard_link}")
+            say(
+                f"Dask: connected to {client.scheduler.address} ({n_workers} workers); "
+                f"dashboard {client.dashboard_link}"
+            )
         else:
             import dask
             from dask.system import CPU_COUNT
@@ -396,17 +449,24 @@ def dask_engine(*, scheduler: str | None = None, workers: int | None = None, pro
             n_workers = CPU_COUNT if workers is None else workers
             try:
                 with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ()}):
-                    cluster = stack.enter_context(LocalCluster(
-                        n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                        dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL if quiet else logging.WARNING,
-                    ))
+                    cluster = stack.enter_context(
+                        LocalCluster(
+                            n_workers=n_workers,
+                            threads_per_worker=1,
+                            processes=True,
+                            host="127.0.0.1",
+                            dashboard_address="127.0.0.1:0",
+                            silence_logs=logging.CRITICAL if quiet else logging.WARNING,
+                        )
+                    )
             except KeyboardInterrupt:  # a signal while the cluster starts: no cluster to close, only processes
                 _abandon_starting_cluster()
                 raise
             stack.callback(_stop_workers, cluster)  # runs before the cluster's own close
             client = stack.enter_context(Client(cluster))
-            say(f"Dask: a local cluster of {n_workers} worker processes; "
-                f"dashboard {_dashboard(cluster.dashboard_link)}")
+            say(
+                f"Dask: a local cluster of {n_workers} worker processes; dashboard {_dashboard(cluster.dashboard_link)}"
+            )
         yield DaskEngine(client, workers=n_workers, progress=progress, task_rows=rows)
 
 
@@ -421,8 +481,9 @@ def task_rows_setting() -> int | None:
     except ValueError:
         rows = 0
     if rows < 1:
-        raise CalibcliError(f"CALIBCLI_TASK_ROWS is {value!r}: expected a whole number of rows, at least 1 "
-                            f"(or unset it)")
+        raise CalibcliError(
+            f"CALIBCLI_TASK_ROWS is {value!r}: expected a whole number of rows, at least 1 (or unset it)"
+        )
     return rows
 
 
@@ -535,12 +596,16 @@ def _scheduler_file_address(path: str) -> str:
     except OSError as exc:
         raise CalibcliError(f"cannot read the Dask scheduler file {path} ({exc.strerror or exc}): {_HINT}") from None
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise CalibcliError(f"{path} is not a Dask scheduler file (not JSON): expected the file written by "
-                            f"`dask scheduler --scheduler-file`, or an address tcp://HOST:PORT") from None
+        raise CalibcliError(
+            f"{path} is not a Dask scheduler file (not JSON): expected the file written by "
+            f"`dask scheduler --scheduler-file`, or an address tcp://HOST:PORT"
+        ) from None
     address = info.get("address") if isinstance(info, dict) else None
     if not isinstance(address, str) or not address:
-        raise CalibcliError(f"{path} is not a Dask scheduler file (no \"address\"): expected the file written by "
-                            f"`dask scheduler --scheduler-file`, or an address tcp://HOST:PORT")
+        raise CalibcliError(
+            f'{path} is not a Dask scheduler file (no "address"): expected the file written by '
+            f"`dask scheduler --scheduler-file`, or an address tcp://HOST:PORT"
+        )
     return address
 
 
@@ -549,8 +614,9 @@ def _check_address(address: str) -> None:
     rest = address.split("://", 1)[-1]
     host, sep, port = rest.rpartition(":")
     if sep and host and port.isdigit() and not 0 < int(port) < 65536:
-        raise CalibcliError(f"cannot connect to a Dask scheduler at {address}: port {port} is not a TCP port "
-                            f"(1 to 65535): {_HINT}")
+        raise CalibcliError(
+            f"cannot connect to a Dask scheduler at {address}: port {port} is not a TCP port (1 to 65535): {_HINT}"
+        )
 
 
 @contextmanager

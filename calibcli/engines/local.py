@@ -15,7 +15,7 @@ class LocalEngine:
 
     name = "local"
     where = "this process"
-    workers = None
+    workers: int | None = None
 
     def run(self, stream, new) -> tuple[list[tuple[dict | None, object]], dict]:
         """The stream's entries ``(group values or None, accumulator)`` and its report input section."""
@@ -25,8 +25,10 @@ class LocalEngine:
     @classmethod
     def check(cls, scheduler: str | None, workers: int | None) -> None:
         if scheduler is not None or workers is not None:
-            raise CalibcliError(f"{'--scheduler' if scheduler is not None else '--workers'} is for --engine dask: "
-                                f"add --engine dask, or drop it")
+            raise CalibcliError(
+                f"{'--scheduler' if scheduler is not None else '--workers'} is for --engine dask: "
+                f"add --engine dask, or drop it"
+            )
 
     @classmethod
     @contextmanager

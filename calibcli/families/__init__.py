@@ -68,10 +68,12 @@ class Bootstrap(Declared):
 class Gates(Declared):
     """The threshold gates on a metric's estimate and on its interval's upper end."""
 
-    fail_above: float | None = option(None, "--fail-above",
-                                         help="Exit 1 when the gated metric's estimate exceeds this value.")
+    fail_above: float | None = option(
+        None, "--fail-above", help="Exit 1 when the gated metric's estimate exceeds this value."
+    )
     fail_above_upper: float | None = option(
-        None, "--fail-above-upper", help="Exit 1 when the upper end of the gated metric's interval exceeds this value.")
+        None, "--fail-above-upper", help="Exit 1 when the upper end of the gated metric's interval exceeds this value."
+    )
 
 
 @dataclass(frozen=True)
@@ -104,11 +106,21 @@ def split_columns(value: str | None) -> tuple[str, ...]:
 def sources_parameters(*, weighted: bool, group_by: tuple[str, ...], pool: bool, batch_rows: int, engine: str) -> dict:
     """The part of every streaming family's parameter block that echoes the sources and engine options (the
     weights, groups, pooling, batch size and engine), in report order."""
-    return {"weights": "frequency weights" if weighted else None, "group_by": list(group_by) or None, "pool": pool,
-            "batch_rows": batch_rows, "engine": engine}
+    return {
+        "weights": "frequency weights" if weighted else None,
+        "group_by": list(group_by) or None,
+        "pool": pool,
+        "batch_rows": batch_rows,
+        "engine": engine,
+    }
 
 
 def sources_block(sources, engine: str) -> dict:
     """:func:`sources_parameters` of a :class:`calibcli.io.Sources`."""
-    return sources_parameters(weighted=sources.spec.weight_col is not None, group_by=sources.group_by,
-                              pool=sources.pool, batch_rows=sources.batch_rows, engine=engine)
+    return sources_parameters(
+        weighted=sources.spec.weight_col is not None,
+        group_by=sources.group_by,
+        pool=sources.pool,
+        batch_rows=sources.batch_rows,
+        engine=engine,
+    )

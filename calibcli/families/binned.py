@@ -42,8 +42,9 @@ def plan(o: Options, sources, engine: str) -> Plan:
     """``ece``'s document (its parameters; entries come from :func:`calibcli.pipeline.add_entries`) and
     ``new(stream)``, the input accumulator of a stream: the command apart from running it, so that
     ``calibcli report`` feeds it in one pass beside the other families."""
-    options = BinnedOptions(n_bins=o.n_bins, strategy=o.strategy, n_boot=o.n_boot, alpha=o.alpha, seed=o.seed,
-                            class_weights=o.class_weights)
+    options = BinnedOptions(
+        n_bins=o.n_bins, strategy=o.strategy, n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, class_weights=o.class_weights
+    )
     gate = o.gate
     doc = new_document(
         "ece",
@@ -52,7 +53,7 @@ def plan(o: Options, sources, engine: str) -> Plan:
             "edges_convention": EDGE_CONVENTION,
             **o.shown("mode", "class_weights", "n_boot"),
             "bootstrap": "Poisson, keyed by (seed, global row index); per row up to "
-                         f"{options.row_limit} rows, from per-bin sufficient statistics beyond",
+            f"{options.row_limit} rows, from per-bin sufficient statistics beyond",
             "alpha": o.alpha,
             "confidence_level": 1.0 - o.alpha,
             "seed": o.seed,

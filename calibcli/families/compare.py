@@ -21,22 +21,38 @@ PAIRINGS = ("auto", "order", "none")
 class Options(Bootstrap):
     """``compare``'s options, declared once."""
 
-    id_col: str | None = option(None, "--id-col", help="Pair the rows of both inputs by this ID column (present in "
-                                "both; the candidate is held in memory). Default: pair by row order when the labels "
-                                "agree row by row.")
-    pairing: str = option("auto", "--pairing", help="auto (by --id-col, else by row order when the labels agree, else "
-                          "unpaired), order (an error when the rows are not the same examples), or none (independent "
-                          "bootstraps).", choices=PAIRINGS)
+    id_col: str | None = option(
+        None,
+        "--id-col",
+        help="Pair the rows of both inputs by this ID column (present in "
+        "both; the candidate is held in memory). Default: pair by row order when the labels "
+        "agree row by row.",
+    )
+    pairing: str = option(
+        "auto",
+        "--pairing",
+        help="auto (by --id-col, else by row order when the labels agree, else "
+        "unpaired), order (an error when the rows are not the same examples), or none (independent "
+        "bootstraps).",
+        choices=PAIRINGS,
+    )
     mode: str | None = mode_field()
     class_weights: str = declared("uniform", CLASS_WEIGHTS_PARAM)
     n_bins: int = declared(15, N_BINS)
     strategy: str = declared("uniform", STRATEGY)
     smece: bool = option(False, "--smece", help="Compare the SmoothECE as well (SPEC 3).")
-    fail_if_worse: list[str] | None = option(None, "--fail-if-worse", metavar="METRIC", help="Exit 1 when the "
-                                             "candidate is worse on METRIC and the interval of the difference excludes "
-                                             "0 (repeatable).")
-    fail_if_worse_by: list[str] | None = option(None, "--fail-if-worse-by", metavar="METRIC=X", help="Exit 1 when the "
-                                                "candidate is worse on METRIC by more than X (repeatable).")
+    fail_if_worse: list[str] | None = option(
+        None,
+        "--fail-if-worse",
+        metavar="METRIC",
+        help="Exit 1 when the candidate is worse on METRIC and the interval of the difference excludes 0 (repeatable).",
+    )
+    fail_if_worse_by: list[str] | None = option(
+        None,
+        "--fail-if-worse-by",
+        metavar="METRIC=X",
+        help="Exit 1 when the candidate is worse on METRIC by more than X (repeatable).",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -24,8 +24,12 @@ class Options(GatedMetrics):
     mode: str | None = mode_field()
     class_weights_scheme: str = declared("uniform", CLASS_WEIGHTS_PARAM)
     sigma: float | None = option(
-        None, "--sigma", help="Kernel bandwidth: report smECE at this sigma. Default: the fixed point sigma* = "
-        "smECE_sigma* (solved to 1e-7), the SmoothECE proper.", shown=_sigma_shown)
+        None,
+        "--sigma",
+        help="Kernel bandwidth: report smECE at this sigma. Default: the fixed point sigma* = "
+        "smECE_sigma* (solved to 1e-7), the SmoothECE proper.",
+        shown=_sigma_shown,
+    )
 
     @property
     def gate_metric(self) -> str:
@@ -37,8 +41,9 @@ def plan(o: Options, sources, engine: str) -> Plan:
     ``new(stream)``, the input accumulator of a stream: the command apart from running it, so that
     ``calibcli report`` feeds it in one pass beside the other families."""
     sigma = o.sigma
-    options = SmoothOptions(sigma=sigma, n_boot=o.n_boot, alpha=o.alpha, seed=o.seed,
-                            class_weights=o.class_weights_scheme)
+    options = SmoothOptions(
+        sigma=sigma, n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, class_weights=o.class_weights_scheme
+    )
     metric = options.metric
     gate = o.gate
     doc = new_document(
@@ -52,8 +57,8 @@ def plan(o: Options, sources, engine: str) -> Plan:
             "marginal_aggregate": "sum_k v_k smECE_k (the lp rule with p = 1)",
             "n_boot": o.n_boot,
             "bootstrap": "Poisson, keyed by (seed, global row index); per row up to "
-                         f"{options.row_limit} rows, from per-cell sufficient statistics beyond"
-                         + (", bandwidth re-solved on each resample" if sigma is None else ", fixed sigma"),
+            f"{options.row_limit} rows, from per-cell sufficient statistics beyond"
+            + (", bandwidth re-solved on each resample" if sigma is None else ", fixed sigma"),
             "first_pass_grid_cells": calibcli.smooth.STATS_GRID,  # read at run time: the library may change it
             "alpha": o.alpha,
             "confidence_level": 1.0 - o.alpha,

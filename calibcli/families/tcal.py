@@ -27,34 +27,61 @@ class Options(Bootstrap):
     (the T-Cal family's, and the classical tests' of :mod:`calibcli.families.clinical`)."""
 
     mode: str | None = option(
-        None, "--mode", help="binary, top-label or canonical (the whole probability vector, equal-volume simplex "
-        "bins). Default: binary for one or two probability columns, top-label for K > 2.", choices=TCAL_MODES,
-        shown=auto)
+        None,
+        "--mode",
+        help="binary, top-label or canonical (the whole probability vector, equal-volume simplex "
+        "bins). Default: binary for one or two probability columns, top-label for K > 2.",
+        choices=TCAL_MODES,
+        shown=auto,
+    )
     smoothness: float | None = option(
-        None, "--smoothness", help="Holder smoothness s of the miscalibration, if known: single-scale test with "
-        "m* = floor(n^(2/(4s+K-1))) bins. Default: the adaptive test over the dyadic levels m = 2, 4, ..., 2^L.")
+        None,
+        "--smoothness",
+        help="Holder smoothness s of the miscalibration, if known: single-scale test with "
+        "m* = floor(n^(2/(4s+K-1))) bins. Default: the adaptive test over the dyadic levels m = 2, 4, ..., 2^L.",
+    )
     null: str = option(
-        "y-bootstrap", "--null", help="Null distribution: y-bootstrap (keep z, redraw y ~ Bernoulli(z); exact "
+        "y-bootstrap",
+        "--null",
+        help="Null distribution: y-bootstrap (keep z, redraw y ~ Bernoulli(z); exact "
         "p-values), consistency (also resample z; approximate) or chebyshev (no resampling; conservative critical "
-        "values of Theorem 3.1).", choices=NULLS)
+        "values of Theorem 3.1).",
+        choices=NULLS,
+    )
     combine: str = option(
-        "bonferroni", "--combine", help="Combining the levels: bonferroni (reject if some level has p <= alpha/L) or "
-        "min-p (min_b p_b calibrated over the same resamples; exact and more powerful).", choices=COMBINES)
+        "bonferroni",
+        "--combine",
+        help="Combining the levels: bonferroni (reject if some level has p <= alpha/L) or "
+        "min-p (min_b p_b calibrated over the same resamples; exact and more powerful).",
+        choices=COMBINES,
+    )
     discrete: str = option(
-        "auto", "--discrete", help="Exact binomial test per distinct prediction value instead of T-Cal: auto (when "
-        "the predictor takes at most sqrt(n) distinct values), yes or no.", choices=DISCRETE_CHOICES)
+        "auto",
+        "--discrete",
+        help="Exact binomial test per distinct prediction value instead of T-Cal: auto (when "
+        "the predictor takes at most sqrt(n) distinct values), yes or no.",
+        choices=DISCRETE_CHOICES,
+    )
     max_rows: int = option(
-        MAX_ROWS, "--max-rows", help="T-Cal runs on every row up to this many, else on the bottom-k sample of this "
+        MAX_ROWS,
+        "--max-rows",
+        help="T-Cal runs on every row up to this many, else on the bottom-k sample of this "
         "many rows (smallest hash of (seed, row index); the same however the data are split). The binomial test "
-        "counts every row. --test ecce is exact up to this many rows and uses every row on a fine score grid beyond.")
+        "counts every row. --test ecce is exact up to this many rows and uses every row on a fine score grid beyond.",
+    )
     test: str = option(
-        "auto", "--test", help="Which test: auto (T-Cal, or the exact binomial test when --discrete says so), tcal, "
+        "auto",
+        "--test",
+        help="Which test: auto (T-Cal, or the exact binomial test when --discrete says so), tcal, "
         "binomial, spiegelhalter (Spiegelhalter's Z, 1986) or hosmer-lemeshow (C-hat over --n-bins deciles of risk, "
         "G - 2 df; depends on the grouping, weak at small n, rejects nearly every model at large n) or ecce "
         "(ECCE-R/sigma against the range of Brownian motion, SPEC 9: no bins, O(n log n); exact up to --max-rows "
-        "rows, a 2^16-cell score grid with its error bound beyond).", choices=TESTS)
+        "rows, a 2^16-cell score grid with its error bound beyond).",
+        choices=TESTS,
+    )
     n_bins: int | None = option(
-        None, "--n-bins", help="Groups of the Hosmer-Lemeshow test (quantile bins of the predictions). Default: 10.")
+        None, "--n-bins", help="Groups of the Hosmer-Lemeshow test (quantile bins of the predictions). Default: 10."
+    )
     fail_on_reject: bool = option(False, "--fail-on-reject", help="Exit 1 when the test rejects perfect calibration.")
     n_boot: int = option(1000, "--n-boot", help="Resamples for the null distribution; one set serves every level.")
     alpha: float = option(0.05, "--alpha", help="Level of the test: reject when the p-value is at most alpha.")
@@ -62,11 +89,14 @@ class Options(Bootstrap):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.n_bins is not None and self.test != "hosmer-lemeshow":
-            raise CalibcliError(f"--n-bins sets the groups of --test hosmer-lemeshow, and --test is {self.test}: "
-                                "drop --n-bins")
+            raise CalibcliError(
+                f"--n-bins sets the groups of --test hosmer-lemeshow, and --test is {self.test}: drop --n-bins"
+            )
         if self.test in ("tcal", "binomial") and self.discrete not in ("auto", self.wanted_discrete):
-            raise CalibcliError(f"--test {self.test} and --discrete {self.discrete} disagree: --test {self.test} is "
-                                f"--discrete {self.wanted_discrete}")
+            raise CalibcliError(
+                f"--test {self.test} and --discrete {self.discrete} disagree: --test {self.test} is "
+                f"--discrete {self.wanted_discrete}"
+            )
         if self.test not in CLINICAL_TESTS and self.null == "chebyshev" and self.combine == "min-p":
             raise CalibcliError(
                 "--combine min-p calibrates the minimum p-value over resamples, and --null chebyshev draws none: "
@@ -84,8 +114,16 @@ def plan(o: Options, sources, engine: str) -> Plan:
     then :func:`finish_entries`) and ``new(stream)``, the input accumulator of a stream: the command apart from
     running it, so that ``calibcli report`` feeds it in one pass beside the other families."""
     discrete = o.wanted_discrete
-    options = TcalOptions(smoothness=o.smoothness, null=o.null, n_boot=o.n_boot, combine=o.combine, alpha=o.alpha,
-                          seed=o.seed, discrete=discrete, max_rows=o.max_rows)
+    options = TcalOptions(
+        smoothness=o.smoothness,
+        null=o.null,
+        n_boot=o.n_boot,
+        combine=o.combine,
+        alpha=o.alpha,
+        seed=o.seed,
+        discrete=discrete,
+        max_rows=o.max_rows,
+    )
     doc = new_document(
         "tcal",
         {
@@ -97,10 +135,10 @@ def plan(o: Options, sources, engine: str) -> Plan:
             "discrete": discrete,
             "discrete_rule": DISCRETE_RULE,
             "discrete_counts": f"per distinct value over every row, up to {options.max_distinct} values "
-                               "(more: the predictor is continuous)",
+            "(more: the predictor is continuous)",
             "max_rows": o.max_rows,
             "sample": f"T-Cal runs on every row up to {o.max_rows} rows, else on the bottom-k sample of {o.max_rows} "
-                      "rows with the smallest hash of (seed, global row index)",
+            "rows with the smallest hash of (seed, global row index)",
             "statistic": STATISTIC_NAME,
             "binning": "equal-width bins [j/m, (j+1)/m), the last closed (binary, top-label); "
             "equal-volume simplex cells (canonical, SPEC 4.3)",
@@ -149,8 +187,10 @@ def _gate(entry: dict, alpha: float, active: bool) -> list[str]:
     r = entry["result"]
     failures = []
     if r["reject"]:
-        failures.append(f"{entry_label(entry)}: {entry['test']} rejects perfect calibration "
-                        f"(p-value {r['p_value']:.4g} <= alpha {alpha:g})")
+        failures.append(
+            f"{entry_label(entry)}: {entry['test']} rejects perfect calibration "
+            f"(p-value {r['p_value']:.4g} <= alpha {alpha:g})"
+        )
     entry["gate"] = {"fail_on_reject": True, "passed": not failures, "failures": failures}
     return failures
 

@@ -24,8 +24,10 @@ def require_jinja2():
     try:
         import jinja2
     except ModuleNotFoundError:
-        raise CalibcliError("the HTML report needs Jinja2, which is not installed: pip install 'calibcli[report]' "
-                            "(or pip install jinja2)") from None
+        raise CalibcliError(
+            "the HTML report needs Jinja2, which is not installed: pip install 'calibcli[report]' "
+            "(or pip install jinja2)"
+        ) from None
     return jinja2
 
 
@@ -37,8 +39,9 @@ _LONG_DECIMAL = re.compile(r"(\d\.\d\d)\d+")
 
 def svg_fragment(svg: str, *, prefix: str) -> str:
     """Matplotlib's SVG file as an element to inline in HTML: no XML declaration, doctype, comments or
-    metadata (whose RDF names are URLs) or indentation, path coordinates to 0.01 pt, every id prefixed with ``prefix`` (several figures share one page's
-    id space), and no fixed width or height, so CSS scales it (the viewBox keeps the aspect ratio)."""
+    metadata (whose RDF names are URLs) or indentation, path coordinates to 0.01 pt, every id prefixed with
+    ``prefix`` (several figures share one page's id space), and no fixed width or height, so CSS scales it (the
+    viewBox keeps the aspect ratio)."""
     svg = _XML_HEAD.sub("", svg).strip()
     # path coordinates to 0.01 pt (matplotlib writes 6 decimals): a third of the size, no visible change
     svg = _PATH_DATA.sub(lambda m: ' d="' + " ".join(_LONG_DECIMAL.sub(r"\1", m.group(1)).split()) + '"', svg)
@@ -63,8 +66,12 @@ def page_data(doc: dict) -> dict:
             e["diagrams"] = {k: (SVG_IN_PAGE if k in ("binned", "smooth") else v) for k, v in e["diagrams"].items()}
         out["files"].append(e)
     if doc.get("audit"):  # the segment audit's figures (calibcli.html.audit)
-        out["audit"] = {**doc["audit"], "files": [
-            {**e, "figure": e["figure"] and {**e["figure"], "svg": SVG_IN_PAGE}} for e in doc["audit"]["files"]]}
+        out["audit"] = {
+            **doc["audit"],
+            "files": [
+                {**e, "figure": e["figure"] and {**e["figure"], "svg": SVG_IN_PAGE}} for e in doc["audit"]["files"]
+            ],
+        }
     return out
 
 
@@ -87,10 +94,18 @@ def metric_rows(entry: dict) -> list[dict]:
         for problem, metrics in entry_sections(entry[source]):
             for name, m in metrics.items():
                 spec = REGISTRY.get(name)
-                rows.append({"problem": problem, "metric": name, "estimate": m.get("estimate"), "ci_low": m.get("ci_low"),
-                             "ci_high": m.get("ci_high"), "bound": m.get("upper_bound"),
-                             "description": spec.description if spec else (m.get("note") or ""),
-                             "better": spec.better if spec else ""})
+                rows.append(
+                    {
+                        "problem": problem,
+                        "metric": name,
+                        "estimate": m.get("estimate"),
+                        "ci_low": m.get("ci_low"),
+                        "ci_high": m.get("ci_high"),
+                        "bound": m.get("upper_bound"),
+                        "description": spec.description if spec else (m.get("note") or ""),
+                        "better": spec.better if spec else "",
+                    }
+                )
     return rows
 
 
@@ -117,36 +132,49 @@ def path_breaks(text: str):
         if not re.search(r"[/\\_-]", token):
             return escape(token)
         return Markup("<wbr>").join(
-            Markup('<span class="path-part">') + Markup("<wbr>").join(escape(w) for w in _WORD_JOINT.split(part))
-            + Markup("</span>") for part in _PATH_PART.findall(token))
+            Markup('<span class="path-part">')
+            + Markup("<wbr>").join(escape(w) for w in _WORD_JOINT.split(part))
+            + Markup("</span>")
+            for part in _PATH_PART.findall(token)
+        )
 
     return Markup("").join(escape(t) if t.isspace() or not t else word(t) for t in _SPACES.split(text))
 
 
 def render_page(doc: dict) -> str:
     """The HTML page of a report document (:mod:`calibcli.commands.report`)."""
-    from calibcli.report import fmt_interval, fmt_number
-
     from markupsafe import Markup
 
+    from calibcli.report import fmt_interval, fmt_number
     from calibcli.safe_text import html_text
 
     jinja2 = require_jinja2()
     # finalize: every value a template prints, before autoescape, has its bidirectional controls and control
     # characters made visible (names, group values and class names from the data); markup built on purpose
     # (the SVG figures, the stylesheet, path_breaks' output) is left as it is
-    env = jinja2.Environment(loader=jinja2.PackageLoader("calibcli.html", "templates"),
-                             autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
-                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
-                             finalize=lambda v: html_text(v) if isinstance(v, str) and not isinstance(v, Markup) else v)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("calibcli.html", "templates"),
+        autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+        finalize=lambda v: html_text(v) if isinstance(v, str) and not isinstance(v, Markup) else v,
+    )
     env.filters["num"] = fmt_number
     env.filters["interval"] = fmt_interval
     env.filters["raw"] = lambda v: "" if v is None else repr(float(v))
     env.filters["path_breaks"] = path_breaks
     template = env.get_template("report.html.j2")
     p = doc["parameters"]
-    return template.render(doc=doc, p=p, level=f"{100 * (1 - p['alpha']):g}%", data_json=_script_json(doc),
-                           metric_rows=metric_rows, css=_read("style.css"), js=_read("sort.js"))
+    return template.render(
+        doc=doc,
+        p=p,
+        level=f"{100 * (1 - p['alpha']):g}%",
+        data_json=_script_json(doc),
+        metric_rows=metric_rows,
+        css=_read("style.css"),
+        js=_read("sort.js"),
+    )
 
 
 def _read(name: str) -> str:

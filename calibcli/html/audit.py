@@ -31,8 +31,10 @@ def audit_section(streams: list, sources, options, *, engine: dict) -> dict:
     (:class:`calibcli.families.audit.Options`), checked already."""
     made = plan(options, sources, engine["engine"], diagrams=SEGMENT_DIAGRAMS)
     doc, new = made.doc, made.new
-    doc["parameters"]["diagrams"] = (f"binned ({options.audit.n_bins} uniform bins, Wilson bands) of the whole "
-                                     f"population and of the {SEGMENT_DIAGRAMS} worst tested segments")
+    doc["parameters"]["diagrams"] = (
+        f"binned ({options.audit.n_bins} uniform bins, Wilson bands) of the whole "
+        f"population and of the {SEGMENT_DIAGRAMS} worst tested segments"
+    )
     with engine_runner(engine["engine"], engine["scheduler"], engine["workers"]) as runner:
         doc["parameters"]["workers"] = runner.workers
         for number, stream in enumerate(streams):
@@ -50,8 +52,10 @@ def _figure(diagrams, *, prefix: str) -> dict:
     """The whole population's and the worst segments' binned diagrams as small multiples, one SVG."""
     panels = [dg.DiagramPanel(title=_title(d.definition), binned=(d.data,)) for d in diagrams]
     fig = dg.plot_diagram(panels, kind="binned")
-    return {"svg": svg_fragment(dg.figure_bytes(fig, "svg").decode("utf-8"), prefix=prefix),
-            "panels": [segment_text(d.definition) for d in diagrams]}
+    return {
+        "svg": svg_fragment(dg.figure_bytes(fig, "svg").decode("utf-8"), prefix=prefix),
+        "panels": [segment_text(d.definition) for d in diagrams],
+    }
 
 
 def _title(definition: dict) -> str:
@@ -73,8 +77,10 @@ def audit_lines(section: dict) -> list[str]:
         if entry.get("mce_sigma") is None:
             out.append(f"audit of {entry['input']['path']}: no segment tested (each under --min-segment rows)")
             continue
-        out.append(f"audit of {entry['input']['path']}: MCE {entry['mce_sigma']:.3g} sigma "
-                   f"(p {entry['mce_pvalue']:.3g}, "
-                   f"{entry['n_segments_tested']} segments tested)"
-                   + (f", worst segment {segment_text(worst[0]['definition'])}" if worst else ""))
+        out.append(
+            f"audit of {entry['input']['path']}: MCE {entry['mce_sigma']:.3g} sigma "
+            f"(p {entry['mce_pvalue']:.3g}, "
+            f"{entry['n_segments_tested']} segments tested)"
+            + (f", worst segment {segment_text(worst[0]['definition'])}" if worst else "")
+        )
     return out

@@ -8,16 +8,21 @@ for predictors with few distinct outputs (the ``tcal`` command's rule).
 """
 
 from __future__ import annotations
+
 from calibcli.report import entry_sections, fmt_number
 
 #: Words for the size of SmoothECE: the first bound it falls below. The page states this rule.
 SIZE_WORDS = ((0.01, "very small"), (0.03, "small"), (0.07, "moderate"), (float("inf"), "large"))
 
-RULE = ("calibrated when the calibration test (T-Cal, or the exact binomial test per value for predictors with few "
-        "distinct outputs) does not reject perfect calibration at alpha and SmoothECE is small (below 0.03); "
-        "size words from SmoothECE: below 0.01 very small, 0.03 small, 0.07 moderate, else large")
-BEST_RULE = ("methods ranked on the held-out rows by SmoothECE (lower first), ties by the Brier score; the "
-             "uncalibrated model is ranked with them")
+RULE = (
+    "calibrated when the calibration test (T-Cal, or the exact binomial test per value for predictors with few "
+    "distinct outputs) does not reject perfect calibration at alpha and SmoothECE is small (below 0.03); "
+    "size words from SmoothECE: below 0.01 very small, 0.03 small, 0.07 moderate, else large"
+)
+BEST_RULE = (
+    "methods ranked on the held-out rows by SmoothECE (lower first), ties by the Brier score; the "
+    "uncalibrated model is ranked with them"
+)
 
 
 def size_word(value: float | None) -> str:
@@ -51,7 +56,9 @@ def _with_interval(m: dict, level: str) -> str:
 def verdict(entry: dict, *, alpha: float) -> dict:
     """The verdict of one report entry: a headline, a few sentences, and the numbers they quote."""
     level = f"{100 * (1 - alpha):g}%"
-    _, ece = headline_metric(entry["ece"], "ece_l1_plugin")
+    ece_found = headline_metric(entry["ece"], "ece_l1_plugin")
+    assert ece_found is not None, "every ece entry reports ece_l1_plugin"
+    _, ece = ece_found
     smece_found = headline_metric(entry["smece"], "smece")
     smece = smece_found[1] if smece_found else {"estimate": None}
     test = entry["tcal"]
@@ -67,15 +74,24 @@ def verdict(entry: dict, *, alpha: float) -> dict:
     elif small:
         status, headline = "calibrated", f"Calibrated: the calibration error is {size} and not statistically detectable"
     else:
-        status, headline = "uncertain", (f"Possibly miscalibrated: the calibration error looks {size}, but the test "
-                                         "cannot tell it from chance")
+        status, headline = (
+            "uncertain",
+            (f"Possibly miscalibrated: the calibration error looks {size}, but the test cannot tell it from chance"),
+        )
     p = result["p_value"]
     sentences = [
         f"How much: SmoothECE {_with_interval(smece, level)} and l1-ECE {_with_interval(ece, level)}"
-        + (f"; the predicted probabilities are off by about {100 * smece['estimate']:.1f} percentage points on average."
-           if smece["estimate"] is not None else "."),
-        (f"Is it real: {test_name} rejects perfect calibration (p-value {_num(p)} <= alpha {alpha:g})." if reject else
-         f"Is it real: {test_name} does not reject perfect calibration (p-value {_num(p)} > alpha {alpha:g})."),
+        + (
+            f"; the predicted probabilities are off by about {100 * smece['estimate']:.1f} percentage points on "
+            "average."
+            if smece["estimate"] is not None
+            else "."
+        ),
+        (
+            f"Is it real: {test_name} rejects perfect calibration (p-value {_num(p)} <= alpha {alpha:g})."
+            if reject
+            else f"Is it real: {test_name} does not reject perfect calibration (p-value {_num(p)} > alpha {alpha:g})."
+        ),
     ]
     warnings = result.get("warnings") or []
     if not reject and warnings:
@@ -85,11 +101,14 @@ def verdict(entry: dict, *, alpha: float) -> dict:
         best, before = rec["best"], rec["uncalibrated"]
         where = f"on the {rec['split']['n_test']:,} held-out rows"
         if best["method"] == "uncalibrated":
-            sentences.append(f"Recalibration: {where}, none of the methods lowers SmoothECE "
-                             f"({_num(before['smece'])} uncalibrated).")
+            sentences.append(
+                f"Recalibration: {where}, none of the methods lowers SmoothECE ({_num(before['smece'])} uncalibrated)."
+            )
         else:
-            sentences.append(f"Recalibration: {where}, {best['method']} lowers SmoothECE from {_num(before['smece'])} "
-                             f"(uncalibrated, the same rows) to {_num(best['smece'])}.")
+            sentences.append(
+                f"Recalibration: {where}, {best['method']} lowers SmoothECE from {_num(before['smece'])} "
+                f"(uncalibrated, the same rows) to {_num(best['smece'])}."
+            )
     return {
         "status": status,
         "headline": headline,
@@ -114,19 +133,23 @@ def recalibration_summary(doc: dict) -> dict:
     rows = []
     for r in f["rows"]:
         m = r["metrics"]
-        rows.append({
-            "method": r["method"],
-            "smece": m["smece"]["estimate"],
-            "ece_l1_plugin": m["ece_l1_plugin"]["estimate"],
-            "ece_l2_debiased_dpe": m["ece_l2_debiased_dpe"]["estimate"],
-            "brier": m[brier]["estimate"],
-            "log_loss": m[loss]["estimate"],
-            "test": r["test"]["test"],
-            "p_value": r["test"]["p_value"],
-            "reject": r["test"]["reject"],
-        })
+        rows.append(
+            {
+                "method": r["method"],
+                "smece": m["smece"]["estimate"],
+                "ece_l1_plugin": m["ece_l1_plugin"]["estimate"],
+                "ece_l2_debiased_dpe": m["ece_l2_debiased_dpe"]["estimate"],
+                "brier": m[brier]["estimate"],
+                "log_loss": m[loss]["estimate"],
+                "test": r["test"]["test"],
+                "p_value": r["test"]["p_value"],
+                "reject": r["test"]["reject"],
+            }
+        )
     inf = float("inf")
-    ranked = sorted(rows, key=lambda r: (inf if r["smece"] is None else r["smece"], inf if r["brier"] is None else r["brier"]))
+    ranked = sorted(
+        rows, key=lambda r: (inf if r["smece"] is None else r["smece"], inf if r["brier"] is None else r["brier"])
+    )
     return {
         "split": f["split"],
         "mode": f["mode"],

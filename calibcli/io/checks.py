@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-from calibcli.errors import CalibcliError, shown, shown_names
+from calibcli.errors import CalibcliError, shown
 from calibcli.validation import ROW_SUM_TOLERANCE
 
 #: Why a row is invalid, in the order the checks run (a row counts under the first that fails) and
@@ -20,7 +22,9 @@ REASONS = (
 )
 
 
-def check_rows(conv, plan, where: str, first_row: int, *, whole_file: bool, text_of) -> tuple[np.ndarray, dict[str, int]]:
+def check_rows(
+    conv, plan, where: str, first_row: int, *, whole_file: bool, text_of
+) -> tuple[np.ndarray, dict[str, int]]:
     """The rows of one converted batch that pass every check, and how many were dropped per reason.
 
     Without ``plan.drop_invalid`` the first check that fails raises, naming its first row (1-based,
@@ -33,8 +37,16 @@ def check_rows(conv, plan, where: str, first_row: int, *, whole_file: bool, text
     keep = np.ones(len(conv.labels), dtype=bool)
     dropped: dict[str, int] = {}
     checks = _invalid_rows(
-        conv.probs, conv.labels, conv.weights, plan.n_classes, res.label_column, res.weight_column,
-        logits=conv.raw_logits, empty=conv.prob_empty, not_numbers=conv.not_numbers, text_of=text_of,
+        conv.probs,
+        conv.labels,
+        conv.weights,
+        plan.n_classes,
+        res.label_column,
+        res.weight_column,
+        logits=conv.raw_logits,
+        empty=conv.prob_empty,
+        not_numbers=conv.not_numbers,
+        text_of=text_of,
         empty_other={res.weight_column: conv.weight_empty} if res.weight_column else {},
     )
     if not plan.drop_invalid:  # report the first bad row in file order (under the first check it fails)
@@ -47,16 +59,21 @@ def check_rows(conv, plan, where: str, first_row: int, *, whole_file: bool, text
             continue
         if not plan.drop_invalid:
             row = int(np.flatnonzero(mask)[0])
-            col = res.label_column if reason.startswith("label") else (
-                res.weight_column if reason.startswith("invalid sample") else ", ".join(res.prob_columns)
+            col = (
+                res.label_column
+                if reason.startswith("label")
+                else (res.weight_column if reason.startswith("invalid sample") else ", ".join(res.prob_columns))
             )
             extra = ""
             if reason.startswith("label"):
                 empty = conv.label_empty is not None and conv.label_empty[row]
-                extra = f" (found {'empty' if empty else _show(conv.raw_labels[row])}; classes: {list(plan.class_names)})"
+                extra = (
+                    f" (found {'empty' if empty else _show(conv.raw_labels[row])}; classes: {list(plan.class_names)})"
+                )
             scope = "" if whole_file else f" in rows {first_row + 1}-{first_row + len(keep)}"
             raise CalibcliError(
-                f"{where}: row {first_row + row + 1}, column {shown(col, quote=False)}: {describe(row)}{extra}; {int(mask.sum())} such row(s)"
+                f"{where}: row {first_row + row + 1}, column {shown(col, quote=False)}: {describe(row)}{extra}; "
+                f"{int(mask.sum())} such row(s)"
                 f"{scope}: fix the file or pass {{opt:drop_invalid}} to drop them"
             )
         dropped[reason] = dropped.get(reason, 0) + int(mask.sum())
@@ -86,8 +103,17 @@ def _all_valid(conv, n_classes: int) -> bool:
 
 
 def _invalid_rows(
-    probs, labels, weights, n_classes: int, label_col: str, weight_col: str | None, logits=None,
-    empty: dict | None = None, not_numbers: dict | None = None, text_of=None, empty_other: dict | None = None,
+    probs,
+    labels,
+    weights,
+    n_classes: int,
+    label_col: str,
+    weight_col: str | None,
+    logits=None,
+    empty: dict | None = None,
+    not_numbers: dict | None = None,
+    text_of=None,
+    empty_other: dict | None = None,
 ):
     """Masks of invalid rows, in the order they are reported, each with a message maker.
 
@@ -95,18 +121,31 @@ def _invalid_rows(
     the file has it, not as its softmax. ``empty`` maps probability columns to their empty cells,
     ``not_numbers`` text columns to their cells that are not numbers (``text_of(col, row)`` gives the text).
     """
-    checks = []
+    checks: list[tuple[str, np.ndarray, Callable[[int], str]]] = []
     many = probs.ndim == 2
     prob_desc = "class probabilities are" if many else "probability is"
+
+    def empty_cell(c: str) -> Callable[[int], str]:
+        return lambda r: f"the cell in column {shown(c)} is empty" if many else "probability is empty"
+
+    def not_a_number(c: str) -> Callable[[int], str]:
+        return lambda r: f"column {shown(c)} holds {shown(text_of(c, r))}, not a number"
+
     for col, mask in (empty or {}).items():
-        checks.append(("empty probability cell", mask, lambda r, c=col: f"the cell in column {shown(c)} is empty" if many else "probability is empty"))
+        checks.append(("empty probability cell", mask, empty_cell(col)))
     for col, mask in (not_numbers or {}).items():
-        checks.append(("probability not a number", mask, lambda r, c=col: f"column {shown(c)} holds {shown(text_of(c, r))}, not a number"))
+        checks.append(("probability not a number", mask, not_a_number(col)))
     source = probs if logits is None else logits
     finite = np.isfinite(source) if source.ndim == 1 else np.isfinite(source).all(axis=1)
     source_desc = prob_desc if logits is None else ("logits are" if many else "logit is")
     checks.append(
-        ("non-finite probability", ~finite, lambda r: f"{source_desc} {_fmt(source[r])} (not {'all ' if many else 'a '}finite number{'s' if many else ''})")
+        (
+            "non-finite probability",
+            ~finite,
+            lambda r: (
+                f"{source_desc} {_fmt(source[r])} (not {'all ' if many else 'a '}finite number{'s' if many else ''})"
+            ),
+        )
     )
     finite = finite & (np.isfinite(probs) if probs.ndim == 1 else np.isfinite(probs).all(axis=1))
     with np.errstate(invalid="ignore"):
@@ -127,8 +166,10 @@ def _invalid_rows(
             (
                 "probabilities not summing to 1",
                 off,
-                lambda r: f"class probabilities sum to {sums[r]:.6g}, expected 1 within {ROW_SUM_TOLERANCE:g} "
-                f"(pass every class's column to {{opt:prob_cols}}, or {{opt:logits}})",
+                lambda r: (
+                    f"class probabilities sum to {sums[r]:.6g}, expected 1 within {ROW_SUM_TOLERANCE:g} "
+                    f"(pass every class's column to {{opt:prob_cols}}, or {{opt:logits}})"
+                ),
             )
         )
     bad_label = (labels < 0) | (labels >= n_classes)
@@ -147,8 +188,11 @@ def _invalid_rows(
             (
                 "invalid sample weight",
                 bad_w,
-                lambda r: f"weight in column {shown(weight_col)} is {'empty' if weight_empty is not None and weight_empty[r] else _fmt(weights[r])}, "
-                f"expected a finite number >= 0",
+                lambda r: (
+                    f"weight in column {shown(weight_col)} is "
+                    f"{'empty' if weight_empty is not None and weight_empty[r] else _fmt(weights[r])}, "
+                    "expected a finite number >= 0"
+                ),
             )
         )
     return checks
@@ -169,4 +213,3 @@ def _fmt(v) -> str:
     arr = np.atleast_1d(np.asarray(v, dtype=np.float64))
     body = ", ".join(f"{x:.6g}" for x in arr[:6])
     return body if arr.size == 1 else f"[{body}{', ...' if arr.size > 6 else ''}]"
-

@@ -12,7 +12,18 @@ from calibcli.errors import CalibcliError, shown, shown_names
 from calibcli.modes import sigmoid, softmax
 
 LABEL_NAMES = ("label", "labels", "y", "y_true", "target", "true_label", "class")
-SINGLE_PROB_NAMES = ("prob", "probability", "proba", "score", "confidence", "y_prob", "y_score", "p", "pred", "prediction")
+SINGLE_PROB_NAMES = (
+    "prob",
+    "probability",
+    "proba",
+    "score",
+    "confidence",
+    "y_prob",
+    "y_score",
+    "p",
+    "pred",
+    "prediction",
+)
 VECTOR_PROB_NAMES = ("probs", "probabilities", "proba", "prob", "p", "scores", "logits", "y_prob")
 _MULTI_PROB_RE = re.compile(r"^(p|prob|probs|proba|probability|score|logit|logits)_(.+)$", re.IGNORECASE)
 
@@ -43,7 +54,7 @@ def natural_suffix_order(names: list[str]) -> list[str]:
     """Columns ordered by their numeric suffix when every suffix is an integer (p_2 before p_10)."""
     suffixes = [_suffix(n) for n in names]
     if all(re.fullmatch(r"-?\d+", s) for s in suffixes):
-        return [n for _, n in sorted(zip((int(s) for s in suffixes), names))]
+        return [n for _, n in sorted(zip((int(s) for s in suffixes), names, strict=True))]
     return names
 
 
@@ -94,7 +105,9 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
 
     def need(col: str, flag: str) -> str:
         if col not in names:
-            raise CalibcliError(f"{where}: no column {shown(col)} (given by {flag}); the file has columns {shown_names(names)}")
+            raise CalibcliError(
+                f"{where}: no column {shown(col)} (given by {flag}); the file has columns {shown_names(names)}"
+            )
         return col
 
     # labels
@@ -104,7 +117,11 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
         found = [lower[n] for n in LABEL_NAMES if n in lower]
         if not found:
             spaced = [n for n in names if n != n.strip()]
-            hint = f" (names with surrounding spaces: {shown_names(spaced)}; remove the spaces after the commas)" if spaced else ""
+            hint = (
+                f" (names with surrounding spaces: {shown_names(spaced)}; remove the spaces after the commas)"
+                if spaced
+                else ""
+            )
             raise CalibcliError(
                 f"{where}: no label column recognised among {shown_names(names)}{hint}: expected one named "
                 f"{'/'.join(LABEL_NAMES[:5])}; pass {{opt:label_col}} NAME"
@@ -114,7 +131,9 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
     weight = need(spec.weight_col, "{opt:weight_col}") if spec.weight_col else None
 
     if spec.prob_col and spec.prob_cols:
-        raise CalibcliError("pass either {opt:prob_col} (one binary column) or {opt:prob_cols} (one column per class), not both")
+        raise CalibcliError(
+            "pass either {opt:prob_col} (one binary column) or {opt:prob_cols} (one column per class), not both"
+        )
     if spec.prob_col:
         col = need(spec.prob_col, "{opt:prob_col}")
         vector = types.get(col) is not None and _is_list_type(types[col])
@@ -125,7 +144,10 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
             if any(ch in item for ch in "*?["):
                 matched = [n for n in names if fnmatch.fnmatchcase(n, item) and n not in (label, weight)]
                 if not matched:
-                    raise CalibcliError(f"{where}: {{opt:prob_cols}} pattern {shown(item)} matches no column; the file has columns {shown_names(names)}")
+                    raise CalibcliError(
+                        f"{where}: {{opt:prob_cols}} pattern {shown(item)} matches no column; the file has columns "
+                        f"{shown_names(names)}"
+                    )
                 cols.extend(natural_suffix_order(matched))
             else:
                 cols.append(need(item, "{opt:prob_cols}"))
@@ -155,7 +177,7 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
     candidates = []
     if singles:
         candidates.append(("single", [singles[0]]))
-    for prefix, cols in groups.items():
+    for cols in groups.values():
         candidates.append(("multi", natural_suffix_order(cols)))
     for v in vectors:
         candidates.append(("vector", [v]))
@@ -214,7 +236,9 @@ class ReadPlan:
         """The columns read from each file: probabilities, label, weight, group columns (each once)."""
         c = self.columns
         groups = [g for g in self.group_by if g not in self.partition_keys]
-        return list(dict.fromkeys([*c.prob_columns, c.label_column, *([c.weight_column] if c.weight_column else []), *groups]))
+        return list(
+            dict.fromkeys([*c.prob_columns, c.label_column, *([c.weight_column] if c.weight_column else []), *groups])
+        )
 
     def role_of(self, column: str) -> str:
         c = self.columns
@@ -240,7 +264,7 @@ class Converted:
     not_numbers: dict  # text probability column -> mask of its cells that are not numbers
     label_empty: np.ndarray | None
     weight_empty: np.ndarray | None
-    groups: tuple[np.ndarray, ...] | None
+    groups: tuple[np.ndarray | CodedText, ...] | None
 
 
 def group_kind(arrow_type) -> str:
@@ -287,7 +311,8 @@ def convert_batch(table, plan: ReadPlan, where: str, first_row: int, partition: 
                 continue
             if not (pa.types.is_floating(col.type) or pa.types.is_integer(col.type) or pa.types.is_null(col.type)):
                 raise CalibcliError(
-                    f"{where}: probability column {shown(c)} holds {_type_words(col.type)}: expected numbers; check the column or pass {{opt:prob_col}}/{{opt:prob_cols}}"
+                    f"{where}: probability column {shown(c)} holds {_type_words(col.type)}: expected numbers; "
+                    f"check the column or pass {{opt:prob_col}}/{{opt:prob_cols}}"
                 )
             cols.append(_floats(col))
         probs = cols[0] if len(cols) == 1 else np.column_stack(cols)
@@ -302,13 +327,15 @@ def convert_batch(table, plan: ReadPlan, where: str, first_row: int, partition: 
     label_col = table.column(res.label_column)
     if _is_list_type(label_col.type) or pa.types.is_struct(label_col.type) or pa.types.is_map(label_col.type):
         raise CalibcliError(
-            f"{where}: label column {shown(res.label_column)} holds {_type_words(label_col.type)}: expected one label per "
-            f"row (an integer, a boolean or a class name); check the column or pass {{opt:label_col}}"
+            f"{where}: label column {shown(res.label_column)} holds {_type_words(label_col.type)}: expected one "
+            f"label per row (an integer, a boolean or a class name); check the column or pass {{opt:label_col}}"
         )
     if _is_text(label_col.type):
         label_col = _typed_text(label_col)
     raw_labels = _values(label_col)
-    labels = _labels_to_index(raw_labels, None if probs.ndim == 1 else plan.class_names, plan.n_classes, res.label_column, where)
+    labels = _labels_to_index(
+        raw_labels, None if probs.ndim == 1 else plan.class_names, plan.n_classes, res.label_column, where
+    )
 
     weights = weight_empty = None
     if res.weight_column:
@@ -316,7 +343,9 @@ def convert_batch(table, plan: ReadPlan, where: str, first_row: int, partition: 
         if _is_text(col.type):
             col = _typed_text(col)
         if not (pa.types.is_floating(col.type) or pa.types.is_integer(col.type) or pa.types.is_boolean(col.type)):
-            raise CalibcliError(f"{where}: weight column {shown(res.weight_column)} has type {str(col.type)[:80]}: expected numbers")
+            raise CalibcliError(
+                f"{where}: weight column {shown(res.weight_column)} has type {str(col.type)[:80]}: expected numbers"
+            )
         weights = _floats(col)
         weight_empty = null_mask(col)
 
@@ -324,12 +353,23 @@ def convert_batch(table, plan: ReadPlan, where: str, first_row: int, partition: 
     if plan.group_by:
         n = table.num_rows
         groups = tuple(
-            _constant(partition[g], kind, n) if g in plan.partition_keys
+            _constant((partition or {})[g], kind, n)
+            if g in plan.partition_keys
             else (segment_values if plan.segment_columns else group_values)(table.column(g), kind, g, where, first_row)
-            for g, kind in zip(plan.group_by, plan.group_kinds)
+            for g, kind in zip(plan.group_by, plan.group_kinds, strict=True)
         )
-    return Converted(probs, labels, weights, raw_labels, raw_logits, prob_empty, not_numbers,
-                     null_mask(table.column(res.label_column)), weight_empty, groups)
+    return Converted(
+        probs,
+        labels,
+        weights,
+        raw_labels,
+        raw_logits,
+        prob_empty,
+        not_numbers,
+        null_mask(table.column(res.label_column)),
+        weight_empty,
+        groups,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -343,8 +383,12 @@ def column_to_numpy(table, name: str) -> np.ndarray:
 
 
 #: NumPy dtypes of Arrow's fixed-width number types, by the type's name.
-_NUMBER_DTYPES = {"double": np.float64, "float": np.float32, "halffloat": np.float16,
-                  **{f"{sign}int{bits}": np.dtype(f"{sign}int{bits}") for sign in ("", "u") for bits in (8, 16, 32, 64)}}
+_NUMBER_DTYPES: dict[str, np.dtype] = {
+    "double": np.dtype(np.float64),
+    "float": np.dtype(np.float32),
+    "halffloat": np.dtype(np.float16),
+    **{f"{sign}int{bits}": np.dtype(f"{sign}int{bits}") for sign in ("", "u") for bits in (8, 16, 32, 64)},
+}
 
 
 def _chunks(col) -> list:
@@ -382,7 +426,7 @@ def null_mask(col) -> np.ndarray | None:
             parts.append(np.ones(n, dtype=bool))
         else:
             bits = np.unpackbits(np.frombuffer(chunk.buffers()[0], dtype=np.uint8), bitorder="little")
-            parts.append(bits[chunk.offset:chunk.offset + n] == 0)
+            parts.append(bits[chunk.offset : chunk.offset + n] == 0)
     return np.concatenate(parts)
 
 
@@ -521,7 +565,8 @@ def vector_column(table, name: str, where: str, *, first_row: int = 0, length: i
     if (empty := null_mask(col)) is not None:
         row = int(np.flatnonzero(empty)[0])
         raise CalibcliError(
-            f"{where}: column {shown(name)} is empty at row {first_row + row + 1}: expected a probability vector on every row"
+            f"{where}: column {shown(name)} is empty at row {first_row + row + 1}: expected a probability vector "
+            "on every row"
         )
     if len(col) == 0:
         return np.empty((0, 2 if length is None else length))
@@ -530,8 +575,8 @@ def vector_column(table, name: str, where: str, *, first_row: int = 0, length: i
     if np.any(lengths != expected):
         row = int(np.flatnonzero(lengths != expected)[0])
         raise CalibcliError(
-            f"{where}: column {shown(name)} holds vectors of length {expected} and {lengths[row]} (row {first_row + row + 1}): "
-            f"expected one probability per class on every row"
+            f"{where}: column {shown(name)} holds vectors of length {expected} and {lengths[row]} (row "
+            f"{first_row + row + 1}): expected one probability per class on every row"
         )
     return _floats(pc.list_flatten(col).cast(pa.float64())).reshape(len(col), expected)
 
@@ -554,7 +599,11 @@ def _type_words(arrow_type) -> str:
         return "empty values"
     if pa.types.is_struct(arrow_type) or pa.types.is_map(arrow_type):
         return "records"
-    if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type) or pa.types.is_fixed_size_binary(arrow_type):
+    if (
+        pa.types.is_binary(arrow_type)
+        or pa.types.is_large_binary(arrow_type)
+        or pa.types.is_fixed_size_binary(arrow_type)
+    ):
         return "bytes"
     return f"values of type {str(arrow_type)[:60]}"
 
@@ -608,8 +657,8 @@ def _labels_to_index(raw: np.ndarray, class_names: tuple[str, ...] | None, n_cla
         # (a few text labels among numbers are bad rows, reported or dropped one by one)
         sample = sorted({t.lower() for t in distinct})[:5]
         raise CalibcliError(
-            f"{where}: labels in column {shown(label_col)} are text ({shown_names(sample)}) but the probabilities have no class "
-            f"names to match: expected integer labels 0..{n_classes - 1}, booleans, or p_<class> columns"
+            f"{where}: labels in column {shown(label_col)} are text ({shown_names(sample)}) but the probabilities "
+            f"have no class names to match: expected integer labels 0..{n_classes - 1}, booleans, or p_<class> columns"
         )
     out = np.full(len(raw), -1, dtype=np.int64)
     out[present] = mapped[inverse.reshape(-1)]
@@ -656,8 +705,9 @@ def group_values(col, kind: str, name: str, where: str, first_row: int) -> np.nd
     if typed is None:
         row = _first_failing_row(col, target)
         raise CalibcliError(
-            f"{where}: row {first_row + row + 1}, column {shown(name, quote=False)}: the group-by value is {shown(col[row].as_py())}, but the "
-            f"column holds {_KIND_NAMES[kind]} (as in the dataset's first file): make the column one type"
+            f"{where}: row {first_row + row + 1}, column {shown(name, quote=False)}: the group-by value is "
+            f"{shown(col[row].as_py())}, but the column holds {_KIND_NAMES[kind]} (as in the dataset's first file): "
+            "make the column one type"
         )
     return _bools(typed) if kind == "bool" else _numbers_to_numpy(typed)
 

@@ -83,7 +83,7 @@ def list_files(uri: str) -> tuple[str, list[str]] | None:
         raise
     except Exception as exc:
         raise CalibcliError(f"{uri}: cannot list ({first_line(exc)}): check the URI and its credentials") from None
-    return "directory", [f.path[len(base):].lstrip("/") for f in found if f.type == pafs.FileType.File]
+    return "directory", [f.path[len(base) :].lstrip("/") for f in found if f.type == pafs.FileType.File]
 
 
 def first_line(exc: Exception) -> str:

@@ -13,7 +13,7 @@ pyarrow is imported inside the functions, so importing this module costs nothing
 from __future__ import annotations
 
 import os
-from typing import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 
 from calibcli.errors import CalibcliError, shown
 from calibcli.io.filesystems import first_line, open_input_stream, open_random_access
@@ -158,14 +158,16 @@ def check_json_depth(data: bytes | None = None, location: str | None = None, lim
         found = json_too_deep(chunk, limit)
         if found is not None:
             raise FileProblem(
-                f"a JSON document nests deeper than {limit} levels (line {line + found[0] - 1}, byte {offset + found[1]}): "
-                f"expected one flat record per line (a probability vector nests 2 levels); check the file"
+                f"a JSON document nests deeper than {limit} levels (line {line + found[0] - 1}, byte "
+                f"{offset + found[1]}): expected one flat record per line (a probability vector nests 2 levels); "
+                "check the file"
             )
 
     if data is not None:
         if json_depth_bound(data, 0)[0] > limit:
             deep(data, 1, 0)
         return
+    assert location is not None, "check_json_depth reads data or the file at location"
     source = open_input_stream(location, gzip=is_gzip(location))
     with pa.input_stream(source) if isinstance(source, str) else source as stream:
         depth, line, offset, previous = 0, 1, 0, b""
@@ -238,7 +240,7 @@ def first_non_utf8(location: str) -> tuple[int, int, int] | None:
             except UnicodeDecodeError as exc:
                 if not (chunk and exc.end == len(data) and exc.reason == "unexpected end of data"):
                     return offset + exc.start, line + data.count(b"\n", 0, exc.start), data[exc.start]
-                carry = data[exc.start:]
+                carry = data[exc.start :]
             if not chunk:
                 return None
             used = len(data) - len(carry)
@@ -280,9 +282,15 @@ def _open_csv(location: str, fmt: str, columns: list[str] | None = None):
     import pyarrow.csv as pcsv
 
     parse, convert = _csv_options(fmt, columns)
-    read = _csv_read_options(location, fmt)  # reads the head: before the stream is opened (a URI's stream may be shared)
-    return pcsv.open_csv(open_input_stream(location, gzip=is_gzip(location)), parse_options=parse, convert_options=convert,
-                         read_options=read)
+    read = _csv_read_options(
+        location, fmt
+    )  # reads the head: before the stream is opened (a URI's stream may be shared)
+    return pcsv.open_csv(
+        open_input_stream(location, gzip=is_gzip(location)),
+        parse_options=parse,
+        convert_options=convert,
+        read_options=read,
+    )
 
 
 def _is_feather_v1(location: str) -> bool:
@@ -308,8 +316,10 @@ def read_schema(location: str, fmt: str):
     names = list(schema.names)
     twice = next((n for n in names if names.count(n) > 1), None)
     if twice is not None:
-        raise FileProblem(f"column name {shown(twice)} appears more than once in the header: expected unique column "
-                          f"names; rename the duplicates")
+        raise FileProblem(
+            f"column name {shown(twice)} appears more than once in the header: expected unique column "
+            f"names; rename the duplicates"
+        )
     return schema
 
 
@@ -337,8 +347,12 @@ def _read_schema(location: str, fmt: str):
 
         parse, convert = _csv_options(fmt)
         head = _head(location)
-        return pcsv.read_csv(pa.BufferReader(head), parse_options=parse, convert_options=convert,
-                             read_options=_csv_read_options(location, fmt, head)).schema
+        return pcsv.read_csv(
+            pa.BufferReader(head),
+            parse_options=parse,
+            convert_options=convert,
+            read_options=_csv_read_options(location, fmt, head),
+        ).schema
     import pyarrow.json as pjson
 
     head = _head(location)
@@ -368,8 +382,9 @@ def _check_columns(schema, columns: list[str]) -> None:
         raise MissingColumns(missing, list(schema.names))
 
 
-def iter_tables(location: str, fmt: str, columns: list[str], batch_rows: int,
-                row_groups: tuple[int, ...] | None = None) -> Iterator:
+def iter_tables(
+    location: str, fmt: str, columns: list[str], batch_rows: int, row_groups: tuple[int, ...] | None = None
+) -> Generator:
     """The rows of ``columns`` as pyarrow tables of exactly ``batch_rows`` rows (the last one fewer).
 
     ``row_groups`` restricts a Parquet file to those row groups. Columns of the text formats come as
@@ -388,11 +403,12 @@ def _record_batches(location: str, fmt: str, columns: list[str], batch_rows: int
             _check_columns(parquet.schema_arrow, columns)
             # One row group at a time, without pre-buffering: pyarrow otherwise reads ahead across a large
             # file's row groups, and memory grows with the file (not with the batch) on big shards.
-            for group in (range(parquet.num_row_groups) if row_groups is None else row_groups):
+            for group in range(parquet.num_row_groups) if row_groups is None else row_groups:
                 rows = parquet.metadata.row_group(group).num_rows
                 if rows:
-                    yield from parquet.iter_batches(batch_size=max(1, min(batch_rows, rows)), columns=columns,
-                                                    row_groups=[group])
+                    yield from parquet.iter_batches(
+                        batch_size=max(1, min(batch_rows, rows)), columns=columns, row_groups=[group]
+                    )
         return
     if fmt == "feather":
         import pyarrow.feather as feather
@@ -426,7 +442,7 @@ def _record_batches(location: str, fmt: str, columns: list[str], batch_rows: int
     yield from table.select(columns).to_batches(max_chunksize=batch_rows)
 
 
-def _rechunk(batches: Iterable, batch_rows: int) -> Iterator:
+def _rechunk(batches: Iterable, batch_rows: int) -> Generator:
     """Record batches regrouped into tables of exactly ``batch_rows`` rows (the last one fewer), without
     copying: a table may hold several record batches, and a record batch may be sliced across tables."""
     import pyarrow as pa
@@ -485,8 +501,12 @@ def read_table(location: str, fmt: str):
 
         parse, convert = _csv_options(fmt)
         read = _csv_read_options(location, fmt)
-        return pcsv.read_csv(open_input_stream(location, gzip=is_gzip(location)), parse_options=parse, convert_options=convert,
-                             read_options=read)
+        return pcsv.read_csv(
+            open_input_stream(location, gzip=is_gzip(location)),
+            parse_options=parse,
+            convert_options=convert,
+            read_options=read,
+        )
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -520,12 +540,17 @@ def iter_full_tables(location: str, fmt: str, batch_rows: int, column_types: dic
         parse, convert = _csv_options(fmt)
         convert.column_types = dict(column_types or {})
         read = _csv_read_options(location, fmt)
-        reader = pcsv.open_csv(open_input_stream(location, gzip=is_gzip(location)), parse_options=parse,
-                               convert_options=convert, read_options=read)
+        reader = pcsv.open_csv(
+            open_input_stream(location, gzip=is_gzip(location)),
+            parse_options=parse,
+            convert_options=convert,
+            read_options=read,
+        )
         return _rechunk(_closing(reader), batch_rows)
     if fmt == "parquet" or fmt == "feather":
-        return _rechunk(_record_batches(location, fmt, list(read_schema(location, fmt).names), batch_rows, None),
-                        batch_rows)
+        return _rechunk(
+            _record_batches(location, fmt, list(read_schema(location, fmt).names), batch_rows, None), batch_rows
+        )
     table = _read_json(location)
     return _rechunk(iter(table.to_batches(max_chunksize=batch_rows)), batch_rows)
 

@@ -15,7 +15,7 @@ import numpy as np
 from calibcli.errors import CalibcliError, shown, shown_names
 from calibcli.io import formats
 from calibcli.io.checks import check_rows
-from calibcli.io.columns import ReadPlan, convert_batch
+from calibcli.io.columns import CodedText, ReadPlan, convert_batch
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,8 @@ class Batch:
     labels: np.ndarray  # (n,) int64 class indices 0..K-1
     sample_weight: np.ndarray | None  # (n,) float64, None without a weight column
     row_index: np.ndarray  # (n,) int64 global row index within the dataset
-    groups: tuple[np.ndarray, ...] | None  # one array per group-by column (numbers as numbers, text as str objects)
+    # one per group-by column: numbers as numbers, text as str objects (a segment column's text coded, CodedText)
+    groups: tuple[np.ndarray | CodedText, ...] | None
     source: str  # the file these rows came from, as reported
 
     def __len__(self) -> int:
@@ -51,17 +52,29 @@ class RowCounts:
         dropped = dict(self.dropped)
         for reason, n in other.dropped.items():
             dropped[reason] = dropped.get(reason, 0) + n
-        return RowCounts(self.rows_read + other.rows_read, self.rows_used + other.rows_used, dropped,
-                         self.weight_total + other.weight_total)
+        return RowCounts(
+            self.rows_read + other.rows_read,
+            self.rows_used + other.rows_used,
+            dropped,
+            self.weight_total + other.weight_total,
+        )
 
     def to_dict(self) -> dict:
-        return {"rows_read": self.rows_read, "rows_used": self.rows_used, "dropped": dict(self.dropped),
-                "weight_total": self.weight_total}
+        return {
+            "rows_read": self.rows_read,
+            "rows_used": self.rows_used,
+            "dropped": dict(self.dropped),
+            "weight_total": self.weight_total,
+        }
 
     @classmethod
     def from_dict(cls, doc: dict) -> RowCounts:
-        return cls(int(doc["rows_read"]), int(doc["rows_used"]), {k: int(v) for k, v in doc["dropped"].items()},
-                   float(doc["weight_total"]))
+        return cls(
+            int(doc["rows_read"]),
+            int(doc["rows_used"]),
+            {k: int(v) for k, v in doc["dropped"].items()},
+            float(doc["weight_total"]),
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -119,8 +132,9 @@ def _read_fragment(frag: Fragment, counts: RowCounts, within: tuple[int, int] | 
         n = table.num_rows
         conv = convert_batch(table, plan, frag.path, file_row, partition)
         whole_file = frag.row_groups is None and file_row == 0 and last and whole
-        keep, dropped = check_rows(conv, plan, frag.path, file_row, whole_file=whole_file,
-                                   text_of=lambda c, r, t=table: t.column(c)[r].as_py())
+        keep, dropped = check_rows(
+            conv, plan, frag.path, file_row, whole_file=whole_file, text_of=lambda c, r, t=table: t.column(c)[r].as_py()
+        )
         counts.rows_read += n
         for reason, k in dropped.items():
             counts.dropped[reason] = counts.dropped.get(reason, 0) + k
@@ -159,8 +173,9 @@ def _with_last(items: Iterable[T]) -> Iterator[tuple[T, bool]]:
     yield item, True
 
 
-def _guarded_iter(path: str, fmt: str, tables: Iterator, plan: ReadPlan | None = None,
-                  location: str | None = None) -> Iterator:
+def _guarded_iter(
+    path: str, fmt: str, tables: Iterator, plan: ReadPlan | None = None, location: str | None = None
+) -> Iterator:
     """The tables of one file, with pyarrow's errors turned into one-line messages naming the file."""
     while True:
         try:
@@ -170,8 +185,9 @@ def _guarded_iter(path: str, fmt: str, tables: Iterator, plan: ReadPlan | None =
         except formats.MissingColumns as exc:
             missing = exc.missing[0]
             role = "" if plan is None else f", {plan.role_of(missing)} of the dataset (as in {plan.first_file})"
-            raise CalibcliError(f"{path}: no column {shown(missing)}{role}; the file has columns "
-                                f"{shown_names(exc.names)}") from None
+            raise CalibcliError(
+                f"{path}: no column {shown(missing)}{role}; the file has columns {shown_names(exc.names)}"
+            ) from None
         except CalibcliError:
             raise
         except Exception as exc:  # pyarrow raises many types for unreadable or truncated files

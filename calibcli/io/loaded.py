@@ -53,8 +53,9 @@ class LoadedInput:
 
     def describe(self) -> dict:
         """The input section of a JSON report (SPEC 7)."""
-        return input_description(self, path=self.path, rows_read=self.n_rows_read, rows_used=self.n_rows,
-                                 dropped=self.dropped)
+        return input_description(
+            self, path=self.path, rows_read=self.n_rows_read, rows_used=self.n_rows, dropped=self.dropped
+        )
 
 
 def read_input(
@@ -73,14 +74,15 @@ def read_input(
     return read_dataset(dataset, spec, input_format=input_format, drop_invalid=drop_invalid)
 
 
-def read_dataset(dataset: Dataset, spec: ColumnSpec = ColumnSpec(), *, input_format: str | None = None,
-                 drop_invalid: bool = False) -> LoadedInput:
+def read_dataset(
+    dataset: Dataset, spec: ColumnSpec = ColumnSpec(), *, input_format: str | None = None, drop_invalid: bool = False
+) -> LoadedInput:
     """Every batch of ``dataset``'s stream, concatenated into one :class:`LoadedInput`."""
     stream = dataset.open(spec, input_format=input_format, drop_invalid=drop_invalid, batch_rows=WHOLE_FILE)
     batches = list(stream.batches())
     info = stream.describe()
 
-    def joined(arrays: list[np.ndarray]) -> np.ndarray:
+    def joined(arrays: list) -> np.ndarray:  # (the weights are arrays when the stream has a weight column)
         return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
     return LoadedInput(

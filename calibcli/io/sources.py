@@ -22,23 +22,30 @@ from __future__ import annotations
 
 import fnmatch
 import glob
+import itertools
 import os
 import stat
 import sys
 import tempfile
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 from urllib.parse import unquote
 
 from calibcli.errors import CalibcliError, shown, shown_names
 from calibcli.io import formats
 from calibcli.io.checks import REASONS
-from calibcli.io.columns import ColumnSpec, ReadPlan, group_kind, resolve_columns, vector_column
-from calibcli.outputs import named_descriptor
+from calibcli.io.columns import (
+    ColumnSpec,
+    ReadPlan,
+    group_kind,
+    resolve_columns,
+    vector_column,
+)
 from calibcli.io.filesystems import list_files, uri_scheme
 from calibcli.io.footers import _guarded, _row_group_runs, file_sizes, map_in_threads
 from calibcli.io.fragments import Batch, Fragment, RowCounts, _guarded_iter  # noqa: F401  (where they were)
+from calibcli.outputs import named_descriptor
 
 #: Rows per batch by default: 2^20 rows of K probabilities take 8K MiB.
 DEFAULT_BATCH_ROWS = 1 << 17  # 1 MiB of predictions: memory stays near its floor, throughput near the bare read
@@ -88,10 +95,21 @@ class Stream:
     def files(self) -> list[str]:
         return [source.path for source, _, _, _ in self._files]
 
-    def _fragment(self, i: int, row_offset: int, n_rows: int | None = None, row_groups=None, first_file_row: int = 0) -> Fragment:
+    def _fragment(
+        self, i: int, row_offset: int, n_rows: int | None = None, row_groups=None, first_file_row: int = 0
+    ) -> Fragment:
         source, location, fmt, partition = self._files[i]
-        return Fragment(source.path, row_offset, n_rows, row_groups, fmt, location, self.plan,
-                        tuple(partition.items()), first_file_row)
+        return Fragment(
+            source.path,
+            row_offset,
+            n_rows,
+            row_groups,
+            fmt,
+            location,
+            self.plan,
+            tuple(partition.items()),
+            first_file_row,
+        )
 
     def batches(self) -> Iterator[Batch]:
         """Every file's validated batches in row-identity order; can be iterated again (same batches).
@@ -126,8 +144,9 @@ class Stream:
             raise error
         return out
 
-    def readable_fragments(self, *, split_row_groups: bool = True,
-                           map_files=None) -> tuple[list[Fragment], CalibcliError | None]:
+    def readable_fragments(
+        self, *, split_row_groups: bool = True, map_files=None
+    ) -> tuple[list[Fragment], BaseException | None]:
         """:meth:`fragments` up to the first file that cannot be read, and that file's error (None when every
         file can be read): an engine reads those files' rows first, as the local engine does, and raises the
         error at its turn."""
@@ -157,9 +176,13 @@ class Stream:
         if counts.rows_read == 0:
             if len(self._files) == 1:
                 raise formats.no_rows(self.name)
-            raise CalibcliError(f"{self.name}: none of its {len(self._files)} files has data rows: expected at least one prediction")
+            raise CalibcliError(
+                f"{self.name}: none of its {len(self._files)} files has data rows: expected at least one prediction"
+            )
         if counts.rows_used == 0:
-            raise CalibcliError(f"{self.name}: every row was invalid and dropped ({_ordered(counts.dropped)}): nothing left to evaluate")
+            raise CalibcliError(
+                f"{self.name}: every row was invalid and dropped ({_ordered(counts.dropped)}): nothing left to evaluate"
+            )
         if self.weight_column is not None and not counts.weight_total > 0:
             raise CalibcliError(f"{self.name}: sample weights sum to 0: expected a positive total weight")
 
@@ -168,10 +191,17 @@ class Stream:
         ``counts`` of every fragment."""
         counts = counts if counts is not None else self._counts
         if counts is None:
-            raise RuntimeError("Stream.describe() needs a full pass over batches() first, or the merged counts of every fragment")
+            raise RuntimeError(
+                "Stream.describe() needs a full pass over batches() first, or the merged counts of every fragment"
+            )
         return {
-            **input_description(self, path=self.name, rows_read=counts.rows_read, rows_used=counts.rows_used,
-                                dropped=_ordered(counts.dropped)),
+            **input_description(
+                self,
+                path=self.name,
+                rows_read=counts.rows_read,
+                rows_used=counts.rows_used,
+                dropped=_ordered(counts.dropped),
+            ),
             "files": len(self._files),
             "group_by": list(self.group_by),
             **({"segment_columns": list(self.segment_columns)} if self.segment_columns else {}),
@@ -205,9 +235,6 @@ def _ordered(dropped: dict[str, int]) -> dict[str, int]:
     return {reason: dropped[reason] for reason in REASONS if reason in dropped}
 
 
-
-
-
 # ---------------------------------------------------------------------------------------------
 # Datasets
 
@@ -231,9 +258,16 @@ class Dataset:
     def __repr__(self) -> str:
         return f"Dataset({self.name!r}, {len(self._sources)} file(s))"
 
-    def open(self, spec: ColumnSpec = ColumnSpec(), *, input_format: str | None = None, drop_invalid: bool = False,
-             batch_rows: int = DEFAULT_BATCH_ROWS, group_by: tuple[str, ...] = (),
-             segment_by: tuple[str, ...] = ()) -> Stream:
+    def open(
+        self,
+        spec: ColumnSpec = ColumnSpec(),
+        *,
+        input_format: str | None = None,
+        drop_invalid: bool = False,
+        batch_rows: int = DEFAULT_BATCH_ROWS,
+        group_by: tuple[str, ...] = (),
+        segment_by: tuple[str, ...] = (),
+    ) -> Stream:
         """Fix the columns and classes from the first file and return the dataset's :class:`Stream`.
 
         ``group_by`` names data columns or partition keys; a group value that is empty is an error
@@ -258,8 +292,9 @@ class Dataset:
         kinds = tuple(self._group_kind(g, names, types, first.path, option) for g in group_by)
         if len(set(group_by)) < len(group_by):
             twice = next(g for g in group_by if group_by.count(g) > 1)
-            raise CalibcliError(f"the {'segment' if segments else 'group-by'} columns name {shown(twice)} twice: "
-                                "name each column once")
+            raise CalibcliError(
+                f"the {'segment' if segments else 'group-by'} columns name {shown(twice)} twice: name each column once"
+            )
         partition_keys = tuple(g for g in group_by if g in self.partition_kinds)
         partitions = [self._group_partition(s, partition_keys, kinds, group_by) for s in self._sources]
 
@@ -271,25 +306,41 @@ class Dataset:
             if vector_length < 2:
                 raise CalibcliError(f"{first.path}: expected at least 2 classes, found {vector_length}")
         elif not resolved.vector_column and len(resolved.prob_columns) > 1:
+            assert resolved.class_names is not None, "probability columns name their classes"
             class_names = resolved.class_names
         else:
             class_names = ("0", "1")
         plan = ReadPlan(
-            columns=resolved, class_names=class_names, n_classes=len(class_names), vector_length=vector_length,
-            logits=spec.logits, first_file=first.path, batch_rows=batch_rows, drop_invalid=drop_invalid,
-            group_by=group_by, group_kinds=kinds, partition_keys=partition_keys, segment_columns=segments,
+            columns=resolved,
+            class_names=class_names,
+            n_classes=len(class_names),
+            vector_length=vector_length,
+            logits=spec.logits,
+            first_file=first.path,
+            batch_rows=batch_rows,
+            drop_invalid=drop_invalid,
+            group_by=group_by,
+            group_kinds=kinds,
+            partition_keys=partition_keys,
+            segment_columns=segments,
         )
-        return Stream(self, plan, list(zip(self._sources, located, fmts, partitions)))
+        return Stream(self, plan, list(zip(self._sources, located, fmts, partitions, strict=True)))
 
     def file_formats(self, input_format: str | None = None) -> list[str]:
         """Each file's format: ``input_format``, else its extension, else (standard input, a pipe such as
         ``<(cmd)``) its first bytes, read from the temporary copy."""
         if self.formats_unknown and input_format is None:
-            _no_files(self.name, [os.path.relpath(f, self.name) if self.kind == "directory" else f for f in self.files],
-                      input_format=True)
+            _no_files(
+                self.name,
+                [os.path.relpath(f, self.name) if self.kind == "directory" else f for f in self.files],
+                input_format=True,
+            )
         fmts = [formats.detect_format("-" if _by_content(s) else s.path, input_format) for s in self._sources]
         if input_format is None and any(_by_content(s) for s in self._sources):
-            fmts = [formats.sniff_format(loc) if _by_content(s) else f for s, loc, f in zip(self._sources, self.locations(), fmts)]
+            fmts = [
+                formats.sniff_format(loc) if _by_content(s) else f
+                for s, loc, f in zip(self._sources, self.locations(), fmts, strict=True)
+            ]
         return fmts
 
     def locations(self) -> list[str]:
@@ -306,7 +357,9 @@ class Dataset:
                 out.append(source.location)
         return out
 
-    def _group_kind(self, column: str, names: list[str], types: dict, first: str, option: str = "{opt:group_by}") -> str:
+    def _group_kind(
+        self, column: str, names: list[str], types: dict, first: str, option: str = "{opt:group_by}"
+    ) -> str:
         if column in self.partition_kinds:
             if column in names:
                 raise CalibcliError(
@@ -316,7 +369,10 @@ class Dataset:
             return self.partition_kinds[column]
         if column not in names:
             keys = f" and the partition keys {list(self.partition_kinds)}" if self.partition_kinds else ""
-            raise CalibcliError(f"{first}: no column {shown(column)} (given by {option}); the file has columns {shown_names(names)}{keys}")
+            raise CalibcliError(
+                f"{first}: no column {shown(column)} (given by {option}); the file has columns "
+                f"{shown_names(names)}{keys}"
+            )
         return group_kind(types[column])
 
     def _group_partition(self, source: _Source, keys: tuple[str, ...], kinds: tuple[str, ...], group_by) -> dict:
@@ -324,18 +380,19 @@ class Dataset:
         raw = dict(source.partition)
         values = {}
         for key in keys:
-            if raw.get(key) is None:
+            value = raw.get(key)
+            if value is None:
                 found = "is empty (" + _HIVE_NULL + ")" if key in raw else "is missing"
                 raise CalibcliError(
                     f"{source.path}: the partition key {shown(key)} {found} in the file's path: expected a {key}=value "
                     f"directory above every file to group by it"
                 )
-            values[key] = _typed(raw[key], kinds[group_by.index(key)])
+            values[key] = _typed(value, kinds[group_by.index(key)])
         return values
 
     def _vector_length(self, located: list[str], fmts: list[str], column: str) -> int | None:
         """Entries per row of the probability vectors, from the first row of the first file that has rows."""
-        for source, location, fmt in zip(self._sources, located, fmts):
+        for source, location, fmt in zip(self._sources, located, fmts, strict=True):
             tables = formats.iter_tables(location, fmt, [column], 1024)
             try:
                 first = next(_guarded_iter(source.path, fmt, tables, location=location), None)
@@ -359,7 +416,7 @@ def resolve_datasets(paths: list[str], *, pool: bool = False) -> list[Dataset]:
     if not pool:
         return datasets
     sources = sorted((s for d in datasets for s in d._sources), key=lambda s: s.path)
-    for a, b in zip(sources, sources[1:]):
+    for a, b in itertools.pairwise(sources):
         if a.path == b.path:
             raise CalibcliError(f"{a.path}: is named more than once in the pooled inputs: each file can be read once")
     return [Dataset(", ".join(paths), sources, "pool", formats_unknown=any(d.formats_unknown for d in datasets))]
@@ -379,8 +436,12 @@ def _resolve(arg: str) -> Dataset:
                 _no_files(arg, found)
         for rel in found:
             check_member(os.path.join(arg, rel), arg)
-        return Dataset(arg, [_Source(os.path.join(arg, rel), os.path.join(arg, rel), _hive(rel)) for rel in found],
-                       "directory", formats_unknown=unknown)
+        return Dataset(
+            arg,
+            [_Source(os.path.join(arg, rel), os.path.join(arg, rel), _hive(rel)) for rel in found],
+            "directory",
+            formats_unknown=unknown,
+        )
     try:
         mode = os.stat(arg).st_mode
     except FileNotFoundError:
@@ -391,13 +452,17 @@ def _resolve(arg: str) -> Dataset:
         # Standard input or a named pipe (<(cmd) is /dev/fd/N) is read once, as a stream; a device, a socket or
         # a directory is refused before it is opened (/dev/zero would be read for ever).
         if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or _names_descriptor(arg)):
-            raise CalibcliError(f"{arg}: is {file_kind(mode)}, not a file of predictions: name a regular file, a "
-                                f"directory of them, a pipe, or '-' for standard input")
+            raise CalibcliError(
+                f"{arg}: is {file_kind(mode)}, not a file of predictions: name a regular file, a "
+                f"directory of them, a pipe, or '-' for standard input"
+            )
         return Dataset(arg, [_Source(arg, arg, single_pass=not stat.S_ISREG(mode))], "file")
     if glob.has_magic(arg):
         return _resolve_glob(arg)
     if os.path.islink(arg):
-        raise CalibcliError(f"{arg}: is a symbolic link to {shown(os.readlink(arg))}, which does not exist: check the link")
+        raise CalibcliError(
+            f"{arg}: is a symbolic link to {shown(os.readlink(arg))}, which does not exist: check the link"
+        )
     raise CalibcliError(f"{arg}: no such file: check the path")
 
 
@@ -430,22 +495,28 @@ def check_member(path: str, arg: str) -> None:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
         if os.path.islink(path):
-            raise CalibcliError(f"{path} (in {arg}): is a symbolic link to {shown(os.readlink(path))}, which does not "
-                                f"exist: fix or remove the link") from None
+            raise CalibcliError(
+                f"{path} (in {arg}): is a symbolic link to {shown(os.readlink(path))}, which does not "
+                f"exist: fix or remove the link"
+            ) from None
         raise CalibcliError(f"{path} (in {arg}): disappeared while the input was being listed: run again") from None
     except OSError as exc:
         raise CalibcliError(f"{path} (in {arg}): " + _unopenable(path, exc).split(": ", 1)[1]) from None
     if not stat.S_ISREG(mode):
         link = f" (a link to {shown(os.path.realpath(path), quote=False)})" if os.path.islink(path) else ""
-        raise CalibcliError(f"{path} (in {arg}): is {file_kind(mode)}{link}, not a regular file: the files of a "
-                            f"directory or a pattern are read as data; move it out of {arg}")
+        raise CalibcliError(
+            f"{path} (in {arg}): is {file_kind(mode)}{link}, not a regular file: the files of a "
+            f"directory or a pattern are read as data; move it out of {arg}"
+        )
 
 
 def _unopenable(arg: str, exc: OSError) -> str:
     import errno
 
     if exc.errno == errno.ELOOP:
-        return f"{arg}: is a loop of symbolic links (they lead back to each other, not to a file): check them with ls -l"
+        return (
+            f"{arg}: is a loop of symbolic links (they lead back to each other, not to a file): check them with ls -l"
+        )
     if exc.errno == errno.ENOTDIR:
         return f"{arg}: a part of the path is a file, not a directory: check the path"
     if exc.errno == errno.EACCES:
@@ -472,7 +543,7 @@ def _hidden(name: str) -> bool:
 
 def _walk(directory: str) -> list[str]:
     """Relative paths of the files of known formats below ``directory``, sorted."""
-    found = []
+    found: list[str] = []
     for root, dirs, files in os.walk(directory):
         dirs[:] = [d for d in dirs if not _hidden(d)]
         rel_root = os.path.relpath(root, directory)
@@ -484,7 +555,8 @@ def _other_files(directory: str) -> list[str]:
     return sorted(
         os.path.relpath(os.path.join(root, f), directory)
         for root, dirs, files in os.walk(directory)
-        for f in files if not _hidden(f)
+        for f in files
+        if not _hidden(f)
     )
 
 
@@ -510,7 +582,7 @@ def _hive(rel: str, sep: str = os.sep) -> tuple[tuple[str, str | None], ...]:
 
 def _resolve_glob(pattern: str) -> Dataset:
     base = _glob_base(pattern, os.sep)
-    paths = set()
+    paths: set[str] = set()
     for match in glob.glob(pattern, recursive=True):
         if os.path.isdir(match):
             paths.update(os.path.join(match, rel) for rel in _walk(match))
@@ -551,7 +623,7 @@ def _resolve_uri(uri: str) -> Dataset:
         return _uri_dataset(uri, uri.rstrip("/"), rels, lambda parts: True, "directory")
     base = _glob_base(uri[scheme_end:], "/")
     base = uri[:scheme_end] + ("" if base == "." else base)
-    pattern = [p for p in uri[len(base):].split("/") if p]
+    pattern = [p for p in uri[len(base) :].split("/") if p]
     listing = list_files(base)
     rels = listing[1] if listing is not None and listing[0] == "directory" else []
 
@@ -563,7 +635,8 @@ def _resolve_uri(uri: str) -> Dataset:
 
 def _uri_dataset(name: str, base: str, rels: list[str], matches, kind: str) -> Dataset:
     found = sorted(
-        rel for rel in rels
+        rel
+        for rel in rels
         if matches(rel.split("/")) and not any(_hidden(p) for p in rel.split("/")) and _known(rel.rsplit("/", 1)[-1])
     )
     if not found:

@@ -3,8 +3,8 @@ streams of validated batches (:class:`~calibcli.io.sources.Stream`), one per dat
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from calibcli.io.columns import ColumnSpec
 from calibcli.io.sources import DEFAULT_BATCH_ROWS, resolve_datasets
@@ -27,18 +27,40 @@ class Sources:
 
     def open(self) -> Iterator:
         """One stream per dataset; every dataset is resolved before the first is read."""
-        return open_streams(list(self.files), self.spec, input_format=self.input_format, drop_invalid=self.drop_invalid,
-                            pool=self.pool, batch_rows=self.batch_rows, group_by=self.group_by,
-                            segment_by=self.segment_by)
+        return open_streams(
+            list(self.files),
+            self.spec,
+            input_format=self.input_format,
+            drop_invalid=self.drop_invalid,
+            pool=self.pool,
+            batch_rows=self.batch_rows,
+            group_by=self.group_by,
+            segment_by=self.segment_by,
+        )
 
 
-def open_streams(files: list[str], spec, *, input_format: str | None, drop_invalid: bool, pool: bool,
-                 batch_rows: int, group_by: tuple[str, ...], segment_by: tuple[str, ...] = ()) -> Iterator:
+def open_streams(
+    files: list[str],
+    spec,
+    *,
+    input_format: str | None,
+    drop_invalid: bool,
+    pool: bool,
+    batch_rows: int,
+    group_by: tuple[str, ...],
+    segment_by: tuple[str, ...] = (),
+) -> Iterator:
     """One stream per dataset (a file, a directory, a glob, stdin; all of them with ``pool``), in argument order.
 
     Every dataset is resolved before the first is read, so a missing path fails before any work.
     """
     datasets = resolve_datasets(list(files), pool=pool)
     for dataset in datasets:
-        yield dataset.open(spec, input_format=input_format, drop_invalid=drop_invalid, batch_rows=batch_rows,
-                           group_by=tuple(group_by), segment_by=tuple(segment_by))
+        yield dataset.open(
+            spec,
+            input_format=input_format,
+            drop_invalid=drop_invalid,
+            batch_rows=batch_rows,
+            group_by=tuple(group_by),
+            segment_by=tuple(segment_by),
+        )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
-from typing import Iterable
+from collections.abc import Iterable
 
 from calibcli.errors import CalibcliError, shown
 from calibcli.io.filesystems import uri_scheme
@@ -55,7 +55,7 @@ def check_outside_inputs(inputs: Iterable[tuple[str, str]], outputs: Iterable[tu
     for path, option in outputs:
         if path == STDOUT or descriptor_of(path) is not None:
             continue
-        for what, arg in inputs:
+        for _what, arg in inputs:
             why = would_read(arg, path)
             if why is not None:
                 raise CalibcliError(f"{describe_output(path, option)} is {why}")
@@ -74,8 +74,10 @@ def would_read(arg: str, path: str) -> str | None:
     resolved, so a link to the directory or inside it does not hide the output."""
     if arg == "-" or uri_scheme(arg) is not None:
         return None
-    out_paths = {os.path.abspath(path), os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))),
-                                                     os.path.basename(path))}
+    out_paths = {
+        os.path.abspath(path),
+        os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), os.path.basename(path)),
+    }
     if os.path.isdir(arg):
         bases = {os.path.abspath(arg), os.path.realpath(arg)}
         for out in out_paths:
@@ -86,7 +88,10 @@ def would_read(arg: str, path: str) -> str | None:
                 if any(_hidden(part) for part in rel.split(os.sep)):
                     continue
                 if _known(os.path.basename(out)) or not _walk(arg):
-                    return f"inside the input directory {arg}: it would become one of its files (read by the next run): write it outside {arg}"
+                    return (
+                        f"inside the input directory {arg}: it would become one of its files (read by the next run): "
+                        f"write it outside {arg}"
+                    )
         return None
     if os.path.exists(arg) or not glob.has_magic(arg):
         return None
@@ -97,8 +102,10 @@ def would_read(arg: str, path: str) -> str | None:
         if _hidden(name) or not _known(name):
             continue
         if any(_glob_match(pattern, parts[:j]) for j in range(1, len(parts) + 1)):
-            return (f"matched by the input pattern {shown(arg)}: it would become one of its files (read by the next run): "
-                    f"write it elsewhere, or narrow the pattern")
+            return (
+                f"matched by the input pattern {shown(arg)}: it would become one of its files (read by the next run): "
+                f"write it elsewhere, or narrow the pattern"
+            )
     return None
 
 
@@ -108,11 +115,17 @@ def _glob_match(pattern: list[str], parts: list[str]) -> bool:
     if not pattern:
         return not parts
     if pattern[0] == "**":
-        return any(_glob_match(pattern[1:], parts[i:]) for i in range(len(parts) + 1)
-                   if not any(p.startswith(".") for p in parts[:i]))
-    return (bool(parts) and fnmatch.fnmatchcase(parts[0], pattern[0])
-            and not (parts[0].startswith(".") and not pattern[0].startswith("."))
-            and _glob_match(pattern[1:], parts[1:]))
+        return any(
+            _glob_match(pattern[1:], parts[i:])
+            for i in range(len(parts) + 1)
+            if not any(p.startswith(".") for p in parts[:i])
+        )
+    return (
+        bool(parts)
+        and fnmatch.fnmatchcase(parts[0], pattern[0])
+        and not (parts[0].startswith(".") and not pattern[0].startswith("."))
+        and _glob_match(pattern[1:], parts[1:])
+    )
 
 
 def _input_files(arg: str) -> list[str]:
@@ -122,7 +135,7 @@ def _input_files(arg: str) -> list[str]:
         return []
     scheme = uri_scheme(arg)
     if scheme == "file":
-        arg = arg[len("file://"):]
+        arg = arg[len("file://") :]
     elif scheme is not None:
         return []
     if os.path.isdir(arg) or (not os.path.exists(arg) and glob.has_magic(arg)):

@@ -21,10 +21,10 @@ pyarrow is imported inside the functions, so importing this module costs nothing
 from __future__ import annotations
 
 import json
-from typing import Iterable
+from collections.abc import Iterable
 
-from calibcli.errors import CalibcliError
 from calibcli.documents import jsonable
+from calibcli.errors import CalibcliError
 from calibcli.io.formats import detect_format
 from calibcli.outputs import is_stream, open_output
 
@@ -63,10 +63,13 @@ def check_writable(schema, fmt: str, where: str) -> None:
     if fmt in ("csv", "tsv"):
         lists = [f.name for f in schema if _is_list(f.type)]
         if lists:
-            instead = ("{opt:output_format} parquet, feather or jsonl" if where == "stdout"
-                       else ".parquet, .feather or .jsonl")
-            raise CalibcliError(f"{where}: column {lists[0]!r} holds a vector per row, which {fmt.upper()} cannot "
-                                f"store: write {instead} instead")
+            instead = (
+                "{opt:output_format} parquet, feather or jsonl" if where == "stdout" else ".parquet, .feather or .jsonl"
+            )
+            raise CalibcliError(
+                f"{where}: column {lists[0]!r} holds a vector per row, which {fmt.upper()} cannot "
+                f"store: write {instead} instead"
+            )
 
 
 class _BatchWriter:
@@ -89,8 +92,11 @@ class _BatchWriter:
 
             delimiter = "\t" if fmt == "tsv" else ","
             plain = not any(ch in name for name in schema.names for ch in (delimiter, '"', "\n", "\r"))
-            self._writer = pcsv.CSVWriter(sink, schema, write_options=pcsv.WriteOptions(
-                delimiter=delimiter, quoting_header="none" if plain else "needed"))
+            self._writer = pcsv.CSVWriter(
+                sink,
+                schema,
+                write_options=pcsv.WriteOptions(delimiter=delimiter, quoting_header="none" if plain else "needed"),
+            )
         elif fmt == "parquet":
             import pyarrow.parquet as pq
 

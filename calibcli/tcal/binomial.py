@@ -66,8 +66,13 @@ def discreteness(y_prob) -> DiscreteCheck:
 def discreteness_from_counts(n_distinct: int, n: int) -> DiscreteCheck:
     """The rule of :func:`discreteness` for a predictor known by its counts: ``t`` distinct values among ``n``."""
     threshold = math.sqrt(n)
-    return DiscreteCheck(discrete=bool(n > 0 and n_distinct <= threshold), n_distinct=int(n_distinct), n=int(n),
-                         threshold=threshold, rule=DISCRETE_RULE)
+    return DiscreteCheck(
+        discrete=bool(n > 0 and n_distinct <= threshold),
+        n_distinct=int(n_distinct),
+        n=int(n),
+        threshold=threshold,
+        rule=DISCRETE_RULE,
+    )
 
 
 def is_discrete(y_prob) -> bool:
@@ -104,12 +109,16 @@ def binomial_test_from_counts(values, n, positives, *, alpha: float = 0.05) -> B
     values = np.asarray(values, dtype=np.float64).reshape(-1)
     N = np.asarray(n, dtype=np.int64).reshape(-1)
     M = np.asarray(positives, dtype=np.int64).reshape(-1)
-    check_option(len(values) >= 1 and len(values) == len(N) == len(M),
-                 f"the binomial test needs one count and one positive count per value, got {len(values)} values, "
-                 f"{len(N)} counts and {len(M)} positive counts")
+    check_option(
+        len(values) >= 1 and len(values) == len(N) == len(M),
+        f"the binomial test needs one count and one positive count per value, got {len(values)} values, "
+        f"{len(N)} counts and {len(M)} positive counts",
+    )
     check_option(bool(np.all((values >= 0.0) & (values <= 1.0))), "prediction values must lie in [0, 1]")
-    check_option(bool(np.all(N >= 1) and np.all((M >= 0) & (M <= N))),
-                 "every value needs at least one prediction and between 0 and that many positives")
+    check_option(
+        bool(np.all(N >= 1) and np.all((M >= 0) & (M <= N))),
+        "every value needs at least one prediction and between 0 and that many positives",
+    )
     t = len(values)
     per_value_alpha = alpha / t
     # a loop over the distinct values, not rows

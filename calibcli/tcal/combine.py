@@ -52,8 +52,9 @@ class MonteCarloCombination:
     p_value_min_p: float
 
 
-def monte_carlo_combine(observed: np.ndarray, star: np.ndarray, level_of: np.ndarray,
-                        alpha: float) -> MonteCarloCombination:
+def monte_carlo_combine(
+    observed: np.ndarray, star: np.ndarray, level_of: np.ndarray, alpha: float
+) -> MonteCarloCombination:
     """Per-level Monte Carlo p-values and both combinations, from statistics per distinct partition.
 
     ``observed``: one value per distinct partition; ``star``: R x distinct partitions;

@@ -48,8 +48,9 @@ class Engine(Protocol):
         ...
 
 
-def resample_all(engine: Engine, rng: np.random.Generator, n_boot: int, null: str,
-                 progress: Callable[[], None] | None = None) -> np.ndarray:
+def resample_all(
+    engine: Engine, rng: np.random.Generator, n_boot: int, null: str, progress: Callable[[], None] | None = None
+) -> np.ndarray:
     """``n_boot`` resampled statistics per distinct partition, chunk by chunk (seeded per chunk).
 
     ``progress()``, if given, is called once per finished resample, from the calling thread.
@@ -80,4 +81,3 @@ def resample_all(engine: Engine, rng: np.random.Generator, n_boot: int, null: st
                 for _ in range(sizes[i]):
                     progress()
     return np.concatenate(parts, axis=0)
-

@@ -123,8 +123,9 @@ def tcal_test(
         "{opt:combine} min-p calibrates the minimum p-value over resamples, and {opt:null} chebyshev draws none: "
         "use {opt:combine} bonferroni with chebyshev, or a resampling null",
     )
-    check_option(smoothness is None or smoothness > 0,
-                 f"{{opt:smoothness}} is {smoothness}: expected a positive Holder exponent")
+    check_option(
+        smoothness is None or smoothness > 0, f"{{opt:smoothness}} is {smoothness}: expected a positive Holder exponent"
+    )
     mode, K, labels, probs, w, weighted = prepare(y_true, y_prob, sample_weight)
     check_option(
         not weighted or null == "y-bootstrap",

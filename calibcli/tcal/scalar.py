@@ -32,7 +32,6 @@ from calibcli.tcal.engine import CHUNK_BYTES
 _BLOCK_POINTS = 2**15
 
 
-
 def _gap_levels(zs: np.ndarray, n_bins_list: list[int]) -> np.ndarray:
     """For each gap between neighbours of the sorted predictions ``zs`` (gap i between points i - 1 and i,
     i = 1..n-1), the index into ``n_bins_list`` of the first level whose equal-width bins separate them
@@ -195,7 +194,7 @@ class SortedScalarEngine:
         if self.w is None:
             self.fixed_bits = min(52, 62 - int(self.n).bit_length())
             self.step_b = np.rint((1.0 - 2.0 * zs) * 2.0**self.fixed_bits).astype(np.int64)
-            self.scale_b = 2.0 ** -self.fixed_bits
+            self.scale_b = 2.0**-self.fixed_bits
         else:
             self.step_b = self.w**2 * (1.0 - 2.0 * zs)
             self.scale_b = 1.0
@@ -266,8 +265,11 @@ class SortedScalarEngine:
                 np.take(prefix, starts, axis=1, out=lo, mode="wrap")
                 return np.subtract(hi, lo, out=hi)
 
-            np.subtract(bin_sums(A, space["hiA"][:rows, :count], space["loA"][:rows, :count]),
-                        self.bin_wz[first_bin:end_bin], out=S)
+            np.subtract(
+                bin_sums(A, space["hiA"][:rows, :count], space["loA"][:rows, :count]),
+                self.bin_wz[first_bin:end_bin],
+                out=S,
+            )
             np.multiply(S, S, out=S)
             np.multiply(bin_sums(B), self.scale_b, out=Q)
             S -= Q

@@ -34,7 +34,8 @@ def check_cells(m: int, K: int, n: int, smoothness: float) -> None:
         "smoothness",
         f"{{name}} {smoothness:g} gives m* = {m} bins per axis over {n} rows ({cells:.3g} cells), which would need "
         f"{format_bytes(cells * BYTES_PER_CELL)}; use {{name}} {math.ceil(least * 1000) / 1000:g} or more "
-        f"(the memory budget is {format_bytes(budget)}), or the adaptive test (no {{name}})")
+        f"(the memory budget is {format_bytes(budget)}), or the adaptive test (no {{name}})",
+    )
 
 
 def optimal_n_bins(n: int, smoothness: float, n_classes: int = 2) -> int:
@@ -54,4 +55,3 @@ def chebyshev_constant(n: int, n_bins: int, n_classes: int = 2, *, scalar: bool 
     scale = min(n_bins**half / n, n_bins ** (-half))
     c = math.sqrt(2.0 * K * K) * scale
     return 0.5 * c if scalar else c
-

@@ -32,8 +32,9 @@ def simplex_bin_keys(P, n_bins: int) -> np.ndarray:
     coordinates and the permutation. Two rows share a cell exactly when their keys are equal.
     """
     P = np.asarray(P, dtype=np.float64)
-    check_option(P.ndim == 2 and P.shape[1] >= 2,
-                 f"simplex binning needs an (n, K) array with K >= 2, got shape {P.shape}")
+    check_option(
+        P.ndim == 2 and P.shape[1] >= 2, f"simplex binning needs an (n, K) array with K >= 2, got shape {P.shape}"
+    )
     check_option(n_bins >= 1, f"simplex binning needs m >= 1 bins per axis, got {n_bins}")
     K = P.shape[1]
     Z = P / P.sum(axis=1, keepdims=True)

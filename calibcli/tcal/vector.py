@@ -45,8 +45,9 @@ class GroupVectorEngine:
             _, cell = np.unique(g[sel], return_inverse=True)
             n_cells = int(cell.max()) + 1 if len(sel) else 0
             wsum = np.bincount(cell, weights=w[sel], minlength=n_cells)
-            wP = np.stack([np.bincount(cell, weights=w[sel] * P[sel, k], minlength=n_cells) for k in range(self.K)],
-                          axis=1)
+            wP = np.stack(
+                [np.bincount(cell, weights=w[sel] * P[sel, k], minlength=n_cells) for k in range(self.K)], axis=1
+            )
             # sum over the cell of w^2 (1 + |P|^2): the part of sum w^2 |e_c - P|^2 that does not move
             sq_fixed = np.bincount(cell, weights=w[sel] ** 2 * (1.0 + self.sqnorm[sel]), minlength=n_cells)
             self.fixed.append((sel, cell, n_cells, 1.0 / wsum, wP, float(sq_fixed @ (1.0 / wsum)) if n_cells else 0.0))
@@ -81,15 +82,17 @@ class GroupVectorEngine:
                 cnt = np.bincount(key * self.K + cls_s.ravel(), weights=w_s, minlength=rows * Gs * self.K)
                 S1 = cnt.reshape(rows, Gs, self.K) - wP[None, :, :]
                 # sum w^2 |e_c - P|^2 = sum w^2 (1 + |P|^2) - 2 sum w^2 P_c
-                moving = np.bincount(key, weights=(wp[:, sel] ** 2 * P_c[:, sel]).ravel(),
-                                     minlength=rows * Gs).reshape(rows, Gs)
+                moving = np.bincount(key, weights=(wp[:, sel] ** 2 * P_c[:, sel]).ravel(), minlength=rows * Gs).reshape(
+                    rows, Gs
+                )
                 val = np.einsum("rgk,rgk->rg", S1, S1) @ inv_wsum + 2.0 * (moving @ inv_wsum) - sq_fixed
             else:
                 gj = g[J]
                 key = (row_off * G + gj).ravel()
                 num = np.bincount(key, minlength=rows * G).reshape(rows, G)
-                Pk = np.stack([np.bincount(key, weights=self.P[J, k].ravel(), minlength=rows * G)
-                               for k in range(self.K)], axis=1)
+                Pk = np.stack(
+                    [np.bincount(key, weights=self.P[J, k].ravel(), minlength=rows * G) for k in range(self.K)], axis=1
+                )
                 cnt = np.bincount(key * self.K + cls.ravel(), minlength=rows * G * self.K).astype(np.float64)
                 S1 = (cnt - Pk.ravel()).reshape(rows, G, self.K)
                 assert sq_term is not None  # J is given
