@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from calibcli import brownian
 from calibcli import cumulative as cu
 from calibcli.errors import CalibcliError
 
@@ -292,14 +293,14 @@ def test_uniform_cells_monotone_and_in_range():
 # --- the laws of sup|B| and of the range of B ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("parts", [cu._range_parts, cu._sup_abs_parts])
+@pytest.mark.parametrize("parts", [brownian._range_parts, brownian._sup_abs_parts])
 def test_series_agree_where_both_converge(parts, monkeypatch):
     # Force each series to cover [0.9, 2.5] in turn: the small-x series (switch at 2.5) and the large-x
     # series (switch at 0.9) must give the same CDF and survival function there.
     x = np.linspace(0.9, 2.49, 60)
-    monkeypatch.setattr(cu, "_SWITCH", 2.5)
+    monkeypatch.setattr(brownian, "_SWITCH", 2.5)
     cdf_small, sf_small = parts(x)
-    monkeypatch.setattr(cu, "_SWITCH", 0.9)
+    monkeypatch.setattr(brownian, "_SWITCH", 0.9)
     cdf_large, sf_large = parts(x)
     np.testing.assert_allclose(cdf_small, cdf_large, rtol=1e-13, atol=1e-15)
     np.testing.assert_allclose(sf_small, sf_large, rtol=1e-12, atol=1e-15)
