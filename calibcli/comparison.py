@@ -57,9 +57,15 @@ from calibcli.engines._fragments import pack_fragments, prefetched, task_rows
 from calibcli.errors import CalibcliError, shown
 from calibcli.estimators import summarise_replicates
 from calibcli.io import RowCounts
-from calibcli.paired_bootstrap import JointState
-from calibcli.registry import REGISTRY, aggregate_over_classes
-from calibcli.resampling import Multiplicities, percentile_interval, row_hash
+from calibcli.paired_bootstrap import (
+    JointState,
+    difference,
+    headline_replicates,
+    scores_replicates,
+    smooth_replicates,
+)
+from calibcli.paired_bootstrap import worse_by as worse_by  # (the compare command's gate reads it here)
+from calibcli.resampling import row_hash
 
 #: Rows of the candidate held in memory to pair by an ID column.
 ID_PAIRING_LIMIT = 1 << 24
@@ -696,7 +702,7 @@ def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, descr
                 "jointly, so one example weighs the same in both)"
             )
         for side, report in enumerate(reports):
-            reps[side].update(_headline_replicates(report, per_problem[side]))
+            reps[side].update(headline_replicates(report, per_problem[side]))
         for name in reps[0]:
             methods[name] = (how, pairing.paired)
         if reports[0].multiclass_scores is not None:
@@ -708,7 +714,7 @@ def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, descr
                 how_scores = "paired Poisson bootstrap from the joint moments of both inputs' sums (normal)"
             else:
                 scores = [
-                    _scores_replicates(accs[0].scores, n_boot, s)
+                    scores_replicates(accs[0].scores, n_boot, s)
                     for accs, s in ((accs_a, seeds["baseline"]), (accs_b, seeds["candidate"]))
                 ]
                 how_scores = how
@@ -731,7 +737,7 @@ def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, descr
         for side, report in enumerate(smooth):
             headline[side].update(report.headline())
             if n_boot:
-                reps[side].update(_smooth_replicates(report, accs_a[1].options))
+                reps[side].update(smooth_replicates(report, accs_a[1].options))
         smooth_paired = pairing.paired and kept
         for name in smooth[0].headline():
             methods[name] = (
@@ -753,113 +759,5 @@ def _finish(accs_a, accs_b, joint, options, seeds: dict, pairing: Pairing, descr
         m_b = headline[1].get(name)
         if m_b is None:
             continue
-        comparison[name] = _difference(name, m_a, m_b, reps[0].get(name), reps[1].get(name), methods.get(name), alpha)
+        comparison[name] = difference(name, m_a, m_b, reps[0].get(name), reps[1].get(name), methods.get(name), alpha)
     return entries, comparison
-
-
-def _headline_replicates(report, per_problem: list[dict]) -> dict[str, np.ndarray]:
-    """Replicates of the binned headline metrics: the marginal aggregate's (combined per class, SPEC 1), or the
-    one problem's."""
-    if report.aggregate is None:
-        out = dict(per_problem[0])
-        if "ece_l2_sq_debiased_sun" in out:
-            out["ece_l2_sq_sun_interval"] = out["ece_l2_sq_debiased_sun"]  # its estimate is the Sun statistic
-        return out
-    out = {}
-    for name in report.aggregate:
-        rule = REGISTRY[name].combine if name in REGISTRY else None
-        base = (rule.of if rule is not None else None) or name
-        if rule is None or any(base not in p for p in per_problem):
-            continue  # no replicates of this metric here
-        out[name] = np.asarray(
-            aggregate_over_classes(rule, np.array([p[base] for p in per_problem]), report.class_weight_values)
-        )
-    return out
-
-
-def _smooth_replicates(report, options) -> dict[str, np.ndarray]:
-    if report.aggregate is None:
-        return {options.metric: np.asarray(report.problems[0].result.replicates)}
-    rule = REGISTRY[options.metric].combine
-    assert rule is not None  # (smece's class rule)
-    reps = aggregate_over_classes(
-        rule, np.stack([p.result.replicates for p in report.problems]), report.class_weight_values
-    )
-    return {options.metric: np.asarray(reps)}
-
-
-def _scores_replicates(scores, n_boot: int, seed: int) -> dict[str, np.ndarray]:
-    """Replicates of one input's multiclass Brier and log-loss, drawn as
-    :class:`calibcli.accumulators.inputs.MulticlassScores` draws them (per row while the rows are kept, else from
-    the sums' moments)."""
-    if not scores.rows.dropped:
-        row_index, values, _, w = scores.rows.arrays()
-        X = np.column_stack([np.ones(len(values)) if w is None else w, values * (1.0 if w is None else w[:, None])])
-        rows = Multiplicities(seed, row_index)
-        reps = np.array([rows.replicate(r) @ X for r in range(n_boot)])
-    else:
-        s = dict(zip(scores._COLUMNS, scores.sums, strict=True))
-        rng = np.random.Generator(np.random.Philox(key=[int(seed) & 0xFFFFFFFFFFFFFFFF, 0x73636F726573]))
-        mean = np.array([s["w"], s["wb"], s["wl"]])
-        cov = np.array(
-            [[s["w2"], s["w2b"], s["w2l"]], [s["w2b"], s["w2bb"], s["w2bl"]], [s["w2l"], s["w2bl"], s["w2ll"]]]
-        )
-        reps = rng.multivariate_normal(mean, cov, size=n_boot, method="eigh")
-    return {"brier_score_multiclass": reps[:, 1] / reps[:, 0], "log_loss_multiclass": reps[:, 2] / reps[:, 0]}
-
-
-def worse_by(name: str, baseline: float, candidate: float) -> float:
-    """How much worse the candidate is than the baseline on ``name`` (negative when better), in the metric's
-    own units: the difference, its negative for higher-is-better metrics, or the growth of the distance to
-    the target for target metrics (:data:`calibcli.metrics.REGISTRY`)."""
-    info = REGISTRY.get(name)
-    better = info.better if info is not None else "lower"
-    if better == "target":
-        assert info is not None and info.target is not None, f"{name} declares no target"
-        return abs(candidate - info.target) - abs(baseline - info.target)
-    if better == "higher":
-        return baseline - candidate
-    if better == "none":
-        return 0.0
-    return candidate - baseline
-
-
-def _difference(name: str, m_a, m_b, rep_a, rep_b, method, alpha: float) -> dict:
-    """One metric's comparison: both estimates, ``candidate - baseline``, its interval and the verdicts."""
-    better = REGISTRY[name].better if name in REGISTRY else "lower"
-    a, b = float(m_a.estimate), float(m_b.estimate)
-    diff = b - a
-    lo = hi = None
-    ci_method, paired = method or (None, False)
-    if rep_a is not None and rep_b is not None and len(rep_a) and len(rep_a) == len(rep_b):
-        lo, hi = percentile_interval(np.asarray(rep_b) - np.asarray(rep_a), alpha)
-        if not (math.isfinite(lo) and math.isfinite(hi)):
-            lo = hi = None
-    elif None not in (m_a.ci_low, m_a.ci_high, m_b.ci_low, m_b.ci_high):
-        # a metric without replicates here (an interval of its own): the normal approximation from both
-        # intervals, as if independent
-        from statistics import NormalDist
-
-        z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
-        se = math.hypot(m_a.ci_high - m_a.ci_low, m_b.ci_high - m_b.ci_low) / (2.0 * z)
-        lo, hi = diff - z * se, diff + z * se
-        ci_method, paired = "unpaired: normal approximation from the two inputs' own intervals", False
-    if lo is None:
-        ci_method = None
-    # "worse" follows the registry: larger (lower-is-better), smaller (higher-is-better), or farther from the
-    # calibrated value (a Cox slope of 1, an intercept of 0); significant when the difference's interval
-    # excludes 0 (for a target metric: the candidate's value has moved, and away from the target)
-    worse = worse_by(name, a, b) > 0 if better != "none" else False
-    significant = lo is not None and hi is not None and (lo > 0 or hi < 0)
-    return {
-        "baseline": a,
-        "candidate": b,
-        "difference": diff,
-        "ci_low": lo,
-        "ci_high": hi,
-        "ci_method": ci_method,
-        "paired": bool(paired and lo is not None),
-        "better": better,
-        "worse": bool(worse),
-        "significant": bool(significant),
-    }

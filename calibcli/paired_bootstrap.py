@@ -11,11 +11,14 @@ multiclass scores' joint moments are :class:`JointScores`. Every state merges ex
 may be read in ranges on a cluster's workers (``calibcli compare --engine dask``).
 
 The paired bootstrap for the difference of two models' metrics on one test set is the standard construction
-(Efron & Tibshirani 1993, ch. 10).
+(Efron & Tibshirani 1993, ch. 10): :func:`difference` gives ``candidate - baseline`` with its percentile interval
+from both sides' replicates (:func:`headline_replicates`, :func:`smooth_replicates`, :func:`scores_replicates`)
+and the verdicts (:func:`worse_by`).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -25,6 +28,8 @@ from calibcli.accumulators.inputs import MulticlassScores
 from calibcli.binning import uniform_bin_index
 from calibcli.estimators import BinStats
 from calibcli.modes import binary_problems
+from calibcli.registry import REGISTRY, aggregate_over_classes
+from calibcli.resampling import Multiplicities, percentile_interval
 
 # Per-row values of one input in a joint cell: w, w u, w u^2, w ll (u = y - z, ll the clipped log-loss).
 _V = 4
@@ -298,3 +303,116 @@ class JointState:
                     cells.update(qa.z, qa.y, qa.sample_weight, qb.z, qb.y, qb.sample_weight)
         if self.scores is not None:
             self.scores.update(a.probs, a.labels, a.sample_weight, b.probs, b.labels, b.sample_weight)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The differences: each side's replicates, and candidate - baseline with its interval and verdicts
+# ---------------------------------------------------------------------------------------------------------
+
+
+def headline_replicates(report, per_problem: list[dict]) -> dict[str, np.ndarray]:
+    """Replicates of the binned headline metrics: the marginal aggregate's (combined per class, SPEC 1), or the
+    one problem's."""
+    if report.aggregate is None:
+        out = dict(per_problem[0])
+        if "ece_l2_sq_debiased_sun" in out:
+            out["ece_l2_sq_sun_interval"] = out["ece_l2_sq_debiased_sun"]  # its estimate is the Sun statistic
+        return out
+    out = {}
+    for name in report.aggregate:
+        rule = REGISTRY[name].combine if name in REGISTRY else None
+        base = (rule.of if rule is not None else None) or name
+        if rule is None or any(base not in p for p in per_problem):
+            continue  # no replicates of this metric here
+        out[name] = np.asarray(
+            aggregate_over_classes(rule, np.array([p[base] for p in per_problem]), report.class_weight_values)
+        )
+    return out
+
+
+def smooth_replicates(report, options) -> dict[str, np.ndarray]:
+    if report.aggregate is None:
+        return {options.metric: np.asarray(report.problems[0].result.replicates)}
+    rule = REGISTRY[options.metric].combine
+    assert rule is not None  # (smece's class rule)
+    reps = aggregate_over_classes(
+        rule, np.stack([p.result.replicates for p in report.problems]), report.class_weight_values
+    )
+    return {options.metric: np.asarray(reps)}
+
+
+def scores_replicates(scores, n_boot: int, seed: int) -> dict[str, np.ndarray]:
+    """Replicates of one input's multiclass Brier and log-loss, drawn as
+    :class:`calibcli.accumulators.inputs.MulticlassScores` draws them (per row while the rows are kept, else from
+    the sums' moments)."""
+    if not scores.rows.dropped:
+        row_index, values, _, w = scores.rows.arrays()
+        X = np.column_stack([np.ones(len(values)) if w is None else w, values * (1.0 if w is None else w[:, None])])
+        rows = Multiplicities(seed, row_index)
+        reps = np.array([rows.replicate(r) @ X for r in range(n_boot)])
+    else:
+        s = dict(zip(scores._COLUMNS, scores.sums, strict=True))
+        rng = np.random.Generator(np.random.Philox(key=[int(seed) & 0xFFFFFFFFFFFFFFFF, 0x73636F726573]))
+        mean = np.array([s["w"], s["wb"], s["wl"]])
+        cov = np.array(
+            [[s["w2"], s["w2b"], s["w2l"]], [s["w2b"], s["w2bb"], s["w2bl"]], [s["w2l"], s["w2bl"], s["w2ll"]]]
+        )
+        reps = rng.multivariate_normal(mean, cov, size=n_boot, method="eigh")
+    return {"brier_score_multiclass": reps[:, 1] / reps[:, 0], "log_loss_multiclass": reps[:, 2] / reps[:, 0]}
+
+
+def worse_by(name: str, baseline: float, candidate: float) -> float:
+    """How much worse the candidate is than the baseline on ``name`` (negative when better), in the metric's
+    own units: the difference, its negative for higher-is-better metrics, or the growth of the distance to
+    the target for target metrics (:data:`calibcli.metrics.REGISTRY`)."""
+    info = REGISTRY.get(name)
+    better = info.better if info is not None else "lower"
+    if better == "target":
+        assert info is not None and info.target is not None, f"{name} declares no target"
+        return abs(candidate - info.target) - abs(baseline - info.target)
+    if better == "higher":
+        return baseline - candidate
+    if better == "none":
+        return 0.0
+    return candidate - baseline
+
+
+def difference(name: str, m_a, m_b, rep_a, rep_b, method, alpha: float) -> dict:
+    """One metric's comparison: both estimates, ``candidate - baseline``, its interval and the verdicts."""
+    better = REGISTRY[name].better if name in REGISTRY else "lower"
+    a, b = float(m_a.estimate), float(m_b.estimate)
+    diff = b - a
+    lo = hi = None
+    ci_method, paired = method or (None, False)
+    if rep_a is not None and rep_b is not None and len(rep_a) and len(rep_a) == len(rep_b):
+        lo, hi = percentile_interval(np.asarray(rep_b) - np.asarray(rep_a), alpha)
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            lo = hi = None
+    elif None not in (m_a.ci_low, m_a.ci_high, m_b.ci_low, m_b.ci_high):
+        # a metric without replicates here (an interval of its own): the normal approximation from both
+        # intervals, as if independent
+        from statistics import NormalDist
+
+        z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
+        se = math.hypot(m_a.ci_high - m_a.ci_low, m_b.ci_high - m_b.ci_low) / (2.0 * z)
+        lo, hi = diff - z * se, diff + z * se
+        ci_method, paired = "unpaired: normal approximation from the two inputs' own intervals", False
+    if lo is None:
+        ci_method = None
+    # "worse" follows the registry: larger (lower-is-better), smaller (higher-is-better), or farther from the
+    # calibrated value (a Cox slope of 1, an intercept of 0); significant when the difference's interval
+    # excludes 0 (for a target metric: the candidate's value has moved, and away from the target)
+    worse = worse_by(name, a, b) > 0 if better != "none" else False
+    significant = lo is not None and hi is not None and (lo > 0 or hi < 0)
+    return {
+        "baseline": a,
+        "candidate": b,
+        "difference": diff,
+        "ci_low": lo,
+        "ci_high": hi,
+        "ci_method": ci_method,
+        "paired": bool(paired and lo is not None),
+        "better": better,
+        "worse": bool(worse),
+        "significant": bool(significant),
+    }
