@@ -16,6 +16,7 @@ This package imports none of the family modules, so a command loads only its own
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -77,7 +78,7 @@ class Gates(Declared):
 
 
 @dataclass(frozen=True)
-class GatedMetrics(Bootstrap, Gates):
+class GatedMetrics(Bootstrap, Gates, ABC):
     """A family of metrics with intervals and the threshold gates on one of them (``gate_metric``)."""
 
     def __post_init__(self) -> None:
@@ -86,8 +87,9 @@ class GatedMetrics(Bootstrap, Gates):
             raise CalibcliError("{opt:fail_above_upper} needs bootstrap intervals: pass {opt:n_boot} N with N > 0")
 
     @property
+    @abstractmethod
     def gate_metric(self) -> str:
-        raise NotImplementedError
+        """The name of the metric the gates read (each family says which)."""
 
     @property
     def gate(self) -> GateSpec:
