@@ -144,6 +144,21 @@ class EcceResult:
     segment: np.ndarray | None = None
 
 
+#: The fields of :class:`EcceResult` that hold one value per segment (``partition`` and ``segment`` aside).
+STATISTICS = (
+    "ecce_mad",
+    "ecce_r",
+    "sigma",
+    "ecce_mad_sigma",
+    "ecce_r_sigma",
+    "ecce_mad_pvalue",
+    "ecce_r_pvalue",
+    "rows",
+    "weight",
+    "error_bound",
+)
+
+
 def _on_sigma_scale(stat: np.ndarray, sigma: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         scaled = stat / sigma
@@ -576,23 +591,7 @@ def ecce_from_cells(sums: CellSums) -> EcceResult:
     if scalar:
         return res
     shape = np.shape(W)
-    return EcceResult(
-        **{
-            f: np.asarray(getattr(res, f)).reshape(shape)
-            for f in (
-                "ecce_mad",
-                "ecce_r",
-                "sigma",
-                "ecce_mad_sigma",
-                "ecce_r_sigma",
-                "ecce_mad_pvalue",
-                "ecce_r_pvalue",
-                "rows",
-                "weight",
-                "error_bound",
-            )
-        }
-    )
+    return EcceResult(**{f: np.asarray(getattr(res, f)).reshape(shape) for f in STATISTICS})
 
 
 def ecce_from_cell_entries(segment, cell, w, wy, ws, w2v, wabs, rows=None, *, n_segments: int) -> EcceResult:

@@ -24,7 +24,7 @@ import numpy as np
 
 from calibcli.accumulators.binned import QuantileSketch
 from calibcli.audit import AuditOptions, SegmentSums
-from calibcli.cumulative import EcceResult, ecce_from_cell_entries
+from calibcli.cumulative import STATISTICS, EcceResult, ecce_from_cell_entries
 from calibcli.errors import CalibcliError
 from calibcli.io.columns import CodedText
 from calibcli.segments import ColumnCoding, Partition, categorical_coding, partitions
@@ -247,23 +247,7 @@ class SegmentGrid:
             sums["ws"].append(bws.sum(axis=1))
             with np.errstate(divide="ignore", invalid="ignore"):
                 sums["ece_l1"].append(np.where(total > 0, np.abs(bwy - bws).sum(axis=1) / total, np.nan))
-        ecce = EcceResult(
-            **{
-                f: np.concatenate([np.atleast_1d(getattr(e, f)) for e in parts])
-                for f in (
-                    "ecce_mad",
-                    "ecce_r",
-                    "sigma",
-                    "ecce_mad_sigma",
-                    "ecce_r_sigma",
-                    "ecce_mad_pvalue",
-                    "ecce_r_pvalue",
-                    "rows",
-                    "weight",
-                    "error_bound",
-                )
-            }
-        )
+        ecce = EcceResult(**{f: np.concatenate([np.atleast_1d(getattr(e, f)) for e in parts]) for f in STATISTICS})
         weight = np.asarray(ecce.weight, dtype=np.float64)
         return SegmentSums(
             rows=np.asarray(ecce.rows, dtype=np.int64),
