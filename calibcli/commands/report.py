@@ -32,8 +32,8 @@ from calibcli._version import __version__
 from calibcli.accumulators.composite import Composite
 from calibcli.accumulators.diagram import DiagramInputAccumulator, DiagramOptions
 from calibcli.accumulators.tcal import TCAL_MODES
-from calibcli.binning import STRATEGIES
 from calibcli.calibrators.document import METHOD_NAMES
+from calibcli.declarations import CLASS_WEIGHTS_PARAM, MODE, STRATEGY
 from calibcli.families import audit as audit_family
 from calibcli.families import recalibrate as recalibrate_family
 from calibcli.families.recalibrate import DEFAULT_METHODS
@@ -41,11 +41,11 @@ from calibcli.families.registry import FAMILIES
 from calibcli.html import render_page, require_jinja2, svg_fragment
 from calibcli.html import verdict as verdicts
 from calibcli.html.audit import AUDIT_MODES, audit_lines, audit_section
-from calibcli.modes import CLASS_WEIGHTS, MODES, default_mode
+from calibcli.modes import default_mode
 from calibcli.recalibration import evaluation, holdout_split
 from calibcli.report import entry_label, new_document, to_json, write_atomic
 from calibcli.safe_text import for_terminal
-from calibcli.validation import check_option, check_options
+from calibcli.validation import check_option, check_options, check_params
 
 #: The audit's options (``--segment-cols`` and how segments are formed, judged and shown), from the audit
 #: family's declaration: the same flags and rules as ``calibcli audit``'s.
@@ -379,8 +379,8 @@ def report(files: ReportFiles, **options) -> None:
     n_boot, alpha, seed, group_by = options["n_boot"], options["alpha"], options["seed"], options["group_by"]
 
     require_jinja2()  # (the output paths are checked before this, in cc.command)
-    check_options(
-        {"mode": MODES, "strategy": STRATEGIES, "class_weights": CLASS_WEIGHTS},
+    check_params(
+        {"mode": MODE, "strategy": STRATEGY, "class_weights": CLASS_WEIGHTS_PARAM},
         mode=mode,
         strategy=strategy,
         class_weights=class_weights,
