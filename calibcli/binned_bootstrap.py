@@ -99,20 +99,7 @@ class _SortedProblem:
     @staticmethod
     def _stats(sums: np.ndarray, dup: np.ndarray) -> BinStats:
         """:class:`BinStats` of bin sums ``(..., bins, 6)`` and self-pair sums ``(..., bins, 3)``."""
-        s = np.moveaxis(sums, -1, 0)
-        d = np.moveaxis(dup, -1, 0)
-        weight, sum_y, sum_u2 = s[1 + _W], s[1 + _WY], s[1 + _WU2]
-        return BinStats(
-            np.rint(s[0]).astype(np.int64),
-            weight,
-            s[1 + _WZ],
-            sum_y,
-            sum_u2,
-            s[1 + _WLL],
-            self_weight=weight + d[0],
-            self_y=sum_y + d[1],
-            self_u2=sum_u2 + d[2],
-        )
+        return _bin_stats(np.moveaxis(sums, -1, 0), np.moveaxis(dup, -1, 0))
 
     def _quantile_sums(self, M: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Bin sums on each resample's own quantile bins (SPEC 2.1's edges of its sorted values, z[i]
