@@ -265,15 +265,7 @@ class SegmentAuditAccumulator:
         s, y, w, values = self._arrays()
         rows = np.sort(np.concatenate(self._rows)) if self._rows else np.zeros(0, dtype=np.int64)
         return {
-            "kind": self.kind,
-            "version": STATE_VERSION,
-            "mode": self.mode,
-            "n_classes": self.n_classes,
-            "class_names": list(self.class_names),
-            "options": asdict(self.options),
-            "columns": list(self.columns),
-            "row_limit": self.row_limit,
-            "diagrams": self.diagrams,
+            **head,
             "rows": rows.tolist(),
             "s": s.tolist(),
             "y": y.tolist(),
