@@ -54,6 +54,7 @@ from calibcli.clinical import (
     spiegelhalter_sums,
 )
 from calibcli.cumulative import EcceResult
+from calibcli.declarations import CLINICAL_TEST_NAMES
 from calibcli.errors import CalibcliError, OptionError
 from calibcli.estimators import Metric
 from calibcli.modes import binary_problems
@@ -62,8 +63,8 @@ from calibcli.validation import check_options
 
 STATE_VERSION = 1
 
-#: ``tcal --test`` choices this module runs.
-CLINICAL_TESTS = ("spiegelhalter", "hosmer-lemeshow", "ecce")
+#: ``tcal --test`` choices this module runs (declared in :mod:`calibcli.declarations`).
+CLINICAL_TESTS = CLINICAL_TEST_NAMES
 
 
 class ClinicalAccumulator(Accumulator):

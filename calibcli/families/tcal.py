@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calibcli.accumulators import per_input
-from calibcli.accumulators.clinical import CLINICAL_TESTS
 from calibcli.accumulators.tcal import DISCRETE_CHOICES, MAX_ROWS, TCAL_MODES, TcalInputAccumulator, TcalOptions
+from calibcli.declarations import CLINICAL_TEST_NAMES as CLINICAL_TESTS
 from calibcli.errors import CalibcliError, cli_text, flag_of, warn
 from calibcli.families import Bootstrap, Family, Plan, auto, sources_block
 from calibcli.report import GateSpec, entry_label, new_document
