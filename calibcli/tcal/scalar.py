@@ -450,6 +450,8 @@ def sweep(engines: Sequence[SortedScalarEngine], chunks: Sequence[tuple[np.rando
     first = engines[0]
     if any(e.n != first.n for e in engines):
         raise ValueError("engines sharing draws must hold the same number of points")
+    if len({id(e) for e in engines}) != len(engines):  # (an engine's buffers serve one sweep at a time)
+        raise ValueError("an engine can take part in a sweep once")
     rows = sum(size for _, size in chunks)
     states = [e._begin(rows) for e in engines]
     D = states[0][0]["D"]
