@@ -31,6 +31,9 @@ from calibcli.tcal.engine import CHUNK_BYTES
 #: Points per block of the sorted sweep (binary engine): the block's working arrays fit in cache.
 _BLOCK_POINTS = 2**15
 
+#: Uniform draws of a sweep shared by several engines (:func:`sweep`), one buffer per thread.
+_DRAWN = threading.local()
+
 #: Label vectors swept together (several seeded chunks of resamples): each NumPy call of the sweep then serves
 #: this many resamples, so its fixed cost (and the hand-over of the GIL between threads) is shared.
 SWEEP_ROWS = 4
@@ -445,7 +448,10 @@ def sweep(engines: Sequence[SortedScalarEngine], chunks: Sequence[tuple[np.rando
     Each chunk draws its uniforms from its own generator block by block, as it does alone (so the draws are
     the same); a point's label is ``uniform < z`` at its place in the sorted order, so engines of other
     predictions of the same number of rows (the held-out comparison's methods) compare the same uniforms with
-    their own sorted predictions, drawn once for all.
+    their own sorted predictions, drawn once for all. One engine uses each block's uniforms as they are drawn;
+    several engines draw the whole sweep's first (``rows x n`` doubles in a buffer kept per thread) and then
+    sweep them one engine after the other, so each engine's arrays stay in cache during its sweep (taking turns
+    block by block, the engines evicted each other's arrays, and lost what the shared draws saved).
     """
     first = engines[0]
     if any(e.n != first.n for e in engines):
@@ -453,19 +459,35 @@ def sweep(engines: Sequence[SortedScalarEngine], chunks: Sequence[tuple[np.rando
     if len({id(e) for e in engines}) != len(engines):  # (an engine's buffers serve one sweep at a time)
         raise ValueError("an engine can take part in a sweep once")
     rows = sum(size for _, size in chunks)
-    states = [e._begin(rows) for e in engines]
-    D = states[0][0]["D"]
-    for k in range(len(first.blocks)):
-        a, b = int(first.block_edges[k]), int(first.block_edges[k + 1])
-        uniform = D[: rows * (b - a)].reshape(rows, b - a)  # each chunk's rows contiguous, as rng.random needs
-        r = 0
-        for rng, size in chunks:
-            rng.random(out=uniform[r : r + size])
-            r += size
-        for engine, (space, totals) in zip(engines, states, strict=True):
+    blocks = range(len(first.blocks))
+    edges = [(int(first.block_edges[k]), int(first.block_edges[k + 1])) for k in blocks]
+    if len(engines) == 1:  # drawn block by block, used at once (the block's uniforms stay in cache)
+        space, totals = first._begin(rows)
+        D = space["D"]
+        for k, (a, b) in zip(blocks, edges, strict=True):
+            uniform = D[: rows * (b - a)].reshape(rows, b - a)  # each chunk's rows contiguous, as rng.random needs
+            _draw(chunks, uniform)
             positive = space["positive"][:rows, : b - a]
-            np.less(uniform, engine.z[a:b], out=positive)
+            np.less(uniform, first.z[a:b], out=positive)
+            first._block(k, positive, space, totals)
+        return [first._end(totals, [size for _, size in chunks])]
+    # several engines: every block's uniforms drawn once, then each engine sweeps them (its arrays stay in cache)
+    drawn = getattr(_DRAWN, "buffer", None)
+    if drawn is None or len(drawn) < rows * first.n:  # this thread's buffer, kept for its next sweeps
+        drawn = _DRAWN.buffer = np.empty(rows * first.n)
+    uniforms = []
+    for a, b in edges:
+        uniform = drawn[rows * a : rows * b].reshape(rows, b - a)
+        _draw(chunks, uniform)
+        uniforms.append(uniform)
+    states = []
+    for engine in engines:
+        space, totals = engine._begin(rows)
+        for k, (a, b) in zip(blocks, edges, strict=True):
+            positive = space["positive"][:rows, : b - a]
+            np.less(uniforms[k], engine.z[a:b], out=positive)
             engine._block(k, positive, space, totals)
+        states.append((space, totals))
     sizes = [size for _, size in chunks]
     return [engine._end(totals, sizes) for engine, (_, totals) in zip(engines, states, strict=True)]
 
@@ -495,3 +517,11 @@ class SharedDraws:
         """Each engine's columns of what :meth:`resampled_chunks` returned."""
         edges = np.cumsum([0] + [e.n_parts for e in self.engines])
         return [star[:, lo:hi] for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+
+
+def _draw(chunks: Sequence[tuple[np.random.Generator, int]], uniform: np.ndarray) -> None:
+    """One block's uniforms of several chunks: each chunk's rows from its own generator, in order."""
+    r = 0
+    for rng, size in chunks:
+        rng.random(out=uniform[r : r + size])
+        r += size
