@@ -14,8 +14,11 @@ bins with at least two points are gathered; such a bin is the same set of points
 the one where it appears to the one where it splits, so each distinct bin is visited once per resample
 and its contribution is credited to that range of levels: O(R x n) for all L levels together. The
 sweep goes block by block through the sorted points (drawing ``y*``, extending the prefix sums,
-finishing the bins that end in the block), so the working arrays stay in cache. All levels and both
-combination rules use the same draws.
+finishing the bins that end in the block), so the working arrays stay in cache; the prefix sums are
+block-local (plus the few that bins crossing a block boundary start from), so several seeded chunks of
+resamples go through one sweep together (:data:`SWEEP_ROWS`), and tests of other predictions of the same rows
+can compare the same draws with their own predictions (:func:`sweep`). All levels and both combination rules
+use the same draws.
 """
 
 from __future__ import annotations
