@@ -63,7 +63,7 @@ import numpy as np
 from calibcli.arraystate import ArrayState
 from calibcli.calibrators._common import DEFAULT_CLIP, clip_probabilities, logit, sigmoid
 from calibcli.calibrators.parametric import fit_logistic
-from calibcli.compensated import add_exact
+from calibcli.compensated import add_exact, add_exact_at
 from calibcli.errors import CalibcliError
 from calibcli.estimators import binned_calibration
 from calibcli.smooth import CellSums, _GridData, _smoothed_on_grid, finish
@@ -483,9 +483,10 @@ class _Cells(ArrayState):
         c = np.bincount(key, minlength=size) if count is None else np.bincount(key, weights=count, minlength=size)
         c = c.astype(np.int64) if c.dtype != np.int64 else c
         added = None if w is None else np.bincount(key, weights=w, minlength=size)
-        self._add_weights(dense_count, c, added, None)
+        touched = np.flatnonzero(c)  # (the cells a batch's sums can change)
+        self._add_weights(dense_count, c, added, None, touched)
         dense_count += c  # in place: the arrays are self.count and self.value
-        add_exact(dense_value, value_lo, np.bincount(key, weights=v, minlength=size))
+        add_exact_at(dense_value, value_lo, np.bincount(key, weights=v, minlength=size), touched)
 
     def _densify(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The dense ``count``, ``value`` and ``value_lo`` arrays, summed from the rows held so far on first use."""
@@ -511,7 +512,7 @@ class _Cells(ArrayState):
         dense_count += other.count
         add_exact(dense_value, value_lo, other.value, other.value_lo)
 
-    def _add_weights(self, count_before, count, added, added_lo) -> None:
+    def _add_weights(self, count_before, count, added, added_lo, touched=None) -> None:
         """Weight sums after adding a part with row counts ``count`` and weight sums ``added`` (None: unit
         weights) to this state's ``count_before`` rows (``weight`` None while every row had unit weight)."""
         if self.weight is None and added is None:
@@ -520,7 +521,10 @@ class _Cells(ArrayState):
         if weight is None or weight_lo is None:
             weight, weight_lo = count_before.astype(np.float64), np.zeros(self.size)
             self.weight, self.weight_lo = weight, weight_lo
-        add_exact(weight, weight_lo, count if added is None else added, added_lo)
+        if touched is None:
+            add_exact(weight, weight_lo, count if added is None else added, added_lo)
+        else:
+            add_exact_at(weight, weight_lo, count if added is None else added, touched)
 
     def sparse(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
         """``(cells, count, weight or None, value)`` of the non-empty cells, in increasing cell order."""

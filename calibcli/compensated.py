@@ -44,3 +44,15 @@ def add_exact(hi: np.ndarray, lo: np.ndarray, x, x_lo=None) -> None:
         lo += e - t
         if not np.isfinite(lo).all():
             np.copyto(lo, 0.0, where=~np.isfinite(lo))
+
+
+def add_exact_at(hi: np.ndarray, lo: np.ndarray, x: np.ndarray, at: np.ndarray) -> None:
+    """:func:`add_exact` of a dense batch ``x`` of which only the cells ``at`` (indices) can be nonzero: those
+    cells alone when they are few (adding 0 leaves a pair as it is), every cell otherwise. For a fine grid that a
+    small batch touches in few cells."""
+    if 4 * len(at) >= len(hi):
+        add_exact(hi, lo, x)
+        return
+    part_hi, part_lo = hi[at], lo[at]
+    add_exact(part_hi, part_lo, x[at])
+    hi[at], lo[at] = part_hi, part_lo

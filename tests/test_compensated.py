@@ -54,6 +54,20 @@ def test_sums_are_the_correctly_rounded_sum_in_any_order(k):
     assert np.all(np.abs(lo) <= np.spacing(np.abs(hi)) / 2)  # normalised: hi is hi + lo rounded
 
 
+def test_a_batch_of_few_cells_adds_the_same_floats_as_a_dense_one():
+    from calibcli.compensated import add_exact_at
+
+    rng = np.random.default_rng(8)
+    dense, sparse = (np.zeros(4096), np.zeros(4096)), (np.zeros(4096), np.zeros(4096))
+    for k in (10, 3000, 50):  # few cells, most cells (dense), few again
+        at = np.sort(rng.choice(4096, k, replace=False))
+        x = np.zeros(4096)
+        x[at] = rng.random(k)
+        add_exact(*dense, x)
+        add_exact_at(*sparse, x, at)
+        assert all(np.array_equal(a, b) for a, b in zip(dense, sparse, strict=True))
+
+
 def test_an_overflowed_sum_stays_infinite_and_carries_no_nan():
     hi, lo = np.array([1e308, 1.0]), np.zeros(2)
     add_exact(hi, lo, np.array([1e308, 2.0]))
