@@ -28,29 +28,52 @@ def add_exact(hi: np.ndarray, lo: np.ndarray, x, x_lo=None) -> None:
     """``(hi, lo) += x`` (plus ``x_lo``, the low part of another pair), in place, the pair renormalised.
 
     ``hi`` and ``lo`` are float64 arrays of one shape (or writable views); ``x`` and ``x_lo`` broadcast to it."""
-    with np.errstate(over="ignore", invalid="ignore"):  # (an overflowed sum: inf - inf, handled below)
+    s = np.add(hi, x)
+    if not np.isfinite(s).all():  # an overflowed sum (plain addition has it too): see _add_overflowed
+        _add_overflowed(hi, lo, x, x_lo)
+        return
+    # TwoSum(hi, x) = (s, e), then TwoSum(s, e + lo + x_lo) = (hi, lo); in place, three temporaries in all
+    t = np.subtract(s, hi)  # b' = s - hi
+    e = np.subtract(s, t)  # a' = s - b'
+    np.subtract(hi, e, out=e)  # hi - a'
+    np.subtract(x, t, out=t)  # x - b'
+    e += t  # hi + x == s + e exactly
+    e += lo
+    if x_lo is not None:
+        e += x_lo
+    np.add(s, e, out=hi)  # hi = fl(s + e)
+    np.subtract(hi, s, out=t)  # b' = hi - s
+    np.subtract(hi, t, out=lo)  # a' = hi - b'
+    np.subtract(s, lo, out=lo)  # s - a'
+    np.subtract(e, t, out=t)  # e - b'
+    lo += t
+
+
+def _add_overflowed(hi: np.ndarray, lo: np.ndarray, x, x_lo) -> None:
+    """:func:`add_exact` where some sum overflows: those sums become the plain sum (infinite) with no low part,
+    the others exact as usual."""
+    with np.errstate(over="ignore", invalid="ignore"):
         s = hi + x
+        bad = ~np.isfinite(s)
         t = s - hi
-        e = hi - (s - t)  # TwoSum: hi + x == s + e exactly
+        e = hi - (s - t)
         e += x - t
         e += lo
         if x_lo is not None:
             e += x_lo
-        if not np.isfinite(e).all():  # an overflowed sum (plain addition has it too): nothing exact to carry
-            np.copyto(e, 0.0, where=~np.isfinite(e))
-        np.add(s, e, out=hi)  # renormalise: hi = fl(s + e), lo = what it left out (TwoSum again)
+        e[bad] = 0.0
+        np.add(s, e, out=hi)
         t = hi - s
         np.subtract(s, hi - t, out=lo)
         lo += e - t
-        if not np.isfinite(lo).all():
-            np.copyto(lo, 0.0, where=~np.isfinite(lo))
+        lo[bad] = 0.0
 
 
-def add_exact_at(hi: np.ndarray, lo: np.ndarray, x: np.ndarray, at: np.ndarray) -> None:
+def add_exact_at(hi: np.ndarray, lo: np.ndarray, x: np.ndarray, at: np.ndarray | None) -> None:
     """:func:`add_exact` of a dense batch ``x`` of which only the cells ``at`` (indices) can be nonzero: those
-    cells alone when they are few (adding 0 leaves a pair as it is), every cell otherwise. For a fine grid that a
-    small batch touches in few cells."""
-    if 4 * len(at) >= len(hi):
+    cells alone when they are few (adding 0 leaves a pair as it is), every cell otherwise (or when ``at`` is
+    None). For a fine grid that a small batch touches in few cells."""
+    if at is None or 4 * len(at) >= len(hi):
         add_exact(hi, lo, x)
         return
     part_hi, part_lo = hi[at], lo[at]
