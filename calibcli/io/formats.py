@@ -477,7 +477,8 @@ def _rechunk(batches: Iterable, batch_rows: int) -> Generator:
     batches, and a record batch may be sliced across tables."""
     import pyarrow as pa
 
-    pending, count = [], 0
+    pending: list = []
+    count = 0
     for batch in batches:
         if batch is None:  # the end of a run of row groups (_record_batches): the table ends here
             if count:
