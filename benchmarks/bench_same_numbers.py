@@ -170,6 +170,29 @@ def part_update(versions: dict[str, str], rounds: int) -> list[str]:
     return lines
 
 
+STATE = r"""
+import pickle, sys
+from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator
+from calibcli.engines._fragments import run_fragment
+from calibcli.io import ColumnSpec, resolve_datasets
+for weight in (None, "w"):
+    (dataset,) = resolve_datasets([sys.argv[1]])
+    stream = dataset.open(ColumnSpec(weight_col=weight))
+    template = InputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names, options=BinnedOptions())
+    print(len(pickle.dumps(run_fragment(tuple(stream.fragments()), template), protocol=5)))
+"""
+
+
+def part_state(versions: dict[str, str], million: str) -> list[str]:
+    """The packed state (a pickled part, as a task returns it) of ``ece`` over one 1e6-row task, per version."""
+    lines = ["== A 1e6-row ece task's state, pickled (packed arrays) =="]
+    for version, path in versions.items():
+        out = subprocess.run([bench_dask.PY, "-c", STATE, million], capture_output=True, text=True, cwd=path,
+                             env={**bench_dask.CLEAN_ENV, "PYTHONPATH": path}).stdout.split()
+        lines.append(f"{version:8} unweighted {int(out[0]):,} bytes, weighted {int(out[1]):,} bytes")
+    return lines
+
+
 def part_local(versions: dict[str, str]) -> list[str]:
     """The local engine's reports, this version against the previous one: ece, smece, tcal and report on the sample
     data and on 1e6 rows (the first 1e6 of ``speed.parquet``, written once), largest relative difference."""
@@ -213,7 +236,7 @@ def part_local(versions: dict[str, str]) -> list[str]:
         lines.append(_line("report breast_cancer_nb", docs))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return lines
+    return lines + part_state(versions, million)
 
 
 def _line(name: str, docs: dict) -> str:
