@@ -27,28 +27,29 @@ written once to ``benchmarks/out/replicates_{rows}.parquet``.
 Besides the wall clock, each run's CPU time (user + system of the child and all its threads) is printed: the
 machine's load moves the wall clock of T-Cal's two threads by 2x between runs, the CPU time much less.
 
-Measured 2026-11-28 (load 3-5 on 2 cores), before = main at 8bf3ab7, after = this branch (T-Cal sweeps several
-resamples per call; the report's held-out tests share their draws and sort); ``--repeat 2 --only "ece 1e6" "tcal"
-"smece 1e6" "report"`` (seconds; CPU seconds):
+Measured 2026-11-28 (the load falling from 2.5 to 0.3 on 2 cores), before = main at 4edaff0, after = this branch
+(T-Cal sweeps several resamples per call; the report's held-out tests share their draws and sort);
+``--repeat 2 --only "ece 1e6" "tcal" "smece 1e6" "report"`` (seconds; CPU seconds):
 
 =====================================  ========  =======  ==========  =========  ============
 command                                before s  after s  CPU before  CPU after  same numbers
 =====================================  ========  =======  ==========  =========  ============
-ece 1e6 (defaults)                     1.02      1.02     0.82        0.86       yes
-tcal 1e6 (defaults)                    15.30     12.45    11.69       9.71       yes
-smece 1e6, 1000 resamples              1.41      1.41     1.15        1.17       yes
-tcal 1e4, 3000 resamples               0.95      0.88     0.68        0.66       yes
-report 1e6 (defaults)                  48.70     44.90    39.36       33.01      yes
+ece 1e6 (defaults)                     0.57      0.55     0.81        0.76       yes
+tcal 1e6 (defaults)                    6.83      5.60     10.97       9.56       yes
+smece 1e6, 1000 resamples              1.16      1.14     1.18        1.18       yes
+tcal 1e4, 3000 resamples               0.61      0.63     0.63        0.59       yes
+report 1e6 (defaults)                  37.79     31.97    37.44       30.43      yes
 =====================================  ========  =======  ==========  =========  ============
 
-Bars: ``tcal`` / ``ece`` 15.0x before, 12.3x after (CPU 14.3x, 11.3x; bar 4x: not met); ``tcal`` at 1e4 rows
-0.95 and 0.88 s (0.68 and 0.66 s CPU; bar: well under a second: not met); ``report`` / (``ece`` + ``smece`` +
-``tcal``) 2.88x and 2.81x CPU, 2.75x and 3.02x wall (bar 1.5x: not met; ``tcal`` alone, its denominator, got
-faster too). Why, with the per-resample profile of T-Cal and what was tried: ``docs/benchmarks.md``, "T-Cal and
-report speed". In short: the same p-values need the same 1e9 uniform draws (1.7 s of CPU in NumPy, twice the
-whole ``ece``) and, per draw, the sums of about 1e6 distinct bins of the 37 nested levels (about 9.5 ms per
-resample of 1e6 rows in all, on one thread); the report adds four held-out T-Cal tests of 5e5 rows, which
-share their draws but not their bins.
+Bars: ``tcal`` / ``ece`` 11.9x before, 10.3x after (CPU 13.5x, 12.5x; bar 4x: not met); ``tcal`` at 1e4 rows
+0.61 and 0.63 s (0.63 and 0.59 s CPU; bar: well under a second: met); ``report`` / (``ece`` + ``smece`` +
+``tcal``) 2.89x and 2.65x CPU (bar 1.5x: not met). The report's runs got no second core (wall = CPU); alone on
+the quiet machine right after: 26.05 s wall before, 20.50 s after, 3.0x and 2.8x the three commands' wall clock.
+Why, with the per-resample profile of T-Cal and what was tried: ``docs/benchmarks.md``, "T-Cal and report
+speed". In short: the same p-values need the same 1e9 uniform draws (1.7 s of CPU in NumPy, twice the whole
+``ece``) and, per draw, the sums of about 1e6 distinct bins of the 37 nested levels (about 9.5 ms per resample
+of 1e6 rows in all, on one thread); the report adds four held-out T-Cal tests of 5e5 rows, which share their
+draws but not their bins.
 
 Run: ``python benchmarks/bench_replicates.py [--before DIR] [--after DIR] [--repeat N] [--quick]``.
 ``--before`` is a checkout of the previous version (default: one made in the temporary directory with
