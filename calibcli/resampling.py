@@ -190,22 +190,37 @@ class Multiplicities:
 THREADS = min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
-def in_threads(function: Callable[..., Any], jobs: Sequence[tuple]) -> list:
+def in_threads(
+    function: Callable[..., Any], jobs: Sequence[tuple], on_done: Callable[[Any], None] | None = None
+) -> list:
     """``[function(*job) for job in jobs]``, in order, on up to :data:`THREADS` threads (each job whole on one
-    thread; the jobs must be independent). A signal stops it: every job starts with :func:`calibcli.cancel.check`,
-    the queued ones are dropped (:func:`calibcli.cancel.shutdown_now`) and the first error is raised here."""
+    thread; the jobs must be independent); ``on_done(result)`` is called in the calling thread as each job's
+    result arrives, in order (a progress bar). A signal stops it: every job starts with
+    :func:`calibcli.cancel.check`, the queued ones are dropped (:func:`calibcli.cancel.shutdown_now`) and the
+    first error is raised here. Called from a thread other than the main one (a diagram's worker, which has a
+    sibling), the jobs run in that thread, one after another: no pool inside a pool."""
+    import threading
 
     def run(job: tuple) -> Any:
         cancel.check()
         return function(*job)
 
-    if THREADS < 2 or len(jobs) < 2:
-        return [run(job) for job in jobs]
+    out = []
+    if THREADS < 2 or len(jobs) < 2 or threading.current_thread() is not threading.main_thread():
+        for job in jobs:
+            out.append(run(job))
+            if on_done is not None:
+                on_done(out[-1])
+        return out
     from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(max_workers=min(THREADS, len(jobs)), thread_name_prefix="calibcli-boot")
     try:
-        return list(pool.map(run, jobs))
+        for result in pool.map(run, jobs):
+            out.append(result)
+            if on_done is not None:
+                on_done(result)
+        return out
     finally:
         cancel.shutdown_now(pool)
 

@@ -375,20 +375,33 @@ class DenseSums(ArrayState):
         key += j
         if w is not None and self.w is None:  # unit weights so far: their w and w^2 are the counts
             self.w, self.ww = self.count.astype(np.float64), self.count.astype(np.float64)
-        counts = np.bincount(key, minlength=size)
-        self.count += counts
+        # A chunk far smaller than the grid (a group's share of a batch) is summed over the cells it touches only:
+        # each cell's sum takes the same terms in the same order (bincount, from zero), the other cells get
+        # nothing instead of + 0, so the same sums without passes over the whole grid.
+        cells = None
+        if len(z) * 16 < size:
+            cells, key = np.unique(key, return_inverse=True)
+
+        def add(target: np.ndarray, weights: np.ndarray | None = None) -> None:
+            sums = np.bincount(key, weights=weights, minlength=size if cells is None else len(cells))
+            if cells is None:
+                target += sums
+            else:
+                target[cells] += sums
+
+        add(self.count)
         if self.w is not None and self.ww is not None:  # (both or neither)
             ww = np.ones(len(z)) if w is None else w
-            self.w += np.bincount(key, weights=ww, minlength=size)
-            self.ww += np.bincount(key, weights=ww * ww, minlength=size)
+            add(self.w, ww)
+            add(self.ww, ww * ww)
             wf = ww * f
         else:
             wf = f
-        self.wf += np.bincount(key, weights=wf, minlength=size)
+        add(self.wf, wf)
         wf2 = wf * f
-        self.wf2 += np.bincount(key, weights=wf2, minlength=size)
+        add(self.wf2, wf2)
         wf2 *= f
-        self.wf3 += np.bincount(key, weights=wf2, minlength=size)
+        add(self.wf3, wf2)
         self.rows += len(z)
 
     def take(self) -> CellSums:
