@@ -148,6 +148,10 @@ class _SortedProblem:
 #: multiplicity falls with the replicates it takes at once (0.2 ns per value at 32, 0.14 at 128: its inner loop
 #: runs over them) while the draws' does not depend on the shape, so blocks are a few groups wide, not many.
 _GROUP_BLOCK_ROWS = 1 << 11
+#: The same for quantile bins, whose per-group sums are BLAS products of replicates x rows (:meth:`_SortedProblem.
+#: _quantile_sums`): the replicates per block fix those products' shapes, hence OpenBLAS's order of summation, and
+#: the blocks of 2^13 rows (32 replicates) they have always had keep their numbers bit for bit.
+_QUANTILE_BLOCK_ROWS = 1 << 13
 
 
 def _run_matrix(cell: np.ndarray, n_cells: int, columns: list[tuple[np.ndarray, int]], width: int):
@@ -232,10 +236,12 @@ class SortedGroups:
         return [(g0, min(g0 + step, self.G)) for g0 in range(0, self.G, step)]
 
     def _blocks(self, g0: int, g1: int) -> list[tuple[int, int]]:
-        """Groups ``g0..g1`` cut into runs of whole groups of at most ``_GROUP_BLOCK_ROWS`` rows."""
+        """Groups ``g0..g1`` cut into runs of whole groups of at most ``_GROUP_BLOCK_ROWS`` rows
+        (``_QUANTILE_BLOCK_ROWS`` for quantile bins)."""
         out, first = [], g0
+        limit = _QUANTILE_BLOCK_ROWS if self.quantile else _GROUP_BLOCK_ROWS
         for g in range(g0 + 1, g1 + 1):
-            if g == g1 or self.bounds[g + 1] - self.bounds[first] > _GROUP_BLOCK_ROWS:
+            if g == g1 or self.bounds[g + 1] - self.bounds[first] > limit:
                 out.append((first, g))
                 first = g
         return out
