@@ -127,18 +127,30 @@ def abs_integral_rows(r: np.ndarray) -> np.ndarray:
 
 
 def brent_rows(
-    f: Callable[[np.ndarray, np.ndarray], np.ndarray], a, b, fa, fb, *, xtol: float, rtol: float, maxiter: int = 200
+    f: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    a,
+    b,
+    fa,
+    fb,
+    *,
+    xtol: float,
+    rtol: float,
+    maxiter: int = 200,
+    values: np.ndarray | None = None,
 ) -> np.ndarray:
     """Roots of many functions at once: ``f(rows, x)`` evaluates functions ``rows`` at points ``x``.
 
     Every root follows :func:`calibcli.smooth_grid._brent_root` step for step (Brent 1973, ch. 4), given
     the values ``fa``, ``fb`` at the bracket's ends; each iteration evaluates all the unfinished ones
-    in one call.
+    in one call. ``values``, if given, receives ``f`` at each root (a point where it was evaluated, so no
+    call is spent on it again).
     """
     a, b, fa, fb = (np.array(v, dtype=np.float64) for v in (a, b, fa, fb))
     out = np.full(len(a), np.nan)
+    at_root = np.full(len(a), np.nan) if values is None else values
     done = fa == 0.0
     out[done] = a[done]
+    at_root[done] = fa[done]
     c, fc = a.copy(), fa.copy()
     step = b - a
     prev = step.copy()
@@ -149,6 +161,7 @@ def brent_rows(
         A, B, C, FA, FB, FC, ST, PR = (v[active] for v in (a, b, c, fa, fb, fc, step, prev))
         zero = FB == 0.0
         out[active[zero]] = B[zero]
+        at_root[active[zero]] = FB[zero]
         same = (FB > 0) == (FC > 0)  # the root lies between a and b: make a the far end
         C, FC = np.where(same, A, C), np.where(same, FA, FC)
         ST = np.where(same, B - A, ST)
@@ -166,6 +179,7 @@ def brent_rows(
         half = 0.5 * (C - B)
         converged = ~zero & (np.abs(half) <= tol)
         out[active[converged]] = B[converged]
+        at_root[active[converged]] = FB[converged]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             interp = (np.abs(PR) >= tol) & (np.abs(FA) > np.abs(FB))
             ratio = FB / FA
@@ -396,33 +410,47 @@ def _fixed_points(
 
     hi = np.ones(N)
     a, b = lo.copy(), hi.copy()
+    # g at a and at b where the narrowing below has evaluated it (the same value as evaluating it again: each
+    # replicate's transform is its own, whatever else is in the batch), so no evaluation is repeated
+    ga, gb = np.full(N, np.nan), np.full(N, np.nan)
+    known_a, known_b = np.zeros(N, dtype=bool), np.zeros(N, dtype=bool)
     h = np.flatnonzero((lo < guess) & (guess < hi))
     if len(h):
         inner_a, inner_b = np.maximum(lo[h], 0.8 * guess[h]), np.minimum(hi[h], 1.25 * guess[h])
-        below = g(h, inner_a) <= 0
-        b[h[below]] = inner_a[below]
-        rest, ia, ib = h[~below], inner_a[~below], inner_b[~below]
-        above = g(rest, ib) >= 0
-        a[rest[above]] = ib[above]
+        g_inner_a = g(h, inner_a)
+        below = g_inner_a <= 0
+        b[h[below]], gb[h[below]], known_b[h[below]] = inner_a[below], g_inner_a[below], True
+        rest, ia, ib, g_ia = h[~below], inner_a[~below], inner_b[~below], g_inner_a[~below]
+        g_ib = g(rest, ib)
+        above = g_ib >= 0
+        a[rest[above]], ga[rest[above]], known_a[rest[above]] = ib[above], g_ib[above], True
         a[rest[~above]], b[rest[~above]] = ia[~above], ib[~above]
-    everyone = np.arange(N)
-    ga = g(everyone, a)
+        ga[rest[~above]], gb[rest[~above]] = g_ia[~above], g_ib[~above]
+        known_a[rest[~above]] = known_b[rest[~above]] = True
+    unknown = np.flatnonzero(~known_a)
+    ga[unknown] = g(unknown, a[unknown])
     s = np.where(ga <= 0, a, np.nan)
+    value = np.where(ga <= 0, ga, np.nan)  # g at s (smECE_s - s), known wherever s is known
     need_b = np.flatnonzero(~(ga <= 0))
-    gb = g(need_b, b[need_b])
-    s[need_b[gb >= 0]] = b[need_b[gb >= 0]]
-    inner = need_b[~(gb >= 0)]
+    unknown = need_b[~known_b[need_b]]
+    gb[unknown] = g(unknown, b[unknown])
+    at_b = need_b[gb[need_b] >= 0]
+    s[at_b], value[at_b] = b[at_b], gb[at_b]
+    inner = need_b[~(gb[need_b] >= 0)]
     if len(inner):
+        at_root = np.empty(len(inner))
         s[inner] = brent_rows(
             lambda local, x: g(inner[local], x),
             a[inner],
             b[inner],
             ga[inner],
-            gb[~(gb >= 0)],
+            gb[inner],
             xtol=1e-13,
             rtol=4 * np.finfo(float).eps,
+            values=at_root,
         )
-    value = g(everyone, s) + s
+        value[inner] = at_root
+    value += s
     cells = np.full(N, n_cells)
     needed = np.array([min(_grid_level(float(v), BOOT_CELLS_PER_SIGMA), max_cells) for v in s], dtype=np.int64)
     finer = np.minimum(needed, 8 * n_cells)
