@@ -278,11 +278,12 @@ class RowBootstrap:
         self.n = len(z)
         self.n_cells = n_cells
         self.want_curve = want_curve
-        self.multiplicities = Multiplicities(seed, row_index)
         x = z * n_cells
         j = np.minimum(np.floor(x).astype(np.intp), n_cells - 1)
         f = x - j
         self.order = np.lexsort((j, y))
+        # the rows' multiplicities drawn in this order (each row's draw is keyed by its own index: no gather after)
+        self.multiplicities = Multiplicities(seed, np.asarray(row_index)[self.order])
         self.z, self.y, self.f = z[self.order], y[self.order], f[self.order]
         self.w = None if w is None else w[self.order]
         cell = j[self.order]
@@ -295,7 +296,7 @@ class RowBootstrap:
 
     def weights(self, reps: np.ndarray) -> np.ndarray:
         """The sorted rows' weights ``m_ir w_i`` in resamples ``reps``: ``(len(reps), n)``."""
-        m = np.take(self.multiplicities.block(reps), self.order, axis=1)
+        m = self.multiplicities.block(reps)
         return m if self.w is None else np.multiply(m, self.w, out=m)
 
     def resample(self, reps: np.ndarray) -> Block:

@@ -142,3 +142,47 @@ def test_a_signal_stops_the_threads(monkeypatch):
     finally:
         cancel.reset()
     assert len(started) <= 2
+
+
+def test_dense_sums_of_a_few_rows_hold_only_their_cells_with_the_same_sums():
+    """DenseSums keeps the cells a group's rows touch until they are a sixteenth of the grid, then the whole
+    grid; either way every cell's sum is its batches' bincounts added in turn from zero (what the dense arrays
+    alone gave), through unweighted then weighted batches and a batch larger than the grid's sixteenth."""
+    from calibcli.smooth_grid import DenseSums
+
+    n_cells = 4096
+    rng = np.random.default_rng(3)
+    sums = DenseSums(n_cells)
+    size = 2 * n_cells
+    want = {name: np.zeros(size) for name in ("count", "w", "wf", "wf2", "wf3", "ww")}
+    weighted = False
+    held = []
+    for rows, with_w in ((30, False), (200, False), (25, True), (120, True), (600, True), (40, True)):
+        z = rng.beta(2.0, 5.0, rows)
+        y = (rng.random(rows) < z).astype(np.int64)
+        w = rng.random(rows) * 3.0 if with_w else None
+        if with_w and not weighted:
+            want["w"], want["ww"], weighted = want["count"].copy(), want["count"].copy(), True
+        sums.add_rows(z, y, w)
+        held.append(None if sums.cells is None else len(sums.cells))
+        x = z * n_cells
+        j = np.minimum(np.floor(x).astype(np.int64), n_cells - 1)
+        f = x - j
+        key = y * n_cells + j
+        ww = np.ones(rows) if w is None else w
+        want["count"] += np.bincount(key, minlength=size)
+        if weighted:
+            want["w"] += np.bincount(key, weights=ww, minlength=size)
+            want["ww"] += np.bincount(key, weights=ww * ww, minlength=size)
+        wf = ww * f if weighted else f
+        want["wf"] += np.bincount(key, weights=wf, minlength=size)
+        want["wf2"] += np.bincount(key, weights=wf * f, minlength=size)
+        want["wf3"] += np.bincount(key, weights=wf * f * f, minlength=size)
+    assert held[0] is not None and held[0] <= 30 and held[-1] is None  # sparse first, the whole grid at the end
+    got = sums.take()
+    where = np.flatnonzero(want["count"])
+    np.testing.assert_array_equal(got.key, where)
+    np.testing.assert_array_equal(got.count, want["count"][where])
+    for name in ("w", "wf", "wf2", "wf3", "ww"):
+        np.testing.assert_array_equal(getattr(got, name), want[name][where], err_msg=name)
+    assert sums.rows == 0 and sums.cells is not None and len(sums.count) == 0  # empty again, and small
