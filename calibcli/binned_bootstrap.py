@@ -292,9 +292,9 @@ class SortedGroups:
             reps = np.arange(r0, min(r0 + step, n_boot))
             R = len(reps)
             both = stacked[:, :R] if R == step else np.empty((2 * n, R))
-            M = rows.columns(reps, out=both[:n], scratch=scratch)  # (rows, R) in sorted order
-            pairs = np.subtract(M, 1.0, out=both[n:])
-            pairs *= M
+            # (rows, R) in sorted order, and below them the self-pair counts m (m - 1)
+            M = rows.columns(reps, out=both[:n], scratch=scratch, pairs=both[n:])
+            pairs = both[n:]
             for key, (A, nb) in mats.items():
                 s_out, d_out = out[key]
                 p = (A @ both).reshape(K + 3, Gb, nb, R).transpose(0, 1, 3, 2)

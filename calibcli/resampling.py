@@ -114,7 +114,9 @@ class Scratch:
         return have[:size].reshape(shape)
 
 
-def _draws(x: np.ndarray, out: np.ndarray, scratch: Scratch | None = None) -> np.ndarray:
+def _draws(
+    x: np.ndarray, out: np.ndarray, scratch: Scratch | None = None, pairs: np.ndarray | None = None
+) -> np.ndarray:
     """Poisson(1) multiplicities of the SplitMix64 states ``x`` (uint64, overwritten) into ``out`` (float64,
     same shape): ``mix(x)``'s high 32 bits inverted.
 
@@ -122,7 +124,8 @@ def _draws(x: np.ndarray, out: np.ndarray, scratch: Scratch | None = None) -> np
     so the high ``_TABLE_BITS`` bits are read before it, and the step is taken (and ``u`` searched among the
     thresholds) only for the few values those bits do not settle; the same numbers as the whole finaliser,
     in fewer passes over the block. The table is read as bytes (``mode="wrap"``: the cells are in range, so
-    no bounds are checked), the split cells found among those bytes and the result widened to float64 last."""
+    no bounds are checked), the split cells found among those bytes and the result widened to float64 last.
+    ``pairs`` (float64, same shape), if given, receives ``m (m - 1)``, computed on the bytes (exact integers)."""
     scratch = Scratch() if scratch is None else scratch
     tmp = scratch.get("tmp", x.shape, np.uint64)
     for shift, factor in ((30, _MIX1), (27, _MIX2)):
@@ -139,6 +142,12 @@ def _draws(x: np.ndarray, out: np.ndarray, scratch: Scratch | None = None) -> np
         xs ^= xs >> np.uint64(31)
         flat[split] = np.searchsorted(_THRESHOLDS, (xs >> np.uint64(32)).astype(np.uint32), side="right")
     np.copyto(out, small)
+    if pairs is not None:  # m (m - 1) <= 132: exact in a byte (m = 0 wraps to 255 x 0 = 0)
+        count = small.view(np.uint8)
+        pair_count = scratch.get("pairs", x.shape, np.uint8)
+        np.subtract(count, np.uint8(1), out=pair_count)
+        np.multiply(pair_count, count, out=pair_count)
+        np.copyto(pairs, pair_count)
     return out
 
 
@@ -173,16 +182,23 @@ class Multiplicities:
         out = np.empty((len(keys), self.n)) if out is None else out
         return _draws(np.add.outer(keys, self._positions), out)
 
-    def columns(self, replicates, out: np.ndarray | None = None, scratch: Scratch | None = None) -> np.ndarray:
+    def columns(
+        self,
+        replicates,
+        out: np.ndarray | None = None,
+        scratch: Scratch | None = None,
+        pairs: np.ndarray | None = None,
+    ) -> np.ndarray:
         """:meth:`block` transposed, made in that layout: ``(n, len(replicates))``, row ``i`` the
         multiplicities of row ``i`` in every replicate (what a sparse product over rows reads). ``out`` (float64,
-        that shape) and ``scratch`` (a thread's :class:`Scratch`) let a loop over blocks reuse its memory."""
+        that shape) and ``scratch`` (a thread's :class:`Scratch`) let a loop over blocks reuse its memory;
+        ``pairs`` (float64, that shape), if given, receives the self-pair counts ``m (m - 1)``."""
         cancel.check()
         keys = _stream_keys(self.seed, replicates)
         scratch = Scratch() if scratch is None else scratch
         x = scratch.get("x", (self.n, len(keys)), np.uint64)
         np.add(self._positions[:, None], keys[None, :], out=x)
-        return _draws(x, np.empty((self.n, len(keys))) if out is None else out, scratch)
+        return _draws(x, np.empty((self.n, len(keys))) if out is None else out, scratch, pairs)
 
 
 #: Threads of the per-row bootstrap's blocks (:func:`in_threads`): NumPy's ufuncs and SciPy's sparse products
