@@ -345,6 +345,10 @@ class DenseSums(ArrayState):
 
     The same sums as :meth:`CellSums.of_rows` (count, ``w``, ``w f``, ``w f^2``, ``w f^3``,
     ``w^2``; ``w`` and ``ww`` only once a weighted batch arrives), added batch by batch with bincount.
+
+    Until the rows have touched a sixteenth of the grid the arrays hold only the cells touched (``cells``,
+    sorted): a group of a few thousand rows then holds kilobytes, not the grid's 10 MB (a thousand groups'
+    grids were 10 GB). Each cell's sum is the same either way: its batches' sums added in turn, from zero.
     """
 
     def __init__(self, n_cells: int):
@@ -352,12 +356,26 @@ class DenseSums(ArrayState):
         self._reset()
 
     def _reset(self) -> None:
-        size = 2 * self.n_cells
         self.rows = 0
-        self.count = np.zeros(size, dtype=np.int64)
-        self.wf, self.wf2, self.wf3 = np.zeros(size), np.zeros(size), np.zeros(size)
+        self.cells: np.ndarray | None = np.empty(0, dtype=np.int64)  # None: dense (every cell of the grid)
+        self.count = np.zeros(0, dtype=np.int64)
+        self.wf, self.wf2, self.wf3 = np.zeros(0), np.zeros(0), np.zeros(0)
         self.w: np.ndarray | None = None
         self.ww: np.ndarray | None = None
+
+    def _arrays(self) -> list[str]:
+        return [name for name in ("count", "w", "wf", "wf2", "wf3", "ww") if getattr(self, name) is not None]
+
+    def _widen(self, cells: np.ndarray | None) -> None:
+        """Hold ``cells`` (sorted, a superset of the cells held; None: the whole grid), the sums carried over."""
+        size = 2 * self.n_cells if cells is None else len(cells)
+        at = slice(None) if self.cells is None else self.cells if cells is None else np.searchsorted(cells, self.cells)
+        for name in self._arrays():
+            old = getattr(self, name)
+            new = np.zeros(size, dtype=old.dtype)
+            new[at] = old
+            setattr(self, name, new)
+        self.cells = cells
 
     def add_rows(self, z: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> None:
         """Add rows, CHUNK_ROWS at a time (bounded temporaries; the same sums however a batch is cut)."""
@@ -375,20 +393,40 @@ class DenseSums(ArrayState):
         key += j
         if w is not None and self.w is None:  # unit weights so far: their w and w^2 are the counts
             self.w, self.ww = self.count.astype(np.float64), self.count.astype(np.float64)
-        counts = np.bincount(key, minlength=size)
-        self.count += counts
+        # A chunk far smaller than the grid (a group's share of a batch) is summed over the cells it touches only:
+        # each cell's sum takes the same terms in the same order (bincount, from zero), the other cells get
+        # nothing instead of + 0, so the same sums without passes over the whole grid.
+        touched = None
+        if len(z) * 16 < size:
+            touched, key = np.unique(key, return_inverse=True)
+        if self.cells is not None:  # held sparsely: the cells touched so far
+            union = None if touched is None else np.union1d(self.cells, touched)
+            if union is None or len(union) * 16 >= size:
+                self._widen(None)
+            elif len(union) > len(self.cells):
+                self._widen(union)
+        at = None if touched is None else touched if self.cells is None else np.searchsorted(self.cells, touched)
+
+        def add(target: np.ndarray, weights: np.ndarray | None = None) -> None:
+            sums = np.bincount(key, weights=weights, minlength=size if at is None else len(at))
+            if at is None:
+                target += sums
+            else:
+                target[at] += sums
+
+        add(self.count)
         if self.w is not None and self.ww is not None:  # (both or neither)
             ww = np.ones(len(z)) if w is None else w
-            self.w += np.bincount(key, weights=ww, minlength=size)
-            self.ww += np.bincount(key, weights=ww * ww, minlength=size)
+            add(self.w, ww)
+            add(self.ww, ww * ww)
             wf = ww * f
         else:
             wf = f
-        self.wf += np.bincount(key, weights=wf, minlength=size)
+        add(self.wf, wf)
         wf2 = wf * f
-        self.wf2 += np.bincount(key, weights=wf2, minlength=size)
+        add(self.wf2, wf2)
         wf2 *= f
-        self.wf3 += np.bincount(key, weights=wf2, minlength=size)
+        add(self.wf3, wf2)
         self.rows += len(z)
 
     def take(self) -> CellSums:
@@ -400,7 +438,7 @@ class DenseSums(ArrayState):
 
         out = CellSums(
             self.n_cells,
-            where.astype(np.int64),
+            (where if self.cells is None else self.cells[where]).astype(np.int64),
             self.count[where],
             pick(self.w),
             pick(self.wf),
