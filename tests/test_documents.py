@@ -25,7 +25,7 @@ def _reference(doc) -> str:
         {"nan": float("nan"), "inf": np.inf, "-inf": -np.inf, "f32": np.float32(0.1), "i64": np.int64(-3),
          "u8": np.uint8(7), "b": np.bool_(False), "arr": np.array([[1.0, np.nan], [2.0, 3.0]]), "empty": np.array([])},
         {"tuple": (1, "\u00e9\n\"\\\t\x01"), "str_": np.str_("x"), "unicode": "\u2603 \U0001f600"},
-        {1: "int key", 1.5: "float key", True: "bool key", None: "none key", "k": "str key"},
+        {2: "int key", 1.5: "float key", True: "bool key", None: "none key", "k": "str key"},
         {1: "first", "1": "second"},  # keys equal once made strings: the later value in the first one's place
         "just a string",
         3,
