@@ -55,17 +55,31 @@ report for the same rows.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from calibcli.arraystate import ArrayState
-from calibcli.calibrators._common import DEFAULT_CLIP, clip_probabilities, logit, sigmoid
-from calibcli.calibrators.parametric import fit_logistic
+from calibcli.cox import (  # noqa: F401  (Cox calibration's names, importable from here as before)
+    NOISE_ULPS,
+    CoxCalibration,
+    WaldEstimate,
+    _two_sided_p,
+    cox_from_rows,
+    cox_groups,
+)
 from calibcli.errors import CalibcliError
 from calibcli.estimators import binned_calibration
-from calibcli.smooth import CellSums, _GridData, _smoothed_on_grid, finish
+from calibcli.smooth_bootstrap import _fixed_points, smoothed_rows, spectra
+from calibcli.smooth_grid import (
+    CELLS_PER_SIGMA,
+    FIXED_POINT_TOL,
+    MAX_GRID,
+    MIN_CELLS_PER_SIGMA,
+    MIN_GRID,
+    CellSums,
+    segment_sums,
+)
 from calibcli.validation import check_binary, check_options
 
 #: Grid of the ICI's and Cox's per-(label, cell) sums (cells of 6.1e-5; a power of two, as the smooth
@@ -79,133 +93,8 @@ HL_CAVEATS = (
 )
 
 
-def _normal_quantile(q: float) -> float:
-    from statistics import NormalDist  # (the standard library: no scipy import on every ece run)
-
-    return float(NormalDist().inv_cdf(q))
-
-
-def _two_sided_p(z: float) -> float:
-    return math.erfc(abs(z) / math.sqrt(2.0))
-
-
 # ---------------------------------------------------------------------------------------------
-# Cox calibration: intercept and slope
-
-
-#: How many double roundings (relative to the coefficient's scale, at least 1) a fitted coefficient may differ from
-#: its null and still equal it (:meth:`WaldEstimate.of`).
-NOISE_ULPS = 64
-
-
-@dataclass(frozen=True)
-class WaldEstimate:
-    """A coefficient with its Wald standard error, interval at level ``1 - alpha``, and the Wald test of
-    ``estimate = null`` (statistic ``(estimate - null) / se``, two-sided p-value)."""
-
-    estimate: float
-    se: float
-    ci_low: float
-    ci_high: float
-    null: float
-    z: float
-    p_value: float
-
-    @classmethod
-    def of(cls, estimate: float, se: float, *, null: float, alpha: float) -> WaldEstimate:
-        """A coefficient within :data:`NOISE_ULPS` roundings of its null is its null: what is left is the fit's
-        floating-point noise (a Platt-recalibrated model's Cox slope is 1 exactly, its fit 1 + 4e-16), so the
-        report prints ``z 0, p 1`` rather than digits of noise that another machine's BLAS changes."""
-        if abs(estimate - null) <= NOISE_ULPS * sys.float_info.epsilon * max(1.0, abs(estimate), abs(null)):
-            estimate = null
-        half = _normal_quantile(1.0 - alpha / 2.0) * se
-        z = (estimate - null) / se if se > 0 else math.inf
-        return cls(
-            float(estimate),
-            float(se),
-            float(estimate - half),
-            float(estimate + half),
-            float(null),
-            float(z),
-            _two_sided_p(z),
-        )
-
-
-@dataclass(frozen=True)
-class CoxCalibration:
-    """Cox (1958) calibration of one binary problem (see the module docstring).
-
-    ``slope`` and ``intercept`` are the joint fit of ``logit P(y=1) = a + b logit(p)`` (tests: ``b = 1``,
-    ``a = 0``), ``calibration_in_the_large`` the intercept with the slope fixed at 1 (test: ``= 0``).
-    ``n`` rows of total weight ``weight_total``; ``n_clipped`` predictions moved by the clip.
-    """
-
-    slope: WaldEstimate
-    intercept: WaldEstimate
-    calibration_in_the_large: WaldEstimate
-    cov_intercept_slope: float
-    n: int
-    weight_total: float
-    n_clipped: int
-    clip: float
-    alpha: float
-    method: str = "Wald, observed Fisher information"
-
-
-def cox_from_rows(
-    y: np.ndarray, z: np.ndarray, w: np.ndarray, *, alpha: float = 0.05, n: int | None = None, clip: float | None = None
-) -> CoxCalibration:
-    """:class:`CoxCalibration` of validated rows (``w`` an array; rows may be weighted stand-ins for many,
-    as the per-value sums of :class:`calibcli.accumulators.fit.FitAccumulator` are). ``n`` is the number of
-    rows they stand for (default ``len(y)``)."""
-    clip = DEFAULT_CLIP if clip is None else clip
-    keep = w > 0
-    y, z, w = y[keep], z[keep], w[keep]
-    W = float(w.sum())
-    positives = float(w @ y)
-    if len(y) == 0 or not W > 0:
-        raise CalibcliError("Cox calibration needs rows of positive weight")
-    if positives <= 0 or positives >= W:
-        raise CalibcliError(
-            f"Cox calibration needs both labels, but every label is {int(positives > 0)}: the logistic "
-            f"regression of the label on logit(prediction) has no maximum"
-        )
-    zc, n_clipped = clip_probabilities(z, clip)
-    eta = logit(zc)
-    if not np.ptp(eta) > 0:
-        raise CalibcliError(
-            "Cox calibration needs at least two distinct predictions: every prediction is "
-            f"{float(zc[0]):.6g}, so the slope on logit(prediction) is not identified"
-        )
-    X = np.column_stack([eta, np.ones_like(eta)])
-    joint = fit_logistic(X, y, w, init=np.array([1.0, 0.0]))
-    offset = fit_logistic(np.ones((len(eta), 1)), y, w, init=np.array([0.0]), offset=eta)
-    if not (joint.converged and offset.converged):
-        raise CalibcliError(
-            "Cox calibration did not converge: the labels are separated by the predictions (a "
-            "threshold on the prediction splits them perfectly), so the slope is unbounded"
-        )
-    mu = sigmoid(X @ joint.coef)
-    info = (X * (w * mu * (1.0 - mu))[:, None]).T @ X
-    try:
-        cov = np.linalg.inv(info)
-    except np.linalg.LinAlgError:
-        raise CalibcliError(
-            "Cox calibration's information matrix is singular (the predictions barely vary): no Wald intervals"
-        ) from None
-    mu0 = sigmoid(eta + offset.coef[0])
-    var0 = 1.0 / float(w @ (mu0 * (1.0 - mu0)))
-    return CoxCalibration(
-        slope=WaldEstimate.of(joint.coef[0], math.sqrt(cov[0, 0]), null=1.0, alpha=alpha),
-        intercept=WaldEstimate.of(joint.coef[1], math.sqrt(cov[1, 1]), null=0.0, alpha=alpha),
-        calibration_in_the_large=WaldEstimate.of(offset.coef[0], math.sqrt(var0), null=0.0, alpha=alpha),
-        cov_intercept_slope=float(cov[0, 1]),
-        n=int(len(y) if n is None else n),
-        weight_total=W,
-        n_clipped=int(n_clipped),
-        clip=float(clip),
-        alpha=float(alpha),
-    )
+# Cox calibration: intercept and slope (calibcli.cox fits every group's at once)
 
 
 def cox_from_grid(grid: GridSums, *, alpha: float = 0.05) -> CoxCalibration:
@@ -421,15 +310,43 @@ class SmoothCalibrationIndex:
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
     """R's default quantile (type 7: ``x[h]`` interpolated at ``h = (n - 1) q``) with frequency weights:
     the same as expanding each value into ``weight`` copies (for integer weights; ``numpy.quantile``'s
-    "linear" method for unit weights), extended to real weights by the cumulative weight."""
-    order = np.argsort(values, kind="stable")
-    v, c = values[order], np.cumsum(weights[order])
-    h = (c[-1] - 1.0) * q if c[-1] >= 1.0 else 0.0
-    lo = int(np.searchsorted(c, math.floor(h), side="right"))  # the value at 0-based rank floor(h)
-    hi = int(np.searchsorted(c, math.floor(h) + 1, side="right"))
-    lo, hi = min(lo, len(v) - 1), min(hi, len(v) - 1)
-    frac = h - math.floor(h)
-    return float(v[lo] + frac * (v[hi] - v[lo]))
+    "linear" method for unit weights), extended to real weights by the cumulative weight. The one-group case
+    of :func:`weighted_quantiles`."""
+    return float(weighted_quantiles(values, weights, np.array([len(values)]), q)[0])
+
+
+#: Values per padded array of :func:`weighted_quantiles` (32 MB).
+_QUANTILE_VALUES = 1 << 22
+
+
+def weighted_quantiles(values: np.ndarray, weights: np.ndarray, sizes: np.ndarray, q: float) -> np.ndarray:
+    """:func:`weighted_quantile` of each group of ``values`` laid end to end (``sizes[g]`` values each, at least
+    one): the groups as rows of a padded array, sorted (stably) and their weights summed cumulatively along the
+    rows, so each group's ranks and sums are those of its values alone."""
+    G = len(sizes)
+    out = np.empty(G)
+    first = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
+    width = int(sizes.max()) if G else 0
+    per_block = max(1, _QUANTILE_VALUES // max(width, 1))
+    for b0 in range(0, G, per_block):
+        n = sizes[b0 : b0 + per_block]
+        rows = np.repeat(np.arange(len(n)), n)
+        cols = np.arange(first[b0 + len(n)] - first[b0]) - np.repeat(first[b0 : b0 + len(n)] - first[b0], n)
+        v = np.full((len(n), int(n.max())), np.inf)  # (padding sorts last and weighs nothing)
+        c = np.zeros((len(n), int(n.max())))
+        v[rows, cols] = values[first[b0] : first[b0 + len(n)]]
+        c[rows, cols] = weights[first[b0] : first[b0 + len(n)]]
+        order = np.argsort(v, axis=1, kind="stable")
+        v = np.take_along_axis(v, order, axis=1)
+        c = np.cumsum(np.take_along_axis(c, order, axis=1), axis=1)
+        r = np.arange(len(n))
+        total = c[r, n - 1]
+        h = np.where(total >= 1.0, (total - 1.0) * q, 0.0)
+        floor = np.floor(h)
+        lo = np.minimum((c <= floor[:, None]).sum(axis=1), n - 1)  # the value at 0-based rank floor(h)
+        hi = np.minimum((c <= floor[:, None] + 1).sum(axis=1), n - 1)
+        out[b0 : b0 + len(n)] = v[r, lo] + (h - floor) * (v[r, hi] - v[r, lo])
+    return out
 
 
 #: Predictions below ``TAIL`` or at least ``1 - TAIL`` are also summed on a log-odds grid (Cox calibration).
@@ -627,44 +544,221 @@ def _added_weights(weights, count_before, count, added):
 
 
 def ici_from_grid(grid: GridSums) -> SmoothCalibrationIndex:
-    """ICI, E50, E90 and Emax from the :class:`GridSums` of every row.
+    """ICI, E50, E90 and Emax from the :class:`GridSums` of every row: the one-group case of :func:`ici_groups`."""
+    (out,) = ici_groups(UniformCells.of_grids([grid]))
+    if isinstance(out, CalibcliError):
+        raise out
+    return out
 
-    Each cell's rows stand at their mean prediction. Their SmoothECE fixed point ``s*`` is solved as
-    :func:`calibcli.smooth.finish` solves it; the kernel regression ``f = K(w y) / K(w)`` is evaluated on
-    the grid of that solution (a piecewise-linear reading between its nodes) at each cell's mean.
+
+@dataclass(frozen=True)
+class UniformCells:
+    """The non-empty (label, cell)s of the uniform grid of many groups' :class:`GridSums`, laid end to end: group
+    g's ``sizes[g]`` cells in increasing key order, each with its rows' count, weight (None: unit weights),
+    weight of positive ``mass`` and mean prediction ``mean_z``; ``n[g]`` the rows of group g."""
+
+    n_cells: int
+    sizes: np.ndarray
+    key: np.ndarray
+    count: np.ndarray
+    weight: np.ndarray | None
+    mass: np.ndarray
+    mean_z: np.ndarray
+    n: np.ndarray
+
+    @classmethod
+    def of_grids(cls, grids: list[GridSums]) -> UniformCells:
+        """:meth:`GridSums.uniform_cells` of each grid."""
+        cells = [g.uniform_cells() for g in grids]
+        weighted = any(c[2] is not None for c in cells)
+        return cls(
+            n_cells=grids[0].n_cells if grids else ICI_GRID,
+            sizes=np.array([len(c[0]) for c in cells], dtype=np.intp),
+            key=np.concatenate([c[0] for c in cells]).astype(np.int64),
+            count=np.concatenate([c[1] for c in cells]).astype(np.int64),
+            weight=np.concatenate([c[3] if c[2] is None else c[2] for c in cells]) if weighted else None,
+            mass=np.concatenate([c[3] for c in cells]),
+            mean_z=np.concatenate([c[4] for c in cells]),
+            n=np.array([g.n for g in grids], dtype=np.int64),
+        )
+
+    @classmethod
+    def of_rows(cls, rows: list[tuple], n_cells: int = ICI_GRID) -> UniformCells:
+        """What :meth:`of_grids` gives for ``GridSums(n_cells).add_rows(z, y, w)`` of each group's rows
+        ``(z, y, w)`` (``w`` None: unit weights), in one pass over every group's rows: each cell's sums add its
+        rows in row order, as one group's bincounts do, so they are the same, bit for bit."""
+        sizes = np.array([len(r[0]) for r in rows], dtype=np.intp)
+        z = np.concatenate([np.asarray(r[0], dtype=np.float64) for r in rows])
+        y = np.concatenate([np.asarray(r[1], dtype=np.int64) for r in rows])
+        weighted = any(r[2] is not None for r in rows)
+        w = np.concatenate([np.ones(len(r[0])) if r[2] is None else r[2] for r in rows]) if weighted else None
+        cell = (z * n_cells).astype(np.int64)  # z >= 0: truncation is the floor (GridSums.add_rows)
+        np.minimum(cell, n_cells - 1, out=cell)
+        cell += y * n_cells
+        cell += np.repeat(np.arange(len(rows), dtype=np.int64) * (2 * n_cells), sizes)  # each group's own keys
+        keys, inverse = np.unique(cell, return_inverse=True)
+        count = np.bincount(inverse, minlength=len(keys))
+        weight = None if w is None else np.bincount(inverse, weights=w, minlength=len(keys))
+        value = np.bincount(inverse, weights=z if w is None else w * z, minlength=len(keys))
+        mass = count.astype(np.float64) if weight is None else weight
+        keep = mass > 0
+        group, key = np.divmod(keys[keep], 2 * n_cells)
+        mass = mass[keep]
+        return cls(
+            n_cells,
+            np.bincount(group, minlength=len(rows)).astype(np.intp),
+            key,
+            count[keep].astype(np.int64),
+            None if weight is None else mass,
+            mass,
+            value[keep] / mass,
+            sizes.astype(np.int64),
+        )
+
+
+#: Groups whose ICI grids are solved together hold at most this many grid values per array (8 MB arrays).
+ICI_CHUNK_VALUES = 1 << 20
+
+
+def ici_groups(cells: UniformCells) -> list[SmoothCalibrationIndex | CalibcliError]:
+    """ICI, E50, E90 and Emax of many groups at once (a group without rows of positive weight gets its
+    :class:`CalibcliError`).
+
+    Each cell's rows stand at their mean prediction. Each group's SmoothECE fixed point ``s*`` is solved as
+    :func:`calibcli.smooth.finish` solves one problem's, all groups in lockstep
+    (:func:`calibcli.smooth_bootstrap._fixed_points`: the same bracket, grids and Brent steps per group); the
+    kernel regression ``f = K(w y) / K(w)`` is evaluated on the grid of its solution (a piecewise-linear reading
+    between its nodes, as ``numpy.interp`` reads it) at each cell's mean. Groups are taken in chunks of at most
+    :data:`ICI_CHUNK_VALUES` grid values.
     """
-    n_cells = grid.n_cells
-    key, count, weight, mass, mean_z = grid.uniform_cells()
-    if not len(key):
-        raise CalibcliError("the ICI needs rows of positive weight")
+    G = len(cells.sizes)
+    out: list[SmoothCalibrationIndex | CalibcliError] = [
+        CalibcliError("the ICI needs rows of positive weight") for _ in range(G)
+    ]
+    first = np.concatenate([[0], np.cumsum(cells.sizes)])
+    per_chunk = max(1, ICI_CHUNK_VALUES // (min(MIN_GRID, cells.n_cells) + 1))
+    live = np.flatnonzero(cells.sizes > 0)
+    for c0 in range(0, len(live), per_chunk):
+        chunk = live[c0 : c0 + per_chunk]
+        at = np.concatenate([np.arange(first[g], first[g + 1]) for g in chunk])
+        for g, result in zip(chunk, _ici_chunk(cells, chunk, at), strict=True):
+            out[g] = result
+    return out
+
+
+def _ici_chunk(cells: UniformCells, chunk: np.ndarray, at: np.ndarray) -> list[SmoothCalibrationIndex]:
+    """:func:`ici_groups` of the groups ``chunk`` (each with cells), whose cells are ``at``."""
+    n_cells = cells.n_cells
+    sizes = cells.sizes[chunk]
+    G = len(chunk)
+    starts = np.concatenate([[0], np.cumsum(sizes[:-1])]).astype(np.intp)
+    group = np.repeat(np.arange(G, dtype=np.int64), sizes)
+    key, mass, mean_z = cells.key[at], cells.mass[at], cells.mean_z[at]
     cell = key % n_cells
     f = np.clip(mean_z * n_cells - cell, 0.0, 1.0)  # the mean's place in its cell
     wf = mass * f
-    sums = CellSums(n_cells, key.astype(np.int64), count, weight, wf, wf * f, wf * f * f, None)
-    res = finish(sums, None, n=grid.n)
-    s, m = res.sigma, res.grid_size
-    data = _GridData(sums, want_curve=True)
-    corrected = data.corrected_at(s, m)
-    smooth_y = _smoothed_on_grid(data.spectrum(m, 1, corrected), s)
-    density = _smoothed_on_grid(data.spectrum(m, 2, corrected), s)
-    # every row of a (label, cell) at its mean: one value of |f(p) - p| per non-empty (label, cell)
-    nodes = np.linspace(0.0, 1.0, m + 1)
-    num, den = np.interp(mean_z, nodes, smooth_y), np.interp(mean_z, nodes, density)
-    fitted = np.clip(num / np.maximum(den, np.finfo(float).tiny), 0.0, 1.0)
+    weight = None if cells.weight is None else cells.weight[at]
+    sums = CellSums(n_cells, group * (2 * n_cells) + key, cells.count[at], weight, wf, wf * f, wf * f * f, None)
+    W, mean_residual, mean_abs_residual = sums.stacked_totals(starts)
+
+    def deposits(which: np.ndarray, m: int, parts: int) -> tuple[tuple, tuple]:
+        """Linear and moment-keeping deposits at ``m`` cells of groups ``which``, each divided by its weight."""
+        picked = sums
+        if len(which) < G:
+            chosen = np.zeros(G, dtype=bool)
+            chosen[which] = True
+            rows = chosen[group]
+            renumber = np.cumsum(chosen) - 1
+            picked = CellSums(
+                n_cells,
+                renumber[group[rows]] * (2 * n_cells) + key[rows],
+                sums.count[rows],
+                None if weight is None else weight[rows],
+                sums.wf[rows],
+                sums.wf2[rows],
+                sums.wf3[rows],
+                None,
+            )
+        linear, correction = picked.coarsen(m).deposits(parts, True, problems=len(which))
+        total = W[which][:, None]
+        linear = tuple(a / total for a in linear)
+        return linear, tuple(a + c / total for a, c in zip(linear, correction, strict=True))
+
+    # smooth_grid._solve_fixed_point for each group: the trivial cases, then the bracketed search
+    lo, hi = np.abs(mean_residual), mean_abs_residual
+    start = min(MIN_GRID, n_cells)
+    everyone = np.arange(G)
+    linear, kept = deposits(everyone, start, 1)
+    variation = np.abs(linear[0]).sum(axis=1)
+    trivial = variation <= 1e-12 * hi  # the residuals cancel wherever predictions coincide: s* = 0
+    flat = ~trivial & (hi - lo <= 0.5 * FIXED_POINT_TOL)  # residuals of one sign: smECE_s = lo = hi for every s
+    s = np.where(trivial, 0.0, 0.5 * (lo + hi))
+    grid = np.full(G, start)
+    solve = np.flatnonzero(~(trivial | flat))
+    if len(solve):
+
+        def refine(rows: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+            linear, kept = deposits(solve[rows], m, 1)
+            return linear[0], kept[0]
+
+        s[solve], _, grid[solve] = _fixed_points(
+            (linear[0][solve], kept[0][solve]),
+            lo[solve],
+            np.full(len(solve), np.nan),
+            start,
+            n_cells,
+            refine,
+            hi=hi[solve],
+            cells_per_sigma=CELLS_PER_SIGMA,
+        )
+    exact = trivial | flat
+    # the kernel regression on each group's grid, read at each cell's mean
+    fitted = np.empty(len(key))
+    for m in np.unique(grid):
+        which = np.flatnonzero(grid == m)
+        linear, kept = deposits(which, int(m), 3)
+        resolved = (s[which] * m >= 2.0)[:, None]  # (smooth_grid._resolved: the moment-keeping deposit)
+        smooth_y = smoothed_rows(spectra(np.where(resolved, kept[1], linear[1])), s[which])
+        density = smoothed_rows(spectra(np.where(resolved, kept[2], linear[2])), s[which])
+        mine = np.flatnonzero(np.isin(group, which))
+        row = np.searchsorted(which, group[mine])
+        x = mean_z[mine]
+        num, den = _interp_rows(x, int(m), smooth_y, row), _interp_rows(x, int(m), density, row)
+        fitted[mine] = np.clip(num / np.maximum(den, np.finfo(float).tiny), 0.0, 1.0)
     gap = np.abs(fitted - mean_z)
-    total = float(mass.sum())
-    return SmoothCalibrationIndex(
-        ici=float(gap @ mass / total),
-        e50=weighted_quantile(gap, mass, 0.5),
-        e90=weighted_quantile(gap, mass, 0.9),
-        emax=float(gap.max()),
-        sigma=float(s),
-        grid_cells=n_cells,
-        curve_cells=int(m),
-        n=grid.n,
-        weight_total=total,
-        under_resolved=bool(res.needs_finer_grid),
-    )
+    total = segment_sums(mass, starts)
+    ici = segment_sums(gap * mass, starts) / total
+    e50, e90 = (weighted_quantiles(gap, mass, sizes, q) for q in (0.5, 0.9))
+    emax = np.maximum.reduceat(gap, starts)
+    under = ~exact & (s * grid < MIN_CELLS_PER_SIGMA) & (grid < MAX_GRID)
+    return [
+        SmoothCalibrationIndex(
+            ici=float(ici[j]),
+            e50=float(e50[j]),
+            e90=float(e90[j]),
+            emax=float(emax[j]),
+            sigma=float(s[j]),
+            grid_cells=n_cells,
+            curve_cells=int(grid[j]),
+            n=int(cells.n[g]),
+            weight_total=float(total[j]),
+            under_resolved=bool(under[j]),
+        )
+        for j, g in enumerate(chunk)
+    ]
+
+
+def _interp_rows(x: np.ndarray, m: int, fp: np.ndarray, row: np.ndarray) -> np.ndarray:
+    """``numpy.interp(x[i], linspace(0, 1, m + 1), fp[row[i]])`` for every i, with numpy's arithmetic: at a node
+    (or at 1) its value, else ``slope (x - x_j) + fp_j`` with ``slope = (fp_{j+1} - fp_j) / (x_{j+1} - x_j)``."""
+    nodes = np.linspace(0.0, 1.0, m + 1)
+    j = np.searchsorted(nodes, x, side="right") - 1  # nodes[j] <= x < nodes[j + 1] (x in [0, 1])
+    up = np.minimum(j + 1, m)
+    y0, y1 = fp[row, j], fp[row, up]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        slope = (y1 - y0) / (nodes[up] - nodes[j])
+        value = slope * (x - nodes[j]) + y0
+    return np.where((j == m) | (nodes[j] == x), y0, value)
 
 
 def integrated_calibration_index(y_true, y_prob, *, sample_weight=None) -> SmoothCalibrationIndex:

@@ -46,13 +46,13 @@ from calibcli.clinical import (
     GridSums,
     HosmerLemeshowTest,
     SpiegelhalterTest,
-    cox_from_grid,
-    cox_from_rows,
+    UniformCells,
     hosmer_lemeshow_from_bins,
-    ici_from_grid,
+    ici_groups,
     spiegelhalter_from_sums,
     spiegelhalter_sums,
 )
+from calibcli.cox import cox_groups
 from calibcli.cumulative import EcceResult
 from calibcli.errors import CalibcliError, OptionError
 from calibcli.estimators import Metric
@@ -91,69 +91,102 @@ class ClinicalAccumulator(Accumulator):
 
         ``rows``: ``(row_index, z, y, w)`` of every row when they were kept (the binned family's sample),
         else None (Cox from the cells). A statistic that cannot be computed (one label only, separated
-        data) is left out and said why in the details.
+        data) is left out and said why in the details. The one-group case of :meth:`results`.
         """
-        metrics: dict[str, Metric] = {}
-        details: dict[str, dict] = {}
-        n = self.grid.n
-        try:
-            if rows is not None:
-                _, z, y, w = rows
-                cox = cox_from_rows(y, z, np.ones(len(y)) if w is None else w, alpha=alpha)
-                how = f"fitted on all {n} rows"
-            else:
-                cox = cox_from_grid(self.grid, alpha=alpha)
-                how = (
-                    f"fitted on all {n} rows through per-cell sums (each cell's rows at their mean prediction: "
-                    f"cells of width 2^-14, and of relative width 2^-10 in min(p, 1 - p) below 2^-6)"
-                )
-        except CalibcliError as exc:
-            details["cox"] = {"error": str(exc)}
-        else:
-            level = f"{100 * (1 - alpha):g}%"
-            method = f"Wald, observed Fisher information, {level}"
-            for name, est, test in (
-                ("cox_slope", cox.slope, "slope = 1"),
-                ("cox_intercept", cox.intercept, "intercept = 0"),
-                ("calibration_in_the_large", cox.calibration_in_the_large, "intercept = 0"),
-            ):
-                metrics[name] = Metric(
-                    name,
-                    est.estimate,
-                    est.ci_low,
-                    est.ci_high,
-                    method,
-                    note=f"se {est.se:.4g}; Wald test of {test}: z {est.z:.4g}, p {est.p_value:.4g}",
-                )
-            details["cox"] = {
-                "rows": how,
-                "n_clipped": cox.n_clipped if rows is not None else None,
-                "clip": cox.clip,
-                "cov_intercept_slope": cox.cov_intercept_slope,
-                **{k: asdict(getattr(cox, k)) for k in ("slope", "intercept", "calibration_in_the_large")},
-            }
-        grid = self.grid
-        if rows is not None:  # the kept rows in row order: the same sums, bit for bit, however they were batched
-            _, z, y, w = rows
-            grid = GridSums(self.grid.n_cells).add_rows(z, y, w)
-        try:
-            ici = ici_from_grid(grid)
-        except CalibcliError as exc:
-            details["ici"] = {"error": str(exc)}
-        else:
-            note = f"|f(p) - p|, f the SmoothECE kernel regression at s* = {ici.sigma:.4g}; no interval"
-            if ici.under_resolved:
-                note += "; s* is below 8 cells of the grid: the curve is smoothed by at least the cell width"
-            for name in ("ici", "e50", "e90", "emax"):
-                metrics[name] = Metric(name, getattr(ici, name), note=note)
-            details["ici"] = {
-                "sigma": ici.sigma,
-                "grid_cells": ici.grid_cells,
-                "curve_cells": ici.curve_cells,
-                "under_resolved": ici.under_resolved,
-                "method": ici.method,
-            }
-        return metrics, details
+        return self.results([self], alpha=alpha, rows=[rows])[0]
+
+    @staticmethod
+    def results(accs: list[ClinicalAccumulator], *, alpha: float = 0.05, rows: list) -> list[tuple[dict, dict]]:
+        """:meth:`result` of many groups' accumulators at once (``rows[g]`` group g's kept rows, or None): every
+        group's Cox fits are one Newton iteration over a stack (:func:`calibcli.cox.cox_groups`), every group's
+        ICI one lockstep fixed point (:func:`calibcli.clinical.ici_groups`), whatever the number of groups."""
+        kept = [j for j, r in enumerate(rows) if r is not None]
+        cells = [j for j, r in enumerate(rows) if r is None]
+        cox: list = [None] * len(accs)
+        for j, c in zip(
+            kept,
+            cox_groups(
+                [(r[2], r[1], np.ones(len(r[2])) if r[3] is None else r[3], None) for r in (rows[j] for j in kept)],
+                alpha=alpha,
+            ),
+            strict=True,
+        ):
+            cox[j] = c
+        grid_rows = [accs[j].grid.cox_rows() for j in cells]
+        for j, c in zip(
+            cells,
+            cox_groups([(*r, accs[j].grid.n) for j, r in zip(cells, grid_rows, strict=True)], alpha=alpha),
+            strict=True,
+        ):
+            cox[j] = c
+        ici: list = [None] * len(accs)
+        if kept:  # the kept rows in row order: the same sums, bit for bit, however they were batched
+            n_cells = accs[kept[0]].grid.n_cells
+            for j, i in zip(kept, ici_groups(UniformCells.of_rows([rows[j][1:] for j in kept], n_cells)), strict=True):
+                ici[j] = i
+        if cells:
+            for j, i in zip(cells, ici_groups(UniformCells.of_grids([accs[j].grid for j in cells])), strict=True):
+                ici[j] = i
+        return [
+            _clinical_metrics(acc.grid.n, c, i, alpha=alpha, from_rows=r is not None)
+            for acc, c, i, r in zip(accs, cox, ici, rows, strict=True)
+        ]
+
+
+def _clinical_metrics(n: int, cox, ici, *, alpha: float, from_rows: bool) -> tuple[dict, dict]:
+    """One group's clinical metrics and details (:meth:`ClinicalAccumulator.result`) from its Cox calibration and
+    its ICI, each a :class:`~calibcli.errors.CalibcliError` when it could not be computed."""
+    metrics: dict[str, Metric] = {}
+    details: dict[str, dict] = {}
+    if isinstance(cox, CalibcliError):
+        details["cox"] = {"error": str(cox)}
+    else:
+        how = (
+            f"fitted on all {n} rows"
+            if from_rows
+            else (
+                f"fitted on all {n} rows through per-cell sums (each cell's rows at their mean prediction: "
+                f"cells of width 2^-14, and of relative width 2^-10 in min(p, 1 - p) below 2^-6)"
+            )
+        )
+        level = f"{100 * (1 - alpha):g}%"
+        method = f"Wald, observed Fisher information, {level}"
+        for name, est, test in (
+            ("cox_slope", cox.slope, "slope = 1"),
+            ("cox_intercept", cox.intercept, "intercept = 0"),
+            ("calibration_in_the_large", cox.calibration_in_the_large, "intercept = 0"),
+        ):
+            metrics[name] = Metric(
+                name,
+                est.estimate,
+                est.ci_low,
+                est.ci_high,
+                method,
+                note=f"se {est.se:.4g}; Wald test of {test}: z {est.z:.4g}, p {est.p_value:.4g}",
+            )
+        details["cox"] = {
+            "rows": how,
+            "n_clipped": cox.n_clipped if from_rows else None,
+            "clip": cox.clip,
+            "cov_intercept_slope": cox.cov_intercept_slope,
+            **{k: asdict(getattr(cox, k)) for k in ("slope", "intercept", "calibration_in_the_large")},
+        }
+    if isinstance(ici, CalibcliError):
+        details["ici"] = {"error": str(ici)}
+    else:
+        note = f"|f(p) - p|, f the SmoothECE kernel regression at s* = {ici.sigma:.4g}; no interval"
+        if ici.under_resolved:
+            note += "; s* is below 8 cells of the grid: the curve is smoothed by at least the cell width"
+        for name in ("ici", "e50", "e90", "emax"):
+            metrics[name] = Metric(name, getattr(ici, name), note=note)
+        details["ici"] = {
+            "sigma": ici.sigma,
+            "grid_cells": ici.grid_cells,
+            "curve_cells": ici.curve_cells,
+            "under_resolved": ici.under_resolved,
+            "method": ici.method,
+        }
+    return metrics, details
 
 
 def aggregate_clinical(per_class: list[dict], v: np.ndarray) -> dict:
