@@ -15,8 +15,9 @@ report for the same rows.
   Wald intervals ``estimate +- z_{1-alpha/2} se`` with ``se`` from the observed Fisher information at
   the maximum (``X^T diag(w mu (1 - mu)) X``, which for the logit link equals the expected one), and
   the Wald tests of ``b = 1``, ``a = 0`` and ``a' = 0``. Predictions are clipped to
-  ``[1e-12, 1 - 1e-12]`` before the logit, as Platt scaling clips them (the same Newton solver,
-  :func:`calibcli.calibrators.parametric.fit_logistic`: the Platt fit *is* this regression).
+  ``[1e-12, 1 - 1e-12]`` before the logit, as Platt scaling clips them (the Newton steps of
+  :func:`calibcli.calibrators.parametric.fit_logistic`: the Platt fit *is* this regression; :mod:`calibcli.cox`
+  takes them for every group of ``--group-by`` at once).
   R's ``rms::val.prob`` and ``CalibrationCurves::val.prob.ci.2`` report the same two fits.
 - **Spiegelhalter's Z** (D. J. Spiegelhalter, "Probabilistic prediction in patient management and
   clinical trials", Statistics in Medicine 5, 1986): ``Z = sum w (y - p)(1 - 2p) / sqrt(sum w (1 - 2p)^2
@@ -44,7 +45,8 @@ report for the same rows.
   curve ``calibcli diagram --kind smooth`` draws. It is computed from per-(label, cell) sums on a uniform
   grid of ``ICI_GRID`` = 2^14 cells (a cell's rows at their mean prediction, less than 6.1e-5 from each):
   two bincounts per batch (:class:`GridSums`), the same whatever the batch sizes. A fixed point below
-  8 cells (s* < 4.9e-4) is reported as under-resolved.
+  8 cells (s* < 4.9e-4) is reported as under-resolved. Many groups' ICIs are solved together
+  (:func:`ici_groups`: their fixed points in lockstep), each group's the same as alone.
 - **Brier skill score** (A. H. Murphy, "Hedging and skill scores for probability forecasts", J. Applied
   Meteorology 1973; D. S. Wilks, *Statistical Methods in the Atmospheric Sciences*, section 9.4):
   ``BSS = 1 - Brier / (ybar (1 - ybar))``, the climatology forecast ``ybar`` as reference; 1 is perfect, 0

@@ -115,7 +115,13 @@ def _write(value, emit, newline: str) -> None:
         inner = newline + "  "
         sep = "{" + inner
         for k, v in value.items():
-            text = _scalar(v)
+            kind = type(v)  # (the common scalars inline: a call per value is a third of the time)
+            if kind is float:
+                text = _float_repr(v) if v - v == 0.0 else "null"
+            elif kind is str:
+                text = _escape(v)
+            else:
+                text = _scalar(v)
             if text is None:
                 emit(sep + _escape(k) + ": ")
                 _write(v, emit, inner)
@@ -133,7 +139,7 @@ def _write(value, emit, newline: str) -> None:
         inner = newline + "  "
         sep = "[" + inner
         for v in value:
-            text = _scalar(v)
+            text = (_float_repr(v) if v - v == 0.0 else "null") if type(v) is float else _scalar(v)
             if text is None:
                 emit(sep)
                 _write(v, emit, inner)
