@@ -161,7 +161,7 @@ def cox_groups(
         fit: list = []
         sizes = size[ok]
         first = np.concatenate([[0], np.cumsum(sizes)])
-        for c0, c1 in _chunks(sizes):  # groups of about COX_CHUNK_ROWS rows: arrays that stay in the caches
+        for c0, c1 in row_chunks(sizes, COX_CHUNK_ROWS):  # arrays that stay in the caches
             at = slice(first[c0], first[c1])
             fit += _fit_groups(eta[at], y[at], w[at], sizes[c0:c1], alpha=alpha)
         for j, k in enumerate(np.flatnonzero(ok).tolist()):
@@ -191,13 +191,13 @@ def cox_groups(
 COX_CHUNK_ROWS = 1 << 16
 
 
-def _chunks(sizes: np.ndarray) -> list[tuple[int, int]]:
-    """Consecutive ranges ``[c0, c1)`` of groups of about :data:`COX_CHUNK_ROWS` rows in all (whole groups)."""
+def row_chunks(sizes: np.ndarray, rows: int) -> list[tuple[int, int]]:
+    """Consecutive ranges ``[c0, c1)`` of groups of ``sizes`` rows, each at most ``rows`` rows in all or one group."""
     ends = np.cumsum(sizes)
     out, c0 = [], 0
     while c0 < len(sizes):
         base = ends[c0 - 1] if c0 else 0
-        c1 = max(c0 + 1, int(np.searchsorted(ends, base + COX_CHUNK_ROWS, side="right")))
+        c1 = max(c0 + 1, int(np.searchsorted(ends, base + rows, side="right")))
         out.append((c0, c1))
         c0 = c1
     return out

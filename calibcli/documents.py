@@ -106,6 +106,7 @@ def _scalar(value) -> str | None:
 
 def _write(value, emit, newline: str) -> None:
     """Write a container (or a scalar) at the indentation ``newline`` ends with (two spaces a level)."""
+    text: str | None
     if isinstance(value, dict):
         if not value:
             emit("{}")

@@ -52,7 +52,7 @@ from calibcli.clinical import (
     spiegelhalter_from_sums,
     spiegelhalter_sums,
 )
-from calibcli.cox import cox_groups
+from calibcli.cox import cox_groups, row_chunks
 from calibcli.cumulative import EcceResult
 from calibcli.errors import CalibcliError, OptionError
 from calibcli.estimators import Metric
@@ -61,6 +61,10 @@ from calibcli.registry import REGISTRY, aggregate_over_classes
 from calibcli.validation import check_options
 
 STATE_VERSION = 1
+
+#: Rows of the groups whose clinical statistics are computed together (:meth:`ClinicalAccumulator.results`): their
+#: stacks take about 100 bytes a row.
+CLINICAL_CHUNK_ROWS = 1 << 20
 
 #: ``tcal --test`` choices this module runs.
 CLINICAL_TESTS = ("spiegelhalter", "hosmer-lemeshow", "ecce")
@@ -97,36 +101,31 @@ class ClinicalAccumulator(Accumulator):
 
     @staticmethod
     def results(accs: list[ClinicalAccumulator], *, alpha: float = 0.05, rows: list) -> list[tuple[dict, dict]]:
-        """:meth:`result` of many groups' accumulators at once (``rows[g]`` group g's kept rows, or None): every
-        group's Cox fits are one Newton iteration over a stack (:func:`calibcli.cox.cox_groups`), every group's
-        ICI one lockstep fixed point (:func:`calibcli.clinical.ici_groups`), whatever the number of groups."""
-        kept = [j for j, r in enumerate(rows) if r is not None]
-        cells = [j for j, r in enumerate(rows) if r is None]
+        """:meth:`result` of many groups' accumulators at once (``rows[g]`` group g's kept rows, or None): the
+        Cox fits of every group are one Newton iteration over a stack (:func:`calibcli.cox.cox_groups`), the ICI
+        of every group one lockstep fixed point (:func:`calibcli.clinical.ici_groups`). Groups with kept rows
+        are taken in chunks of about :data:`CLINICAL_CHUNK_ROWS` rows (whole groups), which bounds the memory of
+        the stacks: the solvers' calls grow with the rows, never with the number of groups."""
         cox: list = [None] * len(accs)
-        for j, c in zip(
-            kept,
-            cox_groups(
-                [(r[2], r[1], np.ones(len(r[2])) if r[3] is None else r[3], None) for r in (rows[j] for j in kept)],
-                alpha=alpha,
-            ),
-            strict=True,
-        ):
-            cox[j] = c
-        grid_rows = [accs[j].grid.cox_rows() for j in cells]
-        for j, c in zip(
-            cells,
-            cox_groups([(*r, accs[j].grid.n) for j, r in zip(cells, grid_rows, strict=True)], alpha=alpha),
-            strict=True,
-        ):
-            cox[j] = c
         ici: list = [None] * len(accs)
-        if kept:  # the kept rows in row order: the same sums, bit for bit, however they were batched
-            n_cells = accs[kept[0]].grid.n_cells
-            for j, i in zip(kept, ici_groups(UniformCells.of_rows([rows[j][1:] for j in kept], n_cells)), strict=True):
-                ici[j] = i
-        if cells:
-            for j, i in zip(cells, ici_groups(UniformCells.of_grids([accs[j].grid for j in cells])), strict=True):
-                ici[j] = i
+        kept = [j for j, r in enumerate(rows) if r is not None]
+        sizes = np.array([len(rows[j][1]) for j in kept], dtype=np.intp)
+        for c0, c1 in row_chunks(sizes, CLINICAL_CHUNK_ROWS):
+            chunk = kept[c0:c1]
+            problems = [rows[j] for j in chunk]  # (row_index, z, y, w), in row order
+            fits = cox_groups(
+                [(y, z, np.ones(len(y)) if w is None else w, None) for _, z, y, w in problems], alpha=alpha
+            )
+            # the kept rows in row order: the same sums, bit for bit, however they were batched
+            cells = UniformCells.of_rows([(z, y, w) for _, z, y, w in problems], accs[chunk[0]].grid.n_cells)
+            for j, c, i in zip(chunk, fits, ici_groups(cells), strict=True):
+                cox[j], ici[j] = c, i
+        beyond = [j for j, r in enumerate(rows) if r is None]
+        if beyond:  # groups of more rows than are kept: from their cells (2^17 rows or more each, so few)
+            grids = [accs[j].grid for j in beyond]
+            fits = cox_groups([(*g.cox_rows(), g.n) for g in grids], alpha=alpha)
+            for j, c, i in zip(beyond, fits, ici_groups(UniformCells.of_grids(grids)), strict=True):
+                cox[j], ici[j] = c, i
         return [
             _clinical_metrics(acc.grid.n, c, i, alpha=alpha, from_rows=r is not None)
             for acc, c, i, r in zip(accs, cox, ici, rows, strict=True)
