@@ -86,19 +86,23 @@ def data_file() -> Path:
     return path
 
 
-def run(code: str, args: list[str], env_extra: dict | None = None) -> tuple[float, float, dict | None, str]:
-    """``(seconds, peak MB, report, error)`` of one fresh process of ``python -m calibcli args --json``."""
+def run(code: str, args: list[str], env_extra: dict | None = None) -> tuple[float, float, float, dict | None, str]:
+    """``(seconds, CPU seconds, peak MB, report, error)`` of one fresh process of ``python -m calibcli args --json``
+    (CPU: user + system time of the process, which the machine's load moves far less than the wall clock)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([code, os.environ.get("PYTHONPATH", "")]), **(env_extra or {})}
     with tempfile.NamedTemporaryFile("r", suffix=".txt") as peak:
         start = time.perf_counter()
-        proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", peak.name, sys.executable, "-m", "calibcli", *args,
-                               "--json"], cwd=tempfile.gettempdir(), env=env, capture_output=True, text=True)
+        proc = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", "-o", peak.name, sys.executable, "-m", "calibcli",
+                               *args, "--json"], cwd=tempfile.gettempdir(), env=env, capture_output=True, text=True)
         seconds = time.perf_counter() - start
-        lines = [line for line in Path(peak.name).read_text().split() if line.isdigit()]
-    mb = int(lines[-1]) / 1024 if lines else float("nan")
+        fields = Path(peak.name).read_text().split()[-3:]
+    try:
+        cpu, mb = float(fields[0]) + float(fields[1]), int(fields[2]) / 1024
+    except (ValueError, IndexError):
+        cpu = mb = float("nan")
     if proc.returncode not in (0, 1):
-        return seconds, mb, None, (proc.stderr.strip().splitlines() or ["?"])[-1]
-    return seconds, mb, json.loads(proc.stdout), ""
+        return seconds, cpu, mb, None, (proc.stderr.strip().splitlines() or ["?"])[-1]
+    return seconds, cpu, mb, json.loads(proc.stdout), ""
 
 
 def main() -> None:
@@ -122,36 +126,43 @@ def main() -> None:
                   {"CALIBCLI_MEMORY_BUDGET": "400M"}))
     print(f"before: {args.before}\nafter:  {args.after}\n(median of {args.repeat} run(s) each, wall clock of a fresh "
           f"process; load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)\n")
-    print(f"{'command':42s} {'before s':>9s} {'after s':>8s} {'after/before':>12s} {'before MB':>9s} {'after MB':>8s}"
-          "  same numbers")
+    print(f"{'command':42s} {'before s':>9s} {'after s':>8s} {'after/before':>12s} {'CPU before':>10s} "
+          f"{'CPU after':>9s} {'before MB':>9s} {'after MB':>8s}  same numbers")
     times: dict[str, dict[str, float]] = {}
+    cpus: dict[str, dict[str, float]] = {}
     docs_of: dict[str, dict] = {}
     for name, cmd, env in cases:
         got: dict[str, list] = {"before": [], "after": []}
+        cpu: dict[str, list] = {"before": [], "after": []}
         peaks: dict[str, list] = {"before": [], "after": []}
         docs = {}
         for _ in range(args.repeat):
             for label, code in (("before", args.before), ("after", args.after)):
                 if env and label == "before":  # the previous version has no chunks: the same command as above
                     continue
-                seconds, mb, doc, err = run(code, cmd, env)
+                seconds, cpu_seconds, mb, doc, err = run(code, cmd, env)
                 if err:
                     print(f"{name:42s} {label} failed: {err}")
                 got[label].append(seconds)
+                cpu[label].append(cpu_seconds)
                 peaks[label].append(mb)
                 docs[label] = doc
         t = {k: median(v) if v else float("nan") for k, v in got.items()}
+        c = {k: median(v) if v else float("nan") for k, v in cpu.items()}
         m = {k: max(v) if v else float("nan") for k, v in peaks.items()}
         times[name] = t
+        cpus[name] = c
         docs_of[name] = docs
         grouped = docs_of.get("ece 1e6 --group-by g (1000 groups)", {})
         reference = docs.get("before") if "before" in docs else grouped.get("before")
-        print(f"{name:42s} {t['before']:9.2f} {t['after']:8.2f} {t['after'] / t['before']:12.2f} {m['before']:9.0f} "
-              f"{m['after']:8.0f}  {same_numbers(reference, docs.get('after'))}", flush=True)
-    print("\nbars")
+        print(f"{name:42s} {t['before']:9.2f} {t['after']:8.2f} {t['after'] / t['before']:12.2f} {c['before']:10.2f} "
+              f"{c['after']:9.2f} {m['before']:9.0f} {m['after']:8.0f}  {same_numbers(reference, docs.get('after'))}",
+              flush=True)
+    print("\nbars (wall clock; CPU time in brackets)")
     for label in ("before", "after"):
         ratio = times["ece 1e6 --group-by g (1000 groups)"][label] / times["ece 1e6"][label]
-        print(f"  ece --group-by (1000 groups) / ece, {label:6s}: {ratio:6.1f}x   (bar: at most 5x)")
+        cpu_ratio = cpus["ece 1e6 --group-by g (1000 groups)"][label] / cpus["ece 1e6"][label]
+        print(f"  ece --group-by (1000 groups) / ece, {label:6s}: {ratio:6.1f}x ({cpu_ratio:.1f}x)   (bar: at most 5x)")
     if not args.skip_smece:
         for label in ("before", "after"):
             ratio = times["smece 1e6 --group-by g100 (100 groups)"][label] / times["smece 1e6"][label]
