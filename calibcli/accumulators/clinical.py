@@ -32,7 +32,7 @@ Both follow the accumulator contract (``update``, ``merge``, ``to_dict``/``from_
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -52,7 +52,7 @@ from calibcli.clinical import (
     spiegelhalter_from_sums,
     spiegelhalter_sums,
 )
-from calibcli.cox import cox_groups, row_chunks
+from calibcli.cox import WaldEstimate, cox_groups, row_chunks
 from calibcli.cumulative import EcceResult
 from calibcli.errors import CalibcliError, OptionError
 from calibcli.estimators import Metric
@@ -132,6 +132,11 @@ class ClinicalAccumulator(Accumulator):
         ]
 
 
+def _fields_of(estimate: WaldEstimate) -> dict:
+    """``dataclasses.asdict`` of a Wald estimate (flat floats), without its deep copy: a tenth of the time."""
+    return {f.name: getattr(estimate, f.name) for f in fields(estimate)}
+
+
 def _clinical_metrics(n: int, cox, ici, *, alpha: float, from_rows: bool) -> tuple[dict, dict]:
     """One group's clinical metrics and details (:meth:`ClinicalAccumulator.result`) from its Cox calibration and
     its ICI, each a :class:`~calibcli.errors.CalibcliError` when it could not be computed."""
@@ -168,7 +173,7 @@ def _clinical_metrics(n: int, cox, ici, *, alpha: float, from_rows: bool) -> tup
             "n_clipped": cox.n_clipped if from_rows else None,
             "clip": cox.clip,
             "cov_intercept_slope": cox.cov_intercept_slope,
-            **{k: asdict(getattr(cox, k)) for k in ("slope", "intercept", "calibration_in_the_large")},
+            **{k: _fields_of(getattr(cox, k)) for k in ("slope", "intercept", "calibration_in_the_large")},
         }
     if isinstance(ici, CalibcliError):
         details["ici"] = {"error": str(ici)}
