@@ -6,22 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import calibcli.clinical as clinical
 import calibcli.cox as cox
+import calibcli.ici as ici_module
 import calibcli.smooth_bootstrap as sb
 from calibcli.accumulators.clinical import ClinicalAccumulator
-from calibcli.clinical import (
-    GridSums,
-    UniformCells,
-    _interp_rows,
-    cox_from_rows,
-    ici_from_grid,
-    ici_groups,
-    weighted_quantile,
-    weighted_quantiles,
-)
+from calibcli.clinical import GridSums, cox_from_rows, ici_from_grid
 from calibcli.cox import cox_groups
 from calibcli.errors import CalibcliError
+from calibcli.ici import UniformCells, _interp_rows, ici_groups, weighted_quantile, weighted_quantiles
 from calibcli.smooth import finish
 from calibcli.smooth_grid import CellSums, segment_sums
 
@@ -44,9 +36,9 @@ def test_segment_sums_are_each_segments_own_sum_bit_for_bit():
     assert [float(v) for v in got] == [float(x[s : s + n].sum()) for s, n in zip(starts, lengths, strict=True)]
 
 
-def test_interp_rows_is_numpy_interp_bit_for_bit():
+@pytest.mark.parametrize("m", [64, 4096, 100])
+def test_interp_rows_is_numpy_interp_bit_for_bit(m):
     rng = np.random.default_rng(1)
-    m = 64
     fp = rng.normal(size=(5, m + 1))
     nodes = np.linspace(0.0, 1.0, m + 1)
     x = np.concatenate([rng.random(300), nodes, [0.0, 1.0, np.nextafter(1.0, 0.0)]])
@@ -63,8 +55,8 @@ def test_weighted_quantiles_of_groups_are_each_groups_own():
     values[10:20] = 0.5  # ties keep their order (a stable sort)
     weights = rng.random(sizes.sum()) * 3
     first = np.concatenate([[0], np.cumsum(sizes)])
-    for q in (0.0, 0.1, 0.5, 0.9, 1.0):
-        got = weighted_quantiles(values, weights, sizes, q)
+    qs = (0.0, 0.1, 0.5, 0.9, 1.0)
+    for q, got in zip(qs, weighted_quantiles(values, weights, sizes, qs), strict=True):
         for g in range(len(sizes)):
             v, w = values[first[g] : first[g + 1]], weights[first[g] : first[g + 1]]
             order = np.argsort(v, kind="stable")  # the one-group definition, written out
@@ -125,8 +117,10 @@ def test_the_ici_fixed_point_is_the_smooth_solvers(weighted):
 
 def test_cox_and_ici_of_groups_are_each_groups_alone_bit_for_bit():
     rng = np.random.default_rng(5)
-    problems = [_problem(rng, n, weighted=k % 3 == 0, round_to=2 if k == 4 else None)
-                for k, n in enumerate((30, 200, 1000, 5000, 800, 60))]
+    problems = [
+        _problem(rng, n, weighted=k % 3 == 0, round_to=2 if k == 4 else None)
+        for k, n in enumerate((30, 200, 1000, 5000, 800, 60))
+    ]
     accs = [ClinicalAccumulator().update(None, z, y, w) for z, y, w in problems]
     rows = [(None, z, y, w) for z, y, w in problems]
     together = ClinicalAccumulator.results(accs, alpha=0.1, rows=rows)
@@ -198,7 +192,7 @@ def test_cox_and_ici_solver_calls_do_not_grow_with_the_number_of_groups(monkeypa
         monkeypatch.setattr(module, name, wrapper)
 
     counted(cox, "_newton_groups", "newton")
-    counted(clinical, "_fixed_points", "fixed_point")
+    counted(ici_module, "_fixed_points", "fixed_point")
     counted(sb, "smoothed_rows", "bandwidths")
     counts = []
     for n_groups in (3, 60):

@@ -46,9 +46,7 @@ from calibcli.clinical import (
     GridSums,
     HosmerLemeshowTest,
     SpiegelhalterTest,
-    UniformCells,
     hosmer_lemeshow_from_bins,
-    ici_groups,
     spiegelhalter_from_sums,
     spiegelhalter_sums,
 )
@@ -56,6 +54,7 @@ from calibcli.cox import WaldEstimate, cox_groups, row_chunks
 from calibcli.cumulative import EcceResult
 from calibcli.errors import CalibcliError, OptionError
 from calibcli.estimators import Metric
+from calibcli.ici import UniformCells, ici_groups
 from calibcli.modes import binary_problems
 from calibcli.registry import REGISTRY, aggregate_over_classes
 from calibcli.validation import check_options
@@ -103,7 +102,7 @@ class ClinicalAccumulator(Accumulator):
     def results(accs: list[ClinicalAccumulator], *, alpha: float = 0.05, rows: list) -> list[tuple[dict, dict]]:
         """:meth:`result` of many groups' accumulators at once (``rows[g]`` group g's kept rows, or None): the
         Cox fits of every group are one Newton iteration over a stack (:func:`calibcli.cox.cox_groups`), the ICI
-        of every group one lockstep fixed point (:func:`calibcli.clinical.ici_groups`). Groups with kept rows
+        of every group one lockstep fixed point (:func:`calibcli.ici.ici_groups`). Groups with kept rows
         are taken in chunks of about :data:`CLINICAL_CHUNK_ROWS` rows (whole groups), which bounds the memory of
         the stacks: the solvers' calls grow with the rows, never with the number of groups."""
         cox: list = [None] * len(accs)
