@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from calibcli import cancel
 from calibcli.calibrators._common import DEFAULT_CLIP, logit
 from calibcli.errors import CalibcliError
 from calibcli.smooth_grid import segment_sums
@@ -162,6 +163,7 @@ def cox_groups(
         sizes = size[ok]
         first = np.concatenate([[0], np.cumsum(sizes)])
         for c0, c1 in row_chunks(sizes, COX_CHUNK_ROWS):  # arrays that stay in the caches
+            cancel.check()  # (a signal stops the run between chunks)
             at = slice(first[c0], first[c1])
             fit += _fit_groups(eta[at], y[at], w[at], sizes[c0:c1], alpha=alpha)
         for j, k in enumerate(np.flatnonzero(ok).tolist()):
