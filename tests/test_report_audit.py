@@ -16,6 +16,8 @@ import _browser
 import pytest
 from _cli import SAMPLE, run
 
+from calibcli.report import fmt_number
+
 ADS = str(SAMPLE / "ads_segments.csv")
 COLS = "country,device,age"
 OPTIONS = ("--depth", "2", "--min-segment", "150", "--adjust", "bh", "--top", "4")
@@ -72,6 +74,95 @@ def test_page_shows_the_worst_segments_and_the_figure(audited):
             f"{entry['n_segments_tested']} segments tested), worst segment country=BR, device=android") in stderr
 
 
+def test_the_verdict_says_a_segment_is_off_when_the_whole_population_looks_calibrated(audited):
+    from calibcli.html.verdict import AUDIT_RULE, RULE
+
+    _, doc, stderr = audited
+    (entry,) = doc["audit"]["files"]
+    v = doc["files"][0]["verdict"]
+    # the whole population alone would be "calibrated" (SmoothECE very small, T-Cal does not reject) ...
+    assert v["size"] == "very small" and v["numbers"]["reject"] is False
+    # ... but a planted segment is off by 7 sigma: the verdict says so, and where
+    assert v["status"] == "miscalibrated"
+    assert v["headline"].startswith(
+        f"Miscalibrated in segments: country=BR, device=android is off by {entry['segments'][0]['ecce_r_sigma']:.3g} "
+        "sigma, though the whole population's calibration error is very small"
+    )
+    assert v["numbers"]["audit"] == {
+        "mce_sigma": entry["mce_sigma"],
+        "mce_pvalue": entry["mce_pvalue"],
+        "reject": True,
+        "n_segments_tested": entry["n_segments_tested"],
+        "worst_segment": {"country": "BR", "device": "android"},
+    }
+    assert v["sentences"][-1].startswith("Where: the segment audit rejects calibration within segments (MCE 7.3 sigma")
+    assert v["sentences"][-1].endswith("the worst is country=BR, device=android, observed/expected 1.33.")
+    assert doc["parameters"]["verdict_rule"] == RULE + AUDIT_RULE
+    assert f"  {ADS}: {v['headline']}" in stderr
+
+
+def test_a_calibrated_model_keeps_its_verdict_and_is_told_no_segment_departs(tmp_path):
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    n = 20_000
+    prob = rng.beta(2.0, 5.0, n)
+    label = (rng.random(n) < prob).astype(int)
+    country = rng.choice(["FR", "DE", "BR"], n)
+    csv = tmp_path / "calibrated.csv"
+    csv.write_text("prob,label,country\n" + "".join(f"{p!r},{y},{c}\n" for p, y, c in zip(prob.tolist(), label, country)))
+    data = tmp_path / "r.json"
+    r = run("report", csv, "-o", tmp_path / "r.html", "--json-output", data, "--n-boot", "600", "--method", "platt",
+            "--segment-cols", "country")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(data.read_text())
+    v, (entry,) = doc["files"][0]["verdict"], doc["audit"]["files"]
+    assert entry["mce_pvalue"] > 0.05  # seeded data: no segment departs
+    assert v["status"] == "calibrated" and v["headline"].startswith("Calibrated")
+    assert v["numbers"]["audit"]["reject"] is False
+    assert v["sentences"][-1] == (
+        f"Where: no segment departs from calibration beyond chance (MCE {entry['mce_sigma']:.3g} sigma, p-value "
+        f"{fmt_number(entry['mce_pvalue'])} > alpha 0.05, {entry['n_segments_tested']} segments tested)."
+    )
+
+
+def test_the_audit_turns_an_uncertain_verdict_but_leaves_a_grouped_entry_alone():
+    from calibcli.html.verdict import add_audit
+
+    audit = {
+        "input": {"path": "a.csv"},
+        "mce_sigma": 4.0,
+        "mce_pvalue": 0.001,
+        "n_segments_tested": 3,
+        "segments": [
+            {"definition": {}, "tested": True, "ecce_r_sigma": 1.0, "o_e": 1.0},
+            {"definition": {"site": "b"}, "tested": True, "ecce_r_sigma": 4.0, "o_e": None},
+        ],
+    }
+    uncertain = {"status": "uncertain", "headline": "Possibly miscalibrated", "size": "moderate",
+                 "sentences": [], "numbers": {}}
+    doc = {
+        "parameters": {"alpha": 0.05},
+        "audit": {"files": [audit]},
+        "files": [
+            {"input": {"path": "a.csv"}, "group": None, "verdict": uncertain},
+            {"input": {"path": "a.csv"}, "group": {"g": 1}, "verdict": uncertain},
+        ],
+    }
+    add_audit(doc)
+    whole, grouped = (e["verdict"] for e in doc["files"])
+    assert whole["status"] == "miscalibrated"
+    assert whole["headline"] == (
+        "Miscalibrated in segments: site=b is off by 4 sigma, though the whole population's calibration error is "
+        "moderate"
+    )
+    assert whole["sentences"] == [
+        "Where: the segment audit rejects calibration within segments (MCE 4 sigma, p-value 0.001 <= alpha 0.05, "
+        "3 segments tested); the worst is site=b."
+    ]
+    assert grouped is uncertain  # the audit is of the whole input, not of the group
+
+
 def test_without_segment_columns_there_is_no_audit(tmp_path):
     page, data = tmp_path / "r.html", tmp_path / "r.json"
     r = run("report", ADS, "-o", page, "--json-output", data, "--n-boot", "20", "--method", "platt")
@@ -118,6 +209,11 @@ def test_in_chromium(browser, audited, tmp_path):
     section = browser.find_element(By.ID, "audit-1")
     assert section.is_displayed()
     (entry,) = doc["audit"]["files"]
+    verdict = browser.find_element(By.CSS_SELECTOR, "#entry-1 .verdict")
+    assert "miscalibrated" in verdict.get_attribute("class").split()
+    assert verdict.find_element(By.CSS_SELECTOR, "[data-field=headline]").text == doc["files"][0]["verdict"]["headline"]
+    shown = verdict.find_element(By.CSS_SELECTOR, "[data-field=mce_sigma]")
+    assert float(shown.get_attribute("data-value")) == entry["mce_sigma"] and shown.text == "7.3 sigma"
     mce = section.find_element(By.CSS_SELECTOR, "[data-field=mce_sigma]")
     assert float(mce.get_attribute("data-value")) == entry["mce_sigma"]
     cells = section.find_elements(By.CSS_SELECTOR, "table.segments tbody tr td[data-field=ecce_r_sigma]")

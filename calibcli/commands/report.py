@@ -435,6 +435,7 @@ def report(files: ReportFiles, **options) -> None:
         doc["audit"] = audit_section(
             audit_inputs, audit_sources, audited, engine={o.name: options[o.name] for o in cc.ENGINE.options}
         )
+        verdicts.add_audit(doc)  # a segment off by many sigma is not "Calibrated"
     page = render_page(doc)
     if json_output:
         write_atomic(json_output, to_json(doc) + "\n", "json_output")

@@ -4,11 +4,14 @@ JSON out, so the page renders what the document says).
 How much: SmoothECE (Blasiok & Nakkiran 2023, seed 003), a consistent calibration measure without a binning
 choice, read against :data:`SIZE_WORDS`; the l1-ECE (Guo et al. 2017) is shown beside it. Is it real: the
 T-Cal test's decision (Lee, Huang, Hassani & Dobriban 2023, seed 004), or the exact binomial test per value
-for predictors with few distinct outputs (the ``tcal`` command's rule).
+for predictors with few distinct outputs (the ``tcal`` command's rule). Where: with ``--segment-cols``, the
+segment audit's maximum calibration error over the tested segments (MCE, SPEC 9), which can find a subgroup
+off by several sigma under a whole population that looks calibrated (:func:`with_audit`).
 """
 
 from __future__ import annotations
 
+from calibcli.entries import segment_text
 from calibcli.report import entry_sections, fmt_number
 
 #: Words for the size of SmoothECE: the first bound it falls below. The page states this rule.
@@ -18,6 +21,10 @@ RULE = (
     "calibrated when the calibration test (T-Cal, or the exact binomial test per value for predictors with few "
     "distinct outputs) does not reject perfect calibration at alpha and SmoothECE is small (below 0.03); "
     "size words from SmoothECE: below 0.01 very small, 0.03 small, 0.07 moderate, else large"
+)
+AUDIT_RULE = (
+    "; with --segment-cols, miscalibrated also when the segment audit rejects: its MCE (the largest ECCE-R / sigma "
+    "over the tested segments) has a p-value at most alpha"
 )
 BEST_RULE = (
     "methods ranked on the held-out rows by SmoothECE (lower first), ties by the Brier score; the "
@@ -123,6 +130,60 @@ def verdict(entry: dict, *, alpha: float) -> dict:
             "alpha": alpha,
         },
     }
+
+
+def with_audit(verdict: dict, audit: dict, *, alpha: float) -> dict:
+    """``verdict`` (of :func:`verdict`) amended by the segment audit of the same input (an entry of ``audit
+    --json``): a whole population can look calibrated while a segment is off by many sigma, and then the verdict
+    must say so (:data:`AUDIT_RULE`). The numbers gain ``audit`` (MCE, its p-value, the decision, the worst
+    tested segment); the sentences gain one saying where."""
+    sigma, p = audit.get("mce_sigma"), audit.get("mce_pvalue")
+    worst = next((s for s in audit["segments"] if s["definition"] and s["tested"]), None)
+    reject = p is not None and p <= alpha
+    numbers = {
+        "mce_sigma": sigma,
+        "mce_pvalue": p,
+        "reject": reject,
+        "n_segments_tested": audit["n_segments_tested"],
+        "worst_segment": worst["definition"] if worst else None,
+    }
+    out = {**verdict, "sentences": list(verdict["sentences"]), "numbers": {**verdict["numbers"], "audit": numbers}}
+    tested = f"{audit['n_segments_tested']} segments tested"
+    if sigma is None:
+        out["sentences"].append("Where: the segment audit tested no segment (each has fewer rows than --min-segment).")
+        return out
+    if not reject:
+        out["sentences"].append(
+            f"Where: no segment departs from calibration beyond chance (MCE {sigma:.3g} sigma, p-value {_num(p)} > "
+            f"alpha {alpha:g}, {tested})."
+        )
+        return out
+    where = segment_text(worst["definition"]) if worst else "a segment"
+    o_e = f", observed/expected {worst['o_e']:.3g}" if worst and worst.get("o_e") is not None else ""
+    out["sentences"].append(
+        f"Where: the segment audit rejects calibration within segments (MCE {sigma:.3g} sigma, p-value {_num(p)} <= "
+        f"alpha {alpha:g}, {tested}); the worst is {where}{o_e}."
+    )
+    if verdict["status"] != "miscalibrated":
+        out["status"] = "miscalibrated"
+        out["headline"] = (
+            f"Miscalibrated in segments: {where} is off by {worst['ecce_r_sigma'] if worst else sigma:.3g} sigma, "
+            "though the whole population's "
+            f"calibration error is {verdict['size']}"
+        )
+    return out
+
+
+def add_audit(doc: dict) -> None:
+    """Amend the verdict of every ungrouped entry of a report document by its input's segment audit
+    (``doc["audit"]``), and state the rule. Grouped entries keep theirs: the audit is of the whole input."""
+    alpha = doc["parameters"]["alpha"]
+    by_path = {a["input"]["path"]: a for a in doc["audit"]["files"]}
+    for entry in doc["files"]:
+        audit = by_path.get(entry["input"]["path"])
+        if audit is not None and entry.get("group") is None:
+            entry["verdict"] = with_audit(entry["verdict"], audit, alpha=alpha)
+    doc["parameters"]["verdict_rule"] = RULE + AUDIT_RULE
 
 
 def recalibration_summary(doc: dict) -> dict:
