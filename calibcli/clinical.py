@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from calibcli.arraystate import ArrayState
+from calibcli.compensated import add_exact, add_exact_at
 from calibcli.cox import (  # noqa: F401  (Cox calibration's names, importable from here as before)
     NOISE_ULPS,
     CoxCalibration,
@@ -308,6 +309,9 @@ class _Cells(ArrayState):
         self.count: np.ndarray | None = None
         self.weight: np.ndarray | None = None
         self.value: np.ndarray | None = None
+        # the low parts of the weight and value sums (calibcli.compensated): the same floats on any engine
+        self.weight_lo: np.ndarray | None = None
+        self.value_lo: np.ndarray | None = None
         self._parts: list[tuple] = []  # (key, count or None for one row each, weight or None, value)
         self._held = 0
 
@@ -320,36 +324,55 @@ class _Cells(ArrayState):
 
     def _bincount(self, key, count, w, v) -> None:
         size = self.size
-        dense_count, dense_value = self._densify()
+        dense_count, dense_value, value_lo = self._densify()
         c = np.bincount(key, minlength=size) if count is None else np.bincount(key, weights=count, minlength=size)
         c = c.astype(np.int64) if c.dtype != np.int64 else c
         added = None if w is None else np.bincount(key, weights=w, minlength=size)
-        self.weight = _added_weights(self.weight, dense_count, c, added)
+        # the cells a batch's sums can change, when they are few (the tail grid's, a small batch's): an exact
+        # addition costs a dozen passes over the cells it is made on (measured: 2.6x less on 2^15 cells for 8,192
+        # rows than the dense one)
+        touched = np.unique(key) if 64 * len(key) < size else np.flatnonzero(c != 0) if 2 * len(key) < size else None
+        self._add_weights(dense_count, c, added, None, touched)
         dense_count += c  # in place: the arrays are self.count and self.value
-        dense_value += np.bincount(key, weights=v, minlength=size)
+        add_exact_at(dense_value, value_lo, np.bincount(key, weights=v, minlength=size), touched)
 
-    def _densify(self) -> tuple[np.ndarray, np.ndarray]:
-        """The dense ``count`` and ``value`` arrays, summed from the rows held so far on first use."""
-        if self.count is None or self.value is None:
+    def _densify(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The dense ``count``, ``value`` and ``value_lo`` arrays, summed from the rows held so far on first use."""
+        if self.count is None or self.value is None or self.value_lo is None:
             self.count, self.value = np.zeros(self.size, dtype=np.int64), np.zeros(self.size)
+            self.value_lo = np.zeros(self.size)
             parts, self._parts, self._held = self._parts, [], 0
             for part in parts:
                 self._bincount(*part)
-        return self.count, self.value
+        return self.count, self.value, self.value_lo
 
     def merge(self, other: _Cells) -> None:
         if self.count is None and other.count is None and self._held + other._held <= self.size // 8:
             self._parts.extend(other._parts)
             self._held += other._held
             return
-        dense_count, dense_value = self._densify()
+        dense_count, dense_value, value_lo = self._densify()
         if other.count is None or other.value is None:
             for part in other._parts:
                 self._bincount(*part)
             return
-        self.weight = _added_weights(self.weight, dense_count, other.count, other.weight)
+        self._add_weights(dense_count, other.count, other.weight, other.weight_lo)
         dense_count += other.count
-        dense_value += other.value
+        add_exact(dense_value, value_lo, other.value, other.value_lo)
+
+    def _add_weights(self, count_before, count, added, added_lo, touched=None) -> None:
+        """Weight sums after adding a part with row counts ``count`` and weight sums ``added`` (None: unit
+        weights) to this state's ``count_before`` rows (``weight`` None while every row had unit weight)."""
+        if self.weight is None and added is None:
+            return
+        weight, weight_lo = self.weight, self.weight_lo
+        if weight is None or weight_lo is None:
+            weight, weight_lo = count_before.astype(np.float64), np.zeros(self.size)
+            self.weight, self.weight_lo = weight, weight_lo
+        if touched is None:
+            add_exact(weight, weight_lo, count if added is None else added, added_lo)
+        else:
+            add_exact_at(weight, weight_lo, count if added is None else added, touched)
 
     def sparse(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
         """``(cells, count, weight or None, value)`` of the non-empty cells, in increasing cell order."""
@@ -458,17 +481,6 @@ class GridSums(ArrayState):
         cells, count, weight, value = self.cells.sparse()
         key, count_pos, mass, wz = self._positive(cells, count, weight, value)
         return key, count_pos, None if weight is None else mass, mass, wz / mass
-
-
-def _added_weights(weights, count_before, count, added):
-    """Weight sums after adding a part with row counts ``count`` and weight sums ``added`` (None: unit weights)
-    to a state of ``count_before`` rows with weight sums ``weights`` (None while every row had unit weight)."""
-    if weights is None and added is None:
-        return None
-    if weights is None:
-        weights = count_before.astype(np.float64)
-    weights += count if added is None else added
-    return weights
 
 
 def ici_from_grid(grid: GridSums) -> SmoothCalibrationIndex:

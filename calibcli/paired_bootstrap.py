@@ -26,6 +26,7 @@ import numpy as np
 from calibcli.accumulators.binned import _row_values
 from calibcli.accumulators.inputs import MulticlassScores
 from calibcli.binning import uniform_bin_index
+from calibcli.compensated import add_exact
 from calibcli.estimators import BinStats
 from calibcli.modes import binary_problems
 from calibcli.registry import REGISTRY, aggregate_over_classes
@@ -49,6 +50,10 @@ class JointCells:
         self.count = np.empty(0, dtype=np.int64)
         self.sums = np.empty((0, 2 * _V))
         self.moments = np.empty((0, 2 * _V, 2 * _V))
+        # the low parts of the sums (calibcli.compensated): a batch's sums are added exactly, so the covariances'
+        # square roots (eigenbases, which a change in the last bit can turn) see the same floats on any engine
+        self.sums_lo = np.empty((0, 2 * _V))
+        self.moments_lo = np.empty((0, 2 * _V, 2 * _V))
         self.weighted = False
 
     def update(self, za, ya, wa, zb, yb, wb) -> None:
@@ -74,19 +79,25 @@ class JointCells:
         """Add the joint cells of other rows."""
         self.weighted |= other.weighted
         if len(other.keys):
-            self._add(other.keys, other.count, other.sums, other.moments)
+            self._add(other.keys, other.count, other.sums, other.moments, other.sums_lo, other.moments_lo)
 
-    def _add(self, keys, count, sums, moments) -> None:
+    def _add(self, keys, count, sums, moments, sums_lo=None, moments_lo=None) -> None:
         merged = np.union1d(self.keys, keys)
-        out_count = np.zeros(len(merged), dtype=np.int64)
-        out_sums = np.zeros((len(merged), 2 * _V))
-        out_moments = np.zeros((len(merged), 2 * _V, 2 * _V))
-        for k, c, s, m in ((self.keys, self.count, self.sums, self.moments), (keys, count, sums, moments)):
-            at = np.searchsorted(merged, k)
-            out_count[at] += c
-            out_sums[at] += s
-            out_moments[at] += m
-        self.keys, self.count, self.sums, self.moments = merged, out_count, out_sums, out_moments
+        n = len(merged)
+        out_count = np.zeros(n, dtype=np.int64)
+        out = [np.zeros((n, *a.shape[1:])) for a in (self.sums, self.sums_lo, self.moments, self.moments_lo)]
+        at = np.searchsorted(merged, self.keys)
+        out_count[at] = self.count
+        for o, mine in zip(out, (self.sums, self.sums_lo, self.moments, self.moments_lo), strict=True):
+            o[at] = mine
+        at = np.searchsorted(merged, keys)
+        out_count[at] += count
+        for hi, lo, theirs, theirs_lo in ((out[0], out[1], sums, sums_lo), (out[2], out[3], moments, moments_lo)):
+            part_hi, part_lo = hi[at], lo[at]
+            add_exact(part_hi, part_lo, theirs, theirs_lo)
+            hi[at], lo[at] = part_hi, part_lo
+        self.keys, self.count = merged, out_count
+        self.sums, self.sums_lo, self.moments, self.moments_lo = out
 
     def replicates(self, n_boot: int, rng: np.random.Generator) -> tuple[BinStats, BinStats]:
         """``n_boot`` paired replicates of both inputs' per-bin statistics (baseline's list, candidate's list)."""
@@ -230,6 +241,8 @@ class JointScores:
     def __init__(self):
         self.sums = np.zeros(6)
         self.moments = np.zeros((6, 6))
+        self.sums_lo = np.zeros(6)  # low parts (calibcli.compensated), as JointCells keeps them
+        self.moments_lo = np.zeros((6, 6))
 
     def update(self, pa, la, wa, pb, lb, wb) -> None:
         cols = []
@@ -238,8 +251,8 @@ class JointScores:
             ww = np.ones(len(labels)) if w is None else w
             cols += [ww, ww * values[:, 0], ww * values[:, 1]]
         v = np.column_stack(cols)
-        self.sums += v.sum(axis=0)
-        self.moments += v.T @ v
+        add_exact(self.sums, self.sums_lo, v.sum(axis=0))
+        add_exact(self.moments, self.moments_lo, v.T @ v)
 
     def replicates(self, n_boot: int, rng: np.random.Generator) -> tuple[dict, dict]:
         root = _psd_root(self.moments[None])[0]  # rounding-level eigenvalues as zeros: identical inputs draw alike
@@ -285,8 +298,8 @@ class JointState:
                     mine.merge(more)
         if self.scores is not None:
             assert other.scores is not None
-            self.scores.sums += other.scores.sums
-            self.scores.moments += other.scores.moments
+            add_exact(self.scores.sums, self.scores.sums_lo, other.scores.sums, other.scores.sums_lo)
+            add_exact(self.scores.moments, self.scores.moments_lo, other.scores.moments, other.scores.moments_lo)
         return self
 
     def update(self, a, b) -> None:

@@ -5,6 +5,9 @@ As torchmetrics' ``Metric`` declares ``add_state(name, default, dist_reduce_fx="
 state by its rule, an accumulator here declares ``merge_rules = {"n": "sum", "rows": "merge", ...}``:
 
 - ``sum``: counts and per-bin or per-cell sums (arrays added in place);
+- ``exact``: float sums whose rounding would show (a residual of large sums, a variance by cancellation): a
+  pair of arrays ``name`` and ``name_lo`` added by :func:`calibcli.compensated.add_exact`, so that ``name`` is
+  the same float whatever order the batches' sums were added in (one stream, or a cluster's tree of merges);
 - ``max``: flags that stay set once set (``weighted``);
 - ``first``: a fact the first rows fix (whether the input has one probability column);
 - ``concat``: lists of parts;
@@ -27,6 +30,7 @@ from typing import ClassVar
 import numpy as np
 
 from calibcli.arraystate import ArrayState
+from calibcli.compensated import add_exact
 
 
 def _sum(a, b):
@@ -87,6 +91,9 @@ class Accumulator(ArrayState):
             raise ValueError(self.same_message)
         for name, rule in self.merge_rules.items():
             mine = getattr(self, name)
+            if rule == "exact":  # (a pair of arrays: the sum and its low part)
+                add_exact(mine, getattr(self, name + "_lo"), getattr(other, name), getattr(other, name + "_lo"))
+                continue
             merged = RULES[rule](mine, getattr(other, name))
             if merged is not mine:  # (states merged in place, arrays and nested accumulators, stay as they are)
                 setattr(self, name, merged)

@@ -23,6 +23,7 @@ from calibcli.accumulators.clinical import ClinicalAccumulator, aggregate_clinic
 from calibcli.accumulators.cumulative import EcceAccumulator, ecce_metrics
 from calibcli.accumulators.rows import RowSample
 from calibcli.accumulators.smooth import SmoothAccumulator
+from calibcli.compensated import add_exact
 from calibcli.estimators import LOG_LOSS_EPS, CalibrationResult, Metric
 from calibcli.modes import binary_problems
 from calibcli.registry import REGISTRY, aggregate_over_classes
@@ -103,11 +104,13 @@ class MulticlassScores(Accumulator):
     """
 
     kind = "multiclass_scores"
-    merge_rules = {"sums": "sum", "rows": "merge"}
+    version = 2  # (2: the sums carry their low parts, calibcli.compensated)
+    merge_rules = {"sums": "exact", "rows": "merge"}
     _COLUMNS = ("w", "wb", "wl", "w2", "w2b", "w2l", "w2bb", "w2ll", "w2bl")
 
     def __init__(self, *, row_limit: int = ROW_LIMIT):
         self.sums = np.zeros(len(self._COLUMNS))
+        self.sums_lo = np.zeros(len(self._COLUMNS))
         self.rows = RowSample(row_limit, 0, keep_when_full=False)
 
     @staticmethod
@@ -123,7 +126,13 @@ class MulticlassScores(Accumulator):
         b, ll = values[:, 0], values[:, 1]  # Brier score and log-loss per row
         ww = np.ones(len(b)) if w is None else w
         w2 = ww * ww
-        self.sums += [ww.sum(), ww @ b, ww @ ll, w2.sum(), w2 @ b, w2 @ ll, w2 @ (b * b), w2 @ (ll * ll), w2 @ (b * ll)]
+        add_exact(
+            self.sums,
+            self.sums_lo,
+            np.array(
+                [ww.sum(), ww @ b, ww @ ll, w2.sum(), w2 @ b, w2 @ ll, w2 @ (b * b), w2 @ (ll * ll), w2 @ (b * ll)]
+            ),
+        )
         self.rows.update(row_index, values, labels, w)
         return self
 

@@ -44,16 +44,5 @@ def map_in_threads(function, files: list[tuple]) -> list:
         return list(pool.map(lambda f: function(*f), files))
 
 
-def _row_group_runs(sizes: list[int], target: int) -> list[tuple[int, ...]]:
-    """Consecutive row groups in runs of at most ``target`` rows (a larger row group alone)."""
-    runs: list[tuple[int, ...]] = []
-    current: list[int] = []
-    rows = 0
-    for g, size in enumerate(sizes):
-        if current and rows + size > target:
-            runs.append(tuple(current))
-            current, rows = [], 0
-        current.append(g)
-        rows += size
-    runs.append(tuple(current))
-    return runs
+#: (defined beside the reader, which ends a whole file's batches where these runs end)
+_row_group_runs = formats.row_group_runs

@@ -387,13 +387,36 @@ def iter_tables(
 ) -> Generator:
     """The rows of ``columns`` as pyarrow tables of exactly ``batch_rows`` rows (the last one fewer).
 
-    ``row_groups`` restricts a Parquet file to those row groups. Columns of the text formats come as
-    text. Raises :class:`MissingColumns` before the first table when the file lacks a column.
+    ``row_groups`` restricts a Parquet file to those row groups. A whole Parquet file is read run by run of its
+    row groups (:func:`row_group_runs`, the runs a stream's fragments are made of), a batch ending where a run
+    ends: so a file's batches are those of its fragments read one after the other, and an engine that reads
+    fragments as tasks adds up the same batches as one stream (SPEC 8: the same numbers to the last bit). Columns
+    of the text formats come as text. Raises :class:`MissingColumns` before the first table when the file lacks
+    a column.
     """
-    return _rechunk(_record_batches(location, fmt, columns, batch_rows, row_groups), batch_rows)
+    return _rechunk(_record_batches(location, fmt, columns, batch_rows, row_groups, runs=True), batch_rows)
 
 
-def _record_batches(location: str, fmt: str, columns: list[str], batch_rows: int, row_groups) -> Iterator:
+def row_group_runs(sizes: list[int], target: int) -> list[tuple[int, ...]]:
+    """Consecutive row groups in runs of at most ``target`` rows (a larger row group alone)."""
+    runs: list[tuple[int, ...]] = []
+    current: list[int] = []
+    rows = 0
+    for g, size in enumerate(sizes):
+        if current and rows + size > target:
+            runs.append(tuple(current))
+            current, rows = [], 0
+        current.append(g)
+        rows += size
+    runs.append(tuple(current))
+    return runs
+
+
+def _record_batches(
+    location: str, fmt: str, columns: list[str], batch_rows: int, row_groups, runs: bool = False
+) -> Iterator:
+    """The file's record batches; with ``runs``, a whole Parquet file's have ``None`` after each run of row groups
+    (:func:`row_group_runs`), where :func:`_rechunk` ends a table."""
     import pyarrow as pa
 
     if fmt == "parquet":
@@ -401,6 +424,10 @@ def _record_batches(location: str, fmt: str, columns: list[str], batch_rows: int
 
         with pq.ParquetFile(open_random_access(location), pre_buffer=False) as parquet:
             _check_columns(parquet.schema_arrow, columns)
+            ends: set[int] = set()
+            if runs and row_groups is None:
+                sizes = [parquet.metadata.row_group(g).num_rows for g in range(parquet.num_row_groups)]
+                ends = {run[-1] for run in row_group_runs(sizes, batch_rows)}
             # One row group at a time, without pre-buffering: pyarrow otherwise reads ahead across a large
             # file's row groups, and memory grows with the file (not with the batch) on big shards.
             for group in range(parquet.num_row_groups) if row_groups is None else row_groups:
@@ -409,6 +436,8 @@ def _record_batches(location: str, fmt: str, columns: list[str], batch_rows: int
                     yield from parquet.iter_batches(
                         batch_size=max(1, min(batch_rows, rows)), columns=columns, row_groups=[group]
                     )
+                if group in ends:
+                    yield None
         return
     if fmt == "feather":
         import pyarrow.feather as feather
@@ -443,12 +472,19 @@ def _record_batches(location: str, fmt: str, columns: list[str], batch_rows: int
 
 
 def _rechunk(batches: Iterable, batch_rows: int) -> Generator:
-    """Record batches regrouped into tables of exactly ``batch_rows`` rows (the last one fewer), without
-    copying: a table may hold several record batches, and a record batch may be sliced across tables."""
+    """Record batches regrouped into tables of exactly ``batch_rows`` rows (the last one fewer, and the last one
+    before a ``None``: the end of a run of row groups), without copying: a table may hold several record
+    batches, and a record batch may be sliced across tables."""
     import pyarrow as pa
 
-    pending, count = [], 0
+    pending: list = []
+    count = 0
     for batch in batches:
+        if batch is None:  # the end of a run of row groups (_record_batches): the table ends here
+            if count:
+                yield pa.Table.from_batches(pending)
+            pending, count = [], 0
+            continue
         while batch.num_rows:
             take = min(batch_rows - count, batch.num_rows)
             pending.append(batch.slice(0, take))
