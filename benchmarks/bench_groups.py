@@ -58,7 +58,7 @@ ece 1e6 --group-by g (1000 groups)          18.06     15.92    12.24       10.72
 ece 1e6 --group-by g, budget 400M           -         20.43    -           10.50      516        yes
 ==========================================  ========  =======  ==========  =========  =========  ============
 
-The grouped run's CPU 0.88x (three runs of the script: 0.82x-0.88x); the ungrouped one's 0.75x too (its Cox fit
+The grouped run's CPU 0.88x (0.85x and 0.86x in two earlier runs of the script); the ungrouped one's 0.75x too (its Cox fit
 on the 33k cells took 0.25 s, now 0.03 s), so the bar's ratio in CPU time moved from 14.7x to 17.3x: both sides
 faster, the grouped side by less in proportion (bar 5x: not met). In-process CPU time of the parts this round
 rebuilt, 1,000 groups of 1,000 rows: the Cox fits 0.61 -> 0.31 s, the ICI 1.76 -> 0.74-0.90 s, the JSON text
