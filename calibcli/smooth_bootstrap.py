@@ -389,27 +389,41 @@ class CellBootstrap:
 
 
 def _fixed_points(
-    residual: np.ndarray,
+    residual,
     lo: np.ndarray,
     guess: np.ndarray,
     n_cells: int,
     max_cells: int,
-    refine: Callable[[np.ndarray, int], np.ndarray],
+    refine: Callable[[np.ndarray, int], np.ndarray | tuple[np.ndarray, np.ndarray]],
+    *,
+    hi: np.ndarray | None = None,
+    cells_per_sigma: float = BOOT_CELLS_PER_SIGMA,
 ):
     """The fixed points ``s* = smECE_{s*}`` of resamples given by their residual deposits ``(N, n_cells + 1)``:
-    for each, the steps of :func:`calibcli.smooth_grid._solve_fixed_point` (bracket ``[lo, 1]``, narrowed
+    for each, the steps of :func:`calibcli.smooth_grid._solve_fixed_point` (bracket ``[lo, hi]``, narrowed
     around ``guess`` where it lies inside; ``s*`` at an end of it or by Brent on ``smECE_s - s``), all at
-    once. A resample whose ``s*`` needs a finer grid (at most 8 times finer per step) is solved again, with
-    the others needing the same grid, on deposits ``refine(indices, cells)`` summed from its rows.
+    once. A resample whose ``s*`` needs a finer grid (``cells_per_sigma`` cells per ``s*``, at most 8 times
+    finer per step) is solved again, with the others needing the same grid, on deposits
+    ``refine(indices, cells)`` summed from its rows.
+
+    ``hi`` defaults to 1 (a resample's mean absolute residual is at most 1). ``residual`` may be a pair
+    ``(linear, moment-keeping)`` of deposits (and ``refine`` return pairs): the second is read at bandwidths
+    of at least two cells, as a point estimate's :meth:`calibcli.smooth_grid._GridData.smece` reads it (the ICI
+    of many groups at once, :mod:`calibcli.clinical`).
 
     Returns ``(s*, smECE_{s*}, grid cells)`` per resample."""
     N = len(lo)
-    spec = spectra(residual)
+    linear, kept = residual if isinstance(residual, tuple) else (residual, None)
+    spec = spectra(linear if kept is None else kept)
 
     def g(local: np.ndarray, s: np.ndarray) -> np.ndarray:
-        return abs_integral_rows(smoothed_rows(spec[local], s)) - s
+        rows = spec[local]
+        coarse = np.flatnonzero(s * n_cells < 2.0) if kept is not None else ()
+        if len(coarse):  # a bandwidth below two cells: the linear deposit (smooth_grid._resolved)
+            rows[coarse] = spectra(linear[local[coarse]])
+        return abs_integral_rows(smoothed_rows(rows, s)) - s
 
-    hi = np.ones(N)
+    hi = np.ones(N) if hi is None else hi
     a, b = lo.copy(), hi.copy()
     # g at a and at b where the narrowing below has evaluated it (the same value as evaluating it again: each
     # replicate's transform is its own, whatever else is in the batch), so no evaluation is repeated
@@ -453,16 +467,23 @@ def _fixed_points(
         value[inner] = at_root
     value += s
     cells = np.full(N, n_cells)
-    needed = np.array([min(_grid_level(float(v), BOOT_CELLS_PER_SIGMA), max_cells) for v in s], dtype=np.int64)
+    needed = np.array([min(_grid_level(float(v), cells_per_sigma), max_cells) for v in s], dtype=np.int64)
     finer = np.minimum(needed, 8 * n_cells)
     for grid in np.unique(finer[needed > n_cells]):
         pick = np.flatnonzero((needed > n_cells) & (finer == grid))
 
-        def refine_picked(local: np.ndarray, cells_: int, pick: np.ndarray = pick) -> np.ndarray:
+        def refine_picked(local: np.ndarray, cells_: int, pick: np.ndarray = pick):
             return refine(pick[local], cells_)
 
         s[pick], value[pick], cells[pick] = _fixed_points(
-            refine(pick, int(grid)), lo[pick], s[pick], int(grid), max_cells, refine_picked
+            refine(pick, int(grid)),
+            lo[pick],
+            s[pick],
+            int(grid),
+            max_cells,
+            refine_picked,
+            hi=hi[pick],
+            cells_per_sigma=cells_per_sigma,
         )
     return s, value, cells
 

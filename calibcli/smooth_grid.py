@@ -131,6 +131,16 @@ def _abs_integral(r: np.ndarray) -> float:
     return float(seg.sum() * 0.5 / (len(r) - 1))
 
 
+def segment_sums(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """``x[starts[g]:starts[g + 1]].sum()`` for every (non-empty) segment g, bit for bit, in one call.
+
+    ``np.add.reduceat`` starts each segment's sum from its first element and adds the rest pairwise, where
+    ``sum`` adds all of them pairwise from 0: with a 0 put before each segment the two are the same.
+    """
+    starts = np.asarray(starts, dtype=np.intp)
+    return np.add.reduceat(np.insert(x, starts, 0.0), starts + np.arange(len(starts)))
+
+
 # ----------------------------------------------------------------------------------------------
 # Per-(label, cell) sums: the state that streams, merges and coarsens
 # ----------------------------------------------------------------------------------------------
@@ -272,7 +282,7 @@ class CellSums(ArrayState):
 
     def _label_cell(self):
         label, cell = np.divmod(self.key, self.n_cells)
-        return label.astype(np.float64), cell
+        return (label % 2).astype(np.float64), cell  # (stacked problems: key // (2 n_cells) is the problem)
 
     def totals(self) -> tuple[float, float, float]:
         """``(W, sum w (y - z) / W, sum w |y - z| / W)``."""
@@ -286,14 +296,36 @@ class CellSums(ArrayState):
         absolute = float((label * (w - wz) + (1.0 - label) * wz).sum())
         return total, signed / total, absolute / total
 
-    def deposits(self, parts: int = 1, corrected: bool = True):
+    def stacked_totals(self, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`totals` of stacked problems (problem g's keys offset by ``g 2 n_cells``, its cells from
+        ``starts[g]``; each problem has a cell of positive weight), as arrays: the same sums, bit for bit."""
+        label, cell = self._label_cell()
+        w = self.field("w")
+        wz = (cell * w + self.wf) / self.n_cells
+        total = segment_sums(w, starts)
+        signed = segment_sums(label * w - wz, starts)
+        absolute = segment_sums(label * (w - wz) + (1.0 - label) * wz, starts)
+        return total, signed / total, absolute / total
+
+    def deposits(self, parts: int = 1, corrected: bool = True, problems: int | None = None):
         """Unnormalised grid measures (M + 1 nodes): residual ``w (y - z)``, and for ``parts=3`` also ``w y`` and ``w``.
 
         Returns ``(linear, correction)``: the linear-interpolation deposits and (``corrected``) the
         stencil that also keeps each cell's second moment (None otherwise); see the module docstring.
+        ``problems``: the sums are that many problems' stacked (problem g's keys offset by ``g 2 n_cells``), and
+        each measure is a ``(problems, M + 1)`` array, row g what problem g alone gives.
         """
         m = self.n_cells
+        rows = 1 if problems is None else problems
         label, cell = self._label_cell()
+        node = cell if problems is None else self.key // (2 * m) * m + cell  # (problem, cell) of each sum
+        linear, correction = self._deposits(m, rows, label, cell, node, parts, corrected)
+        if problems is None:  # one problem: its measures as 1-d arrays
+            linear = tuple(a[0] for a in linear)
+            correction = None if correction is None else tuple(a[0] for a in correction)
+        return linear, correction
+
+    def _deposits(self, m: int, rows: int, label, cell, node, parts: int, corrected: bool):
         w = self.field("w")
         lower = w - self.wf  # sum w (1 - f); the upper node gets sum w f
         z_lower = (cell * lower + self.wf - self.wf2) / m  # sum w z (1 - f), with z = (cell + f) / m
@@ -303,9 +335,9 @@ class CellSums(ArrayState):
             pairs += [(label * lower, label * self.wf), (lower, self.wf)]
         linear = []
         for low, up in pairs:
-            out = np.zeros(m + 1)
-            out[:m] += np.bincount(cell, weights=low, minlength=m)
-            out[1:] += np.bincount(cell, weights=up, minlength=m)
+            out = np.zeros((rows, m + 1))
+            out[:, :m] += np.bincount(node, weights=low, minlength=rows * m).reshape(rows, m)
+            out[:, 1:] += np.bincount(node, weights=up, minlength=rows * m).reshape(rows, m)
             linear.append(out)
         if not corrected:
             return tuple(linear), None
@@ -316,15 +348,15 @@ class CellSums(ArrayState):
             weights += [label * spread, spread]
         correction = []
         for q in weights:
-            c = np.bincount(cell, weights=q, minlength=m)
-            ext = np.zeros(m + 3)  # nodes -1 .. m + 1
-            ext[0:m] -= c
-            ext[1 : m + 1] += c
-            ext[2 : m + 2] += c
-            ext[3 : m + 3] -= c
-            out = ext[1 : m + 2].copy()
-            out[1] += ext[0]  # node -1 is the reflection of node 1
-            out[m - 1] += ext[m + 2]  # node m + 1 that of node m - 1
+            c = np.bincount(node, weights=q, minlength=rows * m).reshape(rows, m)
+            ext = np.zeros((rows, m + 3))  # nodes -1 .. m + 1
+            ext[:, 0:m] -= c
+            ext[:, 1 : m + 1] += c
+            ext[:, 2 : m + 2] += c
+            ext[:, 3 : m + 3] -= c
+            out = ext[:, 1 : m + 2].copy()
+            out[:, 1] += ext[:, 0]  # node -1 is the reflection of node 1
+            out[:, m - 1] += ext[:, m + 2]  # node m + 1 that of node m - 1
             correction.append(out)
         return tuple(linear), tuple(correction)
 
