@@ -20,7 +20,7 @@ import numpy as np
 
 from calibcli.bin_stats import _N_STATS, _W, _WLL, _WU2, _WY, _WZ, BinStats, _row_stats
 from calibcli.binning import Binning, quantile_starts_batched, uniform_bin_index
-from calibcli.resampling import Multiplicities
+from calibcli.resampling import Multiplicities, Scratch, in_threads
 
 # ---------------------------------------------------------------------------------------------
 # Bootstrap through multiplicities and per-bin sums
@@ -144,30 +144,40 @@ class _SortedProblem:
 
 
 #: Rows of one block of :class:`SortedGroups` (whole groups; a larger group is a block alone): with
-#: ``_BLOCK_ELEMENTS`` multiplicities per block, 32 replicates at a time, whose draws stay in the caches.
-_GROUP_BLOCK_ROWS = 1 << 13
+#: ``_BLOCK_ELEMENTS`` multiplicities per block, 128 replicates at a time. The sparse product's cost per
+#: multiplicity falls with the replicates it takes at once (0.2 ns per value at 32, 0.14 at 128: its inner loop
+#: runs over them) while the draws' does not depend on the shape, so blocks are a few groups wide, not many.
+_GROUP_BLOCK_ROWS = 1 << 11
+#: The same for quantile bins, whose per-group sums are BLAS products of replicates x rows (:meth:`_SortedProblem.
+#: _quantile_sums`): the replicates per block fix those products' shapes, hence OpenBLAS's order of summation, and
+#: the blocks of 2^13 rows (32 replicates) they have always had keep their numbers bit for bit.
+_QUANTILE_BLOCK_ROWS = 1 << 13
 
 
-def _run_matrix(cell: np.ndarray, n_cells: int, X: np.ndarray):
-    """The CSR matrix ``(n_cells * K, rows)`` whose row ``c K + k`` holds column ``k`` of ``X`` on the rows of
-    run ``c`` (``cell`` non-decreasing, runs contiguous): its product with ``(rows, R)`` multiplicities gives
-    every run's sums under every replicate."""
+def _run_matrix(cell: np.ndarray, n_cells: int, columns: list[tuple[np.ndarray, int]], width: int):
+    """The CSR matrix ``(len(columns) * n_cells, width)`` whose row ``k n_cells + c`` holds ``columns[k]``'s values
+    on the rows of run ``c`` (``cell`` non-decreasing, runs contiguous), at the columns ``offset + row`` given by
+    ``columns[k] = (values, offset)``: its product with multiplicities (rows x R; the self-pair counts below them
+    for ``offset`` = rows) gives every run's sums under every replicate.
+
+    Zero values are left out: a run's sums then take the same products in the same order (rows ascending,
+    starting from zero), less some ``+ 0.0`` that change nothing (every term is >= 0), so the same numbers."""
     from scipy.sparse import csr_matrix  # scipy only for the bootstrap over groups
 
-    n, K = X.shape
-    counts = np.bincount(cell, minlength=n_cells)
-    start = np.cumsum(counts) - counts
-    indptr = np.empty(n_cells * K + 1, dtype=np.int64)
-    indptr[:-1] = (K * start[:, None] + np.arange(K)[None, :] * counts[:, None]).ravel()
-    indptr[-1] = n * K
-    rows = np.arange(n)
-    within = rows - start[cell]
-    pos = (K * start[cell] + within)[:, None] + np.arange(K)[None, :] * counts[cell][:, None]
-    indices = np.empty(n * K, dtype=np.int64)
-    data = np.empty(n * K)
-    indices[pos.ravel()] = np.repeat(rows, K)
-    data[pos.ravel()] = X.ravel()
-    return csr_matrix((data, indices, indptr), shape=(n_cells * K, n))
+    n = len(cell)
+    at = np.arange(n)
+    rows, indices, data = [], [], []
+    for k, (values, offset) in enumerate(columns):
+        keep = np.flatnonzero(values)
+        rows.append(k * n_cells + cell[keep])
+        indices.append(offset + at[keep])
+        data.append(values[keep])
+    row = np.concatenate(rows)  # non-decreasing: columns in turn, each in the order of its runs
+    indptr = np.zeros(len(columns) * n_cells + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=len(columns) * n_cells), out=indptr[1:])
+    return csr_matrix(
+        (np.concatenate(data), np.concatenate(indices).astype(np.int64), indptr), shape=(len(columns) * n_cells, width)
+    )
 
 
 class SortedGroups:
@@ -194,6 +204,9 @@ class SortedGroups:
         self.X = np.ascontiguousarray(np.vstack([np.ones(len(self.z)), stats]).T)
         # pairs between copies of one row: w^2, w^2 y, w^2 u^2 (with unit weights: count, y, u^2)
         self.X_self = np.ascontiguousarray(np.vstack([w * w, w * stats[_WY], w * stats[_WU2]]).T)
+        # With unit weights the weight sums are the counts (the same products of the same ones): taken once.
+        self.unit_weights = bool(np.all(w == 1.0))
+        self._sums = [j for j in range(_N_STATS + 1) if not (self.unit_weights and j == 1 + _W)]
         self.binnings = binnings
         self.n_uniform = n_uniform
         self.quantile = binnings[0].strategy == "quantile"
@@ -223,60 +236,78 @@ class SortedGroups:
         return [(g0, min(g0 + step, self.G)) for g0 in range(0, self.G, step)]
 
     def _blocks(self, g0: int, g1: int) -> list[tuple[int, int]]:
-        """Groups ``g0..g1`` cut into runs of whole groups of at most ``_GROUP_BLOCK_ROWS`` rows."""
+        """Groups ``g0..g1`` cut into runs of whole groups of at most ``_GROUP_BLOCK_ROWS`` rows
+        (``_QUANTILE_BLOCK_ROWS`` for quantile bins)."""
         out, first = [], g0
+        limit = _QUANTILE_BLOCK_ROWS if self.quantile else _GROUP_BLOCK_ROWS
         for g in range(g0 + 1, g1 + 1):
-            if g == g1 or self.bounds[g + 1] - self.bounds[first] > _GROUP_BLOCK_ROWS:
+            if g == g1 or self.bounds[g + 1] - self.bounds[first] > limit:
                 out.append((first, g))
                 first = g
         return out
 
     def resampled(self, g0: int, g1: int, seed: int, n_boot: int) -> tuple[BinStats, BinStats | None]:
         """Statistics ``(G', n_boot, bins)`` (main bins, equal-width bins; None when those are the main bins) of
-        groups ``g0..g1`` under replicates ``0..n_boot-1``."""
+        groups ``g0..g1`` under replicates ``0..n_boot-1``.
+
+        The blocks of groups are independent (each writes its own groups' statistics), so they run on
+        :data:`calibcli.resampling.THREADS` threads (:func:`calibcli.resampling.in_threads`)."""
         Gc = g1 - g0
-        n_main = self.n_main
-        main = np.zeros((_N_STATS + 1, Gc, n_boot, n_main))
-        main_dup = np.zeros((3, Gc, n_boot, n_main))
-        separate = self.quantile or self.n_uniform != n_main
+        separate = self.quantile or self.n_uniform != self.n_main
+        main = np.zeros((_N_STATS + 1, Gc, n_boot, self.n_main))
+        main_dup = np.zeros((3, Gc, n_boot, self.n_main))
         uni = np.zeros((_N_STATS + 1, Gc, n_boot, self.n_uniform)) if separate else main
         uni_dup = np.zeros((3, Gc, n_boot, self.n_uniform)) if separate else main_dup
-        for b0, b1 in self._blocks(g0, g1):
-            a, b = self.bounds[b0], self.bounds[b1]
-            n = b - a
-            rows = Multiplicities(seed, self.row_index[a:b])
-            cells = {"uniform": (self.uniform_cell[a:b] - b0 * self.n_uniform, self.n_uniform)}
-            if not self.quantile:
-                cells["main"] = (self.main_cell[a:b] - b0 * n_main, n_main)
-            mats = {
-                key: (_run_matrix(c, (b1 - b0) * nb, self.X[a:b]), _run_matrix(c, (b1 - b0) * nb, self.X_self[a:b]), nb)
-                for key, (c, nb) in cells.items()
-                if key == "main" or separate
-            }
-            # replicates per block: the multiplicities (rows x R) and the products (runs x statistics x R) in the caches
-            runs = (b1 - b0) * (n_main + (self.n_uniform if separate else 0)) * (_N_STATS + 4)
-            step = max(1, _BLOCK_ELEMENTS // max(n, runs, 1))
-            for r0 in range(0, n_boot, step):
-                reps = np.arange(r0, min(r0 + step, n_boot))
-                M = rows.columns(reps)  # (rows, R) in sorted order
-                pairs = M - 1.0
-                pairs *= M
-                R = len(reps)
-                gs = slice(b0 - g0, b1 - g0)
-                for key, (A, A_self, nb) in mats.items():
-                    s_out, d_out = (main, main_dup) if key == "main" else (uni, uni_dup)
-                    s = (A @ M).reshape(b1 - b0, nb, _N_STATS + 1, R)
-                    d = (A_self @ pairs).reshape(b1 - b0, nb, 3, R)
-                    s_out[:, gs, r0 : r0 + R] = s.transpose(2, 0, 3, 1)
-                    d_out[:, gs, r0 : r0 + R] = d.transpose(2, 0, 3, 1)
-                if self.quantile:
-                    for g in range(b0, b1):  # each group's bins move with its resample
-                        lo, hi = self.bounds[g] - a, self.bounds[g + 1] - a
-                        Mg = np.ascontiguousarray(M[lo:hi].T)
-                        s, d = self._problems[g]._quantile_sums(Mg, np.ascontiguousarray(pairs[lo:hi].T))
-                        main[:, g - g0, r0 : r0 + R] = np.moveaxis(s, -1, 0)
-                        main_dup[:, g - g0, r0 : r0 + R] = np.moveaxis(d, -1, 0)
+        out = {"main": (main, main_dup), "uniform": (uni, uni_dup)}
+        in_threads(lambda b0, b1: self._resample_block(b0, b1, g0, seed, n_boot, out), self._blocks(g0, g1))
+        if self.unit_weights:  # the weights of the products' bins (quantile bins' own come with their sums)
+            for sums in ([] if self.quantile else [main]) + ([uni] if separate else []):
+                sums[1 + _W] = sums[0]
         return _bin_stats(main, main_dup), _bin_stats(uni, uni_dup) if separate else None
+
+    def _resample_block(self, b0: int, b1: int, g0: int, seed: int, n_boot: int, out: dict) -> None:
+        """The statistics of groups ``b0..b1`` (one block) under every replicate, into ``out`` (their own slices)."""
+        a, b = self.bounds[b0], self.bounds[b1]
+        n, Gb = b - a, b1 - b0
+        separate = self.quantile or self.n_uniform != self.n_main
+        rows = Multiplicities(seed, self.row_index[a:b])
+        cells = {"uniform": (self.uniform_cell[a:b] - b0 * self.n_uniform, self.n_uniform)}
+        if not self.quantile:
+            cells["main"] = (self.main_cell[a:b] - b0 * self.n_main, self.n_main)
+        # each product reads the multiplicities (rows) stacked over their self-pair counts m (m - 1) (rows)
+        columns = [(self.X[a:b, j], 0) for j in self._sums] + [(self.X_self[a:b, j], n) for j in range(3)]
+        mats = {
+            key: (_run_matrix(c, Gb * nb, columns, 2 * n), nb)
+            for key, (c, nb) in cells.items()
+            if key == "main" or separate
+        }
+        # replicates per block: the multiplicities (rows x R) and the products (runs x statistics x R) in the caches
+        runs = Gb * (self.n_main + (self.n_uniform if separate else 0)) * (_N_STATS + 4)
+        step = min(max(1, _BLOCK_ELEMENTS // max(n, runs, 1)), n_boot)
+        scratch = Scratch()
+        stacked = np.empty((2 * n, step))
+        gs = slice(b0 - g0, b1 - g0)
+        K = len(self._sums)
+        for r0 in range(0, n_boot, step):
+            reps = np.arange(r0, min(r0 + step, n_boot))
+            R = len(reps)
+            both = stacked[:, :R] if R == step else np.empty((2 * n, R))
+            # (rows, R) in sorted order, and below them the self-pair counts m (m - 1)
+            M = rows.columns(reps, out=both[:n], scratch=scratch, pairs=both[n:])
+            pairs = both[n:]
+            for key, (A, nb) in mats.items():
+                s_out, d_out = out[key]
+                p = (A @ both).reshape(K + 3, Gb, nb, R).transpose(0, 1, 3, 2)
+                s_out[self._sums, gs, r0 : r0 + R] = p[:K]
+                d_out[:, gs, r0 : r0 + R] = p[K:]
+            if self.quantile:
+                main, main_dup = out["main"]
+                for g in range(b0, b1):  # each group's bins move with its resample
+                    lo, hi = self.bounds[g] - a, self.bounds[g + 1] - a
+                    Mg = np.ascontiguousarray(M[lo:hi].T)
+                    s, d = self._problems[g]._quantile_sums(Mg, np.ascontiguousarray(pairs[lo:hi].T))
+                    main[:, g - g0, r0 : r0 + R] = np.moveaxis(s, -1, 0)
+                    main_dup[:, g - g0, r0 : r0 + R] = np.moveaxis(d, -1, 0)
 
 
 def _bin_stats(s: np.ndarray, d: np.ndarray) -> BinStats:

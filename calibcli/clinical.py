@@ -15,8 +15,9 @@ report for the same rows.
   Wald intervals ``estimate +- z_{1-alpha/2} se`` with ``se`` from the observed Fisher information at
   the maximum (``X^T diag(w mu (1 - mu)) X``, which for the logit link equals the expected one), and
   the Wald tests of ``b = 1``, ``a = 0`` and ``a' = 0``. Predictions are clipped to
-  ``[1e-12, 1 - 1e-12]`` before the logit, as Platt scaling clips them (the same Newton solver,
-  :func:`calibcli.calibrators.parametric.fit_logistic`: the Platt fit *is* this regression).
+  ``[1e-12, 1 - 1e-12]`` before the logit, as Platt scaling clips them (the Newton steps of
+  :func:`calibcli.calibrators.parametric.fit_logistic`: the Platt fit *is* this regression; :mod:`calibcli.cox`
+  takes them for every group of ``--group-by`` at once).
   R's ``rms::val.prob`` and ``CalibrationCurves::val.prob.ci.2`` report the same two fits.
 - **Spiegelhalter's Z** (D. J. Spiegelhalter, "Probabilistic prediction in patient management and
   clinical trials", Statistics in Medicine 5, 1986): ``Z = sum w (y - p)(1 - 2p) / sqrt(sum w (1 - 2p)^2
@@ -44,7 +45,8 @@ report for the same rows.
   curve ``calibcli diagram --kind smooth`` draws. It is computed from per-(label, cell) sums on a uniform
   grid of ``ICI_GRID`` = 2^14 cells (a cell's rows at their mean prediction, less than 6.1e-5 from each):
   two bincounts per batch (:class:`GridSums`), the same whatever the batch sizes. A fixed point below
-  8 cells (s* < 4.9e-4) is reported as under-resolved.
+  8 cells (s* < 4.9e-4) is reported as under-resolved. Many groups' ICIs are solved together
+  (:func:`calibcli.ici.ici_groups`: their fixed points in lockstep), each group's the same as alone.
 - **Brier skill score** (A. H. Murphy, "Hedging and skill scores for probability forecasts", J. Applied
   Meteorology 1973; D. S. Wilks, *Statistical Methods in the Atmospheric Sciences*, section 9.4):
   ``BSS = 1 - Brier / (ybar (1 - ybar))``, the climatology forecast ``ybar`` as reference; 1 is perfect, 0
@@ -55,24 +57,31 @@ report for the same rows.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from calibcli.arraystate import ArrayState
-from calibcli.calibrators._common import DEFAULT_CLIP, clip_probabilities, logit, sigmoid
-from calibcli.calibrators.parametric import fit_logistic
 from calibcli.compensated import add_exact, add_exact_at
+from calibcli.cox import (  # noqa: F401  (Cox calibration's names, importable from here as before)
+    NOISE_ULPS,
+    CoxCalibration,
+    WaldEstimate,
+    _two_sided_p,
+    cox_from_rows,
+    cox_groups,
+)
 from calibcli.errors import CalibcliError
 from calibcli.estimators import binned_calibration
-from calibcli.smooth import CellSums, _GridData, _smoothed_on_grid, finish
+from calibcli.ici import (  # noqa: F401  (the ICI's names, importable from here as before)
+    ICI_GRID,
+    SmoothCalibrationIndex,
+    UniformCells,
+    ici_groups,
+    weighted_quantile,
+    weighted_quantiles,
+)
 from calibcli.validation import check_binary, check_options
-
-#: Grid of the ICI's and Cox's per-(label, cell) sums (cells of 6.1e-5; a power of two, as the smooth
-#: family's grids are). Small enough for a batch's bincounts to stay in the CPU cache, which keeps ``ece``
-#: within its throughput bar; the SmoothECE fixed point is resolved down to s* = 8 / 2^14 = 4.9e-4.
-ICI_GRID = 2**14
 
 HL_CAVEATS = (
     "depends on the number of groups and on how ties are grouped; little power at small n; rejects "
@@ -80,133 +89,8 @@ HL_CAVEATS = (
 )
 
 
-def _normal_quantile(q: float) -> float:
-    from statistics import NormalDist  # (the standard library: no scipy import on every ece run)
-
-    return float(NormalDist().inv_cdf(q))
-
-
-def _two_sided_p(z: float) -> float:
-    return math.erfc(abs(z) / math.sqrt(2.0))
-
-
 # ---------------------------------------------------------------------------------------------
-# Cox calibration: intercept and slope
-
-
-#: How many double roundings (relative to the coefficient's scale, at least 1) a fitted coefficient may differ from
-#: its null and still equal it (:meth:`WaldEstimate.of`).
-NOISE_ULPS = 64
-
-
-@dataclass(frozen=True)
-class WaldEstimate:
-    """A coefficient with its Wald standard error, interval at level ``1 - alpha``, and the Wald test of
-    ``estimate = null`` (statistic ``(estimate - null) / se``, two-sided p-value)."""
-
-    estimate: float
-    se: float
-    ci_low: float
-    ci_high: float
-    null: float
-    z: float
-    p_value: float
-
-    @classmethod
-    def of(cls, estimate: float, se: float, *, null: float, alpha: float) -> WaldEstimate:
-        """A coefficient within :data:`NOISE_ULPS` roundings of its null is its null: what is left is the fit's
-        floating-point noise (a Platt-recalibrated model's Cox slope is 1 exactly, its fit 1 + 4e-16), so the
-        report prints ``z 0, p 1`` rather than digits of noise that another machine's BLAS changes."""
-        if abs(estimate - null) <= NOISE_ULPS * sys.float_info.epsilon * max(1.0, abs(estimate), abs(null)):
-            estimate = null
-        half = _normal_quantile(1.0 - alpha / 2.0) * se
-        z = (estimate - null) / se if se > 0 else math.inf
-        return cls(
-            float(estimate),
-            float(se),
-            float(estimate - half),
-            float(estimate + half),
-            float(null),
-            float(z),
-            _two_sided_p(z),
-        )
-
-
-@dataclass(frozen=True)
-class CoxCalibration:
-    """Cox (1958) calibration of one binary problem (see the module docstring).
-
-    ``slope`` and ``intercept`` are the joint fit of ``logit P(y=1) = a + b logit(p)`` (tests: ``b = 1``,
-    ``a = 0``), ``calibration_in_the_large`` the intercept with the slope fixed at 1 (test: ``= 0``).
-    ``n`` rows of total weight ``weight_total``; ``n_clipped`` predictions moved by the clip.
-    """
-
-    slope: WaldEstimate
-    intercept: WaldEstimate
-    calibration_in_the_large: WaldEstimate
-    cov_intercept_slope: float
-    n: int
-    weight_total: float
-    n_clipped: int
-    clip: float
-    alpha: float
-    method: str = "Wald, observed Fisher information"
-
-
-def cox_from_rows(
-    y: np.ndarray, z: np.ndarray, w: np.ndarray, *, alpha: float = 0.05, n: int | None = None, clip: float | None = None
-) -> CoxCalibration:
-    """:class:`CoxCalibration` of validated rows (``w`` an array; rows may be weighted stand-ins for many,
-    as the per-value sums of :class:`calibcli.accumulators.fit.FitAccumulator` are). ``n`` is the number of
-    rows they stand for (default ``len(y)``)."""
-    clip = DEFAULT_CLIP if clip is None else clip
-    keep = w > 0
-    y, z, w = y[keep], z[keep], w[keep]
-    W = float(w.sum())
-    positives = float(w @ y)
-    if len(y) == 0 or not W > 0:
-        raise CalibcliError("Cox calibration needs rows of positive weight")
-    if positives <= 0 or positives >= W:
-        raise CalibcliError(
-            f"Cox calibration needs both labels, but every label is {int(positives > 0)}: the logistic "
-            f"regression of the label on logit(prediction) has no maximum"
-        )
-    zc, n_clipped = clip_probabilities(z, clip)
-    eta = logit(zc)
-    if not np.ptp(eta) > 0:
-        raise CalibcliError(
-            "Cox calibration needs at least two distinct predictions: every prediction is "
-            f"{float(zc[0]):.6g}, so the slope on logit(prediction) is not identified"
-        )
-    X = np.column_stack([eta, np.ones_like(eta)])
-    joint = fit_logistic(X, y, w, init=np.array([1.0, 0.0]))
-    offset = fit_logistic(np.ones((len(eta), 1)), y, w, init=np.array([0.0]), offset=eta)
-    if not (joint.converged and offset.converged):
-        raise CalibcliError(
-            "Cox calibration did not converge: the labels are separated by the predictions (a "
-            "threshold on the prediction splits them perfectly), so the slope is unbounded"
-        )
-    mu = sigmoid(X @ joint.coef)
-    info = (X * (w * mu * (1.0 - mu))[:, None]).T @ X
-    try:
-        cov = np.linalg.inv(info)
-    except np.linalg.LinAlgError:
-        raise CalibcliError(
-            "Cox calibration's information matrix is singular (the predictions barely vary): no Wald intervals"
-        ) from None
-    mu0 = sigmoid(eta + offset.coef[0])
-    var0 = 1.0 / float(w @ (mu0 * (1.0 - mu0)))
-    return CoxCalibration(
-        slope=WaldEstimate.of(joint.coef[0], math.sqrt(cov[0, 0]), null=1.0, alpha=alpha),
-        intercept=WaldEstimate.of(joint.coef[1], math.sqrt(cov[1, 1]), null=0.0, alpha=alpha),
-        calibration_in_the_large=WaldEstimate.of(offset.coef[0], math.sqrt(var0), null=0.0, alpha=alpha),
-        cov_intercept_slope=float(cov[0, 1]),
-        n=int(len(y) if n is None else n),
-        weight_total=W,
-        n_clipped=int(n_clipped),
-        clip=float(clip),
-        alpha=float(alpha),
-    )
+# Cox calibration: intercept and slope (calibcli.cox fits every group's at once)
 
 
 def cox_from_grid(grid: GridSums, *, alpha: float = 0.05) -> CoxCalibration:
@@ -392,45 +276,6 @@ def hosmer_lemeshow(y_true, y_prob, *, n_bins: int = 10, sample_weight=None, alp
 
 # ---------------------------------------------------------------------------------------------
 # ICI, E50, E90, Emax on the SmoothECE calibration curve
-
-
-@dataclass(frozen=True)
-class SmoothCalibrationIndex:
-    """Austin & Steyerberg's (2019) ICI, E50, E90 and Emax on the SmoothECE curve at bandwidth ``sigma``.
-
-    ``grid_cells``: the grid of the sums (predictions at their cell's centre); ``curve_cells``: the grid
-    the kernel regression was evaluated on (``sigma`` resolved by at least 8 of its cells unless
-    ``under_resolved``).
-    """
-
-    ici: float
-    e50: float
-    e90: float
-    emax: float
-    sigma: float
-    grid_cells: int
-    curve_cells: int
-    n: int
-    weight_total: float
-    under_resolved: bool = False
-    method: str = (
-        "|f(p) - p| over the predictions, f the SmoothECE kernel regression (reflected Gaussian kernel) "
-        "at the fixed-point bandwidth s*; Austin & Steyerberg (2019) use loess"
-    )
-
-
-def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
-    """R's default quantile (type 7: ``x[h]`` interpolated at ``h = (n - 1) q``) with frequency weights:
-    the same as expanding each value into ``weight`` copies (for integer weights; ``numpy.quantile``'s
-    "linear" method for unit weights), extended to real weights by the cumulative weight."""
-    order = np.argsort(values, kind="stable")
-    v, c = values[order], np.cumsum(weights[order])
-    h = (c[-1] - 1.0) * q if c[-1] >= 1.0 else 0.0
-    lo = int(np.searchsorted(c, math.floor(h), side="right"))  # the value at 0-based rank floor(h)
-    hi = int(np.searchsorted(c, math.floor(h) + 1, side="right"))
-    lo, hi = min(lo, len(v) - 1), min(hi, len(v) - 1)
-    frac = h - math.floor(h)
-    return float(v[lo] + frac * (v[hi] - v[lo]))
 
 
 #: Predictions below ``TAIL`` or at least ``1 - TAIL`` are also summed on a log-odds grid (Cox calibration).
@@ -639,44 +484,11 @@ class GridSums(ArrayState):
 
 
 def ici_from_grid(grid: GridSums) -> SmoothCalibrationIndex:
-    """ICI, E50, E90 and Emax from the :class:`GridSums` of every row.
-
-    Each cell's rows stand at their mean prediction. Their SmoothECE fixed point ``s*`` is solved as
-    :func:`calibcli.smooth.finish` solves it; the kernel regression ``f = K(w y) / K(w)`` is evaluated on
-    the grid of that solution (a piecewise-linear reading between its nodes) at each cell's mean.
-    """
-    n_cells = grid.n_cells
-    key, count, weight, mass, mean_z = grid.uniform_cells()
-    if not len(key):
-        raise CalibcliError("the ICI needs rows of positive weight")
-    cell = key % n_cells
-    f = np.clip(mean_z * n_cells - cell, 0.0, 1.0)  # the mean's place in its cell
-    wf = mass * f
-    sums = CellSums(n_cells, key.astype(np.int64), count, weight, wf, wf * f, wf * f * f, None)
-    res = finish(sums, None, n=grid.n)
-    s, m = res.sigma, res.grid_size
-    data = _GridData(sums, want_curve=True)
-    corrected = data.corrected_at(s, m)
-    smooth_y = _smoothed_on_grid(data.spectrum(m, 1, corrected), s)
-    density = _smoothed_on_grid(data.spectrum(m, 2, corrected), s)
-    # every row of a (label, cell) at its mean: one value of |f(p) - p| per non-empty (label, cell)
-    nodes = np.linspace(0.0, 1.0, m + 1)
-    num, den = np.interp(mean_z, nodes, smooth_y), np.interp(mean_z, nodes, density)
-    fitted = np.clip(num / np.maximum(den, np.finfo(float).tiny), 0.0, 1.0)
-    gap = np.abs(fitted - mean_z)
-    total = float(mass.sum())
-    return SmoothCalibrationIndex(
-        ici=float(gap @ mass / total),
-        e50=weighted_quantile(gap, mass, 0.5),
-        e90=weighted_quantile(gap, mass, 0.9),
-        emax=float(gap.max()),
-        sigma=float(s),
-        grid_cells=n_cells,
-        curve_cells=int(m),
-        n=grid.n,
-        weight_total=total,
-        under_resolved=bool(res.needs_finer_grid),
-    )
+    """ICI, E50, E90 and Emax from the :class:`GridSums` of every row: the one-group case of :func:`ici_groups`."""
+    (out,) = ici_groups(UniformCells.of_grids([grid]))
+    if isinstance(out, CalibcliError):
+        raise out
+    return out
 
 
 def integrated_calibration_index(y_true, y_prob, *, sample_weight=None) -> SmoothCalibrationIndex:

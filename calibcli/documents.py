@@ -58,4 +58,97 @@ def metric_json(m) -> dict:
 
 
 def to_json(doc: dict) -> str:
-    return json.dumps(jsonable(doc), indent=2, allow_nan=False)
+    """``json.dumps(jsonable(doc), indent=2, allow_nan=False)``, byte for byte, in one pass over the document.
+
+    The standard library's encoder runs in Python whenever ``indent`` is set (its C encoder knows no indent), and
+    ``jsonable`` is a second pass before it: together about 1 s for a 1,000-group report (15 MB). Here each
+    container is written once, its scalars inline: the same text in about a third of the time (a test compares
+    the two on every kind of value, and the README's examples compare whole documents).
+    """
+    out: list[str] = []
+    _write(doc, out.append, "\n")
+    return "".join(out)
+
+
+_escape = json.encoder.encode_basestring_ascii  # (json's own string encoder: C, ensure_ascii)
+_float_repr = float.__repr__
+_int_repr = int.__repr__
+
+
+def _scalar(value) -> str | None:
+    """The JSON text of a scalar as :func:`jsonable` then ``json.dumps`` write it; None for a container."""
+    kind = type(value)
+    if kind is float:
+        return _float_repr(value) if value - value == 0.0 else "null"  # (inf - inf and nan - nan are nan)
+    if kind is str:
+        return _escape(value)
+    if kind is int:
+        return _int_repr(value)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
+    if isinstance(value, (dict, list, tuple, np.ndarray)):
+        return None
+    if isinstance(value, np.bool_):
+        return "true" if value else "false"
+    if isinstance(value, np.integer):
+        return _int_repr(int(value))
+    if isinstance(value, (float, np.floating)):
+        number = float(value)
+        return _float_repr(number) if math.isfinite(number) else "null"
+    if isinstance(value, str):
+        return _escape(value)
+    if isinstance(value, int):
+        return _int_repr(value)
+    raise TypeError(f"Object of type {kind.__name__} is not JSON serializable")
+
+
+def _write(value, emit, newline: str) -> None:
+    """Write a container (or a scalar) at the indentation ``newline`` ends with (two spaces a level)."""
+    text: str | None
+    if isinstance(value, dict):
+        if not value:
+            emit("{}")
+            return
+        if not all(type(k) is str for k in value):
+            value = {str(k): v for k, v in value.items()}  # (as jsonable: a later equal key keeps the first's place)
+        inner = newline + "  "
+        sep = "{" + inner
+        for k, v in value.items():
+            kind = type(v)  # (the common scalars inline: a call per value is a third of the time)
+            if kind is float:
+                text = _float_repr(v) if v - v == 0.0 else "null"
+            elif kind is str:
+                text = _escape(v)
+            else:
+                text = _scalar(v)
+            if text is None:
+                emit(sep + _escape(k) + ": ")
+                _write(v, emit, inner)
+            else:
+                emit(sep + _escape(k) + ": " + text)
+            sep = "," + inner
+        emit(newline + "}")
+        return
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        if not value:
+            emit("[]")
+            return
+        inner = newline + "  "
+        sep = "[" + inner
+        for v in value:
+            text = (_float_repr(v) if v - v == 0.0 else "null") if type(v) is float else _scalar(v)
+            if text is None:
+                emit(sep)
+                _write(v, emit, inner)
+            else:
+                emit(sep + text)
+            sep = "," + inner
+        emit(newline + "]")
+        return
+    text = _scalar(value)
+    assert text is not None  # (every container is handled above)
+    emit(text)

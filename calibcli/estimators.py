@@ -33,7 +33,7 @@ from calibcli.bin_stats import (  # noqa: F401  (LOG_LOSS_EPS, BinStats, bin_sta
 from calibcli.binned_bootstrap import SortedGroups, _SortedProblem  # noqa: F401  (_SortedProblem re-exported)
 from calibcli.binning import fit_binning, uniform_bin_index
 from calibcli.registry import estimated, estimator, evaluate
-from calibcli.resampling import percentile_interval, percentile_intervals  # noqa: F401  (re-exported: one definition)
+from calibcli.resampling import in_threads, percentile_interval, percentile_intervals  # noqa: F401  (re-exported)
 from calibcli.validation import check_binary, check_options
 
 
@@ -541,13 +541,16 @@ def binned_calibration_groups(
             uniform = main if uniform is None else uniform
             if G == 1:
                 main, uniform = _take(main, 0), _take(uniform, 0)
-            low_high, reps = summarise_replicates(
-                (main, uniform),
-                names,
-                alpha,
-                keep_replicates=keep_replicates,
-                progress=None if progress is None else (lambda: progress(1)) if G == 1 else progress,
-            )
+            if G == 1:
+                low_high, reps = summarise_replicates(
+                    (main, uniform),
+                    names,
+                    alpha,
+                    keep_replicates=keep_replicates,
+                    progress=None if progress is None else lambda: progress(1),
+                )
+            else:
+                low_high, reps = _summarise_halves(main, uniform, names, alpha, keep_replicates, progress)
             if G == 1:
                 ci[0], replicates[0] = low_high, reps
                 bin_replicates[0] = main if keep_replicates else None
@@ -580,6 +583,25 @@ def binned_calibration_groups(
             )
         )
     return out
+
+
+def _summarise_halves(main: BinStats, uniform: BinStats, names: list[str], alpha: float, keep: bool, progress):
+    """:func:`summarise_replicates` of ``(G, R, bins)`` statistics, the first and the second half of the groups on
+    two threads (:func:`calibcli.resampling.in_threads`; each group's numbers are its own whichever half it is in,
+    and every estimator runs twice, however many groups)."""
+    G = main.weight.shape[0]
+    halves = [(0, (G + 1) // 2), ((G + 1) // 2, G)] if G > 1 else [(0, G)]
+
+    def half(g0: int, g1: int):
+        part = slice(g0, g1)
+        return summarise_replicates((_take(main, part), _take(uniform, part)), names, alpha, keep_replicates=keep)
+
+    parts = in_threads(half, halves)
+    if progress is not None:
+        progress(int(np.prod(main.weight.shape[:-1])))
+    ci = {k: tuple(np.concatenate(sides) for sides in zip(*(c[k] for c, _ in parts), strict=True)) for k in names}
+    reps = None if not keep else {k: np.concatenate([r[k] for _, r in parts]) for k in names}
+    return ci, reps
 
 
 def _reshaped(s: BinStats, G: int) -> BinStats:

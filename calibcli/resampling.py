@@ -20,6 +20,9 @@ Poisson(1) draws are made by inversion: a uniform 32-bit integer ``u`` gives
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -89,27 +92,62 @@ _CELL_FLOAT = np.where(
 )
 
 
-def _draws(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+#: The same table as small integers (-1 where split), what the per-row draws look up (a 4 kB table; a byte per
+#: draw to check for split cells and widen, rather than eight).
+_CELL_INT8 = _CELL_FLOAT.astype(np.int8)
+
+
+class Scratch:
+    """Reusable arrays of one thread's draws (:meth:`Multiplicities.columns`): a block of ``(rows, R)`` states
+    and their table cells, kept from one block to the next so that no block faults fresh pages in."""
+
+    def __init__(self) -> None:
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
+        """An array of ``shape`` and ``dtype`` (uninitialised), the same memory as the last one of ``name`` when
+        that was at least as large."""
+        size = int(np.prod(shape))
+        have = self._arrays.get(name)
+        if have is None or have.dtype != np.dtype(dtype) or have.size < size:
+            have = self._arrays[name] = np.empty(size, dtype=dtype)
+        return have[:size].reshape(shape)
+
+
+def _draws(
+    x: np.ndarray, out: np.ndarray, scratch: Scratch | None = None, pairs: np.ndarray | None = None
+) -> np.ndarray:
     """Poisson(1) multiplicities of the SplitMix64 states ``x`` (uint64, overwritten) into ``out`` (float64,
     same shape): ``mix(x)``'s high 32 bits inverted.
 
     Inversion by table: bits 33-63 of the output are those before SplitMix64's last step ``x ^= x >> 31``,
     so the high ``_TABLE_BITS`` bits are read before it, and the step is taken (and ``u`` searched among the
     thresholds) only for the few values those bits do not settle; the same numbers as the whole finaliser,
-    in fewer passes over the block."""
-    tmp = np.empty_like(x)
+    in fewer passes over the block. The table is read as bytes (``mode="wrap"``: the cells are in range, so
+    no bounds are checked), the split cells found among those bytes and the result widened to float64 last.
+    ``pairs`` (float64, same shape), if given, receives ``m (m - 1)``, computed on the bytes (exact integers)."""
+    scratch = Scratch() if scratch is None else scratch
+    tmp = scratch.get("tmp", x.shape, np.uint64)
     for shift, factor in ((30, _MIX1), (27, _MIX2)):
         np.right_shift(x, np.uint64(shift), out=tmp)
         np.bitwise_xor(x, tmp, out=x)
         np.multiply(x, factor, out=x)
     np.right_shift(x, np.uint64(64 - _TABLE_BITS), out=tmp)
-    np.take(_CELL_FLOAT, tmp.view(np.int64), out=out)
-    flat = out.reshape(-1)
-    split = np.flatnonzero(flat < 0.0)
+    small = scratch.get("small", x.shape, np.int8)
+    np.take(_CELL_INT8, tmp.view(np.int64), out=small, mode="wrap")
+    flat = small.reshape(-1)
+    split = np.flatnonzero(flat.view(np.uint8) >= 128)  # the -1 cells (a byte compare: cheaper than flat < 0)
     if len(split):
         xs = x.reshape(-1)[split]
         xs ^= xs >> np.uint64(31)
         flat[split] = np.searchsorted(_THRESHOLDS, (xs >> np.uint64(32)).astype(np.uint32), side="right")
+    np.copyto(out, small)
+    if pairs is not None:  # m (m - 1) <= 132: exact in a byte (m = 0 wraps to 255 x 0 = 0)
+        count = small.view(np.uint8)
+        pair_count = scratch.get("pairs", x.shape, np.uint8)
+        np.subtract(count, np.uint8(1), out=pair_count)
+        np.multiply(pair_count, count, out=pair_count)
+        np.copyto(pairs, pair_count)
     return out
 
 
@@ -144,12 +182,63 @@ class Multiplicities:
         out = np.empty((len(keys), self.n)) if out is None else out
         return _draws(np.add.outer(keys, self._positions), out)
 
-    def columns(self, replicates) -> np.ndarray:
+    def columns(
+        self,
+        replicates,
+        out: np.ndarray | None = None,
+        scratch: Scratch | None = None,
+        pairs: np.ndarray | None = None,
+    ) -> np.ndarray:
         """:meth:`block` transposed, made in that layout: ``(n, len(replicates))``, row ``i`` the
-        multiplicities of row ``i`` in every replicate (what a sparse product over rows reads)."""
+        multiplicities of row ``i`` in every replicate (what a sparse product over rows reads). ``out`` (float64,
+        that shape) and ``scratch`` (a thread's :class:`Scratch`) let a loop over blocks reuse its memory;
+        ``pairs`` (float64, that shape), if given, receives the self-pair counts ``m (m - 1)``."""
         cancel.check()
         keys = _stream_keys(self.seed, replicates)
-        return _draws(np.add.outer(self._positions, keys), np.empty((self.n, len(keys))))
+        scratch = Scratch() if scratch is None else scratch
+        x = scratch.get("x", (self.n, len(keys)), np.uint64)
+        np.add(self._positions[:, None], keys[None, :], out=x)
+        return _draws(x, np.empty((self.n, len(keys))) if out is None else out, scratch, pairs)
+
+
+#: Threads of the per-row bootstrap's blocks (:func:`in_threads`): NumPy's ufuncs and SciPy's sparse products
+#: release the GIL, and the machines this runs on have 2 cores or more; at most the CPUs this process may use.
+THREADS = min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+def in_threads(
+    function: Callable[..., Any], jobs: Sequence[tuple], on_done: Callable[[Any], None] | None = None
+) -> list:
+    """``[function(*job) for job in jobs]``, in order, on up to :data:`THREADS` threads (each job whole on one
+    thread; the jobs must be independent); ``on_done(result)`` is called in the calling thread as each job's
+    result arrives, in order (a progress bar). A signal stops it: every job starts with
+    :func:`calibcli.cancel.check`, the queued ones are dropped (:func:`calibcli.cancel.shutdown_now`) and the
+    first error is raised here. Called from a thread other than the main one (a diagram's worker, which has a
+    sibling), the jobs run in that thread, one after another: no pool inside a pool."""
+    import threading
+
+    def run(job: tuple) -> Any:
+        cancel.check()
+        return function(*job)
+
+    out = []
+    if THREADS < 2 or len(jobs) < 2 or threading.current_thread() is not threading.main_thread():
+        for job in jobs:
+            out.append(run(job))
+            if on_done is not None:
+                on_done(out[-1])
+        return out
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=min(THREADS, len(jobs)), thread_name_prefix="calibcli-boot")
+    try:
+        for result in pool.map(run, jobs):
+            out.append(result)
+            if on_done is not None:
+                on_done(result)
+        return out
+    finally:
+        cancel.shutdown_now(pool)
 
 
 def poisson_multiplicities(seed: int, replicate: int, row_index: np.ndarray) -> np.ndarray:

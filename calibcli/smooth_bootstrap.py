@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from calibcli import cancel
+from calibcli import resampling
 from calibcli.resampling import Multiplicities
 from calibcli.smooth_grid import (
     _CUTOFF,
@@ -57,11 +57,29 @@ def spectra(deposits: np.ndarray) -> np.ndarray:
     return _dct1_rows(x)
 
 
+def _sinc2(n_cells: int, width: int) -> np.ndarray:
+    """``np.sinc(k / (2 n_cells)) ** 2`` for ``k < width`` (the kernel multiplier's correction), computed once per
+    grid at its largest width so far and sliced (each value is the same elementwise arithmetic on the same k)."""
+    have = _SINC2.get(n_cells)
+    if have is None or len(have) < width:
+        k = np.arange(max(width, 256 if have is None else 2 * len(have)), dtype=np.float64)
+        have = _SINC2[n_cells] = np.sinc(k / (2 * n_cells)) ** 2
+    return have[:width]
+
+
+#: :func:`_sinc2` by grid (a few grids per run; read by several threads, replaced whole, never changed in place).
+_SINC2: dict[int, np.ndarray] = {}
+
+
 def smoothed_rows(spec: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-    """``K_sigma`` applied to each row's grid measure at its own bandwidth ``sigma[r]`` (grid nodes)."""
+    """``K_sigma`` applied to each row's grid measure at its own bandwidth ``sigma[r]`` (grid nodes).
+
+    The rows' products with the multiplier (non-zero below each one's cutoff only) are written straight
+    into the mirrored sequence whose real FFT is the DCT-I (:func:`_dct1_rows` of the zero-padded product:
+    the same input to the same transform, without the padded copy)."""
     R, size = spec.shape
     n_cells = size - 1
-    product = np.zeros((R, size))
+    product = np.zeros((R, 2 * n_cells))
     resolved = sigma * n_cells >= 2.0
     rows = np.flatnonzero(resolved)
     if len(rows):
@@ -70,23 +88,36 @@ def smoothed_rows(spec: np.ndarray, sigma: np.ndarray) -> np.ndarray:
         width = int(n_live.max())
         k = np.arange(width, dtype=np.float64)
         with np.errstate(over="ignore"):  # a huge sigma: exp(-inf) = 0 is right
-            mult = np.exp(-0.5 * ((np.pi * k)[None, :] * s[:, None]) ** 2) / np.sinc(k / (2 * n_cells)) ** 2
+            mult = np.exp(-0.5 * ((np.pi * k)[None, :] * s[:, None]) ** 2) / _sinc2(n_cells, width)
         live = k[None, :] < n_live[:, None]
-        product[rows, :width] = np.where(live, spec[rows, :width] * mult, 0.0)
+        _mirrored(product, rows, np.where(live, spec[rows, :width] * mult, 0.0), n_cells)
     for r in np.flatnonzero(~resolved):  # a bandwidth below two cells: the sampled kernel (rare)
         mult = _multiplier(n_cells, float(sigma[r]))
-        product[r, : len(mult)] = spec[r, : len(mult)] * mult
-    return 0.5 * _dct1_rows(product)
+        _mirrored(product, np.array([r]), spec[r : r + 1, : len(mult)] * mult, n_cells)
+    out = np.fft.rfft(product, axis=1).real
+    return 0.5 * out
+
+
+def _mirrored(out: np.ndarray, rows: np.ndarray, values: np.ndarray, n_cells: int) -> None:
+    """Rows ``rows`` of ``out`` (zeros, ``2 n_cells`` wide) become ``[x, x[-2:0:-1]]`` of ``x`` = ``values`` padded
+    with zeros to ``n_cells + 1`` (what :func:`_dct1_rows` transforms)."""
+    width = values.shape[1]
+    out[rows, :width] = values
+    if width > 1:  # x[n_cells - 1], ..., x[1]: the non-zero ones are x[width - 1 or n_cells - 1], ..., x[1]
+        top = min(width, n_cells)
+        out[rows, 2 * n_cells - top + 1 :] = values[:, top - 1 : 0 : -1]
 
 
 def abs_integral_rows(r: np.ndarray) -> np.ndarray:
-    """:func:`calibcli.smooth_grid._abs_integral` of every row."""
-    a = r[:, :-1]
-    b = r[:, 1:]
-    abs_sum = np.abs(a) + np.abs(b)
-    cross = (a * b) < 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        seg = np.where(cross, (a**2 + b**2) / abs_sum, abs_sum)
+    """:func:`calibcli.smooth_grid._abs_integral` of every row: ``|a| + |b|`` over each cell, replaced by
+    ``(a^2 + b^2) / (|a| + |b|)`` on the few cells where the row changes sign."""
+    absolute = np.abs(r)
+    seg = absolute[:, :-1] + absolute[:, 1:]
+    crossing = np.multiply(r[:, :-1], r[:, 1:], out=absolute[:, :-1]) < 0
+    rows, cells = np.divmod(np.flatnonzero(crossing), crossing.shape[1])  # (np.nonzero is slower on 2-D arrays)
+    if len(rows):
+        a, b = r[rows, cells], r[rows, cells + 1]
+        seg[rows, cells] = (a**2 + b**2) / seg[rows, cells]
     return seg.sum(axis=1) * 0.5 / (r.shape[1] - 1)
 
 
@@ -96,18 +127,30 @@ def abs_integral_rows(r: np.ndarray) -> np.ndarray:
 
 
 def brent_rows(
-    f: Callable[[np.ndarray, np.ndarray], np.ndarray], a, b, fa, fb, *, xtol: float, rtol: float, maxiter: int = 200
+    f: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    a,
+    b,
+    fa,
+    fb,
+    *,
+    xtol: float,
+    rtol: float,
+    maxiter: int = 200,
+    values: np.ndarray | None = None,
 ) -> np.ndarray:
     """Roots of many functions at once: ``f(rows, x)`` evaluates functions ``rows`` at points ``x``.
 
     Every root follows :func:`calibcli.smooth_grid._brent_root` step for step (Brent 1973, ch. 4), given
     the values ``fa``, ``fb`` at the bracket's ends; each iteration evaluates all the unfinished ones
-    in one call.
+    in one call. ``values``, if given, receives ``f`` at each root (a point where it was evaluated, so no
+    call is spent on it again).
     """
     a, b, fa, fb = (np.array(v, dtype=np.float64) for v in (a, b, fa, fb))
     out = np.full(len(a), np.nan)
+    at_root = np.full(len(a), np.nan) if values is None else values
     done = fa == 0.0
     out[done] = a[done]
+    at_root[done] = fa[done]
     c, fc = a.copy(), fa.copy()
     step = b - a
     prev = step.copy()
@@ -118,6 +161,7 @@ def brent_rows(
         A, B, C, FA, FB, FC, ST, PR = (v[active] for v in (a, b, c, fa, fb, fc, step, prev))
         zero = FB == 0.0
         out[active[zero]] = B[zero]
+        at_root[active[zero]] = FB[zero]
         same = (FB > 0) == (FC > 0)  # the root lies between a and b: make a the far end
         C, FC = np.where(same, A, C), np.where(same, FA, FC)
         ST = np.where(same, B - A, ST)
@@ -135,6 +179,7 @@ def brent_rows(
         half = 0.5 * (C - B)
         converged = ~zero & (np.abs(half) <= tol)
         out[active[converged]] = B[converged]
+        at_root[active[converged]] = FB[converged]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             interp = (np.abs(PR) >= tol) & (np.abs(FA) > np.abs(FB))
             ratio = FB / FA
@@ -233,11 +278,12 @@ class RowBootstrap:
         self.n = len(z)
         self.n_cells = n_cells
         self.want_curve = want_curve
-        self.multiplicities = Multiplicities(seed, row_index)
         x = z * n_cells
         j = np.minimum(np.floor(x).astype(np.intp), n_cells - 1)
         f = x - j
         self.order = np.lexsort((j, y))
+        # the rows' multiplicities drawn in this order (each row's draw is keyed by its own index: no gather after)
+        self.multiplicities = Multiplicities(seed, np.asarray(row_index)[self.order])
         self.z, self.y, self.f = z[self.order], y[self.order], f[self.order]
         self.w = None if w is None else w[self.order]
         cell = j[self.order]
@@ -250,7 +296,7 @@ class RowBootstrap:
 
     def weights(self, reps: np.ndarray) -> np.ndarray:
         """The sorted rows' weights ``m_ir w_i`` in resamples ``reps``: ``(len(reps), n)``."""
-        m = np.take(self.multiplicities.block(reps), self.order, axis=1)
+        m = self.multiplicities.block(reps)
         return m if self.w is None else np.multiply(m, self.w, out=m)
 
     def resample(self, reps: np.ndarray) -> Block:
@@ -343,66 +389,101 @@ class CellBootstrap:
 
 
 def _fixed_points(
-    residual: np.ndarray,
+    residual,
     lo: np.ndarray,
     guess: np.ndarray,
     n_cells: int,
     max_cells: int,
-    refine: Callable[[np.ndarray, int], np.ndarray],
+    refine: Callable[[np.ndarray, int], np.ndarray | tuple[np.ndarray, np.ndarray]],
+    *,
+    hi: np.ndarray | None = None,
+    cells_per_sigma: float = BOOT_CELLS_PER_SIGMA,
 ):
     """The fixed points ``s* = smECE_{s*}`` of resamples given by their residual deposits ``(N, n_cells + 1)``:
-    for each, the steps of :func:`calibcli.smooth_grid._solve_fixed_point` (bracket ``[lo, 1]``, narrowed
+    for each, the steps of :func:`calibcli.smooth_grid._solve_fixed_point` (bracket ``[lo, hi]``, narrowed
     around ``guess`` where it lies inside; ``s*`` at an end of it or by Brent on ``smECE_s - s``), all at
-    once. A resample whose ``s*`` needs a finer grid (at most 8 times finer per step) is solved again, with
-    the others needing the same grid, on deposits ``refine(indices, cells)`` summed from its rows.
+    once. A resample whose ``s*`` needs a finer grid (``cells_per_sigma`` cells per ``s*``, at most 8 times
+    finer per step) is solved again, with the others needing the same grid, on deposits
+    ``refine(indices, cells)`` summed from its rows.
+
+    ``hi`` defaults to 1 (a resample's mean absolute residual is at most 1). ``residual`` may be a pair
+    ``(linear, moment-keeping)`` of deposits (and ``refine`` return pairs): the second is read at bandwidths
+    of at least two cells, as a point estimate's :meth:`calibcli.smooth_grid._GridData.smece` reads it (the ICI
+    of many groups at once, :mod:`calibcli.clinical`).
 
     Returns ``(s*, smECE_{s*}, grid cells)`` per resample."""
     N = len(lo)
-    spec = spectra(residual)
+    linear, kept = residual if isinstance(residual, tuple) else (residual, None)
+    spec = spectra(linear if kept is None else kept)
 
     def g(local: np.ndarray, s: np.ndarray) -> np.ndarray:
-        return abs_integral_rows(smoothed_rows(spec[local], s)) - s
+        rows = spec[local]
+        coarse = np.flatnonzero(s * n_cells < 2.0) if kept is not None else ()
+        if len(coarse):  # a bandwidth below two cells: the linear deposit (smooth_grid._resolved)
+            rows[coarse] = spectra(linear[local[coarse]])
+        return abs_integral_rows(smoothed_rows(rows, s)) - s
 
-    hi = np.ones(N)
+    hi = np.ones(N) if hi is None else hi
     a, b = lo.copy(), hi.copy()
+    # g at a and at b where the narrowing below has evaluated it (the same value as evaluating it again: each
+    # replicate's transform is its own, whatever else is in the batch), so no evaluation is repeated
+    ga, gb = np.full(N, np.nan), np.full(N, np.nan)
+    known_a, known_b = np.zeros(N, dtype=bool), np.zeros(N, dtype=bool)
     h = np.flatnonzero((lo < guess) & (guess < hi))
     if len(h):
         inner_a, inner_b = np.maximum(lo[h], 0.8 * guess[h]), np.minimum(hi[h], 1.25 * guess[h])
-        below = g(h, inner_a) <= 0
-        b[h[below]] = inner_a[below]
-        rest, ia, ib = h[~below], inner_a[~below], inner_b[~below]
-        above = g(rest, ib) >= 0
-        a[rest[above]] = ib[above]
+        g_inner_a = g(h, inner_a)
+        below = g_inner_a <= 0
+        b[h[below]], gb[h[below]], known_b[h[below]] = inner_a[below], g_inner_a[below], True
+        rest, ia, ib, g_ia = h[~below], inner_a[~below], inner_b[~below], g_inner_a[~below]
+        g_ib = g(rest, ib)
+        above = g_ib >= 0
+        a[rest[above]], ga[rest[above]], known_a[rest[above]] = ib[above], g_ib[above], True
         a[rest[~above]], b[rest[~above]] = ia[~above], ib[~above]
-    everyone = np.arange(N)
-    ga = g(everyone, a)
+        ga[rest[~above]], gb[rest[~above]] = g_ia[~above], g_ib[~above]
+        known_a[rest[~above]] = known_b[rest[~above]] = True
+    unknown = np.flatnonzero(~known_a)
+    ga[unknown] = g(unknown, a[unknown])
     s = np.where(ga <= 0, a, np.nan)
+    value = np.where(ga <= 0, ga, np.nan)  # g at s (smECE_s - s), known wherever s is known
     need_b = np.flatnonzero(~(ga <= 0))
-    gb = g(need_b, b[need_b])
-    s[need_b[gb >= 0]] = b[need_b[gb >= 0]]
-    inner = need_b[~(gb >= 0)]
+    unknown = need_b[~known_b[need_b]]
+    gb[unknown] = g(unknown, b[unknown])
+    at_b = need_b[gb[need_b] >= 0]
+    s[at_b], value[at_b] = b[at_b], gb[at_b]
+    inner = need_b[~(gb[need_b] >= 0)]
     if len(inner):
+        at_root = np.empty(len(inner))
         s[inner] = brent_rows(
             lambda local, x: g(inner[local], x),
             a[inner],
             b[inner],
             ga[inner],
-            gb[~(gb >= 0)],
+            gb[inner],
             xtol=1e-13,
             rtol=4 * np.finfo(float).eps,
+            values=at_root,
         )
-    value = g(everyone, s) + s
+        value[inner] = at_root
+    value += s
     cells = np.full(N, n_cells)
-    needed = np.array([min(_grid_level(float(v), BOOT_CELLS_PER_SIGMA), max_cells) for v in s], dtype=np.int64)
+    needed = np.array([min(_grid_level(float(v), cells_per_sigma), max_cells) for v in s], dtype=np.int64)
     finer = np.minimum(needed, 8 * n_cells)
     for grid in np.unique(finer[needed > n_cells]):
         pick = np.flatnonzero((needed > n_cells) & (finer == grid))
 
-        def refine_picked(local: np.ndarray, cells_: int, pick: np.ndarray = pick) -> np.ndarray:
+        def refine_picked(local: np.ndarray, cells_: int, pick: np.ndarray = pick):
             return refine(pick[local], cells_)
 
         s[pick], value[pick], cells[pick] = _fixed_points(
-            refine(pick, int(grid)), lo[pick], s[pick], int(grid), max_cells, refine_picked
+            refine(pick, int(grid)),
+            lo[pick],
+            s[pick],
+            int(grid),
+            max_cells,
+            refine_picked,
+            hi=hi[pick],
+            cells_per_sigma=cells_per_sigma,
         )
     return s, value, cells
 
@@ -452,6 +533,7 @@ def bootstrap_values_groups(boots: list, *, sigma, sigma_full, n_boot: int, curv
     buckets: dict = {}
     for g, boot in enumerate(boots):  # groups of one grid (and kind of bootstrap) share blocks
         buckets.setdefault((isinstance(boot, RowBootstrap), boot.n_cells), []).append(g)
+    jobs = []
     for (by_rows, n_cells), members in buckets.items():
         max_cells = MAX_GRID if by_rows else n_cells
         size = boots[members[0]].block_size()
@@ -459,14 +541,21 @@ def bootstrap_values_groups(boots: list, *, sigma, sigma_full, n_boot: int, curv
         # full block (its cost is the FFTs, which run fastest in the caches); several when each has few resamples
         per_chunk = max(1, _BLOCK_VALUES // (min(size, n_boot) * (n_cells + 1)))
         for c0 in range(0, len(members), per_chunk):
-            chunk = members[c0 : c0 + per_chunk]
             for first in range(0, n_boot, size):
-                cancel.check()  # a signal stops the bootstrap here (this may run in a diagram's worker thread)
-                reps = np.arange(first, min(first + size, n_boot))
-                blocks = [boots[g].resample(reps) for g in chunk]
-                _solve_block(blocks, chunk, values, curves, sigma, sigma_full, n_cells, max_cells, curve_t)
-                if progress is not None:
-                    progress(len(reps) * len(chunk))
+                jobs.append(
+                    (members[c0 : c0 + per_chunk], np.arange(first, min(first + size, n_boot)), n_cells, max_cells)
+                )
+
+    def solve(chunk: list, reps: np.ndarray, n_cells: int, max_cells: int) -> int:
+        """One block (replicates ``reps`` of the groups of ``chunk``): its values and curves into their own slots."""
+        blocks = [boots[g].resample(reps) for g in chunk]
+        _solve_block(blocks, chunk, values, curves, sigma, sigma_full, n_cells, max_cells, curve_t)
+        return len(reps) * len(chunk)
+
+    # The blocks are independent (each its own groups' replicates): on two threads, NumPy's FFTs and ufuncs
+    # releasing the GIL; a signal stops them at the next block (this may also run in a diagram's worker thread,
+    # where the blocks run one after another).
+    resampling.in_threads(solve, jobs, on_done=progress)
     return list(zip(values, curves, strict=True))
 
 

@@ -131,6 +131,16 @@ def _abs_integral(r: np.ndarray) -> float:
     return float(seg.sum() * 0.5 / (len(r) - 1))
 
 
+def segment_sums(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """``x[starts[g]:starts[g + 1]].sum()`` for every (non-empty) segment g, bit for bit, in one call.
+
+    ``np.add.reduceat`` starts each segment's sum from its first element and adds the rest pairwise, where
+    ``sum`` adds all of them pairwise from 0: with a 0 put before each segment the two are the same.
+    """
+    starts = np.asarray(starts, dtype=np.intp)
+    return np.add.reduceat(np.insert(x, starts, 0.0), starts + np.arange(len(starts)))
+
+
 # ----------------------------------------------------------------------------------------------
 # Per-(label, cell) sums: the state that streams, merges and coarsens
 # ----------------------------------------------------------------------------------------------
@@ -272,7 +282,7 @@ class CellSums(ArrayState):
 
     def _label_cell(self):
         label, cell = np.divmod(self.key, self.n_cells)
-        return label.astype(np.float64), cell
+        return (label % 2).astype(np.float64), cell  # (stacked problems: key // (2 n_cells) is the problem)
 
     def totals(self) -> tuple[float, float, float]:
         """``(W, sum w (y - z) / W, sum w |y - z| / W)``."""
@@ -286,14 +296,36 @@ class CellSums(ArrayState):
         absolute = float((label * (w - wz) + (1.0 - label) * wz).sum())
         return total, signed / total, absolute / total
 
-    def deposits(self, parts: int = 1, corrected: bool = True):
+    def stacked_totals(self, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`totals` of stacked problems (problem g's keys offset by ``g 2 n_cells``, its cells from
+        ``starts[g]``; each problem has a cell of positive weight), as arrays: the same sums, bit for bit."""
+        label, cell = self._label_cell()
+        w = self.field("w")
+        wz = (cell * w + self.wf) / self.n_cells
+        total = segment_sums(w, starts)
+        signed = segment_sums(label * w - wz, starts)
+        absolute = segment_sums(label * (w - wz) + (1.0 - label) * wz, starts)
+        return total, signed / total, absolute / total
+
+    def deposits(self, parts: int = 1, corrected: bool = True, problems: int | None = None):
         """Unnormalised grid measures (M + 1 nodes): residual ``w (y - z)``, and for ``parts=3`` also ``w y`` and ``w``.
 
         Returns ``(linear, correction)``: the linear-interpolation deposits and (``corrected``) the
         stencil that also keeps each cell's second moment (None otherwise); see the module docstring.
+        ``problems``: the sums are that many problems' stacked (problem g's keys offset by ``g 2 n_cells``), and
+        each measure is a ``(problems, M + 1)`` array, row g what problem g alone gives.
         """
         m = self.n_cells
+        rows = 1 if problems is None else problems
         label, cell = self._label_cell()
+        node = cell if problems is None else self.key // (2 * m) * m + cell  # (problem, cell) of each sum
+        linear, correction = self._deposits(m, rows, label, cell, node, parts, corrected)
+        if problems is None:  # one problem: its measures as 1-d arrays
+            linear = tuple(a[0] for a in linear)
+            correction = None if correction is None else tuple(a[0] for a in correction)
+        return linear, correction
+
+    def _deposits(self, m: int, rows: int, label, cell, node, parts: int, corrected: bool):
         w = self.field("w")
         lower = w - self.wf  # sum w (1 - f); the upper node gets sum w f
         z_lower = (cell * lower + self.wf - self.wf2) / m  # sum w z (1 - f), with z = (cell + f) / m
@@ -303,9 +335,9 @@ class CellSums(ArrayState):
             pairs += [(label * lower, label * self.wf), (lower, self.wf)]
         linear = []
         for low, up in pairs:
-            out = np.zeros(m + 1)
-            out[:m] += np.bincount(cell, weights=low, minlength=m)
-            out[1:] += np.bincount(cell, weights=up, minlength=m)
+            out = np.zeros((rows, m + 1))
+            out[:, :m] += np.bincount(node, weights=low, minlength=rows * m).reshape(rows, m)
+            out[:, 1:] += np.bincount(node, weights=up, minlength=rows * m).reshape(rows, m)
             linear.append(out)
         if not corrected:
             return tuple(linear), None
@@ -316,15 +348,15 @@ class CellSums(ArrayState):
             weights += [label * spread, spread]
         correction = []
         for q in weights:
-            c = np.bincount(cell, weights=q, minlength=m)
-            ext = np.zeros(m + 3)  # nodes -1 .. m + 1
-            ext[0:m] -= c
-            ext[1 : m + 1] += c
-            ext[2 : m + 2] += c
-            ext[3 : m + 3] -= c
-            out = ext[1 : m + 2].copy()
-            out[1] += ext[0]  # node -1 is the reflection of node 1
-            out[m - 1] += ext[m + 2]  # node m + 1 that of node m - 1
+            c = np.bincount(node, weights=q, minlength=rows * m).reshape(rows, m)
+            ext = np.zeros((rows, m + 3))  # nodes -1 .. m + 1
+            ext[:, 0:m] -= c
+            ext[:, 1 : m + 1] += c
+            ext[:, 2 : m + 2] += c
+            ext[:, 3 : m + 3] -= c
+            out = ext[:, 1 : m + 2].copy()
+            out[:, 1] += ext[:, 0]  # node -1 is the reflection of node 1
+            out[:, m - 1] += ext[:, m + 2]  # node m + 1 that of node m - 1
             correction.append(out)
         return tuple(linear), tuple(correction)
 
@@ -345,6 +377,10 @@ class DenseSums(ArrayState):
 
     The same sums as :meth:`CellSums.of_rows` (count, ``w``, ``w f``, ``w f^2``, ``w f^3``,
     ``w^2``; ``w`` and ``ww`` only once a weighted batch arrives), added batch by batch with bincount.
+
+    Until the rows have touched a sixteenth of the grid the arrays hold only the cells touched (``cells``,
+    sorted): a group of a few thousand rows then holds kilobytes, not the grid's 10 MB (a thousand groups'
+    grids were 10 GB). Each cell's sum is the same either way: its batches' sums added in turn, from zero.
     """
 
     def __init__(self, n_cells: int):
@@ -352,12 +388,26 @@ class DenseSums(ArrayState):
         self._reset()
 
     def _reset(self) -> None:
-        size = 2 * self.n_cells
         self.rows = 0
-        self.count = np.zeros(size, dtype=np.int64)
-        self.wf, self.wf2, self.wf3 = np.zeros(size), np.zeros(size), np.zeros(size)
+        self.cells: np.ndarray | None = np.empty(0, dtype=np.int64)  # None: dense (every cell of the grid)
+        self.count = np.zeros(0, dtype=np.int64)
+        self.wf, self.wf2, self.wf3 = np.zeros(0), np.zeros(0), np.zeros(0)
         self.w: np.ndarray | None = None
         self.ww: np.ndarray | None = None
+
+    def _arrays(self) -> list[str]:
+        return [name for name in ("count", "w", "wf", "wf2", "wf3", "ww") if getattr(self, name) is not None]
+
+    def _widen(self, cells: np.ndarray | None) -> None:
+        """Hold ``cells`` (sorted, a superset of the cells held; None: the whole grid), the sums carried over."""
+        size = 2 * self.n_cells if cells is None else len(cells)
+        at = slice(None) if self.cells is None else self.cells if cells is None else np.searchsorted(cells, self.cells)
+        for name in self._arrays():
+            old = getattr(self, name)
+            new = np.zeros(size, dtype=old.dtype)
+            new[at] = old
+            setattr(self, name, new)
+        self.cells = cells
 
     def add_rows(self, z: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> None:
         """Add rows, CHUNK_ROWS at a time (bounded temporaries; the same sums however a batch is cut)."""
@@ -375,20 +425,40 @@ class DenseSums(ArrayState):
         key += j
         if w is not None and self.w is None:  # unit weights so far: their w and w^2 are the counts
             self.w, self.ww = self.count.astype(np.float64), self.count.astype(np.float64)
-        counts = np.bincount(key, minlength=size)
-        self.count += counts
+        # A chunk far smaller than the grid (a group's share of a batch) is summed over the cells it touches only:
+        # each cell's sum takes the same terms in the same order (bincount, from zero), the other cells get
+        # nothing instead of + 0, so the same sums without passes over the whole grid.
+        touched = None
+        if len(z) * 16 < size:
+            touched, key = np.unique(key, return_inverse=True)
+        if self.cells is not None:  # held sparsely: the cells touched so far
+            union = None if touched is None else np.union1d(self.cells, touched)
+            if union is None or len(union) * 16 >= size:
+                self._widen(None)
+            elif len(union) > len(self.cells):
+                self._widen(union)
+        at = None if touched is None else touched if self.cells is None else np.searchsorted(self.cells, touched)
+
+        def add(target: np.ndarray, weights: np.ndarray | None = None) -> None:
+            sums = np.bincount(key, weights=weights, minlength=size if at is None else len(at))
+            if at is None:
+                target += sums
+            else:
+                target[at] += sums
+
+        add(self.count)
         if self.w is not None and self.ww is not None:  # (both or neither)
             ww = np.ones(len(z)) if w is None else w
-            self.w += np.bincount(key, weights=ww, minlength=size)
-            self.ww += np.bincount(key, weights=ww * ww, minlength=size)
+            add(self.w, ww)
+            add(self.ww, ww * ww)
             wf = ww * f
         else:
             wf = f
-        self.wf += np.bincount(key, weights=wf, minlength=size)
+        add(self.wf, wf)
         wf2 = wf * f
-        self.wf2 += np.bincount(key, weights=wf2, minlength=size)
+        add(self.wf2, wf2)
         wf2 *= f
-        self.wf3 += np.bincount(key, weights=wf2, minlength=size)
+        add(self.wf3, wf2)
         self.rows += len(z)
 
     def take(self) -> CellSums:
@@ -400,7 +470,7 @@ class DenseSums(ArrayState):
 
         out = CellSums(
             self.n_cells,
-            where.astype(np.int64),
+            (where if self.cells is None else self.cells[where]).astype(np.int64),
             self.count[where],
             pick(self.w),
             pick(self.wf),

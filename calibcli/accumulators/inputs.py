@@ -307,19 +307,26 @@ class InputAccumulator(Accumulator):
             )
             for k in range(len(accs[0].problems))
         ]
-        return [acc._report([done[j] for done in per_problem]) for j, acc in enumerate(accs)]
+        per_problem_clinical = [  # Cox and ICI: every group's at once
+            ClinicalAccumulator.results(
+                [acc.clinical[k] for acc in accs],
+                alpha=o.alpha,
+                rows=[None if acc.problems[k].rows.dropped else acc.problems[k].rows.arrays() for acc in accs],
+            )
+            for k in range(len(accs[0].problems))
+        ]
+        return [
+            acc._report([done[j] for done in per_problem], [done[j] for done in per_problem_clinical])
+            for j, acc in enumerate(accs)
+        ]
 
-    def _report(self, binned: list[CalibrationResult]) -> BinnedReport:
-        """The report of this input (or group) given its problems' binned results."""
+    def _report(self, binned: list[CalibrationResult], clinical: list[tuple[dict, dict]]) -> BinnedReport:
+        """The report of this input (or group) given its problems' binned results and clinical metrics."""
         o = self.options
         marginal = self.mode == "marginal"
         names = [f"class {c}" for c in self.class_names] if marginal else [self.mode]
         results = [ProblemResult(names[k], k if marginal else None, r) for k, r in enumerate(binned)]
-
-        clinical = [
-            c.result(alpha=o.alpha, rows=None if acc.rows.dropped else acc.rows.arrays())  # Cox and ICI
-            for c, acc in zip(self.clinical, self.problems, strict=True)
-        ]  # metrics join each problem's
+        # (the clinical metrics join each problem's)
         ecce = [
             e.result(None if acc.rows.dropped else acc.rows.arrays(), row_limit=o.row_limit)  # ECCE-MAD, ECCE-R
             for e, acc in zip(self.ecce, self.problems, strict=True)

@@ -1,0 +1,188 @@
+"""The grouped per-row bootstrap's kernels: the Poisson draws equal SplitMix64's finaliser inverted, the sums of
+every (group, bin) run equal the sums taken one row after another, and the blocks of groups give the same
+numbers on one thread or two; a signal stops the threads."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import calibcli.resampling as rs
+from calibcli import cancel
+from calibcli.bin_stats import _N_STATS
+from calibcli.binned_bootstrap import SortedGroups
+from calibcli.binning import fit_binning
+
+
+def _reference_draws(seed: int, rows: np.ndarray, reps: np.ndarray) -> np.ndarray:
+    """Row i, replicate r: the whole SplitMix64 finaliser of ``key(seed, r) + (i + 1) gamma``, its high 32 bits
+    searched among the thresholds (no table)."""
+    with np.errstate(over="ignore"):
+        x = np.add.outer((rows.astype(np.uint64) + np.uint64(1)) * rs._GAMMA, rs._stream_keys(seed, reps))
+        u = (rs._mix(x) >> np.uint64(32)).astype(np.uint32)
+    return np.searchsorted(rs._THRESHOLDS, u, side="right").astype(np.float64)
+
+
+@pytest.mark.parametrize("seed", [0, 5, 2**40 + 3])
+def test_draws_equal_the_whole_finaliser_inverted(seed):
+    """Including the values whose table cell a threshold splits (12 of 4096 cells: ~1,700 of these 600,000)."""
+    rows = np.random.default_rng(seed % 1000).integers(0, 2**45, 6000)
+    reps = np.arange(3, 103)
+    got = rs.Multiplicities(seed, rows).columns(reps)
+    want = _reference_draws(seed, rows, reps)
+    np.testing.assert_array_equal(got, want)
+    with np.errstate(over="ignore"):
+        x = np.add.outer((rows.astype(np.uint64) + np.uint64(1)) * rs._GAMMA, rs._stream_keys(seed, reps))
+        top = rs._mix(x.copy()) >> np.uint64(64 - rs._TABLE_BITS)
+    assert rs._TABLE_SPLIT[top.astype(np.int64)].sum() > 500  # the split cells were exercised
+    scratch = rs.Scratch()
+    out = np.empty((len(rows), 40))
+    for first in (0, 40):  # reused memory gives the same numbers
+        block = rs.Multiplicities(seed, rows).columns(reps[first : first + 40], out=out, scratch=scratch)
+        np.testing.assert_array_equal(block, want[:, first : first + 40])
+
+
+def _groups(weighted: bool, n_groups: int = 7, seed: int = 4) -> list:
+    rng = np.random.default_rng(seed)
+    out, first = [], 0
+    for g in range(n_groups):
+        n = [1, 40, 300, 1700, 2600, 90, 1200][g % 7]  # blocks of one group, of several, and one larger than a block
+        z = np.round(rng.beta(2.0, 5.0, n), 3)  # ties
+        z[: n // 10] = 0.0  # zero predictions: zero entries in the sums
+        y = (rng.random(n) < z).astype(np.int64)
+        w = rng.random(n) * 2.0 if weighted else np.ones(n)
+        out.append((y, z, w, first + np.arange(n) * 3))
+        first += 3 * n + 11
+    return out
+
+
+def _sequential_sums(groups: list, n_bins: int, seed: int, n_boot: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every group's equal-width bins' sums ``(6, G, R, bins)`` and self-pair sums ``(3, G, R, bins)``, taken one
+    row after another (a cumulative sum's last value) over the rows sorted by z."""
+    from calibcli.bin_stats import _W, _WU2, _WY, _row_stats
+    from calibcli.binning import uniform_bin_index
+
+    G = len(groups)
+    sums, dup = np.zeros((_N_STATS + 1, G, n_boot, n_bins)), np.zeros((3, G, n_boot, n_bins))
+    for g, (y, z, w, rows) in enumerate(groups):
+        order = np.argsort(z, kind="stable")
+        zs, ys, ws = z[order], y[order].astype(np.float64), w[order]
+        stats = _row_stats(ys, zs, ws)
+        X = np.vstack([np.ones(len(zs)), stats])
+        X_self = np.vstack([ws * ws, ws * stats[_WY], ws * stats[_WU2]])
+        M = rs.Multiplicities(seed, rows[order]).columns(np.arange(n_boot))
+        pairs = (M - 1.0) * M
+        cell = uniform_bin_index(zs, n_bins)
+        for b in range(n_bins):
+            run = cell == b
+            if run.any():
+                sums[:, g, :, b] = np.cumsum(X[:, run, None] * M[None, run], axis=1)[:, -1]
+                dup[:, g, :, b] = np.cumsum(X_self[:, run, None] * pairs[None, run], axis=1)[:, -1]
+        if np.all(w == 1.0):
+            assert np.array_equal(sums[0, g], sums[1 + _W, g])
+    return sums, dup
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_run_sums_equal_the_sums_taken_row_after_row(weighted):
+    """Bit for bit: the sparse products add each run's terms in the order of its rows, starting from zero
+    (the zero terms they leave out change nothing)."""
+    groups = _groups(weighted)
+    binning = fit_binning(np.empty(0), n_bins=6, strategy="uniform")
+    problems = SortedGroups(groups, [binning] * len(groups), 6)
+    main, uniform = problems.resampled(0, len(groups), 9, 45)
+    assert uniform is None
+    sums, dup = _sequential_sums(groups, 6, 9, 45)
+    for got, want in zip(
+        (main.count, main.weight, main.sum_z, main.sum_y, main.sum_u2, main.sum_log_loss), sums, strict=True
+    ):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(main.self_weight, main.weight + dup[0])
+    np.testing.assert_array_equal(main.self_y, main.sum_y + dup[1])
+    np.testing.assert_array_equal(main.self_u2, main.sum_u2 + dup[2])
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_one_thread_or_two_give_the_same_numbers(monkeypatch, strategy, weighted):
+    groups = _groups(weighted, n_groups=9)
+    binnings = [fit_binning(g[1], n_bins=5, strategy=strategy) for g in groups]
+    problems = SortedGroups(groups, binnings, 4 if strategy == "uniform" else 5)
+    got = {}
+    for threads in (1, 2):
+        monkeypatch.setattr(rs, "THREADS", threads)
+        got[threads] = [problems.resampled(g0, g1, 2, 70) for g0, g1 in problems.chunks(4)]
+    for (m1, u1), (m2, u2) in zip(got[1], got[2], strict=True):
+        for s1, s2 in ((m1, m2), (u1, u2)):
+            for a, b in zip(s1._arrays(), s2._arrays(), strict=True):
+                np.testing.assert_array_equal(a, b)
+
+
+def test_a_signal_stops_the_threads(monkeypatch):
+    """A stop requested while the jobs run: the running ones stop at their next check, the queued ones never
+    start, and the interrupt reaches the caller."""
+    monkeypatch.setattr(rs, "THREADS", 2)
+    started, release = [], threading.Event()
+
+    def job(k: int) -> int:
+        started.append(k)
+        if k == 0:
+            cancel.request()
+            release.set()
+        release.wait(5)
+        cancel.check()
+        return k
+
+    cancel.reset()
+    try:
+        with pytest.raises(cancel.Interrupted):
+            rs.in_threads(job, [(k,) for k in range(50)])
+    finally:
+        cancel.reset()
+    assert len(started) <= 2
+
+
+def test_dense_sums_of_a_few_rows_hold_only_their_cells_with_the_same_sums():
+    """DenseSums keeps the cells a group's rows touch until they are a sixteenth of the grid, then the whole
+    grid; either way every cell's sum is its batches' bincounts added in turn from zero (what the dense arrays
+    alone gave), through unweighted then weighted batches and a batch larger than the grid's sixteenth."""
+    from calibcli.smooth_grid import DenseSums
+
+    n_cells = 4096
+    rng = np.random.default_rng(3)
+    sums = DenseSums(n_cells)
+    size = 2 * n_cells
+    want = {name: np.zeros(size) for name in ("count", "w", "wf", "wf2", "wf3", "ww")}
+    weighted = False
+    held = []
+    for rows, with_w in ((30, False), (200, False), (25, True), (120, True), (600, True), (40, True)):
+        z = rng.beta(2.0, 5.0, rows)
+        y = (rng.random(rows) < z).astype(np.int64)
+        w = rng.random(rows) * 3.0 if with_w else None
+        if with_w and not weighted:
+            want["w"], want["ww"], weighted = want["count"].copy(), want["count"].copy(), True
+        sums.add_rows(z, y, w)
+        held.append(None if sums.cells is None else len(sums.cells))
+        x = z * n_cells
+        j = np.minimum(np.floor(x).astype(np.int64), n_cells - 1)
+        f = x - j
+        key = y * n_cells + j
+        ww = np.ones(rows) if w is None else w
+        want["count"] += np.bincount(key, minlength=size)
+        if weighted:
+            want["w"] += np.bincount(key, weights=ww, minlength=size)
+            want["ww"] += np.bincount(key, weights=ww * ww, minlength=size)
+        wf = ww * f if weighted else f
+        want["wf"] += np.bincount(key, weights=wf, minlength=size)
+        want["wf2"] += np.bincount(key, weights=wf * f, minlength=size)
+        want["wf3"] += np.bincount(key, weights=wf * f * f, minlength=size)
+    assert held[0] is not None and held[0] <= 30 and held[-1] is None  # sparse first, the whole grid at the end
+    got = sums.take()
+    where = np.flatnonzero(want["count"])
+    np.testing.assert_array_equal(got.key, where)
+    np.testing.assert_array_equal(got.count, want["count"][where])
+    for name in ("w", "wf", "wf2", "wf3", "ww"):
+        np.testing.assert_array_equal(getattr(got, name), want[name][where], err_msg=name)
+    assert sums.rows == 0 and sums.cells is not None and len(sums.count) == 0  # empty again, and small
