@@ -27,26 +27,25 @@ written once to ``benchmarks/out/replicates_{rows}.parquet``.
 Besides the wall clock, each run's CPU time (user + system of the child and all its threads) is printed: the
 machine's load moves the wall clock of T-Cal's two threads by 2x between runs, the CPU time much less.
 
-Measured 2026-11-28 (the load falling from 2.5 to 0.3 on 2 cores), before = main at 4edaff0, after = this branch
+Measured 2026-11-28 on a quiet machine (load 1.3-1.8 on 2 cores), before = main at befd388, after = this branch
 (T-Cal sweeps several resamples per call; the report's held-out tests share their draws and sort);
 ``--repeat 2 --only "ece 1e6" "tcal" "smece 1e6" "report"`` (seconds; CPU seconds):
 
 =====================================  ========  =======  ==========  =========  ============
 command                                before s  after s  CPU before  CPU after  same numbers
 =====================================  ========  =======  ==========  =========  ============
-ece 1e6 (defaults)                     0.57      0.55     0.81        0.76       yes
-tcal 1e6 (defaults)                    6.83      5.60     10.97       9.56       yes
-smece 1e6, 1000 resamples              1.16      1.14     1.18        1.18       yes
-tcal 1e4, 3000 resamples               0.61      0.63     0.63        0.59       yes
-report 1e6 (defaults)                  37.79     31.97    37.44       30.43      yes
+ece 1e6 (defaults)                     0.57      0.61     0.77        0.81       yes
+tcal 1e6 (defaults)                    8.54      6.04     13.49       10.08      yes
+smece 1e6, 1000 resamples              0.79      0.78     1.22        1.22       yes
+tcal 1e4, 3000 resamples               0.51      0.48     0.71        0.68       yes
+report 1e6 (defaults)                  27.42     20.29    42.57       32.74      yes
 =====================================  ========  =======  ==========  =========  ============
 
-Bars: ``tcal`` / ``ece`` 11.9x before, 10.3x after (CPU 13.5x, 12.5x; bar 4x: not met); ``tcal`` at 1e4 rows
-0.61 and 0.63 s (0.63 and 0.59 s CPU; bar: well under a second: met); ``report`` / (``ece`` + ``smece`` +
-``tcal``) 2.89x and 2.65x CPU (bar 1.5x: not met). The report's runs got no second core (wall = CPU); alone on
-the quiet machine right after: 26.05 s wall before, 20.50 s after, 3.0x and 2.8x the three commands' wall clock.
-Why, with the per-resample profile of T-Cal and what was tried: ``docs/benchmarks.md``, "T-Cal and report
-speed". In short: the same p-values need the same 1e9 uniform draws (1.7 s of CPU in NumPy, twice the whole
+Bars: ``tcal`` / ``ece`` 15.1x before, 9.9x after (CPU 17.6x, 12.5x; bar 4x: not met); ``tcal`` at 1e4 rows
+0.51 and 0.48 s (0.71 and 0.68 s CPU; bar: well under a second: met); ``report`` / (``ece`` + ``smece`` +
+``tcal``) 2.77x and 2.73x wall, 2.75x and 2.70x CPU (bar 1.5x: not met; ``tcal`` alone, its denominator's largest
+term, got faster too). Why, with the per-resample profile of T-Cal and what was tried: ``docs/benchmarks.md``,
+"T-Cal and report speed". In short: the same p-values need the same 1e9 uniform draws (1.7 s of CPU in NumPy, twice the whole
 ``ece``) and, per draw, the sums of about 1e6 distinct bins of the 37 nested levels (about 9.5 ms per resample
 of 1e6 rows in all, on one thread); the report adds four held-out T-Cal tests of 5e5 rows, which share their
 draws but not their bins.
