@@ -45,10 +45,10 @@ Bars: ``tcal`` / ``ece`` 15.1x before, 9.9x after (CPU 17.6x, 12.5x; bar 4x: not
 0.51 and 0.48 s (0.71 and 0.68 s CPU; bar: well under a second: met); ``report`` / (``ece`` + ``smece`` +
 ``tcal``) 2.77x and 2.73x wall, 2.75x and 2.70x CPU (bar 1.5x: not met; ``tcal`` alone, its denominator's largest
 term, got faster too). Why, with the per-resample profile of T-Cal and what was tried: ``docs/benchmarks.md``,
-"T-Cal and report speed". In short: the same p-values need the same 1e9 uniform draws (1.7 s of CPU in NumPy, twice the whole
-``ece``) and, per draw, the sums of about 1e6 distinct bins of the 37 nested levels (about 9.5 ms per resample
-of 1e6 rows in all, on one thread); the report adds four held-out T-Cal tests of 5e5 rows, which share their
-draws but not their bins.
+"T-Cal and report speed". In short: the same p-values need the same 1e9 uniform draws (1.7 s of CPU in NumPy, twice
+the whole ``ece``) and, per draw, the sums of about 1e6 distinct bins of the 37 nested levels (about 9.5 ms per
+resample of 1e6 rows in all, on one thread); the report adds four held-out T-Cal tests of 5e5 rows, which share
+their draws but not their bins.
 
 Run: ``python benchmarks/bench_replicates.py [--before DIR] [--after DIR] [--repeat N] [--quick]``.
 ``--before`` is a checkout of the previous version (default: one made in the temporary directory with
