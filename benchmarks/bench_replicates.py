@@ -27,28 +27,28 @@ written once to ``benchmarks/out/replicates_{rows}.parquet``.
 Besides the wall clock, each run's CPU time (user + system of the child and all its threads) is printed: the
 machine's load moves the wall clock of T-Cal's two threads by 2x between runs, the CPU time much less.
 
-Measured 2026-11-28 (load 7-9 on 2 cores), before = main at 9aa12dc, after = this branch; ``--repeat 3`` for
-the first three rows, one run for the others (seconds; CPU seconds):
+Measured 2026-11-28 on a quiet machine (load 1.3-1.8 on 2 cores), before = main at befd388, after = this branch
+(T-Cal sweeps several resamples per call; the report's held-out tests share their draws and sort);
+``--repeat 2 --only "ece 1e6" "tcal" "smece 1e6" "report"`` (seconds; CPU seconds):
 
 =====================================  ========  =======  ==========  =========  ============
 command                                before s  after s  CPU before  CPU after  same numbers
 =====================================  ========  =======  ==========  =========  ============
-ece 1e6 (defaults)                     2.02      2.30     0.95        0.97       yes
-tcal 1e6 (defaults)                    23.16     21.93    12.22       11.38      yes
-tcal 1e4, 3000 resamples               1.91      2.02     0.77        0.78       yes
-smece 1e6, 1000 resamples              3.50      3.17     1.34        1.33       yes
-report 1e6 (defaults)                  87.95     119.25   42.25       40.46      yes
-compare 1e6, 1000 resamples            4.48      4.23     1.42        1.52       yes
+ece 1e6 (defaults)                     0.57      0.61     0.77        0.81       yes
+tcal 1e6 (defaults)                    8.54      6.04     13.49       10.08      yes
+smece 1e6, 1000 resamples              0.79      0.78     1.22        1.22       yes
+tcal 1e4, 3000 resamples               0.51      0.48     0.71        0.68       yes
+report 1e6 (defaults)                  27.42     20.29    42.57       32.74      yes
 =====================================  ========  =======  ==========  =========  ============
 
-Bars: ``tcal`` / ``ece`` 11.5x before, 9.6x after (CPU 12.8x, 11.7x; bar 4x: not met); ``tcal`` at 1e4 rows
-1.9 and 2.0 s (0.77 and 0.78 s CPU; bar: well under a second: not met); ``report`` / (``ece`` + ``smece`` +
-``tcal``) 2.8x CPU in both (bar 1.5x: not met); ``compare`` / ``ece`` 1.40x and 1.47x CPU, 1.76x and 1.67x
-wall (bar 1.3x; its code is unchanged). Why, with the per-resample profile of T-Cal and what was tried:
-``docs/benchmarks.md``, "T-Cal and report speed". In short: the same p-values need the same 1e9 uniform
-draws (1.7 s of CPU in NumPy, 1.8x the whole ``ece``) and, per draw, the sums of about 1e6 distinct bins
-of the 37 nested levels (10-11 ms per resample of 1e6 rows in all); the report adds four held-out T-Cal
-tests of 5e5 rows.
+Bars: ``tcal`` / ``ece`` 15.1x before, 9.9x after (CPU 17.6x, 12.5x; bar 4x: not met); ``tcal`` at 1e4 rows
+0.51 and 0.48 s (0.71 and 0.68 s CPU; bar: well under a second: met); ``report`` / (``ece`` + ``smece`` +
+``tcal``) 2.77x and 2.73x wall, 2.75x and 2.70x CPU (bar 1.5x: not met; ``tcal`` alone, its denominator's largest
+term, got faster too). Why, with the per-resample profile of T-Cal and what was tried: ``docs/benchmarks.md``,
+"T-Cal and report speed". In short: the same p-values need the same 1e9 uniform draws (1.7 s of CPU in NumPy, twice
+the whole ``ece``) and, per draw, the sums of about 1e6 distinct bins of the 37 nested levels (about 9.5 ms per
+resample of 1e6 rows in all, on one thread); the report adds four held-out T-Cal tests of 5e5 rows, which share
+their draws but not their bins.
 
 Run: ``python benchmarks/bench_replicates.py [--before DIR] [--after DIR] [--repeat N] [--quick]``.
 ``--before`` is a checkout of the previous version (default: one made in the temporary directory with

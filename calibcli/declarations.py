@@ -13,6 +13,10 @@ from calibcli.binning import STRATEGIES
 from calibcli.modes import CLASS_WEIGHTS, MODES
 from calibcli.validation import Param
 
+#: The classical tests ``tcal --test`` runs (:mod:`calibcli.families.clinical`), named here so that the tcal
+#: command and family list them without importing them (their family loads the calibrators and smoothing).
+CLINICAL_TEST_NAMES = ("spiegelhalter", "hosmer-lemeshow", "ecce")
+
 
 def auto(value):
     """How the report shows an option whose None means "chosen from the data": ``auto``."""

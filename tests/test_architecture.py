@@ -19,6 +19,8 @@ PACKAGE = ROOT / "calibcli"
 LAZY = {
     ("calibcli.metrics", "calibcli.sklearn"),  # scikit-learn, imported by calibcli.sklearn at module level
     ("calibcli.entry", "calibcli.cli"),  # the CLI (typer, rich, ...) is imported once the signal handlers are in
+    # the classical tests' family (Cox fits, calibrators, smoothing) is imported once `tcal --test` names one
+    ("calibcli.commands.tcal", "calibcli.families.clinical"),
 }
 #: Modules still holding function-level imports of calibcli modules, being reworked apart from the layering
 #: (their function bodies change in other work; their imports move to the top with that work).

@@ -132,3 +132,32 @@ def test_usage_errors(args, message):
     r = run("tcal", BINARY, *args)
     assert r.exit_code == 2
     assert r.stderr == message
+
+
+_IMPORTS_PROBE = """
+import json, sys
+sys.argv = ["calibcli", *sys.argv[2:]]
+from calibcli.entry import main
+try:
+    main()
+except SystemExit:
+    pass
+with open(OUT, "w") as fh:
+    json.dump(sorted(sys.modules), fh)
+"""
+
+
+@pytest.mark.parametrize("test, loaded", [("auto", False), ("spiegelhalter", True)])
+def test_the_classical_tests_are_imported_only_when_asked_for(tmp_path, test, loaded):
+    # T-Cal's start-up does not pay for the classical tests' family (Cox fits, calibrators, smoothing)
+    import subprocess
+    import sys
+
+    out = tmp_path / "modules.json"
+    probe = _IMPORTS_PROBE.replace("OUT", repr(str(out)))
+    args = ["tcal", str(BINARY), "--n-boot", "20", "--json", "--test", test]
+    proc = subprocess.run([sys.executable, "-c", probe, "-", *args], capture_output=True, text=True, timeout=120)
+    modules = json.loads(out.read_text())
+    assert '"command": "tcal"' in proc.stdout
+    assert ("calibcli.families.clinical" in modules) is loaded
+    assert ("calibcli.calibrators" in modules) is loaded

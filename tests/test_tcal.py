@@ -23,8 +23,10 @@ from calibcli.tcal import (
     simplex_bin_keys,
     tcal_statistic,
     tcal_test,
+    tcal_tests,
 )
-from calibcli.tcal.scalar import SortedScalarEngine
+from calibcli.tcal import engine as engine_module
+from calibcli.tcal.scalar import SharedDraws, SortedScalarEngine, is_stable_order, sweep
 from calibcli.tcal.vector import GroupVectorEngine
 
 
@@ -137,6 +139,98 @@ def test_all_levels_match_brute_force_with_ties_and_weights(n, block, monkeypatc
         r = tcal_test(y, z, sample_weight=weights, n_boot=20, rng=np.random.default_rng(0))
         for level in r.levels:
             assert level.statistic == pytest.approx(brute_force_statistic(y, z, level.n_bins, weights), abs=1e-13)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_sweeps_of_several_chunks_equal_one_chunk_at_a_time(weighted, monkeypatch):
+    # chunks of one resample (as at 1e6 rows: a small chunk budget here), swept 1 and 5 at a time (the last
+    # sweep partial), over blocks of 97 points (bins crossing blocks start from kept prefix sums): the same floats
+    monkeypatch.setattr(scalar_module, "_BLOCK_POINTS", 97)
+    monkeypatch.setattr(scalar_module, "CHUNK_BYTES", 1)
+    rng = np.random.default_rng(8)
+    z = np.round(rng.random(1500) ** 2, 3)
+    y = (rng.random(1500) < z).astype(float)
+    w = rng.random(1500) + 0.5 if weighted else None
+    engine = SortedScalarEngine(z, y, w, [2**b for b in range(1, n_levels(1500) + 1)])
+    assert engine.chunk_rows() == 1 and engine.n_kept > 0
+    stars = {}
+    for rows in (1, 5):
+        monkeypatch.setattr(scalar_module, "SWEEP_ROWS", rows)
+        stars[rows] = engine_module.resample_all(engine, np.random.default_rng(3), 23, "y-bootstrap")
+    assert stars[1].shape == (23, engine.n_parts)
+    np.testing.assert_array_equal(stars[1], stars[5])
+    # and a chunk of several resamples (small data) swept with others: each chunk's rows as it draws them alone
+    monkeypatch.setattr(scalar_module, "CHUNK_BYTES", 48 * 1500 * 3)
+    assert engine.chunk_rows() == 3
+    alone = [engine.resampled(np.random.default_rng(s), 3, "y-bootstrap") for s in (4, 5)]
+    together = sweep([engine], [(np.random.default_rng(4), 3), (np.random.default_rng(5), 3)])[0]
+    np.testing.assert_array_equal(np.concatenate(alone), together)
+
+
+def test_is_stable_order_is_the_stable_sort():
+    rng = np.random.default_rng(9)
+    z = np.round(rng.random(400), 2)  # ties
+    order = np.argsort(z, kind="stable")
+    maps = {
+        "strictly increasing": z**0.7,
+        "with new ties (isotonic-like steps)": np.floor(z * 5) / 5,
+        "decreasing": 1 - z,
+        "constant": np.full(400, 0.3),
+    }
+    for name, g in maps.items():
+        own = np.argsort(g, kind="stable")
+        assert is_stable_order(g, order) == np.array_equal(own, order), name
+        assert is_stable_order(g, own), name
+    assert is_stable_order(z**0.7, order) and not is_stable_order(np.floor(z * 5) / 5, order)
+    assert not is_stable_order(z, order[:-1]) and not is_stable_order(z, order[::-1])
+
+
+def test_tcal_tests_equal_each_test_alone_and_share_their_draws(monkeypatch):
+    # recalibrated predictions of the same rows (strictly monotone maps, a map creating ties, a decreasing one),
+    # weighted rows, fewer rows, canonical data and another null: each result equals tcal_test with the same seed
+    rng = np.random.default_rng(10)
+    n = 3000
+    z = rng.beta(2, 5, n)
+    y = (rng.random(n) < z**1.2).astype(int)
+    P = rng.dirichlet([1, 2, 3], 300)
+    c = np.array([rng.choice(3, p=p) for p in P])
+    problems = [
+        (y, z, None),
+        (y, z**0.9, None),
+        (y, 1 / (1 + np.exp(-(2 * np.log(z / (1 - z)) + 0.3))), None),
+        (y, np.clip(np.round(z * 20) / 20, 0.01, 0.99), None),
+        (y, 1 - z, None),
+        (y, z, rng.random(n) + 0.5),
+        (y[:1000], z[:1000], None),
+        (c, P, None),
+    ]
+    shared = []
+    real_sweep = scalar_module.sweep
+
+    def counting_sweep(engines, chunks):
+        shared.append(len(engines))
+        return real_sweep(engines, chunks)
+
+    monkeypatch.setattr(scalar_module, "sweep", counting_sweep)
+    for options in ({"n_boot": 200}, {"n_boot": 150, "combine": "min-p", "smoothness": 1.0}):
+        shared.clear()
+        together = tcal_tests(problems, seed=7, **options)
+        assert set(shared) == {6, 1}  # the six binary tests of 3000 rows drew once; the test of 1000 rows alone
+        for (labels, probs, weights), result in zip(problems, together, strict=True):
+            alone = tcal_test(labels, probs, sample_weight=weights, rng=np.random.default_rng(7), **options)
+            assert result == alone
+    consistency = tcal_tests([(y, z, None), (y, z**0.9, None)], seed=2, n_boot=30, null="consistency")
+    alone = [tcal_test(y, g, null="consistency", n_boot=30, rng=np.random.default_rng(2)) for g in (z, z**0.9)]
+    assert consistency == alone
+
+
+def test_shared_draws_need_the_same_number_of_points():
+    a = SortedScalarEngine(np.linspace(0.1, 0.9, 50), np.zeros(50), None, [2, 4])
+    b = SortedScalarEngine(np.linspace(0.1, 0.9, 60), np.zeros(60), None, [2, 4])
+    with pytest.raises(ValueError, match="same number of points"):
+        SharedDraws([a, b])
+    with pytest.raises(ValueError, match="only the y-bootstrap"):
+        SharedDraws([a, a]).resampled_chunks([(np.random.default_rng(0), 1)], "consistency")
 
 
 def test_statistic_mean_zero_under_calibration():

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from calibcli.accumulators.tcal import TcalInputAccumulator, TcalOptions, ValueCounts
+from calibcli.accumulators.tcal import TcalInputAccumulator, TcalOptions, ValueCounts, tcal_reports
 from calibcli.errors import OptionError
 from calibcli.io import ColumnSpec, read_input
 from calibcli.resampling import row_hash
@@ -256,6 +256,24 @@ def test_split_merged_and_restored_states_give_the_one_pass_result(max_rows):
     split = _fed(options, np.array_split(RNG.permutation(2000), 4)).result().to_dict()
     assert split == one
     assert one["sample"]["n_tested"] == min(max_rows, 2000) and one["discrete_check"]["n"] == 2000
+
+
+def test_reports_computed_together_equal_each_result():
+    # the held-out comparison's tests (recalibrated predictions of the same rows, a discrete one taking the
+    # binomial test, other options, a bottom-k sample) computed together: each entry as its own result() gives
+    options, other = TcalOptions(n_boot=120, seed=4), TcalOptions(n_boot=60, seed=9, combine="min-p")
+    sampled = TcalOptions(n_boot=50, seed=4, max_rows=700)
+    predictions = [Z, Z**0.8, np.clip(np.round(Z * 4) / 4, 0.05, 0.95), 1 - Z]
+    accs = []
+    for o, z in [(options, p) for p in predictions] + [(other, Z), (sampled, Z), (sampled, Z**0.8)]:
+        acc = TcalInputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=o)
+        for chunk in np.array_split(ROWS, 3):
+            acc.update(ROWS[chunk], z[chunk], Y[chunk])
+        accs.append(acc)
+    together = [r.to_dict() for r in tcal_reports(accs)]
+    assert [r["test"] for r in together] == ["tcal", "tcal", "binomial", "tcal", "tcal", "tcal", "tcal"]
+    assert together == [acc.result().to_dict() for acc in accs]
+    assert together[5]["sample"]["n_tested"] == 700
 
 
 def test_value_counts_merge_exactly_and_overflow_beyond_the_cap():

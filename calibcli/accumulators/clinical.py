@@ -52,6 +52,7 @@ from calibcli.clinical import (
 )
 from calibcli.cox import WaldEstimate, cox_groups, row_chunks
 from calibcli.cumulative import EcceResult
+from calibcli.declarations import CLINICAL_TEST_NAMES
 from calibcli.errors import CalibcliError, OptionError
 from calibcli.estimators import Metric
 from calibcli.ici import UniformCells, ici_groups
@@ -65,8 +66,8 @@ STATE_VERSION = 1
 #: stacks take about 100 bytes a row.
 CLINICAL_CHUNK_ROWS = 1 << 20
 
-#: ``tcal --test`` choices this module runs.
-CLINICAL_TESTS = ("spiegelhalter", "hosmer-lemeshow", "ecce")
+#: ``tcal --test`` choices this module runs (declared in :mod:`calibcli.declarations`).
+CLINICAL_TESTS = CLINICAL_TEST_NAMES
 
 
 class ClinicalAccumulator(Accumulator):

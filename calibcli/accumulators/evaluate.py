@@ -31,7 +31,7 @@ from calibcli.accumulators.base import Accumulator
 from calibcli.accumulators.fit import MAX_DISTINCT, FitAccumulator
 from calibcli.accumulators.inputs import InputAccumulator, SmoothInputAccumulator
 from calibcli.accumulators.rows import RowSample
-from calibcli.accumulators.tcal import TcalInputAccumulator
+from calibcli.accumulators.tcal import TcalInputAccumulator, tcal_reports
 from calibcli.calibrators import calibrator_from_dict
 from calibcli.documents import metric_json
 from calibcli.modes import binary_problems
@@ -363,6 +363,9 @@ class EvaluateAccumulator(Accumulator):
         tests' warnings (each once)."""
         out, warnings = {}, []
         names = ["ece_l1_plugin", "ece_l2_sq_debiased_dpe", "ece_l2_debiased_dpe", "ece_l2_sq_debiased_kumar"]
+        # every method's tests at once: they test the same rows with the same seed (shared draws and sorts)
+        tests = [test for name in self.names for test in self.states[name]["tests"]]
+        reports = iter(tcal_reports(tests))
         for name in self.names:
             state = self.states[name]
             head = state["binned"].result().headline()
@@ -375,8 +378,8 @@ class EvaluateAccumulator(Accumulator):
             metrics["smece"] = metric_json(state["smooth"].result().headline()["smece"])
             problem_names = [f"class {c}" for c in self.class_names] if self.mode == "marginal" else [self.mode]
             per_problem = []
-            for problem, test in zip(problem_names, state["tests"], strict=True):
-                report = test.result()
+            for problem in problem_names:  # (one test per problem, in order)
+                report = next(reports)
                 for warning in report.warnings:
                     if warning not in warnings:
                         warnings.append(warning)

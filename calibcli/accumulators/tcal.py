@@ -21,6 +21,7 @@ counts as continuous: the ``auto`` rule ``t <= sqrt(n)`` could call it discrete 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -40,6 +41,7 @@ from calibcli.tcal import (
     binomial_test_from_counts,
     discreteness_from_counts,
     tcal_test,
+    tcal_tests,
 )
 from calibcli.validation import check_options
 
@@ -414,18 +416,10 @@ class TcalInputAccumulator(Accumulator):
 
     def result(self, progress=None) -> TcalReport:
         """The binomial test on the counts of every row, or T-Cal on the rows held (all, or the bottom-k sample)."""
+        decision = self._decide()
+        if decision[1]:
+            return self._report(decision, None)
         o = self.options
-        check, use_binomial, warnings = self._decide()
-        n = self.n_rows
-        if use_binomial:
-            assert self.counts is not None  # (the binomial test is chosen from the counts)
-            values, N, M = self.counts.arrays()
-            binomial = binomial_test_from_counts(values, N, M, alpha=o.alpha)
-            sample = {
-                **describe_sample(n, n, o.max_rows, o.seed),
-                "description": f"all {n} rows (exact per-value counts)",
-            }
-            return TcalReport(self.mode, tuple(self.notes), check, "binomial", sample, binomial, tuple(warnings))
         row_index, z, y, w = self.rows.arrays()
         result = tcal_test(
             y,
@@ -439,9 +433,63 @@ class TcalInputAccumulator(Accumulator):
             rng=np.random.default_rng(o.seed),
             progress=progress,
         )
-        sample = describe_sample(n, len(row_index), o.max_rows, o.seed)
+        return self._report(decision, result, len(row_index))
+
+    def _report(
+        self, decision: tuple[dict | None, bool, list[str]], result: TcalResult | None, kept: int = 0
+    ) -> TcalReport:
+        """The entry, from :meth:`_decide`'s decision and T-Cal's result on ``kept`` rows (None: the binomial
+        test, run here on the counts)."""
+        o = self.options
+        check, use_binomial, warnings = decision
+        n = self.n_rows
+        if use_binomial:
+            assert self.counts is not None  # (the binomial test is chosen from the counts)
+            values, N, M = self.counts.arrays()
+            binomial = binomial_test_from_counts(values, N, M, alpha=o.alpha)
+            sample = {
+                **describe_sample(n, n, o.max_rows, o.seed),
+                "description": f"all {n} rows (exact per-value counts)",
+            }
+            return TcalReport(self.mode, tuple(self.notes), check, "binomial", sample, binomial, tuple(warnings))
+        assert result is not None  # (T-Cal ran)
+        sample = describe_sample(n, kept, o.max_rows, o.seed)
         return TcalReport(
             self.mode, tuple(self.notes), check, "tcal", sample, result, tuple(warnings) + result.warnings
         )
 
     # -- state -----------------------------------------------------------------------------------
+
+
+def tcal_reports(accumulators: Sequence[TcalInputAccumulator]) -> list[TcalReport]:
+    """Each accumulator's :meth:`~TcalInputAccumulator.result`, the same entries, with the T-Cal tests of
+    accumulators of equal options computed together (:func:`calibcli.tcal.tcal_tests`: the draws of tests of
+    the same number of rows made once, a sort order tried before sorting again). ``recalibrate evaluate``
+    tests the predictions of every method on the same held-out rows this way."""
+    decisions = [acc._decide() for acc in accumulators]
+    together: dict[TcalOptions, list[int]] = {}
+    for i, (acc, decision) in enumerate(zip(accumulators, decisions, strict=True)):
+        if not decision[1]:
+            together.setdefault(acc.options, []).append(i)
+    results: dict[int, TcalResult] = {}
+    kept: dict[int, int] = {}
+    for o, members in together.items():
+        problems = []
+        for i in members:
+            row_index, z, y, w = accumulators[i].rows.arrays()
+            problems.append((y, z, w))
+            kept[i] = len(row_index)
+        tests = tcal_tests(
+            problems,
+            seed=o.seed,
+            smoothness=o.smoothness,
+            null=o.null,
+            n_boot=o.n_boot,
+            combine=o.combine,
+            alpha=o.alpha,
+        )
+        results.update(zip(members, tests, strict=True))
+    return [
+        acc._report(d, results.get(i), kept.get(i, 0))
+        for i, (acc, d) in enumerate(zip(accumulators, decisions, strict=True))
+    ]

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calibcli.accumulators import per_input
-from calibcli.accumulators.clinical import CLINICAL_TESTS
 from calibcli.accumulators.tcal import DISCRETE_CHOICES, MAX_ROWS, TCAL_MODES, TcalInputAccumulator, TcalOptions
+from calibcli.declarations import CLINICAL_TEST_NAMES
 from calibcli.errors import CalibcliError, cli_text, flag_of, warn
 from calibcli.families import Bootstrap, Family, Plan, auto, sources_block
 from calibcli.report import GateSpec, entry_label, new_document
@@ -18,7 +18,7 @@ from calibcli.validation import option
 GATE = GateSpec("tcal_p_value")
 
 #: ``--test`` choices: T-Cal or the binomial test as --discrete decides (auto), one of them, or a classical test.
-TESTS = ("auto", "tcal", "binomial", *CLINICAL_TESTS)
+TESTS = ("auto", "tcal", "binomial", *CLINICAL_TEST_NAMES)
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ class Options(Bootstrap):
                 f"--test {self.test} and --discrete {self.discrete} disagree: --test {self.test} is "
                 f"--discrete {self.wanted_discrete}"
             )
-        if self.test not in CLINICAL_TESTS and self.null == "chebyshev" and self.combine == "min-p":
+        if self.test not in CLINICAL_TEST_NAMES and self.null == "chebyshev" and self.combine == "min-p":
             raise CalibcliError(
                 "--combine min-p calibrates the minimum p-value over resamples, and --null chebyshev draws none: "
                 "use --combine bonferroni with chebyshev, or a resampling null"

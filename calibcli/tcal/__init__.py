@@ -12,7 +12,9 @@ What is here
 - :func:`tcal_test`: the adaptive test (Algorithm 2: levels ``b = 1..L`` with ``m = 2^b`` bins per
   axis) or the single-scale test of Algorithm 1 for a known Holder smoothness ``s``
   (``m* = floor(n^(2/(4s+K-1)))``), with three null distributions (``y-bootstrap``,
-  ``consistency``, ``chebyshev``) and two ways to combine levels (``bonferroni``, ``min-p``).
+  ``consistency``, ``chebyshev``) and two ways to combine levels (``bonferroni``, ``min-p``);
+  :func:`tcal_tests`: several tests of the same seed at once, the same results (tests of the same rows,
+  such as recalibrated predictions, share their draws and try each other's sort order).
 - :func:`binomial_test`: the exact binomial test for predictors with few distinct values
   (the paper's appendix 8.2.4, SPEC 4.4), and the rule :func:`discreteness` that chooses it; both
   also from per-value counts (:func:`binomial_test_from_counts`, :func:`discreteness_from_counts`),
@@ -43,7 +45,7 @@ from calibcli.tcal.binomial import (
     is_discrete,
 )
 from calibcli.tcal.combine import TIE_RTOL, MonteCarloCombination, monte_carlo_combine
-from calibcli.tcal.procedure import HOPELESS_RATE, tcal_statistic, tcal_test
+from calibcli.tcal.procedure import HOPELESS_RATE, tcal_statistic, tcal_test, tcal_tests
 from calibcli.tcal.results import COMBINES, NULLS, STATISTIC_NAME, TcalLevel, TcalResult
 from calibcli.tcal.scales import BYTES_PER_CELL, chebyshev_constant, n_levels, optimal_n_bins
 from calibcli.tcal.simplex import simplex_bin_index, simplex_bin_keys
@@ -75,4 +77,5 @@ __all__ = [
     "simplex_bin_keys",
     "tcal_statistic",
     "tcal_test",
+    "tcal_tests",
 ]

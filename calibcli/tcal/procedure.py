@@ -9,14 +9,16 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from calibcli.tcal.combine import monte_carlo_combine
 from calibcli.tcal.engine import Engine, resample_all
 from calibcli.tcal.results import COMBINES, NULLS, STATISTIC_NAME, TcalLevel, TcalResult
-from calibcli.tcal.scalar import SortedScalarEngine
+from calibcli.tcal.scalar import SharedDraws, SortedScalarEngine
 from calibcli.tcal.scales import chebyshev_constant, check_cells, n_levels, optimal_n_bins
 from calibcli.tcal.simplex import simplex_bin_index
 from calibcli.tcal.vector import GroupVectorEngine
@@ -53,9 +55,10 @@ def prepare(y_true, y_prob, sample_weight):
     return mode, K, labels, probs, w, weighted
 
 
-def make_engine(mode: str, K: int, labels, probs, w, n_bins_list: list[int]) -> Engine:
+def make_engine(mode: str, K: int, labels, probs, w, n_bins_list: list[int], order=None) -> Engine:
+    """The engine of the data's mode; ``order``: a candidate sort order of binary predictions (checked)."""
     if mode == "binary":
-        return SortedScalarEngine(probs, labels.astype(np.float64), w, n_bins_list)
+        return SortedScalarEngine(probs, labels.astype(np.float64), w, n_bins_list, order=order)
     P = probs / probs.sum(axis=1, keepdims=True)
     groups = [simplex_bin_index(P, m) for m in n_bins_list]
     return GroupVectorEngine(P, labels, w, groups, scale=1.0)
@@ -76,44 +79,41 @@ def tcal_statistic(y_true, y_prob, *, n_bins: int, sample_weight=None) -> float:
     return float(engine.observed()[engine.level_of[0]])
 
 
-def tcal_test(
+@dataclass(frozen=True)
+class _Test:
+    """One test set up (validated, its levels and engine made), before its resamples."""
+
+    engine: Engine
+    mode: str
+    K: int
+    n: int
+    L: int
+    R: int
+    null: str
+    combine: str
+    alpha: float
+    adaptive: bool
+    smoothness: float | None
+    weighted: bool
+    n_bins_list: list[int]
+    warnings: list[str]
+
+
+def _set_up(
     y_true,
     y_prob,
     *,
-    sample_weight=None,
-    smoothness: float | None = None,
-    null: str = "y-bootstrap",
-    n_boot: int = 1000,
-    combine: str = "bonferroni",
-    alpha: float = 0.05,
-    rng: np.random.Generator | None = None,
-    progress: Callable[[], None] | None = None,
-) -> TcalResult:
-    """Test the null hypothesis of perfect calibration with T-Cal (seed 004; SPEC 4.2).
-
-    Inputs: binary labels and 1-D probabilities (binary or top-label data; the caller reduces
-    top-label to binary), or integer labels and an (n, K) probability matrix (canonical mode;
-    K = 2 columns reduce to binary on column 1).
-
-    ``smoothness=None`` runs the adaptive test (Algorithm 2): levels ``b = 1..L`` with ``m = 2^b``.
-    A number ``s`` runs the single-scale test with ``m* = floor(n^(2/(4s+K-1)))`` bins per axis.
-
-    ``null``: ``y-bootstrap`` (keep z, draw ``y* ~ Bernoulli(z)``; the Monte Carlo p-value is exact),
-    ``consistency`` (z* resampled with replacement, then ``y* ~ Bernoulli(z*)``; approximate), or
-    ``chebyshev`` (no resampling; the conservative critical value of Theorem 3.1). One set of
-    ``n_boot`` resamples serves every level and both combination rules.
-
-    ``combine``: ``bonferroni`` (reject if some level has ``p_b <= alpha/L``; p-value
-    ``min(1, L min_b p_b)``) or ``min-p`` (``min_b p_b`` calibrated against its own distribution over
-    the same resamples; exact under the y-bootstrap). For ``chebyshev``, the per-level p-value is
-    the smallest level at which Theorem 3.1's test rejects: ``min(1, (C_m / T_m)^2)`` for
-    ``T_m > 0`` (its critical value is ``C_m / sqrt(alpha)``), else 1; ``min-p`` needs resamples
-    and is refused.
-
-    ``rng``: the source of all randomness (``None`` means ``numpy.random.default_rng(0)``).
-    ``progress``: called once per finished resample (for a progress bar).
-    Sample weights are supported by the y-bootstrap only (weights held fixed, labels redrawn).
-    """
+    sample_weight,
+    smoothness: float | None,
+    null: str,
+    n_boot: int,
+    combine: str,
+    alpha: float,
+    orders: dict[int, np.ndarray] | None = None,
+) -> _Test:
+    """Validate the options and the data (in this order, so the first error is the same), choose the levels
+    and make the engine. ``orders``: sort orders of binary predictions by their number of rows, to try first
+    (other predictions of the same rows; a monotone recalibration keeps their order) and to add to."""
     check_option(null in NULLS, f"unknown null {null!r}: expected one of {', '.join(NULLS)}")
     check_option(combine in COMBINES, f"unknown combine rule {combine!r}: expected one of {', '.join(COMBINES)}")
     alpha = check_alpha(alpha)
@@ -134,7 +134,6 @@ def tcal_test(
     )
     n = len(labels)
     check_option(n >= 2, f"T-Cal needs at least 2 predictions, got {n}")
-    rng = np.random.default_rng(0) if rng is None else rng
     R = 0 if null == "chebyshev" else int(n_boot)
 
     adaptive = smoothness is None
@@ -157,7 +156,18 @@ def tcal_test(
                 f"use {{opt:mode}} top-label to test the confidence of the predicted class instead"
             )
 
-    engine = make_engine(mode, K, labels, probs, w, n_bins_list)
+    order = None if orders is None or mode != "binary" else orders.get(n)
+    engine = make_engine(mode, K, labels, probs, w, n_bins_list, order=order)
+    if orders is not None and isinstance(engine, SortedScalarEngine):
+        orders.setdefault(n, engine.order)
+    return _Test(engine, mode, K, n, L, R, null, combine, alpha, adaptive, smoothness, weighted, n_bins_list, warnings)
+
+
+def _result(t: _Test, star: np.ndarray | None) -> TcalResult:
+    """The test's result from its resampled statistics (``star``: R x distinct partitions; None for chebyshev)."""
+    engine, mode, K, n, L, R = t.engine, t.mode, t.K, t.n, t.L, t.R
+    null, combine, alpha, adaptive, smoothness = t.null, t.combine, t.alpha, t.adaptive, t.smoothness
+    weighted, n_bins_list, warnings = t.weighted, t.n_bins_list, list(t.warnings)
     observed = engine.observed()  # one value per distinct partition
     level_of = np.asarray(engine.level_of)
     T_obs = observed[level_of]
@@ -176,7 +186,7 @@ def tcal_test(
         reject = any(reject_levels)
         exact = False
     else:
-        star = resample_all(engine, rng, R, null, progress)
+        assert star is not None  # (drawn for every null but chebyshev)
         mc = monte_carlo_combine(observed, star, level_of, alpha)
         p_levels = mc.p_levels
         threshold = mc.threshold_bonferroni if combine == "bonferroni" else mc.threshold_min_p
@@ -243,3 +253,108 @@ def tcal_test(
         levels=levels,
         warnings=tuple(warnings),
     )
+
+
+def tcal_test(
+    y_true,
+    y_prob,
+    *,
+    sample_weight=None,
+    smoothness: float | None = None,
+    null: str = "y-bootstrap",
+    n_boot: int = 1000,
+    combine: str = "bonferroni",
+    alpha: float = 0.05,
+    rng: np.random.Generator | None = None,
+    progress: Callable[[], None] | None = None,
+) -> TcalResult:
+    """Test the null hypothesis of perfect calibration with T-Cal (seed 004; SPEC 4.2).
+
+    Inputs: binary labels and 1-D probabilities (binary or top-label data; the caller reduces
+    top-label to binary), or integer labels and an (n, K) probability matrix (canonical mode;
+    K = 2 columns reduce to binary on column 1).
+
+    ``smoothness=None`` runs the adaptive test (Algorithm 2): levels ``b = 1..L`` with ``m = 2^b``.
+    A number ``s`` runs the single-scale test with ``m* = floor(n^(2/(4s+K-1)))`` bins per axis.
+
+    ``null``: ``y-bootstrap`` (keep z, draw ``y* ~ Bernoulli(z)``; the Monte Carlo p-value is exact),
+    ``consistency`` (z* resampled with replacement, then ``y* ~ Bernoulli(z*)``; approximate), or
+    ``chebyshev`` (no resampling; the conservative critical value of Theorem 3.1). One set of
+    ``n_boot`` resamples serves every level and both combination rules.
+
+    ``combine``: ``bonferroni`` (reject if some level has ``p_b <= alpha/L``; p-value
+    ``min(1, L min_b p_b)``) or ``min-p`` (``min_b p_b`` calibrated against its own distribution over
+    the same resamples; exact under the y-bootstrap). For ``chebyshev``, the per-level p-value is
+    the smallest level at which Theorem 3.1's test rejects: ``min(1, (C_m / T_m)^2)`` for
+    ``T_m > 0`` (its critical value is ``C_m / sqrt(alpha)``), else 1; ``min-p`` needs resamples
+    and is refused.
+
+    ``rng``: the source of all randomness (``None`` means ``numpy.random.default_rng(0)``).
+    ``progress``: called once per finished resample (for a progress bar).
+    Sample weights are supported by the y-bootstrap only (weights held fixed, labels redrawn).
+    """
+    t = _set_up(
+        y_true,
+        y_prob,
+        sample_weight=sample_weight,
+        smoothness=smoothness,
+        null=null,
+        n_boot=n_boot,
+        combine=combine,
+        alpha=alpha,
+    )
+    rng = np.random.default_rng(0) if rng is None else rng
+    star = None if t.R == 0 else resample_all(t.engine, rng, t.R, t.null, progress)
+    return _result(t, star)
+
+
+def tcal_tests(
+    problems: Sequence[tuple[Any, Any, Any]],
+    *,
+    seed: int,
+    smoothness: float | None = None,
+    null: str = "y-bootstrap",
+    n_boot: int = 1000,
+    combine: str = "bonferroni",
+    alpha: float = 0.05,
+) -> list[TcalResult]:
+    """:func:`tcal_test` of each ``(y_true, y_prob, sample_weight)`` with ``rng=numpy.random.default_rng(seed)``
+    and the same options, the same results, computed together: the held-out comparison of recalibration
+    methods (``recalibrate evaluate``, ``calibcli report``) tests several predictions of the same rows.
+
+    What is shared is what is provably the same. Binary tests of the same number of rows under the
+    y-bootstrap draw the same uniforms (the same seed, chunks and blocks), compared with each test's own sorted
+    predictions: they are drawn once (:func:`calibcli.tcal.scalar.sweep`). Each binary test first tries the
+    sort order of the previous one with as many rows (monotone maps keep it, and ties they create are
+    checked: :func:`calibcli.tcal.scalar.is_stable_order`), and sorts only when it is not its own.
+    """
+    orders: dict[int, np.ndarray] = {}
+    tests = [
+        _set_up(
+            y_true,
+            y_prob,
+            sample_weight=sample_weight,
+            smoothness=smoothness,
+            null=null,
+            n_boot=n_boot,
+            combine=combine,
+            alpha=alpha,
+            orders=orders,
+        )
+        for y_true, y_prob, sample_weight in problems
+    ]
+    stars: list[np.ndarray | None] = [None] * len(tests)
+    shared: dict[int, list[int]] = {}  # rows -> the binary y-bootstrap tests that can share their draws
+    for i, t in enumerate(tests):
+        if t.R and t.null == "y-bootstrap" and isinstance(t.engine, SortedScalarEngine):
+            shared.setdefault(t.n, []).append(i)
+        elif t.R:
+            stars[i] = resample_all(t.engine, np.random.default_rng(seed), t.R, t.null)
+    for members in shared.values():
+        engines = [tests[i].engine for i in members]
+        assert all(isinstance(e, SortedScalarEngine) for e in engines)  # (as grouped above)
+        draws = SharedDraws([e for e in engines if isinstance(e, SortedScalarEngine)])
+        star = resample_all(draws, np.random.default_rng(seed), tests[members[0]].R, null)
+        for i, part in zip(members, draws.split(star), strict=True):
+            stars[i] = part
+    return [_result(t, star) for t, star in zip(tests, stars, strict=True)]

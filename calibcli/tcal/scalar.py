@@ -14,14 +14,17 @@ bins with at least two points are gathered; such a bin is the same set of points
 the one where it appears to the one where it splits, so each distinct bin is visited once per resample
 and its contribution is credited to that range of levels: O(R x n) for all L levels together. The
 sweep goes block by block through the sorted points (drawing ``y*``, extending the prefix sums,
-finishing the bins that end in the block), so the working arrays stay in cache. All levels and both
-combination rules use the same draws.
+finishing the bins that end in the block), so the working arrays stay in cache; the prefix sums are
+block-local (plus the few that bins crossing a block boundary start from), so several seeded chunks of
+resamples go through one sweep together (:data:`SWEEP_ROWS`), and tests of other predictions of the same rows
+can compare the same draws with their own predictions (:func:`sweep`). All levels and both combination rules
+use the same draws.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -30,6 +33,13 @@ from calibcli.tcal.engine import CHUNK_BYTES
 
 #: Points per block of the sorted sweep (binary engine): the block's working arrays fit in cache.
 _BLOCK_POINTS = 2**15
+
+#: Uniform draws of a sweep shared by several engines (:func:`sweep`), one buffer per thread.
+_DRAWN = threading.local()
+
+#: Label vectors swept together (several seeded chunks of resamples): each NumPy call of the sweep then serves
+#: this many resamples, so its fixed cost (and the hand-over of the GIL between threads) is shared.
+SWEEP_ROWS = 4
 
 
 def _gap_levels(zs: np.ndarray, n_bins_list: list[int]) -> np.ndarray:
@@ -118,8 +128,19 @@ def _nested_bins(gap_part: np.ndarray, P: int, n: int) -> tuple[np.ndarray, np.n
 class SortedScalarEngine:
     """Binary / top-label data (y-bootstrap and consistency nulls): prefix sums over the z-sorted order."""
 
-    def __init__(self, z: np.ndarray, y: np.ndarray, w: np.ndarray | None, n_bins_list: list[int]):
-        order = np.argsort(z, kind="stable")
+    def __init__(
+        self,
+        z: np.ndarray,
+        y: np.ndarray,
+        w: np.ndarray | None,
+        n_bins_list: list[int],
+        *,
+        order: np.ndarray | None = None,
+    ):
+        """``order``: a candidate for the stable sort order of ``z`` (the order of other predictions of the same
+        rows, which a monotone map keeps): used when it is that order (checked in one pass), else ``z`` is sorted."""
+        if order is None or not is_stable_order(z, order):
+            order = np.argsort(z, kind="stable")
         self.order = order
         self.z = z[order]
         self.y = y[order]
@@ -144,14 +165,8 @@ class SortedScalarEngine:
         bin_inv = 1.0 / (wsum[bin_end] - wsum[bin_start])
         self._bins = (bin_start, bin_end, first, last, bin_inv)  # for the consistency null's partitions
         self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
-        # Consistency null: a point alone in its bin at partition j stays alone at finer ones. Order
-        # the points by the first partition where they are alone (both its gaps are boundaries), so that
-        # the singleton part of every partition is a prefix of that order.
-        first_alone = np.maximum(np.concatenate([[0], gap_part]), np.concatenate([gap_part, [0]]))
-        # (small integers: a radix sort, the same stable order)
-        small = np.int16 if P < 2**15 else np.int64
-        self.alone_order = np.argsort(first_alone.astype(small), kind="stable")
-        self.alone_count = np.searchsorted(first_alone[self.alone_order], np.arange(P), side="right")
+        self._gap_part = gap_part  # (the consistency null's singletons, made when first asked for)
+        self._alone: tuple[np.ndarray, np.ndarray] | None = None
         # Group the bins by (first, last) partition: the sum of a group's contributions counts for
         # partitions first..last, a (groups x partitions) 0/1 matrix. The sweep goes through the sorted
         # points block by block (so a block's arrays stay in cache); the bins are ordered by the block
@@ -173,11 +188,28 @@ class SortedScalarEngine:
         self.bin_inv_weight = bin_inv[by_block]
         bin_group, block_of_end = group[by_block], block_of_end[by_block]
         bounds = np.searchsorted(block_of_end, np.arange(len(self.block_edges)))
-        self.blocks = []  # per block: (first bin, last bin + 1, reduceat offsets within, their groups)
+        # Block-local prefix sums: block k's buffer holds the prefix sums at points a..b of the block (index
+        # 0: the carry from the blocks before), then the kept prefix sums at the starts of the bins that begin
+        # in an earlier block than the one holding their end (at most one per partition per block boundary:
+        # such bins are nested). Each bin's end and start are indices into that buffer.
+        self.width = int(np.diff(self.block_edges).max(initial=0))
+        block_start = self.block_edges[block_of_end]
+        crossing = self.bin_start < block_start
+        kept = np.unique(self.bin_start[crossing])  # prefix positions kept for later blocks, by slot
+        self.n_kept = len(kept)
+        self.local_end = self.bin_end - block_start
+        self.local_start = self.bin_start - block_start
+        self.local_start[crossing] = self.width + 1 + np.searchsorted(kept, self.bin_start[crossing])
+        kept_block = kept // _BLOCK_POINTS  # kept while sweeping the block holding the position (its index 0 too)
+        kept_bounds = np.searchsorted(kept_block, np.arange(len(self.block_edges)))
+        # per block: (first bin, last bin + 1, reduceat offsets within, their groups, kept positions, their slots)
+        self.blocks = []
         for k in range(len(self.block_edges) - 1):
             lo, hi = int(bounds[k]), int(bounds[k + 1])
             heads_k = np.flatnonzero(np.diff(bin_group[lo:hi], prepend=-1)) if hi > lo else np.zeros(0, dtype=np.int64)
-            self.blocks.append((lo, hi, heads_k, bin_group[lo:hi][heads_k]))
+            slots = np.arange(int(kept_bounds[k]), int(kept_bounds[k + 1]))
+            where = kept[slots] - int(self.block_edges[k])
+            self.blocks.append((lo, hi, heads_k, bin_group[lo:hi][heads_k], where, self.width + 1 + slots))
         # The deterministic parts of every bin: sum w z (subtracted from sum w y* to give sum w U) and
         # sum w^2 z^2 (the part of sum w^2 U^2 = sum w^2 y* (1 - 2z) + sum w^2 z^2 that does not move).
         wz = np.concatenate([[0.0], np.cumsum(zs if self.w is None else self.w * zs)])
@@ -201,18 +233,18 @@ class SortedScalarEngine:
         self._local = threading.local()
 
     def _workspace(self, rows: int) -> dict:
-        """Per-thread buffers, reused from chunk to chunk (fresh large arrays would cost a page fault per page)."""
+        """Per-thread buffers, reused from sweep to sweep (fresh large arrays would cost a page fault per page)."""
         space = getattr(self._local, "space", None)
         if space is None or space["rows"] < rows:
-            width = int(np.diff(self.block_edges).max(initial=0))
-            most_bins = max([hi - lo for (lo, hi, _, _) in self.blocks] + [0])
+            most_bins = max([blk[1] - blk[0] for blk in self.blocks] + [0])
             prefix_dtype = np.int64 if self.w is None else np.float64
+            local = self.width + 1 + self.n_kept
             space = {
                 "rows": rows,
-                "D": np.empty((rows, width)),
-                "positive": np.empty((rows, width), dtype=bool),
-                "A": np.empty((rows, self.n + 1), dtype=self.count_dtype),
-                "B": np.empty((rows, self.n + 1), dtype=prefix_dtype),
+                "D": np.empty(rows * self.width),
+                "positive": np.empty((rows, self.width), dtype=bool),
+                "A": np.empty((rows, local), dtype=self.count_dtype),
+                "B": np.empty((rows, local), dtype=prefix_dtype),
                 "hiA": np.empty((rows, most_bins), dtype=self.count_dtype),
                 "loA": np.empty((rows, most_bins), dtype=self.count_dtype),
                 "hi": np.empty((rows, most_bins), dtype=prefix_dtype),
@@ -223,62 +255,101 @@ class SortedScalarEngine:
             self._local.space = space
         return space
 
-    def _statistics(self, rows: int, labels: Callable[[int, int, np.ndarray], None]) -> np.ndarray:
-        """``T_m`` for ``rows`` label vectors and every distinct partition.
+    def _begin(self, rows: int) -> tuple[dict, np.ndarray]:
+        """A sweep over ``rows`` label vectors: this thread's buffers and the per-group totals (zeros)."""
+        return self._workspace(rows), np.zeros((rows, self.group_spans.shape[0]))
 
-        ``labels(a, b, out)`` writes the labels of sorted points ``a..b-1`` (rows x (b - a), bool).
-        Per bin, ``sum w U = sum w y - sum w z`` and ``sum w^2 U^2 = sum w^2 y (1 - 2z) + sum w^2 z^2``;
-        the label-dependent sums are differences of two prefix sums over the sorted order, built block
-        by block. Every distinct bin (of two or more points) of every partition is gathered once, in
-        the block holding its end; its contribution ``((sum w U)^2 - sum w^2 U^2) / W_b`` then counts
-        for the consecutive partitions that contain it.
+    def _block(self, k: int, positive: np.ndarray, space: dict, totals: np.ndarray) -> None:
+        """Sweep block ``k`` of the sorted points, given their labels ``positive`` (rows x points of the block):
+        extend the prefix sums, then add the contributions of the bins ending in the block to ``totals``.
+
+        Per bin, ``sum w U = sum w y - sum w z`` and ``sum w^2 U^2 = sum w^2 y (1 - 2z) + sum w^2 z^2``; the
+        label-dependent sums are differences of two prefix sums over the sorted order. Every distinct bin (of
+        two or more points) of every partition is gathered once, in the block holding its end; its
+        contribution ``((sum w U)^2 - sum w^2 U^2) / W_b`` then counts for the consecutive partitions that
+        contain it.
         """
-        space = self._workspace(rows)
+        first_bin, end_bin, heads, groups, kept_at, kept_slots = self.blocks[k]
+        a, b = int(self.block_edges[k]), int(self.block_edges[k + 1])
+        rows = positive.shape[0]
         A, B = space["A"][:rows], space["B"][:rows]
-        A[:, 0] = 0
-        B[:, 0] = 0
-        totals = np.zeros((rows, self.group_spans.shape[0]))
-        for k, (first_bin, end_bin, heads, groups) in enumerate(self.blocks):
-            a, b = int(self.block_edges[k]), int(self.block_edges[k + 1])
-            positive = space["positive"][:rows, : b - a]
-            labels(a, b, positive)
-            A_k, B_k = A[:, a + 1 : b + 1], B[:, a + 1 : b + 1]
-            if self.w is None:
-                np.cumsum(positive, axis=1, out=A_k)
-            else:
-                np.multiply(positive, self.w[a:b], out=A_k)
-                np.cumsum(A_k, axis=1, out=A_k)
-            A_k += A[:, a : a + 1]
-            np.multiply(positive, self.step_b[a:b], out=B_k)
-            np.cumsum(B_k, axis=1, out=B_k)
-            B_k += B[:, a : a + 1]
-            if end_bin == first_bin:
-                continue
-            count = end_bin - first_bin
-            starts, ends = self.bin_start[first_bin:end_bin], self.bin_end[first_bin:end_bin]
-            hi, lo = space["hi"][:rows, :count], space["lo"][:rows, :count]
-            S, Q = space["S"][:rows, :count], space["Q"][:rows, :count]
+        for prefix in (A, B):  # the carry: the prefix sums at the end of the previous block (its last index)
+            prefix[:, 0] = prefix[:, self.width] if k else 0
+        A_k, B_k = A[:, 1 : b - a + 1], B[:, 1 : b - a + 1]
+        if self.w is None:
+            np.cumsum(positive, axis=1, out=A_k)
+        else:
+            np.multiply(positive, self.w[a:b], out=A_k)
+            np.cumsum(A_k, axis=1, out=A_k)
+        A_k += A[:, :1]
+        np.multiply(positive, self.step_b[a:b], out=B_k)
+        np.cumsum(B_k, axis=1, out=B_k)
+        B_k += B[:, :1]
+        if len(kept_at):  # the prefix sums later blocks' bins start from
+            A[:, kept_slots] = A[:, kept_at]
+            B[:, kept_slots] = B[:, kept_at]
+        if end_bin == first_bin:
+            return
+        count = end_bin - first_bin
+        starts, ends = self.local_start[first_bin:end_bin], self.local_end[first_bin:end_bin]
+        hi, lo = space["hi"][:rows, :count], space["lo"][:rows, :count]
+        S, Q = space["S"][:rows, :count], space["Q"][:rows, :count]
 
-            def bin_sums(prefix: np.ndarray, hi=hi, lo=lo, starts=starts, ends=ends) -> np.ndarray:
-                # prefix[end] - prefix[start], into `hi`
-                np.take(prefix, ends, axis=1, out=hi, mode="wrap")  # indices are valid; "wrap": no buffered copy
-                np.take(prefix, starts, axis=1, out=lo, mode="wrap")
-                return np.subtract(hi, lo, out=hi)
+        def bin_sums(prefix: np.ndarray, hi=hi, lo=lo) -> np.ndarray:
+            # prefix[end] - prefix[start], into `hi`
+            np.take(prefix, ends, axis=1, out=hi, mode="wrap")  # indices are valid; "wrap": no buffered copy
+            np.take(prefix, starts, axis=1, out=lo, mode="wrap")
+            return np.subtract(hi, lo, out=hi)
 
-            np.subtract(
-                bin_sums(A, space["hiA"][:rows, :count], space["loA"][:rows, :count]),
-                self.bin_wz[first_bin:end_bin],
-                out=S,
-            )
-            np.multiply(S, S, out=S)
-            np.multiply(bin_sums(B), self.scale_b, out=Q)
-            S -= Q
-            S *= self.bin_inv_weight[first_bin:end_bin]
-            totals[:, groups] += np.add.reduceat(S, heads, axis=1)
-        out = totals @ self.group_spans
+        np.subtract(
+            bin_sums(A, space["hiA"][:rows, :count], space["loA"][:rows, :count]),
+            self.bin_wz[first_bin:end_bin],
+            out=S,
+        )
+        np.multiply(S, S, out=S)
+        np.multiply(bin_sums(B), self.scale_b, out=Q)
+        S -= Q
+        S *= self.bin_inv_weight[first_bin:end_bin]
+        totals[:, groups] += np.add.reduceat(S, heads, axis=1)
+
+    def _end(self, totals: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
+        """``T_m`` per distinct partition from a sweep's per-group totals: ``sizes`` rows at a time (each chunk's
+        rows as one product, as a sweep of that chunk alone computes them)."""
+        parts, r = [], 0
+        for size in sizes:
+            parts.append(np.array(totals[r : r + size]) @ self.group_spans)
+            r += size
+        out = np.concatenate(parts, axis=0)
         out -= self.const
         out /= self.total_weight
         return out
+
+    def _statistics(self, rows: int, labels: Callable[[int, int, np.ndarray], None]) -> np.ndarray:
+        """``T_m`` for ``rows`` label vectors and every distinct partition.
+
+        ``labels(a, b, out)`` writes the labels of sorted points ``a..b-1`` (rows x (b - a), bool); the sweep
+        then goes block by block (:meth:`_block`).
+        """
+        space, totals = self._begin(rows)
+        for k in range(len(self.blocks)):
+            a, b = int(self.block_edges[k]), int(self.block_edges[k + 1])
+            positive = space["positive"][:rows, : b - a]
+            labels(a, b, positive)
+            self._block(k, positive, space, totals)
+        return self._end(totals, [rows])
+
+    @property
+    def alone(self) -> tuple[np.ndarray, np.ndarray]:
+        """The consistency null's singletons: a point alone in its bin at partition j stays alone at finer ones.
+        ``(order, count)``: the points by the first partition where they are alone (both its gaps are
+        boundaries), and per partition how many of that order are alone (a prefix of it)."""
+        if self._alone is None:
+            gap_part, P = self._gap_part, self.n_parts
+            first_alone = np.maximum(np.concatenate([[0], gap_part]), np.concatenate([gap_part, [0]]))
+            small = np.int16 if P < 2**15 else np.int64  # (small integers: a radix sort, the same stable order)
+            order = np.argsort(first_alone.astype(small), kind="stable")
+            self._alone = order, np.searchsorted(first_alone[order], np.arange(P), side="right")
+        return self._alone
 
     @property
     def parts(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -310,16 +381,15 @@ class SortedScalarEngine:
         return self._statistics(positive.shape[0], labels)
 
     def resampled(self, rng: np.random.Generator, rows: int, null: str) -> np.ndarray:
+        return self.resampled_chunks([(rng, rows)], null)
+
+    def resampled_chunks(self, chunks: Sequence[tuple[np.random.Generator, int]], null: str) -> np.ndarray:
         if null == "consistency":
-            return self._consistency(rng, rows)
-        D = self._workspace(rows)["D"]
+            return np.concatenate([self._consistency(rng, rows) for rng, rows in chunks], axis=0)
+        return sweep([self], chunks)[0]
 
-        def labels(a: int, b: int, out: np.ndarray) -> None:  # y* ~ Bernoulli(z), drawn block by block
-            uniform = D.reshape(-1)[: rows * (b - a)].reshape(rows, b - a)  # contiguous, as rng.random needs
-            rng.random(out=uniform)
-            np.less(uniform, self.z[a:b], out=out)
-
-        return self._statistics(rows, labels)
+    def sweep_rows(self) -> int:
+        return SWEEP_ROWS
 
     def _consistency(self, rng: np.random.Generator, rows: int) -> np.ndarray:
         """Consistency resampling (unit weights): ``z*`` drawn with replacement, ``y* ~ Bernoulli(z*)``.
@@ -329,6 +399,7 @@ class SortedScalarEngine:
         ``sum U^2 = sum (s (1 - 2z) + k z^2)``; bins with fewer than two copies contribute 0.
         """
         n, z = self.n, self.z
+        alone_order, alone_count = self.alone
         J = rng.integers(0, n, size=(rows, n))
         positive = rng.random((rows, n)) < z[J]
         J += (np.arange(rows) * n)[:, None]
@@ -339,7 +410,7 @@ class SortedScalarEngine:
         # points alone in their bin: contribution (A^2 - B) / k when k >= 2, else 0
         alone = np.where(k >= 2, (A * A - B) / np.maximum(k, 1.0), 0.0)
         alone_prefix = np.zeros((rows, n + 1))
-        np.cumsum(np.take(alone, self.alone_order, axis=1), axis=1, out=alone_prefix[:, 1:])
+        np.cumsum(np.take(alone, alone_order, axis=1), axis=1, out=alone_prefix[:, 1:])
         C = np.zeros((rows, n + 1), dtype=np.complex128)
         body = C[:, 1:]
         body.real = A
@@ -347,7 +418,7 @@ class SortedScalarEngine:
         np.cumsum(body, axis=1, out=body)
         Ck = np.zeros((rows, n + 1))
         np.cumsum(k, axis=1, out=Ck[:, 1:])
-        out = np.take(alone_prefix, self.alone_count, axis=1)
+        out = np.take(alone_prefix, alone_count, axis=1)
         for j, (s, e, _) in enumerate(self.parts):
             if len(s) == 0:
                 continue
@@ -360,3 +431,100 @@ class SortedScalarEngine:
 
     def chunk_rows(self) -> int:
         return max(1, CHUNK_BYTES // (48 * self.n))
+
+
+def is_stable_order(z: np.ndarray, order: np.ndarray) -> bool:
+    """Whether ``order`` is ``numpy.argsort(z, kind="stable")``: ``z[order]`` non-decreasing and, among equal
+    values, increasing row indices (the one permutation a stable sort returns). One pass, no sort."""
+    if len(order) != len(z):
+        return False
+    zs = z[order]
+    rising = zs[1:] > zs[:-1]
+    return bool(np.all(rising | ((zs[1:] == zs[:-1]) & (order[1:] > order[:-1]))))
+
+
+def sweep(engines: Sequence[SortedScalarEngine], chunks: Sequence[tuple[np.random.Generator, int]]) -> list[np.ndarray]:
+    """y-bootstrap statistics of several seeded chunks of resamples for several engines over the same number of
+    points, in one sweep: per engine, ``sum(rows)`` x its distinct partitions, equal to each chunk's
+    ``engine.resampled(rng, rows, "y-bootstrap")`` stacked.
+
+    Each chunk draws its uniforms from its own generator block by block, as it does alone (so the draws are
+    the same); a point's label is ``uniform < z`` at its place in the sorted order, so engines of other
+    predictions of the same number of rows (the held-out comparison's methods) compare the same uniforms with
+    their own sorted predictions, drawn once for all. One engine uses each block's uniforms as they are drawn;
+    several engines draw the whole sweep's first (``rows x n`` doubles in a buffer kept per thread) and then
+    sweep them one engine after the other, so each engine's arrays stay in cache during its sweep (taking turns
+    block by block, the engines evicted each other's arrays, and lost what the shared draws saved).
+    """
+    first = engines[0]
+    if any(e.n != first.n for e in engines):
+        raise ValueError("engines sharing draws must hold the same number of points")
+    if len({id(e) for e in engines}) != len(engines):  # (an engine's buffers serve one sweep at a time)
+        raise ValueError("an engine can take part in a sweep once")
+    rows = sum(size for _, size in chunks)
+    blocks = range(len(first.blocks))
+    edges = [(int(first.block_edges[k]), int(first.block_edges[k + 1])) for k in blocks]
+    if len(engines) == 1:  # drawn block by block, used at once (the block's uniforms stay in cache)
+        space, totals = first._begin(rows)
+        D = space["D"]
+        for k, (a, b) in zip(blocks, edges, strict=True):
+            uniform = D[: rows * (b - a)].reshape(rows, b - a)  # each chunk's rows contiguous, as rng.random needs
+            _draw(chunks, uniform)
+            positive = space["positive"][:rows, : b - a]
+            np.less(uniform, first.z[a:b], out=positive)
+            first._block(k, positive, space, totals)
+        return [first._end(totals, [size for _, size in chunks])]
+    # several engines: every block's uniforms drawn once, then each engine sweeps them (its arrays stay in cache)
+    drawn = getattr(_DRAWN, "buffer", None)
+    if drawn is None or len(drawn) < rows * first.n:  # this thread's buffer, kept for its next sweeps
+        drawn = _DRAWN.buffer = np.empty(rows * first.n)
+    uniforms = []
+    for a, b in edges:
+        uniform = drawn[rows * a : rows * b].reshape(rows, b - a)
+        _draw(chunks, uniform)
+        uniforms.append(uniform)
+    states = []
+    for engine in engines:
+        space, totals = engine._begin(rows)
+        for k, (a, b) in zip(blocks, edges, strict=True):
+            positive = space["positive"][:rows, : b - a]
+            np.less(uniforms[k], engine.z[a:b], out=positive)
+            engine._block(k, positive, space, totals)
+        states.append((space, totals))
+    sizes = [size for _, size in chunks]
+    return [engine._end(totals, sizes) for engine, (_, totals) in zip(engines, states, strict=True)]
+
+
+class SharedDraws:
+    """Binary engines over the same number of points resampled together under the y-bootstrap (a
+    :class:`~calibcli.tcal.engine.Resampler`): one set of uniform draws, compared with each engine's sorted
+    predictions (:func:`sweep`). The statistics are each engine's, side by side (:meth:`split` parts them)."""
+
+    def __init__(self, engines: Sequence[SortedScalarEngine]):
+        if not engines or any(e.n != engines[0].n for e in engines):
+            raise ValueError("engines sharing draws must hold the same number of points")
+        self.engines = list(engines)
+
+    def chunk_rows(self) -> int:
+        return self.engines[0].chunk_rows()  # (a function of the number of points: the same for all)
+
+    def sweep_rows(self) -> int:
+        return SWEEP_ROWS
+
+    def resampled_chunks(self, chunks: Sequence[tuple[np.random.Generator, int]], null: str) -> np.ndarray:
+        if null != "y-bootstrap":
+            raise ValueError(f"only the y-bootstrap draws labels alone (got the {null} null)")
+        return np.concatenate(sweep(self.engines, chunks), axis=1)
+
+    def split(self, star: np.ndarray) -> list[np.ndarray]:
+        """Each engine's columns of what :meth:`resampled_chunks` returned."""
+        edges = np.cumsum([0] + [e.n_parts for e in self.engines])
+        return [star[:, lo:hi] for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+
+
+def _draw(chunks: Sequence[tuple[np.random.Generator, int]], uniform: np.ndarray) -> None:
+    """One block's uniforms of several chunks: each chunk's rows from its own generator, in order."""
+    r = 0
+    for rng, size in chunks:
+        rng.random(out=uniform[r : r + size])
+        r += size

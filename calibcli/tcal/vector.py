@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from calibcli.tcal.engine import CHUNK_BYTES
@@ -113,6 +115,12 @@ class GroupVectorEngine:
             return self._stats(J, cls)
         cls = self._draw_classes(rng, self.cumP, rows)
         return self._stats(None, cls)
+
+    def resampled_chunks(self, chunks: Sequence[tuple[np.random.Generator, int]], null: str) -> np.ndarray:
+        return np.concatenate([self.resampled(rng, rows, null) for rng, rows in chunks], axis=0)
+
+    def sweep_rows(self) -> int:
+        return self.chunk_rows()  # one chunk per call: its arrays already fill the chunk's memory budget
 
     def chunk_rows(self) -> int:
         return max(1, CHUNK_BYTES // (8 * self.n * (self.K + 6)))
