@@ -15,7 +15,8 @@ them into fresh, writable arrays on arrival (:func:`unpack`):
   whole numbers below 2^53 (a count kept as float, the label sums of unit-weight rows) goes as integers
   too, and one equal to an array sent before it in the same group (``sum w`` equal to the count) as a
   reference to it;
-- arrays inside lists and tuples (a row sample's parts) are packed the same way, each alone;
+- arrays inside lists and tuples (a row sample's parts) are packed the same way, each alone; a dict of named
+  arrays (a lazily allocated grid's sums) is packed as an object's attributes are, its arrays sharing supports;
 - everything else (small arrays, floats with fractions, nested states, options) as pickle sends it.
 
 Every value comes back with its dtype and bit pattern, so a merge after a round trip equals a merge
@@ -126,9 +127,28 @@ class _Sequence:
         return (_Sequence, (self.kind, self.items))
 
 
+class _Mapping:
+    """A dict of a state with string keys holding long arrays (a grid's sums by name), packed by :func:`pack`."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: dict):
+        self.state = state
+
+    def __reduce__(self):
+        return (_Mapping, (self.state,))
+
+
+def _long_array(value) -> bool:
+    return isinstance(value, np.ndarray) and value.ndim == 1 and value.size >= PACK_MIN and value.dtype.kind in "iuf"
+
+
 def _pack_items(value):
-    """Arrays inside (nested) lists and tuples, each packed alone; other values as they are."""
-    if isinstance(value, np.ndarray) and value.ndim == 1 and value.size >= PACK_MIN and value.dtype.kind in "iuf":
+    """Arrays inside (nested) lists and tuples, each packed alone, and dicts of named arrays packed together;
+    other values as they are."""
+    if type(value) is dict and all(isinstance(k, str) for k in value) and any(map(_long_array, value.values())):
+        return _Mapping(pack(value))
+    if _long_array(value):
         return _Array(value.dtype.str, _encode(np.ascontiguousarray(value), []))
     if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
         items = [_pack_items(v) for v in value]
@@ -138,6 +158,8 @@ def _pack_items(value):
 
 
 def _unpack_items(value):
+    if isinstance(value, _Mapping):
+        return unpack(value.state)
     if isinstance(value, _Array):
         return np.array(_decode(value.encoding, []), dtype=value.dtype, copy=True)
     if isinstance(value, _Sequence):
@@ -157,7 +179,7 @@ def pack(attrs: dict) -> dict:
     by_size: dict[int, list[str]] = {}
     out = {}
     for name, value in attrs.items():
-        if isinstance(value, np.ndarray) and value.ndim == 1 and value.size >= PACK_MIN and value.dtype.kind in "iuf":
+        if _long_array(value):
             by_size.setdefault(value.size, []).append(name)
         else:
             out[name] = _pack_items(value)
@@ -287,6 +309,8 @@ def to_json(value):
         return {"$packed": [value.dtype, to_json(value.encoding)]}
     if isinstance(value, _Sequence):
         return {"$sequence": [value.kind, to_json(value.items)]}
+    if isinstance(value, _Mapping):
+        return {"$mapping": to_json(value.state)}
     if isinstance(value, tuple):
         return {"$tuple": [to_json(v) for v in value]}
     if isinstance(value, list):
@@ -326,6 +350,8 @@ def from_json(doc):
             return _Array(body[0], from_json(body[1]))
         if tag == "$sequence":
             return _Sequence(body[0], from_json(body[1]))
+        if tag == "$mapping":
+            return _Mapping(from_json(body))
         if tag == "$tuple":
             return tuple(from_json(v) for v in body)
         if tag == "$dict":

@@ -75,6 +75,29 @@ def test_a_mostly_empty_grid_travels_as_its_occupied_cells():
     assert {name: how[0] for name, _, how in encoded} == {"count": "int", "wf": "raw", "wf2": "raw", "w": "same"}
 
 
+def test_a_dict_of_named_arrays_travels_packed_like_attributes():
+    """A lazily allocated grid held as a dict of its sums by name (the ECCE grid) packs as an object's attributes
+    do: the arrays share one support, and come back bit for bit through pickling and JSON."""
+    import json
+
+    from calibcli.arraystate import from_json, to_json
+
+    rng = np.random.default_rng(2)
+    cells = rng.choice(1 << 16, 300, replace=False)
+    count = np.zeros(1 << 16, dtype=np.int64)
+    count[cells] = rng.integers(1, 5, len(cells))
+    sums = {"count": count, "w": count.astype(np.float64), "ws": np.where(count > 0, rng.random(1 << 16), 0.0)}
+    state = _State(sums=sums, small={"a": 1, "b": np.arange(3)})
+    blob = pickle.dumps(state, protocol=5)
+    assert len(blob) < 300 * (8 + 1) + 2_000  # the occupied cells: one float sum each, counts in a byte
+    for back in (pickle.loads(blob), _State.from_dict(json.loads(json.dumps(to_json(state.__getstate__()))))):
+        assert back.sums.keys() == sums.keys()
+        for name, value in sums.items():
+            _same(value, back.sums[name])
+        assert back.small["a"] == 1 and np.array_equal(back.small["b"], np.arange(3))
+    assert from_json(to_json({"x": 1})) == {"x": 1}
+
+
 def test_a_full_grid_travels_dense_and_row_indices_as_steps():
     rng = np.random.default_rng(2)
     state = _State(count=rng.integers(1, 5, 4096), value=rng.random(4096), rows=[(np.arange(10**6, 10**6 + 5000),)])
