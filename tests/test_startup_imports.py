@@ -1,5 +1,5 @@
-"""Start-up cost: ``calibcli --help`` and ``calibcli ece`` must not import matplotlib, scipy.stats or
-pandas (HELPERS_COMMON: scipy is imported lazily inside functions); ``smece`` and ``diagram`` neither
+"""Start-up cost: ``calibcli --help`` and ``calibcli ece`` must not import matplotlib, scipy.stats,
+pandas or numba (HELPERS_COMMON: scipy is imported lazily inside functions); ``smece`` and ``diagram`` neither
 pandas nor scipy.optimize (each costs 0.2-0.5 s per run). Checked in fresh interpreters; and the
 installed ``calibcli`` console script runs for real, with ``--json`` parsed.
 """
@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_data"
-FORBIDDEN = ("matplotlib", "scipy.stats", "pandas")
+FORBIDDEN = ("matplotlib", "scipy.stats", "pandas", "numba")
 
 # Runs the CLI as the console script does (calibcli.entry:main with sys.argv), catches its SystemExit,
 # then writes the exit code and every imported module name to the file named by argv[1].

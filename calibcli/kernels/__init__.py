@@ -1,0 +1,54 @@
+"""Compiled loops, for the few computations whose NumPy form costs a pass over memory per operation.
+
+A bootstrap over groups or a T-Cal null distribution makes 10^9 draws at 10^6 rows and 1000 replicates. Each
+draw takes a dozen integer operations and feeds a handful of sums; as NumPy array operations every one of those
+is a pass over a block of draws, and the passes, not the arithmetic, set the time. Written as one loop and
+compiled (Numba, https://numba.pydata.org), a draw is made, used and forgotten in registers: the same
+numbers, from the same operations in the same order, at a fraction of the passes.
+
+:func:`compiled` compiles a function on its first call (not at import: start-up does not pay for Numba), with
+the GIL released (the bootstrap's threads run side by side) and the machine code cached on disk beside the
+source, so a later process loads it rather than compiling it again.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_LOCK = threading.Lock()
+
+
+def compiled(function: F) -> F:
+    """``function`` compiled by Numba (``nopython``, GIL released, bounds unchecked, cached on disk) on its first
+    call. The function must be written in the subset of Python and NumPy that Numba compiles, and whole: it
+    cannot call another function wrapped here (that is a Python function until its first call), so a kernel's
+    loop stays in one function."""
+    state: dict[str, Any] = {}
+
+    @functools.wraps(function)
+    def call(*args: Any) -> Any:
+        kernel = state.get("kernel")
+        if kernel is None:
+            with _LOCK:  # two threads' first calls compile once
+                kernel = state.get("kernel")
+                if kernel is None:
+                    kernel = state["kernel"] = _jit(function)
+        return kernel(*args)
+
+    return call  # type: ignore[return-value]
+
+
+def _jit(function: Callable[..., Any]) -> Any:
+    """Numba's dispatcher of ``function``, caching its machine code on disk when a cache directory can be
+    written (beside the source, or the user's cache directory); compiled in every process otherwise."""
+    import numba
+
+    try:
+        return numba.njit(function, cache=True, nogil=True, boundscheck=False, error_model="numpy")
+    except RuntimeError:  # no cache directory can be written: compile in each process instead
+        return numba.njit(function, nogil=True, boundscheck=False, error_model="numpy")
