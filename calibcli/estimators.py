@@ -295,14 +295,21 @@ def hoeffding_margin(n: float, delta: float) -> float:
     return math.sqrt(2.0 * math.log(1.0 / delta) / n)
 
 
-def _point_metrics(s: BinStats, s_uniform: BinStats) -> dict:
+#: Batched statistics of at least this many (row, bin) values in one run go through the compiled estimators
+#: (:mod:`calibcli.kernels.binned`): loading the compiler costs about 0.3 s once per process, what NumPy's forms
+#: take on about 4 x 10^6 values; a run's few thousand replicates stay on NumPy and never load it.
+COMPILED_MIN_VALUES = 1 << 22
+
+
+def _point_metrics(s: BinStats, s_uniform: BinStats, *, compiled: bool = False) -> dict:
     """Every bootstrappable metric of SPEC 2 (:data:`METRIC_NAMES`, each registered estimator of the binned family)
     from the bins' statistics (floats, or arrays over the leading axes of batched statistics), in report order.
 
-    Batched statistics (replicates, groups: ``(..., bins)``) go through one compiled loop that computes every
-    estimator above on each row, with the same operations in the same order (:mod:`calibcli.kernels.binned`,
-    whose tests compare it with these functions): one pass over the sums instead of a hundred."""
-    if s.weight.ndim == 1:
+    ``compiled`` (batched statistics: replicates, groups, ``(..., bins)``) runs one compiled loop that computes
+    every estimator above on each row with the same operations in the same order, so the same numbers bit for bit
+    (:mod:`calibcli.kernels.binned`, whose tests compare it with these functions): one pass over the sums instead
+    of a hundred, for the runs whose statistics pass :data:`COMPILED_MIN_VALUES`."""
+    if not compiled or s.weight.ndim == 1:
         return evaluate(METRIC_NAMES, {"s": s, "s_uniform": s_uniform})
     lead = s.weight.shape[:-1]
     rows = int(np.prod(lead))
@@ -555,6 +562,7 @@ def binned_calibration_groups(
             binnings,
             n_bins,
         )
+        compiled = G * n_boot * (nb + (0 if strategy == "uniform" else n_bins)) >= COMPILED_MIN_VALUES
         chunks = problems.chunks(group_chunk(n_boot, nb + (0 if strategy == "uniform" else n_bins)))
         if on_chunks is not None and len(chunks) > 1:
             on_chunks(len(chunks), chunks[0][1] - chunks[0][0])
@@ -572,7 +580,7 @@ def binned_calibration_groups(
                     progress=None if progress is None else lambda: progress(1),
                 )
             else:
-                low_high, reps = _summarise_halves(main, uniform, names, alpha, keep_replicates, progress)
+                low_high, reps = _summarise_halves(main, uniform, names, alpha, keep_replicates, progress, compiled)
             if G == 1:
                 ci[0], replicates[0] = low_high, reps
                 bin_replicates[0] = main if keep_replicates else None
@@ -607,7 +615,9 @@ def binned_calibration_groups(
     return out
 
 
-def _summarise_halves(main: BinStats, uniform: BinStats, names: list[str], alpha: float, keep: bool, progress):
+def _summarise_halves(
+    main: BinStats, uniform: BinStats, names: list[str], alpha: float, keep: bool, progress, compiled: bool = False
+):
     """:func:`summarise_replicates` of ``(G, R, bins)`` statistics, the first and the second half of the groups on
     two threads (:func:`calibcli.resampling.in_threads`; each group's numbers are its own whichever half it is in,
     and every estimator runs twice, however many groups)."""
@@ -616,7 +626,9 @@ def _summarise_halves(main: BinStats, uniform: BinStats, names: list[str], alpha
 
     def half(g0: int, g1: int):
         part = slice(g0, g1)
-        return summarise_replicates((_take(main, part), _take(uniform, part)), names, alpha, keep_replicates=keep)
+        return summarise_replicates(
+            (_take(main, part), _take(uniform, part)), names, alpha, keep_replicates=keep, compiled=compiled
+        )
 
     parts = in_threads(half, halves)
     if progress is not None:
@@ -633,7 +645,9 @@ def _reshaped(s: BinStats, G: int) -> BinStats:
     return BinStats(*main, *self_pairs)
 
 
-def summarise_replicates(resamples, names: list[str], alpha: float, *, keep_replicates: bool = False, progress=None):
+def summarise_replicates(
+    resamples, names: list[str], alpha: float, *, keep_replicates: bool = False, progress=None, compiled: bool = False
+):
     """Percentile intervals ``{name: (low, high)}`` (and the replicates when kept) of every bootstrappable
     metric, from the ``(main bins, equal-width bins)`` statistics of the resamples.
 
@@ -642,6 +656,7 @@ def summarise_replicates(resamples, names: list[str], alpha: float, *, keep_repl
     iterable of per-replicate pairs, which are stacked first. With leading axes the intervals and the
     replicates are arrays over them. ``progress()``, if given, is called once per replicate of ``(R, bins)``
     statistics; ``progress(steps)`` once with the number of (group, replicate) pairs of ``(G, R, bins)`` ones.
+    ``compiled``: the estimators' compiled loop (:func:`_point_metrics`), the same numbers.
     """
     if isinstance(resamples, tuple) and len(resamples) == 2 and isinstance(resamples[0], BinStats):
         main, uniform = resamples
@@ -656,7 +671,7 @@ def summarise_replicates(resamples, names: list[str], alpha: float, *, keep_repl
     reps = np.full((*lead, len(names)), math.nan)
     if main is not None and main.weight.size:
         with np.errstate(divide="ignore", invalid="ignore"):
-            p = _point_metrics(main, uniform)
+            p = _point_metrics(main, uniform, compiled=compiled)
         for j, k in enumerate(names):
             reps[..., j] = p[k]
         # a Poisson resample can draw no row (probability e^-n): no metric values, and the interval is

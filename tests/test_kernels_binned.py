@@ -22,7 +22,7 @@ def _numpy_metrics(main: BinStats, uniform: BinStats) -> dict:
 
 
 def _assert_bit_for_bit(main: BinStats, uniform: BinStats) -> None:
-    got = _point_metrics(main, uniform)
+    got = _point_metrics(main, uniform, compiled=True)
     want = _numpy_metrics(main, uniform)
     assert list(got) == list(want)
     for name in want:
@@ -87,3 +87,36 @@ def test_sums_reaching_every_branch_bit_for_bit(n_bins):
     uniform = BinStats(*(a[:, :nu] * 1.0 for a in main._arrays()))
     _assert_bit_for_bit(main, uniform)
     _assert_bit_for_bit(main, main)
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+def test_grouped_bootstrap_is_the_same_compiled_or_not(monkeypatch, strategy):
+    """A grouped bootstrap past :data:`COMPILED_MIN_VALUES` (here lowered to 0) gives every interval and replicate
+    of the NumPy estimators bit for bit; a run below it never loads the compiled loop."""
+    import calibcli.estimators as est
+
+    groups = []
+    for g in range(7):
+        y, z, w = _data(150 + 40 * g, seed=g)
+        groups.append((y, z, w if g % 2 else None, np.arange(len(z)) * 7 + g))
+    runs = {}
+    for compiled in (False, True):
+        monkeypatch.setattr(est, "COMPILED_MIN_VALUES", 0 if compiled else 1 << 62)
+        used = {"n": 0}
+        original = est.binned_metrics
+
+        def counted(*args, _original=original, _used=used):
+            _used["n"] += 1
+            return _original(*args)
+
+        monkeypatch.setattr(est, "binned_metrics", counted)
+        runs[compiled] = est.binned_calibration_groups(
+            groups, n_bins=10, strategy=strategy, n_boot=60, seed=3,
+            keep_replicates=True,
+        )
+        assert (used["n"] > 0) == compiled
+    for a, b in zip(runs[False], runs[True], strict=True):
+        for name, m in a.metrics.items():
+            assert b.metrics[name] == m, name
+        for name, r in a.replicates.items():
+            np.testing.assert_array_equal(b.replicates[name], r, err_msg=name)
