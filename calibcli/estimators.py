@@ -319,8 +319,17 @@ def _point_metrics(s: BinStats, s_uniform: BinStats, *, compiled: bool = False) 
         def flat(a: np.ndarray) -> np.ndarray:
             return np.ascontiguousarray(a).reshape(rows, a.shape[-1])
 
+        count, weight, sum_z, sum_y, sum_u2, sum_log_loss, diag_weight, diag_y, diag_u2 = map(flat, s._arrays())
         binned_metrics(
-            *(flat(a) for a in s._arrays()),
+            count,
+            weight,
+            sum_z,
+            sum_y,
+            sum_u2,
+            sum_log_loss,
+            diag_weight,
+            diag_y,
+            diag_u2,
             flat(s_uniform.weight),
             flat(s_uniform.sum_y),
             out,
