@@ -154,32 +154,6 @@ _GROUP_BLOCK_ROWS = 1 << 11
 _QUANTILE_BLOCK_ROWS = 1 << 13
 
 
-def _run_matrix(cell: np.ndarray, n_cells: int, columns: list[tuple[np.ndarray, int]], width: int):
-    """The CSR matrix ``(len(columns) * n_cells, width)`` whose row ``k n_cells + c`` holds ``columns[k]``'s values
-    on the rows of run ``c`` (``cell`` non-decreasing, runs contiguous), at the columns ``offset + row`` given by
-    ``columns[k] = (values, offset)``: its product with multiplicities (rows x R; the self-pair counts below them
-    for ``offset`` = rows) gives every run's sums under every replicate.
-
-    Zero values are left out: a run's sums then take the same products in the same order (rows ascending,
-    starting from zero), less some ``+ 0.0`` that change nothing (every term is >= 0), so the same numbers."""
-    from scipy.sparse import csr_matrix  # scipy only for the bootstrap over groups
-
-    n = len(cell)
-    at = np.arange(n)
-    rows, indices, data = [], [], []
-    for k, (values, offset) in enumerate(columns):
-        keep = np.flatnonzero(values)
-        rows.append(k * n_cells + cell[keep])
-        indices.append(offset + at[keep])
-        data.append(values[keep])
-    row = np.concatenate(rows)  # non-decreasing: columns in turn, each in the order of its runs
-    indptr = np.zeros(len(columns) * n_cells + 1, dtype=np.int64)
-    np.cumsum(np.bincount(row, minlength=len(columns) * n_cells), out=indptr[1:])
-    return csr_matrix(
-        (np.concatenate(data), np.concatenate(indices).astype(np.int64), indptr), shape=(len(columns) * n_cells, width)
-    )
-
-
 class SortedGroups:
     """The rows of G groups (one binary problem each), sorted by group and z once (see the module docstring).
 
@@ -266,28 +240,50 @@ class SortedGroups:
         return _bin_stats(main, main_dup), _bin_stats(uni, uni_dup) if separate else None
 
     def _resample_block(self, b0: int, b1: int, g0: int, seed: int, n_boot: int, out: dict) -> None:
-        """The statistics of groups ``b0..b1`` (one block) under every replicate, into ``out`` (their own slices)."""
+        """The statistics of groups ``b0..b1`` (one block) under every replicate, into ``out`` (their own slices).
+
+        Equal-width bins: every (group, bin) run's sums under a block of replicates are one compiled loop over the
+        rows (:meth:`calibcli.resampling.Multiplicities.run_sums`: each run's terms added in the order of its rows,
+        from zero, what the sums row after row give). Quantile bins: each group's own resampled edges
+        (:meth:`_SortedProblem._quantile_sums` on the block's multiplicities)."""
         a, b = self.bounds[b0], self.bounds[b1]
-        n, Gb = b - a, b1 - b0
+        Gb = b1 - b0
         separate = self.quantile or self.n_uniform != self.n_main
         rows = Multiplicities(seed, self.row_index[a:b])
         cells = {"uniform": (self.uniform_cell[a:b] - b0 * self.n_uniform, self.n_uniform)}
         if not self.quantile:
             cells["main"] = (self.main_cell[a:b] - b0 * self.n_main, self.n_main)
-        # each product reads the multiplicities (rows) stacked over their self-pair counts m (m - 1) (rows)
-        columns = [(self.X[a:b, j], 0) for j in self._sums] + [(self.X_self[a:b, j], n) for j in range(3)]
-        mats = {
-            key: (_run_matrix(c, Gb * nb, columns, 2 * n), nb)
-            for key, (c, nb) in cells.items()
-            if key == "main" or separate
-        }
-        # replicates per block: the multiplicities (rows x R) and the products (runs x statistics x R) in the caches
-        runs = Gb * (self.n_main + (self.n_uniform if separate else 0)) * (_N_STATS + 4)
+        X, X_self = np.ascontiguousarray(self.X[a:b, self._sums]), self.X_self[a:b]
+        K = len(self._sums)
+        gs = slice(b0 - g0, b1 - g0)
+        # replicates per call: the cells' sums (cells x statistics x R) within _BLOCK_ELEMENTS x 8 values
+        widest = Gb * max(nb for _, nb in cells.values()) * (K + 3)
+        step = min(max(1, 8 * _BLOCK_ELEMENTS // max(widest, 1)), n_boot)
+        for r0 in range(0, n_boot, step):
+            R = min(step, n_boot - r0)
+            reps = np.arange(r0, r0 + R)
+            for key, (c, nb) in cells.items():
+                if key == "uniform" and not separate:
+                    continue
+                sums, dup = np.zeros((Gb * nb, K, R)), np.zeros((Gb * nb, 3, R))
+                rows.run_sums(reps, c, X, X_self, sums, dup)
+                s_out, d_out = out[key]
+                s_out[self._sums, gs, r0 : r0 + R] = sums.reshape(Gb, nb, K, R).transpose(2, 0, 3, 1)
+                d_out[:, gs, r0 : r0 + R] = dup.reshape(Gb, nb, 3, R).transpose(2, 0, 3, 1)
+        if self.quantile:
+            self._quantile_block(b0, b1, g0, rows, n_boot, out["main"])
+
+    def _quantile_block(self, b0: int, b1: int, g0: int, rows: Multiplicities, n_boot: int, main: tuple) -> None:
+        """The quantile bins' statistics of groups ``b0..b1`` (one block, ``rows`` its multiplicities) under every
+        replicate, into ``main`` (their own slices): each group's bins re-fitted on every resample."""
+        a = self.bounds[b0]
+        n = self.bounds[b1] - a
+        sums_out, dup_out = main
+        # replicates per block (the shapes of the BLAS products, hence their order of summation: kept as they were)
+        runs = (b1 - b0) * (self.n_main + self.n_uniform) * (_N_STATS + 4)
         step = min(max(1, _BLOCK_ELEMENTS // max(n, runs, 1)), n_boot)
         scratch = Scratch()
         stacked = np.empty((2 * n, step))
-        gs = slice(b0 - g0, b1 - g0)
-        K = len(self._sums)
         for r0 in range(0, n_boot, step):
             reps = np.arange(r0, min(r0 + step, n_boot))
             R = len(reps)
@@ -295,19 +291,12 @@ class SortedGroups:
             # (rows, R) in sorted order, and below them the self-pair counts m (m - 1)
             M = rows.columns(reps, out=both[:n], scratch=scratch, pairs=both[n:])
             pairs = both[n:]
-            for key, (A, nb) in mats.items():
-                s_out, d_out = out[key]
-                p = (A @ both).reshape(K + 3, Gb, nb, R).transpose(0, 1, 3, 2)
-                s_out[self._sums, gs, r0 : r0 + R] = p[:K]
-                d_out[:, gs, r0 : r0 + R] = p[K:]
-            if self.quantile:
-                main, main_dup = out["main"]
-                for g in range(b0, b1):  # each group's bins move with its resample
-                    lo, hi = self.bounds[g] - a, self.bounds[g + 1] - a
-                    Mg = np.ascontiguousarray(M[lo:hi].T)
-                    s, d = self._problems[g]._quantile_sums(Mg, np.ascontiguousarray(pairs[lo:hi].T))
-                    main[:, g - g0, r0 : r0 + R] = np.moveaxis(s, -1, 0)
-                    main_dup[:, g - g0, r0 : r0 + R] = np.moveaxis(d, -1, 0)
+            for g in range(b0, b1):  # each group's bins move with its resample
+                lo, hi = self.bounds[g] - a, self.bounds[g + 1] - a
+                Mg = np.ascontiguousarray(M[lo:hi].T)
+                s, d = self._problems[g]._quantile_sums(Mg, np.ascontiguousarray(pairs[lo:hi].T))
+                sums_out[:, g - g0, r0 : r0 + R] = np.moveaxis(s, -1, 0)
+                dup_out[:, g - g0, r0 : r0 + R] = np.moveaxis(d, -1, 0)
 
 
 def _bin_stats(s: np.ndarray, d: np.ndarray) -> BinStats:

@@ -241,9 +241,7 @@ class Multiplicities:
         for a in range(0, self.n, step):
             cancel.check()
             b = min(a + step, self.n)
-            poisson_run_sums(
-                self._positions[a:b], keys, cell[a:b], X[a:b], X_self[a:b], _CELL_INT8, _THRESHOLDS, out, self_out
-            )
+            poisson_run_sums(self._positions[a:b], keys, cell[a:b], X[a:b], X_self[a:b], _THRESHOLDS, out, self_out)
 
 
 #: Threads of the per-row bootstrap's blocks (:func:`in_threads`): NumPy's ufuncs and SciPy's sparse products

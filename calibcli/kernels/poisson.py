@@ -3,11 +3,10 @@ and used in one compiled loop (SPEC 8; :func:`calibcli.kernels.compiled`).
 
 Row ``i``'s multiplicity in replicate ``r`` is SplitMix64's output (Steele, Lea & Flood 2014, "Fast splittable
 pseudorandom number generators", OOPSLA) at position ``positions[i]`` of the stream keyed ``keys[r]``, its high
-32 bits inverted into Poisson(1) (:mod:`calibcli.resampling`, whose NumPy form these loops give bit for bit):
-``x = keys[r] + positions[i]``; ``x = (x ^ x >> 30) * 0xBF58476D1CE4E5B9``; ``x = (x ^ x >> 27) *
-0x94D049BB133111EB``; the top bits of that ``x`` index ``table`` (the multiplicity, or -1 where a threshold splits
-the table's cell, then ``u = (x ^ x >> 31) >> 32`` is counted against ``thresholds``: ``m = #{k : thresholds[k] <=
-u}``).
+32 bits ``u`` inverted into Poisson(1) (:mod:`calibcli.resampling`, whose NumPy form these loops give bit for bit):
+``m = #{k : thresholds[k] <= u}``. The loop counts the first four thresholds for every replicate (compares that
+run side by side in vector registers, where a table lookup cannot) and goes on counting only for the few draws
+that passed all four (P(m >= 4) = 1.9%).
 
 This module only defines compiled functions (no Numba at import: start-up does not pay for it).
 """
@@ -26,7 +25,6 @@ def poisson_run_sums(
     cell: np.ndarray,
     X: np.ndarray,
     X_self: np.ndarray,
-    table: np.ndarray,
     thresholds: np.ndarray,
     out: np.ndarray,
     self_out: np.ndarray,
@@ -37,7 +35,7 @@ def poisson_run_sums(
       gamma``); ``keys`` (R,) uint64: the replicates' stream keys (``resampling._stream_keys(seed, replicates)``);
     - ``cell`` (n,) int64: the cell each row adds into (any order; non-decreasing keeps a cell's sums in cache);
     - ``X`` (n, K) and ``X_self`` (n, J) float64: each row's values and self-pair values (J may be 0);
-    - ``table`` (2^b,) int8 and ``thresholds`` uint32: ``resampling._CELL_INT8`` and ``resampling._THRESHOLDS``;
+    - ``thresholds`` (at least 4,) uint32, increasing: ``2^32 P(M <= k)``, ``resampling._THRESHOLDS``;
     - ``out`` (cells, K, R) and ``self_out`` (cells, J, R) float64, C-contiguous: ``out[c, k, r] += m_ir X[i, k]``
       and ``self_out[c, j, r] += m_ir (m_ir - 1) X_self[i, j]`` over the rows ``i`` of cell ``c``, ascending.
 
@@ -49,36 +47,33 @@ def poisson_run_sums(
     R = keys.shape[0]
     K = X.shape[1]
     J = X_self.shape[1]
-    shift = np.uint64(64)
-    size = table.shape[0]
-    while size > 1:
-        size >>= 1
-        shift -= np.uint64(1)
     mix1 = np.uint64(0xBF58476D1CE4E5B9)
     mix2 = np.uint64(0x94D049BB133111EB)
     s30, s27, s31, s32 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(32)
-    small = np.empty(R, np.int8)
+    t0, t1, t2, t3 = thresholds[0], thresholds[1], thresholds[2], thresholds[3]
+    small = np.empty(R, np.int32)
     m = np.empty(R, np.float64)
     for i in range(n):
         c = cell[i]
         p = positions[i]
-        split = False
         for r in range(R):
             x = keys[r] + p
             x = (x ^ (x >> s30)) * mix1
             x = (x ^ (x >> s27)) * mix2
-            small[r] = table[x >> shift]
+            u = np.uint32((x ^ (x >> s31)) >> s32)
+            small[r] = np.int32(u >= t0) + np.int32(u >= t1) + np.int32(u >= t2) + np.int32(u >= t3)
+        beyond = False
         for r in range(R):
-            split |= small[r] < 0
-        if split:  # a threshold falls inside the table's cell: the whole finaliser, its u counted
+            beyond |= small[r] == 4
+        if beyond:  # m >= 4 for some replicates: count on among the thresholds
             for r in range(R):
-                if small[r] < 0:
+                if small[r] == 4:
                     x = keys[r] + p
                     x = (x ^ (x >> s30)) * mix1
                     x = (x ^ (x >> s27)) * mix2
-                    u = (x ^ (x >> s31)) >> s32
-                    k = 0
-                    while k < thresholds.shape[0] and np.uint64(thresholds[k]) <= u:
+                    u = np.uint32((x ^ (x >> s31)) >> s32)
+                    k = 4
+                    while k < thresholds.shape[0] and thresholds[k] <= u:
                         k += 1
                     small[r] = k
         for r in range(R):
