@@ -168,19 +168,28 @@ class SortedGroups:
         self.G = len(groups)
         self.bounds = np.concatenate([[0], np.cumsum(sizes)])
         code = np.repeat(np.arange(self.G), sizes)
-        z = np.concatenate([np.asarray(g[1], dtype=np.float64) for g in groups])
-        order = np.lexsort((z, code))  # stable: within a group, np.argsort(z, kind="stable")
-        self.z = z[order]
+        # each group's rows in the order of a stable sort by z (what np.lexsort((z, code)) gives, in a sort per group)
+        order = np.concatenate(
+            [np.argsort(np.asarray(g[1], dtype=np.float64), kind="stable") for g in groups] or [np.empty(0, np.int64)]
+        )
+        order += np.repeat(self.bounds[:-1], sizes)
+        self.z = np.concatenate([np.asarray(g[1], dtype=np.float64) for g in groups])[order]
         y = np.concatenate([np.asarray(g[0]) for g in groups])[order].astype(np.float64)
         w = np.concatenate([np.asarray(g[2], dtype=np.float64) for g in groups])[order]
         self.row_index = np.concatenate([np.asarray(g[3], dtype=np.int64) for g in groups])[order]
         stats = _row_stats(y, self.z, w)
-        self.X = np.ascontiguousarray(np.vstack([np.ones(len(self.z)), stats]).T)
-        # pairs between copies of one row: w^2, w^2 y, w^2 u^2 (with unit weights: count, y, u^2)
-        self.X_self = np.ascontiguousarray(np.vstack([w * w, w * stats[_WY], w * stats[_WU2]]).T)
         # With unit weights the weight sums are the counts (the same products of the same ones): taken once.
         self.unit_weights = bool(np.all(w == 1.0))
+        #: the statistics summed (0: the count, 1 + j: row j of _row_stats), and their per-row values (rows, K)
         self._sums = [j for j in range(_N_STATS + 1) if not (self.unit_weights and j == 1 + _W)]
+        self.X = np.empty((len(self.z), len(self._sums)))
+        self.X[:, 0] = 1.0
+        self.X[:, 1:] = stats[[j - 1 for j in self._sums[1:]]].T
+        # pairs between copies of one row: w^2, w^2 y, w^2 u^2 (with unit weights: count, y, u^2)
+        self.X_self = np.empty((len(self.z), 3))
+        np.multiply(w, w, out=self.X_self[:, 0])
+        np.multiply(w, stats[_WY], out=self.X_self[:, 1])
+        np.multiply(w, stats[_WU2], out=self.X_self[:, 2])
         self.binnings = binnings
         self.n_uniform = n_uniform
         self.quantile = binnings[0].strategy == "quantile"
@@ -253,7 +262,7 @@ class SortedGroups:
         cells = {"uniform": (self.uniform_cell[a:b] - b0 * self.n_uniform, self.n_uniform)}
         if not self.quantile:
             cells["main"] = (self.main_cell[a:b] - b0 * self.n_main, self.n_main)
-        X, X_self = np.ascontiguousarray(self.X[a:b, self._sums]), self.X_self[a:b]
+        X, X_self = self.X[a:b], self.X_self[a:b]
         K = len(self._sums)
         gs = slice(b0 - g0, b1 - g0)
         # replicates per call: the cells' sums (cells x statistics x R) within _BLOCK_ELEMENTS x 8 values

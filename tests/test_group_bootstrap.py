@@ -1,6 +1,6 @@
-"""The grouped per-row bootstrap's kernels: the Poisson draws equal SplitMix64's finaliser inverted, the sums of
-every (group, bin) run equal the sums taken one row after another, and the blocks of groups give the same
-numbers on one thread or two; a signal stops the threads."""
+"""The grouped per-row bootstrap's kernels: the Poisson draws equal SplitMix64's finaliser inverted, the compiled
+run sums equal the sums of those draws taken one row after another, so do the sums of every (group, bin) run, and
+the blocks of groups give the same numbers on one thread or two; a signal stops the threads."""
 
 from __future__ import annotations
 
@@ -42,6 +42,35 @@ def test_draws_equal_the_whole_finaliser_inverted(seed):
     for first in (0, 40):  # reused memory gives the same numbers
         block = rs.Multiplicities(seed, rows).columns(reps[first : first + 40], out=out, scratch=scratch)
         np.testing.assert_array_equal(block, want[:, first : first + 40])
+
+
+@pytest.mark.parametrize("self_pairs", [3, 0])
+def test_compiled_run_sums_equal_the_draws_summed_row_after_row(self_pairs):
+    """``Multiplicities.run_sums`` (one compiled loop, the draws never stored) against the whole finaliser's draws
+    (``_reference_draws``) summed one row after another from zero: bit for bit, with cells in any order (not
+    sorted, some never touched), zero and negative values, multiplicities of 4 and more (counted past the four
+    thresholds the loop compares at once), sums added onto what ``out`` already holds, and no self-pair values."""
+    rng = np.random.default_rng(11)
+    n, R, C, K = 3000, 130, 23, 4
+    rows = rng.integers(0, 2**40, n)
+    reps = np.arange(17, 17 + R)
+    cell = rng.integers(0, C - 3, n)
+    X = rng.normal(size=(n, K))
+    X[rng.random((n, K)) < 0.3] = 0.0
+    X_self = rng.random((n, self_pairs))
+    M = _reference_draws(5, rows, reps)
+    assert (M >= 4).sum() > 1000 and M.max() >= 7
+    start = rng.random((C, K, R))
+    want, want_self = start.copy(), np.zeros((C, self_pairs, R))
+    for i in range(n):
+        want[cell[i]] += X[i][:, None] * M[i][None, :]
+        want_self[cell[i]] += X_self[i][:, None] * (M[i] * (M[i] - 1.0))[None, :]
+    out, out_self = start.copy(), np.zeros((C, self_pairs, R))
+    rs.Multiplicities(5, rows).run_sums(reps, cell, X, X_self, out, out_self)
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(out_self, want_self)
+    with pytest.raises(ValueError):
+        rs.Multiplicities(5, rows).run_sums(reps, np.full(n, C), X, X_self, out, out_self)
 
 
 def _groups(weighted: bool, n_groups: int = 7, seed: int = 4) -> list:
@@ -87,8 +116,7 @@ def _sequential_sums(groups: list, n_bins: int, seed: int, n_boot: int) -> tuple
 
 @pytest.mark.parametrize("weighted", [False, True])
 def test_run_sums_equal_the_sums_taken_row_after_row(weighted):
-    """Bit for bit: the sparse products add each run's terms in the order of its rows, starting from zero
-    (the zero terms they leave out change nothing)."""
+    """Bit for bit: the compiled loop adds each run's terms in the order of its rows, starting from zero."""
     groups = _groups(weighted)
     binning = fit_binning(np.empty(0), n_bins=6, strategy="uniform")
     problems = SortedGroups(groups, [binning] * len(groups), 6)
