@@ -154,6 +154,41 @@ _GROUP_BLOCK_ROWS = 1 << 11
 _QUANTILE_BLOCK_ROWS = 1 << 13
 
 
+#: Draws (rows x replicates) from which the bootstrap over groups runs its compiled loop
+#: (:func:`calibcli.kernels.poisson.poisson_run_sums`) rather than sparse products of NumPy's draws: the loop takes a
+#: third of their time per draw, but its first call in a process imports Numba and loads its machine code (0.4 s),
+#: which pays off from about 1.5e8 draws on; below, the sums are the same products in the same order either way
+#: (each run's terms added row after row from zero), so the choice never moves a number. An ungrouped run holds at
+#: most 2^17 rows (``accumulators.binned.ROW_LIMIT``): with 1000 resamples it stays below, and never loads Numba.
+_COMPILED_DRAWS = 1 << 27
+
+
+def _run_matrix(cell: np.ndarray, n_cells: int, columns: list[tuple[np.ndarray, int]], width: int):
+    """The CSR matrix ``(len(columns) * n_cells, width)`` whose row ``k n_cells + c`` holds ``columns[k]``'s values
+    on the rows of run ``c`` (``cell`` non-decreasing, runs contiguous), at the columns ``offset + row`` given by
+    ``columns[k] = (values, offset)``: its product with multiplicities (rows x R; the self-pair counts below them
+    for ``offset`` = rows) gives every run's sums under every replicate.
+
+    Zero values are left out: a run's sums then take the same products in the same order (rows ascending,
+    starting from zero), less some ``+ 0.0`` that change nothing (every term is >= 0), so the same numbers."""
+    from scipy.sparse import csr_matrix  # scipy only for the bootstrap over groups
+
+    n = len(cell)
+    at = np.arange(n)
+    rows, indices, data = [], [], []
+    for k, (values, offset) in enumerate(columns):
+        keep = np.flatnonzero(values)
+        rows.append(k * n_cells + cell[keep])
+        indices.append(offset + at[keep])
+        data.append(values[keep])
+    row = np.concatenate(rows)  # non-decreasing: columns in turn, each in the order of its runs
+    indptr = np.zeros(len(columns) * n_cells + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=len(columns) * n_cells), out=indptr[1:])
+    return csr_matrix(
+        (np.concatenate(data), np.concatenate(indices).astype(np.int64), indptr), shape=(len(columns) * n_cells, width)
+    )
+
+
 class SortedGroups:
     """The rows of G groups (one binary problem each), sorted by group and z once (see the module docstring).
 
@@ -253,7 +288,8 @@ class SortedGroups:
 
         Equal-width bins: every (group, bin) run's sums under a block of replicates are one compiled loop over the
         rows (:meth:`calibcli.resampling.Multiplicities.run_sums`: each run's terms added in the order of its rows,
-        from zero, what the sums row after row give). Quantile bins: each group's own resampled edges
+        from zero, what the sums row after row give), or for a small bootstrap (below ``_COMPILED_DRAWS``) sparse
+        products adding the same terms in the same order (:meth:`_product_block`). Quantile bins: each group's own resampled edges
         (:meth:`_SortedProblem._quantile_sums` on the block's multiplicities)."""
         a, b = self.bounds[b0], self.bounds[b1]
         Gb = b1 - b0
@@ -262,25 +298,52 @@ class SortedGroups:
         cells = {"uniform": (self.uniform_cell[a:b] - b0 * self.n_uniform, self.n_uniform)}
         if not self.quantile:
             cells["main"] = (self.main_cell[a:b] - b0 * self.n_main, self.n_main)
+        if not separate:
+            del cells["uniform"]
         X, X_self = self.X[a:b], self.X_self[a:b]
         K = len(self._sums)
         gs = slice(b0 - g0, b1 - g0)
-        # replicates per call: the cells' sums (cells x statistics x R) within _BLOCK_ELEMENTS x 8 values
-        widest = Gb * max(nb for _, nb in cells.values()) * (K + 3)
-        step = min(max(1, 8 * _BLOCK_ELEMENTS // max(widest, 1)), n_boot)
-        for r0 in range(0, n_boot, step):
-            R = min(step, n_boot - r0)
-            reps = np.arange(r0, r0 + R)
-            for key, (c, nb) in cells.items():
-                if key == "uniform" and not separate:
-                    continue
-                sums, dup = np.zeros((Gb * nb, K, R)), np.zeros((Gb * nb, 3, R))
-                rows.run_sums(reps, c, X, X_self, sums, dup)
-                s_out, d_out = out[key]
-                s_out[self._sums, gs, r0 : r0 + R] = sums.reshape(Gb, nb, K, R).transpose(2, 0, 3, 1)
-                d_out[:, gs, r0 : r0 + R] = dup.reshape(Gb, nb, 3, R).transpose(2, 0, 3, 1)
+        if self.bounds[-1] * n_boot >= _COMPILED_DRAWS:
+            # replicates per call: the cells' sums (cells x statistics x R) within _BLOCK_ELEMENTS x 8 values
+            widest = Gb * max(nb for _, nb in cells.values()) * (K + 3)
+            step = min(max(1, 8 * _BLOCK_ELEMENTS // max(widest, 1)), n_boot)
+            for r0 in range(0, n_boot, step):
+                R = min(step, n_boot - r0)
+                for key, (c, nb) in cells.items():
+                    sums, dup = np.zeros((Gb * nb, K, R)), np.zeros((Gb * nb, 3, R))
+                    rows.run_sums(np.arange(r0, r0 + R), c, X, X_self, sums, dup)
+                    s_out, d_out = out[key]
+                    s_out[self._sums, gs, r0 : r0 + R] = sums.reshape(Gb, nb, K, R).transpose(2, 0, 3, 1)
+                    d_out[:, gs, r0 : r0 + R] = dup.reshape(Gb, nb, 3, R).transpose(2, 0, 3, 1)
+        else:
+            self._product_block(rows, cells, X, X_self, gs, n_boot, out)
         if self.quantile:
             self._quantile_block(b0, b1, g0, rows, n_boot, out["main"])
+
+    def _product_block(
+        self, rows: Multiplicities, cells: dict, X: np.ndarray, X_self: np.ndarray, gs: slice, n_boot: int, out: dict
+    ) -> None:
+        """:meth:`_resample_block`'s equal-width sums without the compiled loop (a small bootstrap): the
+        multiplicities of a block of replicates (NumPy's draws) times the sparse matrix of the runs' values."""
+        n, K, Gb = len(X), len(self._sums), gs.stop - gs.start
+        # each product reads the multiplicities (rows) stacked over their self-pair counts m (m - 1) (rows)
+        columns = [(X[:, k], 0) for k in range(K)] + [(X_self[:, j], n) for j in range(3)]
+        mats = {key: (_run_matrix(c, Gb * nb, columns, 2 * n), nb) for key, (c, nb) in cells.items()}
+        # replicates per block: the multiplicities (rows x R) and the products (runs x statistics x R) in the caches
+        runs = Gb * sum(nb for _, nb in cells.values()) * (_N_STATS + 4)
+        step = min(max(1, _BLOCK_ELEMENTS // max(n, runs, 1)), n_boot)
+        scratch = Scratch()
+        stacked = np.empty((2 * n, step))
+        for r0 in range(0, n_boot, step):
+            R = min(step, n_boot - r0)
+            both = stacked[:, :R] if R == step else np.empty((2 * n, R))
+            # (rows, R) in sorted order, and below them the self-pair counts m (m - 1)
+            rows.columns(np.arange(r0, r0 + R), out=both[:n], scratch=scratch, pairs=both[n:])
+            for key, (A, nb) in mats.items():
+                s_out, d_out = out[key]
+                p = (A @ both).reshape(K + 3, Gb, nb, R).transpose(0, 1, 3, 2)
+                s_out[self._sums, gs, r0 : r0 + R] = p[:K]
+                d_out[:, gs, r0 : r0 + R] = p[K:]
 
     def _quantile_block(self, b0: int, b1: int, g0: int, rows: Multiplicities, n_boot: int, main: tuple) -> None:
         """The quantile bins' statistics of groups ``b0..b1`` (one block, ``rows`` its multiplicities) under every

@@ -114,9 +114,20 @@ def _sequential_sums(groups: list, n_bins: int, seed: int, n_boot: int) -> tuple
     return sums, dup
 
 
+@pytest.fixture(params=["compiled", "products"])
+def path(request, monkeypatch):
+    """Either way of taking the equal-width sums: the compiled loop (from the first draw on) or, below its
+    threshold of draws, NumPy's draws times sparse matrices."""
+    import calibcli.binned_bootstrap as bb
+
+    monkeypatch.setattr(bb, "_COMPILED_DRAWS", 0 if request.param == "compiled" else 1 << 62)
+    return request.param
+
+
 @pytest.mark.parametrize("weighted", [False, True])
-def test_run_sums_equal_the_sums_taken_row_after_row(weighted):
-    """Bit for bit: the compiled loop adds each run's terms in the order of its rows, starting from zero."""
+def test_run_sums_equal_the_sums_taken_row_after_row(weighted, path):
+    """Bit for bit, either way: the compiled loop and the sparse products add each run's terms in the order of
+    its rows, starting from zero (the zero terms the products leave out change nothing)."""
     groups = _groups(weighted)
     binning = fit_binning(np.empty(0), n_bins=6, strategy="uniform")
     problems = SortedGroups(groups, [binning] * len(groups), 6)
@@ -134,7 +145,7 @@ def test_run_sums_equal_the_sums_taken_row_after_row(weighted):
 
 @pytest.mark.parametrize("strategy", ["uniform", "quantile"])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_one_thread_or_two_give_the_same_numbers(monkeypatch, strategy, weighted):
+def test_one_thread_or_two_give_the_same_numbers(monkeypatch, strategy, weighted, path):
     groups = _groups(weighted, n_groups=9)
     binnings = [fit_binning(g[1], n_bins=5, strategy=strategy) for g in groups]
     problems = SortedGroups(groups, binnings, 4 if strategy == "uniform" else 5)
