@@ -289,8 +289,8 @@ class SortedGroups:
         Equal-width bins: every (group, bin) run's sums under a block of replicates are one compiled loop over the
         rows (:meth:`calibcli.resampling.Multiplicities.run_sums`: each run's terms added in the order of its rows,
         from zero, what the sums row after row give), or for a small bootstrap (below ``_COMPILED_DRAWS``) sparse
-        products adding the same terms in the same order (:meth:`_product_block`). Quantile bins: each group's own resampled edges
-        (:meth:`_SortedProblem._quantile_sums` on the block's multiplicities)."""
+        products adding the same terms in the same order (:meth:`_product_block`). Quantile bins: each group's own
+        resampled edges (:meth:`_quantile_block`)."""
         a, b = self.bounds[b0], self.bounds[b1]
         Gb = b1 - b0
         separate = self.quantile or self.n_uniform != self.n_main
@@ -347,10 +347,22 @@ class SortedGroups:
 
     def _quantile_block(self, b0: int, b1: int, g0: int, rows: Multiplicities, n_boot: int, main: tuple) -> None:
         """The quantile bins' statistics of groups ``b0..b1`` (one block, ``rows`` its multiplicities) under every
-        replicate, into ``main`` (their own slices): each group's bins re-fitted on every resample."""
+        replicate, into ``main`` (their own slices): each group's bins re-fitted on every resample, by a compiled loop
+        per group (:meth:`calibcli.resampling.Multiplicities.quantile_sums`: each bin's sums row after row) or, for a
+        small bootstrap, :meth:`_SortedProblem._quantile_sums`' BLAS products of NumPy's draws (the same bins; sums
+        within a few units in the last place, another order of addition)."""
         a = self.bounds[b0]
         n = self.bounds[b1] - a
         sums_out, dup_out = main
+        if self.bounds[-1] * n_boot >= _COMPILED_DRAWS:  # each group's bins and sums in one compiled loop
+            reps = np.arange(n_boot)
+            for g in range(b0, b1):
+                lo, hi = self.bounds[g], self.bounds[g + 1]
+                p = self._problems[g]
+                Multiplicities(rows.seed, self.row_index[lo:hi]).quantile_sums(
+                    reps, p.z, p.X, p.X_self, sums_out[:, g - g0], dup_out[:, g - g0]
+                )
+            return
         # replicates per block (the shapes of the BLAS products, hence their order of summation: kept as they were)
         runs = (b1 - b0) * (self.n_main + self.n_uniform) * (_N_STATS + 4)
         step = min(max(1, _BLOCK_ELEMENTS // max(n, runs, 1)), n_boot)

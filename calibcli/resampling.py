@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from calibcli import cancel
-from calibcli.kernels.poisson import poisson_run_sums
+from calibcli.kernels.poisson import poisson_quantile_sums, poisson_run_sums
 
 #: Multiplicities above this are drawn as this value; P(Poisson(1) > 12) = 1.2e-10 < 2^-32 * 1.
 _MAX_MULTIPLICITY = 12
@@ -242,6 +242,39 @@ class Multiplicities:
             cancel.check()
             b = min(a + step, self.n)
             poisson_run_sums(self._positions[a:b], keys, cell[a:b], X[a:b], X_self[a:b], _THRESHOLDS, out, self_out)
+
+    def quantile_sums(
+        self,
+        replicates,
+        z_sorted: np.ndarray,
+        X: np.ndarray,
+        X_self: np.ndarray,
+        out: np.ndarray,
+        self_out: np.ndarray,
+    ) -> None:
+        """Every replicate's sums over its own quantile bins, the rows sorted by ``z_sorted`` (a compiled loop,
+        :func:`calibcli.kernels.poisson.poisson_quantile_sums`: SPEC 2.1's edges of each resample, then each bin's
+        sums): ``out`` (K, R, B) and ``self_out`` (J, R, B) float64, zeros, any strides. The bins are those of
+        :func:`calibcli.binning.quantile_starts_batched`; each bin's sums are added row after row from zero. A
+        signal stops it between slices of replicates (:func:`calibcli.cancel.check`)."""
+        keys = _stream_keys(self.seed, replicates)
+        z_sorted = np.ascontiguousarray(z_sorted, dtype=np.float64)
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        X_self = np.ascontiguousarray(X_self, dtype=np.float64)
+        if len(z_sorted) != self.n or len(X) != self.n or len(X_self) != self.n:
+            raise ValueError(f"{self.n} rows of positions, but {len(z_sorted)}, {len(X)}, {len(X_self)} of values")
+        if out.shape[:2] != (X.shape[1], len(keys)) or self_out.shape[:2] != (X_self.shape[1], len(keys)):
+            raise ValueError(
+                f"sums of shape {out.shape} and {self_out.shape} for {X.shape[1]} and "
+                f"{X_self.shape[1]} values under {len(keys)} replicates"
+            )
+        step = max(1, (1 << 21) // max(self.n, 1))
+        for a in range(0, len(keys), step):
+            cancel.check()
+            b = min(a + step, len(keys))
+            poisson_quantile_sums(
+                self._positions, keys[a:b], z_sorted, X, X_self, _THRESHOLDS, out[:, a:b], self_out[:, a:b]
+            )
 
 
 #: Threads of the per-row bootstrap's blocks (:func:`in_threads`): NumPy's ufuncs and SciPy's sparse products

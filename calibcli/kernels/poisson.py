@@ -89,3 +89,115 @@ def poisson_run_sums(
                 xj = X_self[i, j]
                 for r in range(R):
                     self_out[c, j, r] += m[r] * xj
+
+
+@compiled
+def poisson_quantile_sums(
+    positions: np.ndarray,
+    keys: np.ndarray,
+    z_sorted: np.ndarray,
+    X: np.ndarray,
+    X_self: np.ndarray,
+    thresholds: np.ndarray,
+    out: np.ndarray,
+    self_out: np.ndarray,
+) -> None:
+    """Every replicate's sums over its own quantile bins (SPEC 2.1's edges of the resample's sorted values), for
+    one problem whose rows are sorted by ``z_sorted`` (increasing).
+
+    - ``positions``, ``keys``, ``thresholds``: the rows' and the replicates' draws, as :func:`poisson_run_sums`;
+    - ``X`` (n, K) and ``X_self`` (n, J) float64: each row's values and self-pair values;
+    - ``out`` (K, R, B) and ``self_out`` (J, R, B) float64, zeros (any strides: a slice of a larger array will
+      do): replicate ``r``'s bin ``b`` receives ``sum m_ir X[i, k]`` and ``sum m_ir (m_ir - 1) X_self[i, j]`` over
+      the rows of that bin, ascending; B bins of which ties may merge some (those left empty, at the end).
+
+    The bins are those of :func:`calibcli.binning.quantile_starts_batched`, step for step: with ``cum`` the
+    running count of the resample, ``total`` its last value, the edge of rank ``q = round_half_even(k total /
+    B)`` (k = 1..B-1, kept when 0 < q < total) is ``(z[first cum >= q] + z[first cum >= q + 1]) / 2``, an edge
+    equal to the one before it is dropped, and a bin starts at the first row whose z is not below its edge.
+    """
+    n = positions.shape[0]
+    R = keys.shape[0]
+    K = X.shape[1]
+    J = X_self.shape[1]
+    B = out.shape[2]
+    mix1 = np.uint64(0xBF58476D1CE4E5B9)
+    mix2 = np.uint64(0x94D049BB133111EB)
+    s30, s27, s31, s32 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(32)
+    T = thresholds.shape[0]
+    m = np.empty(n, np.float64)
+    cum = np.empty(n, np.int64)
+    starts = np.empty(B + 1, np.int64)
+    if n == 0:
+        return
+    for r in range(R):
+        key = keys[r]
+        for i in range(n):
+            x = key + positions[i]
+            x = (x ^ (x >> s30)) * mix1
+            x = (x ^ (x >> s27)) * mix2
+            u = np.uint32((x ^ (x >> s31)) >> s32)
+            k = 0
+            while k < T and thresholds[k] <= u:
+                k += 1
+            m[i] = k
+        running = 0
+        for i in range(n):
+            running += np.int64(m[i])
+            cum[i] = running
+        total = running
+        # the bins' first rows: 0, then each kept edge's searchsorted(z, edge, "left"), then n
+        nb = 1
+        starts[0] = 0
+        have_previous, previous = False, 0.0
+        for k in range(1, B):
+            t = k * total / B
+            f = np.floor(t)
+            d = t - f
+            q = np.int64(f)
+            if d > 0.5 or (d == 0.5 and q % 2 == 1):
+                q += 1
+            valid = 0 < q < total
+            rank = q if valid else 1
+            lo, hi = 0, n  # first i with cum[i] >= rank
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if cum[mid] < rank:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            first = min(lo, n - 1)
+            lo, hi = 0, n  # first i with cum[i] >= rank + 1
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if cum[mid] < rank + 1:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            second = min(lo, n - 1)
+            edge = 0.5 * (z_sorted[first] + z_sorted[second])
+            repeat = have_previous and edge == previous
+            have_previous, previous = valid, edge
+            if valid and not repeat:
+                lo, hi = 0, n  # first i with z[i] >= edge
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if z_sorted[mid] < edge:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                starts[nb] = lo
+                nb += 1
+        starts[nb] = n
+        for b in range(nb):
+            a, e = starts[b], starts[b + 1]
+            for kk in range(K):
+                acc = 0.0
+                for i in range(a, e):
+                    acc += m[i] * X[i, kk]
+                out[kk, r, b] = acc
+            for j in range(J):
+                acc = 0.0
+                for i in range(a, e):
+                    acc += (m[i] * (m[i] - 1.0)) * X_self[i, j]
+                self_out[j, r, b] = acc
