@@ -115,6 +115,7 @@ def poisson_quantile_sums(
     running count of the resample, ``total`` its last value, the edge of rank ``q = round_half_even(k total /
     B)`` (k = 1..B-1, kept when 0 < q < total) is ``(z[first cum >= q] + z[first cum >= q + 1]) / 2``, an edge
     equal to the one before it is dropped, and a bin starts at the first row whose z is not below its edge.
+    Bins not reached (ties merged them) keep the zeros they came with.
     """
     n = positions.shape[0]
     R = keys.shape[0]
@@ -124,24 +125,40 @@ def poisson_quantile_sums(
     mix1 = np.uint64(0xBF58476D1CE4E5B9)
     mix2 = np.uint64(0x94D049BB133111EB)
     s30, s27, s31, s32 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(32)
-    T = thresholds.shape[0]
+    t0, t1, t2, t3 = thresholds[0], thresholds[1], thresholds[2], thresholds[3]
+    small = np.empty(n, np.int32)
     m = np.empty(n, np.float64)
     cum = np.empty(n, np.int64)
     starts = np.empty(B + 1, np.int64)
+    acc = np.empty(K)
+    acc_self = np.empty(J)
     if n == 0:
         return
     for r in range(R):
         key = keys[r]
-        for i in range(n):
+        for i in range(n):  # the draws as in poisson_run_sums, here along the rows
             x = key + positions[i]
             x = (x ^ (x >> s30)) * mix1
             x = (x ^ (x >> s27)) * mix2
             u = np.uint32((x ^ (x >> s31)) >> s32)
-            k = 0
-            while k < T and thresholds[k] <= u:
-                k += 1
-            m[i] = k
-        running = 0
+            small[i] = np.int32(u >= t0) + np.int32(u >= t1) + np.int32(u >= t2) + np.int32(u >= t3)
+        beyond = False
+        for i in range(n):
+            beyond |= small[i] == 4
+        if beyond:
+            for i in range(n):
+                if small[i] == 4:
+                    x = key + positions[i]
+                    x = (x ^ (x >> s30)) * mix1
+                    x = (x ^ (x >> s27)) * mix2
+                    u = np.uint32((x ^ (x >> s31)) >> s32)
+                    k = 4
+                    while k < thresholds.shape[0] and thresholds[k] <= u:
+                        k += 1
+                    small[i] = k
+        for i in range(n):
+            m[i] = small[i]
+        running = np.int64(0)
         for i in range(n):
             running += np.int64(m[i])
             cum[i] = running
@@ -157,7 +174,7 @@ def poisson_quantile_sums(
             q = np.int64(f)
             if d > 0.5 or (d == 0.5 and q % 2 == 1):
                 q += 1
-            valid = 0 < q < total
+            valid = bool(0 < q < total)
             rank = q if valid else 1
             lo, hi = 0, n  # first i with cum[i] >= rank
             while lo < hi:
@@ -176,7 +193,7 @@ def poisson_quantile_sums(
                     hi = mid
             second = min(lo, n - 1)
             edge = 0.5 * (z_sorted[first] + z_sorted[second])
-            repeat = have_previous and edge == previous
+            repeat = have_previous and bool(edge == previous)
             have_previous, previous = valid, edge
             if valid and not repeat:
                 lo, hi = 0, n  # first i with z[i] >= edge
@@ -189,15 +206,17 @@ def poisson_quantile_sums(
                 starts[nb] = lo
                 nb += 1
         starts[nb] = n
-        for b in range(nb):
-            a, e = starts[b], starts[b + 1]
+        for b in range(nb):  # every statistic's sum in one pass over the bin's rows (independent additions)
+            acc[:] = 0.0
+            acc_self[:] = 0.0
+            for i in range(starts[b], starts[b + 1]):
+                mi = m[i]
+                for kk in range(K):
+                    acc[kk] += mi * X[i, kk]
+                pair = mi * (mi - 1.0)
+                for j in range(J):
+                    acc_self[j] += pair * X_self[i, j]
             for kk in range(K):
-                acc = 0.0
-                for i in range(a, e):
-                    acc += m[i] * X[i, kk]
-                out[kk, r, b] = acc
+                out[kk, r, b] = acc[kk]
             for j in range(J):
-                acc = 0.0
-                for i in range(a, e):
-                    acc += (m[i] * (m[i] - 1.0)) * X_self[i, j]
-                self_out[j, r, b] = acc
+                self_out[j, r, b] = acc_self[j]
