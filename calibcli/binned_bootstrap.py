@@ -7,11 +7,14 @@ Rows sorted by z (by group, then z) make every bin a contiguous run:
 
 - :class:`_SortedProblem`: one problem; each run's sums one BLAS product for a block of replicates, and
   quantile bins re-fitted on every resample (SPEC 2.1 on the resample's sorted values);
-- :class:`SortedGroups`: G groups; the sums of every (group, bin) run of a block of rows under a block of
-  replicates are one sparse product (the ``(runs x statistics, rows)`` matrix of the rows' statistics
-  times the ``(rows, replicates)`` multiplicities), giving ``(G, R, bins)`` statistics for the estimators
-  to reduce in one call. Groups of quantile bins re-fit their edges per resample through their own
-  :class:`_SortedProblem` (the segment sums of :meth:`_SortedProblem._quantile_sums`).
+- :class:`SortedGroups`: G groups, whose ``(G, R, bins)`` statistics the estimators reduce in one call. Past
+  ``_COMPILED_DRAWS`` draws (rows x replicates) every (group, bin) run's sums under every replicate come from one
+  compiled loop over the rows (:meth:`calibcli.resampling.Multiplicities.run_sums`: each draw made and used in
+  registers, each run's terms added row after row from zero), and groups of quantile bins re-fit their edges on
+  every resample in another (:meth:`calibcli.resampling.Multiplicities.quantile_sums`). A smaller bootstrap (an
+  ungrouped run's) uses NumPy's draws: one sparse product per block (the ``(runs x statistics, rows)`` matrix of
+  the rows' statistics times the ``(rows, replicates)`` multiplicities: the same sums, in the same order) and each
+  group's :class:`_SortedProblem` for quantile bins.
 """
 
 from __future__ import annotations
