@@ -41,7 +41,9 @@ def poisson_run_sums(
 
     Each sum is taken in the order of the rows, each term one product ``m X`` then one addition (no fused
     multiply-add: Numba contracts nothing without ``fastmath``), so starting from zeros the sums are bit for bit
-    those of a loop over the rows (or of a sparse product over them, which adds the same terms in that order).
+    those of a loop over the rows (or of a sparse product over them, which adds the same terms in that order). A
+    value of 1 adds ``m`` itself (the same number as ``m * 1.0``), a value of 0 nothing (its terms, zeros, would
+    change no sum but a -0.0).
     """
     n = positions.shape[0]
     R = keys.shape[0]
@@ -80,15 +82,23 @@ def poisson_run_sums(
             m[r] = small[r]
         for k in range(K):
             xk = X[i, k]
-            for r in range(R):
-                out[c, k, r] += m[r] * xk
+            if xk == 1.0:  # m * 1.0 is m: the same sum without the products
+                for r in range(R):
+                    out[c, k, r] += m[r]
+            elif xk != 0.0:  # (a zero value's terms add nothing)
+                for r in range(R):
+                    out[c, k, r] += m[r] * xk
         if J > 0:
             for r in range(R):
                 m[r] = m[r] * (m[r] - 1.0)
             for j in range(J):
                 xj = X_self[i, j]
-                for r in range(R):
-                    self_out[c, j, r] += m[r] * xj
+                if xj == 1.0:
+                    for r in range(R):
+                        self_out[c, j, r] += m[r]
+                elif xj != 0.0:
+                    for r in range(R):
+                        self_out[c, j, r] += m[r] * xj
 
 
 @compiled
