@@ -215,6 +215,31 @@ def test_a_signal_stops_the_threads(monkeypatch):
     assert len(started) <= 2
 
 
+def test_a_signal_stops_the_compiled_loops_between_slices():
+    """The compiled loops cannot look at the stop flag; their front doors check it before every slice of about 2^21
+    draws, so a stop requested before a call (or between two slices) raises there, and nothing is added."""
+    rows = rs.Multiplicities(0, np.arange(4000))
+    X, X_self = np.ones((4000, 2)), np.ones((4000, 1))
+    out, out_self = np.zeros((3, 2, 600)), np.zeros((3, 1, 600))
+    cancel.reset()
+    cancel.request()
+    try:
+        with pytest.raises(cancel.Interrupted):
+            rows.run_sums(np.arange(600), np.zeros(4000, dtype=np.int64), X, X_self, out, out_self)
+        with pytest.raises(cancel.Interrupted):
+            rows.quantile_sums(
+                np.arange(600),
+                np.linspace(0, 1, 4000),
+                X,
+                X_self,
+                out[:2].transpose(1, 2, 0),
+                out_self[:1].transpose(1, 2, 0),
+            )
+    finally:
+        cancel.reset()
+    assert not out.any() and not out_self.any()
+
+
 def test_dense_sums_of_a_few_rows_hold_only_their_cells_with_the_same_sums():
     """DenseSums keeps the cells a group's rows touch until they are a sixteenth of the grid, then the whole
     grid; either way every cell's sum is its batches' bincounts added in turn from zero (what the dense arrays
