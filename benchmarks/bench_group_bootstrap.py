@@ -11,14 +11,14 @@ SHA-256 of every array).
 Measured 2026-11-28, before = main at 55e823e (sparse products of NumPy's draws; quantile bins through each
 group's BLAS products), after = the compiled loops (``calibcli/kernels/poisson.py``), load 1.4-1.5 on 2 cores:
 
-=====================================  ========  =======  ==========  =========  ================
+========================================  ========  =======  ==========  =========  ================
 1,000 groups of 1e6 rows, 1000 resamples  before s  after s  CPU before  CPU after  same statistics
-=====================================  ========  =======  ==========  =========  ================
-uniform bins: sorting (init)           0.22      0.09     0.22        0.09
-uniform bins: resamples                2.98      1.25     5.03        2.09       bit for bit
-quantile bins: resamples               57.57     4.73     64.84       8.41       bins equal, sums
-                                                                                 within 3e-15
-=====================================  ========  =======  ==========  =========  ================
+========================================  ========  =======  ==========  =========  ================
+uniform bins: sorting (init)              0.22      0.09     0.22        0.09
+uniform bins: resamples                   2.98      1.25     5.03        2.09       bit for bit
+quantile bins: resamples                  57.57     4.73     64.84       8.41       bins equal, sums
+                                                                                    within 3e-15
+========================================  ========  =======  ==========  =========  ================
 
 (uniform: best of 3; quantile: one run each, before the compiled loop's unit-value shortcut.) The whole commands
 (fresh processes): ``ece --group-by g`` 6.28 -> 4.68 s median of 3 (``bench_groups.py --skip-smece --repeat 3``);
@@ -26,7 +26,7 @@ quantile bins: resamples               57.57     4.73     64.84       8.41      
 the previous version's (7 of 175,076 beyond 1e-12 relative, all ``brier_within_bin`` interval ends within 6e-17
 of zero in absolute terms).
 
-Run: ``python benchmarks/bench_group_bootstrap.py --before DIR [--repeat N] [--groups G] [--strategy S]``.
+Run: ``python benchmarks/bench_group_bootstrap.py --before DIR [--repeat N] [--column g|g100] [--strategy uniform|quantile] [--n-boot R]``.
 """
 
 from __future__ import annotations
