@@ -23,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +46,7 @@ PARTS = [
 CHILD = r"""
 import contextlib, hashlib, importlib, io, json, sys, time
 parts = json.loads(sys.argv[1])
-import calibcli.resampling
+import calibcli, calibcli.resampling
 calibcli.resampling.THREADS = 1
 from calibcli import cli
 import calibcli.commands.ece, calibcli.pipeline, calibcli.accumulators.inputs, calibcli.accumulators.binned
@@ -75,22 +76,31 @@ for m, q in parts:
 out = io.StringIO()
 t0 = time.process_time()
 with contextlib.redirect_stdout(out):
-    sys.argv = ["calibcli", "ece", "benchmarks/out/groups_1e6.parquet", "--group-by", "g", "--json"]
+    sys.argv = ["calibcli", "ece", sys.argv[2], "--group-by", "g", "--json"]
     try:
         cli.main()
     except SystemExit:
         pass
 T["whole main"] = time.process_time() - t0
+T["module"] = calibcli.__file__
 T["sha256"] = hashlib.sha256(out.getvalue().encode()).hexdigest()
 print(json.dumps(T))
 """
 
 
-def run(code: str) -> dict:
+def run(code: str, data: Path) -> dict:
+    """One fresh interpreter on the code at ``code``: run from an empty directory, since ``python -c`` puts its
+    working directory first on ``sys.path`` (a checkout's would shadow ``code``)."""
     env = {**os.environ, "PYTHONPATH": code}
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(PARTS)], cwd=ROOT, env=env, capture_output=True, text=True, check=True
-    )
+    with tempfile.TemporaryDirectory() as empty:
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, json.dumps(PARTS), str(data)],
+            cwd=empty,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -100,17 +110,17 @@ def main() -> None:
     parser.add_argument("--after", default=str(ROOT), help="checkout of the new version (default: this one)")
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
-    if not (ROOT / "benchmarks" / "out" / "groups_1e6.parquet").exists():
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-        from bench_groups import data_file
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_groups import data_file
 
-        data_file()
+    data = data_file().resolve()
     runs: dict[str, list[dict]] = {"before": [], "after": []}
     for _ in range(args.repeat):
         for label, code in (("before", args.before), ("after", args.after)):  # interleaved: the load weighs alike
-            runs[label].append(run(code))
-    print(f"before: {args.before}\nafter:  {args.after}\n(CPU seconds, one thread, median of {args.repeat}; load "
-          f"average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)\n")
+            runs[label].append(run(code, data))
+    print(f"before: {runs['before'][0]['module']}\nafter:  {runs['after'][0]['module']}")
+    print(f"(CPU seconds, one thread, median of {args.repeat}; load average now {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} cores)\n")
     print(f"{'part':34s} {'before':>8s} {'after':>8s} {'after/before':>12s} {'saved':>7s}")
     for _, name in [*PARTS, ("", "whole main")]:
         b, a = (sorted(r.get(name, float("nan")) for r in runs[k])[len(runs[k]) // 2] for k in ("before", "after"))

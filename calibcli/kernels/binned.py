@@ -80,29 +80,32 @@ def binned_metrics(
             gap = sum_y[r, b] - sum_z[r, b]
             terms[0, b] = n_b
             terms[1, b] = abs(gap)
-            terms[2, b] = gap * gap / n_b if occupied else 0.0
+            terms[6, b] = sum_y[r, b]
+            terms[7, b] = sum_u2[r, b]
+            terms[8, b] = sum_log_loss[r, b]
+            if not occupied:  # (a bin with pairs is occupied: a weight of 0 has none)
+                for j in (2, 3, 4, 5, 9, 10):
+                    terms[j, b] = 0.0
+                continue
+            # each quotient once, for every estimator that divides by the bin's weight (the same numbers)
+            acc = sum_y[r, b] / n_b
+            conf = sum_z[r, b] / n_b
+            terms[2, b] = gap * gap / n_b
+            terms[4, b] = (gap * gap - diag_u2[r, b]) / n_b
             if pairs:
                 acc_sq = (sum_y[r, b] * sum_y[r, b] - diag_y[r, b]) / (n_b * n_b - diag_weight[r, b])
-                acc = sum_y[r, b] / n_b
-                conf = sum_z[r, b] / n_b
                 terms[3, b] = n_b * (acc_sq - 2.0 * acc * conf + conf * conf)
                 terms[5, b] = n_b * (gap * gap - diag_u2[r, b]) / (n_b * n_b - diag_weight[r, b])
             else:
                 terms[3, b] = 0.0
                 terms[5, b] = 0.0
-            terms[4, b] = (gap * gap - diag_u2[r, b]) / n_b if occupied else 0.0
-            terms[6, b] = sum_y[r, b]
-            terms[7, b] = sum_u2[r, b]
-            terms[8, b] = sum_log_loss[r, b]
-            if occupied:
-                d = sum_z[r, b] / n_b - sum_y[r, b] / n_b
-                terms[9, b] = n_b * (d * d)
-                any_occupied = True
-                g = abs(gap) / n_b
-                if g > worst or g != g:  # np.max: the largest, NaN if any is
-                    worst = g
-            else:
-                terms[9, b] = 0.0
+            d = conf - acc
+            terms[9, b] = n_b * (d * d)
+            terms[10, b] = acc  # (the resolution's term once the mean label is known)
+            any_occupied = True
+            g = abs(gap) / n_b
+            if g > worst or g != g:  # np.max: the largest, NaN if any is
+                worst = g
         for b in range(nu):
             terms[11, b] = abs(u_sum_y[r, b] - u_weight[r, b] * ((b + 1.0) / nu))
             terms[12, b] = u_weight[r, b]
@@ -112,10 +115,8 @@ def binned_metrics(
                 ybar = sums[6] / sums[0]
                 for b in range(nb):
                     if count[r, b] > 0 and weight[r, b] > 0:
-                        d = sum_y[r, b] / weight[r, b] - ybar
+                        d = terms[10, b] - ybar
                         terms[10, b] = weight[r, b] * (d * d)
-                    else:
-                        terms[10, b] = 0.0
             # NumPy's pairwise sum of terms[j, :n]: blocks of at most 128 values with eight running sums,
             # longer ones split in two at a multiple of 8 and the halves' sums added (post-order)
             top = 1
