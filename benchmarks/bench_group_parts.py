@@ -9,9 +9,10 @@ whether the two versions printed the same JSON text (byte for byte).
 The parts: reading and splitting the rows among the groups (``Grouped.update``); the grouped bootstrap
 (``SortedGroups.__init__`` and ``.resampled``); the estimators and percentile intervals over its
 ``(G, R, bins)`` statistics (``_summarise_halves``); the rest of ``binned_calibration_groups``; every group's Cox
-and ICI (``ClinicalAccumulator.results``: ``cox_groups``, ``ici_groups``); each group's ECCE and report
+and ICI (``ClinicalAccumulator.results``: ``cox_groups``, ``ici_groups``); each group's ECCE
+(``EcceAccumulator.result`` one group at a time, ``.results`` every group at once) and report
 (``InputAccumulator._report``); the JSON text (``report.emit``); the whole command (``whole main``, start-up
-after the interpreter's excluded).
+after the interpreter's excluded). A part a version does not have is left blank.
 
 Run: ``python benchmarks/bench_group_parts.py --before DIR [--after DIR] [--repeat N]``.
 """
@@ -38,6 +39,7 @@ PARTS = [
     ("calibcli.cox", "cox_groups"),
     ("calibcli.ici", "ici_groups"),
     ("calibcli.accumulators.cumulative", "EcceAccumulator.result"),
+    ("calibcli.accumulators.cumulative", "EcceAccumulator.results"),
     ("calibcli.accumulators.inputs", "InputAccumulator._report"),
     ("calibcli.report", "emit"),
 ]
@@ -57,6 +59,8 @@ def wrap(modname, qual):
     names = qual.split(".")
     for name in names[:-1]:
         obj = getattr(obj, name)
+    if names[-1] not in getattr(obj, "__dict__", {}) and not hasattr(obj, names[-1]):
+        return  # (not in this version)
     static = isinstance(obj, type) and isinstance(obj.__dict__.get(names[-1]), (classmethod, staticmethod))
     raw = obj.__dict__[names[-1]].__func__ if static else getattr(obj, names[-1])
     kind = type(obj.__dict__[names[-1]]) if static else None
