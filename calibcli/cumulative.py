@@ -222,9 +222,24 @@ def ecce(y_true, y_prob, *, sample_weight=None) -> EcceResult:
     Sources: Arrieta-Ibarra et al., JMLR 23 (2022); Tygert, J. Big Data 8 (2021); see the module docstring.
     O(n log n) for the sort.
     """
-    y, s, w = check_binary(y_true, y_prob, sample_weight)
-    res = _segments_exact(y, s, w, [np.zeros(len(s), dtype=np.uint8)], (1,))
-    return _finish(res[0], res[1], res[2], res[3], res[4], np.zeros(1), scalar=True)
+    return ecce_populations([(y_true, y_prob, sample_weight)])[0]
+
+
+def ecce_populations(populations: list[tuple]) -> list[EcceResult]:
+    """:func:`ecce` of each of many populations ``(y_true, y_prob, sample_weight)`` (a report's groups): each
+    one's running sums alone, as :func:`ecce` takes them, then the statistics, sigma scales and p-values of all
+    of them in one pass (the same numbers: every step of :func:`_finish` is elementwise, its series a fixed
+    number of terms)."""
+    parts = []
+    for y_true, y_prob, sample_weight in populations:
+        y, s, w = check_binary(y_true, y_prob, sample_weight)
+        parts.append(_segments_exact(y, s, w, [np.zeros(len(s), dtype=np.uint8)], (1,)))
+    if not parts:
+        return []
+    mx, mn, sigma, rows, weight = (np.concatenate([p[j] for p in parts]) for j in range(5))
+    every = _finish(mx, mn, sigma, rows, weight, np.zeros(len(parts)))
+    columns = {k: getattr(every, k).tolist() for k in STATISTICS}  # (Python ints and floats, as scalar=True gives)
+    return [EcceResult(**{k: v[g] for k, v in columns.items()}) for g in range(len(parts))]
 
 
 def _check_partitions(segment_ids, n: int, n_segments) -> tuple[list[np.ndarray], tuple[int, ...]]:

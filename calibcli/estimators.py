@@ -32,6 +32,8 @@ from calibcli.bin_stats import (  # noqa: F401  (LOG_LOSS_EPS, BinStats, bin_sta
 )
 from calibcli.binned_bootstrap import SortedGroups, _SortedProblem  # noqa: F401  (_SortedProblem re-exported)
 from calibcli.binning import fit_binning, uniform_bin_index
+from calibcli.kernels.binned import METRICS as BINNED_KERNEL_METRICS
+from calibcli.kernels.binned import binned_metrics
 from calibcli.registry import estimated, estimator, evaluate
 from calibcli.resampling import in_threads, percentile_interval, percentile_intervals  # noqa: F401  (re-exported)
 from calibcli.validation import check_binary, check_options
@@ -293,10 +295,46 @@ def hoeffding_margin(n: float, delta: float) -> float:
     return math.sqrt(2.0 * math.log(1.0 / delta) / n)
 
 
-def _point_metrics(s: BinStats, s_uniform: BinStats) -> dict:
+#: Batched statistics of at least this many (row, bin) values in one run go through the compiled estimators
+#: (:mod:`calibcli.kernels.binned`): loading the compiler costs about 0.3 s once per process, what NumPy's forms
+#: take on about 4 x 10^6 values; a run's few thousand replicates stay on NumPy and never load it.
+COMPILED_MIN_VALUES = 1 << 22
+
+
+def _point_metrics(s: BinStats, s_uniform: BinStats, *, compiled: bool = False) -> dict:
     """Every bootstrappable metric of SPEC 2 (:data:`METRIC_NAMES`, each registered estimator of the binned family)
-    from the bins' statistics (floats, or arrays over the leading axes of batched statistics), in report order."""
-    return evaluate(METRIC_NAMES, {"s": s, "s_uniform": s_uniform})
+    from the bins' statistics (floats, or arrays over the leading axes of batched statistics), in report order.
+
+    ``compiled`` (batched statistics: replicates, groups, ``(..., bins)``) runs one compiled loop that computes
+    every estimator above on each row with the same operations in the same order, so the same numbers bit for bit
+    (:mod:`calibcli.kernels.binned`, whose tests compare it with these functions): one pass over the sums instead
+    of a hundred, for the runs whose statistics pass :data:`COMPILED_MIN_VALUES`."""
+    if not compiled or s.weight.ndim == 1:
+        return evaluate(METRIC_NAMES, {"s": s, "s_uniform": s_uniform})
+    lead = s.weight.shape[:-1]
+    rows = int(np.prod(lead))
+    out = np.empty((rows, len(BINNED_KERNEL_METRICS)))
+    if rows:
+
+        def flat(a: np.ndarray) -> np.ndarray:
+            return np.ascontiguousarray(a).reshape(rows, a.shape[-1])
+
+        count, weight, sum_z, sum_y, sum_u2, sum_log_loss, diag_weight, diag_y, diag_u2 = map(flat, s._arrays())
+        binned_metrics(
+            count,
+            weight,
+            sum_z,
+            sum_y,
+            sum_u2,
+            sum_log_loss,
+            diag_weight,
+            diag_y,
+            diag_u2,
+            flat(s_uniform.weight),
+            flat(s_uniform.sum_y),
+            out,
+        )
+    return {name: out[:, j].reshape(lead) for j, name in enumerate(BINNED_KERNEL_METRICS)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -533,6 +571,7 @@ def binned_calibration_groups(
             binnings,
             n_bins,
         )
+        compiled = G * n_boot * (nb + (0 if strategy == "uniform" else n_bins)) >= COMPILED_MIN_VALUES
         chunks = problems.chunks(group_chunk(n_boot, nb + (0 if strategy == "uniform" else n_bins)))
         if on_chunks is not None and len(chunks) > 1:
             on_chunks(len(chunks), chunks[0][1] - chunks[0][0])
@@ -550,7 +589,7 @@ def binned_calibration_groups(
                     progress=None if progress is None else lambda: progress(1),
                 )
             else:
-                low_high, reps = _summarise_halves(main, uniform, names, alpha, keep_replicates, progress)
+                low_high, reps = _summarise_halves(main, uniform, names, alpha, keep_replicates, progress, compiled)
             if G == 1:
                 ci[0], replicates[0] = low_high, reps
                 bin_replicates[0] = main if keep_replicates else None
@@ -585,7 +624,9 @@ def binned_calibration_groups(
     return out
 
 
-def _summarise_halves(main: BinStats, uniform: BinStats, names: list[str], alpha: float, keep: bool, progress):
+def _summarise_halves(
+    main: BinStats, uniform: BinStats, names: list[str], alpha: float, keep: bool, progress, compiled: bool = False
+):
     """:func:`summarise_replicates` of ``(G, R, bins)`` statistics, the first and the second half of the groups on
     two threads (:func:`calibcli.resampling.in_threads`; each group's numbers are its own whichever half it is in,
     and every estimator runs twice, however many groups)."""
@@ -594,7 +635,9 @@ def _summarise_halves(main: BinStats, uniform: BinStats, names: list[str], alpha
 
     def half(g0: int, g1: int):
         part = slice(g0, g1)
-        return summarise_replicates((_take(main, part), _take(uniform, part)), names, alpha, keep_replicates=keep)
+        return summarise_replicates(
+            (_take(main, part), _take(uniform, part)), names, alpha, keep_replicates=keep, compiled=compiled
+        )
 
     parts = in_threads(half, halves)
     if progress is not None:
@@ -611,7 +654,9 @@ def _reshaped(s: BinStats, G: int) -> BinStats:
     return BinStats(*main, *self_pairs)
 
 
-def summarise_replicates(resamples, names: list[str], alpha: float, *, keep_replicates: bool = False, progress=None):
+def summarise_replicates(
+    resamples, names: list[str], alpha: float, *, keep_replicates: bool = False, progress=None, compiled: bool = False
+):
     """Percentile intervals ``{name: (low, high)}`` (and the replicates when kept) of every bootstrappable
     metric, from the ``(main bins, equal-width bins)`` statistics of the resamples.
 
@@ -620,6 +665,7 @@ def summarise_replicates(resamples, names: list[str], alpha: float, *, keep_repl
     iterable of per-replicate pairs, which are stacked first. With leading axes the intervals and the
     replicates are arrays over them. ``progress()``, if given, is called once per replicate of ``(R, bins)``
     statistics; ``progress(steps)`` once with the number of (group, replicate) pairs of ``(G, R, bins)`` ones.
+    ``compiled``: the estimators' compiled loop (:func:`_point_metrics`), the same numbers.
     """
     if isinstance(resamples, tuple) and len(resamples) == 2 and isinstance(resamples[0], BinStats):
         main, uniform = resamples
@@ -634,7 +680,7 @@ def summarise_replicates(resamples, names: list[str], alpha: float, *, keep_repl
     reps = np.full((*lead, len(names)), math.nan)
     if main is not None and main.weight.size:
         with np.errstate(divide="ignore", invalid="ignore"):
-            p = _point_metrics(main, uniform)
+            p = _point_metrics(main, uniform, compiled=compiled)
         for j, k in enumerate(names):
             reps[..., j] = p[k]
         # a Poisson resample can draw no row (probability e^-n): no metric values, and the interval is

@@ -26,7 +26,7 @@ import numpy as np
 
 from calibcli.accumulators.base import Accumulator
 from calibcli.accumulators.rows import RowSample
-from calibcli.cumulative import CellSums, EcceResult, ecce, ecce_from_cells, uniform_cells
+from calibcli.cumulative import CellSums, EcceResult, ecce_from_cells, ecce_populations, uniform_cells
 from calibcli.estimators import Metric
 
 #: Score cells of the grid form (beyond the row limit).
@@ -132,21 +132,39 @@ class EcceAccumulator(Accumulator):
         form used (``method`` ``"exact"`` or ``"grid"``, ``n``, ``row_limit``, ``n_cells``, ``error_bound``,
         ``description``). ``rows``: ``(row_index, z, y, w)`` of every row, when another accumulator holds them
         (``row_limit=None`` here; ``row_limit`` then says how many it holds at most)."""
+        return self.results([self], [rows], row_limit)[0]
+
+    @staticmethod
+    def results(accs: list[EcceAccumulator], rows: list, row_limit: int | None = None) -> list[tuple[EcceResult, dict]]:
+        """:meth:`result` of many accumulators (a report's groups; ``rows[g]`` as ``rows`` there): the exact
+        ones' statistics and p-values in one pass (:func:`~calibcli.cumulative.ecce_populations`)."""
+        exact = {}
+        for g, (acc, r) in enumerate(zip(accs, rows, strict=True)):
+            if r is None and acc.exact:
+                assert acc.rows is not None  # (exact: every row is held)
+                r = acc.rows.arrays()
+            if r is not None:
+                exact[g] = r
+        found = dict(zip(exact, ecce_populations([(y, z, w) for _, z, y, w in exact.values()]), strict=True))
+        return [
+            acc._exact_result(found[g], row_limit) if g in found else acc._grid_result(row_limit)
+            for g, acc in enumerate(accs)
+        ]
+
+    def _exact_result(self, res: EcceResult, row_limit: int | None) -> tuple[EcceResult, dict]:
+        limit = self.row_limit if row_limit is None else row_limit
+        return res, {
+            "n": self.n,
+            "row_limit": limit,
+            "method": "exact",
+            "n_cells": None,
+            "error_bound": 0.0,
+            "description": f"exact on all {self.n} rows (at most {limit} are held)",
+        }
+
+    def _grid_result(self, row_limit: int | None) -> tuple[EcceResult, dict]:
         limit = self.row_limit if row_limit is None else row_limit
         how = {"n": self.n, "row_limit": limit}
-        if rows is None and self.exact:
-            assert self.rows is not None  # (exact: every row is held)
-            rows = self.rows.arrays()
-        if rows is not None:
-            _, z, y, w = rows
-            res = ecce(y, z, sample_weight=w)
-            return res, {
-                **how,
-                "method": "exact",
-                "n_cells": None,
-                "error_bound": 0.0,
-                "description": f"exact on all {self.n} rows (at most {limit} are held)",
-            }
         res = ecce_from_cells(CellSums(w=self.w, wy=self.wy, ws=self.ws, w2v=self.w2v, wabs=self.wabs, rows=self.count))
         bound = float(res.error_bound)
         return res, {

@@ -24,6 +24,7 @@ from calibcli.accumulators.cumulative import EcceAccumulator, ecce_metrics
 from calibcli.accumulators.rows import RowSample
 from calibcli.accumulators.smooth import SmoothAccumulator
 from calibcli.compensated import add_exact
+from calibcli.cumulative import EcceResult
 from calibcli.estimators import LOG_LOSS_EPS, CalibrationResult, Metric
 from calibcli.modes import binary_problems
 from calibcli.registry import REGISTRY, aggregate_over_classes
@@ -307,30 +308,36 @@ class InputAccumulator(Accumulator):
             )
             for k in range(len(accs[0].problems))
         ]
-        per_problem_clinical = [  # Cox and ICI: every group's at once
-            ClinicalAccumulator.results(
-                [acc.clinical[k] for acc in accs],
-                alpha=o.alpha,
-                rows=[None if acc.problems[k].rows.dropped else acc.problems[k].rows.arrays() for acc in accs],
-            )
+        kept = [  # each problem's rows of each group, where they are all held
+            [None if acc.problems[k].rows.dropped else acc.problems[k].rows.arrays() for acc in accs]
             for k in range(len(accs[0].problems))
         ]
+        per_problem_clinical = [  # Cox and ICI: every group's at once
+            ClinicalAccumulator.results([acc.clinical[k] for acc in accs], alpha=o.alpha, rows=rows)
+            for k, rows in enumerate(kept)
+        ]
+        per_problem_ecce = [  # ECCE-MAD and ECCE-R: every group's statistics and p-values at once
+            EcceAccumulator.results([acc.ecce[k] for acc in accs], rows, row_limit=o.row_limit)
+            for k, rows in enumerate(kept)
+        ]
         return [
-            acc._report([done[j] for done in per_problem], [done[j] for done in per_problem_clinical])
+            acc._report(
+                [done[j] for done in per_problem],
+                [done[j] for done in per_problem_clinical],
+                [done[j] for done in per_problem_ecce],
+            )
             for j, acc in enumerate(accs)
         ]
 
-    def _report(self, binned: list[CalibrationResult], clinical: list[tuple[dict, dict]]) -> BinnedReport:
-        """The report of this input (or group) given its problems' binned results and clinical metrics."""
+    def _report(
+        self, binned: list[CalibrationResult], clinical: list[tuple[dict, dict]], ecce: list[tuple[EcceResult, dict]]
+    ) -> BinnedReport:
+        """The report of this input (or group) given its problems' binned results, clinical and ECCE metrics."""
         o = self.options
         marginal = self.mode == "marginal"
         names = [f"class {c}" for c in self.class_names] if marginal else [self.mode]
         results = [ProblemResult(names[k], k if marginal else None, r) for k, r in enumerate(binned)]
         # (the clinical metrics join each problem's)
-        ecce = [
-            e.result(None if acc.rows.dropped else acc.rows.arrays(), row_limit=o.row_limit)  # ECCE-MAD, ECCE-R
-            for e, acc in zip(self.ecce, self.problems, strict=True)
-        ]
         for r, (metrics, _), (stats, how) in zip(results, clinical, ecce, strict=True):
             r.result.metrics.update(metrics)
             r.result.metrics.update(ecce_metrics(stats, how))
