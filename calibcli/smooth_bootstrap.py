@@ -16,7 +16,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from calibcli import resampling
+from calibcli import cancel, resampling
+from calibcli.kernels import smooth as kernels
 from calibcli.resampling import Multiplicities
 from calibcli.smooth_grid import (
     _CUTOFF,
@@ -35,8 +36,6 @@ from calibcli.smooth_grid import (
 #: eight times larger ran twice slower than one replicate at a time (smece at 1e6 rows). Fixes speed and
 #: memory, never the numbers.
 _BLOCK_VALUES = 1 << 18
-#: Rows' multiplicities held at once (replicates x rows) by the row bootstrap (2 MB arrays).
-_BLOCK_ROWS = 1 << 18
 
 
 # ----------------------------------------------------------------------------------------------
@@ -108,17 +107,36 @@ def _mirrored(out: np.ndarray, rows: np.ndarray, values: np.ndarray, n_cells: in
         out[rows, 2 * n_cells - top + 1 :] = values[:, top - 1 : 0 : -1]
 
 
-def abs_integral_rows(r: np.ndarray) -> np.ndarray:
-    """:func:`calibcli.smooth_grid._abs_integral` of every row: ``|a| + |b|`` over each cell, replaced by
-    ``(a^2 + b^2) / (|a| + |b|)`` on the few cells where the row changes sign."""
-    absolute = np.abs(r)
-    seg = absolute[:, :-1] + absolute[:, 1:]
-    crossing = np.multiply(r[:, :-1], r[:, 1:], out=absolute[:, :-1]) < 0
-    rows, cells = np.divmod(np.flatnonzero(crossing), crossing.shape[1])  # (np.nonzero is slower on 2-D arrays)
-    if len(rows):
-        a, b = r[rows, cells], r[rows, cells + 1]
-        seg[rows, cells] = (a**2 + b**2) / seg[rows, cells]
-    return seg.sum(axis=1) * 0.5 / (r.shape[1] - 1)
+def smece_rows(spec: np.ndarray, rows: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    """``smECE_sigma`` of rows ``rows`` of the spectra ``spec``, row ``rows[i]`` at its own bandwidth ``sigma[i]``:
+    the integral over [0, 1] of ``|K_sigma applied to its grid measure|`` (:func:`smoothed_rows` of those rows, then
+    :func:`calibcli.smooth_grid._abs_integral` of each), the same numbers. The kernel's products are written
+    straight from ``spec`` into the mirrored sequence (:func:`calibcli.kernels.smooth.mirrored_products`, no
+    gathered copy), and the integrals read from the FFT's output (:func:`calibcli.kernels.smooth.abs_integrals`)."""
+    R = len(rows)
+    n_cells = spec.shape[1] - 1
+    product = np.empty((R, 2 * n_cells))
+    resolved = sigma * n_cells >= 2.0
+    live_rows = np.flatnonzero(resolved)
+    if len(live_rows):
+        s = sigma[live_rows]
+        n_live = np.minimum(n_cells + 1, np.ceil(_CUTOFF / s).astype(np.int64) + 1)
+        width = int(n_live.max())
+        k = np.arange(width, dtype=np.float64)
+        with np.errstate(over="ignore"):  # a huge sigma: exp(-inf) = 0 is right
+            mult = np.exp(-0.5 * ((np.pi * k)[None, :] * s[:, None]) ** 2) / _sinc2(n_cells, width)
+        if len(live_rows) == R:
+            kernels.mirrored_products(spec, rows, mult, n_live, n_cells, product)
+        else:
+            part = np.empty((len(live_rows), 2 * n_cells))
+            kernels.mirrored_products(spec, rows[live_rows], mult, n_live, n_cells, part)
+            product[live_rows] = part
+    for i in np.flatnonzero(~resolved):  # a bandwidth below two cells: the sampled kernel (rare)
+        mult = _multiplier(n_cells, float(sigma[i]))[None, :]
+        kernels.mirrored_products(spec, rows[i : i + 1], mult, np.array([mult.shape[1]]), n_cells, product[i : i + 1])
+    out = np.empty(R)
+    kernels.abs_integrals(np.fft.rfft(product, axis=1), n_cells, out)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -212,34 +230,29 @@ def brent_rows(
 # ----------------------------------------------------------------------------------------------
 
 
-def _run_deposits(positive, cell, s0, s1, s2, n_cells: int, want_curve: bool) -> list[np.ndarray]:
-    """Unnormalised linear deposits ``(R, M + 1)`` from runs of equal ``(label, cell)`` with sums ``s0, s1, s2``
-    ``(R, runs)`` of ``g, g f, g f^2``.
+def _run_deposits(positive, cell, s0, s1, s2, total, n_cells: int, want_curve: bool) -> list[np.ndarray]:
+    """Linear deposits ``(R, M + 1)`` from runs of equal ``(label, cell)`` with sums ``s0, s1, s2``
+    ``(R, runs)`` of ``g, g f, g f^2``, each replicate's divided by its total weight ``total``.
 
     ``g (y - z)``, ``g y`` and ``g`` split as ``(1 - f, f)`` between nodes ``cell`` and ``cell + 1``,
-    with ``z = (cell + f) / M``: all three follow from the three sums of each run. Each row's nodes are
-    summed in the order of its runs (one bincount over the block, row r offset by ``r (M + 1)``).
+    with ``z = (cell + f) / M``: all three follow from the three sums of each run. Each node's lower and upper
+    shares are summed in the order of the runs (:func:`calibcli.kernels.smooth.run_deposits`).
     """
     R = s0.shape[0]
-    size = n_cells + 1
-    offset = (np.arange(R) * size)[:, None]
-    lower_at, upper_at = (cell + offset).ravel(), (cell + 1 + offset).ravel()
-
-    def deposit(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
-        return (
-            np.bincount(lower_at, weights=lower.ravel(), minlength=R * size)
-            + np.bincount(upper_at, weights=upper.ravel(), minlength=R * size)
-        ).reshape(R, size)
-
-    w_lower, w_upper = s0 - s1, s1
-    y_lower, y_upper = np.where(positive, w_lower, 0.0), np.where(positive, w_upper, 0.0)
-    # sum g z (1 - f) and sum g z f, from z = (cell + f) / M
-    z_lower = (cell * w_lower + (s1 - s2)) / n_cells
-    z_upper = (cell * s1 + s2) / n_cells
-    out = [deposit(y_lower - z_lower, y_upper - z_upper)]
-    if want_curve:
-        out += [deposit(y_lower, y_upper), deposit(w_lower, w_upper)]
-    return out
+    out = np.empty((3 if want_curve else 1, R, n_cells + 1))
+    kernels.run_deposits(
+        np.ascontiguousarray(positive, dtype=np.bool_),
+        np.ascontiguousarray(cell, dtype=np.int64),
+        s0,
+        s1,
+        s2,
+        total,
+        n_cells,
+        out,
+        np.empty(n_cells + 1),
+        np.empty(n_cells + 1),
+    )
+    return list(out)
 
 
 class Block:
@@ -284,8 +297,9 @@ class RowBootstrap:
         self.order = np.lexsort((j, y))
         # the rows' multiplicities drawn in this order (each row's draw is keyed by its own index: no gather after)
         self.multiplicities = Multiplicities(seed, np.asarray(row_index)[self.order])
-        self.z, self.y, self.f = z[self.order], y[self.order], f[self.order]
-        self.w = None if w is None else w[self.order]
+        self.z, self.y = z[self.order], y[self.order]
+        self.f = np.ascontiguousarray(f[self.order], dtype=np.float64)
+        self.w = None if w is None else np.ascontiguousarray(w[self.order], dtype=np.float64)
         cell = j[self.order]
         self.offsets = np.flatnonzero(np.diff(cell + (n_cells + 1) * self.y, prepend=-1))  # runs of equal (y, cell)
         self.run_cell = cell[self.offsets]
@@ -300,22 +314,29 @@ class RowBootstrap:
         return m if self.w is None else np.multiply(m, self.w, out=m)
 
     def resample(self, reps: np.ndarray) -> Block:
-        # the rows' weights a few resamples at a time (arrays that stay in the caches), their run sums for all
-        sums = []
-        step = max(1, _BLOCK_ROWS // max(self.n, 1))
-        for first in range(0, len(reps), step):
-            g = self.weights(reps[first : first + step])
-            gf = g * self.f
-            s0 = np.add.reduceat(g, self.offsets, axis=1)
-            s1 = np.add.reduceat(gf, self.offsets, axis=1)
-            gf *= self.f
-            sums.append((g.sum(axis=1), s0, s1, np.add.reduceat(gf, self.offsets, axis=1)))
-        total, s0, s1, s2 = (np.concatenate(part) for part in zip(*sums, strict=True))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            deposits = [
-                d / total[:, None]
-                for d in _run_deposits(self.run_positive, self.run_cell, s0, s1, s2, self.n_cells, self.want_curve)
-            ]
+        # the rows' multiplicities drawn, weighted and summed per run in one compiled loop per replicate
+        cancel.check()
+        reps = np.asarray(reps, dtype=np.int64)
+        R, runs = len(reps), len(self.offsets)
+        total, s0, s1, s2 = np.empty(R), np.empty((R, runs)), np.empty((R, runs)), np.empty((R, runs))
+        kernels.run_sums(
+            resampling._stream_keys(self.multiplicities.seed, reps),
+            self.multiplicities._positions,
+            self.f if self.w is None else self.w,
+            self.w is not None,
+            self.f,
+            self.offsets,
+            resampling._CELL_INT8,
+            resampling._THRESHOLDS,
+            total,
+            s0,
+            s1,
+            s2,
+            np.empty(self.n),
+            np.empty(self.n),
+            np.empty(self.n),
+        )
+        deposits = _run_deposits(self.run_positive, self.run_cell, s0, s1, s2, total, self.n_cells, self.want_curve)
         return Block(reps, deposits, total, self.n_cells, (self.z, self.y, self.weights))
 
 
@@ -375,11 +396,7 @@ class CellBootstrap:
             s2 = np.where(s0 > 0, s1 * s1 / s0 + s0 * self.var_f, 0.0)
         np.minimum(s2, s1, out=s2)  # f <= 1: sum g f^2 <= sum g f
         total = s0.sum(axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            deposits = [
-                d / total[:, None]
-                for d in _run_deposits(self.positive, self.cell, s0, s1, s2, self.n_cells, self.want_curve)
-            ]
+        deposits = _run_deposits(self.positive, self.cell, s0, s1, s2, total, self.n_cells, self.want_curve)
         return Block(reps, deposits, total, self.n_cells)
 
 
@@ -417,11 +434,12 @@ def _fixed_points(
     spec = spectra(linear if kept is None else kept)
 
     def g(local: np.ndarray, s: np.ndarray) -> np.ndarray:
-        rows = spec[local]
         coarse = np.flatnonzero(s * n_cells < 2.0) if kept is not None else ()
         if len(coarse):  # a bandwidth below two cells: the linear deposit (smooth_grid._resolved)
+            rows = spec[local]
             rows[coarse] = spectra(linear[local[coarse]])
-        return abs_integral_rows(smoothed_rows(rows, s)) - s
+            return smece_rows(rows, np.arange(len(local)), s) - s
+        return smece_rows(spec, local, s) - s
 
     hi = np.ones(N) if hi is None else hi
     a, b = lo.copy(), hi.copy()
@@ -594,7 +612,7 @@ def _solve_block(
             )
     else:
         s = np.full(len(owner), float(sigma))
-        value = abs_integral_rows(smoothed_rows(spectra(residual), s))
+        value = smece_rows(spectra(residual), np.arange(len(owner)), s)
     for b, (block, ok, g) in enumerate(zip(blocks, oks, chunk, strict=True)):
         mine = np.flatnonzero(owner == b)
         values[g][block.reps[ok]] = value[mine]

@@ -1,0 +1,251 @@
+"""SmoothECE's bootstrap loops, compiled (:func:`calibcli.kernels.compiled`; SPEC 3 and 8).
+
+Each loop makes the same floating-point operations, in the same order, as the NumPy passes it replaced (those
+passes are kept in ``tests/test_smooth_kernels.py`` as the reference the kernels are checked against, bit for bit):
+
+- :func:`run_sums`: the Poisson(1) multiplicities of sorted rows in a block of replicates (SplitMix64 outputs
+  inverted by table, :func:`calibcli.resampling._draws`), and for each replicate its total weight (``np.sum``'s
+  pairwise order) and the sums ``g``, ``g f``, ``g f^2`` over each run of equal ``(label, cell)``
+  (``np.add.reduceat``'s order: a run's first term plus the pairwise sum of the others);
+- :func:`run_deposits`: those sums spread over the grid's nodes (``np.bincount``'s order, from zero) and
+  divided by the replicate's total weight;
+- :func:`mirrored_products`: the kernel multiplier applied to the spectra of chosen rows, written into the
+  mirrored sequence whose real FFT is the DCT-I (no gathered copy of the spectra);
+- :func:`abs_integrals`: the integral of the absolute value of the smoothed residual (half the FFT's real part),
+  read straight from the FFT's complex output.
+
+NumPy's pairwise summation (``numpy/_core/src/umath/loops_utils.h.src``, ``pairwise_sum``): fewer than 8 terms
+are added in turn from 0; up to 128 in eight interleaved partial sums combined as
+``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))``, then the remainder in turn; beyond, the two halves
+(the first a multiple of 8 terms) are summed apart and added. The loops below follow it with an explicit stack.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calibcli.kernels import compiled
+
+
+@compiled
+def run_sums(keys, positions, w, weighted, f, offsets, table, thresholds, total, s0, s1, s2, g, gf, gf2):
+    """For each replicate ``r`` of the block (stream key ``keys[r]``) and each sorted row ``i`` (position
+    ``positions[i]`` = ``(row + 1) gamma``): ``m = Poisson(1)`` of ``mix(keys[r] + positions[i])``, ``g = m w``;
+    ``total[r]`` = the sum of ``g``; ``s0, s1, s2[r, run]`` = the run's sums of ``g``, ``g f``, ``(g f) f``. ``g``,
+    ``gf``, ``gf2`` are scratch of the rows' length."""
+    n = positions.shape[0]
+    runs = offsets.shape[0]
+    mix1 = np.uint64(0xBF58476D1CE4E5B9)
+    mix2 = np.uint64(0x94D049BB133111EB)
+    shift_table = np.uint64(52)
+    stack_start = np.empty(64, dtype=np.int64)
+    stack_n = np.empty(64, dtype=np.int64)
+    stack_phase = np.empty(64, dtype=np.int64)
+    partial = np.empty(64, dtype=np.float64)
+    for r in range(keys.shape[0]):
+        key = keys[r]
+        for i in range(n):
+            x = key + positions[i]
+            x = (x ^ (x >> np.uint64(30))) * mix1
+            x = (x ^ (x >> np.uint64(27))) * mix2
+            m = np.int64(table[np.int64(x >> shift_table)])
+            if m < 0:
+                u = (x ^ (x >> np.uint64(31))) >> np.uint64(32)
+                m = 0
+                while m < thresholds.shape[0] and np.uint64(thresholds[m]) <= u:
+                    m += 1
+            value = np.float64(m)
+            if weighted:
+                value = value * w[i]
+            g[i] = value
+            gf[i] = value * f[i]
+            gf2[i] = gf[i] * f[i]
+        for which in range(4):
+            # which 0: the total of g (np.sum: pairwise from 0 over all rows); 1-3: each run of g, g f, (g f) f
+            # (np.add.reduceat: the run's first term plus the pairwise sum of the rest)
+            a = g if which < 2 else gf if which == 2 else gf2
+            count = 1 if which == 0 else runs
+            for run in range(count):
+                if which == 0:
+                    start, stop, head = 0, n, 0.0
+                else:
+                    first = offsets[run]
+                    stop = offsets[run + 1] if run + 1 < runs else n
+                    start, head = first + 1, a[first]
+                length = stop - start
+                if which > 0 and length == 0:
+                    s = head
+                else:
+                    # pairwise_sum(a[start:stop]) with an explicit stack of (start, length, phase)
+                    depth = 0
+                    stack_start[0], stack_n[0], stack_phase[0] = start, length, 0
+                    result = 0.0
+                    while depth >= 0:
+                        b, k, phase = stack_start[depth], stack_n[depth], stack_phase[depth]
+                        if k > 128:
+                            half = k // 2
+                            half -= half % 8
+                            if phase == 0:
+                                stack_phase[depth] = 1
+                                depth += 1
+                                stack_start[depth], stack_n[depth], stack_phase[depth] = b, half, 0
+                                continue
+                            if phase == 1:
+                                partial[depth] = result
+                                stack_phase[depth] = 2
+                                depth += 1
+                                stack_start[depth], stack_n[depth], stack_phase[depth] = b + half, k - half, 0
+                                continue
+                            result = partial[depth] + result
+                        elif k < 8:
+                            result = 0.0
+                            for j in range(b, b + k):
+                                result += a[j]
+                        else:
+                            r0, r1, r2, r3 = a[b], a[b + 1], a[b + 2], a[b + 3]
+                            r4, r5, r6, r7 = a[b + 4], a[b + 5], a[b + 6], a[b + 7]
+                            j = b + 8
+                            end8 = b + k - k % 8
+                            while j < end8:
+                                r0 += a[j]
+                                r1 += a[j + 1]
+                                r2 += a[j + 2]
+                                r3 += a[j + 3]
+                                r4 += a[j + 4]
+                                r5 += a[j + 5]
+                                r6 += a[j + 6]
+                                r7 += a[j + 7]
+                                j += 8
+                            result = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+                            while j < b + k:
+                                result += a[j]
+                                j += 1
+                        depth -= 1
+                    s = head + result
+                if which == 0:
+                    total[r] = s
+                elif which == 1:
+                    s0[r, run] = s
+                elif which == 2:
+                    s1[r, run] = s
+                else:
+                    s2[r, run] = s
+
+
+@compiled
+def run_deposits(positive, cell, s0, s1, s2, total, n_cells, out, lower, upper):
+    """Each replicate's runs (sums ``s0, s1, s2`` of ``g``, ``g f``, ``g f^2``; label ``positive``, cell ``cell``)
+    spread over the nodes: ``g (y - z)`` (``out[0]``) and, when ``out`` has three parts, ``g y`` and ``g``, split
+    ``(1 - f, f)`` between nodes ``cell`` and ``cell + 1`` (``z = (cell + f) / M``); each node's lower and upper
+    shares summed apart in the runs' order from zero, added, and divided by ``total[r]``. ``lower``, ``upper``:
+    scratch of the nodes' length."""
+    parts = out.shape[0]
+    size = n_cells + 1
+    runs = cell.shape[0]
+    for r in range(s0.shape[0]):
+        for part in range(parts):
+            for j in range(size):
+                lower[j] = 0.0
+                upper[j] = 0.0
+            for run in range(runs):
+                c = cell[run]
+                a, b, b2 = s0[r, run], s1[r, run], s2[r, run]
+                w_lower = a - b
+                if part == 0:
+                    y_lower = w_lower if positive[run] else 0.0
+                    y_upper = b if positive[run] else 0.0
+                    z_lower = (c * w_lower + (b - b2)) / n_cells
+                    z_upper = (c * b + b2) / n_cells
+                    lower[c] += y_lower - z_lower
+                    upper[c + 1] += y_upper - z_upper
+                elif part == 1:
+                    lower[c] += w_lower if positive[run] else 0.0
+                    upper[c + 1] += b if positive[run] else 0.0
+                else:
+                    lower[c] += w_lower
+                    upper[c + 1] += b
+            t = total[r]
+            for j in range(size):
+                out[part, r, j] = (lower[j] + upper[j]) / t
+
+
+@compiled
+def mirrored_products(spec, rows, mult, n_live, n_cells, out):
+    """Row ``i`` of ``out`` (``2 n_cells`` wide) becomes ``[x, x[-2:0:-1]]`` of ``x`` = ``spec[rows[i]]`` times
+    ``mult[i]`` below ``n_live[i]``, zero above (the input of the DCT-I of the smoothed measure)."""
+    for i in range(rows.shape[0]):
+        row = rows[i]
+        live = n_live[i]
+        for k in range(2 * n_cells):
+            out[i, k] = 0.0
+        for k in range(live):
+            value = spec[row, k] * mult[i, k]
+            out[i, k] = value
+            if 0 < k < n_cells:
+                out[i, 2 * n_cells - k] = value
+
+
+@compiled
+def abs_integrals(transform, n_cells, out):
+    """``out[i]`` = the integral over [0, 1] of ``|piecewise-linear interpolant of r|``, ``r`` = half the real
+    part of ``transform[i, :n_cells + 1]`` (the smoothed residual at the nodes): ``|a| + |b|`` over each cell,
+    ``(a^2 + b^2) / (|a| + |b|)`` where it changes sign, summed pairwise from 0, times ``0.5 / n_cells``."""
+    seg = np.empty(n_cells, dtype=np.float64)
+    stack_start = np.empty(64, dtype=np.int64)
+    stack_n = np.empty(64, dtype=np.int64)
+    stack_phase = np.empty(64, dtype=np.int64)
+    partial = np.empty(64, dtype=np.float64)
+    for i in range(transform.shape[0]):
+        a = 0.5 * transform[i, 0].real
+        for j in range(n_cells):
+            b = 0.5 * transform[i, j + 1].real
+            s = abs(a) + abs(b)
+            if a * b < 0:
+                s = (a * a + b * b) / s
+            seg[j] = s
+            a = b
+        depth = 0
+        stack_start[0], stack_n[0], stack_phase[0] = 0, n_cells, 0
+        result = 0.0
+        while depth >= 0:
+            b0, k, phase = stack_start[depth], stack_n[depth], stack_phase[depth]
+            if k > 128:
+                half = k // 2
+                half -= half % 8
+                if phase == 0:
+                    stack_phase[depth] = 1
+                    depth += 1
+                    stack_start[depth], stack_n[depth], stack_phase[depth] = b0, half, 0
+                    continue
+                if phase == 1:
+                    partial[depth] = result
+                    stack_phase[depth] = 2
+                    depth += 1
+                    stack_start[depth], stack_n[depth], stack_phase[depth] = b0 + half, k - half, 0
+                    continue
+                result = partial[depth] + result
+            elif k < 8:
+                result = 0.0
+                for j in range(b0, b0 + k):
+                    result += seg[j]
+            else:
+                r0, r1, r2, r3 = seg[b0], seg[b0 + 1], seg[b0 + 2], seg[b0 + 3]
+                r4, r5, r6, r7 = seg[b0 + 4], seg[b0 + 5], seg[b0 + 6], seg[b0 + 7]
+                j = b0 + 8
+                end8 = b0 + k - k % 8
+                while j < end8:
+                    r0 += seg[j]
+                    r1 += seg[j + 1]
+                    r2 += seg[j + 2]
+                    r3 += seg[j + 3]
+                    r4 += seg[j + 4]
+                    r5 += seg[j + 5]
+                    r6 += seg[j + 6]
+                    r7 += seg[j + 7]
+                    j += 8
+                result = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+                while j < b0 + k:
+                    result += seg[j]
+                    j += 1
+            depth -= 1
+        out[i] = (0.0 + result) * 0.5 / n_cells
