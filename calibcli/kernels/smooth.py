@@ -32,53 +32,56 @@ def run_sums(keys, positions, w, weighted, f, offsets, table, thresholds, total,
     """For each replicate ``r`` of the block (stream key ``keys[r]``) and each sorted row ``i`` (position
     ``positions[i]`` = ``(row + 1) gamma``): ``m = Poisson(1)`` of ``mix(keys[r] + positions[i])``, ``g = m w``;
     ``total[r]`` = the sum of ``g``; ``s0, s1, s2[r, run]`` = the run's sums of ``g``, ``g f``, ``(g f) f``. ``g``,
-    ``gf``, ``gf2`` are scratch of the rows' length."""
+    ``gf``, ``gf2`` are scratch of the rows' length. A run's sums are taken as its rows are drawn where the run
+    is short (its terms after the first added in turn from 0, as NumPy's pairwise sum does below 8 terms)."""
     n = positions.shape[0]
     runs = offsets.shape[0]
     mix1 = np.uint64(0xBF58476D1CE4E5B9)
     mix2 = np.uint64(0x94D049BB133111EB)
-    shift_table = np.uint64(52)
     stack_start = np.empty(64, dtype=np.int64)
     stack_n = np.empty(64, dtype=np.int64)
     stack_phase = np.empty(64, dtype=np.int64)
     partial = np.empty(64, dtype=np.float64)
     for r in range(keys.shape[0]):
         key = keys[r]
-        for i in range(n):
-            x = key + positions[i]
-            x = (x ^ (x >> np.uint64(30))) * mix1
-            x = (x ^ (x >> np.uint64(27))) * mix2
-            m = np.int64(table[np.int64(x >> shift_table)])
-            if m < 0:
-                u = (x ^ (x >> np.uint64(31))) >> np.uint64(32)
-                m = 0
-                while m < thresholds.shape[0] and np.uint64(thresholds[m]) <= u:
-                    m += 1
-            value = np.float64(m)
-            if weighted:
-                value = value * w[i]
-            g[i] = value
-            gf[i] = value * f[i]
-            gf2[i] = gf[i] * f[i]
-        for which in range(4):
-            # which 0: the total of g (np.sum: pairwise from 0 over all rows); 1-3: each run of g, g f, (g f) f
-            # (np.add.reduceat: the run's first term plus the pairwise sum of the rest)
-            a = g if which < 2 else gf if which == 2 else gf2
-            count = 1 if which == 0 else runs
-            for run in range(count):
-                if which == 0:
-                    start, stop, head = 0, n, 0.0
-                else:
-                    first = offsets[run]
-                    stop = offsets[run + 1] if run + 1 < runs else n
-                    start, head = first + 1, a[first]
-                length = stop - start
-                if which > 0 and length == 0:
-                    s = head
-                else:
-                    # pairwise_sum(a[start:stop]) with an explicit stack of (start, length, phase)
+        for run in range(runs):
+            first = offsets[run]
+            stop = offsets[run + 1] if run + 1 < runs else n
+            t0 = 0.0
+            t1 = 0.0
+            t2 = 0.0
+            for i in range(first, stop):
+                x = key + positions[i]
+                x = (x ^ (x >> np.uint64(30))) * mix1
+                x = (x ^ (x >> np.uint64(27))) * mix2
+                m = np.int64(table[np.int64(x >> np.uint64(52))])
+                if m < 0:  # a table cell a threshold splits: search the thresholds
+                    u = (x ^ (x >> np.uint64(31))) >> np.uint64(32)
+                    m = 0
+                    while m < thresholds.shape[0] and np.uint64(thresholds[m]) <= u:
+                        m += 1
+                value = np.float64(m)
+                if weighted:
+                    value = value * w[i]
+                value_f = value * f[i]
+                value_f2 = value_f * f[i]
+                g[i] = value
+                gf[i] = value_f
+                gf2[i] = value_f2
+                if i > first:
+                    t0 += value
+                    t1 += value_f
+                    t2 += value_f2
+            rest = stop - first - 1
+            if rest == 0:
+                s0[r, run], s1[r, run], s2[r, run] = g[first], gf[first], gf2[first]
+            elif rest < 8:
+                s0[r, run], s1[r, run], s2[r, run] = g[first] + t0, gf[first] + t1, gf2[first] + t2
+            else:
+                for which in range(3):  # a long run: np.add.reduceat's first term plus the pairwise sum of the rest
+                    a = g if which == 0 else gf if which == 1 else gf2
                     depth = 0
-                    stack_start[0], stack_n[0], stack_phase[0] = start, length, 0
+                    stack_start[0], stack_n[0], stack_phase[0] = first + 1, rest, 0
                     result = 0.0
                     while depth >= 0:
                         b, k, phase = stack_start[depth], stack_n[depth], stack_phase[depth]
@@ -121,15 +124,58 @@ def run_sums(keys, positions, w, weighted, f, offsets, table, thresholds, total,
                                 result += a[j]
                                 j += 1
                         depth -= 1
-                    s = head + result
-                if which == 0:
-                    total[r] = s
-                elif which == 1:
-                    s0[r, run] = s
-                elif which == 2:
-                    s1[r, run] = s
-                else:
-                    s2[r, run] = s
+                    if which == 0:
+                        s0[r, run] = g[first] + result
+                    elif which == 1:
+                        s1[r, run] = gf[first] + result
+                    else:
+                        s2[r, run] = gf2[first] + result
+        # the total: np.sum's pairwise order over all the rows, from 0
+        depth = 0
+        stack_start[0], stack_n[0], stack_phase[0] = 0, n, 0
+        result = 0.0
+        while depth >= 0:
+            b, k, phase = stack_start[depth], stack_n[depth], stack_phase[depth]
+            if k > 128:
+                half = k // 2
+                half -= half % 8
+                if phase == 0:
+                    stack_phase[depth] = 1
+                    depth += 1
+                    stack_start[depth], stack_n[depth], stack_phase[depth] = b, half, 0
+                    continue
+                if phase == 1:
+                    partial[depth] = result
+                    stack_phase[depth] = 2
+                    depth += 1
+                    stack_start[depth], stack_n[depth], stack_phase[depth] = b + half, k - half, 0
+                    continue
+                result = partial[depth] + result
+            elif k < 8:
+                result = 0.0
+                for j in range(b, b + k):
+                    result += g[j]
+            else:
+                r0, r1, r2, r3 = g[b], g[b + 1], g[b + 2], g[b + 3]
+                r4, r5, r6, r7 = g[b + 4], g[b + 5], g[b + 6], g[b + 7]
+                j = b + 8
+                end8 = b + k - k % 8
+                while j < end8:
+                    r0 += g[j]
+                    r1 += g[j + 1]
+                    r2 += g[j + 2]
+                    r3 += g[j + 3]
+                    r4 += g[j + 4]
+                    r5 += g[j + 5]
+                    r6 += g[j + 6]
+                    r7 += g[j + 7]
+                    j += 8
+                result = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+                while j < b + k:
+                    result += g[j]
+                    j += 1
+            depth -= 1
+        total[r] = 0.0 + result
 
 
 @compiled
