@@ -70,31 +70,32 @@ def _sinc2(n_cells: int, width: int) -> np.ndarray:
 _SINC2: dict[int, np.ndarray] = {}
 
 
-def smoothed_rows(spec: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-    """``K_sigma`` applied to each row's grid measure at its own bandwidth ``sigma[r]`` (grid nodes).
+def _products(spec: np.ndarray, rows: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    """The mirrored sequences (``2 n_cells`` wide) whose real FFTs are the DCT-Is of rows ``rows`` of the spectra
+    ``spec`` times the kernel's multiplier at their own bandwidths ``sigma`` (non-zero below each one's cutoff
+    only): written straight into the mirrored sequence (:func:`_dct1_rows` of the zero-padded product: the same
+    input to the same transform, without the padded copy), reading only the live part of each row of ``spec``.
 
-    The rows' products with the multiplier (non-zero below each one's cutoff only) are written straight
-    into the mirrored sequence whose real FFT is the DCT-I (:func:`_dct1_rows` of the zero-padded product:
-    the same input to the same transform, without the padded copy)."""
-    R, size = spec.shape
-    n_cells = size - 1
+    NumPy rather than a compiled loop: ``ece``'s ICI solves its fixed point here too, and a plain ``ece`` does not
+    load Numba (tests/test_startup_imports.py)."""
+    R = len(rows)
+    n_cells = spec.shape[1] - 1
     product = np.zeros((R, 2 * n_cells))
     resolved = sigma * n_cells >= 2.0
-    rows = np.flatnonzero(resolved)
-    if len(rows):
-        s = sigma[rows]
+    live_rows = np.flatnonzero(resolved)
+    if len(live_rows):
+        s = sigma[live_rows]
         n_live = np.minimum(n_cells + 1, np.ceil(_CUTOFF / s).astype(np.int64) + 1)
         width = int(n_live.max())
         k = np.arange(width, dtype=np.float64)
         with np.errstate(over="ignore"):  # a huge sigma: exp(-inf) = 0 is right
             mult = np.exp(-0.5 * ((np.pi * k)[None, :] * s[:, None]) ** 2) / _sinc2(n_cells, width)
         live = k[None, :] < n_live[:, None]
-        _mirrored(product, rows, np.where(live, spec[rows, :width] * mult, 0.0), n_cells)
-    for r in np.flatnonzero(~resolved):  # a bandwidth below two cells: the sampled kernel (rare)
-        mult = _multiplier(n_cells, float(sigma[r]))
-        _mirrored(product, np.array([r]), spec[r : r + 1, : len(mult)] * mult, n_cells)
-    out = np.fft.rfft(product, axis=1).real
-    return 0.5 * out
+        _mirrored(product, live_rows, np.where(live, spec[rows[live_rows], :width] * mult, 0.0), n_cells)
+    for i in np.flatnonzero(~resolved):  # a bandwidth below two cells: the sampled kernel (rare)
+        mult = _multiplier(n_cells, float(sigma[i]))
+        _mirrored(product, np.array([i]), spec[rows[i] : rows[i] + 1, : len(mult)] * mult, n_cells)
+    return product
 
 
 def _mirrored(out: np.ndarray, rows: np.ndarray, values: np.ndarray, n_cells: int) -> None:
@@ -107,36 +108,28 @@ def _mirrored(out: np.ndarray, rows: np.ndarray, values: np.ndarray, n_cells: in
         out[rows, 2 * n_cells - top + 1 :] = values[:, top - 1 : 0 : -1]
 
 
+def smoothed_rows(spec: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    """``K_sigma`` applied to each row's grid measure at its own bandwidth ``sigma[r]`` (grid nodes)."""
+    return 0.5 * np.fft.rfft(_products(spec, np.arange(len(spec)), sigma), axis=1).real
+
+
 def smece_rows(spec: np.ndarray, rows: np.ndarray, sigma: np.ndarray) -> np.ndarray:
     """``smECE_sigma`` of rows ``rows`` of the spectra ``spec``, row ``rows[i]`` at its own bandwidth ``sigma[i]``:
-    the integral over [0, 1] of ``|K_sigma applied to its grid measure|`` (:func:`smoothed_rows` of those rows, then
-    :func:`calibcli.smooth_grid._abs_integral` of each), the same numbers. The kernel's products are written
-    straight from ``spec`` into the mirrored sequence (:func:`calibcli.kernels.smooth.mirrored_products`, no
-    gathered copy), and the integrals read from the FFT's output (:func:`calibcli.kernels.smooth.abs_integrals`)."""
-    R = len(rows)
-    n_cells = spec.shape[1] - 1
-    product = np.empty((R, 2 * n_cells))
-    resolved = sigma * n_cells >= 2.0
-    live_rows = np.flatnonzero(resolved)
-    if len(live_rows):
-        s = sigma[live_rows]
-        n_live = np.minimum(n_cells + 1, np.ceil(_CUTOFF / s).astype(np.int64) + 1)
-        width = int(n_live.max())
-        k = np.arange(width, dtype=np.float64)
-        with np.errstate(over="ignore"):  # a huge sigma: exp(-inf) = 0 is right
-            mult = np.exp(-0.5 * ((np.pi * k)[None, :] * s[:, None]) ** 2) / _sinc2(n_cells, width)
-        if len(live_rows) == R:
-            kernels.mirrored_products(spec, rows, mult, n_live, n_cells, product)
-        else:
-            part = np.empty((len(live_rows), 2 * n_cells))
-            kernels.mirrored_products(spec, rows[live_rows], mult, n_live, n_cells, part)
-            product[live_rows] = part
-    for i in np.flatnonzero(~resolved):  # a bandwidth below two cells: the sampled kernel (rare)
-        mult = _multiplier(n_cells, float(sigma[i]))[None, :]
-        kernels.mirrored_products(spec, rows[i : i + 1], mult, np.array([mult.shape[1]]), n_cells, product[i : i + 1])
-    out = np.empty(R)
-    kernels.abs_integrals(np.fft.rfft(product, axis=1), n_cells, out)
-    return out
+    :func:`calibcli.smooth_grid._abs_integral` of :func:`smoothed_rows` of those rows (without gathering them)."""
+    return abs_integral_rows(0.5 * np.fft.rfft(_products(spec, rows, sigma), axis=1).real)
+
+
+def abs_integral_rows(r: np.ndarray) -> np.ndarray:
+    """:func:`calibcli.smooth_grid._abs_integral` of every row: ``|a| + |b|`` over each cell, replaced by
+    ``(a^2 + b^2) / (|a| + |b|)`` on the few cells where the row changes sign."""
+    absolute = np.abs(r)
+    seg = absolute[:, :-1] + absolute[:, 1:]
+    crossing = np.multiply(r[:, :-1], r[:, 1:], out=absolute[:, :-1]) < 0
+    rows, cells = np.divmod(np.flatnonzero(crossing), crossing.shape[1])  # (np.nonzero is slower on 2-D arrays)
+    if len(rows):
+        a, b = r[rows, cells], r[rows, cells + 1]
+        seg[rows, cells] = (a**2 + b**2) / seg[rows, cells]
+    return seg.sum(axis=1) * 0.5 / (r.shape[1] - 1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -281,7 +274,9 @@ class RowBootstrap:
     Row ``i`` weighs ``m_ir w_i`` in replicate ``r``, ``m_ir ~ Poisson(1)`` from
     :class:`calibcli.resampling.Multiplicities` (a function of ``(seed, r, global row index)``). With
     the rows sorted by ``(y, cell)`` once, every deposit follows from three sums per run of equal
-    ``(y, cell)``: ``sum g``, ``sum g f`` and ``sum g f^2`` (``np.add.reduceat`` along the rows of the block).
+    ``(y, cell)``: ``sum g``, ``sum g f`` and ``sum g f^2``, drawn and summed in one compiled loop
+    (:func:`calibcli.kernels.smooth.run_sums`: the draws of :meth:`Multiplicities.block`, the sums in
+    ``np.add.reduceat``'s order).
     """
 
     method = CI_METHOD_ROWS

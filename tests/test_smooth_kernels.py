@@ -1,5 +1,6 @@
 """SmoothECE's compiled bootstrap loops (calibcli/kernels/smooth.py) against the NumPy passes they replaced, bit for
-bit: those passes are kept here as the reference."""
+bit: those passes are kept here as the reference; and each bandwidth's evaluation, which reads the live part of
+the chosen rows of the spectra without gathering them, against the gathered form."""
 
 from __future__ import annotations
 
@@ -187,3 +188,13 @@ def test_the_draws_are_the_multiplicities_of_resampling():
     want = Multiplicities(99, np.arange(n) * 3).block(reps)
     assert np.array_equal(s0, want)
     assert want.max() >= 6  # the split cells of the table (rare large counts) are among them
+
+
+def test_smoothed_rows_equal_the_numpy_smoothing():
+    """The curves' and the ICI's smoothing (the products written by the same kernel)."""
+    from calibcli.smooth_bootstrap import smoothed_rows
+
+    rng = np.random.default_rng(8)
+    spec = spectra(rng.standard_normal((5, 257)) / 256)
+    sigma = np.array([0.05, 1.0 / 256, 3.0, 0.011, 0.4])
+    assert np.array_equal(smoothed_rows(spec, sigma), _numpy_smoothed_rows(spec, sigma))

@@ -8,11 +8,10 @@ passes are kept in ``tests/test_smooth_kernels.py`` as the reference the kernels
   pairwise order) and the sums ``g``, ``g f``, ``g f^2`` over each run of equal ``(label, cell)``
   (``np.add.reduceat``'s order: a run's first term plus the pairwise sum of the others);
 - :func:`run_deposits`: those sums spread over the grid's nodes (``np.bincount``'s order, from zero) and
-  divided by the replicate's total weight;
-- :func:`mirrored_products`: the kernel multiplier applied to the spectra of chosen rows, written into the
-  mirrored sequence whose real FFT is the DCT-I (no gathered copy of the spectra);
-- :func:`abs_integrals`: the integral of the absolute value of the smoothed residual (half the FFT's real part),
-  read straight from the FFT's complex output.
+  divided by the replicate's total weight.
+
+Each bandwidth's evaluation (the kernel's products, the FFT, the integral) stays in NumPy: ``ece``'s ICI shares it,
+and a plain ``ece`` does not load Numba.
 
 NumPy's pairwise summation (``numpy/_core/src/umath/loops_utils.h.src``, ``pairwise_sum``): fewer than 8 terms
 are added in turn from 0; up to 128 in eight interleaved partial sums combined as
@@ -213,85 +212,3 @@ def run_deposits(positive, cell, s0, s1, s2, total, n_cells, out, lower, upper):
             t = total[r]
             for j in range(size):
                 out[part, r, j] = (lower[j] + upper[j]) / t
-
-
-@compiled
-def mirrored_products(spec, rows, mult, n_live, n_cells, out):
-    """Row ``i`` of ``out`` (``2 n_cells`` wide) becomes ``[x, x[-2:0:-1]]`` of ``x`` = ``spec[rows[i]]`` times
-    ``mult[i]`` below ``n_live[i]``, zero above (the input of the DCT-I of the smoothed measure)."""
-    for i in range(rows.shape[0]):
-        row = rows[i]
-        live = n_live[i]
-        for k in range(2 * n_cells):
-            out[i, k] = 0.0
-        for k in range(live):
-            value = spec[row, k] * mult[i, k]
-            out[i, k] = value
-            if 0 < k < n_cells:
-                out[i, 2 * n_cells - k] = value
-
-
-@compiled
-def abs_integrals(transform, n_cells, out):
-    """``out[i]`` = the integral over [0, 1] of ``|piecewise-linear interpolant of r|``, ``r`` = half the real
-    part of ``transform[i, :n_cells + 1]`` (the smoothed residual at the nodes): ``|a| + |b|`` over each cell,
-    ``(a^2 + b^2) / (|a| + |b|)`` where it changes sign, summed pairwise from 0, times ``0.5 / n_cells``."""
-    seg = np.empty(n_cells, dtype=np.float64)
-    stack_start = np.empty(64, dtype=np.int64)
-    stack_n = np.empty(64, dtype=np.int64)
-    stack_phase = np.empty(64, dtype=np.int64)
-    partial = np.empty(64, dtype=np.float64)
-    for i in range(transform.shape[0]):
-        a = 0.5 * transform[i, 0].real
-        for j in range(n_cells):
-            b = 0.5 * transform[i, j + 1].real
-            s = abs(a) + abs(b)
-            if a * b < 0:
-                s = (a * a + b * b) / s
-            seg[j] = s
-            a = b
-        depth = 0
-        stack_start[0], stack_n[0], stack_phase[0] = 0, n_cells, 0
-        result = 0.0
-        while depth >= 0:
-            b0, k, phase = stack_start[depth], stack_n[depth], stack_phase[depth]
-            if k > 128:
-                half = k // 2
-                half -= half % 8
-                if phase == 0:
-                    stack_phase[depth] = 1
-                    depth += 1
-                    stack_start[depth], stack_n[depth], stack_phase[depth] = b0, half, 0
-                    continue
-                if phase == 1:
-                    partial[depth] = result
-                    stack_phase[depth] = 2
-                    depth += 1
-                    stack_start[depth], stack_n[depth], stack_phase[depth] = b0 + half, k - half, 0
-                    continue
-                result = partial[depth] + result
-            elif k < 8:
-                result = 0.0
-                for j in range(b0, b0 + k):
-                    result += seg[j]
-            else:
-                r0, r1, r2, r3 = seg[b0], seg[b0 + 1], seg[b0 + 2], seg[b0 + 3]
-                r4, r5, r6, r7 = seg[b0 + 4], seg[b0 + 5], seg[b0 + 6], seg[b0 + 7]
-                j = b0 + 8
-                end8 = b0 + k - k % 8
-                while j < end8:
-                    r0 += seg[j]
-                    r1 += seg[j + 1]
-                    r2 += seg[j + 2]
-                    r3 += seg[j + 3]
-                    r4 += seg[j + 4]
-                    r5 += seg[j + 5]
-                    r6 += seg[j + 6]
-                    r7 += seg[j + 7]
-                    j += 8
-                result = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-                while j < b0 + k:
-                    result += seg[j]
-                    j += 1
-            depth -= 1
-        out[i] = (0.0 + result) * 0.5 / n_cells
