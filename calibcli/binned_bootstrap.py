@@ -7,11 +7,14 @@ Rows sorted by z (by group, then z) make every bin a contiguous run:
 
 - :class:`_SortedProblem`: one problem; each run's sums one BLAS product for a block of replicates, and
   quantile bins re-fitted on every resample (SPEC 2.1 on the resample's sorted values);
-- :class:`SortedGroups`: G groups; the sums of every (group, bin) run of a block of rows under a block of
-  replicates are one sparse product (the ``(runs x statistics, rows)`` matrix of the rows' statistics
-  times the ``(rows, replicates)`` multiplicities), giving ``(G, R, bins)`` statistics for the estimators
-  to reduce in one call. Groups of quantile bins re-fit their edges per resample through their own
-  :class:`_SortedProblem` (the segment sums of :meth:`_SortedProblem._quantile_sums`).
+- :class:`SortedGroups`: G groups, whose ``(G, R, bins)`` statistics the estimators reduce in one call. Past
+  ``_COMPILED_DRAWS`` draws (rows x replicates) every (group, bin) run's sums under every replicate come from one
+  compiled loop over the rows (:meth:`calibcli.resampling.Multiplicities.run_sums`: each draw made and used in
+  registers, each run's terms added row after row from zero), and groups of quantile bins re-fit their edges on
+  every resample in another (:meth:`calibcli.resampling.Multiplicities.quantile_sums`). A smaller bootstrap (an
+  ungrouped run's) uses NumPy's draws: one sparse product per block (the ``(runs x statistics, rows)`` matrix of
+  the rows' statistics times the ``(rows, replicates)`` multiplicities: the same sums, in the same order) and each
+  group's :class:`_SortedProblem` for quantile bins.
 """
 
 from __future__ import annotations
@@ -154,6 +157,15 @@ _GROUP_BLOCK_ROWS = 1 << 11
 _QUANTILE_BLOCK_ROWS = 1 << 13
 
 
+#: Draws (rows x replicates) from which the bootstrap over groups runs its compiled loop
+#: (:func:`calibcli.kernels.poisson.poisson_run_sums`) rather than sparse products of NumPy's draws: the loop takes a
+#: third of their time per draw, but its first call in a process imports Numba and loads its machine code (0.4 s),
+#: which pays off from about 1.5e8 draws on; below, the sums are the same products in the same order either way
+#: (each run's terms added row after row from zero), so the choice never moves a number. An ungrouped run holds at
+#: most 2^17 rows (``accumulators.binned.ROW_LIMIT``): with 1000 resamples it stays below, and never loads Numba.
+_COMPILED_DRAWS = 1 << 27
+
+
 def _run_matrix(cell: np.ndarray, n_cells: int, columns: list[tuple[np.ndarray, int]], width: int):
     """The CSR matrix ``(len(columns) * n_cells, width)`` whose row ``k n_cells + c`` holds ``columns[k]``'s values
     on the rows of run ``c`` (``cell`` non-decreasing, runs contiguous), at the columns ``offset + row`` given by
@@ -194,19 +206,28 @@ class SortedGroups:
         self.G = len(groups)
         self.bounds = np.concatenate([[0], np.cumsum(sizes)])
         code = np.repeat(np.arange(self.G), sizes)
-        z = np.concatenate([np.asarray(g[1], dtype=np.float64) for g in groups])
-        order = np.lexsort((z, code))  # stable: within a group, np.argsort(z, kind="stable")
-        self.z = z[order]
+        # each group's rows in the order of a stable sort by z (what np.lexsort((z, code)) gives, in a sort per group)
+        order = np.concatenate(
+            [np.argsort(np.asarray(g[1], dtype=np.float64), kind="stable") for g in groups] or [np.empty(0, np.int64)]
+        )
+        order += np.repeat(self.bounds[:-1], sizes)
+        self.z = np.concatenate([np.asarray(g[1], dtype=np.float64) for g in groups])[order]
         y = np.concatenate([np.asarray(g[0]) for g in groups])[order].astype(np.float64)
         w = np.concatenate([np.asarray(g[2], dtype=np.float64) for g in groups])[order]
         self.row_index = np.concatenate([np.asarray(g[3], dtype=np.int64) for g in groups])[order]
         stats = _row_stats(y, self.z, w)
-        self.X = np.ascontiguousarray(np.vstack([np.ones(len(self.z)), stats]).T)
-        # pairs between copies of one row: w^2, w^2 y, w^2 u^2 (with unit weights: count, y, u^2)
-        self.X_self = np.ascontiguousarray(np.vstack([w * w, w * stats[_WY], w * stats[_WU2]]).T)
         # With unit weights the weight sums are the counts (the same products of the same ones): taken once.
         self.unit_weights = bool(np.all(w == 1.0))
+        #: the statistics summed (0: the count, 1 + j: row j of _row_stats), and their per-row values (rows, K)
         self._sums = [j for j in range(_N_STATS + 1) if not (self.unit_weights and j == 1 + _W)]
+        self.X = np.empty((len(self.z), len(self._sums)))
+        self.X[:, 0] = 1.0
+        self.X[:, 1:] = stats[[j - 1 for j in self._sums[1:]]].T
+        # pairs between copies of one row: w^2, w^2 y, w^2 u^2 (with unit weights: count, y, u^2)
+        self.X_self = np.empty((len(self.z), 3))
+        np.multiply(w, w, out=self.X_self[:, 0])
+        np.multiply(w, stats[_WY], out=self.X_self[:, 1])
+        np.multiply(w, stats[_WU2], out=self.X_self[:, 2])
         self.binnings = binnings
         self.n_uniform = n_uniform
         self.quantile = binnings[0].strategy == "quantile"
@@ -266,28 +287,90 @@ class SortedGroups:
         return _bin_stats(main, main_dup), _bin_stats(uni, uni_dup) if separate else None
 
     def _resample_block(self, b0: int, b1: int, g0: int, seed: int, n_boot: int, out: dict) -> None:
-        """The statistics of groups ``b0..b1`` (one block) under every replicate, into ``out`` (their own slices)."""
+        """The statistics of groups ``b0..b1`` (one block) under every replicate, into ``out`` (their own slices).
+
+        Equal-width bins: every (group, bin) run's sums under a block of replicates are one compiled loop over the
+        rows (:meth:`calibcli.resampling.Multiplicities.run_sums`: each run's terms added in the order of its rows,
+        from zero, what the sums row after row give), or for a small bootstrap (below ``_COMPILED_DRAWS``) sparse
+        products adding the same terms in the same order (:meth:`_product_block`). Quantile bins: each group's own
+        resampled edges (:meth:`_quantile_block`)."""
         a, b = self.bounds[b0], self.bounds[b1]
-        n, Gb = b - a, b1 - b0
+        Gb = b1 - b0
         separate = self.quantile or self.n_uniform != self.n_main
         rows = Multiplicities(seed, self.row_index[a:b])
         cells = {"uniform": (self.uniform_cell[a:b] - b0 * self.n_uniform, self.n_uniform)}
         if not self.quantile:
             cells["main"] = (self.main_cell[a:b] - b0 * self.n_main, self.n_main)
+        if not separate:
+            del cells["uniform"]
+        X, X_self = self.X[a:b], self.X_self[a:b]
+        K = len(self._sums)
+        gs = slice(b0 - g0, b1 - g0)
+        if self.bounds[-1] * n_boot >= _COMPILED_DRAWS:
+            # replicates per call: the cells' sums (cells x statistics x R) within _BLOCK_ELEMENTS x 8 values
+            widest = Gb * max(nb for _, nb in cells.values()) * (K + 3)
+            step = min(max(1, 8 * _BLOCK_ELEMENTS // max(widest, 1)), n_boot)
+            for r0 in range(0, n_boot, step):
+                R = min(step, n_boot - r0)
+                for key, (c, nb) in cells.items():
+                    sums, dup = np.zeros((Gb * nb, K, R)), np.zeros((Gb * nb, 3, R))
+                    rows.run_sums(np.arange(r0, r0 + R), c, X, X_self, sums, dup)
+                    s_out, d_out = out[key]
+                    s_out[self._sums, gs, r0 : r0 + R] = sums.reshape(Gb, nb, K, R).transpose(2, 0, 3, 1)
+                    d_out[:, gs, r0 : r0 + R] = dup.reshape(Gb, nb, 3, R).transpose(2, 0, 3, 1)
+        else:
+            self._product_block(rows, cells, X, X_self, gs, n_boot, out)
+        if self.quantile:
+            self._quantile_block(b0, b1, g0, rows, n_boot, out["main"])
+
+    def _product_block(
+        self, rows: Multiplicities, cells: dict, X: np.ndarray, X_self: np.ndarray, gs: slice, n_boot: int, out: dict
+    ) -> None:
+        """:meth:`_resample_block`'s equal-width sums without the compiled loop (a small bootstrap): the
+        multiplicities of a block of replicates (NumPy's draws) times the sparse matrix of the runs' values."""
+        n, K, Gb = len(X), len(self._sums), gs.stop - gs.start
         # each product reads the multiplicities (rows) stacked over their self-pair counts m (m - 1) (rows)
-        columns = [(self.X[a:b, j], 0) for j in self._sums] + [(self.X_self[a:b, j], n) for j in range(3)]
-        mats = {
-            key: (_run_matrix(c, Gb * nb, columns, 2 * n), nb)
-            for key, (c, nb) in cells.items()
-            if key == "main" or separate
-        }
+        columns = [(X[:, k], 0) for k in range(K)] + [(X_self[:, j], n) for j in range(3)]
+        mats = {key: (_run_matrix(c, Gb * nb, columns, 2 * n), nb) for key, (c, nb) in cells.items()}
         # replicates per block: the multiplicities (rows x R) and the products (runs x statistics x R) in the caches
-        runs = Gb * (self.n_main + (self.n_uniform if separate else 0)) * (_N_STATS + 4)
+        runs = Gb * sum(nb for _, nb in cells.values()) * (_N_STATS + 4)
         step = min(max(1, _BLOCK_ELEMENTS // max(n, runs, 1)), n_boot)
         scratch = Scratch()
         stacked = np.empty((2 * n, step))
-        gs = slice(b0 - g0, b1 - g0)
-        K = len(self._sums)
+        for r0 in range(0, n_boot, step):
+            R = min(step, n_boot - r0)
+            both = stacked[:, :R] if R == step else np.empty((2 * n, R))
+            # (rows, R) in sorted order, and below them the self-pair counts m (m - 1)
+            rows.columns(np.arange(r0, r0 + R), out=both[:n], scratch=scratch, pairs=both[n:])
+            for key, (A, nb) in mats.items():
+                s_out, d_out = out[key]
+                p = (A @ both).reshape(K + 3, Gb, nb, R).transpose(0, 1, 3, 2)
+                s_out[self._sums, gs, r0 : r0 + R] = p[:K]
+                d_out[:, gs, r0 : r0 + R] = p[K:]
+
+    def _quantile_block(self, b0: int, b1: int, g0: int, rows: Multiplicities, n_boot: int, main: tuple) -> None:
+        """The quantile bins' statistics of groups ``b0..b1`` (one block, ``rows`` its multiplicities) under every
+        replicate, into ``main`` (their own slices): each group's bins re-fitted on every resample, by a compiled loop
+        per group (:meth:`calibcli.resampling.Multiplicities.quantile_sums`: each bin's sums row after row) or, for a
+        small bootstrap, :meth:`_SortedProblem._quantile_sums`' BLAS products of NumPy's draws (the same bins; sums
+        within a few units in the last place, another order of addition)."""
+        a = self.bounds[b0]
+        n = self.bounds[b1] - a
+        sums_out, dup_out = main
+        if self.bounds[-1] * n_boot >= _COMPILED_DRAWS:  # each group's bins and sums in one compiled loop
+            reps = np.arange(n_boot)
+            for g in range(b0, b1):
+                lo, hi = self.bounds[g], self.bounds[g + 1]
+                p = self._problems[g]
+                Multiplicities(rows.seed, self.row_index[lo:hi]).quantile_sums(
+                    reps, p.z, p.X, p.X_self, sums_out[:, g - g0], dup_out[:, g - g0]
+                )
+            return
+        # replicates per block (the shapes of the BLAS products, hence their order of summation: kept as they were)
+        runs = (b1 - b0) * (self.n_main + self.n_uniform) * (_N_STATS + 4)
+        step = min(max(1, _BLOCK_ELEMENTS // max(n, runs, 1)), n_boot)
+        scratch = Scratch()
+        stacked = np.empty((2 * n, step))
         for r0 in range(0, n_boot, step):
             reps = np.arange(r0, min(r0 + step, n_boot))
             R = len(reps)
@@ -295,19 +378,12 @@ class SortedGroups:
             # (rows, R) in sorted order, and below them the self-pair counts m (m - 1)
             M = rows.columns(reps, out=both[:n], scratch=scratch, pairs=both[n:])
             pairs = both[n:]
-            for key, (A, nb) in mats.items():
-                s_out, d_out = out[key]
-                p = (A @ both).reshape(K + 3, Gb, nb, R).transpose(0, 1, 3, 2)
-                s_out[self._sums, gs, r0 : r0 + R] = p[:K]
-                d_out[:, gs, r0 : r0 + R] = p[K:]
-            if self.quantile:
-                main, main_dup = out["main"]
-                for g in range(b0, b1):  # each group's bins move with its resample
-                    lo, hi = self.bounds[g] - a, self.bounds[g + 1] - a
-                    Mg = np.ascontiguousarray(M[lo:hi].T)
-                    s, d = self._problems[g]._quantile_sums(Mg, np.ascontiguousarray(pairs[lo:hi].T))
-                    main[:, g - g0, r0 : r0 + R] = np.moveaxis(s, -1, 0)
-                    main_dup[:, g - g0, r0 : r0 + R] = np.moveaxis(d, -1, 0)
+            for g in range(b0, b1):  # each group's bins move with its resample
+                lo, hi = self.bounds[g] - a, self.bounds[g + 1] - a
+                Mg = np.ascontiguousarray(M[lo:hi].T)
+                s, d = self._problems[g]._quantile_sums(Mg, np.ascontiguousarray(pairs[lo:hi].T))
+                sums_out[:, g - g0, r0 : r0 + R] = np.moveaxis(s, -1, 0)
+                dup_out[:, g - g0, r0 : r0 + R] = np.moveaxis(d, -1, 0)
 
 
 def _bin_stats(s: np.ndarray, d: np.ndarray) -> BinStats:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from calibcli import cancel
+from calibcli.kernels.poisson import poisson_quantile_sums, poisson_run_sums
 
 #: Multiplicities above this are drawn as this value; P(Poisson(1) > 12) = 1.2e-10 < 2^-32 * 1.
 _MAX_MULTIPLICITY = 12
@@ -199,6 +200,81 @@ class Multiplicities:
         x = scratch.get("x", (self.n, len(keys)), np.uint64)
         np.add(self._positions[:, None], keys[None, :], out=x)
         return _draws(x, np.empty((self.n, len(keys))) if out is None else out, scratch, pairs)
+
+    def run_sums(
+        self,
+        replicates,
+        cell: np.ndarray,
+        X: np.ndarray,
+        X_self: np.ndarray,
+        out: np.ndarray,
+        self_out: np.ndarray,
+    ) -> None:
+        """Add the rows' resampled sums into their cells under every replicate of ``replicates`` at once (a
+        compiled loop, :func:`calibcli.kernels.poisson.poisson_run_sums`; the multiplicities are never stored):
+        ``out[c, k, j] += m X[i, k]`` and ``self_out[c, l, j] += m (m - 1) X_self[i, l]`` over the rows ``i`` of
+        cell ``cell[i] = c``, ascending, with ``m`` row ``i``'s multiplicity in replicate ``replicates[j]``.
+
+        ``cell`` (n,) int64 (non-decreasing runs are cheapest), ``X`` (n, K) and ``X_self`` (n, J) float64 (J may
+        be 0), ``out`` (cells, K, R) and ``self_out`` (cells, J, R) float64 C-contiguous, R = len(replicates).
+        Started from zeros, each sum is bit for bit a loop over its rows adding ``m X`` (no fused multiply-add).
+        A signal stops it between slices of rows (:func:`calibcli.cancel.check`)."""
+        keys = _stream_keys(self.seed, replicates)
+        cell = np.ascontiguousarray(cell, dtype=np.int64)
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        X_self = np.ascontiguousarray(X_self, dtype=np.float64)
+        if len(cell) != self.n or len(X) != self.n or len(X_self) != self.n:
+            raise ValueError(
+                f"{self.n} rows of positions, but {len(cell)}, {len(X)}, {len(X_self)} of cells and values"
+            )
+        if out.shape[1:] != (X.shape[1], len(keys)) or self_out.shape[1:] != (X_self.shape[1], len(keys)):
+            raise ValueError(
+                f"sums of shape {out.shape} and {self_out.shape} for {X.shape[1]} and "
+                f"{X_self.shape[1]} values under {len(keys)} replicates"
+            )
+        if not (out.flags.c_contiguous and self_out.flags.c_contiguous):
+            raise ValueError("the sums must be C-contiguous arrays")
+        if self.n and (cell.min() < 0 or cell.max() >= min(len(out), len(self_out) if X_self.shape[1] else len(out))):
+            raise ValueError(f"cells must lie in 0..{len(out) - 1}")
+        # slices of about 2^21 draws between checks for a signal (a few ms each)
+        step = max(1, (1 << 21) // max(len(keys), 1))
+        for a in range(0, self.n, step):
+            cancel.check()
+            b = min(a + step, self.n)
+            poisson_run_sums(self._positions[a:b], keys, cell[a:b], X[a:b], X_self[a:b], _THRESHOLDS, out, self_out)
+
+    def quantile_sums(
+        self,
+        replicates,
+        z_sorted: np.ndarray,
+        X: np.ndarray,
+        X_self: np.ndarray,
+        out: np.ndarray,
+        self_out: np.ndarray,
+    ) -> None:
+        """Every replicate's sums over its own quantile bins, the rows sorted by ``z_sorted`` (a compiled loop,
+        :func:`calibcli.kernels.poisson.poisson_quantile_sums`: SPEC 2.1's edges of each resample, then each bin's
+        sums): ``out`` (K, R, B) and ``self_out`` (J, R, B) float64, zeros, any strides. The bins are those of
+        :func:`calibcli.binning.quantile_starts_batched`; each bin's sums are added row after row from zero. A
+        signal stops it between slices of replicates (:func:`calibcli.cancel.check`)."""
+        keys = _stream_keys(self.seed, replicates)
+        z_sorted = np.ascontiguousarray(z_sorted, dtype=np.float64)
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        X_self = np.ascontiguousarray(X_self, dtype=np.float64)
+        if len(z_sorted) != self.n or len(X) != self.n or len(X_self) != self.n:
+            raise ValueError(f"{self.n} rows of positions, but {len(z_sorted)}, {len(X)}, {len(X_self)} of values")
+        if out.shape[:2] != (X.shape[1], len(keys)) or self_out.shape[:2] != (X_self.shape[1], len(keys)):
+            raise ValueError(
+                f"sums of shape {out.shape} and {self_out.shape} for {X.shape[1]} and "
+                f"{X_self.shape[1]} values under {len(keys)} replicates"
+            )
+        step = max(1, (1 << 21) // max(self.n, 1))
+        for a in range(0, len(keys), step):
+            cancel.check()
+            b = min(a + step, len(keys))
+            poisson_quantile_sums(
+                self._positions, keys[a:b], z_sorted, X, X_self, _THRESHOLDS, out[:, a:b], self_out[:, a:b]
+            )
 
 
 #: Threads of the per-row bootstrap's blocks (:func:`in_threads`): NumPy's ufuncs and SciPy's sparse products

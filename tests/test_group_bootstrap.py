@@ -1,6 +1,6 @@
-"""The grouped per-row bootstrap's kernels: the Poisson draws equal SplitMix64's finaliser inverted, the sums of
-every (group, bin) run equal the sums taken one row after another, and the blocks of groups give the same
-numbers on one thread or two; a signal stops the threads."""
+"""The grouped per-row bootstrap's kernels: the Poisson draws equal SplitMix64's finaliser inverted, the compiled
+run sums equal the sums of those draws taken one row after another, so do the sums of every (group, bin) run, and
+the blocks of groups give the same numbers on one thread or two; a signal stops the threads."""
 
 from __future__ import annotations
 
@@ -44,6 +44,67 @@ def test_draws_equal_the_whole_finaliser_inverted(seed):
         np.testing.assert_array_equal(block, want[:, first : first + 40])
 
 
+@pytest.mark.parametrize("self_pairs", [3, 0])
+def test_compiled_run_sums_equal_the_draws_summed_row_after_row(self_pairs):
+    """``Multiplicities.run_sums`` (one compiled loop, the draws never stored) against the whole finaliser's draws
+    (``_reference_draws``) summed one row after another from zero: bit for bit, with cells in any order (not
+    sorted, some never touched), zero and negative values, multiplicities of 4 and more (counted past the four
+    thresholds the loop compares at once), sums added onto what ``out`` already holds, and no self-pair values."""
+    rng = np.random.default_rng(11)
+    n, R, C, K = 3000, 130, 23, 4
+    rows = rng.integers(0, 2**40, n)
+    reps = np.arange(17, 17 + R)
+    cell = rng.integers(0, C - 3, n)
+    X = rng.normal(size=(n, K))
+    X[rng.random((n, K)) < 0.3] = 0.0
+    X_self = rng.random((n, self_pairs))
+    M = _reference_draws(5, rows, reps)
+    assert (M >= 4).sum() > 1000 and M.max() >= 7
+    start = rng.random((C, K, R))
+    want, want_self = start.copy(), np.zeros((C, self_pairs, R))
+    for i in range(n):
+        want[cell[i]] += X[i][:, None] * M[i][None, :]
+        want_self[cell[i]] += X_self[i][:, None] * (M[i] * (M[i] - 1.0))[None, :]
+    out, out_self = start.copy(), np.zeros((C, self_pairs, R))
+    rs.Multiplicities(5, rows).run_sums(reps, cell, X, X_self, out, out_self)
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(out_self, want_self)
+    with pytest.raises(ValueError):
+        rs.Multiplicities(5, rows).run_sums(reps, np.full(n, C), X, X_self, out, out_self)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_compiled_quantile_sums_take_the_bins_of_the_numpy_path(weighted):
+    """``Multiplicities.quantile_sums`` (each resample's quantile bins and sums in one compiled loop) against
+    ``_SortedProblem._quantile_sums`` on NumPy's draws: the same bins (the counts, integers, equal), the sums within
+    a few units in the last place (BLAS adds them in another order), over ties, zero predictions, groups of one and
+    two rows, and more bins than distinct values."""
+    from calibcli.binned_bootstrap import _SortedProblem
+
+    rng = np.random.default_rng(3 + weighted)
+    worst = 0.0
+    for trial in range(14):
+        n = [1, 2, 5, 40, 300, 1000, 2500][trial % 7]
+        B = [15, 3, 10, 40][trial % 4]
+        z = np.round(rng.beta(2.0, 5.0, n), [2, 3, 6][trial % 3])
+        z[: n // 7] = 0.0
+        y = (rng.random(n) < z).astype(np.int64)
+        w = rng.random(n) * 2.0 if weighted else np.ones(n)
+        problem = _SortedProblem(y, z, w, fit_binning(z, n_bins=B, strategy="quantile"), B)
+        rows = rs.Multiplicities(5, rng.integers(0, 2**40, n)[problem.order])
+        R = 64
+        M = np.ascontiguousarray(rows.columns(np.arange(R)).T)
+        sums, dup = problem._quantile_sums(M, (M - 1.0) * M)
+        out, out_self = np.zeros((_N_STATS + 1, R, B)), np.zeros((3, R, B))
+        rows.quantile_sums(np.arange(R), problem.z, problem.X, problem.X_self, out, out_self)
+        want, want_self = np.moveaxis(sums, -1, 0), np.moveaxis(dup, -1, 0)
+        np.testing.assert_array_equal(out[0], want[0])
+        for got, ref in ((out, want), (out_self, want_self)):
+            np.testing.assert_allclose(got, ref, rtol=1e-13, atol=0)
+            worst = max(worst, float(np.max(np.abs(got - ref) / np.maximum(np.abs(ref), 1e-300))))
+    assert worst < 1e-14
+
+
 def _groups(weighted: bool, n_groups: int = 7, seed: int = 4) -> list:
     rng = np.random.default_rng(seed)
     out, first = [], 0
@@ -85,10 +146,20 @@ def _sequential_sums(groups: list, n_bins: int, seed: int, n_boot: int) -> tuple
     return sums, dup
 
 
+@pytest.fixture(params=["compiled", "products"])
+def path(request, monkeypatch):
+    """Either way of taking the equal-width sums: the compiled loop (from the first draw on) or, below its
+    threshold of draws, NumPy's draws times sparse matrices."""
+    import calibcli.binned_bootstrap as bb
+
+    monkeypatch.setattr(bb, "_COMPILED_DRAWS", 0 if request.param == "compiled" else 1 << 62)
+    return request.param
+
+
 @pytest.mark.parametrize("weighted", [False, True])
-def test_run_sums_equal_the_sums_taken_row_after_row(weighted):
-    """Bit for bit: the sparse products add each run's terms in the order of its rows, starting from zero
-    (the zero terms they leave out change nothing)."""
+def test_run_sums_equal_the_sums_taken_row_after_row(weighted, path):
+    """Bit for bit, either way: the compiled loop and the sparse products add each run's terms in the order of
+    its rows, starting from zero (the zero terms the products leave out change nothing)."""
     groups = _groups(weighted)
     binning = fit_binning(np.empty(0), n_bins=6, strategy="uniform")
     problems = SortedGroups(groups, [binning] * len(groups), 6)
@@ -106,7 +177,7 @@ def test_run_sums_equal_the_sums_taken_row_after_row(weighted):
 
 @pytest.mark.parametrize("strategy", ["uniform", "quantile"])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_one_thread_or_two_give_the_same_numbers(monkeypatch, strategy, weighted):
+def test_one_thread_or_two_give_the_same_numbers(monkeypatch, strategy, weighted, path):
     groups = _groups(weighted, n_groups=9)
     binnings = [fit_binning(g[1], n_bins=5, strategy=strategy) for g in groups]
     problems = SortedGroups(groups, binnings, 4 if strategy == "uniform" else 5)
@@ -142,6 +213,31 @@ def test_a_signal_stops_the_threads(monkeypatch):
     finally:
         cancel.reset()
     assert len(started) <= 2
+
+
+def test_a_signal_stops_the_compiled_loops_between_slices():
+    """The compiled loops cannot look at the stop flag; their front doors check it before every slice of about 2^21
+    draws, so a stop requested before a call (or between two slices) raises there, and nothing is added."""
+    rows = rs.Multiplicities(0, np.arange(4000))
+    X, X_self = np.ones((4000, 2)), np.ones((4000, 1))
+    out, out_self = np.zeros((3, 2, 600)), np.zeros((3, 1, 600))
+    cancel.reset()
+    cancel.request()
+    try:
+        with pytest.raises(cancel.Interrupted):
+            rows.run_sums(np.arange(600), np.zeros(4000, dtype=np.int64), X, X_self, out, out_self)
+        with pytest.raises(cancel.Interrupted):
+            rows.quantile_sums(
+                np.arange(600),
+                np.linspace(0, 1, 4000),
+                X,
+                X_self,
+                out[:2].transpose(1, 2, 0),
+                out_self[:1].transpose(1, 2, 0),
+            )
+    finally:
+        cancel.reset()
+    assert not out.any() and not out_self.any()
 
 
 def test_dense_sums_of_a_few_rows_hold_only_their_cells_with_the_same_sums():
