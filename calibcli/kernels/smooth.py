@@ -56,7 +56,7 @@ def run_sums(keys, positions, w, weighted, f, offsets, table, thresholds, total,
                 m = np.int64(table[np.int64(x >> np.uint64(52))])
                 if m < 0:  # a table cell a threshold splits: search the thresholds
                     u = (x ^ (x >> np.uint64(31))) >> np.uint64(32)
-                    m = 0
+                    m = np.int64(0)
                     while m < thresholds.shape[0] and np.uint64(thresholds[m]) <= u:
                         m += 1
                 value = np.float64(m)
