@@ -32,6 +32,8 @@ from calibcli.smooth_grid import (
     _multiplier,
 )
 
+#: Rows' multiplicities held at once (replicates x rows) by the row bootstrap's NumPy form (2 MB arrays).
+_BLOCK_ROWS = 1 << 18
 #: Grid values per array of a block (replicates x grid nodes): 2 MB arrays, which stay in the caches; a block
 #: eight times larger ran twice slower than one replicate at a time (smece at 1e6 rows). Fixes speed and
 #: memory, never the numbers.
@@ -223,29 +225,62 @@ def brent_rows(
 # ----------------------------------------------------------------------------------------------
 
 
-def _run_deposits(positive, cell, s0, s1, s2, total, n_cells: int, want_curve: bool) -> list[np.ndarray]:
+#: Draws (rows x replicates, over every group) from which the row bootstrap runs its compiled loops
+#: (:mod:`calibcli.kernels.smooth`: the draws, run sums and deposits, a third of NumPy's time) rather than NumPy's
+#: passes: the first call in a process imports Numba and loads their machine code (0.4 s), which pays off from
+#: about 1.5e8 draws on (the threshold of :mod:`calibcli.binned_bootstrap`'s bootstrap over groups). Both make the
+#: same operations in the same order (tests/test_smooth_kernels.py), so the choice never moves a number; an
+#: ungrouped run holds at most 2^17 rows (``ROW_LIMIT``): with 1000 resamples it stays below, and never loads Numba.
+_COMPILED_DRAWS = 1 << 27
+
+
+def _run_deposits(
+    positive, cell, s0, s1, s2, total, n_cells: int, want_curve: bool, compiled: bool = False
+) -> list[np.ndarray]:
     """Linear deposits ``(R, M + 1)`` from runs of equal ``(label, cell)`` with sums ``s0, s1, s2``
     ``(R, runs)`` of ``g, g f, g f^2``, each replicate's divided by its total weight ``total``.
 
     ``g (y - z)``, ``g y`` and ``g`` split as ``(1 - f, f)`` between nodes ``cell`` and ``cell + 1``,
     with ``z = (cell + f) / M``: all three follow from the three sums of each run. Each node's lower and upper
-    shares are summed in the order of the runs (:func:`calibcli.kernels.smooth.run_deposits`).
+    shares are summed in the order of the runs, from zero: one bincount over the block (row r offset by
+    ``r (M + 1)``), or ``compiled``, :func:`calibcli.kernels.smooth.run_deposits` (the same numbers).
     """
     R = s0.shape[0]
-    out = np.empty((3 if want_curve else 1, R, n_cells + 1))
-    kernels.run_deposits(
-        np.ascontiguousarray(positive, dtype=np.bool_),
-        np.ascontiguousarray(cell, dtype=np.int64),
-        s0,
-        s1,
-        s2,
-        total,
-        n_cells,
-        out,
-        np.empty(n_cells + 1),
-        np.empty(n_cells + 1),
-    )
-    return list(out)
+    if compiled:
+        out = np.empty((3 if want_curve else 1, R, n_cells + 1))
+        kernels.run_deposits(
+            np.ascontiguousarray(positive, dtype=np.bool_),
+            np.ascontiguousarray(cell, dtype=np.int64),
+            s0,
+            s1,
+            s2,
+            total,
+            n_cells,
+            out,
+            np.empty(n_cells + 1),
+            np.empty(n_cells + 1),
+        )
+        return list(out)
+    size = n_cells + 1
+    offset = (np.arange(R) * size)[:, None]
+    lower_at, upper_at = (cell + offset).ravel(), (cell + 1 + offset).ravel()
+
+    def deposit(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+        return (
+            np.bincount(lower_at, weights=lower.ravel(), minlength=R * size)
+            + np.bincount(upper_at, weights=upper.ravel(), minlength=R * size)
+        ).reshape(R, size)
+
+    w_lower, w_upper = s0 - s1, s1
+    y_lower, y_upper = np.where(positive, w_lower, 0.0), np.where(positive, w_upper, 0.0)
+    # sum g z (1 - f) and sum g z f, from z = (cell + f) / M
+    z_lower = (cell * w_lower + (s1 - s2)) / n_cells
+    z_upper = (cell * s1 + s2) / n_cells
+    parts = [(y_lower - z_lower, y_upper - z_upper)]
+    if want_curve:
+        parts += [(y_lower, y_upper), (w_lower, w_upper)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return [deposit(lower, upper) / total[:, None] for lower, upper in parts]
 
 
 class Block:
@@ -308,30 +343,44 @@ class RowBootstrap:
         m = self.multiplicities.block(reps)
         return m if self.w is None else np.multiply(m, self.w, out=m)
 
-    def resample(self, reps: np.ndarray) -> Block:
-        # the rows' multiplicities drawn, weighted and summed per run in one compiled loop per replicate
-        cancel.check()
+    def resample(self, reps: np.ndarray, compiled: bool = False) -> Block:
+        """Resamples ``reps``; ``compiled``: drawn, summed and deposited by the compiled loops (the same numbers)."""
         reps = np.asarray(reps, dtype=np.int64)
         R, runs = len(reps), len(self.offsets)
-        total, s0, s1, s2 = np.empty(R), np.empty((R, runs)), np.empty((R, runs)), np.empty((R, runs))
-        kernels.run_sums(
-            resampling._stream_keys(self.multiplicities.seed, reps),
-            self.multiplicities._positions,
-            self.f if self.w is None else self.w,
-            self.w is not None,
-            self.f,
-            self.offsets,
-            resampling._CELL_INT8,
-            resampling._THRESHOLDS,
-            total,
-            s0,
-            s1,
-            s2,
-            np.empty(self.n),
-            np.empty(self.n),
-            np.empty(self.n),
+        if compiled:  # the multiplicities drawn, weighted and summed per run in one loop per replicate
+            cancel.check()
+            total, s0, s1, s2 = np.empty(R), np.empty((R, runs)), np.empty((R, runs)), np.empty((R, runs))
+            kernels.run_sums(
+                resampling._stream_keys(self.multiplicities.seed, reps),
+                self.multiplicities._positions,
+                self.f if self.w is None else self.w,
+                self.w is not None,
+                self.f,
+                self.offsets,
+                resampling._CELL_INT8,
+                resampling._THRESHOLDS,
+                total,
+                s0,
+                s1,
+                s2,
+                np.empty(self.n),
+                np.empty(self.n),
+                np.empty(self.n),
+            )
+        else:  # the rows' weights a few resamples at a time (arrays that stay in the caches), their run sums for all
+            sums = []
+            step = max(1, _BLOCK_ROWS // max(self.n, 1))
+            for first in range(0, R, step):
+                g = self.weights(reps[first : first + step])
+                gf = g * self.f
+                s0 = np.add.reduceat(g, self.offsets, axis=1)
+                s1 = np.add.reduceat(gf, self.offsets, axis=1)
+                gf *= self.f
+                sums.append((g.sum(axis=1), s0, s1, np.add.reduceat(gf, self.offsets, axis=1)))
+            total, s0, s1, s2 = (np.concatenate(part) for part in zip(*sums, strict=True))
+        deposits = _run_deposits(
+            self.run_positive, self.run_cell, s0, s1, s2, total, self.n_cells, self.want_curve, compiled
         )
-        deposits = _run_deposits(self.run_positive, self.run_cell, s0, s1, s2, total, self.n_cells, self.want_curve)
         return Block(reps, deposits, total, self.n_cells, (self.z, self.y, self.weights))
 
 
@@ -372,7 +421,7 @@ class CellBootstrap:
     def block_size(self) -> int:
         return max(1, _BLOCK_VALUES // (self.n_cells + 1))
 
-    def resample(self, reps: np.ndarray) -> Block:
+    def resample(self, reps: np.ndarray, compiled: bool = False) -> Block:
         R, cells = len(reps), len(self.count)
         k, normal = np.empty((R, cells)), np.empty((R, cells))
         gamma = np.empty((R, len(self.varying)))
@@ -391,7 +440,7 @@ class CellBootstrap:
             s2 = np.where(s0 > 0, s1 * s1 / s0 + s0 * self.var_f, 0.0)
         np.minimum(s2, s1, out=s2)  # f <= 1: sum g f^2 <= sum g f
         total = s0.sum(axis=1)
-        deposits = _run_deposits(self.positive, self.cell, s0, s1, s2, total, self.n_cells, self.want_curve)
+        deposits = _run_deposits(self.positive, self.cell, s0, s1, s2, total, self.n_cells, self.want_curve, compiled)
         return Block(reps, deposits, total, self.n_cells)
 
 
@@ -559,9 +608,12 @@ def bootstrap_values_groups(boots: list, *, sigma, sigma_full, n_boot: int, curv
                     (members[c0 : c0 + per_chunk], np.arange(first, min(first + size, n_boot)), n_cells, max_cells)
                 )
 
+    # the compiled loops once the row draws are many enough to pay for loading them (the same numbers either way)
+    compiled = sum(boot.n for boot in boots if isinstance(boot, RowBootstrap)) * n_boot >= _COMPILED_DRAWS
+
     def solve(chunk: list, reps: np.ndarray, n_cells: int, max_cells: int) -> int:
         """One block (replicates ``reps`` of the groups of ``chunk``): its values and curves into their own slots."""
-        blocks = [boots[g].resample(reps) for g in chunk]
+        blocks = [boots[g].resample(reps, compiled) for g in chunk]
         _solve_block(blocks, chunk, values, curves, sigma, sigma_full, n_cells, max_cells, curve_t)
         return len(reps) * len(chunk)
 

@@ -71,9 +71,13 @@ def test_the_row_bootstrap_block_equals_its_numpy_form(n, n_cells, weighted, wan
     row_index = np.sort(rng.choice(10 * n, n, replace=False))
     boot = RowBootstrap(row_index, z, y, w, n_cells=n_cells, want_curve=want_curve, seed=12345)
     reps = np.array([0, 1, 7, 999, 5000])
-    block = boot.resample(reps)
+    block = boot.resample(reps, compiled=True)
     total, deposits = _numpy_resample(boot, reps)
     assert np.array_equal(block.total, total)
+    numpy_form = boot.resample(reps, compiled=False)
+    assert np.array_equal(numpy_form.total, total)
+    for got, want in zip(numpy_form.deposits, deposits, strict=True):
+        assert np.array_equal(got, want)
     assert len(block.deposits) == len(deposits) == (3 if want_curve else 1)
     for got, want in zip(block.deposits, deposits, strict=True):
         assert np.array_equal(got, want)
@@ -83,7 +87,7 @@ def test_a_replicate_without_weight_gives_nan_deposits_as_numpy_did():
     """One row: some replicates draw it 0 times (total 0, deposits NaN, left out by the solver)."""
     boot = RowBootstrap(np.array([5]), np.array([0.3]), np.array([1]), None, n_cells=16, want_curve=False, seed=1)
     reps = np.arange(40)
-    block = boot.resample(reps)
+    block = boot.resample(reps, compiled=True)
     total, deposits = _numpy_resample(boot, reps)
     assert (total == 0).any()
     assert np.array_equal(block.total, total)
@@ -96,7 +100,7 @@ def test_the_cell_bootstrap_deposits_equal_their_numpy_form():
     y = (rng.random(5000) < z).astype(np.int64)
     boot = CellBootstrap(CellSums.of_rows(z, y, rng.gamma(2.0, 1.0, 5000), 1024), want_curve=True, seed=3)
     reps = np.arange(6)
-    block = boot.resample(reps)
+    block = boot.resample(reps, compiled=True)
     # the same draws again, by the replicates' own generators, as the bootstrap makes them
     again = CellBootstrap(CellSums.of_rows(z, y, None, 1024), want_curve=True, seed=3)
     assert np.isfinite(again.resample(reps).deposits[0]).all()
@@ -108,10 +112,12 @@ def test_the_cell_bootstrap_deposits_equal_their_numpy_form():
     total = s0.sum(axis=1)
     from calibcli.smooth_bootstrap import _run_deposits
 
-    got = _run_deposits(boot.positive, boot.cell, s0, s1, s2, total, boot.n_cells, True)
+    got = _run_deposits(boot.positive, boot.cell, s0, s1, s2, total, boot.n_cells, True, True)
+    numpy_form = _run_deposits(boot.positive, boot.cell, s0, s1, s2, total, boot.n_cells, True, False)
     want = [d / total[:, None] for d in _numpy_run_deposits(boot.positive, boot.cell, s0, s1, s2, boot.n_cells, True)]
-    for a, b in zip(got, want, strict=True):
-        assert np.array_equal(a, b)
+    for a, b, c in zip(got, numpy_form, want, strict=True):
+        assert np.array_equal(a, c) and np.array_equal(b, c)
+    assert np.array_equal(block.deposits[0], boot.resample(reps, compiled=False).deposits[0])
 
 
 def _numpy_smoothed_rows(spec, sigma):
@@ -198,3 +204,48 @@ def test_smoothed_rows_equal_the_numpy_smoothing():
     spec = spectra(rng.standard_normal((5, 257)) / 256)
     sigma = np.array([0.05, 1.0 / 256, 3.0, 0.011, 0.4])
     assert np.array_equal(smoothed_rows(spec, sigma), _numpy_smoothed_rows(spec, sigma))
+
+
+def test_a_grouped_bootstrap_gives_the_same_numbers_compiled_or_not(monkeypatch):
+    """finish_groups over groups with rows: the compiled loops (past _COMPILED_DRAWS) and NumPy's passes (below)
+    give every replicate bit for bit."""
+    import calibcli.smooth_bootstrap as sb
+    from calibcli.smooth import finish_groups
+    from calibcli.smooth_grid import STATS_GRID
+
+    rng = np.random.default_rng(21)
+    problems = []
+    for g, n in enumerate((3000, 800, 5000)):
+        z = rng.beta(2.0, 5.0, n)
+        y = (rng.random(n) < z**1.2).astype(np.int64)
+        w = rng.gamma(2.0, 1.0, n) if g == 1 else None
+        index = np.arange(n) + 10_000 * g
+        problems.append((CellSums.of_rows(z, y, w, STATS_GRID), (index, z, y, w), n))
+    results = {}
+    for threshold in (0, 1 << 62):
+        monkeypatch.setattr(sb, "_COMPILED_DRAWS", threshold)
+        results[threshold] = finish_groups(problems, n_boot=50, seed=4, curve_points=51)
+    for a, b in zip(results[0], results[1 << 62], strict=True):
+        assert np.array_equal(a.replicates, b.replicates, equal_nan=True)
+        assert (a.ci_low, a.ci_high, a.smece) == (b.ci_low, b.ci_high, b.smece)
+
+
+def test_a_small_smece_does_not_load_numba():
+    """2^17 rows x 1000 resamples stay below _COMPILED_DRAWS: an ungrouped smece never pays for loading Numba."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from calibcli.smooth_bootstrap import _COMPILED_DRAWS
+    from calibcli.smooth_grid import ROW_LIMIT
+
+    assert ROW_LIMIT * 1000 < _COMPILED_DRAWS
+    sample = Path(__file__).resolve().parents[1] / "sample_data" / "breast_cancer_nb.parquet"
+    probe = (
+        "import sys\nfrom calibcli.entry import main\n"
+        f"sys.argv = ['calibcli', 'smece', {str(sample)!r}, '--n-boot', '200', '--json']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('numba' in sys.modules, file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.stderr.strip().splitlines()[-1] == "False", proc.stderr
