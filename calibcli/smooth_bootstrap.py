@@ -16,7 +16,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from calibcli import resampling
+from calibcli import cancel, resampling
+from calibcli.kernels import smooth as kernels
 from calibcli.resampling import Multiplicities
 from calibcli.smooth_grid import (
     _CUTOFF,
@@ -31,12 +32,12 @@ from calibcli.smooth_grid import (
     _multiplier,
 )
 
+#: Rows' multiplicities held at once (replicates x rows) by the row bootstrap's NumPy form (2 MB arrays).
+_BLOCK_ROWS = 1 << 18
 #: Grid values per array of a block (replicates x grid nodes): 2 MB arrays, which stay in the caches; a block
 #: eight times larger ran twice slower than one replicate at a time (smece at 1e6 rows). Fixes speed and
 #: memory, never the numbers.
 _BLOCK_VALUES = 1 << 18
-#: Rows' multiplicities held at once (replicates x rows) by the row bootstrap (2 MB arrays).
-_BLOCK_ROWS = 1 << 18
 
 
 # ----------------------------------------------------------------------------------------------
@@ -71,31 +72,32 @@ def _sinc2(n_cells: int, width: int) -> np.ndarray:
 _SINC2: dict[int, np.ndarray] = {}
 
 
-def smoothed_rows(spec: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-    """``K_sigma`` applied to each row's grid measure at its own bandwidth ``sigma[r]`` (grid nodes).
+def _products(spec: np.ndarray, rows: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    """The mirrored sequences (``2 n_cells`` wide) whose real FFTs are the DCT-Is of rows ``rows`` of the spectra
+    ``spec`` times the kernel's multiplier at their own bandwidths ``sigma`` (non-zero below each one's cutoff
+    only): written straight into the mirrored sequence (:func:`_dct1_rows` of the zero-padded product: the same
+    input to the same transform, without the padded copy), reading only the live part of each row of ``spec``.
 
-    The rows' products with the multiplier (non-zero below each one's cutoff only) are written straight
-    into the mirrored sequence whose real FFT is the DCT-I (:func:`_dct1_rows` of the zero-padded product:
-    the same input to the same transform, without the padded copy)."""
-    R, size = spec.shape
-    n_cells = size - 1
+    NumPy rather than a compiled loop: ``ece``'s ICI solves its fixed point here too, and a plain ``ece`` does not
+    load Numba (tests/test_startup_imports.py)."""
+    R = len(rows)
+    n_cells = spec.shape[1] - 1
     product = np.zeros((R, 2 * n_cells))
     resolved = sigma * n_cells >= 2.0
-    rows = np.flatnonzero(resolved)
-    if len(rows):
-        s = sigma[rows]
+    live_rows = np.flatnonzero(resolved)
+    if len(live_rows):
+        s = sigma[live_rows]
         n_live = np.minimum(n_cells + 1, np.ceil(_CUTOFF / s).astype(np.int64) + 1)
         width = int(n_live.max())
         k = np.arange(width, dtype=np.float64)
         with np.errstate(over="ignore"):  # a huge sigma: exp(-inf) = 0 is right
             mult = np.exp(-0.5 * ((np.pi * k)[None, :] * s[:, None]) ** 2) / _sinc2(n_cells, width)
         live = k[None, :] < n_live[:, None]
-        _mirrored(product, rows, np.where(live, spec[rows, :width] * mult, 0.0), n_cells)
-    for r in np.flatnonzero(~resolved):  # a bandwidth below two cells: the sampled kernel (rare)
-        mult = _multiplier(n_cells, float(sigma[r]))
-        _mirrored(product, np.array([r]), spec[r : r + 1, : len(mult)] * mult, n_cells)
-    out = np.fft.rfft(product, axis=1).real
-    return 0.5 * out
+        _mirrored(product, live_rows, np.where(live, spec[rows[live_rows], :width] * mult, 0.0), n_cells)
+    for i in np.flatnonzero(~resolved):  # a bandwidth below two cells: the sampled kernel (rare)
+        mult = _multiplier(n_cells, float(sigma[i]))
+        _mirrored(product, np.array([i]), spec[rows[i] : rows[i] + 1, : len(mult)] * mult, n_cells)
+    return product
 
 
 def _mirrored(out: np.ndarray, rows: np.ndarray, values: np.ndarray, n_cells: int) -> None:
@@ -106,6 +108,17 @@ def _mirrored(out: np.ndarray, rows: np.ndarray, values: np.ndarray, n_cells: in
     if width > 1:  # x[n_cells - 1], ..., x[1]: the non-zero ones are x[width - 1 or n_cells - 1], ..., x[1]
         top = min(width, n_cells)
         out[rows, 2 * n_cells - top + 1 :] = values[:, top - 1 : 0 : -1]
+
+
+def smoothed_rows(spec: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    """``K_sigma`` applied to each row's grid measure at its own bandwidth ``sigma[r]`` (grid nodes)."""
+    return 0.5 * np.fft.rfft(_products(spec, np.arange(len(spec)), sigma), axis=1).real
+
+
+def smece_rows(spec: np.ndarray, rows: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    """``smECE_sigma`` of rows ``rows`` of the spectra ``spec``, row ``rows[i]`` at its own bandwidth ``sigma[i]``:
+    :func:`calibcli.smooth_grid._abs_integral` of :func:`smoothed_rows` of those rows (without gathering them)."""
+    return abs_integral_rows(0.5 * np.fft.rfft(_products(spec, rows, sigma), axis=1).real)
 
 
 def abs_integral_rows(r: np.ndarray) -> np.ndarray:
@@ -212,15 +225,42 @@ def brent_rows(
 # ----------------------------------------------------------------------------------------------
 
 
-def _run_deposits(positive, cell, s0, s1, s2, n_cells: int, want_curve: bool) -> list[np.ndarray]:
-    """Unnormalised linear deposits ``(R, M + 1)`` from runs of equal ``(label, cell)`` with sums ``s0, s1, s2``
-    ``(R, runs)`` of ``g, g f, g f^2``.
+#: Draws (rows x replicates, over every group) from which the row bootstrap runs its compiled loops
+#: (:mod:`calibcli.kernels.smooth`: the draws, run sums and deposits, a third of NumPy's time) rather than NumPy's
+#: passes: the first call in a process imports Numba and loads their machine code (0.4 s), which pays off from
+#: about 1.5e8 draws on (the threshold of :mod:`calibcli.binned_bootstrap`'s bootstrap over groups). Both make the
+#: same operations in the same order (tests/test_smooth_kernels.py), so the choice never moves a number; an
+#: ungrouped run holds at most 2^17 rows (``ROW_LIMIT``): with 1000 resamples it stays below, and never loads Numba.
+_COMPILED_DRAWS = 1 << 27
+
+
+def _run_deposits(
+    positive, cell, s0, s1, s2, total, n_cells: int, want_curve: bool, compiled: bool = False
+) -> list[np.ndarray]:
+    """Linear deposits ``(R, M + 1)`` from runs of equal ``(label, cell)`` with sums ``s0, s1, s2``
+    ``(R, runs)`` of ``g, g f, g f^2``, each replicate's divided by its total weight ``total``.
 
     ``g (y - z)``, ``g y`` and ``g`` split as ``(1 - f, f)`` between nodes ``cell`` and ``cell + 1``,
-    with ``z = (cell + f) / M``: all three follow from the three sums of each run. Each row's nodes are
-    summed in the order of its runs (one bincount over the block, row r offset by ``r (M + 1)``).
+    with ``z = (cell + f) / M``: all three follow from the three sums of each run. Each node's lower and upper
+    shares are summed in the order of the runs, from zero: one bincount over the block (row r offset by
+    ``r (M + 1)``), or ``compiled``, :func:`calibcli.kernels.smooth.run_deposits` (the same numbers).
     """
     R = s0.shape[0]
+    if compiled:
+        out = np.empty((3 if want_curve else 1, R, n_cells + 1))
+        kernels.run_deposits(
+            np.ascontiguousarray(positive, dtype=np.bool_),
+            np.ascontiguousarray(cell, dtype=np.int64),
+            s0,
+            s1,
+            s2,
+            total,
+            n_cells,
+            out,
+            np.empty(n_cells + 1),
+            np.empty(n_cells + 1),
+        )
+        return list(out)
     size = n_cells + 1
     offset = (np.arange(R) * size)[:, None]
     lower_at, upper_at = (cell + offset).ravel(), (cell + 1 + offset).ravel()
@@ -236,10 +276,11 @@ def _run_deposits(positive, cell, s0, s1, s2, n_cells: int, want_curve: bool) ->
     # sum g z (1 - f) and sum g z f, from z = (cell + f) / M
     z_lower = (cell * w_lower + (s1 - s2)) / n_cells
     z_upper = (cell * s1 + s2) / n_cells
-    out = [deposit(y_lower - z_lower, y_upper - z_upper)]
+    parts = [(y_lower - z_lower, y_upper - z_upper)]
     if want_curve:
-        out += [deposit(y_lower, y_upper), deposit(w_lower, w_upper)]
-    return out
+        parts += [(y_lower, y_upper), (w_lower, w_upper)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return [deposit(lower, upper) / total[:, None] for lower, upper in parts]
 
 
 class Block:
@@ -268,7 +309,9 @@ class RowBootstrap:
     Row ``i`` weighs ``m_ir w_i`` in replicate ``r``, ``m_ir ~ Poisson(1)`` from
     :class:`calibcli.resampling.Multiplicities` (a function of ``(seed, r, global row index)``). With
     the rows sorted by ``(y, cell)`` once, every deposit follows from three sums per run of equal
-    ``(y, cell)``: ``sum g``, ``sum g f`` and ``sum g f^2`` (``np.add.reduceat`` along the rows of the block).
+    ``(y, cell)``: ``sum g``, ``sum g f`` and ``sum g f^2``, drawn and summed in one compiled loop
+    (:func:`calibcli.kernels.smooth.run_sums`: the draws of :meth:`Multiplicities.block`, the sums in
+    ``np.add.reduceat``'s order).
     """
 
     method = CI_METHOD_ROWS
@@ -284,8 +327,9 @@ class RowBootstrap:
         self.order = np.lexsort((j, y))
         # the rows' multiplicities drawn in this order (each row's draw is keyed by its own index: no gather after)
         self.multiplicities = Multiplicities(seed, np.asarray(row_index)[self.order])
-        self.z, self.y, self.f = z[self.order], y[self.order], f[self.order]
-        self.w = None if w is None else w[self.order]
+        self.z, self.y = z[self.order], y[self.order]
+        self.f = np.ascontiguousarray(f[self.order], dtype=np.float64)
+        self.w = None if w is None else np.ascontiguousarray(w[self.order], dtype=np.float64)
         cell = j[self.order]
         self.offsets = np.flatnonzero(np.diff(cell + (n_cells + 1) * self.y, prepend=-1))  # runs of equal (y, cell)
         self.run_cell = cell[self.offsets]
@@ -299,23 +343,44 @@ class RowBootstrap:
         m = self.multiplicities.block(reps)
         return m if self.w is None else np.multiply(m, self.w, out=m)
 
-    def resample(self, reps: np.ndarray) -> Block:
-        # the rows' weights a few resamples at a time (arrays that stay in the caches), their run sums for all
-        sums = []
-        step = max(1, _BLOCK_ROWS // max(self.n, 1))
-        for first in range(0, len(reps), step):
-            g = self.weights(reps[first : first + step])
-            gf = g * self.f
-            s0 = np.add.reduceat(g, self.offsets, axis=1)
-            s1 = np.add.reduceat(gf, self.offsets, axis=1)
-            gf *= self.f
-            sums.append((g.sum(axis=1), s0, s1, np.add.reduceat(gf, self.offsets, axis=1)))
-        total, s0, s1, s2 = (np.concatenate(part) for part in zip(*sums, strict=True))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            deposits = [
-                d / total[:, None]
-                for d in _run_deposits(self.run_positive, self.run_cell, s0, s1, s2, self.n_cells, self.want_curve)
-            ]
+    def resample(self, reps: np.ndarray, compiled: bool = False) -> Block:
+        """Resamples ``reps``; ``compiled``: drawn, summed and deposited by the compiled loops (the same numbers)."""
+        reps = np.asarray(reps, dtype=np.int64)
+        R, runs = len(reps), len(self.offsets)
+        if compiled:  # the multiplicities drawn, weighted and summed per run in one loop per replicate
+            cancel.check()
+            total, s0, s1, s2 = np.empty(R), np.empty((R, runs)), np.empty((R, runs)), np.empty((R, runs))
+            kernels.run_sums(
+                resampling._stream_keys(self.multiplicities.seed, reps),
+                self.multiplicities._positions,
+                self.f if self.w is None else self.w,
+                self.w is not None,
+                self.f,
+                self.offsets,
+                resampling._CELL_INT8,
+                resampling._THRESHOLDS,
+                total,
+                s0,
+                s1,
+                s2,
+                np.empty(self.n),
+                np.empty(self.n),
+                np.empty(self.n),
+            )
+        else:  # the rows' weights a few resamples at a time (arrays that stay in the caches), their run sums for all
+            sums = []
+            step = max(1, _BLOCK_ROWS // max(self.n, 1))
+            for first in range(0, R, step):
+                g = self.weights(reps[first : first + step])
+                gf = g * self.f
+                s0 = np.add.reduceat(g, self.offsets, axis=1)
+                s1 = np.add.reduceat(gf, self.offsets, axis=1)
+                gf *= self.f
+                sums.append((g.sum(axis=1), s0, s1, np.add.reduceat(gf, self.offsets, axis=1)))
+            total, s0, s1, s2 = (np.concatenate(part) for part in zip(*sums, strict=True))
+        deposits = _run_deposits(
+            self.run_positive, self.run_cell, s0, s1, s2, total, self.n_cells, self.want_curve, compiled
+        )
         return Block(reps, deposits, total, self.n_cells, (self.z, self.y, self.weights))
 
 
@@ -356,7 +421,7 @@ class CellBootstrap:
     def block_size(self) -> int:
         return max(1, _BLOCK_VALUES // (self.n_cells + 1))
 
-    def resample(self, reps: np.ndarray) -> Block:
+    def resample(self, reps: np.ndarray, compiled: bool = False) -> Block:
         R, cells = len(reps), len(self.count)
         k, normal = np.empty((R, cells)), np.empty((R, cells))
         gamma = np.empty((R, len(self.varying)))
@@ -375,11 +440,7 @@ class CellBootstrap:
             s2 = np.where(s0 > 0, s1 * s1 / s0 + s0 * self.var_f, 0.0)
         np.minimum(s2, s1, out=s2)  # f <= 1: sum g f^2 <= sum g f
         total = s0.sum(axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            deposits = [
-                d / total[:, None]
-                for d in _run_deposits(self.positive, self.cell, s0, s1, s2, self.n_cells, self.want_curve)
-            ]
+        deposits = _run_deposits(self.positive, self.cell, s0, s1, s2, total, self.n_cells, self.want_curve, compiled)
         return Block(reps, deposits, total, self.n_cells)
 
 
@@ -417,11 +478,12 @@ def _fixed_points(
     spec = spectra(linear if kept is None else kept)
 
     def g(local: np.ndarray, s: np.ndarray) -> np.ndarray:
-        rows = spec[local]
         coarse = np.flatnonzero(s * n_cells < 2.0) if kept is not None else ()
         if len(coarse):  # a bandwidth below two cells: the linear deposit (smooth_grid._resolved)
+            rows = spec[local]
             rows[coarse] = spectra(linear[local[coarse]])
-        return abs_integral_rows(smoothed_rows(rows, s)) - s
+            return smece_rows(rows, np.arange(len(local)), s) - s
+        return smece_rows(spec, local, s) - s
 
     hi = np.ones(N) if hi is None else hi
     a, b = lo.copy(), hi.copy()
@@ -546,9 +608,12 @@ def bootstrap_values_groups(boots: list, *, sigma, sigma_full, n_boot: int, curv
                     (members[c0 : c0 + per_chunk], np.arange(first, min(first + size, n_boot)), n_cells, max_cells)
                 )
 
+    # the compiled loops once the row draws are many enough to pay for loading them (the same numbers either way)
+    compiled = sum(boot.n for boot in boots if isinstance(boot, RowBootstrap)) * n_boot >= _COMPILED_DRAWS
+
     def solve(chunk: list, reps: np.ndarray, n_cells: int, max_cells: int) -> int:
         """One block (replicates ``reps`` of the groups of ``chunk``): its values and curves into their own slots."""
-        blocks = [boots[g].resample(reps) for g in chunk]
+        blocks = [boots[g].resample(reps, compiled) for g in chunk]
         _solve_block(blocks, chunk, values, curves, sigma, sigma_full, n_cells, max_cells, curve_t)
         return len(reps) * len(chunk)
 
@@ -594,7 +659,7 @@ def _solve_block(
             )
     else:
         s = np.full(len(owner), float(sigma))
-        value = abs_integral_rows(smoothed_rows(spectra(residual), s))
+        value = smece_rows(spectra(residual), np.arange(len(owner)), s)
     for b, (block, ok, g) in enumerate(zip(blocks, oks, chunk, strict=True)):
         mine = np.flatnonzero(owner == b)
         values[g][block.reps[ok]] = value[mine]

@@ -154,13 +154,13 @@ def test_smooth_bootstrap_evaluations_do_not_grow_with_n_boot(monkeypatch):
     z = rng.random(2000)
     y = (rng.random(2000) < z**1.3).astype(int)
     calls = {"n": 0}
-    original = sb.smoothed_rows
+    original = sb.smece_rows
 
     def counted(*args):
         calls["n"] += 1
         return original(*args)
 
-    monkeypatch.setattr(sb, "smoothed_rows", counted)
+    monkeypatch.setattr(sb, "smece_rows", counted)
     counts = []
     for n_boot in (10, 400):
         calls["n"] = 0

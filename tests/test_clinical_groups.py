@@ -193,7 +193,7 @@ def test_cox_and_ici_solver_calls_do_not_grow_with_the_number_of_groups(monkeypa
 
     counted(cox, "_newton_groups", "newton")
     counted(ici_module, "_fixed_points", "fixed_point")
-    counted(sb, "smoothed_rows", "bandwidths")
+    counted(sb, "smece_rows", "bandwidths")
     counts = []
     for n_groups in (3, 60):
         path, y, z, g = _grouped_file(tmp_path, n_groups)
