@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from calibcli.binning import uniform_bin_index
+from calibcli.kernels.tcal import sweep_block
 from calibcli.tcal.engine import CHUNK_BYTES
 
 #: Points per block of the sorted sweep (binary engine): the block's working arrays fit in cache.
@@ -40,6 +41,12 @@ _DRAWN = threading.local()
 #: Label vectors swept together (several seeded chunks of resamples): each NumPy call of the sweep then serves
 #: this many resamples, so its fixed cost (and the hand-over of the GIL between threads) is shared.
 SWEEP_ROWS = 4
+
+#: Points from which the y-bootstrap's sweep runs as one compiled loop (:func:`calibcli.kernels.tcal.sweep_block`)
+#: rather than NumPy's passes: 2^17 points and 1000 resamples are 1.3e8 labels, past which the loop's savings
+#: outweigh loading Numba and its cached code (about 0.4 s once per process); below, a small test does not load
+#: it. The two give the same statistics bit for bit (tests/test_tcal_kernel.py).
+COMPILED_POINTS = 1 << 17
 
 
 def _gap_levels(zs: np.ndarray, n_bins_list: list[int]) -> np.ndarray:
@@ -223,6 +230,9 @@ class SortedScalarEngine:
         # Positives counted in int32 while n allows (exact, and half the bytes to sum and gather of int64).
         self.count_dtype = (np.int32 if self.n < 2**31 else np.int64) if self.w is None else np.float64
         self.step_b: np.ndarray
+        self.compiled = self.n >= COMPILED_POINTS
+        # what a positive adds to the first prefix sum: a count of 1, or its weight
+        self.w_a = np.ones(self.n, dtype=self.count_dtype) if self.w is None else self.w
         if self.w is None:
             self.fixed_bits = min(52, 62 - int(self.n).bit_length())
             self.step_b = np.rint((1.0 - 2.0 * zs) * 2.0**self.fixed_bits).astype(np.int64)
@@ -258,6 +268,25 @@ class SortedScalarEngine:
     def _begin(self, rows: int) -> tuple[dict, np.ndarray]:
         """A sweep over ``rows`` label vectors: this thread's buffers and the per-group totals (zeros)."""
         return self._workspace(rows), np.zeros((rows, self.group_spans.shape[0]))
+
+    def _drawn_block(self, k: int, uniform: np.ndarray, space: dict, totals: np.ndarray) -> None:
+        """Sweep block ``k`` given the uniforms of its points (rows x points of the block; a point is positive
+        when its uniform is below its prediction): :meth:`_block`'s work, as one compiled loop past
+        :data:`COMPILED_POINTS` points (the same operations in the same order, the same numbers)."""
+        a, b = int(self.block_edges[k]), int(self.block_edges[k + 1])
+        rows = uniform.shape[0]
+        if not self.compiled:
+            positive = space["positive"][:rows, : b - a]
+            np.less(uniform, self.z[a:b], out=positive)
+            self._block(k, positive, space, totals)
+            return
+        first_bin, end_bin, heads, groups, kept_at, kept_slots = self.blocks[k]
+        sweep_block(
+            uniform, self.z[a:b], self.w_a[a:b], self.step_b[a:b], space["A"][:rows], space["B"][:rows], k > 0,
+            self.width, kept_at, kept_slots, self.local_start[first_bin:end_bin], self.local_end[first_bin:end_bin],
+            self.bin_wz[first_bin:end_bin], self.scale_b, self.bin_inv_weight[first_bin:end_bin], heads, groups,
+            totals, space["S"][:rows],
+        )  # fmt: skip
 
     def _block(self, k: int, positive: np.ndarray, space: dict, totals: np.ndarray) -> None:
         """Sweep block ``k`` of the sorted points, given their labels ``positive`` (rows x points of the block):
@@ -470,9 +499,7 @@ def sweep(engines: Sequence[SortedScalarEngine], chunks: Sequence[tuple[np.rando
         for k, (a, b) in zip(blocks, edges, strict=True):
             uniform = D[: rows * (b - a)].reshape(rows, b - a)  # each chunk's rows contiguous, as rng.random needs
             _draw(chunks, uniform)
-            positive = space["positive"][:rows, : b - a]
-            np.less(uniform, first.z[a:b], out=positive)
-            first._block(k, positive, space, totals)
+            first._drawn_block(k, uniform, space, totals)
         return [first._end(totals, [size for _, size in chunks])]
     # several engines: every block's uniforms drawn once, then each engine sweeps them (its arrays stay in cache)
     drawn = getattr(_DRAWN, "buffer", None)
@@ -486,10 +513,8 @@ def sweep(engines: Sequence[SortedScalarEngine], chunks: Sequence[tuple[np.rando
     states = []
     for engine in engines:
         space, totals = engine._begin(rows)
-        for k, (a, b) in zip(blocks, edges, strict=True):
-            positive = space["positive"][:rows, : b - a]
-            np.less(uniforms[k], engine.z[a:b], out=positive)
-            engine._block(k, positive, space, totals)
+        for k in blocks:
+            engine._drawn_block(k, uniforms[k], space, totals)
         states.append((space, totals))
     sizes = [size for _, size in chunks]
     return [engine._end(totals, sizes) for engine, (_, totals) in zip(engines, states, strict=True)]
