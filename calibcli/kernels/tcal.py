@@ -68,12 +68,13 @@ def sweep_block(
             A[r, kept_slots[i]] = A[r, kept_at[i]]
             B[r, kept_slots[i]] = B[r, kept_at[i]]
     for r in range(rows):
+        Ar, Br, Sr = A[r], B[r], S[r]  # rows as 1-d views: plain indexing in the loops below
         for i in range(count):
-            s = float(A[r, ends[i]] - A[r, starts[i]]) - bin_wz[i]
+            s = float(Ar[ends[i]] - Ar[starts[i]]) - bin_wz[i]
             s = s * s
-            q = float(B[r, ends[i]] - B[r, starts[i]]) * scale_b
+            q = float(Br[ends[i]] - Br[starts[i]]) * scale_b
             s = s - q
-            S[r, i] = s * inv[i]
+            Sr[i] = s * inv[i]
         for h in range(n_heads):
             first = heads[h]
             stop = heads[h + 1] if h + 1 < n_heads else count
@@ -102,26 +103,26 @@ def sweep_block(
                 elif k < 8:
                     result = 0.0
                     for j in range(b, b + k):
-                        result += S[r, j]
+                        result += Sr[j]
                 else:
-                    r0, r1, r2, r3 = S[r, b], S[r, b + 1], S[r, b + 2], S[r, b + 3]
-                    r4, r5, r6, r7 = S[r, b + 4], S[r, b + 5], S[r, b + 6], S[r, b + 7]
+                    r0, r1, r2, r3 = Sr[b], Sr[b + 1], Sr[b + 2], Sr[b + 3]
+                    r4, r5, r6, r7 = Sr[b + 4], Sr[b + 5], Sr[b + 6], Sr[b + 7]
                     j = b + 8
                     end8 = b + k - k % 8
                     while j < end8:
-                        r0 += S[r, j]
-                        r1 += S[r, j + 1]
-                        r2 += S[r, j + 2]
-                        r3 += S[r, j + 3]
-                        r4 += S[r, j + 4]
-                        r5 += S[r, j + 5]
-                        r6 += S[r, j + 6]
-                        r7 += S[r, j + 7]
+                        r0 += Sr[j]
+                        r1 += Sr[j + 1]
+                        r2 += Sr[j + 2]
+                        r3 += Sr[j + 3]
+                        r4 += Sr[j + 4]
+                        r5 += Sr[j + 5]
+                        r6 += Sr[j + 6]
+                        r7 += Sr[j + 7]
                         j += 8
                     result = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
                     while j < b + k:
-                        result += S[r, j]
+                        result += Sr[j]
                         j += 1
                 depth -= 1
             g = groups[h]
-            totals[r, g] = totals[r, g] + (S[r, first] if rest == 0 else S[r, first] + result)
+            totals[r, g] = totals[r, g] + (Sr[first] if rest == 0 else Sr[first] + result)
