@@ -8,8 +8,10 @@ import sys
 import threading
 
 import numpy as np
+import pytest
 
-from calibcli.kernels import compiled
+from calibcli.kernels import compiled, inlined
+from calibcli.kernels.smooth import _pairwise_sum
 
 
 def _running_sums(values, out):
@@ -55,3 +57,35 @@ def test_numba_is_imported_on_the_first_call_not_at_import():
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "True", "3.0"]
+
+
+@inlined
+def _doubled(x):
+    return x + x
+
+
+def _sum_doubled(values):
+    total = 0.0
+    for i in range(values.shape[0]):
+        total += _doubled(values[i])
+    return total
+
+
+_compiled_sum_doubled = compiled(_sum_doubled)
+
+
+def test_an_inlined_helper_of_the_kernels_file_is_compiled_into_them():
+    values = np.random.default_rng(2).random(100)
+    assert _compiled_sum_doubled(values) == _sum_doubled(values)
+
+
+def _uses_a_helper_from_another_file(values, stack_start, stack_n, stack_phase, partial):
+    return _pairwise_sum(values, 0, values.shape[0], stack_start, stack_n, stack_phase, partial)
+
+
+def test_a_helper_from_another_file_is_refused():
+    # Numba's disk cache checks only the kernel's own file: a helper elsewhere could run stale machine code
+    kernel = compiled(_uses_a_helper_from_another_file)
+    scratch = [np.zeros(64, dtype=np.int64) for _ in range(3)] + [np.zeros(64)]
+    with pytest.raises(RuntimeError, match="must sit in its file"):
+        kernel(np.ones(10), *scratch)

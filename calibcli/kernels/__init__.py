@@ -43,10 +43,33 @@ def compiled(function: F) -> F:
     return call  # type: ignore[return-value]
 
 
+def inlined(function: F) -> F:
+    """Mark ``function`` as a piece of loop that the kernels of its own module call: compiled into each of them
+    (Numba inlines it) when the first is compiled, plain Python until then.
+
+    It must sit in the same file as the kernels calling it (checked when they compile): Numba's disk cache checks
+    only a kernel's own file, so after an edit to a helper in another file a kernel would go on running the
+    machine code of the helper's old version."""
+    function._calibcli_inlined = True  # type: ignore[attr-defined]
+    return function
+
+
 def _jit(function: Callable[..., Any]) -> Any:
     """Numba's dispatcher of ``function``, caching its machine code on disk when a cache directory can be
-    written (beside the source, or the user's cache directory); compiled in every process otherwise."""
+    written (beside the source, or the user's cache directory); compiled in every process otherwise. The
+    :func:`inlined` helpers it calls are compiled first, in their place in its module."""
     import numba
+
+    names = function.__globals__
+    for name in function.__code__.co_names:  # the globals the kernel names
+        value: Any = names.get(name)
+        if not getattr(value, "_calibcli_inlined", False) or isinstance(value, numba.core.dispatcher.Dispatcher):
+            continue
+        if value.__code__.co_filename != function.__code__.co_filename:
+            raise RuntimeError(
+                f"{value.__qualname__} is inlined into {function.__qualname__}, so it must sit in its file"
+            )
+        names[name] = numba.njit(value, inline="always", nogil=True, boundscheck=False, error_model="numpy")
 
     try:
         return numba.njit(function, cache=True, nogil=True, boundscheck=False, error_model="numpy")

@@ -16,14 +16,65 @@ and a plain ``ece`` does not load Numba.
 NumPy's pairwise summation (``numpy/_core/src/umath/loops_utils.h.src``, ``pairwise_sum``): fewer than 8 terms
 are added in turn from 0; up to 128 in eight interleaved partial sums combined as
 ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))``, then the remainder in turn; beyond, the two halves
-(the first a multiple of 8 terms) are summed apart and added. The loops below follow it with an explicit stack.
+(the first a multiple of 8 terms) are summed apart and added. :func:`_pairwise_sum` follows it with an explicit stack.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from calibcli.kernels import compiled
+from calibcli.kernels import compiled, inlined
+
+
+@inlined
+def _pairwise_sum(a, start, count, stack_start, stack_n, stack_phase, partial):
+    """NumPy's pairwise sum of ``a[start : start + count]`` (the order described above), followed with an explicit
+    stack (``stack_*``, ``partial``: scratch of 64 entries, deeper than any split of an int64 count)."""
+    depth = 0
+    stack_start[0], stack_n[0], stack_phase[0] = start, count, 0
+    result = 0.0
+    while depth >= 0:
+        b, k, phase = stack_start[depth], stack_n[depth], stack_phase[depth]
+        if k > 128:
+            half = k // 2
+            half -= half % 8
+            if phase == 0:
+                stack_phase[depth] = 1
+                depth += 1
+                stack_start[depth], stack_n[depth], stack_phase[depth] = b, half, 0
+                continue
+            if phase == 1:
+                partial[depth] = result
+                stack_phase[depth] = 2
+                depth += 1
+                stack_start[depth], stack_n[depth], stack_phase[depth] = b + half, k - half, 0
+                continue
+            result = partial[depth] + result
+        elif k < 8:
+            result = 0.0
+            for j in range(b, b + k):
+                result += a[j]
+        else:
+            r0, r1, r2, r3 = a[b], a[b + 1], a[b + 2], a[b + 3]
+            r4, r5, r6, r7 = a[b + 4], a[b + 5], a[b + 6], a[b + 7]
+            j = b + 8
+            end8 = b + k - k % 8
+            while j < end8:
+                r0 += a[j]
+                r1 += a[j + 1]
+                r2 += a[j + 2]
+                r3 += a[j + 3]
+                r4 += a[j + 4]
+                r5 += a[j + 5]
+                r6 += a[j + 6]
+                r7 += a[j + 7]
+                j += 8
+            result = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+            while j < b + k:
+                result += a[j]
+                j += 1
+        depth -= 1
+    return result
 
 
 @compiled
@@ -79,50 +130,7 @@ def run_sums(keys, positions, w, weighted, f, offsets, table, thresholds, total,
             else:
                 for which in range(3):  # a long run: np.add.reduceat's first term plus the pairwise sum of the rest
                     a = g if which == 0 else gf if which == 1 else gf2
-                    depth = 0
-                    stack_start[0], stack_n[0], stack_phase[0] = first + 1, rest, 0
-                    result = 0.0
-                    while depth >= 0:
-                        b, k, phase = stack_start[depth], stack_n[depth], stack_phase[depth]
-                        if k > 128:
-                            half = k // 2
-                            half -= half % 8
-                            if phase == 0:
-                                stack_phase[depth] = 1
-                                depth += 1
-                                stack_start[depth], stack_n[depth], stack_phase[depth] = b, half, 0
-                                continue
-                            if phase == 1:
-                                partial[depth] = result
-                                stack_phase[depth] = 2
-                                depth += 1
-                                stack_start[depth], stack_n[depth], stack_phase[depth] = b + half, k - half, 0
-                                continue
-                            result = partial[depth] + result
-                        elif k < 8:
-                            result = 0.0
-                            for j in range(b, b + k):
-                                result += a[j]
-                        else:
-                            r0, r1, r2, r3 = a[b], a[b + 1], a[b + 2], a[b + 3]
-                            r4, r5, r6, r7 = a[b + 4], a[b + 5], a[b + 6], a[b + 7]
-                            j = b + 8
-                            end8 = b + k - k % 8
-                            while j < end8:
-                                r0 += a[j]
-                                r1 += a[j + 1]
-                                r2 += a[j + 2]
-                                r3 += a[j + 3]
-                                r4 += a[j + 4]
-                                r5 += a[j + 5]
-                                r6 += a[j + 6]
-                                r7 += a[j + 7]
-                                j += 8
-                            result = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-                            while j < b + k:
-                                result += a[j]
-                                j += 1
-                        depth -= 1
+                    result = _pairwise_sum(a, first + 1, rest, stack_start, stack_n, stack_phase, partial)
                     if which == 0:
                         s0[r, run] = g[first] + result
                     elif which == 1:
@@ -130,50 +138,7 @@ def run_sums(keys, positions, w, weighted, f, offsets, table, thresholds, total,
                     else:
                         s2[r, run] = gf2[first] + result
         # the total: np.sum's pairwise order over all the rows, from 0
-        depth = 0
-        stack_start[0], stack_n[0], stack_phase[0] = 0, n, 0
-        result = 0.0
-        while depth >= 0:
-            b, k, phase = stack_start[depth], stack_n[depth], stack_phase[depth]
-            if k > 128:
-                half = k // 2
-                half -= half % 8
-                if phase == 0:
-                    stack_phase[depth] = 1
-                    depth += 1
-                    stack_start[depth], stack_n[depth], stack_phase[depth] = b, half, 0
-                    continue
-                if phase == 1:
-                    partial[depth] = result
-                    stack_phase[depth] = 2
-                    depth += 1
-                    stack_start[depth], stack_n[depth], stack_phase[depth] = b + half, k - half, 0
-                    continue
-                result = partial[depth] + result
-            elif k < 8:
-                result = 0.0
-                for j in range(b, b + k):
-                    result += g[j]
-            else:
-                r0, r1, r2, r3 = g[b], g[b + 1], g[b + 2], g[b + 3]
-                r4, r5, r6, r7 = g[b + 4], g[b + 5], g[b + 6], g[b + 7]
-                j = b + 8
-                end8 = b + k - k % 8
-                while j < end8:
-                    r0 += g[j]
-                    r1 += g[j + 1]
-                    r2 += g[j + 2]
-                    r3 += g[j + 3]
-                    r4 += g[j + 4]
-                    r5 += g[j + 5]
-                    r6 += g[j + 6]
-                    r7 += g[j + 7]
-                    j += 8
-                result = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-                while j < b + k:
-                    result += g[j]
-                    j += 1
-            depth -= 1
+        result = _pairwise_sum(g, 0, n, stack_start, stack_n, stack_phase, partial)
         total[r] = 0.0 + result
 
 
