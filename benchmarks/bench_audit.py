@@ -104,8 +104,8 @@ def compute_alone(path: Path, columns: list[str], repeat: int) -> float:
     coding the segment columns, every segment's ECCE and sums, the adjustments."""
     import pyarrow.parquet as pq
 
-    from calibcli.audit import AuditOptions, audit_arrays
-    from calibcli.segments import code_values, partitions
+    from calibcli.audit.segment_tests import AuditOptions, audit_arrays
+    from calibcli.audit.segments import code_values, partitions
 
     table = pq.read_table(path)
     s = table.column("prob").to_numpy()

@@ -43,9 +43,9 @@ import time
 import numpy as np
 import pyarrow as pa
 
-import calibcli.accumulators.segment_grid as segment_grid
-from calibcli.accumulators.segments import SegmentAuditAccumulator
-from calibcli.audit import AuditOptions
+import calibcli.audit.grid as segment_grid
+from calibcli.audit.accumulator import SegmentAuditAccumulator
+from calibcli.audit.segment_tests import AuditOptions
 from calibcli.io.columns import segment_values
 
 ALPHA = 0.05

@@ -67,9 +67,10 @@ def speed(rows: int, n_boot: int, repeats: int, folder: str) -> None:
 
 
 def coverage(sims: int, n: int, n_true: int, n_boot: int, folder: str) -> None:
-    from calibcli.comparison import compare_streams
-    from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator
-    from calibcli.io import ColumnSpec, resolve_datasets
+    from calibcli.compare.run import compare_streams
+    from calibcli.ece_family.accumulator import BinnedOptions, InputAccumulator
+    from calibcli.io.columns import ColumnSpec
+    from calibcli.io.sources import resolve_datasets
 
     rng = np.random.default_rng(20261123)
     y, za, zb = population(n_true, rng)

@@ -404,9 +404,10 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
     task_worker) and client = T x (task_serial + merge): the client merges each state as it arrives, while
     the workers compute, so the slower of the two sets the pace. On this machine the client shares the two
     cores with the workers: the check below adds the client's CPU, spread over the workers, to theirs."""
-    from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator
-    from calibcli.engines._fragments import MAX_TASK_ROWS, merge_parts, pack_fragments, run_fragment, task_rows, TASKS_PER_WORKER
-    from calibcli.io import ColumnSpec, resolve_datasets
+    from calibcli.ece_family.accumulator import BinnedOptions, InputAccumulator
+    from calibcli.engines.fragments import MAX_TASK_ROWS, merge_parts, pack_fragments, run_fragment, task_rows, TASKS_PER_WORKER
+    from calibcli.io.columns import ColumnSpec
+    from calibcli.io.sources import resolve_datasets
 
     (dataset,) = resolve_datasets([data])
     stream = dataset.open(ColumnSpec())
@@ -488,7 +489,7 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
                                  "tasks on the workers": workers_big, "client (overlaps them)": client_big,
                                  "finish (bootstrap)": finish}, T_big, r_big, f"local disk, CALIBCLI_TASK_ROWS={big}"))
     # smece: the same model with its own per-row time, state and merge (measured here in this process)
-    from calibcli.accumulators.inputs import SmoothInputAccumulator, SmoothOptions
+    from calibcli.smooth.inputs import SmoothInputAccumulator, SmoothOptions
 
     smooth = SmoothInputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names,
                                     options=SmoothOptions(n_boot=1000))
@@ -697,10 +698,12 @@ def model_constants(data: str) -> dict:
     a task's compute per row (a 1e6-row task of bench_stream's data in the default 2^17-row batches, all its
     costs included), per batch and per task (tasks of one and of 100 1,000-row batches of part 5's data); its packed state; the cost of one state in a merge task (unpickled and merged into a
     copy, as on a worker); the finish (bootstrap) of the merged state."""
-    from calibcli._malloc import tune_allocator
-    from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator, SmoothInputAccumulator, SmoothOptions
-    from calibcli.engines._fragments import merge_parts, run_fragment
-    from calibcli.io import ColumnSpec, resolve_datasets
+    from calibcli.core.malloc import tune_allocator
+    from calibcli.ece_family.accumulator import BinnedOptions, InputAccumulator
+    from calibcli.smooth.inputs import SmoothInputAccumulator, SmoothOptions
+    from calibcli.engines.fragments import merge_parts, run_fragment
+    from calibcli.io.columns import ColumnSpec
+    from calibcli.io.sources import resolve_datasets
 
     tune_allocator()
     (dataset,) = resolve_datasets([data])
@@ -857,7 +860,7 @@ def part_model_tree(results: dict) -> list[str]:
                  f"{os.cpu_count()} cores bounds it, beside the slowest of them; other sessions' load is not in the model)")
     from types import SimpleNamespace
 
-    from calibcli.engines._fragments import task_rows
+    from calibcli.engines.fragments import task_rows
 
     for name, c in constants.items():
         size_bar = 50e3 if name.startswith("ece") else 1e6

@@ -30,7 +30,7 @@ import numpy as np
 # Runs the CLI in a fresh interpreter and reports its own peak RSS on stderr's last line.
 _RUNNER = (
     "import resource, sys\n"
-    "from calibcli.cli import main\n"
+    "from calibcli.cli.app import main\n"
     "sys.argv = ['calibcli'] + sys.argv[1:]\n"
     "try:\n"
     "    main()\n"

@@ -1,4 +1,4 @@
-"""Benchmark: ECCE over many segments (calibcli.cumulative) against MCGrad's ``MulticalibrationError``, and the
+"""Benchmark: ECCE over many segments (calibcli.cumulative.ecce) against MCGrad's ``MulticalibrationError``, and the
 audit's statistical claims by simulation (SPEC 9, issue 23).
 
 Prints three tables:
@@ -30,8 +30,8 @@ import time
 
 import numpy as np
 
-from calibcli.cumulative import ecce_segments
-from calibcli.multitest import adjust_pvalues, mce_pvalue
+from calibcli.cumulative.ecce import ecce_segments
+from calibcli.audit.multitest import adjust_pvalues, mce_pvalue
 
 ALPHA = 0.05
 

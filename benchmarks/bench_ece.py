@@ -6,9 +6,9 @@ Three measurements, all in one run with fixed seeds:
    (float64 ``prob``, int64 ``label``) against reading the same two columns into NumPy with pyarrow
    alone. Both sides are fresh subprocesses, so interpreter start-up and imports count on both;
    several repetitions, median and ratio (target: calibcli <= 3x pyarrow). The in-process time of
-   the read and of the compute alone (``calibcli.accumulators.inputs.evaluate_binned``) is given for context.
+   the read and of the compute alone (``calibcli.ece_family.accumulator.evaluate_binned``) is given for context.
 2. Bootstrap intervals with 1000 resamples at n = 1,000,000:
-   ``calibcli.estimators.binned_calibration(..., n_boot=1000)`` against the bootstrap of the reference
+   ``calibcli.binned.estimators.binned_calibration(..., n_boot=1000)`` against the bootstrap of the reference
    package of Kumar, Liang & Ma (2019), ``uncertainty-calibration`` (import name ``calibration``; not a
    project dependency: ``pip install uncertainty-calibration`` into the venv to run this part). The
    reference resamples a Python list of (prob, label) tuples, so it is timed with a few resamples and
@@ -102,8 +102,8 @@ def bench_parquet(n_rows: int, reps: int) -> dict:
         help_t = statistics.median(run_timed([CALIBCLI, "--help"]) for _ in range(reps))
 
         # In-process, for context: the read (calibcli.io.read_input, with validation) and the compute alone.
-        from calibcli.accumulators.inputs import evaluate_binned
-        from calibcli.io import read_input
+        from calibcli.ece_family.accumulator import evaluate_binned
+        from calibcli.io.loaded import read_input
 
         t0 = time.perf_counter()
         loaded = read_input(path)
@@ -144,7 +144,7 @@ CALIBCLI_BOOT = textwrap.dedent(
     import numpy as np
     sys.path.insert(0, {bench_dir!r})
     from bench_ece import make_binary, peak_rss_kb, reset_peak_rss
-    from calibcli.estimators import binned_calibration
+    from calibcli.binned.estimators import binned_calibration
     y, z = make_binary({n}, {seed})
     reset = reset_peak_rss()  # the peak from here on is the call's (plus what is already resident)
     before = peak_rss_kb()
@@ -187,7 +187,7 @@ TRACEMALLOC = textwrap.dedent(
     import numpy as np
     sys.path.insert(0, {bench_dir!r})
     from bench_ece import make_binary
-    from calibcli.estimators import binned_calibration
+    from calibcli.binned.estimators import binned_calibration
     y, z = make_binary({n}, {seed})
     out = {{}}
     for R in (0, 10, {R}):
@@ -239,9 +239,10 @@ def _time_reference_bootstrap(y, z, resamples: tuple[int, int]) -> tuple[float, 
 
 def bootstrap_breakdown(n: int, R: int) -> None:
     """Where one resample's time goes in calibcli's bootstrap (private helpers, for diagnosis only)."""
-    from calibcli.binning import fit_binning
-    from calibcli.estimators import _point_metrics, _SortedProblem
-    from calibcli.resampling import Multiplicities
+    from calibcli.core.binning import fit_binning
+    from calibcli.binned.estimators import _point_metrics
+    from calibcli.binned.bootstrap import _SortedProblem
+    from calibcli.core.resampling import Multiplicities
 
     y, z = make_binary(n, SEED)
     w = np.ones(n)

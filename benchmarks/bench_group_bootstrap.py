@@ -9,7 +9,7 @@ and of the resamples over every chunk, and whether the two versions' statistics 
 SHA-256 of every array).
 
 Measured 2026-11-28, before = main at 55e823e (sparse products of NumPy's draws; quantile bins through each
-group's BLAS products), after = the compiled loops (``calibcli/kernels/poisson.py``), load 1.4-1.5 on 2 cores:
+group's BLAS products), after = the compiled loops (``calibcli/core/poisson.py``), load 1.4-1.5 on 2 cores:
 
 ========================================  ========  =======  ==========  =========  ================
 1,000 groups of 1e6 rows, 1000 resamples  before s  after s  CPU before  CPU after  same statistics
@@ -47,9 +47,9 @@ import calibcli
 assert calibcli.__file__.startswith(sys.argv[5]), calibcli.__file__
 import numpy as np
 import pyarrow.parquet as pq
-from calibcli.binned_bootstrap import SortedGroups
-from calibcli.binning import fit_binning
-from calibcli.estimators import group_chunk
+from calibcli.binned.bootstrap import SortedGroups
+from calibcli.core.binning import fit_binning
+from calibcli.binned.estimators import group_chunk
 
 path, column, strategy, n_boot = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 t = pq.read_table(path, columns=["prob", "label", column])

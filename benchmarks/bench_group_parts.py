@@ -30,29 +30,29 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 PARTS = [
-    ("calibcli.accumulators.groups", "Grouped.update"),
-    ("calibcli.binned_bootstrap", "SortedGroups.__init__"),
-    ("calibcli.binned_bootstrap", "SortedGroups.resampled"),
-    ("calibcli.estimators", "_summarise_halves"),
-    ("calibcli.estimators", "binned_calibration_groups"),
-    ("calibcli.accumulators.clinical", "ClinicalAccumulator.results"),
-    ("calibcli.cox", "cox_groups"),
-    ("calibcli.ici", "ici_groups"),
-    ("calibcli.accumulators.cumulative", "EcceAccumulator.result"),
-    ("calibcli.accumulators.cumulative", "EcceAccumulator.results"),
-    ("calibcli.accumulators.inputs", "InputAccumulator._report"),
-    ("calibcli.report", "emit"),
+    ("calibcli.core.groups", "Grouped.update"),
+    ("calibcli.binned.bootstrap", "SortedGroups.__init__"),
+    ("calibcli.binned.bootstrap", "SortedGroups.resampled"),
+    ("calibcli.binned.estimators", "_summarise_halves"),
+    ("calibcli.binned.estimators", "binned_calibration_groups"),
+    ("calibcli.clinical.accumulator", "ClinicalAccumulator.results"),
+    ("calibcli.clinical.cox", "cox_groups"),
+    ("calibcli.clinical.ici", "ici_groups"),
+    ("calibcli.cumulative.accumulator", "EcceAccumulator.result"),
+    ("calibcli.cumulative.accumulator", "EcceAccumulator.results"),
+    ("calibcli.ece_family.accumulator", "InputAccumulator._report"),
+    ("calibcli.report.emit", "emit"),
 ]
 
 #: Run in the child: wraps each part (in its module and wherever it was imported by name), runs the command.
 CHILD = r"""
 import contextlib, hashlib, importlib, io, json, sys, time
 parts = json.loads(sys.argv[1])
-import calibcli, calibcli.resampling
-calibcli.resampling.THREADS = 1
-from calibcli import cli
-import calibcli.commands.ece, calibcli.pipeline, calibcli.accumulators.inputs, calibcli.accumulators.binned
-import calibcli.accumulators.clinical
+import calibcli, calibcli.core.resampling
+calibcli.core.resampling.THREADS = 1
+from calibcli.cli import app as cli
+import calibcli.cli.commands.ece, calibcli.engines.pipeline, calibcli.ece_family.accumulator, calibcli.binned.accumulator
+import calibcli.clinical.accumulator
 T = {}
 def wrap(modname, qual):
     obj = importlib.import_module(modname)

@@ -50,8 +50,8 @@ replicate's bandwidth search on a grid of at least 4,096 cells (``MIN_GRID``), w
 replicate searches of ~7 transforms each; the same numbers leave no smaller grid. Earlier runs, before = 9aa12dc:
 ece 1000 groups 35.3 -> 14.6 s (load 2), smece 100 groups 174 -> 161 s (load 6-8).
 
-Second round: every group's Cox fits as one stacked Newton iteration (``calibcli/cox.py``), every group's ICI as
-one lockstep fixed point (``calibcli/ici.py``), the JSON text in one pass. Before = 9f5c51a (main), after = that
+Second round: every group's Cox fits as one stacked Newton iteration (``calibcli/clinical/cox.py``), every group's ICI as
+one lockstep fixed point (``calibcli/clinical/ici.py``), the JSON text in one pass. Before = 9f5c51a (main), after = that
 branch; ``--skip-smece --repeat 3`` at load 4.4-4.8 (median of 3 fresh processes each, CPU = user + system):
 
 ==========================================  ========  =======  ==========  =========  =========  ============

@@ -21,7 +21,9 @@ import time
 
 import numpy as np
 
-from calibcli.calibrators import METHODS, fit_calibrator, fit_isotonic, fit_temperature, fit_venn_abers
+from calibcli.calibrators import METHODS, fit_calibrator
+from calibcli.calibrators.isotonic import fit_isotonic, fit_venn_abers
+from calibcli.calibrators.parametric import fit_temperature
 
 
 def data(n: int, seed: int):

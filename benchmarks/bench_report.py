@@ -9,7 +9,7 @@ another version with ``git archive COMMIT | tar -x -C DIR``), wraps a few functi
 command in-process. The phases (seconds; they nest, so they do not add up to the total):
 
 - ``passes``: the passes over the rows (reading and every accumulator's ``update``;
-  ``calibcli.engines._fragments._stream_into``, the local engine), and ``reads``: how many times the input's files
+  ``calibcli.engines.fragments._stream_into``, the local engine), and ``reads``: how many times the input's files
   were read (``calibcli.io.formats.iter_tables``, per file; the number below is per shard);
 - ``tcal_setup`` and ``tcal_resampling``: T-Cal's sorted engine (``calibcli.tcal.procedure.make_engine``) and its
   y-bootstrap resamples (``calibcli.tcal.engine.resample_all``): the report's ``tcal`` test plus the held-out
@@ -77,10 +77,10 @@ def child(data: str, n_boot: int) -> dict:
         from calibcli import tcal  # type: ignore[no-redef]
         engine_names = ("_make_engine", "_resample_all")
     try:
-        from calibcli.engines import _fragments as passes
+        from calibcli.engines import fragments as passes
     except ImportError:  # a checkout from before the engines' own module
         from calibcli import evaluation as passes
-    from calibcli.cli import app
+    from calibcli.cli.app import app
     from calibcli.io import formats
 
     spent: Counter = Counter()

@@ -128,7 +128,7 @@ def part_speed(versions: dict[str, str], repeats: int) -> list[str]:
 UPDATE = r"""
 import sys, time
 import numpy as np
-from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator
+from calibcli.ece_family.accumulator import BinnedOptions, InputAccumulator
 rng = np.random.default_rng(5)
 n, size, weighted, repeats = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "w", int(sys.argv[4])
 z = rng.beta(2, 5, n)
@@ -172,8 +172,8 @@ def part_update(versions: dict[str, str], rounds: int) -> list[str]:
 
 STATE = r"""
 import pickle, sys
-from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator
-from calibcli.engines._fragments import run_fragment
+from calibcli.ece_family.accumulator import BinnedOptions, InputAccumulator
+from calibcli.engines.fragments import run_fragment
 from calibcli.io import ColumnSpec, resolve_datasets
 for weight in (None, "w"):
     (dataset,) = resolve_datasets([sys.argv[1]])

@@ -57,7 +57,7 @@ def population_smece(kind: str, grid: int = 20001) -> float:
     each point once as y = 1 (weight p(z) c(z)) and once as y = 0 (weight p(z) (1 - c(z)))."""
     from scipy.stats import beta
 
-    from calibcli.smooth import smooth_ece
+    from calibcli.smooth.estimator import smooth_ece
 
     z = (np.arange(grid) + 0.5) / grid
     if kind == "calibrated":
@@ -84,7 +84,7 @@ def memory_probe(n: int) -> dict:
     """Run in a subprocess: peak memory of smooth_ece beyond the input arrays."""
     import tracemalloc
 
-    from calibcli.smooth import smooth_ece
+    from calibcli.smooth.estimator import smooth_ece
 
     smooth_ece([0, 1, 1], [0.2, 0.6, 0.9])  # imports happen outside the measurement
     y, z = make_data("overconfident", n)
@@ -125,7 +125,7 @@ def main() -> None:
 
     import relplot
 
-    from calibcli.smooth import smece_at_sigma, smooth_ece
+    from calibcli.smooth.estimator import smece_at_sigma, smooth_ece
 
     sizes = [10**5, 10**6] if args.quick else [10**6, 10**7]
     boot_n, boot_r = (10**5, 200) if args.quick else (10**6, 1000)

@@ -4,7 +4,7 @@ The bar asks ``smece --group-by g100`` (1e6 rows, 100 groups of about 10,000 row
 the ungrouped ``smece`` on the same rows, with every seeded number unchanged to 1e-12. Every replicate of every
 group solves SmoothECE's bandwidth fixed point (SPEC 3) by a bracketed search whose path is fixed by the values it
 evaluates, each evaluation a real FFT of the replicate's spectrum on its grid (at least 4,096 cells,
-``calibcli.smooth_grid.MIN_GRID``: an 8,192-point transform). Another set of evaluations (fewer, on a coarser grid,
+``calibcli.smooth.grid.MIN_GRID``: an 8,192-point transform). Another set of evaluations (fewer, on a coarser grid,
 or by another FFT whose rounding differs) takes another path and stops at another bandwidth within the search's
 tolerance, so the same numbers need these transforms.
 
@@ -60,7 +60,7 @@ def count_transforms() -> list[tuple[tuple[int, ...], int]]:
 
     np.fft.rfft = counting_rfft
     try:
-        from calibcli.entry import main
+        from calibcli.cli.entry import main
 
         sys.argv = ["calibcli", "smece", str(DATA), "--group-by", "g100", "--json"]
         with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):

@@ -7,7 +7,7 @@ of the two interleaved, and prints after/before ratios: the noise of a shared ma
 
 Each run is a fresh process of the installed console script (what a user types), stdout to /dev/null.
 For context it also times the floor under it: a bare ``python -c pass``, ``import typer`` (the CLI
-framework) and ``import calibcli.cli``; and a command's own help (``calibcli ece --help``), which loads that
+framework) and ``import calibcli.cli.app``; and a command's own help (``calibcli ece --help``), which loads that
 command and its libraries. On a busy machine every figure grows by the same factor: compare
 ``calibcli --help`` with the bare interpreter's start as well as with the bar.
 """
@@ -56,7 +56,7 @@ def main() -> None:
     rows = [
         ("python -c pass", [py, "-c", "pass"]),
         ("python -c 'import typer'", [py, "-c", "import typer"]),
-        ("python -c 'import calibcli.cli'", [py, "-c", "import calibcli.cli"]),
+        ("python -c 'import calibcli.cli.app'", [py, "-c", "import calibcli.cli.app"]),
         ("calibcli --help", [exe, "--help"]),
         ("calibcli ece --help", [exe, "ece", "--help"]),
     ]

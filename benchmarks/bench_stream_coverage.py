@@ -1,7 +1,7 @@
 """Coverage of the streamed bootstrap interval: per-row bootstrap versus per-bin sufficient statistics (SPEC 8).
 
 SPEC 8 lets the binned family draw its bootstrap replicates from per-(bin, label) sufficient statistics
-once a stream has more rows than it keeps (``calibcli.accumulators.binned.ROW_LIMIT``), and says that
+once a stream has more rows than it keeps (``calibcli.binned.accumulator.ROW_LIMIT``), and says that
 "that interval's coverage is checked against the per-row bootstrap". This script does that check by
 simulation, library only (no CLI):
 
@@ -183,7 +183,7 @@ def closed_form_values(s: Setting) -> dict[str, float]:
 
 def monte_carlo_values(s: Setting, n: int, seed: int) -> dict[str, float]:
     """The same population values from one huge sample (the library's point estimates, no bootstrap)."""
-    from calibcli.accumulators.binned import BinnedAccumulator
+    from calibcli.binned.accumulator import BinnedAccumulator
 
     acc = BinnedAccumulator(n_bins=N_BINS, row_limit=1)
     rng = np.random.default_rng([seed, 999])
@@ -204,7 +204,7 @@ def monte_carlo_values(s: Setting, n: int, seed: int) -> dict[str, float]:
 
 def one_dataset(task):
     """Both bootstraps on one simulated data set: (setting, i, estimates, per-row CIs, per-bin CIs, times)."""
-    from calibcli.accumulators.binned import BinnedAccumulator
+    from calibcli.binned.accumulator import BinnedAccumulator
 
     setting_name, i, n, n_boot = task
     s = SETTINGS[setting_name]
@@ -235,7 +235,7 @@ def one_dataset(task):
 
 def time_paths(n_small: int, n_large: int, n_boot: int) -> list[tuple]:
     """(path, n, update s, result s, note) rows."""
-    from calibcli.accumulators.binned import BinnedAccumulator
+    from calibcli.binned.accumulator import BinnedAccumulator
 
     s = SETTINGS["miscal"]
     rows = []
@@ -386,7 +386,7 @@ def main() -> int:
         ap.error(f"--n must exceed {PER_BIN_ROW_LIMIT} so that the per-bin path is used")
 
     import calibcli
-    import calibcli.accumulators.binned  # noqa: F401  (imported before the workers fork: one version of the library)
+    import calibcli.binned.accumulator  # noqa: F401  (imported before the workers fork: one version of the library)
     import scipy
 
     t_start = time.perf_counter()

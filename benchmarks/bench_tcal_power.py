@@ -28,7 +28,8 @@ import time
 
 import numpy as np
 
-from calibcli.tcal import monte_carlo_combine, n_levels, optimal_n_bins
+from calibcli.tcal.combine import monte_carlo_combine
+from calibcli.tcal.scales import n_levels, optimal_n_bins
 from calibcli.tcal.engine import resample_all
 from calibcli.tcal.procedure import make_engine
 

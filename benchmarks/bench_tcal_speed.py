@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from calibcli.tcal import tcal_test
+from calibcli.tcal.procedure import tcal_test
 
 
 def timed(n: int, R: int, null: str, seed: int = 0) -> tuple[float, object]:

@@ -24,11 +24,8 @@ import time
 
 import numpy as np
 
-from calibcli.tcal import (
-    chebyshev_constant,
-    monte_carlo_combine,
-    n_levels,
-)
+from calibcli.tcal.scales import chebyshev_constant, n_levels
+from calibcli.tcal.combine import monte_carlo_combine
 from calibcli.tcal.engine import resample_all
 from calibcli.tcal.procedure import make_engine
 

@@ -33,9 +33,9 @@ def main() -> None:
         events.append((time.time() - t0, r.ru_utime + r.ru_stime, name))
 
     event("this script runs")
-    from calibcli import cli
+    from calibcli.cli import app as cli
 
-    event("calibcli.cli imported")
+    event("calibcli.cli.app imported")
     import distributed.deploy.local as local
 
     import calibcli.engines.dask as engine
@@ -70,7 +70,7 @@ def main() -> None:
         if not state.get("recording"):
             self.client.get_task_stream()  # installs the scheduler's task-stream recorder
             state["recording"] = True
-        from calibcli.engines._fragments import pack_fragments, task_rows
+        from calibcli.engines.fragments import pack_fragments, task_rows
 
         tasks = pack_fragments(fragments, self.task_rows or task_rows(fragments, self.workers))
         event(f"{len(fragments)} fragments submitted as {len(tasks)} tasks")

@@ -1,3 +1,3 @@
-from calibcli.entry import main
+from calibcli.cli.entry import main
 
 main()

@@ -15,29 +15,24 @@ from typing import Any
 
 import numpy as np
 
-from calibcli._arrays import prepare
-from calibcli.accumulators.clinical import ClinicalTestAccumulator, ClinicalTestOptions
-from calibcli.accumulators.inputs import (
-    BinnedOptions,
-    InputAccumulator,
-    SmoothInputAccumulator,
-    SmoothOptions,
-    multiclass_scores,
-)
-from calibcli.accumulators.tcal import MAX_ROWS as TCAL_MAX_ROWS
-from calibcli.accumulators.tcal import TCAL_MODES, TcalInputAccumulator, TcalOptions
-from calibcli.declarations import CLASS_WEIGHTS_PARAM, MODE, STRATEGY
-from calibcli.errors import CalibcliError, library_text
-from calibcli.metric_result import MetricResult, metric_result
-from calibcli.modes import default_mode
-from calibcli.registry import _ENTRIES, REGISTRY
-from calibcli.validation import check_options, check_params
+from calibcli.clinical.accumulator import ClinicalTestAccumulator, ClinicalTestOptions
+from calibcli.core.declarations import CLASS_WEIGHTS_PARAM, MODE, STRATEGY
+from calibcli.core.errors import CalibcliError, library_text
+from calibcli.core.modes import default_mode
+from calibcli.core.registry import _ENTRIES, REGISTRY
+from calibcli.core.results import MetricResult, metric_result
+from calibcli.core.validation import check_options, check_params
+from calibcli.ece_family.accumulator import BinnedOptions, InputAccumulator, multiclass_scores
+from calibcli.io.arrays import prepare
+from calibcli.smooth.inputs import SmoothInputAccumulator, SmoothOptions
+from calibcli.tcal.accumulator import MAX_ROWS as TCAL_MAX_ROWS
+from calibcli.tcal.accumulator import TCAL_MODES, TcalInputAccumulator, TcalOptions
 
 # =============================================================================================
 # Metric functions on array-likes: the library's front door (scikit-learn's names and order)
 #
 # Each function takes ``y_true`` first and ``y_prob`` second, then keyword-only options named as the
-# CLI's flags, and returns a :class:`MetricResult`. Inputs go through :func:`calibcli._arrays.prepare`
+# CLI's flags, and returns a :class:`MetricResult`. Inputs go through :func:`calibcli.io.arrays.prepare`
 # (NumPy, lists, pandas, polars, pyarrow, anything with ``__array__`` or ``__dlpack__``) and then through
 # the accumulators the commands stream into, fed rows ``0..n-1`` as one batch: the numbers are those of
 # ``calibcli ece`` / ``smece`` / ``tcal --json`` on a file holding the same rows, with the same seed.
@@ -90,7 +85,7 @@ def binned_metric(
     """Any metric of the binned family (SPEC 2: the names :func:`describe` ``("binned")`` lists) by name.
 
     The functions below (:func:`ece`, :func:`dce`, :func:`brier_score`, ...) call it; it runs the
-    pipeline of ``calibcli ece`` (:class:`calibcli.accumulators.inputs.InputAccumulator`) on the rows in memory.
+    pipeline of ``calibcli ece`` (:class:`calibcli.ece_family.accumulator.InputAccumulator`) on the rows in memory.
     In ``marginal`` mode the metric is the aggregate over classes (SPEC 1), with the per-class values in
     ``per_class``; metrics without a class rule (Brier, log-loss, the Sun interval) have no aggregate.
 
@@ -126,7 +121,7 @@ def _binned(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> MetricResult:
-    """:func:`binned_metric` on inputs already through :func:`calibcli._arrays.prepare`."""
+    """:func:`binned_metric` on inputs already through :func:`calibcli.io.arrays.prepare`."""
     if name not in REGISTRY or REGISTRY[name].family not in ("binned", "scores", "clinical", "cumulative"):
         known = [m.name for m in _ENTRIES if m.family in ("binned", "scores", "clinical", "cumulative")]
         raise CalibcliError(f"{name!r} is not a binned metric: expected one of {', '.join(known)}")
@@ -468,7 +463,8 @@ def smooth_ece(
 
     The options are :func:`ece`'s; ``details`` holds the bandwidth (``sigma``), whether it is the fixed
     point, and the grid. The numbers are those of ``calibcli smece --json`` on the same rows. (The compute
-    core with a NumPy ``rng`` is :func:`calibcli.smooth.smooth_ece`, also exported as ``calibcli.smooth_ece``.)
+    core with a NumPy ``rng`` is :func:`calibcli.smooth.estimator.smooth_ece`, also exported as
+    ``calibcli.smooth_ece``.)
 
     >>> from calibcli.metrics import smooth_ece
     >>> r = smooth_ece([0, 1, 1, 0, 1, 1, 0, 1], [0.2, 0.6, 0.9, 0.4, 0.7, 0.8, 0.1, 0.3])
@@ -622,8 +618,9 @@ def clinical_test(
     logits: bool = False,
     data=None,
 ) -> MetricResult:
-    """Spiegelhalter's Z test, the Hosmer-Lemeshow test (:mod:`calibcli.clinical`) or the ECCE-R test (SPEC 9,
-    :mod:`calibcli.cumulative`) of perfect calibration, as ``calibcli tcal --test
+    """Spiegelhalter's Z test, the Hosmer-Lemeshow test (:mod:`calibcli.clinical.classical_tests`) or the ECCE-R test
+    (SPEC 9,
+    :mod:`calibcli.cumulative.ecce`) of perfect calibration, as ``calibcli tcal --test
     spiegelhalter|hosmer-lemeshow|ecce --json`` computes it for the same rows.
 
     The result's ``metric`` is the p-value (``spiegelhalter_p_value``, ``hosmer_lemeshow_p_value``,

@@ -1,5 +1,5 @@
 """The metrics, as users import them: the registry of every number calibcli reports
-(:mod:`calibcli.registry`: name -> description, SPEC section, direction, class rule) and the metric
+(:mod:`calibcli.core.registry`: name -> description, SPEC section, direction, class rule) and the metric
 functions on array-likes (:mod:`calibcli.api`: :func:`ece`, :func:`dce`, :func:`sun_interval`,
 :func:`brier_decomposition`, :func:`brier_score`, :func:`log_loss`, :func:`smooth_ece`, :func:`tcal_test`,
 :func:`clinical_test`, :func:`compute`), each returning a :class:`MetricResult` with the CLI's numbers.
@@ -13,7 +13,6 @@ from calibcli.api import (  # noqa: F401  (the library's metric functions, where
     ECE_ESTIMATORS,
     ECE_NAMES,
     NORMS,
-    MetricResult,
     binned_metric,
     brier_decomposition,
     brier_score,
@@ -26,7 +25,7 @@ from calibcli.api import (  # noqa: F401  (the library's metric functions, where
     sun_interval,
     tcal_test,
 )
-from calibcli.registry import (  # noqa: F401  (the registry's names)
+from calibcli.core.registry import (  # noqa: F401  (the registry's names)
     _ENTRIES,
     REGISTRY,
     ClassRule,

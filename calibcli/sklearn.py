@@ -25,16 +25,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from calibcli.api import compute
-from calibcli.calibrators import (
-    METHOD_OPTIONS,
-    METHODS,
-    WEIGHTED_METHODS,
-    BinaryCalibrator,
-    MulticlassCalibrator,
-    TemperatureCalibrator,
-    VennAbersCalibrator,
-    calibrator_from_dict,
-)
+from calibcli.calibrators import METHOD_OPTIONS, METHODS, WEIGHTED_METHODS, calibrator_from_dict
+from calibcli.calibrators._common import BinaryCalibrator
 from calibcli.calibrators.document import (
     CALIBRATOR_KIND,
     CALIBRATOR_SCHEMA_VERSION,
@@ -45,10 +37,12 @@ from calibcli.calibrators.document import (
     load_calibrator,
 )
 from calibcli.calibrators.files import parse_calibrator_json
-from calibcli.calibrators.multiclass import WRAP_MODES
-from calibcli.errors import CalibcliError
-from calibcli.outputs import write_output as write_atomic
-from calibcli.registry import REGISTRY
+from calibcli.calibrators.isotonic import VennAbersCalibrator
+from calibcli.calibrators.multiclass import WRAP_MODES, MulticlassCalibrator
+from calibcli.calibrators.parametric import TemperatureCalibrator
+from calibcli.core.errors import CalibcliError
+from calibcli.core.outputs import write_output as write_atomic
+from calibcli.core.registry import REGISTRY
 
 #: Options of the calibration methods, as constructor parameters (None: the method's default).
 OPTION_PARAMS = ("n_bins", "strategy", "degree", "interpolation", "clip", "monotone")

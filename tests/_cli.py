@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 from typer.testing import CliRunner
 
-from calibcli.cli import app
+from calibcli.cli.app import app
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 BINARY = str(SAMPLE / "breast_cancer_nb.csv")

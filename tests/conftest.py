@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-# The CLI's tables fit COLUMNS when it is set (calibcli.render.terminal_width). pytest-xdist's workers start
+# The CLI's tables fit COLUMNS when it is set (calibcli.report.render.terminal_width). pytest-xdist's workers start
 # with COLUMNS=80 and LINES=24 in their environment, a serial run in CI with neither; the in-process runs
 # must not depend on the caller's terminal, so the suite starts without them (tests that need a width set
 # their own).
@@ -17,7 +17,7 @@ for _name in ("COLUMNS", "LINES"):
 @pytest.fixture
 def figures(monkeypatch):
     """The matplotlib figures a diagram command renders, caught on their way to ``figure_bytes``."""
-    from calibcli import diagrams as dg
+    from calibcli.diagram import plot as dg
 
     caught = []
     render = dg.figure_bytes

@@ -1,4 +1,4 @@
-"""The accumulator base (calibcli.accumulators.base): declared states merged by their rules, one state check."""
+"""The accumulator base (calibcli.core.accumulator): declared states merged by their rules, one state check."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from calibcli.accumulators.base import Accumulator
-from calibcli.accumulators.evaluate import SplitCounter
-from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator
+from calibcli.core.accumulator import Accumulator
+from calibcli.recalibrate.evaluate import SplitCounter
+from calibcli.ece_family.accumulator import BinnedOptions, InputAccumulator
 
 
 class _Part(Accumulator):

@@ -18,14 +18,14 @@ PACKAGE = ROOT / "calibcli"
 #: Function-level imports of calibcli modules that defer a heavy optional package (module -> imported module).
 LAZY = {
     ("calibcli.metrics", "calibcli.sklearn"),  # scikit-learn, imported by calibcli.sklearn at module level
-    ("calibcli.entry", "calibcli.cli"),  # the CLI (typer, rich, ...) is imported once the signal handlers are in
+    ("calibcli.cli.entry", "calibcli.cli.app"),  # the CLI (typer, rich, ...) is imported once the signal handlers are in
     # the classical tests' family (Cox fits, calibrators, smoothing) is imported once `tcal --test` names one
-    ("calibcli.commands.tcal", "calibcli.families.clinical"),
+    ("calibcli.cli.commands.tcal", "calibcli.clinical.family"),
 }
 #: Modules still holding function-level imports of calibcli modules, being reworked apart from the layering
 #: (their function bodies change in other work; their imports move to the top with that work).
-PENDING = {"calibcli.estimators", "calibcli.smooth", "calibcli.io.sources", "calibcli.outputs",
-           "calibcli.calibrators._common", "calibcli.calibrators.binned", "calibcli.html"}
+PENDING = {"calibcli.binned.estimators", "calibcli.smooth.estimator", "calibcli.io.sources", "calibcli.core.outputs",
+           "calibcli.calibrators._common", "calibcli.calibrators.binned", "calibcli.report.html"}
 #: Longest module, in lines as formatted (``ruff format``), no module excepted.
 MAX_LINES = 800
 LONG_PENDING: set[str] = set()
@@ -82,7 +82,7 @@ def test_the_layers_contract_holds():
         pytest.fail(f"{lint} is missing: pip install '.[test]' installs import-linter")
     proc = subprocess.run([str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert "1 kept, 0 broken" in proc.stdout
+    assert "2 kept, 0 broken" in proc.stdout
 
 
 def test_no_import_cycle_counting_function_level_imports():

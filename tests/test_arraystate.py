@@ -1,4 +1,4 @@
-"""States as packed arrays (calibcli.arraystate): what a Dask task sends comes back bit for bit, writable, and
+"""States as packed arrays (calibcli.core.arraystate): what a Dask task sends comes back bit for bit, writable, and
 sized by the occupied cells, not by the grid or the rows."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calibcli.arraystate import ArrayState, pack, unpack
+from calibcli.core.arraystate import ArrayState, pack, unpack
 
 
 class _State(ArrayState):
@@ -70,7 +70,7 @@ def test_a_mostly_empty_grid_travels_as_its_occupied_cells():
     assert count.nbytes * 4 > 100 * len(blob)
     _round_trip(state)
     packed = pack(vars(state))
-    (size, support, encoded), = packed["calibcli.arraystate/1"]
+    (size, support, encoded), = packed["calibcli.core.arraystate/1"]
     assert size == 2**18 and support[0] == "gaps"
     assert {name: how[0] for name, _, how in encoded} == {"count": "int", "wf": "raw", "wf2": "raw", "w": "same"}
 
@@ -80,7 +80,7 @@ def test_a_dict_of_named_arrays_travels_packed_like_attributes():
     do: the arrays share one support, and come back bit for bit through pickling and JSON."""
     import json
 
-    from calibcli.arraystate import from_json, to_json
+    from calibcli.core.arraystate import from_json, to_json
 
     rng = np.random.default_rng(2)
     cells = rng.choice(1 << 16, 300, replace=False)
@@ -102,7 +102,7 @@ def test_a_full_grid_travels_dense_and_row_indices_as_steps():
     rng = np.random.default_rng(2)
     state = _State(count=rng.integers(1, 5, 4096), value=rng.random(4096), rows=[(np.arange(10**6, 10**6 + 5000),)])
     packed = pack(vars(state))
-    (_, support, encoded), = packed["calibcli.arraystate/1"]
+    (_, support, encoded), = packed["calibcli.core.arraystate/1"]
     assert support is None  # every cell occupied: no support to send
     (rows,) = packed["rows"].items[0].items
     assert rows.encoding[0] == "rise" and rows.encoding[2].dtype == np.uint8  # 5,000 steps of 1, a byte each
@@ -143,13 +143,13 @@ FAMILIES = {
 
 
 def _binned():
-    from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator
+    from calibcli.ece_family.accumulator import BinnedOptions, InputAccumulator
 
     return InputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=BinnedOptions(n_boot=30, seed=3))
 
 
 def _smooth():
-    from calibcli.accumulators.inputs import SmoothInputAccumulator, SmoothOptions
+    from calibcli.smooth.inputs import SmoothInputAccumulator, SmoothOptions
 
     return SmoothInputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=SmoothOptions(n_boot=30, seed=3))
 

@@ -1,14 +1,14 @@
-"""The audit's numbers (calibcli.audit): each segment as its own population, worst first, MCE and adjustments."""
+"""The audit's numbers (calibcli.audit.segment_tests): each segment as its own population, worst first, MCE and adjustments."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from calibcli.audit import AuditOptions, audit_arrays
-from calibcli.cumulative import ecce
-from calibcli.multitest import adjust_pvalues, mce_pvalue
-from calibcli.segments import code_column, partitions
+from calibcli.audit.segment_tests import AuditOptions, audit_arrays
+from calibcli.cumulative.ecce import ecce
+from calibcli.audit.multitest import adjust_pvalues, mce_pvalue
+from calibcli.audit.segments import code_column, partitions
 
 
 def _data(n=20_000, seed=0, planted=0.0):
@@ -84,7 +84,7 @@ def test_a_planted_intersection_is_the_worst_segment():
 
 
 def test_options_are_checked():
-    from calibcli.errors import CalibcliError
+    from calibcli.core.errors import CalibcliError
 
     with pytest.raises(CalibcliError, match="adjust"):
         AuditOptions(adjust="fdr").check()
@@ -93,7 +93,7 @@ def test_options_are_checked():
 
 
 def test_the_minimum_detectable_ecce_is_at_the_level_segments_are_judged_at():
-    from calibcli.cumulative import minimum_detectable_ecce_sigma
+    from calibcli.cumulative.brownian import minimum_detectable_ecce_sigma
 
     y, s, w, cols = _data(4000, seed=4)
     adjusted, *_ = _audit(y, s, w, cols, min_segment=50, adjust="holm", power=0.9)

@@ -8,12 +8,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import calibcli.cumulative as cumulative
-from calibcli.accumulators.segments import SegmentAuditAccumulator, _joined
-from calibcli.audit import AuditOptions, audit_arrays, in_score_order
-from calibcli.binning import quantile_edges_sorted
+import calibcli.cumulative.ecce as cumulative
+from calibcli.audit.accumulator import SegmentAuditAccumulator, _joined
+from calibcli.audit.segment_tests import AuditOptions, audit_arrays, in_score_order
+from calibcli.core.binning import quantile_edges_sorted
 from calibcli.io.columns import CodedText, segment_values
-from calibcli.segments import code_values, partitions, quantile_edges_selected
+from calibcli.audit.segments import code_values, partitions, quantile_edges_selected
 
 
 def test_coded_text_reads_codes_and_decodes_to_the_values():
@@ -58,7 +58,7 @@ def test_quantile_edges_by_selection_equal_the_sorted_ones(n, bins):
 
 
 def test_numeric_column_beyond_the_probe_is_coded_as_after_a_full_sort(monkeypatch):
-    import calibcli.segments as segments
+    import calibcli.audit.segments as segments
 
     rng = np.random.default_rng(4)
     x = np.where(rng.uniform(size=3000) < 0.02, np.nan, rng.lognormal(size=3000))
@@ -88,7 +88,7 @@ def test_sorting_once_with_packed_codes_keeps_every_row_with_its_codes():
 
 
 def test_two_threads_give_the_one_thread_numbers(monkeypatch):
-    from calibcli.segments import ColumnCoding
+    from calibcli.audit.segments import ColumnCoding
 
     y, s, codes = _rows(20_000, seed=1)
     codings = [ColumnCoding(f"c{j}", "categorical", values=tuple(range(int(c.max()) + 1)))

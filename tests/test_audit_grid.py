@@ -16,10 +16,10 @@ import pyarrow as pa
 import pytest
 from _cli import SAMPLE, run  # noqa: E402  (tests/ is on sys.path)
 
-import calibcli.accumulators.segments as segments_state
-from calibcli.accumulators.segment_grid import GRID_CELLS
-from calibcli.accumulators.segments import SegmentAuditAccumulator
-from calibcli.audit import AuditOptions
+import calibcli.audit.accumulator as segments_state
+from calibcli.audit.grid import GRID_CELLS
+from calibcli.audit.accumulator import SegmentAuditAccumulator
+from calibcli.audit.segment_tests import AuditOptions
 from calibcli.io.columns import segment_values
 
 ADS = str(SAMPLE / "ads_segments.csv")
@@ -117,7 +117,7 @@ def test_grid_audit_equals_the_exact_one_within_its_bound(rows):
 
 
 def test_grid_bound_is_stated_and_holds_when_cells_hold_many_rows(rows, monkeypatch):
-    import calibcli.accumulators.segment_grid as grid_module
+    import calibcli.audit.grid as grid_module
 
     monkeypatch.setattr(grid_module, "GRID_CELLS", 64)  # coarse: many rows per cell, a bound that matters
     exact = _audit(rows, 10**9, BATCHES)

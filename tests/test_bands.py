@@ -1,4 +1,4 @@
-"""Per-bin binomial intervals (calibcli.bands): against statsmodels' proportion_confint, edge bins, weighted bins
+"""Per-bin binomial intervals (calibcli.diagram.bands): against statsmodels' proportion_confint, edge bins, weighted bins
 by Kish's effective sample size, and coverage by simulation."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from calibcli.bands import binomial_band, clopper_pearson_interval, wilson_interval
-from calibcli.errors import CalibcliError
+from calibcli.diagram.bands import binomial_band, clopper_pearson_interval, wilson_interval
+from calibcli.core.errors import CalibcliError
 
 STATSMODELS = {"wilson": "wilson", "clopper-pearson": "beta"}
 

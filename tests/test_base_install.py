@@ -108,7 +108,7 @@ def test_every_command_runs_on_the_base_install(base_env, tmp_path):
 def test_help_does_not_import_jinja2(tmp_path):
     """Jinja2 is a base dependency but only ``report`` renders a page: start-up never imports it."""
     probe = ("import sys; sys.argv = ['calibcli', '--help']\n"
-             "from calibcli.entry import main\n"
+             "from calibcli.cli.entry import main\n"
              "try:\n    main()\nexcept SystemExit:\n    pass\n"
              "print('jinja2' in sys.modules, file=sys.stderr)")
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=tmp_path)

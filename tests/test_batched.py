@@ -6,11 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import calibcli.estimators as est
-from calibcli.accumulators.binned import BinnedAccumulator
-from calibcli.binning import fit_binning, quantile_edges_sorted, quantile_starts_batched
-from calibcli.estimators import BinStats, _point_metrics, _SortedProblem, binned_calibration, ece_l2_sq_sun_estimate
-from calibcli.resampling import Multiplicities
+import calibcli.binned.estimators as est
+from calibcli.binned.accumulator import BinnedAccumulator
+from calibcli.core.binning import fit_binning, quantile_edges_sorted, quantile_starts_batched
+from calibcli.binned.stats import BinStats
+from calibcli.binned.estimators import _point_metrics, binned_calibration, ece_l2_sq_sun_estimate
+from calibcli.binned.bootstrap import _SortedProblem
+from calibcli.core.resampling import Multiplicities
 
 
 def _data(n, seed=1, ties=True):
@@ -117,8 +119,8 @@ def test_estimator_calls_do_not_grow_with_n_boot_from_cells(monkeypatch, weighte
 
 def test_lockstep_brent_takes_the_one_root_steps():
     """brent_rows finds every root as the one-root solver does, bit for bit, with one call per iteration."""
-    from calibcli.smooth_bootstrap import brent_rows
-    from calibcli.smooth_grid import _brent_root
+    from calibcli.smooth.bootstrap import brent_rows
+    from calibcli.smooth.grid import _brent_root
 
     c = np.linspace(0.05, 0.95, 40)
 
@@ -145,8 +147,8 @@ def test_smooth_bootstrap_evaluations_do_not_grow_with_n_boot(monkeypatch):
     """Every replicate's fixed point is solved in lockstep: the batched bandwidth evaluations of a block stay
     a few dozen whether it holds 10 resamples or 400 (the one-replicate loop made about 8 per resample).
     (Blocks are sized for the caches; here one block holds them all.)"""
-    import calibcli.smooth_bootstrap as sb
-    from calibcli.smooth import smooth_ece
+    import calibcli.smooth.bootstrap as sb
+    from calibcli.smooth.estimator import smooth_ece
 
     monkeypatch.setattr(sb, "_BLOCK_VALUES", 1 << 24)
 
@@ -226,7 +228,7 @@ def test_groups_beyond_the_memory_budget_are_taken_in_chunks_with_the_same_numbe
         kwargs["on_chunks"] = lambda n, per: chunks.append((n, per))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr("calibcli.accumulators.binned.binned_calibration_groups", told)
+    monkeypatch.setattr("calibcli.binned.accumulator.binned_calibration_groups", told)
     monkeypatch.setattr(est, "GROUP_CHUNK_BYTES", 50 * 10 * est.BYTES_PER_GROUP_REPLICATE_BIN * 7)
     chunked = _grouped_ece(path, 50)
     assert chunks == [(6, 7)]
@@ -245,7 +247,7 @@ def test_groups_beyond_the_memory_budget_are_taken_in_chunks_with_the_same_numbe
 def test_smooth_bootstrap_of_many_groups_equals_each_group_alone():
     """SmoothECE's groups finished together (one lockstep Brent over groups x replicates) give each group's
     numbers alone, bit for bit."""
-    from calibcli.accumulators.smooth import SmoothAccumulator
+    from calibcli.smooth.accumulator import SmoothAccumulator
 
     rng = np.random.default_rng(8)
     accs = []
@@ -265,7 +267,7 @@ def test_smooth_bootstrap_of_many_groups_equals_each_group_alone():
 def test_ecce_grid_waits_for_rows_and_gives_the_same_sums():
     """A group of few rows holds its rows, not a 2^16-cell grid; past PENDING_ROWS (or when read) the grid holds
     the same sums as one filled from the first row, batch by batch."""
-    import calibcli.accumulators.cumulative as cu
+    import calibcli.cumulative.accumulator as cu
 
     rng = np.random.default_rng(4)
     z = rng.random(20000)
@@ -293,7 +295,7 @@ def test_the_ecce_grid_travels_packed():
     task's state was 3.1 MB of it instead of 1.4 MB."""
     import pickle
 
-    import calibcli.accumulators.cumulative as cu
+    import calibcli.cumulative.accumulator as cu
 
     rng = np.random.default_rng(5)
     z = rng.beta(2, 5, 100_000)

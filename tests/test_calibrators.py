@@ -9,22 +9,12 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from calibcli.calibrators import (
-    METHODS,
-    calibrator_from_dict,
-    fit_beta,
-    fit_calibrator,
-    fit_histogram,
-    fit_isotonic,
-    fit_multiclass,
-    fit_platt,
-    fit_polynomial,
-    fit_scaling_binning,
-    fit_temperature,
-    fit_venn_abers,
-)
+from calibcli.calibrators import METHODS, calibrator_from_dict, fit_calibrator, fit_multiclass
+from calibcli.calibrators.parametric import fit_beta, fit_platt, fit_polynomial, fit_temperature
+from calibcli.calibrators.binned import fit_histogram, fit_scaling_binning
+from calibcli.calibrators.isotonic import fit_isotonic, fit_venn_abers
 from calibcli.calibrators.multiclass import apply_top_label
-from calibcli.errors import CalibcliError
+from calibcli.core.errors import CalibcliError
 
 
 def _binary_data(n: int, seed: int = 0):

@@ -21,8 +21,8 @@ import pytest
 from matplotlib.collections import LineCollection
 from matplotlib.container import ErrorbarContainer
 
-from calibcli import diagrams as dg
-from calibcli.smooth import smooth_curve
+from calibcli.diagram import plot as dg
+from calibcli.smooth.estimator import smooth_curve
 
 from _cli import BINARY, MULTI, SAMPLE, run, run_json, write_csv  # noqa: E402  (tests/ is on sys.path)
 

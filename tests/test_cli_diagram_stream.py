@@ -13,8 +13,8 @@ import pytest
 from matplotlib.collections import LineCollection
 from matplotlib.container import ErrorbarContainer
 
-from calibcli import diagrams as dg
-from calibcli.io import DEFAULT_BATCH_ROWS
+from calibcli.diagram import plot as dg
+from calibcli.io.sources import DEFAULT_BATCH_ROWS
 
 from _cli import run, run_json  # noqa: E402  (tests/ is on sys.path)
 

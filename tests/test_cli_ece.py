@@ -10,7 +10,7 @@ import pytest
 
 from _cli import BINARY, MULTI, SAMPLE, run, run_json  # tests/ is on sys.path
 from calibcli import __version__
-from calibcli.estimators import binned_calibration
+from calibcli.binned.estimators import binned_calibration
 
 
 def test_version():

@@ -22,7 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from _cli import SAMPLE, run
-from calibcli.cli import app
+from calibcli.cli.app import app
 
 runner = CliRunner()
 
@@ -742,7 +742,7 @@ def test_report_that_is_a_directory_fails_before_any_work(tmp_path):
     ],
 )
 def test_option_parser_errors_are_one_line_with_exit_2(argv, message, monkeypatch, capsys):
-    from calibcli.cli import main
+    from calibcli.cli.app import main
 
     monkeypatch.setattr(sys, "argv", ["calibcli", *argv])
     with pytest.raises(SystemExit) as exit_info:

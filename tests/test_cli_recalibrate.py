@@ -15,8 +15,11 @@ from numpy.testing import assert_allclose, assert_array_equal
 from typer.testing import CliRunner
 
 from calibcli import __version__
-from calibcli.calibrators import fit_histogram, fit_isotonic, fit_multiclass, fit_temperature
-from calibcli.cli import app
+from calibcli.calibrators.binned import fit_histogram
+from calibcli.calibrators.isotonic import fit_isotonic
+from calibcli.calibrators import fit_multiclass
+from calibcli.calibrators.parametric import fit_temperature
+from calibcli.cli.app import app
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 BINARY = str(SAMPLE / "breast_cancer_nb.csv")
@@ -233,12 +236,12 @@ def test_evaluate_holdout_compares_methods(tmp_path):
 
 
 def test_evaluate_numbers_are_those_of_the_library():
-    from calibcli.calibrators import fit_platt
-    from calibcli.estimators import binned_calibration
+    from calibcli.calibrators.parametric import fit_platt
+    from calibcli.binned.estimators import binned_calibration
 
     doc = json.loads(ok("recalibrate", "evaluate", BINARY, "--method", "platt", "--holdout", "0.6", "--seed", "4",
                         "--n-boot", "19", "--json").stdout)
-    from calibcli.resampling import row_hash
+    from calibcli.core.resampling import row_hash
 
     df = pd.read_csv(BINARY)
     # the fit part: the round(F n) rows with the smallest hash of (seed, row index); the test part: the others

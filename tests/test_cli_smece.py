@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibcli.modes import softmax
-from calibcli.smooth import smece_at_sigma, smooth_ece
+from calibcli.core.modes import softmax
+from calibcli.smooth.estimator import smece_at_sigma, smooth_ece
 
 from _cli import BINARY, MULTI, SAMPLE, run, run_json, write_csv  # noqa: E402  (tests/ is on sys.path)
 

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibcli.tcal import binomial_test, tcal_test
+from calibcli.tcal.binomial import binomial_test
+from calibcli.tcal.procedure import tcal_test
 
 from _cli import BINARY, MULTI, run, run_json, write_csv  # noqa: E402  (tests/ is on sys.path)
 
@@ -137,7 +138,7 @@ def test_usage_errors(args, message):
 _IMPORTS_PROBE = """
 import json, sys
 sys.argv = ["calibcli", *sys.argv[2:]]
-from calibcli.entry import main
+from calibcli.cli.entry import main
 try:
     main()
 except SystemExit:
@@ -159,5 +160,5 @@ def test_the_classical_tests_are_imported_only_when_asked_for(tmp_path, test, lo
     proc = subprocess.run([sys.executable, "-c", probe, "-", *args], capture_output=True, text=True, timeout=120)
     modules = json.loads(out.read_text())
     assert '"command": "tcal"' in proc.stdout
-    assert ("calibcli.families.clinical" in modules) is loaded
+    assert ("calibcli.clinical.family" in modules) is loaded
     assert ("calibcli.calibrators" in modules) is loaded

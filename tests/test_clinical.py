@@ -1,4 +1,4 @@
-"""Clinical and regulatory statistics (calibcli.clinical): Cox calibration, Spiegelhalter's Z, Hosmer-Lemeshow,
+"""Clinical and regulatory statistics (calibcli.clinical.classical_tests): Cox calibration, Spiegelhalter's Z, Hosmer-Lemeshow,
 ICI / E50 / E90 / Emax and the Brier skill score, checked against independent implementations (statsmodels,
 scipy.stats, pandas.qcut, an O(n^2) kernel regression), streamed with any batch size, and from the CLI."""
 
@@ -14,19 +14,19 @@ import pytest
 import scipy.stats
 import statsmodels.api as sm
 
-from calibcli.accumulators.clinical import ClinicalAccumulator, ClinicalTestAccumulator, ClinicalTestOptions
-from calibcli.clinical import (
+from calibcli.clinical.accumulator import ClinicalAccumulator, ClinicalTestAccumulator, ClinicalTestOptions
+from calibcli.clinical.classical_tests import (
     GridSums,
     brier_skill_score,
     cox_calibration,
     cox_from_grid,
-    cox_from_rows,
     hosmer_lemeshow,
     integrated_calibration_index,
     spiegelhalter_z,
-    weighted_quantile,
 )
-from calibcli.errors import CalibcliError
+from calibcli.clinical.cox import cox_from_rows
+from calibcli.clinical.ici import weighted_quantile
+from calibcli.core.errors import CalibcliError
 from calibcli.metrics import REGISTRY, compute, worse
 
 from _cli import BINARY, MULTI, run, run_json
@@ -136,7 +136,7 @@ def test_cox_on_cells_is_exact_for_a_discrete_predictor():
 
 def test_the_tail_grid_clips_as_platt_scaling_does():
     from calibcli.calibrators._common import DEFAULT_CLIP
-    from calibcli.clinical import CLIP
+    from calibcli.clinical.classical_tests import CLIP
 
     assert CLIP == DEFAULT_CLIP
 
@@ -296,7 +296,7 @@ def test_test_accumulator_streams_and_merges(rows, test):
 def test_hosmer_lemeshow_beyond_the_kept_rows_takes_its_deciles_from_a_first_pass():
     """More rows than the binned family keeps (2^17): edges from a first pass, sums from a second."""
     from calibcli.api import _one_batch  # the engine's two passes over one batch
-    from calibcli._arrays import prepare
+    from calibcli.io.arrays import prepare
 
     rng = np.random.default_rng(9)
     n = (1 << 17) + 5000
@@ -476,7 +476,7 @@ def test_small_states_keep_their_rows_and_give_the_dense_sums(rows):
 def test_a_coefficient_equal_to_its_null_up_to_rounding_is_its_null():
     """No digits of noise: a fit 4e-16 away from its null reports the null, z 0 and p 1 (another machine's BLAS
     moves those digits), while a real difference of 1e-9 is kept."""
-    from calibcli.clinical import WaldEstimate
+    from calibcli.clinical.cox import WaldEstimate
 
     noisy = WaldEstimate.of(1.0 + 4.4e-16, 0.086, null=1.0, alpha=0.05)
     assert (noisy.estimate, noisy.z, noisy.p_value) == (1.0, 0.0, 1.0)

@@ -6,16 +6,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import calibcli.cox as cox
-import calibcli.ici as ici_module
-import calibcli.smooth_bootstrap as sb
-from calibcli.accumulators.clinical import ClinicalAccumulator
-from calibcli.clinical import GridSums, cox_from_rows, ici_from_grid
-from calibcli.cox import cox_groups
-from calibcli.errors import CalibcliError
-from calibcli.ici import UniformCells, _interp_rows, ici_groups, weighted_quantile, weighted_quantiles
-from calibcli.smooth import finish
-from calibcli.smooth_grid import CellSums, segment_sums
+import calibcli.clinical.cox as cox
+import calibcli.clinical.ici as ici_module
+import calibcli.smooth.bootstrap as sb
+from calibcli.clinical.accumulator import ClinicalAccumulator
+from calibcli.clinical.classical_tests import GridSums, ici_from_grid
+from calibcli.clinical.cox import cox_from_rows
+from calibcli.clinical.cox import cox_groups
+from calibcli.core.errors import CalibcliError
+from calibcli.clinical.ici import UniformCells, _interp_rows, ici_groups, weighted_quantile, weighted_quantiles
+from calibcli.smooth.estimator import finish
+from calibcli.smooth.grid import CellSums, segment_sums
 
 
 def _problem(rng, n, power=1.1, weighted=False, round_to=None):

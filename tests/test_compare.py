@@ -40,7 +40,7 @@ def test_identical_files_difference_is_exactly_zero():
     doc = run_json("compare", BINARY, BINARY, "--n-boot", "200")
     assert doc["command"] == "compare"
     assert doc["parameters"]["pairing"]["by"] == "order" and doc["parameters"]["pairing"]["paired"]
-    from calibcli.estimators import METRIC_NAMES
+    from calibcli.binned.estimators import METRIC_NAMES
 
     for name, c in doc["comparison"].items():
         assert c["difference"] == 0.0, name
@@ -67,7 +67,7 @@ def test_gate_direction_and_exit_codes(pair):
     doc = run_json("compare", recal, raw, "--n-boot", "300")
     c = doc["comparison"]["ece_l1_plugin"]
     assert c["worse"] and c["significant"] and c["ci_low"] > 0
-    from calibcli.report import fmt_interval, fmt_number
+    from calibcli.report.entries import fmt_interval, fmt_number
 
     assert f"{fmt_number(c['candidate'])} vs {fmt_number(c['baseline'])}, difference {c['difference']:+.4g}" in line
     assert f"(95% CI {fmt_interval(c['ci_low'], c['ci_high'])}, paired)" in line
@@ -84,7 +84,7 @@ def test_gate_direction_and_exit_codes(pair):
 def test_target_metrics_are_worse_when_farther_from_the_calibrated_value(pair):
     """A Cox slope is best at 1, not highest: the raw model (slope far from 1) is worse than the recalibrated
     one whichever side of 1 it lies, and --fail-if-worse-by measures the growth of the distance to 1."""
-    from calibcli.comparison import worse_by
+    from calibcli.compare.paired_bootstrap import worse_by
 
     raw, recal = pair
     doc = run_json("compare", recal, raw, "--n-boot", "0")
@@ -240,15 +240,16 @@ def test_multiclass_marginal_scores_are_compared():
 
 
 def _streams(tmp_path, za, zb, y, tag=""):
-    from calibcli.io import ColumnSpec, resolve_datasets
+    from calibcli.io.columns import ColumnSpec
+    from calibcli.io.sources import resolve_datasets
 
     paths = [_write(tmp_path, f"{tag}a.csv", za, y), _write(tmp_path, f"{tag}b.csv", zb, y)]
     return [resolve_datasets([p])[0].open(ColumnSpec()) for p in paths]
 
 
 def _compare(tmp_path, za, zb, y, *, row_limit, pairing="auto", n_boot=300, seed=0, tag=""):
-    from calibcli.comparison import compare_streams
-    from calibcli.accumulators.inputs import BinnedOptions
+    from calibcli.compare.run import compare_streams
+    from calibcli.ece_family.accumulator import BinnedOptions
 
     a, b = _streams(tmp_path, za, zb, y, tag)
     options = BinnedOptions(n_boot=n_boot, seed=seed, row_limit=row_limit)
@@ -318,9 +319,10 @@ def test_paired_interval_covers_the_true_difference(tmp_path):
 def test_weighted_joint_draw_matches_per_row(tmp_path):
     """Frequency weights beyond the kept rows: identical inputs still give 0, and the joint per-bin interval of a
     real difference has about the per-row interval's width."""
-    from calibcli.comparison import compare_streams
-    from calibcli.accumulators.inputs import BinnedOptions
-    from calibcli.io import ColumnSpec, resolve_datasets
+    from calibcli.compare.run import compare_streams
+    from calibcli.ece_family.accumulator import BinnedOptions
+    from calibcli.io.columns import ColumnSpec
+    from calibcli.io.sources import resolve_datasets
 
     y, raw, recal = _models(n=3000, seed=9)
     w = np.random.default_rng(2).integers(1, 4, len(y)).astype(float)
@@ -343,9 +345,11 @@ def test_joint_draw_multiclass_quantile_and_smooth_beyond_the_kept_rows():
     joint draw, quantile bins through a second pass; SmoothECE is stated unpaired, with its own seed."""
     from _cli import MULTI
 
-    from calibcli.comparison import compare_streams
-    from calibcli.accumulators.inputs import BinnedOptions, SmoothOptions
-    from calibcli.io import ColumnSpec, resolve_datasets
+    from calibcli.compare.run import compare_streams
+    from calibcli.ece_family.accumulator import BinnedOptions
+    from calibcli.smooth.inputs import SmoothOptions
+    from calibcli.io.columns import ColumnSpec
+    from calibcli.io.sources import resolve_datasets
 
     def compare(path, mode, smooth=None, **options):
         streams = [resolve_datasets([path])[0].open(ColumnSpec()) for _ in range(2)]

@@ -1,4 +1,4 @@
-"""Exact (compensated) sums of states (SPEC 8, `calibcli.compensated`): the same floats whatever the order the
+"""Exact (compensated) sums of states (SPEC 8, `calibcli.core.compensated`): the same floats whatever the order the
 batches' sums were added in, one stream or a tree of merges, so every engine reports the same numbers."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from calibcli.compensated import add_exact
+from calibcli.core.compensated import add_exact
 
 
 def _tree(parts, merge, k):
@@ -55,7 +55,7 @@ def test_sums_are_the_correctly_rounded_sum_in_any_order(k):
 
 
 def test_a_batch_of_few_cells_adds_the_same_floats_as_a_dense_one():
-    from calibcli.compensated import add_exact_at
+    from calibcli.core.compensated import add_exact_at
 
     rng = np.random.default_rng(8)
     dense, sparse = (np.zeros(4096), np.zeros(4096)), (np.zeros(4096), np.zeros(4096))
@@ -90,7 +90,7 @@ def _batches(n, size, seed, weighted=False):
 @pytest.mark.parametrize("weighted", [False, True])
 def test_binned_cells_of_a_stream_and_of_a_tree_of_tasks_are_the_same_floats(weighted):
     # beyond the rows kept (2^17): every number comes from the cells, bootstrap included
-    from calibcli.accumulators.binned import BinnedAccumulator
+    from calibcli.binned.accumulator import BinnedAccumulator
 
     batches = _batches(150_000, 500, 4, weighted)
     stream = BinnedAccumulator(n_bins=15)
@@ -103,7 +103,7 @@ def test_binned_cells_of_a_stream_and_of_a_tree_of_tasks_are_the_same_floats(wei
 
 
 def test_clinical_grid_of_a_stream_and_of_a_tree_of_tasks_is_the_same_floats():
-    from calibcli.clinical import GridSums
+    from calibcli.clinical.classical_tests import GridSums
 
     batches = _batches(60_000, 300, 5, weighted=True)
     stream = GridSums()
@@ -116,8 +116,8 @@ def test_clinical_grid_of_a_stream_and_of_a_tree_of_tasks_is_the_same_floats():
 
 
 def test_paired_joint_cells_of_a_stream_and_of_a_tree_of_tasks_are_the_same_floats():
-    from calibcli.binning import uniform_bin_index
-    from calibcli.paired_bootstrap import JointCells
+    from calibcli.core.binning import uniform_bin_index
+    from calibcli.compare.paired_bootstrap import JointCells
 
     def bins(z):
         return uniform_bin_index(z, 15)

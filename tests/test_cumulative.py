@@ -1,4 +1,4 @@
-"""ECCE statistics (calibcli.cumulative, SPEC 9): against direct references, invariances, the grid form and its
+"""ECCE statistics (calibcli.cumulative.ecce, SPEC 9): against direct references, invariances, the grid form and its
 bound, the Brownian-motion laws (series against each other, known moments, simulation), size and the MDE."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from calibcli import brownian
-from calibcli import cumulative as cu
-from calibcli.errors import CalibcliError
+from calibcli.cumulative import brownian
+from calibcli.cumulative import ecce as cu
+from calibcli.core.errors import CalibcliError
 
 trapezoid = getattr(np, "trapezoid", None) or np.trapz  # NumPy < 2 has only trapz
 

@@ -1,14 +1,16 @@
-"""The library's front door checks its keywords against the options' declarations (calibcli.declarations), the
+"""The library's front door checks its keywords against the options' declarations (calibcli.core.declarations), the
 ones the command line's flags are built from: the same choices, the same words."""
 
 from __future__ import annotations
 
 import pytest
 
-from calibcli import declarations, families
-from calibcli.errors import OptionError, library_text
+from calibcli.core import declarations
+
+from calibcli.core import family as families
+from calibcli.core.errors import OptionError, library_text
 from calibcli.metrics import binned_metric, ece, smooth_ece
-from calibcli.validation import check_params
+from calibcli.core.validation import check_params
 
 Y = [0, 1, 1, 0, 1, 1, 0, 1]
 P = [0.2, 0.6, 0.9, 0.4, 0.7, 0.8, 0.1, 0.3]

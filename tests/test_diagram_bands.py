@@ -17,10 +17,10 @@ import pytest
 from _cli import BINARY, run  # noqa: E402  (tests/ is on sys.path)
 from scipy.stats import beta, binom
 
-import calibcli.diagrams as dg
-from calibcli.accumulators.diagram import DiagramInputAccumulator, DiagramOptions
-from calibcli.bands import clopper_pearson_interval, wilson_interval
-from calibcli.errors import CalibcliError
+import calibcli.diagram.plot as dg
+from calibcli.diagram.accumulator import DiagramInputAccumulator, DiagramOptions
+from calibcli.diagram.bands import clopper_pearson_interval, wilson_interval
+from calibcli.core.errors import CalibcliError
 
 #: Ten bins of width 0.1; every row of bin j predicts RATES[j], so a calibrated bin's true rate is RATES[j].
 RATES = np.array([0.02, 0.13, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.87, 0.98])
@@ -102,7 +102,7 @@ def test_bands_by_hand_and_frequency_weights():
 
 
 def test_bootstrap_band_is_the_percentile_interval_of_the_resampled_frequencies():
-    from calibcli.estimators import binned_calibration
+    from calibcli.binned.estimators import binned_calibration
 
     rng = np.random.default_rng(5)
     y, z = calibrated(40, rng)

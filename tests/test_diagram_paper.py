@@ -20,7 +20,7 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.patches import Rectangle, StepPatch
 from matplotlib.path import Path as MplPath
 
-from calibcli import diagrams as dg
+from calibcli.diagram import plot as dg
 
 from _cli import BINARY, MULTI, SAMPLE, run, run_json, write_csv  # noqa: E402  (tests/ is on sys.path)
 
@@ -386,7 +386,7 @@ def test_style_errors_list_the_available_styles(tmp_path):
 
 
 def test_library_messages_name_parameters():
-    from calibcli.errors import CalibcliError
+    from calibcli.core.errors import CalibcliError
 
     with pytest.raises(CalibcliError, match="^min_count is -1") as err:
         dg.FigureStyle(min_count=-1)

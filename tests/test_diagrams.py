@@ -4,7 +4,7 @@ renders it.
 
 The figures are checked by inspecting the matplotlib objects: axis labels, how many curves, and that
 the plotted data are the computed statistics (calibcli's own bins, Wilson intervals worked out here,
-``calibcli.smooth.smooth_curve`` at run time), plus the rendered bytes (PNG/SVG/PDF) and that no text
+``calibcli.smooth.estimator.smooth_curve`` at run time), plus the rendered bytes (PNG/SVG/PDF) and that no text
 falls outside the figure.
 """
 
@@ -26,12 +26,13 @@ from matplotlib.collections import LineCollection
 from matplotlib.container import ErrorbarContainer
 from matplotlib.patches import Rectangle, StepPatch
 
-from calibcli.accumulators.diagram import DiagramInputAccumulator, DiagramOptions
-from calibcli import diagrams as dg
-from calibcli.binning import fit_binning
-from calibcli.errors import CalibcliError
-from calibcli.estimators import bin_statistics, binned_calibration
-from calibcli.smooth import smooth_curve
+from calibcli.diagram.accumulator import DiagramInputAccumulator, DiagramOptions
+from calibcli.diagram import plot as dg
+from calibcli.core.binning import fit_binning
+from calibcli.core.errors import CalibcliError
+from calibcli.binned.stats import bin_statistics
+from calibcli.binned.estimators import binned_calibration
+from calibcli.smooth.estimator import smooth_curve
 
 from _cli import BINARY  # noqa: E402  (tests/ is on sys.path)
 
@@ -393,7 +394,7 @@ def test_smooth_figure_draws_the_smooth_curve():
 
 
 class _Stream:
-    """The few things :func:`calibcli.engines._fragments.run_local` reads from a stream: batches of rows."""
+    """The few things :func:`calibcli.engines.fragments.run_local` reads from a stream: batches of rows."""
 
     group_by = ()
 
@@ -411,7 +412,7 @@ class _Stream:
 
 
 def _streamed(labels, probs, w=None, *, batch=37, mode="binary", n_classes=2, **options):
-    from calibcli.engines._fragments import run_local
+    from calibcli.engines.fragments import run_local
 
     opts = DiagramOptions(**options)
     ((group, acc),) = run_local(_Stream(labels, probs, w, batch=batch), lambda: DiagramInputAccumulator(
@@ -494,7 +495,7 @@ def test_second_pass_fixes_quantile_edges_beyond_the_rows_kept():
 def test_second_pass_on_a_finer_grid_when_s_star_is_below_what_the_first_resolves():
     # A residual of mean 0.001 at one point: s* = 0.001, four cells of a 4096-cell grid (SPEC 3 wants
     # eight); without the rows, the accumulator streams the data again on a finer grid.
-    from calibcli.engines._fragments import run_local
+    from calibcli.engines.fragments import run_local
 
     z = np.full(1000, 0.5)
     y = np.zeros(1000, dtype=np.int64)

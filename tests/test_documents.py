@@ -1,4 +1,4 @@
-"""The report's JSON text: :func:`calibcli.documents.to_json` writes what ``json.dumps(jsonable(doc), indent=2,
+"""The report's JSON text: :func:`calibcli.core.documents.to_json` writes what ``json.dumps(jsonable(doc), indent=2,
 allow_nan=False)`` writes, byte for byte (the standard library's indenting encoder, in one pass)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from calibcli.documents import jsonable, to_json
+from calibcli.core.documents import jsonable, to_json
 
 
 def _reference(doc) -> str:

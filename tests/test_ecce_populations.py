@@ -1,4 +1,4 @@
-"""Every group's ECCE at once (:func:`calibcli.cumulative.ecce_populations`) equals each group's alone, bit for
+"""Every group's ECCE at once (:func:`calibcli.cumulative.ecce.ecce_populations`) equals each group's alone, bit for
 bit: its running sums are its own, and the statistics, sigma scales and p-values are elementwise."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 
-from calibcli.cumulative import ecce_populations
+from calibcli.cumulative.ecce import ecce_populations
 
 
 def _alone(y, z, w):

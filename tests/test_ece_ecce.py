@@ -10,9 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from calibcli.accumulators.cumulative import EcceAccumulator
-from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator
-from calibcli.cumulative import cell_sums, ecce, uniform_cells
+from calibcli.cumulative.accumulator import EcceAccumulator
+from calibcli.ece_family.accumulator import BinnedOptions, InputAccumulator
+from calibcli.cumulative.ecce import cell_sums, ecce, uniform_cells
 from calibcli.metrics import REGISTRY, compute
 
 from _cli import BINARY, MULTI, run_json

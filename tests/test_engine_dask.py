@@ -153,7 +153,7 @@ DEEP_CASES = {
 def test_a_tree_of_depth_two_equals_the_local_engine_to_1e_12(deep_shards, cluster, monkeypatch, command):
     # beyond the 2^17 rows kept, so every binned number (bootstrap intervals included) comes from the cells' sums,
     # whose order of addition the tree changes: each within 1e-12 of the local engine's, residuals included
-    from calibcli.io import ColumnSpec
+    from calibcli.io.columns import ColumnSpec
 
     (dataset,) = resolve_datasets_of(deep_shards)
     assert len(dataset.open(ColumnSpec(), batch_rows=1000).fragments()) == 300 > 16**2  # depth >= 2 above blocks
@@ -184,7 +184,7 @@ def test_a_local_cluster_of_workers_runs_and_is_shut_down(shards):
 
 
 def _binned(stream):
-    from calibcli.accumulators.inputs import BinnedOptions, InputAccumulator
+    from calibcli.ece_family.accumulator import BinnedOptions, InputAccumulator
 
     return InputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names,
                             options=BinnedOptions(strategy="quantile", n_boot=20))
@@ -192,8 +192,9 @@ def _binned(stream):
 
 def test_fragments_merged_in_this_process_equal_the_local_stream(shards):
     # the engine-independent half: fragments' parts merged in fragment order
-    from calibcli.engines._fragments import reduce_in_process, run_fragments, run_local
-    from calibcli.io import ColumnSpec, resolve_datasets
+    from calibcli.engines.fragments import reduce_in_process, run_fragments, run_local
+    from calibcli.io.columns import ColumnSpec
+    from calibcli.io.sources import resolve_datasets
 
     (dataset,) = resolve_datasets([str(shards)])
     stream = dataset.open(ColumnSpec(weight_col="w"), batch_rows=16384, group_by=("model",))
@@ -208,7 +209,7 @@ def test_fragments_merged_in_this_process_equal_the_local_stream(shards):
 def test_fragments_are_packed_into_tasks_of_consecutive_rows():
     from types import SimpleNamespace
 
-    from calibcli.engines._fragments import MAX_TASK_ROWS, pack_fragments, task_rows, TASKS_PER_WORKER
+    from calibcli.engines.fragments import MAX_TASK_ROWS, pack_fragments, task_rows, TASKS_PER_WORKER
 
     frags = [SimpleNamespace(name=k, n_rows=n) for k, n in enumerate([3, 4, 10, 2, 2, None, 1, 0, 0])]
     names = [[f.name for f in task] for task in pack_fragments(frags, 7)]
@@ -231,8 +232,9 @@ def test_fragments_are_packed_into_tasks_of_consecutive_rows():
 @pytest.mark.parametrize("rows", [1, 35_000, 10**9])
 def test_packed_tasks_merged_in_this_process_equal_the_local_stream(shards, rows):
     # a task of one fragment, of 3 (30,000 rows), of all 20: the same entries as the local stream
-    from calibcli.engines._fragments import merge_parts, pack_fragments, run_fragment, run_fragments, run_local
-    from calibcli.io import ColumnSpec, resolve_datasets
+    from calibcli.engines.fragments import merge_parts, pack_fragments, run_fragment, run_fragments, run_local
+    from calibcli.io.columns import ColumnSpec
+    from calibcli.io.sources import resolve_datasets
 
     def packed(fragments, *, first=None, second=None):
         tasks = pack_fragments(fragments, rows)
@@ -267,7 +269,8 @@ def test_progress_counts_fragments_done(shards, cluster):
     from distributed import Client
 
     from calibcli.engines.dask import DaskEngine
-    from calibcli.io import ColumnSpec, resolve_datasets
+    from calibcli.io.columns import ColumnSpec
+    from calibcli.io.sources import resolve_datasets
 
     bars = []
 
@@ -352,7 +355,7 @@ def test_errors_travel_back_from_workers_with_their_message():
     import pickle
 
     from calibcli.engines.dask import portable_error
-    from calibcli.errors import CalibcliError, OptionError
+    from calibcli.core.errors import CalibcliError, OptionError
 
     plain = CalibcliError("shard.parquet: row 3, column prob: probability is 2, outside [0, 1]; or pass {opt:drop_invalid}")
     assert portable_error(plain) is plain
@@ -373,7 +376,7 @@ if sys.argv[1] == "block":
     sys.meta_path.insert(0, NoDask())
 out, args = sys.argv[2], sys.argv[3:]
 sys.argv = ["calibcli", *args]
-from calibcli.cli import main
+from calibcli.cli.app import main
 code = 0
 try:
     main()
@@ -548,9 +551,9 @@ def test_the_reduction_graph_is_a_tree_of_blocks_and_merges():
 
 
 def test_a_block_reports_its_first_bad_task_in_row_order():
-    from calibcli.engines._fragments import Part, merge_parts
+    from calibcli.engines.fragments import Part, merge_parts
     from calibcli.engines.dask import _block, _Box
-    from calibcli.errors import CalibcliError
+    from calibcli.core.errors import CalibcliError
 
     first, second = CalibcliError("part-01: bad row"), CalibcliError("part-02: bad row")
     with pytest.raises(CalibcliError, match="part-01"):
@@ -564,7 +567,7 @@ def test_the_tree_in_this_process_equals_the_local_stream(shards, split_every):
     import dask
 
     from calibcli.engines import dask as engine
-    from calibcli.engines._fragments import merge_parts, pack_fragments, run_fragments, run_local
+    from calibcli.engines.fragments import merge_parts, pack_fragments, run_fragments, run_local
 
     def reduce(fragments, *, first=None, second=None):
         tasks = pack_fragments(fragments, 1)
@@ -588,13 +591,13 @@ def test_the_tree_in_this_process_equals_the_local_stream(shards, split_every):
 
 
 def resolve_datasets_of(path):
-    from calibcli.io import resolve_datasets
+    from calibcli.io.sources import resolve_datasets
 
     return resolve_datasets([str(path)])
 
 
 def _columns():
-    from calibcli.io import ColumnSpec
+    from calibcli.io.columns import ColumnSpec
 
     return ColumnSpec(weight_col="w")
 
@@ -605,7 +608,8 @@ def test_a_deep_tree_on_the_cluster_sends_the_client_one_state(shards, cluster):
     from distributed import Client
 
     from calibcli.engines.dask import DaskEngine
-    from calibcli.io import ColumnSpec, resolve_datasets
+    from calibcli.io.columns import ColumnSpec
+    from calibcli.io.sources import resolve_datasets
 
     (dataset,) = resolve_datasets([str(shards)])
     stream = dataset.open(ColumnSpec(weight_col="w"), batch_rows=16384, group_by=("model",))
@@ -633,7 +637,7 @@ def test_a_deep_tree_on_the_cluster_sends_the_client_one_state(shards, cluster):
 
 
 def run_local_entries(stream):
-    from calibcli.engines._fragments import run_local
+    from calibcli.engines.fragments import run_local
 
     return run_local(stream, lambda: _binned(stream))
 
@@ -642,7 +646,7 @@ def _compare_tree(a: dict, b: dict) -> None:
     """The tree's entries against the local engine's: every number to 1e-12, the within-bin Brier term too (a
     residual, brier - (reliability - resolution + uncertainty), of about 3e-4 from four terms of about 0.1,
     whose relative rounding error is about 1,000x theirs). A tree adds the tasks' sums in another order than one
-    stream does; the cells' sums are exact pairs (calibcli.compensated), so the order does not show."""
+    stream does; the cells' sums are exact pairs (calibcli.core.compensated), so the order does not show."""
     _compare(json.loads(json.dumps(a)), json.loads(json.dumps(b)), 1e-12, "$")
 
 
@@ -685,7 +689,8 @@ def test_footers_of_an_object_store_are_read_by_tasks_on_the_cluster(shards, clu
 
     from calibcli.engines import dask as engine
     from calibcli.engines.dask import DaskEngine
-    from calibcli.io import ColumnSpec, resolve_datasets
+    from calibcli.io.columns import ColumnSpec
+    from calibcli.io.sources import resolve_datasets
 
     monkeypatch.setattr(engine, "_in_object_store", lambda location: True)
     (dataset,) = resolve_datasets([str(shards)])

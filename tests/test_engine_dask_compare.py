@@ -161,7 +161,8 @@ class _InProcess:
 
 
 def _streams(*paths, weights: bool = False):
-    from calibcli.io import ColumnSpec, resolve_datasets
+    from calibcli.io.columns import ColumnSpec
+    from calibcli.io.sources import resolve_datasets
 
     spec = ColumnSpec(prob_col="prob", label_col="label", weight_col="w" if weights else None)
     return [resolve_datasets([str(p)])[0].open(spec, batch_rows=3000, drop_invalid=True) for p in paths]
@@ -172,8 +173,8 @@ def _streams(*paths, weights: bool = False):
 def test_ranges_merged_in_a_tree_equal_one_stream(inputs, task_rows, split_every, other):
     """Any ranges (one a fragment of the leader, 2,000 rows, 7,500, all rows in one) merged in a tree of any
     shape: the pairing, its reason and every number as the local stream's."""
-    from calibcli.accumulators.inputs import BinnedOptions
-    from calibcli.comparison import compare_streams
+    from calibcli.ece_family.accumulator import BinnedOptions
+    from calibcli.compare.run import compare_streams
 
     options = BinnedOptions(n_bins=10, strategy="quantile", n_boot=30, alpha=0.1, seed=4, class_weights="uniform")
     local = compare_streams(*_streams(inputs["base"], inputs[other]), options, mode_a="binary")
@@ -190,7 +191,7 @@ def test_ranges_merged_in_a_tree_equal_one_stream(inputs, task_rows, split_every
 def test_pair_tasks_cover_every_row_once(inputs):
     """Ranges over both inputs: consecutive, from row 0, the last open-ended; each with the fragments holding its
     rows, and every fragment read by the ranges it overlaps."""
-    from calibcli.comparison import pair_tasks
+    from calibcli.compare.run import pair_tasks
 
     base, cand = _streams(inputs["base"], inputs["short"])
     fa, fb = base.fragments(), cand.fragments()
@@ -223,6 +224,6 @@ def test_compare_beyond_the_rows_kept_on_a_cluster_equals_the_local_engine(large
     assert local["comparison"]["ece_l1_plugin"]["ci_method"].startswith("paired Poisson bootstrap from joint per-bin")
     # the paired intervals beyond the rows kept are drawn from a square root of each joint cell's covariance, which
     # a change in the last bit of its sums can turn (an eigenbasis of near-equal eigenvalues): the sums are exact
-    # pairs (calibcli.compensated) over the same batches on both engines, so the draws, the within-bin Brier
+    # pairs (calibcli.core.compensated) over the same batches on both engines, so the draws, the within-bin Brier
     # residual and the differences of near-equal metrics are the local engine's to 1e-12 like every other number
     assert_same_report(remote, local)

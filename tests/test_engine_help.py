@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from calibcli.engines import ENGINES, engines_help, register
+from calibcli.engines.base import ENGINES, engines_help, register
 
 
 def test_engine_help_names_every_registered_engine_in_order():

@@ -9,16 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calibcli.binning import fit_binning, uniform_bin_index
-from calibcli.errors import CalibcliError
-from calibcli.estimators import (
-    _SortedProblem,
+from calibcli.core.binning import fit_binning, uniform_bin_index
+from calibcli.core.errors import CalibcliError
+from calibcli.binned.bootstrap import _SortedProblem
+from calibcli.binned.estimators import (
     _point_metrics,
-    bin_statistics,
     binned_calibration,
     ece_l2_sq_sun_estimate,
     ece_l2_sq_sun_interval,
 )
+from calibcli.binned.stats import bin_statistics
 
 # The four-point example worked by hand, two uniform bins:
 #   bin 0 = [0, .5): z = .1, .4, y = 0, 1 -> conf .25, acc .5, gap +.25
@@ -265,7 +265,7 @@ def test_bad_arguments_raise_calibcli_error():
 
 def test_quantile_edges_with_counts_equal_those_of_the_repeated_sample():
     # the bootstrap's quantile bins: edges of z repeated m times, without building the repeated array
-    from calibcli.binning import quantile_edges_sorted
+    from calibcli.core.binning import quantile_edges_sorted
 
     rng = np.random.default_rng(11)
     z = np.sort(np.round(rng.random(200), 2))  # ties too
@@ -279,8 +279,8 @@ def test_quantile_edges_with_counts_equal_those_of_the_repeated_sample():
 def test_bootstrap_sums_are_the_same_per_bin_or_by_reduceat(monkeypatch, strategy, weighted):
     """Many bins (more than rows) take one reduceat over the non-empty runs; few take a product per bin:
     the intervals agree to rounding (a million bins on 569 rows once took 19 s per resample)."""
-    import calibcli.binned_bootstrap as bb
-    import calibcli.estimators as est
+    import calibcli.binned.bootstrap as bb
+    import calibcli.binned.estimators as est
 
     rng = np.random.default_rng(3)
     z = rng.uniform(size=500)

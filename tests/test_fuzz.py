@@ -243,8 +243,8 @@ def test_reader_thread_ends_when_the_consumer_fails(tmp_path):
     of one stdin run in 500). The traceback is kept alive, as the CLI's exception chain keeps it."""
     import threading
 
-    from calibcli.engines._fragments import _stream_into
-    from calibcli.io import resolve_datasets
+    from calibcli.engines.fragments import _stream_into
+    from calibcli.io.sources import resolve_datasets
 
     path = tmp_path / "many.csv"
     path.write_text("prob,label\n" + "".join(f"{(i % 97) / 97:.4f},{i % 2}\n" for i in range(20_000)))

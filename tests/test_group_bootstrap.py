@@ -9,11 +9,11 @@ import threading
 import numpy as np
 import pytest
 
-import calibcli.resampling as rs
-from calibcli import cancel
-from calibcli.bin_stats import _N_STATS
-from calibcli.binned_bootstrap import SortedGroups
-from calibcli.binning import fit_binning
+import calibcli.core.resampling as rs
+from calibcli.core import cancel
+from calibcli.binned.stats import _N_STATS
+from calibcli.binned.bootstrap import SortedGroups
+from calibcli.core.binning import fit_binning
 
 
 def _reference_draws(seed: int, rows: np.ndarray, reps: np.ndarray) -> np.ndarray:
@@ -79,7 +79,7 @@ def test_compiled_quantile_sums_take_the_bins_of_the_numpy_path(weighted):
     ``_SortedProblem._quantile_sums`` on NumPy's draws: the same bins (the counts, integers, equal), the sums within
     a few units in the last place (BLAS adds them in another order), over ties, zero predictions, groups of one and
     two rows, and more bins than distinct values."""
-    from calibcli.binned_bootstrap import _SortedProblem
+    from calibcli.binned.bootstrap import _SortedProblem
 
     rng = np.random.default_rng(3 + weighted)
     worst = 0.0
@@ -122,8 +122,8 @@ def _groups(weighted: bool, n_groups: int = 7, seed: int = 4) -> list:
 def _sequential_sums(groups: list, n_bins: int, seed: int, n_boot: int) -> tuple[np.ndarray, np.ndarray]:
     """Every group's equal-width bins' sums ``(6, G, R, bins)`` and self-pair sums ``(3, G, R, bins)``, taken one
     row after another (a cumulative sum's last value) over the rows sorted by z."""
-    from calibcli.bin_stats import _W, _WU2, _WY, _row_stats
-    from calibcli.binning import uniform_bin_index
+    from calibcli.binned.stats import _W, _WU2, _WY, _row_stats
+    from calibcli.core.binning import uniform_bin_index
 
     G = len(groups)
     sums, dup = np.zeros((_N_STATS + 1, G, n_boot, n_bins)), np.zeros((3, G, n_boot, n_bins))
@@ -150,7 +150,7 @@ def _sequential_sums(groups: list, n_bins: int, seed: int, n_boot: int) -> tuple
 def path(request, monkeypatch):
     """Either way of taking the equal-width sums: the compiled loop (from the first draw on) or, below its
     threshold of draws, NumPy's draws times sparse matrices."""
-    import calibcli.binned_bootstrap as bb
+    import calibcli.binned.bootstrap as bb
 
     monkeypatch.setattr(bb, "_COMPILED_DRAWS", 0 if request.param == "compiled" else 1 << 62)
     return request.param
@@ -244,7 +244,7 @@ def test_dense_sums_of_a_few_rows_hold_only_their_cells_with_the_same_sums():
     """DenseSums keeps the cells a group's rows touch until they are a sixteenth of the grid, then the whole
     grid; either way every cell's sum is its batches' bincounts added in turn from zero (what the dense arrays
     alone gave), through unweighted then weighted batches and a batch larger than the grid's sixteenth."""
-    from calibcli.smooth_grid import DenseSums
+    from calibcli.smooth.grid import DenseSums
 
     n_cells = 4096
     rng = np.random.default_rng(3)

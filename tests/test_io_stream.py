@@ -19,14 +19,11 @@ import pyarrow.feather as feather
 import pyarrow.parquet as pq
 import pytest
 
-from calibcli.errors import CalibcliError
-from calibcli.io import (
-    DEFAULT_BATCH_ROWS,
-    ColumnSpec,
-    RowCounts,
-    read_input,
-    resolve_datasets,
-)
+from calibcli.core.errors import CalibcliError
+from calibcli.io.sources import DEFAULT_BATCH_ROWS, resolve_datasets
+from calibcli.io.columns import ColumnSpec
+from calibcli.io.fragments import RowCounts
+from calibcli.io.loaded import read_input
 
 HUGE = 1 << 40
 

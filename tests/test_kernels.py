@@ -1,4 +1,4 @@
-"""calibcli.kernels: a function compiled on its first call (Numba), not at import; the GIL released, so two
+"""calibcli.core.compiled: a function compiled on its first call (Numba), not at import; the GIL released, so two
 threads run one kernel side by side; the same numbers as the function run by Python."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import threading
 import numpy as np
 import pytest
 
-from calibcli.kernels import compiled, inlined
-from calibcli.kernels.smooth import _pairwise_sum
+from calibcli.core.compiled import compiled, inlined
+from calibcli.smooth.kernels import _pairwise_sum
 
 
 def _running_sums(values, out):
@@ -48,7 +48,7 @@ def test_two_threads_call_a_kernel_at_once():
 def test_numba_is_imported_on_the_first_call_not_at_import():
     probe = (
         "import sys, numpy as np\n"
-        "from calibcli.kernels import compiled\n"
+        "from calibcli.core.compiled import compiled\n"
         "def f(x):\n    return x.sum()\n"
         "g = compiled(f)\n"
         "before = 'numba' in sys.modules\n"

@@ -1,5 +1,5 @@
-"""The binned estimators' compiled loop (:mod:`calibcli.kernels.binned`) against their NumPy forms (the registered
-estimators of :mod:`calibcli.estimators`, kept here as the reference): the same numbers bit for bit, on bootstrap
+"""The binned estimators' compiled loop (:mod:`calibcli.binned.kernels`) against their NumPy forms (the registered
+estimators of :mod:`calibcli.binned.estimators`, kept here as the reference): the same numbers bit for bit, on bootstrap
 resamples and on sums made to reach every branch (empty bins, single rows, weights, no row at all, more than 128
 bins)."""
 
@@ -8,11 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibcli.binning import fit_binning
-from calibcli.estimators import METRIC_NAMES, BinStats, _point_metrics, _SortedProblem
-from calibcli.kernels.binned import METRICS
-from calibcli.registry import evaluate
-from calibcli.resampling import Multiplicities
+from calibcli.core.binning import fit_binning
+from calibcli.binned.estimators import METRIC_NAMES, _point_metrics
+from calibcli.binned.stats import BinStats
+from calibcli.binned.bootstrap import _SortedProblem
+from calibcli.binned.kernels import METRICS
+from calibcli.core.registry import evaluate
+from calibcli.core.resampling import Multiplicities
 
 
 def _numpy_metrics(main: BinStats, uniform: BinStats) -> dict:
@@ -93,7 +95,7 @@ def test_sums_reaching_every_branch_bit_for_bit(n_bins):
 def test_grouped_bootstrap_is_the_same_compiled_or_not(monkeypatch, strategy):
     """A grouped bootstrap past :data:`COMPILED_MIN_VALUES` (here lowered to 0) gives every interval and replicate
     of the NumPy estimators bit for bit; a run below it never loads the compiled loop."""
-    import calibcli.estimators as est
+    import calibcli.binned.estimators as est
 
     groups = []
     for g in range(7):

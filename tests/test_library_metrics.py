@@ -17,7 +17,7 @@ import pytest
 from _cli import SAMPLE, run_json  # tests/ is on sys.path
 import calibcli
 import calibcli.api as metrics_module  # the metric functions (and their doctests) live in calibcli.api
-from calibcli.errors import CalibcliError
+from calibcli.core.errors import CalibcliError
 from calibcli.metrics import (
     REGISTRY,
     MetricResult,

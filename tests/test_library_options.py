@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from calibcli import ece
-from calibcli.errors import OptionError
+from calibcli.core.errors import OptionError
 from tests._cli import BINARY
 
 RNG = np.random.default_rng(0)

@@ -1,7 +1,7 @@
 """Limits, option validation, flags and calibrator versions (issue 12, part B).
 
 Every size option is checked against what it will allocate before anything is allocated, every numeric
-option is finite and in range (one place: :func:`calibcli.validation.check_options`), flags take no
+option is finite and in range (one place: :func:`calibcli.core.validation.check_options`), flags take no
 value, an out-of-memory failure names the option that caused it, and a calibrator this version does not
 fully understand is refused. Each CLI case asserts: exit 2, exactly one ``Error:`` line on stderr naming
 the option, no traceback, and no output file.
@@ -70,7 +70,7 @@ def test_size_option_beyond_the_budget_names_the_option(tmp_path, small_budget, 
 
 
 def test_limit_is_the_budget_divided_by_the_unit(tmp_path, small_budget):
-    from calibcli.validation import BYTES_PER_BIN
+    from calibcli.core.validation import BYTES_PER_BIN
 
     most = 2**30 // BYTES_PER_BIN
     line = _error_line(run("ece", BINARY, "--n-bins", most + 1, "--n-boot", 0))
@@ -108,8 +108,8 @@ def test_huge_n_bins_subprocess_answers_without_allocating(tmp_path):
 
 def test_per_bin_bootstrap_beyond_the_budget_names_n_boot(monkeypatch):
     """Beyond the rows kept, the bootstrap draws every (resample, cell) at once: checked before drawing."""
-    from calibcli.accumulators.binned import BinnedAccumulator
-    from calibcli.errors import OptionError
+    from calibcli.binned.accumulator import BinnedAccumulator
+    from calibcli.core.errors import OptionError
 
     monkeypatch.setenv("CALIBCLI_MEMORY_BUDGET", "10M")
     rng = np.random.default_rng(0)
@@ -127,8 +127,8 @@ def test_per_bin_bootstrap_beyond_the_budget_names_n_boot(monkeypatch):
 
 
 def test_tcal_smoothness_that_needs_too_many_cells(monkeypatch):
-    from calibcli.errors import OptionError
-    from calibcli.tcal import tcal_test
+    from calibcli.core.errors import OptionError
+    from calibcli.tcal.procedure import tcal_test
 
     monkeypatch.setenv("CALIBCLI_MEMORY_BUDGET", "100M")
 
@@ -149,10 +149,10 @@ def test_tcal_smoothness_that_needs_too_many_cells(monkeypatch):
 
 def test_library_messages_name_the_parameter(small_budget):
     from calibcli import metrics
-    from calibcli.accumulators.binned import BinnedAccumulator
-    from calibcli.errors import OptionError
+    from calibcli.binned.accumulator import BinnedAccumulator
+    from calibcli.core.errors import OptionError
     from calibcli.calibrators import fit_calibrator
-    from calibcli.estimators import binned_calibration
+    from calibcli.binned.estimators import binned_calibration
 
     y, z = [0, 1, 1, 0], [0.2, 0.7, 0.6, 0.4]
     for call, parameter in [
@@ -177,8 +177,8 @@ def test_library_messages_name_the_parameter(small_budget):
 
 
 def test_memory_budget_and_bytes():
-    from calibcli.errors import CalibcliError
-    from calibcli.validation import format_bytes, memory_budget
+    from calibcli.core.errors import CalibcliError
+    from calibcli.core.validation import format_bytes, memory_budget
 
     assert format_bytes(8 * 2**30) == "8.0 GB" and format_bytes(512) == "512 B"
     os.environ.pop("CALIBCLI_MEMORY_BUDGET", None)
@@ -236,7 +236,7 @@ def _commands():
     """(command path, click parameters) of every command of the app."""
     import typer
 
-    from calibcli.cli import app
+    from calibcli.cli.app import app
 
     root = typer.main.get_command(app)
     out = []
@@ -256,7 +256,7 @@ def _commands():
 def test_every_numeric_option_has_a_rule():
     """A new int or float option cannot skip the checks: each one has a range rule or a size rule by name
     (floats are also checked for finiteness by type, whatever their name)."""
-    from calibcli.validation import _RULES, _SIZES
+    from calibcli.core.validation import _RULES, _SIZES
 
     missing = []
     for path, params in _commands():
@@ -282,10 +282,10 @@ RANGE_CASES = [("n_bins", 0), ("n_bins", -3), ("n_boot", -1), ("alpha", 1.5), ("
 @pytest.mark.parametrize("name, value", RANGE_CASES, ids=[f"{n}={v}" for n, v in RANGE_CASES])
 def test_an_option_range_is_stated_once(tmp_path, name, value):
     """Every command with the option refuses a value out of range with the shared rule's words
-    (:data:`calibcli.validation._RULES`), none with a check of its own."""
-    from calibcli.cli_common import flag_of
-    from calibcli.errors import OptionError
-    from calibcli.validation import check_options
+    (:data:`calibcli.core.validation._RULES`), none with a check of its own."""
+    from calibcli.core.errors import flag_of
+    from calibcli.core.errors import OptionError
+    from calibcli.core.validation import check_options
 
     with pytest.raises(OptionError) as info:
         check_options(**{name: value})
@@ -346,7 +346,7 @@ def _raise_memory_error(*args, **kwargs):
 
 
 def test_out_of_memory_does_not_blame_an_unused_option(monkeypatch, small_budget):
-    from calibcli.accumulators import inputs as evaluation
+    from calibcli.ece_family import accumulator as evaluation
 
     monkeypatch.setattr(evaluation.InputAccumulator, "__init__", _raise_memory_error)
     line = _error_line(run("ece", BINARY, "--n-boot", 0))
@@ -429,7 +429,7 @@ def test_apply_warns_when_a_newer_calibcli_wrote_a_known_schema(tmp_path, calibr
 
 def test_library_refuses_unknown_calibrator_fields():
     from calibcli.calibrators import calibrator_from_dict, fit_calibrator, fit_multiclass
-    from calibcli.errors import CalibcliError
+    from calibcli.core.errors import CalibcliError
 
     rng = np.random.default_rng(2)
     z = rng.uniform(size=200)

@@ -1,4 +1,4 @@
-"""The allocator settings a command applies to its own process (calibcli/_malloc.py)."""
+"""The allocator settings a command applies to its own process (calibcli/core/malloc.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from calibcli import _malloc
+from calibcli.core import malloc as _malloc
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
@@ -29,7 +29,7 @@ def test_the_dask_workers_get_the_same_settings():
 
 
 def test_help_does_not_load_ctypes():
-    code = "import sys; from calibcli.cli import main; sys.argv = ['calibcli', '--help']\n" \
+    code = "import sys; from calibcli.cli.app import main; sys.argv = ['calibcli', '--help']\n" \
            "try:\n    main()\nexcept SystemExit:\n    pass\nprint('ctypes' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
     assert out.strip().splitlines()[-1] == "False"

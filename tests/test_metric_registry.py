@@ -1,4 +1,4 @@
-"""A binned metric is one estimator function registered under one registry entry (calibcli.registry.estimator):
+"""A binned metric is one estimator function registered under one registry entry (calibcli.core.registry.estimator):
 the point estimates, the bootstrap replicates and the report's metrics are derived from the registrations."""
 
 from __future__ import annotations
@@ -8,9 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from calibcli import estimators, registry
-from calibcli.binning import uniform_bin_index
-from calibcli.estimators import METRIC_NAMES, _point_metrics, bin_statistics, binned_calibration
+from calibcli.binned import estimators
+
+from calibcli.core import registry
+from calibcli.core.binning import uniform_bin_index
+from calibcli.binned.estimators import METRIC_NAMES, _point_metrics, binned_calibration
+from calibcli.binned.stats import bin_statistics
 
 #: The bootstrappable metrics in report order, as the JSON documents have always listed them.
 REPORT_ORDER = (
@@ -66,7 +69,7 @@ def test_every_estimator_runs_once_per_evaluation(monkeypatch):
 
 
 def test_registration_refuses_a_name_without_entry_and_a_second_estimator():
-    with pytest.raises(ValueError, match="no_such_metric has no entry in calibcli.registry._ENTRIES"):
+    with pytest.raises(ValueError, match="no_such_metric has no entry in calibcli.core.registry._ENTRIES"):
         registry.estimator("no_such_metric")
     with pytest.raises(ValueError, match="ece_l1_plugin already has an estimator"):
         registry.estimator("ece_l1_plugin")

@@ -1,4 +1,4 @@
-"""Adjusted p-values and the MCE p-value (calibcli.multitest): against statsmodels, NaN and tie conventions,
+"""Adjusted p-values and the MCE p-value (calibcli.audit.multitest): against statsmodels, NaN and tie conventions,
 leading axes, and the family-wise size of the MCE and Holm gates by simulation."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from calibcli import cumulative as cu
-from calibcli.errors import CalibcliError
-from calibcli.multitest import adjust_pvalues, benjamini_hochberg, holm, mce_pvalue
+from calibcli.cumulative import ecce as cu
+from calibcli.core.errors import CalibcliError
+from calibcli.audit.multitest import adjust_pvalues, benjamini_hochberg, holm, mce_pvalue
 
 STATSMODELS = {"holm": "holm", "bh": "fdr_bh", "by": "fdr_by", "bonferroni": "bonferroni"}
 

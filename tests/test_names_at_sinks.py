@@ -1,6 +1,6 @@
 """Issue 24, names from the data at every sink, through real runs of the installed ``calibcli``: a file name and
 a group value holding ``$``, ``|``, a newline, an ANSI escape sequence and a right-to-left override reach the
-terminal (tables, lines, stderr), markdown rows and matplotlib text through :mod:`calibcli.safe_text`, so that
+terminal (tables, lines, stderr), markdown rows and matplotlib text through :mod:`calibcli.core.safe_text`, so that
 ``diagram 'preds_$1_$2.csv'`` draws, no escape sequence reaches the terminal, an ``Error:`` line stays one line
 and a markdown row stays one row.
 """

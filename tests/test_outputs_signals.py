@@ -484,7 +484,7 @@ class Watch:
 
 sys.meta_path.insert(0, Watch())
 sys.argv = ["calibcli", "--help"]
-from calibcli.entry import main
+from calibcli.cli.entry import main
 try:
     main()
 except SystemExit as exc:
@@ -500,18 +500,18 @@ def test_the_console_script_handles_signals_before_importing_the_cli():
     import tomllib
 
     scripts = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["calibcli"] == "calibcli.entry:main"
+    assert scripts["calibcli"] == "calibcli.cli.entry:main"
     r = subprocess.run([sys.executable, "-c", EARLY_PROBE], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     seen = json.loads(r.stdout.strip().splitlines()[-1])
-    assert seen == {"handler": "calibcli.cancel._handler", "numpy": False, "code": 0, "numpy_after_help": False}
+    assert seen == {"handler": "calibcli.core.cancel._handler", "numpy": False, "code": 0, "numpy_after_help": False}
 
 
 def test_an_interrupt_raised_where_it_cannot_propagate_is_delivered_again(capsys):
     """The signal handler's exception can land in a garbage-collector callback or a __del__ (Dask's GC
     diagnostics run one), where Python would print it with a traceback and go on: it is raised again in the
     main thread instead, with nothing printed."""
-    from calibcli import cancel
+    from calibcli.core import cancel
 
     class Dies:
         def __del__(self):

@@ -8,12 +8,12 @@ import json
 import numpy as np
 import pytest
 
-from calibcli.accumulators.binned import BinnedAccumulator
-from calibcli.accumulators.rows import RowSample
-from calibcli.estimators import binned_calibration
-from calibcli.accumulators.groups import Grouped
-from calibcli.accumulators.inputs import BinnedOptions, evaluate_binned, InputAccumulator
-from calibcli.resampling import Multiplicities, poisson_multiplicities, row_hash
+from calibcli.binned.accumulator import BinnedAccumulator
+from calibcli.core.rows import RowSample
+from calibcli.binned.estimators import binned_calibration
+from calibcli.core.groups import Grouped
+from calibcli.ece_family.accumulator import BinnedOptions, evaluate_binned, InputAccumulator
+from calibcli.core.resampling import Multiplicities, poisson_multiplicities, row_hash
 
 RNG = np.random.default_rng(20261123)
 N = 6000
@@ -147,7 +147,7 @@ def test_groups_equal_each_group_run_alone_and_merge_across_parts():
 
 
 def test_too_many_groups_is_an_error_that_says_how_many():
-    from calibcli.errors import CalibcliError
+    from calibcli.core.errors import CalibcliError
 
     grouped = Grouped(lambda: BinnedAccumulator(), max_groups=3)
     with pytest.raises(CalibcliError, match="more than 3 distinct groups"):
@@ -168,7 +168,7 @@ def test_marginal_state_round_trip_and_joint_aggregate():
     merged = parts[3].merge(parts[1]).merge(parts[0]).merge(parts[2]).result()
     for name, m in ref.aggregate.items():
         assert merged.aggregate[name].estimate == pytest.approx(m.estimate, rel=1e-12)
-        if m.ci_low is None:  # the ICI family has no interval (calibcli.accumulators.clinical)
+        if m.ci_low is None:  # the ICI family has no interval (calibcli.clinical.accumulator)
             assert merged.aggregate[name].ci_low is None
         else:
             assert merged.aggregate[name].ci_low == pytest.approx(m.ci_low, rel=1e-12)

@@ -20,8 +20,9 @@ import pyarrow.parquet as pq
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from calibcli.calibrators import fit_multiclass, fit_venn_abers
-from calibcli.cli import COMMANDS, SUMMARIES, app, load_command
+from calibcli.calibrators import fit_multiclass
+from calibcli.calibrators.isotonic import fit_venn_abers
+from calibcli.cli.app import COMMANDS, SUMMARIES, app, load_command
 
 from _cli import SAMPLE, run, runner  # tests/ is on sys.path
 
@@ -285,13 +286,13 @@ def test_choice_options_list_their_choices(command):
 
 
 def test_choices_in_help_are_the_ones_the_commands_accept():
-    from calibcli.binning import STRATEGIES
+    from calibcli.core.binning import STRATEGIES
     from calibcli.calibrators import METHODS
-    from calibcli.engines import ENGINES
-    from calibcli.io import FORMATS
+    from calibcli.engines.base import ENGINES
+    from calibcli.io.formats import FORMATS
     from calibcli.io.writers import OUTPUT_FORMATS
-    from calibcli.modes import MODES
-    from calibcli.report import FORMATS as REPORT_FORMATS
+    from calibcli.core.modes import MODES
+    from calibcli.report.emit import FORMATS as REPORT_FORMATS
 
     assert CHOICES["ece"][0].endswith("[" + "|".join(MODES) + "]")
     assert CHOICES["ece"][1].endswith("[" + "|".join(STRATEGIES) + "]")

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from _cli import run
-from calibcli.resampling import row_hash
+from calibcli.core.resampling import row_hash
 
 N = 2000
 HOLDOUT = 0.4

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibcli.render import fmt_interval, fmt_number, shortest_unique_suffixes
+from calibcli.report.entries import fmt_interval, fmt_number, shortest_unique_suffixes
 from tests._cli import BINARY, MULTI, run, run_json
 
 
@@ -100,7 +100,7 @@ def test_every_command_prints_the_same_tidy_csv_as_its_json(args, tmp_path):
     table = pd.read_csv(io.StringIO(r.stdout), keep_default_na=False)
     assert list(table.columns) == ["file", "group", "problem", "metric", "estimate", "ci_low", "ci_high", "bound"]
     assert len(table) > 0
-    from calibcli.render import long_rows
+    from calibcli.report.render import long_rows
 
     expected = long_rows(doc)
     assert len(expected) == len(table)

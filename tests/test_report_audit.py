@@ -16,7 +16,7 @@ import _browser
 import pytest
 from _cli import SAMPLE, run
 
-from calibcli.report import fmt_number
+from calibcli.report.entries import fmt_number
 
 ADS = str(SAMPLE / "ads_segments.csv")
 COLS = "country,device,age"
@@ -58,7 +58,7 @@ def test_the_figure_draws_the_whole_population_beside_the_worst_tested_segments(
 
 
 def test_page_shows_the_worst_segments_and_the_figure(audited):
-    from calibcli.html import SVG_IN_PAGE, render_page
+    from calibcli.report.html import SVG_IN_PAGE, render_page
 
     page, doc, stderr = audited
     html = page.read_text()
@@ -75,7 +75,7 @@ def test_page_shows_the_worst_segments_and_the_figure(audited):
 
 
 def test_the_verdict_says_a_segment_is_off_when_the_whole_population_looks_calibrated(audited):
-    from calibcli.html.verdict import AUDIT_RULE, RULE
+    from calibcli.report.html.verdict import AUDIT_RULE, RULE
 
     _, doc, stderr = audited
     (entry,) = doc["audit"]["files"]
@@ -127,7 +127,7 @@ def test_a_calibrated_model_keeps_its_verdict_and_is_told_no_segment_departs(tmp
 
 
 def test_the_audit_turns_an_uncertain_verdict_but_leaves_a_grouped_entry_alone():
-    from calibcli.html.verdict import add_audit
+    from calibcli.report.html.verdict import add_audit
 
     audit = {
         "input": {"path": "a.csv"},

@@ -51,7 +51,7 @@ def _embedded(html: str) -> dict:
 
 
 def test_page_is_rendered_from_the_json_document(multi):
-    from calibcli.html import SVG_IN_PAGE, render_page
+    from calibcli.report.html import SVG_IN_PAGE, render_page
 
     _, page, doc = multi
     html = page.read_text()
@@ -76,7 +76,7 @@ def test_numbers_are_the_commands_numbers(multi):
 
 
 def test_verdicts_and_recalibration(multi):
-    from calibcli.report import fmt_number
+    from calibcli.report.entries import fmt_number
 
     _, _, doc = multi
     calibrated, shifted = doc["files"][1], doc["files"][2]
@@ -142,7 +142,7 @@ def test_installed_command_in_a_subprocess(tmp_path):
 
 def test_diagrams_are_capped(tmp_path, monkeypatch):
     """Past MAX_DIAGRAMS entries the page says the diagrams were not drawn (the page stays small)."""
-    from calibcli.commands import report
+    from calibcli.cli.commands import report
 
     monkeypatch.setattr(report, "MAX_DIAGRAMS", 1)
     files = [_calibrated(tmp_path / f"m{k}.csv", 300, k) for k in range(2)]
@@ -313,7 +313,7 @@ def _bad_breaks(name: dict) -> list[str]:
 
 
 def test_in_chromium(browser, multi, tmp_path):
-    from calibcli.report import fmt_number
+    from calibcli.report.entries import fmt_number
     from selenium.webdriver.common.by import By
 
     _, page, doc = multi
@@ -460,6 +460,6 @@ def test_report_reads_an_input_as_often_as_the_recalibration_alone(tmp_path, rea
     ev = json.loads(run("recalibrate", "evaluate", data, "--method", "platt", "--holdout", "0.5", "--n-boot", "20",
                         "--json").stdout)
     assert report_reads == reads["c.csv"] == 3
-    from calibcli.html.verdict import recalibration_summary
+    from calibcli.report.html.verdict import recalibration_summary
 
     assert doc["files"][0]["recalibration"] == recalibration_summary(ev)

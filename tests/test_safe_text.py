@@ -1,4 +1,4 @@
-"""The sink-safe name functions of :mod:`calibcli.safe_text` (issue 24), each checked against the sink itself:
+"""The sink-safe name functions of :mod:`calibcli.core.safe_text` (issue 24), each checked against the sink itself:
 matplotlib draws the name literally, rich prints no escape sequence, a markdown row keeps its cells, an HTML
 parser gets the visible text back with no bidirectional control in it."""
 
@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from calibcli.safe_text import BIDI_CONTROLS, for_html, for_markdown_cell, for_matplotlib, for_rich, for_terminal
+from calibcli.core.safe_text import BIDI_CONTROLS, for_html, for_markdown_cell, for_matplotlib, for_rich, for_terminal
 
 HOSTILE = [
     "preds_$1_$2.csv",

@@ -1,4 +1,4 @@
-"""Segment columns coded and crossed for the audit (calibcli.segments, SPEC 9)."""
+"""Segment columns coded and crossed for the audit (calibcli.audit.segments, SPEC 9)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from calibcli.errors import CalibcliError
-from calibcli.segments import (ColumnCoding, categorical_coding, code_column, definition, numeric_coding,
+from calibcli.core.errors import CalibcliError
+from calibcli.audit.segments import (ColumnCoding, categorical_coding, code_column, definition, numeric_coding,
                                partitions)
 
 
@@ -105,7 +105,7 @@ def test_option_ranges_are_checked():
     np.array([True, False, None, True], dtype=object),
 ])
 def test_coding_the_values_at_once_equals_coding_then_encoding(values):
-    from calibcli.segments import code_values
+    from calibcli.audit.segments import code_values
 
     for max_values, bins in ((2, 3), (10, 4), (1, 2)):
         expected = code_column("c", pa.array(list(values), from_pandas=True), max_values=max_values, segment_bins=bins)

@@ -16,15 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calibcli.errors import CalibcliError
-from calibcli.smooth import (
-    FIXED_POINT_TOL,
-    SmoothCurve,
-    SmoothECEResult,
-    smece_at_sigma,
-    smooth_curve,
-    smooth_ece,
-)
+from calibcli.core.errors import CalibcliError
+from calibcli.smooth.grid import FIXED_POINT_TOL
+from calibcli.smooth.estimator import SmoothCurve, SmoothECEResult, smece_at_sigma, smooth_curve, smooth_ece
 
 ACCURACY = 1e-5  # SPEC 3: within 1e-5 absolute of the brute-force value
 
@@ -439,7 +433,7 @@ def test_tiny_residual_and_unresolved_bandwidth():
 def test_brent_root_matches_scipy_brentq(f, a, b):
     from scipy.optimize import brentq
 
-    from calibcli.smooth import _brent_root
+    from calibcli.smooth.grid import _brent_root
 
     calls = []
 

@@ -9,20 +9,11 @@ import json
 import numpy as np
 import pytest
 
-from calibcli.accumulators.smooth import SmoothAccumulator
-from calibcli.errors import CalibcliError
-from calibcli.resampling import Multiplicities
-from calibcli.smooth import (
-    CI_METHOD_CELLS,
-    CI_METHOD_ROWS,
-    MIN_CELLS_PER_SIGMA,
-    ROW_LIMIT,
-    STATS_GRID,
-    CellSums,
-    smece_at_sigma,
-    smooth_curve,
-    smooth_ece,
-)
+from calibcli.smooth.accumulator import SmoothAccumulator
+from calibcli.core.errors import CalibcliError
+from calibcli.core.resampling import Multiplicities
+from calibcli.smooth.grid import CI_METHOD_CELLS, CI_METHOD_ROWS, MIN_CELLS_PER_SIGMA, ROW_LIMIT, STATS_GRID, CellSums
+from calibcli.smooth.estimator import smece_at_sigma, smooth_curve, smooth_ece
 
 REL = 1e-12  # SPEC 8: any split equals the one-pass result to 1e-12 relative
 
@@ -191,8 +182,8 @@ def test_a_fixed_point_below_the_grid_asks_for_a_second_pass(monkeypatch):
     assert r2.smece == pytest.approx(kept.smece, abs=1e-8)
     assert abs(r1.smece - kept.smece) > 10 * abs(r2.smece - kept.smece)
     # The library makes both passes itself when the rows are more than it keeps.
-    monkeypatch.setattr("calibcli.smooth.STATS_GRID", 2**12)
-    monkeypatch.setattr("calibcli.smooth.ROW_LIMIT", 100)
+    monkeypatch.setattr("calibcli.smooth.estimator.STATS_GRID", 2**12)
+    monkeypatch.setattr("calibcli.smooth.estimator.ROW_LIMIT", 100)
     library = smooth_ece(y, z, n_boot=5, rng=2)
     assert (library.smece, library.ci_low, library.ci_high) == (r2.smece, r2.ci_low, r2.ci_high)
 

@@ -1,4 +1,4 @@
-"""SmoothECE's compiled bootstrap loops (calibcli/kernels/smooth.py) against the NumPy passes they replaced, bit for
+"""SmoothECE's compiled bootstrap loops (calibcli/smooth/kernels.py) against the NumPy passes they replaced, bit for
 bit: those passes are kept here as the reference; and each bandwidth's evaluation, which reads the live part of
 the chosen rows of the spectra without gathering them, against the gathered form."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibcli import resampling
-from calibcli.resampling import Multiplicities
-from calibcli.smooth_bootstrap import CellBootstrap, RowBootstrap, _sinc2, smece_rows, spectra
-from calibcli.smooth_grid import _CUTOFF, CellSums, _multiplier
+from calibcli.core import resampling
+from calibcli.core.resampling import Multiplicities
+from calibcli.smooth.bootstrap import CellBootstrap, RowBootstrap, _sinc2, smece_rows, spectra
+from calibcli.smooth.grid import _CUTOFF, CellSums, _multiplier
 
 
 def _numpy_run_deposits(positive, cell, s0, s1, s2, n_cells, want_curve):
@@ -110,7 +110,7 @@ def test_the_cell_bootstrap_deposits_equal_their_numpy_form():
     s1 = s0 * rng.random((3, runs))
     s2 = s1 * rng.random((3, runs))
     total = s0.sum(axis=1)
-    from calibcli.smooth_bootstrap import _run_deposits
+    from calibcli.smooth.bootstrap import _run_deposits
 
     got = _run_deposits(boot.positive, boot.cell, s0, s1, s2, total, boot.n_cells, True, True)
     numpy_form = _run_deposits(boot.positive, boot.cell, s0, s1, s2, total, boot.n_cells, True, False)
@@ -177,7 +177,7 @@ def test_smece_rows_equals_the_numpy_smoothing_and_integral(n_cells):
 
 
 def test_the_draws_are_the_multiplicities_of_resampling():
-    """The compiled draws follow calibcli.resampling's table and thresholds (through a block's run sums of single
+    """The compiled draws follow calibcli.core.resampling's table and thresholds (through a block's run sums of single
     rows: each run's g is one row's multiplicity)."""
     n = 50_000
     z = (np.arange(n) + 0.5) / n
@@ -185,7 +185,7 @@ def test_the_draws_are_the_multiplicities_of_resampling():
                         seed=99)
     assert len(boot.offsets) == n
     reps = np.array([2, 3])
-    from calibcli.kernels import smooth as kernels
+    from calibcli.smooth import kernels
 
     total, s0 = np.empty(2), np.empty((2, n))
     kernels.run_sums(resampling._stream_keys(99, reps), boot.multiplicities._positions, boot.f, False, boot.f,
@@ -198,7 +198,7 @@ def test_the_draws_are_the_multiplicities_of_resampling():
 
 def test_smoothed_rows_equal_the_numpy_smoothing():
     """The curves' and the ICI's smoothing (the products written by the same kernel)."""
-    from calibcli.smooth_bootstrap import smoothed_rows
+    from calibcli.smooth.bootstrap import smoothed_rows
 
     rng = np.random.default_rng(8)
     spec = spectra(rng.standard_normal((5, 257)) / 256)
@@ -209,9 +209,9 @@ def test_smoothed_rows_equal_the_numpy_smoothing():
 def test_a_grouped_bootstrap_gives_the_same_numbers_compiled_or_not(monkeypatch):
     """finish_groups over groups with rows: the compiled loops (past _COMPILED_DRAWS) and NumPy's passes (below)
     give every replicate bit for bit."""
-    import calibcli.smooth_bootstrap as sb
-    from calibcli.smooth import finish_groups
-    from calibcli.smooth_grid import STATS_GRID
+    import calibcli.smooth.bootstrap as sb
+    from calibcli.smooth.estimator import finish_groups
+    from calibcli.smooth.grid import STATS_GRID
 
     rng = np.random.default_rng(21)
     problems = []
@@ -236,13 +236,13 @@ def test_a_small_smece_does_not_load_numba():
     import sys
     from pathlib import Path
 
-    from calibcli.smooth_bootstrap import _COMPILED_DRAWS
-    from calibcli.smooth_grid import ROW_LIMIT
+    from calibcli.smooth.bootstrap import _COMPILED_DRAWS
+    from calibcli.smooth.grid import ROW_LIMIT
 
     assert ROW_LIMIT * 1000 < _COMPILED_DRAWS
     sample = Path(__file__).resolve().parents[1] / "sample_data" / "breast_cancer_nb.parquet"
     probe = (
-        "import sys\nfrom calibcli.entry import main\n"
+        "import sys\nfrom calibcli.cli.entry import main\n"
         f"sys.argv = ['calibcli', 'smece', {str(sample)!r}, '--n-boot', '200', '--json']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "print('numba' in sys.modules, file=sys.stderr)\n"

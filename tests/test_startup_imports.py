@@ -19,13 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_data"
 FORBIDDEN = ("matplotlib", "scipy.stats", "pandas", "numba")
 
-# Runs the CLI as the console script does (calibcli.entry:main with sys.argv), catches its SystemExit,
+# Runs the CLI as the console script does (calibcli.cli.entry:main with sys.argv), catches its SystemExit,
 # then writes the exit code and every imported module name to the file named by argv[1].
 PROBE = """
 import json, sys
 out, args = sys.argv[1], sys.argv[2:]
 sys.argv = ["calibcli", *args]
-from calibcli.entry import main
+from calibcli.cli.entry import main
 code = 0
 try:
     main()
@@ -54,7 +54,7 @@ def test_probe_sees_imports(tmp_path):
     # the probe itself works: the CLI's own modules are listed
     code, modules = imported_modules(tmp_path, "--help")
     assert code == 0
-    assert "calibcli.cli" in modules and "typer" in modules
+    assert "calibcli.cli.app" in modules and "typer" in modules
 
 
 def test_help_imports_neither_matplotlib_nor_scipy_stats(tmp_path):
@@ -80,7 +80,7 @@ def test_ece_help_imports_neither_matplotlib_nor_scipy_stats(tmp_path):
 def test_ece_run_imports_neither_matplotlib_nor_scipy_stats(tmp_path, args):
     code, modules = imported_modules(tmp_path, "ece", str(SAMPLES / args[0]), *args[1:], "--n-boot", "10", "--json")
     assert code == 0
-    assert "calibcli.estimators" in modules  # it really computed
+    assert "calibcli.binned.estimators" in modules  # it really computed
     assert forbidden_in(modules) == []
 
 
@@ -96,7 +96,7 @@ def test_smooth_commands_import_neither_pandas_nor_scipy_optimize(tmp_path, args
     args = [str(SAMPLES / a) if a.endswith(".parquet") else a.replace("{tmp}", str(tmp_path)) for a in args]
     code, modules = imported_modules(tmp_path, *args, "--json")
     assert code == 0
-    assert "calibcli.smooth" in modules
+    assert "calibcli.smooth.estimator" in modules
     assert forbidden_in(modules, ("pandas", "scipy.optimize")) == []
 
 
@@ -140,14 +140,14 @@ HEAVY = ("numpy", "pandas", "pyarrow", "scipy", "matplotlib")
 
 def test_importing_the_cli_imports_no_numerical_library():
     proc = subprocess.run(
-        [sys.executable, "-c", "import json, sys; import calibcli.cli; print(json.dumps(sorted(sys.modules)))"],
+        [sys.executable, "-c", "import json, sys; import calibcli.cli.app; print(json.dumps(sorted(sys.modules)))"],
         capture_output=True, text=True, timeout=120, cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr
     modules = json.loads(proc.stdout)
-    assert "calibcli.cli" in modules and "typer" in modules
+    assert "calibcli.cli.app" in modules and "typer" in modules
     assert forbidden_in(modules, HEAVY) == []
-    assert [m for m in modules if m.startswith("calibcli.commands.")] == []  # no command loaded to list them
+    assert [m for m in modules if m.startswith("calibcli.cli.commands.")] == []  # no command loaded to list them
 
 
 def test_root_help_imports_no_numerical_library_and_lists_every_command(tmp_path):
@@ -156,7 +156,7 @@ def test_root_help_imports_no_numerical_library_and_lists_every_command(tmp_path
     assert forbidden_in(modules, (*HEAVY, "rich")) == []  # the root help is Click's plain layout
     proc = subprocess.run([console_script(), "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0
-    from calibcli.cli import COMMANDS
+    from calibcli.cli.app import COMMANDS
 
     listed = proc.stdout.split("Commands:", 1)[1]
     assert [line.split()[0] for line in listed.splitlines() if line.startswith("  ") and line[2] != " "] == list(COMMANDS)
@@ -165,4 +165,4 @@ def test_root_help_imports_no_numerical_library_and_lists_every_command(tmp_path
 def test_a_command_is_loaded_when_it_runs(tmp_path):
     code, modules = imported_modules(tmp_path, "ece", "--help")
     assert code == 0
-    assert "calibcli.commands.ece" in modules and "calibcli.commands.tcal" not in modules
+    assert "calibcli.cli.commands.ece" in modules and "calibcli.cli.commands.tcal" not in modules

@@ -19,17 +19,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calibcli.calibrators import (
-    TemperatureCalibrator,
-    VennAbersCalibrator,
-    calibrator_from_dict,
-    fit_calibrator,
-    fit_multiclass,
-    fit_temperature,
-)
+from calibcli.calibrators.parametric import TemperatureCalibrator, fit_temperature
+from calibcli.calibrators.isotonic import VennAbersCalibrator
+from calibcli.calibrators import calibrator_from_dict, fit_calibrator, fit_multiclass
 from calibcli.calibrators._common import check_predicted, shown_number
 from calibcli.calibrators.files import parse_calibrator_json, read_calibrator_document
-from calibcli.errors import CalibcliError
+from calibcli.core.errors import CalibcliError
 from tests._cli import BINARY
 
 BINARY_METHODS = ("platt", "temperature", "histogram", "isotonic", "scaling-binning", "polynomial", "beta", "venn-abers")

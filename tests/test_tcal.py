@@ -8,23 +8,18 @@ import numpy as np
 import pytest
 
 import calibcli.tcal.scalar as scalar_module
-from calibcli.binning import uniform_bin_index
-from calibcli.errors import CalibcliError
-from calibcli.tcal import (
+from calibcli.core.binning import uniform_bin_index
+from calibcli.core.errors import CalibcliError
+from calibcli.tcal.binomial import (
     binomial_test,
     binomial_test_from_counts,
-    chebyshev_constant,
     discreteness,
     discreteness_from_counts,
     is_discrete,
-    n_levels,
-    optimal_n_bins,
-    simplex_bin_index,
-    simplex_bin_keys,
-    tcal_statistic,
-    tcal_test,
-    tcal_tests,
 )
+from calibcli.tcal.scales import chebyshev_constant, n_levels, optimal_n_bins
+from calibcli.tcal.simplex import simplex_bin_index, simplex_bin_keys
+from calibcli.tcal.procedure import tcal_statistic, tcal_test, tcal_tests
 from calibcli.tcal import engine as engine_module
 from calibcli.tcal.scalar import SharedDraws, SortedScalarEngine, is_stable_order, sweep
 from calibcli.tcal.vector import GroupVectorEngine

@@ -10,9 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from calibcli.accumulators.clinical import ClinicalTestAccumulator, ClinicalTestOptions
-from calibcli.accumulators.cumulative import EcceAccumulator
-from calibcli.cumulative import ecce, range_brownian_sf
+from calibcli.clinical.accumulator import ClinicalTestAccumulator, ClinicalTestOptions
+from calibcli.cumulative.accumulator import EcceAccumulator
+from calibcli.cumulative.ecce import ecce
+from calibcli.cumulative.brownian import range_brownian_sf
 from calibcli.metrics import compute
 
 from _cli import BINARY, MULTI, run, run_json

@@ -1,4 +1,4 @@
-"""T-Cal's y-bootstrap sweep as one compiled loop (calibcli.kernels.tcal) gives the statistics of NumPy's passes
+"""T-Cal's y-bootstrap sweep as one compiled loop (calibcli.tcal.kernels) gives the statistics of NumPy's passes
 bit for bit (so every Monte Carlo count, hence every p-value, is the same), and a small test does not load Numba."""
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def test_a_small_tcal_does_not_load_numba(tmp_path):
         "import json, sys\n"
         "target = sys.argv[1]\n"
         "sys.argv = ['calibcli', 'tcal', sys.argv[2], '--json']\n"
-        "from calibcli.entry import main\n"
+        "from calibcli.cli.entry import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "json.dump(sorted(sys.modules), open(target, 'w'))\n"
     )

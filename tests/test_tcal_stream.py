@@ -13,11 +13,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from calibcli.accumulators.tcal import TcalInputAccumulator, TcalOptions, ValueCounts, tcal_reports
-from calibcli.errors import OptionError
-from calibcli.io import ColumnSpec, read_input
-from calibcli.resampling import row_hash
-from calibcli.tcal import binomial_test, tcal_test
+from calibcli.tcal.accumulator import TcalInputAccumulator, TcalOptions, ValueCounts, tcal_reports
+from calibcli.core.errors import OptionError
+from calibcli.io.columns import ColumnSpec
+from calibcli.io.loaded import read_input
+from calibcli.core.resampling import row_hash
+from calibcli.tcal.binomial import binomial_test
+from calibcli.tcal.procedure import tcal_test
 
 from _cli import MULTI, run, run_json
 

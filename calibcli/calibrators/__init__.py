@@ -21,7 +21,7 @@ renormalised) or on the top-label confidence (``top-label``), see :mod:`.multicl
 
 Saving: ``to_dict()`` gives a dict of JSON values (``method``, ``mode``, ``params``, ``options``, ``info``;
 wrappers add ``n_classes`` and ``calibrators``); :func:`calibrator_from_dict` validates such a dict and
-rebuilds the calibrator, raising :class:`~calibcli.errors.CalibcliError` on an unknown method or a missing
+rebuilds the calibrator, raising :class:`~calibcli.core.errors.CalibcliError` on an unknown method or a missing
 or malformed field. Floats survive JSON exactly, so ``predict`` after a round trip gives identical numbers.
 """
 
@@ -53,8 +53,8 @@ from calibcli.calibrators.parametric import (
     fit_polynomial,
     fit_temperature,
 )
-from calibcli.errors import CalibcliError
-from calibcli.validation import check_multiclass
+from calibcli.core.errors import CalibcliError
+from calibcli.core.validation import check_multiclass
 
 METHODS = ("platt", "temperature", "histogram", "isotonic", "scaling-binning", "polynomial", "beta", "venn-abers")
 
@@ -190,7 +190,7 @@ MAX_SAVED_CLASSES = 2**31 - 1
 def calibrator_from_dict(d: Any) -> Calibrator:
     """Rebuild a calibrator from :meth:`to_dict` output, validating every field.
 
-    Raises :class:`~calibcli.errors.CalibcliError` naming the field for an unknown method or mode, a missing
+    Raises :class:`~calibcli.core.errors.CalibcliError` naming the field for an unknown method or mode, a missing
     field, or a value of the wrong type, length, range or order.
     """
     f = Fields(d, "")

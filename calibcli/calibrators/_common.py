@@ -3,7 +3,7 @@
 A fitted calibrator is a small frozen object with ``predict`` and ``to_dict``. The dict is plain JSON
 (strings, floats, ints, lists, dicts) and carries everything ``predict`` uses, so a calibrator saved on one
 machine predicts bit-for-bit the same on another. :func:`calibcli.calibrators.calibrator_from_dict` reads it
-back through the checked accessors below, which raise :class:`~calibcli.errors.CalibcliError` naming the
+back through the checked accessors below, which raise :class:`~calibcli.core.errors.CalibcliError` naming the
 offending field.
 """
 
@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from calibcli.errors import CalibcliError
-from calibcli.validation import check_probabilities
+from calibcli.core.errors import CalibcliError
+from calibcli.core.validation import check_probabilities
 
 #: Default clip of predictions away from 0 and 1 before taking logits or logs.
 DEFAULT_CLIP = 1e-12

@@ -1,7 +1,7 @@
 """Binned recalibration maps: histogram binning and scaling-binning (SPEC 5).
 
 - ``histogram`` (Zadrozny & Elkan 2001; seed 001 "histogram binning"; seed 002 "binning"): B bins of z
-  (``uniform`` or ``quantile``, :mod:`calibcli.binning`); each bin outputs the (weighted) mean label of the
+  (``uniform`` or ``quantile``, :mod:`calibcli.core.binning`); each bin outputs the (weighted) mean label of the
   calibration points in it; an empty bin outputs its midpoint. Seed 002, Theorem 12.6 certifies the result
   without any assumption on the data: for a partition fixed in advance,
   ``E[ECE(h o f)] <= sqrt(B / (2 n))`` and ``ECE(h o f) <= sqrt(B / n) / sqrt(2 delta)`` with probability
@@ -20,11 +20,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from calibcli.binning import STRATEGIES, Binning, fit_binning
 from calibcli.calibrators._common import DEFAULT_CLIP, BinaryCalibrator, Fields, check_clip, float_list, shown_number
 from calibcli.calibrators.parametric import _CLIP_WHY, _COEF_WHY, MAX_COEFFICIENT, PlattCalibrator, fit_platt
-from calibcli.errors import CalibcliError
-from calibcli.validation import check_binary, check_option, check_options
+from calibcli.core.binning import STRATEGIES, Binning, fit_binning
+from calibcli.core.errors import CalibcliError
+from calibcli.core.validation import check_binary, check_option, check_options
 
 
 def _check_n_bins(n_bins) -> int:
@@ -170,7 +170,7 @@ def fit_histogram(
 ) -> HistogramCalibrator:
     """Histogram binning (SPEC 5, `histogram`): per bin, the weighted mean label; empty bin: its midpoint.
 
-    Quantile edges are cut on the unweighted predictions (:func:`calibcli.binning.fit_binning`).
+    Quantile edges are cut on the unweighted predictions (:func:`calibcli.core.binning.fit_binning`).
     """
     n_bins = _check_n_bins(n_bins)
     y, z, w = check_binary(y_true, y_prob, sample_weight)

@@ -4,7 +4,7 @@
 - :func:`calibrator_document` / :func:`calibrator_json`: a fitted calibrator and where it came from, as
   a document and as text (the header indented for people, the parameters on one line).
 - :func:`load_calibrator` / :func:`check_document`: read and validate one; every problem is a
-  :class:`~calibcli.errors.CalibcliError` naming the file and the field.
+  :class:`~calibcli.core.errors.CalibcliError` naming the file and the field.
 - :func:`fit_arrays`: fit a method on validated arrays in a mode (binary, or one of the multiclass wraps).
 - :func:`invalid_probability_rows`: the rows a calibrator cannot be applied to.
 """
@@ -20,10 +20,10 @@ from calibcli._version import __version__
 from calibcli.calibrators import calibrator_from_dict, fit_calibrator, fit_multiclass
 from calibcli.calibrators._common import Fields
 from calibcli.calibrators.files import HINT, read_calibrator_document
-from calibcli.documents import jsonable
-from calibcli.errors import CalibcliError, warn
-from calibcli.modes import default_mode
-from calibcli.validation import ROW_SUM_TOLERANCE
+from calibcli.core.documents import jsonable
+from calibcli.core.errors import CalibcliError, warn
+from calibcli.core.modes import default_mode
+from calibcli.core.validation import ROW_SUM_TOLERANCE
 
 #: Version of the calibrator document; ``apply`` refuses any other.
 CALIBRATOR_SCHEMA_VERSION = 1

@@ -20,7 +20,7 @@ import json
 import os
 import stat
 
-from calibcli.errors import CalibcliError, shown
+from calibcli.core.errors import CalibcliError, shown
 from calibcli.io.formats import json_depth_bound, json_too_deep
 from calibcli.io.sources import file_kind
 

@@ -29,8 +29,8 @@ from calibcli.calibrators._common import (
     float_list,
     shown_number,
 )
-from calibcli.errors import CalibcliError
-from calibcli.validation import check_binary, check_option
+from calibcli.core.errors import CalibcliError
+from calibcli.core.validation import check_binary, check_option
 
 INTERPOLATIONS = ("step", "linear")
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from calibcli.calibrators._common import BinaryCalibrator, check_predict_input, check_predicted
-from calibcli.errors import CalibcliError
+from calibcli.core.errors import CalibcliError
 
 WRAP_MODES = ("top-label", "marginal", "binary")
 

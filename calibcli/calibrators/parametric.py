@@ -38,8 +38,8 @@ from calibcli.calibrators._common import (
     shown_number,
     sigmoid,
 )
-from calibcli.errors import CalibcliError
-from calibcli.validation import check_binary, check_multiclass, check_options
+from calibcli.core.errors import CalibcliError
+from calibcli.core.validation import check_binary, check_multiclass, check_options
 
 # --------------------------------------------------------------------------- logistic regression
 
@@ -80,7 +80,7 @@ def fit_logistic(
     does not increase. Stops when the step is below ``tol`` relative to the coefficients. On separable
     data (e.g. a single class) the minimiser does not exist: the iterations stop once the mean loss is
     below 1e-9, or at ``max_iter``, with ``converged`` False. ``offset`` is added to the linear predictor
-    with its coefficient fixed at 1 (the calibration-in-the-large fit of :mod:`calibcli.clinical`).
+    with its coefficient fixed at 1 (the calibration-in-the-large fit of :mod:`calibcli.clinical.classical_tests`).
     """
     yf = y.astype(np.float64)
     wsum = float(w.sum())

@@ -1,6 +1,6 @@
 """Engines run the pipeline: ``local`` streams batches in this process; ``dask`` maps fragments to tasks
 on a Dask cluster that return accumulator states, merged here (SPEC 8 "Engines"). Both give the same
-report; :func:`calibcli.pipeline.run` picks one with ``--engine`` from the registry
+report; :func:`calibcli.engines.pipeline.run` picks one with ``--engine`` from the registry
 (:data:`calibcli.engines.base.ENGINES`). A new engine is a module here whose class is registered with
 :func:`calibcli.engines.base.register` and imported below."""
 

@@ -34,7 +34,7 @@ class Engine(Protocol):
 
     @classmethod
     def check(cls, scheduler: str | None, workers: int | None) -> None:
-        """Refuse options this engine cannot take (a :class:`~calibcli.errors.CalibcliError`), before any work."""
+        """Refuse options this engine cannot take (a :class:`~calibcli.core.errors.CalibcliError`), before any work."""
 
     @classmethod
     def open(cls, *, scheduler: str | None, workers: int | None, progress=None) -> AbstractContextManager[Engine]:

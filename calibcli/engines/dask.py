@@ -3,13 +3,13 @@
 A dataset's fragments (files, or runs of a large Parquet file's row groups; see
 :meth:`calibcli.io.Stream.fragments`) are packed into tasks of consecutive fragments, about
 ``TASKS_PER_WORKER`` per worker and at most ``MAX_TASK_ROWS`` rows each
-(:func:`calibcli.engines._fragments.pack_fragments`; ``CALIBCLI_TASK_ROWS`` sets the rows, 1 makes every
+(:func:`calibcli.engines.fragments.pack_fragments`; ``CALIBCLI_TASK_ROWS`` sets the rows, 1 makes every
 fragment a task). A task gets only paths and options, reads its fragments on the worker, and returns a
-:class:`~calibcli.engines._fragments.Part`: its accumulators (whose arrays travel packed:
-:mod:`calibcli.arraystate`) and row counts. Parts are merged on the workers, in a tree of merge tasks
+:class:`~calibcli.engines.fragments.Part`: its accumulators (whose arrays travel packed:
+:mod:`calibcli.core.arraystate`) and row counts. Parts are merged on the workers, in a tree of merge tasks
 (:func:`reduction_graph`, as ``dask.bag``'s ``reduction(split_every=...)``), so the client receives one
 state per pass of a dataset, however many tasks there are, and finishes it exactly as the local engine
-does (:func:`calibcli.engines._fragments.run_fragments`). Merging is exact and associative, and rows are
+does (:func:`calibcli.engines.fragments.run_fragments`). Merging is exact and associative, and rows are
 numbered by their global index, so bootstrap draws do not depend on which worker saw them and the report
 equals the local engine's to 1e-12.
 
@@ -17,7 +17,7 @@ Where the work runs: an existing cluster (``--scheduler ADDRESS`` or a scheduler
 ``DASK_SCHEDULER_ADDRESS``), else a ``distributed.LocalCluster`` of ``--workers`` processes (one
 thread each) started for the run and closed afterwards, also on an error or Ctrl-C. Tasks are pure, so
 a task lost with its worker is run again by Dask elsewhere and the result does not change. A fragment
-that cannot be read raises the same :class:`~calibcli.errors.CalibcliError` as locally: the first bad
+that cannot be read raises the same :class:`~calibcli.core.errors.CalibcliError` as locally: the first bad
 fragment in row order is reported and the other tasks are cancelled.
 
 ``distributed`` is an optional dependency (``pip install "calibcli[dask]"``), imported only here.
@@ -35,11 +35,11 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 
-from calibcli import cancel
-from calibcli._malloc import SETTINGS as MALLOC_SETTINGS
-from calibcli.engines._fragments import Part, merge_parts, pack_fragments, run_fragment, run_fragments, task_rows
+from calibcli.core import cancel
+from calibcli.core.errors import CalibcliError
+from calibcli.core.malloc import SETTINGS as MALLOC_SETTINGS
 from calibcli.engines.base import register
-from calibcli.errors import CalibcliError
+from calibcli.engines.fragments import Part, merge_parts, pack_fragments, run_fragment, run_fragments, task_rows
 from calibcli.io.footers import map_in_threads
 
 INSTALL_HINT = 'pip install "calibcli[dask]"'
@@ -130,9 +130,9 @@ class DaskEngine:
             raise _remote_error(exc, None, "reading the files' footers") from None
 
     def reduce(self, fragments, *, first=None, second: dict | None = None, description: str = "fragments") -> Part:
-        """The :class:`~calibcli.engines._fragments.Part` of all ``fragments``, reduced on the cluster.
+        """The :class:`~calibcli.engines.fragments.Part` of all ``fragments``, reduced on the cluster.
 
-        The fragments are packed into tasks (:func:`calibcli.engines._fragments.pack_fragments`); tasks
+        The fragments are packed into tasks (:func:`calibcli.engines.fragments.pack_fragments`); tasks
         in blocks of ``SPLIT_EVERY`` consecutive ones each feed a block task, which merges their parts and
         raises the first bad fragment's error among them in row order; the blocks' parts are merged in a
         tree of ``SPLIT_EVERY``-ary merge tasks, on the workers, into one. The client submits the graph
@@ -472,7 +472,7 @@ def dask_engine(
 
 def task_rows_setting() -> int | None:
     """``CALIBCLI_TASK_ROWS``: the rows of a task (consecutive fragments packed up to it; 1: a task per
-    fragment), or None for the default (:func:`calibcli.engines._fragments.task_rows`)."""
+    fragment), or None for the default (:func:`calibcli.engines.fragments.task_rows`)."""
     value = os.environ.get("CALIBCLI_TASK_ROWS", "").strip()
     if not value:
         return None
@@ -565,7 +565,7 @@ def _stop_workers(cluster) -> None:
 
 
 def _stop_on_interrupt(cluster) -> None:
-    """After a signal (:mod:`calibcli.cancel`), end the local cluster's worker processes at once: a graceful
+    """After a signal (:mod:`calibcli.core.cancel`), end the local cluster's worker processes at once: a graceful
     close waits for their running tasks (seconds), and the run is being abandoned anyway."""
     import signal
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from calibcli.engines._fragments import run_local
+from calibcli.core.errors import CalibcliError
 from calibcli.engines.base import register
-from calibcli.errors import CalibcliError
+from calibcli.engines.fragments import run_local
 
 
 @register

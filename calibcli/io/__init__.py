@@ -22,16 +22,9 @@ from calibcli.io.columns import (
     vector_column,
 )
 from calibcli.io.formats import CSV_NULL_VALUES, FORMATS, detect_format, read_schema, read_table
+from calibcli.io.fragments import Batch, Fragment, RowCounts
 from calibcli.io.loaded import LoadedInput, read_dataset, read_input, read_whole_table
-from calibcli.io.sources import (
-    DEFAULT_BATCH_ROWS,
-    Batch,
-    Dataset,
-    Fragment,
-    RowCounts,
-    Stream,
-    resolve_datasets,
-)
+from calibcli.io.sources import DEFAULT_BATCH_ROWS, Dataset, Stream, resolve_datasets
 from calibcli.io.streams import Sources, open_streams
 
 __all__ = [

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from calibcli.errors import CalibcliError, shown
-from calibcli.validation import ROW_SUM_TOLERANCE
+from calibcli.core.errors import CalibcliError, shown
+from calibcli.core.validation import ROW_SUM_TOLERANCE
 
 #: Why a row is invalid, in the order the checks run (a row counts under the first that fails) and
 #: the order reports list the dropped rows in.

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibcli.errors import CalibcliError, shown, shown_names
-from calibcli.modes import sigmoid, softmax
+from calibcli.core.errors import CalibcliError, shown, shown_names
+from calibcli.core.modes import sigmoid, softmax
 
 LABEL_NAMES = ("label", "labels", "y", "y_true", "target", "true_label", "class")
 SINGLE_PROB_NAMES = (

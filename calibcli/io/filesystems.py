@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 
-from calibcli.errors import CalibcliError
+from calibcli.core.errors import CalibcliError
 
 _URI_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 

@@ -3,7 +3,7 @@ Parquet footer), read for many files at once (:meth:`calibcli.io.sources.Stream.
 
 from __future__ import annotations
 
-from calibcli.errors import CalibcliError
+from calibcli.core.errors import CalibcliError
 from calibcli.io import formats
 
 
@@ -19,7 +19,7 @@ def _guarded(path: str, fmt: str, read, *args):
 
 def file_sizes(path: str, location: str, fmt: str):
     """What :meth:`Stream.fragments` needs of one file: its row groups' sizes (Parquet, from the footer) or its
-    number of rows (other formats), or the :class:`~calibcli.errors.CalibcliError` saying why it cannot be read
+    number of rows (other formats), or the :class:`~calibcli.core.errors.CalibcliError` saying why it cannot be read
     (returned, not raised: it is raised in file order)."""
     try:
         if fmt == "parquet":

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Generator, Iterable, Iterator
 
-from calibcli.errors import CalibcliError, shown
+from calibcli.core.errors import CalibcliError, shown
 from calibcli.io.filesystems import first_line, open_input_stream, open_random_access
 
 FORMATS = ("csv", "tsv", "parquet", "feather", "jsonl")

@@ -12,7 +12,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from calibcli.errors import CalibcliError, shown, shown_names
+from calibcli.core.errors import CalibcliError, shown, shown_names
 from calibcli.io import formats
 from calibcli.io.checks import check_rows
 from calibcli.io.columns import CodedText, ReadPlan, convert_batch

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibcli.errors import CalibcliError
+from calibcli.core.errors import CalibcliError
 from calibcli.io import formats
 from calibcli.io.columns import ColumnSpec
 from calibcli.io.sources import Dataset, input_description, resolve_datasets

@@ -32,7 +32,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from calibcli.errors import CalibcliError, shown, shown_names
+from calibcli.core.errors import CalibcliError, shown, shown_names
+from calibcli.core.outputs import named_descriptor
 from calibcli.io import formats
 from calibcli.io.checks import REASONS
 from calibcli.io.columns import (
@@ -45,7 +46,6 @@ from calibcli.io.columns import (
 from calibcli.io.filesystems import list_files, uri_scheme
 from calibcli.io.footers import _guarded, _row_group_runs, file_sizes, map_in_threads
 from calibcli.io.fragments import Batch, Fragment, RowCounts, _guarded_iter  # noqa: F401  (where they were)
-from calibcli.outputs import named_descriptor
 
 #: Rows per batch by default: 2^20 rows of K probabilities take 8K MiB.
 DEFAULT_BATCH_ROWS = 1 << 17  # 1 MiB of predictions: memory stays near its floor, throughput near the bare read
@@ -275,7 +275,7 @@ class Dataset:
         segment columns, instead of ``group_by``) are read beside every row as each batch's ``groups``,
         empty values allowed, without splitting the rows.
         """
-        from calibcli.validation import check_options
+        from calibcli.core.validation import check_options
 
         check_options(batch_rows=batch_rows)
         segments = bool(segment_by)

@@ -3,7 +3,7 @@
 An output must not be an input (the same file, through links: writing it would destroy what is being read),
 nor become one (a file a directory or glob input would read on the next run: ``apply cal.json
 'preds/*.parquet' -o preds/out.parquet`` would read its own output and fail or count rows twice).
-:mod:`calibcli.outputs` checks the output path alone; this module holds what needs the inputs' dataset rules
+:mod:`calibcli.core.outputs` checks the output path alone; this module holds what needs the inputs' dataset rules
 (:mod:`calibcli.io.sources`).
 """
 
@@ -14,14 +14,14 @@ import glob
 import os
 from collections.abc import Iterable
 
-from calibcli.errors import CalibcliError, shown
+from calibcli.core.errors import CalibcliError, shown
+from calibcli.core.outputs import STDOUT, check_output, claim, describe_output, descriptor_of, stat_output
 from calibcli.io.filesystems import uri_scheme
 from calibcli.io.sources import _hidden, _known, _walk, resolve_datasets
-from calibcli.outputs import STDOUT, check_output, claim, describe_output, descriptor_of, stat_output
 
 
 def check_output_target(path: str, option: str | None = "output", inputs: Iterable[tuple[str, str]] = ()) -> None:
-    """Refuse, before any work, an output that cannot be written (:func:`calibcli.outputs.check_output`), that
+    """Refuse, before any work, an output that cannot be written (:func:`calibcli.core.outputs.check_output`), that
     is one of ``inputs`` or that would become part of one (:func:`check_outside_inputs`).
 
     ``inputs`` are ``(what, argument)`` pairs such as ``("input file", "data.csv")`` or

@@ -10,7 +10,7 @@ that of one batch whatever the number of rows:
   cannot be read back to find a file footer (``calibcli ece - --input-format feather`` reads either);
 - JSON Lines, one object per row (``.gz`` gzip-compressed).
 
-A file is written atomically (:func:`calibcli.outputs.open_output`): into a temporary file beside the
+A file is written atomically (:func:`calibcli.core.outputs.open_output`): into a temporary file beside the
 target, renamed over it only once the last batch is written; an error (or Ctrl-C) leaves no file behind.
 ``-`` writes to standard output as the batches come, and nothing is written before the first batch, so an
 input that fails at once leaves stdout empty.
@@ -23,10 +23,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from calibcli.documents import jsonable
-from calibcli.errors import CalibcliError
+from calibcli.core.documents import jsonable
+from calibcli.core.errors import CalibcliError
+from calibcli.core.outputs import is_stream, open_output
 from calibcli.io.formats import detect_format
-from calibcli.outputs import is_stream, open_output
 
 #: The formats a table can be written in (``{opt:output_format}``).
 OUTPUT_FORMATS = ("csv", "tsv", "parquet", "feather", "jsonl")
@@ -132,7 +132,7 @@ def write_table_output(path: str, fmt: str, tables: Iterable, *, schema=None, op
     a file is then not created (an existing one is left as it was), stdout keeps what was written.
     A ``.gz`` path compresses a text format. Where and how the bytes go (stdout, a temporary file renamed
     at the end, a link's target, a device or FIFO written straight, every write checked) is
-    :func:`calibcli.outputs.open_output`'s; ``option`` names the output in its messages. Arrow IPC goes out
+    :func:`calibcli.core.outputs.open_output`'s; ``option`` names the output in its messages. Arrow IPC goes out
     in the stream format to stdout, a device or a FIFO (nothing to seek back to), else in the file format.
     The tables' own errors pass through unchanged.
     """

@@ -18,7 +18,7 @@ What is here
 - :func:`binomial_test`: the exact binomial test for predictors with few distinct values
   (the paper's appendix 8.2.4, SPEC 4.4), and the rule :func:`discreteness` that chooses it; both
   also from per-value counts (:func:`binomial_test_from_counts`, :func:`discreteness_from_counts`),
-  which a stream accumulates exactly over every row (:mod:`calibcli.accumulators.tcal`).
+  which a stream accumulates exactly over every row (:mod:`calibcli.tcal.accumulator`).
 
 Where it is, by module
 - :mod:`~calibcli.tcal.procedure`: :func:`tcal_test` and :func:`tcal_statistic` (validation, levels, engine,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibcli.validation import check_alpha, check_binary, check_option
+from calibcli.core.validation import check_alpha, check_binary, check_option
 
 #: Discrete predictors (SPEC 4.4): ``--discrete auto`` uses the binomial test when the number of
 #: distinct prediction values t satisfies ``t <= sqrt(n)``.
@@ -101,7 +101,7 @@ def binomial_test_from_counts(values, n, positives, *, alpha: float = 0.05) -> B
     value the predictions ``N_v`` (``n``) and the positives ``M_v`` (``positives``) among them.
 
     Counts add across batches and workers, so a streamed run tests every row exactly
-    (:class:`calibcli.accumulators.tcal.ValueCounts`).
+    (:class:`calibcli.tcal.accumulator.ValueCounts`).
     """
     from scipy.stats import binomtest
 

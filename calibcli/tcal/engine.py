@@ -17,7 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
-from calibcli import cancel
+from calibcli.core import cancel
 
 #: Memory budget (bytes) for one chunk of resamples; fixes the chunking, hence the random stream.
 CHUNK_BYTES = 4 * 2**20

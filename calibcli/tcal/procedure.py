@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from calibcli.core.validation import check_alpha, check_binary, check_multiclass, check_option
 from calibcli.tcal.combine import monte_carlo_combine
 from calibcli.tcal.engine import Engine, resample_all
 from calibcli.tcal.results import COMBINES, NULLS, STATISTIC_NAME, TcalLevel, TcalResult
@@ -22,7 +23,6 @@ from calibcli.tcal.scalar import SharedDraws, SortedScalarEngine
 from calibcli.tcal.scales import chebyshev_constant, check_cells, n_levels, optimal_n_bins
 from calibcli.tcal.simplex import simplex_bin_index
 from calibcli.tcal.vector import GroupVectorEngine
-from calibcli.validation import check_alpha, check_binary, check_multiclass, check_option
 
 #: Canonical mode: warn when the minimax detectable l2-ECE for Lipschitz (s = 1) miscalibration,
 #: ``n^(-2/(K+3))``, exceeds this.

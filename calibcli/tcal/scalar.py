@@ -28,9 +28,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from calibcli.binning import uniform_bin_index
-from calibcli.kernels.tcal import sweep_block
+from calibcli.core.binning import uniform_bin_index
 from calibcli.tcal.engine import CHUNK_BYTES
+from calibcli.tcal.kernels import sweep_block
 
 #: Points per block of the sorted sweep (binary engine): the block's working arrays fit in cache.
 _BLOCK_POINTS = 2**15
@@ -42,7 +42,7 @@ _DRAWN = threading.local()
 #: this many resamples, so its fixed cost (and the hand-over of the GIL between threads) is shared.
 SWEEP_ROWS = 4
 
-#: Points from which the y-bootstrap's sweep runs as one compiled loop (:func:`calibcli.kernels.tcal.sweep_block`)
+#: Points from which the y-bootstrap's sweep runs as one compiled loop (:func:`calibcli.tcal.kernels.sweep_block`)
 #: rather than NumPy's passes: 2^17 points and 1000 resamples are 1.3e8 labels, past which the loop's savings
 #: outweigh loading Numba and its cached code (about 0.4 s once per process); below, a small test does not load
 #: it. The two give the same statistics bit for bit (tests/test_tcal_kernel.py).

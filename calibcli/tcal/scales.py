@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from calibcli.errors import OptionError
-from calibcli.validation import format_bytes, memory_budget
+from calibcli.core.errors import OptionError
+from calibcli.core.validation import format_bytes, memory_budget
 
 
 def n_levels(n: int, n_classes: int = 2) -> int:

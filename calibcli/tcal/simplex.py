@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibcli.validation import check_option
+from calibcli.core.validation import check_option
 
 # Contraction towards a fixed interior point before simplex binning (see simplex_bin_keys).
 _SIMPLEX_EPS = 2.0**-40

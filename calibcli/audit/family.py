@@ -1,0 +1,217 @@
+"""The audit family (``calibcli audit``; SPEC 9): where is the model miscalibrated? Every segment of the
+segment columns and their intersections, ECCE-R on the sigma scale with p-values adjusted for the number of
+segments, MCE, the worst segments first; the ``--fail-above-sigma`` and ``--fail-if-any-segment`` gates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from calibcli.audit.accumulator import ROW_LIMIT, SegmentAuditAccumulator
+from calibcli.audit.grid import GRID_CELLS
+from calibcli.audit.multitest import ADJUST_METHODS, MCE_METHODS
+from calibcli.audit.segment_tests import AuditOptions
+from calibcli.core.declarations import ALPHA, MODE
+from calibcli.core.documents import new_document
+from calibcli.core.documents import segment_text as describe
+from calibcli.core.errors import CalibcliError, GateFailed
+from calibcli.core.family import Family, Plan, split_columns
+from calibcli.core.gates import GateSpec
+from calibcli.core.modes import default_mode
+from calibcli.core.validation import Declared, declared, option
+
+
+@dataclass(frozen=True)
+class Options(Declared):
+    """``audit``'s options, declared once: the command's flags, the checks, the report's ``parameters``."""
+
+    segment_cols: str | None = option(
+        None,
+        "--segment-cols",
+        help="Columns whose values (and their intersections) define the segments, "
+        "comma-separated: categorical columns by value, numeric ones by quantile bins.",
+        show_default=False,
+    )
+    mode: str | None = declared(
+        None,
+        MODE.narrowed(
+            ("binary", "top-label"),
+            help=(
+                "binary, or top-label (the confidence of the predicted class against whether it was right). "
+                "Default: binary for one or two probability columns, top-label for K > 2."
+            ),
+        ),
+    )
+    depth: int = option(2, "--depth", help="Intersections of up to this many segment columns.")
+    max_values: int = option(
+        10,
+        "--max-values",
+        help="Values kept per categorical column, the most frequent; the rest are one segment, 'other'.",
+    )
+    segment_bins: int = option(
+        4, "--segment-bins", help="Quantile bins of a numeric column (one with more distinct values than this)."
+    )
+    min_segment: int = option(100, "--min-segment", help="Segments with fewer rows are counted, not tested.")
+    alpha: float = declared(0.05, ALPHA)
+    power: float = option(0.8, "--power", help="Power of the minimum detectable ECCE (mde) of each segment.")
+    adjust: str = option(
+        "holm",
+        "--adjust",
+        help="Adjust the segments' p-values for their number: holm "
+        "(family-wise), bh (false discovery rate), by, bonferroni or none.",
+        choices=ADJUST_METHODS,
+    )
+    mce_method: str = option(
+        "bonferroni",
+        "--mce-method",
+        help="The MCE p-value over the segments tested: bonferroni "
+        "(any overlap), sidak (independent segments) or none (MCGrad's unadjusted minimum).",
+        choices=MCE_METHODS,
+    )
+    top: int = option(10, "--top", help="Segments shown in the table, the worst first (JSON: all).")
+    fail_above_sigma: float | None = option(
+        None, "--fail-above-sigma", help="Exit 1 when MCE (the worst tested segment's ECCE-R/sigma) exceeds this."
+    )
+    fail_if_any_segment: bool = option(
+        False, "--fail-if-any-segment", help="Exit 1 when any segment's adjusted p-value is at most --alpha."
+    )
+
+    def __post_init__(self) -> None:
+        if not self.columns:
+            raise CalibcliError(
+                "--segment-cols names no column: name the columns that define the segments, "
+                "e.g. --segment-cols country,device"
+            )
+        super().__post_init__()
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return split_columns(self.segment_cols)
+
+    @property
+    def audit(self) -> AuditOptions:
+        """What the audit computes (:class:`calibcli.audit.segment_tests.AuditOptions`)."""
+        return AuditOptions(
+            depth=self.depth,
+            max_values=self.max_values,
+            segment_bins=self.segment_bins,
+            min_segment=self.min_segment,
+            alpha=self.alpha,
+            power=self.power,
+            adjust=self.adjust,
+            mce_method=self.mce_method,
+        ).check()
+
+
+def plan(o: Options, sources, engine: str, *, diagrams: int = 0) -> Plan:
+    """The audit's document (its parameters; entries from :func:`calibcli.engines.pipeline.add_entries`) and
+    ``new(stream)``, the input accumulator of a stream. ``sources`` carry the segment columns. ``diagrams``: the
+    worst tested segments whose binned diagrams each input's result carries (beside the whole population's;
+    ``calibcli report --segment-cols`` draws them)."""
+    options, columns, mode = o.audit, o.columns, o.mode
+    doc = new_document(
+        "audit",
+        {
+            **o.shown("mode"),
+            "segment_columns": list(columns),
+            **o.shown("depth", "max_values", "segment_bins", "min_segment", "alpha", "power", "adjust", "mce_method"),
+            "n_bins": options.n_bins,
+            "segments": "the whole population, each segment column's values (categorical: the max_values most "
+            "frequent, the rest 'other'; numeric: segment_bins quantile bins) and their intersections "
+            "up to depth columns; missing values are a segment of their own",
+            "statistic": "ECCE-R = max C_k - min C_k of the cumulative differences C_k = sum_{j<=k} w_j (y_j - s_j) "
+            "over rows sorted by score, ties as blocks; on the sigma scale, sigma = "
+            "sqrt(sum w_j^2 s_j (1 - s_j)) (weights normalised within the segment)",
+            "p_value": "the range of standard Brownian motion on [0, 1] (asymptotic), per segment; adjusted over the "
+            f"tested segments by {options.adjust}",
+            "mce": "the largest ECCE-R/sigma over the tested segments; its p-value by "
+            f"{options.mce_method} over the number tested",
+            "o_e_interval": "(O -+ z sqrt(sum w^2 s (1 - s))) / E, normal approximation",
+            "exact": f"every row of an input, up to {ROW_LIMIT:,} rows; beyond, a second pass sums every segment on "
+            f"{GRID_CELLS:,} score cells (each segment's ecce_bound states the grid's error; the entry's "
+            "grid section says when)",
+            "weights": "weights normalised within each segment (ECCE's convention)"
+            if sources.spec.weight_col is not None
+            else None,
+            "pool": sources.pool,
+            "batch_rows": sources.batch_rows,
+            "engine": engine,
+            "gate": {"fail_above_sigma": o.fail_above_sigma, "fail_if_any_segment": o.fail_if_any_segment}
+            if o.fail_above_sigma is not None or o.fail_if_any_segment
+            else None,
+            **o.shown("top"),
+        },
+    )
+
+    def new(stream):
+        return SegmentAuditAccumulator(
+            mode=mode or default_mode(stream.n_classes),
+            n_classes=stream.n_classes,
+            class_names=stream.class_names,
+            options=options,
+            columns=columns,
+            diagrams=diagrams,
+        )
+
+    return Plan(doc, new, GateSpec("mce_sigma"), 0)
+
+
+def finish(doc: dict, o: Options) -> list[str]:
+    """The audit's headline at the top of the document, and the gates' verdicts (``doc["gate"]``)."""
+    _headline(doc)
+    failures = gate_failures(
+        doc, fail_above_sigma=o.fail_above_sigma, fail_if_any_segment=o.fail_if_any_segment, alpha=o.alpha
+    )
+    if doc["parameters"]["gate"] is not None:
+        doc["gate"] = {**doc["parameters"]["gate"], "passed": not failures, "failures": failures}
+    return failures
+
+
+def _headline(doc: dict) -> None:
+    """The audit's headline at the top of the document, so scripts read ``.mce_sigma`` whatever the inputs: the
+    input with the largest MCE (the only one, usually), named by ``input``."""
+    entries = [e for e in doc["files"] if e.get("mce_sigma") is not None]
+    if not entries:
+        return
+    worst = max(entries, key=lambda e: e["mce_sigma"])
+    doc.update(
+        input=worst["input"]["path"],
+        mce_sigma=worst["mce_sigma"],
+        mce_pvalue=worst["mce_pvalue"],
+        mce_relative=worst["mce_relative"],
+        n_segments_tested=worst["n_segments_tested"],
+        segments=worst["segments"],
+    )
+
+
+def check_gate(doc: dict) -> None:
+    """Exit 1 (:class:`~calibcli.core.errors.GateFailed`) when a gate failed."""
+    failures = (doc.get("gate") or {}).get("failures")
+    if failures:
+        raise GateFailed("Gate failed: " + "; ".join(failures))
+
+
+def gate_failures(doc: dict, *, fail_above_sigma: float | None, fail_if_any_segment: bool, alpha: float) -> list[str]:
+    """The gates' verdicts over every entry: one line per failure, naming the input and the segments."""
+    failures = []
+    for entry in doc["files"]:
+        label = entry["input"]["path"]
+        mce = entry.get("mce_sigma")
+        if fail_above_sigma is not None and mce is not None and mce > fail_above_sigma:
+            worst = entry["segments"][0]
+            failures.append(
+                f"{label}: MCE = {mce:.4g} sigma > {fail_above_sigma:g} (--fail-above-sigma), worst "
+                f"segment {describe(worst['definition'])}"
+            )
+        if fail_if_any_segment:
+            found = [s for s in entry["segments"] if s["p_adjusted"] is not None and s["p_adjusted"] <= alpha]
+            if found:
+                named = "; ".join(f"{describe(s['definition'])} (p_adjusted {s['p_adjusted']:.3g})" for s in found[:5])
+                more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+                failures.append(
+                    f"{label}: {len(found)} segment(s) miscalibrated at alpha {alpha:g} "
+                    f"(--fail-if-any-segment): {named}{more}"
+                )
+    return failures
+
+
+FAMILY = Family("audit", Options, plan, finish)

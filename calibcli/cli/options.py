@@ -1,0 +1,687 @@
+"""What every command shares: option declarations, input loading, errors, progress and gates.
+
+A command module declares its parameters with the ``Annotated`` aliases below (so the flags are
+spelled and documented once), wraps its function in :func:`command` (one place that turns
+exceptions into ``Error: ...`` and exit codes), loads files with :func:`load_inputs`, and hands its
+document to :func:`calibcli.report.emit.emit`.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import inspect
+import math
+import os
+import sys
+import types
+import typing
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Annotated
+
+import typer
+
+from calibcli.core import cancel, outputs
+from calibcli.core import family as fam
+from calibcli.core.accumulator import per_input  # noqa: F401  (where commands have always found it)
+from calibcli.core.errors import (  # noqa: F401  (flags, warnings and exit codes, where commands have always found them)  # noqa: F401  (flags, warnings and exit codes, where commands have always found them)
+    FLAGS,
+    PIPE_CLOSED,
+    CalibcliError,
+    GateFailed,
+    check_choice,
+    cli_text,
+    flag_of,
+    quiet_stdout,
+    warn,
+)
+from calibcli.core.malloc import tune_allocator
+from calibcli.core.outputs import STDOUT
+from calibcli.core.safe_text import for_terminal
+from calibcli.core.validation import (
+    Declared,
+    Param,
+    check_command_options,
+    check_options,
+    memory_culprit,
+    option,
+    params_of,
+)
+from calibcli.engines.base import ENGINES, EngineChoice, engines_help
+from calibcli.io.columns import ColumnSpec
+from calibcli.io.loaded import LoadedInput, read_dataset
+from calibcli.io.sources import DEFAULT_BATCH_ROWS, resolve_datasets
+from calibcli.io.streams import Sources
+from calibcli.io.targets import check_output_target
+from calibcli.report.emit import FORMATS, Layout
+
+# ---------------------------------------------------------------------------------------------
+# Options shared by the commands (one declaration each)
+
+
+def choices(*values: str) -> str:
+    """The metavar of an option that takes one of ``values``: ``[a|b|c]``, so that ``--help`` lists them.
+
+    The parser takes any word; the command checks it (:func:`check_choice`,
+    :func:`calibcli.core.validation.check_options`), so a bad value is the project's one ``Error:`` line
+    naming the option and the choices, exit 2, rather than a usage box.
+    """
+    return "[" + "|".join(values) + "]"
+
+
+def files_argument(several: str):
+    """The FILES argument; ``several`` says what the command does with more than one file."""
+    return Annotated[
+        list[str],
+        typer.Argument(
+            help=(
+                "Prediction files (CSV, TSV (.gz too), Parquet, Arrow IPC/Feather, JSON Lines); directories of them "
+                "(read recursively, key=value subdirectories as partition columns); quoted glob patterns such as "
+                f"'shards/*.parquet'; URIs (s3://, gs://, file://); '-' reads stdin. {several}"
+            ),
+            show_default=False,
+            metavar="FILES",
+        ),
+    ]
+
+
+Files = files_argument("Several files are evaluated one by one.")
+
+
+def _count(value) -> int:
+    """An integer option that also takes a whole number written in scientific notation (``1e6``), so that
+    ``--n-bins 1e20`` reaches the option's rule and the memory budget (one message saying how many fit)
+    instead of the parser's "not a valid integer"; ``2.5`` or ``abc`` are still refused here."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    text = str(value).strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if math.isfinite(number) and number.is_integer():
+        return int(number)
+    raise typer.BadParameter(f"{text!r} is not a whole number")
+
+
+def alias_of(annotation, param: Param):
+    """The ``Annotated`` Typer option of a declared option (:class:`calibcli.core.validation.Param`): its flags, help,
+    choices (the metavar ``[a|b]``), the whole-number parser of a count."""
+    kwargs: dict = {"help": param.help}
+    if param.metavar is not None:
+        kwargs["metavar"] = param.metavar
+    elif param.choices is not None:
+        kwargs["metavar"] = choices(*param.choices)
+    if param.count:
+        kwargs["parser"] = _count
+    if not param.show_default:
+        kwargs["show_default"] = False
+    return Annotated[annotation, typer.Option(*param.flags, **kwargs)]
+
+
+def alias(options_class, name: str):
+    """The Typer option of field ``name`` of an options dataclass, from its declaration."""
+    return alias_of(typing.get_type_hints(options_class)[name], params_of(options_class)[name][0])
+
+
+Mode = alias_of(str | None, fam.MODE)
+ClassWeights = alias_of(str, fam.CLASS_WEIGHTS_PARAM)
+NBins = alias_of(int, fam.N_BINS)
+Strategy = alias_of(str, fam.STRATEGY)
+NBoot = alias(fam.Bootstrap, "n_boot")
+Alpha = alias(fam.Bootstrap, "alpha")
+Seed = alias(fam.Bootstrap, "seed")
+FailAbove = alias(fam.Gates, "fail_above")
+FailAboveUpper = alias(fam.Gates, "fail_above_upper")
+# ---------------------------------------------------------------------------------------------
+# The command line's own option groups, declared once (as the families declare theirs)
+
+
+@dataclass(frozen=True)
+class ColumnOptions(Declared):
+    """Which columns hold the probabilities, the labels and the weights."""
+
+    prob_col: str | None = option(None, "--prob-col", help="Column with the positive-class probability (binary).")
+    prob_cols: list[str] | None = option(
+        None,
+        "--prob-cols",
+        help="Columns with one probability per class: a comma-separated list or a pattern such as 'p_*'.",
+    )
+    label_col: str | None = option(
+        None, "--label-col", help="Column with the labels (integers, booleans or class names)."
+    )
+    weight_col: str | None = option(None, "--weight-col", help="Column with sample (frequency) weights.")
+    logits: bool = option(
+        False, "--logits", help="The probability columns hold logits: apply sigmoid (one column) or softmax."
+    )
+
+
+@dataclass(frozen=True)
+class ReadingOptions(Declared):
+    """How the inputs are read."""
+
+    input_format: str | None = option(
+        None,
+        "--input-format",
+        help="csv, tsv, parquet, feather or jsonl; default: from the extension (stdin: from "
+        "its first bytes: Parquet, Arrow IPC, JSON Lines, TSV, else CSV).",
+        metavar=choices("csv", "tsv", "parquet", "feather", "jsonl"),
+    )
+    drop_invalid: bool = option(
+        False,
+        "--drop-invalid",
+        help="Drop invalid rows (NaN, out-of-range, unknown labels) instead of failing; the report counts them.",
+    )
+
+
+@dataclass(frozen=True)
+class DatasetOptions(Declared):
+    """What a dataset is (pooled files, groups) and the batches it is read in."""
+
+    pool: bool = option(
+        False, "--pool", help="Treat all FILES as one dataset (one report entry), rows in sorted-path order."
+    )
+    group_by: str | None = option(
+        None,
+        "--group-by",
+        help="Report one entry per value of these columns "
+        "(comma-separated; hive partition columns of a directory too), with the worst "
+        "group and the spread.",
+    )
+    batch_rows: int = option(
+        DEFAULT_BATCH_ROWS,
+        "--batch-rows",
+        help="Rows read and reduced at a time (memory stays flat in the number of rows; results do not depend on it).",
+    )
+
+
+@dataclass(frozen=True)
+class EngineOptions(Declared):
+    """Where the accumulators run (:data:`calibcli.engines.ENGINES`)."""
+
+    engine: str = option("local", "--engine", help=engines_help(), metavar=choices(*ENGINES))
+    scheduler: str | None = option(
+        None,
+        "--scheduler",
+        help="With --engine dask: the address of a running Dask scheduler (tcp://HOST:PORT) or "
+        "its scheduler file. Default: DASK_SCHEDULER_ADDRESS, else a local cluster.",
+    )
+    workers: int | None = option(
+        None,
+        "--workers",
+        help="With --engine dask and no scheduler: start a local "
+        "cluster of this many worker processes for the run (default: one per CPU).",
+    )
+
+
+@dataclass(frozen=True)
+class OutputOptions(Declared):
+    """What stdout carries, and the JSON report's file."""
+
+    as_json: bool = option(
+        False, "--json", help="Print the JSON report on stdout instead of the table (--format json)."
+    )
+    fmt: str = option(
+        "table",
+        "--format",
+        help="What stdout carries: table, json, markdown (pull requests, "
+        "$GITHUB_STEP_SUMMARY) or csv (tidy: file, group, problem, metric, estimate, ci_low, ci_high, "
+        "bound).",
+        metavar=choices("table", "json", "markdown", "csv"),
+    )
+    summary: bool | None = option(
+        None,
+        "--summary/--no-summary",
+        help="One row per file or group with the metrics "
+        "as columns (the default beyond 3 rows), or the full table of every metric.",
+        show_default=False,
+    )
+    metrics: str | None = option(
+        None,
+        "--metrics",
+        help="Summary columns: comma-separated metric names from the "
+        "report, e.g. ece_l1_plugin,brier_score (default: the command's headline metrics).",
+    )
+    sort: str | None = option(None, "--sort", help="Order summary rows by this metric, best first (default: as given).")
+    output: str | None = option(
+        None,
+        "--output",
+        "-o",
+        help="Also write the JSON report to this file (atomically; '-': stdout, instead of the table).",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# ---------------------------------------------------------------------------------------------
+# Option groups: options several commands share, declared once
+
+
+@dataclass(frozen=True)
+class Opt:
+    """One option of a group: its parameter name, its ``Annotated`` alias (flag, help, metavar) and default."""
+
+    name: str
+    annotation: object
+    default: object = None
+
+
+@dataclass(frozen=True)
+class OptionGroup:
+    """Options that go together on every command that takes them (the columns, how to read, the
+    datasets, the engine, the output, the bootstrap, the gates). A command lists the groups it takes in
+    :func:`with_groups`; its signature (what Typer reads, through ``__signature__``) is built from them,
+    so a new shared option is one field of the group's dataclass (:class:`ColumnOptions`, ...,
+    :class:`calibcli.core.family.Bootstrap`), and the command body reads the group's values from its
+    ``**options`` (:func:`spec_of`, :func:`sources_of`, :func:`engine_of`, :func:`layout_of`). A family narrows
+    a shared option's choices with :meth:`calibcli.core.validation.Param.narrowed`."""
+
+    name: str
+    options: tuple[Opt, ...]
+
+    def only(self, *names: str) -> OptionGroup:
+        """The group with these options only (a command that takes part of it)."""
+        return replace(self, options=tuple(o for o in self.options if o.name in names))
+
+    def but(self, **changes) -> OptionGroup:
+        """The group with some options changed: ``name=alias``, or ``name=(alias, default)``."""
+        out = []
+        for o in self.options:
+            if o.name in changes:
+                change = changes[o.name]
+                o = Opt(o.name, *change) if isinstance(change, tuple) else Opt(o.name, change, o.default)
+            out.append(o)
+        return replace(self, options=tuple(out))
+
+
+def group_of(options_class, *names: str, name: str = "own") -> OptionGroup:
+    """The options of a declared dataclass (these fields, or all) as an option group; a field declared with the
+    default ``...`` is a required option."""
+    declared = params_of(options_class)
+    return OptionGroup(
+        name,
+        tuple(
+            Opt(n, alias(options_class, n), inspect.Parameter.empty if declared[n][1] is ... else declared[n][1])
+            for n in (names or declared)
+        ),
+    )
+
+
+COLUMNS = group_of(ColumnOptions, name="columns")
+READING = group_of(ReadingOptions, name="reading")
+DATASETS = group_of(DatasetOptions, name="datasets")
+ENGINE = group_of(EngineOptions, name="engine")
+BOOTSTRAP = group_of(fam.Bootstrap, name="bootstrap")
+OUTPUT = group_of(OutputOptions, name="output")
+GATES = group_of(fam.Gates, name="gates")
+
+
+@dataclass(frozen=True)
+class Own:
+    """Where a command's own options go among its groups in :func:`with_groups`: these (by name, in the
+    function's order), or every own option not placed yet."""
+
+    names: tuple[str, ...] = ()
+
+
+def own(*names: str) -> Own:
+    return Own(names)
+
+
+#: Every own option not placed by an :func:`own` before it.
+OWN = Own()
+
+
+def with_groups(*layout, declared=None):
+    """Decorator: the command's signature is its arguments (parameters without a default: FILES...), then
+    the groups and its own options in the order of ``layout`` (:func:`own` places some of its own options,
+    :data:`OWN` the rest). The function takes the groups' values as ``**options``.
+
+    ``declared``: the family's options dataclass (:class:`calibcli.core.validation.Declared`). Its fields are the
+    command's own options (flags, help and defaults from their declarations), and where a group's option is
+    one of its fields the field's declaration is taken (``tcal --alpha``: the test's level, not an interval's)."""
+
+    def decorate(func):
+        hints = typing.get_type_hints(func, include_extras=True)
+        mine = [
+            p.replace(annotation=hints.get(p.name, p.annotation))
+            for p in inspect.signature(func).parameters.values()
+            if p.kind is not inspect.Parameter.VAR_KEYWORD
+        ]
+        fields = group_of(declared).options if declared is not None else ()
+        field = {o.name: o for o in fields}
+        in_groups = {o.name for item in layout if isinstance(item, OptionGroup) for o in item.options}
+        mine += [
+            inspect.Parameter(
+                o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default, annotation=o.annotation
+            )
+            for o in fields
+            if o.name not in in_groups
+        ]
+        params = [p for p in mine if p.default is inspect.Parameter.empty]
+        for item in layout:
+            if isinstance(item, Own):
+                params += [
+                    p
+                    for p in mine
+                    if p.default is not inspect.Parameter.empty
+                    and p not in params
+                    and (not item.names or p.name in item.names)
+                ]
+            else:
+                params += [
+                    inspect.Parameter(
+                        o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default, annotation=o.annotation
+                    )
+                    for o in (field.get(o.name, o) for o in item.options)
+                ]
+        func.__signature__ = inspect.Signature(params, return_annotation=None)
+        func.__annotations__ = {**{p.name: p.annotation for p in params}, "return": None}
+        return func
+
+    return decorate
+
+
+#: Every shared group, for :func:`signature_from` (a parameter of a library function named as a group's option
+#: takes that option's flag and help).
+GROUPS = (COLUMNS, READING, DATASETS, ENGINE, BOOTSTRAP, OUTPUT, GATES)
+
+
+def signature_from(library, aliases: dict, *extra, library_only: tuple[str, ...] = ()):
+    """Decorator: the command takes the parameters of the library function ``library`` (their names, order and
+    defaults: declared once, there), each with its command-line alias (``aliases`` by name: a declaration
+    (:class:`~calibcli.core.validation.Param`) made an option of the parameter's type, or an ``Annotated`` alias; else
+    the shared group's), then the options of the groups in ``extra`` (what only the command has: the output). The
+    command function takes them all as ``**options``; ``library_only`` are parameters the command does not offer."""
+    shared_alias = {o.name: o.annotation for group in GROUPS for o in group.options}
+    hints = typing.get_type_hints(library)
+    aliases = {name: alias_of(hints[name], a) if isinstance(a, Param) else a for name, a in aliases.items()}
+
+    def decorate(func):
+        params = [
+            inspect.Parameter(
+                p.name,
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                default=p.default,
+                annotation=aliases.get(p.name, shared_alias.get(p.name)),
+            )
+            for p in inspect.signature(library).parameters.values()
+            if p.name not in library_only
+        ]
+        params += [
+            inspect.Parameter(
+                o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default, annotation=o.annotation
+            )
+            for group in extra
+            for o in group.options
+        ]
+        func.__signature__ = inspect.Signature(params, return_annotation=None)
+        func.__annotations__ = {**{p.name: p.annotation for p in params}, "return": None}
+        return func
+
+    return decorate
+
+
+def spec_of(options: dict) -> ColumnSpec:
+    """The columns group's values as a :class:`~calibcli.io.ColumnSpec`."""
+    return column_spec(
+        options["prob_col"], options["prob_cols"], options["label_col"], options["weight_col"], options["logits"]
+    )
+
+
+def sources_of(files, options: dict) -> Sources:
+    """The sources of a streaming command: FILES and the columns, reading and datasets groups' values."""
+    return sources(
+        list(files),
+        spec_of(options),
+        input_format=options["input_format"],
+        drop_invalid=options["drop_invalid"],
+        pool=options.get("pool", False),
+        batch_rows=options["batch_rows"],
+        group_by=split_columns(options.get("group_by")),
+    )
+
+
+def engine_of(options: dict) -> EngineChoice:
+    """The engine group's values."""
+    return EngineChoice(options["engine"], options["scheduler"], options["workers"])
+
+
+def layout_of(options: dict):
+    """The output group's values as the report's layout on stdout."""
+    return layout(
+        options["fmt"], options["as_json"], options.get("summary"), options.get("metrics"), options.get("sort")
+    )
+
+
+#: ``a,b`` -> ``("a", "b")`` (the columns of ``--group-by``, ``--metrics``, ``--segment-cols``).
+split_columns = fam.split_columns
+
+
+def layout(
+    fmt: str = "table",
+    as_json: bool = False,
+    summary: bool | None = None,
+    metrics: str | None = None,
+    sort: str | None = None,
+):
+    """The report's layout on stdout from ``--format``, ``--json``, ``--summary``, ``--metrics`` and ``--sort``."""
+    check_options({"fmt": FORMATS}, fmt=fmt)
+    return Layout.of(fmt, as_json, summary, split_columns(metrics) or None, sort)
+
+
+def column_spec(prob_col, prob_cols, label_col, weight_col, logits) -> ColumnSpec:
+    return ColumnSpec(
+        prob_col=prob_col,
+        prob_cols=tuple(prob_cols) if prob_cols else None,
+        label_col=label_col,
+        weight_col=weight_col,
+        logits=logits,
+    )
+
+
+def sources(
+    files: list[str],
+    spec: ColumnSpec,
+    *,
+    input_format: str | None,
+    drop_invalid: bool,
+    pool: bool,
+    batch_rows: int,
+    group_by: tuple[str, ...],
+    segment_by: tuple[str, ...] = (),
+) -> Sources:
+    """The sources option group of a streaming command, for :func:`calibcli.engines.pipeline.run`."""
+    return Sources(
+        tuple(files),
+        spec,
+        input_format=input_format,
+        drop_invalid=drop_invalid,
+        pool=pool,
+        batch_rows=batch_rows,
+        group_by=tuple(group_by),
+        segment_by=tuple(segment_by),
+    )
+
+
+def load_inputs(
+    files: list[str], spec: ColumnSpec, *, input_format: str | None, drop_invalid: bool
+) -> Iterator[LoadedInput]:
+    """Read the inputs one by one into memory (a bad one stops the run before anything is written).
+
+    Every argument is resolved first (a file, a directory, a glob, a URI, '-'), so a missing path fails
+    before any reading.
+    """
+    for dataset in resolve_datasets(files):
+        yield read_dataset(dataset, spec, input_format=input_format, drop_invalid=drop_invalid)
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors and exit codes, in one place
+
+
+def debugging() -> bool:
+    return os.environ.get("CALIBCLI_DEBUG", "") not in ("", "0")
+
+
+#: Parameters that name a file a command writes (every command uses these names), and their flags.
+FILE_OPTIONS = {"output": "--output", "report": "--report", "json_output": "--json-output"}
+
+#: Parameters that name what a command reads (every command uses these names), and what each is called
+#: when an output would overwrite it: outputs are checked against them before any work.
+INPUT_ARGUMENTS = {
+    "files": "input file",
+    "train": "input file",
+    "file": "input file",
+    "fit_file": "input file",
+    "baseline": "input file",
+    "candidate": "input file",
+    "calibrator": "calibrator",
+}
+
+
+def check_file_options(kwargs: dict) -> None:
+    """Every file option of a command's arguments (:data:`FILE_OPTIONS`), before any work: writable, not
+    an input (:data:`INPUT_ARGUMENTS`) and not another output."""
+    inputs = []
+    for name, what in INPUT_ARGUMENTS.items():
+        value = kwargs.get(name)
+        for arg in [value] if isinstance(value, str) else value or []:
+            inputs.append((what, arg))
+    seen: list[tuple[str, str]] = []
+    for name in FILE_OPTIONS:
+        path = kwargs.get(name)
+        if not path:
+            continue
+        for other, other_path in seen:
+            if path == other_path or (
+                path != STDOUT
+                and other_path != STDOUT
+                and os.path.exists(path)
+                and os.path.exists(other_path)
+                and os.path.samefile(path, other_path)
+            ):
+                raise CalibcliError(f"{{opt:{name}}} {path} is the {{opt:{other}}} file too: name another file")
+        check_output_target(path, name, inputs)
+        seen.append((name, path))
+
+
+#: Errors only a write gives (ENOSPC, EDQUOT, EFBIG): an error line, not an "internal error".
+WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def check_parameters(func, kwargs: dict) -> None:
+    """Before any work: every numeric option of the command through :func:`calibcli.core.validation.check_options`
+    (finite, within range, within the memory budget), and no flag word (``--logits false``) read as a file."""
+    import typing
+
+    flags, file_arguments = {}, {}
+    for name, annotation in typing.get_type_hints(func, include_extras=True).items():
+        if name not in kwargs:
+            continue
+        infos = getattr(annotation, "__metadata__", ())
+        if any(isinstance(i, typer.models.ArgumentInfo) for i in infos):
+            file_arguments[name] = kwargs[name]
+        elif isinstance(kwargs[name], bool):
+            flags[name] = kwargs[name]
+    check_command_options(kwargs, flags=flags, file_arguments=file_arguments)
+
+
+def out_of_memory_message(kwargs: dict) -> str:
+    """The ``MemoryError`` message: it names the size option that plans the largest allocation (never one
+    that is 0 or not set), else the input's size."""
+    culprit = memory_culprit(kwargs)
+    if culprit:
+        return cli_text(
+            f"out of memory: the largest allocation asked for is {culprit}: try a smaller value, or a smaller input",
+            flag_of,
+        )
+    return "out of memory while reading and reducing the input: try a smaller input, or a machine with more memory"
+
+
+def pure_flags(func) -> None:
+    """Show every boolean option of ``func`` as the flag it is: no ``<bool>`` value in ``--help`` (Typer
+    prints the type of every option, and a flag takes none). Applied to every command by :func:`command`."""
+    import typing
+
+    for name, annotation in typing.get_type_hints(func, include_extras=True).items():
+        args = typing.get_args(annotation)
+        if not args or not hasattr(annotation, "__metadata__"):
+            continue
+        base = args[0]
+        if base is bool or (
+            typing.get_origin(base) in (typing.Union, types.UnionType)
+            and set(typing.get_args(base)) == {bool, type(None)}
+        ):
+            for info in annotation.__metadata__:
+                if isinstance(info, typer.models.OptionInfo) and info.metavar is None:
+                    info.metavar = ""
+            func.__annotations__[name] = annotation  # the evaluated object (a string would be evaluated afresh)
+
+
+def command(func):
+    """Run a command body: bad input -> ``Error: ...`` and exit 2; failed gate -> exit 1.
+
+    A traceback is shown only when ``CALIBCLI_DEBUG=1``.
+    """
+    pure_flags(func)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        cancel.reset()
+        outputs.reset()
+        tune_allocator()  # batch-sized arrays reused, not unmapped and faulted in again (calibcli/core/malloc.py)
+        try:
+            try:
+                check_file_options(kwargs)
+                check_parameters(func, kwargs)
+                return func(*args, **kwargs)
+            except Exception:  # after a signal, any error is its consequence (a lock released twice
+                if cancel.requested():  # where the interrupt landed): report the interrupt
+                    raise cancel.Interrupted(cancel.signal_number()) from None
+                raise
+        except CalibcliError as exc:
+            if debugging():
+                raise
+            sys.stderr.write(f"Error: {for_terminal(exc.for_cli(flag_of))}\n")  # one line whatever a name holds
+            raise typer.Exit(2) from None
+        except GateFailed as exc:
+            sys.stderr.write(f"{for_terminal(exc)}\n")
+            raise typer.Exit(1) from None
+        except typer.Exit:
+            raise
+        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (calibcli.core.cancel): temporary files are gone by now
+            cancel.request(getattr(exc, "signum", 2))  # worker threads still running stop at their next check
+            cancel.report()
+            raise typer.Exit(cancel.exit_code(exc)) from None
+        except BrokenPipeError:  # the reader of stdout went away (`| head`): end quietly
+            quiet_stdout()
+            raise typer.Exit(PIPE_CLOSED) from None
+        except SystemExit as exc:  # rich's console exits 1 on a broken pipe (Console.on_broken_pipe)
+            if isinstance(exc.__context__, BrokenPipeError):
+                quiet_stdout()
+                raise typer.Exit(PIPE_CLOSED) from None
+            raise
+        except OSError as exc:  # a full disk or quota while writing stdout or a temporary file
+            if exc.errno not in WRITE_ERRNOS or debugging():
+                raise
+            where = f" ({exc.filename})" if exc.filename else ""
+            sys.stderr.write(f"Error: {for_terminal(f'cannot write{where}: {exc.strerror}')}\n")
+            raise typer.Exit(2) from None
+        except MemoryError:
+            sys.stderr.write(f"Error: {for_terminal(out_of_memory_message(kwargs))}\n")
+            raise typer.Exit(2) from None
+        except Exception as exc:  # a bug: say so in one line; CALIBCLI_DEBUG=1 shows the traceback
+            if debugging():
+                raise
+            sys.stderr.write(
+                f"Error: internal error ({type(exc).__name__}: {for_terminal(exc)}); rerun with CALIBCLI_DEBUG=1 "
+                f"for the traceback and report it\n"
+            )
+            raise typer.Exit(2) from None
+
+    return wrapper

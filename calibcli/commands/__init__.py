@@ -1,1 +1,0 @@
-"""One module per subcommand; :mod:`calibcli.cli` registers them on the app."""

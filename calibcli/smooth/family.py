@@ -1,0 +1,76 @@
+"""The smooth family (``calibcli smece``; SPEC 3): SmoothECE with a bootstrap interval."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import calibcli.smooth.estimator
+from calibcli.core.accumulator import per_input
+from calibcli.core.declarations import CLASS_WEIGHTS_PARAM
+from calibcli.core.documents import new_document
+from calibcli.core.family import Family, GatedMetrics, Plan, mode_field, sources_block
+from calibcli.core.registry import REGISTRY
+from calibcli.core.validation import declared, option
+from calibcli.smooth.inputs import SmoothInputAccumulator, SmoothOptions
+
+
+def _sigma_shown(sigma):
+    return "fixed point" if sigma is None else sigma
+
+
+@dataclass(frozen=True)
+class Options(GatedMetrics):
+    """``smece``'s options, declared once: the command's flags, the checks, the report's ``parameters``."""
+
+    mode: str | None = mode_field()
+    class_weights_scheme: str = declared("uniform", CLASS_WEIGHTS_PARAM)
+    sigma: float | None = option(
+        None,
+        "--sigma",
+        help="Kernel bandwidth: report smECE at this sigma. Default: the fixed point sigma* = "
+        "smECE_sigma* (solved to 1e-7), the SmoothECE proper.",
+        shown=_sigma_shown,
+    )
+
+    @property
+    def gate_metric(self) -> str:
+        return SmoothOptions(sigma=self.sigma).metric
+
+
+def plan(o: Options, sources, engine: str) -> Plan:
+    """``smece``'s document (its parameters; entries come from :func:`calibcli.engines.pipeline.add_entries`) and
+    ``new(stream)``, the input accumulator of a stream: the command apart from running it, so that
+    ``calibcli report`` feeds it in one pass beside the other families."""
+    sigma = o.sigma
+    options = SmoothOptions(
+        sigma=sigma, n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, class_weights=o.class_weights_scheme
+    )
+    metric = options.metric
+    gate = o.gate
+    doc = new_document(
+        "smece",
+        {
+            **o.shown("sigma"),
+            "fixed_point_tolerance": calibcli.smooth.estimator.FIXED_POINT_TOL if sigma is None else None,
+            "kernel": "reflected Gaussian on [0, 1] (every reflection; predictions at 0 or 1 carry full weight)",
+            **o.shown("mode"),
+            "class_weights": o.class_weights_scheme,
+            "marginal_aggregate": "sum_k v_k smECE_k (the lp rule with p = 1)",
+            "n_boot": o.n_boot,
+            "bootstrap": "Poisson, keyed by (seed, global row index); per row up to "
+            f"{options.row_limit} rows, from per-cell sufficient statistics beyond"
+            + (", bandwidth re-solved on each resample" if sigma is None else ", fixed sigma"),
+            # read at run time: the library may change it
+            "first_pass_grid_cells": calibcli.smooth.estimator.STATS_GRID,
+            "alpha": o.alpha,
+            "confidence_level": 1.0 - o.alpha,
+            "seed": o.seed,
+            "estimators": {metric: REGISTRY[metric].description},
+            **sources_block(sources, engine),
+            "gate": gate.describe() if gate.active else None,
+        },
+    )
+    return Plan(doc, per_input(SmoothInputAccumulator, o.mode, options), gate, o.n_boot)
+
+
+FAMILY = Family("smece", Options, plan)
