@@ -21,6 +21,7 @@ import pytest
 from matplotlib.collections import LineCollection
 from matplotlib.container import ErrorbarContainer
 
+from calibcli.diagram.data import prepare_binned
 from calibcli.diagram import plot as dg
 from calibcli.smooth.estimator import smooth_curve
 
@@ -241,7 +242,7 @@ def test_repeated_prob_col_overlays_the_columns_of_one_file(tmp_path, figures):
     assert len(errorbars(ax)) == 2
     assert [t.split("\n")[0] for t in legend_texts(ax)] == ["model_a", "model_b"]
     for eb, col in zip(errorbars(ax), (z, np.clip(z**1.5, 0, 1))):
-        ref = dg.prepare_binned(y, col, n_boot=0)
+        ref = prepare_binned(y, col, n_boot=0)
         np.testing.assert_allclose(eb.lines[0].get_xdata(), ref.confidence, rtol=1e-12)
         np.testing.assert_allclose(eb.lines[0].get_ydata(), ref.accuracy, rtol=1e-12)
     assert [f["input"]["columns"]["probabilities"] for f in doc["files"]] == [["model_a"], ["model_b"]]
@@ -279,7 +280,7 @@ def test_marginal_mode_one_panel_per_class_capped_with_the_cap_stated(tmp_path, 
     assert [t.get_text() for t in fig.texts] == ["Reliability diagram of digits_nb.parquet, marginal mode", NOTE3]
     # Class 1's panel is class 1 against the rest.
     df = pd.read_parquet(MULTI)
-    ref = dg.prepare_binned((df["label"] == 1).astype(int), df["p_1"], n_boot=0)
+    ref = prepare_binned((df["label"] == 1).astype(int), df["p_1"], n_boot=0)
     np.testing.assert_allclose(errorbars(mains[1])[0].lines[0].get_xdata(), ref.confidence, rtol=1e-12)
     np.testing.assert_allclose(errorbars(mains[1])[0].lines[0].get_ydata(), ref.accuracy, rtol=1e-12)
 

@@ -13,6 +13,7 @@ import pytest
 from matplotlib.collections import LineCollection
 from matplotlib.container import ErrorbarContainer
 
+from calibcli.diagram.data import prepare_binned
 from calibcli.diagram import plot as dg
 from calibcli.io.sources import DEFAULT_BATCH_ROWS
 
@@ -226,5 +227,5 @@ def test_marginal_mode_panels_per_class_overlays_per_group(tmp_path, figures):
     assert [[t.split(" = ")[0] for t in legend_names(ax)] for ax in mains] == [["ece_l1_plugin"] * 2] * 3
     # class 2 of the south rows: class 2 against the rest, on those rows alone
     south = site == "south"
-    ref = dg.prepare_binned((labels[south] == 2).astype(int), P[south, 2], n_boot=0)
+    ref = prepare_binned((labels[south] == 2).astype(int), P[south, 2], n_boot=0)
     np.testing.assert_allclose(errorbars(mains[2])[1].lines[0].get_ydata(), ref.accuracy, rtol=1e-12)

@@ -18,6 +18,8 @@ from _cli import BINARY, run  # noqa: E402  (tests/ is on sys.path)
 from scipy.stats import beta, binom
 
 import calibcli.diagram.plot as dg
+from calibcli.diagram.data import DEFAULT_BAND
+from calibcli.diagram.data import prepare_binned
 from calibcli.diagram.accumulator import DiagramInputAccumulator, DiagramOptions
 from calibcli.diagram.bands import clopper_pearson_interval, wilson_interval
 from calibcli.core.errors import CalibcliError
@@ -44,7 +46,7 @@ def simulated_coverage(band: str, rows_per_bin: int, sims: int, *, n_boot: int =
     hits = np.zeros(len(RATES))
     for i in range(sims):
         y, z = calibrated(rows_per_bin, rng)
-        d = dg.prepare_binned(y, z, n_bins=10, n_boot=n_boot, seed=i, band=band)
+        d = prepare_binned(y, z, n_bins=10, n_boot=n_boot, seed=i, band=band)
         assert d.n_bins_nonempty == len(RATES) and d.band == band
         hits += (d.acc_low <= RATES) & (RATES <= d.acc_high)
     return hits / sims
@@ -78,8 +80,8 @@ def test_bootstrap_band_covers_near_the_level_in_large_bins_and_collapses_in_pur
     # where Clopper-Pearson's reaches 1 - 0.025^(1/6) = 0.459 (scikit-learn issue 30664's finding).
     y = np.r_[np.zeros(6, int), np.ones(50, int), np.zeros(50, int)]
     z = np.r_[np.full(6, 0.05), np.full(100, 0.55)]
-    boot = dg.prepare_binned(y, z, n_bins=10, n_boot=200, band="bootstrap")
-    cp = dg.prepare_binned(y, z, n_bins=10, n_boot=0, band="clopper-pearson")
+    boot = prepare_binned(y, z, n_bins=10, n_boot=200, band="bootstrap")
+    cp = prepare_binned(y, z, n_bins=10, n_boot=0, band="clopper-pearson")
     assert (boot.acc_low[0], boot.acc_high[0]) == (0.0, 0.0)
     assert cp.acc_low[0] == 0.0 and cp.acc_high[0] == pytest.approx(1 - 0.025 ** (1 / 6), abs=1e-12)
 
@@ -87,7 +89,7 @@ def test_bootstrap_band_covers_near_the_level_in_large_bins_and_collapses_in_pur
 def test_bands_by_hand_and_frequency_weights():
     rng = np.random.default_rng(3)
     y, z = calibrated(15, rng)
-    cp = dg.prepare_binned(y, z, n_bins=10, n_boot=0, band="clopper-pearson")
+    cp = prepare_binned(y, z, n_bins=10, n_boot=0, band="clopper-pearson")
     k, n = np.round(cp.accuracy * cp.count), cp.count
     lo = np.where(k > 0, beta.ppf(0.025, np.maximum(k, 1), n - k + 1), 0.0)
     hi = np.where(k < n, beta.ppf(0.975, k + 1, np.maximum(n - k, 1)), 1.0)
@@ -95,8 +97,8 @@ def test_bands_by_hand_and_frequency_weights():
     np.testing.assert_allclose(cp.acc_high, hi, atol=1e-12)
     w = rng.integers(1, 4, len(y))  # frequency weights: the same band as the rows repeated
     for band in ("wilson", "clopper-pearson"):
-        a = dg.prepare_binned(y, z, sample_weight=w, n_bins=10, n_boot=0, band=band)
-        b = dg.prepare_binned(np.repeat(y, w), np.repeat(z, w), n_bins=10, n_boot=0, band=band)
+        a = prepare_binned(y, z, sample_weight=w, n_bins=10, n_boot=0, band=band)
+        b = prepare_binned(np.repeat(y, w), np.repeat(z, w), n_bins=10, n_boot=0, band=band)
         np.testing.assert_allclose(a.acc_low, b.acc_low, atol=1e-12)
         np.testing.assert_allclose(a.acc_high, b.acc_high, atol=1e-12)
 
@@ -106,7 +108,7 @@ def test_bootstrap_band_is_the_percentile_interval_of_the_resampled_frequencies(
 
     rng = np.random.default_rng(5)
     y, z = calibrated(40, rng)
-    d = dg.prepare_binned(y, z, n_bins=10, n_boot=300, seed=2, band="bootstrap")
+    d = prepare_binned(y, z, n_bins=10, n_boot=300, seed=2, band="bootstrap")
     reps = binned_calibration(y, z, n_bins=10, n_boot=300, seed=2, keep_replicates=True).bin_replicates
     with np.errstate(invalid="ignore", divide="ignore"):
         freq = np.where(reps.weight > 0, reps.sum_y / reps.weight, np.nan)
@@ -119,9 +121,9 @@ def test_bootstrap_band_is_the_percentile_interval_of_the_resampled_frequencies(
 def test_the_default_band_is_wilson_and_unchanged():
     rng = np.random.default_rng(7)
     y, z = calibrated(9, rng)
-    d = dg.prepare_binned(y, z, n_bins=10, n_boot=0)
+    d = prepare_binned(y, z, n_bins=10, n_boot=0)
     lo, hi = wilson_interval(np.round(d.accuracy * d.count), d.count)
-    assert d.band == dg.DEFAULT_BAND == "wilson"
+    assert d.band == DEFAULT_BAND == "wilson"
     np.testing.assert_allclose(d.acc_low, lo, atol=1e-15)
     np.testing.assert_allclose(d.acc_high, hi, atol=1e-15)
     per_bin = d.to_dict()["per_bin"][0]
@@ -132,7 +134,7 @@ def test_the_default_band_is_wilson_and_unchanged():
 def test_the_figure_draws_the_band(band):
     rng = np.random.default_rng(11)
     y, z = calibrated(25, rng)
-    d = dg.prepare_binned(y, z, n_bins=10, n_boot=100, band=band)
+    d = prepare_binned(y, z, n_bins=10, n_boot=100, band=band)
     fig = dg.plot_binned(d)
     ax = fig.axes[0]
     bars = [c for c in ax.collections if c.__class__.__name__ == "LineCollection" and len(c.get_segments()) == 10]
@@ -165,9 +167,9 @@ def test_streamed_diagram_beyond_the_row_limit_draws_the_bootstrap_band():
 def test_library_refuses_a_bad_band_and_a_bootstrap_band_without_resamples():
     y, z = calibrated(5, np.random.default_rng(0))
     with pytest.raises(CalibcliError, match="band is 'cp': expected one of wilson, clopper-pearson, bootstrap"):
-        dg.prepare_binned(y, z, band="cp")
+        prepare_binned(y, z, band="cp")
     with pytest.raises(CalibcliError, match="band bootstrap needs bootstrap resamples"):
-        dg.prepare_binned(y, z, n_boot=0, band="bootstrap")
+        prepare_binned(y, z, n_boot=0, band="bootstrap")
 
 
 def test_cli_band_in_parameters_and_json(tmp_path):

@@ -20,6 +20,8 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.patches import Rectangle, StepPatch
 from matplotlib.path import Path as MplPath
 
+from calibcli.diagram.legends import marker_areas
+from calibcli.diagram.data import prepare_binned
 from calibcli.diagram import plot as dg
 
 from _cli import BINARY, MULTI, SAMPLE, run, run_json, write_csv  # noqa: E402  (tests/ is on sys.path)
@@ -172,7 +174,7 @@ def test_library_figure_places_its_legend_too():
     rng = np.random.default_rng(3)
     z = rng.uniform(0, 1, 600)
     y = (rng.random(600) < 0.2 + 0.6 * z).astype(int)
-    fig = dg.plot_binned(dg.prepare_binned(y, z, n_boot=20))
+    fig = dg.plot_binned(prepare_binned(y, z, n_boot=20))
     assert_legends_hide_nothing(fig)
 
 
@@ -210,7 +212,7 @@ def test_min_count_breaks_the_line_and_marks_sparse_bins(tmp_path, figures):
     np.testing.assert_array_equal(jx[~np.isnan(jx)], np.asarray(x)[[0, 2, 3, 5]])
     # marker area grows with the rows; sparse markers hollow (white face), their bars faint
     coll = _points(ax)
-    np.testing.assert_allclose(coll.get_sizes(), dg.marker_areas(np.array(counts)))
+    np.testing.assert_allclose(coll.get_sizes(), marker_areas(np.array(counts)))
     assert coll.get_sizes()[4] < coll.get_sizes()[1] < coll.get_sizes()[0]
     faces = coll.get_facecolors()
     assert [tuple(f) == (1.0, 1.0, 1.0, 1.0) for f in faces] == [c < 10 for c in counts]

@@ -26,6 +26,10 @@ from matplotlib.collections import LineCollection
 from matplotlib.container import ErrorbarContainer
 from matplotlib.patches import Rectangle, StepPatch
 
+from calibcli.diagram.data import DiagramPanel
+from calibcli.diagram.bands import wilson_interval
+from calibcli.diagram.data import prepare_smooth
+from calibcli.diagram.data import prepare_binned
 from calibcli.diagram.accumulator import DiagramInputAccumulator, DiagramOptions
 from calibcli.diagram import plot as dg
 from calibcli.core.binning import fit_binning
@@ -134,8 +138,8 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 
 def one_panel(y, z, *, n_boot=20, seed=0, name="", problem="binary", **binned):
-    b = dg.prepare_binned(y, z, n_boot=n_boot, seed=seed, name=name, problem=problem, **binned)
-    s = dg.prepare_smooth(y, z, n_boot=n_boot, seed=seed, n_points=201, name=name, problem=problem)
+    b = prepare_binned(y, z, n_boot=n_boot, seed=seed, name=name, problem=problem, **binned)
+    s = prepare_smooth(y, z, n_boot=n_boot, seed=seed, n_points=201, name=name, problem=problem)
     return b, s
 
 
@@ -144,7 +148,7 @@ def one_panel(y, z, *, n_boot=20, seed=0, name="", problem="binary", **binned):
 
 
 def test_wilson_interval_by_hand():
-    lo, hi = dg.wilson_interval([3, 0, 10, 7.5], [10, 10, 10, 12.5])
+    lo, hi = wilson_interval([3, 0, 10, 7.5], [10, 10, 10, 12.5])
     for j, (k, n) in enumerate([(3, 10), (0, 10), (10, 10), (7.5, 12.5)]):
         assert (lo[j], hi[j]) == pytest.approx(wilson_by_hand(k, n), abs=1e-12)
     # The textbook value for 3 successes in 10 (95%): [0.1078, 0.6032].
@@ -152,7 +156,7 @@ def test_wilson_interval_by_hand():
     # 0 of n: the interval starts at 0 and ends at z^2 / (n + z^2).
     assert lo[1] == 0.0 and hi[1] == pytest.approx(Z95**2 / (10 + Z95**2), abs=1e-12)
     # Level 1 - alpha: a 90% interval is narrower than the 95% one.
-    lo90, hi90 = dg.wilson_interval(3, 10, alpha=0.10)
+    lo90, hi90 = wilson_interval(3, 10, alpha=0.10)
     assert lo[0] < lo90 < hi90 < hi[0]
     assert (lo90, hi90) == pytest.approx(wilson_by_hand(3, 10, z=1.6448536269514722), abs=1e-12)
 
@@ -162,8 +166,8 @@ def test_wilson_interval_reaches_exactly_0_and_1_at_the_ends():
     # rounding of centre -+ half (otherwise the error bar has a negative length and cannot be drawn).
     n = np.arange(1, 201, dtype=np.float64)
     for alpha in (0.05, 0.1, 0.01):
-        lo0, hi0 = dg.wilson_interval(np.zeros_like(n), n, alpha=alpha)
-        lo1, hi1 = dg.wilson_interval(n, n, alpha=alpha)
+        lo0, hi0 = wilson_interval(np.zeros_like(n), n, alpha=alpha)
+        lo1, hi1 = wilson_interval(n, n, alpha=alpha)
         assert (lo0 == 0.0).all() and (hi1 == 1.0).all()
         assert (hi0 > 0).all() and (lo1 < 1).all()
 
@@ -176,7 +180,7 @@ def test_wilson_interval_reaches_exactly_0_and_1_at_the_ends():
 )
 def test_wilson_interval_contains_the_proportion(total, frac, alpha):
     successes = frac * total
-    lo, hi = dg.wilson_interval(successes, total, alpha=alpha)
+    lo, hi = wilson_interval(successes, total, alpha=alpha)
     p = successes / total
     assert 0.0 <= lo <= min(p, 1.0) and max(p, 0.0) <= hi <= 1.0
 
@@ -188,7 +192,7 @@ def test_wilson_interval_contains_the_proportion(total, frac, alpha):
 def test_prepare_binned_hand_worked_example():
     z = np.array([0.05, 0.10, 0.15, 0.60, 0.70, 0.90, 1.00])
     y = np.array([0, 0, 1, 1, 0, 1, 1])
-    d = dg.prepare_binned(y, z, n_bins=4, n_boot=0)
+    d = prepare_binned(y, z, n_bins=4, n_boot=0)
     # Bins [0, .25): rows 0-2; [.25, .5): empty; [.5, .75): rows 3-4; [.75, 1]: rows 5-6 (1.0 in the last bin).
     assert d.n == 7 and d.n_bins == 4 and d.n_bins_nonempty == 3 and d.strategy == "uniform"
     np.testing.assert_array_equal(d.bounds, [0, 0.25, 0.5, 0.75, 1])
@@ -210,7 +214,7 @@ def test_prepare_binned_hand_worked_example():
 def test_prepare_binned_equals_calibcli_binning(strategy, n_bins):
     df = pd.read_csv(BINARY)
     y, z = df["label"].to_numpy(), df["prob"].to_numpy()
-    d = dg.prepare_binned(y, z, n_bins=n_bins, strategy=strategy, n_boot=20, seed=4)
+    d = prepare_binned(y, z, n_bins=n_bins, strategy=strategy, n_boot=20, seed=4)
     binning = fit_binning(z, n_bins=n_bins, strategy=strategy)
     idx = binning.assign(z)
     s = bin_statistics(y, z, idx, binning.n_bins_effective)
@@ -232,8 +236,8 @@ def test_prepare_binned_equals_calibcli_binning(strategy, n_bins):
 def test_prepare_binned_frequency_weights_equal_duplicated_rows():
     y, z = make_binary(120, seed=2)
     w = np.random.default_rng(3).integers(1, 4, len(z))
-    a = dg.prepare_binned(y, z, sample_weight=w, n_bins=8, n_boot=0)
-    b = dg.prepare_binned(np.repeat(y, w), np.repeat(z, w), n_bins=8, n_boot=0)
+    a = prepare_binned(y, z, sample_weight=w, n_bins=8, n_boot=0)
+    b = prepare_binned(np.repeat(y, w), np.repeat(z, w), n_bins=8, n_boot=0)
     for field in ("confidence", "accuracy", "acc_low", "acc_high", "weight", "bin_lower", "bin_upper"):
         np.testing.assert_allclose(getattr(a, field), getattr(b, field), rtol=1e-12, err_msg=field)
     assert a.estimate == pytest.approx(b.estimate, abs=1e-12)
@@ -251,13 +255,13 @@ def test_prepare_binned_frequency_weights_equal_duplicated_rows():
 def test_prepare_binned_rejects_bad_options():
     y, z = make_binary(50)
     with pytest.raises(CalibcliError, match="strategy is 'equal'") as err:  # the library names the parameter
-        dg.prepare_binned(y, z, strategy="equal")
+        prepare_binned(y, z, strategy="equal")
     assert err.value.for_cli().startswith("--strategy is 'equal'")  # the command line, the flag
     with pytest.raises(CalibcliError, match="n_bins is 0") as err:
-        dg.prepare_binned(y, z, n_bins=0)
+        prepare_binned(y, z, n_bins=0)
     assert err.value.for_cli().startswith("--n-bins is 0")
     with pytest.raises(CalibcliError, match="outside"):
-        dg.prepare_binned(y, np.where(z > 0.5, 1.3, z))
+        prepare_binned(y, np.where(z > 0.5, 1.3, z))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -266,7 +270,7 @@ def test_prepare_binned_rejects_bad_options():
 
 def test_binned_figure_draws_the_prepared_statistics():
     y, z = make_binary(300)
-    d = dg.prepare_binned(y, z, n_bins=10, n_boot=20, seed=0)
+    d = prepare_binned(y, z, n_bins=10, n_boot=20, seed=0)
     fig = dg.plot_binned(d)
     assert len(fig.axes) == 2
     ax, hist = fig.axes
@@ -303,7 +307,7 @@ def test_empty_bins_are_not_drawn_as_zero():
     rng = np.random.default_rng(1)
     z = np.concatenate([rng.uniform(0.0, 0.2, 60), rng.uniform(0.8, 1.0, 60)])
     y = (rng.random(120) < z).astype(int)
-    d = dg.prepare_binned(y, z, n_bins=10, n_boot=0)
+    d = prepare_binned(y, z, n_bins=10, n_boot=0)
     assert d.n_bins_nonempty == 4 and list(d.counts_all[2:8]) == [0] * 6
     fig = dg.plot_binned(d)
     ax = fig.axes[0]
@@ -324,7 +328,7 @@ def test_all_positive_and_all_negative_bins_are_drawn():
     # bar length, which matplotlib refuses); 10 rows all negative: centre - half rounds to 2.8e-17.
     z = np.r_[np.full(13, 0.95), np.full(10, 0.05)]
     y = np.r_[np.ones(13, int), np.zeros(10, int)]
-    d = dg.prepare_binned(y, z, n_bins=5, n_boot=0)
+    d = prepare_binned(y, z, n_bins=5, n_boot=0)
     np.testing.assert_array_equal(d.accuracy, [0.0, 1.0])
     assert d.acc_low[0] == 0.0 and d.acc_high[1] == 1.0
     ends = error_bar_ends(errorbars(dg.plot_binned(d).axes[0])[0])
@@ -334,7 +338,7 @@ def test_all_positive_and_all_negative_bins_are_drawn():
 def test_top_label_axis_labels():
     y, z = make_binary(100)
     z = 0.5 + 0.5 * z
-    fig = dg.plot_binned(dg.prepare_binned(y, z, n_boot=0, problem="top-label"))
+    fig = dg.plot_binned(prepare_binned(y, z, n_boot=0, problem="top-label"))
     ax, hist = fig.axes
     assert ax.get_ylabel() == "accuracy" and hist.get_xlabel() == "confidence (top-label probability)"
 
@@ -345,7 +349,7 @@ def test_top_label_axis_labels():
 
 def test_prepare_smooth_is_smooth_curve():
     y, z = make_binary(300, seed=5)
-    d = dg.prepare_smooth(y, z, n_boot=20, seed=7, n_points=201)
+    d = prepare_smooth(y, z, n_boot=20, seed=7, n_points=201)
     ref = smooth_curve(y, z, n_boot=20, rng=7, n_points=201)
     assert (d.sigma, d.smece, d.ci_low, d.ci_high, d.n, d.n_boot) == (ref.sigma, ref.smece, ref.ci_low, ref.ci_high, 300, 20)
     for field in ("t", "yhat", "density", "band_low", "band_high"):
@@ -354,13 +358,13 @@ def test_prepare_smooth_is_smooth_curve():
     at_sigma = smooth_curve(y, z, sigma=d.sigma, n_points=201)
     np.testing.assert_allclose(d.yhat, at_sigma.yhat, rtol=1e-9, atol=1e-12, equal_nan=True)
     assert d.ci_low <= d.smece <= d.ci_high
-    no_boot = dg.prepare_smooth(y, z, n_boot=0)
+    no_boot = prepare_smooth(y, z, n_boot=0)
     assert no_boot.band_low is None and no_boot.ci_low is None and len(no_boot.t) == 501
 
 
 def test_smooth_figure_draws_the_smooth_curve():
     y, z = make_binary(300, seed=5)
-    d = dg.prepare_smooth(y, z, n_boot=20, seed=7, n_points=201)
+    d = prepare_smooth(y, z, n_boot=20, seed=7, n_points=201)
     fig = dg.plot_smooth(d)
     ax, dens = fig.axes
     assert ax.get_ylabel() == "observed frequency of positives"
@@ -443,8 +447,8 @@ def test_prepare_is_the_one_batch_case_of_the_streamed_accumulator(weighted):
     report = acc.result()
     (curve,) = report.curves("m")
     assert (curve.name, curve.problem, curve.class_index, curve.n) == ("m", "binary", None, 500)
-    _same(curve.binned, dg.prepare_binned(y, z, sample_weight=w, n_bins=12, n_boot=20, seed=5, name="m"))
-    ref = dg.prepare_smooth(y, z, sample_weight=w, n_boot=20, seed=5, n_points=201, name="m")
+    _same(curve.binned, prepare_binned(y, z, sample_weight=w, n_bins=12, n_boot=20, seed=5, name="m"))
+    ref = prepare_smooth(y, z, sample_weight=w, n_boot=20, seed=5, n_points=201, name="m")
     assert curve.smooth.grid_cells is not None and ref.grid_cells is None
     _same(replace(curve.smooth, grid_cells=None), ref, rtol=1e-12)
     # the report sections come from these objects
@@ -483,7 +487,7 @@ def test_second_pass_fixes_quantile_edges_beyond_the_rows_kept():
     acc = _streamed(y, z, batch=64, smooth=False, strategy="quantile", n_bins=10, n_boot=0, row_limit=100)
     report = acc.result()
     assert report.notes == ("quantile edges from exact quantiles of all predictions",)
-    ref = dg.prepare_binned(y, z, strategy="quantile", n_bins=10, n_boot=0)
+    ref = prepare_binned(y, z, strategy="quantile", n_bins=10, n_boot=0)
     (curve,) = report.curves("")
     assert curve.smooth is None
     np.testing.assert_array_equal(curve.binned.bounds, ref.bounds)
@@ -512,7 +516,7 @@ def test_second_pass_on_a_finer_grid_when_s_star_is_below_what_the_first_resolve
     (curve,) = acc.result().curves("")
     assert curve.smooth.grid_cells == acc.smooth[0].n_cells > 4096
     assert curve.smooth.sigma == pytest.approx(0.001, rel=1e-6)
-    assert curve.smooth.sigma == pytest.approx(dg.prepare_smooth(y, z, n_boot=0).sigma, rel=1e-6)
+    assert curve.smooth.sigma == pytest.approx(prepare_smooth(y, z, n_boot=0).sigma, rel=1e-6)
 
 
 def test_marginal_accumulates_only_the_classes_drawn():
@@ -524,7 +528,7 @@ def test_marginal_accumulates_only_the_classes_drawn():
     curves = acc.result().curves("m")
     assert [(c.problem, c.class_index) for c in curves] == [("class 0", 0), ("class 1", 1)]
     for k, c in enumerate(curves):
-        _same(c.binned, dg.prepare_binned((labels == k).astype(int), P[:, k], n_boot=0, name="m", problem=f"class {k}"))
+        _same(c.binned, prepare_binned((labels == k).astype(int), P[:, k], n_boot=0, name="m", problem=f"class {k}"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -534,7 +538,7 @@ def test_marginal_accumulates_only_the_classes_drawn():
 @pytest.mark.parametrize(("kind", "lower"), [("binned", ["count"]), ("smooth", ["density"]), ("both", ["count", "density"])])
 def test_kind_gives_its_panels(kind, lower):
     b, s = one_panel(*make_binary(200))
-    fig = dg.plot_diagram([dg.DiagramPanel(title="", binned=(b,), smooth=(s,))], kind=kind, title="Reliability diagram of m")
+    fig = dg.plot_diagram([DiagramPanel(title="", binned=(b,), smooth=(s,))], kind=kind, title="Reliability diagram of m")
     mains = main_axes(fig)
     assert len(mains) == len(lower) and len(fig.axes) == 2 * len(lower)
     assert [ax.get_ylabel() for ax in lower_axes(fig)] == lower
@@ -553,7 +557,7 @@ def test_kind_gives_its_panels(kind, lower):
 def test_overlay_names_each_curve_in_the_legend():
     names = ["model A", "model B", "model C"]
     data = [one_panel(*make_binary(200, seed=k), name=nm) for k, nm in enumerate(names)]
-    panel = dg.DiagramPanel(title="", binned=tuple(b for b, _ in data), smooth=tuple(s for _, s in data))
+    panel = DiagramPanel(title="", binned=tuple(b for b, _ in data), smooth=tuple(s for _, s in data))
     fig = dg.plot_diagram([panel], kind="both")
     binned_ax, smooth_ax = main_axes(fig)
     assert len(errorbars(binned_ax)) == 3 and len(smooth_lines(smooth_ax)) == 3
@@ -579,7 +583,7 @@ def test_small_multiples_one_panel_per_class_and_the_note():
     panels = []
     for k in range(3):
         b, s = one_panel(y, np.clip(z + 0.02 * k, 0, 1), n_boot=0, problem=f"class {k}")
-        panels.append(dg.DiagramPanel(title=f"class {k}", binned=(b,), smooth=(s,)))
+        panels.append(DiagramPanel(title=f"class {k}", binned=(b,), smooth=(s,)))
     fig = dg.plot_diagram(panels, kind="both", title="T", note="the first 3 of 9 classes are drawn")
     mains = main_axes(fig)
     assert len(mains) == 6 and len(fig.axes) == 12
@@ -599,7 +603,7 @@ def test_small_multiples_one_panel_per_class_and_the_note():
 def test_plot_diagram_rejects_bad_arguments():
     b, s = one_panel(*make_binary(50), n_boot=0)
     with pytest.raises(CalibcliError, match="kind is 'hex'") as err:
-        dg.plot_diagram([dg.DiagramPanel(title="", binned=(b,), smooth=(s,))], kind="hex")
+        dg.plot_diagram([DiagramPanel(title="", binned=(b,), smooth=(s,))], kind="hex")
     assert err.value.for_cli().startswith("--kind is 'hex'")
     with pytest.raises(CalibcliError, match="nothing to draw"):
         dg.plot_diagram([], kind="both")
@@ -613,7 +617,7 @@ def _layout(which: str):
     if which == "overlay":  # one panel, two curves with long names in the legends
         names = ["a rather long model name number one.parquet", "another quite long model name.parquet"]
         data = [one_panel(*make_binary(200, seed=k), name=nm) for k, nm in enumerate(names)]
-        panel = dg.DiagramPanel(title="", binned=tuple(b for b, _ in data), smooth=tuple(s for _, s in data))
+        panel = DiagramPanel(title="", binned=tuple(b for b, _ in data), smooth=tuple(s for _, s in data))
         return [panel], "both", "Reliability diagrams of 2 models, binary mode", None
     # small multiples: two binned + smooth pairs side by side, or binned panels in rows of four (the last
     # one partly empty)
@@ -623,7 +627,7 @@ def _layout(which: str):
     panels = []
     for k in range(n_panels):
         b, s = one_panel(y, np.clip(z * (0.5 + 0.05 * k), 0, 1), n_boot=0, problem=f"class {k}")
-        panels.append(dg.DiagramPanel(title=f"class {k}", binned=(b,), smooth=(s,)))
+        panels.append(DiagramPanel(title=f"class {k}", binned=(b,), smooth=(s,)))
     note = f"marginal mode: the first {n_panels} of 26 classes are drawn (--max-classes {n_panels})"
     return panels, kind, "Reliability diagram of x.parquet, marginal mode", note
 
@@ -642,7 +646,7 @@ def test_no_text_is_clipped(which):
 def test_png_svg_pdf_bytes_depend_only_on_the_data():
     def render():
         b, s = one_panel(*make_binary(200), seed=3)
-        fig = dg.plot_diagram([dg.DiagramPanel(title="", binned=(b,), smooth=(s,))], kind="smooth")
+        fig = dg.plot_diagram([DiagramPanel(title="", binned=(b,), smooth=(s,))], kind="smooth")
         return fig, {fmt: dg.figure_bytes(fig, fmt, dpi=72) for fmt in ("png", "svg", "pdf")}
 
     fig, first = render()
@@ -685,6 +689,6 @@ def test_legend_goes_to_the_off_diagonal_corner_that_hides_least(flip, corner):
     y = np.concatenate([np.ones(400, int), (rng.random(400) < z[400:]).astype(int)])
     if flip:
         z, y = 1.0 - z, 1 - y
-    for fig in (dg.plot_binned(dg.prepare_binned(y, z, n_boot=0)),
-                dg.plot_smooth(dg.prepare_smooth(y, z, n_boot=20, seed=0))):
+    for fig in (dg.plot_binned(prepare_binned(y, z, n_boot=0)),
+                dg.plot_smooth(prepare_smooth(y, z, n_boot=20, seed=0))):
         assert fig.axes[0].get_legend()._loc == {"upper left": 2, "lower right": 4}[corner]

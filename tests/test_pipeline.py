@@ -158,7 +158,7 @@ def test_marginal_state_round_trip_and_joint_aggregate():
     rng = np.random.default_rng(1)
     P = rng.dirichlet(np.ones(4), 900)
     c = np.array([rng.choice(4, p=p) for p in P])
-    ref = evaluate_binned(c, P, mode="marginal", n_boot=25, seed=3, class_weight_scheme="prior")
+    ref = evaluate_binned(c, P, mode="marginal", n_boot=25, seed=3, class_weights="prior")
     options = BinnedOptions(n_boot=25, seed=3, class_weights="prior", row_limit=900)
     parts = []
     for sel in np.array_split(rng.permutation(900), 4):

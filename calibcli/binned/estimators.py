@@ -21,21 +21,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibcli.binned.bootstrap import SortedGroups, _SortedProblem  # noqa: F401  (_SortedProblem re-exported)
+from calibcli.binned.bootstrap import SortedGroups
 from calibcli.binned.kernels import METRICS as BINNED_KERNEL_METRICS
 from calibcli.binned.kernels import binned_metrics
-from calibcli.binned.stats import (  # noqa: F401  (LOG_LOSS_EPS, BinStats, bin_statistics: re-exported, one definition)
-    _N_STATS,
+from calibcli.binned.stats import (
     LOG_LOSS_EPS,
     BinStats,
-    _bin_statistics_unweighted,
-    _row_stats,
-    _stats_from_sums,
     bin_statistics,
 )
 from calibcli.core.binning import fit_binning, uniform_bin_index
 from calibcli.core.registry import estimated, estimator, evaluate
-from calibcli.core.resampling import in_threads, percentile_interval, percentile_intervals  # noqa: F401  (re-exported)
+from calibcli.core.resampling import in_threads, percentile_intervals
 from calibcli.core.results import Metric
 from calibcli.core.validation import check_binary, check_options
 

@@ -24,17 +24,14 @@ import typer
 
 from calibcli.core import cancel, outputs
 from calibcli.core import family as fam
-from calibcli.core.accumulator import per_input  # noqa: F401  (where commands have always found it)
-from calibcli.core.errors import (  # noqa: F401  (flags, warnings and exit codes, where commands have always found them)  # noqa: F401  (flags, warnings and exit codes, where commands have always found them)
-    FLAGS,
+from calibcli.core.declarations import CLASS_WEIGHTS_PARAM, MODE, N_BINS, STRATEGY
+from calibcli.core.errors import (
     PIPE_CLOSED,
     CalibcliError,
     GateFailed,
-    check_choice,
     cli_text,
     flag_of,
     quiet_stdout,
-    warn,
 )
 from calibcli.core.malloc import tune_allocator
 from calibcli.core.outputs import STDOUT
@@ -129,10 +126,10 @@ def alias(options_class, name: str):
     return alias_of(typing.get_type_hints(options_class)[name], params_of(options_class)[name][0])
 
 
-Mode = alias_of(str | None, fam.MODE)
-ClassWeights = alias_of(str, fam.CLASS_WEIGHTS_PARAM)
-NBins = alias_of(int, fam.N_BINS)
-Strategy = alias_of(str, fam.STRATEGY)
+Mode = alias_of(str | None, MODE)
+ClassWeights = alias_of(str, CLASS_WEIGHTS_PARAM)
+NBins = alias_of(int, N_BINS)
+Strategy = alias_of(str, STRATEGY)
 NBoot = alias(fam.Bootstrap, "n_boot")
 Alpha = alias(fam.Bootstrap, "alpha")
 Seed = alias(fam.Bootstrap, "seed")

@@ -62,21 +62,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from calibcli.binned.estimators import binned_calibration
-from calibcli.clinical.cox import (  # noqa: F401  (Cox calibration's names, importable from here as before)
-    NOISE_ULPS,
+from calibcli.clinical.cox import (
     CoxCalibration,
-    WaldEstimate,
     _two_sided_p,
     cox_from_rows,
-    cox_groups,
 )
-from calibcli.clinical.ici import (  # noqa: F401  (the ICI's names, importable from here as before)
+from calibcli.clinical.ici import (
     ICI_GRID,
     SmoothCalibrationIndex,
     UniformCells,
     ici_groups,
-    weighted_quantile,
-    weighted_quantiles,
 )
 from calibcli.core.arraystate import ArrayState
 from calibcli.core.compensated import add_exact, add_exact_at

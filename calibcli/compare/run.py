@@ -2,7 +2,7 @@
 
 :func:`compare_streams` runs a baseline and a candidate through the binned family's pipeline
 (:class:`calibcli.ece_family.accumulator.InputAccumulator`, and
-:class:`~calibcli.ece_family.accumulator.SmoothInputAccumulator` with ``smooth=True``): the two entries are those
+:class:`~calibcli.smooth.inputs.SmoothInputAccumulator` with ``smooth=True``): the two entries are those
 ``calibcli ece`` (``smece``) makes. For each headline metric it reports ``candidate - baseline`` with a
 percentile interval of the replicated differences.
 
@@ -489,7 +489,7 @@ def compare_streams(
     """Compare a baseline stream ``stream_a`` with a candidate ``stream_b`` (see the module docstring).
 
     ``binned_options`` (:class:`calibcli.ece_family.accumulator.BinnedOptions`) and ``smooth_options``
-    (:class:`~calibcli.ece_family.accumulator.SmoothOptions`, or None for no SmoothECE) apply to both; ``mode_a`` is the
+    (:class:`~calibcli.smooth.inputs.SmoothOptions`, or None for no SmoothECE) apply to both; ``mode_a`` is the
     mode (both inputs must have the same classes). ``id_column``: pair by that column (the streams must have
     been opened with ``group_by=(id_column,)``). ``pairing``: ``auto``, ``order`` (an error when the rows are
     not the same examples in the same order) or ``none``. ``engine``: an engine that reduces tasks on a cluster

@@ -114,7 +114,7 @@ class GateFailed(Exception):
 
 
 #: Parameters whose flag is not ``--`` plus the name with dashes.
-FLAGS = {"class_weights_scheme": "--class-weights", "fmt": "--format"}
+FLAGS = {"fmt": "--format"}
 
 
 def flag_of(parameter: str) -> str:

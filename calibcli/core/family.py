@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from calibcli.core.declarations import ALPHA, CLASS_WEIGHTS_PARAM, MODE, N_BINS, STRATEGY, auto  # noqa: F401  (re-exported)
+from calibcli.core.declarations import ALPHA, MODE
 from calibcli.core.errors import CalibcliError
 from calibcli.core.gates import GateSpec
 from calibcli.core.validation import Declared, Param, declared, option

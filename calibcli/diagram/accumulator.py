@@ -1,6 +1,6 @@
 """The diagram family's accumulator (SPEC 6, 8): one input (or group), streamed, with a binned and a smooth
 accumulator per binary problem; its report gives the curves :mod:`calibcli.diagram.plot` draws
-(:func:`~calibcli.diagram.plot.prepare_binned` and :func:`~calibcli.diagram.plot.prepare_smooth` are its one-batch
+(:func:`~calibcli.diagram.data.prepare_binned` and :func:`~calibcli.diagram.data.prepare_smooth` are its one-batch
 case).
 """
 

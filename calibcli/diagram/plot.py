@@ -42,23 +42,12 @@ import numpy as np
 from calibcli.core.errors import CalibcliError, OptionError
 from calibcli.core.safe_text import for_matplotlib
 from calibcli.core.validation import check_option, check_options
-from calibcli.diagram.bands import BAND_DESCRIPTIONS, DIAGRAM_BANDS, wilson_interval  # noqa: F401  (re-exported)
-from calibcli.diagram.data import (  # noqa: F401  (the picture's data, where callers have always found it)
-    BIN_ACCURACY_INTERVAL,
-    BINNED_METRIC,
-    DEFAULT_BAND,
-    SMOOTH_BAND,
+from calibcli.diagram.data import (
     BinnedDiagramData,
     DiagramPanel,
     SmoothDiagramData,
-    binned_data_from_result,
-    check_band,
-    prepare_binned,
-    prepare_smooth,
-    smooth_data_from_result,
 )
-from calibcli.diagram.legends import (  # noqa: F401  (the sizes of marks, where callers have always found them)
-    MARKER_AREA,
+from calibcli.diagram.legends import (
     SMOOTH_WIDTH,
     _binned_ink,
     _legend,

@@ -49,7 +49,7 @@ class BinnedReport:
     mode: str
     problems: list[ProblemResult]
     aggregate: dict[str, Metric] | None
-    class_weight_scheme: str | None
+    class_weights: str | None
     class_weight_values: np.ndarray | None
     multiclass_scores: dict[str, Metric] | None
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -72,7 +72,7 @@ class BinnedReport:
         if self.aggregate is not None:
             assert self.class_weight_values is not None  # (an aggregate is a weighted one)
             out["aggregate"] = {
-                "class_weights": self.class_weight_scheme,
+                "class_weights": self.class_weights,
                 "class_weight_values": self.class_weight_values.tolist(),
                 "metrics": {k: m.to_dict() for k, m in self.aggregate.items()},
             }
@@ -399,7 +399,7 @@ def evaluate_binned(
     n_boot: int = 0,
     alpha: float = 0.05,
     seed: int = 0,
-    class_weight_scheme: str = "uniform",
+    class_weights: str = "uniform",
     progress=None,
 ) -> BinnedReport:
     """Every SPEC 2 estimator for validated ``labels`` and ``probs`` in ``mode``: the one-batch case of the pipeline."""
@@ -411,7 +411,7 @@ def evaluate_binned(
         n_boot=n_boot,
         alpha=alpha,
         seed=seed,
-        class_weights=class_weight_scheme,
+        class_weights=class_weights,
         row_limit=max(len(labels), 1),
     )
     acc = InputAccumulator(mode=mode, n_classes=n_classes, class_names=names, options=options)

@@ -45,7 +45,7 @@ from calibcli.io.columns import (
 )
 from calibcli.io.filesystems import list_files, uri_scheme
 from calibcli.io.footers import _guarded, _row_group_runs, file_sizes, map_in_threads
-from calibcli.io.fragments import Batch, Fragment, RowCounts, _guarded_iter  # noqa: F401  (where they were)
+from calibcli.io.fragments import Batch, Fragment, RowCounts, _guarded_iter
 
 #: Rows per batch by default: 2^20 rows of K probabilities take 8K MiB.
 DEFAULT_BATCH_ROWS = 1 << 17  # 1 MiB of predictions: memory stays near its floor, throughput near the bare read

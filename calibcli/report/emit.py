@@ -11,12 +11,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from calibcli.core.documents import (  # noqa: F401  (the document's shapes, where commands have always found them)
-    SCHEMA_VERSION,
-    entry_label,
-    jsonable,
-    metric_json,
-    new_document,
+from calibcli.core.documents import (
     to_json,
 )
 from calibcli.core.errors import GateFailed

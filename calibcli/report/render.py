@@ -1,6 +1,6 @@
 """One renderer for every command's report: tables, the batch summary, markdown and tidy CSV (SPEC 7).
 
-A report document (:func:`calibcli.report.emit.new_document`) holds entries (one per file, dataset or
+A report document (:func:`calibcli.core.documents.new_document`) holds entries (one per file, dataset or
 group); every entry exposes its numbers as *sections*, ``(problem, {metric: metric dict})``, whatever
 the command (:func:`entry_sections`). Everything printed is made from those sections:
 

@@ -91,35 +91,18 @@ from calibcli.core.validation import (
 from calibcli.smooth.bootstrap import CellBootstrap as _CellBootstrap
 from calibcli.smooth.bootstrap import RowBootstrap as _RowBootstrap
 from calibcli.smooth.bootstrap import bootstrap_values_groups as _bootstrap_values_groups
-from calibcli.smooth.grid import (  # noqa: F401  (re-exported: calibcli.smooth.estimator is the public home)
+from calibcli.smooth.grid import (
     BOOT_CELLS_PER_SIGMA,
-    CELLS_PER_SIGMA,
-    CHUNK_ROWS,
-    CI_METHOD_CELLS,
-    CI_METHOD_ROWS,
     CURVE_POINTS,
-    DENSE_MAX_CELLS,
-    DENSITY_FLOOR,
-    FIXED_POINT_TOL,
     MAX_GRID,
     MIN_CELLS_PER_SIGMA,
-    MIN_GRID,
     ROW_LIMIT,
     STATS_GRID,
     CellSums,
-    DenseSums,
-    _abs_integral,
-    _brent_root,
     _curve_on,
-    _dct1,
     _grid_level,
     _GridData,
-    _multiplier,
-    _resolved,
-    _restrict,
-    _smoothed_on_grid,
     _solve_fixed_point,
-    _spectrum,
 )
 
 

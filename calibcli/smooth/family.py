@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import calibcli.smooth.estimator
+import calibcli.smooth.grid
 from calibcli.core.accumulator import per_input
 from calibcli.core.declarations import CLASS_WEIGHTS_PARAM
 from calibcli.core.documents import new_document
@@ -23,7 +24,7 @@ class Options(GatedMetrics):
     """``smece``'s options, declared once: the command's flags, the checks, the report's ``parameters``."""
 
     mode: str | None = mode_field()
-    class_weights_scheme: str = declared("uniform", CLASS_WEIGHTS_PARAM)
+    class_weights: str = declared("uniform", CLASS_WEIGHTS_PARAM)
     sigma: float | None = option(
         None,
         "--sigma",
@@ -42,19 +43,17 @@ def plan(o: Options, sources, engine: str) -> Plan:
     ``new(stream)``, the input accumulator of a stream: the command apart from running it, so that
     ``calibcli report`` feeds it in one pass beside the other families."""
     sigma = o.sigma
-    options = SmoothOptions(
-        sigma=sigma, n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, class_weights=o.class_weights_scheme
-    )
+    options = SmoothOptions(sigma=sigma, n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, class_weights=o.class_weights)
     metric = options.metric
     gate = o.gate
     doc = new_document(
         "smece",
         {
             **o.shown("sigma"),
-            "fixed_point_tolerance": calibcli.smooth.estimator.FIXED_POINT_TOL if sigma is None else None,
+            "fixed_point_tolerance": calibcli.smooth.grid.FIXED_POINT_TOL if sigma is None else None,
             "kernel": "reflected Gaussian on [0, 1] (every reflection; predictions at 0 or 1 carry full weight)",
             **o.shown("mode"),
-            "class_weights": o.class_weights_scheme,
+            "class_weights": o.class_weights,
             "marginal_aggregate": "sum_k v_k smECE_k (the lp rule with p = 1)",
             "n_boot": o.n_boot,
             "bootstrap": "Poisson, keyed by (seed, global row index); per row up to "

@@ -71,7 +71,7 @@ class SmoothReport:
     mode: str
     problems: list[SmoothProblemResult]
     aggregate: dict[str, Metric] | None
-    class_weight_scheme: str | None
+    class_weights: str | None
     class_weight_values: np.ndarray | None
 
     def to_dict(self) -> dict:
@@ -79,7 +79,7 @@ class SmoothReport:
         if self.aggregate is not None:
             assert self.class_weight_values is not None  # (an aggregate is a weighted one)
             out["aggregate"] = {
-                "class_weights": self.class_weight_scheme,
+                "class_weights": self.class_weights,
                 "class_weight_values": self.class_weight_values.tolist(),
                 "metrics": {k: m.to_dict() for k, m in self.aggregate.items()},
             }

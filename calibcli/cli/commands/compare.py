@@ -18,7 +18,7 @@ from calibcli.compare.paired_bootstrap import worse_by
 from calibcli.compare.run import ID_ON_LOCAL_ONLY, ID_PAIRING_LIMIT, compare_streams
 from calibcli.core.binning import EDGE_CONVENTION
 from calibcli.core.documents import new_document
-from calibcli.core.errors import CalibcliError, GateFailed
+from calibcli.core.errors import CalibcliError, GateFailed, warn
 from calibcli.core.modes import default_mode
 from calibcli.core.registry import REGISTRY, describe
 from calibcli.core.safe_text import for_rich
@@ -152,7 +152,7 @@ def compare(
     doc["files"] = run.entries + [_difference_entry(run.comparison, used_mode)]
     doc["comparison"] = run.comparison
     if not run.pairing.paired:
-        cc.warn(
+        warn(
             f"{baseline} and {candidate} are compared unpaired ({run.pairing.reason}): the intervals of the "
             f"differences treat them as independent samples"
         )

@@ -20,7 +20,7 @@ import calibcli.smooth.estimator
 from calibcli.cli import options as cc
 from calibcli.core.binning import EDGE_CONVENTION
 from calibcli.core.documents import new_document
-from calibcli.core.errors import CalibcliError
+from calibcli.core.errors import CalibcliError, warn
 from calibcli.core.modes import default_mode
 from calibcli.core.outputs import is_stream
 from calibcli.core.registry import REGISTRY
@@ -29,6 +29,8 @@ from calibcli.core.validation import check_option
 from calibcli.diagram import family as diagram_family
 from calibcli.diagram import plot as dg
 from calibcli.diagram.accumulator import DiagramInputAccumulator, DiagramOptions, DiagramReport
+from calibcli.diagram.bands import BAND_DESCRIPTIONS
+from calibcli.diagram.data import BINNED_METRIC, SMOOTH_BAND, DiagramPanel
 from calibcli.engines.pipeline import check_engine, engine_runner, progress_bar
 from calibcli.report.emit import emit, write_atomic
 
@@ -158,11 +160,11 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
     want_binned, want_smooth = chosen.binned, chosen.smooth
     estimators = {}
     if want_binned:
-        estimators[dg.BINNED_METRIC] = REGISTRY[dg.BINNED_METRIC].description + ", percentile bootstrap interval"
-        estimators["bin_accuracy_interval"] = dg.BAND_DESCRIPTIONS[band]
+        estimators[BINNED_METRIC] = REGISTRY[BINNED_METRIC].description + ", percentile bootstrap interval"
+        estimators["bin_accuracy_interval"] = BAND_DESCRIPTIONS[band]
     if want_smooth:
         estimators["smece"] = REGISTRY["smece"].description + ", percentile bootstrap interval"
-        estimators["smooth_band"] = dg.SMOOTH_BAND
+        estimators["smooth_band"] = SMOOTH_BAND
     doc = new_document(
         "diagram",
         {
@@ -271,7 +273,7 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
         )
     note = "; ".join(notes) or None
     for text in notes:
-        cc.warn(text)
+        warn(text)
     if groups:
         doc["groups"] = {"by": list(groups), "n_groups": len(groups_seen), "n_groups_drawn": len(groups_drawn)}
 
@@ -293,7 +295,7 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
             if c.smooth is not None:
                 panel["smooth"].append(c.smooth)
     panel_list = [
-        dg.DiagramPanel(title=(key if marginal else ""), binned=tuple(v["binned"]), smooth=tuple(v["smooth"]))
+        DiagramPanel(title=(key if marginal else ""), binned=tuple(v["binned"]), smooth=tuple(v["smooth"]))
         for key, v in panels.items()
     ]
     auto_title, note = for_matplotlib(auto_title), (for_matplotlib(note) if note else note)  # names from the data

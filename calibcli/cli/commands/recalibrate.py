@@ -33,7 +33,7 @@ from calibcli.calibrators.document import (
 from calibcli.calibrators.multiclass import top_label_problem
 from calibcli.cli import options as cc
 from calibcli.core.documents import new_document, to_json
-from calibcli.core.errors import CalibcliError
+from calibcli.core.errors import CalibcliError, check_choice, warn
 from calibcli.core.modes import MODES, sigmoid, softmax
 from calibcli.core.outputs import stderr_console
 from calibcli.core.validation import check_options
@@ -112,7 +112,7 @@ def fit(train: TrainFile, **shared) -> None:
     seed, batch_rows, engine = shared["seed"], shared["batch_rows"], cc.engine_of(shared)
     layout = cc.layout_of(shared)
     if mode is not None:
-        cc.check_choice(mode, MODES, "--mode")
+        check_choice(mode, MODES, "--mode")
     check_options(alpha=alpha)  # the one rule of alpha (calibcli.core.validation._RULES)
     options = method_options(
         [method], **{k: shared[k] for k in ("n_bins", "strategy", "degree", "interpolation", "clip", "monotone")}
@@ -171,7 +171,7 @@ def fit(train: TrainFile, **shared) -> None:
         for i in (entry["fit_info"] if isinstance(entry["fit_info"], list) else [entry["fit_info"]])
     ]
     if any(clipped):
-        cc.warn(
+        warn(
             f"{max(clipped)} of {loaded.n_rows} predictions lay outside [clip, 1 - clip] and were clipped before "
             f"taking logits (clip {options.get('clip', options.get('eps', 1e-12)):g}); the fit depends on --clip"
         )
@@ -508,7 +508,7 @@ def apply(calibrator: CalibratorFile, file: DataFile, **shared) -> None:
     )
     if doc["columns"]["logits"]:
         where = "the output" if to_stdout else output
-        cc.warn(f"the columns {', '.join(columns)} held logits; in {where} they hold recalibrated probabilities")
+        warn(f"the columns {', '.join(columns)} held logits; in {where} they hold recalibrated probabilities")
     if to_stdout:  # stdout carries the rows: the summary goes to stderr (and the JSON report to --report)
         if report:
             write_atomic(report, to_json(rep) + "\n", "report")

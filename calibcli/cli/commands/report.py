@@ -33,11 +33,13 @@ from calibcli.cli import options as cc
 from calibcli.core.composite import Composite
 from calibcli.core.declarations import CLASS_WEIGHTS_PARAM, MODE, STRATEGY
 from calibcli.core.documents import entry_label, new_document, to_json
+from calibcli.core.errors import check_choice, flag_of, warn
 from calibcli.core.modes import default_mode
 from calibcli.core.safe_text import for_terminal
 from calibcli.core.validation import check_option, check_options, check_params
 from calibcli.diagram import plot as dg
 from calibcli.diagram.accumulator import DiagramInputAccumulator, DiagramOptions
+from calibcli.diagram.data import DiagramPanel
 from calibcli.engines.pipeline import add_entries, check_engine, engine_runner, summarise_groups
 from calibcli.recalibrate import family as recalibrate_family
 from calibcli.recalibrate.family import DEFAULT_METHODS
@@ -267,7 +269,7 @@ def _measure(
     )
     chosen = {
         "ece": dict(mode=mode, class_weights=class_weights, n_bins=n_bins, strategy=strategy),
-        "smece": dict(mode=mode, class_weights_scheme=class_weights),
+        "smece": dict(mode=mode, class_weights=class_weights),
         "tcal": dict(mode=tcal_mode),
     }
     docs, plans, declared = {}, {}, {}
@@ -339,7 +341,7 @@ def _draw(acc, *, marginal: bool, n_classes: int, number: int) -> dict:
     report = acc.result()
     curves = report.curves("", legend="")
     panels = [
-        dg.DiagramPanel(title=(c.problem if marginal else ""), binned=(c.binned,), smooth=(c.smooth,)) for c in curves
+        DiagramPanel(title=(c.problem if marginal else ""), binned=(c.binned,), smooth=(c.smooth,)) for c in curves
     ]
     drawn: dict[str, Any] = {}
     for kind in ("binned", "smooth"):
@@ -404,10 +406,10 @@ def report(files: ReportFiles, **options) -> None:
     )
     methods = tuple(dict.fromkeys(method)) if method else DEFAULT_METHODS
     for m in methods:
-        cc.check_choice(m, METHOD_NAMES, "--method")
+        check_choice(m, METHOD_NAMES, "--method")
     check_engine(options["engine"], options["scheduler"], options["workers"])
     if group_by and holdout != 0.5:
-        cc.warn("--holdout applies to the recalibration comparison, which is not run with --group-by")
+        warn("--holdout applies to the recalibration comparison, which is not run with --group-by")
     reading = {o.name: options[o.name] for o in (*cc.READING.options, *cc.DATASETS.only("batch_rows").options)}
     segments = bool(cc.split_columns(options["segment_cols"]))
     if segments:  # the audit's options checked, and the inputs opened with the segment columns, before any work
@@ -462,7 +464,7 @@ def command_line(given: dict) -> str:
         value = given.get(name)
         if name == "files" or value is None or value == parameter.default:
             continue
-        flag = cc.flag_of(name)
+        flag = flag_of(name)
         if value is True:
             words.append(flag)
         elif isinstance(value, (list, tuple)):

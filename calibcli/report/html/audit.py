@@ -14,6 +14,7 @@ import json
 from calibcli.audit.family import plan
 from calibcli.core.documents import segment_text, to_json
 from calibcli.diagram import plot as dg
+from calibcli.diagram.data import DiagramPanel
 from calibcli.engines.pipeline import engine_runner
 from calibcli.report.html import svg_fragment
 
@@ -53,7 +54,7 @@ def audit_section(streams: list, sources, options, *, engine: dict) -> dict:
 
 def _figure(diagrams, *, prefix: str) -> dict:
     """The whole population's and the worst segments' binned diagrams as small multiples, one SVG."""
-    panels = [dg.DiagramPanel(title=_title(d.definition), binned=(d.data,)) for d in diagrams]
+    panels = [DiagramPanel(title=_title(d.definition), binned=(d.data,)) for d in diagrams]
     fig = dg.plot_diagram(panels, kind="binned")
     return {
         "svg": svg_fragment(dg.figure_bytes(fig, "svg").decode("utf-8"), prefix=prefix),
