@@ -1,11 +1,10 @@
 """The ``calibcli`` command line: a thin layer that parses options, loads files, calls the core
 and renders (STYLE: the core is pure, the CLI is thin). Each subcommand lives in
-:mod:`calibcli.cli.commands`; errors become exit codes in :func:`calibcli.cli.options.command`.
+:mod:`calibcli.cli.commands`; exceptions become their ``Error:`` line and exit code in :mod:`calibcli.cli.exits`.
 """
 
 from __future__ import annotations
 
-import errno
 import importlib
 import sys
 from typing import Annotated
@@ -13,9 +12,8 @@ from typing import Annotated
 import typer
 
 from calibcli._version import __version__
+from calibcli.cli.exits import closed_stdout, parser_failure, pipe_closed
 from calibcli.core import cancel
-from calibcli.core.errors import PIPE_CLOSED, quiet_stdout
-from calibcli.core.safe_text import for_terminal
 
 app = typer.Typer(
     name="calibcli",
@@ -144,27 +142,18 @@ def main() -> None:
             except Exception as exc:
                 if type(exc).__name__ == "Abort" and isinstance(exc.__context__, KeyboardInterrupt):
                     raise exc.__context__ from None  # interrupted outside a command (Click's wrapping)
-                if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):  # not a parser error
+                parsed = parser_failure(exc)
+                if parsed is None:
                     raise
-                if type(exc).__name__ == "NoArgsIsHelpError":  # Rich printed the help; Click's plain one is the message
-                    sys.stdout.write(exc.format_message() + ("\n" if exc.format_message() else ""))
-                    sys.exit(exc.exit_code)
-                ctx = getattr(exc, "ctx", None)
-                hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-                sys.stderr.write(f"Error: {for_terminal(exc.format_message())}{hint}\n")
-                sys.exit(exc.exit_code)
+                sys.exit(parsed)
     except KeyboardInterrupt as exc:
-        cancel.report()
-        cancel.exit_now(cancel.exit_code(exc))
+        cancel.end(exc)
     except BrokenPipeError:
-        quiet_stdout()
-        sys.exit(PIPE_CLOSED)
+        sys.exit(pipe_closed())
     except SystemExit as exc:  # Typer (printing --help, --version) and rich exit 1 on a closed stdout: not a gate
-        closed = exc.__context__
-        if not (isinstance(closed, OSError) and closed.errno == errno.EPIPE):
+        if not closed_stdout(exc):
             raise
-        quiet_stdout()
-        sys.exit(PIPE_CLOSED)
+        sys.exit(pipe_closed())
     if cancel.requested():  # interrupted, in the command or around it (Typer turns that into exit 130 silently):
         cancel.report()  # say so, and end now, without a slow interpreter teardown
         cancel.exit_now(128 + cancel.signal_number())

@@ -25,8 +25,7 @@ def main() -> None:
 
         cli_main()
     except KeyboardInterrupt as exc:
-        cancel.report()
-        cancel.exit_now(cancel.exit_code(exc))
+        cancel.end(exc)
     except SystemExit as exc:
         _ended.append(exc.code if isinstance(exc.code, int) else int(exc.code is not None))
         raise

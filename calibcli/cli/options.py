@@ -8,12 +8,10 @@ document to :func:`calibcli.report.emit.emit`.
 
 from __future__ import annotations
 
-import errno
 import functools
 import inspect
 import math
 import os
-import sys
 import types
 import typing
 from collections.abc import Iterator
@@ -22,20 +20,17 @@ from typing import Annotated
 
 import typer
 
+from calibcli.cli.exits import command_failure
 from calibcli.core import cancel, outputs
 from calibcli.core import family as fam
 from calibcli.core.declarations import CLASS_WEIGHTS_PARAM, MODE, N_BINS, STRATEGY
 from calibcli.core.errors import (
-    PIPE_CLOSED,
     CalibcliError,
-    GateFailed,
     cli_text,
     flag_of,
-    quiet_stdout,
 )
 from calibcli.core.malloc import tune_allocator
 from calibcli.core.outputs import STDOUT
-from calibcli.core.safe_text import for_terminal
 from calibcli.core.validation import (
     Declared,
     Param,
@@ -521,10 +516,6 @@ def load_inputs(
 # Errors and exit codes, in one place
 
 
-def debugging() -> bool:
-    return os.environ.get("CALIBCLI_DEBUG", "") not in ("", "0")
-
-
 #: Parameters that name a file a command writes (every command uses these names), and their flags.
 FILE_OPTIONS = {"output": "--output", "report": "--report", "json_output": "--json-output"}
 
@@ -567,10 +558,6 @@ def check_file_options(kwargs: dict) -> None:
         seen.append((name, path))
 
 
-#: Errors only a write gives (ENOSPC, EDQUOT, EFBIG): an error line, not an "internal error".
-WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
-
-
 def check_parameters(func, kwargs: dict) -> None:
     """Before any work: every numeric option of the command through :func:`calibcli.core.validation.check_options`
     (finite, within range, within the memory budget), and no flag word (``--logits false``) read as a file."""
@@ -586,18 +573,6 @@ def check_parameters(func, kwargs: dict) -> None:
         elif isinstance(kwargs[name], bool):
             flags[name] = kwargs[name]
     check_command_options(kwargs, flags=flags, file_arguments=file_arguments)
-
-
-def out_of_memory_message(kwargs: dict) -> str:
-    """The ``MemoryError`` message: it names the size option that plans the largest allocation (never one
-    that is 0 or not set), else the input's size."""
-    culprit = memory_culprit(kwargs)
-    if culprit:
-        return cli_text(
-            f"out of memory: the largest allocation asked for is {culprit}: try a smaller value, or a smaller input",
-            flag_of,
-        )
-    return "out of memory while reading and reducing the input: try a smaller input, or a machine with more memory"
 
 
 def pure_flags(func) -> None:
@@ -621,10 +596,8 @@ def pure_flags(func) -> None:
 
 
 def command(func):
-    """Run a command body: bad input -> ``Error: ...`` and exit 2; failed gate -> exit 1.
-
-    A traceback is shown only when ``CALIBCLI_DEBUG=1``.
-    """
+    """Run a command body: its options checked first; an exception that ends it becomes its ``Error: ...``
+    line and exit code in :func:`calibcli.cli.exits.command_failure` (bad input 2, a failed gate 1)."""
     pure_flags(func)
 
     @functools.wraps(func)
@@ -641,44 +614,24 @@ def command(func):
                 if cancel.requested():  # where the interrupt landed): report the interrupt
                     raise cancel.Interrupted(cancel.signal_number()) from None
                 raise
-        except CalibcliError as exc:
-            if debugging():
-                raise
-            sys.stderr.write(f"Error: {for_terminal(exc.for_cli(flag_of))}\n")  # one line whatever a name holds
-            raise typer.Exit(2) from None
-        except GateFailed as exc:
-            sys.stderr.write(f"{for_terminal(exc)}\n")
-            raise typer.Exit(1) from None
         except typer.Exit:
             raise
-        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (calibcli.core.cancel): temporary files are gone by now
-            cancel.request(getattr(exc, "signum", 2))  # worker threads still running stop at their next check
-            cancel.report()
-            raise typer.Exit(cancel.exit_code(exc)) from None
-        except BrokenPipeError:  # the reader of stdout went away (`| head`): end quietly
-            quiet_stdout()
-            raise typer.Exit(PIPE_CLOSED) from None
-        except SystemExit as exc:  # rich's console exits 1 on a broken pipe (Console.on_broken_pipe)
-            if isinstance(exc.__context__, BrokenPipeError):
-                quiet_stdout()
-                raise typer.Exit(PIPE_CLOSED) from None
-            raise
-        except OSError as exc:  # a full disk or quota while writing stdout or a temporary file
-            if exc.errno not in WRITE_ERRNOS or debugging():
+        except BaseException as exc:  # turned into its line and exit code in one place (calibcli.cli.exits)
+            code = command_failure(exc, lambda: out_of_memory_message(kwargs))
+            if code is None:
                 raise
-            where = f" ({exc.filename})" if exc.filename else ""
-            sys.stderr.write(f"Error: {for_terminal(f'cannot write{where}: {exc.strerror}')}\n")
-            raise typer.Exit(2) from None
-        except MemoryError:
-            sys.stderr.write(f"Error: {for_terminal(out_of_memory_message(kwargs))}\n")
-            raise typer.Exit(2) from None
-        except Exception as exc:  # a bug: say so in one line; CALIBCLI_DEBUG=1 shows the traceback
-            if debugging():
-                raise
-            sys.stderr.write(
-                f"Error: internal error ({type(exc).__name__}: {for_terminal(exc)}); rerun with CALIBCLI_DEBUG=1 "
-                f"for the traceback and report it\n"
-            )
-            raise typer.Exit(2) from None
+            raise typer.Exit(code) from None
 
     return wrapper
+
+
+def out_of_memory_message(kwargs: dict) -> str:
+    """The ``MemoryError`` message: it names the size option that plans the largest allocation (never one
+    that is 0 or not set), else the input's size."""
+    culprit = memory_culprit(kwargs)
+    if culprit:
+        return cli_text(
+            f"out of memory: the largest allocation asked for is {culprit}: try a smaller value, or a smaller input",
+            flag_of,
+        )
+    return "out of memory while reading and reducing the input: try a smaller input, or a machine with more memory"

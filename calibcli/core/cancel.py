@@ -97,6 +97,12 @@ def exit_code(exc: BaseException) -> int:
     return getattr(exc, "exit_code", 128 + signal.SIGINT)
 
 
+def end(exc: BaseException) -> None:
+    """End an interrupted run now: ``Error: interrupted`` (once) and the interruption's exit code."""
+    report()
+    exit_now(exit_code(exc))
+
+
 def _handler(signum, frame) -> None:
     if _state.get("in_hook"):
         return  # inside _unraisable: its watchdog delivers the signal again once the hook has returned
