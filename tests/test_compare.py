@@ -67,7 +67,7 @@ def test_gate_direction_and_exit_codes(pair):
     doc = run_json("compare", recal, raw, "--n-boot", "300")
     c = doc["comparison"]["ece_l1_plugin"]
     assert c["worse"] and c["significant"] and c["ci_low"] > 0
-    from calibcli.report.entries import fmt_interval, fmt_number
+    from calibcli.core.documents import fmt_interval, fmt_number
 
     assert f"{fmt_number(c['candidate'])} vs {fmt_number(c['baseline'])}, difference {c['difference']:+.4g}" in line
     assert f"(95% CI {fmt_interval(c['ci_low'], c['ci_high'])}, paired)" in line

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibcli.report.entries import fmt_interval, fmt_number, shortest_unique_suffixes
+from calibcli.core.documents import fmt_interval, fmt_number
+from calibcli.report.entries import shortest_unique_suffixes
 from tests._cli import BINARY, MULTI, run, run_json
 
 

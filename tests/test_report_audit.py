@@ -16,7 +16,7 @@ import _browser
 import pytest
 from _cli import SAMPLE, run
 
-from calibcli.report.entries import fmt_number
+from calibcli.core.documents import fmt_number
 
 ADS = str(SAMPLE / "ads_segments.csv")
 COLS = "country,device,age"

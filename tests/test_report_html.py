@@ -76,7 +76,7 @@ def test_numbers_are_the_commands_numbers(multi):
 
 
 def test_verdicts_and_recalibration(multi):
-    from calibcli.report.entries import fmt_number
+    from calibcli.core.documents import fmt_number
 
     _, _, doc = multi
     calibrated, shifted = doc["files"][1], doc["files"][2]
@@ -313,7 +313,7 @@ def _bad_breaks(name: dict) -> list[str]:
 
 
 def test_in_chromium(browser, multi, tmp_path):
-    from calibcli.report.entries import fmt_number
+    from calibcli.core.documents import fmt_number
     from selenium.webdriver.common.by import By
 
     _, page, doc = multi

@@ -5,8 +5,6 @@
 
 from __future__ import annotations
 
-import math
-
 from calibcli.core.documents import segment_text
 
 Section = tuple[str, dict]
@@ -14,30 +12,6 @@ Section = tuple[str, dict]
 
 # ---------------------------------------------------------------------------------------------
 # Numbers
-
-
-def fmt_number(value, digits: int = 4) -> str:
-    """Numbers in tables: 4 significant digits, '-' for missing."""
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    value = float(value)
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    if math.isnan(value):
-        return "nan"
-    if value == 0:
-        return "0"
-    if abs(value) < 1e-3 or abs(value) >= 1e5:
-        return f"{value:.{digits - 1}e}"
-    return f"{value:.{digits}g}"
-
-
-def fmt_interval(low, high) -> str:
-    if low is None or high is None:
-        return "-"
-    return f"[{fmt_number(low)}, {fmt_number(high)}]"
 
 
 def _metric(estimate, *, note: str | None = None, **extra) -> dict:

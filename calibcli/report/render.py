@@ -20,18 +20,11 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from calibcli.core.documents import group_text
+from calibcli.core.documents import fmt_interval, fmt_number, group_text
 from calibcli.core.errors import OptionError
 from calibcli.core.registry import REGISTRY
 from calibcli.core.safe_text import for_markdown_cell, for_rich
-from calibcli.report.entries import (
-    _level,
-    entry_sections,
-    fmt_interval,
-    fmt_number,
-    shortest_unique_suffixes,
-    summary_sections,
-)
+from calibcli.report.entries import _level, entry_sections, shortest_unique_suffixes, summary_sections
 from calibcli.report.views import VIEWS, DetailTable, View, _problem
 
 #: Columns of the tidy (long) form of a report: one row per entry, problem and metric.

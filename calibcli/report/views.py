@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from calibcli.core.documents import entry_label, segment_text
-from calibcli.report.entries import _level, fmt_interval, fmt_number
+from calibcli.core.documents import entry_label, fmt_interval, fmt_number, segment_text
+from calibcli.report.entries import _level
 
 
 @dataclass

@@ -146,8 +146,8 @@ def render_page(doc: dict) -> str:
     """The HTML page of a report document (:mod:`calibcli.cli.commands.report`)."""
     from markupsafe import Markup
 
+    from calibcli.core.documents import fmt_interval, fmt_number
     from calibcli.core.safe_text import html_text
-    from calibcli.report.entries import fmt_interval, fmt_number
 
     jinja2 = require_jinja2()
     # finalize: every value a template prints, before autoescape, has its bidirectional controls and control

@@ -11,8 +11,8 @@ off by several sigma under a whole population that looks calibrated (:func:`with
 
 from __future__ import annotations
 
-from calibcli.core.documents import segment_text
-from calibcli.report.entries import entry_sections, fmt_number
+from calibcli.core.documents import fmt_number, segment_text
+from calibcli.report.entries import entry_sections
 
 #: Words for the size of SmoothECE: the first bound it falls below. The page states this rule.
 SIZE_WORDS = ((0.01, "very small"), (0.03, "small"), (0.07, "moderate"), (float("inf"), "large"))
