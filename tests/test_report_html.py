@@ -142,7 +142,7 @@ def test_installed_command_in_a_subprocess(tmp_path):
 
 def test_diagrams_are_capped(tmp_path, monkeypatch):
     """Past MAX_DIAGRAMS entries the page says the diagrams were not drawn (the page stays small)."""
-    from calibcli.cli.commands import report
+    from calibcli.report import document as report
 
     monkeypatch.setattr(report, "MAX_DIAGRAMS", 1)
     files = [_calibrated(tmp_path / f"m{k}.csv", 300, k) for k in range(2)]

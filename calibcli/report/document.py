@@ -1,0 +1,295 @@
+"""The work of ``calibcli report``: ONE JSON document for the page (SPEC 7), assembled from the documents
+the other commands print for the same options.
+
+Each input is read once for all the measuring families (:func:`_measure`): the commands' own input
+accumulators (each family's ``plan``, :data:`calibcli.report.families.FAMILIES`), the diagram accumulator
+and the holdout split's counter are the members of one :class:`~calibcli.core.composite.Composite` that the
+engine runs; each family's entries are then finished by its command's own code, so every number on the page
+is the number ``calibcli ece --json`` (etc.) prints. The recalibration comparison then reads the input twice
+more, as ``recalibrate evaluate`` does (:func:`calibcli.recalibrate.run.evaluation`). The command
+(:mod:`calibcli.cli.commands.report`) checks the options, renders the page and writes it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from calibcli._version import __version__
+from calibcli.core.composite import Composite
+from calibcli.core.documents import entry_label, new_document, to_json
+from calibcli.core.family import split_columns
+from calibcli.core.modes import default_mode
+from calibcli.diagram import plot as dg
+from calibcli.diagram.accumulator import DiagramInputAccumulator, DiagramOptions
+from calibcli.diagram.data import DiagramPanel
+from calibcli.engines.pipeline import add_entries, engine_runner, summarise_groups
+from calibcli.recalibrate.run import evaluation, holdout_split
+from calibcli.report.families import FAMILIES
+from calibcli.report.html import svg_fragment
+from calibcli.report.html import verdict as verdicts
+from calibcli.tcal.accumulator import TCAL_MODES
+
+#: Classes drawn at most in marginal mode (one panel each), so the page stays small.
+MAX_CLASSES = 10
+#: Entries (inputs or groups) whose diagrams are drawn, the first ones in report order: a figure pair is
+#: 0.1 to 0.2 MB of SVG, so the page stays within a few MB however many groups there are.
+MAX_DIAGRAMS = 20
+#: ``recalibrate evaluate``'s --max-rows (its default): rows each fit and each T-Cal test of the comparison use at most.
+EVALUATE_MAX_ROWS = 1_000_000
+
+
+def _key(entry: dict) -> tuple:
+    return entry["input"]["path"], json.dumps(entry.get("group"), sort_keys=True)
+
+
+def build_document(
+    sources,
+    *,
+    columns: dict,
+    reading: dict,
+    engine: dict,
+    mode: str | None,
+    class_weights: str,
+    n_bins: int,
+    strategy: str,
+    n_boot: int,
+    alpha: float,
+    seed: int,
+    group_by: str | None,
+    methods: tuple[str, ...],
+    holdout: float,
+    title: str | None,
+    command_line: str,
+) -> dict:
+    """The report's JSON document: parameters, versions, the command line, and one entry per input or group
+    with its ece, smece and tcal results, its diagrams (SVG text), its verdict and (without groups) the
+    held-out comparison of recalibration methods, best first."""
+    tcal_mode = mode if mode in TCAL_MODES else None  # T-Cal has no marginal mode: its default then
+    docs, diagrams, splits = _measure(
+        sources,
+        engine=engine,
+        mode=mode,
+        tcal_mode=tcal_mode,
+        class_weights=class_weights,
+        n_bins=n_bins,
+        strategy=strategy,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
+        holdout=None if group_by else holdout,
+    )
+    recalibration = {}
+    for path, held in splits.items():  # fitted on the split found in the shared pass, measured in a pass of its own
+        ev = evaluation(
+            path,
+            list(methods),
+            holdout=holdout,
+            **columns,
+            **reading,
+            **engine,
+            mode=mode,
+            ece_n_bins=n_bins,
+            ece_strategy=strategy,
+            n_boot=n_boot,
+            alpha=alpha,
+            seed=seed,
+            max_rows=EVALUATE_MAX_ROWS,
+            held=held,
+        )
+        recalibration[path] = json.loads(to_json(ev))  # as `recalibrate evaluate --json` prints it
+
+    by_key = {name: {_key(e): e for e in d["files"]} for name, d in docs.items()}
+    entries = []
+    for number, e in enumerate(docs["ece"]["files"], start=1):
+        key = _key(e)
+        smooth, test = by_key["smece"][key], by_key["tcal"][key]
+        entry = {
+            "id": f"entry-{number}",
+            "label": entry_label(e),
+            "input": e["input"],
+            "group": e.get("group"),
+            "rows": e.get("rows_in_group", e["input"]["rows_used"]),
+            "mode": e["mode"],
+            "ece": e,
+            "smece": smooth,
+            "tcal": test,
+            "diagrams": diagrams.get(key),
+        }
+        measured = recalibration.get(e["input"]["path"])
+        entry["recalibration"] = verdicts.recalibration_summary(measured) if measured is not None else None
+        entry["verdict"] = verdicts.verdict(entry, alpha=alpha)
+        entries.append(entry)
+
+    doc = new_document(
+        "report",
+        {
+            "mode": mode or "auto",
+            "tcal_mode": tcal_mode or "auto",
+            "class_weights": class_weights,
+            "n_bins": n_bins,
+            "strategy": strategy,
+            "n_boot": n_boot,
+            "alpha": alpha,
+            "confidence_level": 1.0 - alpha,
+            "seed": seed,
+            "group_by": split_columns(group_by) or None,
+            "methods": list(methods),
+            "holdout": holdout,
+            **{k: v for k, v in engine.items()},
+            "batch_rows": reading["batch_rows"],
+            "max_diagrams": MAX_DIAGRAMS,
+            "max_classes_drawn": MAX_CLASSES,
+            "verdict_rule": verdicts.RULE,
+            "recalibration_rule": verdicts.BEST_RULE,
+        },
+    )
+    doc["title"] = title or _default_title(entries)
+    doc["command_line"] = command_line
+    doc["versions"] = _versions()
+    doc["documents"] = {
+        name: {"command": d["command"], "parameters": d["parameters"], "groups": d.get("groups")}
+        for name, d in docs.items()
+    }
+    doc["documents"]["recalibrate evaluate"] = [
+        {"input": path, "parameters": ev["parameters"]} for path, ev in recalibration.items()
+    ]
+    doc["files"] = entries
+    return doc
+
+
+def _default_title(entries: list[dict]) -> str:
+    paths = list(dict.fromkeys(e["input"]["path"] for e in entries))
+    if len(paths) == 1:
+        return f"Calibration report: {paths[0]}"
+    return f"Calibration report: {len(paths)} inputs"
+
+
+def _versions() -> dict:
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str | None] = {"calibcli": __version__, "python": platform.python_version()}
+    for name in ("numpy", "pyarrow", "matplotlib", "scipy", "jinja2"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _measure(
+    sources,
+    *,
+    engine,
+    mode,
+    tcal_mode,
+    class_weights,
+    n_bins,
+    strategy,
+    n_boot,
+    alpha,
+    seed,
+    holdout,
+) -> tuple[dict, dict, dict]:
+    """The ``ece``, ``smece`` and ``tcal`` documents (each as the command prints it with ``--json`` for the
+    same options), the diagrams (:func:`_draw`, keyed as the entries are) and, with a ``holdout`` fraction,
+    each input's holdout split for ``recalibrate evaluate`` (by input path), from ONE pass over each input.
+
+    Every family's input accumulator of a stream (made by the command's own ``plan``), the diagram
+    accumulator and the holdout split's counter are the members of one
+    :class:`~calibcli.core.composite.Composite`, which the engine runs once; a second pass feeds
+    only the members that ask for one (the split's fit part always; quantile edges or a finer smoothing
+    grid when needed). Each family's entries are then finished by the command's own code
+    (:func:`calibcli.engines.pipeline.add_entries`, T-Cal's :func:`~calibcli.tcal.family.finish_entries`).
+
+    The recalibration comparison cannot join the pass entirely: which rows are fit rows depends on the
+    number of rows (known after a full pass), and the test rows are measured through calibrators fitted
+    on the fit rows (known after a second); its measuring pass runs in :func:`~calibcli.
+    recalibrate.evaluation`.
+    """
+    chosen = {
+        "ece": dict(mode=mode, class_weights=class_weights, n_bins=n_bins, strategy=strategy),
+        "smece": dict(mode=mode, class_weights=class_weights),
+        "tcal": dict(mode=tcal_mode),
+    }
+    docs, plans, declared = {}, {}, {}
+    for name, family in FAMILIES.items():  # each family's options as its command would take them
+        declared[name] = family.options(**chosen[name], n_boot=n_boot, alpha=alpha, seed=seed)
+        plans[name] = family.plan(declared[name], sources, engine["engine"])
+        docs[name] = plans[name].doc
+    streams = list(sources.open())
+    headlines: dict = {name: {} for name in plans}
+    drawn: dict = {}
+    splits: dict = {}
+    with engine_runner(engine["engine"], engine["scheduler"], engine["workers"]) as runner:
+        for doc in docs.values():
+            doc["parameters"]["engine"] = engine["engine"]
+            doc["parameters"]["workers"] = runner.workers
+        for stream in streams:
+            fig_mode = mode or default_mode(stream.n_classes)
+            options = DiagramOptions(
+                binned=True,
+                smooth=True,
+                n_bins=n_bins,
+                strategy=strategy,
+                n_boot=n_boot,
+                alpha=alpha,
+                seed=seed,
+                max_problems=MAX_CLASSES if fig_mode == "marginal" else None,
+            )
+
+            def new(stream=stream, fig_mode=fig_mode, options=options):
+                members = {name: plan.new(stream) for name, plan in plans.items()}
+                members["diagrams"] = DiagramInputAccumulator(
+                    mode=fig_mode, n_classes=stream.n_classes, class_names=stream.class_names, options=options
+                )
+                if holdout is not None:
+                    members["holdout"] = holdout_split(holdout, seed=seed, max_rows=EVALUATE_MAX_ROWS)
+                return Composite(members)
+
+            accumulators, described = runner.run(stream, new)
+            for name in plans:  # each family finished as its command finishes it, in the same order
+                add_entries(
+                    docs[name],
+                    described,
+                    [(group, acc[name]) for group, acc in accumulators],
+                    gate=plans[name].gate,
+                    n_boot=plans[name].n_boot,
+                    headlines=headlines[name],
+                )
+            if holdout is not None:
+                splits[described["path"]] = accumulators[0][1]["holdout"]
+            for group, acc in accumulators:
+                if len(drawn) >= MAX_DIAGRAMS:  # counted in the page's parameters, not drawn
+                    break
+                drawn[(described["path"], json.dumps(group, sort_keys=True))] = _draw(
+                    acc["diagrams"], marginal=fig_mode == "marginal", n_classes=stream.n_classes, number=2 * len(drawn)
+                )
+    for name in plans:
+        summarise_groups(docs[name], headlines[name])
+    for name, family in FAMILIES.items():
+        if family.finish is not None:
+            family.finish(docs[name], declared[name])
+    # each document as the command prints it (the JSON text, read back)
+    return {name: json.loads(to_json(doc)) for name, doc in docs.items()}, drawn, splits
+
+
+def _draw(acc, *, marginal: bool, n_classes: int, number: int) -> dict:
+    """The binned and the smooth reliability diagram of one input (or group) as SVG text, from its
+    :class:`calibcli.diagram.accumulator.DiagramInputAccumulator`, drawn by :func:`calibcli.diagram.plot.plot_diagram`
+    (fixed-size figures whatever the number of rows); ``number`` figures were drawn before (their ids)."""
+    report = acc.result()
+    curves = report.curves("", legend="")
+    panels = [
+        DiagramPanel(title=(c.problem if marginal else ""), binned=(c.binned,), smooth=(c.smooth,)) for c in curves
+    ]
+    drawn: dict[str, Any] = {}
+    for kind in ("binned", "smooth"):
+        number += 1
+        fig = dg.plot_diagram(panels, kind=kind)
+        drawn[kind] = svg_fragment(dg.figure_bytes(fig, "svg").decode("utf-8"), prefix=f"d{number}-")
+    drawn["panels"] = [c.problem for c in curves]
+    drawn["classes_total"] = n_classes if marginal else None
+    drawn["notes"] = list(report.notes)
+    return drawn
