@@ -34,6 +34,7 @@ from calibcli.core.registry import (  # noqa: F401  (the registry's names)
     describe,
     worse,
 )
+from calibcli.core.results import MetricResult  # noqa: F401  (the result type, where users find it)
 
 
 def __getattr__(name: str):

@@ -7,7 +7,14 @@ import pytest
 
 from calibcli.core import declarations
 
+from calibcli.audit import family as audit_family
+from calibcli.compare import family as compare_family
 from calibcli.core import family as families
+from calibcli.diagram import family as diagram_family
+from calibcli.ece_family import family as ece_family
+from calibcli.recalibrate import family as recalibrate_family
+from calibcli.smooth import family as smooth_family
+from calibcli.tcal import family as tcal_family
 from calibcli.core.errors import OptionError, library_text
 from calibcli.metrics import binned_metric, ece, smooth_ece
 from calibcli.core.validation import check_params
@@ -17,8 +24,18 @@ P = [0.2, 0.6, 0.9, 0.4, 0.7, 0.8, 0.1, 0.3]
 
 
 def test_the_families_take_the_shared_declarations_themselves():
-    for name in ("MODE", "CLASS_WEIGHTS_PARAM", "N_BINS", "STRATEGY", "ALPHA", "auto"):
-        assert getattr(families, name) is getattr(declarations, name)
+    # each declaration in the family modules that declare options with it (no module re-exports them)
+    takers = {
+        "MODE": (families, diagram_family, audit_family, recalibrate_family),
+        "CLASS_WEIGHTS_PARAM": (ece_family, smooth_family, compare_family, recalibrate_family),
+        "N_BINS": (ece_family, compare_family, diagram_family, recalibrate_family),
+        "STRATEGY": (ece_family, compare_family, diagram_family, recalibrate_family),
+        "ALPHA": (families, audit_family),
+        "auto": (tcal_family,),
+    }
+    for name, modules in takers.items():
+        for module in modules:
+            assert getattr(module, name) is getattr(declarations, name)
 
 
 @pytest.mark.parametrize("call, parameter, choices", [
