@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibcli.core.compiled import compiled
+from calibcli.core.compiled import compiled, inlined
 
 #: The metrics :func:`binned_metrics` returns, in its columns' order (the registry's order of the binned family;
 #: ``tests/test_kernels_binned.py`` checks it against :data:`calibcli.binned.estimators.METRIC_NAMES`).
@@ -41,6 +41,36 @@ METRICS = (
     "log_loss",
     "dce",
 )
+
+
+@inlined
+def _metrics_of_sums(sums: np.ndarray, worst: float, any_occupied: bool, out: np.ndarray, r: int) -> None:
+    """Row ``r`` of ``out``: the metrics of :data:`METRICS` from the row's 13 sums over the bins (see
+    :func:`binned_metrics`), its largest gap ``worst`` and whether any bin is occupied."""
+    W = sums[0]
+    kumar = sums[3] / W
+    dpe = sums[4] / W
+    ybar = sums[6] / W
+    brier = sums[7] / W
+    reliability = sums[9] / W
+    resolution = sums[10] / W
+    uncertainty = ybar * (1.0 - ybar)
+    out[r, 0] = sums[1] / W
+    out[r, 1] = np.sqrt(sums[2] / W)
+    out[r, 2] = worst if any_occupied else np.nan
+    out[r, 3] = kumar
+    out[r, 4] = np.sqrt(0.0 if 0.0 >= kumar else kumar)  # np.maximum(0.0, x): NaN stays NaN
+    out[r, 5] = dpe
+    out[r, 6] = np.sqrt(0.0 if 0.0 >= dpe else dpe)
+    out[r, 7] = sums[5] / W
+    out[r, 8] = brier
+    out[r, 9] = reliability
+    out[r, 10] = resolution
+    out[r, 11] = uncertainty
+    out[r, 12] = brier - (reliability - resolution + uncertainty)
+    out[r, 13] = 1.0 - brier / uncertainty if uncertainty > 0 else np.nan
+    out[r, 14] = sums[8] / W
+    out[r, 15] = sums[11] / sums[12]
 
 
 @compiled
@@ -176,27 +206,4 @@ def binned_metrics(
                 partial[done] = part
                 done += 1
             sums[j] = partial[0]
-        W = sums[0]
-        kumar = sums[3] / W
-        dpe = sums[4] / W
-        ybar = sums[6] / W
-        brier = sums[7] / W
-        reliability = sums[9] / W
-        resolution = sums[10] / W
-        uncertainty = ybar * (1.0 - ybar)
-        out[r, 0] = sums[1] / W
-        out[r, 1] = np.sqrt(sums[2] / W)
-        out[r, 2] = worst if any_occupied else np.nan
-        out[r, 3] = kumar
-        out[r, 4] = np.sqrt(0.0 if 0.0 >= kumar else kumar)  # np.maximum(0.0, x): NaN stays NaN
-        out[r, 5] = dpe
-        out[r, 6] = np.sqrt(0.0 if 0.0 >= dpe else dpe)
-        out[r, 7] = sums[5] / W
-        out[r, 8] = brier
-        out[r, 9] = reliability
-        out[r, 10] = resolution
-        out[r, 11] = uncertainty
-        out[r, 12] = brier - (reliability - resolution + uncertainty)
-        out[r, 13] = 1.0 - brier / uncertainty if uncertainty > 0 else np.nan
-        out[r, 14] = sums[8] / W
-        out[r, 15] = sums[11] / sums[12]
+        _metrics_of_sums(sums, worst, any_occupied, out, r)

@@ -302,29 +302,9 @@ def evaluation(
     test_stream = streams[-1]
     with engine_runner(engine, scheduler, workers) as runner:
         n_workers = runner.workers
-        if fit_file:
-            train_stream = streams[0]
-            if train_stream.n_classes != test_stream.n_classes or train_stream.class_names != test_stream.class_names:
-                raise CalibcliError(
-                    f"{train_stream.name} has classes {list(train_stream.class_names)} but "
-                    f"{test_stream.name} has {list(test_stream.class_names)}: fit and test files must "
-                    f"have the same classes"
-                )
-            fit_acc, source = stream_fit_accumulator(runner, train_stream, max_rows=max_rows, seed=seed)
-            binary = fit_acc.binary
-            fit_described = source[1]
-            split_rows = None
-            split = {"kind": "files", "fit_path": fit_described["path"], "n_fit": fit_acc.n_rows}
-        else:
-            assert holdout is not None  # (no --fit file: checked above)
-            if held is None:  # the counting pass, then the fit part's (HoldoutSplit asks for a second pass)
-                entries, _ = runner.run(test_stream, lambda: holdout_split(holdout, seed=seed, max_rows=max_rows))
-                held = entries[0][1]
-            fit_acc, threshold, totals = held.finish()
-            n, n_fit, binary = totals["n"], totals["n_fit"], totals["binary"]
-            fit_described = None
-            split_rows = {"seed": seed, "threshold": threshold}
-            split = {"kind": "holdout", "fit_fraction": holdout, "n_fit": n_fit, "n_test": n - n_fit, "seed": seed}
+        fit_acc, binary, fit_described, split_rows, split, held = _fit_part(
+            runner, streams, fit_file=fit_file, holdout=holdout, held=held, seed=seed, max_rows=max_rows
+        )
         if binary and mode not in (None, "binary"):
             raise CalibcliError(
                 f"--mode {mode} needs one probability column per class, but the input has a single "
@@ -333,13 +313,7 @@ def evaluation(
         K = test_stream.n_classes
         eval_mode = mode or default_mode(K)
 
-        fitted = []
-        with progress_bar(len(methods), "fitting") as advance:
-            for m in methods:
-                labels, probs, w, how = fit_acc.data(m, mode=mode, options=options[m])
-                cal, fit_mode = fit_arrays(m, labels, probs, w, mode=mode, options=options[m], seed=seed)
-                fitted.append((m, fit_mode, cal.to_dict(), how))
-                advance()
+        fitted = _fit_methods(fit_acc, methods, mode=mode, options=options, seed=seed)
 
         def new() -> EvaluateAccumulator:
             return EvaluateAccumulator(
@@ -399,6 +373,51 @@ def evaluation(
         {"input": described, "fit_input": fit_described, "split": split, "mode": eval_mode, "rows": rows}
     )
     return doc
+
+
+def _fit_part(runner, streams, *, fit_file, holdout, held, seed: int, max_rows: int):
+    """The rows the maps are fitted on: the --fit file's (streamed into a fit accumulator), or the holdout
+    split's fit part of FILE (its counting pass and fit pass, unless ``held`` ran them already). Returns the
+    fit accumulator, whether the input has one probability column, the fit input's description, the
+    split's row rule for the test pass, the split's report, and the holdout split."""
+    test_stream = streams[-1]
+    if fit_file:
+        train_stream = streams[0]
+        if train_stream.n_classes != test_stream.n_classes or train_stream.class_names != test_stream.class_names:
+            raise CalibcliError(
+                f"{train_stream.name} has classes {list(train_stream.class_names)} but "
+                f"{test_stream.name} has {list(test_stream.class_names)}: fit and test files must "
+                f"have the same classes"
+            )
+        fit_acc, source = stream_fit_accumulator(runner, train_stream, max_rows=max_rows, seed=seed)
+        binary = fit_acc.binary
+        fit_described = source[1]
+        split_rows = None
+        split = {"kind": "files", "fit_path": fit_described["path"], "n_fit": fit_acc.n_rows}
+    else:
+        assert holdout is not None  # (no --fit file: checked above)
+        if held is None:  # the counting pass, then the fit part's (HoldoutSplit asks for a second pass)
+            entries, _ = runner.run(test_stream, lambda: holdout_split(holdout, seed=seed, max_rows=max_rows))
+            held = entries[0][1]
+        fit_acc, threshold, totals = held.finish()
+        n, n_fit, binary = totals["n"], totals["n_fit"], totals["binary"]
+        fit_described = None
+        split_rows = {"seed": seed, "threshold": threshold}
+        split = {"kind": "holdout", "fit_fraction": holdout, "n_fit": n_fit, "n_test": n - n_fit, "seed": seed}
+    return fit_acc, binary, fit_described, split_rows, split, held
+
+
+def _fit_methods(fit_acc, methods: list[str], *, mode, options: dict, seed: int) -> list:
+    """Each method fitted on the fit part: ``(method, fit mode, calibrator dict, which rows)``."""
+    fitted = []
+    with progress_bar(len(methods), "fitting") as advance:
+        for m in methods:
+            labels, probs, w, how = fit_acc.data(m, mode=mode, options=options[m])
+            cal, fit_mode = fit_arrays(m, labels, probs, w, mode=mode, options=options[m], seed=seed)
+            fitted.append((m, fit_mode, cal.to_dict(), how))
+            advance()
+
+    return fitted
 
 
 def holdout_split(holdout: float, *, seed: int, max_rows: int):
