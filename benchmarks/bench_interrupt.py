@@ -1,6 +1,6 @@
 """Benchmark: how soon a signal stops a long run (SIGINT or SIGTERM to the installed ``calibcli``).
 
-The tests (``tests/test_outputs_signals.py``) check that a signalled run ends with ``Error: interrupted``,
+The tests (``tests/core/test_outputs_signals.py``) check that a signalled run ends with ``Error: interrupted``,
 128 + the signal and nothing written, waiting up to a minute for it (a hung run's bound, so that a loaded CI
 machine cannot fail them by chance); how *soon* it ends is a speed figure, measured here. The target: within
 a second of the signal, in every phase of every command.

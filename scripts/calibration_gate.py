@@ -14,7 +14,7 @@ The markdown goes to ``$GITHUB_STEP_SUMMARY`` (whatever the verdict: a failed ga
 the log; on bad input (exit 2) the summary says so with calibcli's ``Error:`` line. ``exit-code`` and ``report``
 are written to ``$GITHUB_OUTPUT`` for later steps. Outside GitHub (no ``GITHUB_STEP_SUMMARY``) it prints the same
 and writes no summary, so ``python scripts/calibration_gate.py`` with the variables set is the action, run
-locally; ``tests/test_action.py`` does that.
+locally; ``tests/cli/test_action.py`` does that.
 """
 
 from __future__ import annotations

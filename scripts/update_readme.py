@@ -30,8 +30,8 @@ floating-point rounding does not fail the check), the padding of tables with the
 message and integer must match. Refreshing also copies the figures the examples draw (``-o docs/figures/...``) into the
 repository's ``docs/``, so the pictures and the text that describes them stay in step.
 
-``tests/test_readme.py`` runs the same comparison for every document (and checks that every command of
-``calibcli --help`` has a README section); ``tests/test_docs.py`` checks the site around them.
+``tests/project/test_readme.py`` runs the same comparison for every document (and checks that every command of
+``calibcli --help`` has a README section); ``tests/project/test_docs.py`` checks the site around them.
 """
 
 from __future__ import annotations

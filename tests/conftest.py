@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
+
+# The tests are laid out like the package (tests/binned/, tests/io/, ...); their shared helpers (_cli, _browser,
+# _console) sit here, importable as `_cli` from every folder as from this one.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # The CLI's tables fit COLUMNS when it is set (calibcli.report.render.terminal_width). pytest-xdist's workers start
 # with COLUMNS=80 and LINES=24 in their environment, a serial run in CI with neither; the in-process runs

@@ -22,7 +22,7 @@ import numpy as np
 from calibcli.core.compiled import compiled, inlined
 
 #: The metrics :func:`binned_metrics` returns, in its columns' order (the registry's order of the binned family;
-#: ``tests/test_kernels_binned.py`` checks it against :data:`calibcli.binned.estimators.METRIC_NAMES`).
+#: ``tests/binned/test_kernels_binned.py`` checks it against :data:`calibcli.binned.estimators.METRIC_NAMES`).
 METRICS = (
     "ece_l1_plugin",
     "ece_l2_plugin",

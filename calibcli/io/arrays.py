@@ -4,7 +4,7 @@ The metric functions of :mod:`calibcli.metrics` take labels, probabilities and w
 lists, pandas or polars Series and DataFrames, pyarrow arrays, tables and list columns, or any array
 exposing ``__array__`` or the array API's ``__dlpack__`` (torch, JAX, CuPy on the CPU, ...). Which kind
 an object is comes from ``type(x).__module__`` and duck typing, never from an import: a user who never
-imported pandas, polars, pyarrow or torch does not pay for them here (``tests/test_library_metrics.py``
+imported pandas, polars, pyarrow or torch does not pay for them here (``tests/api/test_library_metrics.py``
 checks it in a fresh interpreter).
 
 - :func:`as_numpy` turns one array-like into ``(array, column names or None)``.

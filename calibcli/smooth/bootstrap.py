@@ -79,7 +79,7 @@ def _products(spec: np.ndarray, rows: np.ndarray, sigma: np.ndarray) -> np.ndarr
     input to the same transform, without the padded copy), reading only the live part of each row of ``spec``.
 
     NumPy rather than a compiled loop: ``ece``'s ICI solves its fixed point here too, and a plain ``ece`` does not
-    load Numba (tests/test_startup_imports.py)."""
+    load Numba (tests/cli/test_startup_imports.py)."""
     R = len(rows)
     n_cells = spec.shape[1] - 1
     product = np.zeros((R, 2 * n_cells))
@@ -229,7 +229,7 @@ def brent_rows(
 #: (:mod:`calibcli.smooth.kernels`: the draws, run sums and deposits, a third of NumPy's time) rather than NumPy's
 #: passes: the first call in a process imports Numba and loads their machine code (0.4 s), which pays off from
 #: about 1.5e8 draws on (the threshold of :mod:`calibcli.binned.bootstrap`'s bootstrap over groups). Both make the
-#: same operations in the same order (tests/test_smooth_kernels.py), so the choice never moves a number; an
+#: same operations in the same order (tests/smooth/test_smooth_kernels.py), so the choice never moves a number; an
 #: ungrouped run holds at most 2^17 rows (``ROW_LIMIT``): with 1000 resamples it stays below, and never loads Numba.
 _COMPILED_DRAWS = 1 << 27
 

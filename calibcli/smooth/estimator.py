@@ -59,7 +59,7 @@ Bootstrap (SPEC 2.4 and 8): the Poisson bootstrap, every replicate re-solving it
   so its unconditional first two moments ``sum w`` and ``sum w^2`` are exact. The draws of replicate r
   come from ``Philox(key=(seed, r))``: a function of the merged sums alone. These within-cell sums
   only move mass by a fraction of a cell between the cell's two nodes, so their approximation is far
-  below the replicates' spread (``tests/test_smooth_accumulator.py`` checks the interval against the
+  below the replicates' spread (``tests/smooth/test_smooth_accumulator.py`` checks the interval against the
   per-row one).
 
 Differences from relplot 1.0.3 (``relplot.smECE``), all deliberate:

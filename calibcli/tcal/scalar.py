@@ -45,7 +45,7 @@ SWEEP_ROWS = 4
 #: Points from which the y-bootstrap's sweep runs as one compiled loop (:func:`calibcli.tcal.kernels.sweep_block`)
 #: rather than NumPy's passes: 2^17 points and 1000 resamples are 1.3e8 labels, past which the loop's savings
 #: outweigh loading Numba and its cached code (about 0.4 s once per process); below, a small test does not load
-#: it. The two give the same statistics bit for bit (tests/test_tcal_kernel.py).
+#: it. The two give the same statistics bit for bit (tests/tcal/test_tcal_kernel.py).
 COMPILED_POINTS = 1 << 17
 
 

@@ -480,7 +480,7 @@ def test_a_long_label_is_wrapped_to_fit_a_short_panel(tmp_path, figures):
 
 
 def test_readme_shows_the_figures_the_script_makes():
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     script = (root / "scripts" / "make_figures.py").read_text()
     page = (root / "docs" / "commands" / "diagram.md").read_text()  # the diagram page shows them all
     names = [line.split('"')[1] for line in script.splitlines() if line.strip().startswith('("') and '.png"' in line]

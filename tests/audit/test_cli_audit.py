@@ -39,7 +39,7 @@ def _strip(doc: dict) -> dict:
 
 def _close(a, b, rel=1e-12):
     """Equal documents, numbers to ``rel`` (the Dask tests' comparison)."""
-    from tests.test_engine_dask import _compare
+    from tests.engines.test_engine_dask import _compare
 
     _compare(a, b, rel, "$")
 

@@ -21,7 +21,7 @@ from calibcli.calibrators import fit_multiclass
 from calibcli.calibrators.parametric import fit_temperature
 from calibcli.cli.app import app
 
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
 BINARY = str(SAMPLE / "breast_cancer_nb.csv")
 BINARY_PQ = str(SAMPLE / "breast_cancer_nb.parquet")
 MULTI = str(SAMPLE / "digits_nb.parquet")

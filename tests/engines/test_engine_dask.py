@@ -30,7 +30,7 @@ N = 200_000  # more than the 2^17 rows kept per problem: sufficient-statistics b
 ROW_GROUP = 10_000
 BATCH = "16384"  # fragments: one row group each (20); the local engine reads other batches
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
+REPO = HERE.parents[1]
 QUIET = {"CALIBCLI_DEBUG": ""}
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_data"
 BINARY_CSV = SAMPLES / "breast_cancer_nb.csv"
 BINARY_PARQUET = SAMPLES / "breast_cancer_nb.parquet"

@@ -185,7 +185,7 @@ def test_grid_form_is_conservative_and_keeps_its_power_by_simulation(monkeypatch
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).parents[1] / "benchmarks" / "bench_audit_grid_validity.py"
+    path = Path(__file__).parents[2] / "benchmarks" / "bench_audit_grid_validity.py"
     spec = importlib.util.spec_from_file_location("bench_audit_grid_validity", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)

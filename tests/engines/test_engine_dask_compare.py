@@ -27,7 +27,7 @@ N = 30_000
 
 @pytest.fixture(scope="module")
 def cluster():
-    """Two worker processes, one thread each, on 127.0.0.1 (as tests/test_engine_dask.py's)."""
+    """Two worker processes, one thread each, on 127.0.0.1 (as tests/engines/test_engine_dask.py's)."""
     import logging
 
     from distributed import LocalCluster

@@ -31,7 +31,7 @@ from calibcli.calibrators import METHODS, fit_calibrator, fit_multiclass  # noqa
 from calibcli.metrics import compute, ece  # noqa: E402
 from calibcli.sklearn import Recalibrator, make_calibration_scorer  # noqa: E402
 
-PYTHON_GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guides" / "python.md"
+PYTHON_GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "python.md"
 
 
 def ok(*args):
@@ -78,7 +78,7 @@ def expected_failed_checks(estimator):
 
 # Temperature scaling is left out: on the checks' random data the probabilities carry no information about
 # the labels, where the log-loss has no minimiser with T > 0 and the fit refuses by design
-# (tests/test_calibrators.py covers that message).
+# (tests/calibrators/test_calibrators.py covers that message).
 @parametrize_with_checks(
     [
         Recalibrator(LogisticRegression(), cv=3),

@@ -26,7 +26,7 @@ from calibcli.cli.app import COMMANDS, SUMMARIES, app, load_command
 
 from _cli import SAMPLE, run, runner  # tests/ is on sys.path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BINARY = str(SAMPLE / "breast_cancer_nb.csv")
 BINARY_PQ = str(SAMPLE / "breast_cancer_nb.parquet")
 MULTI = str(SAMPLE / "digits_nb.parquet")

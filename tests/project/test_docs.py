@@ -2,7 +2,7 @@
 anchor that is gone, a page missing from the navigation or an API name that no longer resolves fails it),
 every command of ``calibcli --help`` has its page, and the generated references hold what the code declares.
 
-The console examples of the pages run in tests/test_readme.py, by the README's mechanism."""
+The console examples of the pages run in tests/project/test_readme.py, by the README's mechanism."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
 

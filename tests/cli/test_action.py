@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml  # PyYAML comes with the test extra (through mkdocs)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
 SAMPLE = "sample_data/breast_cancer_nb.csv"
 

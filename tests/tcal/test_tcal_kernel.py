@@ -13,7 +13,7 @@ import pytest
 
 from calibcli.tcal.scalar import SortedScalarEngine, sweep
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _levels(n: int) -> list[int]:

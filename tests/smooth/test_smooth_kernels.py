@@ -240,7 +240,7 @@ def test_a_small_smece_does_not_load_numba():
     from calibcli.smooth.grid import ROW_LIMIT
 
     assert ROW_LIMIT * 1000 < _COMPILED_DRAWS
-    sample = Path(__file__).resolve().parents[1] / "sample_data" / "breast_cancer_nb.parquet"
+    sample = Path(__file__).resolve().parents[2] / "sample_data" / "breast_cancer_nb.parquet"
     probe = (
         "import sys\nfrom calibcli.cli.entry import main\n"
         f"sys.argv = ['calibcli', 'smece', {str(sample)!r}, '--n-boot', '200', '--json']\n"

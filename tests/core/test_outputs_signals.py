@@ -499,7 +499,7 @@ def test_the_console_script_handles_signals_before_importing_the_cli():
     numpy), and ``calibcli --help`` still does not import numpy."""
     import tomllib
 
-    scripts = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]["scripts"]
+    scripts = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["calibcli"] == "calibcli.cli.entry:main"
     r = subprocess.run([sys.executable, "-c", EARLY_PROBE], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr

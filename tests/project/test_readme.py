@@ -1,6 +1,6 @@
 """README.md and the documentation stay true: every console example of the README and of every page of
 ``docs/`` is run for real and must print what the page shows, and every command of ``calibcli --help`` has
-its README section (sqlite-utils' tests/test_docs.py does the same for its docs).
+its README section (sqlite-utils' tests/project/test_docs.py does the same for its docs).
 
 The examples run as ``scripts/update_readme.py`` runs them (its docstring says how: one ``bash`` per block,
 in a scratch directory per document, fixed ``COLUMNS``); only the tool version, absolute paths, a figure's
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 
 

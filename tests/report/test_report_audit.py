@@ -3,7 +3,7 @@
 The audit section holds ``calibcli audit``'s own numbers for the same options (the options come from the audit's
 declared group, so both commands take the same flags with the same rules), the page shows the worst ``--top``
 segments and the binned diagrams of the worst segments beside the whole population's, and a browser shows it
-(headless Chromium, as tests/test_report_html.py; skipped with the reason when it is missing).
+(headless Chromium, as tests/report/test_report_html.py; skipped with the reason when it is missing).
 """
 
 from __future__ import annotations
