@@ -82,7 +82,8 @@ def load_command(name: str):
 
 
 def _help_is_a_flag(command) -> None:
-    """``--help`` shows no ``<bool>`` value in a command's help, like every other flag (:func:`calibcli.cli.options.pure_flags`)."""
+    """``--help`` shows no ``<bool>`` value in a command's help, like every other flag
+    (:func:`calibcli.cli.options.pure_flags`)."""
     for sub in getattr(command, "commands", {}).values():
         _help_is_a_flag(sub)
     option = command.get_help_option(command.context_class(command))

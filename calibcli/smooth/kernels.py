@@ -1,7 +1,8 @@
 """SmoothECE's bootstrap loops, compiled (:func:`calibcli.core.compiled.compiled`; SPEC 3 and 8).
 
 Each loop makes the same floating-point operations, in the same order, as the NumPy passes it replaced (those
-passes are kept in ``tests/smooth/test_smooth_kernels.py`` as the reference the kernels are checked against, bit for bit):
+passes are kept in ``tests/smooth/test_smooth_kernels.py`` as the reference the kernels are checked against, bit for
+bit):
 
 - :func:`run_sums`: the Poisson(1) multiplicities of sorted rows in a block of replicates (SplitMix64 outputs
   inverted by table, :func:`calibcli.core.resampling._draws`), and for each replicate its total weight (``np.sum``'s
