@@ -128,15 +128,7 @@ def report(files: ReportFiles, **options) -> None:
         audit_sources = replace(cc.sources_of(files, {**options, "group_by": None}), segment_by=audited.columns)
         audit_inputs = list(audit_sources.open())
 
-    sources = cc.sources(
-        files,
-        cc.spec_of(options),
-        input_format=reading["input_format"],
-        drop_invalid=reading["drop_invalid"],
-        pool=False,
-        batch_rows=reading["batch_rows"],
-        group_by=cc.split_columns(group_by),
-    )
+    sources = cc.sources_of(files, options)  # (no --pool: each input is its own dataset)
     doc = build_document(
         sources,
         columns={o.name: options[o.name] for o in cc.COLUMNS.options},
