@@ -72,3 +72,8 @@ def fitted(tmp_path_factory) -> Path:
     r = calibcli("recalibrate", "fit", BINARY, "--method", "platt", "-o", path)
     assert r.returncode == 0, r.stderr
     return path
+
+
+def _fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path

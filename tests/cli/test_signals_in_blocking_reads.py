@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests._cli import BINARY
-from tests._console import _console_script, calibcli, data, fitted, one_error_line, shell, snapshot  # noqa: F401
+from tests._console import _console_script, _fifo, calibcli, data, fitted, one_error_line, shell, snapshot  # noqa: F401
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="descriptors, FIFOs and /proc as on Linux")
 

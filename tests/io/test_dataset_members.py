@@ -18,18 +18,13 @@ from pathlib import Path
 import pytest
 
 from tests._cli import BINARY
-from tests._console import _console_script, calibcli, data, fitted, one_error_line, shell, snapshot  # noqa: F401
+from tests._console import _console_script, _fifo, calibcli, data, fitted, one_error_line, shell, snapshot  # noqa: F401
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="descriptors, FIFOs and /proc as on Linux")
 
 
 # ---------------------------------------------------------------------------------------------
 # A dataset's members are regular files, checked before any is opened
-
-
-def _fifo(path: Path) -> Path:
-    os.mkfifo(path)
-    return path
 
 
 def _socket(path: Path) -> Path:
