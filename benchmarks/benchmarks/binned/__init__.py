@@ -1,0 +1,1 @@
+"""Benchmarks of calibcli.binned (the binned family: ece)."""

@@ -1,0 +1,1 @@
+"""Benchmarks of calibcli.engines (the local and the Dask engine)."""

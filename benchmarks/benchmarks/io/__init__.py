@@ -1,0 +1,1 @@
+"""Benchmarks of calibcli.io (reading and streaming)."""
