@@ -55,7 +55,7 @@ SUMMARIES = {
     "smece": "SmoothECE (no bins, no bandwidth to choose), with a bootstrap interval.",
     "tcal": "Test perfect calibration: T-Cal, or exact binomial tests for discrete predictors.",
     "audit": "Where is it miscalibrated? Every segment and intersection, with tests adjusted for their number.",
-    "recalibrate": "Fit, save, apply and evaluate recalibration maps (SPEC 5).",
+    "recalibrate": "Fit, save, apply and evaluate recalibration maps (docs: How it is computed §5).",
     "diagram": "Draw binned and smooth reliability diagrams, with intervals and the metric in the legend.",
     "report": "One self-contained HTML page: verdict, diagrams, metrics, test and recalibration.",
     "compare": "A candidate model against a baseline: every metric and their difference, paired when possible.",

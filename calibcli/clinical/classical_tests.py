@@ -192,7 +192,7 @@ class HosmerLemeshowTest:
     caveats: str = HL_CAVEATS
     method: str = (
         "Hosmer-Lemeshow C-hat: sum_g (O_g - E_g)^2 / (E_g (1 - E_g / n_g)) over deciles of risk "
-        "(quantile bins, SPEC 2.1), chi-square with G - 2 df"
+        "(quantile bins, docs: How it is computed §2.1), chi-square with G - 2 df"
     )
 
 

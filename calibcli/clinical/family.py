@@ -38,13 +38,13 @@ def plan(o: Options, sources, engine: str) -> Plan:
             p_value="range of standard Brownian motion on [0, 1] (asymptotic)",
             max_rows=o.max_rows,
             rows=f"exact on every row up to {o.max_rows} rows; beyond, sums over {N_CELLS} uniform score "
-            f"cells with the error bound stated (SPEC 9)",
+            f"cells with the error bound stated (docs: How it is computed §9)",
             weights_convention="weights as the papers: C weighted, sigma with w^2 (a weight is one draw, not a count)",
         )
     else:
         parameters.update(
             n_bins=n_bins,
-            grouping="deciles of risk: quantile bins of the predictions (SPEC 2.1; ties merge bins)",
+            grouping="deciles of risk: quantile bins of the predictions (docs: How it is computed §2.1; ties merge bins)",
             statistic="C-hat = sum_g (O_g - E_g)^2 / (E_g (1 - E_g / n_g)) (Hosmer & Lemeshow 1980)",
             p_value="chi-square with G - 2 degrees of freedom, G the non-empty groups",
             caveats=HL_CAVEATS,

@@ -41,7 +41,7 @@ class Options(Bootstrap):
     class_weights: str = declared("uniform", CLASS_WEIGHTS_PARAM)
     n_bins: int = declared(15, N_BINS)
     strategy: str = declared("uniform", STRATEGY)
-    smece: bool = option(False, "--smece", help="Compare the SmoothECE as well (SPEC 3).")
+    smece: bool = option(False, "--smece", help="Compare the SmoothECE as well (docs: How it is computed §3).")
     fail_if_worse: list[str] | None = option(
         None,
         "--fail-if-worse",

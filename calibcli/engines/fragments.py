@@ -219,7 +219,7 @@ def merge_parts(parts, *, own: bool = True) -> Part:
                 if len(out.groups) >= MAX_GROUPS:
                     raise CalibcliError(
                         f"more than {MAX_GROUPS} distinct groups (at most {MAX_GROUPS} are reported, "
-                        f"SPEC 8): group by fewer or coarser columns"
+                        f"docs: How it is computed §8): group by fewer or coarser columns"
                     )
                 out.groups[key] = acc if own else copy.deepcopy(acc)
     return out

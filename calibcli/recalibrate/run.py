@@ -218,7 +218,7 @@ EVALUATE_ESTIMATORS = {
     "log_loss": "mean -log p of the true class, clipped",
     "test": "the tcal command's test: T-Cal adaptive test (y-bootstrap null, Bonferroni over levels) or, for "
     "unweighted predictions with at most sqrt(n) distinct values, the exact binomial test per value "
-    "(SPEC 4.4); T-Cal on at most --max-rows rows (the bottom-k sample beyond)",
+    "(docs: How it is computed §4.4); T-Cal on at most --max-rows rows (the bottom-k sample beyond)",
 }
 
 SPLIT_RULE = (

@@ -330,7 +330,9 @@ class TcalInputAccumulator(Accumulator):
         self.notes: list[str] = []
         self.mode = mode
         if mode == "canonical" and n_classes == 2:
-            self.notes.append("canonical mode with K = 2 is binary mode on the positive class (SPEC 1)")
+            self.notes.append(
+                "canonical mode with K = 2 is binary mode on the positive class (docs: How it is computed §1)"
+            )
             self.mode = "binary"
         if self.mode == "canonical" and options.discrete == "yes":
             raise OptionError(

@@ -77,7 +77,7 @@ class Options(Bootstrap):
         help="Which test: auto (T-Cal, or the exact binomial test when --discrete says so), tcal, "
         "binomial, spiegelhalter (Spiegelhalter's Z, 1986) or hosmer-lemeshow (C-hat over --n-bins deciles of risk, "
         "G - 2 df; depends on the grouping, weak at small n, rejects nearly every model at large n) or ecce "
-        "(ECCE-R/sigma against the range of Brownian motion, SPEC 9: no bins, O(n log n); exact up to --max-rows "
+        "(ECCE-R/sigma against the range of Brownian motion, docs: How it is computed §9: no bins, O(n log n); exact up to --max-rows "
         "rows, a 2^16-cell score grid with its error bound beyond).",
         choices=TESTS,
     )
@@ -143,7 +143,7 @@ def plan(o: Options, sources, engine: str) -> Plan:
             "rows with the smallest hash of (seed, global row index)",
             "statistic": STATISTIC_NAME,
             "binning": "equal-width bins [j/m, (j+1)/m), the last closed (binary, top-label); "
-            "equal-volume simplex cells (canonical, SPEC 4.3)",
+            "equal-volume simplex cells (canonical, docs: How it is computed §4.3)",
             "p_value": "(1 + #{T* >= T}) / (R + 1) per level"
             if o.null != "chebyshev"
             else "min(1, (C_m / T_m)^2): the smallest level at which Theorem 3.1's test rejects",

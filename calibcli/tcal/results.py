@@ -7,7 +7,7 @@ from dataclasses import dataclass
 NULLS = ("y-bootstrap", "consistency", "chebyshev")
 COMBINES = ("bonferroni", "min-p")
 
-STATISTIC_NAME = "T_m: debiased plug-in estimate of the squared l2-ECE (T-Cal DPE, SPEC 4.1)"
+STATISTIC_NAME = "T_m: debiased plug-in estimate of the squared l2-ECE (T-Cal DPE, docs: How it is computed §4.1)"
 
 
 @dataclass(frozen=True)
