@@ -44,7 +44,8 @@ def plan(o: Options, sources, engine: str) -> Plan:
     else:
         parameters.update(
             n_bins=n_bins,
-            grouping="deciles of risk: quantile bins of the predictions (docs: How it is computed §2.1; ties merge bins)",
+            grouping="deciles of risk: quantile bins of the predictions "
+            "(docs: How it is computed §2.1; ties merge bins)",
             statistic="C-hat = sum_g (O_g - E_g)^2 / (E_g (1 - E_g / n_g)) (Hosmer & Lemeshow 1980)",
             p_value="chi-square with G - 2 degrees of freedom, G the non-empty groups",
             caveats=HL_CAVEATS,

@@ -63,7 +63,8 @@ class Grouped(Accumulator):
         if key not in self.groups:
             if len(self.groups) >= self.max_groups:
                 raise CalibcliError(
-                    f"more than {self.max_groups} distinct groups (at most {self.max_groups} are reported, docs: How it is computed §8): "
+                    f"more than {self.max_groups} distinct groups (at most {self.max_groups} are reported, "
+                    "docs: How it is computed §8): "
                     f"group by fewer or coarser columns"
                 )
             self.groups[key] = self.factory(key) if self.keyed else self.factory()

@@ -77,7 +77,8 @@ class Options(Bootstrap):
         help="Which test: auto (T-Cal, or the exact binomial test when --discrete says so), tcal, "
         "binomial, spiegelhalter (Spiegelhalter's Z, 1986) or hosmer-lemeshow (C-hat over --n-bins deciles of risk, "
         "G - 2 df; depends on the grouping, weak at small n, rejects nearly every model at large n) or ecce "
-        "(ECCE-R/sigma against the range of Brownian motion, docs: How it is computed §9: no bins, O(n log n); exact up to --max-rows "
+        "(ECCE-R/sigma against the range of Brownian motion, docs: How it is computed §9; no bins, O(n log n); "
+        "exact up to --max-rows "
         "rows, a 2^16-cell score grid with its error bound beyond).",
         choices=TESTS,
     )

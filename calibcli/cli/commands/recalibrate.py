@@ -189,7 +189,8 @@ def evaluate(**options) -> None:
 
 def register(app: typer.Typer) -> None:
     sub = typer.Typer(
-        help="Fit, save, apply and evaluate recalibration maps (docs: How it is computed §5).\n\nExample: calibcli recalibrate "
+        help="Fit, save, apply and evaluate recalibration maps (docs: How it is computed §5).\n\n"
+        "Example: calibcli recalibrate "
         "fit sample_data/breast_cancer_nb.csv --method platt -o cal.json",
         no_args_is_help=True,
         add_completion=False,
