@@ -151,7 +151,8 @@ def _binned(
     elif used == "marginal":
         if REGISTRY[name].combine is None:
             raise CalibcliError(
-                f"{name} has no aggregate over classes (only the calibration errors combine, docs: How it is computed §1): "
+                f"{name} has no aggregate over classes (only the calibration errors combine, "
+                f"docs: How it is computed §1): "
                 f"use "
                 f"{{opt:mode}} binary or top-label, or for K classes brier_score_multiclass / log_loss_multiclass"
             )
