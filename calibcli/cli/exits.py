@@ -11,17 +11,16 @@ Exit codes: 2 bad input (and an internal error), 1 a failed gate, 130 / 143 inte
 from __future__ import annotations
 
 import errno
-import os
 import sys
 from collections.abc import Callable
 
-from calibcli.core import cancel
+from calibcli.core import cancel, environment
 from calibcli.core.errors import PIPE_CLOSED, CalibcliError, GateFailed, flag_of, quiet_stdout
 from calibcli.core.safe_text import for_terminal
 
 
 def debugging() -> bool:
-    return os.environ.get("CALIBCLI_DEBUG", "") not in ("", "0")
+    return environment.debugging()
 
 
 #: Errors only a write gives (ENOSPC, EDQUOT, EFBIG): an error line, not an "internal error".

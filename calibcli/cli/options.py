@@ -21,7 +21,7 @@ from typing import Annotated
 import typer
 
 from calibcli.cli.exits import command_failure
-from calibcli.core import cancel, outputs
+from calibcli.core import cancel, environment, outputs
 from calibcli.core import family as fam
 from calibcli.core.declarations import CLASS_WEIGHTS_PARAM, MODE, N_BINS, STRATEGY
 from calibcli.core.errors import (
@@ -607,6 +607,7 @@ def command(func):
         tune_allocator()  # batch-sized arrays reused, not unmapped and faulted in again (calibcli/core/malloc.py)
         try:
             try:
+                environment.check()  # NUMBA_* values, matplotlib's directory (calibcli.core.environment)
                 check_file_options(kwargs)
                 check_parameters(func, kwargs)
                 return func(*args, **kwargs)

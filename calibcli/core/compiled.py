@@ -54,11 +54,43 @@ def inlined(function: F) -> F:
     return function
 
 
+def _stoppable(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` as plain Python (``NUMBA_DISABLE_JIT=1``: a debugging run) that stops at its next line once a
+    signal has asked the run to stop (:func:`calibcli.core.cancel.check`, from a line trace of this thread): a
+    compiled kernel's loop runs for minutes in Python, in threads that a signal does not reach."""
+    import sys
+
+    from calibcli.core import cancel
+
+    def trace(frame, event, arg):
+        cancel.check()  # raises Interrupted in the traced frame
+        return trace
+
+    @functools.wraps(function)
+    def run(*args: Any) -> Any:
+        before = sys.gettrace()
+        sys.settrace(trace)
+        try:
+            return function(*args)
+        finally:
+            sys.settrace(before)
+
+    return run
+
+
 def _jit(function: Callable[..., Any]) -> Any:
     """Numba's dispatcher of ``function``, caching its machine code on disk when a cache directory can be
     written (beside the source, or the user's cache directory); compiled in every process otherwise. The
-    :func:`inlined` helpers it calls are compiled first, in their place in its module."""
+    :func:`inlined` helpers it calls are compiled first, in their place in its module. The ``NUMBA_*`` variables
+    are checked first (:func:`calibcli.core.environment.check_numba`); with ``NUMBA_DISABLE_JIT=1`` the kernel is
+    the Python function, run so that a signal stops it (:func:`_stoppable`)."""
+    from calibcli.core.environment import check_numba
+
+    check_numba()
     import numba
+
+    if numba.config.DISABLE_JIT:
+        return _stoppable(function)
 
     names = function.__globals__
     for name in function.__code__.co_names:  # the globals the kernel names

@@ -388,7 +388,9 @@ def _remote_error(exc: BaseException, fragment, doing: str = "") -> BaseExceptio
 
 
 def _debugging() -> bool:
-    return os.environ.get("CALIBCLI_DEBUG", "") not in ("", "0")
+    from calibcli.core.environment import debugging
+
+    return debugging()
 
 
 @contextmanager
