@@ -89,7 +89,7 @@ def _jit(function: Callable[..., Any]) -> Any:
     check_numba()
     import numba
 
-    if numba.config.DISABLE_JIT:
+    if getattr(numba.config, "DISABLE_JIT", 0):  # set from the environment when Numba is imported
         return _stoppable(function)
 
     names = function.__globals__
