@@ -18,6 +18,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from calibcli.core import cancel
+from calibcli.core.environment import check_numba
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 _LOCK = threading.Lock()
@@ -60,8 +63,6 @@ def _stoppable(function: Callable[..., Any]) -> Callable[..., Any]:
     compiled kernel's loop runs for minutes in Python, in threads that a signal does not reach."""
     import sys
 
-    from calibcli.core import cancel
-
     def trace(frame, event, arg):
         cancel.check()  # raises Interrupted in the traced frame
         return trace
@@ -84,8 +85,6 @@ def _jit(function: Callable[..., Any]) -> Any:
     :func:`inlined` helpers it calls are compiled first, in their place in its module. The ``NUMBA_*`` variables
     are checked first (:func:`calibcli.core.environment.check_numba`); with ``NUMBA_DISABLE_JIT=1`` the kernel is
     the Python function, run so that a signal stops it (:func:`_stoppable`)."""
-    from calibcli.core.environment import check_numba
-
     check_numba()
     import numba
 

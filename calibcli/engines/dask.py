@@ -35,7 +35,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 
-from calibcli.core import cancel
+from calibcli.core import cancel, environment
 from calibcli.core.errors import CalibcliError
 from calibcli.core.malloc import SETTINGS as MALLOC_SETTINGS
 from calibcli.engines.base import register
@@ -388,9 +388,7 @@ def _remote_error(exc: BaseException, fragment, doing: str = "") -> BaseExceptio
 
 
 def _debugging() -> bool:
-    from calibcli.core.environment import debugging
-
-    return debugging()
+    return environment.debugging()
 
 
 @contextmanager
