@@ -260,6 +260,33 @@ _ENTRIES = [
         "smooth",
         combine=ClassRule(1),
     ),
+    # regression predictions (SPEC 10; calibcli.regression): names as uncertainty-toolbox, netcal and MAPIE name them
+    MetricInfo("mace", "mean_k |obs_k - p_k| over the calibration curve (uncertainty-toolbox)", "10", "regression"),
+    MetricInfo(
+        "rmsce", "sqrt(mean_k (obs_k - p_k)^2) over the calibration curve (uncertainty-toolbox)", "10", "regression"
+    ),
+    MetricInfo(
+        "miscalibration_area",
+        "area between the calibration curve and the diagonal (uncertainty-toolbox)",
+        "10",
+        "regression",
+    ),
+    MetricInfo("pit_ks", "Kolmogorov-Smirnov distance of the PIT from U(0, 1)", "10", "regression"),
+    MetricInfo("pit_ks_pvalue", "exact p-value of pit_ks (scipy.stats.kstwo)", "10", "regression", better="higher"),
+    MetricInfo(
+        "ence", "mean_b |RMV_b - RMSE_b| / RMV_b over bins of the predicted std (Levi et al. 2019)", "10", "regression"
+    ),
+    MetricInfo("uce", "sum_b (n_b / n) |MSE_b - MV_b| over bins of the predicted std (netcal)", "10", "regression"),
+    MetricInfo("crps", "mean continuous ranked probability score (Gneiting and Raftery 2007)", "10", "regression"),
+    MetricInfo("nll", "mean Gaussian negative log-likelihood", "10", "regression"),
+    MetricInfo("pinball", "mean pinball (check) loss over levels and rows", "10", "regression"),
+    MetricInfo("sharpness", "sqrt(mean sigma^2) (uncertainty-toolbox)", "10", "regression", better="none"),
+    MetricInfo(
+        "interval_score_avg99",
+        "Winkler score averaged over central intervals at linspace(0.01, 0.99, 99) (uncertainty-toolbox)",
+        "10",
+        "regression",
+    ),
 ]
 
 #: Every metric by name, in report order.

@@ -10,6 +10,7 @@ import numpy as np
 
 from calibcli.core.errors import CalibcliError, shown, shown_names
 from calibcli.core.modes import sigmoid, softmax
+from calibcli.io.checks import check_rows
 
 LABEL_NAMES = ("label", "labels", "y", "y_true", "target", "true_label", "class")
 SINGLE_PROB_NAMES = (
@@ -249,6 +250,16 @@ class ReadPlan:
         if column == c.weight_column:
             return "the weight column"
         return "a segment column" if self.segment_columns else "a group-by column"
+
+    def convert(self, table, where: str, first_row: int, partition: dict | None = None) -> Converted:
+        """One batch as arrays (:func:`convert_batch`); a plan of another kind of target converts its own way
+        (:class:`calibcli.io.regression.RegressionPlan`)."""
+        return convert_batch(table, self, where, first_row, partition)
+
+    def check(self, conv: Converted, where: str, first_row: int, *, whole_file: bool, text_of):
+        """The rows of a converted batch that pass every check, and the drops by reason
+        (:func:`calibcli.io.checks.check_rows`)."""
+        return check_rows(conv, self, where, first_row, whole_file=whole_file, text_of=text_of)
 
 
 @dataclass

@@ -14,8 +14,7 @@ import numpy as np
 
 from calibcli.core.errors import CalibcliError, shown, shown_names
 from calibcli.io import formats
-from calibcli.io.checks import check_rows
-from calibcli.io.columns import CodedText, ReadPlan, convert_batch
+from calibcli.io.columns import CodedText, ReadPlan
 
 
 @dataclass(frozen=True)
@@ -130,10 +129,12 @@ def _read_fragment(frag: Fragment, counts: RowCounts, within: tuple[int, int] | 
             file_row += start
             index += start
         n = table.num_rows
-        conv = convert_batch(table, plan, frag.path, file_row, partition)
+        conv = plan.convert(
+            table, frag.path, file_row, partition
+        )  # (the plan's kind of target: io.columns, io.regression)
         whole_file = frag.row_groups is None and file_row == 0 and last and whole
-        keep, dropped = check_rows(
-            conv, plan, frag.path, file_row, whole_file=whole_file, text_of=lambda c, r, t=table: t.column(c)[r].as_py()
+        keep, dropped = plan.check(
+            conv, frag.path, file_row, whole_file=whole_file, text_of=lambda c, r, t=table: t.column(c)[r].as_py()
         )
         counts.rows_read += n
         for reason, k in dropped.items():

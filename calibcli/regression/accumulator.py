@@ -1,0 +1,378 @@
+"""The regression family's state for one input or group (SPEC 8, 10), and the report it finishes to.
+
+The state is sums over rows, so that it streams and merges (``merge_rules``): the weight, the weighted sums of
+every per-row column of :class:`calibcli.regression.kinds.Prediction` (scores, coverage, widths, spreads), the
+calibration curve's bin weights, a fine and a coarse PIT histogram, the count of rows with crossed quantiles;
+and a bounded sample of rows (:class:`calibcli.core.rows.RowSample`: every row up to ``max_rows``, else the
+seeded bottom-k, the same however the rows were split) for what needs rows at once:
+
+- ENCE and UCE's equal-mass bins over the predicted std, and the size-stratified coverage's bins over widths:
+  exact on all rows up to ``max_rows``; beyond, on the bottom-k sample (the report says so);
+- the KS statistic of the PIT: exact on all rows up to ``max_rows``; beyond, at the edges of the fine PIT
+  histogram (2^16 cells), with its error bound (SPEC 10 "Streams");
+- the bootstrap: the Poisson bootstrap keyed by ``(seed, global row index)`` (SPEC 8) of the rows, up to
+  ``boot_rows`` of them; beyond, of the bottom-k sample of ``boot_rows`` rows, each replicate's deviation from
+  the sample's estimate scaled by ``sqrt(k / n)`` around the full estimate (the spread of a mean of k rows is
+  sqrt(n / k) times that of n rows). ENCE's and the coverage's bins are fixed across replicates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from calibcli.core.accumulator import Accumulator
+from calibcli.core.errors import CalibcliError
+from calibcli.core.resampling import Multiplicities, percentile_interval, row_hash
+from calibcli.core.results import Metric
+from calibcli.core.rows import RowSample
+from calibcli.regression import curves, scores
+from calibcli.regression.kinds import Prediction, level_name
+
+#: Cells of the fine PIT histogram (the KS statistic beyond ``max_rows``).
+PIT_CELLS = 1 << 16
+#: Replicates drawn at a time (memory: this many times the bootstrap rows, in float64).
+BLOCK = 16
+
+
+class RegressionAccumulator(Accumulator):
+    """One input's (or group's) regression state: sums over rows and a bounded row sample (module docstring)."""
+
+    kind = "regression_input"
+    state_name = "regression input state"
+    merge_rules = {
+        "n_rows": "sum",
+        "weight": "sum",
+        "weighted": "max",
+        "totals": "sum",
+        "curve": "sum",
+        "pit_fine": "sum",
+        "pit_coarse": "sum",
+        "crossed": "sum",
+        "sample": "merge",
+    }
+    same = ("prediction",)
+    same_message = "regression states of different kinds or options cannot be merged"
+
+    def __init__(self, prediction: Prediction):
+        o = prediction.options
+        self.prediction = prediction
+        self.n_rows = 0
+        self.weight = 0.0
+        self.weighted = False
+        self.totals = np.zeros(len(prediction.columns))
+        self.curve = np.zeros(prediction.n_bins_curve)
+        self.pit_fine = np.zeros(PIT_CELLS if prediction.has_pit else 0)
+        self.pit_coarse = np.zeros(o.pit_bins if prediction.has_pit else 0)
+        self.crossed = 0
+        self.sample = RowSample(o.max_rows, o.seed)
+
+    @property
+    def problems(self) -> list:
+        """One problem per input (what the pipeline's progress bar counts)."""
+        return [self.prediction.kind]
+
+    def update(self, row_index, preds, y, w=None) -> RegressionAccumulator:
+        n = len(y)
+        if n == 0:
+            return self
+        p = self.prediction
+        preds = np.asarray(preds, dtype=np.float64).reshape(n, -1)
+        y = np.asarray(y, dtype=np.float64)
+        d = p.derive(preds, y, np.asarray(row_index, dtype=np.int64))
+        ww = np.ones(n) if w is None else np.asarray(w, dtype=np.float64)
+        self.weighted |= w is not None
+        self.n_rows += n
+        self.weight += float(ww.sum())
+        self.totals += ww @ d.values
+        nan = np.full(n, np.nan)
+        if d.curve_bin is not None:
+            self.curve += np.bincount(d.curve_bin, weights=ww, minlength=p.n_bins_curve)
+        if d.pit is not None:
+            self.pit_fine += np.bincount(_cells(d.pit, PIT_CELLS), weights=ww, minlength=PIT_CELLS)
+            self.pit_coarse += np.bincount(
+                _cells(d.pit, len(self.pit_coarse)), weights=ww, minlength=len(self.pit_coarse)
+            )
+        if d.crossed is not None:
+            self.crossed += int(d.crossed.sum())
+        extra = np.column_stack(
+            [
+                nan if d.sigma is None else d.sigma,
+                nan if d.pit is None else d.pit,
+                nan if d.curve_bin is None else d.curve_bin.astype(np.float64),
+            ]
+        )
+        # (RowSample keeps integer labels beside its rows; a regression row's values are all in z)
+        self.sample.update(row_index, np.column_stack([d.values, extra]), np.zeros(n, dtype=np.int64), w)
+        return self
+
+    def needs_second_pass(self) -> bool:
+        """One pass gives everything (SPEC 10 "Streams": sums, and the bounded sample)."""
+        return False
+
+    def result(self, progress=None) -> RegressionReport:
+        if self.n_rows == 0:
+            raise CalibcliError("no rows to evaluate")
+        return finish(self, progress)
+
+
+def _cells(u: np.ndarray, cells: int) -> np.ndarray:
+    return np.minimum((u * cells).astype(np.int64), cells - 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Finishing
+
+
+@dataclass(frozen=True)
+class RegressionReport:
+    """The finished report of one input or group: one problem (the prediction's kind)."""
+
+    problem: dict
+    metrics: dict[str, Metric]
+
+    def to_dict(self) -> dict:
+        return {
+            "mode": "regression",
+            "problems": [{**self.problem, "metrics": {k: m.to_dict() for k, m in self.metrics.items()}}],
+        }
+
+    def headline(self) -> dict[str, Metric]:
+        return dict(self.metrics)
+
+
+@dataclass
+class _Rows:
+    """The sample's rows as the finish reads them."""
+
+    row_index: np.ndarray
+    values: np.ndarray  # (n, S): the prediction's columns
+    sigma: np.ndarray
+    pit: np.ndarray
+    curve_bin: np.ndarray
+    w: np.ndarray
+
+    def take(self, keep: np.ndarray) -> _Rows:
+        return _Rows(
+            self.row_index[keep],
+            self.values[keep],
+            self.sigma[keep],
+            self.pit[keep],
+            self.curve_bin[keep],
+            self.w[keep],
+        )
+
+
+def _rows(acc: RegressionAccumulator) -> _Rows:
+    row, z, _, w = acc.sample.arrays()
+    s = len(acc.prediction.columns)
+    z = z.reshape(len(row), s + 3)
+    curve_bin = np.nan_to_num(z[:, s + 2], nan=0.0).astype(np.int64)
+    return _Rows(row, z[:, :s], z[:, s], z[:, s + 1], curve_bin, np.ones(len(row)) if w is None else w)
+
+
+@dataclass
+class _Bins:
+    """Bins fixed from a set of rows: ENCE's over the std, each interval's over its width."""
+
+    ence: np.ndarray | None
+    widths: dict[str, np.ndarray]
+
+
+def _bins_of(p: Prediction, rows: _Rows) -> _Bins:
+    o = p.options
+    ence = curves.bins_of(rows.sigma, o.n_bins, o.binning) if p.has_spread else None
+    index = {c: j for j, c in enumerate(p.columns)}
+    widths = {
+        level_name(lv): curves.bins_of(rows.values[:, index[f"width_{level_name(lv)}"]], o.n_bins, o.binning)
+        for lv in p.interval_levels
+    }
+    return _Bins(ence, widths)
+
+
+def _row_sums(p: Prediction, rows: _Rows, bins: _Bins, mw: np.ndarray) -> dict:
+    """The sums the summaries read, over ``rows`` weighted by ``mw`` (``(R, n)``: replicates, or ``(n,)``)."""
+    o = p.options
+    index = {c: j for j, c in enumerate(p.columns)}
+    out = {"W": mw.sum(axis=-1), "T": mw @ rows.values}
+    if p.kind != "intervals":
+        out["curve"] = curves.binned_sums(rows.curve_bin, p.n_bins_curve, np.ones(len(rows.w)), mw)
+    if bins.ence is not None:
+        out["ence"] = tuple(
+            curves.binned_sums(bins.ence, o.n_bins, v, mw)
+            for v in (np.ones(len(rows.w)), rows.values[:, index["sigma2"]], rows.values[:, index["r2"]])
+        )
+    out["ssc"] = {
+        s: (
+            curves.binned_sums(b, o.n_bins, rows.values[:, index[f"cov_{s}"]], mw),
+            curves.binned_sums(b, o.n_bins, np.ones(len(rows.w)), mw),
+        )
+        for s, b in bins.widths.items()
+    }
+    return out
+
+
+def summaries(p: Prediction, sums: dict) -> dict[str, np.ndarray]:
+    """Every metric with an interval from the sums (leading axes broadcast: replicates)."""
+    W, T = sums["W"], sums["T"]
+    col = {c: T[..., j] / W for j, c in enumerate(p.columns)}
+    expected = np.asarray(p.expected)
+    if p.kind == "intervals":
+        observed = np.stack([col[f"cov_{level_name(lv)}"] for lv in expected], axis=-1)
+    else:
+        observed = curves.observed_proportions(sums["curve"], W)
+    out = {
+        "mace": curves.mace(expected, observed),
+        "rmsce": curves.rmsce(expected, observed),
+        "miscalibration_area": curves.miscalibration_area(expected, observed),
+    }
+    if "ence" in sums:
+        out["ence"], out["uce"] = curves.ence_uce(*sums["ence"])
+    if p.has_spread:
+        out["sharpness"] = np.sqrt(col["sigma2"])
+    for name in ("crps", "nll", "pinball", "interval_score_avg99"):
+        if name in col:
+            out[name] = col[name]
+    for lv in p.interval_levels:
+        s = level_name(lv)
+        out[f"picp_{s}"] = col[f"cov_{s}"]
+        out[f"mpiw_{s}"] = col[f"width_{s}"]
+        out[f"interval_score_{s}"] = col[f"isc_{s}"]
+        out[f"ssc_{s}"] = curves.size_stratified_coverage(*sums["ssc"][s])
+    return out
+
+
+def finish(acc: RegressionAccumulator, progress=None) -> RegressionReport:
+    p, o = acc.prediction, acc.prediction.options
+    rows = _rows(acc)
+    complete = acc.sample.complete
+    bins = _bins_of(p, rows)
+    full = _row_sums(p, rows, bins, rows.w)  # (the binned sums of the sample's rows: all rows up to max_rows)
+    full["W"], full["T"] = np.asarray(acc.weight), acc.totals  # (the exact sums of every row)
+    if p.kind != "intervals":
+        full["curve"] = acc.curve
+    estimates = summaries(p, full)
+    sampled = {"ence", "uce"} | {f"ssc_{level_name(lv)}" for lv in p.interval_levels}
+    intervals = _bootstrap(p, rows, acc, estimates, progress) if o.n_boot else {}
+    how = "Poisson bootstrap over rows, keyed by (seed, global row index)"
+    if acc.n_rows > o.boot_rows:
+        how += f", of a bottom-k sample of {o.boot_rows} rows, spread scaled by sqrt(k/n)"
+    metrics: dict[str, Metric] = {}
+    ks = _ks(acc, rows)
+    if ks is not None:
+        metrics["pit_ks"] = Metric("pit_ks", ks["statistic"], note=ks["method"])
+        metrics["pit_ks_pvalue"] = Metric("pit_ks_pvalue", ks["p_value"], note=ks["method"])
+    for name, value in estimates.items():
+        low, high = intervals.get(name, (None, None))
+        note = None
+        if name in sampled and not complete:
+            note = f"on a bottom-k sample of {o.max_rows} of {acc.n_rows} rows"
+        metrics[name] = Metric(name, float(value), low, high, how if name in intervals else None, note=note)
+    observed = estimates_curve(p, full)
+    problem = {
+        "name": p.kind,
+        "kind": p.kind,
+        "n": acc.n_rows,
+        "weight_total": acc.weight,
+        "calibration_curve": {
+            "form": p.form,
+            "definition": _form_text(p),
+            "expected": list(p.expected),
+            "observed": observed.tolist(),
+        },
+        "binning": {
+            "over": "predicted std" if p.has_spread else None,
+            "intervals_over": "interval width" if p.interval_levels else None,
+            "scheme": o.binning,
+            "n_bins": o.n_bins,
+            "rows": "all rows" if complete else f"bottom-k sample of {o.max_rows} rows",
+        },
+    }
+    if p.has_pit:
+        counts = acc.pit_coarse
+        edges = np.linspace(0.0, 1.0, len(counts) + 1)
+        problem["pit_histogram"] = {
+            "edges": edges.tolist(),
+            "counts": counts.tolist(),
+            "density": (counts / acc.weight * len(counts)).tolist(),
+        }
+        assert ks is not None
+        problem["pit_ks"] = ks
+    if p.kind == "quantiles":
+        problem["crossed_quantiles"] = {"rows": acc.crossed, "rate": acc.crossed / acc.n_rows, "handling": "sorted"}
+    return RegressionReport(problem, metrics)
+
+
+def estimates_curve(p: Prediction, sums: dict) -> np.ndarray:
+    """The calibration curve's observed proportions."""
+    if p.kind == "intervals":
+        j = {c: i for i, c in enumerate(p.columns)}
+        return np.array([sums["T"][j[f"cov_{level_name(lv)}"]] / sums["W"] for lv in p.expected])
+    return curves.observed_proportions(sums["curve"], sums["W"])
+
+
+def _form_text(p: Prediction) -> str:
+    if p.kind == "quantiles":
+        return (
+            "mean 1{y <= q_k} at each quantile level"
+            if p.form == "quantile"
+            else "mean 1{q_tau <= y <= q_(1-tau)}: coverage of each central interval the quantiles form"
+        )
+    if p.kind == "intervals":
+        return "mean 1{lower <= y <= upper}: coverage of each interval at its level"
+    head = "mean 1{u <= p_k}" if p.form == "quantile" else "mean 1{|u - 1/2| <= p_k / 2} (central intervals)"
+    return f"{head} at p_k = linspace(0, 1, {p.options.n_levels}), u the PIT"
+
+
+def _ks(acc: RegressionAccumulator, rows: _Rows) -> dict | None:
+    p = acc.prediction
+    if not p.has_pit:
+        return None
+    n = acc.n_rows if not acc.weighted else int(round(acc.weight))
+    if acc.sample.complete:
+        d = scores.ks_uniform(rows.pit, rows.w if acc.weighted else None)
+        return {
+            "statistic": d,
+            "p_value": scores.ks_pvalue(d, n),
+            "n": n,
+            "method": "exact, on all rows",
+            "error_bound": 0.0,
+        }
+    d, bound = scores.ks_from_histogram(acc.pit_fine)
+    return {
+        "statistic": d,
+        "p_value": scores.ks_pvalue(d, n),
+        "n": n,
+        "method": f"at the edges of a {PIT_CELLS}-cell PIT histogram (beyond {p.options.max_rows} rows)",
+        "error_bound": bound,
+    }
+
+
+def _bootstrap(p: Prediction, rows: _Rows, acc: RegressionAccumulator, estimates: dict, progress) -> dict:
+    """Percentile intervals of every summary (module docstring: the rows, their bins, the scaling)."""
+    o = p.options
+    if len(rows.row_index) > o.boot_rows:
+        hashes = row_hash(o.seed, rows.row_index)
+        keep = np.sort(np.argpartition(hashes, o.boot_rows - 1)[: o.boot_rows])
+        rows = rows.take(keep)
+    scaled = len(rows.row_index) < acc.n_rows
+    bins = _bins_of(p, rows)
+    centre = summaries(p, _row_sums(p, rows, bins, rows.w)) if scaled else estimates
+    factor = np.sqrt(rows.w.sum() / acc.weight) if scaled else 1.0
+    draws = Multiplicities(o.seed, rows.row_index)
+    reps: dict[str, list] = {name: [] for name in estimates}
+    for start in range(0, o.n_boot, BLOCK):
+        block = np.arange(start, min(start + BLOCK, o.n_boot))
+        mw = draws.block(block) * rows.w[None, :]
+        for name, values in summaries(p, _row_sums(p, rows, bins, mw)).items():
+            reps[name].append(values)
+        if progress is not None:
+            progress(len(block))
+    out = {}
+    for name, parts in reps.items():
+        r = np.concatenate(parts)
+        if scaled:
+            r = estimates[name] + (r - centre[name]) * factor
+        out[name] = percentile_interval(r, o.alpha)
+    return out
