@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from calibcli.core.errors import CalibcliError, shown, shown_names
+from calibcli.core.validation import check_options
 from calibcli.io import formats
 from calibcli.io.columns import (
     _floats,
@@ -670,8 +671,6 @@ def open_regression(
     group_by: tuple[str, ...] = (),
 ) -> RegressionStream:
     """Fix the target's kind and columns from the dataset's first file and return its stream."""
-    from calibcli.core.validation import check_options
-
     check_options(batch_rows=batch_rows)
     if input_format is not None:
         formats.detect_format("-", input_format)
