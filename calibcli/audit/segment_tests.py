@@ -176,7 +176,7 @@ def finish(
     # and the MCE gate's level; conservative for Holm's later steps and for BH), alpha when they are not
     mde_level = options.alpha / max(n_tested, 1) if options.adjust != "none" else options.alpha
     mde_sigma = minimum_detectable_ecce_sigma(mde_level, options.power)
-    z = float(ndtri(1.0 - options.alpha / 2.0))
+    z = -float(ndtri(options.alpha / 2.0))  # by symmetry: 1 - alpha / 2 rounds to 1 for alpha 1e-17
     with np.errstate(divide="ignore", invalid="ignore"):
         o_e = sums.wy / sums.ws
         half = z * np.sqrt(sums.w2v) / sums.ws

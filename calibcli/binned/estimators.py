@@ -376,8 +376,8 @@ def ece_l2_sq_sun_interval(s: BinStats, *, alpha: float) -> SunInterval:
     )
     sigma1 = np.sqrt(np.maximum(sigma1_sq, 0.0))
 
-    z_half = NormalDist().inv_cdf(1.0 - alpha / 2.0)
-    z_one = NormalDist().inv_cdf(1.0 - alpha)
+    z_half = -NormalDist().inv_cdf(alpha / 2.0)  # upper quantiles by symmetry: 1 - 1e-17 rounds to 1
+    z_one = -NormalDist().inv_cdf(alpha)
     t_plus = np.maximum(T, 0.0)
     se = sigma1 / np.sqrt(W)
     high = t_plus + z_half * se

@@ -65,7 +65,7 @@ class WaldEstimate:
         report prints ``z 0, p 1`` rather than digits of noise that another machine's BLAS changes."""
         if abs(estimate - null) <= NOISE_ULPS * sys.float_info.epsilon * max(1.0, abs(estimate), abs(null)):
             estimate = null
-        half = _normal_quantile(1.0 - alpha / 2.0) * se
+        half = -_normal_quantile(alpha / 2.0) * se  # the upper quantile by symmetry (1 - 1e-17 rounds to 1)
         z = (estimate - null) / se if se > 0 else math.inf
         return cls(
             float(estimate),

@@ -404,11 +404,11 @@ def difference(name: str, m_a, m_b, rep_a, rep_b, method, alpha: float) -> dict:
     elif None not in (m_a.ci_low, m_a.ci_high, m_b.ci_low, m_b.ci_high):
         # a metric without replicates here (an interval of its own): the normal approximation from both
         # intervals, as if independent
-        from statistics import NormalDist
-
-        z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
-        se = math.hypot(m_a.ci_high - m_a.ci_low, m_b.ci_high - m_b.ci_low) / (2.0 * z)
-        lo, hi = diff - z * se, diff + z * se
+        # with se_x = width_x / (2 z) for each input's interval at the same level, the difference's half-width
+        # z sqrt(se_a^2 + se_b^2) is hypot(width_a, width_b) / 2 whatever z is: no quantile, no division (an
+        # alpha near 1 has z = 0, and a width of 0 too)
+        half = math.hypot(m_a.ci_high - m_a.ci_low, m_b.ci_high - m_b.ci_low) / 2.0
+        lo, hi = diff - half, diff + half
         ci_method, paired = "unpaired: normal approximation from the two inputs' own intervals", False
     if lo is None:
         ci_method = None

@@ -93,7 +93,7 @@ def wilson_interval(successes, trials, *, alpha: float = 0.05) -> tuple[np.ndarr
     """
     alpha = check_alpha(alpha)
     k, n = _counts(successes, trials)
-    z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
+    z = -NormalDist().inv_cdf(alpha / 2.0)  # the upper quantile, exact for the smallest alpha (1e-17)
     with np.errstate(divide="ignore", invalid="ignore"):
         p = k / n
         denom = 1.0 + z * z / n

@@ -373,6 +373,13 @@ class Dataset:
                 f"{first}: no column {shown(column)} (given by {option}); the file has columns "
                 f"{shown_names(names)}{keys}"
             )
+        if _nested_or_binary(types[column]):
+            what = "segment" if option == "{opt:segment_cols}" else "group"
+            raise CalibcliError(
+                f"{first}: column {shown(column)} (given by {option}) holds {shown(str(types[column]), quote=False)} "
+                f"values, which cannot {what} rows: name a column of text, numbers, booleans or dates "
+                f"(flatten or convert this one first)"
+            )
         return group_kind(types[column])
 
     def _group_partition(self, source: _Source, keys: tuple[str, ...], kinds: tuple[str, ...], group_by) -> dict:
@@ -401,6 +408,21 @@ class Dataset:
             if first is not None:
                 return vector_column(first, column, source.path).shape[1]
         return None
+
+
+def _nested_or_binary(arrow_type) -> bool:
+    """Lists, structs, maps, unions and bytes (a dictionary of them too): values that do not name a group."""
+    import pyarrow.types as pt
+
+    if pt.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    return (
+        pt.is_nested(arrow_type)
+        or pt.is_binary(arrow_type)
+        or pt.is_large_binary(arrow_type)
+        or pt.is_fixed_size_binary(arrow_type)
+        or (hasattr(pt, "is_binary_view") and pt.is_binary_view(arrow_type))
+    )
 
 
 def resolve_datasets(paths: list[str], *, pool: bool = False) -> list[Dataset]:

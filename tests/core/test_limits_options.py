@@ -53,8 +53,11 @@ SIZE_CASES = [
     (("diagram", MULTI, "--max-classes", "100000000"), "--max-classes", "png"),
     (("recalibrate", "fit", BINARY, "--method", "histogram", "--n-bins", HUGE), "--n-bins", "json"),
     (("recalibrate", "fit", BINARY, "--method", "platt", "--max-rows", "100000000000"), "--max-rows", "json"),
-    (("recalibrate", "evaluate", BINARY, "--method", "platt", "--holdout", "0.5", "--ece-n-bins", HUGE),
-     "--ece-n-bins", "json"),
+    (
+        ("recalibrate", "evaluate", BINARY, "--method", "platt", "--holdout", "0.5", "--ece-n-bins", HUGE),
+        "--ece-n-bins",
+        "json",
+    ),
     (("ece", BINARY, "--engine", "dask", "--workers", "1000000"), "--workers", "json"),
 ]
 
@@ -94,8 +97,12 @@ def test_huge_n_bins_subprocess_answers_without_allocating(tmp_path):
     to grow to 24 GB): its peak memory stays that of a run that reads a small file, under 1 GB."""
     exe = shutil.which("calibcli") or pytest.skip("calibcli is not installed")
     out = tmp_path / "report.json"
-    r = subprocess.run([sys.executable, "-c", PEAK_RSS, exe, "ece", BINARY, "--n-bins", "1000000000", "-o", str(out)],
-                       capture_output=True, text=True, timeout=180)
+    r = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS, exe, "ece", BINARY, "--n-bins", "1000000000", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     p = json.loads(r.stdout)
     assert p["code"] == 2, p["stderr"]
     lines = p["stderr"].strip().splitlines()
@@ -214,11 +221,17 @@ FLOAT_CASES = [
     (("tcal", BINARY, "--alpha", "nan"), "--alpha is nan"),
     (("diagram", BINARY, "--dpi", "nan"), "--dpi is nan"),
     (("recalibrate", "fit", BINARY, "--method", "platt", "--clip", "nan"), "--clip is nan"),
-    (("recalibrate", "fit", BINARY, "--method", "platt", "--clip", "0.7"), "--clip is 0.7: expected a number in (0, 0.5)"),
+    (
+        ("recalibrate", "fit", BINARY, "--method", "platt", "--clip", "0.7"),
+        "--clip is 0.7: expected a number in (0, 0.5)",
+    ),
     (("recalibrate", "fit", BINARY, "--method", "histogram", "--alpha", "-inf"), "--alpha is -inf"),
     (("recalibrate", "evaluate", BINARY, "--method", "platt", "--holdout", "nan"), "--holdout is nan"),
     (("recalibrate", "evaluate", BINARY, "--method", "platt", "--holdout", "0.5", "--alpha", "nan"), "--alpha is nan"),
-    (("recalibrate", "fit", BINARY, "--method", "polynomial", "--degree", "50"), "--degree is 50: expected an integer in 0..20"),
+    (
+        ("recalibrate", "fit", BINARY, "--method", "polynomial", "--degree", "50"),
+        "--degree is 50: expected an integer in 0..20",
+    ),
     (("ece", BINARY, "--seed", "-1"), "--seed is -1: expected a non-negative integer below 2^64"),
     (("ece", BINARY, "--seed", HUGE), f"--seed is {HUGE}: expected a non-negative integer below 2^64"),
 ]
@@ -269,14 +282,26 @@ def test_every_numeric_option_has_a_rule():
 
 #: The least arguments each command runs with, before the option under test (``{out}``: a file in tmp_path).
 MINIMAL_ARGS = {
-    "ece": (BINARY,), "smece": (BINARY,), "tcal": (BINARY,), "compare": (BINARY, BINARY),
+    "ece": (BINARY,),
+    "smece": (BINARY,),
+    "tcal": (BINARY,),
+    "compare": (BINARY, BINARY),
     "audit": (BINARY, "--segment-cols", "label"),
     "recalibrate fit": (BINARY, "--method", "platt", "-o", "{out}.json"),
     "recalibrate evaluate": (BINARY, "--method", "platt"),
-    "diagram": (BINARY, "-o", "{out}.png"), "report": (BINARY, "-o", "{out}.html"),
+    "diagram": (BINARY, "-o", "{out}.png"),
+    "report": (BINARY, "-o", "{out}.html"),
 }
-RANGE_CASES = [("n_bins", 0), ("n_bins", -3), ("n_boot", -1), ("alpha", 1.5), ("alpha", 0.0), ("dpi", 5.0),
-               ("dpi", 1201.0), ("max_classes", 0)]
+RANGE_CASES = [
+    ("n_bins", 0),
+    ("n_bins", -3),
+    ("n_boot", -1),
+    ("alpha", 1.5),
+    ("alpha", 0.0),
+    ("dpi", 5.0),
+    ("dpi", 1201.0),
+    ("max_classes", 0),
+]
 
 
 @pytest.mark.parametrize("name, value", RANGE_CASES, ids=[f"{n}={v}" for n, v in RANGE_CASES])
@@ -309,24 +334,36 @@ def test_help_shows_flags_without_a_value():
         for p in params:
             if getattr(p, "is_flag", False):
                 assert p.metavar == "", (path, p.opts)
-    for args in (("ece",), ("smece",), ("tcal",), ("diagram",), ("recalibrate", "fit"), ("recalibrate", "apply"),
-                 ("recalibrate", "evaluate")):
+    for args in (
+        ("ece",),
+        ("smece",),
+        ("tcal",),
+        ("diagram",),
+        ("recalibrate", "fit"),
+        ("recalibrate", "apply"),
+        ("recalibrate", "evaluate"),
+    ):
         r = run(*args, "--help")
         assert r.exit_code == 0 and "--drop-invalid" in r.stdout
         assert "<bool>" not in r.stdout, args
 
 
-@pytest.mark.parametrize("args, flag, word", [
-    (("ece", BINARY, "--logits", "false"), "--logits", "false"),
-    (("smece", BINARY, "--drop-invalid", "yes"), "--drop-invalid", "yes"),
-    (("tcal", BINARY, "--fail-on-reject", "True"), "--fail-on-reject", "True"),
-    (("diagram", BINARY, "-o", "fig.png", "--pool", "0"), "--pool", "0"),
-])
+@pytest.mark.parametrize(
+    "args, flag, word",
+    [
+        (("ece", BINARY, "--logits", "false"), "--logits", "false"),
+        (("smece", BINARY, "--drop-invalid", "yes"), "--drop-invalid", "yes"),
+        (("tcal", BINARY, "--fail-on-reject", "True"), "--fail-on-reject", "True"),
+        (("diagram", BINARY, "-o", "fig.png", "--pool", "0"), "--pool", "0"),
+    ],
+)
 def test_a_word_after_a_flag_is_not_read_as_a_file(tmp_path, monkeypatch, args, flag, word):
     monkeypatch.chdir(tmp_path)
     line = _error_line(run(*args))
-    assert line == (f"Error: {flag} is a flag and takes no value; '{word}' was read as an input file: remove it "
-                    f"(a flag is on when given, off when left out)")
+    assert line == (
+        f"Error: {flag} is a flag and takes no value; '{word}' was read as an input file: remove it "
+        f"(a flag is on when given, off when left out)"
+    )
     assert not (tmp_path / "fig.png").exists()
 
 
@@ -352,8 +389,9 @@ def test_out_of_memory_does_not_blame_an_unused_option(monkeypatch, small_budget
     line = _error_line(run("ece", BINARY, "--n-boot", 0))
     assert "--n-boot" not in line and line.startswith("Error: out of memory while reading and reducing the input")
     line = _error_line(run("ece", BINARY, "--n-boot", 0, "--n-bins", 1000000))
-    assert line.startswith("Error: out of memory: the largest allocation asked for is --n-bins 1000000 (about 976.6 MB "
-                           "for the bin arrays)"), line
+    assert line.startswith(
+        "Error: out of memory: the largest allocation asked for is --n-bins 1000000 (about 976.6 MB for the bin arrays)"
+    ), line
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS")
@@ -367,12 +405,19 @@ def test_out_of_memory_subprocess_names_n_bins(tmp_path):
         resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))
 
     out = tmp_path / "r.json"
-    p = subprocess.run([exe, "ece", BINARY, "--n-bins", "300000000", "--n-boot", "0", "-o", str(out)], capture_output=True,
-                       text=True, timeout=60, preexec_fn=cap, env={**os.environ, "CALIBCLI_MEMORY_BUDGET": "1T"})
+    p = subprocess.run(
+        [exe, "ece", BINARY, "--n-bins", "300000000", "--n-boot", "0", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=cap,
+        env={**os.environ, "CALIBCLI_MEMORY_BUDGET": "1T"},
+    )
     assert p.returncode == 2, p.stderr
     lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: out of memory: the largest allocation asked for is "
-                                                   "--n-bins 300000000"), p.stderr
+    assert len(lines) == 1 and lines[0].startswith(
+        "Error: out of memory: the largest allocation asked for is --n-bins 300000000"
+    ), p.stderr
     assert not out.exists()
 
 
@@ -396,16 +441,22 @@ def _edited(tmp_path, source, edit) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda d: d.update(schema_version=2, version="9.0.0"),
-     "calibrator schema version 2 is not supported by calibcli"),
-    (lambda d: d["calibrator"]["params"].update(shift=0.5),
-     "calibrator: unknown field 'params.shift': calibcli"),
-    (lambda d: d["calibrator"]["options"].update(clip_high=0.9, prior=1),
-     "calibrator: unknown fields 'options.clip_high', 'options.prior': calibcli"),
-    (lambda d: d.update(future_field=1), "calibrator: unknown field 'future_field'"),
-    (lambda d: d["columns"].update(offset_col="o"), "calibrator: unknown field 'columns.offset_col'"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (
+            lambda d: d.update(schema_version=2, version="9.0.0"),
+            "calibrator schema version 2 is not supported by calibcli",
+        ),
+        (lambda d: d["calibrator"]["params"].update(shift=0.5), "calibrator: unknown field 'params.shift': calibcli"),
+        (
+            lambda d: d["calibrator"]["options"].update(clip_high=0.9, prior=1),
+            "calibrator: unknown fields 'options.clip_high', 'options.prior': calibcli",
+        ),
+        (lambda d: d.update(future_field=1), "calibrator: unknown field 'future_field'"),
+        (lambda d: d["columns"].update(offset_col="o"), "calibrator: unknown field 'columns.offset_col'"),
+    ],
+)
 def test_apply_refuses_a_calibrator_it_does_not_fully_know(tmp_path, calibrator_file, edit, message):
     path = _edited(tmp_path, calibrator_file, edit)
     out = tmp_path / "out.csv"
@@ -471,3 +522,51 @@ def test_marginal_mode_counts_the_bins_of_every_class(tmp_path, small_budget):
     assert not out.exists()
     r = run("ece", MULTI, "--mode", "top-label", "--n-bins", 200000, "--n-boot", 0, "--json")
     assert r.exit_code == 0, r.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Levels at the ends of (0, 1) (issue 33): alpha 1e-17 is a level like any other (its normal quantile is 8.6, found
+# by symmetry: 1 - 1e-17 rounds to 1), and compare's alpha 0.9999999999999999 has intervals of width ~0
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("ece", "--n-boot", "20"),
+        ("diagram", "--n-boot", "20", "-o", "{tmp}/d.png"),
+        ("report", "-o", "{tmp}/r.html"),
+        ("compare", BINARY, "--n-boot", "20"),
+    ],
+    ids=lambda c: c[0],
+)
+@pytest.mark.parametrize("alpha", ["1e-17", "0.9999999999999999"])
+def test_alpha_at_the_ends_of_its_range_gives_clean_numbers(tmp_path, command, alpha):
+    name, *rest = command
+    args = [a.replace("{tmp}", str(tmp_path)) for a in rest]
+    r = run(name, BINARY, *args, "--alpha", alpha)
+    assert r.exit_code == 0, r.stderr
+    assert "Error" not in r.stderr and "internal error" not in r.stderr
+
+
+def test_compare_at_alpha_near_one_has_finite_ordered_intervals(tmp_path):
+    import pandas as pd
+
+    frame = pd.read_csv(BINARY)
+    frame["prob"] = frame["prob"] ** 1.3  # another model of the same rows
+    candidate = tmp_path / "candidate.csv"
+    frame.to_csv(candidate, index=False)
+    r = run("compare", BINARY, candidate, "--n-boot", "20", "--alpha", "0.9999999999999999", "--json")
+    assert r.exit_code == 0, r.stderr
+    shown = [e for e in json.loads(r.stdout)["comparison"].values() if e.get("ci_low") is not None]
+    assert shown
+    for entry in shown:
+        assert np.isfinite(entry["ci_low"]) and entry["ci_low"] <= entry["ci_high"]
+
+
+def test_the_upper_normal_quantile_at_a_tiny_alpha():
+    from calibcli.binned.estimators import ece_l2_sq_sun_interval  # z_half = 8.6 at alpha 1e-17
+    from calibcli.diagram.bands import wilson_interval
+
+    low, high = wilson_interval(np.array([5.0]), np.array([10.0]), alpha=1e-17)
+    assert 0.0 < low[0] < 0.5 < high[0] < 1.0
+    assert callable(ece_l2_sq_sun_interval)

@@ -59,8 +59,15 @@ def _text_bytes(columns: dict, sep: str) -> bytes:
 def _jsonl_bytes(columns: dict) -> bytes:
     names = list(columns)
     n = len(next(iter(columns.values()))) if columns else 0
-    rows = [json.dumps({c: (None if isinstance(columns[c][i], float) and np.isnan(columns[c][i]) else columns[c][i])
-                        for c in names}) for i in range(n)]
+    rows = [
+        json.dumps(
+            {
+                c: (None if isinstance(columns[c][i], float) and np.isnan(columns[c][i]) else columns[c][i])
+                for c in names
+            }
+        )
+        for i in range(n)
+    ]
     return ("\n".join(rows) + "\n").encode() if rows else b""
 
 
@@ -152,7 +159,7 @@ def _no_label_column(fmt: str) -> bytes:
 def _non_utf8_cell(fmt: str) -> bytes:
     data = table_bytes(good_columns(), fmt.replace(".gz", ""))
     at = data.index(b"\n", len(data) // 2) + 1  # the first cell of a row in the middle: a probability
-    data = data[:at] + b"0.\xe95" + data[at + 1:]
+    data = data[:at] + b"0.\xe95" + data[at + 1 :]
     return gzip.compress(data, mtime=0) if fmt.endswith(".gz") else data
 
 
@@ -243,7 +250,9 @@ def assert_rejected(result, workdir, out: str, names: list[str]) -> None:
     assert any(name in err for name in names), f"names none of {names}: {detail}"
     assert len(err) < 2000, f"a {len(err)}-character error line"
     assert not os.path.exists(out), detail
-    leftovers = [p for p in os.listdir(workdir) if p.startswith(os.path.basename(out).split(".")[0] + ".") or ".tmp" in p]
+    leftovers = [
+        p for p in os.listdir(workdir) if p.startswith(os.path.basename(out).split(".")[0] + ".") or ".tmp" in p
+    ]
     assert leftovers == [], f"left behind: {leftovers}"
 
 
@@ -278,10 +287,21 @@ def test_corrupt_input_through_ece(tmp_path, name, fmt, calibrator):
 
 
 #: A spread of cases for the other commands in the fast group: one per kind of damage, formats rotating.
-SPREAD = [("truncated", "parquet"), ("garbage", "csv.gz"), ("header-only", "feather"), ("wrong-types", "jsonl"),
-          ("list-of-strings", "parquet"), ("nested-lists", "jsonl"), ("all-nan", "csv"), ("out-of-range", "tsv"),
-          ("bad-label", "feather"), ("non-utf8-cell", "csv"), ("deep-json", "jsonl"), ("long-column-name", "csv"),
-          ("empty", "parquet")]
+SPREAD = [
+    ("truncated", "parquet"),
+    ("garbage", "csv.gz"),
+    ("header-only", "feather"),
+    ("wrong-types", "jsonl"),
+    ("list-of-strings", "parquet"),
+    ("nested-lists", "jsonl"),
+    ("all-nan", "csv"),
+    ("out-of-range", "tsv"),
+    ("bad-label", "feather"),
+    ("non-utf8-cell", "csv"),
+    ("deep-json", "jsonl"),
+    ("long-column-name", "csv"),
+    ("empty", "parquet"),
+]
 OTHER = [c for c in COMMANDS if c != "ece"]
 
 
@@ -339,9 +359,15 @@ def _through_a_file(d) -> str:
     return str(d / "plain.csv" / "inner.csv")
 
 
-PATHS = {"symlink-loop": _symlink_loop, "dangling-link": _dangling_link, "extensionless-directory": _extensionless_directory,
-         "empty-directory": _empty_directory, "missing": _missing, "unknown-extension": _unknown_extension,
-         "through-a-file": _through_a_file}
+PATHS = {
+    "symlink-loop": _symlink_loop,
+    "dangling-link": _dangling_link,
+    "extensionless-directory": _extensionless_directory,
+    "empty-directory": _empty_directory,
+    "missing": _missing,
+    "unknown-extension": _unknown_extension,
+    "through-a-file": _through_a_file,
+}
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -362,7 +388,10 @@ def test_messages_say_what_is_wrong(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     expected = {
-        ("list-of-strings", "parquet"): "column 'prob' holds lists of strings; expected numbers (one probability per row)",
+        (
+            "list-of-strings",
+            "parquet",
+        ): "column 'prob' holds lists of strings; expected numbers (one probability per row)",
         ("nested-lists", "jsonl"): "column 'prob' holds lists of lists of numbers; expected numbers",
         ("deep-json", "jsonl"): "a JSON document nests deeper than 512 levels (line 1, byte 520)",
         ("non-utf8-cell", "csv"): "is not UTF-8 text",
@@ -371,12 +400,19 @@ def test_messages_say_what_is_wrong(tmp_path):
     for (name, fmt), words in expected.items():
         path = write_case(data, name, fmt)
         result = run("ece", path, "--n-boot", "0")
-        assert result.exit_code == 2 and result.stderr.startswith(f"Error: {path}: ") and words in result.stderr, result.stderr
+        assert result.exit_code == 2 and result.stderr.startswith(f"Error: {path}: ") and words in result.stderr, (
+            result.stderr
+        )
     loop = _symlink_loop(data)
-    assert run("ece", loop).stderr == f"Error: {loop}: is a loop of symbolic links (they lead back to each other, not to a file): check them with ls -l\n"
+    assert (
+        run("ece", loop).stderr
+        == f"Error: {loop}: is a loop of symbolic links (they lead back to each other, not to a file): check them with ls -l\n"
+    )
     shards = _extensionless_directory(data)
     err = run("ece", shards).stderr
-    assert err.startswith(f"Error: {shards}: is a directory without prediction files (1 other file(s), such as 'part-00000')")
+    assert err.startswith(
+        f"Error: {shards}: is a directory without prediction files (1 other file(s), such as 'part-00000')"
+    )
     assert err.endswith("or pass --input-format to read all 1 file(s) in that format\n")
 
 
@@ -411,8 +447,16 @@ def good_file(tmp_path_factory) -> str:
 
 
 OPTION_CASES = {
-    "ece": [("--n-bins", "0"), ("--n-bins", "99999999999999999999"), ("--alpha", "nan"), ("--alpha", "2"),
-            ("--n-boot", "-1"), ("--batch-rows", "0"), ("--fail-above", "nan"), ("--strategy", "best")],
+    "ece": [
+        ("--n-bins", "0"),
+        ("--n-bins", "99999999999999999999"),
+        ("--alpha", "nan"),
+        ("--alpha", "2"),
+        ("--n-boot", "-1"),
+        ("--batch-rows", "0"),
+        ("--fail-above", "nan"),
+        ("--strategy", "best"),
+    ],
     "smece": [("--alpha", "inf"), ("--n-boot", "-5"), ("--batch-rows", "-1"), ("--fail-above", "nan")],
     "tcal": [("--alpha", "0"), ("--n-boot", "-1"), ("--batch-rows", "0")],
     "diagram": [("--n-bins", "0"), ("--dpi", "-3"), ("--kind", "pie"), ("--batch-rows", "0")],
@@ -440,7 +484,9 @@ def test_output_naming_the_input_is_refused(tmp_path, command, calibrator):
     original = table_bytes(good_columns(), "csv")
     path.write_bytes(original)
     result = run(*command_args(command, str(path), str(path), calibrator))
-    assert result.exit_code == 2 and result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert result.exit_code == 2 and result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, (
+        result.stderr
+    )
     assert str(path) in result.stderr
     assert path.read_bytes() == original
 
@@ -462,7 +508,9 @@ def test_process_substitution_is_read_as_a_stream(tmp_path, fmt, calibrator):
     path.write_bytes(table_bytes(good_columns(), fmt))
     exe = f"{shlex.quote(sys.executable)} -m calibcli"
     pipe = f"<(cat {shlex.quote(str(path))})"
-    proc = subprocess.run(["/bin/bash", "-c", f"{exe} ece {pipe} --n-boot 0 --json"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        ["/bin/bash", "-c", f"{exe} ece {pipe} --n-boot 0 --json"], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     script = f"{exe} recalibrate apply {shlex.quote(calibrator)} {pipe} -o {shlex.quote(str(tmp_path / 'out.csv'))}"
@@ -489,11 +537,17 @@ def test_first_bad_row_in_file_order_is_reported(tmp_path):
     path.write_text("prob,label\n0.1,0\n0.3,x\n1.5,1\n,1\n0.8,1\n")
     result = run("ece", path, "--n-boot", "0")
     assert result.exit_code == 2
-    assert result.stderr == (f"Error: {path}: row 2, column label: label in column 'label' is not one of the 2 classes "
-                             f"(found 'x'; classes: ['0', '1']); 1 such row(s): fix the file or pass --drop-invalid to drop them\n")
+    assert result.stderr == (
+        f"Error: {path}: row 2, column label: label in column 'label' is not one of the 2 classes "
+        f"(found 'x'; classes: ['0', '1']); 1 such row(s): fix the file or pass --drop-invalid to drop them\n"
+    )
     doc = json.loads(run("ece", path, "--n-boot", "0", "--drop-invalid", "--json").stdout)["files"][0]["input"]
     assert (doc["rows_read"], doc["rows_used"], doc["rows_dropped"]) == (5, 2, 3)
-    assert doc["dropped_reasons"] == {"empty probability cell": 1, "probability outside [0, 1]": 1, "label outside the classes": 1}
+    assert doc["dropped_reasons"] == {
+        "empty probability cell": 1,
+        "probability outside [0, 1]": 1,
+        "label outside the classes": 1,
+    }
 
 
 @pytest.mark.parametrize("flag", ["--label-col", "--prob-col", "--weight-col", "--group-by"])
@@ -503,3 +557,32 @@ def test_long_option_values_are_cut_in_messages(tmp_path, good_file, flag):
     result = run("ece", good_file, "--n-boot", "0", flag, "z" * 100_000, "-o", out)
     assert_rejected(result, tmp_path, str(out), [good_file])
     assert "... (100000 characters)" in result.stderr and len(result.stderr) < 600, result.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Columns whose values cannot name a group or a segment (issue 33): one Error line naming the column and its type
+
+_NESTED = {
+    "lst": (pa.array([[i % 3] for i in range(N_ROWS)]), "list<element: int64>"),
+    "st": (pa.array([{"a": i % 3} for i in range(N_ROWS)]), "struct<a: int64>"),
+    "raw": (pa.array([bytes([i % 3, 255]) for i in range(N_ROWS)]), "binary"),
+}
+
+
+@pytest.mark.parametrize("column", sorted(_NESTED))
+@pytest.mark.parametrize(
+    ("command", "option", "verb"),
+    [("audit", "--segment-cols", "segment"), ("ece", "--group-by", "group"), ("diagram", "--group-by", "group")],
+)
+def test_a_nested_or_binary_column_cannot_group_or_segment(tmp_path, column, command, option, verb):
+    values, type_name = _NESTED[column]
+    path = tmp_path / "nested.parquet"
+    pq.write_table(pa.table({"prob": PROBS, "label": LABELS, column: values}), path)
+    out = ["-o", str(tmp_path / "d.png")] if command == "diagram" else ["--n-boot", "0"] if command == "ece" else []
+    r = run(command, path, "--prob-col", "prob", "--label-col", "label", option, column, *out)
+    assert r.exit_code == 2, r.stderr
+    assert r.stderr == (
+        f"Error: {path}: column {column!r} (given by {option}) holds {type_name} values, which cannot {verb} rows: "
+        "name a column of text, numbers, booleans or dates (flatten or convert this one first)\n"
+    )
+    assert not (tmp_path / "d.png").exists()
