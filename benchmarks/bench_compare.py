@@ -68,7 +68,8 @@ def speed(rows: int, n_boot: int, repeats: int, folder: str) -> None:
 
 def coverage(sims: int, n: int, n_true: int, n_boot: int, folder: str) -> None:
     from calibcli.compare.run import compare_streams
-    from calibcli.ece_family.accumulator import BinnedOptions, InputAccumulator
+    from calibcli.ece_family import options as ece_options
+from calibcli.ece_family.accumulator import InputAccumulator
     from calibcli.io.columns import ColumnSpec
     from calibcli.io.sources import resolve_datasets
 
@@ -76,7 +77,7 @@ def coverage(sims: int, n: int, n_true: int, n_boot: int, folder: str) -> None:
     y, za, zb = population(n_true, rng)
     truth = {}
     for name, z in (("a", za), ("b", zb)):
-        acc = InputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=BinnedOptions(row_limit=1))
+        acc = InputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=ece_options.Options.library(row_limit=1))
         acc.update(np.arange(n_true), z, y)
         truth[name] = acc.result().headline()
     true_diff = {m: truth["b"][m].estimate - truth["a"][m].estimate for m in METRICS}
@@ -93,7 +94,7 @@ def coverage(sims: int, n: int, n_true: int, n_boot: int, folder: str) -> None:
         pd.DataFrame({"prob": zb, "label": y}).to_parquet(paths[1])
         for name, how in methods.items():
             streams = [resolve_datasets([p])[0].open(ColumnSpec()) for p in paths]
-            run = compare_streams(streams[0], streams[1], BinnedOptions(n_boot=n_boot, seed=s, row_limit=how["row_limit"]),
+            run = compare_streams(streams[0], streams[1], ece_options.Options.library(n_boot=n_boot, seed=s, row_limit=how["row_limit"]),
                                   mode_a="binary", pairing=how["pairing"])
             for m in METRICS:
                 c = run.comparison[m]

@@ -404,7 +404,8 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
     task_worker) and client = T x (task_serial + merge): the client merges each state as it arrives, while
     the workers compute, so the slower of the two sets the pace. On this machine the client shares the two
     cores with the workers: the check below adds the client's CPU, spread over the workers, to theirs."""
-    from calibcli.ece_family.accumulator import BinnedOptions, InputAccumulator
+    from calibcli.ece_family import options as ece_options
+from calibcli.ece_family.accumulator import InputAccumulator
     from calibcli.engines.fragments import MAX_TASK_ROWS, merge_parts, pack_fragments, run_fragment, task_rows, TASKS_PER_WORKER
     from calibcli.io.columns import ColumnSpec
     from calibcli.io.sources import resolve_datasets
@@ -415,7 +416,7 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
     fragments = stream.fragments()
     listing = time.perf_counter() - t0
     files = len(stream.files)
-    options = BinnedOptions(n_boot=1000)
+    options = ece_options.Options.library(n_boot=1000)
     template = InputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names, options=options)
     task = pack_fragments(fragments, task_rows(fragments, 2))[0]  # a task as the engine makes it for 2 workers
     doc = run_fragment(task, template)  # (a Part, since #25: it travels pickled, packed)
@@ -489,10 +490,11 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
                                  "tasks on the workers": workers_big, "client (overlaps them)": client_big,
                                  "finish (bootstrap)": finish}, T_big, r_big, f"local disk, CALIBCLI_TASK_ROWS={big}"))
     # smece: the same model with its own per-row time, state and merge (measured here in this process)
-    from calibcli.smooth.inputs import SmoothInputAccumulator, SmoothOptions
+    from calibcli.smooth import options as smece_options
+from calibcli.smooth.inputs import SmoothInputAccumulator
 
     smooth = SmoothInputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names,
-                                    options=SmoothOptions(n_boot=1000))
+                                    options=smece_options.Options.library(n_boot=1000))
     t0 = time.perf_counter()
     sdoc = run_fragment(task, smooth)
     s_per_row = (time.perf_counter() - t0) / sum(f.n_rows for f in task)
@@ -699,8 +701,10 @@ def model_constants(data: str) -> dict:
     costs included), per batch and per task (tasks of one and of 100 1,000-row batches of part 5's data); its packed state; the cost of one state in a merge task (unpickled and merged into a
     copy, as on a worker); the finish (bootstrap) of the merged state."""
     from calibcli.core.malloc import tune_allocator
-    from calibcli.ece_family.accumulator import BinnedOptions, InputAccumulator
-    from calibcli.smooth.inputs import SmoothInputAccumulator, SmoothOptions
+    from calibcli.ece_family import options as ece_options
+from calibcli.ece_family.accumulator import InputAccumulator
+    from calibcli.smooth import options as smece_options
+from calibcli.smooth.inputs import SmoothInputAccumulator
     from calibcli.engines.fragments import merge_parts, run_fragment
     from calibcli.io.columns import ColumnSpec
     from calibcli.io.sources import resolve_datasets
@@ -724,9 +728,9 @@ def model_constants(data: str) -> dict:
 
     for name, template in (
         ("ece --n-boot 1000", InputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names,
-                                               options=BinnedOptions(n_boot=1000))),
+                                               options=ece_options.Options.library(n_boot=1000))),
         ("smece", SmoothInputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names,
-                                         options=SmoothOptions())),
+                                         options=smece_options.Options.library())),
     ):
         run_fragment(fragments[0], template)  # warm-up
         t_one = timed(lambda: [run_fragment(f, template) for f in fragments[:40]]) / 40  # a task of one 1,000-row batch

@@ -128,7 +128,8 @@ def part_speed(versions: dict[str, str], repeats: int) -> list[str]:
 UPDATE = r"""
 import sys, time
 import numpy as np
-from calibcli.ece_family.accumulator import BinnedOptions, InputAccumulator
+from calibcli.ece_family import options as ece_options
+from calibcli.ece_family.accumulator import InputAccumulator
 rng = np.random.default_rng(5)
 n, size, weighted, repeats = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "w", int(sys.argv[4])
 z = rng.beta(2, 5, n)
@@ -137,7 +138,7 @@ w = rng.gamma(2.0, 0.5, n) if weighted else None
 rows = np.arange(n)
 best = float("inf")
 for _ in range(repeats):
-    acc = InputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=BinnedOptions())
+    acc = InputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=ece_options.Options.library())
     t0 = time.process_time()
     for s in range(0, n, size):
         acc.update(rows[s:s + size], z[s:s + size], y[s:s + size], None if w is None else w[s:s + size])
@@ -172,13 +173,14 @@ def part_update(versions: dict[str, str], rounds: int) -> list[str]:
 
 STATE = r"""
 import pickle, sys
-from calibcli.ece_family.accumulator import BinnedOptions, InputAccumulator
+from calibcli.ece_family import options as ece_options
+from calibcli.ece_family.accumulator import InputAccumulator
 from calibcli.engines.fragments import run_fragment
 from calibcli.io import ColumnSpec, resolve_datasets
 for weight in (None, "w"):
     (dataset,) = resolve_datasets([sys.argv[1]])
     stream = dataset.open(ColumnSpec(weight_col=weight))
-    template = InputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names, options=BinnedOptions())
+    template = InputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names, options=ece_options.Options.library())
     print(len(pickle.dumps(run_fragment(tuple(stream.fragments()), template), protocol=5)))
 """
 

@@ -16,15 +16,16 @@ from typing import Any
 import numpy as np
 
 from calibcli.clinical.accumulator import ClinicalTestAccumulator, ClinicalTestOptions
-from calibcli.core.declarations import CLASS_WEIGHTS_PARAM, MODE, STRATEGY
 from calibcli.core.errors import CalibcliError, library_text
 from calibcli.core.modes import default_mode
 from calibcli.core.registry import _ENTRIES, REGISTRY
 from calibcli.core.results import MetricResult, metric_result
-from calibcli.core.validation import check_options, check_params
-from calibcli.ece_family.accumulator import BinnedOptions, InputAccumulator, multiclass_scores
+from calibcli.core.validation import check_options
+from calibcli.ece_family import options as ece_options
+from calibcli.ece_family.accumulator import InputAccumulator, multiclass_scores
 from calibcli.io.arrays import prepare
-from calibcli.smooth.inputs import SmoothInputAccumulator, SmoothOptions
+from calibcli.smooth import options as smece_options
+from calibcli.smooth.inputs import SmoothInputAccumulator
 from calibcli.tcal.accumulator import MAX_ROWS as TCAL_MAX_ROWS
 from calibcli.tcal.accumulator import TCAL_MODES, TcalInputAccumulator, TcalOptions
 
@@ -125,19 +126,10 @@ def _binned(
     if name not in REGISTRY or REGISTRY[name].family not in ("binned", "scores", "clinical", "cumulative"):
         known = [m.name for m in _ENTRIES if m.family in ("binned", "scores", "clinical", "cumulative")]
         raise CalibcliError(f"{name!r} is not a binned metric: expected one of {', '.join(known)}")
-    check_params(
-        {"mode": MODE, "strategy": STRATEGY, "class_weights": CLASS_WEIGHTS_PARAM},
-        mode=mode,
-        strategy=strategy,
-        class_weights=class_weights,
-        n_bins=n_bins,
-        n_boot=n_boot,
-        alpha=alpha,
+    options = ece_options.Options.library(
+        mode=mode, n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights
     )
     used = mode or default_mode(prepared.n_classes)
-    options = BinnedOptions(
-        n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights
-    )
     acc = InputAccumulator(mode=used, n_classes=prepared.n_classes, class_names=prepared.class_names, options=options)
     report = _one_batch(acc, prepared).result()
     params = {"n_bins": n_bins, "strategy": strategy, "n_boot": n_boot, "alpha": alpha, "seed": seed}
@@ -473,17 +465,11 @@ def smooth_ece(
     >>> r.name, round(r.estimate, 4), round(r.details["sigma"], 4)
     ('smece', 0.1373, 0.1373)
     """
-    check_params(
-        {"mode": MODE, "class_weights": CLASS_WEIGHTS_PARAM},
-        mode=mode,
-        class_weights=class_weights,
-        sigma=sigma,
-        n_boot=n_boot,
-        alpha=alpha,
+    options = smece_options.Options.library(
+        mode=mode, sigma=sigma, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights
     )
     prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
     used = mode or default_mode(prepared.n_classes)
-    options = SmoothOptions(sigma=sigma, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights)
     acc = SmoothInputAccumulator(
         mode=used, n_classes=prepared.n_classes, class_names=prepared.class_names, options=options
     )

@@ -191,9 +191,12 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         check_classification_targets(y)
         w = None
         if sample_weight is not None:
+            from sklearn.utils.validation import _check_sample_weight
+
             w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
             if len(w) != len(y):
                 raise ValueError(f"sample_weight has {len(w)} values but y has {len(y)}: expected one weight per row")
+            w = _check_sample_weight(w, y, dtype=np.float64)  # NaN and inf: scikit-learn's own ValueError
             if self.method not in WEIGHTED_METHODS:
                 raise ValueError(
                     f"method {self.method!r} does not take sample weights: fit without them, or use one of "

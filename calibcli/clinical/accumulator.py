@@ -54,7 +54,7 @@ from calibcli.core.modes import binary_problems
 from calibcli.core.registry import REGISTRY, aggregate_over_classes
 from calibcli.core.results import Metric
 from calibcli.core.rows import describe_sample
-from calibcli.core.validation import check_options
+from calibcli.core.validation import check_options, check_types
 from calibcli.cumulative.accumulator import EcceAccumulator
 from calibcli.cumulative.ecce import EcceResult
 from calibcli.tcal.accumulator import MAX_ROWS
@@ -223,6 +223,7 @@ class ClinicalTestOptions:
     max_rows: int = MAX_ROWS
 
     def __post_init__(self):
+        check_types(self)
         check_options({"test": CLINICAL_TESTS}, test=self.test, n_bins=self.n_bins, alpha=self.alpha)
         if self.max_rows < 1:
             raise OptionError("max_rows", f"{{name}} is {self.max_rows}: expected at least 1 row")

@@ -15,11 +15,11 @@ from calibcli.core.documents import fmt_interval, fmt_number, new_document
 from calibcli.core.errors import CalibcliError, warn
 from calibcli.core.modes import default_mode
 from calibcli.core.registry import REGISTRY, describe
-from calibcli.ece_family.accumulator import BinnedOptions
+from calibcli.ece_family import options as ece_options
 from calibcli.engines.pipeline import engine_runner
 from calibcli.io.formats import detect_format, read_schema, unreadable
 from calibcli.io.sources import resolve_datasets
-from calibcli.smooth.inputs import SmoothOptions
+from calibcli.smooth import options as smece_options
 
 #: The entry of the differences in the report's ``files`` (so the tidy renderers show them as rows).
 DIFFERENCE_PATH = "candidate - baseline"
@@ -51,10 +51,12 @@ def compare_document(baseline: str, candidate: str, chosen, *, spec, engine, gat
         for d in datasets
     ]
     used_mode = mode or default_mode(streams[0].n_classes)
-    binned = BinnedOptions(
+    binned = ece_options.Options(
         n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights
     )
-    smooth = SmoothOptions(n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights) if smece else None
+    smooth = (
+        smece_options.Options(n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights) if smece else None
+    )
     with engine_runner(engine.name, engine.scheduler, engine.workers) as runner:  # a cluster lives for the run
         try:
             run = compare_streams(

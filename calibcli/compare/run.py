@@ -488,8 +488,8 @@ def compare_streams(
 ) -> ComparisonRun:
     """Compare a baseline stream ``stream_a`` with a candidate ``stream_b`` (see the module docstring).
 
-    ``binned_options`` (:class:`calibcli.ece_family.accumulator.BinnedOptions`) and ``smooth_options``
-    (:class:`~calibcli.smooth.inputs.SmoothOptions`, or None for no SmoothECE) apply to both; ``mode_a`` is the
+    ``binned_options`` (:class:`calibcli.ece_family.options.Options`) and ``smooth_options``
+    (:class:`calibcli.smooth.options.Options`, or None for no SmoothECE) apply to both; ``mode_a`` is the
     mode (both inputs must have the same classes). ``id_column``: pair by that column (the streams must have
     been opened with ``group_by=(id_column,)``). ``pairing``: ``auto``, ``order`` (an error when the rows are
     not the same examples in the same order) or ``none``. ``engine``: an engine that reduces tasks on a cluster

@@ -1,8 +1,11 @@
 """The project's own exception types.
 
 Every problem with what the user gave us (a file, a column, an option value) is a
-:class:`CalibcliError`. The CLI turns it into one ``Error: ...`` line on stderr and
-exit code 2, in one place (:func:`calibcli.cli.app.main`).
+:class:`CalibcliError`, a :class:`ValueError`; a value of the wrong type (``n_bins="15"``, ``alpha=None``) is
+also a :class:`TypeError` (:class:`OptionTypeError`), as scikit-learn's ``InvalidParameterError`` is both, so
+``except ValueError`` and ``except TypeError`` catch what they would catch from NumPy or scikit-learn. The CLI
+turns every one into one ``Error: ...`` line on stderr and exit code 2, in one place
+(:func:`calibcli.cli.exits.command_failure`).
 """
 
 from __future__ import annotations
@@ -72,8 +75,9 @@ def shortened(text: str) -> str:
     )
 
 
-class CalibcliError(Exception):
-    """Bad usage or bad input: the message says what was found, what was expected, how to fix it.
+class CalibcliError(ValueError):
+    """Bad usage or bad input, a :class:`ValueError`: the message says what was found, what was expected, how
+    to fix it.
 
     Options are written ``{opt:name}`` in the message: ``str(error)`` names the parameter, and the CLI
     shows the flag instead (:func:`cli_text`), so the core never speaks of flags.
@@ -103,6 +107,12 @@ class OptionError(CalibcliError):
     def __init__(self, parameter: str, template: str):
         self.parameter = parameter
         super().__init__(template.replace("{name}", "{opt:" + parameter + "}"))
+
+
+class OptionTypeError(OptionError, TypeError):
+    """An option value of the wrong type (``n_bins="15"``, ``alpha=None``, ``seed=1.5``): a :class:`TypeError`
+    and, as every :class:`CalibcliError`, a :class:`ValueError` (scikit-learn's ``InvalidParameterError`` is
+    both). The message names the parameter, as :class:`OptionError`'s does."""
 
 
 class GateFailed(Exception):

@@ -60,7 +60,9 @@ class Family:
 class Bootstrap(Declared):
     """The bootstrap options: resamples, level and seed."""
 
-    n_boot: int = option(1000, "--n-boot", help="Bootstrap resamples for the confidence intervals (0: none).")
+    n_boot: int = option(
+        1000, "--n-boot", help="Bootstrap resamples for the confidence intervals (0: none).", library=0
+    )
     alpha: float = declared(0.05, ALPHA)
     seed: int = option(0, "--seed", help="Seed of every random draw; the same seed prints the same numbers.")
 

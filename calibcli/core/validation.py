@@ -9,13 +9,15 @@ checks with ``where=`` naming the file, so messages point at a row or a column.
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from calibcli.core.errors import CalibcliError, OptionError, shown
+from calibcli.core.errors import CalibcliError, OptionError, OptionTypeError, shown
 
 #: Rows of class probabilities must sum to 1 within this absolute tolerance.
 ROW_SUM_TOLERANCE = 1e-4
@@ -370,12 +372,20 @@ def check_options(choices: dict[str, tuple[str, ...]] | None = None, **values) -
             continue
         if choices and name in choices:
             if value not in choices[name]:
-                raise OptionError(
+                raise (OptionError if isinstance(value, str) else OptionTypeError)(
                     name, f"{{name}} is {_short_value(value)}: expected one of {', '.join(choices[name])}"
                 )
             continue
         if name in INTEGER_OPTIONS:
             _check_integer(name, value)
+        elif name in _RULES and (
+            isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating))
+        ):
+            raise OptionTypeError(
+                name,
+                f"{{name}} is {_short_value(value)}: {_expected(name, 'expected a number')} (a number, "
+                f"not {_type_name(value)})",
+            )
         if isinstance(value, bool):
             continue
         if isinstance(value, (float, np.floating)) and not np.isfinite(value):
@@ -397,7 +407,7 @@ def check_alpha(alpha) -> float:
     """The one check of a level ``alpha`` (an interval's ``1 - confidence``, a test's level), with the one
     wording of :data:`_RULES`, for every family and library function; returns it as a float."""
     if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float, np.integer, np.floating)):
-        raise OptionError("alpha", f"{{name}} is {_short_value(alpha)}: {_RULES['alpha'][1]}")
+        raise OptionTypeError("alpha", f"{{name}} is {_short_value(alpha)}: {_RULES['alpha'][1]}")
     check_options(alpha=alpha)
     return float(alpha)
 
@@ -428,26 +438,91 @@ INTEGER_OPTIONS = frozenset(
 )
 
 
+def _expected(name: str, otherwise: str) -> str:
+    """What option ``name`` expects, as its rule words it (:data:`_RULES`), else ``otherwise``."""
+    return _RULES[name][1] if name in _RULES and _RULES[name][1] else otherwise
+
+
 def _check_integer(name: str, value) -> None:
-    """``value`` of a counting option is an int (Python's or NumPy's): a bool or a float is refused with the
-    option's own rule, as the command line words it; a whole float too large for the memory budget gets the
-    budget's message first (``n_bins=1e20``)."""
+    """``value`` of a counting option is an int (Python's or NumPy's): a bool, a float or text is refused
+    (:class:`~calibcli.core.errors.OptionTypeError`) with the option's own rule, as the command line words it; a
+    whole float too large for the memory budget gets the budget's message first (``n_bins=1e20``)."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         return
-    expected = _RULES[name][1] if name in _RULES and _RULES[name][1] else "expected an integer"
+    expected = _expected(name, "expected an integer")
     if isinstance(value, (bool, np.bool_)):
-        raise OptionError(name, f"{{name}} is {value}: {expected} (an integer, not {value})")
+        raise OptionTypeError(name, f"{{name}} is {value}: {expected} (an integer, not {value})")
     if isinstance(value, (float, np.floating)):
         if np.isfinite(value) and float(value).is_integer() and value >= 1 and name in _SIZES:
             per_unit, what = _SIZES[name]
             check_allocation(
                 name, float(value), float(value) * per_unit, what, most=max(memory_budget() // per_unit, 1)
             )
-        raise OptionError(
+        raise OptionTypeError(
             name,
             f"{{name}} is {_short_value(float(value))}: {expected} (an integer: "
             f"{{name}}={int(value) if np.isfinite(value) and float(value).is_integer() else 'N'})",
         )
+    raise OptionTypeError(name, f"{{name}} is {_short_value(value)}: {expected} (an integer, not {_type_name(value)})")
+
+
+def _type_name(value) -> str:
+    return "text" if isinstance(value, str) else type(value).__name__
+
+
+def check_type(name: str, value, annotation) -> None:
+    """``value`` of option ``name`` has the type its declaration states (``int``, ``float``, ``str``, ``bool``,
+    each ``| None`` where None is allowed): else :class:`~calibcli.core.errors.OptionTypeError`, worded with
+    the option's rule (``alpha=None``: "alpha is None: expected a number strictly between 0 and 1"). Other
+    annotations (lists, tuples) are not checked here."""
+    args = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) else ()
+    kinds = set(args) if args else {annotation}
+    optional = type(None) in kinds
+    kinds.discard(type(None))
+    if len(kinds) != 1 or not kinds <= {int, float, str, bool}:
+        return
+    (kind,) = kinds
+    if value is None:
+        if optional:
+            return
+        wanted = {int: "an integer", float: "a number", str: "text", bool: "True or False"}[kind]
+        raise OptionTypeError(name, f"{{name}} is None: {_expected(name, 'expected ' + wanted)}")
+    if kind is int:
+        _check_integer(name, value)
+    elif kind is float:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise OptionTypeError(
+                name,
+                f"{{name}} is {_short_value(value)}: {_expected(name, 'expected a number')} (a number, "
+                f"not {_type_name(value)})",
+            )
+    elif kind is bool:
+        if not isinstance(value, (bool, np.bool_)):
+            raise OptionTypeError(name, f"{{name}} is {_short_value(value)}: expected True or False")
+    elif not isinstance(value, str):
+        raise OptionTypeError(name, f"{{name}} is {_short_value(value)}: expected text")
+
+
+_FIELD_TYPES: dict[type, dict[str, Any]] = {}
+
+
+def _field_types(cls: type) -> dict[str, Any]:
+    """The resolved annotations of a dataclass's fields (``from __future__ import annotations`` leaves text)."""
+    if cls not in _FIELD_TYPES:
+        _FIELD_TYPES[cls] = typing.get_type_hints(cls)
+    return _FIELD_TYPES[cls]
+
+
+def check_types(options) -> None:
+    """Every field of the options dataclass ``options`` of the type its annotation states (:func:`check_type`)."""
+    hints = _field_types(type(options))
+    for f in dataclasses.fields(options):
+        value = getattr(options, f.name)
+        param = f.metadata.get("param")
+        if param is not None and param.choices is not None and value is not None:
+            continue  # a declared choice: any other value, of any type, is worded by its choices (check_options)
+        if f.name in hints:
+            check_type(f.name, value, hints[f.name])
 
 
 def _short_value(value, limit: int = 60) -> str:
@@ -543,17 +618,31 @@ def option(
     count: bool = False,
     show_default: bool = True,
     shown: Callable[[Any], Any] | None = None,
+    library: Any = dataclasses.MISSING,
 ) -> Any:
-    """A declared option field: ``n_bins: int = option(15, "--n-bins", help="Number of bins.", count=True)``."""
+    """A declared option field: ``n_bins: int = option(15, "--n-bins", help="Number of bins.", count=True)``;
+    ``library``: the library's default where it differs from the command line's (``n_boot``: 0, no intervals
+    unless asked for, as scikit-learn's metrics; the command line's 1000)."""
     declared = Param(
         tuple(flags), help, None if choices is None else tuple(choices), metavar, count, show_default, shown
     )
-    return dataclasses.field(default=default, metadata={"param": declared})
+    return _field(default, declared, library)
 
 
-def declared(default: Any, param: Param) -> Any:
+def declared(default: Any, param: Param, *, library: Any = dataclasses.MISSING) -> Any:
     """A field with an existing declaration (a shared option, or one :meth:`Param.narrowed`)."""
-    return dataclasses.field(default=default, metadata={"param": param})
+    return _field(default, param, library)
+
+
+def _field(default: Any, param: Param, library: Any) -> Any:
+    metadata = {"param": param} if library is dataclasses.MISSING else {"param": param, "library": library}
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def library_defaults(cls) -> dict[str, Any]:
+    """The library's default of every declared option of ``cls``: the field's ``library`` default where it has
+    one, else the command line's (:func:`option`)."""
+    return {f.name: f.metadata.get("library", f.default) for f in dataclasses.fields(cls) if "param" in f.metadata}
 
 
 def params_of(cls_or_obj: Any) -> dict[str, tuple[Param, Any]]:
@@ -567,6 +656,12 @@ class Declared:
 
     def __post_init__(self) -> None:
         check_declared(self)
+
+    @classmethod
+    def library(cls, **given):
+        """The options of a library call: ``given`` by keyword, the rest at their library defaults
+        (:func:`library_defaults`); checked once, as every options object is, when made."""
+        return cls(**{**library_defaults(cls), **given})
 
     @classmethod
     def of(cls, values: dict):
@@ -592,9 +687,10 @@ def check_params(declarations: dict[str, Param], **values) -> None:
 
 
 def check_declared(options) -> None:
-    """Check every declared field of ``options`` by its declaration: choices among the declared ones, numbers by
-    the rules of :data:`_RULES` (finite, in range, within the memory budget); text without declared choices and
-    ``None`` pass."""
+    """Check every declared field of ``options`` by its declaration: of its annotated type (:func:`check_types`:
+    ``None`` only where the annotation allows it), choices among the declared ones, numbers by the rules of
+    :data:`_RULES` (finite, in range, within the memory budget); text without declared choices passes."""
+    check_types(options)
     choices, values = {}, {}
     for name, (param, _) in params_of(options).items():
         value = getattr(options, name)

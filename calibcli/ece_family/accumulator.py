@@ -29,6 +29,7 @@ from calibcli.core.rows import ROW_LIMIT, RowSample
 from calibcli.core.validation import BYTES_PER_BIN, check_allocation, memory_budget
 from calibcli.cumulative.accumulator import EcceAccumulator, ecce_metrics
 from calibcli.cumulative.ecce import EcceResult
+from calibcli.ece_family.options import Options
 
 STATE_VERSION = 1
 
@@ -179,19 +180,6 @@ class MulticlassScores(Accumulator):
 # One input (or group) in one mode
 
 
-@dataclass(frozen=True)
-class BinnedOptions:
-    """What the binned family computes; validated once (:func:`calibcli.core.validation.check_options`)."""
-
-    n_bins: int = 15
-    strategy: str = "uniform"
-    n_boot: int = 0
-    alpha: float = 0.05
-    seed: int = 0
-    class_weights: str = "uniform"
-    row_limit: int = ROW_LIMIT
-
-
 class InputAccumulator(Accumulator):
     """The binned family's state for one input (or group): one accumulator per binary problem of ``mode``."""
 
@@ -205,7 +193,7 @@ class InputAccumulator(Accumulator):
         mode: str,
         n_classes: int,
         class_names: tuple[str, ...],
-        options: BinnedOptions,
+        options: Options,
         edges: list | None = None,
         edges_method: str | None = None,
     ):
@@ -405,7 +393,8 @@ def evaluate_binned(
     """Every SPEC 2 estimator for validated ``labels`` and ``probs`` in ``mode``: the one-batch case of the pipeline."""
     n_classes = 2 if probs.ndim == 1 else probs.shape[1]
     names = tuple(class_names or [str(k) for k in range(n_classes)])
-    options = BinnedOptions(
+    options = Options(
+        mode=mode,
         n_bins=n_bins,
         strategy=strategy,
         n_boot=n_boot,

@@ -275,6 +275,7 @@ def _labels(raw: np.ndarray, class_names: tuple[str, ...] | None, n_classes: int
         raise CalibcliError(f"y_true has shape {raw.shape}: expected one label per row")
     if raw.dtype.kind in "USO":
         raw = raw.astype(object)
+        _check_present(raw)
         numbers = _as_numbers(raw)
         if numbers is None:
             if class_names is None:
@@ -298,6 +299,23 @@ def _labels(raw: np.ndarray, class_names: tuple[str, ...] | None, n_classes: int
     if class_names is not None and raw.dtype.kind in "iu":
         return _labels_to_index(raw, class_names, n_classes, "y_true", "y_true")
     return raw
+
+
+def _missing(value) -> bool:
+    """A missing label: None, pandas' ``NA`` (a nullable boolean or integer), NaN or NaT."""
+    if value is None or type(value).__name__ in ("NAType", "NaTType"):
+        return True
+    return isinstance(value, (float, np.floating)) and bool(np.isnan(value))
+
+
+def _check_present(raw: np.ndarray) -> None:
+    """Object labels without a missing one (a pandas nullable boolean with ``NA`` is missing labels, not text)."""
+    for row, value in enumerate(raw):
+        if _missing(value):
+            raise CalibcliError(
+                f"y_true at row {row} is missing ({value}): expected a label on every row; drop the rows "
+                f"without one (pandas: dropna)"
+            )
 
 
 def _as_numbers(raw: np.ndarray) -> np.ndarray | None:

@@ -23,14 +23,14 @@ from calibcli.core.documents import new_document
 from calibcli.core.errors import CalibcliError, OptionError, check_choice, warn
 from calibcli.core.modes import MODES, default_mode
 from calibcli.core.validation import check_option, check_options
-from calibcli.ece_family.accumulator import BinnedOptions
+from calibcli.ece_family import options as ece_options
 from calibcli.engines.pipeline import check_engine, engine_runner, progress_bar
 from calibcli.io.columns import ColumnSpec
 from calibcli.io.sources import DEFAULT_BATCH_ROWS
 from calibcli.io.streams import open_streams
 from calibcli.recalibrate.evaluate import EvaluateAccumulator, HoldoutSplit
 from calibcli.recalibrate.fit import FitAccumulator
-from calibcli.smooth.inputs import SmoothOptions
+from calibcli.smooth import options as smece_options
 from calibcli.tcal.accumulator import DISCRETE_CHOICES, TcalOptions
 
 
@@ -322,8 +322,8 @@ def evaluation(
                 mode=eval_mode,
                 n_classes=K,
                 class_names=tuple(test_stream.class_names),
-                binned=BinnedOptions(n_bins=ece_n_bins, strategy=ece_strategy, n_boot=0, alpha=alpha, seed=seed),
-                smooth=SmoothOptions(n_boot=0, alpha=alpha, seed=seed),
+                binned=ece_options.Options(n_bins=ece_n_bins, strategy=ece_strategy, n_boot=0, alpha=alpha, seed=seed),
+                smooth=smece_options.Options(n_boot=0, alpha=alpha, seed=seed),
                 tcal=tcal_options,
             )
 

@@ -2,40 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import calibcli.smooth.estimator
 import calibcli.smooth.grid
 from calibcli.core.accumulator import per_input
-from calibcli.core.declarations import CLASS_WEIGHTS_PARAM
 from calibcli.core.documents import new_document
-from calibcli.core.family import Family, GatedMetrics, Plan, mode_field, sources_block
+from calibcli.core.family import Family, Plan, sources_block
 from calibcli.core.registry import REGISTRY
-from calibcli.core.validation import declared, option
-from calibcli.smooth.inputs import SmoothInputAccumulator, SmoothOptions
-
-
-def _sigma_shown(sigma):
-    return "fixed point" if sigma is None else sigma
-
-
-@dataclass(frozen=True)
-class Options(GatedMetrics):
-    """``smece``'s options, declared once: the command's flags, the checks, the report's ``parameters``."""
-
-    mode: str | None = mode_field()
-    class_weights: str = declared("uniform", CLASS_WEIGHTS_PARAM)
-    sigma: float | None = option(
-        None,
-        "--sigma",
-        help="Kernel bandwidth: report smECE at this sigma. Default: the fixed point sigma* = "
-        "smECE_sigma* (solved to 1e-7), the SmoothECE proper.",
-        shown=_sigma_shown,
-    )
-
-    @property
-    def gate_metric(self) -> str:
-        return SmoothOptions(sigma=self.sigma).metric
+from calibcli.smooth.inputs import SmoothInputAccumulator
+from calibcli.smooth.options import Options
 
 
 def plan(o: Options, sources, engine: str) -> Plan:
@@ -43,8 +17,7 @@ def plan(o: Options, sources, engine: str) -> Plan:
     ``new(stream)``, the input accumulator of a stream: the command apart from running it, so that
     ``calibcli report`` feeds it in one pass beside the other families."""
     sigma = o.sigma
-    options = SmoothOptions(sigma=sigma, n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, class_weights=o.class_weights)
-    metric = options.metric
+    metric = o.metric
     gate = o.gate
     doc = new_document(
         "smece",
@@ -57,7 +30,7 @@ def plan(o: Options, sources, engine: str) -> Plan:
             "marginal_aggregate": "sum_k v_k smECE_k (the lp rule with p = 1)",
             "n_boot": o.n_boot,
             "bootstrap": "Poisson, keyed by (seed, global row index); per row up to "
-            f"{options.row_limit} rows, from per-cell sufficient statistics beyond"
+            f"{o.row_limit} rows, from per-cell sufficient statistics beyond"
             + (", bandwidth re-solved on each resample" if sigma is None else ", fixed sigma"),
             # read at run time: the library may change it
             "first_pass_grid_cells": calibcli.smooth.estimator.STATS_GRID,
@@ -69,7 +42,7 @@ def plan(o: Options, sources, engine: str) -> Plan:
             "gate": gate.describe() if gate.active else None,
         },
     )
-    return Plan(doc, per_input(SmoothInputAccumulator, o.mode, options), gate, o.n_boot)
+    return Plan(doc, per_input(SmoothInputAccumulator, o.mode, o), gate, o.n_boot)
 
 
 FAMILY = Family("smece", Options, plan)

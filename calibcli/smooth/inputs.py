@@ -14,24 +14,8 @@ from calibcli.core.modes import binary_problems, class_weight_values
 from calibcli.core.registry import REGISTRY, aggregate_over_classes
 from calibcli.core.resampling import percentile_interval
 from calibcli.core.results import Metric
-from calibcli.core.rows import ROW_LIMIT
 from calibcli.smooth.accumulator import SmoothAccumulator
-
-
-@dataclass(frozen=True)
-class SmoothOptions:
-    """What the smooth family computes: SmoothECE at the fixed point (``sigma`` None) or at ``sigma``."""
-
-    sigma: float | None = None
-    n_boot: int = 0
-    alpha: float = 0.05
-    seed: int = 0
-    class_weights: str = "uniform"
-    row_limit: int = ROW_LIMIT
-
-    @property
-    def metric(self) -> str:
-        return "smece" if self.sigma is None else "smece_at_sigma"
+from calibcli.smooth.options import Options
 
 
 @dataclass(frozen=True)
@@ -102,7 +86,7 @@ class SmoothInputAccumulator(Accumulator):
         mode: str,
         n_classes: int,
         class_names: tuple[str, ...],
-        options: SmoothOptions,
+        options: Options,
         grids: list[int] | None = None,
     ):
         self.mode, self.n_classes, self.class_names, self.options = mode, n_classes, tuple(class_names), options

@@ -32,7 +32,7 @@ from calibcli.core.errors import CalibcliError, OptionError
 from calibcli.core.modes import binary_problems
 from calibcli.core.results import Metric
 from calibcli.core.rows import RowSample, describe_sample
-from calibcli.core.validation import check_options
+from calibcli.core.validation import check_options, check_types
 from calibcli.tcal.binomial import (
     DISCRETE_RULE,
     BinomialTestResult,
@@ -81,8 +81,10 @@ class TcalOptions:
     max_distinct: int = MAX_DISTINCT
 
     def __post_init__(self):
+        check_types(self)
         check_options(
             {"null": NULLS, "combine": COMBINES, "discrete": DISCRETE_CHOICES},
+            seed=self.seed,
             null=self.null,
             combine=self.combine,
             discrete=self.discrete,
@@ -95,8 +97,6 @@ class TcalOptions:
             raise OptionError(
                 "n_boot", f"{{name}} is {self.n_boot}: expected at least 1 resample for the {self.null} null"
             )
-        if self.seed < 0:
-            raise OptionError("seed", f"{{name}} is {self.seed}: expected a non-negative integer")
         if self.max_rows < 2:
             raise OptionError(
                 "max_rows",

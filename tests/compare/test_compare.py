@@ -249,10 +249,11 @@ def _streams(tmp_path, za, zb, y, tag=""):
 
 def _compare(tmp_path, za, zb, y, *, row_limit, pairing="auto", n_boot=300, seed=0, tag=""):
     from calibcli.compare.run import compare_streams
-    from calibcli.ece_family.accumulator import BinnedOptions
+    from calibcli.ece_family import options as ece_options
+
 
     a, b = _streams(tmp_path, za, zb, y, tag)
-    options = BinnedOptions(n_boot=n_boot, seed=seed, row_limit=row_limit)
+    options = ece_options.Options.library(n_boot=n_boot, seed=seed, row_limit=row_limit)
     return compare_streams(a, b, options, mode_a="binary", pairing=pairing)
 
 
@@ -320,7 +321,8 @@ def test_weighted_joint_draw_matches_per_row(tmp_path):
     """Frequency weights beyond the kept rows: identical inputs still give 0, and the joint per-bin interval of a
     real difference has about the per-row interval's width."""
     from calibcli.compare.run import compare_streams
-    from calibcli.ece_family.accumulator import BinnedOptions
+    from calibcli.ece_family import options as ece_options
+
     from calibcli.io.columns import ColumnSpec
     from calibcli.io.sources import resolve_datasets
 
@@ -331,7 +333,7 @@ def test_weighted_joint_draw_matches_per_row(tmp_path):
 
     def compare(a, b, limit):
         streams = [resolve_datasets([p])[0].open(spec) for p in (a, b)]
-        return compare_streams(*streams, BinnedOptions(n_boot=300, row_limit=limit), mode_a="binary").comparison
+        return compare_streams(*streams, ece_options.Options.library(n_boot=300, row_limit=limit), mode_a="binary").comparison
 
     same = compare(paths[0], paths[0], 100)["brier_score"]
     assert "joint per-bin" in same["ci_method"] and abs(same["ci_low"]) < 1e-10 and abs(same["ci_high"]) < 1e-10
@@ -346,14 +348,16 @@ def test_joint_draw_multiclass_quantile_and_smooth_beyond_the_kept_rows():
     from _cli import MULTI
 
     from calibcli.compare.run import compare_streams
-    from calibcli.ece_family.accumulator import BinnedOptions
-    from calibcli.smooth.inputs import SmoothOptions
+    from calibcli.ece_family import options as ece_options
+
+    from calibcli.smooth import options as smece_options
+
     from calibcli.io.columns import ColumnSpec
     from calibcli.io.sources import resolve_datasets
 
     def compare(path, mode, smooth=None, **options):
         streams = [resolve_datasets([path])[0].open(ColumnSpec()) for _ in range(2)]
-        return compare_streams(*streams, BinnedOptions(n_boot=60, row_limit=100, **options), mode_a=mode,
+        return compare_streams(*streams, ece_options.Options.library(n_boot=60, row_limit=100, **options), mode_a=mode,
                                smooth_options=smooth)
 
     for mode in ("top-label", "marginal"):
@@ -363,7 +367,7 @@ def test_joint_draw_multiclass_quantile_and_smooth_beyond_the_kept_rows():
             assert abs(c[name]["ci_low"]) < 1e-10 and abs(c[name]["ci_high"]) < 1e-10, (mode, name)
     c = compare(BINARY, "binary", strategy="quantile").comparison["ece_l1_plugin"]
     assert c["paired"] and abs(c["ci_low"]) < 1e-10 and abs(c["ci_high"]) < 1e-10
-    run_ = compare(BINARY, "binary", smooth=SmoothOptions(n_boot=60, row_limit=100))
+    run_ = compare(BINARY, "binary", smooth=smece_options.Options.library(n_boot=60, row_limit=100))
     c = run_.comparison["smece"]
     assert not c["paired"] and c["ci_method"].startswith("unpaired: the SmoothECE bootstrap from per-cell sums")
     assert c["difference"] == 0 and c["ci_low"] < 0 < c["ci_high"]

@@ -9,7 +9,8 @@ import pytest
 
 from calibcli.core.accumulator import Accumulator
 from calibcli.recalibrate.evaluate import SplitCounter
-from calibcli.ece_family.accumulator import BinnedOptions, InputAccumulator
+from calibcli.ece_family import options as ece_options
+from calibcli.ece_family.accumulator import InputAccumulator
 
 
 class _Part(Accumulator):
@@ -69,7 +70,7 @@ def test_declared_merges_equal_one_pass_over_all_rows():
     z = rng.random(400)
     y = (rng.random(400) < z).astype(np.int64)
     rows = np.arange(400)
-    options = BinnedOptions(n_bins=10, n_boot=20, seed=4)
+    options = ece_options.Options.library(n_bins=10, n_boot=20, seed=4)
 
     def new():
         return InputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=options)

@@ -143,15 +143,17 @@ FAMILIES = {
 
 
 def _binned():
-    from calibcli.ece_family.accumulator import BinnedOptions, InputAccumulator
+    from calibcli.ece_family import options as ece_options
+from calibcli.ece_family.accumulator import InputAccumulator
 
-    return InputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=BinnedOptions(n_boot=30, seed=3))
+    return InputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=ece_options.Options.library(n_boot=30, seed=3))
 
 
 def _smooth():
-    from calibcli.smooth.inputs import SmoothInputAccumulator, SmoothOptions
+    from calibcli.smooth import options as smece_options
+from calibcli.smooth.inputs import SmoothInputAccumulator
 
-    return SmoothInputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=SmoothOptions(n_boot=30, seed=3))
+    return SmoothInputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=smece_options.Options.library(n_boot=30, seed=3))
 
 
 @pytest.mark.parametrize("n", [5_000, 300_000])

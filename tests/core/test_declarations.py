@@ -11,9 +11,9 @@ from calibcli.audit import family as audit_family
 from calibcli.compare import family as compare_family
 from calibcli.core import family as families
 from calibcli.diagram import family as diagram_family
-from calibcli.ece_family import family as ece_family
+from calibcli.ece_family import options as ece_options
 from calibcli.recalibrate import family as recalibrate_family
-from calibcli.smooth import family as smooth_family
+from calibcli.smooth import options as smooth_options
 from calibcli.tcal import family as tcal_family
 from calibcli.core.errors import OptionError, library_text
 from calibcli.metrics import binned_metric, ece, smooth_ece
@@ -27,9 +27,9 @@ def test_the_families_take_the_shared_declarations_themselves():
     # each declaration in the family modules that declare options with it (no module re-exports them)
     takers = {
         "MODE": (families, diagram_family, audit_family, recalibrate_family),
-        "CLASS_WEIGHTS_PARAM": (ece_family, smooth_family, compare_family, recalibrate_family),
-        "N_BINS": (ece_family, compare_family, diagram_family, recalibrate_family),
-        "STRATEGY": (ece_family, compare_family, diagram_family, recalibrate_family),
+        "CLASS_WEIGHTS_PARAM": (ece_options, smooth_options, compare_family, recalibrate_family),
+        "N_BINS": (ece_options, compare_family, diagram_family, recalibrate_family),
+        "STRATEGY": (ece_options, compare_family, diagram_family, recalibrate_family),
         "ALPHA": (families, audit_family),
         "auto": (tcal_family,),
     }

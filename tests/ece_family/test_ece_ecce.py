@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from calibcli.cumulative.accumulator import EcceAccumulator
-from calibcli.ece_family.accumulator import BinnedOptions, InputAccumulator
+from calibcli.ece_family import options as ece_options
+from calibcli.ece_family.accumulator import InputAccumulator
 from calibcli.cumulative.ecce import cell_sums, ecce, uniform_cells
 from calibcli.metrics import REGISTRY, compute
 
@@ -66,7 +67,7 @@ def test_beyond_the_binned_row_limit_ecce_comes_from_the_grid_within_its_bound(r
     p, y, w = rows
 
     def fed(lo, hi, limit=1000):
-        acc = InputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=BinnedOptions(row_limit=limit))
+        acc = InputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=ece_options.Options.library(row_limit=limit))
         for start in range(lo, hi, 600):
             stop = min(start + 600, hi)
             acc.update(np.arange(start, stop), p[start:stop], y[start:stop], w[start:stop])

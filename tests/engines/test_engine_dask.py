@@ -184,10 +184,11 @@ def test_a_local_cluster_of_workers_runs_and_is_shut_down(shards):
 
 
 def _binned(stream):
-    from calibcli.ece_family.accumulator import BinnedOptions, InputAccumulator
+    from calibcli.ece_family import options as ece_options
+from calibcli.ece_family.accumulator import InputAccumulator
 
     return InputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names,
-                            options=BinnedOptions(strategy="quantile", n_boot=20))
+                            options=ece_options.Options.library(strategy="quantile", n_boot=20))
 
 
 def test_fragments_merged_in_this_process_equal_the_local_stream(shards):

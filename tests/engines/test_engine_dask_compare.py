@@ -173,10 +173,11 @@ def _streams(*paths, weights: bool = False):
 def test_ranges_merged_in_a_tree_equal_one_stream(inputs, task_rows, split_every, other):
     """Any ranges (one a fragment of the leader, 2,000 rows, 7,500, all rows in one) merged in a tree of any
     shape: the pairing, its reason and every number as the local stream's."""
-    from calibcli.ece_family.accumulator import BinnedOptions
+    from calibcli.ece_family import options as ece_options
+
     from calibcli.compare.run import compare_streams
 
-    options = BinnedOptions(n_bins=10, strategy="quantile", n_boot=30, alpha=0.1, seed=4, class_weights="uniform")
+    options = ece_options.Options.library(n_bins=10, strategy="quantile", n_boot=30, alpha=0.1, seed=4, class_weights="uniform")
     local = compare_streams(*_streams(inputs["base"], inputs[other]), options, mode_a="binary")
     engine = _InProcess(task_rows, split_every)
     remote = compare_streams(*_streams(inputs["base"], inputs[other]), options, mode_a="binary", engine=engine)

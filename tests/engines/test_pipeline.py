@@ -12,7 +12,8 @@ from calibcli.binned.accumulator import BinnedAccumulator
 from calibcli.core.rows import RowSample
 from calibcli.binned.estimators import binned_calibration
 from calibcli.core.groups import Grouped
-from calibcli.ece_family.accumulator import BinnedOptions, evaluate_binned, InputAccumulator
+from calibcli.ece_family import options as ece_options
+from calibcli.ece_family.accumulator import evaluate_binned, InputAccumulator
 from calibcli.core.resampling import Multiplicities, poisson_multiplicities, row_hash
 
 RNG = np.random.default_rng(20261123)
@@ -127,7 +128,7 @@ def test_bottom_k_sample_is_the_same_however_the_rows_arrive():
 def test_groups_equal_each_group_run_alone_and_merge_across_parts():
     P = np.column_stack([1 - Z, Z])
     g = np.where(RNG.random(N) < 0.3, "a", "b").astype(object)
-    options = BinnedOptions(n_boot=30, seed=4, row_limit=N)
+    options = ece_options.Options.library(n_boot=30, seed=4, row_limit=N)
 
     def new():
         return InputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=options)
@@ -159,7 +160,7 @@ def test_marginal_state_round_trip_and_joint_aggregate():
     P = rng.dirichlet(np.ones(4), 900)
     c = np.array([rng.choice(4, p=p) for p in P])
     ref = evaluate_binned(c, P, mode="marginal", n_boot=25, seed=3, class_weights="prior")
-    options = BinnedOptions(n_boot=25, seed=3, class_weights="prior", row_limit=900)
+    options = ece_options.Options.library(n_boot=25, seed=3, class_weights="prior", row_limit=900)
     parts = []
     for sel in np.array_split(rng.permutation(900), 4):
         acc = InputAccumulator(mode="marginal", n_classes=4, class_names=tuple("0123"), options=options)

@@ -9,13 +9,14 @@ from __future__ import annotations
 import typer
 
 from calibcli.cli import options as cc
-from calibcli.ece_family import family as binned
+from calibcli.ece_family.family import FAMILY
+from calibcli.ece_family.options import Options
 from calibcli.engines.pipeline import run
 from calibcli.report.emit import emit_with_gates
 
 
 @cc.with_groups(
-    cc.COLUMNS, cc.READING, cc.DATASETS, cc.ENGINE, cc.OWN, cc.BOOTSTRAP, cc.OUTPUT, cc.GATES, declared=binned.Options
+    cc.COLUMNS, cc.READING, cc.DATASETS, cc.ENGINE, cc.OWN, cc.BOOTSTRAP, cc.OUTPUT, cc.GATES, declared=Options
 )
 def ece(files: cc.Files, **options) -> None:
     """Binned calibration errors (l1, l2, max; plugin and debiased), Brier and log-loss, bootstrap
@@ -23,9 +24,9 @@ def ece(files: cc.Files, **options) -> None:
     --group-by. Files, directories of shards and quoted globs are streamed in flat memory.
 
     Example: calibcli ece sample_data/breast_cancer_nb.csv --n-bins 10 --fail-above 0.05"""
-    chosen = binned.Options.of(options)
+    chosen = Options.of(options)
     layout = cc.layout_of(options)
-    doc = run(binned.FAMILY, cc.sources_of(files, options), chosen, cc.engine_of(options))
+    doc = run(FAMILY, cc.sources_of(files, options), chosen, cc.engine_of(options))
     emit_with_gates(doc, chosen.gate, output=options["output"], layout=layout)
 
 

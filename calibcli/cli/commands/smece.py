@@ -7,11 +7,12 @@ import typer
 from calibcli.cli import options as cc
 from calibcli.engines.pipeline import run
 from calibcli.report.emit import emit_with_gates
-from calibcli.smooth import family as smooth
+from calibcli.smooth.family import FAMILY
+from calibcli.smooth.options import Options
 
 
 @cc.with_groups(
-    cc.COLUMNS, cc.READING, cc.DATASETS, cc.ENGINE, cc.OWN, cc.BOOTSTRAP, cc.OUTPUT, cc.GATES, declared=smooth.Options
+    cc.COLUMNS, cc.READING, cc.DATASETS, cc.ENGINE, cc.OWN, cc.BOOTSTRAP, cc.OUTPUT, cc.GATES, declared=Options
 )
 def smece(files: cc.Files, **options) -> None:
     """SmoothECE: the calibration error of the kernel-smoothed residual at the bandwidth where
@@ -21,8 +22,8 @@ def smece(files: cc.Files, **options) -> None:
 
     Example: calibcli smece sample_data/digits_nb.parquet --mode top-label"""
     layout = cc.layout_of(options)
-    chosen = smooth.Options.of(options)
-    doc = run(smooth.FAMILY, cc.sources_of(files, options), chosen, cc.engine_of(options))
+    chosen = Options.of(options)
+    doc = run(FAMILY, cc.sources_of(files, options), chosen, cc.engine_of(options))
     emit_with_gates(doc, chosen.gate, output=options["output"], layout=layout)
 
 

@@ -1,0 +1,108 @@
+"""The library's front door (issue 33): its errors are ValueErrors, and TypeErrors where the type is wrong (the
+project's own classes, as scikit-learn's InvalidParameterError is both); every option is checked by its
+declaration, naming the parameter; missing labels are called missing; a Recalibrator's bad weights raise what
+scikit-learn raises."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from calibcli.core.errors import CalibcliError, OptionError, OptionTypeError
+from calibcli.metrics import brier_score, clinical_test, ece, smooth_ece, tcal_test
+
+RNG = np.random.default_rng(1)
+P = RNG.uniform(0.05, 0.95, 200)
+Y = (RNG.uniform(size=200) < P).astype(int)
+
+
+def test_every_error_is_a_value_error_and_a_type_error_is_both():
+    assert issubclass(CalibcliError, ValueError) and issubclass(OptionError, ValueError)
+    assert issubclass(OptionTypeError, TypeError) and issubclass(OptionTypeError, ValueError)
+    with pytest.raises(ValueError):
+        ece(Y, P, n_bins=0)
+    with pytest.raises(ValueError):
+        ece([0, 1, 2], [0.1, 0.5, 0.9])
+
+
+WRONG_TYPES = [
+    (lambda: ece(Y, P, alpha=True), "alpha", "alpha is True: expected a number strictly between 0 and 1 (a number, not bool)"),
+    (lambda: ece(Y, P, n_bins="15"), "n_bins", "n_bins is '15': expected a positive number of bins (an integer, not text)"),
+    (lambda: ece(Y, P, alpha=None), "alpha", "alpha is None: expected a number strictly between 0 and 1"),
+    (lambda: ece(Y, P, seed=None), "seed", "seed is None: expected a non-negative integer below 2^64"),
+    (lambda: ece(Y, P, seed=1.5), "seed", "seed is 1.5: expected a non-negative integer below 2^64 (an integer: seed=N)"),
+    (lambda: ece(Y, P, seed="7"), "seed", "seed is '7': expected a non-negative integer below 2^64 (an integer, not text)"),
+    (lambda: ece(Y, P, seed=True), "seed", "seed is True: expected a non-negative integer below 2^64 (an integer, not True)"),
+    (lambda: ece(Y, P, strategy=3), "strategy", "strategy is 3: expected one of uniform, quantile"),
+    (lambda: brier_score(Y, P, seed=None), "seed", "seed is None: expected a non-negative integer below 2^64"),
+    (lambda: smooth_ece(Y, P, alpha=None), "alpha", "alpha is None: expected a number strictly between 0 and 1"),
+    (lambda: smooth_ece(Y, P, n_boot="10"), "n_boot",
+     "n_boot is '10': expected 0 (no intervals) or a positive count (an integer, not text)"),
+    (lambda: tcal_test(Y, P, seed=None), "seed", "seed is None: expected a non-negative integer below 2^64"),
+    (lambda: tcal_test(Y, P, seed="7"), "seed", "seed is '7': expected a non-negative integer below 2^64 (an integer, not text)"),
+    (lambda: tcal_test(Y, P, alpha=True), "alpha", "alpha is True: expected a number strictly between 0 and 1 (a number, not bool)"),
+    (lambda: clinical_test(Y, P, alpha=None), "alpha", "alpha is None: expected a number strictly between 0 and 1"),
+    (lambda: clinical_test(Y, P, test="hosmer-lemeshow", n_bins="10"), "n_bins",
+     "n_bins is '10': expected a positive number of bins (an integer, not text)"),
+]
+
+
+@pytest.mark.parametrize("call, parameter, message", WRONG_TYPES)
+def test_a_value_of_the_wrong_type_is_the_projects_type_error_naming_the_parameter(call, parameter, message):
+    with pytest.raises(TypeError) as info:
+        call()
+    assert isinstance(info.value, OptionTypeError) and info.value.parameter == parameter
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: ece(Y, P, seed=-1), "seed is -1: expected a non-negative integer below 2^64"),
+    (lambda: ece(Y, P, seed=2**64), "seed is 18446744073709551616: expected a non-negative integer below 2^64"),
+    (lambda: smooth_ece(Y, P, seed=-1), "seed is -1: expected a non-negative integer below 2^64"),
+    (lambda: tcal_test(Y, P, seed=-1), "seed is -1: expected a non-negative integer below 2^64"),
+    (lambda: tcal_test(Y, P, seed=2**64), "seed is 18446744073709551616: expected a non-negative integer below 2^64"),
+])
+def test_a_seed_outside_0_to_2_64_is_refused(call, message):
+    with pytest.raises(OptionError) as info:
+        call()
+    assert not isinstance(info.value, TypeError)
+    assert str(info.value) == message
+
+
+def test_the_largest_seed_runs_and_numpy_integers_are_seeds():
+    assert ece(Y, P, seed=2**64 - 1, n_boot=5).ci_low is not None
+    assert ece(Y, P, seed=np.uint64(3), n_boot=5).ci_low == ece(Y, P, seed=3, n_boot=5).ci_low
+
+
+def test_nullable_booleans_with_na_are_missing_labels_not_text():
+    pd = pytest.importorskip("pandas")
+    labels = pd.array([True, False, None, True], dtype="boolean")
+    with pytest.raises(CalibcliError) as info:
+        ece(labels, [0.1, 0.2, 0.3, 0.4])
+    assert str(info.value) == (
+        "y_true at row 2 is missing (<NA>): expected a label on every row; drop the rows without one (pandas: dropna)"
+    )
+    assert ece(pd.array([True, False, True, True], dtype="boolean"), [0.1, 0.2, 0.3, 0.4]).estimate == ece(
+        [1, 0, 1, 1], [0.1, 0.2, 0.3, 0.4]
+    ).estimate
+
+
+@pytest.mark.parametrize("bad, message", [
+    (np.nan, "Input sample_weight contains NaN."),
+    (np.inf, "Input sample_weight contains infinity or a value too large for dtype('float64')."),
+])
+def test_a_recalibrators_non_finite_weights_raise_what_scikit_learn_raises(bad, message):
+    pytest.importorskip("sklearn")
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.linear_model import LogisticRegression
+
+    from calibcli.sklearn import Recalibrator
+
+    X = RNG.normal(size=(60, 2))
+    y = np.arange(60) % 2
+    w = np.r_[bad, np.ones(59)]
+    with pytest.raises(ValueError) as theirs:
+        CalibratedClassifierCV(LogisticRegression(), cv=3).fit(X, y, sample_weight=w)
+    with pytest.raises(ValueError) as ours:
+        Recalibrator(LogisticRegression(), cv=3).fit(X, y, sample_weight=w)
+    assert type(ours.value) is type(theirs.value) and str(ours.value) == str(theirs.value) == message
