@@ -69,7 +69,7 @@ def speed(rows: int, n_boot: int, repeats: int, folder: str) -> None:
 def coverage(sims: int, n: int, n_true: int, n_boot: int, folder: str) -> None:
     from calibcli.compare.run import compare_streams
     from calibcli.ece_family import options as ece_options
-from calibcli.ece_family.accumulator import InputAccumulator
+    from calibcli.ece_family.accumulator import InputAccumulator
     from calibcli.io.columns import ColumnSpec
     from calibcli.io.sources import resolve_datasets
 

@@ -405,7 +405,7 @@ def part_model(data: str, rows: int, results: dict) -> list[str]:
     the workers compute, so the slower of the two sets the pace. On this machine the client shares the two
     cores with the workers: the check below adds the client's CPU, spread over the workers, to theirs."""
     from calibcli.ece_family import options as ece_options
-from calibcli.ece_family.accumulator import InputAccumulator
+    from calibcli.ece_family.accumulator import InputAccumulator
     from calibcli.engines.fragments import MAX_TASK_ROWS, merge_parts, pack_fragments, run_fragment, task_rows, TASKS_PER_WORKER
     from calibcli.io.columns import ColumnSpec
     from calibcli.io.sources import resolve_datasets
@@ -491,7 +491,7 @@ from calibcli.ece_family.accumulator import InputAccumulator
                                  "finish (bootstrap)": finish}, T_big, r_big, f"local disk, CALIBCLI_TASK_ROWS={big}"))
     # smece: the same model with its own per-row time, state and merge (measured here in this process)
     from calibcli.smooth import options as smece_options
-from calibcli.smooth.inputs import SmoothInputAccumulator
+    from calibcli.smooth.inputs import SmoothInputAccumulator
 
     smooth = SmoothInputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names,
                                     options=smece_options.Options.library(n_boot=1000))
@@ -702,9 +702,9 @@ def model_constants(data: str) -> dict:
     copy, as on a worker); the finish (bootstrap) of the merged state."""
     from calibcli.core.malloc import tune_allocator
     from calibcli.ece_family import options as ece_options
-from calibcli.ece_family.accumulator import InputAccumulator
+    from calibcli.ece_family.accumulator import InputAccumulator
     from calibcli.smooth import options as smece_options
-from calibcli.smooth.inputs import SmoothInputAccumulator
+    from calibcli.smooth.inputs import SmoothInputAccumulator
     from calibcli.engines.fragments import merge_parts, run_fragment
     from calibcli.io.columns import ColumnSpec
     from calibcli.io.sources import resolve_datasets

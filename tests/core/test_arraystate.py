@@ -144,14 +144,14 @@ FAMILIES = {
 
 def _binned():
     from calibcli.ece_family import options as ece_options
-from calibcli.ece_family.accumulator import InputAccumulator
+    from calibcli.ece_family.accumulator import InputAccumulator
 
     return InputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=ece_options.Options.library(n_boot=30, seed=3))
 
 
 def _smooth():
     from calibcli.smooth import options as smece_options
-from calibcli.smooth.inputs import SmoothInputAccumulator
+    from calibcli.smooth.inputs import SmoothInputAccumulator
 
     return SmoothInputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=smece_options.Options.library(n_boot=30, seed=3))
 

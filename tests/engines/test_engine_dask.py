@@ -185,7 +185,7 @@ def test_a_local_cluster_of_workers_runs_and_is_shut_down(shards):
 
 def _binned(stream):
     from calibcli.ece_family import options as ece_options
-from calibcli.ece_family.accumulator import InputAccumulator
+    from calibcli.ece_family.accumulator import InputAccumulator
 
     return InputAccumulator(mode="binary", n_classes=2, class_names=stream.class_names,
                             options=ece_options.Options.library(strategy="quantile", n_boot=20))
