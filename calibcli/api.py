@@ -52,6 +52,9 @@ ECE_ESTIMATORS = ("plugin", "debiased_kumar", "debiased_dpe")
 
 _SCORES = ("brier_score_multiclass", "log_loss_multiclass")
 
+#: The registry's families of metrics on class probabilities: those :func:`compute` takes.
+CLASSIFICATION_FAMILIES = ("binned", "scores", "clinical", "cumulative", "clinical_test", "smooth", "tcal")
+
 
 def _one_batch(acc, prepared):
     """Feed the rows ``0..n-1`` to an input accumulator as one batch, and again when it asks for a second pass
@@ -666,6 +669,11 @@ def compute(metric: str, y_true, y_prob, **options) -> MetricResult:
     info = REGISTRY.get(metric)
     if info is None:
         raise CalibcliError(f"unknown metric {metric!r}: expected one of {', '.join(REGISTRY)}")
+    if info.family not in CLASSIFICATION_FAMILIES:
+        raise CalibcliError(
+            f"{metric} is a metric of {info.family} predictions, which compute does not take (it takes class "
+            f"probabilities): run calibcli {info.family} on them"
+        )
     if info.family in ("binned", "scores", "clinical", "cumulative"):
         return binned_metric(metric, y_true, y_prob, **options)
     if info.family == "clinical_test":

@@ -17,6 +17,7 @@ import pytest
 from _cli import SAMPLE, run_json  # tests/ is on sys.path
 import calibcli
 import calibcli.api as metrics_module  # the metric functions (and their doctests) live in calibcli.api
+from calibcli.api import CLASSIFICATION_FAMILIES
 from calibcli.core.errors import CalibcliError
 from calibcli.metrics import (
     REGISTRY,
@@ -114,6 +115,11 @@ def test_compute_reaches_every_metric_of_the_registry():
     y, z = synthetic(600)
     c, P = synthetic(600, k=3)
     for name, info in REGISTRY.items():
+        if info.family not in CLASSIFICATION_FAMILIES:  # regression predictions: calibcli regression's
+            with pytest.raises(CalibcliError, match=f"^{name} is a metric of {info.family} predictions, which "
+                               "compute does not take"):
+                compute(name, y, z)
+            continue
         options = {"sigma": 0.05} if name == "smece_at_sigma" else {}
         if info.family == "tcal":
             options["n_boot"] = 50
