@@ -192,6 +192,8 @@ _RULES = {
     "delta": (lambda v: 0.0 < v < 1.0, "expected a number in (0, 1)"),
     "n_points": (lambda v: v >= 2, "expected an integer >= 2"),
     "curve_points": (lambda v: v >= 2, "expected an integer >= 2"),
+    "n_levels": (lambda v: v >= 2, "expected at least 2"),
+    "pit_bins": (lambda v: v >= 1, "expected at least 1"),
 }
 
 
@@ -434,6 +436,8 @@ INTEGER_OPTIONS = frozenset(
         "max_rows",
         "n_points",
         "curve_points",
+        "n_levels",
+        "pit_bins",
     }
 )
 

@@ -291,6 +291,7 @@ MINIMAL_ARGS = {
     "recalibrate evaluate": (BINARY, "--method", "platt"),
     "diagram": (BINARY, "-o", "{out}.png"),
     "report": (BINARY, "-o", "{out}.html"),
+    "regression": (BINARY,),  # the options are checked before the file is read
 }
 RANGE_CASES = [
     ("n_bins", 0),
