@@ -2,7 +2,8 @@
 (:mod:`calibcli.core.registry`: name -> description, SPEC section, direction, class rule) and the metric
 functions on array-likes (:mod:`calibcli.api`: :func:`ece`, :func:`dce`, :func:`sun_interval`,
 :func:`brier_decomposition`, :func:`brier_score`, :func:`log_loss`, :func:`smooth_ece`, :func:`tcal_test`,
-:func:`clinical_test`, :func:`compute`), each returning a :class:`MetricResult` with the CLI's numbers.
+:func:`clinical_test`, :func:`compute`; for regression predictions :func:`regression_metrics`),
+each returning a :class:`MetricResult` with the CLI's numbers.
 The scikit-learn scorer :func:`make_calibration_scorer` (:mod:`calibcli.sklearn`) is reachable from here
 too, loaded when asked for.
 """
@@ -35,6 +36,7 @@ from calibcli.core.registry import (  # noqa: F401  (the registry's names)
     worse,
 )
 from calibcli.core.results import MetricResult  # noqa: F401  (the result type, where users find it)
+from calibcli.regression.library import regression_metrics  # noqa: F401  (regression predictions, SPEC 10)
 
 
 def __getattr__(name: str):

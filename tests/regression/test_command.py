@@ -209,10 +209,16 @@ BAD = {
         "{p}: row 1, column std: the cell holds 'abc', not a number; 1 such row(s) (prediction not a finite number): "
         "fix the file or pass --drop-invalid to drop them",
     ),
-    "level above 1": ("lower,upper,y\n0.1,0.5,0.2\n", ["--level", "1.5"], "--level 1.5 is outside (0, 1): expected a "
-                      "level such as 0.9 (a 90% interval)"),
-    "level 0": ("lower,upper,y\n0.1,0.5,0.2\n", ["--level", "0"], "--level 0 is outside (0, 1): expected a level "
-                "such as 0.9 (a 90% interval)"),
+    "level above 1": (
+        "lower,upper,y\n0.1,0.5,0.2\n",
+        ["--level", "1.5"],
+        "--level 1.5 is outside (0, 1): expected a level such as 0.9 (a 90% interval)",
+    ),
+    "level 0": (
+        "lower,upper,y\n0.1,0.5,0.2\n",
+        ["--level", "0"],
+        "--level 0 is outside (0, 1): expected a level such as 0.9 (a 90% interval)",
+    ),
     "lower above upper": (
         "lower,upper,y\n0.1,0.5,0.2\n0.6,0.5,0.3\n",
         ["--level", "0.9"],
@@ -295,5 +301,7 @@ def test_a_library_state_round_trips_and_merges(tmp_path):
         got = merged.result().metrics[name]
         assert got.estimate == pytest.approx(m.estimate, rel=1e-12, abs=1e-15)
         if m.ci_low is not None:
-            assert got.ci_low == pytest.approx(m.ci_low, rel=1e-12) and got.ci_high == pytest.approx(m.ci_high, rel=1e-12)
+            assert got.ci_low == pytest.approx(m.ci_low, rel=1e-12) and got.ci_high == pytest.approx(
+                m.ci_high, rel=1e-12
+            )
     assert not math.isnan(whole.result().metrics["ence"].estimate)

@@ -1,0 +1,103 @@
+"""The library's regression functions: the command's numbers on array-likes, hand-worked cases, recalibrators."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from _cli import run
+from _data import gaussian
+from scipy import stats
+
+from calibcli.core.errors import CalibcliError
+from calibcli.regression import recalibrators
+from calibcli.regression.library import regression_metrics
+
+
+def test_hand_worked_gaussian_and_sample_scores():
+    r = regression_metrics([0.0], mean=[0.0], std=[1.0])
+    assert r["crps"].estimate == pytest.approx(2 * stats.norm.pdf(0) - 1 / math.sqrt(math.pi), rel=1e-12)
+    assert r["nll"].estimate == pytest.approx(0.5 * math.log(2 * math.pi), rel=1e-12)
+    # two members at -1 and 1, y = 0: mean |x - y| = 1, sum_jk |x_j - x_k| = 4
+    s = regression_metrics([0.0, 0.0], samples=[[-1.0, 1.0], [-1.0, 1.0]])
+    assert s["crps"].estimate == pytest.approx(1 - 4 / 8)
+    fair = regression_metrics([0.0, 0.0], samples=[[-1.0, 1.0], [-1.0, 1.0]], crps_estimator="fair")
+    assert fair["crps"].estimate == pytest.approx(1 - 4 / 4)
+
+
+def test_interval_score_by_hand():
+    # [0, 1] at 0.8 (a = 0.2): y = 2 is 1 above: 1 + (2 / 0.2) * 1 = 11; y = 0.5 inside: 1
+    r = regression_metrics([2.0, 0.5], lower=[0.0, 0.0], upper=[1.0, 1.0], level=0.8)
+    assert r["interval_score_0.8"].estimate == pytest.approx((11 + 1) / 2)
+    assert r["picp_0.8"].estimate == 0.5
+
+
+def test_quantile_pit_interpolates_between_levels():
+    from calibcli.regression.scores import quantile_pit
+
+    q = np.array([[0.0, 1.0, 3.0]])
+    assert quantile_pit(np.array([2.0]), q, np.array([0.1, 0.5, 0.9]), np.array([0.5]))[0] == pytest.approx(0.7)
+    assert quantile_pit(np.array([-5.0]), q, np.array([0.1, 0.5, 0.9]), np.array([0.5]))[0] == pytest.approx(0.05)
+
+
+def test_library_equals_the_command(tmp_path):
+    mu, s, y = gaussian(n=600, seed=11)
+    path = tmp_path / "g.csv"
+    frame = pd.DataFrame({"mean": mu, "std": s, "y": y})
+    frame.to_csv(path, index=False)
+    r = run("regression", path, "--n-boot", "25", "--seed", "4", "--json")
+    cli = json.loads(r.stdout)["files"][0]["problems"][0]["metrics"]
+    lib = regression_metrics(frame["y"], mean=frame["mean"], std=frame["std"], n_boot=25, seed=4)
+    for name, m in cli.items():
+        assert lib[name].estimate == pytest.approx(m["estimate"], rel=1e-12)
+        if m["ci_low"] is not None:
+            assert lib[name].ci_low == pytest.approx(m["ci_low"], rel=1e-12)
+
+
+def test_library_refuses_bad_input():
+    with pytest.raises(CalibcliError, match="std holds values <= 0"):
+        regression_metrics([0.0], mean=[0.0], std=[0.0])
+    with pytest.raises(CalibcliError, match="give one kind of prediction"):
+        regression_metrics([0.0])
+    with pytest.raises(CalibcliError, match="lower is above upper"):
+        regression_metrics([0.0], lower=[1.0], upper=[0.0], level=0.9)
+
+
+def test_std_scaling_is_the_nll_optimum_and_calibrates_an_overconfident_std():
+    mu, s, y = gaussian(n=4000, seed=12, scale=0.6)
+    fitted = recalibrators.StdScaling.fit(y, mu, s)
+    nll = [
+        regression_metrics(y, mean=mu, std=s * f)["nll"].estimate
+        for f in (fitted.factor * 0.97, fitted.factor, fitted.factor * 1.03)
+    ]
+    assert nll[1] < nll[0] and nll[1] < nll[2]
+    before = regression_metrics(y, mean=mu, std=s)["picp_0.9"].estimate
+    after = regression_metrics(y, mean=mu, std=fitted.std(s))["picp_0.9"].estimate
+    assert before < 0.85 and abs(after - 0.9) < 0.03
+    assert recalibrators.from_dict(json.loads(json.dumps(fitted.to_dict()))) == fitted
+
+
+def test_isotonic_pit_makes_held_out_quantiles_cover_their_levels():
+    mu, s, y = gaussian(n=6000, seed=13, scale=0.6)
+    fit, test = slice(0, 3000), slice(3000, None)
+    cal = recalibrators.IsotonicPIT.fit(stats.norm.cdf((y[fit] - mu[fit]) / s[fit]))
+    levels = np.array([0.1, 0.5, 0.9])
+    q = cal.gaussian_quantiles(mu[test], s[test], levels)
+    covered = (y[test][:, None] <= q).mean(axis=0)
+    assert np.all(np.abs(covered - levels) < 0.03)  # (Monte Carlo sd about 0.005 at n = 3000)
+    assert recalibrators.from_dict(cal.to_dict()) == cal
+
+
+def test_conformal_reaches_the_nominal_coverage_on_held_out_rows():
+    mu, s, y = gaussian(n=6000, seed=14, scale=0.5)
+    half = stats.norm.ppf(0.95) * s
+    fit, test = slice(0, 3000), slice(3000, None)
+    cal = recalibrators.Conformal.fit(y[fit], mu[fit] - half[fit], mu[fit] + half[fit], 0.9)
+    lo, hi = cal.interval(mu[test] - half[test], mu[test] + half[test])
+    coverage = np.mean((lo <= y[test]) & (y[test] <= hi))
+    assert abs(coverage - 0.9) < 0.02  # (Monte Carlo sd about 0.0055)
+    with pytest.raises(CalibcliError, match="needs at least 9 calibration rows"):
+        recalibrators.Conformal.fit(y[:5], lo[:5], hi[:5], 0.9)
