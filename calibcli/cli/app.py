@@ -45,7 +45,7 @@ def _root(
 
 #: Subcommand modules in :mod:`calibcli.cli.commands`, in the order ``--help`` lists them. Each module
 #: has ``register(app)``; command bodies are wrapped in :func:`calibcli.cli.options.command`.
-COMMANDS = ("ece", "smece", "tcal", "audit", "recalibrate", "diagram", "report", "compare", "regression")
+COMMANDS = ("ece", "smece", "tcal", "audit", "recalibrate", "diagram", "report", "compare", "regression", "selective")
 
 #: The line ``calibcli --help`` shows for each command (its ``short_help``), so that listing the
 #: commands imports none of them (numpy, pyarrow, ...): ``calibcli --help`` stays fast. A command's own
@@ -60,6 +60,7 @@ SUMMARIES = {
     "report": "One self-contained HTML page: verdict, diagrams, metrics, test and recalibration.",
     "compare": "A candidate model against a baseline: every metric and their difference, paired when possible.",
     "regression": "Calibration of regression predictions: Gaussian, quantiles, intervals or samples (PIT, coverage).",
+    "selective": "When can I trust the answer? Risk-coverage, AURC, AUGRC, risk at coverage, for LLMs and classifiers.",
 }
 
 

@@ -46,6 +46,8 @@ from calibcli.io.loaded import LoadedInput, read_dataset
 from calibcli.io.sources import DEFAULT_BATCH_ROWS, resolve_datasets
 from calibcli.io.streams import Sources
 from calibcli.io.targets import check_output_target
+from calibcli.llm.convert import ITEM_KEY, converted_inputs
+from calibcli.llm.options import DumpOptions
 from calibcli.report.emit import FORMATS, Layout
 
 # ---------------------------------------------------------------------------------------------
@@ -305,6 +307,8 @@ def group_of(options_class, *names: str, name: str = "own") -> OptionGroup:
 
 COLUMNS = group_of(ColumnOptions, name="columns")
 READING = group_of(ReadingOptions, name="reading")
+#: LLM evaluation dumps (calibcli.llm): every command that takes READING takes these after it (with_groups).
+DUMPS = group_of(DumpOptions, name="dumps")
 DATASETS = group_of(DatasetOptions, name="datasets")
 ENGINE = group_of(EngineOptions, name="engine")
 BOOTSTRAP = group_of(fam.Bootstrap, name="bootstrap")
@@ -336,6 +340,8 @@ def with_groups(*layout, declared=None):
     ``declared``: the family's options dataclass (:class:`calibcli.core.validation.Declared`). Its fields are the
     command's own options (flags, help and defaults from their declarations), and where a group's option is
     one of its fields the field's declaration is taken (``tcal --alpha``: the test's level, not an interval's)."""
+
+    layout = tuple(g for item in layout for g in ((item, DUMPS) if item is READING else (item,)))
 
     def decorate(func):
         hints = typing.get_type_hints(func, include_extras=True)
@@ -532,6 +538,16 @@ INPUT_ARGUMENTS = {
 }
 
 
+def _input_arguments(kwargs: dict) -> list[str]:
+    """The paths a command reads (:data:`INPUT_ARGUMENTS` but the calibrator)."""
+    out: list[str] = []
+    for name in INPUT_ARGUMENTS:
+        value = kwargs.get(name)
+        if name != "calibrator" and value:
+            out += [value] if isinstance(value, str) else list(value)
+    return out
+
+
 def check_file_options(kwargs: dict) -> None:
     """Every file option of a command's arguments (:data:`FILE_OPTIONS`), before any work: writable, not
     an input (:data:`INPUT_ARGUMENTS`) and not another output."""
@@ -610,7 +626,10 @@ def command(func):
                 environment.check()  # NUMBA_* values, matplotlib's directory (calibcli.core.environment)
                 check_file_options(kwargs)
                 check_parameters(func, kwargs)
-                return func(*args, **kwargs)
+                with converted_inputs(_input_arguments(kwargs), DumpOptions.of(kwargs).request()) as dumps:
+                    if dumps and "id_col" in kwargs and kwargs["id_col"] is None:
+                        kwargs["id_col"] = ITEM_KEY  # compare: two models' answers paired by item
+                    return func(*args, **kwargs)
             except Exception:  # after a signal, any error is its consequence (a lock released twice
                 if cancel.requested():  # where the interrupt landed): report the interrupt
                     raise cancel.Interrupted(cancel.signal_number()) from None

@@ -124,7 +124,7 @@ class GateFailed(Exception):
 
 
 #: Parameters whose flag is not ``--`` plus the name with dashes.
-FLAGS = {"fmt": "--format"}
+FLAGS = {"fmt": "--format", "from_format": "--from"}
 
 
 def flag_of(parameter: str) -> str:

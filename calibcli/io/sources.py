@@ -34,7 +34,7 @@ from urllib.parse import unquote
 
 from calibcli.core.errors import CalibcliError, shown, shown_names
 from calibcli.core.outputs import named_descriptor
-from calibcli.io import formats
+from calibcli.io import converted, formats
 from calibcli.io.checks import REASONS
 from calibcli.io.columns import (
     ColumnSpec,
@@ -204,6 +204,7 @@ class Stream:
             ),
             "files": len(self._files),
             "group_by": list(self.group_by),
+            **self.dataset.described,
             **({"segment_columns": list(self.segment_columns)} if self.segment_columns else {}),
         }
 
@@ -242,7 +243,16 @@ def _ordered(dropped: dict[str, int]) -> dict[str, int]:
 class Dataset:
     """The files of one command-line argument (or of all of them, pooled), in row-identity order."""
 
-    def __init__(self, name: str, sources: list[_Source], kind: str, *, formats_unknown: bool = False):
+    def __init__(
+        self,
+        name: str,
+        sources: list[_Source],
+        kind: str,
+        *,
+        formats_unknown: bool = False,
+        fixed_format: str | None = None,
+        described: dict | None = None,
+    ):
         self.name = name  # as reported: the argument, "<stdin>", or the pooled arguments joined
         self.kind = kind  # "file", "stdin", "directory", "glob" or "pool"
         self._sources = sources
@@ -250,6 +260,9 @@ class Dataset:
         self.formats_unknown = formats_unknown
         self._spools: dict[str, str] = {}
         self.partition_kinds = _partition_kinds(sources)
+        # A converted input (calibcli.io.converted): its files' format, and facts for the input section.
+        self.fixed_format = fixed_format
+        self.described = described or {}
 
     @property
     def files(self) -> list[str]:
@@ -329,6 +342,8 @@ class Dataset:
     def file_formats(self, input_format: str | None = None) -> list[str]:
         """Each file's format: ``input_format``, else its extension, else (standard input, a pipe such as
         ``<(cmd)``) its first bytes, read from the temporary copy."""
+        if self.fixed_format is not None:
+            return [self.fixed_format] * len(self._sources)
         if self.formats_unknown and input_format is None:
             _no_files(
                 self.name,
@@ -434,14 +449,46 @@ def resolve_datasets(paths: list[str], *, pool: bool = False) -> list[Dataset]:
     paths = list(paths)
     if paths.count("-") > 1:
         raise CalibcliError("'-' (stdin) is given more than once: standard input can be read only once")
-    datasets = [_resolve(p) for p in paths]
+    datasets = [d for p in paths for d in _converted(p) or [_resolve(p)]]
     if not pool:
         return datasets
     sources = sorted((s for d in datasets for s in d._sources), key=lambda s: s.path)
+    if any(d.fixed_format for d in datasets):
+        if not all(d.fixed_format for d in datasets):
+            raise CalibcliError(
+                "--pool mixes converted dumps (LLM evaluations) with prediction tables: pool inputs of one kind"
+            )
+        facts = [d.described.get("llm") for d in datasets]
+        return [
+            Dataset(
+                ", ".join(paths),
+                sources,
+                "pool",
+                fixed_format=converted.CONVERTED_FORMAT,
+                described={"llm": {"pooled": facts}},
+            )
+        ]
     for a, b in itertools.pairwise(sources):
         if a.path == b.path:
             raise CalibcliError(f"{a.path}: is named more than once in the pooled inputs: each file can be read once")
     return [Dataset(", ".join(paths), sources, "pool", formats_unknown=any(d.formats_unknown for d in datasets))]
+
+
+def _converted(arg: str) -> list[Dataset] | None:
+    """The datasets of an argument registered as converted (:mod:`calibcli.io.converted`), one per table."""
+    tables = converted.lookup(arg)
+    if tables is None:
+        return None
+    return [
+        Dataset(
+            t.name,
+            [_Source(t.name, t.location)],
+            "file",
+            fixed_format=converted.CONVERTED_FORMAT,
+            described=t.described,
+        )
+        for t in tables
+    ]
 
 
 def _resolve(arg: str) -> Dataset:

@@ -1,0 +1,156 @@
+"""What every reader returns: :class:`Items`, one row per evaluated item, and its table.
+
+An item is either a multiple-choice answer (probabilities over its K choices and the target's index: a
+multiclass problem over the choices) or a generated answer judged right or wrong with a confidence (a binary
+problem: the confidence that the answer is right). With one K for every item the table has the columns
+``p_0..p_{K-1}`` and ``label``; with per-item choice counts it is top-label (``confidence`` = the largest
+probability, ``label`` = 1 when its choice is the target), as SPEC 1's top-label reduction would give.
+The column ``item`` holds each item's key (``compare`` pairs two models' answers by it); the other columns
+(``task``, ``doc.subject``, ``metadata.subject``, ...) are there for ``--group-by`` and ``audit``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from calibcli.core.errors import CalibcliError
+from calibcli.llm.confidence import Rule
+
+#: The item key column of a converted dump.
+ITEM_KEY = "item"
+
+#: Columns the table writes itself; a reader's extra columns of these names are refused.
+RESERVED = ("label", "confidence", ITEM_KEY)
+
+
+@dataclass
+class Items:
+    """The items of one dump (one task): ``keys``; either ``probs`` (one vector per item) and ``targets``, or
+    ``confidence`` and ``correct``; ``columns`` (name -> one value per item) for groups and segments; ``rule``
+    how the probabilities were made; ``facts`` what the report states about the dump (format, task, counts,
+    the tool's own reported numbers)."""
+
+    path: str
+    fmt: str
+    rule: Rule
+    keys: list[str]
+    probs: list[np.ndarray] | None = None
+    targets: list[int] | None = None
+    confidence: list[float] | None = None
+    correct: list[int] | None = None
+    columns: dict[str, list] = field(default_factory=dict)
+    facts: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.keys)
+
+    def scores(self) -> dict:
+        """Accuracy and, for choices, the option-level Brier score (SPEC 11: ``mean_i sum_k (p_ik - 1{k =
+        target_i})^2``, lm-eval's ``brier_score``), with the item and choice counts."""
+        if self.probs is None:
+            correct = np.asarray(self.correct, dtype=np.float64)
+            conf = np.asarray(self.confidence, dtype=np.float64)
+            return {
+                "items": self.n,
+                "accuracy": float(correct.mean()),
+                "brier_score": float(np.mean((conf - correct) ** 2)),
+                "brier_score_note": "binary: mean (confidence - correct)^2",
+            }
+        targets = np.asarray(self.targets)
+        hits = np.array([int(np.argmax(p)) == t for p, t in zip(self.probs, targets, strict=True)], dtype=np.float64)
+        brier = np.array(
+            [((p - np.eye(len(p))[t]) ** 2).sum() for p, t in zip(self.probs, targets, strict=True)], dtype=np.float64
+        )
+        sizes = sorted({len(p) for p in self.probs})
+        return {
+            "items": self.n,
+            "choices": sizes[0] if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]} (per item: top-label)",
+            "accuracy": float(hits.mean()),
+            "brier_score": float(brier.mean()),
+            "brier_score_note": "option-level: mean over items of sum over choices (p_k - 1{k = target})^2",
+        }
+
+    def table(self):
+        """The items as a pyarrow table (the layout of the module docstring), in the items' order."""
+        import pyarrow as pa
+
+        if self.n == 0:
+            raise CalibcliError(f"{self.path}: holds no items: expected at least one evaluated sample")
+        arrays: dict[str, object] = {}
+        if self.probs is not None:
+            sizes = {len(p) for p in self.probs}
+            if len(sizes) == 1:
+                matrix = np.vstack(self.probs)
+                for k in range(matrix.shape[1]):
+                    arrays[f"p_{k}"] = pa.array(matrix[:, k])
+                arrays["label"] = pa.array(np.asarray(self.targets, dtype=np.int64))
+            else:
+                assert self.targets is not None  # (probs come with targets)
+                arrays["confidence"] = pa.array(np.array([p.max() for p in self.probs]))
+                hits = [int(np.argmax(p)) == t for p, t in zip(self.probs, self.targets, strict=True)]
+                arrays["label"] = pa.array(np.array(hits, dtype=np.int64))
+        else:
+            arrays["confidence"] = pa.array(np.asarray(self.confidence, dtype=np.float64))
+            arrays["label"] = pa.array(np.asarray(self.correct, dtype=np.int64))
+        arrays[ITEM_KEY] = pa.array(unique_keys(self.keys), pa.string())
+        for name, values in self.columns.items():
+            if name in arrays:
+                continue
+            arrays[name] = column_array(values)
+        return pa.table(arrays)
+
+    def layout(self) -> str:
+        if self.probs is None:
+            return "binary: confidence that the answer is right, label = 1 when it is"
+        if len({len(p) for p in self.probs}) == 1:
+            return f"multiclass over the {len(self.probs[0])} choices: p_0..p_{len(self.probs[0]) - 1}, label"
+        return "top-label (choice counts differ per item): confidence = max_k p_k, label = 1 when argmax = target"
+
+
+def unique_keys(keys: list[str]) -> list[str]:
+    """Keys made unique by a ``#2``, ``#3``, ... suffix on repeats (two equal documents in one task)."""
+    seen: dict[str, int] = {}
+    out = []
+    for key in keys:
+        count = seen.get(key, 0) + 1
+        seen[key] = count
+        out.append(key if count == 1 else f"{key}#{count}")
+    return out
+
+
+def column_array(values: list):
+    """One extra column: numbers stay numbers when every value is one (``None`` where missing), else text."""
+    import pyarrow as pa
+
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        return pa.array(values, pa.bool_())
+    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return pa.array(values, pa.int64())
+    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return pa.array([None if v is None else float(v) for v in values], pa.float64())
+    return pa.array([None if v is None else str(v) for v in values], pa.string())
+
+
+def flat_fields(record: dict, prefix: str, out: dict, depth: int = 0) -> None:
+    """The scalar fields of a JSON object as ``prefix.name`` (nested objects as ``prefix.a.b``, two levels);
+    lists are left out (choices, messages)."""
+    for key, value in record.items():
+        name = f"{prefix}.{key}"
+        if isinstance(value, dict):
+            if depth < 1:
+                flat_fields(value, name, out, depth + 1)
+        elif value is None or isinstance(value, (str, int, float, bool)):
+            out[name] = value
+
+
+def add_row_columns(columns: dict[str, list], row: dict, n_before: int) -> None:
+    """Append one item's extra fields to ``columns`` (a field first seen late is None for earlier items)."""
+    for name in row:
+        if name not in columns:
+            columns[name] = [None] * n_before
+    for name, values in columns.items():
+        values.append(row.get(name))
