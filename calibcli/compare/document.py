@@ -159,7 +159,7 @@ def _check_id_column(dataset, id_col: str, input_format) -> None:
     """The ID column is in the first file of the dataset (the message names the option, not a group-by)."""
     location = dataset.locations()[0]
     path = dataset.files[0]
-    fmt = detect_format("-" if location == "-" else path, input_format)
+    fmt = dataset.fixed_format or detect_format("-" if location == "-" else path, input_format)  # (converted dumps)
     try:
         names = list(read_schema(location, fmt).names)
     except CalibcliError:

@@ -73,7 +73,13 @@ def _samples(path: str) -> tuple[dict, list[tuple[str, dict]]]:
             raise CalibcliError(
                 f"{path}: is not a readable Inspect .eval log ({exc}): check that it is complete"
             ) from None
-    document = json_document(path)
+    try:
+        document = json_document(path)
+    except CalibcliError as exc:
+        raise CalibcliError(
+            f"{path}: is not an Inspect eval log ({exc.template.split(': ', 1)[-1]}): expected an .eval zip or one "
+            f"JSON document with eval and samples (inspect eval --log-format json)"
+        ) from None
     if not looks_like(document):
         raise CalibcliError(f"{path}: is not an Inspect eval log: expected a JSON document with eval and samples")
     assert isinstance(document, dict)

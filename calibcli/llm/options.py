@@ -16,7 +16,7 @@ def _choices(*values: str) -> str:
 
 @dataclass(frozen=True)
 class DumpOptions(Declared):
-    """How an LLM evaluation dump is read (docs/llm.md)."""
+    """How an LLM evaluation dump is read (docs/guides/llm.md)."""
 
     from_format: str | None = option(
         None,
@@ -24,7 +24,7 @@ class DumpOptions(Declared):
         help="The inputs are LLM evaluation dumps: lm-eval (--log_samples files or their directory), helm (a run "
         "directory), openai (chat completions or batch output, with --answers), inspect (an eval log) or "
         "confidence (a table of confidence and correct). Default: told from the content where unambiguous. "
-        "See docs/llm.md.",
+        "See docs/guides/llm.md.",
         metavar=_choices(*FROM),
     )
     confidence: str | None = option(

@@ -61,7 +61,7 @@ def json_lines(path: str) -> Iterator[tuple[int, dict]]:
                 except json.JSONDecodeError as exc:
                     cut = "" if line.endswith("\n") else " (the file ends inside it: truncated?)"
                     raise CalibcliError(
-                        f"{path}: line {number} is not valid JSON ({exc.msg} at column {exc.colno}){cut}: expected "
+                        f"{path}: line {number} is not valid JSON ({exc.msg}, column {exc.colno}){cut}: expected "
                         f"one JSON object per line; regenerate or repair the file"
                     ) from None
                 if not isinstance(record, dict):
@@ -81,7 +81,7 @@ def json_document(path: str) -> object:
             return json.load(fh)
         except json.JSONDecodeError as exc:
             raise CalibcliError(
-                f"{path}: line {exc.lineno} is not valid JSON ({exc.msg} at column {exc.colno}): expected one JSON "
+                f"{path}: line {exc.lineno} is not valid JSON ({exc.msg}, column {exc.colno}): expected one JSON "
                 f"document; check that the file is complete"
             ) from None
         except (UnicodeDecodeError, EOFError, OSError) as exc:

@@ -82,7 +82,7 @@ def test_the_layers_contract_holds():
         pytest.fail(f"{lint} is missing: pip install '.[test]' installs import-linter")
     proc = subprocess.run([str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert "2 kept, 0 broken" in proc.stdout
+    assert " kept, 0 broken" in proc.stdout  # (each package with its own layers adds a contract)
 
 
 def test_no_import_cycle_counting_function_level_imports():

@@ -1,5 +1,5 @@
 """``calibcli selective``: when can I trust the answer? The risk-coverage curve, AURC, E-AURC, AUGRC, risk at
-coverage, coverage at risk and AUROC of the confidence, with bootstrap intervals and gates (docs/llm.md).
+coverage, coverage at risk and AUROC of the confidence, with bootstrap intervals and gates (docs/guides/llm.md).
 
 The command parses the selective family's options (:mod:`calibcli.llm.family`), runs the pipeline over the
 inputs (LLM dumps with ``--from``, or any table of predictions), gates, renders, and draws the diagram when asked.
@@ -30,7 +30,7 @@ from calibcli.report.emit import emit, write_atomic
 def selective(files: cc.Files, **options) -> None:
     """How often is the model wrong among the answers it is most sure of? The risk-coverage curve, aurc, e_aurc,
     augrc, risk_at_coverage_q, coverage_at_risk_t and the auroc of confidence for correctness, with bootstrap
-    intervals; ties in confidence as blocks. LLM evaluation dumps with --from (docs/llm.md) or any predictions.
+    intervals; ties in confidence as blocks. LLM evaluation dumps with --from (docs/guides/llm.md) or any predictions.
 
     Example: calibcli selective sample_data/llm/lm_eval --fail-above 0.6"""
     chosen = selective_family.Options.of(options)

@@ -1,0 +1,77 @@
+"""lm-evaluation-harness's own files (sample_data/llm/lm_eval, written by lm_eval --log_samples): accuracy and the
+option-level Brier score equal lm-eval's reported aggregates, every probability is the softmax of the logged
+log-likelihoods, and the argmax of each rule is lm-eval's per-sample acc, acc_norm and acc_mutual_info."""
+
+from __future__ import annotations
+
+import glob
+import json
+
+import numpy as np
+import pytest
+
+from calibcli.llm import lm_eval
+from calibcli.llm.confidence import softmax
+from tests._cli import SAMPLE
+
+LM_EVAL = SAMPLE / "llm" / "lm_eval"
+(MC,) = glob.glob(str(LM_EVAL / "samples_calib_mc_2*.jsonl"))
+(VARIED,) = glob.glob(str(LM_EVAL / "samples_calib_mc_varied_*.jsonl"))
+(RESULTS,) = glob.glob(str(LM_EVAL / "results_*.json"))
+
+
+def _lines(path):
+    with open(path) as fh:
+        return [json.loads(line) for line in fh]
+
+
+@pytest.mark.parametrize("path,task", [(MC, "calib_mc"), (VARIED, "calib_mc_varied")])
+def test_accuracy_and_brier_equal_lm_evals_reported_numbers(path, task):
+    reported = json.load(open(RESULTS))["results"][task]
+    items = lm_eval.read(path)
+    scores = items.scores()
+    assert items.facts["task"] == task
+    assert abs(scores["accuracy"] - reported["acc,none"]) <= 1e-9
+    if "brier_score,none" in reported:
+        assert abs(scores["brier_score"] - reported["brier_score,none"]) <= 1e-9
+    assert items.facts["lm_eval_results"]["acc,none"] == reported["acc,none"]
+
+
+def test_every_probability_is_the_softmax_of_the_logged_log_likelihoods():
+    items = lm_eval.read(MC)
+    for record, p, target in zip(_lines(MC), items.probs, items.targets, strict=True):
+        lls = np.array([float(ll) for ll, _ in record["filtered_resps"]])
+        k = len(record["doc"]["choices"])
+        assert len(lls) == 2 * k  # acc_mutual_info: the last K unconditional
+        np.testing.assert_allclose(p, softmax(lls[:k]), rtol=1e-15, atol=1e-16)
+        assert target == int(record["target"])
+
+
+@pytest.mark.parametrize(
+    "rule,metric,path",
+    [
+        ("softmax", "acc", MC),
+        ("length-normalized", "acc_norm", MC),
+        ("mutual-info", "acc_mutual_info", MC),
+        ("softmax", "acc", VARIED),
+        ("length-normalized", "acc_norm", VARIED),
+    ],
+)
+def test_each_rules_argmax_is_lm_evals_per_sample_metric(rule, metric, path):
+    items = lm_eval.read(path, rule)
+    logged = [r[metric] for r in _lines(path)]
+    hits = [float(int(np.argmax(p)) == t) for p, t in zip(items.probs, items.targets, strict=True)]
+    assert hits == logged
+    assert items.rule.name == rule
+
+
+def test_doc_fields_are_columns_and_doc_hash_the_key():
+    items = lm_eval.read(MC)
+    records = _lines(MC)
+    assert items.keys == [r["doc_hash"] for r in records]
+    assert items.columns["doc.subject"] == [r["doc"]["subject"] for r in records]
+    assert "doc.choices" not in items.columns  # lists are left out
+    table = items.table()
+    assert table.column_names[:5] == ["p_0", "p_1", "p_2", "p_3", "label"]
+    varied = lm_eval.read(VARIED).table()
+    assert varied.column_names[:2] == ["confidence", "label"]  # per-item choice counts: top-label
