@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from calibcli.core.documents import new_document
+from calibcli.core.documents import entry_label, new_document
 from calibcli.core.errors import CalibcliError
 from calibcli.core.family import Family, GatedMetrics, Plan, sources_block
-from calibcli.core.gates import GateSpec
+from calibcli.core.gates import GateSpec, check_gate
 from calibcli.core.validation import option
 from calibcli.llm.accumulator import HIGHER_IS_BETTER, NOTES, SelectiveAccumulator, SelectiveOptions, metric_names
 from calibcli.llm.curves import RISK_SLACK
@@ -130,9 +130,6 @@ def plan(o: Options, sources, engine: str) -> Plan:
 def gate(doc: dict, o: Options) -> list[str]:
     """The gates' failures on every entry (``--fail-above``, ``--fail-above-upper``, ``--fail-below``), written
     into the entries and ``doc['gate']``."""
-    from calibcli.core.documents import entry_label
-    from calibcli.core.gates import check_gate
-
     spec = GateSpec(o.metric, o.fail_above, o.fail_above_upper)
     if not spec.active and o.fail_below is None:
         return []

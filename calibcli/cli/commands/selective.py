@@ -11,8 +11,10 @@ import typer
 
 from calibcli.cli import options as cc
 from calibcli.core.errors import GateFailed
+from calibcli.diagram.plot import figure_bytes, format_of
 from calibcli.engines.pipeline import run
 from calibcli.llm import family as selective_family
+from calibcli.llm.plot import plot_risk_coverage, prepare_risk_coverage
 from calibcli.report.emit import emit, write_atomic
 
 
@@ -36,15 +38,10 @@ def selective(files: cc.Files, **options) -> None:
     chosen = selective_family.Options.of(options)
     layout = cc.layout_of(options)
     if chosen.diagram:
-        from calibcli.diagram.plot import format_of
-
         format_of(chosen.diagram)  # a bad extension fails before any reading
     doc = run(selective_family.FAMILY, cc.sources_of(files, options), chosen, cc.engine_of(options))
     failures = selective_family.gate(doc, chosen)
     if chosen.diagram:
-        from calibcli.diagram.plot import figure_bytes, format_of
-        from calibcli.llm.plot import plot_risk_coverage, prepare_risk_coverage
-
         figure = plot_risk_coverage(prepare_risk_coverage(doc))
         write_atomic(chosen.diagram, figure_bytes(figure, format_of(chosen.diagram)), "diagram")
         doc["diagram"] = chosen.diagram
