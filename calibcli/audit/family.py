@@ -196,6 +196,22 @@ def gate_failures(doc: dict, *, fail_above_sigma: float | None, fail_if_any_segm
     for entry in doc["files"]:
         label = entry["input"]["path"]
         mce = entry.get("mce_sigma")
+        if (fail_above_sigma is not None or fail_if_any_segment) and not entry.get("n_segments_tested"):
+            flags = " and ".join(
+                f
+                for f, on in (
+                    ("--fail-above-sigma", fail_above_sigma is not None),
+                    ("--fail-if-any-segment", fail_if_any_segment),
+                )
+                if on
+            )
+            rows = entry.get("population", {}).get("rows", 0)
+            least = doc["parameters"].get("min_segment")
+            raise CalibcliError(
+                f"{flags}: {label} has no segment of at least --min-segment {least} rows (the whole population has "
+                f"{rows}), so no segment is tested, MCE is undefined and the gate would test nothing: pass "
+                f"--min-segment {max(min(rows, 100), 1)} or less"
+            )
         if fail_above_sigma is not None and mce is not None and mce > fail_above_sigma:
             worst = entry["segments"][0]
             failures.append(

@@ -9,6 +9,11 @@ from dataclasses import dataclass
 
 from calibcli.core.errors import CalibcliError
 
+#: Why a metric a gate may name is undefined (null) on some inputs.
+UNDEFINED_BECAUSE = {
+    "brier_skill_score": "every label is of one class, so the base rate's Brier score, its denominator, is 0",
+}
+
 
 @dataclass(frozen=True)
 class GateSpec:
@@ -32,10 +37,23 @@ def check_gate(spec: GateSpec, file_label: str, metric: dict | None) -> dict:
         raise CalibcliError(f"--metric {spec.metric}: no such metric in the report of {file_label}")
     failures = []
     est = metric.get("estimate")
+    if est is None or est != est:  # undefined (None, NaN): neither above nor below the threshold
+        flag = "--fail-above" if spec.fail_above is not None else "--fail-above-upper"
+        raise CalibcliError(
+            f"{flag} gates on {spec.metric}, which is undefined for {file_label} (null in the report: "
+            f"{UNDEFINED_BECAUSE.get(spec.metric, 'it cannot be computed from these rows')}), so the gate can "
+            f"neither pass nor fail: gate on another --metric"
+        )
     if spec.fail_above is not None and est is not None and est > spec.fail_above:
         failures.append(f"{file_label}: {spec.metric} = {est:.6g} > {spec.fail_above:g} (--fail-above)")
     if spec.fail_above_upper is not None:
         upper = metric.get("ci_high")
+        if upper is not None and upper != upper or upper is None and metric.get("ci_method"):
+            raise CalibcliError(
+                f"--fail-above-upper gates on the upper end of {spec.metric}'s interval, which is undefined for "
+                f"{file_label} (the bootstrap's resamples give no value), so the gate can neither pass nor fail: "
+                f"gate on --fail-above or on another --metric"
+            )
         if upper is None:
             raise CalibcliError(
                 f"--fail-above-upper needs a confidence interval for {spec.metric}, but none was computed: "

@@ -278,6 +278,7 @@ class TcalReport:
             "statistic_name": r.statistic_name,
             "levels": [asdict(level) for level in r.levels],
             "warnings": list(self.warnings),
+            "can_reject": r.can_reject,
         }
         return out
 

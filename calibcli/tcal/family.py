@@ -167,9 +167,11 @@ def finish_entries(doc: dict, *, alpha: float, fail_on_reject: bool) -> list[str
         warnings = entry["result"].get("warnings")
         if warnings:  # the report speaks the command line's language: options by their flags
             entry["result"]["warnings"] = [cli_text(w, flag_of) for w in warnings]
+    failures = gates(doc, alpha=alpha, fail_on_reject=fail_on_reject)  # (a gate that cannot decide: its one line)
+    for entry in doc["files"]:
         for message in entry["result"].get("warnings", []):
             warn(f"{entry_label(entry)}: {message}")
-    return gates(doc, alpha=alpha, fail_on_reject=fail_on_reject)
+    return failures
 
 
 def gates(doc: dict, *, alpha: float, fail_on_reject: bool) -> list[str]:
@@ -189,6 +191,13 @@ def _gate(entry: dict, alpha: float, active: bool) -> list[str]:
         return []
     r = entry["result"]
     failures = []
+    p = r.get("p_value")
+    if r.get("can_reject") is False or p is None or p != p:
+        why = next((w for w in r.get("warnings", []) if "cannot reject" in w), "its p-value is undefined")
+        raise CalibcliError(
+            f"--fail-on-reject: {entry_label(entry)}: the test cannot decide, so the gate would pass whatever the "
+            f"data ({why})"
+        )
     if r["reject"]:
         failures.append(
             f"{entry_label(entry)}: {entry['test']} rejects perfect calibration "

@@ -206,10 +206,19 @@ def _result(t: _Test, star: np.ndarray | None) -> TcalResult:
         if threshold < 1:
             need = math.ceil(L / alpha) - 1 if combine == "bonferroni" else math.ceil(1 / alpha) - 1
             level = f"alpha/L = {alpha / L:.3g}" if combine == "bonferroni" else f"alpha = {alpha:.3g}"
+            # the level these resamples can reach, for when the resamples it would take do not fit in memory
+            least_alpha = (L if combine == "bonferroni" else 1) / total
+            per = L if combine == "bonferroni" else 1
+            fix = (
+                f"use {{opt:n_boot}} {need} or more"
+                if need <= MOST_RESAMPLES_ADVISED
+                else f"use {{opt:alpha}} {_up(least_alpha)} or more (at {{opt:n_boot}} {R})"
+                if least_alpha < 0.5
+                else f"use {{opt:alpha}} 0.05 with {{opt:n_boot}} {math.ceil(per / 0.05) - 1} or more"
+            )
             warnings.append(
                 f"with {{opt:n_boot}} {R} the smallest attainable p-value is 1/{total} = {1 / total:.3g}, "
-                f"too large for {level}: "
-                f"the test cannot reject; use {{opt:n_boot}} {need} or more"
+                f"too large for {level}: the test cannot reject; {fix}"
             )
         exact = null == "y-bootstrap"
         if null == "consistency":
@@ -252,7 +261,18 @@ def _result(t: _Test, star: np.ndarray | None) -> TcalResult:
         statistic_name=STATISTIC_NAME,
         levels=levels,
         warnings=tuple(warnings),
+        can_reject=bool(threshold >= 1),
     )
+
+
+def _up(x: float) -> str:
+    """``x`` rounded up to 3 significant digits: an advised level that is at least the one needed."""
+    digits = 2 - math.floor(math.log10(x))
+    return f"{math.ceil(x * 10**digits) / 10**digits:.3g}"
+
+
+#: The most resamples a warning advises: beyond, it advises a larger alpha (1e18 resamples would never finish).
+MOST_RESAMPLES_ADVISED = 10_000_000
 
 
 def tcal_test(

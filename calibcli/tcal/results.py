@@ -66,3 +66,6 @@ class TcalResult:
     statistic_name: str
     levels: tuple[TcalLevel, ...]
     warnings: tuple[str, ...]
+    #: False when no p-value these resamples can give is at most the level (too few resamples for alpha): the test
+    #: cannot reject, so not rejecting says nothing (the report's verdict is "unknown", a gate refuses to pass).
+    can_reject: bool = True

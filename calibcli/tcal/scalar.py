@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from calibcli.core.binning import uniform_bin_index
+from calibcli.core.errors import CalibcliError
 from calibcli.tcal.engine import CHUNK_BYTES
 from calibcli.tcal.kernels import sweep_block
 
@@ -132,6 +133,38 @@ def _nested_bins(gap_part: np.ndarray, P: int, n: int) -> tuple[np.ndarray, np.n
     return start[keep], end[keep], first[keep], last[keep]
 
 
+#: A bin's weight (and weight squared) must exceed this many units in the last place of the running sums it is
+#: taken from: below, the prefix-sum differences of the test have lost (nearly) every digit of it.
+_RESOLVED_ULPS = 16.0
+
+
+def _bin_inverse_weights(w, wsum, w2, bin_start, bin_end) -> np.ndarray:
+    """``1 / W_b`` of every bin from the prefix sums; 0 for a bin whose rows all weigh 0 (it adds nothing, as in
+    exact arithmetic: its sums are exact zeros). A bin with weight whose sums the running sums cannot resolve
+    (rows of weight 1e-16 among rows of weight 1: ``W_b`` cancels to 0 or to rounding noise, and every statistic
+    to NaN or noise) is refused, with what to do: the test would otherwise report null and p = 1."""
+    if w is None:
+        return 1.0 / (wsum[bin_end] - wsum[bin_start])
+    positive = np.concatenate([[0], np.cumsum(w > 0, dtype=np.int64)])
+    weighted = positive[bin_end] - positive[bin_start] > 0
+    bin_w = wsum[bin_end] - wsum[bin_start]
+    w2sum = np.concatenate([[0.0], np.cumsum(w2)])
+    bin_w2 = w2sum[bin_end] - w2sum[bin_start]
+    eps = _RESOLVED_ULPS * np.finfo(np.float64).eps
+    unresolved = weighted & ((bin_w <= eps * wsum[-1]) | (bin_w2 <= eps * w2sum[-1]))
+    if unresolved.any():
+        smallest = float(w[w > 0].min())
+        # a row alone resolves when w > eps W and w^2 > eps W2: the weights below that are the ones to zero
+        least = max(eps * float(wsum[-1]), float(np.sqrt(eps * float(w2sum[-1]))))
+        raise CalibcliError(
+            f"T-Cal cannot resolve these weights: rows weighing {smallest:.3g} sit among running sums of "
+            f"{float(wsum[-1]):.3g}, below their rounding, so the test's bin sums would cancel: give the rows "
+            f"weighing less than {least:.2g} a weight of 0 (their share of the total is negligible), or drop them"
+        )
+    with np.errstate(divide="ignore"):
+        return np.where(weighted, 1.0 / np.where(weighted, bin_w, 1.0), 0.0)
+
+
 class SortedScalarEngine:
     """Binary / top-label data (y-bootstrap and consistency nulls): prefix sums over the z-sorted order."""
 
@@ -169,7 +202,7 @@ class SortedScalarEngine:
         P = self.n_parts = int(new_partition.sum())
         gap_part = np.append(np.asarray(self.level_of, dtype=np.int64), P)[gap_level]
         bin_start, bin_end, first, last = _nested_bins(gap_part, P, self.n)
-        bin_inv = 1.0 / (wsum[bin_end] - wsum[bin_start])
+        bin_inv = _bin_inverse_weights(self.w, wsum, w2, bin_start, bin_end)
         self._bins = (bin_start, bin_end, first, last, bin_inv)  # for the consistency null's partitions
         self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
         self._gap_part = gap_part  # (the consistency null's singletons, made when first asked for)

@@ -25,7 +25,9 @@ def _data(n=20_000, seed=0, planted=0.0):
 
 def _audit(y, s, w, columns, **options):
     opts = AuditOptions(**options)
-    codings = [code_column(k, v, max_values=opts.max_values, segment_bins=opts.segment_bins) for k, v in columns.items()]
+    codings = [
+        code_column(k, v, max_values=opts.max_values, segment_bins=opts.segment_bins) for k, v in columns.items()
+    ]
     codes = [c.encode(v) for c, v in zip(codings, columns.values())]
     parts = partitions(codings, opts.depth)
     return audit_arrays(y, s, w, codes, codings, parts, opts), codings, codes
@@ -112,7 +114,10 @@ def test_many_segments_in_one_partition_keep_their_own_sums():
     n = 30_000
     s = rng.uniform(0.05, 0.95, n)
     y = (rng.uniform(size=n) < s).astype(np.int64)
-    cols = {"a": rng.integers(0, 12, n).astype(str).astype(object), "b": rng.integers(0, 5, n).astype(str).astype(object)}
+    cols = {
+        "a": rng.integers(0, 12, n).astype(str).astype(object),
+        "b": rng.integers(0, 5, n).astype(str).astype(object),
+    }
     result, codings, codes = _audit(y, s, np.ones(n), cols, min_segment=10, max_values=12)
     pairs = [e for e in result.segments if len(e["definition"]) == 2]
     assert len(pairs) == 60

@@ -91,8 +91,7 @@ def test_two_threads_give_the_one_thread_numbers(monkeypatch):
     from calibcli.audit.segments import ColumnCoding
 
     y, s, codes = _rows(20_000, seed=1)
-    codings = [ColumnCoding(f"c{j}", "categorical", values=tuple(range(int(c.max()) + 1)))
-               for j, c in enumerate(codes)]
+    codings = [ColumnCoding(f"c{j}", "categorical", values=tuple(range(int(c.max()) + 1))) for j, c in enumerate(codes)]
     options = AuditOptions(min_segment=20)
     monkeypatch.setattr(cumulative, "THREAD_ROWS", 10**12)
     one = audit_arrays(y, s, np.ones(len(s)), codes, codings, partitions(codings, 2), options)
@@ -100,8 +99,15 @@ def test_two_threads_give_the_one_thread_numbers(monkeypatch):
     two = audit_arrays(y, s, np.ones(len(s)), codes, codings, partitions(codings, 2), options)
     assert one.to_dict() == two.to_dict()
     shuffled = np.random.default_rng(2).permutation(len(s))  # and the order of the rows does not matter
-    three = audit_arrays(y[shuffled], s[shuffled], np.ones(len(s)), [c[shuffled] for c in codes], codings,
-                         partitions(codings, 2), options)
+    three = audit_arrays(
+        y[shuffled],
+        s[shuffled],
+        np.ones(len(s)),
+        [c[shuffled] for c in codes],
+        codings,
+        partitions(codings, 2),
+        options,
+    )
     _close(three.to_dict(), one.to_dict())  # the per-segment sums add in the rows' order: equal to rounding
 
 
@@ -129,8 +135,9 @@ def test_accumulator_with_text_batches_out_of_order_equals_in_order():
     probs = np.c_[1 - s, s]
 
     def run(batches):
-        acc = SegmentAuditAccumulator(mode="binary", n_classes=2, class_names=("0", "1"),
-                                      options=AuditOptions(min_segment=10), columns=("w",))
+        acc = SegmentAuditAccumulator(
+            mode="binary", n_classes=2, class_names=("0", "1"), options=AuditOptions(min_segment=10), columns=("w",)
+        )
         for part in batches:
             coded = segment_values(pa.chunked_array([words[part]]), "str", "w", "f", 0)
             acc.update(np.arange(n)[part], probs[part], y[part], columns=(coded,))
@@ -138,8 +145,9 @@ def test_accumulator_with_text_batches_out_of_order_equals_in_order():
 
     in_order = run([slice(0, 1000), slice(1000, 2000), slice(2000, n)])
     assert run([slice(2000, n), slice(0, 1000), slice(1000, 2000)]) == in_order
-    whole = SegmentAuditAccumulator(mode="binary", n_classes=2, class_names=("0", "1"),
-                                    options=AuditOptions(min_segment=10), columns=("w",))
+    whole = SegmentAuditAccumulator(
+        mode="binary", n_classes=2, class_names=("0", "1"), options=AuditOptions(min_segment=10), columns=("w",)
+    )
     whole.update(np.arange(n), probs, y, columns=(segment_values(pa.chunked_array([words]), "str", "w", "f", 0),))
     back = SegmentAuditAccumulator.from_dict(whole.to_dict())  # the state's JSON round trip (the Dask engine's) too
     assert back.result().to_dict() == in_order

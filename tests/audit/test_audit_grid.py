@@ -45,9 +45,14 @@ def _columns(rows, part):
 
 def _state(rows, limit, parts):
     s, y, *_ = rows
-    acc = SegmentAuditAccumulator(mode="binary", n_classes=2, class_names=("0", "1"),
-                                  options=AuditOptions(min_segment=50), columns=("country", "age", "income"),
-                                  row_limit=limit)
+    acc = SegmentAuditAccumulator(
+        mode="binary",
+        n_classes=2,
+        class_names=("0", "1"),
+        options=AuditOptions(min_segment=50),
+        columns=("country", "age", "income"),
+        row_limit=limit,
+    )
     for part in parts:
         index = np.arange(N)[part]
         acc.update(index, np.c_[1 - s[part], s[part]], y[part], columns=_columns(rows, part))
@@ -167,8 +172,20 @@ def test_command_beyond_the_row_limit(engine, monkeypatch):
 def test_report_beyond_the_row_limit_says_why_there_are_no_segment_diagrams(tmp_path, monkeypatch):
     monkeypatch.setattr(segments_state, "ROW_LIMIT", 3000)
     page, data = tmp_path / "r.html", tmp_path / "r.json"
-    r = run("report", ADS, "-o", page, "--json-output", data, "--n-boot", "20", "--method", "platt",
-            "--segment-cols", "country,device,age")
+    r = run(
+        "report",
+        ADS,
+        "-o",
+        page,
+        "--json-output",
+        data,
+        "--n-boot",
+        "20",
+        "--method",
+        "platt",
+        "--segment-cols",
+        "country,device,age",
+    )
     assert r.exit_code == 0, r.stderr
     (entry,) = json.loads(data.read_text())["audit"]["files"]
     assert entry["figure"] is None and entry["grid"]["row_limit"] == 3000

@@ -51,8 +51,22 @@ def test_the_json_names_scripts_rely_on_and_the_planted_segment_first():
         assert key in doc and doc[key] == doc["files"][0][key]
     worst = doc["segments"][0]
     assert worst["definition"] == {"country": "BR", "device": "android"}
-    for key in ("definition", "rows", "ecce_r", "ecce_r_sigma", "p_value", "p_adjusted", "mde", "o_e", "o_e_ci_low",
-                "o_e_ci_high", "ece_l1_plugin", "observed_rate", "mean_prediction", "tested"):
+    for key in (
+        "definition",
+        "rows",
+        "ecce_r",
+        "ecce_r_sigma",
+        "p_value",
+        "p_adjusted",
+        "mde",
+        "o_e",
+        "o_e_ci_low",
+        "o_e_ci_high",
+        "ece_l1_plugin",
+        "observed_rate",
+        "mean_prediction",
+        "tested",
+    ):
         assert key in worst
     assert doc["mce_sigma"] == worst["ecce_r_sigma"] > 5
     whole = next(s for s in doc["segments"] if s["definition"] == {})
@@ -77,8 +91,9 @@ def test_gates_exit_1_naming_the_segments_and_0_when_they_pass():
     assert r.exit_code == 1
     doc = json.loads(r.stdout)
     assert doc["gate"]["passed"] is False
-    assert doc["gate"]["failures"] == [f"{ADS}: MCE = 7.296 sigma > 5 (--fail-above-sigma), worst segment "
-                                       "country=BR, device=android"]
+    assert doc["gate"]["failures"] == [
+        f"{ADS}: MCE = 7.296 sigma > 5 (--fail-above-sigma), worst segment country=BR, device=android"
+    ]
 
 
 def test_shards_batches_and_row_order_do_not_change_the_audit(tmp_path):
@@ -116,14 +131,20 @@ def test_markdown_and_csv(fmt):
         assert any(",ecce_r_sigma," in line for line in rows)
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    ([], "Error: --segment-cols names no column: name the columns that define the segments, e.g. --segment-cols "
-         "country,device\n"),
-    (["--segment-cols", "nope"], None),
-    (["--segment-cols", "country", "--depth", "0"], None),
-    (["--segment-cols", "country", "--adjust", "fdr"], None),
-    (["--segment-cols", "country", "--power", "1"], None),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            [],
+            "Error: --segment-cols names no column: name the columns that define the segments, e.g. --segment-cols "
+            "country,device\n",
+        ),
+        (["--segment-cols", "nope"], None),
+        (["--segment-cols", "country", "--depth", "0"], None),
+        (["--segment-cols", "country", "--adjust", "fdr"], None),
+        (["--segment-cols", "country", "--power", "1"], None),
+    ],
+)
 def test_bad_options_are_one_error_line(args, message):
     r = run("audit", ADS, *args)
     assert r.exit_code == 2
@@ -138,8 +159,13 @@ def test_dask_gives_the_local_engine_audit(tmp_path):
     pytest.importorskip("distributed")
     local = _json(ADS, *COLS)
     exe = os.path.join(os.path.dirname(sys.executable), "calibcli")
-    p = subprocess.run([exe, "audit", ADS, *COLS, "--engine", "dask", "--workers", "1", "--json"], capture_output=True,
-                       text=True, timeout=300, env={**os.environ, "CALIBCLI_TASK_ROWS": "5000"})
+    p = subprocess.run(
+        [exe, "audit", ADS, *COLS, "--engine", "dask", "--workers", "1", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "CALIBCLI_TASK_ROWS": "5000"},
+    )
     assert p.returncode == 0, p.stderr
     remote = json.loads(p.stdout)
     assert remote["parameters"].pop("engine") == "dask" and local["parameters"].pop("engine") == "local"

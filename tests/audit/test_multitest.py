@@ -39,8 +39,7 @@ def test_hand_worked_holm_and_bh():
     # Holm: sorted 0.01, 0.03, 0.04, 0.20 times 4, 3, 2, 1 = 0.04, 0.09, 0.08 -> running max 0.09, 0.20.
     np.testing.assert_allclose(holm(p), [0.04, 0.09, 0.09, 0.20], atol=1e-15)
     # BH: times 4/1, 4/2, 4/3, 4/4 = 0.04, 0.06, 0.0533.., 0.20 -> running min from the top.
-    np.testing.assert_allclose(benjamini_hochberg(p), [0.04, 0.0533333333333333, 0.0533333333333333, 0.20],
-                               atol=1e-15)
+    np.testing.assert_allclose(benjamini_hochberg(p), [0.04, 0.0533333333333333, 0.0533333333333333, 0.20], atol=1e-15)
 
 
 def test_ties_get_equal_adjusted_values_whatever_their_order():
@@ -79,8 +78,9 @@ def test_leading_axes_are_separate_families():
             for j in range(3):
                 row = p[i, j]
                 keep = ~np.isnan(row)
-                np.testing.assert_allclose(adj[i, j][keep], multipletests(row[keep], method=STATSMODELS[method])[1],
-                                           atol=1e-12)
+                np.testing.assert_allclose(
+                    adj[i, j][keep], multipletests(row[keep], method=STATSMODELS[method])[1], atol=1e-12
+                )
 
 
 def test_bad_input_is_refused():

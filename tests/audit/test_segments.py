@@ -7,8 +7,14 @@ import pyarrow as pa
 import pytest
 
 from calibcli.core.errors import CalibcliError
-from calibcli.audit.segments import (ColumnCoding, categorical_coding, code_column, definition, numeric_coding,
-                               partitions)
+from calibcli.audit.segments import (
+    ColumnCoding,
+    categorical_coding,
+    code_column,
+    definition,
+    numeric_coding,
+    partitions,
+)
 
 
 def test_a_categorical_column_keeps_its_most_frequent_values_and_pools_the_rest():
@@ -76,8 +82,10 @@ def test_partitions_are_the_population_then_every_combination_up_to_the_depth():
 
 
 def test_segment_ids_are_the_mixed_radix_of_the_codes_and_invert():
-    codings = [categorical_coding("x", {"a": 1, "b": 1, "c": 1}, 0, max_values=5),
-               categorical_coding("y", {0: 1, 1: 1}, 0, max_values=5)]
+    codings = [
+        categorical_coding("x", {"a": 1, "b": 1, "c": 1}, 0, max_values=5),
+        categorical_coding("y", {0: 1, 1: 1}, 0, max_values=5),
+    ]
     part = partitions(codings, depth=2)[-1]
     codes = [np.array([0, 1, 2, 2]), np.array([1, 0, 1, 0])]
     ids = part.segment_ids(codes, 4)
@@ -95,15 +103,20 @@ def test_option_ranges_are_checked():
     assert ColumnCoding("x", "numeric", edges=(0.5,)).n_codes == 2
 
 
-@pytest.mark.parametrize("values", [
-    np.array(["fr", "de", None, "fr", "us", "it", "fr", "de"], dtype=object),
-    np.array([3, 1, 2, 2, None, 1, 7, 1], dtype=object),
-    np.array([3, 1, 2, 2, 5, 1, 7, 1], dtype=object),
-    np.array([0.5, np.nan, 0.25, 0.5, 0.75, 0.5, 1.0, 0.25]),
-    np.random.default_rng(0).normal(size=200),
-    np.where(np.random.default_rng(1).uniform(size=300) < 0.1, np.nan, np.random.default_rng(2).integers(0, 50, 300)),
-    np.array([True, False, None, True], dtype=object),
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.array(["fr", "de", None, "fr", "us", "it", "fr", "de"], dtype=object),
+        np.array([3, 1, 2, 2, None, 1, 7, 1], dtype=object),
+        np.array([3, 1, 2, 2, 5, 1, 7, 1], dtype=object),
+        np.array([0.5, np.nan, 0.25, 0.5, 0.75, 0.5, 1.0, 0.25]),
+        np.random.default_rng(0).normal(size=200),
+        np.where(
+            np.random.default_rng(1).uniform(size=300) < 0.1, np.nan, np.random.default_rng(2).integers(0, 50, 300)
+        ),
+        np.array([True, False, None, True], dtype=object),
+    ],
+)
 def test_coding_the_values_at_once_equals_coding_then_encoding(values):
     from calibcli.audit.segments import code_values
 

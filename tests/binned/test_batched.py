@@ -44,7 +44,7 @@ def test_batched_quantile_starts_equal_the_edges_of_each_resample():
         edges = quantile_edges_sorted(zs, 9, counts=counts[r])
         want = np.concatenate([[0], np.searchsorted(zs, edges, side="left")])
         np.testing.assert_array_equal(starts[r, : len(want)], want)
-        assert (starts[r, len(want):] == len(zs)).all()
+        assert (starts[r, len(want) :] == len(zs)).all()
 
 
 @pytest.mark.parametrize("strategy", ["uniform", "quantile"])
@@ -68,8 +68,15 @@ def test_batched_estimators_equal_each_replicate_alone(strategy, weighted):
 
 
 def test_bin_stats_stack_and_concat_keep_the_self_pairs():
-    a = BinStats(np.array([2, 0]), np.array([2.0, 0.0]), np.array([1.0, 0.0]), np.array([1.0, 0.0]),
-                 np.array([0.5, 0.0]), np.array([0.3, 0.0]), self_weight=np.array([4.0, 0.0]))
+    a = BinStats(
+        np.array([2, 0]),
+        np.array([2.0, 0.0]),
+        np.array([1.0, 0.0]),
+        np.array([1.0, 0.0]),
+        np.array([0.5, 0.0]),
+        np.array([0.3, 0.0]),
+        self_weight=np.array([4.0, 0.0]),
+    )
     both = BinStats.stack([a, a])
     assert both.weight.shape == (2, 2) and both.diag_weight.tolist() == [[4.0, 0.0], [4.0, 0.0]]
     assert BinStats.concat([both, both]).count.shape == (4, 2)
@@ -77,8 +84,17 @@ def test_bin_stats_stack_and_concat_keep_the_self_pairs():
 
 def _count_estimator_calls(monkeypatch) -> dict:
     calls = {"n": 0}
-    for name in ("ece_l1_plugin", "ece_l2_plugin", "ece_max_plugin", "ece_l2_sq_debiased_kumar",
-                 "ece_l2_sq_debiased_dpe", "brier_decomposition", "log_loss", "dce_estimate", "ece_l2_sq_sun_estimate"):
+    for name in (
+        "ece_l1_plugin",
+        "ece_l2_plugin",
+        "ece_max_plugin",
+        "ece_l2_sq_debiased_kumar",
+        "ece_l2_sq_debiased_dpe",
+        "brier_decomposition",
+        "log_loss",
+        "dce_estimate",
+        "ece_l2_sq_sun_estimate",
+    ):
         original = getattr(est, name)
 
         def counted(*args, _original=original, **kwargs):
@@ -138,8 +154,9 @@ def test_lockstep_brent_takes_the_one_root_steps():
     a, b, c = a[keep], b[keep], c[keep]
     roots = brent_rows(f_rows, a, b, f_one(a, c), f_one(b, c), xtol=1e-13, rtol=4 * np.finfo(float).eps)
     for j in range(len(c)):
-        assert roots[j] == _brent_root(lambda x: float(f_one(x, c[j])), a[j], b[j], xtol=1e-13,
-                                       rtol=4 * np.finfo(float).eps)
+        assert roots[j] == _brent_root(
+            lambda x: float(f_one(x, c[j])), a[j], b[j], xtol=1e-13, rtol=4 * np.finfo(float).eps
+        )
     assert calls["n"] < 60
 
 
@@ -188,8 +205,9 @@ def _grouped_file(tmp_path, n_groups: int, rows: int = 6000, seed: int = 5):
 def _grouped_ece(path, n_boot: int, strategy: str = "uniform") -> dict:
     from tests._cli import run_json
 
-    return run_json("ece", path, "--group-by", "g", "--n-boot", n_boot, "--seed", 3, "--n-bins", 10,
-                    "--strategy", strategy)
+    return run_json(
+        "ece", path, "--group-by", "g", "--n-boot", n_boot, "--seed", 3, "--n-bins", 10, "--strategy", strategy
+    )
 
 
 @pytest.mark.parametrize("strategy", ["uniform", "quantile"])
@@ -277,12 +295,12 @@ def test_ecce_grid_waits_for_rows_and_gives_the_same_sums():
     assert small._sums is None
     big = cu.EcceAccumulator(None)
     for a in range(0, 20000, 3000):
-        big.update(np.arange(a, a + 3000), z[a:a + 3000], y[a:a + 3000], w[a:a + 3000])
+        big.update(np.arange(a, a + 3000), z[a : a + 3000], y[a : a + 3000], w[a : a + 3000])
     assert big._sums is not None and big._n_pending == 0
     direct = {name: np.zeros(cu.N_CELLS) for name in cu._SUMS}
     direct["count"] = np.zeros(cu.N_CELLS, dtype=np.int64)
     for a in range(0, 20000, 3000):
-        big._add(z[a:a + 3000], y[a:a + 3000].astype(float), w[a:a + 3000], direct)
+        big._add(z[a : a + 3000], y[a : a + 3000].astype(float), w[a : a + 3000], direct)
     for name in (*cu._SUMS, "count"):
         np.testing.assert_allclose(getattr(big, name), direct[name], rtol=1e-13, atol=1e-12)
     again = cu.EcceAccumulator.from_dict(small.to_dict())

@@ -37,7 +37,13 @@ def test_json_document_binary():
     assert m["ci_low"] == pytest.approx(ref.metrics["ece_l1_plugin"].ci_low)
     assert m["ci_low"] <= m["estimate"] <= m["ci_high"]
     assert "upper_bound" in m and "Thm 12.4" in m["upper_bound_method"]
-    assert set(prob["metrics"]) >= {"ece_l2_sq_debiased_kumar", "ece_l2_debiased_kumar", "ece_l2_sq_debiased_dpe", "dce", "log_loss"}
+    assert set(prob["metrics"]) >= {
+        "ece_l2_sq_debiased_kumar",
+        "ece_l2_debiased_kumar",
+        "ece_l2_sq_debiased_dpe",
+        "dce",
+        "log_loss",
+    }
 
 
 def test_same_seed_same_numbers_and_csv_equals_parquet():
@@ -65,7 +71,9 @@ def test_marginal_mode_reports_every_class_and_the_aggregate():
     assert agg["ece_l1_plugin"]["estimate"] == pytest.approx(np.sum(v * per_class))
     l2 = np.array([q["metrics"]["ece_l2_plugin"]["estimate"] for q in f["problems"]])
     assert agg["ece_l2_plugin"]["estimate"] == pytest.approx(np.sqrt(np.sum(v * l2**2)))
-    assert agg["ece_max_plugin"]["estimate"] == pytest.approx(max(q["metrics"]["ece_max_plugin"]["estimate"] for q in f["problems"]))
+    assert agg["ece_max_plugin"]["estimate"] == pytest.approx(
+        max(q["metrics"]["ece_max_plugin"]["estimate"] for q in f["problems"])
+    )
     assert agg["ece_l1_plugin"]["ci_low"] is not None
 
 

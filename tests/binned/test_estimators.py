@@ -137,8 +137,17 @@ def test_row_order_invariance(strategy):
         assert a[k] == pytest.approx(b[k], rel=1e-12, abs=1e-15), k
 
 
-PLUGIN = ("ece_l1_plugin", "ece_l2_plugin", "ece_max_plugin", "brier_score", "brier_reliability",
-          "brier_resolution", "brier_uncertainty", "log_loss", "dce")
+PLUGIN = (
+    "ece_l1_plugin",
+    "ece_l2_plugin",
+    "ece_max_plugin",
+    "brier_score",
+    "brier_reliability",
+    "brier_resolution",
+    "brier_uncertainty",
+    "log_loss",
+    "dce",
+)
 
 
 @pytest.mark.parametrize("strategy", ["uniform", "quantile"])
@@ -271,7 +280,9 @@ def test_quantile_edges_with_counts_equal_those_of_the_repeated_sample():
     z = np.sort(np.round(rng.random(200), 2))  # ties too
     for n_bins in (1, 2, 7, 15, 40):
         m = rng.integers(0, 4, len(z))
-        np.testing.assert_array_equal(quantile_edges_sorted(z, n_bins, counts=m), quantile_edges_sorted(np.repeat(z, m), n_bins))
+        np.testing.assert_array_equal(
+            quantile_edges_sorted(z, n_bins, counts=m), quantile_edges_sorted(np.repeat(z, m), n_bins)
+        )
 
 
 @pytest.mark.parametrize("strategy", ["uniform", "quantile"])
@@ -293,4 +304,6 @@ def test_bootstrap_sums_are_the_same_per_bin_or_by_reduceat(monkeypatch, strateg
     for name, m in results[0].metrics.items():
         other = results[1].metrics[name]
         if m.ci_low is not None and np.isfinite(m.ci_low):
-            assert other.ci_low == pytest.approx(m.ci_low, abs=1e-13) and other.ci_high == pytest.approx(m.ci_high, abs=1e-13)
+            assert other.ci_low == pytest.approx(m.ci_low, abs=1e-13) and other.ci_high == pytest.approx(
+                m.ci_high, abs=1e-13
+            )

@@ -113,7 +113,11 @@ def test_grouped_bootstrap_is_the_same_compiled_or_not(monkeypatch, strategy):
 
         monkeypatch.setattr(est, "binned_metrics", counted)
         runs[compiled] = est.binned_calibration_groups(
-            groups, n_bins=10, strategy=strategy, n_boot=60, seed=3,
+            groups,
+            n_bins=10,
+            strategy=strategy,
+            n_boot=60,
+            seed=3,
             keep_replicates=True,
         )
         assert (used["n"] > 0) == compiled

@@ -133,6 +133,8 @@ def test_an_error_line_stays_one_line_when_the_file_name_holds_a_newline_and_an_
     shutil.copy(data, bad)
     r = calibcli("ece", bad.name, "--label-col", "nope", cwd=data.parent)
     assert r.returncode == 2
-    assert r.stderr.decode() == ("Error: x\\n\\x1b[2Jy.csv: no column 'nope' (given by --label-col); the file has "
-                                 "columns ['label', 'prob', 'grp']\n")
+    assert r.stderr.decode() == (
+        "Error: x\\n\\x1b[2Jy.csv: no column 'nope' (given by --label-col); the file has "
+        "columns ['label', 'prob', 'grp']\n"
+    )
     assert r.stdout == b""

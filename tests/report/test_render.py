@@ -35,8 +35,12 @@ def _model_dumps(tmp_path, n_files=9, n=400):
 
 def test_shortest_unique_suffix_never_cuts_a_name():
     short = shortest_unique_suffixes(["/a/run_1/model.csv", "/a/run_2/model.csv", "/b/other.csv", "-"])
-    assert short == {"/a/run_1/model.csv": "run_1/model.csv", "/a/run_2/model.csv": "run_2/model.csv",
-                     "/b/other.csv": "other.csv", "-": "-"}
+    assert short == {
+        "/a/run_1/model.csv": "run_1/model.csv",
+        "/a/run_2/model.csv": "run_2/model.csv",
+        "/b/other.csv": "other.csv",
+        "-": "-",
+    }
     assert shortest_unique_suffixes(["x/m.csv", "m.csv"]) == {"x/m.csv": "x/m.csv", "m.csv": "m.csv"}
 
 
@@ -62,10 +66,22 @@ def test_many_files_get_one_summary_row_each_that_fits_100_columns(tmp_path, mon
 def test_metrics_and_sort_choose_and_order_the_columns(tmp_path):
     paths = _model_dumps(tmp_path, n_files=5)
     doc = run_json("ece", *paths, "--n-boot", "0")
-    est = {os.path.basename(e["input"]["path"]): e["problems"][0]["metrics"]["ece_max_plugin"]["estimate"]
-           for e in doc["files"]}
-    r = run("ece", *paths, "--n-boot", "0", "--metrics", "ece_max_plugin,brier_score", "--sort", "ece_max_plugin",
-            "--format", "markdown")
+    est = {
+        os.path.basename(e["input"]["path"]): e["problems"][0]["metrics"]["ece_max_plugin"]["estimate"]
+        for e in doc["files"]
+    }
+    r = run(
+        "ece",
+        *paths,
+        "--n-boot",
+        "0",
+        "--metrics",
+        "ece_max_plugin,brier_score",
+        "--sort",
+        "ece_max_plugin",
+        "--format",
+        "markdown",
+    )
     assert r.exit_code == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[2] == "| file | `ece_max_plugin` | `brier_score` |"
@@ -84,17 +100,35 @@ def test_unknown_summary_metric_is_one_error_line_naming_the_option():
     assert r.exit_code == 2 and r.stderr.startswith("Error: --sort names 'ece_l1_plugin'")
 
 
-@pytest.mark.parametrize("args", [
-    ["tcal", BINARY, "--n-boot", "100"],
-    ["diagram", BINARY, "--n-boot", "10", "--kind", "both"],
-    ["recalibrate", "evaluate", BINARY, "--method", "platt", "--method", "isotonic", "--holdout", "0.5", "--n-boot", "20"],
-    ["recalibrate", "fit", BINARY, "--method", "platt"],
-    ["smece", MULTI, "--mode", "marginal", "--n-boot", "10"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["tcal", BINARY, "--n-boot", "100"],
+        ["diagram", BINARY, "--n-boot", "10", "--kind", "both"],
+        [
+            "recalibrate",
+            "evaluate",
+            BINARY,
+            "--method",
+            "platt",
+            "--method",
+            "isotonic",
+            "--holdout",
+            "0.5",
+            "--n-boot",
+            "20",
+        ],
+        ["recalibrate", "fit", BINARY, "--method", "platt"],
+        ["smece", MULTI, "--mode", "marginal", "--n-boot", "10"],
+    ],
+)
 def test_every_command_prints_the_same_tidy_csv_as_its_json(args, tmp_path):
     """--format csv is the tidy long table for every command, equal to the JSON's numbers."""
-    extra = ["-o", str(tmp_path / ("d.png" if args[0] == "diagram" else "cal.json"))] if args[0] == "diagram" or \
-        args[1:2] == ["fit"] else []
+    extra = (
+        ["-o", str(tmp_path / ("d.png" if args[0] == "diagram" else "cal.json"))]
+        if args[0] == "diagram" or args[1:2] == ["fit"]
+        else []
+    )
     doc = run_json(*args, *extra)
     r = run(*args, *extra, "--format", "csv")
     assert r.exit_code == 0, r.stderr
@@ -115,8 +149,19 @@ def test_every_command_prints_the_same_tidy_csv_as_its_json(args, tmp_path):
 
 
 def test_evaluate_prints_one_summary_row_per_method_with_the_test():
-    args = ["recalibrate", "evaluate", BINARY, "--method", "platt", "--method", "isotonic", "--holdout", "0.5",
-            "--n-boot", "20"]
+    args = [
+        "recalibrate",
+        "evaluate",
+        BINARY,
+        "--method",
+        "platt",
+        "--method",
+        "isotonic",
+        "--holdout",
+        "0.5",
+        "--n-boot",
+        "20",
+    ]
     doc = run_json(*args)
     r = run(*args, "--format", "markdown")
     assert r.exit_code == 0, r.stderr
@@ -130,11 +175,23 @@ def test_evaluate_prints_one_summary_row_per_method_with_the_test():
 def test_piped_tables_follow_COLUMNS(tmp_path):
     paths = _model_dumps(tmp_path, n_files=4)
     env = {**os.environ, "COLUMNS": "90"}
-    proc = subprocess.run([sys.executable, "-m", "calibcli", "ece", *paths, "--n-boot", "0"], capture_output=True,
-                          text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "calibcli", "ece", *paths, "--n-boot", "0"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert max(len(line.rstrip()) for line in proc.stdout.splitlines()) <= 90
-    doc = json.loads(subprocess.run([sys.executable, "-m", "calibcli", "ece", *paths, "--n-boot", "0", "--json"],
-                                    capture_output=True, text=True, env=env, timeout=120).stdout)
+    doc = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "calibcli", "ece", *paths, "--n-boot", "0", "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        ).stdout
+    )
     for entry in doc["files"]:
         assert fmt_number(entry["problems"][0]["metrics"]["ece_l1_plugin"]["estimate"]) in proc.stdout

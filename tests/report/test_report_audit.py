@@ -27,8 +27,21 @@ OPTIONS = ("--depth", "2", "--min-segment", "150", "--adjust", "bh", "--top", "4
 def audited(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("report_audit")
     page, data = tmp / "report.html", tmp / "report.json"
-    r = run("report", ADS, "-o", page, "--json-output", data, "--n-boot", "50", "--method", "platt",
-            "--segment-cols", COLS, *OPTIONS)
+    r = run(
+        "report",
+        ADS,
+        "-o",
+        page,
+        "--json-output",
+        data,
+        "--n-boot",
+        "50",
+        "--method",
+        "platt",
+        "--segment-cols",
+        COLS,
+        *OPTIONS,
+    )
     assert r.exit_code == 0, r.stderr
     return page, json.loads(data.read_text()), r.stderr
 
@@ -70,8 +83,10 @@ def test_page_shows_the_worst_segments_and_the_figure(audited):
     embedded = json.loads(re.search(r'id="report-data">(.*?)</script>', html, re.S).group(1))
     assert embedded["audit"]["files"][0]["figure"]["svg"] == SVG_IN_PAGE  # the SVG is in the page once
     (entry,) = doc["audit"]["files"]
-    assert (f"  audit of {ADS}: MCE {entry['mce_sigma']:.3g} sigma (p {entry['mce_pvalue']:.3g}, "
-            f"{entry['n_segments_tested']} segments tested), worst segment country=BR, device=android") in stderr
+    assert (
+        f"  audit of {ADS}: MCE {entry['mce_sigma']:.3g} sigma (p {entry['mce_pvalue']:.3g}, "
+        f"{entry['n_segments_tested']} segments tested), worst segment country=BR, device=android"
+    ) in stderr
 
 
 def test_the_verdict_says_a_segment_is_off_when_the_whole_population_looks_calibrated(audited):
@@ -110,10 +125,24 @@ def test_a_calibrated_model_keeps_its_verdict_and_is_told_no_segment_departs(tmp
     label = (rng.random(n) < prob).astype(int)
     country = rng.choice(["FR", "DE", "BR"], n)
     csv = tmp_path / "calibrated.csv"
-    csv.write_text("prob,label,country\n" + "".join(f"{p!r},{y},{c}\n" for p, y, c in zip(prob.tolist(), label, country)))
+    csv.write_text(
+        "prob,label,country\n" + "".join(f"{p!r},{y},{c}\n" for p, y, c in zip(prob.tolist(), label, country))
+    )
     data = tmp_path / "r.json"
-    r = run("report", csv, "-o", tmp_path / "r.html", "--json-output", data, "--n-boot", "600", "--method", "platt",
-            "--segment-cols", "country")
+    r = run(
+        "report",
+        csv,
+        "-o",
+        tmp_path / "r.html",
+        "--json-output",
+        data,
+        "--n-boot",
+        "600",
+        "--method",
+        "platt",
+        "--segment-cols",
+        "country",
+    )
     assert r.exit_code == 0, r.stderr
     doc = json.loads(data.read_text())
     v, (entry,) = doc["files"][0]["verdict"], doc["audit"]["files"]
@@ -139,8 +168,13 @@ def test_the_audit_turns_an_uncertain_verdict_but_leaves_a_grouped_entry_alone()
             {"definition": {"site": "b"}, "tested": True, "ecce_r_sigma": 4.0, "o_e": None},
         ],
     }
-    uncertain = {"status": "uncertain", "headline": "Possibly miscalibrated", "size": "moderate",
-                 "sentences": [], "numbers": {}}
+    uncertain = {
+        "status": "uncertain",
+        "headline": "Possibly miscalibrated",
+        "size": "moderate",
+        "sentences": [],
+        "numbers": {},
+    }
     doc = {
         "parameters": {"alpha": 0.05},
         "audit": {"files": [audit]},
@@ -171,12 +205,17 @@ def test_without_segment_columns_there_is_no_audit(tmp_path):
     assert "audit of" not in r.stderr
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (("--segment-cols", "country", "--adjust", "sidak"),
-     "Error: --adjust is 'sidak': expected one of holm, bh, by, bonferroni, none\n"),
-    (("--segment-cols", "country", "--depth", "0"), None),
-    (("--segment-cols", "nosuch"), None),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("--segment-cols", "country", "--adjust", "sidak"),
+            "Error: --adjust is 'sidak': expected one of holm, bh, by, bonferroni, none\n",
+        ),
+        (("--segment-cols", "country", "--depth", "0"), None),
+        (("--segment-cols", "nosuch"), None),
+    ],
+)
 def test_bad_audit_options_are_one_error_line_and_no_page(tmp_path, args, message):
     page = tmp_path / "r.html"
     r = run("report", ADS, "-o", page, "--n-boot", "20", "--method", "platt", *args)

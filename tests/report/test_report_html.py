@@ -37,10 +37,28 @@ def _calibrated(path: Path, n: int, seed: int, shift: float = 0.0, values=None) 
 def multi(tmp_path_factory):
     """A report of three files (the sample, a calibrated and a miscalibrated model) and its JSON."""
     tmp = tmp_path_factory.mktemp("report")
-    files = [BINARY, _calibrated(tmp / "calibrated.csv", 3000, 1), _calibrated(tmp / "shifted.csv", 600, 2, 0.2, [0.1, 0.3, 0.5, 0.7])]
+    files = [
+        BINARY,
+        _calibrated(tmp / "calibrated.csv", 3000, 1),
+        _calibrated(tmp / "shifted.csv", 600, 2, 0.2, [0.1, 0.3, 0.5, 0.7]),
+    ]
     page, data = tmp / "report.html", tmp / "report.json"
-    r = run("report", *files, "-o", page, "--json-output", data, "--n-boot", N_BOOT, "--method", "platt",
-            "--method", "isotonic", "--method", "temperature")
+    r = run(
+        "report",
+        *files,
+        "-o",
+        page,
+        "--json-output",
+        data,
+        "--n-boot",
+        N_BOOT,
+        "--method",
+        "platt",
+        "--method",
+        "isotonic",
+        "--method",
+        "temperature",
+    )
     assert r.exit_code == 0, r.stderr
     return files, page, json.loads(data.read_text())
 
@@ -93,7 +111,8 @@ def test_verdicts_and_recalibration(multi):
     assert rec["best"]["method"] != "uncalibrated"  # shifting by 0.2 is fixable
     assert shifted["verdict"]["sentences"][-1] == (
         f"Recalibration: on the {rec['split']['n_test']:,} held-out rows, {rec['best']['method']} lowers SmoothECE from "
-        f"{fmt_number(rec['uncalibrated']['smece'])} (uncalibrated, the same rows) to {fmt_number(rec['best']['smece'])}.")
+        f"{fmt_number(rec['uncalibrated']['smece'])} (uncalibrated, the same rows) to {fmt_number(rec['best']['smece'])}."
+    )
 
 
 def test_page_is_self_contained(multi):
@@ -125,16 +144,26 @@ def test_one_file_has_no_summary(tmp_path):
 def test_installed_command_in_a_subprocess(tmp_path):
     import subprocess
 
-    proc = subprocess.run([sys.executable, "-m", "calibcli", "report", BINARY, "-o", "page.html", "--n-boot", "50",
-                           "--method", "platt"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "calibcli", "report", BINARY, "-o", "page.html", "--n-boot", "50", "--method", "platt"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ""
     lines = proc.stderr.splitlines()
     assert lines[-2] == "wrote page.html: 1 entry" and lines[-1].startswith(f"  {BINARY}: ")
     assert all(line.startswith("Warning: ") for line in lines[:-2])  # --n-boot 50 is too few for the test
     assert (tmp_path / "page.html").read_text().startswith("<!doctype html>")
-    proc = subprocess.run([sys.executable, "-m", "calibcli", "report", BINARY, "-o", "bad.html", "--alpha", "2"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "calibcli", "report", BINARY, "-o", "bad.html", "--alpha", "2"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == "Error: --alpha is 2.0: expected a number strictly between 0 and 1\n"
     assert not (tmp_path / "bad.html").exists()
@@ -164,8 +193,18 @@ def test_page_on_stdout(tmp_path):
 
 def test_groups(tmp_path):
     page, data = tmp_path / "g.html", tmp_path / "g.json"
-    r = run("report", str(SAMPLE / "eval_shards"), "--group-by", "model", "-o", page, "--json-output", data,
-            "--n-boot", "100")
+    r = run(
+        "report",
+        str(SAMPLE / "eval_shards"),
+        "--group-by",
+        "model",
+        "-o",
+        page,
+        "--json-output",
+        data,
+        "--n-boot",
+        "100",
+    )
     assert r.exit_code == 0, r.stderr
     doc = json.loads(data.read_text())
     assert [e["group"] for e in doc["files"]] == [{"model": "logreg"}, {"model": "nb"}]
@@ -177,13 +216,27 @@ def test_groups(tmp_path):
 def test_marginal(tmp_path):
     """Ten classes: the marginal aggregate is the headline, one diagram panel per class."""
     page, data = tmp_path / "m.html", tmp_path / "m.json"
-    r = run("report", str(SAMPLE / "digits_nb.parquet"), "--mode", "marginal", "-o", page, "--json-output", data,
-            "--n-boot", "100", "--method", "temperature")
+    r = run(
+        "report",
+        str(SAMPLE / "digits_nb.parquet"),
+        "--mode",
+        "marginal",
+        "-o",
+        page,
+        "--json-output",
+        data,
+        "--n-boot",
+        "100",
+        "--method",
+        "temperature",
+    )
     assert r.exit_code == 0, r.stderr
     doc = json.loads(data.read_text())
     entry = doc["files"][0]
     assert entry["mode"] == "marginal" and doc["parameters"]["tcal_mode"] == "auto"
-    assert entry["verdict"]["numbers"]["smece"]["estimate"] == entry["smece"]["aggregate"]["metrics"]["smece"]["estimate"]
+    assert (
+        entry["verdict"]["numbers"]["smece"]["estimate"] == entry["smece"]["aggregate"]["metrics"]["smece"]["estimate"]
+    )
     assert entry["diagrams"]["classes_total"] == 10 and len(entry["diagrams"]["panels"]) == 10
 
 
@@ -195,8 +248,11 @@ def test_marginal(tmp_path):
         ([BINARY, "--method", "magic"], None),
         ([BINARY, "--holdout", "1.5"], "Error: --holdout is 1.5: expected the fraction of rows to fit on, in (0, 1)\n"),
         ([BINARY, "--label-col", "nope"], None),
-        (["-"], "Error: the report reads every input more than once (the recalibration comparison's fit and test "
-                "parts), and standard input ('-') can be read once: save it to a file first\n"),
+        (
+            ["-"],
+            "Error: the report reads every input more than once (the recalibration comparison's fit and test "
+            "parts), and standard input ('-') can be read once: save it to a file first\n",
+        ),
     ],
 )
 def test_bad_input_is_one_error_line_and_no_file(tmp_path, args, message):
@@ -222,8 +278,10 @@ def test_without_jinja2_the_error_says_how_to_install(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "jinja2", None)  # import jinja2 now raises ModuleNotFoundError
     r = run("report", BINARY, "-o", tmp_path / "r.html")
     assert r.exit_code == 2
-    assert r.stderr == ("Error: the HTML report needs Jinja2, which is not installed: pip install 'calibcli[report]' "
-                        "(or pip install jinja2)\n")
+    assert r.stderr == (
+        "Error: the HTML report needs Jinja2, which is not installed: pip install 'calibcli[report]' "
+        "(or pip install jinja2)\n"
+    )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -234,7 +292,9 @@ def test_page_size_is_flat_in_n(tmp_path):
     for n in (10_000, 1_000_000):
         rng = np.random.default_rng(n)
         z = rng.beta(2, 5, n)
-        pd.DataFrame({"prob": z, "label": (rng.uniform(size=n) < z ** 1.2).astype(int)}).to_parquet(tmp_path / f"{n}.parquet")
+        pd.DataFrame({"prob": z, "label": (rng.uniform(size=n) < z**1.2).astype(int)}).to_parquet(
+            tmp_path / f"{n}.parquet"
+        )
         page = tmp_path / f"{n}.html"
         r = run("report", tmp_path / f"{n}.parquet", "-o", page, "--n-boot", "100", "--method", "platt")
         assert r.exit_code == 0, r.stderr
@@ -306,7 +366,7 @@ def _bad_breaks(name: dict) -> list[str]:
         if line.endswith("/"):
             continue
         stop = text.find("/", end)
-        part = text[text.rfind("/", 0, end) + 1: stop + 1 if stop >= 0 else None]
+        part = text[text.rfind("/", 0, end) + 1 : stop + 1 if stop >= 0 else None]
         if not (line.endswith(("_", "-")) and name["widths"][part] > name["room"]):
             bad.append(line)
     return bad
@@ -330,20 +390,25 @@ def test_in_chromium(browser, multi, tmp_path):
         assert section.find_element(By.CSS_SELECTOR, "[data-field=headline]").text == v["headline"]
         shown = [li.text for li in section.find_elements(By.CSS_SELECTOR, "[data-field=sentence]")]
         assert shown == v["sentences"]
-        for field, value in (("smece", v["numbers"]["smece"]["estimate"]),
-                             ("ece_l1_plugin", v["numbers"]["ece_l1_plugin"]["estimate"]),
-                             ("p_value", v["numbers"]["p_value"])):
+        for field, value in (
+            ("smece", v["numbers"]["smece"]["estimate"]),
+            ("ece_l1_plugin", v["numbers"]["ece_l1_plugin"]["estimate"]),
+            ("p_value", v["numbers"]["p_value"]),
+        ):
             cell = section.find_element(By.CSS_SELECTOR, f".verdict [data-field={field}]")
             assert float(cell.get_attribute("data-value")) == value
             assert cell.text == fmt_number(value)
         assert len(section.find_elements(By.CSS_SELECTOR, "figure.diagram svg")) == 2
         row = section.find_element(By.CSS_SELECTOR, "table.metrics tr[data-metric=ece_l1_plugin]")
-        assert row.find_element(By.CSS_SELECTOR, "td.n").text == fmt_number(entry["ece"]["problems"][0]["metrics"]["ece_l1_plugin"]["estimate"])
+        assert row.find_element(By.CSS_SELECTOR, "td.n").text == fmt_number(
+            entry["ece"]["problems"][0]["metrics"]["ece_l1_plugin"]["estimate"]
+        )
 
     # the summary sorts on a header click (ascending, then descending) and links to the sections
     def order():
         return browser.execute_script(
-            "return Array.from(document.querySelectorAll('#summary-table tbody tr')).map(r => r.dataset.entry)")
+            "return Array.from(document.querySelectorAll('#summary-table tbody tr')).map(r => r.dataset.entry)"
+        )
 
     by_smece = sorted(data["files"], key=lambda e: e["verdict"]["numbers"]["smece"]["estimate"])
     header = browser.find_element(By.XPATH, "//table[@id='summary-table']//th[normalize-space()='SmoothECE']")
@@ -362,14 +427,18 @@ def test_in_chromium(browser, multi, tmp_path):
         png = path.read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20], "big") == width
     browser.set_window_size(390, 844)
-    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 1,
-                                                                    "mobile": True})
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True}
+    )
     try:
         assert browser.execute_script("return document.documentElement.scrollWidth") <= 390
         # the inputs' names (summary cells, section headings) break after a '/', never inside a word
         names = browser.execute_script(NAME_LINES_JS)
         labels = [e["label"] for e in data["files"]]  # the text is the name unchanged
-        assert (sorted(n["text"] for n in names[:len(labels)]), [n["text"] for n in names[len(labels):]]) == (sorted(labels), labels)
+        assert (sorted(n["text"] for n in names[: len(labels)]), [n["text"] for n in names[len(labels) :]]) == (
+            sorted(labels),
+            labels,
+        )
         assert any(len(n["lines"]) > 1 for n in names)  # the names are long enough to break at 390 px
         wrong = {n["text"]: n["lines"] for n in names if _bad_breaks(n)}
         assert wrong == {}
@@ -381,7 +450,9 @@ def test_in_chromium(browser, multi, tmp_path):
         return browser.execute_script("return getComputedStyle(document.body).backgroundColor")
 
     light = background()
-    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    browser.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]}
+    )
     try:
         assert background() != light
     finally:
@@ -399,7 +470,7 @@ def _grouped_parquet(path: Path) -> str:
     rng = np.random.default_rng(5)
     n = 140_000
     z = rng.beta(2, 5, n)
-    y = (rng.uniform(size=n) < z ** 1.2).astype(int)
+    y = (rng.uniform(size=n) < z**1.2).astype(int)
     model = np.where(np.arange(n) < 135_000, "a", "b")
     pd.DataFrame({"prob": z, "label": y, "model": model}).to_parquet(path, row_group_size=20_000)
     return str(path)
@@ -457,8 +528,9 @@ def test_report_reads_an_input_as_often_as_the_recalibration_alone(tmp_path, rea
     report_reads = reads["c.csv"]
     doc = json.loads(out.read_text())
     reads.clear()
-    ev = json.loads(run("recalibrate", "evaluate", data, "--method", "platt", "--holdout", "0.5", "--n-boot", "20",
-                        "--json").stdout)
+    ev = json.loads(
+        run("recalibrate", "evaluate", data, "--method", "platt", "--holdout", "0.5", "--n-boot", "20", "--json").stdout
+    )
     assert report_reads == reads["c.csv"] == 3
     from calibcli.report.html.verdict import recalibration_summary
 

@@ -14,12 +14,18 @@ from calibcli.tcal.procedure import tcal_test
 from _cli import BINARY, MULTI, run, run_json, write_csv  # noqa: E402  (tests/ is on sys.path)
 
 
-
 def test_json_document_matches_the_core(tmp_path):
     doc = run_json("tcal", BINARY, "--n-boot", "300", "--seed", "5")
     assert doc["command"] == "tcal"
     p = doc["parameters"]
-    assert (p["null"], p["combine"], p["n_boot"], p["alpha"], p["seed"], p["test"]) == ("y-bootstrap", "bonferroni", 300, 0.05, 5, "adaptive")
+    assert (p["null"], p["combine"], p["n_boot"], p["alpha"], p["seed"], p["test"]) == (
+        "y-bootstrap",
+        "bonferroni",
+        300,
+        0.05,
+        5,
+        "adaptive",
+    )
     (f,) = doc["files"]
     assert f["test"] == "tcal" and f["mode"] == "binary"
     assert f["discrete_check"]["used"] == "tcal" and f["discrete_check"]["n_distinct"] > 24
@@ -30,7 +36,16 @@ def test_json_document_matches_the_core(tmp_path):
     assert r["p_value_min_p"] == ref.p_value_min_p
     assert r["n_levels"] == ref.n_levels == len(r["levels"])
     assert [lv["statistic"] for lv in r["levels"]] == [lv.statistic for lv in ref.levels]
-    assert set(r["levels"][0]) == {"level", "n_bins", "n_cells", "n_nonempty", "statistic", "critical_value", "p_value", "reject"}
+    assert set(r["levels"][0]) == {
+        "level",
+        "n_bins",
+        "n_cells",
+        "n_nonempty",
+        "statistic",
+        "critical_value",
+        "p_value",
+        "reject",
+    }
 
 
 def test_table_output_names_statistic_and_decision():
@@ -45,7 +60,9 @@ def test_calibrated_file_passes_gate_and_miscalibrated_fails(tmp_path):
     rng = np.random.default_rng(0)
     z = rng.random(3000)
     good = write_csv(tmp_path, "good.csv", z, (rng.random(3000) < z).astype(int))
-    bad = write_csv(tmp_path, "bad.csv", z, (rng.random(3000) < np.clip(z + 0.2 * np.sin(6 * np.pi * z), 0, 1)).astype(int))
+    bad = write_csv(
+        tmp_path, "bad.csv", z, (rng.random(3000) < np.clip(z + 0.2 * np.sin(6 * np.pi * z), 0, 1)).astype(int)
+    )
     ok = run("tcal", good, "--n-boot", "500", "--fail-on-reject", "--json")
     assert ok.exit_code == 0, ok.stderr
     assert json.loads(ok.stdout)["gate"] == {"fail_on_reject": True, "passed": True, "failures": []}
@@ -68,8 +85,13 @@ def test_discrete_predictor_uses_binomial_test(tmp_path):
     (f,) = doc["files"]
     assert f["test"] == "binomial"
     assert f["discrete_check"] == {
-        "discrete": True, "n_distinct": 3, "n": 900, "threshold": 30.0, "rule": doc["parameters"]["discrete_rule"],
-        "choice": "auto", "used": "binomial",
+        "discrete": True,
+        "n_distinct": 3,
+        "n": 900,
+        "threshold": 30.0,
+        "rule": doc["parameters"]["discrete_rule"],
+        "choice": "auto",
+        "used": "binomial",
     }
     ref = binomial_test(y, z)
     assert f["result"]["p_value"] == pytest.approx(ref.p_value)
@@ -85,7 +107,7 @@ def test_single_scale_chebyshev_and_top_label():
     (f,) = doc["files"]
     r = f["result"]
     assert f["mode"] == "top-label" and r["n_levels"] == 1 and not r["adaptive"]
-    assert r["levels"][0]["n_bins"] == int(1797 ** 0.4)
+    assert r["levels"][0]["n_bins"] == int(1797**0.4)
     assert r["n_boot"] == 0 and r["p_value_min_p"] is None and r["exact"] is False
 
 
@@ -118,7 +140,10 @@ def test_output_file_written(tmp_path):
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["--null", "bootstrap"], "Error: --null is 'bootstrap': expected one of y-bootstrap, consistency, chebyshev\n"),
+        (
+            ["--null", "bootstrap"],
+            "Error: --null is 'bootstrap': expected one of y-bootstrap, consistency, chebyshev\n",
+        ),
         (["--combine", "max"], "Error: --combine is 'max': expected one of bonferroni, min-p\n"),
         (["--mode", "marginal"], "Error: --mode is 'marginal': expected one of binary, top-label, canonical\n"),
         (["--alpha", "0"], "Error: --alpha is 0.0: expected a number strictly between 0 and 1\n"),

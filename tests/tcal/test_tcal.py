@@ -331,7 +331,9 @@ def test_decisions_calibrated_and_miscalibrated(null):
     assert not result.reject
     assert result.p_value > 0.05
     rng = np.random.default_rng(9)
-    wiggle = 0.3 * np.sin(4 * np.pi * z) if null == "chebyshev" else 0.25 * np.sin(6 * np.pi * z)  # chebyshev is conservative
+    wiggle = (
+        0.3 * np.sin(4 * np.pi * z) if null == "chebyshev" else 0.25 * np.sin(6 * np.pi * z)
+    )  # chebyshev is conservative
     y_bad = (rng.random(2000) < np.clip(z + wiggle, 0, 1)).astype(int)
     bad = tcal_test(y_bad, z, null=null, n_boot=500, rng=np.random.default_rng(0))
     assert bad.reject

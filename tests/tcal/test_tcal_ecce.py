@@ -47,8 +47,9 @@ def _feed(acc, p, y, w, batch):
 
 
 def _fields(res):
-    return {f: getattr(res, f) for f in ("ecce_r", "ecce_mad", "sigma", "ecce_r_sigma", "ecce_r_pvalue",
-                                          "ecce_mad_pvalue")}
+    return {
+        f: getattr(res, f) for f in ("ecce_r", "ecce_mad", "sigma", "ecce_r_sigma", "ecce_r_pvalue", "ecce_mad_pvalue")
+    }
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -62,8 +63,11 @@ def test_accumulator_is_exact_up_to_the_row_limit_for_any_batches_and_merges(row
     a = _feed(EcceAccumulator(N), p[:1100], y[:1100], None if w is None else w[:1100], 400)
     b = EcceAccumulator(N)
     b.update(np.arange(1100, N), p[1100:], y[1100:], None if w is None else w[1100:])
-    merged = EcceAccumulator.from_dict(json.loads(json.dumps(b.to_dict()))).merge(
-        EcceAccumulator.from_dict(json.loads(json.dumps(a.to_dict())))).result()[0]
+    merged = (
+        EcceAccumulator.from_dict(json.loads(json.dumps(b.to_dict())))
+        .merge(EcceAccumulator.from_dict(json.loads(json.dumps(a.to_dict()))))
+        .result()[0]
+    )
     for res in (whole, batched, merged):
         for name, value in _fields(res).items():
             assert value == pytest.approx(direct[name], rel=1e-12, abs=1e-300), name
@@ -105,8 +109,9 @@ def test_a_merge_past_the_limit_drops_the_rows_and_uses_the_grid(rows):
 
 def test_clinical_test_accumulator_runs_the_ecce_test(rows):
     p, y, w = rows
-    acc = ClinicalTestAccumulator(mode="binary", n_classes=2, class_names=("0", "1"),
-                                  options=ClinicalTestOptions(test="ecce", max_rows=N))
+    acc = ClinicalTestAccumulator(
+        mode="binary", n_classes=2, class_names=("0", "1"), options=ClinicalTestOptions(test="ecce", max_rows=N)
+    )
     report = _feed(acc, p, y, w, 1000).result()
     direct = ecce(y, p, sample_weight=w)
     assert report.result.statistic == pytest.approx(direct.ecce_r_sigma, rel=1e-12)
@@ -152,8 +157,16 @@ def test_tcal_test_ecce_beyond_max_rows_states_the_grid_and_its_bound(parquet, r
 def test_tcal_test_ecce_gate_exit_codes(parquet, tmp_path):
     values = np.linspace(0.02, 0.98, 25)  # exactly calibrated rows: every tie block has sum w (y - s) = 0
     calibrated = tmp_path / "calibrated.parquet"
-    pq.write_table(pa.table({"prob": np.concatenate([values, values]), "label": np.repeat([1, 0], 25),
-                             "w": np.concatenate([values, 1 - values]) * 40}), calibrated)
+    pq.write_table(
+        pa.table(
+            {
+                "prob": np.concatenate([values, values]),
+                "label": np.repeat([1, 0], 25),
+                "w": np.concatenate([values, 1 - values]) * 40,
+            }
+        ),
+        calibrated,
+    )
     r = run("tcal", calibrated, "--test", "ecce", "--weight-col", "w", "--fail-on-reject", "--json")
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)
@@ -170,11 +183,15 @@ def test_tcal_test_ecce_table_lines_and_modes():
     assert r.exit_code == 0, r.stderr
     out = r.stdout
     assert "calibcli tcal --test ecce: alpha 0.05" in out
-    assert ("ECCE-R/sigma 12.21, range of standard Brownian motion on [0, 1]: p-value 1.080e-33 at alpha 0.05: "
-            "REJECT perfect calibration") in out
+    assert (
+        "ECCE-R/sigma 12.21, range of standard Brownian motion on [0, 1]: p-value 1.080e-33 at alpha 0.05: "
+        "REJECT perfect calibration"
+    ) in out
     assert "ECCE-R 0.03882, sigma 0.003179; ECCE-MAD 0.02101 (6.608 sigma, p-value 7.772e-11); exact" in out
     r = run("tcal", MULTI, "--test", "ecce", "--mode", "canonical")
     assert r.exit_code == 2
-    assert r.stderr == ("Error: --mode canonical: the ecce test is of one probability per prediction: use the binary "
-                        "or top-label mode\n")
+    assert r.stderr == (
+        "Error: --mode canonical: the ecce test is of one probability per prediction: use the binary "
+        "or top-label mode\n"
+    )
     assert run_json("tcal", MULTI, "--test", "ecce")["files"][0]["mode"] == "top-label"

@@ -70,10 +70,18 @@ def test_directory_of_shards_gives_the_whole_files_report(data):
     assert shards["files"][0]["input"]["rows_read"] == N and shards["files"][0]["input"]["files"] == 4
     assert _entries(shards) == _entries(whole)
     (f,) = whole["files"]
-    assert f["sample"] == {"method": "all rows", "n": N, "n_tested": N, "k": 1_000_000, "seed": 0,
-                           "description": f"all {N} rows"}
+    assert f["sample"] == {
+        "method": "all rows",
+        "n": N,
+        "n_tested": N,
+        "k": 1_000_000,
+        "seed": 0,
+        "description": f"all {N} rows",
+    }
     df = _whole(data)
-    ref = tcal_test(df["label"].to_numpy(), df["prob"].to_numpy(), n_boot=200, combine="min-p", rng=np.random.default_rng(0))
+    ref = tcal_test(
+        df["label"].to_numpy(), df["prob"].to_numpy(), n_boot=200, combine="min-p", rng=np.random.default_rng(0)
+    )
     assert f["result"]["p_value"] == ref.p_value
     assert [lv["statistic"] for lv in f["result"]["levels"]] == [lv.statistic for lv in ref.levels]
 
@@ -106,14 +114,23 @@ def test_beyond_max_rows_the_bottom_k_sample_does_not_depend_on_batches_or_file_
         assert _entries(other) == _entries(runs[0])
     (f,) = runs[0]["files"]
     assert f["sample"] == {
-        "method": "bottom-k", "n": N, "n_tested": K_SAMPLE, "k": K_SAMPLE, "seed": seed,
+        "method": "bottom-k",
+        "n": N,
+        "n_tested": K_SAMPLE,
+        "k": K_SAMPLE,
+        "seed": seed,
         "description": f"bottom-k sample of {K_SAMPLE} of {N} rows, hash of (seed, row index) with seed {seed}",
     }
     # the sample is the k rows of smallest hash of (seed, global row index), tested in row order
     df = _whole(data)
     rows = _bottom_k(N, K_SAMPLE, seed)
-    ref = tcal_test(df["label"].to_numpy()[rows], df["prob"].to_numpy()[rows], n_boot=200, combine="min-p",
-                    rng=np.random.default_rng(seed))
+    ref = tcal_test(
+        df["label"].to_numpy()[rows],
+        df["prob"].to_numpy()[rows],
+        n_boot=200,
+        combine="min-p",
+        rng=np.random.default_rng(seed),
+    )
     assert f["result"]["n"] == K_SAMPLE and f["result"]["p_value"] == ref.p_value
     assert [lv["statistic"] for lv in f["result"]["levels"]] == [lv.statistic for lv in ref.levels]
     # the discreteness check still counts every row
@@ -147,8 +164,15 @@ def test_binomial_counts_use_every_row_beyond_max_rows(data):
     ref = binomial_test(y, z)
     assert f["result"]["p_value"] == ref.p_value and f["result"]["n"] == N
     assert [r["p_value"] for r in rows] == [row.p_value for row in ref.rows]
-    assert f["discrete_check"] == {"discrete": True, "n_distinct": len(values), "n": N, "threshold": N ** 0.5,
-                                   "rule": whole["parameters"]["discrete_rule"], "choice": "auto", "used": "binomial"}
+    assert f["discrete_check"] == {
+        "discrete": True,
+        "n_distinct": len(values),
+        "n": N,
+        "threshold": N**0.5,
+        "rule": whole["parameters"]["discrete_rule"],
+        "choice": "auto",
+        "used": "binomial",
+    }
 
 
 def test_group_by_entries_equal_each_groups_rows_alone(data, tmp_path):
@@ -188,8 +212,12 @@ def test_group_gate_names_the_failing_group(data):
 def test_stdin_is_streamed(data, tmp_path):
     csv = tmp_path / "w.csv"
     _whole(data)[["prob", "label"]].to_csv(csv, index=False)
-    r = subprocess.run([sys.executable, "-m", "calibcli", "tcal", "-", *BASE, "--max-rows", str(K_SAMPLE), "--json"],
-                       stdin=open(csv, "rb"), capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "calibcli", "tcal", "-", *BASE, "--max-rows", str(K_SAMPLE), "--json"],
+        stdin=open(csv, "rb"),
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     ref = run_json("tcal", csv, *BASE, "--max-rows", str(K_SAMPLE))
     assert _entries(json.loads(r.stdout)) == _entries(ref)
@@ -214,7 +242,10 @@ def test_canonical_mode_streams_the_probability_vectors():
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["--max-rows", "1"], "Error: --max-rows is 1: expected at least 2 rows (T-Cal compares predictions that share a bin)\n"),
+        (
+            ["--max-rows", "1"],
+            "Error: --max-rows is 1: expected at least 2 rows (T-Cal compares predictions that share a bin)\n",
+        ),
         (["--n-boot", "0"], "Error: --n-boot is 0: expected at least 1 resample for the y-bootstrap null\n"),
         (["--smoothness", "-1"], "Error: --smoothness is -1.0: expected a positive Holder exponent\n"),
         (["--discrete", "maybe"], "Error: --discrete is 'maybe': expected one of auto, yes, no\n"),
@@ -288,7 +319,7 @@ def test_value_counts_merge_exactly_and_overflow_beyond_the_cap():
     assert n.tolist() == [int((z == v).sum()) for v in values] and m.tolist() == [int(y[z == v].sum()) for v in values]
     capped = ValueCounts(cap=3).update(z[:10], y[:10])
     for i in range(10, 5000, 10):
-        capped.update(z[i:i + 10], y[i:i + 10])
+        capped.update(z[i : i + 10], y[i : i + 10])
     assert capped.overflowed and capped.n_distinct is None and capped.n == 5000
     assert ValueCounts(cap=4).update(z, y).merge(ValueCounts(cap=4).update(Z, Y)).n_distinct is None
 
@@ -311,8 +342,9 @@ def test_weighted_discrete_predictor_keeps_tcal_with_a_warning():
     report = acc.result()
     assert report.test == "tcal" and report.discrete_check["discrete"] and report.discrete_check["used"] == "tcal"
     assert report.warnings[0].startswith("the predictor is discrete but has sample weights")
-    forced = TcalInputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"),
-                                  options=TcalOptions(n_boot=50, discrete="yes"))
+    forced = TcalInputAccumulator(
+        mode="binary", n_classes=2, class_names=("0", "1"), options=TcalOptions(n_boot=50, discrete="yes")
+    )
     with pytest.raises(OptionError, match="cannot use sample weights"):
         forced.update(ROWS, z, Y, np.full(2000, 2.0))
 

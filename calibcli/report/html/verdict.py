@@ -20,7 +20,8 @@ SIZE_WORDS = ((0.01, "very small"), (0.03, "small"), (0.07, "moderate"), (float(
 RULE = (
     "calibrated when the calibration test (T-Cal, or the exact binomial test per value for predictors with few "
     "distinct outputs) does not reject perfect calibration at alpha and SmoothECE is small (below 0.03); "
-    "size words from SmoothECE: below 0.01 very small, 0.03 small, 0.07 moderate, else large"
+    "size words from SmoothECE: below 0.01 very small, 0.03 small, 0.07 moderate, else large; unknown when the "
+    "test cannot reject at alpha with its resamples (not rejecting then says nothing)"
 )
 AUDIT_RULE = (
     "; with --segment-cols, miscalibrated also when the segment audit rejects: its MCE (the largest ECCE-R / sigma "
@@ -76,8 +77,16 @@ def verdict(entry: dict, *, alpha: float) -> dict:
     reject = bool(result["reject"])
     size = size_word(smece["estimate"])
     small = size in ("very small", "small")
+    p = result["p_value"]
+    undecided = result.get("can_reject") is False or p is None or p != p  # not rejecting says nothing then
     if reject:
         status, headline = "miscalibrated", f"Miscalibrated: the calibration error is {size} and statistically real"
+    elif undecided:
+        status, headline = (
+            "unknown",
+            f"Verdict unknown: the calibration error looks {size}, and {test_name} could not decide "
+            f"(it cannot reject at alpha {alpha:g})",
+        )
     elif small:
         status, headline = "calibrated", f"Calibrated: the calibration error is {size} and not statistically detectable"
     else:
@@ -85,7 +94,6 @@ def verdict(entry: dict, *, alpha: float) -> dict:
             "uncertain",
             (f"Possibly miscalibrated: the calibration error looks {size}, but the test cannot tell it from chance"),
         )
-    p = result["p_value"]
     sentences = [
         f"How much: SmoothECE {_with_interval(smece, level)} and l1-ECE {_with_interval(ece, level)}"
         + (
@@ -97,6 +105,8 @@ def verdict(entry: dict, *, alpha: float) -> dict:
         (
             f"Is it real: {test_name} rejects perfect calibration (p-value {_num(p)} <= alpha {alpha:g})."
             if reject
+            else f"Is it real: unknown; {test_name} cannot reject perfect calibration at alpha {alpha:g} here."
+            if undecided
             else f"Is it real: {test_name} does not reject perfect calibration (p-value {_num(p)} > alpha {alpha:g})."
         ),
     ]
