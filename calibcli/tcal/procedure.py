@@ -185,6 +185,7 @@ def _result(t: _Test, star: np.ndarray | None) -> TcalResult:
         p_value_min_p = None
         reject = any(reject_levels)
         exact = False
+        can_reject = True  # a critical value for every level, whatever alpha
     else:
         assert star is not None  # (drawn for every null but chebyshev)
         mc = monte_carlo_combine(observed, star, level_of, alpha)
@@ -196,6 +197,8 @@ def _result(t: _Test, star: np.ndarray | None) -> TcalResult:
         per_level_alpha = threshold / total
         reject_levels = [bool(c <= threshold) for c in mc.counts]
         reject = any(reject_levels)
+        # too few resamples for alpha whatever the data (min-p's threshold may also be 0 from ties in these data)
+        can_reject = math.floor((alpha / L if combine == "bonferroni" else alpha) * total * (1 + 1e-12)) >= 1
         crit = []
         for j in range(L):
             if threshold < 1 or threshold - 1 >= R:
@@ -261,7 +264,7 @@ def _result(t: _Test, star: np.ndarray | None) -> TcalResult:
         statistic_name=STATISTIC_NAME,
         levels=levels,
         warnings=tuple(warnings),
-        can_reject=bool(threshold >= 1),
+        can_reject=can_reject,
     )
 
 

@@ -20,8 +20,8 @@ SIZE_WORDS = ((0.01, "very small"), (0.03, "small"), (0.07, "moderate"), (float(
 RULE = (
     "calibrated when the calibration test (T-Cal, or the exact binomial test per value for predictors with few "
     "distinct outputs) does not reject perfect calibration at alpha and SmoothECE is small (below 0.03); "
-    "size words from SmoothECE: below 0.01 very small, 0.03 small, 0.07 moderate, else large; unknown when the "
-    "test cannot reject at alpha with its resamples (not rejecting then says nothing)"
+    "size words from SmoothECE: below 0.01 very small, 0.03 small, 0.07 moderate, else large; unknown, not "
+    "possibly miscalibrated, when the test cannot reject at alpha with its resamples (not rejecting says nothing)"
 )
 AUDIT_RULE = (
     "; with --segment-cols, miscalibrated also when the segment audit rejects: its MCE (the largest ECCE-R / sigma "
@@ -81,14 +81,16 @@ def verdict(entry: dict, *, alpha: float) -> dict:
     undecided = result.get("can_reject") is False or p is None or p != p  # not rejecting says nothing then
     if reject:
         status, headline = "miscalibrated", f"Miscalibrated: the calibration error is {size} and statistically real"
+    elif small:  # (when the test could not decide, the size alone says it, and the sentence below says so)
+        status, headline = "calibrated", f"Calibrated: the calibration error is {size} and not statistically detectable"
+        if undecided:
+            headline = f"Calibrated: the calibration error is {size} ({test_name} could not decide at alpha {alpha:g})"
     elif undecided:
         status, headline = (
             "unknown",
             f"Verdict unknown: the calibration error looks {size}, and {test_name} could not decide "
             f"(it cannot reject at alpha {alpha:g})",
         )
-    elif small:
-        status, headline = "calibrated", f"Calibrated: the calibration error is {size} and not statistically detectable"
     else:
         status, headline = (
             "uncertain",
