@@ -152,17 +152,18 @@ class _SortedProblem:
 #: runs over them) while the draws' does not depend on the shape, so blocks are a few groups wide, not many.
 _GROUP_BLOCK_ROWS = 1 << 11
 #: The same for quantile bins, whose per-group sums are BLAS products of replicates x rows (:meth:`_SortedProblem.
-#: _quantile_sums`): the replicates per block fix those products' shapes, hence OpenBLAS's order of summation, and
-#: the blocks of 2^13 rows (32 replicates) they have always had keep their numbers bit for bit.
+#: _quantile_sums`): the replicates per block fix those products' shapes, hence OpenBLAS's order of summation (any
+#: order agrees within 1e-12 relative; the same shapes print the same numbers from run to run).
 _QUANTILE_BLOCK_ROWS = 1 << 13
 
 
 #: Draws (rows x replicates) from which the bootstrap over groups runs its compiled loop
 #: (:func:`calibcli.core.poisson.poisson_run_sums`) rather than sparse products of NumPy's draws: the loop takes a
 #: third of their time per draw, but its first call in a process imports Numba and loads its machine code (0.4 s),
-#: which pays off from about 1.5e8 draws on; below, the sums are the same products in the same order either way
-#: (each run's terms added row after row from zero), so the choice never moves a number. An ungrouped run holds at
-#: most 2^17 rows (``accumulators.binned.ROW_LIMIT``): with 1000 resamples it stays below, and never loads Numba.
+#: which pays off from about 1.5e8 draws on. The two are one step's two backends, the same draws and products
+#: (each run's terms added row after row from zero), tested against each other within 1e-12 relative (SPEC 8.1).
+#: An ungrouped run holds at most 2^17 rows (``accumulators.binned.ROW_LIMIT``): with 1000 resamples it stays
+#: below, and never loads Numba.
 _COMPILED_DRAWS = 1 << 27
 
 
@@ -173,7 +174,7 @@ def _run_matrix(cell: np.ndarray, n_cells: int, columns: list[tuple[np.ndarray, 
     for ``offset`` = rows) gives every run's sums under every replicate.
 
     Zero values are left out: a run's sums then take the same products in the same order (rows ascending,
-    starting from zero), less some ``+ 0.0`` that change nothing (every term is >= 0), so the same numbers."""
+    starting from zero), less some ``+ 0.0`` that change nothing (every term is >= 0)."""
     from scipy.sparse import csr_matrix  # scipy only for the bootstrap over groups
 
     n = len(cell)

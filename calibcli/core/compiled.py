@@ -3,27 +3,36 @@
 A bootstrap over groups or a T-Cal null distribution makes 10^9 draws at 10^6 rows and 1000 replicates. Each
 draw takes a dozen integer operations and feeds a handful of sums; as NumPy array operations every one of those
 is a pass over a block of draws, and the passes, not the arithmetic, set the time. Written as one loop and
-compiled (Numba, https://numba.pydata.org), a draw is made, used and forgotten in registers: the same
-numbers, from the same operations in the same order, at a fraction of the passes.
+compiled (Numba, https://numba.pydata.org), a draw is made, used and forgotten in registers.
+
+A compiled loop is one backend of a computation whose NumPy form is the reference: where the size of the work
+chooses between them, the two are tested against each other within 1e-12 relative (SPEC 8.1, "How it is
+computed" in docs/computed.md). A loop sums in its own plain order; it does not reproduce NumPy's.
 
 :func:`compiled` compiles a function on its first call (not at import: start-up does not pay for Numba), with
 the GIL released (the bootstrap's threads run side by side) and the machine code cached on disk beside the
-source, so a later process loads it rather than compiling it again.
+source, so a later process loads it rather than compiling it again. A kernel is one whole function (Numba's disk
+cache checks only the kernel's own source file, so a kernel calls no helper of another file). A cache file that
+cannot be read (truncated, corrupted) is removed and the kernel compiled again, said once on stderr.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from calibcli.core import cancel
 from calibcli.core.environment import check_numba
+from calibcli.core.errors import warn
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 _LOCK = threading.Lock()
+_SAID = {"recompiled": False}  # the note on an unreadable cache, said once per process
+_OPTIONS = dict(nogil=True, boundscheck=False, error_model="numpy")
 
 
 def compiled(function: F) -> F:
@@ -41,20 +50,18 @@ def compiled(function: F) -> F:
                 kernel = state.get("kernel")
                 if kernel is None:
                     kernel = state["kernel"] = _jit(function)
+        try:
+            return kernel(*args)  # (the first call with a signature compiles it, or loads it from the cache)
+        except Exception as error:
+            if not _raised_by_the_cache(error):
+                raise
+            with _LOCK:
+                if state["kernel"] is kernel:
+                    state["kernel"] = _without_unreadable_cache(function, kernel, error)
+                kernel = state["kernel"]
         return kernel(*args)
 
     return call  # type: ignore[return-value]
-
-
-def inlined(function: F) -> F:
-    """Mark ``function`` as a piece of loop that the kernels of its own module call: compiled into each of them
-    (Numba inlines it) when the first is compiled, plain Python until then.
-
-    It must sit in the same file as the kernels calling it (checked when they compile): Numba's disk cache checks
-    only a kernel's own file, so after an edit to a helper in another file a kernel would go on running the
-    machine code of the helper's old version."""
-    function._calibcli_inlined = True  # type: ignore[attr-defined]
-    return function
 
 
 def _stoppable(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -79,30 +86,56 @@ def _stoppable(function: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-def _jit(function: Callable[..., Any]) -> Any:
+def _jit(function: Callable[..., Any], cache: bool = True) -> Any:
     """Numba's dispatcher of ``function``, caching its machine code on disk when a cache directory can be
-    written (beside the source, or the user's cache directory); compiled in every process otherwise. The
-    :func:`inlined` helpers it calls are compiled first, in their place in its module. The ``NUMBA_*`` variables
-    are checked first (:func:`calibcli.core.environment.check_numba`); with ``NUMBA_DISABLE_JIT=1`` the kernel is
-    the Python function, run so that a signal stops it (:func:`_stoppable`)."""
+    written (beside the source, or the user's cache directory) and ``cache``; compiled in every process otherwise.
+    The ``NUMBA_*`` variables are checked first (:func:`calibcli.core.environment.check_numba`); with
+    ``NUMBA_DISABLE_JIT=1`` the kernel is the Python function, run so that a signal stops it (:func:`_stoppable`)."""
     check_numba()
     import numba
 
     if getattr(numba.config, "DISABLE_JIT", 0):  # set from the environment when Numba is imported
         return _stoppable(function)
+    if cache:
+        try:
+            return numba.njit(function, cache=True, **_OPTIONS)
+        except RuntimeError:  # no cache directory can be written: compile in each process instead
+            pass
+    return numba.njit(function, **_OPTIONS)
 
-    names = function.__globals__
-    for name in function.__code__.co_names:  # the globals the kernel names
-        value: Any = names.get(name)
-        if not getattr(value, "_calibcli_inlined", False) or isinstance(value, numba.core.dispatcher.Dispatcher):
-            continue
-        if value.__code__.co_filename != function.__code__.co_filename:
-            raise RuntimeError(
-                f"{value.__qualname__} is inlined into {function.__qualname__}, so it must sit in its file"
-            )
-        names[name] = numba.njit(value, inline="always", nogil=True, boundscheck=False, error_model="numpy")
 
-    try:
-        return numba.njit(function, cache=True, nogil=True, boundscheck=False, error_model="numpy")
-    except RuntimeError:  # no cache directory can be written: compile in each process instead
-        return numba.njit(function, nogil=True, boundscheck=False, error_model="numpy")
+def _raised_by_the_cache(error: BaseException) -> bool:
+    """Whether ``error`` came out of Numba's on-disk cache (reading an index or a data file), not the kernel."""
+    tail = os.path.join("numba", "core", "caching.py")
+    tb = error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.endswith(tail):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _without_unreadable_cache(function: Callable[..., Any], kernel: Any, error: Exception) -> Any:
+    """A new dispatcher of ``function`` after its cache files failed to load (``error``): the function's index
+    and data files removed, so that it compiles again and caches afresh (or, when they cannot be removed, compiles
+    without the cache). Said once per process on stderr."""
+    files = getattr(getattr(kernel, "_cache", None), "_cache_file", None)
+    index = getattr(files, "_index_path", None)
+    removed = index is not None
+    if index is not None:
+        folder, prefix = os.path.split(index)
+        prefix = prefix[: -len(".nbi")]
+        try:
+            for name in os.listdir(folder):
+                if name == prefix + ".nbi" or (name.startswith(prefix + ".") and name.endswith(".nbc")):
+                    os.remove(os.path.join(folder, name))
+        except OSError:
+            removed = False
+    if not _SAID["recompiled"]:
+        _SAID["recompiled"] = True
+        where = os.path.dirname(index) if index else "Numba's cache"
+        warn(
+            f"the compiled code cached in {where} could not be read ({type(error).__name__}): compiling it again"
+            + ("" if removed else " in this process (the unreadable files could not be removed)")
+        )
+    return _jit(function, cache=removed)

@@ -3,8 +3,8 @@ and used in one compiled loop (SPEC 8; :func:`calibcli.core.compiled.compiled`).
 
 Row ``i``'s multiplicity in replicate ``r`` is SplitMix64's output (Steele, Lea & Flood 2014, "Fast splittable
 pseudorandom number generators", OOPSLA) at position ``positions[i]`` of the stream keyed ``keys[r]``, its high
-32 bits ``u`` inverted into Poisson(1) (:mod:`calibcli.core.resampling`, whose NumPy form these loops give bit for bit):
-``m = #{k : thresholds[k] <= u}``. The loop counts the first four thresholds for every replicate (compares that
+32 bits ``u`` inverted into Poisson(1) (:mod:`calibcli.core.resampling`, whose draws these loops give exactly,
+integers): ``m = #{k : thresholds[k] <= u}``. The loop counts the first four thresholds for every replicate (compares that
 run side by side in vector registers, where a table lookup cannot) and goes on counting only for the few draws
 that passed all four (P(m >= 4) = 1.9%).
 
@@ -39,11 +39,9 @@ def poisson_run_sums(
     - ``out`` (cells, K, R) and ``self_out`` (cells, J, R) float64, C-contiguous: ``out[c, k, r] += m_ir X[i, k]``
       and ``self_out[c, j, r] += m_ir (m_ir - 1) X_self[i, j]`` over the rows ``i`` of cell ``c``, ascending.
 
-    Each sum is taken in the order of the rows, each term one product ``m X`` then one addition (no fused
-    multiply-add: Numba contracts nothing without ``fastmath``), so starting from zeros the sums are bit for bit
-    those of a loop over the rows (or of a sparse product over them, which adds the same terms in that order). A
-    value of 1 adds ``m`` itself (the same number as ``m * 1.0``), a value of 0 nothing (its terms, zeros, would
-    change no sum but a -0.0).
+    Each sum is taken in the plain order of the rows, each term one product ``m X`` then one addition: the sums
+    of a loop over the rows, which the NumPy backend (a sparse product of the drawn multiplicities) matches within
+    1e-12 relative. A value of 1 adds ``m`` itself (no product), a value of 0 nothing.
     """
     n = positions.shape[0]
     R = keys.shape[0]

@@ -217,7 +217,7 @@ class Multiplicities:
 
         ``cell`` (n,) int64 (non-decreasing runs are cheapest), ``X`` (n, K) and ``X_self`` (n, J) float64 (J may
         be 0), ``out`` (cells, K, R) and ``self_out`` (cells, J, R) float64 C-contiguous, R = len(replicates).
-        Started from zeros, each sum is bit for bit a loop over its rows adding ``m X`` (no fused multiply-add).
+        Started from zeros, each sum is a loop over its rows adding ``m X`` (in the rows' plain order).
         A signal stops it between slices of rows (:func:`calibcli.core.cancel.check`)."""
         keys = _stream_keys(self.seed, replicates)
         cell = np.ascontiguousarray(cell, dtype=np.int64)

@@ -229,8 +229,9 @@ def brent_rows(
 #: (:mod:`calibcli.smooth.kernels`: the draws, run sums and deposits, a third of NumPy's time) rather than NumPy's
 #: passes: the first call in a process imports Numba and loads their machine code (0.4 s), which pays off from
 #: about 1.5e8 draws on (the threshold of :mod:`calibcli.binned.bootstrap`'s bootstrap over groups). Both make the
-#: same operations in the same order (tests/smooth/test_smooth_kernels.py), so the choice never moves a number; an
-#: ungrouped run holds at most 2^17 rows (``ROW_LIMIT``): with 1000 resamples it stays below, and never loads Numba.
+#: same draws and formulas, summed in their own orders: they agree within 1e-12 relative (SPEC 8.1;
+#: tests/smooth/test_smooth_kernels.py). An ungrouped run holds at most 2^17 rows (``ROW_LIMIT``): with 1000
+#: resamples it stays below, and never loads Numba.
 _COMPILED_DRAWS = 1 << 27
 
 
@@ -243,7 +244,7 @@ def _run_deposits(
     ``g (y - z)``, ``g y`` and ``g`` split as ``(1 - f, f)`` between nodes ``cell`` and ``cell + 1``,
     with ``z = (cell + f) / M``: all three follow from the three sums of each run. Each node's lower and upper
     shares are summed in the order of the runs, from zero: one bincount over the block (row r offset by
-    ``r (M + 1)``), or ``compiled``, :func:`calibcli.smooth.kernels.run_deposits` (the same numbers).
+    ``r (M + 1)``), or ``compiled``, :func:`calibcli.smooth.kernels.run_deposits` (within 1e-12 relative).
     """
     R = s0.shape[0]
     if compiled:
@@ -310,8 +311,8 @@ class RowBootstrap:
     :class:`calibcli.core.resampling.Multiplicities` (a function of ``(seed, r, global row index)``). With
     the rows sorted by ``(y, cell)`` once, every deposit follows from three sums per run of equal
     ``(y, cell)``: ``sum g``, ``sum g f`` and ``sum g f^2``, drawn and summed in one compiled loop
-    (:func:`calibcli.smooth.kernels.run_sums`: the draws of :meth:`Multiplicities.block`, the sums in
-    ``np.add.reduceat``'s order).
+    (:func:`calibcli.smooth.kernels.run_sums`: the draws of :meth:`Multiplicities.block`, the sums in the rows'
+    order) or, for few draws, by NumPy's passes (``np.add.reduceat``): one step's two backends.
     """
 
     method = CI_METHOD_ROWS
@@ -344,7 +345,8 @@ class RowBootstrap:
         return m if self.w is None else np.multiply(m, self.w, out=m)
 
     def resample(self, reps: np.ndarray, compiled: bool = False) -> Block:
-        """Resamples ``reps``; ``compiled``: drawn, summed and deposited by the compiled loops (the same numbers)."""
+        """Resamples ``reps``; ``compiled``: drawn, summed and deposited by the compiled loops (within 1e-12
+        relative of NumPy's passes)."""
         reps = np.asarray(reps, dtype=np.int64)
         R, runs = len(reps), len(self.offsets)
         if compiled:  # the multiplicities drawn, weighted and summed per run in one loop per replicate
@@ -363,9 +365,6 @@ class RowBootstrap:
                 s0,
                 s1,
                 s2,
-                np.empty(self.n),
-                np.empty(self.n),
-                np.empty(self.n),
             )
         else:  # the rows' weights a few resamples at a time (arrays that stay in the caches), their run sums for all
             sums = []
@@ -608,7 +607,7 @@ def bootstrap_values_groups(boots: list, *, sigma, sigma_full, n_boot: int, curv
                     (members[c0 : c0 + per_chunk], np.arange(first, min(first + size, n_boot)), n_cells, max_cells)
                 )
 
-    # the compiled loops once the row draws are many enough to pay for loading them (the same numbers either way)
+    # the compiled loops once the row draws are many enough to pay for loading them (within 1e-12 either way)
     compiled = sum(boot.n for boot in boots if isinstance(boot, RowBootstrap)) * n_boot >= _COMPILED_DRAWS
 
     def solve(chunk: list, reps: np.ndarray, n_cells: int, max_cells: int) -> int:

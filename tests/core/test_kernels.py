@@ -1,17 +1,17 @@
 """calibcli.core.compiled: a function compiled on its first call (Numba), not at import; the GIL released, so two
-threads run one kernel side by side; the same numbers as the function run by Python."""
+threads run one kernel side by side; the same numbers as the function run by Python; an unreadable cache file
+(truncated or corrupted, index or data) compiled again and said once, not an internal error."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
 
 import numpy as np
-import pytest
 
-from calibcli.core.compiled import compiled, inlined
-from calibcli.smooth.kernels import _pairwise_sum
+from calibcli.core.compiled import compiled
 
 
 def _running_sums(values, out):
@@ -59,33 +59,44 @@ def test_numba_is_imported_on_the_first_call_not_at_import():
     assert out == ["False", "True", "3.0"]
 
 
-@inlined
-def _doubled(x):
-    return x + x
+#: A real kernel (the binned estimators' loop) run in a fresh process whose Numba cache is a folder of the test's.
+_PROBE = """
+import numpy as np
+from calibcli.binned.estimators import _point_metrics
+from calibcli.binned.stats import BinStats
+rng = np.random.default_rng(0)
+w = rng.poisson(5.0, (50, 10)).astype(float)
+s = BinStats(w, w, w * 0.4, w * 0.5, w * 0.3, w * 0.2, w * w, w * w * 0.25, w * 0.09)
+print(repr(float(_point_metrics(s, s, compiled=True)["ece_l1_plugin"].sum())))
+"""
 
 
-def _sum_doubled(values):
-    total = 0.0
-    for i in range(values.shape[0]):
-        total += _doubled(values[i])
-    return total
+def _probe(cache) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    return subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, env=env, timeout=600)
 
 
-_compiled_sum_doubled = compiled(_sum_doubled)
-
-
-def test_an_inlined_helper_of_the_kernels_file_is_compiled_into_them():
-    values = np.random.default_rng(2).random(100)
-    assert _compiled_sum_doubled(values) == _sum_doubled(values)
-
-
-def _uses_a_helper_from_another_file(values, stack_start, stack_n, stack_phase, partial):
-    return _pairwise_sum(values, 0, values.shape[0], stack_start, stack_n, stack_phase, partial)
-
-
-def test_a_helper_from_another_file_is_refused():
-    # Numba's disk cache checks only the kernel's own file: a helper elsewhere could run stale machine code
-    kernel = compiled(_uses_a_helper_from_another_file)
-    scratch = [np.zeros(64, dtype=np.int64) for _ in range(3)] + [np.zeros(64)]
-    with pytest.raises(RuntimeError, match="must sit in its file"):
-        kernel(np.ones(10), *scratch)
+def test_an_unreadable_cache_file_is_compiled_again_and_said_once(tmp_path):
+    cache = tmp_path / "numba-cache"
+    first = _probe(cache)
+    assert first.returncode == 0 and first.stderr == "", first.stderr
+    (index,) = cache.rglob("*binned_metrics*.nbi")
+    (data,) = cache.rglob("*binned_metrics*.nbc")
+    damages = {
+        "truncated index": (index, index.read_bytes()[:30]),
+        "empty index": (index, b""),
+        "truncated data": (data, data.read_bytes()[:100]),
+        "corrupted data": (data, np.random.default_rng(1).bytes(5000)),
+    }
+    for what, (path, damaged) in damages.items():
+        path.write_bytes(damaged)
+        again = _probe(cache)
+        assert again.returncode == 0, (what, again.stderr)
+        assert again.stdout == first.stdout, what
+        lines = again.stderr.splitlines()
+        assert len(lines) == 1, (what, again.stderr)
+        assert lines[0].startswith("Warning: the compiled code cached in ") and "compiling it again" in lines[0], what
+        assert "internal error" not in again.stderr and "Traceback" not in again.stderr
+        # compiled again and cached afresh: the next process loads it without a word
+        after = _probe(cache)
+        assert after.returncode == 0 and after.stderr == "" and after.stdout == first.stdout, what
