@@ -724,4 +724,3 @@ def assemble_metrics(
         + (", zero included" if sun.includes_zero else ""),
     )
     return metrics
-

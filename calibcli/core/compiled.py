@@ -32,7 +32,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _LOCK = threading.Lock()
 _SAID = {"recompiled": False}  # the note on an unreadable cache, said once per process
-_OPTIONS = dict(nogil=True, boundscheck=False, error_model="numpy")
 
 
 def compiled(function: F) -> F:
@@ -98,10 +97,10 @@ def _jit(function: Callable[..., Any], cache: bool = True) -> Any:
         return _stoppable(function)
     if cache:
         try:
-            return numba.njit(function, cache=True, **_OPTIONS)
+            return numba.njit(function, cache=True, nogil=True, boundscheck=False, error_model="numpy")
         except RuntimeError:  # no cache directory can be written: compile in each process instead
             pass
-    return numba.njit(function, **_OPTIONS)
+    return numba.njit(function, nogil=True, boundscheck=False, error_model="numpy")
 
 
 def _raised_by_the_cache(error: BaseException) -> bool:

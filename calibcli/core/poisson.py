@@ -4,9 +4,9 @@ and used in one compiled loop (SPEC 8; :func:`calibcli.core.compiled.compiled`).
 Row ``i``'s multiplicity in replicate ``r`` is SplitMix64's output (Steele, Lea & Flood 2014, "Fast splittable
 pseudorandom number generators", OOPSLA) at position ``positions[i]`` of the stream keyed ``keys[r]``, its high
 32 bits ``u`` inverted into Poisson(1) (:mod:`calibcli.core.resampling`, whose draws these loops give exactly,
-integers): ``m = #{k : thresholds[k] <= u}``. The loop counts the first four thresholds for every replicate (compares that
-run side by side in vector registers, where a table lookup cannot) and goes on counting only for the few draws
-that passed all four (P(m >= 4) = 1.9%).
+integers): ``m = #{k : thresholds[k] <= u}``. The loop counts the first four thresholds for every replicate
+(compares that run side by side in vector registers, where a table lookup cannot) and goes on counting only for
+the few draws that passed all four (P(m >= 4) = 1.9%).
 
 This module only defines compiled functions (no Numba at import: start-up does not pay for it).
 """
