@@ -11,6 +11,10 @@ new one. Files are written to a temporary name and renamed, so an interrupted ru
   ``rows_1e4``, ``rows_1e5`` are the same law with their own draws (seed 0 too, fewer rows).
 - ``candidate_1e6.parquet``: a second model on the same rows (``prob^0.9``, the same labels): ``compare``'s other
   side.
+- ``stream_1e6/``, ``stream_1e7/`` (and ``stream_1e8/``, 870 MB, only when a benchmark asks for it): Parquet shards
+  of 1e6 rows in 2 shards, 1e7 in 10, 1e8 in 20, written block by block (blocks of 500,000 rows, block ``b`` from
+  ``default_rng([20251123, b])``, ``prob`` ~ Beta(2, 5), ``label`` ~ Bernoulli(prob^1.3), one row group each), so
+  every size starts with the same rows and writing holds one block in memory.
 
 Runs. :func:`run` starts the ``calibcli`` console script of the environment that runs the benchmark (asv's
 virtualenv, where the commit's wheel is installed: what a user types), waits with ``os.wait4`` and returns the wall
@@ -90,6 +94,36 @@ def candidate(n: float = 1e6) -> Path:
         table = pq.read_table(rows(n), columns=["prob", "label"])
         prob = table["prob"].to_numpy() ** 0.9
         _write_atomically(path, pa.table({"prob": prob, "label": table["label"]}))
+    return path
+
+
+#: shard directories: name -> (rows, shards)
+SHARDS = {"1e6": (1_000_000, 2), "1e7": (10_000_000, 10), "1e8": (100_000_000, 20)}
+BLOCK_ROWS = 500_000
+
+
+def shards(name: str) -> Path:
+    """The shard directory ``stream_NAME`` (see the module docstring), written on first use."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows, count = SHARDS[name]
+    path = cache_dir() / f"stream_{name}_v{DATA_VERSION}"
+    if path.is_dir():
+        return path
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.mkdir(parents=True, exist_ok=True)
+    schema = pa.schema([("prob", pa.float64()), ("label", pa.int64())])
+    per_shard = rows // count // BLOCK_ROWS
+    for shard in range(count):
+        with pq.ParquetWriter(tmp / f"part-{shard:05d}.parquet", schema, compression="snappy") as writer:
+            for b in range(shard * per_shard, (shard + 1) * per_shard):
+                rng = np.random.default_rng([20251123, b])
+                z = rng.beta(2.0, 5.0, size=BLOCK_ROWS)
+                y = (rng.random(BLOCK_ROWS) < z**1.3).astype(np.int64)
+                writer.write_table(pa.table({"prob": z, "label": y}, schema=schema), row_group_size=BLOCK_ROWS)
+    os.replace(tmp, path)
     return path
 
 

@@ -54,6 +54,12 @@ class Library:
 
         smooth_ece(self.label, self.prob, n_boot=1000)
 
+    def peakmem_smooth_ece(self):
+        """Peak resident memory of the process with the 1e6 rows loaded, over the fixed point."""
+        from calibcli.metrics import smooth_ece
+
+        smooth_ece(self.label, self.prob)
+
 
 class Relplot:
     """The reference package: ``relplot.smECE`` (relplot 1.0.3, Blasiok & Nakkiran) on the same 1e6 rows, beside

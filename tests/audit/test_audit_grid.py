@@ -195,14 +195,14 @@ def test_report_beyond_the_row_limit_says_why_there_are_no_segment_diagrams(tmp_
 def test_grid_form_is_conservative_and_keeps_its_power_by_simulation(monkeypatch):
     """Size and power of MCE (alpha 0.05, Bonferroni) for the grid form against the exact form on the same draws,
     on a grid 1,000 times coarser than the real one (64 cells for 4,000 rows), a small version of
-    benchmarks/bench_audit_grid_validity.py: the grid's rejections are a subset of the exact form's on every draw
+    benchmarks/studies/audit_grid_validity.py: the grid's rejections are a subset of the exact form's on every draw
     (its ECCE-R is read at the cells' edges), its size is within alpha plus two Monte Carlo SE
     (sqrt(0.05 x 0.95 / 200) = 0.015), and the power it loses under a shifted segment is a few points (the full
     benchmark: 0.835 exact, 0.814 grid over 1,000 draws)."""
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).parents[2] / "benchmarks" / "bench_audit_grid_validity.py"
+    path = Path(__file__).parents[2] / "benchmarks" / "studies" / "audit_grid_validity.py"
     spec = importlib.util.spec_from_file_location("bench_audit_grid_validity", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)

@@ -119,7 +119,7 @@ def test_family_wise_size_with_overlapping_segments():
     # column set. The family-wise false alarm rate of "MCE p <= 0.05" (Bonferroni), the same as Holm's "any
     # adjusted p <= 0.05", must stay within 5%: Monte Carlo standard error at 0.05 is sqrt(0.05*0.95/300)
     # = 0.0126, we allow 0.05 + 2 SE. MCGrad's unadjusted minimum p-value must be far above 5% here,
-    # which shows that the check can fail. (benchmarks/bench_ecce.py runs 200 segments with more replicates.)
+    # which shows that the check can fail. (benchmarks/studies/audit_size_power.py runs 200 segments with more replicates.)
     rng = np.random.default_rng(11)
     reps, n = 300, 6000
     s = rng.beta(2, 5, size=reps * n)

@@ -17,8 +17,9 @@ Prints three tables:
 
 Data are seeded; times are the best of a few runs (machine shared, 2 cores). Needs ``mcgrad`` installed
 beside calibcli (``pip install mcgrad``); without it, table 1 shows calibcli only.
-``--large`` adds table 1b: ecce_segments alone on 1e7 rows, 6 columns at depth 2 (22 partitions, ~700 segments).
-Run: ``python benchmarks/bench_ecce.py [--quick] [--large]``.
+The speed of ``ecce_segments`` (at 1e6 and 1e7 rows) and of ``calibcli audit`` against MCGrad are the asv suite's
+``audit`` module; table 1 here keeps one timing of each beside the agreement.
+Run: ``python benchmarks/studies/audit_size_power.py [--quick] [--reps N] [--seed S]``.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ import time
 
 import numpy as np
 
-from calibcli.cumulative.ecce import ecce_segments
 from calibcli.audit.multitest import adjust_pvalues, mce_pvalue
+from calibcli.cumulative.ecce import ecce_segments
 
 ALPHA = 0.05
 
@@ -68,10 +69,10 @@ def segment_partitions(codes, sizes, depth=2):
 # --- 1. speed and agreement against MCGrad -------------------------------------------------------------------
 
 
-def speed_table(n, repeat):
+def speed_table(n, repeat, seed=0):
     import pandas as pd
 
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     values = [5, 6, 8, 10]
     cols = [f"c{i}" for i in range(len(values))]
     s = rng.beta(2, 5, size=n)
@@ -89,16 +90,21 @@ def speed_table(n, repeat):
             codes.append(inv.astype(np.int64))
             sizes.append(len(uniq))
         parts = segment_partitions(codes, sizes)
-        res = ecce_segments(df["label"].to_numpy(), df["score"].to_numpy(), [p[0] for p in parts],
-                            n_segments=[p[1] for p in parts])
+        res = ecce_segments(
+            df["label"].to_numpy(), df["score"].to_numpy(), [p[0] for p in parts], n_segments=[p[1] for p in parts]
+        )
         return res, parts, codes
 
     t_ours, c_ours, (res, parts, codes) = best_time(ours, repeat)
     tested = res.rows >= 10
-    print(f"\n1. ECCE over segments, n = {n:,} rows, {tested.sum()} segments "
-          f"(whole population, 4 columns of {values} values, all pairs; >= 10 rows each)")
-    print(f"   calibcli ecce_segments (ids from the columns included): {t_ours:8.3f} s wall, {c_ours:8.3f} s CPU"
-          f"  (best of {repeat})")
+    print(
+        f"\n1. ECCE over segments, n = {n:,} rows, {tested.sum()} segments "
+        f"(whole population, 4 columns of {values} values, all pairs; >= 10 rows each)"
+    )
+    print(
+        f"   calibcli ecce_segments (ids from the columns included): {t_ours:8.3f} s wall, {c_ours:8.3f} s CPU"
+        f"  (best of {repeat})"
+    )
     try:
         from mcgrad.metrics import MulticalibrationError
     except ImportError:
@@ -106,9 +112,18 @@ def speed_table(n, repeat):
         return
 
     def theirs():
-        m = MulticalibrationError(df, label_column="label", score_column="score", categorical_segment_columns=cols,
-                                  max_depth=2, max_values_per_segment_feature=max(values), min_samples_per_segment=10,
-                                  max_n_segments=None, chunk_size=50, precision_dtype="float64")
+        m = MulticalibrationError(
+            df,
+            label_column="label",
+            score_column="score",
+            categorical_segment_columns=cols,
+            max_depth=2,
+            max_values_per_segment_feature=max(values),
+            min_samples_per_segment=10,
+            max_n_segments=None,
+            chunk_size=50,
+            precision_dtype="float64",
+        )
         return m, m.segments_ecce, m.segments_ecce_sigma, m.segments_ecce_pvalue, m._segments_ecce_std
 
     t_mcg, c_mcg, (m, e_mcg, sig_mcg, p_mcg, std_mcg) = best_time(theirs, max(1, repeat - 1))
@@ -140,8 +155,10 @@ def speed_table(n, repeat):
     print(f"   segments compared: {len(e_mcg)} (MCGrad's, all matched); largest |difference|:")
     print(f"     ECCE-R {de:.2e}   sigma {ds:.2e}   ECCE-R/sigma {dz:.2e}   p-value {dp:.2e}")
     worst_ours = int(np.nanargmax(np.where(tested, res.ecce_r_sigma, -np.inf)))
-    print(f"   MCE (largest ECCE-R/sigma): calibcli {np.nanmax(res.ecce_r_sigma[tested]):.6f}, "
-          f"MCGrad {m.mce_sigma:.6f}; worst segment the same: {worst_ours == ours_idx[int(np.argmax(sig_mcg))]}")
+    print(
+        f"   MCE (largest ECCE-R/sigma): calibcli {np.nanmax(res.ecce_r_sigma[tested]):.6f}, "
+        f"MCGrad {m.mce_sigma:.6f}; worst segment the same: {worst_ours == ours_idx[int(np.argmax(sig_mcg))]}"
+    )
 
 
 # --- 2. size, 3. power ---------------------------------------------------------------------------------------
@@ -190,17 +207,19 @@ def rate(hits):
     return f"{p:6.3f} (MC s.e. {math.sqrt(p * (1 - p) / len(hits)):.3f})"
 
 
-def size_table(reps, n):
-    rng = np.random.default_rng(1)
+def size_table(reps, n, seed=0):
+    rng = np.random.default_rng(seed + 1)
     values = [8, 8, 7]
     probs = [rng.dirichlet(np.ones(k) * 3) for k in values]
     t = time.perf_counter()
     sig, pv, _ = simulate(reps, n, values, probs, rng)
     m = (~np.isnan(pv)).sum(axis=1)
     mce = np.nanmax(sig, axis=1)
-    print(f"\n2. Size: calibrated data, {reps} data sets of n = {n:,}, {sig.shape[1]} segments "
-          f"({m.min()}-{m.max()} tested, >= 100 rows); rejection rates at {ALPHA} (nominal 0.05, "
-          f"MC s.e. at 0.05: {math.sqrt(0.05 * 0.95 / reps):.3f}); {time.perf_counter() - t:.1f} s")
+    print(
+        f"\n2. Size: calibrated data, {reps} data sets of n = {n:,}, {sig.shape[1]} segments "
+        f"({m.min()}-{m.max()} tested, >= 100 rows); rejection rates at {ALPHA} (nominal 0.05, "
+        f"MC s.e. at 0.05: {math.sqrt(0.05 * 0.95 / reps):.3f}); {time.perf_counter() - t:.1f} s"
+    )
     holm_any = (adjust_pvalues(pv, method="holm") <= ALPHA).any(axis=1)
     print(f"   Holm, any segment:                      {rate(holm_any)}")
     print(f"   MCE p-value, Bonferroni (the default):  {rate(mce_pvalue(mce, m) <= ALPHA)}")
@@ -210,8 +229,8 @@ def size_table(reps, n):
     print(f"   per-segment rate, unadjusted:           {np.nanmean(pv <= ALPHA):6.3f}")
 
 
-def power_table(reps, n):
-    rng = np.random.default_rng(2)
+def power_table(reps, n, seed=0):
+    rng = np.random.default_rng(seed + 2)
     values = [8, 8, 7]
     probs = [rng.dirichlet(np.ones(k) * 3) for k in values]
     # The planted intersection: column 0 value 0 (15% of rows) and column 1 value 0 (20%): 3% of rows.
@@ -222,45 +241,36 @@ def power_table(reps, n):
     target = labels.index(((0, 1), 0))  # column pair (0, 1), ids 0 * 8 + 0
     worst = np.nanargmax(sig, axis=1)
     m = (~np.isnan(pv)).sum(axis=1)
-    print(f"\n3. Power: +0.08 planted in one depth-2 intersection (3% of rows), {reps} data sets of "
-          f"n = {n:,}, {sig.shape[1]} segments; {time.perf_counter() - t:.1f} s")
+    print(
+        f"\n3. Power: +0.08 planted in one depth-2 intersection (3% of rows), {reps} data sets of "
+        f"n = {n:,}, {sig.shape[1]} segments; {time.perf_counter() - t:.1f} s"
+    )
     print(f"   planted segment is the worst (bar >= 0.90): {rate(worst == target)}")
     print(f"   MCE gate fires (Bonferroni, {ALPHA}):          {rate(mce_pvalue(np.nanmax(sig, axis=1), m) <= ALPHA)}")
-    print(f"   planted segment's Holm-adjusted p <= {ALPHA}:    "
-          f"{rate(adjust_pvalues(pv, method='holm')[:, target] <= ALPHA)}")
-    print(f"   planted segment's ECCE-R/sigma: median {np.median(sig[:, target]):.2f}; "
-          f"next worst segment's: median {np.median(np.sort(np.nan_to_num(sig, nan=-1), axis=1)[:, -2]):.2f}")
-
-
-def large_table(n=10_000_000):
-    """ecce_segments alone at 1e7 rows, 6 columns of 4-10 values at depth 2 (22 partitions, ~700 segments)."""
-    rng = np.random.default_rng(3)
-    values = [5, 6, 8, 10, 4, 7]
-    s = rng.beta(2, 5, size=n)
-    y = (rng.uniform(size=n) < s).astype(np.int8)
-    codes = [rng.integers(0, k, size=n) for k in values]
-    parts = segment_partitions(codes, values)
-    del codes
-    t, c, res = best_time(lambda: ecce_segments(y, s, [p[0] for p in parts], n_segments=[p[1] for p in parts]), 2)
-    print(f"\n1b. ecce_segments at n = {n:,}: {len(parts)} partitions, {len(res.ecce_r)} segments: {t:.1f} s wall, "
-          f"{c:.1f} s CPU (best of 2; segment ids given, rows not sorted)")
+    print(
+        f"   planted segment's Holm-adjusted p <= {ALPHA}:    "
+        f"{rate(adjust_pvalues(pv, method='holm')[:, target] <= ALPHA)}"
+    )
+    print(
+        f"   planted segment's ECCE-R/sigma: median {np.median(sig[:, target]):.2f}; "
+        f"next worst segment's: median {np.median(np.sort(np.nan_to_num(sig, nan=-1), axis=1)[:, -2]):.2f}"
+    )
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
-    ap.add_argument("--large", action="store_true", help="also time ecce_segments alone at 1e7 rows (table 1b)")
+    ap.add_argument("--reps", type=int, default=1000, help="data sets under calibration (size); 2/5 as many planted")
+    ap.add_argument("--seed", type=int, default=0, help="table 1 draws from seed, size from seed + 1, power seed + 2")
     args = ap.parse_args()
-    if args.large:
-        large_table()
     if args.quick:
-        speed_table(200_000, 2)
-        size_table(100, 50_000)
-        power_table(50, 100_000)
+        speed_table(200_000, 1, args.seed)
+        size_table(100, 50_000, args.seed)
+        power_table(50, 100_000, args.seed)
     else:
-        speed_table(1_000_000, 3)
-        size_table(1000, 100_000)
-        power_table(400, 100_000)
+        speed_table(1_000_000, 1, args.seed)
+        size_table(args.reps, 100_000, args.seed)
+        power_table(max(1, 2 * args.reps // 5), 100_000, args.seed)
 
 
 if __name__ == "__main__":

@@ -29,9 +29,10 @@ simulation, library only (no CLI):
   n = 10^8 (rows generated batch by batch outside the timer; the per-row path would hold 10^8 rows, so its
   time there is the 10^6 time scaled by 100, which is how it grows: every resample touches every row).
 
-Run: ``python benchmarks/bench_stream_coverage.py`` (about 10 minutes on 2 idle cores, 12-14 with other jobs
+Run: ``python benchmarks/studies/stream_coverage.py`` (about 10 minutes on 2 idle cores, 12-14 with other jobs
 running; progress on stderr).
-``--n-datasets``, ``--n``, ``--settings``, ``--workers``, ``--no-timing`` for shorter runs.
+``--reps`` (data sets per setting), ``--seed`` (the first data set's number), ``--n``, ``--settings``, ``--workers``
+for shorter runs; ``--timing`` adds the old timing part.
 """
 
 from __future__ import annotations
@@ -218,8 +219,13 @@ def one_dataset(task):
         res = acc.result(n_boot=n_boot, alpha=ALPHA, seed=i, keep_replicates=True)
         out[f"time_{label}"] = time.perf_counter() - t0
         # the bootstrap distribution's location and spread: mean replicate minus estimate, s.d. of the replicates
-        out[f"boot_{label}"] = {k: (float(np.nanmean(res.replicates[k])) - res.metrics[k].estimate,
-                                    float(np.nanstd(res.replicates[k], ddof=1))) for k in METRICS}
+        out[f"boot_{label}"] = {
+            k: (
+                float(np.nanmean(res.replicates[k])) - res.metrics[k].estimate,
+                float(np.nanstd(res.replicates[k], ddof=1)),
+            )
+            for k in METRICS
+        }
         expected = "over rows" if label == "row" else "sufficient statistics"
         method = res.metrics[METRICS[0]].ci_method or ""
         if expected not in method:
@@ -276,8 +282,15 @@ def time_paths(n_small: int, n_large: int, n_boot: int) -> list[tuple]:
     t_result = time.perf_counter() - t0
     assert res.n == n_large
     scale = n_large / n_small
-    rows.append(("per-row", n_large, per_row_small[2] * scale, per_row_small[3] * scale,
-                 f"extrapolated: n={n_small:,} times {scale:g}"))
+    rows.append(
+        (
+            "per-row",
+            n_large,
+            per_row_small[2] * scale,
+            per_row_small[3] * scale,
+            f"extrapolated: n={n_small:,} times {scale:g}",
+        )
+    )
     rows.append(("per-bin", n_large, t_update, t_result, "measured (update timed without data generation)"))
     return rows
 
@@ -299,10 +312,14 @@ def _paired_diff(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
 
 def report(results: list[dict], targets: dict, settings: list[str], n: int, n_boot: int) -> bool:
     print()
-    print(f"== Coverage of the population value: per-row vs per-bin bootstrap (n = {n:,}, R = {n_boot}, "
-          f"{100 * (1 - ALPHA):g}% percentile intervals, {N_BINS} equal-width bins) ==")
-    hdr = (f"{'metric':<24}{'setting':<9}{'target':>11}{'nominal':>8}  {'per-row cov':>14}  {'per-bin cov':>14}  "
-           f"{'bin-row':>13}  {'width row':>10}{'width bin':>10}{'bin/row':>8}  flag")
+    print(
+        f"== Coverage of the population value: per-row vs per-bin bootstrap (n = {n:,}, R = {n_boot}, "
+        f"{100 * (1 - ALPHA):g}% percentile intervals, {N_BINS} equal-width bins) =="
+    )
+    hdr = (
+        f"{'metric':<24}{'setting':<9}{'target':>11}{'nominal':>8}  {'per-row cov':>14}  {'per-bin cov':>14}  "
+        f"{'bin-row':>13}  {'width row':>10}{'width bin':>10}{'bin/row':>8}  flag"
+    )
     print(hdr)
     print("-" * len(hdr))
     flagged = []
@@ -327,8 +344,10 @@ def report(results: list[dict], targets: dict, settings: list[str], n: int, n_bo
                 flag = "DIFF>2pt" + (" (> 2 s.e.)" if abs(d) > 2 * sd else " (< 2 s.e.)")
             if flag:
                 flagged.append((metric, sname, d))
-            print(f"{metric:<24}{sname:<9}{t:>11.5g}{100 * (1 - ALPHA):>7.0f}%  {cr:>6.1f} ± {sr:>4.1f}  {cb:>6.1f} ± {sb:>4.1f}  "
-                  f"{d:>+5.1f} ± {sd:>4.1f}  {wr:>10.3g}{wb:>10.3g}{wb / wr if wr > 0 else float('nan'):>8.3f}  {flag}")
+            print(
+                f"{metric:<24}{sname:<9}{t:>11.5g}{100 * (1 - ALPHA):>7.0f}%  {cr:>6.1f} ± {sr:>4.1f}  {cb:>6.1f} ± {sb:>4.1f}  "
+                f"{d:>+5.1f} ± {sd:>4.1f}  {wr:>10.3g}{wb:>10.3g}{wb / wr if wr > 0 else float('nan'):>8.3f}  {flag}"
+            )
             # diagnostics: bias, sampling s.d. vs bootstrap s.d., coverage of the estimator's own mean
             mean_est = float(est.mean())
             cr_m, _ = _cov((lo_r <= mean_est) & (mean_est <= hi_r))
@@ -338,28 +357,52 @@ def report(results: list[dict], targets: dict, settings: list[str], n: int, n_bo
             bs_r = np.array([r["boot_row"][metric][1] for r in rs])
             bs_b = np.array([r["boot_bin"][metric][1] for r in rs])
             dd = bb_b - bb_r
-            diag.append((metric, sname, mean_est - t, float(est.std(ddof=1)), float(bs_r.mean()), float(bs_b.mean()), cr_m, cb_m,
-                         float(bb_r.mean()), float(bb_b.mean()), float(dd.mean()), float(dd.std(ddof=1) / math.sqrt(len(dd)))))
-    print(f"(± : Monte Carlo standard error over {len(results) // max(1, len(settings))} data sets per setting; "
-          f"'bin-row' is the paired difference of the two coverages, points, ± its s.e.; flag: |difference| > {BAR_POINTS:g} points)")
+            diag.append(
+                (
+                    metric,
+                    sname,
+                    mean_est - t,
+                    float(est.std(ddof=1)),
+                    float(bs_r.mean()),
+                    float(bs_b.mean()),
+                    cr_m,
+                    cb_m,
+                    float(bb_r.mean()),
+                    float(bb_b.mean()),
+                    float(dd.mean()),
+                    float(dd.std(ddof=1) / math.sqrt(len(dd))),
+                )
+            )
+    print(
+        f"(± : Monte Carlo standard error over {len(results) // max(1, len(settings))} data sets per setting; "
+        f"'bin-row' is the paired difference of the two coverages, points, ± its s.e.; flag: |difference| > {BAR_POINTS:g} points)"
+    )
     print()
     print("== Diagnostics: estimator bias and spread across data sets vs the bootstrap's spread ==")
-    hdr2 = (f"{'metric':<24}{'setting':<9}{'bias':>11}{'bias/sd':>8}{'sd(est)':>11}{'boot sd row':>12}{'boot sd bin':>12}"
-            f"{'cov E[est] row':>15}{'cov E[est] bin':>15}{'boot bias row':>14}{'boot bias bin':>14}{'bin-row':>20}")
+    hdr2 = (
+        f"{'metric':<24}{'setting':<9}{'bias':>11}{'bias/sd':>8}{'sd(est)':>11}{'boot sd row':>12}{'boot sd bin':>12}"
+        f"{'cov E[est] row':>15}{'cov E[est] bin':>15}{'boot bias row':>14}{'boot bias bin':>14}{'bin-row':>20}"
+    )
     print(hdr2)
     print("-" * len(hdr2))
     for metric, sname, bias, sd_est, bsr, bsb, cr_m, cb_m, bbr, bbb, dd, dd_se in diag:
-        print(f"{metric:<24}{sname:<9}{bias:>11.3g}{bias / sd_est if sd_est > 0 else float('nan'):>8.2f}{sd_est:>11.3g}"
-              f"{bsr:>12.3g}{bsb:>12.3g}{cr_m:>14.1f}%{cb_m:>14.1f}%{bbr:>14.3g}{bbb:>14.3g}{dd:>11.2g} ± {dd_se:<6.2g}")
-    print("(bias = mean estimate - population value; sd(est) = s.d. of the estimate across data sets; boot sd = s.d. of the "
-          "replicates, averaged over data sets; cov E[est] = coverage of the mean estimate, i.e. of the estimator's expectation; "
-          "boot bias = mean replicate - estimate, averaged over data sets; bin-row = their paired difference ± s.e.: "
-          "a location shift of the per-bin bootstrap distribution would show here first)")
+        print(
+            f"{metric:<24}{sname:<9}{bias:>11.3g}{bias / sd_est if sd_est > 0 else float('nan'):>8.2f}{sd_est:>11.3g}"
+            f"{bsr:>12.3g}{bsb:>12.3g}{cr_m:>14.1f}%{cb_m:>14.1f}%{bbr:>14.3g}{bbb:>14.3g}{dd:>11.2g} ± {dd_se:<6.2g}"
+        )
+    print(
+        "(bias = mean estimate - population value; sd(est) = s.d. of the estimate across data sets; boot sd = s.d. of the "
+        "replicates, averaged over data sets; cov E[est] = coverage of the mean estimate, i.e. of the estimator's expectation; "
+        "boot bias = mean replicate - estimate, averaged over data sets; bin-row = their paired difference ± s.e.: "
+        "a location shift of the per-bin bootstrap distribution would show here first)"
+    )
     print()
     if flagged:
-        print("BAR MISSED: per-bin and per-row coverages differ by more than 2 points in: "
-              + ", ".join(f"{m}/{s} ({d:+.1f})" for m, s, d in flagged)
-              + " (see the s.e.: a difference under 2 s.e. may be Monte Carlo noise; rerun with more --n-datasets)")
+        print(
+            "BAR MISSED: per-bin and per-row coverages differ by more than 2 points in: "
+            + ", ".join(f"{m}/{s} ({d:+.1f})" for m, s, d in flagged)
+            + " (see the s.e.: a difference under 2 s.e. may be Monte Carlo noise; rerun with more --n-datasets)"
+        )
     else:
         print(f"BAR MET: per-bin coverage within {BAR_POINTS:g} points of per-row coverage in every cell")
     return not flagged
@@ -368,13 +411,34 @@ def report(results: list[dict], targets: dict, settings: list[str], n: int, n_bo
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=200_000, help="rows per simulated data set (default 200,000)")
-    ap.add_argument("--n-datasets", type=int, default=110, help="simulated data sets per setting (default 110)")
-    ap.add_argument("--first-dataset", type=int, default=0, help="number of the first data set (seeds (setting, i)); default 0")
+    ap.add_argument(
+        "--reps",
+        "--n-datasets",
+        dest="n_datasets",
+        type=int,
+        default=110,
+        help="simulated data sets per setting (default 110)",
+    )
+    ap.add_argument(
+        "--seed",
+        "--first-dataset",
+        dest="first_dataset",
+        type=int,
+        default=0,
+        help="number of the first data set (data seeds (setting, i), bootstrap seed i); default 0",
+    )
     ap.add_argument("--n-boot", type=int, default=500, help="bootstrap resamples per interval (default 500)")
     ap.add_argument("--settings", default=",".join(SETTINGS), help=f"comma-separated, from {','.join(SETTINGS)}")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--mc-check", type=int, default=0, help="rows of an extra Monte Carlo cross-check (default 0: none)")
-    ap.add_argument("--no-timing", action="store_true", help="skip the timing part")
+    ap.add_argument(
+        "--mc-check", type=int, default=0, help="rows of an extra Monte Carlo cross-check (default 0: none)"
+    )
+    ap.add_argument(
+        "--timing",
+        action="store_true",
+        help="also time both paths in this process (the asv suite times them: binned.ece.Library, io.stream)",
+    )
+    ap.add_argument("--no-timing", action="store_true", help="no timing part (the default)")
     ap.add_argument("--timing-boot", type=int, default=1000)
     ap.add_argument("--timing-large", type=int, default=100_000_000)
     args = ap.parse_args()
@@ -385,39 +449,54 @@ def main() -> int:
     if args.n <= PER_BIN_ROW_LIMIT:
         ap.error(f"--n must exceed {PER_BIN_ROW_LIMIT} so that the per-bin path is used")
 
-    import calibcli
-    import calibcli.binned.accumulator  # noqa: F401  (imported before the workers fork: one version of the library)
     import scipy
 
+    import calibcli
+    import calibcli.binned.accumulator  # noqa: F401  (imported before the workers fork: one version of the library)
+
     t_start = time.perf_counter()
-    print(f"bench_stream_coverage.py: calibcli {getattr(calibcli, '__version__', '?')}, Python {platform.python_version()}, "
-          f"numpy {np.__version__}, scipy {scipy.__version__}, {os.cpu_count()} CPUs, {args.workers} workers")
+    print(
+        f"studies/stream_coverage.py: calibcli {getattr(calibcli, '__version__', '?')}, Python {platform.python_version()}, "
+        f"numpy {np.__version__}, scipy {scipy.__version__}, {os.cpu_count()} CPUs, {args.workers} workers"
+    )
     import subprocess
 
-    head = subprocess.run(["git", "-C", os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "log", "-1", "--format=%h %s"],
-                          capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "-C", os.path.dirname(os.path.abspath(__file__)), "log", "-1", "--format=%h %s"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     print(f"repository: HEAD {head[:100]}")
-    print(f"n = {args.n:,} rows per data set, {args.n_datasets} data sets per setting (numbers {args.first_dataset} to "
-          f"{args.first_dataset + args.n_datasets - 1}), R = {args.n_boot}, "
-          f"per-row path row_limit = n, per-bin path row_limit = {PER_BIN_ROW_LIMIT}")
+    print(
+        f"n = {args.n:,} rows per data set, {args.n_datasets} data sets per setting (numbers {args.first_dataset} to "
+        f"{args.first_dataset + args.n_datasets - 1}), R = {args.n_boot}, "
+        f"per-row path row_limit = n, per-bin path row_limit = {PER_BIN_ROW_LIMIT}"
+    )
     print()
     print("== Settings and population values (15 equal-width bins; quad per bin, checked against the closed form) ==")
     targets = {}
     for sname in settings:
         s = SETTINGS[sname]
         targets[sname] = population_values(s)
-        print(f"{sname}: {s.describe()}; data seeds ({s.seed}, i); total mass {targets[sname]['_total_mass']:.12f}, "
-              f"smallest bin mass {targets[sname]['_min_bin_mass']:.3g} (~{targets[sname]['_min_bin_mass'] * args.n:.3g} rows of {args.n:,})")
+        print(
+            f"{sname}: {s.describe()}; data seeds ({s.seed}, i); total mass {targets[sname]['_total_mass']:.12f}, "
+            f"smallest bin mass {targets[sname]['_min_bin_mass']:.3g} (~{targets[sname]['_min_bin_mass'] * args.n:.3g} rows of {args.n:,})"
+        )
         closed = closed_form_values(s)
         mc = monte_carlo_values(s, args.mc_check, s.seed) if args.mc_check else {}
         for k in METRICS:
             rel = abs(closed[k] - targets[sname][k]) / abs(closed[k])
             extra = f"   Monte Carlo n={args.mc_check:.0e}: {mc[k]:.7g}" if mc else ""
-            print(f"    {k:<24}quad {targets[sname][k]:<17.10g}closed form {closed[k]:<17.10g}rel. diff {rel:.1e}{extra}")
+            print(
+                f"    {k:<24}quad {targets[sname][k]:<17.10g}closed form {closed[k]:<17.10g}rel. diff {rel:.1e}{extra}"
+            )
     sys.stdout.flush()
 
-    tasks = [(sname, i, args.n, args.n_boot) for i in range(args.first_dataset, args.first_dataset + args.n_datasets)
-             for sname in settings]
+    tasks = [
+        (sname, i, args.n, args.n_boot)
+        for i in range(args.first_dataset, args.first_dataset + args.n_datasets)
+        for sname in settings
+    ]
     results = []
     t0 = time.perf_counter()
     ctx = mp.get_context("fork")
@@ -426,14 +505,17 @@ def main() -> int:
             results.append(r)
             if k % 10 == 0 or k == len(tasks):
                 el = time.perf_counter() - t0
-                print(f"  {k}/{len(tasks)} data sets, {el:.0f} s, about {el / k * (len(tasks) - k):.0f} s to go",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"  {k}/{len(tasks)} data sets, {el:.0f} s, about {el / k * (len(tasks) - k):.0f} s to go",
+                    file=sys.stderr,
+                    flush=True,
+                )
     t_row = np.mean([r["time_row"] for r in results])
     t_bin = np.mean([r["time_bin"] for r in results])
     ok = report(results, targets, settings, args.n, args.n_boot)
     print(f"mean time per data set (update + result, R = {args.n_boot}): per-row {t_row:.3f} s, per-bin {t_bin:.3f} s")
 
-    if not args.no_timing:
+    if args.timing and not args.no_timing:
         print()
         print(f"== Time of update() + result(n_boot={args.timing_boot}), one process ==")
         rows = time_paths(1_000_000, args.timing_large, args.timing_boot)

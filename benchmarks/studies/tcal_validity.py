@@ -12,7 +12,7 @@ the cluster one, ``sd(per-z rejection rates) / sqrt(G)``, which accounts for tha
 R is the smallest count with which Bonferroni can reject at all (``ceil(L/alpha) - 1``), and at
 least 199. A rate above ``alpha + 2 SE`` is flagged.
 
-Run: ``python benchmarks/bench_tcal_validity.py`` (full: G = 100, M = 10, i.e. 1000 tests per cell)
+Run: ``python benchmarks/studies/tcal_validity.py`` (full: G = 100, M = 10, i.e. 1000 tests per cell)
 or ``--quick`` (G = 10, M = 10).
 """
 
@@ -24,10 +24,10 @@ import time
 
 import numpy as np
 
-from calibcli.tcal.scales import chebyshev_constant, n_levels
 from calibcli.tcal.combine import monte_carlo_combine
 from calibcli.tcal.engine import resample_all
 from calibcli.tcal.procedure import make_engine
+from calibcli.tcal.scales import chebyshev_constant, n_levels
 
 ALPHA = 0.05
 DISTRIBUTIONS = {"uniform": lambda u: u, "u^3 (skewed)": lambda u: u**3}
@@ -38,7 +38,16 @@ def run_cell(dist: str, n: int, G: int, M: int, seed: int) -> dict:
     R = max(199, math.ceil(L / ALPHA) - 1)
     n_bins_list = [2**b for b in range(1, L + 1)]
     C = np.array([chebyshev_constant(n, m) for m in n_bins_list])
-    rejections = {key: np.zeros(G) for key in ("y-bootstrap/bonferroni", "y-bootstrap/min-p", "consistency/bonferroni", "consistency/min-p", "chebyshev/bonferroni")}
+    rejections = {
+        key: np.zeros(G)
+        for key in (
+            "y-bootstrap/bonferroni",
+            "y-bootstrap/min-p",
+            "consistency/bonferroni",
+            "consistency/min-p",
+            "chebyshev/bonferroni",
+        )
+    }
     for g in range(G):
         rng = np.random.default_rng([seed, n, g, list(DISTRIBUTIONS).index(dist)])
         z = np.sort(DISTRIBUTIONS[dist](rng.random(n)))
@@ -60,11 +69,16 @@ def run_cell(dist: str, n: int, G: int, M: int, seed: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10 x 10 tests per cell instead of 100 x 10")
+    parser.add_argument(
+        "--reps", type=int, default=100, help="draws of the predictions z per cell (G), M = 10 label vectors each"
+    )
     parser.add_argument("--seed", type=int, default=2024)
     args = parser.parse_args()
-    G, M = (10, 10) if args.quick else (100, 10)
+    G, M = (10, 10) if args.quick else (args.reps, 10)
     sizes = (500, 2000, 10000)
-    print(f"T-Cal type I error at alpha = {ALPHA}: adaptive test, calibrated data, {G} x {M} = {G * M} tests per cell, seed {args.seed}")
+    print(
+        f"T-Cal type I error at alpha = {ALPHA}: adaptive test, calibrated data, {G} x {M} = {G * M} tests per cell, seed {args.seed}"
+    )
     print("rate = rejection rate; se = cluster Monte Carlo standard error; FLAG when rate > alpha + 2 se")
     print()
     header = f"{'z distribution':<14} {'n':>6} {'L':>3} {'R':>4}  {'null/combine':<24} {'rate':>7} {'se':>7}  flag"

@@ -17,7 +17,7 @@ Monte Carlo standard errors: ``sqrt(p (1 - p) / reps)``; the difference of the t
 draws), so its error is smaller (the grid's rejections are a subset of the exact form's, a property checked on
 every repetition here).
 
-Run: ``python benchmarks/bench_audit_grid_validity.py`` (2,000 repetitions under calibration, 1,000 under the
+Run: ``python benchmarks/studies/audit_grid_validity.py`` (2,000 repetitions under calibration, 1,000 under the
 shift, for 4,096, 256 and 64 cells; about 2 minutes) or ``--quick``.
 
 Measured 2026-11-28 (4,000 rows):
@@ -71,21 +71,21 @@ def audit(s: np.ndarray, y: np.ndarray, country: np.ndarray, *, grid: bool) -> d
     return acc.result().to_dict()
 
 
-def draw(r: int, n: int, shift: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(1000 + r)
+def draw(r: int, n: int, shift: float, seed: int = 1000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed + r)
     s = rng.beta(2.0, 5.0, n)
     country = COUNTRIES[rng.integers(0, len(COUNTRIES), n)]
     y = (rng.uniform(size=n) < np.clip(s + shift * (country == "br"), 0.0, 1.0)).astype(np.int64)
     return s, y, country
 
 
-def rates(cells: int, n: int, reps: int, shift: float) -> tuple[float, float, int]:
+def rates(cells: int, n: int, reps: int, shift: float, seed: int = 1000) -> tuple[float, float, int]:
     """Rejection rates (exact, grid) of MCE at ALPHA over ``reps`` draws, and how often the grid rejected where
     the exact form did not."""
     segment_grid.GRID_CELLS = cells
     exact = grid = grid_only = 0
     for r in range(reps):
-        s, y, country = draw(r, n, shift)
+        s, y, country = draw(r, n, shift, seed)
         e = audit(s, y, country, grid=False)["mce_pvalue"] <= ALPHA
         g = audit(s, y, country, grid=True)["mce_pvalue"] <= ALPHA
         exact, grid, grid_only = exact + e, grid + g, grid_only + (g and not e)
@@ -95,18 +95,23 @@ def rates(cells: int, n: int, reps: int, shift: float) -> tuple[float, float, in
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="200 repetitions per cell")
+    parser.add_argument("--reps", type=int, default=2000, help="repetitions under calibration (half as many shifted)")
+    parser.add_argument("--seed", type=int, default=1000, help="repetition r draws from seed + r")
     parser.add_argument("--rows", type=int, default=4000)
     args = parser.parse_args()
-    null_reps, alt_reps = (200, 200) if args.quick else (2000, 1000)
-    print(f"segment audit, grid form against exact: {args.rows} rows, MCE at alpha {ALPHA}, Bonferroni")
+    null_reps, alt_reps = (200, 200) if args.quick else (args.reps, max(1, args.reps // 2))
+    print(
+        f"segment audit, grid form against exact: {args.rows} rows, MCE at alpha {ALPHA}, Bonferroni, "
+        f"seeds {args.seed} + r"
+    )
     print(
         f"{'cells':>6} {'rows/cell':>9}  {'size exact':>10} {'size grid':>9}  {'power exact':>11} {'power grid':>10}"
         f"  {'grid-only rejections':>20}"
     )
     for cells in (4096, 256, 64):
         t = time.perf_counter()
-        size_e, size_g, only_null = rates(cells, args.rows, null_reps, 0.0)
-        power_e, power_g, only_alt = rates(cells, args.rows, alt_reps, 0.05)
+        size_e, size_g, only_null = rates(cells, args.rows, null_reps, 0.0, args.seed)
+        power_e, power_g, only_alt = rates(cells, args.rows, alt_reps, 0.05, args.seed)
         print(
             f"{cells:>6} {args.rows / cells:>9.1f}  {size_e:>10.3f} {size_g:>9.3f}  {power_e:>11.3f} {power_g:>10.3f}"
             f"  {only_null + only_alt:>20}   ({time.perf_counter() - t:.0f} s)"

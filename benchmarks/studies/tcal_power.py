@@ -16,7 +16,7 @@ Design: G independent draws of z, M label vectors per draw and per m; the R null
 on z only, so they are shared by the tests on one z (each test is the complete test). Type II error
 = 1 - rejection rate; standard errors are cluster ones over the G draws of z.
 
-Run: ``python benchmarks/bench_tcal_power.py`` (G = 60, M = 5: 300 tests per cell) or ``--quick``
+Run: ``python benchmarks/studies/tcal_power.py`` (G = 60, M = 5: 300 tests per cell) or ``--quick``
 (G = 8, M = 5, n = 2000 and 10000 only).
 """
 
@@ -29,9 +29,9 @@ import time
 import numpy as np
 
 from calibcli.tcal.combine import monte_carlo_combine
-from calibcli.tcal.scales import n_levels, optimal_n_bins
 from calibcli.tcal.engine import resample_all
 from calibcli.tcal.procedure import make_engine
+from calibcli.tcal.scales import n_levels, optimal_n_bins
 
 ALPHA = 0.05
 S = 0.3
@@ -75,7 +75,11 @@ def run_size(n: int, G: int, M: int, seed: int) -> dict:
     R = 999  # enough for min-p to differ from Bonferroni (with R = L/alpha - 1 both thresholds are one count)
     adaptive_bins = [2**b for b in range(1, L + 1)]
     m_star = optimal_n_bins(n, S)
-    hits = {(m, test): np.zeros(G) for m in M_VALUES for test in ("adaptive/bonferroni", "adaptive/min-p", "single m*", "l1-ECE 15 bins")}
+    hits = {
+        (m, test): np.zeros(G)
+        for m in M_VALUES
+        for test in ("adaptive/bonferroni", "adaptive/min-p", "single m*", "l1-ECE 15 bins")
+    }
     for g in range(G):
         rng = np.random.default_rng([seed, n, g])
         z = np.sort(rng.random(n))
@@ -106,9 +110,12 @@ def run_size(n: int, G: int, M: int, seed: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="8 x 5 tests per cell, n = 2000 and 10000")
+    parser.add_argument(
+        "--reps", type=int, default=60, help="draws of the predictions z per cell (G), M = 5 label vectors each"
+    )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
-    G, M = (8, 5) if args.quick else (60, 5)
+    G, M = (8, 5) if args.quick else (args.reps, 5)
     sizes = (2000, 10000) if args.quick else (2000, 5000, 10000)
     tests = ("adaptive/bonferroni", "adaptive/min-p", "single m*", "l1-ECE 15 bins")
     print(f"T-Cal power, oscillating alternative of seed 004 eq. (10) (s = {S}, rho = {RHO}), alpha = {ALPHA}")
@@ -117,7 +124,9 @@ def main() -> None:
     for n in sizes:
         res = run_size(n, G, M, args.seed)
         print()
-        print(f"n = {n}: L = {res['L']} levels, m* = {res['m_star']} bins (s = {S}), R = {res['R']} y-bootstrap resamples")
+        print(
+            f"n = {n}: L = {res['L']} levels, m* = {res['m_star']} bins (s = {S}), R = {res['R']} y-bootstrap resamples"
+        )
         header = f"{'m':>4} {'l2-ECE':>7}  " + "  ".join(f"{t:>20}" for t in tests)
         print(header)
         print("-" * len(header))

@@ -1,6 +1,6 @@
 """Where the time of one ``calibcli ... --engine dask`` run goes: a timeline printed on stderr.
 
-Run it as calibcli itself: ``python benchmarks/dask_timeline.py ece benchmarks/out/stream_1e8 --n-boot 1000
+Run it as calibcli itself: ``python benchmarks/tools/dask_timeline.py ece ~/.cache/calibcli-bench/stream_1e8_v1 --n-boot 1000
 --json --engine dask --workers 2 > report.json``. It runs the command in this process, with the Dask engine's
 steps wrapped (no change to what they do): seconds since the process was created (psutil) and this
 process's CPU seconds at each step (imports, the local cluster's start, the client, the tasks submitted,
