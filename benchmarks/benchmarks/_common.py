@@ -180,6 +180,23 @@ def report_args(path: str | Path, out_dir: str | Path, *extra: str) -> list[str]
     ]
 
 
+def record(bar: str, runs: dict) -> dict:
+    """Append one bar's runs (wall, CPU, peak MB of each command, the load, the commit asv benchmarks) to
+    ``bars.jsonl`` in the cache folder, so the seconds behind a ratio can be read afterwards; returns ``runs``."""
+    import json
+
+    line = {
+        "bar": bar,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "commit": os.environ.get("ASV_COMMIT", ""),
+        "load": load(),
+        "runs": {k: dataclasses.asdict(v) | {"stdout": None} for k, v in runs.items()},
+    }
+    with open(cache_dir() / "bars.jsonl", "a") as fh:
+        fh.write(json.dumps(line) + "\n")
+    return runs
+
+
 def load() -> float:
     """The one-minute load average (the machine is shared: stated beside the figures)."""
     return os.getloadavg()[0]

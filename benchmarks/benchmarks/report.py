@@ -49,8 +49,7 @@ class Bar:
             out["report"] = _common.run(*_common.report_args(big, tmp), json_output=False)
             out["sample_ece"] = _common.run("ece", sample)
             out["sample_report"] = _common.run(*_common.report_args(sample, tmp), json_output=False)
-        out["load"] = _common.load()
-        return out
+        return {**_common.record("report", out), "load": _common.load()}
 
     def track_bar_report_over_parts_wall(self, m):
         """Wall clock of ``report`` / (``ece`` + ``smece`` + ``tcal``) on 1e6 rows, one run each. Bar: at most

@@ -98,7 +98,7 @@ class GroupsBar:
         _common.run("smece", str(_common.rows(1e4)), "--group-by", "g100")  # the compiled loops in Numba's cache
         alone = _common.run("smece", path)
         grouped = _common.run("smece", path, "--group-by", "g100")
-        return {"alone": alone, "grouped": grouped, "load": _common.load()}
+        return {**_common.record("smece --group-by", {"alone": alone, "grouped": grouped}), "load": _common.load()}
 
     def track_bar_groups_wall(self, m):
         """Wall clock of ``smece --group-by g100`` (100 groups) / ``smece``, one run each. Bar: at most 5x."""

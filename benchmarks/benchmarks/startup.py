@@ -72,7 +72,7 @@ class FirstRun:
             env = {"NUMBA_CACHE_DIR": cache}
             first = _common.run("ece", path, "--group-by", "g", env=env)
             second = _common.run("ece", path, "--group-by", "g", env=env)
-        return {"first": first, "second": second, "load": _common.load()}
+        return {**_common.record("first run", {"first": first, "second": second}), "load": _common.load()}
 
     def track_bar_first_run_wall(self, m):
         """Wall clock of the first grouped run after a fresh install / the second. Bar: at most 1.5x."""

@@ -62,12 +62,12 @@ class Bar:
         small = str(_common.rows(1e4))
         _common.run("tcal", small)  # the compiled loops in Numba's cache
         path = str(_common.rows(1e6))
-        return {
+        runs = {
             "ece": _common.run("ece", path),
             "tcal": _common.run("tcal", path),
             "tcal_1e4": _common.run("tcal", small, "--n-boot", "3000"),
-            "load": _common.load(),
         }
+        return {**_common.record("tcal", runs), "load": _common.load()}
 
     def track_bar_tcal_over_ece_wall(self, m):
         """Wall clock of ``tcal`` / ``ece`` on 1e6 rows, one run each. Bar: at most 4x."""

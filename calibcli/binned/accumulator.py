@@ -19,7 +19,7 @@ count the sums of ``u``, ``u^2`` are drawn from the normal law with the cell's p
 covariance (the central limit theorem for a sum of that many draws), the log-loss sum likewise; with
 weights, the sums' exact Poisson-bootstrap means ``sum w x`` and covariances ``sum w^2 x x^T`` are used.
 The pairs of copies of one row that the debiased estimators exclude are set to their expectation given
-the resampled count. Bins stay where the first pass put them. ``benchmarks/bench_stream.py`` checks the
+the resampled count. Bins stay where the first pass put them. ``benchmarks/studies/stream_coverage.py`` checks the
 interval's coverage against the per-row bootstrap by simulation.
 """
 

@@ -12,7 +12,7 @@
     fill a cell (discrete ones), and within about 1e-7 (relative) of the row-wise fit otherwise (the
     tests check 1e-6). This replaces SPEC 8's bottom-k sample for what needs every row: it uses every
     row, and keeping and thinning a 10^6-row sample plus a Newton fit on it cost more than the rest of
-    ``ece`` together (measured with ``benchmarks/bench_stream.py``: 4.5x the bare pass at 1e7 rows).
+    ``ece`` together (measured with the earlier ``bench_stream.py``: 4.5x the bare pass at 1e7 rows).
   * ICI, E50, E90 and Emax: the SmoothECE kernel regression on the same cells.
 
   Integer counts and float sums added in a fixed order per batch: the results do not depend on batch

@@ -4,7 +4,7 @@ A streamed run allocates the same few arrays for every batch (a 131,072-row colu
 fragment's 4 MB). glibc serves allocations above its mmap threshold (128 kB, raised adaptively) with a
 fresh ``mmap`` and returns them to the kernel on ``free``, so every batch faults its pages in again; the
 reader thread's arena and Dask's own ``MALLOC_TRIM_THRESHOLD_`` defeat the adaptive threshold. Measured
-(``benchmarks/dask_timeline.py``, docs/dask_benchmark.md): a 500,000-row fragment 57 ms -> 26 ms, its
+(``benchmarks/tools/dask_timeline.py``, docs/dask_benchmark.md): a 500,000-row fragment 57 ms -> 26 ms, its
 kernel time 29 -> 4.5 ms; ``calibcli ece`` on 1e7 rows with 1000 resamples 1.8-2.1 s -> 1.3 s, peak memory
 +6%.
 

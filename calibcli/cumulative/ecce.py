@@ -45,7 +45,7 @@ MCGrad (Meta's ``mcgrad`` package, ``mcgrad.metrics``) was read for its conventi
 differs here in two ways: it evaluates ``C`` at every row after an unstable sort rather than at tie-block ends,
 so with tied scores its statistics depend on the order of the tied rows; and its p-value subtracts a CDF from
 1 (p-values below about 1e-16 become machine epsilon), where here the upper tail has its own series and stays
-accurate down to the smallest doubles. Without ties the two agree to rounding (benchmarks/bench_ecce.py).
+accurate down to the smallest doubles. Without ties the two agree to rounding (benchmarks/studies/audit_size_power.py).
 """
 
 from __future__ import annotations

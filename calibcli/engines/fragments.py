@@ -235,7 +235,7 @@ TASKS_PER_WORKER = 12
 
 
 #: Tasks of a pass at most, unless there are more workers (then one each): the scheduler spends about 0.9 ms of
-#: CPU on a task and its share of the merges (``benchmarks/bench_dask.py`` part 6), so 1,024 tasks are about a
+#: CPU on a task and its share of the merges (the earlier ``bench_dask.py`` part 6), so 1,024 tasks are about a
 #: second of it; 12 tasks a worker on 1,000 workers would be 11 s, longer than their compute at 1e10 rows.
 MAX_TASKS = 1024
 

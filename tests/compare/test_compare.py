@@ -290,7 +290,7 @@ def test_installed_command_runs(pair):
 
 @pytest.mark.slow  # about 20 s of CPU: 60 comparisons
 def test_paired_interval_covers_the_true_difference(tmp_path):
-    """A small simulation (the full one is benchmarks/bench_compare.py): 30 test sets of 1000 examples from one
+    """A small simulation (the full one is benchmarks/studies/compare_coverage.py): 30 test sets of 1000 examples from one
     population; the paired 95% interval of the Brier score difference covers the population difference in at
     least 24 of them (P(fewer) < 0.4% at the nominal 95%), and is narrower than the unpaired one every time."""
     rng = np.random.default_rng(11)

@@ -304,7 +304,7 @@ def _reading(pid: int, path: Path) -> bool:
 
 
 #: How long a signalled run may take to end before the test fails: a hung run's bound, not a speed claim (the
-#: runs below last minutes without the signal; how fast they stop is measured by benchmarks/bench_interrupt.py).
+#: runs below last minutes without the signal; how fast they stop is measured by the benchmarks' cli.Interrupt).
 STOPPED_WITHIN = 60
 
 

@@ -520,4 +520,4 @@ def test_memory_stays_flat_in_the_number_of_rows(tmp_path, monkeypatch):
 
 
 def test_default_batch_rows():
-    assert DEFAULT_BATCH_ROWS == 1 << 17  # bench_stream.py: memory flat in n within 1.25x, throughput within 1.5x of a bare read
+    assert DEFAULT_BATCH_ROWS == 1 << 17  # benchmarks io.stream: memory flat in n within 1.25x, throughput within 1.5x of a bare read

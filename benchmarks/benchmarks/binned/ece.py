@@ -96,7 +96,7 @@ class GroupsBar:
         _common.run("ece", str(_common.rows(1e4)), "--group-by", "g")  # the compiled loops in Numba's cache first
         alone = _common.run("ece", path)
         grouped = _common.run("ece", path, "--group-by", "g")
-        return {"alone": alone, "grouped": grouped, "load": _common.load()}
+        return {**_common.record("ece --group-by", {"alone": alone, "grouped": grouped}), "load": _common.load()}
 
     def track_bar_groups_wall(self, m):
         """Wall clock of ``ece --group-by g`` (1,000 groups) / ``ece``, one run each. Bar: at most 5x."""
