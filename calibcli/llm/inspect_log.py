@@ -131,7 +131,7 @@ def read(path: str, confidence: str | None = None) -> Items:
         items.confidence, items.correct = [], []
     for where, sample in samples:
         tokens = _tokens(sample, where)
-        if items.probs is not None and items.targets is not None:
+        if isinstance(items.probs, list) and isinstance(items.targets, list):
             options = sample.get("choices") or []
             if len(options) < 2:
                 raise CalibcliError(

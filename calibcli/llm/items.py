@@ -12,6 +12,7 @@ The column ``item`` holds each item's key (``compare`` pairs two models' answers
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -35,9 +36,9 @@ class Items:
     path: str
     fmt: str
     rule: Rule
-    keys: list[str]
-    probs: list[np.ndarray] | None = None
-    targets: list[int] | None = None
+    keys: list[str] | Any  # (or a pyarrow string array, from the columnar reader)
+    probs: list[np.ndarray] | np.ndarray | None = None  # one vector per item, or an (n, K) matrix
+    targets: list[int] | np.ndarray | None = None
     confidence: list[float] | None = None
     correct: list[int] | None = None
     columns: dict[str, list] = field(default_factory=dict)
@@ -60,6 +61,18 @@ class Items:
                 "brier_score_note": "binary: mean (confidence - correct)^2",
             }
         targets = np.asarray(self.targets)
+        if isinstance(self.probs, np.ndarray):
+            matrix = self.probs
+            hit = (np.argmax(matrix, axis=1) == targets).astype(np.float64)
+            onehot = np.zeros_like(matrix)
+            onehot[np.arange(len(targets)), targets] = 1.0
+            return {
+                "items": self.n,
+                "choices": matrix.shape[1],
+                "accuracy": float(hit.mean()),
+                "brier_score": float(((matrix - onehot) ** 2).sum(axis=1).mean()),
+                "brier_score_note": "option-level: mean over items of sum over choices (p_k - 1{k = target})^2",
+            }
         hits = np.array([int(np.argmax(p)) == t for p, t in zip(self.probs, targets, strict=True)], dtype=np.float64)
         brier = np.array(
             [((p - np.eye(len(p))[t]) ** 2).sum() for p, t in zip(self.probs, targets, strict=True)], dtype=np.float64
@@ -81,9 +94,9 @@ class Items:
             raise CalibcliError(f"{self.path}: holds no items: expected at least one evaluated sample")
         arrays: dict[str, object] = {}
         if self.probs is not None:
-            sizes = {len(p) for p in self.probs}
+            sizes = {self.probs.shape[1]} if isinstance(self.probs, np.ndarray) else {len(p) for p in self.probs}
             if len(sizes) == 1:
-                matrix = np.vstack(self.probs)
+                matrix = self.probs if isinstance(self.probs, np.ndarray) else np.vstack(self.probs)
                 for k in range(matrix.shape[1]):
                     arrays[f"p_{k}"] = pa.array(matrix[:, k])
                 arrays["label"] = pa.array(np.asarray(self.targets, dtype=np.int64))
@@ -95,7 +108,7 @@ class Items:
         else:
             arrays["confidence"] = pa.array(np.asarray(self.confidence, dtype=np.float64))
             arrays["label"] = pa.array(np.asarray(self.correct, dtype=np.int64))
-        arrays[ITEM_KEY] = pa.array(unique_keys(self.keys), pa.string())
+        arrays[ITEM_KEY] = key_array(self.keys)
         for name, values in self.columns.items():
             if name in arrays:
                 continue
@@ -105,9 +118,22 @@ class Items:
     def layout(self) -> str:
         if self.probs is None:
             return "binary: confidence that the answer is right, label = 1 when it is"
-        if len({len(p) for p in self.probs}) == 1:
-            return f"multiclass over the {len(self.probs[0])} choices: p_0..p_{len(self.probs[0]) - 1}, label"
+        k = {self.probs.shape[1]} if isinstance(self.probs, np.ndarray) else {len(p) for p in self.probs}
+        if len(k) == 1:
+            (size,) = k
+            return f"multiclass over the {size} choices: p_0..p_{size - 1}, label"
         return "top-label (choice counts differ per item): confidence = max_k p_k, label = 1 when argmax = target"
+
+
+def key_array(keys):
+    """The item keys as a pyarrow string array, made unique (:func:`unique_keys`) where they repeat."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    array = keys if isinstance(keys, (pa.Array, pa.ChunkedArray)) else pa.array(keys, pa.string())
+    if pc.count_distinct(array).as_py() == len(array) and array.null_count == 0:
+        return array
+    return pa.array(unique_keys([str(k) for k in array.to_pylist()]), pa.string())
 
 
 def unique_keys(keys: list[str]) -> list[str]:
@@ -125,6 +151,8 @@ def column_array(values: list):
     """One extra column: numbers stay numbers when every value is one (``None`` where missing), else text."""
     import pyarrow as pa
 
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values
     present = [v for v in values if v is not None]
     if present and all(isinstance(v, bool) for v in present):
         return pa.array(values, pa.bool_())

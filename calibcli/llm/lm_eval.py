@@ -24,7 +24,8 @@ import numpy as np
 from calibcli.core.errors import CalibcliError
 from calibcli.llm.confidence import choice_probabilities, rule_for
 from calibcli.llm.items import Items, add_row_columns, flat_fields
-from calibcli.llm.texts import bare_name, json_document, json_lines, need, number
+from calibcli.llm.lm_eval_columns import read_columns
+from calibcli.llm.texts import bare_name, first_record, json_document, json_lines, need, number
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<date>\d{4}-\d{2}-\d{2}T[\d\-.]+)\.jsonl$", re.IGNORECASE)
 
@@ -171,8 +172,37 @@ def read(path: str, confidence: str | None = None, *, task: str | None = None) -
     delimiter = DEFAULT_DELIMITER
     if reported is not None and isinstance(reported["config"].get("target_delimiter"), str):
         delimiter = reported["config"]["target_delimiter"]
+    facts: dict = {
+        "task": task,
+        "target_delimiter": delimiter,
+        "item_key": "doc_hash (lm-eval's hash of the document; repeats get #2, #3)",
+    }
+    if reported is not None:
+        facts["lm_eval_results"] = {
+            "file": reported["file"],
+            **{k: v for k, v in reported["results"].items() if isinstance(v, (int, float)) and not isinstance(v, bool)},
+        }
+    first = first_record(path)
+    mutual = None
+    if first is not None and looks_like(first):
+        try:
+            mutual = _mutual_layout(_requests(first, path), _lls(first, path), rule.name)
+        except CalibcliError:
+            mutual = None  # the line reader names the problem and its line
+        if mutual is not None and (mutual or rule.name != "mutual-info"):
+            fast = read_columns(path, first, rule=rule, task=task, delimiter=delimiter, mutual=mutual)
+            if fast is not None:
+                fast.facts = {**facts, "requests_per_document": ["2K (mutual information)" if mutual else "K"]}
+                return fast
+    items = _read_lines(path, rule, task, delimiter)
+    items.facts = {**facts, "requests_per_document": items.facts["requests_per_document"]}
+    return items
+
+
+def _read_lines(path: str, rule, task: str, delimiter: str) -> Items:
+    """The items line by line (any layout lm-eval has written; every problem named by its line)."""
     items = Items(path, "lm-eval", rule, keys=[], probs=[], targets=[])
-    assert items.probs is not None and items.targets is not None
+    assert isinstance(items.probs, list) and isinstance(items.targets, list)
     layouts: set[str] = set()
     for line, record in json_lines(path):
         where = f"{path}: line {line}"
@@ -226,17 +256,7 @@ def read(path: str, confidence: str | None = None, *, task: str | None = None) -
             flat_fields(doc, "doc", fields)
         add_row_columns(items.columns, fields, len(items.keys))
         items.keys.append(str(key))
-    items.facts = {
-        "task": task,
-        "requests_per_document": sorted(layouts),
-        "target_delimiter": delimiter,
-        "item_key": "doc_hash (lm-eval's hash of the document; repeats get #2, #3)",
-    }
-    if reported is not None:
-        items.facts["lm_eval_results"] = {
-            "file": reported["file"],
-            **{k: v for k, v in reported["results"].items() if isinstance(v, (int, float)) and not isinstance(v, bool)},
-        }
+    items.facts = {"requests_per_document": sorted(layouts)}
     return items
 
 

@@ -126,7 +126,7 @@ def read(path: str, confidence: str | None = None, *, answers: str | None = None
                 f"expected a letter (or give the item's letters in a choices column)"
             )
         text, tokens = _tokens(completion, where)
-        if items.probs is not None and items.targets is not None:
+        if isinstance(items.probs, list) and isinstance(items.targets, list):
             items.probs.append(letter_vector(tokens, letters, where))
             items.targets.append(letters.index(right))
         elif items.confidence is not None and items.correct is not None:

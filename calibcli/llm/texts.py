@@ -48,6 +48,21 @@ def open_text(path: str) -> io.TextIOBase:
         raise CalibcliError(f"{path}: cannot open ({exc.strerror or exc}): check the path") from None
 
 
+def open_binary(path: str):
+    """The file's bytes, decompressed by its suffix (for pyarrow's readers)."""
+    lower = path.lower()
+    if lower.endswith(".gz"):
+        import gzip
+
+        return gzip.open(path, "rb")
+    if lower.endswith(".zst"):
+        open_text(path).close()  # the message when zstandard is missing
+        import zstandard
+
+        return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"))
+    return open(path, "rb")
+
+
 def json_lines(path: str) -> Iterator[tuple[int, dict]]:
     """``(line number, record)`` for every non-empty line; a line that is not a JSON object (a truncated last
     line, a stray text line) is an error naming the line."""

@@ -110,3 +110,19 @@ def test_harmonic_difference_on_both_sides_of_the_series_switch():
             exact = float(sum(Fraction(1, int(a) + j) for j in range(1, int(s) + 1)))
             assert curves.harmonic_difference(np.array([a]), np.array([s]))[0] == pytest.approx(exact, rel=1e-12)
     assert digamma(3.0) - digamma(1.0) == pytest.approx(1.5)
+
+
+def test_against_torch_uncertainty_on_shared_data():
+    """torch-uncertainty 0.13's numbers on this seeded data (scripts/llm/compare_torch_uncertainty.py printed them;
+    torch is not a test dependency): its AURC is the trapezoid form of the same r_k normalised by 1 - 1/n, its risk
+    at coverage the same definition, its coverage at risk the same in float32."""
+    rng = np.random.default_rng(35)
+    probs = rng.dirichlet(np.ones(4) * 0.7, size=2000)
+    labels = np.array([rng.choice(4, p=p) for p in probs])
+    conf, correct = probs.max(axis=1), (probs.argmax(axis=1) == labels).astype(float)
+    _, s, e = _blocks(conf, correct)
+    r = np.cumsum(1 - correct[np.argsort(-conf)]) / np.arange(1, 2001)
+    assert (r.sum() - (r[0] + r[-1]) / 2) / 1999 == pytest.approx(0.3137263937942096, rel=1e-8)
+    assert curves.aurc(s, e) == pytest.approx(r.mean(), rel=1e-13)
+    assert curves.risk_at_coverage(s, e, 0.8) == pytest.approx(0.405625, rel=1e-12)
+    assert curves.coverage_at_risk(s, e, 0.3) == pytest.approx(0.40849998593330383, rel=1e-7)

@@ -68,10 +68,34 @@ def test_each_rules_argmax_is_lm_evals_per_sample_metric(rule, metric, path):
 def test_doc_fields_are_columns_and_doc_hash_the_key():
     items = lm_eval.read(MC)
     records = _lines(MC)
-    assert items.keys == [r["doc_hash"] for r in records]
-    assert items.columns["doc.subject"] == [r["doc"]["subject"] for r in records]
+    assert list(items.table()["item"].to_pylist()) == [r["doc_hash"] for r in records]
+    assert items.table()["doc.subject"].to_pylist() == [r["doc"]["subject"] for r in records]
     assert "doc.choices" not in items.columns  # lists are left out
     table = items.table()
     assert table.column_names[:5] == ["p_0", "p_1", "p_2", "p_3", "label"]
     varied = lm_eval.read(VARIED).table()
     assert varied.column_names[:2] == ["confidence", "label"]  # per-item choice counts: top-label
+
+
+@pytest.mark.parametrize("path", [MC, VARIED])
+@pytest.mark.parametrize("rule", ["softmax", "length-normalized", "mutual-info"])
+def test_the_columnar_and_the_line_readers_agree(path, rule):
+    from calibcli.llm.confidence import rule_for
+    from calibcli.llm.lm_eval_columns import read_columns
+    from calibcli.llm.texts import first_record
+
+    first = first_record(path)
+    mutual = len(first["filtered_resps"]) == 2 * len(first["doc"]["choices"])
+    if rule == "mutual-info" and not mutual:
+        return
+    fast = read_columns(path, first, rule=rule_for("lm-eval", rule), task="t", delimiter=" ", mutual=mutual)
+    slow = lm_eval._read_lines(path, rule_for("lm-eval", rule), "t", " ")
+    if path == VARIED:
+        assert fast is None  # per-document choice counts: the line reader
+        return
+    assert fast is not None
+    np.testing.assert_allclose(fast.probs, np.vstack(slow.probs), rtol=1e-14, atol=1e-16)
+    assert list(fast.targets) == slow.targets
+    assert fast.keys.to_pylist() == slow.keys
+    assert fast.columns["doc.subject"].to_pylist() == slow.columns["doc.subject"]
+    assert fast.table().column_names[:6] == slow.table().column_names[:6]
