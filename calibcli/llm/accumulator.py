@@ -201,7 +201,7 @@ class SelectiveAccumulator(Accumulator):
         if len(coverage) > CURVE_POINTS:
             pick = np.unique(np.searchsorted(coverage, np.linspace(0, 1, CURVE_POINTS)).clip(0, len(coverage) - 1))
             coverage, risk = coverage[pick], risk[pick]
-        ties = {**blocks.tie_counts(), "rule": "tie blocks: errors spread evenly within a block (SPEC 11)"}
+        ties = {**blocks.tie_counts(), "rule": "tie blocks: errors spread evenly within a block"}
         notes = (
             (f"{ties['tie_blocks']} tie block(s) holding {ties['rows_in_ties']} rows: their errors spread evenly",)
             if ties["tie_blocks"]

@@ -63,6 +63,9 @@ def converted_inputs(args: list[str], request: Request) -> Iterator[bool]:
                 _write(items.table(), location)
                 entries.append(converted.Converted(items.path, location, described(items)))
             converted.register(arg, entries)
+            for entry in entries:  # a task of a directory, named again by its own path (report's later passes)
+                if converted.lookup(entry.name) is None:
+                    converted.register(entry.name, [entry])
             registered = True
         yield registered
     finally:

@@ -96,7 +96,7 @@ def plan(o: Options, sources, engine: str) -> Plan:
         "mode": o.mode or "auto",
         "coverages": list(o.coverages),
         "risks": list(o.risks),
-        "order": "confidence descending; equal confidences are one block, its errors spread evenly (SPEC 11)",
+        "order": "confidence descending; equal confidences are one block, its errors spread evenly",
         "risk": "r_k = errors among the k most confident / k",
         "estimators": {
             **NOTES,
@@ -104,7 +104,7 @@ def plan(o: Options, sources, engine: str) -> Plan:
             "coverage_at_risk_t": f"max{{k/n : r_k <= t}} (0 when none; relative slack {RISK_SLACK:g})",
         },
         "n_boot": o.n_boot,
-        "bootstrap": "Poisson, keyed by (seed, global row index), per row (SPEC 8)",
+        "bootstrap": "Poisson, keyed by (seed, global row index), per row",
         "alpha": o.alpha,
         "confidence_level": 1 - o.alpha,
         "seed": o.seed,

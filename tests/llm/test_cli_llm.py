@@ -123,3 +123,15 @@ def test_selective_on_a_classifier_table():
     doc = run_json("selective", str(SAMPLE / "digits_nb.csv"), "--n-boot", "0")
     metrics = doc["files"][0]["problems"][0]["metrics"]
     assert 0 < metrics["aurc"]["estimate"] < 1 and doc["files"][0]["mode"] == "top-label"
+
+
+def test_the_report_page_says_what_a_threshold_buys(tmp_path):
+    page, data = tmp_path / "r.html", tmp_path / "r.json"
+    r = run("report", INSPECT, "-o", page, "--json-output", data, "--n-boot", "200")
+    assert r.exit_code == 0, r.stderr
+    html = page.read_text()
+    assert "What a confidence threshold buys" in html and "coverage at risk 0.1" in html
+    doc = json.loads(data.read_text())
+    assert doc["selective"]["files"][0]["problems"][0]["metrics"]["coverage_at_risk_0.1"]["estimate"] > 0
+    r = run("report", str(SAMPLE / "breast_cancer_nb.csv"), "-o", tmp_path / "plain.html", "--n-boot", "200")
+    assert r.exit_code == 0 and "What a confidence threshold buys" not in (tmp_path / "plain.html").read_text()

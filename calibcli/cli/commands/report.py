@@ -33,7 +33,8 @@ from calibcli.core.documents import to_json
 from calibcli.core.errors import check_choice, flag_of, warn
 from calibcli.core.safe_text import for_terminal
 from calibcli.core.validation import check_option, check_options, check_params
-from calibcli.engines.pipeline import check_engine
+from calibcli.engines.pipeline import check_engine, run
+from calibcli.llm import family as selective_family
 from calibcli.recalibrate import family as recalibrate_family
 from calibcli.recalibrate.family import DEFAULT_METHODS
 from calibcli.report.document import build_document
@@ -154,6 +155,9 @@ def report(files: ReportFiles, **options) -> None:
             audit_inputs, audit_sources, audited, engine={o.name: options[o.name] for o in cc.ENGINE.options}
         )
         verdicts.add_audit(doc)  # a segment off by many sigma is not "Calibrated"
+    if any("llm" in e["input"] for e in doc["files"]):  # LLM dumps: what a confidence threshold buys (selective)
+        chosen = selective_family.Options(n_boot=n_boot, alpha=alpha, seed=seed)
+        doc["selective"] = run(selective_family.FAMILY, sources, chosen, cc.engine_of(options))
     page = render_page(doc)
     if json_output:
         write_atomic(json_output, to_json(doc) + "\n", "json_output")
