@@ -197,7 +197,7 @@ def run_fragment(fragments, first=None, second: dict | None = None) -> Part:
     fragments = (fragments,) if isinstance(fragments, Fragment) else tuple(fragments)
     counts = RowCounts()
     batches = (batch for fragment in fragments for batch in fragment.batches(counts))
-    groups = _stream_into(batches, fragments[0].plan.split_by, {}, new)
+    groups = _stream_into(batches, fragments[0].plan.group_by, {}, new)
     return Part(counts, groups)
 
 

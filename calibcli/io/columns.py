@@ -207,9 +207,12 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
 class ReadPlan:
     """How the files of one dataset are read and converted; decided from the first file, picklable.
 
-    ``group_kinds`` says what each group column's values are: ``int``, ``float``, ``bool`` or ``str``
-    (the first file's type; every other file is converted to it). ``partition_keys`` are the group
-    columns that come from ``key=value`` directories rather than from the files' data.
+    ``group_by`` are the columns whose values split the rows into report entries (``--group-by``);
+    ``segment_by`` the audit's segment columns, read beside every row with empty values allowed (a segment of
+    their own) and splitting nothing. A run has one or the other, never both: :attr:`carried` is the one it has.
+    ``group_kinds`` says what each of those columns' values are: ``int``, ``float``, ``bool`` or ``str`` (the
+    first file's type; every other file is converted to it). ``partition_keys`` are the ones that come from
+    ``key=value`` directories rather than from the files' data.
     """
 
     columns: _Resolved
@@ -221,22 +224,23 @@ class ReadPlan:
     batch_rows: int
     drop_invalid: bool = False
     group_by: tuple[str, ...] = ()
+    segment_by: tuple[str, ...] = ()
     group_kinds: tuple[str, ...] = ()
     partition_keys: tuple[str, ...] = ()
-    #: The group columns are the audit's segment columns: read beside every row, with empty values allowed
-    #: (a segment of their own), and the rows not split by them (:attr:`split_by` is empty).
-    segment_columns: bool = False
+
+    def __post_init__(self) -> None:
+        assert not (self.group_by and self.segment_by), "a run splits by groups or reads segments, not both"
 
     @property
-    def split_by(self) -> tuple[str, ...]:
-        """The columns whose values split the rows into report entries (``--group-by``)."""
-        return () if self.segment_columns else self.group_by
+    def carried(self) -> tuple[str, ...]:
+        """The columns read beside every row as each batch's ``groups``: the group-by or the segment columns."""
+        return self.segment_by or self.group_by
 
     @property
     def data_columns(self) -> list[str]:
         """The columns read from each file: probabilities, label, weight, group columns (each once)."""
         c = self.columns
-        groups = [g for g in self.group_by if g not in self.partition_keys]
+        groups = [g for g in self.carried if g not in self.partition_keys]
         return list(
             dict.fromkeys([*c.prob_columns, c.label_column, *([c.weight_column] if c.weight_column else []), *groups])
         )
@@ -249,7 +253,7 @@ class ReadPlan:
             return "the label column"
         if column == c.weight_column:
             return "the weight column"
-        return "a segment column" if self.segment_columns else "a group-by column"
+        return "a segment column" if self.segment_by else "a group-by column"
 
     def convert(self, table, where: str, first_row: int, partition: dict | None = None) -> Converted:
         """One batch as arrays (:func:`convert_batch`); a plan of another kind of target converts its own way
@@ -361,13 +365,14 @@ def convert_batch(table, plan: ReadPlan, where: str, first_row: int, partition: 
         weight_empty = null_mask(col)
 
     groups = None
-    if plan.group_by:
+    if plan.carried:
         n = table.num_rows
+        values_of = segment_values if plan.segment_by else group_values
         groups = tuple(
             _constant((partition or {})[g], kind, n)
             if g in plan.partition_keys
-            else (segment_values if plan.segment_columns else group_values)(table.column(g), kind, g, where, first_row)
-            for g, kind in zip(plan.group_by, plan.group_kinds, strict=True)
+            else values_of(table.column(g), kind, g, where, first_row)
+            for g, kind in zip(plan.carried, plan.group_kinds, strict=True)
         )
     return Converted(
         probs,

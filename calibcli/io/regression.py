@@ -411,7 +411,7 @@ class RegressionPlan:
     group_by: tuple[str, ...] = ()
     group_kinds: tuple[str, ...] = ()
     partition_keys: tuple[str, ...] = ()
-    segment_columns: bool = False
+    segment_by: tuple[str, ...] = ()  # (no audit of regression dumps: always empty, as ReadPlan's field)
     class_names: tuple[str, ...] = ()
     n_classes: int = 0
     logits: bool = False
@@ -420,10 +420,6 @@ class RegressionPlan:
     def columns(self) -> _Columns:
         t = self.target
         return _Columns(t.columns, t.target, t.weight, t.chosen)
-
-    @property
-    def split_by(self) -> tuple[str, ...]:
-        return self.group_by
 
     @property
     def data_columns(self) -> list[str]:

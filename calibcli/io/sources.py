@@ -88,8 +88,8 @@ class Stream:
         self.class_names = plan.class_names
         self.n_classes = plan.n_classes
         self.logits = plan.logits
-        self.group_by = plan.split_by
-        self.segment_columns = plan.group_by if plan.segment_columns else ()
+        self.group_by = plan.group_by
+        self.segment_columns = plan.segment_by
 
     @property
     def files(self) -> list[str]:
@@ -292,7 +292,7 @@ class Dataset:
 
         check_options(batch_rows=batch_rows)
         segments = bool(segment_by)
-        group_by = tuple(segment_by or group_by)
+        carried = tuple(segment_by or group_by)  # the columns read beside every row (one kind or the other)
         option = "{opt:segment_cols}" if segments else "{opt:group_by}"
         if input_format is not None:
             formats.detect_format("-", input_format)  # a bad --input-format fails before stdin is read
@@ -302,14 +302,14 @@ class Dataset:
         schema = _guarded(first.path, fmt, formats.read_schema, location, fmt)
         names, types = list(schema.names), {f.name: f.type for f in schema}
         resolved = resolve_columns(names, types, spec, first.path)
-        kinds = tuple(self._group_kind(g, names, types, first.path, option) for g in group_by)
-        if len(set(group_by)) < len(group_by):
-            twice = next(g for g in group_by if group_by.count(g) > 1)
+        kinds = tuple(self._group_kind(g, names, types, first.path, option) for g in carried)
+        if len(set(carried)) < len(carried):
+            twice = next(g for g in carried if carried.count(g) > 1)
             raise CalibcliError(
                 f"the {'segment' if segments else 'group-by'} columns name {shown(twice)} twice: name each column once"
             )
-        partition_keys = tuple(g for g in group_by if g in self.partition_kinds)
-        partitions = [self._group_partition(s, partition_keys, kinds, group_by) for s in self._sources]
+        partition_keys = tuple(g for g in carried if g in self.partition_kinds)
+        partitions = [self._group_partition(s, partition_keys, kinds, carried) for s in self._sources]
 
         vector_length = None
         if resolved.vector_column:
@@ -332,10 +332,10 @@ class Dataset:
             first_file=first.path,
             batch_rows=batch_rows,
             drop_invalid=drop_invalid,
-            group_by=group_by,
+            group_by=() if segments else carried,
+            segment_by=carried if segments else (),
             group_kinds=kinds,
             partition_keys=partition_keys,
-            segment_columns=segments,
         )
         return Stream(self, plan, list(zip(self._sources, located, fmts, partitions, strict=True)))
 
