@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from calibcli.core.documents import entry_label, fmt_interval, fmt_number, segment_text
+from calibcli.report import regression_view
 from calibcli.report.entries import _level
 
 
@@ -576,6 +577,14 @@ VIEWS: dict[str, View] = {
         detail=_diagram_detail,
         tail=_diagram_tail,
         summary_metrics=("ece_l1_plugin", "smece"),
+    ),
+    "regression": View(
+        title=regression_view.title,
+        entry_lines=regression_view.entry_lines,
+        detail=regression_view.detail,
+        group_line=regression_view.worst_group_line,
+        summary_metrics=("mace", "pit_ks_pvalue", "picp_0.9", "ence", "crps|pinball"),
+        problem_label="kind",
     ),
     "recalibrate fit": View(head=_fit_head, tables=_fit_tables, problem_label="method", metric_table=False),
     "recalibrate apply": View(head=_apply_head),

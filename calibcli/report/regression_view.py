@@ -1,0 +1,66 @@
+"""How ``calibcli regression``'s report reads (docs/commands/regression.md): its title line, a line per entry
+(the kind, the columns, the rows), the last column's note, the default summary columns. The ``View`` itself is
+registered in :data:`calibcli.report.views.VIEWS`."""
+
+from __future__ import annotations
+
+from calibcli.core.documents import entry_label, fmt_number
+
+
+def title(doc: dict) -> str:
+    p = doc["parameters"]
+    boot = (
+        f"{p['n_boot']} bootstrap resamples, {1 - p['alpha']:.0%} percentile intervals, seed {p['seed']}"
+        if p.get("n_boot")
+        else "no bootstrap"
+    )
+    return f"calibcli regression: {boot}"
+
+
+def _columns(cols: dict) -> str:
+    kind = cols["kind"]
+    if kind == "gaussian":
+        spread = f"std {cols['std']}" if "std" in cols else f"var {cols['var']}"
+        what = f"mean {cols['mean']}, {spread}"
+    elif kind == "quantiles":
+        what = f"{len(cols['quantiles'])} quantiles at {', '.join(f'{v:g}' for v in cols['levels'])}"
+    elif kind == "intervals":
+        what = ", ".join(
+            f"[{lo}, {hi}] at {lv:g}" for lo, hi, lv in zip(cols["lower"], cols["upper"], cols["levels"], strict=True)
+        )
+    else:
+        what = f"{len(cols['samples'])} samples"
+    return f"{kind}: {what}; target {cols['target']}" + (f", weights {cols['weight']}" if cols.get("weight") else "")
+
+
+def entry_lines(doc: dict, f: dict) -> list[str]:
+    i = f["input"]
+    problem = f["problems"][0]
+    dropped = f", dropped {i['rows_dropped']}" if i.get("rows_dropped") else ""
+    curve = problem["calibration_curve"]
+    crossed = problem.get("crossed_quantiles")
+    cross = f"; crossed quantiles in {crossed['rows']} rows (sorted)" if crossed and crossed["rows"] else ""
+    return [
+        f"{entry_label(f)}: {f.get('rows_in_group', i['rows_used'])} rows{dropped}; {_columns(i['columns'])}; "
+        f"calibration curve: {curve['form']} form at {len(curve['expected'])} levels{cross}"
+    ]
+
+
+def detail(doc, name, m, section, entry) -> str:
+    note = m.get("note") or ""
+    if name.startswith("picp_"):
+        return f"nominal {name[len('picp_') :]}"
+    if name == "pit_ks_pvalue":
+        return f"n {entry['problems'][0]['pit_ks']['n']}; {note}"
+    return note
+
+
+def worst_group_line(doc: dict) -> str | None:
+    metric = (doc["parameters"].get("gate") or {}).get("metric") or "mace"
+    g = doc["groups"]["metrics"].get(metric)
+    if not g:
+        return None
+    return (
+        f"{doc['groups']['n_groups']} groups by {', '.join(doc['groups']['by'])}: worst {metric} "
+        f"{fmt_number(g['worst'])} in {g['worst_group']}; spread {fmt_number(g['spread'])}"
+    )
