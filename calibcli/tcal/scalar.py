@@ -30,14 +30,13 @@ import numpy as np
 
 from calibcli.core.binning import uniform_bin_index
 from calibcli.core.errors import CalibcliError
+from calibcli.core.resampling import _GAMMA, _MIX1, _MIX2
 from calibcli.tcal.engine import CHUNK_BYTES
 from calibcli.tcal.kernels import sweep_block
 
-#: Points per block of the sorted sweep (binary engine): the block's working arrays fit in cache.
+#: Points per block of the sorted sweep (binary engine): the block's working arrays fit in cache (even: a
+#: block's draws start at a pair of points).
 _BLOCK_POINTS = 2**15
-
-#: Uniform draws of a sweep shared by several engines (:func:`sweep`), one buffer per thread.
-_DRAWN = threading.local()
 
 #: Label vectors swept together (several seeded chunks of resamples): each NumPy call of the sweep then serves
 #: this many resamples, so its fixed cost (and the hand-over of the GIL between threads) is shared.
@@ -265,6 +264,8 @@ class SortedScalarEngine:
         self.count_dtype = (np.int32 if self.n < 2**31 else np.int64) if self.w is None else np.float64
         self.step_b: np.ndarray
         self.compiled = self.n >= COMPILED_POINTS
+        # the compiled loop's draws: u = bits / 2^32 < z  <=>  bits < z 2^32 (exact)  <=>  bits < ceil(z 2^32)
+        self.thresholds = np.ceil(self.z * 2.0**32).astype(np.int64)
         # what a positive adds to the first prefix sum: a count of 1, or its weight
         self.w_a = np.ones(self.n, dtype=self.count_dtype) if self.w is None else self.w
         if self.w is None:
@@ -303,20 +304,23 @@ class SortedScalarEngine:
         """A sweep over ``rows`` label vectors: this thread's buffers and the per-group totals (zeros)."""
         return self._workspace(rows), np.zeros((rows, self.group_spans.shape[0]))
 
-    def _drawn_block(self, k: int, uniform: np.ndarray, space: dict, totals: np.ndarray) -> None:
-        """Sweep block ``k`` given the uniforms of its points (rows x points of the block; a point is positive
-        when its uniform is below its prediction): :meth:`_block`'s work, as one compiled loop past
-        :data:`COMPILED_POINTS` points (the same statistics within 1e-12 relative)."""
+    def _drawn_block(self, k: int, keys: np.ndarray, space: dict, totals: np.ndarray) -> None:
+        """Sweep block ``k`` under the resamples' keys (a point is positive when its uniform, :func:`_uniforms`,
+        is below its prediction): the uniforms drawn and :meth:`_block`'s work done by NumPy, or past
+        :data:`COMPILED_POINTS` points in one compiled loop that makes the same draws (its sums within 1e-12
+        relative)."""
         a, b = int(self.block_edges[k]), int(self.block_edges[k + 1])
-        rows = uniform.shape[0]
+        rows = len(keys)
         if not self.compiled:
+            uniform = space["D"][: rows * (b - a)].reshape(rows, b - a)
+            _uniforms(keys, a, b, uniform)
             positive = space["positive"][:rows, : b - a]
             np.less(uniform, self.z[a:b], out=positive)
             self._block(k, positive, space, totals)
             return
         first_bin, end_bin, heads, groups, kept_at, kept_slots = self.blocks[k]
         sweep_block(
-            uniform, self.z[a:b], self.w_a[a:b], self.step_b[a:b], space["A"][:rows], space["B"][:rows], k > 0,
+            keys, a, self.thresholds[a:b], self.w_a[a:b], self.step_b[a:b], space["A"][:rows], space["B"][:rows], k > 0,
             self.width, kept_at, kept_slots, self.local_start[first_bin:end_bin], self.local_end[first_bin:end_bin],
             self.bin_wz[first_bin:end_bin], self.scale_b, self.bin_inv_weight[first_bin:end_bin], heads, groups,
             totals, space["S"][:rows],
@@ -511,47 +515,26 @@ def sweep(engines: Sequence[SortedScalarEngine], chunks: Sequence[tuple[np.rando
     points, in one sweep: per engine, ``sum(rows)`` x its distinct partitions, equal to each chunk's
     ``engine.resampled(rng, rows, "y-bootstrap")`` stacked.
 
-    Each chunk draws its uniforms from its own generator block by block, as it does alone (so the draws are
-    the same); a point's label is ``uniform < z`` at its place in the sorted order, so engines of other
-    predictions of the same number of rows (the held-out comparison's methods) compare the same uniforms with
-    their own sorted predictions, drawn once for all. One engine uses each block's uniforms as they are drawn;
-    several engines draw the whole sweep's first (``rows x n`` doubles in a buffer kept per thread) and then
-    sweep them one engine after the other, so each engine's arrays stay in cache during its sweep (taking turns
-    block by block, the engines evicted each other's arrays, and lost what the shared draws saved).
+    Each chunk's generator gives each of its resamples one 64-bit key (:func:`_keys`), and the uniforms of the
+    resample are counter-based draws of that key at the sorted points' positions (:func:`_uniforms`); a point's
+    label is ``uniform < z`` at its place in the sorted order, so engines of other predictions of the same number
+    of rows (the held-out comparison's methods) compare the same uniforms with their own sorted predictions,
+    each engine making them again from the keys as it sweeps (a draw costs less than reading a stored one back).
     """
     first = engines[0]
     if any(e.n != first.n for e in engines):
         raise ValueError("engines sharing draws must hold the same number of points")
     if len({id(e) for e in engines}) != len(engines):  # (an engine's buffers serve one sweep at a time)
         raise ValueError("an engine can take part in a sweep once")
-    rows = sum(size for _, size in chunks)
-    blocks = range(len(first.blocks))
-    edges = [(int(first.block_edges[k]), int(first.block_edges[k + 1])) for k in blocks]
-    if len(engines) == 1:  # drawn block by block, used at once (the block's uniforms stay in cache)
-        space, totals = first._begin(rows)
-        D = space["D"]
-        for k, (a, b) in zip(blocks, edges, strict=True):
-            uniform = D[: rows * (b - a)].reshape(rows, b - a)  # each chunk's rows contiguous, as rng.random needs
-            _draw(chunks, uniform)
-            first._drawn_block(k, uniform, space, totals)
-        return [first._end(totals, [size for _, size in chunks])]
-    # several engines: every block's uniforms drawn once, then each engine sweeps them (its arrays stay in cache)
-    drawn = getattr(_DRAWN, "buffer", None)
-    if drawn is None or len(drawn) < rows * first.n:  # this thread's buffer, kept for its next sweeps
-        drawn = _DRAWN.buffer = np.empty(rows * first.n)
-    uniforms = []
-    for a, b in edges:
-        uniform = drawn[rows * a : rows * b].reshape(rows, b - a)
-        _draw(chunks, uniform)
-        uniforms.append(uniform)
-    states = []
-    for engine in engines:
-        space, totals = engine._begin(rows)
-        for k in blocks:
-            engine._drawn_block(k, uniforms[k], space, totals)
-        states.append((space, totals))
+    keys = _keys(chunks)
     sizes = [size for _, size in chunks]
-    return [engine._end(totals, sizes) for engine, (_, totals) in zip(engines, states, strict=True)]
+    out = []
+    for engine in engines:
+        space, totals = engine._begin(len(keys))
+        for k in range(len(engine.blocks)):
+            engine._drawn_block(k, keys, space, totals)
+        out.append(engine._end(totals, sizes))
+    return out
 
 
 class SharedDraws:
@@ -581,9 +564,27 @@ class SharedDraws:
         return [star[:, lo:hi] for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
 
 
-def _draw(chunks: Sequence[tuple[np.random.Generator, int]], uniform: np.ndarray) -> None:
-    """One block's uniforms of several chunks: each chunk's rows from its own generator, in order."""
-    r = 0
-    for rng, size in chunks:
-        rng.random(out=uniform[r : r + size])
-        r += size
+def _keys(chunks: Sequence[tuple[np.random.Generator, int]]) -> np.ndarray:
+    """One 64-bit key per resample of the chunks (uint64, in order), each chunk's from its own generator."""
+    return np.concatenate(
+        [rng.integers(0, 2**64 - 1, size=size, dtype=np.uint64, endpoint=True) for rng, size in chunks]
+    )
+
+
+def _uniforms(keys: np.ndarray, a: int, b: int, out: np.ndarray) -> None:
+    """The uniforms of sorted points ``a..b-1`` (``a`` even) under each resample's key into ``out`` (rows x
+    points): point ``j`` takes half of SplitMix64's output at position ``j // 2 + 1`` of the key's stream (Steele,
+    Lea & Flood 2014; the mixing of :mod:`calibcli.core.resampling`), the high 32 bits for even ``j``, the low
+    ones for odd ``j``, as ``bits / 2^32``: two points' draws from one 64-bit output. The NumPy form of the draws
+    that :func:`calibcli.tcal.kernels.sweep_block` makes in its loop, the same numbers."""
+    pairs = (b - a + 1) // 2
+    position = (np.arange(a // 2, a // 2 + pairs, dtype=np.uint64) + np.uint64(1)) * _GAMMA
+    with np.errstate(over="ignore"):
+        x = keys[:, None] + position[None, :]
+        x ^= x >> np.uint64(30)
+        x *= _MIX1
+        x ^= x >> np.uint64(27)
+        x *= _MIX2
+        x ^= x >> np.uint64(31)
+    np.multiply(x >> np.uint64(32), 2.0**-32, out=out[:, 0::2])
+    np.multiply(x[:, : (b - a) // 2] & np.uint64(0xFFFFFFFF), 2.0**-32, out=out[:, 1::2])
