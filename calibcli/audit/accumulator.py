@@ -19,7 +19,7 @@ import numpy as np
 
 from calibcli.audit.grid import GRID_CELLS, ColumnStats, SegmentGrid
 from calibcli.audit.segment_tests import AuditOptions, AuditResult, audit_arrays, finish
-from calibcli.audit.segments import code_values, partitions
+from calibcli.audit.segments import check_segments, code_values, partitions
 from calibcli.binned.estimators import binned_calibration
 from calibcli.core.errors import CalibcliError
 from calibcli.core.modes import binary_problems
@@ -160,6 +160,7 @@ class SegmentAuditAccumulator:
             stats.coding(name, max_values=o.max_values) for name, stats in zip(self.columns, self.stats, strict=True)
         ]
         codings = [c for c, _ in found]
+        check_segments(codings, o.depth, max_segments=o.max_segments, n_bins=o.n_bins, n_rows=0)
         out = SegmentAuditAccumulator(
             mode=self.mode,
             n_classes=self.n_classes,
@@ -234,6 +235,7 @@ class SegmentAuditAccumulator:
             for name, v in zip(self.columns, values, strict=True)
         ]
         codings, codes = [c for c, _ in coded], [k for _, k in coded]
+        check_segments(codings, o.depth, max_segments=o.max_segments, n_bins=o.n_bins, n_rows=len(s))
         parts = partitions(codings, o.depth)
         result = audit_arrays(y, s, w, codes, codings, parts, o)
         if progress is not None:

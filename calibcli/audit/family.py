@@ -10,6 +10,7 @@ from calibcli.audit.accumulator import ROW_LIMIT, SegmentAuditAccumulator
 from calibcli.audit.grid import GRID_CELLS
 from calibcli.audit.multitest import ADJUST_METHODS, MCE_METHODS
 from calibcli.audit.segment_tests import AuditOptions
+from calibcli.audit.segments import check_partitions
 from calibcli.core.declarations import ALPHA, MODE
 from calibcli.core.documents import new_document
 from calibcli.core.documents import segment_text as describe
@@ -51,6 +52,12 @@ class Options(Declared):
         4, "--segment-bins", help="Quantile bins of a numeric column (one with more distinct values than this)."
     )
     min_segment: int = option(100, "--min-segment", help="Segments with fewer rows are counted, not tested.")
+    max_segments: int = option(
+        100_000,
+        "--max-segments",
+        help="Most segments an audit forms (every combination of codes of the partitions up to --depth), checked "
+        "before any work with the memory they need; more is an error naming a --depth or --max-values that fits.",
+    )
     alpha: float = declared(0.05, ALPHA)
     power: float = option(0.8, "--power", help="Power of the minimum detectable ECCE (mde) of each segment.")
     adjust: str = option(
@@ -95,6 +102,7 @@ class Options(Declared):
             max_values=self.max_values,
             segment_bins=self.segment_bins,
             min_segment=self.min_segment,
+            max_segments=self.max_segments,
             alpha=self.alpha,
             power=self.power,
             adjust=self.adjust,
@@ -108,12 +116,23 @@ def plan(o: Options, sources, engine: str, *, diagrams: int = 0) -> Plan:
     worst tested segments whose binned diagrams each input's result carries (beside the whole population's;
     ``calibcli report --segment-cols`` draws them)."""
     options, columns, mode = o.audit, o.columns, o.mode
+    check_partitions(len(columns), options.depth, options.max_segments)  # before any row is read
     doc = new_document(
         "audit",
         {
             **o.shown("mode"),
             "segment_columns": list(columns),
-            **o.shown("depth", "max_values", "segment_bins", "min_segment", "alpha", "power", "adjust", "mce_method"),
+            **o.shown(
+                "depth",
+                "max_values",
+                "segment_bins",
+                "min_segment",
+                "max_segments",
+                "alpha",
+                "power",
+                "adjust",
+                "mce_method",
+            ),
             "n_bins": options.n_bins,
             "segments": "the whole population, each segment column's values (categorical: the max_values most "
             "frequent, the rest 'other'; numeric: segment_bins quantile bins) and their intersections "

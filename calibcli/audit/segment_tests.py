@@ -32,6 +32,7 @@ import numpy as np
 
 from calibcli.audit.multitest import ADJUST_METHODS, MCE_METHODS, adjust_pvalues, mce_pvalue
 from calibcli.audit.segments import ColumnCoding, Partition, definition
+from calibcli.core import cancel
 from calibcli.core.errors import CalibcliError
 from calibcli.cumulative.brownian import minimum_detectable_ecce_sigma, relative_percent
 from calibcli.cumulative.ecce import EcceResult, ecce_segments
@@ -45,6 +46,7 @@ class AuditOptions:
     max_values: int = 10
     segment_bins: int = 4
     min_segment: int = 100
+    max_segments: int = 100_000
     alpha: float = 0.05
     power: float = 0.8
     adjust: str = "holm"
@@ -58,6 +60,8 @@ class AuditOptions:
             raise CalibcliError(f"{{opt:mce_method}} is {self.mce_method!r}: expected one of {', '.join(MCE_METHODS)}")
         if not 0.0 < self.power < 1.0:
             raise CalibcliError(f"{{opt:power}} is {self.power:g}: expected a probability strictly between 0 and 1")
+        if self.max_segments < 1:
+            raise CalibcliError(f"{{opt:max_segments}} is {self.max_segments}: expected at least 1 segment")
         if self.min_segment < 1:
             raise CalibcliError(f"{{opt:min_segment}} is {self.min_segment}: expected at least 1 row")
         return self
@@ -122,6 +126,7 @@ def segment_sums(
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("wy", "ws", "ece_l1")}
     key = np.empty(len(s), dtype=np.int64)  # reused by every partition
     for seg, g in zip(ids, sizes, strict=True):
+        cancel.check()  # a signal stops the audit between partitions
         np.multiply(seg, n_bins, out=key, dtype=np.int64)  # ids come in small unsigned types: widened first
         key += bins
         bw = (

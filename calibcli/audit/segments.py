@@ -27,6 +27,7 @@ import numpy as np
 
 from calibcli.core.binning import quantile_edges_sorted
 from calibcli.core.errors import CalibcliError
+from calibcli.core.validation import budget_text, format_bytes, memory_budget
 from calibcli.io.columns import CodedText
 
 KINDS = ("categorical", "numeric")
@@ -293,7 +294,14 @@ class Partition:
     def segment_ids(self, codes: list[np.ndarray], n_rows: int) -> np.ndarray:
         """Each row's segment in this partition (mixed radix of its columns' codes), in the smallest unsigned type
         that holds them (the ECCE's per-partition sort is a radix sort for 8- and 16-bit ids)."""
-        dtype = next(t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if self.n_segments <= np.iinfo(t).max)
+        dtype = next(
+            (t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if self.n_segments <= np.iinfo(t).max), None
+        )
+        if dtype is None:  # (check_segments refuses this many first: a partition's ids past 2^64)
+            raise CalibcliError(
+                f"a partition of {len(self.columns)} segment columns has {float(self.n_segments):.3g} segments, past "
+                "2^64: use a smaller {opt:depth} or {opt:max_values}"
+            )
         ids: np.ndarray = np.zeros(n_rows, dtype=dtype)
         for col, size in zip(self.columns, self.sizes, strict=True):
             ids *= dtype(size)
@@ -326,3 +334,128 @@ def definition(codings: list[ColumnCoding], partition: Partition, segment: int) 
         codings[c].column: codings[c].definition(code)
         for c, code in zip(partition.columns, partition.codes_of(segment), strict=True)
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# The size of an audit, known before any work: partitions from the number of columns and the depth, segments from
+# the columns' numbers of codes (issue 33: 30 two-valued columns at depth 8 are 8.7 million partitions)
+
+#: Bytes per segment of the dense per-segment arrays (the (segment, bin) sums of three statistics, their reshaped
+#: temporaries, the ECCE statistics and the result's arrays): ``SEGMENT_BYTES + SEGMENT_BIN_BYTES * n_bins``.
+SEGMENT_BYTES = 256
+SEGMENT_BIN_BYTES = 48
+#: Bytes per reported segment (one with rows): its entry in the result and the JSON report.
+REPORTED_SEGMENT_BYTES = 4096
+
+
+def counts_by_depth(sizes: list[int], depth: int) -> list[tuple[int, int]]:
+    """``(partitions, segments)`` of the intersections of exactly ``d`` columns, for ``d = 0..depth``, of columns
+    with these numbers of codes: the elementary symmetric polynomials of the sizes (exact Python integers, no
+    enumeration of the combinations)."""
+    top = min(depth, len(sizes))
+    segments, parts = [1] + [0] * top, [1] + [0] * top
+    for size in sizes:
+        for d in range(top, 0, -1):
+            segments[d] += segments[d - 1] * int(size)
+            parts[d] += parts[d - 1]
+    return list(zip(parts, segments, strict=True))
+
+
+def planned_bytes(sizes: list[int], depth: int, n_bins: int, n_rows: int) -> int:
+    """What an audit of columns with these numbers of codes plans to hold at ``depth``: the dense per-segment
+    arrays, a segment id per row and partition, and the report's entries (at most ``n_rows`` per partition)."""
+    by_depth = counts_by_depth(sizes, depth)
+    n_parts = sum(p for p, _ in by_depth)
+    n_segments = sum(s for _, s in by_depth)
+    reported = min(n_segments, n_parts * max(n_rows, 1))
+    return (
+        n_segments * (SEGMENT_BYTES + SEGMENT_BIN_BYTES * n_bins)
+        + n_parts * n_rows * 8
+        + reported * (REPORTED_SEGMENT_BYTES)
+    )
+
+
+def check_partitions(n_columns: int, depth: int, max_segments: int) -> None:
+    """Before any row is read: the intersections of up to ``depth`` of ``n_columns`` columns are at least that many
+    segments (one per partition at the least); refuse more than ``max_segments``, naming a depth that fits."""
+    by_depth = counts_by_depth([1] * n_columns, depth)
+    n_parts = sum(p for p, _ in by_depth)
+    if n_parts <= max_segments:
+        return
+    # the advice assumes two codes per column, the least a column that splits the rows has (the columns are not
+    # read yet); with more, the check after coding names the depth that fits the real numbers
+    two = counts_by_depth([2] * n_columns, depth)
+    fits = [d for d in range(1, depth) if sum(s for _, s in two[: d + 1]) <= max_segments]
+    advice = (
+        f"use {{opt:depth}} {fits[-1]} or less (at least {sum(s for _, s in two[: fits[-1] + 1]):,} segments with two "
+        "values per column)"
+        if fits
+        else f"use fewer {{opt:segment_cols}} (at most {max(max_segments // 2 - 1, 1):,} at {{opt:depth}} 1)"
+    )
+    raise CalibcliError(
+        f"{{opt:depth}} {depth} over {n_columns} {{opt:segment_cols}} forms {n_parts:,} partitions of the rows, so at "
+        f"least as many segments, more than {{opt:max_segments}} {max_segments:,}: {advice}, or fewer "
+        f"{{opt:segment_cols}}; or raise {{opt:max_segments}}"
+    )
+
+
+def check_segments(codings: list[ColumnCoding], depth: int, *, max_segments: int, n_bins: int, n_rows: int) -> None:
+    """Once the columns are coded, before any segment is summed: the segments of every partition (each a
+    combination of codes, with or without rows) against ``max_segments`` and the memory budget
+    (:func:`calibcli.core.validation.memory_budget`). The message names what makes them many (the depth, the codes
+    per column: ``max_values`` and ``segment_bins``) and a value that fits."""
+    sizes = [c.n_codes for c in codings]
+    budget = memory_budget()
+
+    def fits(sizes_: list[int], depth_: int) -> bool:
+        segments = sum(s for _, s in counts_by_depth(sizes_, depth_))
+        return segments <= max_segments and planned_bytes(sizes_, depth_, n_bins, n_rows) <= budget
+
+    if fits(sizes, depth):
+        return
+    n_segments = sum(s for _, s in counts_by_depth(sizes, depth))
+    nbytes = planned_bytes(sizes, depth, n_bins, n_rows)
+    limit = (
+        f"more than {{opt:max_segments}} {max_segments:,}"
+        if n_segments > max_segments
+        else f"which would need {format_bytes(nbytes)}, beyond the memory budget ({format_bytes(budget)}, "
+        f"{budget_text()})"
+    )
+    shown_count = f"{n_segments:,}" if n_segments < 10**15 else f"{float(n_segments):.3g}"
+    codes = f"{min(sizes)} to {max(sizes)} codes" if min(sizes) != max(sizes) else f"{sizes[0]} codes"
+    advice = []
+    depth_fits = [d for d in range(1, depth) if fits(sizes, d)]
+    if depth_fits:
+        d = depth_fits[-1]
+        advice.append(f"{{opt:depth}} {d} ({sum(s for _, s in counts_by_depth(sizes, d)):,} segments)")
+    kinds = {c.kind for c in codings}
+    for option, kind in (("max_values", "categorical"), ("segment_bins", "numeric")):
+        if kind not in kinds:
+            continue
+        low = 1 if kind == "categorical" else 2
+
+        def capped(v: int, kind=kind) -> list[int]:
+            """The columns' numbers of codes with ``v`` values kept (categorical) or ``v`` bins (numeric)."""
+            out = []
+            for c in codings:
+                if c.kind != kind:
+                    out.append(c.n_codes)
+                elif kind == "categorical":
+                    out.append(c.n_codes if v >= len(c.values) else v + 1 + int(c.missing))
+                else:
+                    out.append(min(c.n_codes, v + int(c.missing)))
+            return out
+
+        if fits(capped(low), depth):
+            lo, hi = low, max(sizes)
+            while lo < hi:  # the largest value that fits
+                mid = (lo + hi + 1) // 2
+                lo, hi = (mid, hi) if fits(capped(mid), depth) else (lo, mid - 1)
+            advice.append(f"{{opt:{option}}} {lo} at {{opt:depth}} {depth}")
+    advice.append("fewer {opt:segment_cols}")
+    if n_segments > max_segments:
+        advice.append("raise {opt:max_segments}")
+    raise CalibcliError(
+        f"the audit would form {shown_count} segments ({len(codings)} {{opt:segment_cols}} of {codes} each, with "
+        f"their intersections up to {{opt:depth}} {depth}), {limit}: use " + ", or ".join(advice)
+    )

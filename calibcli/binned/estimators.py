@@ -33,7 +33,7 @@ from calibcli.core.binning import fit_binning, uniform_bin_index
 from calibcli.core.registry import estimated, estimator, evaluate
 from calibcli.core.resampling import in_threads, percentile_intervals
 from calibcli.core.results import Metric
-from calibcli.core.validation import check_binary, check_options
+from calibcli.core.validation import BYTES_PER_REPLICATE_BIN, check_binary, check_options
 
 
 @dataclass(frozen=True)
@@ -463,7 +463,7 @@ def binned_calibration(
 
 #: Bytes per (group, replicate, bin) of the grouped bootstrap: the statistics of every resample of a chunk of
 #: groups (9 arrays) and the estimators' temporaries over them.
-BYTES_PER_GROUP_REPLICATE_BIN = 512
+BYTES_PER_GROUP_REPLICATE_BIN = BYTES_PER_REPLICATE_BIN  # (checked up front in calibcli.core.validation)
 #: The grouped bootstrap holds at most this many bytes of ``(G, R, bins)`` statistics at once (and at most half
 #: the memory budget): more groups are taken in chunks of groups, each one call of every estimator.
 GROUP_CHUNK_BYTES = 1 << 29

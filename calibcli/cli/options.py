@@ -654,4 +654,14 @@ def out_of_memory_message(kwargs: dict) -> str:
             f"out of memory: the largest allocation asked for is {culprit}: try a smaller value, or a smaller input",
             flag_of,
         )
-    return "out of memory while reading and reducing the input: try a smaller input, or a machine with more memory"
+    rows = kwargs.get("batch_rows")
+    fewer = (
+        f" (now {rows}), e.g. {{opt:batch_rows}} {max(rows // 4, 1024)}"
+        if isinstance(rows, int) and not isinstance(rows, bool) and rows > 1024
+        else ""
+    )
+    return cli_text(
+        "out of memory while reading and reducing the input, with no option planning that much: hold fewer rows at "
+        f"a time with {{opt:batch_rows}}{fewer}, or give the run more memory",
+        flag_of,
+    )

@@ -9,6 +9,7 @@ checks with ``where=`` naming the file, so messages point at a row or a column.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from collections.abc import Callable
@@ -186,6 +187,7 @@ _RULES = {
     "max_values": (lambda v: 1 <= v <= 10_000, "expected 1 to 10000 values kept per segment column"),
     "segment_bins": (lambda v: 2 <= v <= 1_000, "expected 2 to 1000 quantile bins per numeric segment column"),
     "min_segment": (lambda v: v >= 1, "expected a positive number of rows"),
+    "max_segments": (lambda v: v >= 1, "expected a positive number of segments"),
     "power": (lambda v: 0.0 < v < 1.0, "expected a number strictly between 0 and 1"),
     "top": (lambda v: v >= 1, "expected a positive number of segments to show"),
     "fail_above_sigma": (lambda v: v > 0, "expected a positive multiple of sigma, e.g. 4"),
@@ -298,7 +300,8 @@ def format_bytes(n: float) -> str:
     return f"{n:.1f} PB" if n < 1e4 else f"{n:.2g} PB"
 
 
-def _budget_text() -> str:
+def budget_text() -> str:
+    """Where the memory budget comes from, as a message names it."""
     import os
 
     if os.environ.get("CALIBCLI_MEMORY_BUDGET", "").strip():
@@ -317,10 +320,12 @@ def check_allocation(name: str, value, nbytes: float, what: str, *, most: int | 
         return
     if most is None:
         most = int(value * (budget / nbytes)) if nbytes > 0 else 0
+    if most < 1:  # even the smallest value would not fit: advising "use at most 0" (or 1) would fail again
+        _too_small_budget(f"{{opt:{name}}} 1", nbytes / value if value else nbytes, hint)
     raise OptionError(
         name,
         f"{{name}} {value} would need {format_bytes(nbytes)} for {what}; use at most {most} "
-        f"(the memory budget is {format_bytes(budget)}, {_budget_text()}){hint}",
+        f"(the memory budget is {format_bytes(budget)}, {budget_text()}){hint}",
     )
 
 
@@ -339,7 +344,7 @@ def _check_size(name: str, value, sizes: dict = _SIZES) -> None:
     if planned is None:
         return
     nbytes, what = planned
-    check_allocation(name, value, nbytes, what, most=max(memory_budget() // sizes[name][0], 1))
+    check_allocation(name, value, nbytes, what, most=memory_budget() // sizes[name][0])
 
 
 def memory_culprit(values: dict) -> str:
@@ -403,6 +408,61 @@ def check_options(choices: dict[str, tuple[str, ...]] | None = None, **values) -
         elif not isinstance(value, (int, float, np.integer, np.floating)):
             raise KeyError(name)
         _check_size(name, value)
+    _check_replicate_bins(values.get("n_boot"), values.get("n_bins", values.get("ece_n_bins")))
+
+
+#: Bytes per (replicate, bin) of the per-row bootstrap of the binned estimators: the statistics of every resample
+#: of a group (9 arrays) and the estimators' temporaries over them. One group's ``(R, bins)`` is the least any
+#: bootstrap of the binned family holds at once (more groups are taken in chunks of groups), so it is checked up
+#: front, against half the budget (the rows and the groups' other arrays take the rest).
+BYTES_PER_REPLICATE_BIN = 512
+
+
+def _check_replicate_bins(n_boot, n_bins) -> None:
+    """``n_boot`` resamples of ``n_bins`` bins (one group's bootstrap statistics) within half the memory budget,
+    refused before any work naming both options and a value of each that fits (issue 33: ``--n-boot 100000
+    --n-bins 100`` was an out-of-memory failure that blamed the input)."""
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (n_boot, n_bins)):
+        return
+    if n_boot <= 0 or n_bins <= 0:
+        return
+    room = memory_budget() // 2
+    nbytes = float(n_boot) * float(n_bins) * BYTES_PER_REPLICATE_BIN
+    if nbytes <= room:
+        return
+    most_boot = room // (int(n_bins) * BYTES_PER_REPLICATE_BIN)
+    most_bins = room // (int(n_boot) * BYTES_PER_REPLICATE_BIN)
+    advice = [f"{{opt:n_boot}} {most_boot} or less at {{opt:n_bins}} {n_bins}"] if most_boot >= 1 else []
+    advice += [f"{{opt:n_bins}} {most_bins} or less at {{opt:n_boot}} {n_boot}"] if most_bins >= 1 else []
+    if not advice:
+        _too_small_budget("{opt:n_boot} 1", BYTES_PER_REPLICATE_BIN * int(n_bins) * 2)
+    raise OptionError(
+        "n_boot",
+        f"{{name}} {n_boot} with {{opt:n_bins}} {n_bins} would need {format_bytes(nbytes)} for one group's bootstrap "
+        f"statistics (every resample of every bin at once), beyond half the memory budget ({format_bytes(2 * room)}, "
+        f"{budget_text()}): use " + ", or ".join(advice),
+    )
+
+
+#: The least budget an error advises: what a run with the default options plans (batches of rows, resamples).
+MIN_ADVISED_BUDGET = 64 * 2**20
+
+
+def _too_small_budget(what: str, needs: float, hint: str = "") -> None:
+    """Refuse a memory budget too small for even the smallest value of an option (no advice that fails again)."""
+    raise CalibcliError(
+        f"the memory budget ({format_bytes(memory_budget())}, {budget_text()}) is too small for even {what} "
+        f"(about {format_bytes(needs)}): set CALIBCLI_MEMORY_BUDGET to at least "
+        f"{_rounded_up_bytes(max(needs, MIN_ADVISED_BUDGET))}{hint}"
+    )
+
+
+def _rounded_up_bytes(n: float) -> str:
+    """A byte count rounded up to a whole K, M, G or T, as ``CALIBCLI_MEMORY_BUDGET`` takes it (``64M``)."""
+    for unit, scale in (("K", 2**10), ("M", 2**20), ("G", 2**30), ("T", 2**40)):
+        if n <= 1024 * scale or unit == "T":
+            return f"{max(math.ceil(n / scale), 1)}{unit}"
+    return f"{math.ceil(n / 2**40)}T"
 
 
 def check_alpha(alpha) -> float:
@@ -432,6 +492,7 @@ INTEGER_OPTIONS = frozenset(
         "max_values",
         "segment_bins",
         "min_segment",
+        "max_segments",
         "top",
         "max_rows",
         "n_points",

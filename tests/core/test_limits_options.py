@@ -157,9 +157,9 @@ def test_tcal_smoothness_that_needs_too_many_cells(monkeypatch):
 def test_library_messages_name_the_parameter(small_budget):
     from calibcli import metrics
     from calibcli.binned.accumulator import BinnedAccumulator
-    from calibcli.core.errors import OptionError
-    from calibcli.calibrators import fit_calibrator
     from calibcli.binned.estimators import binned_calibration
+    from calibcli.calibrators import fit_calibrator
+    from calibcli.core.errors import OptionError
 
     y, z = [0, 1, 1, 0], [0.2, 0.7, 0.6, 0.4]
     for call, parameter in [
@@ -309,8 +309,7 @@ RANGE_CASES = [
 def test_an_option_range_is_stated_once(tmp_path, name, value):
     """Every command with the option refuses a value out of range with the shared rule's words
     (:data:`calibcli.core.validation._RULES`), none with a check of its own."""
-    from calibcli.core.errors import flag_of
-    from calibcli.core.errors import OptionError
+    from calibcli.core.errors import OptionError, flag_of
     from calibcli.core.validation import check_options
 
     with pytest.raises(OptionError) as info:
@@ -571,3 +570,56 @@ def test_the_upper_normal_quantile_at_a_tiny_alpha():
     low, high = wilson_interval(np.array([5.0]), np.array([10.0]), alpha=1e-17)
     assert 0.0 < low[0] < 0.5 < high[0] < 1.0
     assert callable(ece_l2_sq_sun_interval)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sizes known before any work (issue 33): resamples x bins of one group's bootstrap, and a budget too small for
+# anything is named as such (never "use at most 1", which fails again)
+
+
+def test_resamples_times_bins_beyond_the_budget_name_both_and_the_advice_runs(monkeypatch, tmp_path):
+    monkeypatch.setenv("CALIBCLI_MEMORY_BUDGET", "100M")
+    r = run("ece", BINARY, "--n-boot", "100000", "--n-bins", "100")
+    line = _error_line(r)
+    assert line == (
+        "Error: --n-boot 100000 with --n-bins 100 would need 4.8 GB for one group's bootstrap statistics (every "
+        "resample of every bin at once), beyond half the memory budget (100.0 MB, CALIBCLI_MEMORY_BUDGET): use "
+        "--n-boot 1024 or less at --n-bins 100, or --n-bins 1 or less at --n-boot 100000"
+    )
+    assert run("ece", BINARY, "--n-boot", "1024", "--n-bins", "100", "--json").exit_code == 0
+
+
+def test_the_grouped_bootstrap_is_checked_the_same_way(monkeypatch, tmp_path):
+    monkeypatch.setenv("CALIBCLI_MEMORY_BUDGET", "100M")
+    rng = np.random.default_rng(0)
+    path = tmp_path / "g.csv"
+    p = rng.uniform(0.05, 0.95, 300)
+    import pandas as pd
+
+    pd.DataFrame(
+        {"prob": p, "label": (rng.uniform(size=300) < p).astype(int), "g": rng.choice(["a", "b"], 300)}
+    ).to_csv(path, index=False)
+    line = _error_line(run("ece", path, "--group-by", "g", "--n-boot", "100000", "--n-bins", "100"))
+    assert line.startswith("Error: --n-boot 100000 with --n-bins 100 would need 4.8 GB")
+
+
+@pytest.mark.parametrize("budget", ["0.5", "100"])
+def test_a_budget_too_small_for_anything_says_so(monkeypatch, budget):
+    monkeypatch.setenv("CALIBCLI_MEMORY_BUDGET", budget)
+    line = _error_line(run("ece", BINARY, "--n-boot", "10"))
+    assert line.startswith("Error: the memory budget (")
+    assert line.endswith(": set CALIBCLI_MEMORY_BUDGET to at least 64M")
+    assert "use at most" not in line
+    monkeypatch.setenv("CALIBCLI_MEMORY_BUDGET", "64M")
+    assert run("ece", BINARY, "--n-boot", "10", "--json").exit_code == 0
+
+
+def test_an_out_of_memory_failure_without_a_culprit_never_blames_the_input():
+    from calibcli.cli.options import out_of_memory_message
+
+    text = out_of_memory_message({"batch_rows": 131072})
+    assert "smaller input" not in text
+    assert text == (
+        "out of memory while reading and reducing the input, with no option planning that much: hold fewer rows at "
+        "a time with --batch-rows (now 131072), e.g. --batch-rows 32768, or give the run more memory"
+    )
