@@ -535,6 +535,7 @@ INPUT_ARGUMENTS = {
     "baseline": "input file",
     "candidate": "input file",
     "calibrator": "calibrator",
+    "against": "input file",
 }
 
 

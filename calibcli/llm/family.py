@@ -57,6 +57,12 @@ class Options(GatedMetrics):
         "--fail-below",
         help="Exit 1 when the gated metric's estimate is below this value (for accuracy, auroc, coverage_at_risk_t).",
     )
+    against: str | None = option(
+        None,
+        "--against",
+        help="A baseline (an LLM dump of the same items): each input's metrics minus the baseline's, with a paired "
+        "bootstrap interval (answers paired by item key).",
+    )
     diagram: str | None = option(
         None, "--diagram", help="Also draw the risk-coverage curve of every input to this image (PNG, SVG or PDF)."
     )

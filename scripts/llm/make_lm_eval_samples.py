@@ -10,7 +10,8 @@ over local JSON Lines datasets written here:
 - ``calib_mc_varied``: 2 to 5 choices per question (top-label), acc and acc_norm.
 
 Then ``lm_eval run --model hf --model_args pretrained=DIR --tasks ... --log_samples --output_path OUT``.
-Usage: python scripts/llm/make_lm_eval_samples.py OUT_DIR (default sample_data/llm/lm_eval).
+Usage: python scripts/llm/make_lm_eval_samples.py OUT_DIR SEED (default sample_data/llm/lm_eval 0; the second model,
+sample_data/llm/lm_eval_model2, is seed 1: two models on the same items, for ``selective --against``).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ metric_list:
 """
 
 
-def main(out: str) -> None:
+def main(out: str, seed: int = 0) -> None:
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
@@ -94,7 +95,7 @@ def main(out: str) -> None:
     model_dir = os.path.join(work, "tiny-gpt2")
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", unk_token="<unk>")
     fast.save_pretrained(model_dir)
-    torch.manual_seed(0)
+    torch.manual_seed(seed)  # the model's weights (the questions are the same for every seed)
     config = GPT2Config(vocab_size=len(fast), n_positions=128, n_embd=32, n_layer=2, n_head=2)
     config.eos_token_id = config.bos_token_id = fast.convert_tokens_to_ids("<|endoftext|>")
     GPT2LMHeadModel(config).save_pretrained(model_dir)
@@ -137,4 +138,4 @@ def main(out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "sample_data/llm/lm_eval")
+    main(sys.argv[1] if len(sys.argv) > 1 else "sample_data/llm/lm_eval", int(sys.argv[2]) if len(sys.argv) > 2 else 0)

@@ -135,3 +135,30 @@ def test_the_report_page_says_what_a_threshold_buys(tmp_path):
     assert doc["selective"]["files"][0]["problems"][0]["metrics"]["coverage_at_risk_0.1"]["estimate"] > 0
     r = run("report", str(SAMPLE / "breast_cancer_nb.csv"), "-o", tmp_path / "plain.html", "--n-boot", "200")
     assert r.exit_code == 0 and "What a confidence threshold buys" not in (tmp_path / "plain.html").read_text()
+
+
+MODEL2 = glob.glob(str(LLM / "lm_eval_model2" / "samples_calib_mc_2*.jsonl"))[0]
+
+
+def test_selective_against_a_baseline_pairs_items_by_key():
+    doc = run_json("selective", MODEL2, "--against", MC, "--n-boot", "100")
+    entry = doc["files"][0]
+    own, diff = (p["metrics"] for p in entry["problems"])
+    base = run_json("selective", MC, "--n-boot", "0")["files"][0]["problems"][0]["metrics"]
+    for name in ("accuracy", "aurc", "e_aurc", "augrc", "auroc", "coverage_at_risk_0.2"):
+        assert diff[name]["estimate"] == pytest.approx(own[name]["estimate"] - base[name]["estimate"], abs=1e-12)
+        assert diff[name]["ci_low"] <= diff[name]["estimate"] <= diff[name]["ci_high"]
+    # the same model against itself: every difference 0, every replicate too
+    same = run_json("selective", MC, "--against", MC, "--n-boot", "50")["files"][0]["problems"][1]["metrics"]
+    assert all(
+        m["estimate"] == 0 and m["ci_low"] == 0 and m["ci_high"] == 0
+        for m in same.values()
+        if m["estimate"] is not None
+    )
+
+
+def test_against_needs_the_same_items():
+    (varied,) = glob.glob(str(LLM / "lm_eval" / "samples_calib_mc_varied_*.jsonl"))
+    r = run("selective", MODEL2, "--against", varied, "--n-boot", "0")
+    assert r.exit_code == 2
+    assert "the items differ from" in r.stderr and r.stderr.count("\n") == 1

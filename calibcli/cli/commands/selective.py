@@ -10,10 +10,12 @@ from __future__ import annotations
 import typer
 
 from calibcli.cli import options as cc
-from calibcli.core.errors import GateFailed
+from calibcli.core.errors import CalibcliError, GateFailed
 from calibcli.diagram.plot import figure_bytes, format_of
 from calibcli.engines.pipeline import run
+from calibcli.io.loaded import read_whole_table
 from calibcli.llm import family as selective_family
+from calibcli.llm.paired import answers_of, paired_difference
 from calibcli.llm.plot import plot_risk_coverage, prepare_risk_coverage
 from calibcli.report.emit import emit, write_atomic
 
@@ -40,6 +42,8 @@ def selective(files: cc.Files, **options) -> None:
     if chosen.diagram:
         format_of(chosen.diagram)  # a bad extension fails before any reading
     doc = run(selective_family.FAMILY, cc.sources_of(files, options), chosen, cc.engine_of(options))
+    if chosen.against:
+        add_comparison(doc, chosen)
     failures = selective_family.gate(doc, chosen)
     if chosen.diagram:
         figure = plot_risk_coverage(prepare_risk_coverage(doc))
@@ -48,6 +52,19 @@ def selective(files: cc.Files, **options) -> None:
     emit(doc, output=options["output"], layout=layout)
     if failures:
         raise GateFailed("Gate failed: " + "; ".join(failures))
+
+
+def add_comparison(doc: dict, chosen) -> None:
+    """Every entry's metrics minus the baseline's (``--against``), as a section ``candidate - baseline``."""
+    (baseline,) = [read_whole_table(chosen.against)[0]]
+    base = answers_of(baseline, chosen.against)
+    for entry in doc["files"]:
+        if entry.get("group") is not None:
+            raise CalibcliError("--against compares whole inputs: drop --group-by")
+        table, _, display = read_whole_table(entry["input"]["path"])
+        diff = paired_difference(base, answers_of(table, display), chosen.selective)
+        entry["problems"].append({"name": "candidate - baseline", "metrics": {k: m.to_dict() for k, m in diff.items()}})
+    doc["parameters"]["against"] = chosen.against
 
 
 def register(app: typer.Typer) -> None:
