@@ -44,6 +44,17 @@ def _number(x: float) -> str:
     return "-inf" if x == -math.inf else "inf" if x == math.inf else f"{x:.6g}"
 
 
+def _label(value) -> str:
+    """A kept categorical value as a label: infinities spelled (``inf``, ``-inf``), as JSON cannot hold them."""
+    value = _plain(value)
+    return _number(value) if isinstance(value, float) and math.isinf(value) else str(value)
+
+
+def _bin_label(lo: float, hi: float) -> str:
+    """A numeric bin ``[lo, hi)``; the bin above an edge at +inf holds +inf alone: ``inf``."""
+    return "inf" if lo == hi == math.inf else f"[{_number(lo)}, {_number(hi)})"
+
+
 @dataclass(frozen=True)
 class ColumnCoding:
     """How one segment column's values become codes ``0..n_codes-1`` (see the module docstring)."""
@@ -57,13 +68,24 @@ class ColumnCoding:
 
     @property
     def labels(self) -> tuple[str, ...]:
-        """Each code's label, as tables show it."""
+        """Each code's label, as tables show it. The pooled values and the missing ones are ``other`` and
+        ``missing``, unless a kept value is spelled so: then ``(other)`` (``((other))``, ...), so that no two
+        segments of a column share a name in a table, the JSON or a gate's message."""
         if self.kind == "categorical":
-            kept = tuple(str(_plain(v)) for v in self.values)
+            kept = tuple(_label(v) for v in self.values)
         else:
             bounds = (-math.inf, *self.edges, math.inf)
-            kept = tuple(f"[{_number(lo)}, {_number(hi)})" for lo, hi in itertools.pairwise(bounds))
-        return kept + ((OTHER,) if self.other else ()) + ((MISSING,) if self.missing else ())
+            kept = tuple(_bin_label(lo, hi) for lo, hi in itertools.pairwise(bounds))
+        taken = set(kept)
+        extra = []
+        for wanted, present in ((OTHER, self.other), (MISSING, self.missing)):
+            if present:
+                name = wanted
+                while name in taken:
+                    name = f"({name})"
+                taken.add(name)
+                extra.append(name)
+        return kept + tuple(extra)
 
     @property
     def n_codes(self) -> int:
@@ -74,7 +96,8 @@ class ColumnCoding:
         the bin's label (numeric), or ``other`` / ``missing``."""
         kept = len(self.values) if self.kind == "categorical" else len(self.edges) + 1
         if code < kept and self.kind == "categorical":
-            return _plain(self.values[code])
+            value = _plain(self.values[code])
+            return _label(value) if isinstance(value, float) and math.isinf(value) else value
         return self.labels[code]
 
     def encode(self, values) -> np.ndarray:

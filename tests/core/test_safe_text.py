@@ -4,6 +4,8 @@ parser gets the visible text back with no bidirectional control in it."""
 
 from __future__ import annotations
 
+import html
+
 import io
 import re
 from html.parser import HTMLParser
@@ -118,7 +120,7 @@ def _cells(row: str) -> list[str]:
     body = row.strip()[1:-1]
     while i < len(body):
         if body[i] == "\\" and i + 1 < len(body):
-            current += body[i:i + 2]
+            current += body[i : i + 2]
             i += 2
             continue
         if body[i] == "|":
@@ -128,7 +130,8 @@ def _cells(row: str) -> list[str]:
             current += body[i]
         i += 1
     cells.append(current)
-    return [re.sub(r"\\([\\|])", r"\1", c.strip()) for c in cells]
+    # as a renderer reads a cell: backslash escapes first, then character references
+    return [html.unescape(re.sub(r"\\([\\|!])", r"\1", c.strip())) for c in cells]
 
 
 @pytest.mark.parametrize("name", HOSTILE)
@@ -144,6 +147,13 @@ def test_a_markdown_row_keeps_its_cells(name):
 def test_markdown_examples():
     assert for_markdown_cell("a|b\nc") == "a\\|b\\nc"
     assert for_markdown_cell("a\\|b") == "a\\\\\\|b"
+
+
+def test_markdown_cells_carry_no_raw_html_and_no_image():
+    """Issue 33: a segment or group value ``<img src=x onerror=...>`` reached a rendered job summary as an image."""
+    assert for_markdown_cell("<img src=x onerror=alert(1)>") == "&lt;img src=x onerror=alert(1)&gt;"
+    assert for_markdown_cell("a & b") == "a &amp; b"
+    assert for_markdown_cell("![t](https://example.com/x.png)") == "\\![t](https://example.com/x.png)"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,8 +218,11 @@ def test_the_report_page_shows_hostile_names_visibly(tmp_path):
     df["site"] = ["ab\u202ecd" if i % 2 else "<i>x\x1b[2Jy" for i in range(len(df))]
     name = tmp_path / "evil\u202egnp.csv"
     df.to_csv(name, index=False)
-    r = subprocess.run([exe, "report", str(name), "--group-by", "site", "--n-boot", "20", "-o", str(tmp_path / "r.html")],
-                       capture_output=True, timeout=600)
+    r = subprocess.run(
+        [exe, "report", str(name), "--group-by", "site", "--n-boot", "20", "-o", str(tmp_path / "r.html")],
+        capture_output=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert not any(ch in page for ch in BIDI_CONTROLS + "\x1b")
