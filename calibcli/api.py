@@ -20,7 +20,7 @@ from calibcli.core.errors import CalibcliError, library_text
 from calibcli.core.modes import default_mode
 from calibcli.core.registry import _ENTRIES, REGISTRY
 from calibcli.core.results import MetricResult, metric_result
-from calibcli.core.validation import check_options
+from calibcli.core.validation import check_options, library_signature
 from calibcli.ece_family import options as ece_options
 from calibcli.ece_family.accumulator import InputAccumulator, multiclass_scores
 from calibcli.io.arrays import prepare
@@ -70,21 +70,9 @@ def _one_batch(acc, prepared):
     return acc
 
 
+@library_signature(ece_options.Options, "n_bins", "strategy", "mode", "class_weights", "n_boot", "alpha", "seed")
 def binned_metric(
-    name: str,
-    y_true,
-    y_prob,
-    *,
-    n_bins: int = 15,
-    strategy: str = "uniform",
-    sample_weight=None,
-    mode: str | None = None,
-    class_weights: str = "uniform",
-    n_boot: int = 0,
-    alpha: float = 0.05,
-    seed: int = 0,
-    logits: bool = False,
-    data=None,
+    name: str, y_true, y_prob, *, sample_weight=None, logits: bool = False, data=None, **options
 ) -> MetricResult:
     """Any metric of the binned family (SPEC 2: the names :func:`describe` ``("binned")`` lists) by name.
 
@@ -99,49 +87,30 @@ def binned_metric(
     >>> r.name, round(r.estimate, 4), r.related["ece_l2_debiased_kumar"].estimate
     ('ece_l2_sq_debiased_kumar', -0.0106, 0.0)
     """
-    prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
-    return _binned(
-        name,
-        prepared,
-        n_bins=n_bins,
-        strategy=strategy,
-        mode=mode,
-        class_weights=class_weights,
-        n_boot=n_boot,
-        alpha=alpha,
-        seed=seed,
-    )
+    return _binned(name, prepare(y_true, y_prob, sample_weight, data=data, logits=logits), **options)
 
 
-def _binned(
-    name: str,
-    prepared,
-    *,
-    n_bins: int = 15,
-    strategy: str = "uniform",
-    mode: str | None = None,
-    class_weights: str = "uniform",
-    n_boot: int = 0,
-    alpha: float = 0.05,
-    seed: int = 0,
-) -> MetricResult:
+def _binned(name: str, prepared, **options) -> MetricResult:
     """:func:`binned_metric` on inputs already through :func:`calibcli.io.arrays.prepare`."""
     if name not in REGISTRY or REGISTRY[name].family not in ("binned", "scores", "clinical", "cumulative"):
         known = [m.name for m in _ENTRIES if m.family in ("binned", "scores", "clinical", "cumulative")]
         raise CalibcliError(f"{name!r} is not a binned metric: expected one of {', '.join(known)}")
-    options = ece_options.Options.library(
-        mode=mode, n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights
-    )
-    used = mode or default_mode(prepared.n_classes)
-    acc = InputAccumulator(mode=used, n_classes=prepared.n_classes, class_names=prepared.class_names, options=options)
+    o = ece_options.Options.library(**options)
+    used = o.mode or default_mode(prepared.n_classes)
+    acc = InputAccumulator(mode=used, n_classes=prepared.n_classes, class_names=prepared.class_names, options=o)
     report = _one_batch(acc, prepared).result()
-    params = {"n_bins": n_bins, "strategy": strategy, "n_boot": n_boot, "alpha": alpha, "seed": seed}
+    params = {"n_bins": o.n_bins, "strategy": o.strategy, "n_boot": o.n_boot, "alpha": o.alpha, "seed": o.seed}
     if used == "marginal":
-        params["class_weights"] = class_weights
+        params["class_weights"] = o.class_weights
     details, per_class = {}, {}
     if name in _SCORES:
         metrics = report.multiclass_scores or multiclass_scores(
-            prepared.labels, prepared.probs, sample_weight=prepared.sample_weight, n_boot=n_boot, alpha=alpha, seed=seed
+            prepared.labels,
+            prepared.probs,
+            sample_weight=prepared.sample_weight,
+            n_boot=o.n_boot,
+            alpha=o.alpha,
+            seed=o.seed,
         )
     elif used == "marginal":
         if REGISTRY[name].combine is None:
@@ -162,22 +131,17 @@ def _binned(
     )
 
 
+@library_signature(ece_options.Options, "n_bins", "strategy", "mode", "class_weights", "n_boot", "alpha", "seed")
 def ece(
     y_true,
     y_prob,
     *,
-    n_bins: int = 15,
-    strategy: str = "uniform",
     norm: str = "l1",
     estimator: str = "plugin",
     sample_weight=None,
-    mode: str | None = None,
-    class_weights: str = "uniform",
-    n_boot: int = 0,
-    alpha: float = 0.05,
-    seed: int = 0,
     logits: bool = False,
     data=None,
+    **options,
 ) -> MetricResult:
     """Binned expected calibration error (SPEC 2.2), named by its norm and estimator.
 
@@ -233,37 +197,11 @@ def ece(
             f"the {estimator} estimator has no {norm} form: the debiased estimators estimate the squared "
             f"l2 error; use norm='l2' with them, or estimator='plugin'"
         )
-    return binned_metric(
-        name,
-        y_true,
-        y_prob,
-        n_bins=n_bins,
-        strategy=strategy,
-        sample_weight=sample_weight,
-        mode=mode,
-        class_weights=class_weights,
-        n_boot=n_boot,
-        alpha=alpha,
-        seed=seed,
-        logits=logits,
-        data=data,
-    )
+    return binned_metric(name, y_true, y_prob, sample_weight=sample_weight, logits=logits, data=data, **options)
 
 
-def dce(
-    y_true,
-    y_prob,
-    *,
-    n_bins: int = 15,
-    sample_weight=None,
-    mode: str | None = None,
-    class_weights: str = "uniform",
-    n_boot: int = 0,
-    alpha: float = 0.05,
-    seed: int = 0,
-    logits: bool = False,
-    data=None,
-) -> MetricResult:
+@library_signature(ece_options.Options, "n_bins", "mode", "class_weights", "n_boot", "alpha", "seed")
+def dce(y_true, y_prob, *, sample_weight=None, logits: bool = False, data=None, **options) -> MetricResult:
     """Distance to calibration (seed 002, SPEC 2.4): the estimate on ``n_bins`` equal-width bins and its upper
     confidence bound ``dCE_hat + 1/B + sqrt(2 log(1/delta)/n)`` with ``delta = alpha``.
 
@@ -272,36 +210,11 @@ def dce(
     >>> r.name, round(r.estimate, 4), round(r.upper_bound, 4)
     ('dce', 0.175, 1.2404)
     """
-    return binned_metric(
-        "dce",
-        y_true,
-        y_prob,
-        n_bins=n_bins,
-        sample_weight=sample_weight,
-        mode=mode,
-        class_weights=class_weights,
-        n_boot=n_boot,
-        alpha=alpha,
-        seed=seed,
-        logits=logits,
-        data=data,
-    )
+    return binned_metric("dce", y_true, y_prob, sample_weight=sample_weight, logits=logits, data=data, **options)
 
 
-def sun_interval(
-    y_true,
-    y_prob,
-    *,
-    n_bins: int = 15,
-    strategy: str = "uniform",
-    sample_weight=None,
-    mode: str | None = None,
-    alpha: float = 0.05,
-    n_boot: int = 0,
-    seed: int = 0,
-    logits: bool = False,
-    data=None,
-) -> MetricResult:
+@library_signature(ece_options.Options, "n_bins", "strategy", "mode", "alpha", "n_boot", "seed")
+def sun_interval(y_true, y_prob, *, sample_weight=None, logits: bool = False, data=None, **options) -> MetricResult:
     """Confidence interval for the squared l2-ECE of Sun et al. (2024; seed 002 Algorithm 1, SPEC 2.4).
 
     The estimate is their debiased statistic ``T_m`` (``ece_l2_sq_debiased_sun``, in ``related`` with its
@@ -314,34 +227,13 @@ def sun_interval(
     ('ece_l2_sq_sun_interval', 0.0, 0.0869)
     """
     return binned_metric(
-        "ece_l2_sq_sun_interval",
-        y_true,
-        y_prob,
-        n_bins=n_bins,
-        strategy=strategy,
-        sample_weight=sample_weight,
-        mode=mode,
-        n_boot=n_boot,
-        alpha=alpha,
-        seed=seed,
-        logits=logits,
-        data=data,
+        "ece_l2_sq_sun_interval", y_true, y_prob, sample_weight=sample_weight, logits=logits, data=data, **options
     )
 
 
+@library_signature(ece_options.Options, "n_bins", "strategy", "mode", "n_boot", "alpha", "seed")
 def brier_decomposition(
-    y_true,
-    y_prob,
-    *,
-    n_bins: int = 15,
-    strategy: str = "uniform",
-    sample_weight=None,
-    mode: str | None = None,
-    n_boot: int = 0,
-    alpha: float = 0.05,
-    seed: int = 0,
-    logits: bool = False,
-    data=None,
+    y_true, y_prob, *, sample_weight=None, logits: bool = False, data=None, **options
 ) -> MetricResult:
     """The Brier score of one binary problem with its Murphy decomposition on the bins (SPEC 2.3).
 
@@ -356,32 +248,12 @@ def brier_decomposition(
     (0.125, 0.125)
     """
     return binned_metric(
-        "brier_score",
-        y_true,
-        y_prob,
-        n_bins=n_bins,
-        strategy=strategy,
-        sample_weight=sample_weight,
-        mode=mode,
-        n_boot=n_boot,
-        alpha=alpha,
-        seed=seed,
-        logits=logits,
-        data=data,
+        "brier_score", y_true, y_prob, sample_weight=sample_weight, logits=logits, data=data, **options
     )
 
 
-def brier_score(
-    y_true,
-    y_prob,
-    *,
-    sample_weight=None,
-    n_boot: int = 0,
-    alpha: float = 0.05,
-    seed: int = 0,
-    logits: bool = False,
-    data=None,
-) -> MetricResult:
+@library_signature(ece_options.Options, "n_boot", "alpha", "seed")
+def brier_score(y_true, y_prob, *, sample_weight=None, logits: bool = False, data=None, **options) -> MetricResult:
     """Brier score (SPEC 2.3): ``mean (z - y)^2`` for one probability column or two classes
     (``brier_score``), ``mean ||P_i - e_{c_i}||^2`` for K > 2 classes (``brier_score_multiclass``).
 
@@ -393,29 +265,12 @@ def brier_score(
     ('brier_score_multiclass', 0.1)
     """
     return _proper_score(
-        "brier_score",
-        y_true,
-        y_prob,
-        sample_weight=sample_weight,
-        n_boot=n_boot,
-        alpha=alpha,
-        seed=seed,
-        logits=logits,
-        data=data,
+        "brier_score", y_true, y_prob, sample_weight=sample_weight, logits=logits, data=data, **options
     )
 
 
-def log_loss(
-    y_true,
-    y_prob,
-    *,
-    sample_weight=None,
-    n_boot: int = 0,
-    alpha: float = 0.05,
-    seed: int = 0,
-    logits: bool = False,
-    data=None,
-) -> MetricResult:
+@library_signature(ece_options.Options, "n_boot", "alpha", "seed")
+def log_loss(y_true, y_prob, *, sample_weight=None, logits: bool = False, data=None, **options) -> MetricResult:
     """Log-loss (SPEC 2.3), probabilities clipped to ``[1e-15, 1 - 1e-15]``: ``log_loss`` for one column or two
     classes, ``log_loss_multiclass`` for K > 2 (scikit-learn's ``log_loss`` on the same data, up to the clip).
 
@@ -423,17 +278,7 @@ def log_loss(
     >>> round(log_loss([0, 1, 1], [0.1, 0.8, 0.6]).estimate, 4)
     0.2798
     """
-    return _proper_score(
-        "log_loss",
-        y_true,
-        y_prob,
-        sample_weight=sample_weight,
-        n_boot=n_boot,
-        alpha=alpha,
-        seed=seed,
-        logits=logits,
-        data=data,
-    )
+    return _proper_score("log_loss", y_true, y_prob, sample_weight=sample_weight, logits=logits, data=data, **options)
 
 
 def _proper_score(name: str, y_true, y_prob, *, sample_weight, logits: bool, data, **options) -> MetricResult:
@@ -441,20 +286,8 @@ def _proper_score(name: str, y_true, y_prob, *, sample_weight, logits: bool, dat
     return _binned(name + "_multiclass" if prepared.n_classes > 2 else name, prepared, **options)
 
 
-def smooth_ece(
-    y_true,
-    y_prob,
-    *,
-    sigma: float | None = None,
-    sample_weight=None,
-    mode: str | None = None,
-    class_weights: str = "uniform",
-    n_boot: int = 0,
-    alpha: float = 0.05,
-    seed: int = 0,
-    logits: bool = False,
-    data=None,
-) -> MetricResult:
+@library_signature(smece_options.Options, "sigma", "mode", "class_weights", "n_boot", "alpha", "seed")
+def smooth_ece(y_true, y_prob, *, sample_weight=None, logits: bool = False, data=None, **options) -> MetricResult:
     """SmoothECE (Blasiok & Nakkiran 2023, seed 003; SPEC 3): ``smece`` at the fixed point
     ``sigma* = smECE_sigma*``, or ``smece_at_sigma`` at a given ``sigma``.
 
@@ -468,20 +301,16 @@ def smooth_ece(
     >>> r.name, round(r.estimate, 4), round(r.details["sigma"], 4)
     ('smece', 0.1373, 0.1373)
     """
-    options = smece_options.Options.library(
-        mode=mode, sigma=sigma, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights
-    )
+    o = smece_options.Options.library(**options)
     prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
-    used = mode or default_mode(prepared.n_classes)
-    acc = SmoothInputAccumulator(
-        mode=used, n_classes=prepared.n_classes, class_names=prepared.class_names, options=options
-    )
+    used = o.mode or default_mode(prepared.n_classes)
+    acc = SmoothInputAccumulator(mode=used, n_classes=prepared.n_classes, class_names=prepared.class_names, options=o)
     report = _one_batch(acc, prepared).result()
-    name = options.metric
-    params: dict[str, Any] = {"sigma": sigma, "n_boot": n_boot, "alpha": alpha, "seed": seed}
+    name = o.metric
+    params: dict[str, Any] = {"sigma": o.sigma, "n_boot": o.n_boot, "alpha": o.alpha, "seed": o.seed}
     per_class, details = {}, {}
     if used == "marginal":
-        params["class_weights"] = class_weights
+        params["class_weights"] = o.class_weights
         per_class = {p.name: p.metrics[name] for p in report.problems}
     else:
         r = report.problems[0].result

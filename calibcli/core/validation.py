@@ -9,6 +9,8 @@ checks with ``where=`` naming the file, so messages point at a row or a column.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import math
 import types
 import typing
@@ -183,6 +185,7 @@ _RULES = {
     "min_count": (lambda v: v >= 0, "expected 0 (every bin joined) or a positive number of rows"),
     "fail_above": (lambda v: True, ""),
     "fail_above_upper": (lambda v: True, ""),
+    "fail_below": (lambda v: True, ""),
     "depth": (lambda v: 1 <= v <= 8, "expected 1 (each column alone) to 8 (intersections of that many columns)"),
     "max_values": (lambda v: 1 <= v <= 10_000, "expected 1 to 10000 values kept per segment column"),
     "segment_bins": (lambda v: 2 <= v <= 1_000, "expected 2 to 1000 quantile bins per numeric segment column"),
@@ -742,6 +745,35 @@ class Declared:
             rule = params[name][0].shown if name in params else None
             out[name] = rule(value) if rule is not None else value
         return out
+
+
+def library_signature(options_class: type, *names: str) -> Callable:
+    """Decorator of a library function that takes ``**options``: these declared options of ``options_class``
+    become its keyword-only parameters, with the library's defaults stated in their declarations
+    (:func:`library_defaults`) and their annotated types, so ``help()``, ``inspect.signature`` and an editor list
+    them as if written out; a keyword it does not take is refused as Python refuses one."""
+    defaults, hints = library_defaults(options_class), _field_types(options_class)
+
+    def decorate(func):
+        signature = inspect.signature(func)
+        own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        taken = [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=defaults[name], annotation=hints[name])
+            for name in names
+        ]
+        known = {p.name for p in own} | set(names)
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            for name in kwargs:
+                if name not in known:
+                    raise TypeError(f"{func.__name__}() got an unexpected keyword argument {name!r}")
+            return func(*args, **kwargs)
+
+        wrapper.__signature__ = signature.replace(parameters=[*own, *taken])  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
 
 
 def check_params(declarations: dict[str, Param], **values) -> None:

@@ -106,3 +106,25 @@ def test_a_recalibrators_non_finite_weights_raise_what_scikit_learn_raises(bad, 
     with pytest.raises(ValueError) as ours:
         Recalibrator(LogisticRegression(), cv=3).fit(X, y, sample_weight=w)
     assert type(ours.value) is type(theirs.value) and str(ours.value) == str(theirs.value) == message
+
+
+def test_the_metric_functions_signatures_come_from_the_family_declarations():
+    import inspect
+
+    from calibcli import api
+    from calibcli.core.validation import library_defaults
+    from calibcli.ece_family.options import Options as EceOptions
+    from calibcli.smooth.options import Options as SmoothOptions
+
+    for func, declared in [(api.ece, EceOptions), (api.dce, EceOptions), (api.sun_interval, EceOptions),
+                           (api.brier_decomposition, EceOptions), (api.brier_score, EceOptions),
+                           (api.log_loss, EceOptions), (api.binned_metric, EceOptions),
+                           (api.smooth_ece, SmoothOptions)]:
+        params = inspect.signature(func).parameters
+        defaults = library_defaults(declared)
+        taken = [name for name in params if name in defaults]
+        assert taken and all(params[name].default == defaults[name] for name in taken), func.__name__
+        assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in taken), func.__name__
+    assert library_defaults(EceOptions)["n_boot"] == 0 and EceOptions().n_boot == 1000  # library vs command line
+    with pytest.raises(TypeError, match=r"^ece\(\) got an unexpected keyword argument 'n_bin'$"):
+        ece(Y, P, n_bin=10)

@@ -292,6 +292,7 @@ MINIMAL_ARGS = {
     "diagram": (BINARY, "-o", "{out}.png"),
     "report": (BINARY, "-o", "{out}.html"),
     "regression": (BINARY,),  # the options are checked before the file is read
+    "selective": (BINARY,),
 }
 RANGE_CASES = [
     ("n_bins", 0),
