@@ -153,20 +153,21 @@ def ece(
     y_prob
         One probability column (binary), or one column per class: an ``(n, K)`` array, a DataFrame, a
         list column. NumPy, lists, pandas, polars, pyarrow, or anything with ``__array__``/``__dlpack__``.
-    n_bins, strategy
-        ``n_bins`` bins, ``uniform`` (equal width) or ``quantile`` (equal mass; SPEC 2.1).
     norm, estimator
         ``l1``, ``l2`` or ``max``; ``plugin``, or for ``l2`` the debiased ``debiased_kumar`` (Kumar et al.)
         or ``debiased_dpe`` (T-Cal): the metric is ``ece_<norm>_<estimator>`` (``ece_l2_debiased_kumar`` is the
         root of the signed square ``ece_l2_sq_debiased_kumar``, which ``related`` holds beside it).
     sample_weight
         Frequency weights, one per row.
-    mode, class_weights
-        ``binary``, ``top-label`` (default for K > 2) or ``marginal`` (SPEC 1); in marginal mode the
-        aggregate weights the classes ``uniform``-ly or by their ``prior`` frequency.
-    n_boot, alpha, seed
-        Percentile Poisson-bootstrap interval at level ``1 - alpha`` from ``n_boot`` resamples keyed by
-        ``(seed, row)`` (SPEC 2.4, 8); ``alpha`` is also the delta of the l1 error's upper bound.
+    **options
+        The binned family's options, keyword-only, declared once for the command line and the library
+        (:class:`calibcli.ece_family.options.Options`; checked when the options object is built):
+        ``n_bins`` bins (15), ``strategy`` ``uniform`` (equal width, the default) or ``quantile`` (equal mass;
+        SPEC 2.1); ``mode`` ``binary``, ``top-label`` (default for K > 2) or ``marginal`` (SPEC 1), and in
+        marginal mode ``class_weights``, the aggregate's weights of the classes, ``uniform`` or by their
+        ``prior`` frequency; ``n_boot`` (0: no interval, the library's default), ``alpha`` (0.05) and ``seed``
+        (0): the percentile Poisson-bootstrap interval at level ``1 - alpha`` from ``n_boot`` resamples keyed
+        by ``(seed, row)`` (SPEC 2.4, 8); ``alpha`` is also the delta of the l1 error's upper bound.
     logits
         ``y_prob`` holds logits (sigmoid / softmax first).
     data
