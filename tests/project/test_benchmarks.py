@@ -110,3 +110,34 @@ def test_a_failed_command_is_never_timed(tmp_path, suite):
         common.run("ece", str(tmp_path / "missing.csv"))
     ok = common.run("ece", str(ROOT / "sample_data" / "breast_cancer_nb.csv"), "--n-boot", "20")
     assert json.loads(ok.stdout)["command"] == "ece" and ok.wall > 0 and ok.cpu > 0 and ok.peak_mb > 10
+
+
+STUDIES = sorted(p for p in (BENCH / "studies").glob("*.py"))
+
+
+@pytest.mark.parametrize("script", STUDIES, ids=lambda p: p.name)
+def test_every_study_takes_a_seed_and_its_repetitions(script):
+    import subprocess
+
+    proc = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "--seed" in proc.stdout and "--reps" in proc.stdout, f"{script.name} lacks --seed or --reps"
+    assert script.name in (ROOT / "docs" / "benchmarks.md").read_text(), (
+        f"docs/benchmarks.md does not name {script.name}"
+    )
+
+
+def test_no_script_is_left_in_the_old_layout():
+    assert not list(BENCH.glob("bench_*.py")), "speed goes into benchmarks/benchmarks/, statistics into studies/"
+
+
+def test_a_bar_records_its_runs(tmp_path, monkeypatch, suite):
+    common = importlib.import_module("benchmarks._common")
+    monkeypatch.setenv("CALIBCLI_BENCH_CACHE", str(tmp_path))
+    monkeypatch.setenv("ASV_COMMIT", "abc123")
+    runs = {"ece": common.Run(1.5, 2.0, 150.0, "{}")}
+    assert common.record("test", runs) is runs
+    (line,) = (tmp_path / "bars.jsonl").read_text().splitlines()
+    entry = json.loads(line)
+    assert entry["bar"] == "test" and entry["commit"] == "abc123"
+    assert entry["runs"]["ece"] == {"wall": 1.5, "cpu": 2.0, "peak_mb": 150.0, "stdout": None}
