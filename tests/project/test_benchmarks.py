@@ -71,7 +71,7 @@ def test_every_bar_states_its_bar(suite):
     assert len(bars) >= 10
     for name, fn in bars.items():
         assert "bar" in getattr(fn, "unit", ""), f"{name}: its unit states no bar"
-        assert re.search(r"Bar[^.]*: (at most|under)\s", fn.__doc__ or ""), f"{name}: its docstring states no bar"
+        assert re.search(r"Bar[^.]*: (at most|under|<=|<|≥|>=)\s", fn.__doc__ or ""), f"{name}: its docstring states no bar"
 
 
 def test_docs_name_every_bar(suite):
