@@ -586,6 +586,13 @@ VIEWS: dict[str, View] = {
         summary_metrics=("mace", "pit_ks_pvalue", "picp_0.9", "ence", "crps|pinball"),
         problem_label="kind",
     ),
+    "selective": View(
+        title=lambda doc: (
+            f"calibcli selective: {doc['parameters']['n_boot']} bootstrap resamples, seed {doc['parameters']['seed']}; "
+            f"confidence descending, ties as blocks"
+        ),
+        summary_metrics=("accuracy", "aurc", "e_aurc", "augrc", "auroc", "coverage_at_risk_0.1|coverage_at_risk_0.05"),
+    ),
     "recalibrate fit": View(head=_fit_head, tables=_fit_tables, problem_label="method", metric_table=False),
     "recalibrate apply": View(head=_apply_head),
     "recalibrate evaluate": View(

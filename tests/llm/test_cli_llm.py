@@ -162,3 +162,13 @@ def test_against_needs_the_same_items():
     r = run("selective", MODEL2, "--against", varied, "--n-boot", "0")
     assert r.exit_code == 2
     assert "the items differ from" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_the_dask_engine_gives_the_local_numbers():
+    local = run_json("selective", MC, "--n-boot", "50")
+    dask = run_json("selective", MC, "--n-boot", "50", "--engine", "dask", "--workers", "1")
+    ml, md = (d["files"][0]["problems"][0]["metrics"] for d in (local, dask))
+    for name, m in ml.items():
+        for key in ("estimate", "ci_low", "ci_high"):
+            if m[key] is not None:
+                assert md[name][key] == pytest.approx(m[key], rel=1e-12, abs=1e-15), (name, key)
