@@ -20,12 +20,13 @@ from calibcli.core.errors import CalibcliError, library_text
 from calibcli.core.modes import default_mode
 from calibcli.core.registry import _ENTRIES, REGISTRY
 from calibcli.core.results import MetricResult, metric_result
-from calibcli.core.validation import check_options, library_signature
+from calibcli.core.validation import check_options, library_defaults, library_signature
 from calibcli.ece_family import options as ece_options
 from calibcli.ece_family.accumulator import InputAccumulator, multiclass_scores
 from calibcli.io.arrays import prepare
 from calibcli.smooth import options as smece_options
 from calibcli.smooth.inputs import SmoothInputAccumulator
+from calibcli.tcal import family as tcal_family
 from calibcli.tcal.accumulator import MAX_ROWS as TCAL_MAX_ROWS
 from calibcli.tcal.accumulator import TCAL_MODES, TcalInputAccumulator, TcalOptions
 
@@ -334,23 +335,12 @@ def smooth_ece(y_true, y_prob, *, sample_weight=None, logits: bool = False, data
     )
 
 
-def tcal_test(
-    y_true,
-    y_prob,
-    *,
-    sample_weight=None,
-    mode: str | None = None,
-    smoothness: float | None = None,
-    null: str = "y-bootstrap",
-    n_boot: int = 1000,
-    combine: str = "bonferroni",
-    discrete: str = "auto",
-    alpha: float = 0.05,
-    seed: int = 0,
-    max_rows: int = 1_000_000,
-    logits: bool = False,
-    data=None,
-) -> MetricResult:
+#: The T-Cal options :func:`tcal_test` takes, declared by the tcal family (:class:`calibcli.tcal.family.Options`).
+TCAL_KEYWORDS = ("mode", "smoothness", "null", "n_boot", "combine", "discrete", "alpha", "seed", "max_rows")
+
+
+@library_signature(tcal_family.Options, *TCAL_KEYWORDS)
+def tcal_test(y_true, y_prob, *, sample_weight=None, logits: bool = False, data=None, **options) -> MetricResult:
     """Is the miscalibration real? T-Cal (Lee et al. 2023, seed 004; SPEC 4), or the exact binomial test per
     value for predictors that take few distinct values (SPEC 4.4, ``discrete``).
 
@@ -373,23 +363,17 @@ def tcal_test(
     """
     import warnings
 
+    defaults = library_defaults(tcal_family.Options)
+    values = {name: options.get(name, defaults[name]) for name in TCAL_KEYWORDS}
+    mode = values.pop("mode")
     check_options({"mode": TCAL_MODES}, mode=mode)
-    options = TcalOptions(
-        smoothness=smoothness,
-        null=null,
-        n_boot=n_boot,
-        combine=combine,
-        alpha=alpha,
-        seed=seed,
-        discrete=discrete,
-        max_rows=max_rows,
-    )
+    tcal = TcalOptions(**values)
     prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
     acc = TcalInputAccumulator(
         mode=mode or default_mode(prepared.n_classes),
         n_classes=prepared.n_classes,
         class_names=prepared.class_names,
-        options=options,
+        options=tcal,
     )
     report = _one_batch(acc, prepared).result()
     texts = tuple(library_text(w) for w in report.warnings)
@@ -411,16 +395,7 @@ def tcal_test(
     if entry.get("discrete_check"):
         details["discrete_check"] = entry["discrete_check"]
     name = "binomial_p_value" if report.test == "binomial" else "tcal_p_value"
-    params = {
-        "smoothness": smoothness,
-        "null": null,
-        "n_boot": options.resamples,
-        "combine": combine,
-        "discrete": discrete,
-        "alpha": alpha,
-        "seed": seed,
-        "max_rows": max_rows,
-    }
+    params = {**values, "n_boot": tcal.resamples}
     return metric_result(
         name, report.headline(), n=prepared.n, mode=report.mode, params=params, details=details, report=report
     )

@@ -125,6 +125,12 @@ def test_the_metric_functions_signatures_come_from_the_family_declarations():
         taken = [name for name in params if name in defaults]
         assert taken and all(params[name].default == defaults[name] for name in taken), func.__name__
         assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in taken), func.__name__
+    from calibcli.tcal.family import Options as TcalFamilyOptions
+
+    params = inspect.signature(api.tcal_test).parameters
+    for name, default in library_defaults(TcalFamilyOptions).items():
+        if name in api.TCAL_KEYWORDS:
+            assert params[name].default == default, name
     assert library_defaults(EceOptions)["n_boot"] == 0 and EceOptions().n_boot == 1000  # library vs command line
     with pytest.raises(TypeError, match=r"^ece\(\) got an unexpected keyword argument 'n_bin'$"):
         ece(Y, P, n_bin=10)
