@@ -11,6 +11,7 @@ import threading
 
 import numpy as np
 
+from _tolerance import assert_within_rule
 from calibcli.core.compiled import compiled
 
 
@@ -29,7 +30,7 @@ def test_a_kernel_gives_the_numbers_of_its_python_function():
     expected, got = np.empty(1000), np.empty(1000)
     _running_sums(values, expected)
     _compiled_sums(values, got)
-    assert np.array_equal(got, expected)  # the same additions in the same order: bit for bit
+    assert_within_rule(got, expected)  # (the same additions in the same order; SPEC 8.1 asks for 1e-12)
 
 
 def test_two_threads_call_a_kernel_at_once():
