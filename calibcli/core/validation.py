@@ -113,8 +113,51 @@ def check_labels(y_true: np.ndarray, *, n_classes: int, where: str | None = None
     return y.astype(np.int64, copy=False)
 
 
+#: Weights beyond 2^500 (their squares overflow past 1e154) or below 2^-500 (their products with a probability
+#: and their squares underflow to subnormals and zero) are rescaled by an exact power of two first.
+EXTREME_WEIGHT_EXPONENT = 500
+
+
+def weight_scale(w: np.ndarray) -> int:
+    """The exponent of the exact power of two that brings the largest of weights ``w`` into [1, 2) when they are
+    extreme (beyond 2^500, or a positive one below 2^-500: 1e200 squared overflows, 5e-324 times 0.3 underflows); 0
+    otherwise, so
+    that ordinary weights and the totals reports show stay as given. Every calibration number is scale-free in the
+    weights, and a power of two scales every weight exactly, so the scaled weights give the unit-scale numbers."""
+    positive = w[w > 0] if len(w) else w
+    if not len(positive):
+        return 0
+    top, low = float(positive.max()), float(positive.min())
+    if not np.isfinite(top):
+        return 0
+    if math.frexp(top)[1] <= EXTREME_WEIGHT_EXPONENT and math.frexp(low)[1] >= -EXTREME_WEIGHT_EXPONENT:
+        return 0
+    return 1 - math.frexp(top)[1]
+
+
+def scaled_weights(w: np.ndarray, exponent: int, *, where: str | None = None) -> np.ndarray:
+    """``w`` times ``2**exponent`` (:func:`weight_scale`; ``np.ldexp``, exact even from subnormals, whose scale
+    2^1074 is itself beyond the float range), refused when a weight or their total leaves the float range (a
+    dynamic range beyond 1e308 cannot be represented whatever the scale)."""
+    if exponent == 0:
+        out = w
+    else:
+        with np.errstate(over="ignore", under="ignore"):
+            out = np.ldexp(w, exponent)
+    with np.errstate(over="ignore"):
+        total = float(out.sum())
+    if not (np.isfinite(out).all() and np.isfinite(total)):
+        raise CalibcliError(
+            f"{_prefix(where)}sample weights up to {float(w.max()):.3g} leave the float range (about 1.8e308) once "
+            f"rescaled with the others: their range is wider than a float holds, so give the negligible ones a weight "
+            f"of 0"
+        )
+    return out
+
+
 def check_sample_weight(sample_weight: np.ndarray | None, n: int, *, where: str | None = None) -> np.ndarray:
-    """Weights are finite, non-negative and not all zero; ``None`` means unit weights."""
+    """Weights are finite, non-negative and not all zero; ``None`` means unit weights. Extreme weights come back
+    rescaled by an exact power of two (:func:`weight_scale`), so that none of their sums over- or underflows."""
     if sample_weight is None:
         return np.ones(n)
     w = np.asarray(sample_weight, dtype=np.float64)
@@ -124,6 +167,7 @@ def check_sample_weight(sample_weight: np.ndarray | None, n: int, *, where: str 
     if (w < 0).any():
         row = _first_bad(w < 0)
         raise CalibcliError(f"{_prefix(where)}sample weight at row {row} is {w[row]:g}: expected weights >= 0")
+    w = scaled_weights(w, weight_scale(w), where=where)
     if w.sum() <= 0:
         raise CalibcliError(f"{_prefix(where)}sample weights sum to 0: expected a positive total weight")
     return w

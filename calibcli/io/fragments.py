@@ -13,6 +13,7 @@ from typing import TypeVar
 import numpy as np
 
 from calibcli.core.errors import CalibcliError, shown, shown_names
+from calibcli.core.validation import scaled_weights
 from calibcli.io import formats
 from calibcli.io.columns import CodedText, ReadPlan
 
@@ -147,6 +148,7 @@ def _read_fragment(frag: Fragment, counts: RowCounts, within: tuple[int, int] | 
             groups = None if groups is None else tuple(g[keep] for g in groups)
         counts.rows_used += len(labels)
         if weights is not None:
+            weights = scaled_weights(weights, plan.weight_scale, where=frag.path)  # (0: as read)
             counts.weight_total += float(weights.sum())
         file_row += n
         index += n

@@ -34,6 +34,7 @@ from urllib.parse import unquote
 
 from calibcli.core.errors import CalibcliError, shown, shown_names
 from calibcli.core.outputs import named_descriptor
+from calibcli.core.validation import weight_scale
 from calibcli.io import converted, formats
 from calibcli.io.checks import REASONS
 from calibcli.io.columns import (
@@ -323,7 +324,9 @@ class Dataset:
             class_names = resolved.class_names
         else:
             class_names = ("0", "1")
+        scale = self._weight_scale(located, fmts, resolved.weight_column) if resolved.weight_column else 0
         plan = ReadPlan(
+            weight_scale=scale,
             columns=resolved,
             class_names=class_names,
             n_classes=len(class_names),
@@ -411,6 +414,26 @@ class Dataset:
                 )
             values[key] = _typed(value, kinds[group_by.index(key)])
         return values
+
+    def _weight_scale(self, located: list[str], fmts: list[str], column: str) -> int:
+        """The power of two the weights are read with (:func:`calibcli.core.validation.weight_scale`), from the
+        first rows of the first file that has rows (0 unless they are extreme)."""
+        for source, location, fmt in zip(self._sources, located, fmts, strict=True):
+            tables = formats.iter_tables(location, fmt, [column], 65536)
+            try:
+                first = next(_guarded_iter(source.path, fmt, tables, location=location), None)
+            finally:
+                tables.close()
+            if first is not None and first.num_rows:
+                import pyarrow.compute as pc
+
+                try:
+                    column_values = pc.fill_null(pc.cast(first.column(column), "float64", safe=False), -1.0)
+                    values = column_values.to_numpy(zero_copy_only=False)
+                except Exception:  # noqa: BLE001 - text in the column: the batch's own checks name the row
+                    return 0
+                return weight_scale(values[(values >= 0) & (values < float("inf"))])  # (NaN compares False)
+        return 0
 
     def _vector_length(self, located: list[str], fmts: list[str], column: str) -> int | None:
         """Entries per row of the probability vectors, from the first row of the first file that has rows."""
