@@ -419,11 +419,14 @@ class Dataset:
         """The power of two the weights are read with (:func:`calibcli.core.validation.weight_scale`), from the
         first rows of the first file that has rows (0 unless they are extreme)."""
         for source, location, fmt in zip(self._sources, located, fmts, strict=True):
-            tables = formats.iter_tables(location, fmt, [column], 65536)
             try:
-                first = next(_guarded_iter(source.path, fmt, tables, location=location), None)
-            finally:
-                tables.close()
+                tables = formats.iter_tables(location, fmt, [column], 65536)
+                try:
+                    first = next(_guarded_iter(source.path, fmt, tables, location=location), None)
+                finally:
+                    tables.close()
+            except Exception:  # noqa: BLE001 - a damaged file: the read proper reports it, with its own words
+                return 0
             if first is not None and first.num_rows:
                 import pyarrow.compute as pc
 
