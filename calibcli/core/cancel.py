@@ -29,7 +29,8 @@ class _State(TypedDict, total=False):
     at: float  # when (time.monotonic())
     reported: bool
     redeliver: bool  # an interrupt waits to be raised again (_unraisable)
-    watchdog: bool  # the thread that redelivers it is running
+    watchdog: int  # the generation whose redelivering thread is running (-1: none)
+    generation: int  # bumped by reset(): a watchdog of an earlier generation stops at its next look
     in_hook: bool
 
 
@@ -80,6 +81,7 @@ def reset() -> None:
     _requested.clear()
     _state["signal"], _state["at"], _state["reported"] = 0, 0.0, False
     _state["redeliver"] = False
+    _state["generation"] = _state.get("generation", 0) + 1  # an earlier run's watchdog stops, touching nothing
 
 
 def report() -> None:
@@ -126,10 +128,17 @@ def _unraisable(args, *, previous) -> None:
         _state["in_hook"] = True
         try:
             _state["redeliver"] = True
-            if not _state.get("watchdog"):
-                _state["watchdog"] = True
+            generation = _state.get("generation", 0)
+            with _WATCHDOG:  # one watchdog per run: an earlier run's (still sleeping) never serves this one
+                start = _state.get("watchdog", -1) != generation
+                if start:
+                    _state["watchdog"] = generation
+            if start:
                 threading.Thread(
-                    target=_redeliver, args=(args.exc_value.signum,), daemon=True, name="calibcli-interrupt"
+                    target=_redeliver,
+                    args=(args.exc_value.signum, generation),
+                    daemon=True,
+                    name="calibcli-interrupt",
                 ).start()
         finally:
             _state["in_hook"] = False
@@ -137,21 +146,27 @@ def _unraisable(args, *, previous) -> None:
     previous(args)
 
 
-def _redeliver(signum: int) -> None:
+_WATCHDOG = threading.Lock()
+
+
+def _redeliver(signum: int, generation: int) -> None:
     """While an interrupt is waiting to be raised again (:func:`_unraisable`), signal the main thread every
     20 ms (it raises at its next instruction outside a finalizer) until the handler has raised it (or it was
-    reported, or the request forgotten); give up after 5 s. The stop is this interrupt's own state, not whether
-    an earlier run in the same process reported one."""
+    reported, or the request forgotten, or a new run began: :func:`reset`); give up after 60 s (a hung run's
+    bound: a loaded machine may take long to schedule the main thread). The stop is this interrupt's own state,
+    not whether an earlier run in the same process reported one."""
     import _thread
 
     try:
-        for _ in range(250):
+        for _ in range(3000):
             time.sleep(0.02)
-            if not _state.get("redeliver") or not _requested.is_set():
+            if _state.get("generation", 0) != generation or not _state.get("redeliver") or not _requested.is_set():
                 return
             _thread.interrupt_main(signal.Signals(signum))
     finally:
-        _state["watchdog"] = False
+        with _WATCHDOG:
+            if _state.get("watchdog") == generation:
+                _state["watchdog"] = -1
 
 
 def _install() -> dict:

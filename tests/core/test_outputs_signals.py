@@ -14,6 +14,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -520,13 +521,14 @@ def test_an_interrupt_raised_where_it_cannot_propagate_is_delivered_again(capsys
 
     cancel.reset()  # a new run: what an earlier in-process run left (a reported interrupt) is forgotten
     cancel.report()  # ... even where it was not: the redelivery must not depend on it
+    never = threading.Event()  # nothing sets it: the wait ends by the redelivered interrupt, whatever the load
     try:
         with cancel.handling_signals():
             with pytest.raises(cancel.Interrupted) as caught:
                 obj = Dies()
                 del obj  # the exception in __del__ goes to sys.unraisablehook
-                for _ in range(60_000):  # until the re-delivered signal is raised (a simulated signal wakes no
-                    time.sleep(0.001)    # blocking wait, so short sleeps; 60 s at least: a hung test's bound only)
+                for _ in range(12_000):  # short waits (a simulated signal wakes no blocking wait) until the
+                    never.wait(0.01)  # watchdog's redelivery is raised; 120 s at least: a hang's bound only
         assert caught.value.signum == signal.SIGINT
         assert "Exception ignored" not in capsys.readouterr().err
     finally:
