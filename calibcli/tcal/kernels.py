@@ -26,7 +26,7 @@ from calibcli.core.compiled import compiled
 @compiled
 def sweep_block(
     keys, first, thresholds, w_a, step_b, A, B, carry, width, kept_at, kept_slots, starts, ends, bin_wz, scale_b,
-    inv, heads, groups, totals, S,
+    inv, heads, groups, totals,
 ):  # fmt: skip
     """One block of the sweep for every row (label vector, one per key).
 
@@ -35,65 +35,78 @@ def sweep_block(
     output at position ``j // 2 + 1``, high for even ``j``, low for odd, positive when ``bits < thresholds[j]``;
     ``thresholds`` (m) int64: ``ceil(z 2^32)`` of the points' predictions (``bits < z 2^32`` for integer bits);
     ``w_a``, ``step_b`` (m): what a positive adds to the two prefix sums (``w`` or a count of 1, and
-    ``w^2 (1 - 2z)`` or its fixed-point integer); ``A``, ``B`` (rows x (width + 1 + kept)): the block-local
-    prefix sums (index 0 the carry, taken from index ``width`` when ``carry``, else 0; then the kept prefixes at
-    ``kept_slots``, copied from ``kept_at``); ``starts``, ``ends`` (count): the bins ending in the block, as
-    indices into that buffer, with ``bin_wz`` (sum w z), ``inv`` (1 / W_b), and ``heads`` (offsets of the groups'
-    first bins) and ``groups`` (each group's column of ``totals``, rows x groups, added into); ``scale_b``: the
-    fixed-point scale of the second prefix sum (1.0 with weights); ``S`` (rows x count or more): scratch."""
+    ``w^2 (1 - 2z)`` or its fixed-point integer); ``A``, ``B`` ((width + 1 + kept) x rows: a point's rows side by
+    side, so that the loops over the rows run in vector registers): the block-local prefix sums (index 0 the
+    carry, taken from index ``width`` when ``carry``, else 0; then the kept prefixes at ``kept_slots``, copied from
+    ``kept_at``); ``starts``, ``ends`` (count): the bins ending in the block, as indices into that buffer, with
+    ``bin_wz`` (sum w z), ``inv`` (1 / W_b), and ``heads`` (offsets of the groups' first bins) and ``groups``
+    (each group's column of ``totals``, rows x groups, added into); ``scale_b``: the fixed-point scale of the
+    second prefix sum (1.0 with weights)."""
     rows = keys.shape[0]
     m = thresholds.shape[0]
     count = starts.shape[0]
+    n_heads = heads.shape[0]
     mix1 = np.uint64(0xBF58476D1CE4E5B9)
     mix2 = np.uint64(0x94D049BB133111EB)
     gamma = np.uint64(0x9E3779B97F4A7C15)
     low = np.uint64(0xFFFFFFFF)
     pair0 = np.uint64(first // 2 + 1)
-    n_heads = heads.shape[0]
     zero_a = abs(w_a[0]) * 0  # 0 (or +0.0) of each prefix sum's type
     zero_b = abs(step_b[0]) * 0
+    ca = np.empty(rows, A.dtype)
+    cb = np.empty(rows, B.dtype)
+    ca0 = np.empty(rows, A.dtype)
+    cb0 = np.empty(rows, B.dtype)
+    hi = np.empty(rows, np.int64)
+    lo = np.empty(rows, np.int64)
     for r in range(rows):
-        ca0 = A[r, width] if carry else zero_a
-        cb0 = B[r, width] if carry else zero_b
-        A[r, 0] = ca0
-        B[r, 0] = cb0
-        ca = zero_a
-        cb = zero_b
-        key = keys[r]
-        for p in range((m + 1) // 2):  # two points' draws from one 64-bit output
-            x = key + (pair0 + np.uint64(p)) * gamma
+        ca0[r] = A[width, r] if carry else zero_a
+        cb0[r] = B[width, r] if carry else zero_b
+        A[0, r] = ca0[r]
+        B[0, r] = cb0[r]
+        ca[r] = zero_a
+        cb[r] = zero_b
+    for p in range((m + 1) // 2):  # two points' draws from one 64-bit output, every row side by side
+        step = (pair0 + np.uint64(p)) * gamma
+        for r in range(rows):
+            x = keys[r] + step
             x = (x ^ (x >> np.uint64(30))) * mix1
             x = (x ^ (x >> np.uint64(27))) * mix2
             x = x ^ (x >> np.uint64(31))
-            j = 2 * p
-            # branch-free (a prediction's label is a coin toss for the branch predictor): a negative adds 0
-            positive = np.int64(x >> np.uint64(32)) < thresholds[j]
-            ca += w_a[j] * positive
-            cb += step_b[j] * positive
-            A[r, j + 1] = ca + ca0
-            B[r, j + 1] = cb + cb0
-            if j + 1 < m:
-                positive = np.int64(x & low) < thresholds[j + 1]
-                ca += w_a[j + 1] * positive
-                cb += step_b[j + 1] * positive
-                A[r, j + 2] = ca + ca0
-                B[r, j + 2] = cb + cb0
-        for i in range(kept_at.shape[0]):
-            A[r, kept_slots[i]] = A[r, kept_at[i]]
-            B[r, kept_slots[i]] = B[r, kept_at[i]]
-    for r in range(rows):
-        Ar, Br, Sr = A[r], B[r], S[r]  # rows as 1-d views: plain indexing in the loops below
-        for i in range(count):
-            s = float(Ar[ends[i]] - Ar[starts[i]]) - bin_wz[i]
-            s = s * s
-            q = float(Br[ends[i]] - Br[starts[i]]) * scale_b
-            s = s - q
-            Sr[i] = s * inv[i]
-        for h in range(n_heads):
-            first = heads[h]
-            stop = heads[h + 1] if h + 1 < n_heads else count
-            part = 0.0
-            for i in range(first, stop):  # the group's contributions in the bins' order
-                part += Sr[i]
-            g = groups[h]
-            totals[r, g] = totals[r, g] + part
+            hi[r] = np.int64(x >> np.uint64(32))
+            lo[r] = np.int64(x & low)
+        j = 2 * p
+        t0, w0, s0 = thresholds[j], w_a[j], step_b[j]
+        for r in range(rows):  # branch-free (a label is a coin toss for the branch predictor): a negative adds 0
+            positive = hi[r] < t0
+            ca[r] += w0 * positive
+            cb[r] += s0 * positive
+            A[j + 1, r] = ca[r] + ca0[r]
+            B[j + 1, r] = cb[r] + cb0[r]
+        if j + 1 < m:
+            t1, w1, s1 = thresholds[j + 1], w_a[j + 1], step_b[j + 1]
+            for r in range(rows):
+                positive = lo[r] < t1
+                ca[r] += w1 * positive
+                cb[r] += s1 * positive
+                A[j + 2, r] = ca[r] + ca0[r]
+                B[j + 2, r] = cb[r] + cb0[r]
+    for i in range(kept_at.shape[0]):
+        for r in range(rows):
+            A[kept_slots[i], r] = A[kept_at[i], r]
+            B[kept_slots[i], r] = B[kept_at[i], r]
+    part = np.empty(rows)
+    for h in range(n_heads):  # each bin's numbers read once for all rows; a group's bins summed in their order
+        first_bin = heads[h]
+        stop = heads[h + 1] if h + 1 < n_heads else count
+        for r in range(rows):
+            part[r] = 0.0
+        for i in range(first_bin, stop):
+            e, b, wz, iv = ends[i], starts[i], bin_wz[i], inv[i]
+            for r in range(rows):
+                s = float(A[e, r] - A[b, r]) - wz
+                q = float(B[e, r] - B[b, r]) * scale_b
+                part[r] += (s * s - q) * iv
+        g = groups[h]
+        for r in range(rows):
+            totals[r, g] = totals[r, g] + part[r]
