@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -73,6 +74,10 @@ def json_lines(path: str) -> Iterator[tuple[int, dict]]:
                     continue
                 try:
                     record = json.loads(line)
+                except RecursionError:
+                    raise CalibcliError(
+                        f"{path}: line {number} nests JSON too deep to read: expected one flat record per line"
+                    ) from None
                 except json.JSONDecodeError as exc:
                     cut = "" if line.endswith("\n") else " (the file ends inside it: truncated?)"
                     raise CalibcliError(
@@ -85,7 +90,7 @@ def json_lines(path: str) -> Iterator[tuple[int, dict]]:
                         f"JSON object per line"
                     )
                 yield number, record
-        except (UnicodeDecodeError, EOFError, OSError) as exc:
+        except (UnicodeDecodeError, EOFError, OSError, zlib.error) as exc:
             raise CalibcliError(f"{path}: cannot be read as UTF-8 JSON Lines ({exc}): check the file") from None
 
 
@@ -94,12 +99,14 @@ def json_document(path: str) -> object:
     with open_text(path) as fh:
         try:
             return json.load(fh)
+        except RecursionError:
+            raise CalibcliError(f"{path}: the JSON document nests too deep to read: check the file") from None
         except json.JSONDecodeError as exc:
             raise CalibcliError(
                 f"{path}: line {exc.lineno} is not valid JSON ({exc.msg}, column {exc.colno}): expected one JSON "
                 f"document; check that the file is complete"
             ) from None
-        except (UnicodeDecodeError, EOFError, OSError) as exc:
+        except (UnicodeDecodeError, EOFError, OSError, zlib.error) as exc:
             raise CalibcliError(f"{path}: cannot be read as UTF-8 JSON ({exc}): check the file") from None
 
 
@@ -108,11 +115,11 @@ def first_record(path: str) -> dict | None:
     try:
         with open_text(path) as fh:
             line = fh.readline(1 << 24)
-    except (CalibcliError, UnicodeDecodeError, EOFError, OSError):
+    except Exception:  # a sniff: unreadable bytes (bad gzip, not UTF-8, ...) are not a dump; the table reader says why
         return None
     try:
         record = json.loads(line)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # (a document nested too deep: not a dump, the table reader says)
         return None
     return record if isinstance(record, dict) else None
 
