@@ -18,6 +18,7 @@ from calibcli.core.binning import STRATEGIES
 from calibcli.core.declarations import CLASS_WEIGHTS_PARAM, MODE, N_BINS, STRATEGY
 from calibcli.core.family import mode_field
 from calibcli.core.validation import Declared, Param, declared, option
+from calibcli.regression.recalibration import REGRESSION_METHODS
 from calibcli.tcal.accumulator import DISCRETE_CHOICES
 
 #: Methods ``calibcli report`` compares by default (each works in every mode).
@@ -27,7 +28,11 @@ DEFAULT_METHODS = ("temperature", "platt", "isotonic", "histogram", "beta")
 # Shared declarations
 
 METHOD = Param(
-    ("--method",), f"Recalibration method: {', '.join(METHOD_NAMES)}.", choices=METHOD_NAMES, show_default=False
+    ("--method",),
+    f"Recalibration method: {', '.join(METHOD_NAMES)}; for regression predictions (docs/commands/regression.md): "
+    f"{', '.join(REGRESSION_METHODS)}.",
+    choices=METHOD_NAMES + REGRESSION_METHODS,
+    show_default=False,
 )
 CALIBRATOR_N_BINS = Param(("--n-bins",), "histogram, scaling-binning: number of bins of the calibrator (default 15).")
 CALIBRATOR_STRATEGY = Param(

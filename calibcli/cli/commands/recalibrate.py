@@ -22,6 +22,7 @@ from typing import Annotated
 
 import typer
 
+from calibcli.calibrators.files import read_calibrator_document
 from calibcli.cli import options as cc
 from calibcli.core.documents import to_json
 from calibcli.core.errors import CalibcliError, check_choice, warn
@@ -37,6 +38,8 @@ from calibcli.recalibrate.run import (
     evaluation,
     method_options,
 )
+from calibcli.regression import recalibration as regression_recalibration
+from calibcli.regression import recalibrators as regression_recalibrators
 from calibcli.report.emit import emit, write_atomic
 from calibcli.report.render import render_table
 
@@ -87,6 +90,9 @@ def fit(train: TrainFile, **shared) -> None:
     method, output, mode, alpha, max_rows, report = (
         shared[k] for k in ("method", "output", "mode", "alpha", "max_rows", "report")
     )
+    if method in regression_recalibration.REGRESSION_METHODS:  # a regression dump (docs/commands/regression.md)
+        _fit_regression(train, shared)
+        return
     _check_methods([method])
     engine = cc.engine_of(shared)
     layout = cc.layout_of(shared)
@@ -110,6 +116,31 @@ def fit(train: TrainFile, **shared) -> None:
     if clipped:
         warn(clipped)
     emit(doc, output=report, layout=layout)
+
+
+def _fit_regression(train: str, shared: dict) -> None:
+    """``recalibrate fit --method std-scaling|isotonic-pit|conformal`` on a regression dump."""
+    check_options(alpha=shared["alpha"])
+    doc = regression_recalibration.fit_regression(
+        train,
+        shared["method"],
+        level=1.0 - shared["alpha"],
+        input_format=shared["input_format"],
+        drop_invalid=shared["drop_invalid"],
+        batch_rows=shared["batch_rows"],
+    )
+    text = to_json(doc)
+    write_atomic(shared["output"], text + "\n", "output")
+    if shared["report"]:
+        write_atomic(shared["report"], text + "\n", "report")
+    params = {k: v for k, v in doc.items() if k in ("factor", "level", "margin")}
+    shown = ", ".join(f"{k} {v:.6g}" for k, v in params.items()) or f"{len(doc.get('p', []))} knots"
+    stderr_console().print(
+        f"wrote {shared['output']}: {doc['method']} ({shown}), fitted on {doc['fitted_on']['rows']} rows of {train}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -142,6 +173,19 @@ def apply(calibrator: CalibratorFile, file: DataFile, **shared) -> None:
             "to a file with --output, or the report with --report"
         )
     check_options(batch_rows=batch_rows)
+    found = read_calibrator_document(calibrator)
+    if isinstance(found, dict) and found.get("kind") == regression_recalibrators.KIND:  # a regression calibrator
+        done = regression_recalibration.apply_regression(
+            found, file, output=output, fmt=output_format, input_format=input_format
+        )
+        where = "stdout" if to_stdout else output
+        stderr_console().print(
+            f"wrote {where}: {done['rows']} rows; {done['what']} ({done['method']})",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
     rep = apply_document(
         calibrator,
         file,
