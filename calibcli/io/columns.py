@@ -259,15 +259,10 @@ class ReadPlan:
             return "the weight column"
         return "a segment column" if self.segment_by else "a group-by column"
 
-    def convert(self, table, where: str, first_row: int, partition: dict | None = None) -> Converted:
-        """One batch as arrays (:func:`convert_batch`); a plan of another kind of target converts its own way
-        (:class:`calibcli.io.regression.RegressionPlan`)."""
-        return convert_batch(table, self, where, first_row, partition)
-
-    def check(self, conv: Converted, where: str, first_row: int, *, whole_file: bool, text_of):
-        """The rows of a converted batch that pass every check, and the drops by reason
-        (:func:`calibcli.io.checks.check_rows`)."""
-        return check_rows(conv, self, where, first_row, whole_file=whole_file, text_of=text_of)
+    def read(self, table, where: str, first_row: int, partition, *, whole_file: bool, text_of):
+        """A batch as arrays, the rows passing the checks, the drops by reason (io.regression's plan: its own)."""
+        conv = convert_batch(table, self, where, first_row, partition)
+        return conv, *check_rows(conv, self, where, first_row, whole_file=whole_file, text_of=text_of)
 
 
 @dataclass

@@ -130,12 +130,15 @@ def _read_fragment(frag: Fragment, counts: RowCounts, within: tuple[int, int] | 
             file_row += start
             index += start
         n = table.num_rows
-        conv = plan.convert(
-            table, frag.path, file_row, partition
-        )  # (the plan's kind of target: io.columns, io.regression)
         whole_file = frag.row_groups is None and file_row == 0 and last and whole
-        keep, dropped = plan.check(
-            conv, frag.path, file_row, whole_file=whole_file, text_of=lambda c, r, t=table: t.column(c)[r].as_py()
+        # (the plan's kind of target converts and checks: io.columns' ReadPlan, io.regression's RegressionPlan)
+        conv, keep, dropped = plan.read(
+            table,
+            frag.path,
+            file_row,
+            partition,
+            whole_file=whole_file,
+            text_of=lambda c, r, t=table: t.column(c)[r].as_py(),
         )
         counts.rows_read += n
         for reason, k in dropped.items():

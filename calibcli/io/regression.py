@@ -437,13 +437,11 @@ class RegressionPlan:
             return "the weight column"
         return "a group-by column"
 
-    def convert(self, table, where: str, first_row: int, partition: dict | None = None) -> Converted:
-        """One batch (a pyarrow table of :attr:`data_columns`) as arrays."""
-        return convert_regression(table, self, where, first_row, partition)
-
-    def check(self, conv: Converted, where: str, first_row: int, *, whole_file: bool, text_of):
-        """The rows that pass every check, and the drops by reason (or the error of the first bad row)."""
-        return check_regression_rows(conv, self, where, first_row, whole_file=whole_file, text_of=text_of)
+    def read(self, table, where: str, first_row: int, partition, *, whole_file: bool, text_of):
+        """One batch (a pyarrow table of :attr:`data_columns`) as arrays, the rows that pass every check and the
+        drops by reason (or the error of the first bad row)."""
+        conv = convert_regression(table, self, where, first_row, partition)
+        return conv, *check_regression_rows(conv, self, where, first_row, whole_file=whole_file, text_of=text_of)
 
 
 def _numbers(col, name: str, where: str, conv: Converted, role: str) -> np.ndarray:

@@ -104,8 +104,7 @@ def apply_regression(doc: dict, file: str, *, output: str, fmt: str | None = Non
     target = resolve_target(names, {f.name: f.type for f in table.schema}, RegressionSpec(), display)
     plan = RegressionPlan(target=target, first_file=display, batch_rows=max(1, table.num_rows))
     sub = table.select(plan.data_columns)
-    conv = plan.convert(sub, display, 0)
-    plan.check(conv, display, 0, whole_file=True, text_of=lambda c, r: sub.column(c)[r].as_py())
+    conv, _, _ = plan.read(sub, display, 0, None, whole_file=True, text_of=lambda c, r: sub.column(c)[r].as_py())
     preds = conv.probs
     method = doc["method"]
     if target.kind not in _KINDS[method]:
