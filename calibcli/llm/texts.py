@@ -64,6 +64,15 @@ def open_binary(path: str):
     return open(path, "rb")
 
 
+def _zstd_errors() -> tuple[type[BaseException], ...]:
+    """zstandard's error type, when the package is installed (a damaged .zst stream)."""
+    try:
+        import zstandard
+    except ImportError:
+        return ()
+    return (zstandard.ZstdError,)
+
+
 def json_lines(path: str) -> Iterator[tuple[int, dict]]:
     """``(line number, record)`` for every non-empty line; a line that is not a JSON object (a truncated last
     line, a stray text line) is an error naming the line."""
@@ -91,6 +100,10 @@ def json_lines(path: str) -> Iterator[tuple[int, dict]]:
                     )
                 yield number, record
         except (UnicodeDecodeError, EOFError, OSError, zlib.error) as exc:
+            raise CalibcliError(f"{path}: cannot be read as UTF-8 JSON Lines ({exc}): check the file") from None
+        except Exception as exc:
+            if not isinstance(exc, _zstd_errors()):
+                raise
             raise CalibcliError(f"{path}: cannot be read as UTF-8 JSON Lines ({exc}): check the file") from None
 
 

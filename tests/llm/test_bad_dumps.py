@@ -146,3 +146,11 @@ def test_compressed_dumps_are_read(tmp_path):
         r = run("ece", path, "--n-boot", "0", "--json")
         assert r.exit_code == 0, r.stderr
         assert json.loads(r.stdout)["files"][0]["input"]["llm"]["agrees_with_lm_eval"] is True
+
+
+def test_damaged_compressed_dumps(tmp_path):
+    damaged = {".jsonl.gz": b"\x1f\x8b\x08\x00garbage" * 10, ".jsonl.zst": b"\x28\xb5\x2f\xfdgarbage" * 10}
+    for suffix, data in damaged.items():
+        path = tmp_path / f"samples_x_2026-01-01T00-00-00.000000{suffix}"
+        path.write_bytes(data)
+        _error(run("ece", "--from", "lm-eval", path), str(path), "cannot be read as UTF-8 JSON Lines")
