@@ -39,9 +39,11 @@ from calibcli.tcal.kernels import sweep_block
 _BLOCK_POINTS = 2**15
 
 #: Label vectors swept together (several seeded chunks of resamples): each NumPy call of the sweep then serves
-#: this many resamples, so its fixed cost (and the hand-over of the GIL between threads) is shared, and the
-#: compiled loop runs over them in vector registers (8: 1e6 points, 1000 resamples 7.2 -> 1.5-2 s of CPU).
-SWEEP_ROWS = 8
+#: this many resamples, so its fixed cost (and the hand-over of the GIL between threads) is shared.
+SWEEP_ROWS = 4
+#: The same for the compiled sweep, whose loops run over a point's label vectors side by side in vector registers:
+#: the more, the faster (1e6 points, per 1,000 resamples: 4 rows 4.2 s of CPU, 8 3.1 s, 16 2.3 s, 32 1.4 s).
+COMPILED_SWEEP_ROWS = 32
 
 #: Points from which the y-bootstrap's sweep runs as one compiled loop (:func:`calibcli.tcal.kernels.sweep_block`)
 #: rather than NumPy's passes: 2^17 points and 1000 resamples are 1.3e8 labels, past which the loop's savings
@@ -462,7 +464,7 @@ class SortedScalarEngine:
         return sweep([self], chunks)[0]
 
     def sweep_rows(self) -> int:
-        return SWEEP_ROWS
+        return COMPILED_SWEEP_ROWS if self.compiled else SWEEP_ROWS
 
     def _consistency(self, rng: np.random.Generator, rows: int) -> np.ndarray:
         """Consistency resampling (unit weights): ``z*`` drawn with replacement, ``y* ~ Bernoulli(z*)``.
@@ -557,7 +559,7 @@ class SharedDraws:
         return self.engines[0].chunk_rows()  # (a function of the number of points: the same for all)
 
     def sweep_rows(self) -> int:
-        return SWEEP_ROWS
+        return min(engine.sweep_rows() for engine in self.engines)
 
     def resampled_chunks(self, chunks: Sequence[tuple[np.random.Generator, int]], null: str) -> np.ndarray:
         if null != "y-bootstrap":
