@@ -41,6 +41,7 @@ from calibcli.core.validation import (
     params_of,
 )
 from calibcli.engines.base import ENGINES, EngineChoice, engines_help
+from calibcli.engines.pipeline import run
 from calibcli.io.columns import ColumnSpec
 from calibcli.io.loaded import LoadedInput, read_dataset
 from calibcli.io.sources import DEFAULT_BATCH_ROWS, resolve_datasets
@@ -48,7 +49,7 @@ from calibcli.io.streams import Sources
 from calibcli.io.targets import check_output_target
 from calibcli.llm.convert import ITEM_KEY, converted_inputs
 from calibcli.llm.options import DumpOptions
-from calibcli.report.emit import FORMATS, Layout
+from calibcli.report.emit import FORMATS, Layout, emit_with_gates
 
 # ---------------------------------------------------------------------------------------------
 # Options shared by the commands (one declaration each)
@@ -426,15 +427,15 @@ def signature_from(library, aliases: dict, *extra, library_only: tuple[str, ...]
 
 def spec_of(options: dict) -> ColumnSpec:
     """The columns group's values as a :class:`~calibcli.io.ColumnSpec`."""
-    return column_spec(
+    return ColumnSpec.of(
         options["prob_col"], options["prob_cols"], options["label_col"], options["weight_col"], options["logits"]
     )
 
 
 def sources_of(files, options: dict) -> Sources:
     """The sources of a streaming command: FILES and the columns, reading and datasets groups' values."""
-    return sources(
-        list(files),
+    return Sources(
+        tuple(files),
         spec_of(options),
         input_format=options["input_format"],
         drop_invalid=options["drop_invalid"],
@@ -442,6 +443,15 @@ def sources_of(files, options: dict) -> Sources:
         batch_rows=options["batch_rows"],
         group_by=split_columns(options.get("group_by")),
     )
+
+
+def run_gated(family, files, options: dict, options_class) -> None:
+    """A gated streaming family's command once parsed: its options object (``options_class.of``, checked once,
+    here), the pipeline over FILES, the document on stdout in the chosen layout and the gates' exit."""
+    layout = layout_of(options)
+    chosen = options_class.of(options)
+    doc = run(family, sources_of(files, options), chosen, engine_of(options))
+    emit_with_gates(doc, chosen.gate, output=options["output"], layout=layout)
 
 
 def engine_of(options: dict) -> EngineChoice:
@@ -470,40 +480,6 @@ def layout(
     """The report's layout on stdout from ``--format``, ``--json``, ``--summary``, ``--metrics`` and ``--sort``."""
     check_options({"fmt": FORMATS}, fmt=fmt)
     return Layout.of(fmt, as_json, summary, split_columns(metrics) or None, sort)
-
-
-def column_spec(prob_col, prob_cols, label_col, weight_col, logits) -> ColumnSpec:
-    return ColumnSpec(
-        prob_col=prob_col,
-        prob_cols=tuple(prob_cols) if prob_cols else None,
-        label_col=label_col,
-        weight_col=weight_col,
-        logits=logits,
-    )
-
-
-def sources(
-    files: list[str],
-    spec: ColumnSpec,
-    *,
-    input_format: str | None,
-    drop_invalid: bool,
-    pool: bool,
-    batch_rows: int,
-    group_by: tuple[str, ...],
-    segment_by: tuple[str, ...] = (),
-) -> Sources:
-    """The sources option group of a streaming command, for :func:`calibcli.engines.pipeline.run`."""
-    return Sources(
-        tuple(files),
-        spec,
-        input_format=input_format,
-        drop_invalid=drop_invalid,
-        pool=pool,
-        batch_rows=batch_rows,
-        group_by=tuple(group_by),
-        segment_by=tuple(segment_by),
-    )
 
 
 def load_inputs(

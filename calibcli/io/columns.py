@@ -39,6 +39,11 @@ class ColumnSpec:
     weight_col: str | None = None
     logits: bool = False
 
+    @classmethod
+    def of(cls, prob_col, prob_cols, label_col, weight_col, logits) -> ColumnSpec:
+        """The column options as the command line and the library give them (``prob_cols`` a list, or empty)."""
+        return cls(prob_col, tuple(prob_cols) if prob_cols else None, label_col, weight_col, logits)
+
 
 # ---------------------------------------------------------------------------------------------
 # Column resolution

@@ -33,18 +33,6 @@ from calibcli.recalibrate.fit import FitAccumulator
 from calibcli.smooth import options as smece_options
 from calibcli.tcal.accumulator import DISCRETE_CHOICES, TcalOptions
 
-
-def column_spec(prob_col, prob_cols, label_col, weight_col, logits) -> ColumnSpec:
-    """The column options as a :class:`~calibcli.io.ColumnSpec`."""
-    return ColumnSpec(
-        prob_col=prob_col,
-        prob_cols=tuple(prob_cols) if prob_cols else None,
-        label_col=label_col,
-        weight_col=weight_col,
-        logits=logits,
-    )
-
-
 #: CLI flag of each calibrator option, and the methods that take it.
 _FLAGS = {
     "n_bins": "--n-bins",
@@ -286,7 +274,7 @@ def evaluation(
     if max_rows < 2:
         raise OptionError("max_rows", f"{{name}} is {max_rows}: expected at least 2 rows to fit on")
     tcal_options = TcalOptions(n_boot=n_boot, alpha=alpha, seed=seed, discrete=discrete, max_rows=max_rows)
-    spec = column_spec(prob_col, prob_cols, label_col, weight_col, logits)
+    spec = ColumnSpec.of(prob_col, prob_cols, label_col, weight_col, logits)
     paths = [fit_file, file] if fit_file else [file]
     streams = list(
         open_streams(

@@ -1,6 +1,6 @@
 """``calibcli ece``: binned calibration errors, proper scores, intervals and bounds (SPEC 2).
 
-The command parses the binned family's options (declared once in :mod:`calibcli.ece_family.family`); the pipeline
+The command parses the binned family's options (declared once in :mod:`calibcli.ece_family.options`); the pipeline
 (:func:`calibcli.engines.pipeline.run`) streams each dataset through the binned family's accumulators (SPEC 8).
 """
 
@@ -11,8 +11,6 @@ import typer
 from calibcli.cli import options as cc
 from calibcli.ece_family.family import FAMILY
 from calibcli.ece_family.options import Options
-from calibcli.engines.pipeline import run
-from calibcli.report.emit import emit_with_gates
 
 
 @cc.with_groups(
@@ -24,10 +22,7 @@ def ece(files: cc.Files, **options) -> None:
     --group-by. Files, directories of shards and quoted globs are streamed in flat memory.
 
     Example: calibcli ece sample_data/breast_cancer_nb.csv --n-bins 10 --fail-above 0.05"""
-    chosen = Options.of(options)
-    layout = cc.layout_of(options)
-    doc = run(FAMILY, cc.sources_of(files, options), chosen, cc.engine_of(options))
-    emit_with_gates(doc, chosen.gate, output=options["output"], layout=layout)
+    cc.run_gated(FAMILY, files, options, Options)
 
 
 def register(app: typer.Typer) -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import typer
 
 from calibcli.cli import options as cc
-from calibcli.engines.pipeline import run
-from calibcli.report.emit import emit_with_gates
 from calibcli.smooth.family import FAMILY
 from calibcli.smooth.options import Options
 
@@ -21,10 +19,7 @@ def smece(files: cc.Files, **options) -> None:
     --group-by. Files, directories of shards and quoted globs are streamed in flat memory.
 
     Example: calibcli smece sample_data/digits_nb.parquet --mode top-label"""
-    layout = cc.layout_of(options)
-    chosen = Options.of(options)
-    doc = run(FAMILY, cc.sources_of(files, options), chosen, cc.engine_of(options))
-    emit_with_gates(doc, chosen.gate, output=options["output"], layout=layout)
+    cc.run_gated(FAMILY, files, options, Options)
 
 
 def register(app: typer.Typer) -> None:
