@@ -114,7 +114,7 @@ class JointCells:
             cov = self.moments / c[:, None, None] - mean[:, :, None] * mean[:, None, :]
         # the noise only where there is variance: with unit weights the w columns are the counts, exactly
         active = np.arange(2 * _V) if self.weighted else np.array([j for j in range(2 * _V) if j % _V])
-        root = _psd_root(cov[:, active[:, None], active[None, :]]).transpose(0, 2, 1).astype(np.float32)
+        root = _psd_root(cov[:, active[:, None], active[None, :]]).transpose(0, 2, 1)
         sides: list[dict[str, Any]] = []
         for side, cells, n_bins in ((0, cell_a, self.n_a), (1, cell_b, self.n_b)):
             order = np.argsort(cells, kind="stable")
@@ -152,10 +152,12 @@ class JointCells:
         for r0 in range(0, n_boot, block):
             r1 = min(n_boot, r0 + block)
             c_star = rng.poisson(c, size=(r1 - r0, J)).astype(np.float64)
-            # (joint cell, replicate, value): one batched matrix product per block (single precision: it is the
-            # noise, about 1e-7 of its own scale), the sums built in place
+            # (joint cell, replicate, value): one batched matrix product per block, the sums built in place. The
+            # normals are drawn in single precision (the noise needs no more) but multiplied in double: a root
+            # rounded to single precision would move with the last bit of the sums, and the draws with it
             draws = np.zeros((J, r1 - r0, 2 * _V))
-            draws[:, :, active] = np.matmul(rng.standard_normal((J, r1 - r0, len(active)), dtype=np.float32), root)
+            normals = rng.standard_normal((J, r1 - r0, len(active)), dtype=np.float32)
+            draws[:, :, active] = np.matmul(normals.astype(np.float64), root)
             if self.weighted:
                 draws += mean[:, None, :]
             else:
@@ -193,12 +195,20 @@ def _values(z, y, w) -> np.ndarray:
 
 
 def _psd_root(cov: np.ndarray) -> np.ndarray:
-    """``L`` with ``L L^T = cov`` for stacked positive semi-definite matrices (eigen-decomposition)."""
+    """The symmetric square root ``L = V sqrt(D) V^T`` (so ``L L^T = cov``) of stacked positive semi-definite
+    matrices.
+
+    The symmetric root, not ``V sqrt(D)``: an eigenbasis is not a continuous function of the matrix (where two
+    eigenvalues are close, a change in the last bit of one sum can turn it), so the draws made with it moved by
+    the noise's own scale between file splits and engines; the symmetric root is the same matrix for every
+    eigenbasis of ``cov`` and moves by rounding only, so the replicates keep the 1e-12 rule (docs: How it is
+    computed, "Determinism"). Both give the same normal law.
+    """
     vals, vecs = np.linalg.eigh(cov)
     # eigenvalues at rounding level are zeros (two identical inputs give a singular covariance; their square
     # roots, about 1e-8 of the scale, would make the two inputs' draws differ)
     vals = np.where(vals > 1e-12 * np.max(np.abs(vals), axis=-1, keepdims=True), vals, 0.0)
-    return vecs * np.sqrt(vals)[:, None, :]
+    return np.matmul(vecs * np.sqrt(vals)[:, None, :], vecs.transpose(0, 2, 1))
 
 
 def _bin_stats_replicates(per_cell, count_star, count, totals, n_bins: int, weighted: bool) -> BinStats:
