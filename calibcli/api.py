@@ -16,11 +16,12 @@ from typing import Any
 import numpy as np
 
 from calibcli.clinical.accumulator import ClinicalTestAccumulator, ClinicalTestOptions
+from calibcli.core.declarations import library_signature
 from calibcli.core.errors import CalibcliError, library_text
 from calibcli.core.modes import default_mode
 from calibcli.core.registry import _ENTRIES, REGISTRY
 from calibcli.core.results import MetricResult, metric_result
-from calibcli.core.validation import check_options, library_defaults, library_signature
+from calibcli.core.validation import check_options, library_defaults
 from calibcli.ece_family import options as ece_options
 from calibcli.ece_family.accumulator import InputAccumulator, multiclass_scores
 from calibcli.io.arrays import prepare

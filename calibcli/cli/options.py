@@ -16,8 +16,9 @@ import types
 import typing
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Annotated
+from typing import Annotated, Any
 
+import numpy as np
 import typer
 
 from calibcli.cli.exits import command_failure
@@ -32,13 +33,15 @@ from calibcli.core.errors import (
 from calibcli.core.malloc import tune_allocator
 from calibcli.core.outputs import STDOUT
 from calibcli.core.validation import (
+    COMMAND_SIZES,
     Declared,
     Param,
-    check_command_options,
     check_options,
+    check_size,
     memory_culprit,
     option,
     params_of,
+    short_value,
 )
 from calibcli.engines.base import ENGINES, EngineChoice, engines_help
 from calibcli.engines.pipeline import run
@@ -549,6 +552,42 @@ def check_file_options(kwargs: dict) -> None:
                 raise CalibcliError(f"{{opt:{name}}} {path} is the {{opt:{other}}} file too: name another file")
         check_output_target(path, name, inputs)
         seen.append((name, path))
+
+
+#: Words that a user may have meant as the value of a flag (``--logits false``).
+FLAG_WORDS = ("true", "false", "yes", "no", "on", "off", "1", "0", "t", "f", "y", "n")
+
+
+def check_command_options(
+    params: dict,
+    *,
+    flags: dict[str, bool] | None = None,
+    file_arguments: dict[str, str | list[str] | None] | None = None,
+) -> None:
+    """Every numeric option of a command, checked by :func:`check_options` (finite, within range, within the
+    memory budget); and FILES arguments that are the word a flag would take (``--logits false``), refused.
+
+    ``params``: the command's keyword values; ``flags``: its boolean options and their values;
+    ``file_arguments``: its positional path arguments (a string or a list of strings each).
+    """
+    numeric: dict[str, Any] = {
+        k: v
+        for k, v in params.items()
+        if not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating))
+    }
+    for name, value in numeric.items():
+        if name in COMMAND_SIZES and value >= 1:
+            check_size(name, value, COMMAND_SIZES)
+    check_options(**numeric)
+    for paths in (file_arguments or {}).values():
+        for path in [paths] if isinstance(paths, str) else list(paths or []):
+            if isinstance(path, str) and path.lower() in FLAG_WORDS and not os.path.lexists(path):
+                on = [f for f, v in (flags or {}).items() if v]
+                who = "{opt:" + on[0] + "} is a flag and takes" if len(on) == 1 else "flags take"
+                raise CalibcliError(
+                    f"{who} no value; {short_value(path)} was read as an input file: remove it "
+                    f"(a flag is on when given, off when left out)"
+                )
 
 
 def check_parameters(func, kwargs: dict) -> None:

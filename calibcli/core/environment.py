@@ -2,7 +2,7 @@
 
 - ``CALIBCLI_DEBUG``: tracebacks instead of ``Error:`` lines. ``1``, ``yes``, ``true``, ``on`` (any case) and
   any other word turn it on; unset, empty, ``0``, ``no``, ``false``, ``off``, ``n`` and ``f`` leave it off (the
-  words :data:`calibcli.core.validation.FLAG_WORDS` takes for a flag).
+  words :data:`calibcli.cli.options.FLAG_WORDS` takes for a flag).
 - ``NUMBA_*``: Numba reads them when it is imported, and a value it cannot parse is a traceback
   (``NUMBA_NUM_THREADS=abc``) or a warning and its default (``NUMBA_OPT=abc``). :func:`check_numba` reads the
   ones whose values Numba parses before the import, so a bad one is one ``Error:`` line naming it.

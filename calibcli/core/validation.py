@@ -9,8 +9,6 @@ checks with ``where=`` naming the file, so messages point at a row or a column.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import inspect
 import math
 import types
 import typing
@@ -276,7 +274,7 @@ BYTES_PER_WORKER = 256 * 2**20
 BYTES_PER_PANEL = 4 * 2000 * 1600
 
 #: Size options: parameter name -> (bytes per unit, what they are for). ``batch_rows`` is one only on the
-#: command line (:data:`_COMMAND_SIZES`): for the library it is a cap on the rows of a batch (``1 << 62`` reads
+#: command line (:data:`COMMAND_SIZES`): for the library it is a cap on the rows of a batch (``1 << 62`` reads
 #: a file as one batch), while ``--batch-rows`` is what the user plans to hold in memory.
 _SIZES = {
     "n_bins": (BYTES_PER_BIN, "the bin arrays"),
@@ -290,7 +288,7 @@ _SIZES = {
 }
 
 
-_COMMAND_SIZES = {"batch_rows": (BYTES_PER_BATCH_ROW, "the batches of rows")}
+COMMAND_SIZES = {"batch_rows": (BYTES_PER_BATCH_ROW, "the batches of rows")}
 
 
 def _memory_of_machine() -> int | None:
@@ -378,15 +376,15 @@ def check_allocation(name: str, value, nbytes: float, what: str, *, most: int | 
 
 def planned_bytes(name: str, value, sizes: dict | None = None) -> tuple[float, str] | None:
     """What size option ``name`` at ``value`` will allocate, at least: ``(bytes, what for)``; None if it
-    is not a size option (of ``sizes``, default :data:`_SIZES` and :data:`_COMMAND_SIZES`)."""
-    sizes = {**_SIZES, **_COMMAND_SIZES} if sizes is None else sizes
+    is not a size option (of ``sizes``, default :data:`_SIZES` and :data:`COMMAND_SIZES`)."""
+    sizes = {**_SIZES, **COMMAND_SIZES} if sizes is None else sizes
     if name not in sizes or isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         return None
     per_unit, what = sizes[name]
     return float(value) * per_unit, what
 
 
-def _check_size(name: str, value, sizes: dict = _SIZES) -> None:
+def check_size(name: str, value, sizes: dict = _SIZES) -> None:
     planned = planned_bytes(name, value, sizes)
     if planned is None:
         return
@@ -427,7 +425,7 @@ def check_options(choices: dict[str, tuple[str, ...]] | None = None, **values) -
         if choices and name in choices:
             if value not in choices[name]:
                 raise (OptionError if isinstance(value, str) else OptionTypeError)(
-                    name, f"{{name}} is {_short_value(value)}: expected one of {', '.join(choices[name])}"
+                    name, f"{{name}} is {short_value(value)}: expected one of {', '.join(choices[name])}"
                 )
             continue
         if name in INTEGER_OPTIONS:
@@ -437,7 +435,7 @@ def check_options(choices: dict[str, tuple[str, ...]] | None = None, **values) -
         ):
             raise OptionTypeError(
                 name,
-                f"{{name}} is {_short_value(value)}: {_expected(name, 'expected a number')} (a number, "
+                f"{{name}} is {short_value(value)}: {_expected(name, 'expected a number')} (a number, "
                 f"not {_type_name(value)})",
             )
         if isinstance(value, bool):
@@ -446,15 +444,15 @@ def check_options(choices: dict[str, tuple[str, ...]] | None = None, **values) -
             raise OptionError(name, f"{{name}} is {value}: expected a finite number")
         if isinstance(value, (int, np.integer)) and name != "seed" and not -INT64_MAX - 1 <= value <= INT64_MAX:
             if name in _SIZES:  # say what it would need, and the largest that fits
-                _check_size(name, value)
-            raise OptionError(name, f"{{name}} is {_short_value(value)}: expected an integer of at most {INT64_MAX}")
+                check_size(name, value)
+            raise OptionError(name, f"{{name}} is {short_value(value)}: expected an integer of at most {INT64_MAX}")
         if name in _RULES:
             test, expected = _RULES[name]
             if not test(value):
-                raise OptionError(name, f"{{name}} is {_short_value(value)}: {expected}")
+                raise OptionError(name, f"{{name}} is {short_value(value)}: {expected}")
         elif not isinstance(value, (int, float, np.integer, np.floating)):
             raise KeyError(name)
-        _check_size(name, value)
+        check_size(name, value)
     _check_replicate_bins(values.get("n_boot"), values.get("n_bins", values.get("ece_n_bins")))
 
 
@@ -516,7 +514,7 @@ def check_alpha(alpha) -> float:
     """The one check of a level ``alpha`` (an interval's ``1 - confidence``, a test's level), with the one
     wording of :data:`_RULES`, for every family and library function; returns it as a float."""
     if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float, np.integer, np.floating)):
-        raise OptionTypeError("alpha", f"{{name}} is {_short_value(alpha)}: {_RULES['alpha'][1]}")
+        raise OptionTypeError("alpha", f"{{name}} is {short_value(alpha)}: {_RULES['alpha'][1]}")
     check_options(alpha=alpha)
     return float(alpha)
 
@@ -572,10 +570,10 @@ def _check_integer(name: str, value) -> None:
             )
         raise OptionTypeError(
             name,
-            f"{{name}} is {_short_value(float(value))}: {expected} (an integer: "
+            f"{{name}} is {short_value(float(value))}: {expected} (an integer: "
             f"{{name}}={int(value) if np.isfinite(value) and float(value).is_integer() else 'N'})",
         )
-    raise OptionTypeError(name, f"{{name}} is {_short_value(value)}: {expected} (an integer, not {_type_name(value)})")
+    raise OptionTypeError(name, f"{{name}} is {short_value(value)}: {expected} (an integer, not {_type_name(value)})")
 
 
 def _type_name(value) -> str:
@@ -605,29 +603,29 @@ def check_type(name: str, value, annotation) -> None:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise OptionTypeError(
                 name,
-                f"{{name}} is {_short_value(value)}: {_expected(name, 'expected a number')} (a number, "
+                f"{{name}} is {short_value(value)}: {_expected(name, 'expected a number')} (a number, "
                 f"not {_type_name(value)})",
             )
     elif kind is bool:
         if not isinstance(value, (bool, np.bool_)):
-            raise OptionTypeError(name, f"{{name}} is {_short_value(value)}: expected True or False")
+            raise OptionTypeError(name, f"{{name}} is {short_value(value)}: expected True or False")
     elif not isinstance(value, str):
-        raise OptionTypeError(name, f"{{name}} is {_short_value(value)}: expected text")
+        raise OptionTypeError(name, f"{{name}} is {short_value(value)}: expected text")
 
 
-_FIELD_TYPES: dict[type, dict[str, Any]] = {}
+FIELD_TYPES: dict[type, dict[str, Any]] = {}
 
 
-def _field_types(cls: type) -> dict[str, Any]:
+def field_types(cls: type) -> dict[str, Any]:
     """The resolved annotations of a dataclass's fields (``from __future__ import annotations`` leaves text)."""
-    if cls not in _FIELD_TYPES:
-        _FIELD_TYPES[cls] = typing.get_type_hints(cls)
-    return _FIELD_TYPES[cls]
+    if cls not in FIELD_TYPES:
+        FIELD_TYPES[cls] = typing.get_type_hints(cls)
+    return FIELD_TYPES[cls]
 
 
 def check_types(options) -> None:
     """Every field of the options dataclass ``options`` of the type its annotation states (:func:`check_type`)."""
-    hints = _field_types(type(options))
+    hints = field_types(type(options))
     for f in dataclasses.fields(options):
         value = getattr(options, f.name)
         param = f.metadata.get("param")
@@ -637,48 +635,10 @@ def check_types(options) -> None:
             check_type(f.name, value, hints[f.name])
 
 
-def _short_value(value, limit: int = 60) -> str:
+def short_value(value, limit: int = 60) -> str:
     """A value as a message shows it: strings quoted, numbers as Python prints them, at most ``limit`` characters."""
     text = repr(value) if isinstance(value, str) else str(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-#: Words that a user may have meant as the value of a flag (``--logits false``).
-FLAG_WORDS = ("true", "false", "yes", "no", "on", "off", "1", "0", "t", "f", "y", "n")
-
-
-def check_command_options(
-    params: dict,
-    *,
-    flags: dict[str, bool] | None = None,
-    file_arguments: dict[str, str | list[str] | None] | None = None,
-) -> None:
-    """Every numeric option of a command, checked by :func:`check_options` (finite, within range, within the
-    memory budget); and FILES arguments that are the word a flag would take (``--logits false``), refused.
-
-    ``params``: the command's keyword values; ``flags``: its boolean options and their values;
-    ``file_arguments``: its positional path arguments (a string or a list of strings each).
-    """
-    import os
-
-    numeric: dict[str, Any] = {
-        k: v
-        for k, v in params.items()
-        if not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating))
-    }
-    for name, value in numeric.items():
-        if name in _COMMAND_SIZES and value >= 1:
-            _check_size(name, value, _COMMAND_SIZES)
-    check_options(**numeric)
-    for paths in (file_arguments or {}).values():
-        for path in [paths] if isinstance(paths, str) else list(paths or []):
-            if isinstance(path, str) and path.lower() in FLAG_WORDS and not os.path.lexists(path):
-                on = [f for f, v in (flags or {}).items() if v]
-                who = "{opt:" + on[0] + "} is a flag and takes" if len(on) == 1 else "flags take"
-                raise CalibcliError(
-                    f"{who} no value; {_short_value(path)} was read as an input file: remove it "
-                    f"(a flag is on when given, off when left out)"
-                )
 
 
 def check_option(condition: bool, message: str) -> None:
@@ -789,35 +749,6 @@ class Declared:
             rule = params[name][0].shown if name in params else None
             out[name] = rule(value) if rule is not None else value
         return out
-
-
-def library_signature(options_class: type, *names: str) -> Callable:
-    """Decorator of a library function that takes ``**options``: these declared options of ``options_class``
-    become its keyword-only parameters, with the library's defaults stated in their declarations
-    (:func:`library_defaults`) and their annotated types, so ``help()``, ``inspect.signature`` and an editor list
-    them as if written out; a keyword it does not take is refused as Python refuses one."""
-    defaults, hints = library_defaults(options_class), _field_types(options_class)
-
-    def decorate(func):
-        signature = inspect.signature(func)
-        own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-        taken = [
-            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=defaults[name], annotation=hints[name])
-            for name in names
-        ]
-        known = {p.name for p in own} | set(names)
-
-        @functools.wraps(func)
-        def wrapper(*args, **kwargs):
-            for name in kwargs:
-                if name not in known:
-                    raise TypeError(f"{func.__name__}() got an unexpected keyword argument {name!r}")
-            return func(*args, **kwargs)
-
-        wrapper.__signature__ = signature.replace(parameters=[*own, *taken])  # type: ignore[attr-defined]
-        return wrapper
-
-    return decorate
 
 
 def check_params(declarations: dict[str, Param], **values) -> None:
