@@ -4,8 +4,8 @@ functions on array-likes (:mod:`calibcli.api`: :func:`ece`, :func:`dce`, :func:`
 :func:`brier_decomposition`, :func:`brier_score`, :func:`log_loss`, :func:`smooth_ece`, :func:`tcal_test`,
 :func:`clinical_test`, :func:`compute`; for regression predictions :func:`regression_metrics`),
 each returning a :class:`MetricResult` with the CLI's numbers.
-The scikit-learn scorer :func:`make_calibration_scorer` (:mod:`calibcli.sklearn`) is reachable from here
-too, loaded when asked for.
+The scikit-learn scorer :func:`make_calibration_scorer` (:mod:`calibcli.sklearn`) is reachable from here too, loaded
+when asked for; :func:`monitor` (calibration over time windows of a DataFrame, :mod:`calibcli.monitor.frame`) too.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from calibcli.core.registry import (  # noqa: F401  (the registry's names)
     worse,
 )
 from calibcli.core.results import MetricResult  # noqa: F401  (the result type, where users find it)
+from calibcli.monitor.frame import monitor_frame as monitor  # noqa: F401  (calibration over time windows)
 from calibcli.regression.library import regression_metrics  # noqa: F401  (regression predictions, SPEC 10)
 
 

@@ -45,7 +45,19 @@ def _root(
 
 #: Subcommand modules in :mod:`calibcli.cli.commands`, in the order ``--help`` lists them. Each module
 #: has ``register(app)``; command bodies are wrapped in :func:`calibcli.cli.options.command`.
-COMMANDS = ("ece", "smece", "tcal", "audit", "recalibrate", "diagram", "report", "compare", "regression", "selective")
+COMMANDS = (
+    "ece",
+    "smece",
+    "tcal",
+    "audit",
+    "recalibrate",
+    "diagram",
+    "report",
+    "compare",
+    "regression",
+    "selective",
+    "monitor",
+)
 
 #: The line ``calibcli --help`` shows for each command (its ``short_help``), so that listing the
 #: commands imports none of them (numpy, pyarrow, ...): ``calibcli --help`` stays fast. A command's own
@@ -61,6 +73,7 @@ SUMMARIES = {
     "compare": "A candidate model against a baseline: every metric and their difference, paired when possible.",
     "regression": "Calibration of regression predictions: Gaussian, quantiles, intervals or samples (PIT, coverage).",
     "selective": "When can I trust the answer? Risk-coverage, AURC, AUGRC, risk at coverage, for LLMs and classifiers.",
+    "monitor": "Is it drifting? Calibration per time window against a reference, with alerts of known error rate.",
 }
 
 

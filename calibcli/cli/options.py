@@ -502,7 +502,7 @@ def load_inputs(
 
 
 #: Parameters that name a file a command writes (every command uses these names), and their flags.
-FILE_OPTIONS = {"output": "--output", "report": "--report", "json_output": "--json-output"}
+FILE_OPTIONS = {"output": "--output", "report": "--report", "json_output": "--json-output", "plot": "--plot"}
 
 #: Parameters that name what a command reads (every command uses these names), and what each is called
 #: when an output would overwrite it: outputs are checked against them before any work.

@@ -241,6 +241,11 @@ _RULES = {
     "curve_points": (lambda v: v >= 2, "expected an integer >= 2"),
     "n_levels": (lambda v: v >= 2, "expected at least 2"),
     "pit_bins": (lambda v: v >= 1, "expected at least 1"),
+    "chunk_rows": (lambda v: v >= 1, "expected a positive number of rows per window"),
+    "reference_windows": (lambda v: v >= 1, "expected at least 1 window"),
+    "n_null": (lambda v: v >= 20, "expected at least 20 resamples"),
+    "reference_rows": (lambda v: v >= 100, "expected at least 100 rows"),
+    "min_rows": (lambda v: v >= 1, "expected a positive number of rows"),
 }
 
 

@@ -16,6 +16,7 @@ from calibcli.core.errors import CalibcliError, shown, shown_names
 from calibcli.core.validation import scaled_weights
 from calibcli.io import formats
 from calibcli.io.columns import CodedText, ReadPlan
+from calibcli.io.windows import chunk_keys
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ def _read_fragment(frag: Fragment, counts: RowCounts, within: tuple[int, int] | 
         for reason, k in dropped.items():
             counts.dropped[reason] = counts.dropped.get(reason, 0) + k
         rows = np.arange(index, index + n, dtype=np.int64)
-        probs, labels, weights, groups = conv.probs, conv.labels, conv.weights, conv.groups
+        probs, labels, weights, groups = conv.probs, conv.labels, conv.weights, windowed(conv.groups, plan, rows)
         if not keep.all():
             probs, labels, rows = probs[keep], labels[keep], rows[keep]
             weights = None if weights is None else weights[keep]
@@ -161,6 +162,15 @@ def _read_fragment(frag: Fragment, counts: RowCounts, within: tuple[int, int] | 
             yield Batch(probs, labels, weights, rows, groups, frag.path)
         # Let go of this batch's arrays before the next table is read: memory holds one batch, not two.
         del table, conv, keep, probs, labels, weights, rows, groups
+
+
+def windowed(groups, plan, rows: np.ndarray):
+    """The batch's group columns with row-count windows (``--chunk-rows``) set from the rows' global indices."""
+    windows = getattr(plan, "windows", None)  # (a regression plan has no windows)
+    if groups is None or windows is None or windows.chunk_rows is None:
+        return groups
+    at = plan.group_by.index(windows.key)
+    return tuple(chunk_keys(rows, windows.chunk_rows) if i == at else g for i, g in enumerate(groups))
 
 
 T = TypeVar("T")

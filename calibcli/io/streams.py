@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from calibcli.io.columns import ColumnSpec
 from calibcli.io.sources import DEFAULT_BATCH_ROWS, resolve_datasets
+from calibcli.io.windows import Windowing, windowed
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class Sources:
     batch_rows: int = DEFAULT_BATCH_ROWS
     group_by: tuple[str, ...] = ()
     segment_by: tuple[str, ...] = ()  # the audit's segment columns, read beside every row (no split)
+    windows: Windowing | None = None  # calibcli monitor's time windows: the first group key (SPEC 12)
 
     def open(self) -> Iterator:
         """One stream per dataset; every dataset is resolved before the first is read."""
@@ -36,6 +38,7 @@ class Sources:
             batch_rows=self.batch_rows,
             group_by=self.group_by,
             segment_by=self.segment_by,
+            windows=self.windows,
         )
 
 
@@ -49,6 +52,7 @@ def open_streams(
     batch_rows: int,
     group_by: tuple[str, ...],
     segment_by: tuple[str, ...] = (),
+    windows: Windowing | None = None,
 ) -> Iterator:
     """One stream per dataset (a file, a directory, a glob, stdin; all of them with ``pool``), in argument order.
 
@@ -56,7 +60,7 @@ def open_streams(
     """
     datasets = resolve_datasets(list(files), pool=pool)
     for dataset in datasets:
-        yield dataset.open(
+        stream = dataset.open(
             spec,
             input_format=input_format,
             drop_invalid=drop_invalid,
@@ -64,3 +68,4 @@ def open_streams(
             group_by=tuple(group_by),
             segment_by=tuple(segment_by),
         )
+        yield stream if windows is None else windowed(stream, windows)

@@ -293,6 +293,7 @@ MINIMAL_ARGS = {
     "report": (BINARY, "-o", "{out}.html"),
     "regression": (BINARY,),  # the options are checked before the file is read
     "selective": (BINARY,),
+    "monitor": (BINARY, "--chunk-rows", "100"),
 }
 RANGE_CASES = [
     ("n_bins", 0),

@@ -42,10 +42,13 @@ RUNS: dict[str, list[str]] = {
                              "--n-boot", "20", "--json"],
     "report": ["report", str(BINARY_CSV), "--n-boot", "20", "-o", "report.html"],
     "compare": ["compare", str(BINARY_CSV), str(BINARY_PARQUET), "--n-boot", "20", "--json"],
+    "monitor": ["monitor", str(SAMPLES / "monitor" / "scores.parquet"), "--time-col", "ts", "--every", "W",
+                "--n-boot", "20", "--plot", "monitor.png", "--json"],
 }
 
 #: The files the runs above write, and how each must start.
-WRITTEN = {"diagram.png": b"\x89PNG", "cal.json": b"{", "recalibrated.parquet": b"PAR1", "report.html": b"<!doctype html>"}
+WRITTEN = {"monitor.png": b"\x89PNG",
+           "diagram.png": b"\x89PNG", "cal.json": b"{", "recalibrated.parquet": b"PAR1", "report.html": b"<!doctype html>"}
 
 
 def _copy_checkout(dest: Path) -> Path:
