@@ -20,7 +20,8 @@ import numpy as np
 
 from calibcli.core.errors import CalibcliError, shown, shown_names
 from calibcli.io import formats
-from calibcli.io.columns import Converted, ReadPlan, convert_batch
+from calibcli.io.checks import check_rows
+from calibcli.io.columns import ReadPlan, convert_batch
 
 #: The key name of row-count windows (no column of the data is read for them).
 CHUNK_KEY = "chunk"
@@ -192,13 +193,14 @@ class WindowedPlan(ReadPlan):
         extra = [self.windows.column] if self.windows is not None and self.windows.column is not None else []
         return list(dict.fromkeys([*super().data_columns, *extra]))
 
-    def convert(self, table, where: str, first_row: int, partition: dict | None = None) -> Converted:
+    def read(self, table, where: str, first_row: int, partition, *, whole_file: bool, text_of):
+        """A batch as arrays with each row's window key first, the rows passing the checks, the drops by reason."""
         assert self.windows is not None and self.group_by[0] == self.windows.key
         conv = convert_batch(table, self, where, first_row, {**(partition or {}), self.windows.key: 0})
         if self.windows.column is not None and conv.groups is not None:
             keys = window_keys(table.column(self.windows.column), self.windows, where, first_row)
             conv.groups = (keys, *conv.groups[1:])
-        return conv
+        return conv, *check_rows(conv, self, where, first_row, whole_file=whole_file, text_of=text_of)
 
 
 def windowed(stream, windows: Windowing):
