@@ -89,10 +89,10 @@ def for_markdown_cell(text: object) -> str:
     """``text`` for one cell of a markdown (GitHub-flavoured) table: a backslash escaped (``\\\\``), ``|``
     escaped (``\\|``, so it does not end the cell), a newline shown as ``\\n`` (so it does not end the row), and
     other control and bidirectional characters as for the terminal. Raw HTML and markdown's own images and links
-    stay text: ``&``, ``<`` and ``>`` as entities (a renderer would load ``<img src=... onerror=...>`` from the
+    stay text: ``&`` and ``<`` as entities (a renderer would load ``<img src=... onerror=...>`` from the
     data), and an image's ``![`` as ``\\![`` (``![](url)`` loads too; a link stays a link, loading nothing)."""
     text = str(text).replace("\\", "\\\\").replace("|", "\\|")
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = text.replace("&", "&amp;").replace("<", "&lt;")  # (no tag opens without "<": ">" stays, "0.06 > 0.05")
     text = text.replace("![", "\\![")
     text = _NEWLINE.sub(lambda m: "\\r\\n" if m.group(0) == "\r\n" else _escape(m.group(0)), text)
     return _HTML_INVISIBLE.sub(lambda m: _escape(m.group(0)), text)

