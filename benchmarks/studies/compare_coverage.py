@@ -43,7 +43,7 @@ def coverage(sims: int, n: int, n_true: int, n_boot: int, folder: str, seed: int
     from calibcli.ece_family import options as ece_options
     from calibcli.ece_family.accumulator import InputAccumulator
     from calibcli.io.columns import ColumnSpec
-    from calibcli.io.sources import resolve_datasets
+    from calibcli.io.resolve import resolve_datasets
 
     rng = np.random.default_rng(seed)
     y, za, zb = population(n_true, rng)

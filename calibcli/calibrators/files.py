@@ -22,7 +22,7 @@ import stat
 
 from calibcli.core.errors import CalibcliError, shown
 from calibcli.io.formats import json_depth_bound, json_too_deep
-from calibcli.io.sources import file_kind
+from calibcli.io.resolve import file_kind
 
 #: Deepest nesting a calibrator file may have: fitted ones nest 5 levels (a marginal calibrator's ``info``).
 MAX_DEPTH = 64

@@ -47,7 +47,8 @@ from calibcli.engines.base import ENGINES, EngineChoice, engines_help
 from calibcli.engines.pipeline import run
 from calibcli.io.columns import ColumnSpec
 from calibcli.io.loaded import LoadedInput, read_dataset
-from calibcli.io.sources import DEFAULT_BATCH_ROWS, resolve_datasets
+from calibcli.io.resolve import resolve_datasets
+from calibcli.io.sources import DEFAULT_BATCH_ROWS
 from calibcli.io.streams import Sources
 from calibcli.io.targets import check_output_target
 from calibcli.llm.convert import ITEM_KEY, converted_inputs

@@ -18,7 +18,7 @@ from calibcli.core.registry import REGISTRY, describe
 from calibcli.ece_family import options as ece_options
 from calibcli.engines.pipeline import engine_runner
 from calibcli.io.formats import detect_format, read_schema, unreadable
-from calibcli.io.sources import resolve_datasets
+from calibcli.io.resolve import resolve_datasets
 from calibcli.smooth import options as smece_options
 
 #: The entry of the differences in the report's ``files`` (so the tidy renderers show them as rows).

@@ -13,10 +13,10 @@ Row numbers in messages are 1-based data rows within the file (the header is not
 Importing this package imports neither pyarrow nor pandas; pyarrow is imported when a file is read.
 """
 
+from calibcli.io.arrow_values import column_to_numpy
 from calibcli.io.columns import (
     ColumnSpec,
     ReadPlan,
-    column_to_numpy,
     natural_suffix_order,
     resolve_columns,
     vector_column,
@@ -24,7 +24,8 @@ from calibcli.io.columns import (
 from calibcli.io.formats import CSV_NULL_VALUES, FORMATS, detect_format, read_schema, read_table
 from calibcli.io.fragments import Batch, Fragment, RowCounts
 from calibcli.io.loaded import LoadedInput, read_dataset, read_input, read_whole_table
-from calibcli.io.sources import DEFAULT_BATCH_ROWS, Dataset, Stream, resolve_datasets
+from calibcli.io.resolve import resolve_datasets
+from calibcli.io.sources import DEFAULT_BATCH_ROWS, Dataset, Stream
 from calibcli.io.streams import Sources, open_streams
 
 __all__ = [

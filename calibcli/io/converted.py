@@ -1,6 +1,6 @@
 """Inputs converted before reading: an argument that names a dump of another kind (an LLM evaluation's samples,
 :mod:`calibcli.llm.convert`) is registered here with the tables it became, and
-:func:`calibcli.io.sources.resolve_datasets` gives one dataset per table, named as the dump's file and reported
+:func:`calibcli.io.resolve.resolve_datasets` gives one dataset per table, named as the dump's file and reported
 with its facts. The registry lasts one command (the command wrapper clears it)."""
 
 from __future__ import annotations

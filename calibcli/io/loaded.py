@@ -13,7 +13,8 @@ import numpy as np
 from calibcli.core.errors import CalibcliError
 from calibcli.io import formats
 from calibcli.io.columns import ColumnSpec
-from calibcli.io.sources import Dataset, input_description, resolve_datasets
+from calibcli.io.resolve import resolve_datasets
+from calibcli.io.sources import Dataset, input_description
 
 #: The batch size that makes every file one batch (messages then count a file's rows over the file).
 WHOLE_FILE = 1 << 62

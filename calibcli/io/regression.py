@@ -34,19 +34,17 @@ import numpy as np
 from calibcli.core.errors import CalibcliError, shown, shown_names
 from calibcli.core.validation import check_options
 from calibcli.io import formats
+from calibcli.io.arrow_values import _floats, _is_text, _text_numbers, null_mask
 from calibcli.io.columns import (
-    _floats,
     _is_list_type,
-    _is_text,
-    _text_numbers,
     _type_words,
     group_kind,
     group_values,
     natural_suffix_order,
-    null_mask,
 )
 from calibcli.io.footers import _guarded
-from calibcli.io.sources import DEFAULT_BATCH_ROWS, Dataset, Stream, resolve_datasets
+from calibcli.io.resolve import resolve_datasets
+from calibcli.io.sources import DEFAULT_BATCH_ROWS, Dataset, Stream
 from calibcli.io.streams import Sources
 
 KINDS = ("gaussian", "quantiles", "intervals", "samples")

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from calibcli.io.columns import ColumnSpec
-from calibcli.io.sources import DEFAULT_BATCH_ROWS, resolve_datasets
+from calibcli.io.resolve import resolve_datasets
+from calibcli.io.sources import DEFAULT_BATCH_ROWS
 from calibcli.io.windows import Windowing, windowed
 
 

@@ -17,7 +17,8 @@ from collections.abc import Iterable
 from calibcli.core.errors import CalibcliError, shown
 from calibcli.core.outputs import STDOUT, check_output, claim, describe_output, descriptor_of, stat_output
 from calibcli.io.filesystems import uri_scheme
-from calibcli.io.sources import _hidden, _known, _walk, resolve_datasets
+from calibcli.io.resolve import _walk, resolve_datasets
+from calibcli.io.sources import _hidden, _known
 
 
 def check_output_target(path: str, option: str | None = "output", inputs: Iterable[tuple[str, str]] = ()) -> None:

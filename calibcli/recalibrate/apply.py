@@ -14,11 +14,12 @@ from calibcli.core.documents import new_document
 from calibcli.core.errors import CalibcliError, warn
 from calibcli.core.modes import sigmoid, softmax
 from calibcli.io import formats
-from calibcli.io.columns import column_to_numpy, natural_suffix_order, vector_column
+from calibcli.io.arrow_values import column_to_numpy
+from calibcli.io.columns import natural_suffix_order, vector_column
 from calibcli.io.footers import _guarded
 from calibcli.io.formats import no_rows
 from calibcli.io.fragments import _guarded_iter
-from calibcli.io.sources import resolve_datasets
+from calibcli.io.resolve import resolve_datasets
 from calibcli.io.writers import output_format as pick_format
 from calibcli.io.writers import write_table_output
 

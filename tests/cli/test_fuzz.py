@@ -244,7 +244,7 @@ def test_reader_thread_ends_when_the_consumer_fails(tmp_path):
     import threading
 
     from calibcli.engines.fragments import _stream_into
-    from calibcli.io.sources import resolve_datasets
+    from calibcli.io.resolve import resolve_datasets
 
     path = tmp_path / "many.csv"
     path.write_text("prob,label\n" + "".join(f"{(i % 97) / 97:.4f},{i % 2}\n" for i in range(20_000)))

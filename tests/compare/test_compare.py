@@ -241,7 +241,7 @@ def test_multiclass_marginal_scores_are_compared():
 
 def _streams(tmp_path, za, zb, y, tag=""):
     from calibcli.io.columns import ColumnSpec
-    from calibcli.io.sources import resolve_datasets
+    from calibcli.io.resolve import resolve_datasets
 
     paths = [_write(tmp_path, f"{tag}a.csv", za, y), _write(tmp_path, f"{tag}b.csv", zb, y)]
     return [resolve_datasets([p])[0].open(ColumnSpec()) for p in paths]
@@ -324,7 +324,7 @@ def test_weighted_joint_draw_matches_per_row(tmp_path):
     from calibcli.ece_family import options as ece_options
 
     from calibcli.io.columns import ColumnSpec
-    from calibcli.io.sources import resolve_datasets
+    from calibcli.io.resolve import resolve_datasets
 
     y, raw, recal = _models(n=3000, seed=9)
     w = np.random.default_rng(2).integers(1, 4, len(y)).astype(float)
@@ -353,7 +353,7 @@ def test_joint_draw_multiclass_quantile_and_smooth_beyond_the_kept_rows():
     from calibcli.smooth import options as smece_options
 
     from calibcli.io.columns import ColumnSpec
-    from calibcli.io.sources import resolve_datasets
+    from calibcli.io.resolve import resolve_datasets
 
     def compare(path, mode, smooth=None, **options):
         streams = [resolve_datasets([path])[0].open(ColumnSpec()) for _ in range(2)]

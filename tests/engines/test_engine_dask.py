@@ -195,7 +195,7 @@ def test_fragments_merged_in_this_process_equal_the_local_stream(shards):
     # the engine-independent half: fragments' parts merged in fragment order
     from calibcli.engines.fragments import reduce_in_process, run_fragments, run_local
     from calibcli.io.columns import ColumnSpec
-    from calibcli.io.sources import resolve_datasets
+    from calibcli.io.resolve import resolve_datasets
 
     (dataset,) = resolve_datasets([str(shards)])
     stream = dataset.open(ColumnSpec(weight_col="w"), batch_rows=16384, group_by=("model",))
@@ -235,7 +235,7 @@ def test_packed_tasks_merged_in_this_process_equal_the_local_stream(shards, rows
     # a task of one fragment, of 3 (30,000 rows), of all 20: the same entries as the local stream
     from calibcli.engines.fragments import merge_parts, pack_fragments, run_fragment, run_fragments, run_local
     from calibcli.io.columns import ColumnSpec
-    from calibcli.io.sources import resolve_datasets
+    from calibcli.io.resolve import resolve_datasets
 
     def packed(fragments, *, first=None, second=None):
         tasks = pack_fragments(fragments, rows)
@@ -271,7 +271,7 @@ def test_progress_counts_fragments_done(shards, cluster):
 
     from calibcli.engines.dask import DaskEngine
     from calibcli.io.columns import ColumnSpec
-    from calibcli.io.sources import resolve_datasets
+    from calibcli.io.resolve import resolve_datasets
 
     bars = []
 
@@ -592,7 +592,7 @@ def test_the_tree_in_this_process_equals_the_local_stream(shards, split_every):
 
 
 def resolve_datasets_of(path):
-    from calibcli.io.sources import resolve_datasets
+    from calibcli.io.resolve import resolve_datasets
 
     return resolve_datasets([str(path)])
 
@@ -610,7 +610,7 @@ def test_a_deep_tree_on_the_cluster_sends_the_client_one_state(shards, cluster):
 
     from calibcli.engines.dask import DaskEngine
     from calibcli.io.columns import ColumnSpec
-    from calibcli.io.sources import resolve_datasets
+    from calibcli.io.resolve import resolve_datasets
 
     (dataset,) = resolve_datasets([str(shards)])
     stream = dataset.open(ColumnSpec(weight_col="w"), batch_rows=16384, group_by=("model",))
@@ -691,7 +691,7 @@ def test_footers_of_an_object_store_are_read_by_tasks_on_the_cluster(shards, clu
     from calibcli.engines import dask as engine
     from calibcli.engines.dask import DaskEngine
     from calibcli.io.columns import ColumnSpec
-    from calibcli.io.sources import resolve_datasets
+    from calibcli.io.resolve import resolve_datasets
 
     monkeypatch.setattr(engine, "_in_object_store", lambda location: True)
     (dataset,) = resolve_datasets([str(shards)])

@@ -162,7 +162,7 @@ class _InProcess:
 
 def _streams(*paths, weights: bool = False):
     from calibcli.io.columns import ColumnSpec
-    from calibcli.io.sources import resolve_datasets
+    from calibcli.io.resolve import resolve_datasets
 
     spec = ColumnSpec(prob_col="prob", label_col="label", weight_col="w" if weights else None)
     return [resolve_datasets([str(p)])[0].open(spec, batch_rows=3000, drop_invalid=True) for p in paths]

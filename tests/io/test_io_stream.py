@@ -20,7 +20,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from calibcli.core.errors import CalibcliError
-from calibcli.io.sources import DEFAULT_BATCH_ROWS, resolve_datasets
+from calibcli.io.resolve import resolve_datasets
+from calibcli.io.sources import DEFAULT_BATCH_ROWS
 from calibcli.io.columns import ColumnSpec
 from calibcli.io.fragments import RowCounts
 from calibcli.io.loaded import read_input
