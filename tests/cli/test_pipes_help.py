@@ -256,7 +256,8 @@ CHOICES = {
     "tcal": ["--mode [binary|top-label|canonical]", "--null [y-bootstrap|consistency|chebyshev]",
              "--combine [bonferroni|min-p]", "--discrete [auto|yes|no]"],
     "diagram": ["--kind [binned|smooth|both]", "--strategy [uniform|quantile]", "--mode [binary|top-label|marginal]"],
-    "recalibrate fit": ["--method [platt|temperature|histogram|isotonic|scaling-binning|polynomial|beta|venn-abers]",
+    "recalibrate fit": ["--method [platt|temperature|histogram|isotonic|scaling-binning|polynomial|beta|venn-abers|"
+                        "std-scaling|isotonic-pit|conformal]",
                         "--strategy [uniform|quantile]", "--interpolation [step|linear]"],
     "recalibrate apply": ["--output-format [csv|tsv|parquet|feather|jsonl]"],
     "recalibrate evaluate": ["--ece-strategy [uniform|quantile]", "--discrete [auto|yes|no]"],
@@ -266,7 +267,7 @@ CHOICES = {
 
 
 def help_text(command: str) -> str:
-    r = runner.invoke(app, [*command.split(), "--help"], env={"COLUMNS": "250"})
+    r = runner.invoke(app, [*command.split(), "--help"], env={"COLUMNS": "320"})
     assert r.exit_code == 0, r.stderr
     return " ".join(r.stdout.split())  # the panels' borders and wrapping aside
 
@@ -299,7 +300,9 @@ def test_choices_in_help_are_the_ones_the_commands_accept():
     assert CHOICES["ece"][2].endswith("[" + "|".join(REPORT_FORMATS) + "]")
     assert CHOICES["ece"][3].endswith("[" + "|".join(ENGINES) + "]")
     assert CHOICES["ece"][4].endswith("[" + "|".join(FORMATS) + "]")
-    assert CHOICES["recalibrate fit"][0].endswith("[" + "|".join(METHODS) + "]")
+    from calibcli.regression.recalibration import REGRESSION_METHODS
+
+    assert CHOICES["recalibrate fit"][0].endswith("[" + "|".join(METHODS + REGRESSION_METHODS) + "]")
     assert CHOICES["recalibrate apply"][0].endswith("[" + "|".join(OUTPUT_FORMATS) + "]")
 
 

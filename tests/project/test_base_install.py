@@ -42,6 +42,9 @@ RUNS: dict[str, list[str]] = {
                              "--n-boot", "20", "--json"],
     "report": ["report", str(BINARY_CSV), "--n-boot", "20", "-o", "report.html"],
     "compare": ["compare", str(BINARY_CSV), str(BINARY_PARQUET), "--n-boot", "20", "--json"],
+    "regression": ["regression", str(SAMPLES / "regression" / "diabetes_gp.csv"), "--n-boot", "20", "--json"],
+    "selective": ["selective", str(SAMPLES / "llm" / "lm_eval" / "samples_calib_mc_2026-12-02T00-00-00.000000.jsonl"),
+                  "--n-boot", "20", "--json"],
     "monitor": ["monitor", str(SAMPLES / "monitor" / "scores.parquet"), "--time-col", "ts", "--every", "W",
                 "--n-boot", "20", "--plot", "monitor.png", "--json"],
 }
