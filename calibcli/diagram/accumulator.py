@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, cast
 
 import calibcli.smooth.estimator
@@ -17,7 +17,6 @@ from calibcli.binned.estimators import CalibrationResult
 from calibcli.core import cancel
 from calibcli.core.accumulator import Accumulator
 from calibcli.core.modes import binary_problems
-from calibcli.core.rows import ROW_LIMIT
 from calibcli.diagram.data import (
     DEFAULT_BAND,
     BinnedDiagramData,
@@ -25,31 +24,8 @@ from calibcli.diagram.data import (
     binned_data_from_result,
     smooth_data_from_result,
 )
+from calibcli.diagram.family import Options
 from calibcli.smooth.accumulator import SmoothAccumulator
-
-
-@dataclass(frozen=True)
-class DiagramOptions:
-    """What a diagram computes: which kinds, the bins, the bootstrap, the smooth curve's points.
-
-    ``max_problems`` caps the binary problems accumulated (marginal mode draws the first classes
-    only, so the others are never summed).
-    """
-
-    binned: bool = True
-    smooth: bool = True
-    n_bins: int = 15
-    strategy: str = "uniform"
-    n_boot: int = 0
-    alpha: float = 0.05
-    seed: int = 0
-    curve_points: int = 501
-    max_problems: int | None = None
-    band: str = DEFAULT_BAND  # the interval of each bin's observed frequency (calibcli.diagram.bands)
-    row_limit: int | None = None  # None: the accumulators' own limit (ROW_LIMIT rows kept per problem)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -137,17 +113,18 @@ class DiagramInputAccumulator(Accumulator):
         mode: str,
         n_classes: int,
         class_names: tuple[str, ...],
-        options: DiagramOptions,
+        options: Options,
+        max_problems: int | None = None,
         edges: list | None = None,
         edges_method: str | None = None,
         grids: list[int] | None = None,
     ):
         self.mode, self.n_classes, self.class_names, self.options = mode, int(n_classes), tuple(class_names), options
-        self.edges_method = edges_method
+        self.edges_method, self.max_problems = edges_method, max_problems
         n_problems = self.n_classes if mode == "marginal" else 1
-        if options.max_problems is not None:
-            n_problems = min(n_problems, options.max_problems)
-        row_limit = ROW_LIMIT if options.row_limit is None else options.row_limit
+        if max_problems is not None:
+            n_problems = min(n_problems, max_problems)
+        row_limit = options.row_limit
         self.binned = (
             [
                 BinnedAccumulator(
@@ -243,6 +220,7 @@ class DiagramInputAccumulator(Accumulator):
             n_classes=self.n_classes,
             class_names=self.class_names,
             options=self.options,
+            max_problems=self.max_problems,
             edges=edges,
             edges_method=edges_method,
             grids=grids,

@@ -7,10 +7,11 @@ options (the command's flags, their checks and the report's ``parameters``) are 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from calibcli.core.declarations import MODE, N_BINS, STRATEGY
 from calibcli.core.family import Bootstrap, mode_field
+from calibcli.core.rows import ROW_LIMIT
 from calibcli.core.validation import declared, option
 from calibcli.diagram.bands import DIAGRAM_BANDS
 
@@ -22,7 +23,11 @@ HIST_SCALES = ("linear", "log")
 
 @dataclass(frozen=True)
 class Options(Bootstrap):
-    """``diagram``'s options, declared once: the command's flags, the checks, the report's ``parameters``."""
+    """``diagram``'s options, declared once: the command's flags, the checks, the report's ``parameters``; the
+    same frozen object is what the family's input accumulator
+    (:class:`calibcli.diagram.accumulator.DiagramInputAccumulator`), ``calibcli report``'s diagrams and the
+    figure receive. ``curve_points`` (the smooth curve's points) and ``row_limit`` (the rows per problem the
+    bootstrap resamples one by one, SPEC 8; tests lower it) are no options."""
 
     kind: str = option("both", "--kind", help="binned, smooth, or both (side by side).", choices=KINDS)
     mode: str | None = mode_field(MODE)
@@ -99,6 +104,8 @@ class Options(Bootstrap):
         "(the first ones in sorted order), each as its own curve.",
     )
     n_boot: int = option(200, "--n-boot", help="Bootstrap resamples for the confidence intervals (0: none).")
+    curve_points: int = field(default=501, repr=False)
+    row_limit: int = field(default=ROW_LIMIT, repr=False)
 
     @property
     def binned(self) -> bool:

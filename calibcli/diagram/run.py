@@ -20,7 +20,7 @@ from calibcli.core.registry import REGISTRY
 from calibcli.core.safe_text import for_matplotlib
 from calibcli.core.validation import check_option
 from calibcli.diagram import plot as dg
-from calibcli.diagram.accumulator import DiagramInputAccumulator, DiagramOptions, DiagramReport
+from calibcli.diagram.accumulator import DiagramInputAccumulator, DiagramReport
 from calibcli.diagram.bands import BAND_DESCRIPTIONS
 from calibcli.diagram.data import BINNED_METRIC, SMOOTH_BAND, DiagramPanel
 from calibcli.engines.pipeline import engine_runner, progress_bar
@@ -107,11 +107,12 @@ def _document(chosen, sources, engine, fig_size) -> dict:
     return doc
 
 
-def _measure(doc: dict, streams: list, base_names: list[str], chosen, *, groups, engine, fig_mode, options):
+def _measure(doc: dict, streams: list, base_names: list[str], chosen, *, groups, engine, fig_mode, max_problems):
     """Each stream (and group, up to --max-overlays) reduced on the engine to its report entry and curves'
-    report; with the groups seen and the groups drawn."""
+    report (``chosen``'s accumulator, at most ``max_problems`` binary problems); with the groups seen and the
+    groups drawn."""
     n_boot, name, max_overlays = chosen.n_boot, chosen.name, chosen.max_overlays
-    want_binned, want_smooth, diagram_options = chosen.binned, chosen.smooth, options
+    want_binned, want_smooth = chosen.binned, chosen.smooth
     entries: list[tuple[dict, DiagramReport]] = []  # (report entry without its curves, its report)
     groups_seen: set[tuple] = set()
     groups_drawn: set[tuple] = set()
@@ -121,7 +122,11 @@ def _measure(doc: dict, streams: list, base_names: list[str], chosen, *, groups,
 
             def new(stream=stream):
                 return DiagramInputAccumulator(
-                    mode=fig_mode, n_classes=stream.n_classes, class_names=stream.class_names, options=diagram_options
+                    mode=fig_mode,
+                    n_classes=stream.n_classes,
+                    class_names=stream.class_names,
+                    options=chosen,
+                    max_problems=max_problems,
                 )
 
             accumulators, described = runner.run(stream, new)
@@ -244,10 +249,8 @@ def diagram_document(
     """The report document of a diagram run and the figure's bytes (``fmt``: png, svg or pdf); ``chosen``
     the checked :class:`calibcli.diagram.family.Options`, ``sources`` the datasets, ``columns`` the
     probability columns overlaid (``[None]``: the input's own), ``engine`` the engine's choice."""
-    mode, n_bins, strategy, name = chosen.mode, chosen.n_bins, chosen.strategy, chosen.name
+    mode, name = chosen.mode, chosen.name
     max_classes, max_overlays = chosen.max_classes, chosen.max_overlays
-    n_boot, alpha, seed, band = chosen.n_boot, chosen.alpha, chosen.seed, chosen.band
-    want_binned, want_smooth = chosen.binned, chosen.smooth
     base_names = _curve_names(files, sources.pool, columns, name)
     groups = sources.group_by
     doc = _document(chosen, sources, engine, fig_size)
@@ -264,20 +267,16 @@ def diagram_document(
         )
     fig_mode = modes[0]
     marginal = fig_mode == "marginal"
-    diagram_options = DiagramOptions(
-        binned=want_binned,
-        smooth=want_smooth,
-        n_bins=n_bins,
-        strategy=strategy,
-        n_boot=n_boot,
-        alpha=alpha,
-        seed=seed,
-        max_problems=max_classes if marginal else None,
-        band=band,
-    )
 
     entries, groups_seen, groups_drawn = _measure(
-        doc, streams, base_names, chosen, groups=groups, engine=engine, fig_mode=fig_mode, options=diagram_options
+        doc,
+        streams,
+        base_names,
+        chosen,
+        groups=groups,
+        engine=engine,
+        fig_mode=fig_mode,
+        max_problems=max_classes if marginal else None,
     )
     n_curves = len(entries)
     # one curve per panel: its name goes in the figure's title rather than in every legend

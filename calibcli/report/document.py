@@ -21,8 +21,9 @@ from calibcli.core.documents import entry_label, new_document, to_json
 from calibcli.core.family import split_columns
 from calibcli.core.modes import default_mode
 from calibcli.diagram import plot as dg
-from calibcli.diagram.accumulator import DiagramInputAccumulator, DiagramOptions
+from calibcli.diagram.accumulator import DiagramInputAccumulator
 from calibcli.diagram.data import DiagramPanel
+from calibcli.diagram.family import Options as DiagramOptions
 from calibcli.engines.pipeline import add_entries, engine_runner, summarise_groups
 from calibcli.recalibrate.run import evaluation, holdout_split
 from calibcli.report.families import FAMILIES
@@ -218,6 +219,10 @@ def _measure(
         declared[name] = family.options(**chosen[name], n_boot=n_boot, alpha=alpha, seed=seed)
         plans[name] = family.plan(declared[name], sources, engine["engine"])
         docs[name] = plans[name].doc
+    # both kinds of diagram, the bins and the bootstrap of the other families (their band: the command's default)
+    diagram_options = DiagramOptions(
+        kind="both", n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed
+    )
     streams = list(sources.open())
     headlines: dict = {name: {} for name in plans}
     drawn: dict = {}
@@ -228,21 +233,16 @@ def _measure(
             doc["parameters"]["workers"] = runner.workers
         for stream in streams:
             fig_mode = mode or default_mode(stream.n_classes)
-            options = DiagramOptions(
-                binned=True,
-                smooth=True,
-                n_bins=n_bins,
-                strategy=strategy,
-                n_boot=n_boot,
-                alpha=alpha,
-                seed=seed,
-                max_problems=MAX_CLASSES if fig_mode == "marginal" else None,
-            )
+            max_problems = MAX_CLASSES if fig_mode == "marginal" else None
 
-            def new(stream=stream, fig_mode=fig_mode, options=options):
+            def new(stream=stream, fig_mode=fig_mode, max_problems=max_problems):
                 members = {name: plan.new(stream) for name, plan in plans.items()}
                 members["diagrams"] = DiagramInputAccumulator(
-                    mode=fig_mode, n_classes=stream.n_classes, class_names=stream.class_names, options=options
+                    mode=fig_mode,
+                    n_classes=stream.n_classes,
+                    class_names=stream.class_names,
+                    options=diagram_options,
+                    max_problems=max_problems,
                 )
                 if holdout is not None:
                     members["holdout"] = holdout_split(holdout, seed=seed, max_rows=EVALUATE_MAX_ROWS)

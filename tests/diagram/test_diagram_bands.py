@@ -20,7 +20,8 @@ from scipy.stats import beta, binom
 import calibcli.diagram.plot as dg
 from calibcli.diagram.data import DEFAULT_BAND
 from calibcli.diagram.data import prepare_binned
-from calibcli.diagram.accumulator import DiagramInputAccumulator, DiagramOptions
+from calibcli.diagram.accumulator import DiagramInputAccumulator
+from calibcli.diagram.family import Options as DiagramOptions
 from calibcli.diagram.bands import clopper_pearson_interval, wilson_interval
 from calibcli.core.errors import CalibcliError
 
@@ -151,7 +152,7 @@ def test_streamed_diagram_beyond_the_row_limit_draws_the_bootstrap_band():
     rng = np.random.default_rng(13)
     y, z = calibrated(60, rng)
     acc = DiagramInputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"),
-                                  options=DiagramOptions(smooth=False, n_bins=10, n_boot=200, band="bootstrap",
+                                  options=DiagramOptions(kind="binned", n_bins=10, n_boot=200, band="bootstrap",
                                                          row_limit=100))
     P = np.c_[1 - z, z]
     for first in range(0, len(y), 150):

@@ -30,7 +30,8 @@ from calibcli.diagram.data import DiagramPanel
 from calibcli.diagram.bands import wilson_interval
 from calibcli.diagram.data import prepare_smooth
 from calibcli.diagram.data import prepare_binned
-from calibcli.diagram.accumulator import DiagramInputAccumulator, DiagramOptions
+from calibcli.diagram.accumulator import DiagramInputAccumulator
+from calibcli.diagram.family import Options as DiagramOptions
 from calibcli.diagram import plot as dg
 from calibcli.core.binning import fit_binning
 from calibcli.core.errors import CalibcliError
@@ -415,12 +416,13 @@ class _Stream:
                                   sample_weight=None if self.w is None else self.w[sel], groups=())
 
 
-def _streamed(labels, probs, w=None, *, batch=37, mode="binary", n_classes=2, **options):
+def _streamed(labels, probs, w=None, *, batch=37, mode="binary", n_classes=2, max_problems=None, **options):
     from calibcli.engines.fragments import run_local
 
     opts = DiagramOptions(**options)
     ((group, acc),) = run_local(_Stream(labels, probs, w, batch=batch), lambda: DiagramInputAccumulator(
-        mode=mode, n_classes=n_classes, class_names=tuple(str(k) for k in range(n_classes)), options=opts))
+        mode=mode, n_classes=n_classes, class_names=tuple(str(k) for k in range(n_classes)), options=opts,
+        max_problems=max_problems))
     assert group is None
     return acc
 
@@ -484,7 +486,7 @@ def test_second_pass_fixes_quantile_edges_beyond_the_rows_kept():
     rng = np.random.default_rng(4)
     z = rng.beta(0.7, 0.7, 1000)
     y = (rng.random(1000) < z).astype(int)
-    acc = _streamed(y, z, batch=64, smooth=False, strategy="quantile", n_bins=10, n_boot=0, row_limit=100)
+    acc = _streamed(y, z, batch=64, kind="binned", strategy="quantile", n_bins=10, n_boot=0, row_limit=100)
     report = acc.result()
     assert report.notes == ("quantile edges from exact quantiles of all predictions",)
     ref = prepare_binned(y, z, strategy="quantile", n_bins=10, n_boot=0)
@@ -505,7 +507,7 @@ def test_second_pass_on_a_finer_grid_when_s_star_is_below_what_the_first_resolve
     y = np.zeros(1000, dtype=np.int64)
     y[::2] = 1
     y[1] = 1  # 501 positives
-    opts = DiagramOptions(binned=False, n_boot=0, row_limit=100)
+    opts = DiagramOptions(kind="smooth", n_boot=0, row_limit=100)
     first = DiagramInputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=opts, grids=[4096])
     first.update(np.arange(1000), z, y)
     assert first.needs_second_pass()
