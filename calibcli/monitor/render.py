@@ -15,7 +15,8 @@ HEAD = ("start", "end", "rows")
 TAIL = ("test p (adj.)", "alert")
 
 
-def _group_text(group: dict | None) -> str:
+def group_text(group: dict | None) -> str:
+    """A series' group as text: ``col=value, ...`` (empty when ungrouped)."""
     return "" if not group else ", ".join(f"{k}={v}" for k, v in group.items())
 
 
@@ -34,7 +35,7 @@ def window_cells(doc: dict) -> tuple[list[str], list[list[str]]]:
     header = [*(["group"] if grouped else []), *HEAD, *(f"{m} [interval]" for m in metrics), *TAIL]
     rows = []
     for w in doc["windows"]:
-        cells = [_group_text(w["group"])] if grouped else []
+        cells = [group_text(w["group"])] if grouped else []
         cells += [w["start"], w["end"], str(w["rows"])]
         for name in metrics:
             m = w["metrics"].get(name) or {}
@@ -47,21 +48,27 @@ def window_cells(doc: dict) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def window_rows(doc: dict) -> tuple[list[str], list[tuple[list[str], dict]]]:
+    """The table of windows with each row's window record beside its cells (for a page that marks the alerts)."""
+    header, rows = window_cells(doc)
+    return header, list(zip(rows, doc["windows"], strict=True))
+
+
 def footer_lines(doc: dict) -> list[str]:
     """What the table's footer says: the reference, the alerts and their reasons, the drift, the rules."""
     p = doc["parameters"]
     lines = []
     for ref in doc["reference"]:
         where = ref.get("path") or f"{len(ref.get('windows') or [])} window(s) from {ref['windows'][0][0]}"
-        group = _group_text(ref["group"])
+        group = group_text(ref["group"])
         numbers = ", ".join(f"{m} {fmt_number((ref['metrics'].get(m) or {}).get('estimate'))}" for m in p["metrics"])
         lines.append(f"reference{' [' + group + ']' if group else ''}: {where}, {ref['rows']} rows; {numbers}")
     for w in doc["windows"]:
         for reason in w["reasons"]:
-            group = _group_text(w["group"])
+            group = group_text(w["group"])
             lines.append(f"{w['start']}{' [' + group + ']' if group else ''}: {reason}")
     for d in doc["drift"]:
-        group = _group_text(d["group"])
+        group = group_text(d["group"])
         if d["from"] is not None:
             lines.append(f"drift{' [' + group + ']' if group else ''}: alerted from {d['from']} on")
     lines.append(f"{doc['alerts']} window(s) alerted; {p['adjust_rule']}, alpha {p['alpha']}")

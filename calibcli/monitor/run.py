@@ -49,12 +49,7 @@ def monitor(sources, options: Options, engine: EngineChoice = LOCAL, reference=N
     """The monitor's document for ``sources`` (their datasets pooled into one series) with ``options``; ``reference``
     (a :class:`calibcli.io.streams.Sources`) is the reference file's sources when ``--reference`` is given."""
     windowing = options.windowing
-    sources = replace(sources, pool=True, windows=windowing)
-    if sources.spec.weight_col is not None:
-        raise CalibcliError(
-            "{opt:weight_col} is not taken by monitor: its resampled nulls draw unweighted rows; monitor unweighted "
-            "predictions"
-        )
+    sources = series_of(sources, options)
     families = _families(options, sources, engine.name)
     with engine_runner(engine.name, engine.scheduler, engine.workers) as runner:
         stream = next(iter(sources.open()))
@@ -90,6 +85,24 @@ def monitor(sources, options: Options, engine: EngineChoice = LOCAL, reference=N
     doc["window_key"] = key
     del doc["files"]
     return json.loads(to_json(doc))
+
+
+def series_of(sources, options: Options):
+    """``sources`` as the monitor reads them: their datasets pooled into one series, windowed by ``options``."""
+    if sources.spec.weight_col is not None:
+        raise CalibcliError(
+            "{opt:weight_col} is not taken by monitor: its resampled nulls draw unweighted rows; monitor unweighted "
+            "predictions"
+        )
+    return replace(sources, pool=True, windows=options.windowing)
+
+
+def check_inputs(sources, options: Options, reference=None) -> None:
+    """Fail before any work on what the run would fail on when it opens its inputs: a weight column, a missing
+    or non-time ``--time-col`` (checked against each dataset's first file), a reference that cannot be opened."""
+    list(series_of(sources, options).open())
+    if reference is not None:
+        list(replace(reference, pool=True, group_by=sources.group_by).open())
 
 
 def _families(options: Options, sources, engine: str) -> dict:

@@ -32,9 +32,10 @@ from calibcli.core.declarations import CLASS_WEIGHTS_PARAM, MODE, STRATEGY
 from calibcli.core.documents import to_json
 from calibcli.core.errors import check_choice, flag_of, warn
 from calibcli.core.safe_text import for_terminal
-from calibcli.core.validation import check_option, check_options, check_params
+from calibcli.core.validation import check_option, check_options, check_params, params_of
 from calibcli.engines.pipeline import check_engine, run
 from calibcli.llm import family as selective_family
+from calibcli.monitor import family as monitor_family
 from calibcli.recalibrate import family as recalibrate_family
 from calibcli.recalibrate.family import DEFAULT_METHODS
 from calibcli.report.document import build_document
@@ -42,7 +43,9 @@ from calibcli.report.emit import write_atomic
 from calibcli.report.html import render_page, require_jinja2
 from calibcli.report.html import verdict as verdicts
 from calibcli.report.html.audit import AUDIT_MODES, audit_lines, audit_section
+from calibcli.report.html.monitor import MONITOR_MODES, check_section, monitor_lines, monitor_section
 
+ADJUST = params_of(audit_family.Options)["adjust"][0]
 #: The audit's options (``--segment-cols`` and how segments are formed, judged and shown), from the audit
 #: family's declaration: the same flags and rules as ``calibcli audit``'s.
 AUDIT = cc.group_of(
@@ -57,6 +60,32 @@ AUDIT = cc.group_of(
     "mce_method",
     "top",
     name="audit",
+).but(  # one --adjust for both sections' p-values (the monitor takes all of its choices but by)
+    adjust=cc.alias_of(
+        str,
+        ADJUST.narrowed(
+            ADJUST.choices or (),
+            help="Adjust the p-values for their number, the audit's segments' (--segment-cols) and the monitor's "
+            "windows' (--time-col): holm (family-wise), bh (false discovery rate), by (the audit only), bonferroni "
+            "or none.",
+        ),
+    )
+)
+#: The monitor's options (``--time-col`` or ``--chunk-rows`` and the reference), from the monitor family's
+#: declaration: the same flags and rules as ``calibcli monitor``'s (``--adjust`` is shared with the audit).
+MONITOR = cc.group_of(
+    monitor_family.Options,
+    "time_col",
+    "every",
+    "chunk_rows",
+    "reference_windows",
+    "reference_until",
+    "reference",
+    "metrics",
+    "n_null",
+    "reference_rows",
+    "min_rows",
+    name="monitor",
 )
 if TYPE_CHECKING:  # the FILES argument is a list of paths; Typer reads its declaration
     ReportFiles = list[str]
@@ -76,6 +105,7 @@ else:
     cc.BOOTSTRAP,
     cc.OWN,
     AUDIT,
+    MONITOR,
     declared=recalibrate_family.ReportOptions,
 )
 def report(files: ReportFiles, **options) -> None:
@@ -129,7 +159,19 @@ def report(files: ReportFiles, **options) -> None:
         audit_sources = replace(cc.sources_of(files, {**options, "group_by": None}), segment_by=audited.columns)
         audit_inputs = list(audit_sources.open())
 
+    monitored = options["time_col"] is not None or options["chunk_rows"] is not None
+    if monitored or any(options[o.name] != o.default for o in MONITOR.options):  # checked before any work
+        check_option(
+            options["adjust"] in monitor_family.ADJUSTMENTS,
+            f"--adjust is {options['adjust']!r}, the audit's alone: the monitor's windows (--time-col) are adjusted "
+            f"by {', '.join(monitor_family.ADJUSTMENTS)}: pass one of them",
+        )
+        watched = monitor_family.Options.of({**options, "mode": mode if mode in MONITOR_MODES else None})
+        reference = cc.sources_of([watched.reference], options) if watched.reference is not None else None
+
     sources = cc.sources_of(files, options)  # (no --pool: each input is its own dataset)
+    if monitored:
+        check_section(sources, watched, reference=reference)
     doc = build_document(
         sources,
         columns={o.name: options[o.name] for o in cc.COLUMNS.options},
@@ -155,6 +197,8 @@ def report(files: ReportFiles, **options) -> None:
             audit_inputs, audit_sources, audited, engine={o.name: options[o.name] for o in cc.ENGINE.options}
         )
         verdicts.add_audit(doc)  # a segment off by many sigma is not "Calibrated"
+    if monitored:  # the monitoring section (calibcli.report.html.monitor): calibcli monitor's run on each input
+        doc["monitor"] = monitor_section(sources, watched, engine=cc.engine_of(options), reference=reference)
     if any("llm" in e["input"] for e in doc["files"]):  # LLM dumps: what a confidence threshold buys (selective)
         chosen = selective_family.Options(n_boot=n_boot, alpha=alpha, seed=seed)
         doc["selective"] = run(selective_family.FAMILY, sources, chosen, cc.engine_of(options))
@@ -167,6 +211,8 @@ def report(files: ReportFiles, **options) -> None:
     lines += [f"  {for_terminal(e['label'])}: {for_terminal(e['verdict']['headline'])}" for e in doc["files"]]
     if segments:
         lines += [f"  {for_terminal(line)}" for line in audit_lines(doc["audit"])]
+    if monitored:
+        lines += [f"  {for_terminal(line)}" for line in monitor_lines(doc["monitor"])]
     sys.stderr.write("\n".join(lines) + "\n")  # what the page says, in one line per entry (stdout stays empty)
 
 

@@ -13,6 +13,7 @@ import json
 import re
 
 from calibcli.core.errors import CalibcliError
+from calibcli.monitor import render as monitor_render
 
 #: Marker left in the embedded JSON where a diagram's SVG text was (the figure itself is in the page).
 SVG_IN_PAGE = "inline in the page"
@@ -71,6 +72,11 @@ def page_data(doc: dict) -> dict:
             "files": [
                 {**e, "figure": e["figure"] and {**e["figure"], "svg": SVG_IN_PAGE}} for e in doc["audit"]["files"]
             ],
+        }
+    if doc.get("monitor"):  # the monitor's pictures (calibcli.report.html.monitor)
+        out["monitor"] = {
+            **doc["monitor"],
+            "files": [{**d, "figure": {**d["figure"], "svg": SVG_IN_PAGE}} for d in doc["monitor"]["files"]],
         }
     return out
 
@@ -173,6 +179,8 @@ def render_page(doc: dict) -> str:
         level=f"{100 * (1 - p['alpha']):g}%",
         data_json=_script_json(doc),
         metric_rows=metric_rows,
+        monitor_rows=monitor_render.window_rows,
+        monitor_lines=monitor_render.footer_lines,
         css=_read("style.css"),
         js=_read("sort.js"),
     )
