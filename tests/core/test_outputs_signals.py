@@ -532,6 +532,9 @@ def test_an_interrupt_raised_where_it_cannot_propagate_is_delivered_again(capsys
     cancel.reset()  # a new run: what an earlier in-process run left (a reported interrupt) is forgotten
     cancel.report()  # ... even where it was not: the redelivery must not depend on it
     never = threading.Event()  # nothing sets it: the wait ends by the redelivered interrupt, whatever the load
+    # A test run started as a background job (`nohup .ci/run &`) inherits SIGINT ignored, which
+    # handling_signals rightly keeps ignored; this test is about the redelivery, so it asks for SIGINT itself.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with cancel.handling_signals():
             with pytest.raises(cancel.Interrupted) as caught:
@@ -543,3 +546,4 @@ def test_an_interrupt_raised_where_it_cannot_propagate_is_delivered_again(capsys
         assert "Exception ignored" not in capsys.readouterr().err
     finally:
         cancel.reset()
+        signal.signal(signal.SIGINT, inherited)
