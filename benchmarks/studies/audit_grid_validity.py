@@ -45,7 +45,7 @@ import pyarrow as pa
 
 import calibcli.audit.grid as segment_grid
 from calibcli.audit.accumulator import SegmentAuditAccumulator
-from calibcli.audit.segment_tests import AuditOptions
+from calibcli.audit.options import Options
 from calibcli.io.columns import segment_values
 
 ALPHA = 0.05
@@ -58,8 +58,7 @@ def audit(s: np.ndarray, y: np.ndarray, country: np.ndarray, *, grid: bool) -> d
         mode="binary",
         n_classes=2,
         class_names=("0", "1"),
-        options=AuditOptions(min_segment=50),
-        columns=("country",),
+        options=Options(segment_cols="country", min_segment=50),
         row_limit=100 if grid else 10**9,
     )
     columns = (segment_values(pa.chunked_array([country]), "str", "country", "f", 0),)

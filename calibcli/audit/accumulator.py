@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from calibcli.audit.grid import GRID_CELLS, ColumnStats, SegmentGrid
-from calibcli.audit.segment_tests import AuditOptions, AuditResult, audit_arrays, finish
+from calibcli.audit.options import Options
+from calibcli.audit.segment_tests import AuditResult, audit_arrays, finish
 from calibcli.audit.segments import check_segments, code_values, partitions
 from calibcli.binned.estimators import binned_calibration
 from calibcli.core.errors import CalibcliError
@@ -26,7 +27,7 @@ from calibcli.core.modes import binary_problems
 from calibcli.diagram.data import BinnedDiagramData, binned_data_from_result
 from calibcli.io.columns import CodedText
 
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: the options are the family's Options (the segment columns among them)
 
 
 @dataclass(frozen=True)
@@ -78,15 +79,14 @@ class SegmentAuditAccumulator:
         mode: str,
         n_classes: int,
         class_names: tuple[str, ...],
-        options: AuditOptions,
-        columns: tuple[str, ...],
+        options: Options,
         row_limit: int | None = None,
         diagrams: int = 0,
     ):
         if mode not in ("binary", "top-label"):
             raise CalibcliError(f"{{opt:mode}} is {mode}: the audit measures one binary problem, binary or top-label")
         self.mode, self.n_classes, self.class_names = mode, n_classes, tuple(class_names)
-        self.options, self.columns = options, tuple(columns)
+        self.options, self.columns = options, options.columns
         self.row_limit = ROW_LIMIT if row_limit is None else int(row_limit)  # read now: a test may change it
         self.diagrams = int(diagrams)  # the worst tested segments whose binned diagrams the result carries
         self.problems = [None]  # one binary problem (the progress bar counts problems)
@@ -153,7 +153,7 @@ class SegmentAuditAccumulator:
 
     def for_second_pass(self) -> SegmentAuditAccumulator:
         """An empty state for the second pass, with the columns' codings from this pass's statistics."""
-        o = self.options.check()
+        o = self.options
         if self.stats is None:
             raise RuntimeError("the audit needs a second pass only beyond its row limit")
         found = [
@@ -166,7 +166,6 @@ class SegmentAuditAccumulator:
             n_classes=self.n_classes,
             class_names=self.class_names,
             options=o,
-            columns=self.columns,
             row_limit=self.row_limit,
             diagrams=self.diagrams,
         )
@@ -206,7 +205,7 @@ class SegmentAuditAccumulator:
         return s, y, w, values
 
     def result(self, progress=None) -> AuditReport:
-        o = self.options.check()
+        o = self.options
         if self.stats is not None:
             raise RuntimeError("the audit's first pass over more rows than it holds is finished by a second pass")
         if self.grid is not None:
@@ -252,7 +251,6 @@ class SegmentAuditAccumulator:
             "n_classes": self.n_classes,
             "class_names": list(self.class_names),
             "options": asdict(self.options),
-            "columns": list(self.columns),
             "row_limit": self.row_limit,
             "diagrams": self.diagrams,
         }
@@ -283,8 +281,7 @@ class SegmentAuditAccumulator:
             mode=d["mode"],
             n_classes=d["n_classes"],
             class_names=tuple(d["class_names"]),
-            options=AuditOptions(**d["options"]),
-            columns=tuple(d["columns"]),
+            options=Options(**d["options"]),
             row_limit=d["row_limit"],
             diagrams=d.get("diagrams", 0),
         )

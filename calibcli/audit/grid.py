@@ -22,7 +22,8 @@ from dataclasses import asdict
 
 import numpy as np
 
-from calibcli.audit.segment_tests import AuditOptions, SegmentSums
+from calibcli.audit.options import Options
+from calibcli.audit.segment_tests import SegmentSums
 from calibcli.audit.segments import ColumnCoding, Partition, categorical_coding, partitions
 from calibcli.binned.accumulator import QuantileSketch
 from calibcli.core.errors import CalibcliError
@@ -267,7 +268,7 @@ class SegmentGrid:
         }
 
     @classmethod
-    def from_dict(cls, d: dict, options: AuditOptions) -> SegmentGrid:
+    def from_dict(cls, d: dict, options: Options) -> SegmentGrid:
         codings = [
             ColumnCoding(
                 c["column"],

@@ -30,41 +30,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibcli.audit.multitest import ADJUST_METHODS, MCE_METHODS, adjust_pvalues, mce_pvalue
+from calibcli.audit.multitest import adjust_pvalues, mce_pvalue
+from calibcli.audit.options import Options
 from calibcli.audit.segments import ColumnCoding, Partition, definition
 from calibcli.core import cancel
-from calibcli.core.errors import CalibcliError
 from calibcli.cumulative.brownian import minimum_detectable_ecce_sigma, relative_percent
 from calibcli.cumulative.ecce import EcceResult, ecce_segments
-
-
-@dataclass(frozen=True)
-class AuditOptions:
-    """The audit's options (the CLI's flags of the same names)."""
-
-    depth: int = 2
-    max_values: int = 10
-    segment_bins: int = 4
-    min_segment: int = 100
-    max_segments: int = 100_000
-    alpha: float = 0.05
-    power: float = 0.8
-    adjust: str = "holm"
-    mce_method: str = "bonferroni"
-    n_bins: int = 15
-
-    def check(self) -> AuditOptions:
-        if self.adjust not in ADJUST_METHODS:
-            raise CalibcliError(f"{{opt:adjust}} is {self.adjust!r}: expected one of {', '.join(ADJUST_METHODS)}")
-        if self.mce_method not in MCE_METHODS:
-            raise CalibcliError(f"{{opt:mce_method}} is {self.mce_method!r}: expected one of {', '.join(MCE_METHODS)}")
-        if not 0.0 < self.power < 1.0:
-            raise CalibcliError(f"{{opt:power}} is {self.power:g}: expected a probability strictly between 0 and 1")
-        if self.max_segments < 1:
-            raise CalibcliError(f"{{opt:max_segments}} is {self.max_segments}: expected at least 1 segment")
-        if self.min_segment < 1:
-            raise CalibcliError(f"{{opt:min_segment}} is {self.min_segment}: expected at least 1 row")
-        return self
 
 
 @dataclass(frozen=True)
@@ -151,12 +122,11 @@ def segment_sums(
 
 
 def finish(
-    sums: SegmentSums, ecce: EcceResult, codings: list[ColumnCoding], partitions: list[Partition], options: AuditOptions
+    sums: SegmentSums, ecce: EcceResult, codings: list[ColumnCoding], partitions: list[Partition], options: Options
 ) -> AuditResult:
     """The audit's result from the per-segment sums and ECCE statistics (both in partition order)."""
     from scipy.special import ndtri
 
-    options.check()
     # one value per segment (EcceResult's fields are floats only for a single series)
     sigma, ecce_r, ecce_r_sigma, ecce_mad, ecce_mad_sigma, ecce_bound = (
         np.asarray(v)
@@ -271,7 +241,7 @@ def audit_arrays(
     codes: list[np.ndarray],
     codings: list[ColumnCoding],
     partitions: list[Partition],
-    options: AuditOptions,
+    options: Options,
 ) -> AuditResult:
     """The audit of rows held in memory, exactly: ECCE of every segment after one sort
     (:func:`calibcli.cumulative.ecce.ecce_segments`), the sums by ``bincount``. The result does not depend on the

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibcli.audit.segment_tests import AuditOptions, audit_arrays
+from calibcli.audit.options import Options
+from calibcli.audit.segment_tests import audit_arrays
 from calibcli.cumulative.ecce import ecce
 from calibcli.audit.multitest import adjust_pvalues, mce_pvalue
 from calibcli.audit.segments import code_column, partitions
@@ -24,7 +25,7 @@ def _data(n=20_000, seed=0, planted=0.0):
 
 
 def _audit(y, s, w, columns, **options):
-    opts = AuditOptions(**options)
+    opts = Options(segment_cols=",".join(columns), **options)
     codings = [
         code_column(k, v, max_values=opts.max_values, segment_bins=opts.segment_bins) for k, v in columns.items()
     ]
@@ -89,9 +90,9 @@ def test_options_are_checked():
     from calibcli.core.errors import CalibcliError
 
     with pytest.raises(CalibcliError, match="adjust"):
-        AuditOptions(adjust="fdr").check()
+        Options(segment_cols="country", adjust="fdr")
     with pytest.raises(CalibcliError, match="power"):
-        AuditOptions(power=1.0).check()
+        Options(segment_cols="country", power=1.0)
 
 
 def test_the_minimum_detectable_ecce_is_at_the_level_segments_are_judged_at():

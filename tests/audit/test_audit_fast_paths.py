@@ -10,7 +10,8 @@ import pytest
 
 import calibcli.cumulative.ecce as cumulative
 from calibcli.audit.accumulator import SegmentAuditAccumulator, _joined
-from calibcli.audit.segment_tests import AuditOptions, audit_arrays, in_score_order
+from calibcli.audit.options import Options
+from calibcli.audit.segment_tests import audit_arrays, in_score_order
 from calibcli.core.binning import quantile_edges_sorted
 from calibcli.io.columns import CodedText, segment_values
 from calibcli.audit.segments import code_values, partitions, quantile_edges_selected
@@ -92,7 +93,7 @@ def test_two_threads_give_the_one_thread_numbers(monkeypatch):
 
     y, s, codes = _rows(20_000, seed=1)
     codings = [ColumnCoding(f"c{j}", "categorical", values=tuple(range(int(c.max()) + 1))) for j, c in enumerate(codes)]
-    options = AuditOptions(min_segment=20)
+    options = Options(segment_cols=",".join(c.column for c in codings), min_segment=20)
     monkeypatch.setattr(cumulative, "THREAD_ROWS", 10**12)
     one = audit_arrays(y, s, np.ones(len(s)), codes, codings, partitions(codings, 2), options)
     monkeypatch.setattr(cumulative, "THREAD_ROWS", 1)
@@ -136,7 +137,7 @@ def test_accumulator_with_text_batches_out_of_order_equals_in_order():
 
     def run(batches):
         acc = SegmentAuditAccumulator(
-            mode="binary", n_classes=2, class_names=("0", "1"), options=AuditOptions(min_segment=10), columns=("w",)
+            mode="binary", n_classes=2, class_names=("0", "1"), options=Options(segment_cols="w", min_segment=10)
         )
         for part in batches:
             coded = segment_values(pa.chunked_array([words[part]]), "str", "w", "f", 0)
@@ -146,7 +147,7 @@ def test_accumulator_with_text_batches_out_of_order_equals_in_order():
     in_order = run([slice(0, 1000), slice(1000, 2000), slice(2000, n)])
     assert run([slice(2000, n), slice(0, 1000), slice(1000, 2000)]) == in_order
     whole = SegmentAuditAccumulator(
-        mode="binary", n_classes=2, class_names=("0", "1"), options=AuditOptions(min_segment=10), columns=("w",)
+        mode="binary", n_classes=2, class_names=("0", "1"), options=Options(segment_cols="w", min_segment=10)
     )
     whole.update(np.arange(n), probs, y, columns=(segment_values(pa.chunked_array([words]), "str", "w", "f", 0),))
     back = SegmentAuditAccumulator.from_dict(whole.to_dict())  # the state's JSON round trip (the Dask engine's) too

@@ -19,7 +19,7 @@ from _cli import SAMPLE, run  # noqa: E402  (tests/ is on sys.path)
 import calibcli.audit.accumulator as segments_state
 from calibcli.audit.grid import GRID_CELLS
 from calibcli.audit.accumulator import SegmentAuditAccumulator
-from calibcli.audit.segment_tests import AuditOptions
+from calibcli.audit.options import Options
 from calibcli.io.columns import segment_values
 
 ADS = str(SAMPLE / "ads_segments.csv")
@@ -49,8 +49,7 @@ def _state(rows, limit, parts):
         mode="binary",
         n_classes=2,
         class_names=("0", "1"),
-        options=AuditOptions(min_segment=50),
-        columns=("country", "age", "income"),
+        options=Options(segment_cols="country,age,income", min_segment=50),
         row_limit=limit,
     )
     for part in parts:

@@ -11,6 +11,7 @@ from dataclasses import replace
 import typer
 
 from calibcli.audit import family as audit_family
+from calibcli.audit.options import Options
 from calibcli.cli import options as cc
 from calibcli.engines.pipeline import run
 from calibcli.report.emit import emit
@@ -26,7 +27,7 @@ from calibcli.report.emit import emit
     cc.BOOTSTRAP.only("alpha"),
     cc.OWN,
     cc.OUTPUT.only("as_json", "fmt", "output"),
-    declared=audit_family.Options,
+    declared=Options,
 )
 def audit(files: cc.Files, **options) -> None:
     """Where is it miscalibrated? Every segment of --segment-cols and their intersections up to --depth: the
@@ -34,7 +35,7 @@ def audit(files: cc.Files, **options) -> None:
     observed/expected, the minimum detectable miscalibration, and MCE, the worst segments first.
 
     Example: calibcli audit sample_data/ads_segments.csv --segment-cols country,device,age --fail-if-any-segment"""
-    chosen = audit_family.Options.of(options)
+    chosen = Options.of(options)
     layout = cc.layout(options["fmt"], options["as_json"], False)  # the worst segments, not a row per entry
     sources = replace(cc.sources_of(files, options), segment_by=chosen.columns)
     doc = run(audit_family.FAMILY, sources, chosen, cc.engine_of(options))

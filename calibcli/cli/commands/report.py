@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from calibcli.audit import family as audit_family
+from calibcli.audit.options import Options as AuditOptions
 from calibcli.calibrators.document import METHOD_NAMES
 from calibcli.cli import options as cc
 from calibcli.core.declarations import CLASS_WEIGHTS_PARAM, MODE, STRATEGY
@@ -49,7 +49,7 @@ ADJUST = params_of(audit_family.Options)["adjust"][0]
 #: The audit's options (``--segment-cols`` and how segments are formed, judged and shown), from the audit
 #: family's declaration: the same flags and rules as ``calibcli audit``'s.
 AUDIT = cc.group_of(
-    audit_family.Options,
+    AuditOptions,
     "segment_cols",
     "depth",
     "max_values",
@@ -155,7 +155,7 @@ def report(files: ReportFiles, **options) -> None:
     reading = {o.name: options[o.name] for o in (*cc.READING.options, *cc.DATASETS.only("batch_rows").options)}
     segments = bool(cc.split_columns(options["segment_cols"]))
     if segments:  # the audit's options checked, and the inputs opened with the segment columns, before any work
-        audited = audit_family.Options.of({**options, "alpha": alpha, "mode": mode if mode in AUDIT_MODES else None})
+        audited = AuditOptions.of({**options, "alpha": alpha, "mode": mode if mode in AUDIT_MODES else None})
         audit_sources = replace(cc.sources_of(files, {**options, "group_by": None}), segment_by=audited.columns)
         audit_inputs = list(audit_sources.open())
 

@@ -28,11 +28,11 @@ def audit_section(streams: list, sources, options, *, engine: dict) -> dict:
     """The report's ``audit`` section: ``parameters`` (the audit's) and ``files``, one entry per input with
     ``audit --json``'s numbers and ``figure`` (``svg``, the ``panels`` drawn: the whole population, then the worst
     tested segments). ``streams``: ``sources`` opened (with the segment columns); ``options``: the audit family's
-    (:class:`calibcli.audit.family.Options`), checked already."""
+    (:class:`calibcli.audit.options.Options`), checked already."""
     made = plan(options, sources, engine["engine"], diagrams=SEGMENT_DIAGRAMS)
     doc, new = made.doc, made.new
     doc["parameters"]["diagrams"] = (
-        f"binned ({options.audit.n_bins} uniform bins, Wilson bands) of the whole "
+        f"binned ({options.n_bins} uniform bins, Wilson bands) of the whole "
         f"population and of the {SEGMENT_DIAGRAMS} worst tested segments"
     )
     with engine_runner(engine["engine"], engine["scheduler"], engine["workers"]) as runner:
