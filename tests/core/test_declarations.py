@@ -7,7 +7,7 @@ import pytest
 
 from calibcli.core import declarations
 
-from calibcli.audit import family as audit_family
+from calibcli.audit import options as audit_options
 from calibcli.compare import family as compare_family
 from calibcli.core import family as families
 from calibcli.diagram import family as diagram_family
@@ -26,11 +26,11 @@ P = [0.2, 0.6, 0.9, 0.4, 0.7, 0.8, 0.1, 0.3]
 def test_the_families_take_the_shared_declarations_themselves():
     # each declaration in the family modules that declare options with it (no module re-exports them)
     takers = {
-        "MODE": (families, diagram_family, audit_family, recalibrate_family),
+        "MODE": (families, diagram_family, audit_options, recalibrate_family),
         "CLASS_WEIGHTS_PARAM": (ece_options, smooth_options, compare_family, recalibrate_family),
         "N_BINS": (ece_options, compare_family, diagram_family, recalibrate_family),
         "STRATEGY": (ece_options, compare_family, diagram_family, recalibrate_family),
-        "ALPHA": (families, audit_family),
+        "ALPHA": (families, audit_options),
         "auto": (tcal_family,),
     }
     for name, modules in takers.items():

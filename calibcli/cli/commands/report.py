@@ -45,7 +45,7 @@ from calibcli.report.html import verdict as verdicts
 from calibcli.report.html.audit import AUDIT_MODES, audit_lines, audit_section
 from calibcli.report.html.monitor import MONITOR_MODES, check_section, monitor_lines, monitor_section
 
-ADJUST = params_of(audit_family.Options)["adjust"][0]
+ADJUST = params_of(AuditOptions)["adjust"][0]
 #: The audit's options (``--segment-cols`` and how segments are formed, judged and shown), from the audit
 #: family's declaration: the same flags and rules as ``calibcli audit``'s.
 AUDIT = cc.group_of(
