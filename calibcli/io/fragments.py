@@ -169,7 +169,7 @@ def windowed(groups, plan, rows: np.ndarray):
     windows = getattr(plan, "windows", None)  # (a regression plan has no windows)
     if groups is None or windows is None or windows.chunk_rows is None:
         return groups
-    at = plan.group_by.index(windows.key)
+    at = plan.carried.index(windows.key)
     return tuple(chunk_keys(rows, windows.chunk_rows) if i == at else g for i, g in enumerate(groups))
 
 

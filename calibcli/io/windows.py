@@ -195,7 +195,7 @@ class WindowedPlan(ReadPlan):
 
     def read(self, table, where: str, first_row: int, partition, *, whole_file: bool, text_of):
         """A batch as arrays with each row's window key first, the rows passing the checks, the drops by reason."""
-        assert self.windows is not None and self.group_by[0] == self.windows.key
+        assert self.windows is not None and self.carried[0] == self.windows.key
         conv = convert_batch(table, self, where, first_row, {**(partition or {}), self.windows.key: 0})
         if self.windows.column is not None and conv.groups is not None:
             keys = window_keys(table.column(self.windows.column), self.windows, where, first_row)
@@ -206,11 +206,12 @@ class WindowedPlan(ReadPlan):
 def windowed(stream, windows: Windowing):
     """``stream`` (an opened :class:`calibcli.io.sources.Stream`) with its rows keyed by ``windows`` first, then by
     its group-by columns; the time column is checked against the first file's schema (it exists, it holds times)
-    and its time zone fixed from it."""
+    and its time zone fixed from it. A stream read with the audit's segment columns (``monitor --segment-cols``)
+    carries the window key first among them instead, splitting nothing (the audit of each window splits them)."""
     plan = stream.plan
-    if type(plan) is not ReadPlan or plan.segment_by:
-        raise CalibcliError("monitor measures class probabilities with labels, grouped by columns (not segments)")
-    if windows.key in plan.group_by:
+    if type(plan) is not ReadPlan:
+        raise CalibcliError("monitor measures class probabilities with labels (not another kind of prediction)")
+    if windows.key in plan.carried:
         raise CalibcliError(f"{shown(windows.key)} is both the windows' key and a group-by column: group by others")
     if windows.column is not None:
         source, location, fmt, _ = stream._files[0]
@@ -225,8 +226,9 @@ def windowed(stream, windows: Windowing):
             )
         windows = replace(windows, tz=time_kind(schema.field(windows.column).type, windows.column, source.path))
     values = {f.name: getattr(plan, f.name) for f in fields(plan)}
+    carried = "segment_by" if plan.segment_by else "group_by"
     values.update(
-        group_by=(windows.key, *plan.group_by),
+        {carried: (windows.key, *plan.carried)},
         group_kinds=("int", *plan.group_kinds),
         partition_keys=(windows.key, *plan.partition_keys),
         windows=windows,

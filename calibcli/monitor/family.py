@@ -4,11 +4,13 @@ windows, the reference, the monitored metrics, the test and its adjustment, the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import replace as reworded
 
+from calibcli.audit.options import Options as AuditOptions
 from calibcli.core.declarations import MODE
 from calibcli.core.errors import CalibcliError, shown
 from calibcli.core.family import Bootstrap, split_columns
-from calibcli.core.validation import declared, option
+from calibcli.core.validation import declared, option, params_of
 from calibcli.io.windows import Windowing
 from calibcli.monitor.alerts import ADJUSTMENTS
 from calibcli.monitor.reference import REFERENCE_ROWS
@@ -18,6 +20,8 @@ from calibcli.monitor.reference import REFERENCE_ROWS
 MONITORED = ("smece", "calibration_in_the_large", "cox_slope", "cox_intercept")
 #: The monitored metrics by default.
 DEFAULT_METRICS = "smece,calibration_in_the_large"
+#: The audit's declarations (``calibcli audit``'s flags and rules) that ``--segment-cols`` per window takes.
+_AUDIT = params_of(AuditOptions)
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,16 @@ class Options(Bootstrap):
     min_rows: int = option(
         100, "--min-rows", help="Windows with fewer rows are reported as too small to test (never as calm)."
     )
+    segment_cols: str | None = declared(
+        None,
+        reworded(
+            _AUDIT["segment_cols"][0],
+            help="Audit every window by these columns (calibcli audit's segments and tests on the window's rows "
+            "alone); a window whose worst segment departs is alerted.",
+        ),
+    )
+    depth: int = declared(2, _AUDIT["depth"][0])
+    min_segment: int = declared(100, _AUDIT["min_segment"][0])
     fail_on_alert: bool = option(False, "--fail-on-alert", help="Exit 1 when any window is alerted (a CI gate).")
     plot: str | None = option(
         None, "--plot", help="Also draw each monitored metric over time, its band, the reference band, the alerts."
@@ -99,6 +113,24 @@ class Options(Bootstrap):
             )
         if self.reference_until is not None:
             _ = self.until  # parsed now: a bad date fails before any work
+        _ = self.audit  # the audit's own checks (its depth, the segment columns named), before any work
+
+    @property
+    def audit(self) -> AuditOptions | None:
+        """The audit of every window (``--segment-cols``): ``calibcli audit``'s options, its defaults otherwise."""
+        if not self.segments:
+            return None
+        return AuditOptions(
+            segment_cols=self.segment_cols,
+            mode=self.mode,
+            depth=self.depth,
+            min_segment=self.min_segment,
+            alpha=self.alpha,
+        )
+
+    @property
+    def segments(self) -> tuple[str, ...]:
+        return split_columns(self.segment_cols)
 
     @property
     def windowing(self) -> Windowing:

@@ -7,7 +7,7 @@ import csv
 import io
 import json
 
-from calibcli.core.documents import fmt_interval, fmt_number
+from calibcli.core.documents import fmt_interval, fmt_number, segment_text
 from calibcli.core.safe_text import for_markdown_cell
 
 #: The table's fixed columns before the metrics, and after them.
@@ -32,7 +32,9 @@ def window_cells(doc: dict) -> tuple[list[str], list[list[str]]]:
     """The table of windows: header and one row of text cells per window."""
     metrics = doc["parameters"]["metrics"]
     grouped = any(w["group"] for w in doc["windows"])
-    header = [*(["group"] if grouped else []), *HEAD, *(f"{m} [interval]" for m in metrics), *TAIL]
+    audited = doc["parameters"].get("audit") is not None
+    header = [*(["group"] if grouped else []), *HEAD, *(f"{m} [interval]" for m in metrics)]
+    header += [*(["worst segment (sigma, p adj.)"] if audited else []), *TAIL]
     rows = []
     for w in doc["windows"]:
         cells = [group_text(w["group"])] if grouped else []
@@ -40,12 +42,23 @@ def window_cells(doc: dict) -> tuple[list[str], list[list[str]]]:
         for name in metrics:
             m = w["metrics"].get(name) or {}
             cells.append(f"{fmt_number(m.get('estimate'))} {fmt_interval(m.get('ci_low'), m.get('ci_high'))}")
+        if audited:
+            cells.append(_worst_text(w))
         t = w["test"]
         p = t.get("p_adjusted", t.get("p_value"))
         cells.append(fmt_number(p) if w["role"] == "monitored" and not w.get("too_small") else "-")
         cells.append(_alert_text(w))
         rows.append(cells)
     return header, rows
+
+
+def _worst_text(w: dict) -> str:
+    """A window's worst tested segment, its ECCE-R/sigma and the audit's MCE p-value adjusted over the series."""
+    worst = next((s for s in w.get("segments") or [] if s["definition"] and s["tested"]), None)
+    if worst is None:
+        return "-"
+    q = (w.get("audit") or {}).get("p_adjusted")
+    return f"{segment_text(worst['definition'])} ({fmt_number(worst['ecce_r_sigma'])}, {fmt_number(q)})"
 
 
 def window_rows(doc: dict) -> tuple[list[str], list[tuple[list[str], dict]]]:

@@ -15,7 +15,7 @@ import json
 from dataclasses import replace
 
 from calibcli.core.composite import Composite
-from calibcli.core.documents import new_document, to_json
+from calibcli.core.documents import new_document, segment_text, to_json
 from calibcli.core.errors import CalibcliError
 from calibcli.core.family import sources_block
 from calibcli.core.modes import default_mode
@@ -26,6 +26,7 @@ from calibcli.io.windows import WindowedPlan
 from calibcli.monitor.alerts import ADJUST_RULES, adjusted, persisting_from
 from calibcli.monitor.family import Options
 from calibcli.monitor.reference import ReferenceRows, log_normal_p, null_smece, wald_difference_p
+from calibcli.monitor.segments import SEGMENT_RULE, new_windowed_audit
 from calibcli.smooth import family as smooth
 
 #: The default engine: this process.
@@ -51,15 +52,27 @@ def monitor(sources, options: Options, engine: EngineChoice = LOCAL, reference=N
     windowing = options.windowing
     sources = series_of(sources, options)
     families = _families(options, sources, engine.name)
+    audited = _audited(sources, options, engine.name)
     with engine_runner(engine.name, engine.scheduler, engine.workers) as runner:
         stream = next(iter(sources.open()))
+        if audited is not None:  # opened (its segment columns checked) before any work
+            audit_stream = next(iter(audited[0].open()))
         windows, described, accs = _read(runner, stream, families, options)
+        audits: dict[int, dict] = {}
+        if audited is not None:  # a second read with the segment columns, every window audited as calibcli audit
+            found, _ = runner.run(audit_stream, lambda: audited[2](audit_stream))
+            audits = found[0][1].audits() if found else {}
         if reference is not None:
             ref_stream = next(iter(replace(reference, pool=True, group_by=sources.group_by).open()))
             ref_entries, ref_described, ref_accs = _read(runner, ref_stream, families, options)
     windowing = replace(windowing, tz=stream.plan.windows.tz)
     for w in windows:
-        w["start"], w["end"] = windowing.bounds(w.pop("key"))
+        key = w.pop("key")
+        w["start"], w["end"] = windowing.bounds(key)
+        if audited is not None:
+            entry = dict(audits.get(key) or {})
+            w["segments"] = entry.pop("segments", [])
+            w["audit"] = {k: v for k, v in entry.items() if k not in ("mode", "segment_columns")}
     key = windowing.key
     series = _series(windows)
     refs = {}
@@ -77,6 +90,7 @@ def monitor(sources, options: Options, engine: EngineChoice = LOCAL, reference=N
     tests = _tests(windows, series, refs, options)
     _alerts(windows, series, tests, options)
     doc = new_document("monitor", _parameters(options, windowing, sources, engine, families))
+    doc["parameters"]["audit"] = None if audited is None else {**audited[1], "rule": _segment_rule(audited[1])}
     doc["input"] = described
     doc["reference"] = strip_private([refs[g] for g in series])
     doc["windows"] = strip_private(windows)
@@ -103,6 +117,25 @@ def check_inputs(sources, options: Options, reference=None) -> None:
     list(series_of(sources, options).open())
     if reference is not None:
         list(replace(reference, pool=True, group_by=sources.group_by).open())
+
+
+def _audited(sources, options: Options, engine: str):
+    """With ``--segment-cols``: the sources read with the segment columns (the window key first among them), the
+    audit's parameters (as ``calibcli audit`` prints them) and ``new(stream)`` of the windows' audits."""
+    chosen = options.audit
+    if chosen is None:
+        return None
+    if sources.group_by:
+        raise CalibcliError(
+            "{opt:segment_cols} audits each window of one series: it does not take {opt:group_by} (add the group "
+            "columns to {opt:segment_cols}, whose intersections are audited too)"
+        )
+    parameters, new = new_windowed_audit(chosen, sources, engine)
+    return replace(sources, segment_by=chosen.columns), parameters, new
+
+
+def _segment_rule(parameters: dict) -> str:
+    return SEGMENT_RULE.format(adjust=parameters["adjust"], mce=parameters["mce_method"])
 
 
 def _families(options: Options, sources, engine: str) -> dict:
@@ -257,6 +290,8 @@ def _tests(windows: list[dict], series: dict, refs: dict, options: Options) -> l
             w["too_small"] = False
             if w["test"]["p_value"] is not None:
                 tests.append((i, "test", float(w["test"]["p_value"])))
+            if (w.get("audit") or {}).get("mce_pvalue") is not None:
+                tests.append((i, "segments", float(w["audit"]["mce_pvalue"])))
             for name in options.monitored:
                 mine, theirs = w["metrics"].get(name), ref["metrics"].get(name)
                 if mine is None or theirs is None:
@@ -291,16 +326,26 @@ def _alerts(windows: list[dict], series: dict, tests: list, options: Options) ->
         w = windows[i]
         if kind == "test":
             w["test"]["p_adjusted"] = q
+        elif kind == "segments":
+            w["audit"]["p_adjusted"] = q
         else:
             w["comparisons"][kind]["p_adjusted"] = q
         if q < options.alpha:
             w["alert"] = True
-            w["reasons"].append(_reason(w, kind, q))
+            w["reasons"].append(_reason(w, kind, q, options.alpha))
 
 
-def _reason(w: dict, kind: str, q: float) -> str:
+def _reason(w: dict, kind: str, q: float, alpha: float) -> str:
     if kind == "test":
         return f"miscalibrated: the ECCE-R test rejects perfect calibration (adjusted p {q:.3g})"
+    if kind == "segments":
+        worst = next(s for s in w["segments"] if s["definition"] and s["tested"])
+        flagged = sum(1 for s in w["segments"] if s["p_adjusted"] is not None and s["p_adjusted"] <= alpha)
+        return (
+            f"segment {segment_text(worst['definition'])} is miscalibrated: ECCE-R {worst['ecce_r_sigma']:.3g} sigma, "
+            f"the window's worst of {w['audit']['n_segments_tested']} tested (the audit's MCE, adjusted p {q:.3g}); "
+            f"{flagged} segment(s) flagged by the window's audit"
+        )
     c = w["comparisons"][kind]
     mine = w["metrics"][kind]["estimate"]
     word = "above" if kind == "smece" else ("above" if mine > c["reference"] else "below")

@@ -166,7 +166,9 @@ def report(files: ReportFiles, **options) -> None:
             f"--adjust is {options['adjust']!r}, the audit's alone: the monitor's windows (--time-col) are adjusted "
             f"by {', '.join(monitor_family.ADJUSTMENTS)}: pass one of them",
         )
-        watched = monitor_family.Options.of({**options, "mode": mode if mode in MONITOR_MODES else None})
+        watched = monitor_family.Options.of(  # (the report's --segment-cols is its audit's, of the whole input)
+            {**options, "mode": mode if mode in MONITOR_MODES else None, "segment_cols": None}
+        )
         reference = cc.sources_of([watched.reference], options) if watched.reference is not None else None
 
     sources = cc.sources_of(files, options)  # (no --pool: each input is its own dataset)
