@@ -11,6 +11,7 @@ observed disease progression ``y`` and one kind of prediction:
   recalibration on);
 - ``diabetes_gp.csv``: ``mean``, ``std`` of a GaussianProcessRegressor (constant x RBF + white noise);
 - ``diabetes_quantiles.csv``: ``q0.05 ... q0.95`` of five GradientBoostingRegressor(loss="quantile") models;
+- ``diabetes_quantiles_long.csv``: the same quantiles in long form (``id, quantile_level, value, y``, rows shuffled);
 - ``diabetes_conformal.csv``: ``lower_0.9``, ``upper_0.9`` of MAPIE's split-conformal interval around a ridge
   regression (when MAPIE is installed; else the same split-conformal rule written out here);
 - ``diabetes_ensemble.csv``: ``s0 ... s19``, the same 20 trees' predictions as samples.
@@ -53,6 +54,7 @@ def main() -> None:
         for q in LEVELS
     }
     pd.DataFrame({**quantiles, "y": y_test}).to_csv(OUT / "diabetes_quantiles.csv", index=False)
+    _long_form(quantiles, y_test).to_csv(OUT / "diabetes_quantiles_long.csv", index=False)
 
     lower, upper = _conformal(X_train, y_train, X_cal, y_cal, X_test)
     pd.DataFrame({"lower_0.9": lower.round(3), "upper_0.9": upper.round(3), "y": y_test}).to_csv(
@@ -71,6 +73,15 @@ def main() -> None:
             samples = {f"s{j}": trees[:, j].round(3) for j in range(trees.shape[1])}
             pd.DataFrame({**samples, "y": y_part}).to_csv(OUT / "diabetes_ensemble.csv", index=False)
     print(f"wrote {len(list(OUT.glob('*.csv')))} files to {OUT} (target scale {scale:.1f})")
+
+
+def _long_form(quantiles: dict, y: np.ndarray) -> pd.DataFrame:
+    """The same quantiles in long form (one row per id and level, ``id, quantile_level, value, y``), its rows
+    shuffled (seeded): the pivot by id does not need them grouped."""
+    wide = pd.DataFrame({"id": np.arange(len(y)), **quantiles, "y": y})
+    long = wide.melt(id_vars=["id", "y"], var_name="quantile_level", value_name="value")
+    long["quantile_level"] = long["quantile_level"].str[1:].astype(float)
+    return long[["id", "quantile_level", "value", "y"]].sample(frac=1, random_state=0)
 
 
 def _conformal(X_train, y_train, X_cal, y_cal, X_test) -> tuple[np.ndarray, np.ndarray]:

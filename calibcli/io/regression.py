@@ -27,7 +27,7 @@ import fnmatch
 import math
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -43,6 +43,7 @@ from calibcli.io.columns import (
     natural_suffix_order,
 )
 from calibcli.io.footers import _guarded
+from calibcli.io.long_quantiles import LongForm, detect_long, first_levels, long_batches
 from calibcli.io.resolve import resolve_datasets
 from calibcli.io.sources import DEFAULT_BATCH_ROWS, Dataset, Stream
 from calibcli.io.streams import Sources
@@ -84,6 +85,7 @@ class RegressionSpec:
     level: tuple[float, ...] = ()
     sample_cols: tuple[str, ...] = ()
     weight_col: str | None = None
+    id_col: str | None = None  # quantiles in long form: the id beside quantile_level, value
 
     def __post_init__(self) -> None:
         for what, levels in (("{opt:level}", self.level), ("{opt:quantile_levels}", self.quantile_levels)):
@@ -110,10 +112,20 @@ class Target:
     levels: tuple[float, ...] = ()
     variance: bool = False  # gaussian: the second column holds variances
     chosen: str = "auto"
+    long: LongForm | None = None  # quantiles in long form (id, quantile_level, value): pivoted by id
 
     @property
     def names(self) -> dict:
         """The report's ``columns`` section: which column plays which part."""
+        if self.long is not None:
+            lf = self.long
+            parts: dict = {"form": "long", "id": lf.id, "quantile_level": lf.level, "value": lf.value}
+            parts["levels"] = list(self.levels)
+            return {"kind": self.kind, **parts, "target": self.target, "weight": self.weight, "chosen_by": self.chosen}
+        return self._wide_names()
+
+    def _wide_names(self) -> dict:
+
         c = self.columns
         if self.kind == "gaussian":
             parts: dict = {"mean": c[0], ("var" if self.variance else "std"): c[1]}
@@ -245,6 +257,19 @@ def resolve_target(names: list[str], types: dict, spec: RegressionSpec, where: s
             "({opt:mean}/{opt:std}, {opt:quantile_cols}, {opt:lower}/{opt:upper} or {opt:sample_cols})"
         )
     chosen = "flags" if given or spec.target else "auto"
+    long = detect_long(names, spec.id_col, where)
+    if long is not None:
+        if given:
+            raise CalibcliError(
+                f"{where}: the file holds quantiles in long form ({long.level}, {long.value}) but the prediction is "
+                f"also given as {given[0]}: drop those options"
+            )
+        for c in (long.id, long.level, long.value):
+            if c in taken:
+                raise CalibcliError(
+                    f"{where}: column {shown(c)} is used both in the long form and as the target or weight"
+                )
+        return Target("quantiles", (), target, weight, (), False, chosen, long)
     if given:
         out = _flagged(given[0], names, spec, where, taken)
     else:
@@ -636,6 +661,20 @@ class RegressionStream(Stream):
 
     plan: RegressionPlan  # type: ignore[assignment]
 
+    def batches(self):
+        long = self.plan.target.long
+        if long is None:
+            return super().batches()
+        return long_batches(self, long, self.plan.target.levels)
+
+    def readable_fragments(self, *, split_row_groups: bool = True, map_files=None):
+        if self.plan.target.long is not None:
+            raise CalibcliError(
+                f"{self.name}: quantiles in long form are pivoted by id in one process: use {{opt:engine}} local, "
+                "or pivot the file to wide columns (q0.05 ...)"
+            )
+        return super().readable_fragments(split_row_groups=split_row_groups, map_files=map_files)
+
     def check_counts(self, counts) -> None:
         if counts.rows_read and counts.rows_used == 0:
             raise CalibcliError(
@@ -683,6 +722,8 @@ def open_regression(
     )
     partition_keys = tuple(g for g in group_by if g in dataset.partition_kinds)
     partitions = [dataset._group_partition(s, partition_keys, kinds, group_by) for s in dataset._sources]
+    if target.long is not None:
+        target = _long_target(target, group_by, drop_invalid, location, fmt, first.path, batch_rows)
     plan = RegressionPlan(
         target=target,
         first_file=first.path,
@@ -693,6 +734,19 @@ def open_regression(
         partition_keys=partition_keys,
     )
     return RegressionStream(dataset, plan, list(zip(dataset._sources, located, fmts, partitions, strict=True)))  # type: ignore[arg-type]
+
+
+def _long_target(target: Target, group_by, drop_invalid: bool, location, fmt, path, batch_rows) -> Target:
+    """A long-form target with its levels, those of the first batch (:mod:`calibcli.io.long_quantiles`)."""
+    assert target.long is not None
+    if group_by or drop_invalid:
+        flag = "{opt:group_by}" if group_by else "{opt:drop_invalid}"
+        raise CalibcliError(
+            f"{path}: quantiles in long form are read without {flag}: pivot the file to wide columns "
+            "(q0.05 ...) to use it"
+        )
+    levels = first_levels(location, fmt, path, target.long, batch_rows)
+    return replace(target, levels=levels)
 
 
 def _group_kind(column: str, names: list[str], types: dict, first: str, dataset: Dataset) -> str:

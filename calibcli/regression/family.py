@@ -51,6 +51,12 @@ class Columns(Declared):
         None, "--sample-cols", help="Columns with samples of the predictive distribution (a list or a pattern 's*')."
     )
     weight_col: str | None = option(None, "--weight-col", help="Column with sample (frequency) weights.")
+    id_col: str | None = option(
+        None,
+        "--id-col",
+        help="Quantiles in long form (columns quantile_level, value; one row per id and level): the id column "
+        "(default: id).",
+    )
 
     def spec(self) -> RegressionSpec:
         """The input layer's :class:`~calibcli.io.regression.RegressionSpec` of these options."""
@@ -66,6 +72,7 @@ class Columns(Declared):
             level=levels_of(self.level, "{opt:level}"),
             sample_cols=tuple(self.sample_cols or ()),
             weight_col=self.weight_col,
+            id_col=self.id_col,
         )
 
 

@@ -102,6 +102,11 @@ def apply_regression(doc: dict, file: str, *, output: str, fmt: str | None = Non
     table, in_fmt, display = read_whole_table(file, input_format)
     names = list(table.schema.names)
     target = resolve_target(names, {f.name: f.type for f in table.schema}, RegressionSpec(), display)
+    if target.long is not None:
+        raise CalibcliError(
+            f"{display}: recalibrate apply writes wide columns, and this file holds quantiles in long form "
+            f"({target.long.level}, {target.long.value}): pivot it to wide columns (q0.05 ...) first"
+        )
     plan = RegressionPlan(target=target, first_file=display, batch_rows=max(1, table.num_rows))
     sub = table.select(plan.data_columns)
     conv, _, _ = plan.read(sub, display, 0, None, whole_file=True, text_of=lambda c, r: sub.column(c)[r].as_py())
