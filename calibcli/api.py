@@ -15,21 +15,21 @@ from typing import Any
 
 import numpy as np
 
-from calibcli.clinical.accumulator import ClinicalTestAccumulator, ClinicalTestOptions
-from calibcli.core.declarations import library_signature
+from calibcli.clinical.accumulator import ClinicalTestAccumulator
+from calibcli.core.declarations import CLINICAL_TEST_NAMES, library_signature
 from calibcli.core.errors import CalibcliError, library_text
 from calibcli.core.modes import default_mode
 from calibcli.core.registry import _ENTRIES, REGISTRY
 from calibcli.core.results import MetricResult, metric_result
-from calibcli.core.validation import check_options, library_defaults
+from calibcli.core.validation import check_options, check_type, library_defaults
 from calibcli.ece_family import options as ece_options
 from calibcli.ece_family.accumulator import InputAccumulator, multiclass_scores
 from calibcli.io.arrays import prepare
 from calibcli.smooth import options as smece_options
 from calibcli.smooth.inputs import SmoothInputAccumulator
-from calibcli.tcal import family as tcal_family
-from calibcli.tcal.accumulator import MAX_ROWS as TCAL_MAX_ROWS
-from calibcli.tcal.accumulator import TCAL_MODES, TcalInputAccumulator, TcalOptions
+from calibcli.tcal import options as tcal_options
+from calibcli.tcal.accumulator import TcalInputAccumulator
+from calibcli.tcal.options import MAX_ROWS as TCAL_MAX_ROWS
 
 # =============================================================================================
 # Metric functions on array-likes: the library's front door (scikit-learn's names and order)
@@ -336,11 +336,11 @@ def smooth_ece(y_true, y_prob, *, sample_weight=None, logits: bool = False, data
     )
 
 
-#: The T-Cal options :func:`tcal_test` takes, declared by the tcal family (:class:`calibcli.tcal.family.Options`).
+#: The T-Cal options :func:`tcal_test` takes, declared by the tcal family (:class:`calibcli.tcal.options.Options`).
 TCAL_KEYWORDS = ("mode", "smoothness", "null", "n_boot", "combine", "discrete", "alpha", "seed", "max_rows")
 
 
-@library_signature(tcal_family.Options, *TCAL_KEYWORDS)
+@library_signature(tcal_options.Options, *TCAL_KEYWORDS)
 def tcal_test(y_true, y_prob, *, sample_weight=None, logits: bool = False, data=None, **options) -> MetricResult:
     """Is the miscalibration real? T-Cal (Lee et al. 2023, seed 004; SPEC 4), or the exact binomial test per
     value for predictors that take few distinct values (SPEC 4.4, ``discrete``).
@@ -364,11 +364,10 @@ def tcal_test(y_true, y_prob, *, sample_weight=None, logits: bool = False, data=
     """
     import warnings
 
-    defaults = library_defaults(tcal_family.Options)
+    defaults = library_defaults(tcal_options.Options)
     values = {name: options.get(name, defaults[name]) for name in TCAL_KEYWORDS}
+    tcal = tcal_options.Options(**values)
     mode = values.pop("mode")
-    check_options({"mode": TCAL_MODES}, mode=mode)
-    tcal = TcalOptions(**values)
     prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
     acc = TcalInputAccumulator(
         mode=mode or default_mode(prepared.n_classes),
@@ -431,7 +430,13 @@ def clinical_test(
     >>> r.name, round(r.estimate, 4), round(r.related["spiegelhalter_z"].estimate, 4)
     ('spiegelhalter_p_value', 0.783, -0.2754)
     """
-    options = ClinicalTestOptions(test=test, n_bins=n_bins, alpha=alpha, max_rows=max_rows)
+    options = tcal_options.Options.library(
+        test=test, n_bins=n_bins if test == "hosmer-lemeshow" else None, alpha=alpha, max_rows=max_rows
+    )
+    check_options({"test": CLINICAL_TEST_NAMES}, test=test)
+    if test != "hosmer-lemeshow":  # (the groups of Hosmer-Lemeshow alone; checked all the same)
+        check_type("n_bins", n_bins, int)
+        check_options(n_bins=n_bins)
     prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
     acc = ClinicalTestAccumulator(
         mode=mode or default_mode(prepared.n_classes),

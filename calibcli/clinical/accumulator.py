@@ -54,10 +54,9 @@ from calibcli.core.modes import binary_problems
 from calibcli.core.registry import REGISTRY, aggregate_over_classes
 from calibcli.core.results import Metric
 from calibcli.core.rows import describe_sample
-from calibcli.core.validation import check_options, check_types
 from calibcli.cumulative.accumulator import EcceAccumulator
 from calibcli.cumulative.ecce import EcceResult
-from calibcli.tcal.accumulator import MAX_ROWS
+from calibcli.tcal.options import Options
 
 STATE_VERSION = 1
 
@@ -210,23 +209,6 @@ def aggregate_clinical(per_class: list[dict], v: np.ndarray) -> dict:
 
 # ---------------------------------------------------------------------------------------------
 # tcal --test spiegelhalter | hosmer-lemeshow | ecce
-
-
-@dataclass(frozen=True)
-class ClinicalTestOptions:
-    """What ``tcal --test spiegelhalter|hosmer-lemeshow|ecce`` computes; ``n_bins`` is the Hosmer-Lemeshow
-    groups; ``max_rows`` the rows the ECCE test holds (exact up to it, the grid form beyond)."""
-
-    test: str = "spiegelhalter"
-    n_bins: int = 10
-    alpha: float = 0.05
-    max_rows: int = MAX_ROWS
-
-    def __post_init__(self):
-        check_types(self)
-        check_options({"test": CLINICAL_TESTS}, test=self.test, n_bins=self.n_bins, alpha=self.alpha)
-        if self.max_rows < 1:
-            raise OptionError("max_rows", f"{{name}} is {self.max_rows}: expected at least 1 row")
 
 
 #: How ``tcal --test ecce`` reads its statistic (SPEC 9).
@@ -382,7 +364,7 @@ class ClinicalTestAccumulator(Accumulator):
         mode: str,
         n_classes: int,
         class_names: tuple[str, ...],
-        options: ClinicalTestOptions,
+        options: Options,
         edges: np.ndarray | None = None,
         edges_method: str | None = None,
     ):
@@ -398,7 +380,7 @@ class ClinicalTestAccumulator(Accumulator):
         self.n = 0
         self.bins = self.ecce = None
         if options.test == "hosmer-lemeshow":
-            self.bins = BinnedAccumulator(n_bins=options.n_bins, strategy="quantile", edges=edges, moments=False)
+            self.bins = BinnedAccumulator(n_bins=options.groups, strategy="quantile", edges=edges, moments=False)
         elif options.test == "ecce":
             self.ecce = EcceAccumulator(options.max_rows)
 
@@ -462,10 +444,10 @@ class ClinicalTestAccumulator(Accumulator):
             r = self.bins.result()
             s = r.bin_stats
             result = hosmer_lemeshow_from_bins(
-                s.count, s.weight, s.sum_z, s.sum_y, r.bin_bounds, n_bins=o.n_bins, alpha=o.alpha
+                s.count, s.weight, s.sum_z, s.sum_y, r.bin_bounds, n_bins=o.groups, alpha=o.alpha
             )
             notes.append(
-                f"deciles of risk: {o.n_bins} quantile bins, {result.n_groups} non-empty (ties merge bins)"
+                f"deciles of risk: {o.groups} quantile bins, {result.n_groups} non-empty (ties merge bins)"
                 + (f"; edges from {self.edges_method}" if self.edges_method else "")
             )
             empty = [g for g in result.groups if g["term"] == math.inf]

@@ -1,17 +1,19 @@
 """The classical tests (``calibcli tcal --test spiegelhalter|hosmer-lemeshow|ecce``; SPEC 9 for ECCE): on every
 row through the pipeline, entries shaped as T-Cal's (test, sample, result with reject and p-value), gated by
-``--fail-on-reject``. Their options are the ``tcal`` command's (:class:`calibcli.tcal.family.Options`)."""
+``--fail-on-reject``. Their options are the ``tcal`` command's (:class:`calibcli.tcal.options.Options`), the
+one object their accumulator receives."""
 
 from __future__ import annotations
 
-from calibcli.clinical.accumulator import ECCE_METHOD, ClinicalTestAccumulator, ClinicalTestOptions
+from calibcli.clinical.accumulator import ECCE_METHOD, ClinicalTestAccumulator
 from calibcli.clinical.classical_tests import HL_CAVEATS
 from calibcli.core.accumulator import per_input
 from calibcli.core.documents import new_document
 from calibcli.core.family import Family, Plan, sources_block
 from calibcli.core.gates import GateSpec
 from calibcli.cumulative.accumulator import N_CELLS
-from calibcli.tcal.family import Options, gates
+from calibcli.tcal.family import gates
+from calibcli.tcal.options import Options
 
 #: The gate metric of each test's entries.
 GATE_METRICS = {
@@ -24,8 +26,7 @@ GATE_METRICS = {
 def plan(o: Options, sources, engine: str) -> Plan:
     """The classical test's document (its parameters) and ``new(stream)``, the input accumulator of a stream."""
     test = o.test
-    n_bins = 10 if o.n_bins is None else o.n_bins
-    options = ClinicalTestOptions(test=test, n_bins=n_bins, alpha=o.alpha, max_rows=o.max_rows)
+    n_bins = o.groups
     parameters = {**o.shown("mode", "test", "alpha")}
     if test == "spiegelhalter":
         parameters.update(
@@ -52,7 +53,7 @@ def plan(o: Options, sources, engine: str) -> Plan:
         )
     parameters.update(fail_on_reject=o.fail_on_reject, **sources_block(sources, engine))
     doc = new_document("tcal", parameters)
-    return Plan(doc, per_input(ClinicalTestAccumulator, o.mode, options), GateSpec(GATE_METRICS[test]), 0)
+    return Plan(doc, per_input(ClinicalTestAccumulator, o.mode, o), GateSpec(GATE_METRICS[test]), 0)
 
 
 def finish(doc: dict, o: Options) -> list[str]:

@@ -19,7 +19,7 @@ from calibcli.core.declarations import CLASS_WEIGHTS_PARAM, MODE, N_BINS, STRATE
 from calibcli.core.family import mode_field
 from calibcli.core.validation import Declared, Param, declared, option
 from calibcli.regression.recalibration import REGRESSION_METHODS
-from calibcli.tcal.accumulator import DISCRETE_CHOICES
+from calibcli.tcal.options import DISCRETE_CHOICES
 
 #: Methods ``calibcli report`` compares by default (each works in every mode).
 DEFAULT_METHODS = ("temperature", "platt", "isotonic", "histogram", "beta")

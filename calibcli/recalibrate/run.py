@@ -31,7 +31,8 @@ from calibcli.io.streams import open_streams
 from calibcli.recalibrate.evaluate import EvaluateAccumulator, HoldoutSplit
 from calibcli.recalibrate.fit import FitAccumulator
 from calibcli.smooth import options as smece_options
-from calibcli.tcal.accumulator import DISCRETE_CHOICES, TcalOptions
+from calibcli.tcal.options import DISCRETE_CHOICES
+from calibcli.tcal.options import Options as TcalOptions
 
 #: CLI flag of each calibrator option, and the methods that take it.
 _FLAGS = {

@@ -29,7 +29,7 @@ from calibcli.recalibrate.run import evaluation, holdout_split
 from calibcli.report.families import FAMILIES
 from calibcli.report.html import svg_fragment
 from calibcli.report.html import verdict as verdicts
-from calibcli.tcal.accumulator import TCAL_MODES
+from calibcli.tcal.options import TCAL_MODES
 
 #: Classes drawn at most in marginal mode (one panel each), so the page stays small.
 MAX_CLASSES = 10

@@ -32,84 +32,21 @@ from calibcli.core.errors import CalibcliError, OptionError
 from calibcli.core.modes import binary_problems
 from calibcli.core.results import Metric
 from calibcli.core.rows import RowSample, describe_sample
-from calibcli.core.validation import check_options, check_types
+from calibcli.core.validation import check_options
 from calibcli.tcal.binomial import (
     DISCRETE_RULE,
     BinomialTestResult,
     binomial_test_from_counts,
     discreteness_from_counts,
 )
+from calibcli.tcal.options import MAX_DISTINCT, TCAL_MODES, Options
 from calibcli.tcal.procedure import tcal_test, tcal_tests
-from calibcli.tcal.results import COMBINES, NULLS, TcalResult
+from calibcli.tcal.results import TcalResult
 
 STATE_VERSION = 1
 
-#: Rows T-Cal runs on at most; beyond, the bottom-k sample of this many (SPEC 8).
-MAX_ROWS = 1_000_000
-
-#: Distinct prediction values counted exactly for the binomial test; beyond, the predictor is continuous.
-MAX_DISTINCT = 1 << 20
-
 #: Per-batch counts are merged into the state once they hold this many entries (and twice the state's).
 _COMPACT_ENTRIES = 1 << 16
-
-TCAL_MODES = ("binary", "top-label", "canonical")
-DISCRETE_CHOICES = ("auto", "yes", "no")
-
-
-# ---------------------------------------------------------------------------------------------
-# Options
-
-
-@dataclass(frozen=True)
-class TcalOptions:
-    """What ``tcal`` computes (SPEC 4), validated by parameter name when made.
-
-    ``max_rows``: rows T-Cal runs on at most (the bottom-k sample beyond); ``max_distinct``: distinct
-    values counted for the binomial test. The pair ``null="chebyshev"``, ``combine="min-p"`` is refused by
-    :func:`calibcli.tcal.tcal_test`.
-    """
-
-    smoothness: float | None = None
-    null: str = "y-bootstrap"
-    n_boot: int = 1000
-    combine: str = "bonferroni"
-    alpha: float = 0.05
-    seed: int = 0
-    discrete: str = "auto"
-    max_rows: int = MAX_ROWS
-    max_distinct: int = MAX_DISTINCT
-
-    def __post_init__(self):
-        check_types(self)
-        check_options(
-            {"null": NULLS, "combine": COMBINES, "discrete": DISCRETE_CHOICES},
-            seed=self.seed,
-            null=self.null,
-            combine=self.combine,
-            discrete=self.discrete,
-            alpha=self.alpha,
-        )
-        s = self.smoothness
-        if s is not None and not (math.isfinite(s) and s > 0):
-            raise OptionError("smoothness", f"{{name}} is {s}: expected a positive Holder exponent")
-        if self.null != "chebyshev" and self.n_boot < 1:
-            raise OptionError(
-                "n_boot", f"{{name}} is {self.n_boot}: expected at least 1 resample for the {self.null} null"
-            )
-        if self.max_rows < 2:
-            raise OptionError(
-                "max_rows",
-                f"{{name}} is {self.max_rows}: expected at least 2 rows (T-Cal compares predictions that share a bin)",
-            )
-        if self.max_distinct < 1:
-            raise OptionError("max_distinct", f"{{name}} is {self.max_distinct}: expected a positive number of values")
-        check_options(n_boot=self.n_boot, max_rows=self.max_rows)  # within the memory budget
-
-    @property
-    def resamples(self) -> int:
-        """Resamples drawn: ``n_boot``, none for the Chebyshev null."""
-        return 0 if self.null == "chebyshev" else self.n_boot
 
 
 # ---------------------------------------------------------------------------------------------
@@ -324,7 +261,7 @@ class TcalInputAccumulator(Accumulator):
     same, same_message = ("mode", "options"), "T-Cal states of different modes or options cannot be merged"
     merge_rules = {"rows": "merge", "counts": "merge"}
 
-    def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: TcalOptions):
+    def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: Options):
         check_options({"mode": TCAL_MODES}, mode=mode)
         self.requested_mode, self.n_classes, self.class_names = mode, int(n_classes), tuple(class_names)
         self.options = options
@@ -335,7 +272,7 @@ class TcalInputAccumulator(Accumulator):
                 "canonical mode with K = 2 is binary mode on the positive class (docs: How it is computed §1)"
             )
             self.mode = "binary"
-        if self.mode == "canonical" and options.discrete == "yes":
+        if self.mode == "canonical" and options.wanted_discrete == "yes":
             raise OptionError(
                 "discrete",
                 "{name} yes tests one probability per prediction, and canonical mode tests "
@@ -353,7 +290,7 @@ class TcalInputAccumulator(Accumulator):
                 )
             self.rows.update(row_index, probs, labels, w)
             return self
-        if w is not None and self.options.discrete == "yes":
+        if w is not None and self.options.wanted_discrete == "yes":
             raise OptionError(
                 "discrete",
                 "{name} yes: the exact binomial test counts predictions and cannot use sample "
@@ -385,7 +322,7 @@ class TcalInputAccumulator(Accumulator):
         """The discreteness check of SPEC 4.4 on every row, whether the binomial test is used, and warnings."""
         if self.counts is None:
             return None, False, []
-        choice = self.options.discrete
+        choice = self.options.wanted_discrete
         counts = self.counts
         check: dict[str, Any]
         if counts.n_distinct is None:
@@ -467,7 +404,7 @@ def tcal_reports(accumulators: Sequence[TcalInputAccumulator]) -> list[TcalRepor
     the same number of rows made once, a sort order tried before sorting again). ``recalibrate evaluate``
     tests the predictions of every method on the same held-out rows this way."""
     decisions = [acc._decide() for acc in accumulators]
-    together: dict[TcalOptions, list[int]] = {}
+    together: dict[Options, list[int]] = {}
     for i, (acc, decision) in enumerate(zip(accumulators, decisions, strict=True)):
         if not decision[1]:
             together.setdefault(acc.options, []).append(i)

@@ -125,7 +125,7 @@ def test_the_metric_functions_signatures_come_from_the_family_declarations():
         taken = [name for name in params if name in defaults]
         assert taken and all(params[name].default == defaults[name] for name in taken), func.__name__
         assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in taken), func.__name__
-    from calibcli.tcal.family import Options as TcalFamilyOptions
+    from calibcli.tcal.options import Options as TcalFamilyOptions
 
     params = inspect.signature(api.tcal_test).parameters
     for name, default in library_defaults(TcalFamilyOptions).items():

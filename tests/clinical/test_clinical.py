@@ -14,7 +14,8 @@ import pytest
 import scipy.stats
 import statsmodels.api as sm
 
-from calibcli.clinical.accumulator import ClinicalAccumulator, ClinicalTestAccumulator, ClinicalTestOptions
+from calibcli.clinical.accumulator import ClinicalAccumulator, ClinicalTestAccumulator
+from calibcli.tcal.options import Options as TcalOptions
 from calibcli.clinical.classical_tests import (
     GridSums,
     brier_skill_score,
@@ -276,7 +277,7 @@ def test_clinical_accumulator_gives_the_same_numbers_for_any_batch_size_and_spli
 @pytest.mark.parametrize("test", ["spiegelhalter", "hosmer-lemeshow"])
 def test_test_accumulator_streams_and_merges(rows, test):
     p, y, w = rows
-    options = ClinicalTestOptions(test=test, n_bins=10)
+    options = TcalOptions(test=test, n_bins=10 if test == "hosmer-lemeshow" else None)
 
     def new():
         return ClinicalTestAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=options)
@@ -303,7 +304,7 @@ def test_hosmer_lemeshow_beyond_the_kept_rows_takes_its_deciles_from_a_first_pas
     p = rng.random(n)
     y = (rng.random(n) < p).astype(np.int64)
     acc = ClinicalTestAccumulator(mode="binary", n_classes=2, class_names=("0", "1"),
-                                  options=ClinicalTestOptions(test="hosmer-lemeshow"))
+                                  options=TcalOptions(test="hosmer-lemeshow"))
     report = _one_batch(acc, prepare(y, p, None)).result()
     direct = hosmer_lemeshow(y, p)
     assert report.result.statistic == pytest.approx(direct.statistic, rel=1e-9)

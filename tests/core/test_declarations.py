@@ -14,7 +14,7 @@ from calibcli.diagram import family as diagram_family
 from calibcli.ece_family import options as ece_options
 from calibcli.recalibrate import family as recalibrate_family
 from calibcli.smooth import options as smooth_options
-from calibcli.tcal import family as tcal_family
+from calibcli.tcal import options as tcal_options
 from calibcli.core.errors import OptionError, library_text
 from calibcli.metrics import binned_metric, ece, smooth_ece
 from calibcli.core.validation import check_params
@@ -31,7 +31,7 @@ def test_the_families_take_the_shared_declarations_themselves():
         "N_BINS": (ece_options, compare_family, diagram_family, recalibrate_family),
         "STRATEGY": (ece_options, compare_family, diagram_family, recalibrate_family),
         "ALPHA": (families, audit_options),
-        "auto": (tcal_family,),
+        "auto": (tcal_options,),
     }
     for name, modules in takers.items():
         for module in modules:

@@ -10,7 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from calibcli.clinical.accumulator import ClinicalTestAccumulator, ClinicalTestOptions
+from calibcli.clinical.accumulator import ClinicalTestAccumulator
+from calibcli.tcal.options import Options as TcalOptions
 from calibcli.cumulative.accumulator import EcceAccumulator
 from calibcli.cumulative.ecce import ecce
 from calibcli.cumulative.brownian import range_brownian_sf
@@ -110,7 +111,7 @@ def test_a_merge_past_the_limit_drops_the_rows_and_uses_the_grid(rows):
 def test_clinical_test_accumulator_runs_the_ecce_test(rows):
     p, y, w = rows
     acc = ClinicalTestAccumulator(
-        mode="binary", n_classes=2, class_names=("0", "1"), options=ClinicalTestOptions(test="ecce", max_rows=N)
+        mode="binary", n_classes=2, class_names=("0", "1"), options=TcalOptions(test="ecce", max_rows=N)
     )
     report = _feed(acc, p, y, w, 1000).result()
     direct = ecce(y, p, sample_weight=w)

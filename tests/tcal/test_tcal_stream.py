@@ -13,7 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from calibcli.tcal.accumulator import TcalInputAccumulator, TcalOptions, ValueCounts, tcal_reports
+from calibcli.tcal.accumulator import TcalInputAccumulator, ValueCounts, tcal_reports
+from calibcli.tcal.options import Options as TcalOptions
 from calibcli.core.errors import OptionError
 from calibcli.io.columns import ColumnSpec
 from calibcli.io.loaded import read_input

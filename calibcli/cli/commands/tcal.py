@@ -1,5 +1,5 @@
 """``calibcli tcal``: is the miscalibration real? The T-Cal test (SPEC 4; seed 004), or a classical test
-(:mod:`calibcli.clinical.family`). The options are declared once, in :class:`calibcli.tcal.family.Options`."""
+(:mod:`calibcli.clinical.family`). The options are declared once, in :class:`calibcli.tcal.options.Options`."""
 
 from __future__ import annotations
 
@@ -11,11 +11,10 @@ from calibcli.core.errors import GateFailed
 from calibcli.engines.pipeline import run
 from calibcli.report.emit import emit
 from calibcli.tcal import family as tcal_family
+from calibcli.tcal.options import Options
 
 
-@cc.with_groups(
-    cc.COLUMNS, cc.READING, cc.DATASETS, cc.OWN, cc.BOOTSTRAP, cc.ENGINE, cc.OUTPUT, declared=tcal_family.Options
-)
+@cc.with_groups(cc.COLUMNS, cc.READING, cc.DATASETS, cc.OWN, cc.BOOTSTRAP, cc.ENGINE, cc.OUTPUT, declared=Options)
 def tcal(files: cc.Files, **options) -> None:
     """Test the hypothesis of perfect calibration with T-Cal (adaptive debiased plug-in test,
     Lee et al.), or with exact binomial tests for predictors that take few distinct values; per group
@@ -24,7 +23,7 @@ def tcal(files: cc.Files, **options) -> None:
 
     Example: calibcli tcal sample_data/breast_cancer_nb.csv --alpha 0.05 --fail-on-reject"""
     layout = cc.layout_of(options)
-    chosen = tcal_family.Options.of(options)
+    chosen = Options.of(options)
     family = tcal_family.FAMILY
     if chosen.test in CLINICAL_TEST_NAMES:
         # the classical tests' family (Cox fits, calibrators, smoothing: about 0.05 s of imports) only when named
