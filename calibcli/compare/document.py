@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from calibcli.compare.paired_bootstrap import worse_by
 from calibcli.compare.run import ID_PAIRING_LIMIT, compare_streams
 from calibcli.core.binning import EDGE_CONVENTION
@@ -15,10 +17,15 @@ from calibcli.core.documents import fmt_interval, fmt_number, new_document
 from calibcli.core.errors import CalibcliError, warn
 from calibcli.core.modes import default_mode
 from calibcli.core.registry import REGISTRY, describe
+from calibcli.core.resampling import percentile_interval
 from calibcli.ece_family import options as ece_options
 from calibcli.engines.pipeline import engine_runner
-from calibcli.io.formats import detect_format, read_schema, unreadable
+from calibcli.io.formats import detect_format, read_schema, read_table, unreadable
 from calibcli.io.resolve import resolve_datasets
+from calibcli.llm import paired as llm_paired
+from calibcli.llm.accumulator import SelectiveOptions
+from calibcli.llm.family import Options as SelectiveFamilyOptions
+from calibcli.llm.items import ITEM_KEY
 from calibcli.smooth import options as smece_options
 
 #: The entry of the differences in the report's ``files`` (so the tidy renderers show them as rows).
@@ -73,6 +80,9 @@ def compare_document(baseline: str, candidate: str, chosen, *, spec, engine, gat
             raise _as_id_problem(exc, id_col) from None
     for entry in run.entries:  # the input section names the ID column it read beside the data
         entry["input"]["group_by"] = []
+    selective = _selective_comparison(datasets, run, chosen) if id_col == ITEM_KEY else None
+    if selective is not None:
+        run.comparison.update(selective)
     for name in gates + [name for name, _ in by]:
         _check_gate_metric(name, run.comparison)
     doc = new_document(
@@ -98,7 +108,15 @@ def compare_document(baseline: str, candidate: str, chosen, *, spec, engine, gat
             },
             "bootstrap": "Poisson, keyed by (seed, global row index): paired replicates per row while the rows are "
             "kept, from joint per-bin sufficient statistics beyond; unpaired inputs use independent seeds",
-            "estimators": describe("binned"),
+            "estimators": {**describe("binned"), **({} if selective is None else _SELECTIVE_ESTIMATORS)},
+            "selective": None
+            if selective is None
+            else {
+                "coverages": list(_SELECTIVE.coverages),
+                "risks": list(_SELECTIVE.risks),
+                "paired_by": "item key (the dumps' item column): the same bootstrap multiplicity for an item in "
+                "both, keyed by its position among the sorted keys, so neither input's row order changes a number",
+            },
             "weights": "frequency weights" if spec.weight_col else None,
             "batch_rows": batch_rows,
             "gates": {"fail_if_worse": gates, "fail_if_worse_by": dict(by)} if gates or by else None,
@@ -122,6 +140,58 @@ def compare_document(baseline: str, candidate: str, chosen, *, spec, engine, gat
             "failures": failures,
         }
     return doc, failures
+
+
+#: The selective metrics' levels in a comparison: ``calibcli selective``'s defaults.
+_SELECTIVE = SelectiveFamilyOptions()
+_SELECTIVE_ESTIMATORS = {
+    "aurc": "(1/n) sum_k r_k over the answers ordered by confidence, tie blocks (SPEC 11)",
+    "e_aurc": "aurc - aurc of the order ranking every correct answer first",
+    "augrc": "(1/n) sum_k (k/n) r_k (Traub et al. 2024)",
+    "auroc": "P(conf of a correct answer > conf of a wrong one) + P(tie)/2",
+    "accuracy": "1 - errors / n (the top answer's)",
+}
+
+
+def _selective_comparison(datasets, run, chosen) -> dict | None:
+    """Two LLM dumps paired by item key: every selective metric (``calibcli selective``'s) of both and
+    candidate - baseline, with the paired bootstrap of :func:`calibcli.llm.paired.paired_sides`. None unless both
+    inputs are LLM dumps (their input sections carry ``llm``)."""
+    if not all("llm" in entry["input"] for entry in run.entries[:2]):
+        return None
+    answers = []
+    for dataset in datasets:
+        location = dataset.locations()[0]
+        table = read_table(location, dataset.fixed_format or detect_format(dataset.files[0], None))
+        answers.append(llm_paired.answers_of(table, dataset.files[0]))
+    options = SelectiveOptions(_SELECTIVE.coverages, _SELECTIVE.risks, chosen.n_boot, chosen.alpha, chosen.seed)
+    both = llm_paired.paired_sides(answers[0], answers[1], options)
+    how = f"paired Poisson bootstrap over items (by item key, {both.n} items)"
+    out = {}
+    for name, a in both.baseline.items():
+        b, better = both.candidate[name], llm_paired.better(name, "lower")
+        if not (np.isfinite(a) and np.isfinite(b)):
+            continue  # (AUROC with no wrong or no right answer on one side: undefined)
+        lo = hi = None
+        if both.baseline_replicates is not None and both.candidate_replicates is not None:
+            diff = both.candidate_replicates[name] - both.baseline_replicates[name]
+            lo, hi = percentile_interval(np.where(np.isfinite(diff), diff, np.nan), chosen.alpha)
+            if not (np.isfinite(lo) and np.isfinite(hi)):
+                lo = hi = None
+        worse = (b > a) if better == "lower" else (b < a) if better == "higher" else False
+        out[name] = {
+            "baseline": a,
+            "candidate": b,
+            "difference": b - a,
+            "ci_low": lo,
+            "ci_high": hi,
+            "ci_method": how if lo is not None else None,
+            "paired": lo is not None,
+            "better": better,
+            "worse": bool(worse),
+            "significant": bool(lo is not None and hi is not None and (lo > 0 or hi < 0)),
+        }
+    return out
 
 
 def threshold(item: str) -> tuple[str, float]:
@@ -175,10 +245,16 @@ def check_gate_names(names: list[str], smece: bool) -> None:
     families = {"tcal", "clinical_test"} | (set() if smece else {"smooth"})
     known = [n for n, m in REGISTRY.items() if m.family not in families]
     for name in names:
+        if name not in REGISTRY and _is_selective(name):
+            continue  # (compared when both inputs are LLM dumps paired by item; checked on the report after)
         if not smece and name in REGISTRY and REGISTRY[name].family == "smooth":
             raise CalibcliError(f"{name} is compared with --smece: add --smece to gate on it")
         if name not in REGISTRY or REGISTRY[name].family in families:
             raise CalibcliError(f"no metric {name!r} to gate on: expected one of {', '.join(known)}")
+
+
+def _is_selective(name: str) -> bool:
+    return llm_paired.better(name) is not None
 
 
 def _check_gate_metric(name: str, comparison: dict) -> None:

@@ -31,6 +31,7 @@ from calibcli.core.modes import binary_problems
 from calibcli.core.registry import REGISTRY, aggregate_over_classes
 from calibcli.core.resampling import Multiplicities, percentile_interval
 from calibcli.ece_family.accumulator import MulticlassScores
+from calibcli.llm.paired import better as selective_better
 
 # Per-row values of one input in a joint cell: w, w u, w u^2, w ll (u = y - z, ll the clipped log-loss).
 _V = 4
@@ -389,7 +390,7 @@ def worse_by(name: str, baseline: float, candidate: float) -> float:
     own units: the difference, its negative for higher-is-better metrics, or the growth of the distance to
     the target for target metrics (:data:`calibcli.metrics.REGISTRY`)."""
     info = REGISTRY.get(name)
-    better = info.better if info is not None else "lower"
+    better = info.better if info is not None else (selective_better(name, "lower") or "lower")
     if better == "target":
         assert info is not None and info.target is not None, f"{name} declares no target"
         return abs(candidate - info.target) - abs(baseline - info.target)

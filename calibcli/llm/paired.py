@@ -63,45 +63,87 @@ def _aligned(a: Answers, b: Answers) -> tuple[np.ndarray, np.ndarray]:
     return oa, ob
 
 
-def paired_difference(base: Answers, cand: Answers, o: SelectiveOptions) -> dict[str, Metric]:
-    """candidate - baseline for every selective metric, with paired bootstrap intervals."""
+#: Which way each selective metric is better (``compare``'s verdicts; ``risk_at_coverage_q`` lower,
+#: ``coverage_at_risk_t`` higher, by prefix).
+BETTER = {
+    "accuracy": "higher",
+    "aurc": "lower",
+    "e_aurc": "lower",
+    "aurc_oracle": "none",
+    "augrc": "lower",
+    "auroc": "higher",
+    "risk_at_coverage_": "lower",
+    "coverage_at_risk_": "higher",
+}
+
+
+def better(name: str, default: str | None = None) -> str | None:
+    """``lower`` or ``higher``: the direction in which the selective metric ``name`` improves (``default`` for a
+    name that is not one)."""
+    return BETTER.get(name) or next((v for k, v in BETTER.items() if k.endswith("_") and name.startswith(k)), default)
+
+
+@dataclass(frozen=True)
+class PairedSides:
+    """Both models' selective metrics on the items they share (in the sorted keys' order): the point estimates and,
+    with ``n_boot > 0``, the replicates of one paired bootstrap (``(n_boot,)`` per metric and side)."""
+
+    n: int
+    baseline: dict[str, float]
+    candidate: dict[str, float]
+    baseline_replicates: dict[str, np.ndarray] | None
+    candidate_replicates: dict[str, np.ndarray] | None
+
+
+def paired_sides(base: Answers, cand: Answers, o: SelectiveOptions) -> PairedSides:
+    """Every selective metric of both models, paired by item key: an item's bootstrap multiplicity is keyed by its
+    position among the sorted keys, so the row order of either input changes no number."""
     oa, ob = _aligned(base, cand)
     sides = []
     for answers, order in ((base, oa), (cand, ob)):
         conf, wrong = answers.confidence[order], 1.0 - answers.correct[order]
-        blocks = curves.tie_blocks(conf)
-        sides.append((blocks, wrong))
+        sides.append((curves.tie_blocks(conf), wrong))
     n = len(oa)
 
-    def metrics(weight: np.ndarray) -> dict[str, np.ndarray]:
+    def metrics(weight: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         (ba, wa), (bb, wb) = sides
         with np.errstate(invalid="ignore", divide="ignore"):
-            ea = evaluate(ba.sums(weight), ba.sums(weight * wa), o)
-            eb = evaluate(bb.sums(weight), bb.sums(weight * wb), o)
-        return {k: eb[k] - ea[k] for k in ea}
+            return evaluate(ba.sums(weight), ba.sums(weight * wa), o), evaluate(
+                bb.sums(weight), bb.sums(weight * wb), o
+            )
 
-    point = metrics(np.ones(n))
-    low = high = None
+    pa, pb = metrics(np.ones(n))
+    reps_a = reps_b = None
     if o.n_boot > 0:
-        reps = {k: np.empty(o.n_boot) for k in point}
+        reps_a, reps_b = ({k: np.empty(o.n_boot) for k in pa} for _ in range(2))
         draws = Multiplicities(o.seed, np.arange(n))
         step = max(1, _CELLS // max(n, 1))
         for start in range(0, o.n_boot, step):
             chunk = np.arange(start, min(o.n_boot, start + step))
-            for k, v in metrics(draws.block(chunk)).items():
-                reps[k][chunk] = v
-        stacked = np.vstack([reps[k] for k in point])
+            ra, rb = metrics(draws.block(chunk))
+            for k in pa:
+                reps_a[k][chunk], reps_b[k][chunk] = ra[k], rb[k]
+    return PairedSides(n, {k: float(v) for k, v in pa.items()}, {k: float(v) for k, v in pb.items()}, reps_a, reps_b)
+
+
+def paired_difference(base: Answers, cand: Answers, o: SelectiveOptions) -> dict[str, Metric]:
+    """candidate - baseline for every selective metric, with paired bootstrap intervals."""
+    both = paired_sides(base, cand, o)
+    names = list(both.baseline)
+    point = {k: both.candidate[k] - both.baseline[k] for k in names}
+    low = high = None
+    if both.baseline_replicates is not None and both.candidate_replicates is not None:
+        stacked = np.vstack([both.candidate_replicates[k] - both.baseline_replicates[k] for k in names])
         stacked[~np.isfinite(stacked)] = np.nan
         low, high = percentile_intervals(stacked, o.alpha)
     out = {}
-    for i, (k, v) in enumerate(point.items()):
-        value = float(v)
+    for i, (k, value) in enumerate(point.items()):
         out[k] = Metric(
             k,
             value if np.isfinite(value) else None,  # type: ignore[arg-type]  # (AUROC undefined on one side)
             None if low is None or not np.isfinite(low[i]) else float(low[i]),
             None if high is None or not np.isfinite(high[i]) else float(high[i]),
             "paired percentile bootstrap (Poisson, per item)" if low is not None else None,
-            note=f"candidate - baseline ({base.name}), {n} items paired by key",
+            note=f"candidate - baseline ({base.name}), {both.n} items paired by key",
         )
     return out
