@@ -472,12 +472,13 @@ def fit_temperature(
     if d0 >= 0:
         raise CalibcliError(
             "temperature scaling has no minimiser with T > 0: the log-loss keeps decreasing as T grows "
-            "(the predictions carry no information about the labels); use another method"
+            "(scaling moves every prediction towards uniform, and uniform fits these labels best: the predictions "
+            "carry no information about them, or point the wrong way); use --method platt, isotonic or histogram"
         )
     if np.all(Lc[w > 0] == 0.0):
         raise CalibcliError(
             "temperature scaling has no minimiser with T > 0: the log-loss keeps decreasing as T shrinks "
-            "(every prediction's top class is right); use another method"
+            "(every prediction's top class is right); use --method platt, isotonic or histogram"
         )
     # safeguarded Newton on beta = 1/T: [lo, hi] brackets the root of the derivative (hi = inf until found)
     lo, hi, beta = 0.0, math.inf, 1.0
@@ -502,7 +503,7 @@ def fit_temperature(
         if new > _MAX_INVERSE_TEMPERATURE:
             raise CalibcliError(
                 "temperature scaling has no minimiser with T > 0: the log-loss keeps decreasing as T shrinks "
-                "(every prediction's top class is right); use another method"
+                "(every prediction's top class is right); use --method platt, isotonic or histogram"
             )
         beta = new
     f, _, _ = _temperature_derivatives(L, Lc, w, beta)

@@ -247,10 +247,14 @@ def evaluation(
     scheduler: str | None = None,
     workers: int | None = None,
     held=None,
+    skip_unfittable: bool = False,
 ) -> dict:
     """``recalibrate evaluate``'s document for these options (the command prints it). ``held``: the input's
     :class:`~calibcli.recalibrate.evaluate.HoldoutSplit` after both its passes, when they already ran
-    (``calibcli report`` runs the counting pass beside its other families); else they run here."""
+    (``calibcli report`` runs the counting pass beside its other families); else they run here.
+    ``skip_unfittable``: a method that has no fit on these rows (temperature scaling on predictions no better
+    than uniform) is left out, its reason in the file's ``not_fitted``, instead of ending the run (``report``'s
+    default methods; a method asked for by ``recalibrate evaluate`` still fails with its Error line)."""
     methods = _check_methods(list(method))
     if mode is not None:
         check_choice(mode, MODES, "--mode")
@@ -302,7 +306,7 @@ def evaluation(
         K = test_stream.n_classes
         eval_mode = mode or default_mode(K)
 
-        fitted = _fit_methods(fit_acc, methods, mode=mode, options=options, seed=seed)
+        fitted, not_fitted = _fit_methods(fit_acc, methods, mode=mode, options=options, seed=seed, skip=skip_unfittable)
 
         def new() -> EvaluateAccumulator:
             return EvaluateAccumulator(
@@ -358,9 +362,10 @@ def evaluation(
     )
     for warning in warnings:
         warn(warning)
-    doc["files"].append(
-        {"input": described, "fit_input": fit_described, "split": split, "mode": eval_mode, "rows": rows}
-    )
+    entry = {"input": described, "fit_input": fit_described, "split": split, "mode": eval_mode, "rows": rows}
+    if skip_unfittable:
+        entry["not_fitted"] = not_fitted
+    doc["files"].append(entry)
     return doc
 
 
@@ -396,17 +401,32 @@ def _fit_part(runner, streams, *, fit_file, holdout, held, seed: int, max_rows: 
     return fit_acc, binary, fit_described, split_rows, split, held
 
 
-def _fit_methods(fit_acc, methods: list[str], *, mode, options: dict, seed: int) -> list:
-    """Each method fitted on the fit part: ``(method, fit mode, calibrator dict, which rows)``."""
-    fitted = []
+def _fit_methods(fit_acc, methods: list[str], *, mode, options: dict, seed: int, skip: bool = False):
+    """Each method fitted on the fit part: ``(method, fit mode, calibrator dict, which rows)``, and (``skip``)
+    the methods that have no fit on these rows, ``{"method", "reason"}`` each (else their error ends the run;
+    all of them without a fit ends it too)."""
+    fitted, not_fitted = [], []
     with progress_bar(len(methods), "fitting") as advance:
         for m in methods:
             labels, probs, w, how = fit_acc.data(m, mode=mode, options=options[m])
-            cal, fit_mode = fit_arrays(m, labels, probs, w, mode=mode, options=options[m], seed=seed)
+            try:
+                cal, fit_mode = fit_arrays(m, labels, probs, w, mode=mode, options=options[m], seed=seed)
+            except CalibcliError as exc:
+                if not skip:
+                    raise
+                not_fitted.append({"method": m, "reason": str(exc)})
+                warn(f"{m}: not fitted: {exc}")
+                advance()
+                continue
             fitted.append((m, fit_mode, cal.to_dict(), how))
             advance()
-
-    return fitted
+    if not fitted and not_fitted:
+        reasons = "; ".join(f"{r['method']}: {r['reason']}" for r in not_fitted)
+        raise CalibcliError(
+            f"no recalibration method could be fitted ({reasons}): pass --method isotonic or --method histogram "
+            f"(they fit any predictions)"
+        )
+    return fitted, not_fitted
 
 
 def holdout_split(holdout: float, *, seed: int, max_rows: int):

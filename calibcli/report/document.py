@@ -97,6 +97,7 @@ def build_document(
             seed=seed,
             max_rows=EVALUATE_MAX_ROWS,
             held=held,
+            skip_unfittable=True,
         )
         recalibration[path] = json.loads(to_json(ev))  # as `recalibrate evaluate --json` prints it
 

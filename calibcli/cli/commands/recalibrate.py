@@ -216,7 +216,7 @@ EVALUATE_FLAGS = {"file": DataFile, **recalibrate_family.EVALUATE}
     evaluation,
     EVALUATE_FLAGS,
     cc.OUTPUT.only("as_json", "fmt", "summary", "metrics", "sort", "output"),
-    library_only=("held",),
+    library_only=("held", "skip_unfittable"),
 )
 def evaluate(**options) -> None:
     """Fit each --method on one part of the data and compare before/after calibration on the other part

@@ -231,4 +231,5 @@ def recalibration_summary(doc: dict) -> dict:
         "rows": ranked,
         "best": ranked[0],
         "uncalibrated": next(r for r in rows if r["method"] == "uncalibrated"),
+        "not_fitted": list(f.get("not_fitted", [])),
     }
