@@ -72,6 +72,18 @@ def _one_batch(acc, prepared):
     return acc
 
 
+def _reported(accumulator_class, options, prepared, mode: str | None):
+    """The report of an input accumulator of ``accumulator_class`` with ``options``, in ``mode`` (default: by the
+    number of classes), over the rows of ``prepared`` (:func:`_one_batch`)."""
+    acc = accumulator_class(
+        mode=mode or default_mode(prepared.n_classes),
+        n_classes=prepared.n_classes,
+        class_names=prepared.class_names,
+        options=options,
+    )
+    return _one_batch(acc, prepared).result()
+
+
 @library_signature(ece_options.Options, "n_bins", "strategy", "mode", "class_weights", "n_boot", "alpha", "seed")
 def binned_metric(
     name: str, y_true, y_prob, *, sample_weight=None, logits: bool = False, data=None, **options
@@ -369,13 +381,7 @@ def tcal_test(y_true, y_prob, *, sample_weight=None, logits: bool = False, data=
     tcal = tcal_options.Options(**values)
     mode = values.pop("mode")
     prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
-    acc = TcalInputAccumulator(
-        mode=mode or default_mode(prepared.n_classes),
-        n_classes=prepared.n_classes,
-        class_names=prepared.class_names,
-        options=tcal,
-    )
-    report = _one_batch(acc, prepared).result()
+    report = _reported(TcalInputAccumulator, tcal, prepared, mode)
     texts = tuple(library_text(w) for w in report.warnings)
     for text in texts:
         warnings.warn(text, UserWarning, stacklevel=2)
@@ -438,13 +444,7 @@ def clinical_test(
         check_type("n_bins", n_bins, int)
         check_options(n_bins=n_bins)
     prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
-    acc = ClinicalTestAccumulator(
-        mode=mode or default_mode(prepared.n_classes),
-        n_classes=prepared.n_classes,
-        class_names=prepared.class_names,
-        options=options,
-    )
-    report = _one_batch(acc, prepared).result()
+    report = _reported(ClinicalTestAccumulator, options, prepared, mode)
     entry = report.to_dict()
     name = {
         "spiegelhalter": "spiegelhalter_p_value",
@@ -491,17 +491,7 @@ def compute(metric: str, y_true, y_prob, **options) -> MetricResult:
         result = clinical_test(
             y_true, y_prob, test=metric.split("_")[0].replace("hosmer", "hosmer-lemeshow"), **options
         )
-        if metric == result.name:
-            return result
-        return metric_result(
-            metric,
-            {result.name: result, **result.related},
-            n=result.n,
-            mode=result.mode,
-            params=result.params,
-            details=result.details,
-            report=result.report,
-        )
+        return _as(metric, result)
     if info.family == "smooth":
         given = options.get("sigma") is not None
         if given != (metric == "smece_at_sigma"):
@@ -516,6 +506,12 @@ def compute(metric: str, y_true, y_prob, **options) -> MetricResult:
             f"{metric} is not what the test reported ({result.name}): "
             f"{{opt:discrete}} {options['discrete']} chose the {result.details['test']} test"
         )
+    return _as(metric, result)
+
+
+def _as(metric: str, result: MetricResult) -> MetricResult:
+    """A test's result named by ``metric``: the result itself, or one of its related metrics as the headline
+    (the same numbers, details and report)."""
     if metric == result.name:
         return result
     return metric_result(

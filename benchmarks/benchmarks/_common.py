@@ -200,3 +200,26 @@ def record(bar: str, runs: dict) -> dict:
 def load() -> float:
     """The one-minute load average (the machine is shared: stated beside the figures)."""
     return os.getloadavg()[0]
+
+
+def ratio_bars(name: str, over, under, *, what: str, unit: str, bar: float):
+    """A bar on the ratio of runs of a cached record (``setup_cache``'s :class:`Run` values by name; a tuple of
+    names: their sum): asv's two tracks ``track_bar_{name}_wall`` and ``track_bar_{name}_cpu``, the wall clock and
+    the CPU time (every thread) of ``over`` / ``under``, each with its unit and a docstring that states the bar
+    (``what``: what is divided by what). Written once for every module's ratio bars."""
+    tops = (over,) if isinstance(over, str) else tuple(over)
+    bottoms = (under,) if isinstance(under, str) else tuple(under)
+
+    def track(clock: str):
+        def ratio(self, m):
+            return sum(getattr(m[k], clock) for k in tops) / sum(getattr(m[k], clock) for k in bottoms)
+
+        ratio.__name__ = ratio.__qualname__ = f"track_bar_{name}_{clock}"
+        return ratio
+
+    wall, cpu = track("wall"), track("cpu")
+    wall.__doc__ = f"Wall clock of {what}. Bar: at most {bar:g}x."
+    cpu.__doc__ = f"The same ratio in CPU time (every thread). Bar (on wall): at most {bar:g}x."
+    wall.unit = f"{unit} wall (bar <= {bar:g})"  # type: ignore[attr-defined]
+    cpu.unit = f"{unit} CPU (bar on wall <= {bar:g})"  # type: ignore[attr-defined]
+    return wall, cpu

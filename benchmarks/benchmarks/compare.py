@@ -36,14 +36,11 @@ class Bar:
         runs = {"ece": _common.run("ece", a), "compare": _common.run("compare", a, b)}
         return {**_common.record("compare", runs), "load": _common.load()}
 
-    def track_bar_compare_over_ece_wall(self, m):
-        """Wall clock of ``compare A B`` / ``ece A`` on 1e6 rows, one run each. Bar: at most 1.3x."""
-        return m["compare"].wall / m["ece"].wall
-
-    track_bar_compare_over_ece_wall.unit = "x ece wall (bar <= 1.3)"  # type: ignore[attr-defined]
-
-    def track_bar_compare_over_ece_cpu(self, m):
-        """The same ratio in CPU time (every thread). Bar (on wall): at most 1.3x."""
-        return m["compare"].cpu / m["ece"].cpu
-
-    track_bar_compare_over_ece_cpu.unit = "x ece CPU (bar on wall <= 1.3)"  # type: ignore[attr-defined]
+    track_bar_compare_over_ece_wall, track_bar_compare_over_ece_cpu = _common.ratio_bars(
+        "compare_over_ece",
+        "compare",
+        "ece",
+        what="``compare A B`` / ``ece A`` on 1e6 rows, one run each",
+        unit="x ece",
+        bar=1.3,
+    )

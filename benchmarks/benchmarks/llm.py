@@ -111,14 +111,11 @@ class Bar:
         samples, table = str(samples_dir()), str(table_file())
         return {"table": _common.run("ece", table), "dumps": _common.run("ece", samples), "load": _common.load()}
 
-    def track_bar_dumps_over_table_wall(self, m):
-        """Wall clock of ``ece DIR`` (50 lm-eval files) / ``ece FILE`` (one Parquet file, same rows). Bar: <= 3x."""
-        return m["dumps"].wall / m["table"].wall
-
-    track_bar_dumps_over_table_wall.unit = "x ece wall (bar <= 3)"  # type: ignore[attr-defined]
-
-    def track_bar_dumps_over_table_cpu(self, m):
-        """The same ratio in CPU time (every thread). Bar (on wall): at most 3x."""
-        return m["dumps"].cpu / m["table"].cpu
-
-    track_bar_dumps_over_table_cpu.unit = "x ece CPU (bar on wall <= 3)"  # type: ignore[attr-defined]
+    track_bar_dumps_over_table_wall, track_bar_dumps_over_table_cpu = _common.ratio_bars(
+        "dumps_over_table",
+        "dumps",
+        "table",
+        what="``ece DIR`` (50 lm-eval files) / ``ece FILE`` (one Parquet file, same rows)",
+        unit="x ece",
+        bar=3,
+    )

@@ -51,27 +51,20 @@ class Bar:
             out["sample_report"] = _common.run(*_common.report_args(sample, tmp), json_output=False)
         return {**_common.record("report", out), "load": _common.load()}
 
-    def track_bar_report_over_parts_wall(self, m):
-        """Wall clock of ``report`` / (``ece`` + ``smece`` + ``tcal``) on 1e6 rows, one run each. Bar: at most
-        1.5x."""
-        return m["report"].wall / sum(m[k].wall for k in ("ece", "smece", "tcal"))
+    track_bar_report_over_parts_wall, track_bar_report_over_parts_cpu = _common.ratio_bars(
+        "report_over_parts",
+        "report",
+        ("ece", "smece", "tcal"),
+        what="``report`` / (``ece`` + ``smece`` + ``tcal``) on 1e6 rows, one run each",
+        unit="x parts",
+        bar=1.5,
+    )
 
-    track_bar_report_over_parts_wall.unit = "x parts wall (bar <= 1.5)"  # type: ignore[attr-defined]
-
-    def track_bar_report_over_parts_cpu(self, m):
-        """The same ratio in CPU time (every thread). Bar (on wall): at most 1.5x."""
-        return m["report"].cpu / sum(m[k].cpu for k in ("ece", "smece", "tcal"))
-
-    track_bar_report_over_parts_cpu.unit = "x parts CPU (bar on wall <= 1.5)"  # type: ignore[attr-defined]
-
-    def track_bar_report_sample_over_ece_wall(self, m):
-        """Wall clock of ``report`` / ``ece`` on the bundled 569-row ``breast_cancer_nb.csv``. Bar: at most 3x."""
-        return m["sample_report"].wall / m["sample_ece"].wall
-
-    track_bar_report_sample_over_ece_wall.unit = "x ece wall (bar <= 3)"  # type: ignore[attr-defined]
-
-    def track_bar_report_sample_over_ece_cpu(self, m):
-        """The same ratio in CPU time. Bar (on wall): at most 3x."""
-        return m["sample_report"].cpu / m["sample_ece"].cpu
-
-    track_bar_report_sample_over_ece_cpu.unit = "x ece CPU (bar on wall <= 3)"  # type: ignore[attr-defined]
+    track_bar_report_sample_over_ece_wall, track_bar_report_sample_over_ece_cpu = _common.ratio_bars(
+        "report_sample_over_ece",
+        "sample_report",
+        "sample_ece",
+        what="``report`` / ``ece`` on the bundled 569-row ``breast_cancer_nb.csv``",
+        unit="x ece",
+        bar=3,
+    )

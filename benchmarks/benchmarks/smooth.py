@@ -100,14 +100,11 @@ class GroupsBar:
         grouped = _common.run("smece", path, "--group-by", "g100")
         return {**_common.record("smece --group-by", {"alone": alone, "grouped": grouped}), "load": _common.load()}
 
-    def track_bar_groups_wall(self, m):
-        """Wall clock of ``smece --group-by g100`` (100 groups) / ``smece``, one run each. Bar: at most 5x."""
-        return m["grouped"].wall / m["alone"].wall
-
-    track_bar_groups_wall.unit = "x smece wall (bar <= 5)"  # type: ignore[attr-defined]
-
-    def track_bar_groups_cpu(self, m):
-        """The same ratio in CPU time (every thread). Bar (on wall): at most 5x."""
-        return m["grouped"].cpu / m["alone"].cpu
-
-    track_bar_groups_cpu.unit = "x smece CPU (bar on wall <= 5)"  # type: ignore[attr-defined]
+    track_bar_groups_wall, track_bar_groups_cpu = _common.ratio_bars(
+        "groups",
+        "grouped",
+        "alone",
+        what="``smece --group-by g100`` (100 groups) / ``smece``, one run each",
+        unit="x smece",
+        bar=5,
+    )

@@ -74,14 +74,11 @@ class FirstRun:
             second = _common.run("ece", path, "--group-by", "g", env=env)
         return {**_common.record("first run", {"first": first, "second": second}), "load": _common.load()}
 
-    def track_bar_first_run_wall(self, m):
-        """Wall clock of the first grouped run after a fresh install / the second. Bar: at most 1.5x."""
-        return m["first"].wall / m["second"].wall
-
-    track_bar_first_run_wall.unit = "x second run wall (bar <= 1.5)"  # type: ignore[attr-defined]
-
-    def track_bar_first_run_cpu(self, m):
-        """The same ratio in CPU time. Bar (on wall): at most 1.5x."""
-        return m["first"].cpu / m["second"].cpu
-
-    track_bar_first_run_cpu.unit = "x second run CPU (bar on wall <= 1.5)"  # type: ignore[attr-defined]
+    track_bar_first_run_wall, track_bar_first_run_cpu = _common.ratio_bars(
+        "first_run",
+        "first",
+        "second",
+        what="the first grouped run after a fresh install / the second",
+        unit="x second run",
+        bar=1.5,
+    )

@@ -69,17 +69,14 @@ class Bar:
         }
         return {**_common.record("tcal", runs), "load": _common.load()}
 
-    def track_bar_tcal_over_ece_wall(self, m):
-        """Wall clock of ``tcal`` / ``ece`` on 1e6 rows, one run each. Bar: at most 4x."""
-        return m["tcal"].wall / m["ece"].wall
-
-    track_bar_tcal_over_ece_wall.unit = "x ece wall (bar <= 4)"  # type: ignore[attr-defined]
-
-    def track_bar_tcal_over_ece_cpu(self, m):
-        """The same ratio in CPU time (every thread). Bar (on wall): at most 4x."""
-        return m["tcal"].cpu / m["ece"].cpu
-
-    track_bar_tcal_over_ece_cpu.unit = "x ece CPU (bar on wall <= 4)"  # type: ignore[attr-defined]
+    track_bar_tcal_over_ece_wall, track_bar_tcal_over_ece_cpu = _common.ratio_bars(
+        "tcal_over_ece",
+        "tcal",
+        "ece",
+        what="``tcal`` / ``ece`` on 1e6 rows, one run each",
+        unit="x ece",
+        bar=4,
+    )
 
     def track_bar_tcal_1e4_3000_seconds(self, m):
         """Wall clock of ``tcal --n-boot 3000`` on 1e4 rows, the whole process. Bar: under 0.5 s."""

@@ -8,12 +8,12 @@ from calibcli.audit.accumulator import ROW_LIMIT, SegmentAuditAccumulator
 from calibcli.audit.grid import GRID_CELLS
 from calibcli.audit.options import Options
 from calibcli.audit.segments import check_partitions
+from calibcli.core.accumulator import per_input
 from calibcli.core.documents import new_document
 from calibcli.core.documents import segment_text as describe
 from calibcli.core.errors import CalibcliError, GateFailed
 from calibcli.core.family import Family, Plan
 from calibcli.core.gates import GateSpec
-from calibcli.core.modes import default_mode
 
 
 def plan(o: Options, sources, engine: str, *, diagrams: int = 0) -> Plan:
@@ -67,16 +67,7 @@ def plan(o: Options, sources, engine: str, *, diagrams: int = 0) -> Plan:
         },
     )
 
-    def new(stream):
-        return SegmentAuditAccumulator(
-            mode=mode or default_mode(stream.n_classes),
-            n_classes=stream.n_classes,
-            class_names=stream.class_names,
-            options=options,
-            diagrams=diagrams,
-        )
-
-    return Plan(doc, new, GateSpec("mce_sigma"), 0)
+    return Plan(doc, per_input(SegmentAuditAccumulator, mode, options, diagrams=diagrams), GateSpec("mce_sigma"), 0)
 
 
 def finish(doc: dict, o: Options) -> list[str]:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,7 @@ from calibcli.clinical.classical_tests import (
 )
 from calibcli.clinical.cox import WaldEstimate, cox_groups, row_chunks
 from calibcli.clinical.ici import ICI_GRID, UniformCells, ici_groups
-from calibcli.core.accumulator import Accumulator
+from calibcli.core.accumulator import Accumulator, InputState
 from calibcli.core.declarations import CLINICAL_TEST_NAMES
 from calibcli.core.errors import CalibcliError, OptionError
 from calibcli.core.modes import binary_problems
@@ -56,7 +57,6 @@ from calibcli.core.results import Metric
 from calibcli.core.rows import describe_sample
 from calibcli.cumulative.accumulator import EcceAccumulator
 from calibcli.cumulative.ecce import EcceResult
-from calibcli.tcal.options import Options
 
 STATE_VERSION = 1
 
@@ -349,7 +349,7 @@ class ClinicalTestReport:
         }
 
 
-class ClinicalTestAccumulator(Accumulator):
+class ClinicalTestAccumulator(InputState):
     """Spiegelhalter's sums, the Hosmer-Lemeshow groups or the ECCE state of one input (or group), binary or
     top-label mode."""
 
@@ -361,20 +361,18 @@ class ClinicalTestAccumulator(Accumulator):
     def __init__(
         self,
         *,
-        mode: str,
-        n_classes: int,
-        class_names: tuple[str, ...],
-        options: Options,
         edges: np.ndarray | None = None,
         edges_method: str | None = None,
+        **head: Any,
     ):
+        super().__init__(**head)
+        mode, options = self.mode, self.options
         if mode not in ("binary", "top-label"):
             raise OptionError(
                 "mode",
                 f"{{name}} {mode}: the {options.test} test is of one probability per prediction: "
                 f"use the binary or top-label mode",
             )
-        self.mode, self.n_classes, self.class_names, self.options = mode, int(n_classes), tuple(class_names), options
         self.edges_method = edges_method
         self.sums = np.zeros(3)
         self.n = 0

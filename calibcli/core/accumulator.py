@@ -45,7 +45,7 @@ cells only, counts in the smallest integer type) and arrive writable, bit for bi
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -146,9 +146,19 @@ class Accumulator(ArrayState):
             raise ValueError(f"not a {cls.state_name} of version {cls.version}: {d.get('kind')!r} {d.get('version')!r}")
 
 
-def per_input(accumulator_class, mode: str | None, options):
+class InputState(Accumulator):
+    """The base of a family's input accumulator (one input, or one group of it): the binary problems of ``mode``
+    over ``n_classes`` classes named ``class_names``, measured with the family's frozen ``options``; these four
+    are set here, once for every family (a subclass takes its own keywords and passes these on)."""
+
+    def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: Any) -> None:
+        self.mode, self.n_classes, self.class_names, self.options = mode, int(n_classes), tuple(class_names), options
+
+
+def per_input(accumulator_class, mode: str | None, options, **more):
     """How a family makes the input accumulator of a stream: ``accumulator_class`` in ``mode`` (default:
-    binary for one or two probability columns, top-label for K > 2) with the stream's classes."""
+    binary for one or two probability columns, top-label for K > 2) with the stream's classes, the family's
+    ``options`` and any ``more`` keywords of its own (the audit's diagrams)."""
 
     def new(stream):
         return accumulator_class(
@@ -156,6 +166,7 @@ def per_input(accumulator_class, mode: str | None, options):
             n_classes=stream.n_classes,
             class_names=stream.class_names,
             options=options,
+            **more,
         )
 
     return new

@@ -15,7 +15,7 @@ import calibcli.smooth.estimator
 from calibcli.binned.accumulator import BinnedAccumulator
 from calibcli.binned.estimators import CalibrationResult
 from calibcli.core import cancel
-from calibcli.core.accumulator import Accumulator
+from calibcli.core.accumulator import InputState
 from calibcli.core.modes import binary_problems
 from calibcli.diagram.data import (
     DEFAULT_BAND,
@@ -24,7 +24,6 @@ from calibcli.diagram.data import (
     binned_data_from_result,
     smooth_data_from_result,
 )
-from calibcli.diagram.family import Options
 from calibcli.smooth.accumulator import SmoothAccumulator
 
 
@@ -91,7 +90,7 @@ class DiagramReport:
         ]
 
 
-class DiagramInputAccumulator(Accumulator):
+class DiagramInputAccumulator(InputState):
     """A diagram's state for one input (or group): per binary problem of ``mode`` (at most
     ``options.max_problems`` of them) a :class:`~calibcli.binned.accumulator.BinnedAccumulator` and a
     :class:`~calibcli.smooth.accumulator.SmoothAccumulator` that keeps the curve, as asked.
@@ -110,16 +109,14 @@ class DiagramInputAccumulator(Accumulator):
     def __init__(
         self,
         *,
-        mode: str,
-        n_classes: int,
-        class_names: tuple[str, ...],
-        options: Options,
         max_problems: int | None = None,
         edges: list | None = None,
         edges_method: str | None = None,
         grids: list[int] | None = None,
+        **head: Any,
     ):
-        self.mode, self.n_classes, self.class_names, self.options = mode, int(n_classes), tuple(class_names), options
+        super().__init__(**head)
+        mode, options = self.mode, self.options
         self.edges_method, self.max_problems = edges_method, max_problems
         n_problems = self.n_classes if mode == "marginal" else 1
         if max_problems is not None:

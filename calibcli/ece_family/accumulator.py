@@ -19,7 +19,7 @@ from calibcli.binned.accumulator import BinnedAccumulator
 from calibcli.binned.estimators import CalibrationResult
 from calibcli.binned.stats import LOG_LOSS_EPS
 from calibcli.clinical.accumulator import ClinicalAccumulator, aggregate_clinical
-from calibcli.core.accumulator import Accumulator
+from calibcli.core.accumulator import Accumulator, InputState
 from calibcli.core.compensated import add_exact
 from calibcli.core.modes import binary_problems, class_weight_values
 from calibcli.core.registry import REGISTRY, aggregate_over_classes
@@ -180,7 +180,7 @@ class MulticlassScores(Accumulator):
 # One input (or group) in one mode
 
 
-class InputAccumulator(Accumulator):
+class InputAccumulator(InputState):
     """The binned family's state for one input (or group): one accumulator per binary problem of ``mode``."""
 
     kind = "binned_input"
@@ -190,14 +190,12 @@ class InputAccumulator(Accumulator):
     def __init__(
         self,
         *,
-        mode: str,
-        n_classes: int,
-        class_names: tuple[str, ...],
-        options: Options,
         edges: list | None = None,
         edges_method: str | None = None,
+        **head: Any,
     ):
-        self.mode, self.n_classes, self.class_names, self.options = mode, n_classes, tuple(class_names), options
+        super().__init__(**head)
+        mode, n_classes, options = self.mode, self.n_classes, self.options
         self.edges_method = edges_method
         n_problems = n_classes if mode == "marginal" else 1
         if n_problems > 1:  # every class gets its own bins: together within the memory budget

@@ -9,13 +9,12 @@ from typing import Any, cast
 import numpy as np
 
 import calibcli.smooth.estimator
-from calibcli.core.accumulator import Accumulator
+from calibcli.core.accumulator import InputState
 from calibcli.core.modes import binary_problems, class_weight_values
 from calibcli.core.registry import REGISTRY, aggregate_over_classes
 from calibcli.core.resampling import percentile_interval
 from calibcli.core.results import Metric
 from calibcli.smooth.accumulator import SmoothAccumulator
-from calibcli.smooth.options import Options
 
 
 @dataclass(frozen=True)
@@ -73,7 +72,7 @@ class SmoothReport:
         return dict(self.aggregate) if self.aggregate is not None else dict(self.problems[0].metrics)
 
 
-class SmoothInputAccumulator(Accumulator):
+class SmoothInputAccumulator(InputState):
     """The smooth family's state for one input (or group): one SmoothAccumulator per binary problem."""
 
     kind = "smooth_input"
@@ -83,13 +82,11 @@ class SmoothInputAccumulator(Accumulator):
     def __init__(
         self,
         *,
-        mode: str,
-        n_classes: int,
-        class_names: tuple[str, ...],
-        options: Options,
         grids: list[int] | None = None,
+        **head: Any,
     ):
-        self.mode, self.n_classes, self.class_names, self.options = mode, n_classes, tuple(class_names), options
+        super().__init__(**head)
+        mode, n_classes, options = self.mode, self.n_classes, self.options
         n_problems = n_classes if mode == "marginal" else 1
         grids = grids or [calibcli.smooth.estimator.STATS_GRID] * n_problems  # read now: the library may change it
         self.problems = [SmoothAccumulator(row_limit=options.row_limit, seed=options.seed, n_cells=g) for g in grids]

@@ -98,17 +98,14 @@ class GroupsBar:
         grouped = _common.run("ece", path, "--group-by", "g")
         return {**_common.record("ece --group-by", {"alone": alone, "grouped": grouped}), "load": _common.load()}
 
-    def track_bar_groups_wall(self, m):
-        """Wall clock of ``ece --group-by g`` (1,000 groups) / ``ece``, one run each. Bar: at most 5x."""
-        return m["grouped"].wall / m["alone"].wall
-
-    track_bar_groups_wall.unit = "x ece wall (bar <= 5)"  # type: ignore[attr-defined]
-
-    def track_bar_groups_cpu(self, m):
-        """The same ratio in CPU time (every thread; steadier on a shared machine). Bar (on wall): at most 5x."""
-        return m["grouped"].cpu / m["alone"].cpu
-
-    track_bar_groups_cpu.unit = "x ece CPU (bar on wall <= 5)"  # type: ignore[attr-defined]
+    track_bar_groups_wall, track_bar_groups_cpu = _common.ratio_bars(
+        "groups",
+        "grouped",
+        "alone",
+        what="``ece --group-by g`` (1,000 groups) / ``ece``, one run each",
+        unit="x ece",
+        bar=5,
+    )
 
     def track_bar_groups_peak_gb(self, m):
         """Peak resident memory of the 1,000-group run (``ru_maxrss``), in GB (1e9 bytes). Bar: at most 1 GB."""
