@@ -156,9 +156,7 @@ class Prediction:
             cols["r2"] = (y - mu) ** 2
             cols["nll"] = scores.nll_gaussian(y, mu, sigma)
             cols["interval_score_avg99"] = scores.gaussian_interval_score_mean(y, mu, sigma)
-            cols["pinball"] = scores.pinball(
-                y, scores.gaussian_quantiles(mu, sigma, scores.UCT_LEVELS), scores.UCT_LEVELS
-            )
+            cols["pinball"] = scores.gaussian_pinball(y, mu, sigma)
             from scipy.special import ndtri
 
             for lv in self.interval_levels:

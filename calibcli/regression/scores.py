@@ -88,13 +88,41 @@ def interval_score(y: np.ndarray, lower: np.ndarray, upper: np.ndarray, level: f
 
 def gaussian_interval_score_mean(y: np.ndarray, mu: np.ndarray, sigma: np.ndarray) -> np.ndarray:
     """uncertainty-toolbox's ``interval_score``: the Winkler score averaged over the central intervals at
-    ``linspace(0.01, 0.99, 99)``, per row."""
+    ``linspace(0.01, 0.99, 99)``, per row (in blocks of :data:`ROW_BLOCK` rows)."""
     from scipy.special import ndtri
 
     half = ndtri(0.5 + UCT_LEVELS / 2.0)
-    lower = mu[:, None] - sigma[:, None] * half[None, :]
-    upper = mu[:, None] + sigma[:, None] * half[None, :]
-    return np.mean(interval_score(y[:, None], lower, upper, UCT_LEVELS[None, :]), axis=1)
+
+    def block(y, mu, sigma):
+        lower = mu[:, None] - sigma[:, None] * half[None, :]
+        upper = mu[:, None] + sigma[:, None] * half[None, :]
+        return np.mean(interval_score(y[:, None], lower, upper, UCT_LEVELS[None, :]), axis=1)
+
+    return by_rows(block, y, mu, sigma)
+
+
+def gaussian_pinball(y: np.ndarray, mu: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    """uncertainty-toolbox's ``check_score``: :func:`pinball` at the Gaussian's quantiles at
+    ``linspace(0.01, 0.99, 99)``, per row (in blocks of :data:`ROW_BLOCK` rows)."""
+    return by_rows(lambda y, mu, sigma: pinball(y, gaussian_quantiles(mu, sigma, UCT_LEVELS), UCT_LEVELS), y, mu, sigma)
+
+
+#: Rows per block of a per-row score over the 99 levels: its ``(rows, 99)`` temporaries stay near 6 MB each
+#: (a whole batch of 2^17 rows would make each 100 MB; the peak memory of a stream is several of them).
+ROW_BLOCK = 1 << 13
+
+
+def by_rows(score, *arrays: np.ndarray) -> np.ndarray:
+    """``score(*arrays)`` of a per-row score, computed ``ROW_BLOCK`` rows at a time: each row's value is what
+    the whole call gives it (the same operations on the same row), the temporaries a block's size."""
+    n = len(arrays[0])
+    if n <= ROW_BLOCK:
+        return score(*arrays)
+    out = np.empty(n)
+    for start in range(0, n, ROW_BLOCK):
+        part = slice(start, start + ROW_BLOCK)
+        out[part] = score(*(a[part] for a in arrays))
+    return out
 
 
 def sample_pit(y: np.ndarray, samples: np.ndarray, v: np.ndarray) -> np.ndarray:

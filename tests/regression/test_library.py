@@ -101,3 +101,17 @@ def test_conformal_reaches_the_nominal_coverage_on_held_out_rows():
     assert abs(coverage - 0.9) < 0.02  # (Monte Carlo sd about 0.0055)
     with pytest.raises(CalibcliError, match="needs at least 9 calibration rows"):
         recalibrators.Conformal.fit(y[:5], lo[:5], hi[:5], 0.9)
+
+
+def test_the_99_level_gaussian_scores_in_row_blocks_are_the_whole_calls_to_the_last_bit():
+    from scipy.special import ndtri
+
+    from calibcli.regression import scores
+
+    mu, s, y = gaussian(n=3 * scores.ROW_BLOCK + 17, seed=3)
+    whole_pinball = scores.pinball(y, scores.gaussian_quantiles(mu, s, scores.UCT_LEVELS), scores.UCT_LEVELS)
+    half = ndtri(0.5 + scores.UCT_LEVELS / 2.0)
+    lower, upper = mu[:, None] - s[:, None] * half, mu[:, None] + s[:, None] * half
+    whole_interval = np.mean(scores.interval_score(y[:, None], lower, upper, scores.UCT_LEVELS[None, :]), axis=1)
+    assert np.array_equal(scores.gaussian_pinball(y, mu, s), whole_pinball)
+    assert np.array_equal(scores.gaussian_interval_score_mean(y, mu, s), whole_interval)
