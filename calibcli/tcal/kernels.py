@@ -110,3 +110,87 @@ def sweep_block(
         g = groups[h]
         for r in range(rows):
             totals[r, g] = totals[r, g] + part[r]
+
+
+@compiled
+def sweep_block_weighted(
+    keys, first, thresholds, w_a, step_b, A, B, AL, BL, carry, width, kept_at, kept_slots, starts, ends, bin_wz,
+    inv, heads, groups, totals,
+):  # fmt: skip
+    """:func:`sweep_block` with weights: the two prefix sums are float and compensated, as
+    :func:`calibcli.tcal.scalar.compensated_prefix` (``A``, ``B`` the running sums from the carry on, ``AL``, ``BL``
+    the running sums of each addition's TwoSum error), and a bin's sums are ``(hi_e - hi_s) + (lo_e - lo_s)``: the
+    NumPy backend's additions in its order, so rows of weight 1e-16 among rows of weight 1 keep their digits in both."""
+    rows = keys.shape[0]
+    m = thresholds.shape[0]
+    count = starts.shape[0]
+    n_heads = heads.shape[0]
+    mix1 = np.uint64(0xBF58476D1CE4E5B9)
+    mix2 = np.uint64(0x94D049BB133111EB)
+    gamma = np.uint64(0x9E3779B97F4A7C15)
+    low = np.uint64(0xFFFFFFFF)
+    pair0 = np.uint64(first // 2 + 1)
+    sa = np.empty(rows)
+    sb = np.empty(rows)
+    la = np.empty(rows)
+    lb = np.empty(rows)
+    hi = np.empty(rows, np.int64)
+    lo = np.empty(rows, np.int64)
+    for r in range(rows):
+        sa[r] = A[width, r] if carry else 0.0
+        sb[r] = B[width, r] if carry else 0.0
+        la[r] = AL[width, r] if carry else 0.0
+        lb[r] = BL[width, r] if carry else 0.0
+        A[0, r] = sa[r]
+        B[0, r] = sb[r]
+        AL[0, r] = la[r]
+        BL[0, r] = lb[r]
+    for p in range((m + 1) // 2):  # two points' draws from one 64-bit output, every row side by side
+        step = (pair0 + np.uint64(p)) * gamma
+        for r in range(rows):
+            x = keys[r] + step
+            x = (x ^ (x >> np.uint64(30))) * mix1
+            x = (x ^ (x >> np.uint64(27))) * mix2
+            x = x ^ (x >> np.uint64(31))
+            hi[r] = np.int64(x >> np.uint64(32))
+            lo[r] = np.int64(x & low)
+        for j in range(2 * p, min(2 * p + 2, m)):
+            t, wj, s = thresholds[j], w_a[j], step_b[j]
+            bits = hi if j % 2 == 0 else lo
+            for r in range(rows):  # branch-free: a negative adds 0 (and a TwoSum error of 0)
+                positive = bits[r] < t
+                xa = wj * positive
+                xb = s * positive
+                prev = sa[r]
+                sa[r] = prev + xa
+                back = sa[r] - prev
+                la[r] += (prev - (sa[r] - back)) + (xa - back)
+                prev = sb[r]
+                sb[r] = prev + xb
+                back = sb[r] - prev
+                lb[r] += (prev - (sb[r] - back)) + (xb - back)
+                A[j + 1, r] = sa[r]
+                B[j + 1, r] = sb[r]
+                AL[j + 1, r] = la[r]
+                BL[j + 1, r] = lb[r]
+    for i in range(kept_at.shape[0]):
+        for r in range(rows):
+            A[kept_slots[i], r] = A[kept_at[i], r]
+            B[kept_slots[i], r] = B[kept_at[i], r]
+            AL[kept_slots[i], r] = AL[kept_at[i], r]
+            BL[kept_slots[i], r] = BL[kept_at[i], r]
+    part = np.empty(rows)
+    for h in range(n_heads):  # each bin's numbers read once for all rows; a group's bins summed in their order
+        first_bin = heads[h]
+        stop = heads[h + 1] if h + 1 < n_heads else count
+        for r in range(rows):
+            part[r] = 0.0
+        for i in range(first_bin, stop):
+            e, b, wz, iv = ends[i], starts[i], bin_wz[i], inv[i]
+            for r in range(rows):
+                s = ((A[e, r] - A[b, r]) + (AL[e, r] - AL[b, r])) - wz
+                q = (B[e, r] - B[b, r]) + (BL[e, r] - BL[b, r])
+                part[r] += (s * s - q) * iv
+        g = groups[h]
+        for r in range(rows):
+            totals[r, g] = totals[r, g] + part[r]

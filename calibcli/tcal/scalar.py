@@ -7,7 +7,9 @@ sorted order, so a bin's label-dependent sums are differences of two prefix sums
 only the prefix sums of ``w y*`` and ``w^2 y* (1 - 2z)`` change between draws. With unit weights they
 are an integer count and a fixed-point sum (``1 - 2z`` scaled by ``2^F``, ``F = min(52, 62 - bits(n))``,
 so no partial sum overflows int64): integer cumulative sums are exact and several times faster than
-floating-point ones. The rounding of ``1 - 2z`` to ``2^-F`` moves ``T_m`` by at most about ``2^-F`` (about
+floating-point ones. With weights spanning many orders of magnitude (a bin's weight below
+:data:`COMPENSATED_SHARE` of the total) the float prefix sums are compensated (:func:`compensated_prefix`), so a
+bin's sums keep their digits (rows of weight 1e-16 among rows of weight 1 would otherwise cancel to 0). The rounding of ``1 - 2z`` to ``2^-F`` moves ``T_m`` by at most about ``2^-F`` (about
 ``1e-13`` at n = 10^6); the observed statistic goes through the same arithmetic, so the Monte Carlo
 p-value stays exact. A bin holding one point contributes exactly 0 to ``T_m`` for every draw, so only
 bins with at least two points are gathered; such a bin is the same set of points at every level from
@@ -29,10 +31,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from calibcli.core.binning import uniform_bin_index
-from calibcli.core.errors import CalibcliError
 from calibcli.core.resampling import _GAMMA, _MIX1, _MIX2
 from calibcli.tcal.engine import CHUNK_BYTES
-from calibcli.tcal.kernels import sweep_block
+from calibcli.tcal.kernels import sweep_block, sweep_block_weighted
 
 #: Points per block of the sorted sweep (binary engine): the block's working arrays fit in cache (even: a
 #: block's draws start at a pair of points).
@@ -136,36 +137,54 @@ def _nested_bins(gap_part: np.ndarray, P: int, n: int) -> tuple[np.ndarray, np.n
     return start[keep], end[keep], first[keep], last[keep]
 
 
-#: A bin's weight (and weight squared) must exceed this many units in the last place of the running sums it is
-#: taken from: below, the prefix-sum differences of the test have lost (nearly) every digit of it.
-_RESOLVED_ULPS = 16.0
+def compensated_prefix(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The prefix sums of ``x`` (a leading 0) as ``(hi, lo)`` pairs: ``hi`` the running sum in floating point,
+    ``lo`` the running sum of each addition's rounding error (TwoSum, Knuth; Ogita, Rump & Oishi 2005, "Accurate
+    sum and dot product", Algorithm 4.1). An interval's sum, :func:`interval_sums`, is then the difference of two
+    prefix sums to about ``eps^2`` of the running sums rather than ``eps``: rows of weight 1e-16 among rows of
+    weight 1 keep their digits (plain prefix sums would cancel them to 0 or to rounding noise)."""
+    hi = np.zeros(len(x) + 1)
+    np.cumsum(x, out=hi[1:])
+    lo = np.zeros(len(x) + 1)
+    lo[1:] = _two_sum_errors(hi[:-1], x, hi[1:])
+    np.cumsum(lo[1:], out=lo[1:])
+    return hi, lo
 
 
-def _bin_inverse_weights(w, wsum, w2, bin_start, bin_end) -> np.ndarray:
-    """``1 / W_b`` of every bin from the prefix sums; 0 for a bin whose rows all weigh 0 (it adds nothing, as in
-    exact arithmetic: its sums are exact zeros). A bin with weight whose sums the running sums cannot resolve
-    (rows of weight 1e-16 among rows of weight 1: ``W_b`` cancels to 0 or to rounding noise, and every statistic
-    to NaN or noise) is refused, with what to do: the test would otherwise report null and p = 1."""
+def _two_sum_errors(prev: np.ndarray, x: np.ndarray, cur: np.ndarray) -> np.ndarray:
+    """The rounding error of each addition ``cur = fl(prev + x)``, exactly (Knuth's TwoSum, branch-free)."""
+    back = cur - prev
+    return (prev - (cur - back)) + (x - back)
+
+
+def interval_sums(prefix: tuple[np.ndarray, np.ndarray], start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The sums of points ``start..end-1`` from :func:`compensated_prefix`'s pairs."""
+    hi, lo = prefix
+    return (hi[end] - hi[start]) + (lo[end] - lo[start])
+
+
+#: With weights, the sweep's prefix sums are compensated (:func:`compensated_prefix`) when some bin's weight (or
+#: weight squared) is below this share of the total: plain running sums would keep fewer than about 20 of its 52
+#: bits (rows of weight 1e-16 among rows of weight 1 would keep none). Above it they keep its digits to the
+#: tolerance rule, and the sweep keeps its speed (compensation doubles the prefix sums' memory traffic).
+COMPENSATED_SHARE = 2.0**-32
+
+
+def _bin_inverse_weights(w: np.ndarray | None, bin_start: np.ndarray, bin_end: np.ndarray) -> tuple[np.ndarray, bool]:
+    """``1 / W_b`` of every bin (0 for a bin whose rows all weigh 0: it adds nothing, as in exact arithmetic, its
+    sums exact zeros), and whether the sweep's prefix sums must be compensated (:data:`COMPENSATED_SHARE`). ``W_b``
+    is a compensated sum (:func:`interval_sums`): a bin of rows weighing 1e-16 among rows weighing 1 has its own
+    weight, not the rounding noise of the running sums."""
     if w is None:
-        return 1.0 / (wsum[bin_end] - wsum[bin_start])
+        return 1.0 / (bin_end - bin_start), False
     positive = np.concatenate([[0], np.cumsum(w > 0, dtype=np.int64)])
     weighted = positive[bin_end] - positive[bin_start] > 0
-    bin_w = wsum[bin_end] - wsum[bin_start]
-    w2sum = np.concatenate([[0.0], np.cumsum(w2)])
-    bin_w2 = w2sum[bin_end] - w2sum[bin_start]
-    eps = _RESOLVED_ULPS * np.finfo(np.float64).eps
-    unresolved = weighted & ((bin_w <= eps * wsum[-1]) | (bin_w2 <= eps * w2sum[-1]))
-    if unresolved.any():
-        smallest = float(w[w > 0].min())
-        # a row alone resolves when w > eps W and w^2 > eps W2: the weights below that are the ones to zero
-        least = max(eps * float(wsum[-1]), float(np.sqrt(eps * float(w2sum[-1]))))
-        raise CalibcliError(
-            f"T-Cal cannot resolve these weights: rows weighing {smallest:.3g} sit among running sums of "
-            f"{float(wsum[-1]):.3g}, below their rounding, so the test's bin sums would cancel: give the rows "
-            f"weighing less than {least:.2g} a weight of 0 (their share of the total is negligible), or drop them"
-        )
+    w_prefix, w2_prefix = compensated_prefix(w), compensated_prefix(w * w)
+    bin_w = interval_sums(w_prefix, bin_start, bin_end)
+    bin_w2 = interval_sums(w2_prefix, bin_start, bin_end)
+    small = (bin_w < COMPENSATED_SHARE * w_prefix[0][-1]) | (bin_w2 < COMPENSATED_SHARE * w2_prefix[0][-1])
     with np.errstate(divide="ignore"):
-        return np.where(weighted, 1.0 / np.where(weighted, bin_w, 1.0), 0.0)
+        return np.where(weighted, 1.0 / np.where(weighted, bin_w, 1.0), 0.0), bool((weighted & small).any())
 
 
 class SortedScalarEngine:
@@ -192,7 +211,6 @@ class SortedScalarEngine:
         self.total_weight = float(self.n if w is None else w.sum())
         zs = self.z
         w2 = np.ones_like(zs) if self.w is None else self.w**2
-        wsum = np.concatenate([[0.0], np.cumsum(np.ones_like(zs) if self.w is None else self.w)])
         # Each gap between neighbours of the sorted order (gap i lies between points i - 1 and i) becomes a bin
         # boundary at some level and stays one at every finer level (nested partitions).
         gap_level = _gap_levels(zs, n_bins_list)  # index of the first requested level holding it (len = never)
@@ -205,7 +223,7 @@ class SortedScalarEngine:
         P = self.n_parts = int(new_partition.sum())
         gap_part = np.append(np.asarray(self.level_of, dtype=np.int64), P)[gap_level]
         bin_start, bin_end, first, last = _nested_bins(gap_part, P, self.n)
-        bin_inv = _bin_inverse_weights(self.w, wsum, w2, bin_start, bin_end)
+        bin_inv, self.compensated = _bin_inverse_weights(self.w, bin_start, bin_end)
         self._bins = (bin_start, bin_end, first, last, bin_inv)  # for the consistency null's partitions
         self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
         self._gap_part = gap_part  # (the consistency null's singletons, made when first asked for)
@@ -255,10 +273,9 @@ class SortedScalarEngine:
             self.blocks.append((lo, hi, heads_k, bin_group[lo:hi][heads_k], where, self.width + 1 + slots))
         # The deterministic parts of every bin: sum w z (subtracted from sum w y* to give sum w U) and
         # sum w^2 z^2 (the part of sum w^2 U^2 = sum w^2 y* (1 - 2z) + sum w^2 z^2 that does not move).
-        wz = np.concatenate([[0.0], np.cumsum(zs if self.w is None else self.w * zs)])
-        self.bin_wz = wz[self.bin_end] - wz[self.bin_start]
-        wz2 = np.concatenate([[0.0], np.cumsum(w2 * zs * zs)])
-        fixed_part = (wz2[self.bin_end] - wz2[self.bin_start]) * self.bin_inv_weight
+        # (compensated sums: a bin's parts keep their digits whatever the weights of the rows before it)
+        self.bin_wz = interval_sums(compensated_prefix(zs if self.w is None else self.w * zs), self.bin_start, self.bin_end)
+        fixed_part = interval_sums(compensated_prefix(w2 * zs * zs), self.bin_start, self.bin_end) * self.bin_inv_weight
         self.const = np.bincount(bin_group, weights=fixed_part, minlength=len(pairs)) @ self.group_spans
         # What a positive (y* = 1) adds to the two prefix sums. With unit weights these are an integer
         # count and (1 - 2z) in fixed point, so the prefix sums are exact integer cumsums (several
@@ -297,6 +314,12 @@ class SortedScalarEngine:
                 # first len(keys) columns used, the whole buffer passed, so the loop is compiled for one layout)
                 "AT": np.empty((local, rows), dtype=self.count_dtype),
                 "BT": np.empty((local, rows), dtype=prefix_dtype),
+                # with weights: the compensations of the two prefix sums (compensated_prefix), and a point's steps
+                "AL": np.empty((rows, local) if self.compensated else (0, 0)),
+                "BL": np.empty((rows, local) if self.compensated else (0, 0)),
+                "ALT": np.empty((local, rows) if self.compensated else (0, 0)),
+                "BLT": np.empty((local, rows) if self.compensated else (0, 0)),
+                "X": np.empty((rows, self.width) if self.compensated else (0, 0)),
                 "hiA": np.empty((rows, most_bins), dtype=self.count_dtype),
                 "loA": np.empty((rows, most_bins), dtype=self.count_dtype),
                 "hi": np.empty((rows, most_bins), dtype=prefix_dtype),
@@ -326,6 +349,14 @@ class SortedScalarEngine:
             self._block(k, positive, space, totals)
             return
         first_bin, end_bin, heads, groups, kept_at, kept_slots = self.blocks[k]
+        if self.compensated:
+            sweep_block_weighted(
+                keys, a, self.thresholds[a:b], self.w_a[a:b], self.step_b[a:b], space["AT"], space["BT"],
+                space["ALT"], space["BLT"], k > 0, self.width, kept_at, kept_slots,
+                self.local_start[first_bin:end_bin], self.local_end[first_bin:end_bin], self.bin_wz[first_bin:end_bin],
+                self.bin_inv_weight[first_bin:end_bin], heads, groups, totals,
+            )  # fmt: skip
+            return
         sweep_block(
             keys, a, self.thresholds[a:b], self.w_a[a:b], self.step_b[a:b], space["AT"], space["BT"],
             k > 0,
@@ -348,21 +379,33 @@ class SortedScalarEngine:
         a, b = int(self.block_edges[k]), int(self.block_edges[k + 1])
         rows = positive.shape[0]
         A, B = space["A"][:rows], space["B"][:rows]
-        for prefix in (A, B):  # the carry: the prefix sums at the end of the previous block (its last index)
+        weighted = self.compensated
+        prefixes = (A, B, space["AL"][:rows], space["BL"][:rows]) if weighted else (A, B)
+        for prefix in prefixes:  # the carry: the prefix sums at the end of the previous block (its last index)
             prefix[:, 0] = prefix[:, self.width] if k else 0
         A_k, B_k = A[:, 1 : b - a + 1], B[:, 1 : b - a + 1]
-        if self.w is None:
-            np.cumsum(positive, axis=1, out=A_k)
-        else:
-            np.multiply(positive, self.w[a:b], out=A_k)
-            np.cumsum(A_k, axis=1, out=A_k)
-        A_k += A[:, :1]
-        np.multiply(positive, self.step_b[a:b], out=B_k)
-        np.cumsum(B_k, axis=1, out=B_k)
-        B_k += B[:, :1]
+        if not weighted:  # from the block's own zero, the carry added after (integer sums, unit weights: exact)
+            if self.w is None:
+                np.cumsum(positive, axis=1, out=A_k)
+            else:
+                np.multiply(positive, self.w[a:b], out=A_k)
+                np.cumsum(A_k, axis=1, out=A_k)
+            A_k += A[:, :1]
+            np.multiply(positive, self.step_b[a:b], out=B_k)
+            np.cumsum(B_k, axis=1, out=B_k)
+            B_k += B[:, :1]
+        else:  # compensated prefix sums, running on from the carry (compensated_prefix, row by row)
+            for hi, lo, step in ((A, prefixes[2], self.w[a:b]), (B, prefixes[3], self.step_b[a:b])):
+                x = space["X"][:rows, : b - a]
+                np.multiply(positive, step, out=x)
+                head = hi[:, : b - a + 1]
+                head[:, 1:] = x
+                np.cumsum(head, axis=1, out=head)
+                lo[:, 1 : b - a + 1] = _two_sum_errors(head[:, :-1], x, head[:, 1:])
+                np.cumsum(lo[:, : b - a + 1], axis=1, out=lo[:, : b - a + 1])
         if len(kept_at):  # the prefix sums later blocks' bins start from
-            A[:, kept_slots] = A[:, kept_at]
-            B[:, kept_slots] = B[:, kept_at]
+            for prefix in prefixes:
+                prefix[:, kept_slots] = prefix[:, kept_at]
         if end_bin == first_bin:
             return
         count = end_bin - first_bin
@@ -376,13 +419,15 @@ class SortedScalarEngine:
             np.take(prefix, starts, axis=1, out=lo, mode="wrap")
             return np.subtract(hi, lo, out=hi)
 
-        np.subtract(
-            bin_sums(A, space["hiA"][:rows, :count], space["loA"][:rows, :count]),
-            self.bin_wz[first_bin:end_bin],
-            out=S,
-        )
+        sum_a = bin_sums(A, space["hiA"][:rows, :count], space["loA"][:rows, :count])
+        if weighted:  # (hi_e - hi_s) + (lo_e - lo_s), as interval_sums
+            sum_a += bin_sums(prefixes[2], space["hi"][:rows, :count], space["lo"][:rows, :count])
+        np.subtract(sum_a, self.bin_wz[first_bin:end_bin], out=S)
         np.multiply(S, S, out=S)
-        np.multiply(bin_sums(B), self.scale_b, out=Q)
+        sum_b = bin_sums(B)
+        if weighted:
+            sum_b += bin_sums(prefixes[3], space["hiA"][:rows, :count], space["loA"][:rows, :count])
+        np.multiply(sum_b, self.scale_b, out=Q)
         S -= Q
         S *= self.bin_inv_weight[first_bin:end_bin]
         totals[:, groups] += np.add.reduceat(S, heads, axis=1)

@@ -1,13 +1,14 @@
-"""T-Cal where its quantity is undefined or its sums cannot resolve the weights (issue 33): one Error line, never a
-gate that passes because the test reported null or could not reject."""
+"""T-Cal where its quantity is undefined (one Error line) or its weights span many orders of magnitude (computed: the
+prefix sums are compensated), never a gate that passes because the test reported null or could not reject (issue 33)."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from calibcli.core.errors import CalibcliError
 from calibcli.tcal.procedure import tcal_test
 from tests._cli import run
 
@@ -28,18 +29,26 @@ def _file(tmp_path, w, name="w.csv"):
     return str(path)
 
 
-def test_weights_the_running_sums_cannot_resolve_are_refused_not_null(tmp_path):
-    w = np.ones(N)
-    w[: N // 10] = 1e-16
-    path = _file(tmp_path, w)
-    r = run("tcal", path, "--weight-col", "w", "--fail-on-reject")
-    assert r.exit_code == 2, r.stdout
-    assert r.stderr == (
-        f"Error: {path}: T-Cal cannot resolve these weights: rows weighing 1e-16 sit among running sums of 1.8e+03, "
-        "below their rounding, so the test's bin sums would cancel: give the rows weighing less than 2.5e-06 a "
-        "weight of 0 (their share of the total is negligible), or drop them\n"
-    )
-    assert r.stdout == ""
+def test_rows_of_tiny_weight_are_tested_and_the_gate_fails_as_with_unit_weights(tmp_path):
+    """10% of the rows weighing 1e-16 (compensated prefix sums, not a refusal): the miscalibrated model is rejected,
+    as with those rows' weight 0 and as with unit weights."""
+    outcomes = {}
+    for name, tiny in (("tiny", 1e-16), ("zero", 0.0), ("unit", 1.0)):
+        w = np.ones(N)
+        w[: N // 10] = tiny
+        path = _file(tmp_path, w, f"{name}.csv")
+        r = run("tcal", path, "--weight-col", "w", "--fail-on-reject", "--json")
+        assert r.exit_code == 1, r.stderr
+        doc = json.loads(r.stdout)
+        (result,) = [f["result"] for f in doc["files"]]
+        assert doc["gate"]["passed"] is False
+        assert all(level["statistic"] is not None for level in result["levels"])
+        outcomes[name] = result
+    assert outcomes["tiny"]["reject"] and outcomes["zero"]["reject"] and outcomes["unit"]["reject"]
+    # (the rows of weight 0 are dropped, so fewer levels there: the levels of both compared)
+    for a, b in zip(outcomes["tiny"]["levels"], outcomes["zero"]["levels"], strict=False):
+        assert a["n_bins"] == b["n_bins"]
+        assert a["statistic"] == pytest.approx(b["statistic"], rel=1e-12, abs=1e-15)  # their share: 1e-16
 
 
 def test_the_advised_zero_weights_give_the_test_of_the_other_rows():
@@ -53,10 +62,17 @@ def test_the_advised_zero_weights_give_the_test_of_the_other_rows():
     for a, b in zip(zeroed.levels, dropped.levels, strict=True):
         assert a.statistic == pytest.approx(b.statistic, rel=1e-12, abs=1e-15)
     assert zeroed.p_value == dropped.p_value
-    tiny = w.copy()
-    tiny[: N // 10] = 1e-16
-    with pytest.raises(CalibcliError, match="cannot resolve these weights"):
-        tcal_test(y, p, sample_weight=tiny, n_boot=10)
+    # rows of weight 1e-16 (or 1e-300) kept: the statistics of the other rows (the tiny rows' share of each is
+    # below 1e-15), so the same decision
+    decided = tcal_test(y[N // 10 :], p[N // 10 :], rng=np.random.default_rng(1), n_boot=1000)
+    for scale in (1e-16, 1e-300):
+        tiny = w.copy()
+        tiny[: N // 10] = scale
+        kept = tcal_test(y, p, sample_weight=tiny, rng=np.random.default_rng(1), n_boot=1000)
+        assert kept.reject and decided.reject
+        for a, b in zip(kept.levels, dropped.levels, strict=False):  # (the levels of both: n differs)
+            assert a.n_bins == b.n_bins
+            assert a.statistic == pytest.approx(b.statistic, rel=1e-12, abs=1e-15)
 
 
 def test_a_gate_on_a_test_that_cannot_reject_is_an_error(tmp_path):
