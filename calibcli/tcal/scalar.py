@@ -274,7 +274,9 @@ class SortedScalarEngine:
         # The deterministic parts of every bin: sum w z (subtracted from sum w y* to give sum w U) and
         # sum w^2 z^2 (the part of sum w^2 U^2 = sum w^2 y* (1 - 2z) + sum w^2 z^2 that does not move).
         # (compensated sums: a bin's parts keep their digits whatever the weights of the rows before it)
-        self.bin_wz = interval_sums(compensated_prefix(zs if self.w is None else self.w * zs), self.bin_start, self.bin_end)
+        self.bin_wz = interval_sums(
+            compensated_prefix(zs if self.w is None else self.w * zs), self.bin_start, self.bin_end
+        )
         fixed_part = interval_sums(compensated_prefix(w2 * zs * zs), self.bin_start, self.bin_end) * self.bin_inv_weight
         self.const = np.bincount(bin_group, weights=fixed_part, minlength=len(pairs)) @ self.group_spans
         # What a positive (y* = 1) adds to the two prefix sums. With unit weights these are an integer
