@@ -1,26 +1,24 @@
 """The binary engine of T-Cal: binary and top-label data under the y-bootstrap and the consistency null.
 
-How the resampling is organised (``y-bootstrap``, the default and the fast path).
-The predictions are sorted once. At every level the equal-width bins are contiguous runs of the
-sorted order, so a bin's label-dependent sums are differences of two prefix sums. Since
-``y* in {0, 1}``, ``sum w U = sum w y* - sum w z`` and ``sum w^2 U^2 = sum w^2 y* (1 - 2z) + sum w^2 z^2``:
-only the prefix sums of ``w y*`` and ``w^2 y* (1 - 2z)`` change between draws. With unit weights they
-are an integer count and a fixed-point sum (``1 - 2z`` scaled by ``2^F``, ``F = min(52, 62 - bits(n))``,
-so no partial sum overflows int64): integer cumulative sums are exact and several times faster than
-floating-point ones. With weights spanning many orders of magnitude (a bin's weight below
-:data:`COMPENSATED_SHARE` of the total) the float prefix sums are compensated (:func:`compensated_prefix`), so a
-bin's sums keep their digits (rows of weight 1e-16 among rows of weight 1 would otherwise cancel to 0). The rounding of ``1 - 2z`` to ``2^-F`` moves ``T_m`` by at most about ``2^-F`` (about
-``1e-13`` at n = 10^6); the observed statistic goes through the same arithmetic, so the Monte Carlo
-p-value stays exact. A bin holding one point contributes exactly 0 to ``T_m`` for every draw, so only
-bins with at least two points are gathered; such a bin is the same set of points at every level from
-the one where it appears to the one where it splits, so each distinct bin is visited once per resample
-and its contribution is credited to that range of levels: O(R x n) for all L levels together. The
-sweep goes block by block through the sorted points (drawing ``y*``, extending the prefix sums,
-finishing the bins that end in the block), so the working arrays stay in cache; the prefix sums are
-block-local (plus the few that bins crossing a block boundary start from), so several seeded chunks of
-resamples go through one sweep together (:data:`SWEEP_ROWS`), and tests of other predictions of the same rows
-can compare the same draws with their own predictions (:func:`sweep`). All levels and both combination rules
-use the same draws.
+How the resampling is organised (``y-bootstrap``, the default and the fast path). The predictions are sorted once.
+At every level the equal-width bins are contiguous runs of the sorted order, so a bin's label-dependent sums are
+differences of two prefix sums. Since ``y* in {0, 1}``, ``sum w U = sum w y* - sum w z`` and ``sum w^2 U^2 = sum w^2
+y* (1 - 2z) + sum w^2 z^2``: only the prefix sums of ``w y*`` and ``w^2 y* (1 - 2z)`` change between draws. With
+unit weights they are an integer count and a fixed-point sum (``1 - 2z`` scaled by ``2^F``, ``F = min(52, 62 -
+bits(n))``, so no partial sum overflows int64): integer cumulative sums are exact and several times faster than
+floating-point ones. With weights spanning many orders of magnitude (a bin's weight below :data:`COMPENSATED_SHARE`
+of the total) the float prefix sums are compensated (:func:`compensated_prefix`), so a bin's sums keep their digits
+(rows of weight 1e-16 among rows of weight 1 would otherwise cancel to 0). The rounding of ``1 - 2z`` to ``2^-F``
+moves ``T_m`` by at most about ``2^-F`` (about ``1e-13`` at n = 10^6); the observed statistic goes through the same
+arithmetic, so the Monte Carlo p-value stays exact. A bin holding one point contributes exactly 0 to ``T_m`` for
+every draw, so only bins with at least two points are gathered; such a bin is the same set of points at every level
+from the one where it appears to the one where it splits, so each distinct bin is visited once per resample and its
+contribution is credited to that range of levels: O(R x n) for all L levels together. The sweep goes block by block
+through the sorted points (drawing ``y*``, extending the prefix sums, finishing the bins that end in the block), so
+the working arrays stay in cache; the prefix sums are block-local (plus the few that bins crossing a block boundary
+start from), so several seeded chunks of resamples go through one sweep together (:data:`SWEEP_ROWS`), and tests of
+other predictions of the same rows can compare the same draws with their own predictions (:func:`sweep`). All levels
+and both combination rules use the same draws.
 """
 
 from __future__ import annotations
