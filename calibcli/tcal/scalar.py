@@ -380,7 +380,8 @@ class SortedScalarEngine:
         rows = positive.shape[0]
         A, B = space["A"][:rows], space["B"][:rows]
         weighted = self.compensated
-        prefixes = (A, B, space["AL"][:rows], space["BL"][:rows]) if weighted else (A, B)
+        AL, BL = space["AL"][:rows], space["BL"][:rows]  # (their compensations, with weights: empty otherwise)
+        prefixes = (A, B, AL, BL) if weighted else (A, B)
         for prefix in prefixes:  # the carry: the prefix sums at the end of the previous block (its last index)
             prefix[:, 0] = prefix[:, self.width] if k else 0
         A_k, B_k = A[:, 1 : b - a + 1], B[:, 1 : b - a + 1]
@@ -395,7 +396,7 @@ class SortedScalarEngine:
             np.cumsum(B_k, axis=1, out=B_k)
             B_k += B[:, :1]
         else:  # compensated prefix sums, running on from the carry (compensated_prefix, row by row)
-            for hi, lo, step in ((A, prefixes[2], self.w[a:b]), (B, prefixes[3], self.step_b[a:b])):
+            for hi, lo, step in ((A, AL, self.w_a[a:b]), (B, BL, self.step_b[a:b])):
                 x = space["X"][:rows, : b - a]
                 np.multiply(positive, step, out=x)
                 head = hi[:, : b - a + 1]
@@ -421,12 +422,12 @@ class SortedScalarEngine:
 
         sum_a = bin_sums(A, space["hiA"][:rows, :count], space["loA"][:rows, :count])
         if weighted:  # (hi_e - hi_s) + (lo_e - lo_s), as interval_sums
-            sum_a += bin_sums(prefixes[2], space["hi"][:rows, :count], space["lo"][:rows, :count])
+            sum_a += bin_sums(AL, space["hi"][:rows, :count], space["lo"][:rows, :count])
         np.subtract(sum_a, self.bin_wz[first_bin:end_bin], out=S)
         np.multiply(S, S, out=S)
         sum_b = bin_sums(B)
         if weighted:
-            sum_b += bin_sums(prefixes[3], space["hiA"][:rows, :count], space["loA"][:rows, :count])
+            sum_b += bin_sums(BL, space["hiA"][:rows, :count], space["loA"][:rows, :count])
         np.multiply(sum_b, self.scale_b, out=Q)
         S -= Q
         S *= self.bin_inv_weight[first_bin:end_bin]
