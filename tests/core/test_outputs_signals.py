@@ -370,6 +370,34 @@ def test_a_signal_stops_a_long_run(tmp_path, big, medium, name, signum):
     assert list(tmp_path.iterdir()) == []  # no output, no temporary file
 
 
+@pytest.fixture(scope="module")
+def segmented(tmp_path_factory) -> Path:
+    """300,000 rows with 8 segment columns of 5 values: ``audit --depth 4`` forms about 50,000 segments, a run of
+    tens of seconds (and half a gigabyte) after its input is read."""
+    rng = np.random.default_rng(14)
+    n = 300_000
+    p = rng.uniform(size=n)
+    y = (rng.uniform(size=n) < p**1.2).astype(int)
+    path = tmp_path_factory.mktemp("segmented") / "segmented.csv"
+    with open(path, "w") as fh:
+        fh.write("prob,label," + ",".join(f"c{i}" for i in range(8)) + "\n")
+        np.savetxt(fh, np.column_stack([p, y, rng.integers(0, 5, (n, 8))]), fmt=["%.6f"] + ["%d"] * 9, delimiter=",")
+    return path
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_long_audit_with_nothing_written(tmp_path, segmented):
+    """Ctrl-C (SIGINT) during a long segment audit: the interrupt's exit code (130) and one line, no traceback, no
+    report file nor temporary (the signal comes once the run has read its input through stdin: event-based)."""
+    out = tmp_path / "audit.json"
+    cols = ",".join(f"c{i}" for i in range(8))
+    args = ["audit", segmented, "--segment-cols", cols, "--depth", "4", "-o", out]
+    code, err = interrupt(args, signal.SIGINT, input_path=segmented)
+    assert err.decode() == "Error: interrupted\n"
+    assert code == 128 + signal.SIGINT
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_stops_recalibrate_apply_writing_a_large_file(tmp_path_factory, tmp_path, signum):
