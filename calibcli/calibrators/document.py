@@ -85,7 +85,17 @@ def calibrator_document(cal, loaded, *, method: str, mode: str, options: dict, s
         "options": options,
         "seed": seed,
         "calibrator": cal.to_dict(),
+        **_llm_facts(loaded.described),
     }
+
+
+def _llm_facts(described: dict) -> dict:
+    """An LLM dump's facts the map depends on (``--from``, the ``--confidence`` rule, the task): ``apply``
+    refuses a dump read with another rule. Nothing for a table of predictions."""
+    llm = described.get("llm")
+    if not llm:
+        return {}
+    return {"llm": {k: llm[k] for k in ("from", "confidence", "rule", "task") if k in llm}}
 
 
 def calibrator_json(doc: dict) -> str:
@@ -145,7 +155,9 @@ def check_document(doc: dict, cal) -> None:
     if n_cal != K:
         raise CalibcliError(f"calibrator: n_classes is {K} but the parameters are for {n_cal} classes")
     # checked by load_calibrator, read by apply, or facts about the fit: every other field is unknown, and refused
-    f.read.update(("kind", "schema_version", "tool", "version", "calibrator", "fitted_on", "n", "options", "seed"))
+    f.read.update(
+        ("kind", "schema_version", "tool", "version", "calibrator", "fitted_on", "n", "options", "seed", "llm")
+    )
     cols.read.update(("label", "weight"))
     f.check_all_read()
 

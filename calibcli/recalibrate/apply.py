@@ -13,7 +13,7 @@ from calibcli.calibrators.multiclass import top_label_problem
 from calibcli.core.documents import new_document
 from calibcli.core.errors import CalibcliError, warn
 from calibcli.core.modes import sigmoid, softmax
-from calibcli.io import formats
+from calibcli.io import converted, formats
 from calibcli.io.arrow_values import column_to_numpy
 from calibcli.io.columns import natural_suffix_order, vector_column
 from calibcli.io.footers import _guarded
@@ -34,6 +34,7 @@ def apply_document(
     input_format, drop_invalid, batch_rows = reading["input_format"], reading["drop_invalid"], reading["batch_rows"]
     to_stdout = output == "-"
     doc, cal = load_calibrator(calibrator)
+    _check_confidence_rule(doc, file, calibrator)
     if output_format is not None:
         pick_format(output, output_format, "csv")  # a bad --output-format fails before the input is read
     dataset, location, in_fmt, display, schema = _open_apply_input(file, input_format)
@@ -83,6 +84,7 @@ def apply_document(
             "method": doc["method"],
             "mode": doc["mode"],
             "fitted_on": doc.get("fitted_on"),
+            **({"llm": doc["llm"]} if doc.get("llm") else {}),
             "mean_probability_before": mean(run.sum_before),
             "mean_probability_after": mean(run.sum_after),
         }
@@ -91,6 +93,19 @@ def apply_document(
         where = "the output" if to_stdout else output
         warn(f"the columns {', '.join(columns)} held logits; in {where} they hold recalibrated probabilities")
     return rep
+
+
+def _check_confidence_rule(doc: dict, file: str, calibrator: str) -> None:
+    """A map fitted on an LLM dump's probabilities under one ``--confidence`` rule applies to dumps read with that
+    rule only (another rule gives other probabilities of the same answers)."""
+    fitted = (doc.get("llm") or {}).get("confidence")
+    for entry in converted.lookup(file) or []:
+        read_with = (entry.described.get("llm") or {}).get("confidence")
+        if fitted and read_with and read_with != fitted:
+            raise CalibcliError(
+                f"{entry.name}: read with --confidence {read_with}, but {calibrator} was fitted on probabilities "
+                f"from --confidence {fitted}: pass --confidence {fitted}, or fit a map on this rule"
+            )
 
 
 def _fmt_row(v) -> str:
