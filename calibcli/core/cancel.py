@@ -216,6 +216,7 @@ def exit_now(code: int) -> None:
     copies of stdin and other finalizers registered there are removed), then ``os._exit`` without the
     interpreter's teardown, which can take a second after a run holding large arrays."""
     import atexit
+    import logging
     import sys
 
     for stream in (sys.stdout, sys.stderr):
@@ -223,6 +224,9 @@ def exit_now(code: int) -> None:
             stream.flush()
         except (OSError, ValueError):
             pass
+    # The run has said its one line: the finalizers' log records (Dask's nanny warning that a worker it is
+    # killing is still alive, on a loaded machine) would follow it on stderr, so logging ends here.
+    logging.disable(logging.CRITICAL)
     try:
         atexit._run_exitfuncs()
     finally:
