@@ -63,8 +63,9 @@ def evaluate(s: np.ndarray, e: np.ndarray, o: SelectiveOptions) -> dict[str, np.
     }
     for q in o.coverages:
         out[f"risk_at_coverage_{q:g}"] = curves.risk_at_coverage(s, e, q)
+    parts = curves.coverage_parts(s, e) if o.risks else None  # (once for every level)
     for t in o.risks:
-        out[f"coverage_at_risk_{t:g}"] = curves.coverage_at_risk(s, e, t)
+        out[f"coverage_at_risk_{t:g}"] = curves.coverage_at_risk(s, e, t, parts)
     return out
 
 

@@ -139,14 +139,20 @@ def risk_at_coverage(s: np.ndarray, e: np.ndarray, q: float) -> np.ndarray:
     return ((b + (k - a) * eb / sb) / k)[..., 0]
 
 
-def coverage_at_risk(s: np.ndarray, e: np.ndarray, t: float) -> np.ndarray:
-    """``max{k/N : r_k <= t}`` over the last axis (0 when none); ``k`` whole when every block weight is."""
-    n = s.sum(axis=-1)
-    a, b = _before(s), _before(e)
-    whole = bool(np.all(s == np.floor(s)))
+def coverage_parts(s: np.ndarray, e: np.ndarray) -> tuple:
+    """What :func:`coverage_at_risk` needs of the blocks whatever the level: computed once for all levels."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(s > 0, e / np.where(s > 0, s, 1.0), 0.0)
+    return s.sum(axis=-1), _before(s), _before(e), bool(np.all(s == np.floor(s))), ratio
+
+
+def coverage_at_risk(s: np.ndarray, e: np.ndarray, t: float, parts: tuple | None = None) -> np.ndarray:
+    """``max{k/N : r_k <= t}`` over the last axis (0 when none); ``k`` whole when every block weight is.
+    ``parts``: :func:`coverage_parts` of ``s`` and ``e``, when several levels are asked of the same blocks."""
+    n, a, b, whole, ratio = coverage_parts(s, e) if parts is None else parts
     slack = RISK_SLACK * max(1.0, t)
     with np.errstate(invalid="ignore", divide="ignore"):
-        c = np.where(s > 0, e / np.where(s > 0, s, 1.0), 0.0) - t  # r(j) <= t  <=>  j c <= t A - B
+        c = ratio - t  # r(j) <= t  <=>  j c <= t A - B
         d = t * a - b + slack * (a + s)
         j = np.where(c > 0, np.minimum(s, d / np.where(c > 0, c, 1.0)), np.where(s * c <= d, s, 0.0))
     j = np.floor(j + 1e-9) if whole else j
