@@ -402,6 +402,7 @@ class Recalibrator(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             n_rows=info["n"],
             n_rows_dropped=0,
             probs=np.empty((0,) if one_column else (0, len(names))),
+            described={},  # an estimator's predictions, not an LLM dump: no reader's facts to keep
         )
         doc = calibrator_document(
             self.calibrator_,

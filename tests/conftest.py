@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
 import pytest
+
+# A suite started as a background job (`nohup .ci/run &`, a CI runner's non-interactive shell) inherits SIGINT
+# ignored, and every process it starts keeps ignoring it, as calibcli rightly does in a background job: the
+# Ctrl-C tests would then see runs that cannot be interrupted. The suite runs as it would from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # The tests are laid out like the package (tests/binned/, tests/io/, ...); their shared helpers (_cli, _browser,
 # _console) sit here, importable as `_cli` from every folder as from this one.
