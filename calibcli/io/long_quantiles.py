@@ -140,7 +140,7 @@ def _ids(col, name: str, where: str, first_row: int) -> np.ndarray:
     if _is_text(col.type):
         try:
             ints = pc.cast(col, pa.int64())
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        except pa.ArrowException:  # not integers written plainly (ArrowInvalid), or no such cast for this type
             ints = None
         if ints is not None and pc.all(pc.equal(pc.cast(ints, col.type), col)).as_py():
             col = ints
