@@ -4,6 +4,12 @@ the same numbers (it runs the same accumulator on the rows as one batch)."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from calibcli.core.errors import CalibcliError
@@ -26,19 +32,64 @@ def _matrix(x, name: str) -> np.ndarray:
     return values
 
 
-def prediction_matrix(
-    *,
-    mean=None,
-    std=None,
-    var=None,
-    quantiles=None,
-    quantile_levels=None,
-    lower=None,
-    upper=None,
-    level=None,
-    samples=None,
-) -> tuple[str, np.ndarray, tuple[float, ...]]:
+@dataclass(frozen=True)
+class Predicted:
+    """One call's prediction as its keywords, declared once: a Gaussian (``mean`` with ``std`` or ``var``),
+    ``quantiles`` at ``quantile_levels``, central intervals (``lower``, ``upper`` at ``level``), or ``samples``.
+    :func:`takes_prediction` makes them keyword-only parameters of a library function, in this order."""
+
+    mean: Any = None
+    std: Any = None
+    var: Any = None
+    quantiles: Any = None
+    quantile_levels: Any = None
+    lower: Any = None
+    upper: Any = None
+    level: Any = None
+    samples: Any = None
+
+    def matrix(self) -> tuple[str, np.ndarray, tuple[float, ...]]:
+        """The kind, the ``(n, m)`` prediction matrix and the kind's levels (exactly one kind given)."""
+        return _prediction_matrix(self)
+
+
+#: The keywords of :class:`Predicted`, in order.
+PREDICTION_KEYWORDS = tuple(f.name for f in dataclasses.fields(Predicted))
+
+
+def takes_prediction(func):
+    """Decorator of a function whose keyword ``prediction`` is a :class:`Predicted`: its signature lists the
+    prediction's keywords instead (keyword-only, default None, right after the positional parameters), and a
+    call passes them in one :class:`Predicted`; a keyword the function does not take is refused as Python
+    refuses one."""
+    signature = inspect.signature(func)
+    params = [p for p in signature.parameters.values() if p.name != "prediction"]
+    positional = [p for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+    keywords = [p for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    declared = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None) for n in PREDICTION_KEYWORDS]
+    known = {p.name for p in params}
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        for name in kwargs:
+            if name not in known and name not in PREDICTION_KEYWORDS:
+                raise TypeError(f"{func.__name__}() got an unexpected keyword argument {name!r}")
+        given = {n: kwargs.pop(n) for n in PREDICTION_KEYWORDS if n in kwargs}
+        return func(*args, prediction=Predicted(**given), **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=[*positional, *declared, *keywords])  # type: ignore[attr-defined]
+    return wrapper
+
+
+@takes_prediction
+def prediction_matrix(*, prediction: Predicted) -> tuple[str, np.ndarray, tuple[float, ...]]:
     """The kind, the ``(n, m)`` prediction matrix and the kind's levels of one call's keywords (one kind)."""
+    return prediction.matrix()
+
+
+def _prediction_matrix(p: Predicted) -> tuple[str, np.ndarray, tuple[float, ...]]:
+    mean, std, var, quantiles, quantile_levels = p.mean, p.std, p.var, p.quantiles, p.quantile_levels
+    lower, upper, level, samples = p.lower, p.upper, p.level, p.samples
     given = [
         k
         for k, v in (("gaussian", mean), ("quantiles", quantiles), ("intervals", lower), ("samples", samples))
@@ -82,18 +133,11 @@ def prediction_matrix(
     return kind, _matrix(samples, "samples"), ()
 
 
+@takes_prediction
 def regression_metrics(
     y_true,
     *,
-    mean=None,
-    std=None,
-    var=None,
-    quantiles=None,
-    quantile_levels=None,
-    lower=None,
-    upper=None,
-    level=None,
-    samples=None,
+    prediction: Predicted,
     sample_weight=None,
     interval_levels=(),
     curve_form: str | None = None,
@@ -111,17 +155,7 @@ def regression_metrics(
     >>> round(r["crps"].estimate, 6)
     0.427461
     """
-    kind, preds, levels = prediction_matrix(
-        mean=mean,
-        std=std,
-        var=var,
-        quantiles=quantiles,
-        quantile_levels=quantile_levels,
-        lower=lower,
-        upper=upper,
-        level=level,
-        samples=samples,
-    )
+    kind, preds, levels = prediction.matrix()
     y = _column(y_true, "y_true")
     if len(y) != len(preds):
         raise CalibcliError(

@@ -115,3 +115,22 @@ def test_the_99_level_gaussian_scores_in_row_blocks_are_the_whole_calls_to_the_l
     whole_interval = np.mean(scores.interval_score(y[:, None], lower, upper, scores.UCT_LEVELS[None, :]), axis=1)
     assert np.array_equal(scores.gaussian_pinball(y, mu, s), whole_pinball)
     assert np.array_equal(scores.gaussian_interval_score_mean(y, mu, s), whole_interval)
+
+
+def test_the_prediction_keywords_are_declared_once_and_listed_in_each_signature():
+    import inspect
+
+    from calibcli.regression.library import PREDICTION_KEYWORDS, prediction_matrix
+
+    assert PREDICTION_KEYWORDS == (
+        "mean", "std", "var", "quantiles", "quantile_levels", "lower", "upper", "level", "samples"
+    )  # fmt: skip
+    assert tuple(inspect.signature(prediction_matrix).parameters) == PREDICTION_KEYWORDS
+    names = tuple(inspect.signature(regression_metrics).parameters)
+    assert names[:10] == ("y_true", *PREDICTION_KEYWORDS) and names[10] == "sample_weight"
+    kind, preds, levels = prediction_matrix(quantiles=[[0.0, 1.0]], quantile_levels=[0.25, 0.75])
+    assert kind == "quantiles" and preds.tolist() == [[0.0, 1.0]] and levels == (0.25, 0.75)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'prediction'"):
+        regression_metrics([0.0], prediction=None)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'stdev'"):
+        regression_metrics([0.0], mean=[0.0], stdev=[1.0])
