@@ -1,19 +1,26 @@
-"""``recalibrate fit`` and ``apply`` for regression predictions (SPEC 10 "Recalibration"; docs/commands/regression.md):
-fit a :mod:`calibcli.regression.recalibrators` map on a regression dump and save it as a versioned JSON document,
-and write a dump's recalibrated columns back out.
+"""``recalibrate fit``, ``apply`` and ``evaluate`` for regression predictions (SPEC 10 "Recalibration";
+docs/commands/regression.md): fit a :mod:`calibcli.regression.recalibrators` map on a regression dump and save it as
+a versioned JSON document, and write a dump's recalibrated columns back out.
 
 - ``std-scaling`` (a Gaussian prediction): the std column is written multiplied by the factor (a variance column
   by its square);
-- ``isotonic-pit`` (a Gaussian prediction): the mean and std are replaced by the recalibrated quantiles
-  ``q0.05 ... q0.95`` (:data:`QUANTILE_LEVELS`), the model's quantiles at the levels the PIT map gives;
+- ``isotonic-pit`` (a Gaussian, quantiles or samples): the map of the PIT (Kuleshov et al. 2018). A Gaussian's
+  mean and std are replaced by the recalibrated quantiles ``q0.05 ... q0.95`` (:data:`QUANTILE_LEVELS`), the
+  model's quantiles at the levels the map gives; quantiles keep their values, re-labelled with the levels they hold
+  under the recalibrated CDF (``q0.1`` becomes ``q0.0733333``); an ensemble's sorted members, its quantiles at
+  ``j / (M + 1)``, are written as quantiles re-labelled the same way. (An interval has no PIT: refused.)
 - ``conformal`` (an interval, quantiles with a symmetric pair of levels, or a Gaussian): the interval at the
   calibrator's level is widened by the split-conformal margin; a Gaussian's mean and std are replaced by the
   interval's ``lower_L``, ``upper_L`` columns, quantiles keep their columns with the pair's values moved.
 
 Every other column is kept as it was, so the output reads back into ``calibcli regression``.
+:func:`recalibrated` is what ``apply`` writes, as arrays (``recalibrate evaluate`` measures it without a file).
+A map applies to predictions of the kind it was fitted on (its document's ``fitted_on.columns.kind``).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,23 +36,42 @@ REGRESSION_METHODS = ("std-scaling", "isotonic-pit", "conformal")
 QUANTILE_LEVELS = (0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95)
 _KINDS = {
     "std-scaling": ("gaussian",),
-    "isotonic-pit": ("gaussian",),
+    "isotonic-pit": ("gaussian", "quantiles", "samples"),
     "conformal": ("gaussian", "intervals", "quantiles"),
 }
 
 
-def _rows(
-    train: str, *, input_format, drop_invalid: bool, batch_rows: int
-) -> tuple[Target, np.ndarray, np.ndarray, np.ndarray | None]:
+@dataclass(frozen=True)
+class Rows:
+    """A regression dump's rows in memory: what its columns are, the prediction matrix, the targets, the weights
+    and each row's global index (the key of the seeded draws)."""
+
+    target: Target
+    preds: np.ndarray
+    y: np.ndarray
+    w: np.ndarray | None
+    row_index: np.ndarray
+    described: dict
+
+    def take(self, keep: np.ndarray) -> Rows:
+        w = None if self.w is None else self.w[keep]
+        return Rows(self.target, self.preds[keep], self.y[keep], w, self.row_index[keep], self.described)
+
+
+def read_rows(path: str, *, input_format=None, drop_invalid: bool = False, batch_rows: int = 65536) -> Rows:
+    """Every row of the regression dump ``path`` (its columns recognised by name)."""
     sources = RegressionSources(
-        (train,), RegressionSpec(), input_format=input_format, drop_invalid=drop_invalid, batch_rows=batch_rows
+        (path,), RegressionSpec(), input_format=input_format, drop_invalid=drop_invalid, batch_rows=batch_rows
     )
     (stream,) = list(sources.open())
     batches = list(stream.batches())
+    if not batches:
+        raise CalibcliError(f"{path}: no rows: expected a regression dump with at least 2 rows")
     preds = np.concatenate([b.probs for b in batches])
     y = np.concatenate([b.labels for b in batches])
     w = None if stream.weight_column is None else np.concatenate([b.sample_weight for b in batches])
-    return stream.plan.target, preds, y, w
+    row_index = np.concatenate([b.row_index for b in batches])
+    return Rows(stream.plan.target, preds, y, w, row_index, stream.describe())
 
 
 def _interval(target: Target, preds: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, float]:
@@ -69,36 +95,168 @@ def _interval(target: Target, preds: np.ndarray, level: float) -> tuple[np.ndarr
     return preds[:, 0] - half, preds[:, 0] + half, level
 
 
+def check_kind(method: str, kind: str, where: str) -> None:
+    """``method`` fits (and applies to) predictions of ``kind``, else the Error line."""
+    if kind not in _KINDS[method]:
+        other = {
+            "intervals": "an interval has no PIT nor std: use conformal",
+            "quantiles": "use isotonic-pit or conformal for quantiles",
+            "samples": "use isotonic-pit for samples",
+            "gaussian": "use std-scaling, isotonic-pit or conformal",
+        }[kind]
+        raise CalibcliError(
+            f"{where}: --method {method} needs {' or '.join(_KINDS[method])} predictions, but the file holds "
+            f"{kind}: {other}"
+        )
+
+
+def pit(target: Target, preds: np.ndarray, y: np.ndarray, row_index: np.ndarray, seed: int) -> np.ndarray:
+    """The PIT of each row as ``calibcli regression`` computes it (SPEC 10: the quantiles' and samples'
+    randomised by ``V`` keyed by ``(seed, global row index)``)."""
+    if target.kind == "gaussian":
+        return scores.gaussian_pit(y, preds[:, 0], preds[:, 1])
+    v = scores.uniforms(seed, row_index)
+    if target.kind == "quantiles":
+        q, _ = scores.sorted_quantiles(preds)
+        return scores.quantile_pit(y, q, np.asarray(target.levels), v)
+    return scores.sample_pit(y, preds, v)
+
+
+def fit_rows(rows: Rows, method: str, *, level: float, seed: int, where: str):
+    """The ``method`` map fitted on ``rows``."""
+    target, preds, y, w = rows.target, rows.preds, rows.y, rows.w
+    check_kind(method, target.kind, where)
+    if method == "std-scaling":
+        return recalibrators.StdScaling.fit(y, preds[:, 0], preds[:, 1], w)
+    if method == "isotonic-pit":
+        return recalibrators.IsotonicPIT.fit(pit(target, preds, y, rows.row_index, seed), w)
+    lower, upper, at = _interval(target, preds, level)
+    return recalibrators.Conformal.fit(y, lower, upper, at)
+
+
 def fit_regression(
-    train: str, method: str, *, level: float, input_format=None, drop_invalid: bool = False, batch_rows: int = 65536
+    train: str,
+    method: str,
+    *,
+    level: float,
+    seed: int = 0,
+    input_format=None,
+    drop_invalid: bool = False,
+    batch_rows: int = 65536,
 ) -> dict:
     """The calibrator document of ``method`` fitted on the regression dump ``train``."""
-    target, preds, y, w = _rows(train, input_format=input_format, drop_invalid=drop_invalid, batch_rows=batch_rows)
-    if target.kind not in _KINDS[method]:
-        raise CalibcliError(
-            f"{train}: --method {method} needs {' or '.join(_KINDS[method])} predictions, but the file holds "
-            f"{target.kind}: use conformal for intervals and quantiles"
-        )
-    if method == "std-scaling":
-        fitted: object = recalibrators.StdScaling.fit(y, preds[:, 0], preds[:, 1], w)
-    elif method == "isotonic-pit":
-        fitted = recalibrators.IsotonicPIT.fit(scores.gaussian_pit(y, preds[:, 0], preds[:, 1]))
-    else:
-        lower, upper, at = _interval(target, preds, level)
-        fitted = recalibrators.Conformal.fit(y, lower, upper, at)
+    rows = read_rows(train, input_format=input_format, drop_invalid=drop_invalid, batch_rows=batch_rows)
+    fitted = fit_rows(rows, method, level=level, seed=seed, where=train)
     return {
-        **fitted.to_dict(),  # type: ignore[attr-defined]
+        **fitted.to_dict(),
         "tool": "calibcli",
         "tool_version": __version__,
-        "fitted_on": {"path": train, "rows": int(len(y)), "columns": target.names},
+        "fitted_on": {"path": train, "rows": int(len(rows.y)), "columns": rows.target.names, "seed": seed},
     }
+
+
+@dataclass(frozen=True)
+class Recalibrated:
+    """What ``apply`` writes for a map and a dump's predictions: the columns written (by name) and dropped, the
+    prediction a reader of the output gets (its kind, levels and matrix, as :mod:`calibcli.io.regression` reads
+    them back), and the summary's sentence."""
+
+    kind: str
+    levels: tuple[float, ...]
+    preds: np.ndarray
+    columns: dict[str, np.ndarray]
+    dropped: tuple[str, ...]
+    what: str
+
+
+def recalibrated(doc: dict, target: Target, preds: np.ndarray, where: str) -> Recalibrated:
+    """The map ``doc`` applied to the predictions ``preds`` (``target``'s columns)."""
+    calibrator = recalibrators.from_dict(doc)
+    method = doc["method"]
+    fitted_kind = (doc.get("fitted_on") or {}).get("columns", {}).get("kind")
+    if fitted_kind is not None and fitted_kind != target.kind:
+        raise CalibcliError(
+            f"{where}: the {method} calibrator was fitted on {fitted_kind} predictions, and the file holds "
+            f"{target.kind}: fit it on {target.kind} predictions of the same model"
+        )
+    check_kind(method, target.kind, where)
+    if isinstance(calibrator, recalibrators.StdScaling):
+        spread = target.columns[1]
+        std = calibrator.std(preds[:, 1])
+        written = calibrator.factor**2 * preds[:, 1] ** 2 if target.variance else std
+        back = np.sqrt(written) if target.variance else std
+        return Recalibrated(
+            "gaussian",
+            (),
+            np.column_stack([preds[:, 0], back]),
+            {spread: written},
+            (),
+            f"{spread} scaled by {calibrator.factor:.6g}",
+        )
+    if isinstance(calibrator, recalibrators.IsotonicPIT):
+        return _isotonic(calibrator, target, preds)
+    assert isinstance(calibrator, recalibrators.Conformal)
+    lower, upper, at = _interval(target, preds, calibrator.level)
+    if abs(at - calibrator.level) > 1e-9:
+        raise CalibcliError(
+            f"{where}: the conformal calibrator adjusts intervals at level {calibrator.level:g}, but the file's "
+            f"interval is at {at:g}: fit it on predictions at the same level"
+        )
+    lo, hi = calibrator.interval(lower, upper)
+    s = level_name(calibrator.level)
+    what = f"the {s} interval widened by {calibrator.margin:.6g} on each side"
+    if target.kind == "gaussian":
+        return Recalibrated(
+            "intervals",
+            (float(s),),
+            np.column_stack([lo, hi]),
+            {f"lower_{s}": lo, f"upper_{s}": hi},
+            tuple(target.columns),
+            what,
+        )
+    if target.kind == "intervals":
+        i, j = 0, 1
+    else:
+        levels = np.asarray(target.levels)
+        i = int(np.argmin(np.abs(levels - (1 - calibrator.level) / 2)))
+        j = int(np.argmin(np.abs(levels - (1 + calibrator.level) / 2)))
+    out = np.array(preds, dtype=np.float64, copy=True)
+    out[:, i], out[:, j] = lo, hi
+    columns = {target.columns[i]: lo, target.columns[j]: hi}
+    return Recalibrated(target.kind, tuple(target.levels), out, columns, (), what)
+
+
+def _isotonic(calibrator: recalibrators.IsotonicPIT, target: Target, preds: np.ndarray) -> Recalibrated:
+    """isotonic-pit's output: a Gaussian's quantiles at the recalibrated levels' inverse images, or quantiles
+    (an ensemble's sorted members) re-labelled with the levels they hold under the recalibrated CDF."""
+    if target.kind == "gaussian":
+        q = calibrator.gaussian_quantiles(preds[:, 0], preds[:, 1], np.asarray(QUANTILE_LEVELS))
+        columns = {f"q{tau:g}": q[:, k] for k, tau in enumerate(QUANTILE_LEVELS)}
+        what = f"{', '.join(target.columns)} replaced by the recalibrated quantiles {', '.join(columns)}"
+        return Recalibrated("quantiles", QUANTILE_LEVELS, q, columns, tuple(target.columns), what)
+    if target.kind == "quantiles":
+        q, _ = scores.sorted_quantiles(np.asarray(preds, dtype=np.float64))
+        nominal = np.asarray(target.levels)
+    else:
+        q = np.sort(np.asarray(preds, dtype=np.float64), axis=1)
+        nominal = recalibrators.member_levels(q.shape[1])
+    levels = calibrator.relabelled_levels(nominal)
+    names = [f"q{recalibrators.level_text(v)}" for v in levels]
+    columns = {name: q[:, k] for k, name in enumerate(names)}
+    shown = f"{names[0]} ... {names[-1]}" if len(names) > 4 else ", ".join(names)
+    what = (
+        f"quantiles at {nominal[0]:g} ... {nominal[-1]:g} re-labelled with their recalibrated levels ({shown})"
+        if target.kind == "quantiles"
+        else f"the {q.shape[1]} sorted samples written as quantiles at their recalibrated levels ({shown})"
+    )
+    return Recalibrated("quantiles", levels, q, columns, tuple(target.columns), what)
 
 
 def apply_regression(doc: dict, file: str, *, output: str, fmt: str | None = None, input_format=None) -> dict:
     """Write ``file`` with its recalibrated columns to ``output``; returns what was written (for the summary)."""
     import pyarrow as pa
 
-    calibrator = recalibrators.from_dict(doc)
+    recalibrators.from_dict(doc)  # (a document of another kind is refused before the file is read)
     table, in_fmt, display = read_whole_table(file, input_format)
     names = list(table.schema.names)
     target = resolve_target(names, {f.name: f.type for f in table.schema}, RegressionSpec(), display)
@@ -110,45 +268,8 @@ def apply_regression(doc: dict, file: str, *, output: str, fmt: str | None = Non
     plan = RegressionPlan(target=target, first_file=display, batch_rows=max(1, table.num_rows))
     sub = table.select(plan.data_columns)
     conv, _, _ = plan.read(sub, display, 0, None, whole_file=True, text_of=lambda c, r: sub.column(c)[r].as_py())
-    preds = conv.probs
-    method = doc["method"]
-    if target.kind not in _KINDS[method]:
-        raise CalibcliError(
-            f"{display}: the {method} calibrator applies to {' or '.join(_KINDS[method])} predictions, "
-            f"not {target.kind}"
-        )
-    columns: dict[str, np.ndarray] = {}
-    dropped: list[str] = []
-    if isinstance(calibrator, recalibrators.StdScaling):
-        spread = target.columns[1]
-        columns[spread] = calibrator.factor**2 * preds[:, 1] ** 2 if target.variance else calibrator.std(preds[:, 1])
-        what = f"{spread} scaled by {calibrator.factor:.6g}"
-    elif isinstance(calibrator, recalibrators.IsotonicPIT):
-        q = calibrator.gaussian_quantiles(preds[:, 0], preds[:, 1], np.asarray(QUANTILE_LEVELS))
-        dropped = list(target.columns)
-        columns = {f"q{tau:g}": q[:, k] for k, tau in enumerate(QUANTILE_LEVELS)}
-        what = f"{', '.join(dropped)} replaced by the recalibrated quantiles {', '.join(columns)}"
-    else:
-        assert isinstance(calibrator, recalibrators.Conformal)
-        lower, upper, at = _interval(target, preds, calibrator.level)
-        if abs(at - calibrator.level) > 1e-9:
-            raise CalibcliError(
-                f"{display}: the conformal calibrator adjusts intervals at level {calibrator.level:g}, but the file's "
-                f"interval is at {at:g}: fit it on predictions at the same level"
-            )
-        lo, hi = calibrator.interval(lower, upper)
-        s = level_name(calibrator.level)
-        if target.kind == "gaussian":
-            dropped = list(target.columns)
-            columns = {f"lower_{s}": lo, f"upper_{s}": hi}
-        elif target.kind == "intervals":
-            columns = {target.columns[0]: lo, target.columns[1]: hi}
-        else:
-            levels = np.asarray(target.levels)
-            i = int(np.argmin(np.abs(levels - (1 - calibrator.level) / 2)))
-            j = int(np.argmin(np.abs(levels - (1 + calibrator.level) / 2)))
-            columns = {target.columns[i]: lo, target.columns[j]: hi}
-        what = f"the {s} interval widened by {calibrator.margin:.6g} on each side"
+    done = recalibrated(doc, target, conv.probs, display)
+    columns, dropped, what, method = done.columns, list(done.dropped), done.what, doc["method"]
     out = table
     for name in dropped:
         out = out.drop_columns([name])

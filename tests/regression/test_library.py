@@ -134,3 +134,12 @@ def test_the_prediction_keywords_are_declared_once_and_listed_in_each_signature(
         regression_metrics([0.0], prediction=None)
     with pytest.raises(TypeError, match="unexpected keyword argument 'stdev'"):
         regression_metrics([0.0], mean=[0.0], stdev=[1.0])
+
+
+def test_isotonic_pit_relabelled_levels_by_hand():
+    cal = recalibrators.IsotonicPIT((0.0, 0.5, 1.0), (0.0, 0.25, 1.0))
+    assert cal.relabelled_levels([0.5, 0.75]) == (0.25, 0.625)
+    assert recalibrators.member_levels(3).tolist() == [0.25, 0.5, 0.75]
+    assert recalibrators.level_text(1e-05) == "0.00001" and recalibrators.level_text(1 / 3) == "0.333333"
+    with pytest.raises(CalibcliError, match="maps the quantile levels 0.5 and 0.5000001 to one level 0.25"):
+        cal.relabelled_levels([0.5, 0.5000001])

@@ -125,6 +125,7 @@ def _fit_regression(train: str, shared: dict) -> None:
         train,
         shared["method"],
         level=1.0 - shared["alpha"],
+        seed=shared["seed"],
         input_format=shared["input_format"],
         drop_invalid=shared["drop_invalid"],
         batch_rows=shared["batch_rows"],
