@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from calibcli.core.documents import jsonable
 from calibcli.core.errors import CalibcliError
 from calibcli.core.validation import check_probabilities
 
@@ -146,7 +147,7 @@ class BinaryCalibrator(ABC):
             "mode": "binary",
             "params": self.params(),
             "options": self.options(),
-            "info": _jsonable(dict(self.info)),
+            "info": jsonable(dict(self.info), finite=False),
         }
 
     @classmethod
@@ -154,19 +155,6 @@ class BinaryCalibrator(ABC):
     def from_fields(cls, params: Fields, options: Fields, info: dict) -> BinaryCalibrator:
         """The calibrator a saved document's ``params``, ``options`` and ``info`` describe (each method reads
         and checks its own fields)."""
-
-
-def _jsonable(value):
-    """Convert NumPy scalars and arrays inside ``value`` to plain Python numbers and lists."""
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 def float_list(a: np.ndarray) -> list[float]:

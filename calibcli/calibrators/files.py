@@ -20,9 +20,9 @@ import json
 import os
 import stat
 
-from calibcli.core.errors import CalibcliError, shown
+from calibcli.core.errors import CalibcliError
 from calibcli.io.formats import json_depth_bound, json_too_deep
-from calibcli.io.resolve import file_kind
+from calibcli.io.resolve import file_kind, file_mode
 
 #: Deepest nesting a calibrator file may have: fitted ones nest 5 levels (a marginal calibrator's ``info``).
 MAX_DEPTH = 64
@@ -36,18 +36,13 @@ HINT = "expected the JSON document written by `calibcli recalibrate fit`"
 
 def check_calibrator_path(path: str) -> None:
     """Refuse, without opening it, a calibrator path that is not a regular file (through links)."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        if os.path.islink(path):
-            raise CalibcliError(
-                f"{path}: is a symbolic link to {shown(os.readlink(path))}, which does not exist: check the link"
-            ) from None
-        raise CalibcliError(f"{path}: no such calibrator file: check the path") from None
-    except OSError as exc:
-        raise CalibcliError(
-            f"{path}: cannot open the calibrator file ({exc.strerror or exc}): check the path"
-        ) from None
+    mode = file_mode(
+        path,
+        where=path,
+        broken="check the link",
+        missing="no such calibrator file: check the path",
+        unopenable=lambda exc: f"cannot open the calibrator file ({exc.strerror or exc}): check the path",
+    )
     if not stat.S_ISREG(mode):
         link = f" (a link to {os.path.realpath(path)})" if os.path.islink(path) else ""
         raise CalibcliError(f"{path}: is {file_kind(mode)}{link}, not a calibrator file: {HINT}, saved to a file")

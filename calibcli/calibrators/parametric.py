@@ -28,7 +28,6 @@ from calibcli.calibrators._common import (
     DEFAULT_CLIP,
     BinaryCalibrator,
     Fields,
-    _jsonable,
     check_clip,
     check_predict_input,
     check_predicted,
@@ -38,6 +37,7 @@ from calibcli.calibrators._common import (
     shown_number,
     sigmoid,
 )
+from calibcli.core.documents import jsonable
 from calibcli.core.errors import CalibcliError
 from calibcli.core.validation import check_binary, check_multiclass, check_options
 
@@ -158,6 +158,17 @@ class PlattCalibrator(BinaryCalibrator):
         )
 
 
+def _fit_info(y: np.ndarray, n_clipped: int, fit) -> dict:
+    """The fit's record in a logistic map's ``info``: rows, rows clipped, and the optimiser's outcome."""
+    return {
+        "n": int(len(y)),
+        "n_clipped": n_clipped,
+        "log_loss": fit.log_loss,
+        "n_iter": fit.n_iter,
+        "converged": fit.converged,
+    }
+
+
 def fit_platt(y_true, y_prob, *, sample_weight=None, clip: float = DEFAULT_CLIP) -> PlattCalibrator:
     """Platt scaling: the log-loss minimising ``(a, b)`` of ``sigmoid(a logit(z) + b)`` (SPEC 5, `platt`)."""
     clip = check_clip(clip)
@@ -165,14 +176,7 @@ def fit_platt(y_true, y_prob, *, sample_weight=None, clip: float = DEFAULT_CLIP)
     zc, n_clipped = clip_probabilities(z, clip)
     X = np.column_stack([logit(zc), np.ones_like(zc)])
     fit = fit_logistic(X, y, w, init=np.array([1.0, 0.0]))
-    info = {
-        "n": int(len(y)),
-        "n_clipped": n_clipped,
-        "log_loss": fit.log_loss,
-        "n_iter": fit.n_iter,
-        "converged": fit.converged,
-    }
-    return PlattCalibrator(float(fit.coef[0]), float(fit.coef[1]), clip, info=info)
+    return PlattCalibrator(float(fit.coef[0]), float(fit.coef[1]), clip, info=_fit_info(y, n_clipped, fit))
 
 
 # --------------------------------------------------------------------------- beta
@@ -235,14 +239,7 @@ def fit_beta(
         fit = fit_logistic(X[:, keep], y, w, init=np.array([1.0, 0.0]))
         coef = np.zeros(3)
         coef[keep] = fit.coef
-    info = {
-        "n": int(len(y)),
-        "n_clipped": n_clipped,
-        "log_loss": fit.log_loss,
-        "n_iter": fit.n_iter,
-        "converged": fit.converged,
-        "fixed_at_zero": None if dropped is None else "ab"[dropped],
-    }
+    info = {**_fit_info(y, n_clipped, fit), "fixed_at_zero": None if dropped is None else "ab"[dropped]}
     return BetaCalibrator(float(coef[0]), float(coef[1]), float(coef[2]), clip, bool(monotone), info=info)
 
 
@@ -367,7 +364,7 @@ class TemperatureCalibrator:
             "n_classes": int(self.n_classes),
             "params": {"temperature": float(self.temperature)},
             "options": {"eps": float(self.eps), "logits": bool(self.logits)},
-            "info": _jsonable(dict(self.info)),
+            "info": jsonable(dict(self.info), finite=False),
         }
 
     @classmethod

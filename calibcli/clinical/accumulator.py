@@ -409,14 +409,7 @@ class ClinicalTestAccumulator(InputState):
     def for_second_pass(self) -> ClinicalTestAccumulator:
         assert self.bins is not None  # (only Hosmer-Lemeshow's bins ask for a second pass)
         edges, how = self.bins.fitted_edges()
-        return ClinicalTestAccumulator(
-            mode=self.mode,
-            n_classes=self.n_classes,
-            class_names=self.class_names,
-            options=self.options,
-            edges=edges,
-            edges_method=how,
-        )
+        return ClinicalTestAccumulator(**self.head(), edges=edges, edges_method=how)
 
     def result(self, progress=None) -> ClinicalTestReport:
         o = self.options

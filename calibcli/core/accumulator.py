@@ -146,6 +146,24 @@ class Accumulator(ArrayState):
             raise ValueError(f"not a {cls.state_name} of version {cls.version}: {d.get('kind')!r} {d.get('version')!r}")
 
 
+class OnePass(Accumulator):
+    """An accumulator complete after one pass over its rows that resamples nothing: no second pass (this state
+    is what a second pass would start from), no problem for a progress bar, and its own state as its result."""
+
+    def needs_second_pass(self) -> bool:
+        return False
+
+    def for_second_pass(self):
+        return self
+
+    @property
+    def problems(self) -> list:
+        return []
+
+    def result(self, progress=None):
+        return self
+
+
 class InputState(Accumulator):
     """The base of a family's input accumulator (one input, or one group of it): the binary problems of ``mode``
     over ``n_classes`` classes named ``class_names``, measured with the family's frozen ``options``; these four
@@ -153,6 +171,15 @@ class InputState(Accumulator):
 
     def __init__(self, *, mode: str, n_classes: int, class_names: tuple[str, ...], options: Any) -> None:
         self.mode, self.n_classes, self.class_names, self.options = mode, int(n_classes), tuple(class_names), options
+
+    def head(self) -> dict[str, Any]:
+        """The four keywords of this input, to make another state of it (an empty one for a second pass)."""
+        return {
+            "mode": self.mode,
+            "n_classes": self.n_classes,
+            "class_names": self.class_names,
+            "options": self.options,
+        }
 
 
 def per_input(accumulator_class, mode: str | None, options, **more):

@@ -103,40 +103,40 @@ def _decode(encoding, decoded: list[np.ndarray]) -> np.ndarray:
     return np.asarray(data[0])
 
 
-class _Array:
-    """An array inside a list or tuple of a state, packed alone (no shared support)."""
+class _Packed:
+    """A packed part of a state: its fields, named by ``__slots__``, given in that order, and pickled as them."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def __init__(self, *fields):
+        for name, value in zip(self.__slots__, fields, strict=True):
+            setattr(self, name, value)
+
+    def __reduce__(self):
+        return (type(self), tuple(getattr(self, name) for name in self.__slots__))
+
+
+class _Array(_Packed):
+    """An array inside a list or tuple of a state, packed alone (no shared support): ``(dtype, encoding)``."""
 
     __slots__ = ("dtype", "encoding")
-
-    def __init__(self, dtype: str, encoding: tuple):
-        self.dtype, self.encoding = dtype, encoding
-
-    def __reduce__(self):
-        return (_Array, (self.dtype, self.encoding))
+    dtype: str
+    encoding: tuple
 
 
-class _Sequence:
-    """A list or tuple of a state holding arrays (a row sample's parts), its arrays packed."""
+class _Sequence(_Packed):
+    """A list or tuple of a state holding arrays (a row sample's parts), its arrays packed: ``(kind, items)``."""
 
     __slots__ = ("kind", "items")
-
-    def __init__(self, kind: str, items: list):
-        self.kind, self.items = kind, items
-
-    def __reduce__(self):
-        return (_Sequence, (self.kind, self.items))
+    kind: str
+    items: list
 
 
-class _Mapping:
+class _Mapping(_Packed):
     """A dict of a state with string keys holding long arrays (a grid's sums by name), packed by :func:`pack`."""
 
     __slots__ = ("state",)
-
-    def __init__(self, state: dict):
-        self.state = state
-
-    def __reduce__(self):
-        return (_Mapping, (self.state,))
+    state: dict
 
 
 def _long_array(value) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -29,21 +30,24 @@ def new_document(command: str, parameters: dict) -> dict:
     }
 
 
-def jsonable(value):
-    """Plain JSON types; non-finite floats become null (JSON has no NaN)."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
+def jsonable(value, *, finite: bool = True):
+    """Plain JSON types (NumPy scalars and arrays inside ``value`` become Python numbers and lists); with
+    ``finite``, non-finite floats become null (JSON has no NaN), else they are kept (a calibrator's ``info``)."""
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v, finite=finite) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
+        return [jsonable(v, finite=finite) for v in value]
     if isinstance(value, np.ndarray):
-        return [jsonable(v) for v in value.tolist()]
+        return [jsonable(v, finite=finite) for v in value.tolist()]
     if isinstance(value, (np.bool_, bool)):
         return bool(value)
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, (float, np.floating)):
         value = float(value)
-        return value if math.isfinite(value) else None
+        return value if not finite or math.isfinite(value) else None
+    if isinstance(value, np.generic):
+        return value.item()
     return value
 
 

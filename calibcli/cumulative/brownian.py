@@ -41,61 +41,68 @@ def _unwrap(values: np.ndarray, scalar: bool):
     return float(values[0]) if scalar else values
 
 
-def _sup_abs_parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(CDF, SF) of sup_[0,1] |B| at x (1-D array), each computed where it is accurate."""
+def _parts(x: np.ndarray, small_cdf, large_sf) -> tuple[np.ndarray, np.ndarray]:
+    """(CDF, SF) at x (1-D array), each computed where it is accurate: ``small_cdf(xs)`` gives the CDF on the
+    ``(m, 1)`` column of the points in (0, _SWITCH), ``large_sf(xl)`` the SF on those at or above it; the other
+    side is one minus it there. ``x <= 0`` gives (0, 1), NaN gives NaN."""
     cdf = np.zeros_like(x)
     sf = np.ones_like(x)
     nan = np.isnan(x)
     small = (x > 0) & (x < _SWITCH)
     large = x >= _SWITCH
     if small.any():
-        xs = x[small][:, None]
-        odd = 2.0 * np.arange(_SMALL_TERMS) + 1.0
-        sign = np.where(np.arange(_SMALL_TERMS) % 2 == 0, 1.0, -1.0)
-        # P(sup|B| < x) = (4/pi) sum_k (-1)^k / (2k+1) exp(-(2k+1)^2 pi^2 / (8 x^2))
-        terms = sign / odd * np.exp(-(odd**2) * math.pi**2 / (8.0 * xs**2))
-        cdf[small] = 4.0 / math.pi * terms.sum(axis=1)
+        cdf[small] = small_cdf(x[small][:, None])
         sf[small] = 1.0 - cdf[small]
     if large.any():
-        xl = x[large][:, None]
-        odd = 2.0 * np.arange(_TAIL_TERMS) + 1.0
-        sign = np.where(np.arange(_TAIL_TERMS) % 2 == 0, 1.0, -1.0)
-        # P(sup|B| >= x) = 4 sum_j (-1)^j P(N > (2j+1) x)   (reflection principle)
-        with np.errstate(over="ignore"):
-            terms = sign * _normal_sf(odd * np.where(np.isinf(xl), np.inf, xl))
-        sf[large] = 4.0 * np.nan_to_num(terms).sum(axis=1)
+        sf[large] = large_sf(x[large][:, None])
         cdf[large] = 1.0 - sf[large]
     cdf[nan] = np.nan
     sf[nan] = np.nan
     return cdf, sf
+
+
+def _alternating(n_terms: int) -> np.ndarray:
+    return np.where(np.arange(n_terms) % 2 == 0, 1.0, -1.0)
+
+
+def _sup_abs_small_cdf(xs: np.ndarray) -> np.ndarray:
+    # P(sup|B| < x) = (4/pi) sum_k (-1)^k / (2k+1) exp(-(2k+1)^2 pi^2 / (8 x^2))
+    odd = 2.0 * np.arange(_SMALL_TERMS) + 1.0
+    terms = _alternating(_SMALL_TERMS) / odd * np.exp(-(odd**2) * math.pi**2 / (8.0 * xs**2))
+    return 4.0 / math.pi * terms.sum(axis=1)
+
+
+def _sup_abs_large_sf(xl: np.ndarray) -> np.ndarray:
+    # P(sup|B| >= x) = 4 sum_j (-1)^j P(N > (2j+1) x)   (reflection principle)
+    odd = 2.0 * np.arange(_TAIL_TERMS) + 1.0
+    with np.errstate(over="ignore"):
+        terms = _alternating(_TAIL_TERMS) * _normal_sf(odd * np.where(np.isinf(xl), np.inf, xl))
+    return 4.0 * np.nan_to_num(terms).sum(axis=1)
+
+
+def _range_small_cdf(xs: np.ndarray) -> np.ndarray:
+    # P(R <= x) = sum_k (8/x^2 + 8/((2k+1)^2 pi^2)) exp(-(2k+1)^2 pi^2 / (2 x^2))   (Feller 1951)
+    odd = 2.0 * np.arange(_SMALL_TERMS) + 1.0
+    terms = (8.0 / xs**2 + 8.0 / (odd**2 * math.pi**2)) * np.exp(-(odd**2) * math.pi**2 / (2.0 * xs**2))
+    return terms.sum(axis=1)
+
+
+def _range_large_sf(xl: np.ndarray) -> np.ndarray:
+    # P(R > x) = 8 sum_{k>=1} (-1)^(k-1) k P(N > k x): the integral of Feller's density
+    # f(r) = 8 sum_k (-1)^(k-1) k^2 phi(k r) from x to infinity.
+    k = np.arange(1, _TAIL_TERMS + 1, dtype=np.float64)
+    terms = _alternating(_TAIL_TERMS) * k * _normal_sf(k * xl)
+    return 8.0 * np.nan_to_num(terms).sum(axis=1)
+
+
+def _sup_abs_parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(CDF, SF) of sup_[0,1] |B| at x (1-D array), each computed where it is accurate."""
+    return _parts(x, _sup_abs_small_cdf, _sup_abs_large_sf)
 
 
 def _range_parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(CDF, SF) of the range of B on [0, 1] at x (1-D array), each computed where it is accurate."""
-    cdf = np.zeros_like(x)
-    sf = np.ones_like(x)
-    nan = np.isnan(x)
-    small = (x > 0) & (x < _SWITCH)
-    large = x >= _SWITCH
-    if small.any():
-        xs = x[small][:, None]
-        odd = 2.0 * np.arange(_SMALL_TERMS) + 1.0
-        # P(R <= x) = sum_k (8/x^2 + 8/((2k+1)^2 pi^2)) exp(-(2k+1)^2 pi^2 / (2 x^2))   (Feller 1951)
-        terms = (8.0 / xs**2 + 8.0 / (odd**2 * math.pi**2)) * np.exp(-(odd**2) * math.pi**2 / (2.0 * xs**2))
-        cdf[small] = terms.sum(axis=1)
-        sf[small] = 1.0 - cdf[small]
-    if large.any():
-        xl = x[large][:, None]
-        k = np.arange(1, _TAIL_TERMS + 1, dtype=np.float64)
-        sign = np.where(np.arange(_TAIL_TERMS) % 2 == 0, 1.0, -1.0)
-        # P(R > x) = 8 sum_{k>=1} (-1)^(k-1) k P(N > k x): the integral of Feller's density
-        # f(r) = 8 sum_k (-1)^(k-1) k^2 phi(k r) from x to infinity.
-        terms = sign * k * _normal_sf(k * xl)
-        sf[large] = 8.0 * np.nan_to_num(terms).sum(axis=1)
-        cdf[large] = 1.0 - sf[large]
-    cdf[nan] = np.nan
-    sf[nan] = np.nan
-    return cdf, sf
+    return _parts(x, _range_small_cdf, _range_large_sf)
 
 
 def sup_abs_brownian_cdf(x):

@@ -256,14 +256,7 @@ class InputAccumulator(InputState):
     def for_second_pass(self) -> "InputAccumulator":
         """An empty accumulator for a second pass, with each problem's quantile edges from this pass."""
         fitted = [p.fitted_edges() for p in self.problems]
-        return InputAccumulator(
-            mode=self.mode,
-            n_classes=self.n_classes,
-            class_names=self.class_names,
-            options=self.options,
-            edges=[e for e, _ in fitted],
-            edges_method=fitted[0][1],
-        )
+        return InputAccumulator(**self.head(), edges=[e for e, _ in fitted], edges_method=fitted[0][1])
 
     def result(self, progress=None, keep_replicates: bool = False) -> BinnedReport:
         """The report; ``keep_replicates`` keeps every problem's bootstrap replicates (a comparison's differences)."""

@@ -26,7 +26,7 @@ from calibcli.io.fragments import Batch, Fragment, RowCounts
 from calibcli.io.loaded import LoadedInput, read_dataset, read_input, read_whole_table
 from calibcli.io.resolve import resolve_datasets
 from calibcli.io.sources import DEFAULT_BATCH_ROWS, Dataset, Stream
-from calibcli.io.streams import Sources, open_streams
+from calibcli.io.streams import Sources
 
 __all__ = [
     "CSV_NULL_VALUES",
@@ -44,7 +44,6 @@ __all__ = [
     "column_to_numpy",
     "detect_format",
     "natural_suffix_order",
-    "open_streams",
     "read_dataset",
     "read_input",
     "read_schema",

@@ -17,7 +17,6 @@ checks it in a fresh interpreter).
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -26,7 +25,7 @@ import numpy as np
 from calibcli.core.errors import CalibcliError, shown
 from calibcli.core.modes import sigmoid, softmax
 from calibcli.core.validation import check_binary, check_multiclass
-from calibcli.io.columns import _labels_to_index, _suffix, natural_suffix_order
+from calibcli.io.columns import _labels_to_index, _suffix, expand_columns
 
 
 def _module(x) -> str:
@@ -139,21 +138,23 @@ def select(data, columns, *, name: str):
     if isinstance(columns, str):
         columns = [columns]
 
-    chosen: list[str] = []
-    for item in columns:
-        if not isinstance(item, str):
-            raise CalibcliError(f"{name}: with data, name columns by strings, got {item!r}")
-        if any(ch in item for ch in "*?["):
-            matched = [c for c in available if fnmatch.fnmatchcase(c, item)]
-            if not matched:
-                raise CalibcliError(
-                    f"{name}: pattern {item!r} matches no column of data; its columns are {list(available)}"
-                )
-            chosen.extend(natural_suffix_order(matched))
-        elif item not in available:
+    def strings():  # (checked as they come: the first item at fault is the one named)
+        for item in columns:
+            if not isinstance(item, str):
+                raise CalibcliError(f"{name}: with data, name columns by strings, got {item!r}")
+            yield item
+
+    def present(item: str) -> str:
+        if item not in available:
             raise CalibcliError(f"{name}: data has no column {item!r}; its columns are {list(available)}")
-        else:
-            chosen.append(item)
+        return item
+
+    chosen = expand_columns(
+        strings(),
+        available,
+        missing=lambda item: f"{name}: pattern {item!r} matches no column of data; its columns are {list(available)}",
+        named=present,
+    )
     if len(chosen) == 1:
         return _get(data, chosen[0])
     return {c: _get(data, c) for c in chosen}

@@ -78,6 +78,23 @@ def natural_suffix_order(names: list[str]) -> list[str]:
     return names
 
 
+def expand_columns(items, names, *, missing, exclude=(), named=None, order=natural_suffix_order) -> list[str]:
+    """The columns ``items`` name, in order: a glob pattern (``p_*``, with ``*?[``) the columns of ``names`` it
+    matches that are not in ``exclude``, ordered by ``order`` (the numeric suffix); a pattern that matches none
+    is refused with the message ``missing(pattern)``. A plain name is ``named(name)`` (a check that finds it,
+    default: as it is)."""
+    out: list[str] = []
+    for item in items:
+        if any(ch in item for ch in "*?["):
+            matched = [n for n in names if fnmatch.fnmatchcase(n, item) and n not in exclude]
+            if not matched:
+                raise CalibcliError(missing(item))
+            out.extend(order(matched))
+        else:
+            out.append(item if named is None else named(item))
+    return out
+
+
 def _suffix(name: str) -> str:
     m = _MULTI_PROB_RE.match(name)
     if m:
@@ -159,18 +176,16 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
         vector = types.get(col) is not None and _is_list_type(types[col])
         return _Resolved((col,), vector, label, weight, chosen, None)
     if spec.prob_cols:
-        cols: list[str] = []
-        for item in _split_list(spec.prob_cols):
-            if any(ch in item for ch in "*?["):
-                matched = [n for n in names if fnmatch.fnmatchcase(n, item) and n not in (label, weight)]
-                if not matched:
-                    raise CalibcliError(
-                        f"{where}: {{opt:prob_cols}} pattern {shown(item)} matches no column; the file has columns "
-                        f"{shown_names(names)}"
-                    )
-                cols.extend(natural_suffix_order(matched))
-            else:
-                cols.append(need(item, "{opt:prob_cols}"))
+        cols = expand_columns(
+            _split_list(spec.prob_cols),
+            names,
+            exclude=(label, weight),
+            missing=lambda item: (
+                f"{where}: {{opt:prob_cols}} pattern {shown(item)} matches no column; the file "
+                f"has columns {shown_names(names)}"
+            ),
+            named=lambda item: need(item, "{opt:prob_cols}"),
+        )
         if len(cols) == 1:
             vector = types.get(cols[0]) is not None and _is_list_type(types[cols[0]])
             if not vector:

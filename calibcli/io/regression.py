@@ -23,7 +23,6 @@ deviation (variance) that is not positive, a lower end above the upper end, a ba
 
 from __future__ import annotations
 
-import fnmatch
 import math
 import re
 from collections.abc import Callable, Iterator
@@ -33,16 +32,16 @@ import numpy as np
 
 from calibcli.core.errors import CalibcliError, shown, shown_names
 from calibcli.core.validation import check_options
-from calibcli.io import formats
 from calibcli.io.arrow_values import _floats, _is_text, _text_numbers, null_mask
 from calibcli.io.columns import (
     _is_list_type,
+    _split_list,
     _type_words,
+    expand_columns,
     group_kind,
     group_values,
     natural_suffix_order,
 )
-from calibcli.io.footers import _guarded
 from calibcli.io.long_quantiles import LongForm, detect_long, first_levels, long_batches
 from calibcli.io.resolve import resolve_datasets
 from calibcli.io.sources import DEFAULT_BATCH_ROWS, Dataset, Stream
@@ -144,22 +143,16 @@ class Target:
 
 def _expand(items, names: list[str], flag: str, where: str, taken: set[str]) -> list[str]:
     """Columns named by a list option: names, comma-separated lists or patterns (``s*``)."""
-    out: list[str] = []
-    for item in items:
-        for part in (p.strip() for p in item.split(",")):
-            if not part:
-                continue
-            if any(ch in part for ch in "*?["):
-                matched = [n for n in names if fnmatch.fnmatchcase(n, part) and n not in taken]
-                if not matched:
-                    raise CalibcliError(
-                        f"{where}: {flag} pattern {shown(part)} matches no column; the file has columns "
-                        f"{shown_names(names)}"
-                    )
-                out.extend(_by_number(matched))
-            else:
-                out.append(_need(part, flag, names, where))
-    return out
+    return expand_columns(
+        _split_list(items),
+        names,
+        exclude=taken,
+        missing=lambda part: (
+            f"{where}: {flag} pattern {shown(part)} matches no column; the file has columns {shown_names(names)}"
+        ),
+        named=lambda part: _need(part, flag, names, where),
+        order=_by_number,
+    )
 
 
 def _by_number(names: list[str]) -> list[str]:
@@ -703,13 +696,7 @@ def open_regression(
 ) -> RegressionStream:
     """Fix the target's kind and columns from the dataset's first file and return its stream."""
     check_options(batch_rows=batch_rows)
-    if input_format is not None:
-        formats.detect_format("-", input_format)
-    fmts = dataset.file_formats(input_format)
-    located = dataset.locations()
-    first, location, fmt = dataset._sources[0], located[0], fmts[0]
-    schema = _guarded(first.path, fmt, formats.read_schema, location, fmt)
-    names, types = list(schema.names), {f.name: f.type for f in schema}
+    first, names, types, located, fmts = dataset.first_schema(input_format)
     target = resolve_target(names, types, spec, first.path)
     if len(set(group_by)) < len(group_by):
         twice = next(g for g in group_by if group_by.count(g) > 1)
@@ -723,7 +710,7 @@ def open_regression(
     partition_keys = tuple(g for g in group_by if g in dataset.partition_kinds)
     partitions = [dataset._group_partition(s, partition_keys, kinds, group_by) for s in dataset._sources]
     if target.long is not None:
-        target = _long_target(target, group_by, drop_invalid, location, fmt, first.path, batch_rows)
+        target = _long_target(target, group_by, drop_invalid, located[0], fmts[0], first.path, batch_rows)
     plan = RegressionPlan(
         target=target,
         first_file=first.path,

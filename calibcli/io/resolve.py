@@ -130,6 +130,21 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
+def file_mode(path: str, *, where: str, broken: str, missing: str, unopenable) -> int:
+    """``os.stat(path).st_mode`` through links, or one error headed ``where``: a symbolic link to nothing
+    (``broken``: how to mend it), no such file (``missing``), or the ``OSError`` ``unopenable(exc)`` words."""
+    try:
+        return os.stat(path).st_mode
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise CalibcliError(
+                f"{where}: is a symbolic link to {shown(os.readlink(path))}, which does not exist: {broken}"
+            ) from None
+        raise CalibcliError(f"{where}: {missing}") from None
+    except OSError as exc:
+        raise CalibcliError(f"{where}: {unopenable(exc)}") from None
+
+
 def _names_descriptor(arg: str) -> bool:
     """Whether ``arg`` names one of this process's descriptors (``/dev/stdin``, ``/dev/fd/0``, a terminal
     given as ``/dev/stdin``): read as standard input is, whatever is behind it."""
@@ -140,17 +155,13 @@ def check_member(path: str, arg: str) -> None:
     """Refuse, before anything is opened, a file of a directory or glob that is not a regular file (through
     links): a named pipe would block its reader for ever waiting for a writer, a link to ``/dev/zero`` would be
     read for ever, a socket cannot be read at all. One error naming the file and the argument it is in."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        if os.path.islink(path):
-            raise CalibcliError(
-                f"{path} (in {arg}): is a symbolic link to {shown(os.readlink(path))}, which does not "
-                f"exist: fix or remove the link"
-            ) from None
-        raise CalibcliError(f"{path} (in {arg}): disappeared while the input was being listed: run again") from None
-    except OSError as exc:
-        raise CalibcliError(f"{path} (in {arg}): " + _unopenable(path, exc).split(": ", 1)[1]) from None
+    mode = file_mode(
+        path,
+        where=f"{path} (in {arg})",
+        broken="fix or remove the link",
+        missing="disappeared while the input was being listed: run again",
+        unopenable=lambda exc: _unopenable(path, exc).split(": ", 1)[1],
+    )
     if not stat.S_ISREG(mode):
         link = f" (a link to {shown(os.path.realpath(path), quote=False)})" if os.path.islink(path) else ""
         raise CalibcliError(

@@ -288,13 +288,7 @@ class Dataset:
         segments = bool(segment_by)
         carried = tuple(segment_by or group_by)  # the columns read beside every row (one kind or the other)
         option = "{opt:segment_cols}" if segments else "{opt:group_by}"
-        if input_format is not None:
-            formats.detect_format("-", input_format)  # a bad --input-format fails before stdin is read
-        fmts = self.file_formats(input_format)
-        located = self.locations()
-        first, location, fmt = self._sources[0], located[0], fmts[0]
-        schema = _guarded(first.path, fmt, formats.read_schema, location, fmt)
-        names, types = list(schema.names), {f.name: f.type for f in schema}
+        first, names, types, located, fmts = self.first_schema(input_format)
         resolved = resolve_columns(names, types, spec, first.path)
         kinds = tuple(self._group_kind(g, names, types, first.path, option) for g in carried)
         if len(set(carried)) < len(carried):
@@ -334,6 +328,18 @@ class Dataset:
             partition_keys=partition_keys,
         )
         return Stream(self, plan, list(zip(self._sources, located, fmts, partitions, strict=True)))
+
+    def first_schema(self, input_format: str | None):
+        """``(first source, its column names, their types, every file's location, every file's format)``: what
+        a stream's plan is fixed from, the first file's schema (a bad ``input_format`` fails before stdin is
+        read)."""
+        if input_format is not None:
+            formats.detect_format("-", input_format)
+        fmts = self.file_formats(input_format)
+        located = self.locations()
+        first = self._sources[0]
+        schema = _guarded(first.path, fmts[0], formats.read_schema, located[0], fmts[0])
+        return first, list(schema.names), {f.name: f.type for f in schema}, located, fmts
 
     def file_formats(self, input_format: str | None = None) -> list[str]:
         """Each file's format: ``input_format``, else its extension, else (standard input, a pipe such as

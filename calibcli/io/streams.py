@@ -29,44 +29,15 @@ class Sources:
     windows: Windowing | None = None  # calibcli monitor's time windows: the first group key (SPEC 12)
 
     def open(self) -> Iterator:
-        """One stream per dataset; every dataset is resolved before the first is read."""
-        return open_streams(
-            list(self.files),
-            self.spec,
-            input_format=self.input_format,
-            drop_invalid=self.drop_invalid,
-            pool=self.pool,
-            batch_rows=self.batch_rows,
-            group_by=self.group_by,
-            segment_by=self.segment_by,
-            windows=self.windows,
-        )
-
-
-def open_streams(
-    files: list[str],
-    spec,
-    *,
-    input_format: str | None,
-    drop_invalid: bool,
-    pool: bool,
-    batch_rows: int,
-    group_by: tuple[str, ...],
-    segment_by: tuple[str, ...] = (),
-    windows: Windowing | None = None,
-) -> Iterator:
-    """One stream per dataset (a file, a directory, a glob, stdin; all of them with ``pool``), in argument order.
-
-    Every dataset is resolved before the first is read, so a missing path fails before any work.
-    """
-    datasets = resolve_datasets(list(files), pool=pool)
-    for dataset in datasets:
-        stream = dataset.open(
-            spec,
-            input_format=input_format,
-            drop_invalid=drop_invalid,
-            batch_rows=batch_rows,
-            group_by=tuple(group_by),
-            segment_by=tuple(segment_by),
-        )
-        yield stream if windows is None else windowed(stream, windows)
+        """One stream per dataset (a file, a directory, a glob, stdin; all of them with ``pool``), in argument
+        order. Every dataset is resolved before the first is read, so a missing path fails before any work."""
+        for dataset in resolve_datasets(list(self.files), pool=self.pool):
+            stream = dataset.open(
+                self.spec,
+                input_format=self.input_format,
+                drop_invalid=self.drop_invalid,
+                batch_rows=self.batch_rows,
+                group_by=tuple(self.group_by),
+                segment_by=tuple(self.segment_by),
+            )
+            yield stream if self.windows is None else windowed(stream, self.windows)

@@ -22,6 +22,8 @@ MONITORED = ("smece", "calibration_in_the_large", "cox_slope", "cox_intercept")
 DEFAULT_METRICS = "smece,calibration_in_the_large"
 #: The audit's declarations (``calibcli audit``'s flags and rules) that ``--segment-cols`` per window takes.
 _AUDIT = params_of(AuditOptions)
+#: The options a window's audit takes from the monitor's (the others are the audit's defaults).
+_AUDITED = ("segment_cols", "mode", "depth", "min_segment", "alpha")
 
 
 @dataclass(frozen=True)
@@ -120,13 +122,7 @@ class Options(Bootstrap):
         """The audit of every window (``--segment-cols``): ``calibcli audit``'s options, its defaults otherwise."""
         if not self.segments:
             return None
-        return AuditOptions(
-            segment_cols=self.segment_cols,
-            mode=self.mode,
-            depth=self.depth,
-            min_segment=self.min_segment,
-            alpha=self.alpha,
-        )
+        return AuditOptions(**{name: getattr(self, name) for name in _AUDITED})
 
     @property
     def segments(self) -> tuple[str, ...]:

@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from calibcli.core.accumulator import Accumulator
+from calibcli.core.accumulator import OnePass
 from calibcli.core.rows import RowSample
 from calibcli.smooth.estimator import smooth_ece
 
@@ -44,7 +44,7 @@ def binary_rows(probs: np.ndarray, labels: np.ndarray, mode: str) -> tuple[np.nd
     return probs[np.arange(len(top)), top], (top == labels).astype(np.int64)
 
 
-class ReferenceRows(Accumulator):
+class ReferenceRows(OnePass):
     """A window's rows for the reference's nulls: at most ``k`` of them (all while they fit, else the seeded
     bottom-k of SPEC 8, the same however the rows were split), as the binary problem's ``(z, y)``."""
 
@@ -65,18 +65,8 @@ class ReferenceRows(Accumulator):
     def n_rows(self) -> int:
         return self.sample.n_seen
 
-    @property
-    def problems(self) -> list:
-        return []
-
-    def needs_second_pass(self) -> bool:
-        return False
-
     def for_second_pass(self) -> ReferenceRows:
         return ReferenceRows(mode=self.mode, k=self.sample.k, seed=self.sample.seed)
-
-    def result(self, progress=None) -> ReferenceRows:
-        return self
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """``(z, y)`` of the rows held, in row order."""

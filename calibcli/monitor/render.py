@@ -122,40 +122,12 @@ def render_csv(doc: dict) -> str:
     for w in doc["windows"]:
         group = json.dumps(w["group"], sort_keys=True) if w["group"] else ""
         alert = "" if w["alert"] is None else str(w["alert"]).lower()
+        window = [w["start"], w["end"], group, w["rows"], w["role"]]
         for name in doc["parameters"]["metrics"]:
             m = w["metrics"].get(name) or {}
             c = w["comparisons"].get(name) or {}
-            writer.writerow(
-                [
-                    w["start"],
-                    w["end"],
-                    group,
-                    w["rows"],
-                    w["role"],
-                    name,
-                    m.get("estimate"),
-                    m.get("ci_low"),
-                    m.get("ci_high"),
-                    c.get("p_value"),
-                    c.get("p_adjusted"),
-                    alert,
-                ]
-            )
+            estimate = [m.get("estimate"), m.get("ci_low"), m.get("ci_high")]
+            writer.writerow([*window, name, *estimate, c.get("p_value"), c.get("p_adjusted"), alert])
         t = w["test"]
-        writer.writerow(
-            [
-                w["start"],
-                w["end"],
-                group,
-                w["rows"],
-                w["role"],
-                f"test:{t['name']}",
-                None,
-                None,
-                None,
-                t.get("p_value"),
-                t.get("p_adjusted"),
-                alert,
-            ]
-        )
+        writer.writerow([*window, f"test:{t['name']}", None, None, None, t.get("p_value"), t.get("p_adjusted"), alert])
     return buf.getvalue()

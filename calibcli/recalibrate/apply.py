@@ -15,7 +15,7 @@ from calibcli.core.errors import CalibcliError, warn
 from calibcli.core.modes import sigmoid, softmax
 from calibcli.io import converted, formats
 from calibcli.io.arrow_values import column_to_numpy
-from calibcli.io.columns import natural_suffix_order, vector_column
+from calibcli.io.columns import _split_list, expand_columns, vector_column
 from calibcli.io.footers import _guarded
 from calibcli.io.formats import no_rows
 from calibcli.io.fragments import _guarded_iter
@@ -121,8 +121,6 @@ def _apply_columns(schema, doc: dict, *, prob_col, prob_cols, display: str) -> t
     lists or patterns such as 'p_*'). One list column or K numeric columns give an (n, K) array, one numeric
     column a 1-D array; the form must be the one the calibrator was fitted on.
     """
-    import fnmatch
-
     import pyarrow as pa
 
     K = doc["n_classes"]
@@ -136,17 +134,13 @@ def _apply_columns(schema, doc: dict, *, prob_col, prob_cols, display: str) -> t
     if prob_col:
         columns = [prob_col]
     elif prob_cols:
-        columns = []
-        for item in (c.strip() for entry in prob_cols for c in entry.split(",") if c.strip()):
-            if any(ch in item for ch in "*?["):
-                matched = [n for n in names if fnmatch.fnmatchcase(n, item)]
-                if not matched:
-                    raise CalibcliError(
-                        f"{display}: --prob-cols pattern {item!r} matches no column; the file has columns {names}"
-                    )
-                columns.extend(natural_suffix_order(matched))
-            else:
-                columns.append(item)
+        columns = expand_columns(
+            _split_list(prob_cols),
+            names,
+            missing=lambda item: (
+                f"{display}: --prob-cols pattern {item!r} matches no column; the file has columns {names}"
+            ),
+        )
     missing = [c for c in columns if c not in names]
     if missing:
         raise CalibcliError(

@@ -28,7 +28,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from calibcli.calibrators import calibrator_from_dict
-from calibcli.core.accumulator import Accumulator
+from calibcli.core.accumulator import Accumulator, OnePass
 from calibcli.core.documents import metric_json
 from calibcli.core.modes import binary_problems
 from calibcli.core.resampling import row_hash
@@ -51,24 +51,7 @@ def _bucket(seed: int, row_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return h, (h >> _SHIFT).astype(np.int64)
 
 
-class _OnePass(Accumulator):
-    """What an engine's runner asks of an accumulator that needs a single pass and resamples nothing."""
-
-    def needs_second_pass(self) -> bool:
-        return False
-
-    def for_second_pass(self):
-        return self
-
-    @property
-    def problems(self) -> list:
-        return []
-
-    def result(self, progress=None):
-        return self
-
-
-class SplitCounter(_OnePass):
+class SplitCounter(OnePass):
     """First pass of a holdout split: the rows, whether the input has one probability column, and how many
     rows fall in each of the 2^16 buckets of ``row_hash(seed, row index)``."""
 
@@ -103,7 +86,7 @@ class SplitCounter(_OnePass):
         return bucket, k - before
 
 
-class HoldoutFitAccumulator(_OnePass):
+class HoldoutFitAccumulator(OnePass):
     """Second pass of a holdout split: the fit part (the ``k`` rows with the smallest hashes) into a
     :class:`FitAccumulator`, given the boundary ``(bucket, rank)`` of :meth:`SplitCounter.boundary`."""
 

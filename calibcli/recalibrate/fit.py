@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibcli.core.accumulator import Accumulator
+from calibcli.core.accumulator import OnePass
 from calibcli.core.rows import RowSample
 from calibcli.core.validation import check_options
 
@@ -32,7 +32,7 @@ MAX_DISTINCT = 1 << 20
 REDUCIBLE = ("platt", "beta", "polynomial", "isotonic", "histogram")
 
 
-class FitAccumulator(Accumulator):
+class FitAccumulator(OnePass):
     """Rows to fit a recalibration map on (see the module docstring)."""
 
     kind = "fit"
@@ -87,19 +87,9 @@ class FitAccumulator(Accumulator):
     def n_rows(self) -> int:
         return self.sample.n_seen
 
-    # -- what an engine's runner asks of an accumulator (SPEC 8): one pass, nothing to resample
-
-    def needs_second_pass(self) -> bool:
-        """Never: the sample and the per-value sums are complete after one pass."""
-        return False
-
-    def for_second_pass(self) -> FitAccumulator:
-        return self
-
-    @property
-    def problems(self) -> list:
-        """Nothing is resampled when the rows are gathered (the fit itself happens on the client)."""
-        return []
+    # (what an engine's runner asks of an accumulator, SPEC 8, is OnePass's: the sample and the per-value sums
+    # are complete after one pass, and nothing is resampled when the rows are gathered: the fit itself happens
+    # on the client)
 
     def result(self, progress=None) -> FitAccumulator:
         """The state itself: :meth:`data` gives the rows of each method's fit."""

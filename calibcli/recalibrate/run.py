@@ -27,7 +27,7 @@ from calibcli.ece_family import options as ece_options
 from calibcli.engines.pipeline import check_engine, engine_runner, progress_bar
 from calibcli.io.columns import ColumnSpec
 from calibcli.io.sources import DEFAULT_BATCH_ROWS
-from calibcli.io.streams import open_streams
+from calibcli.io.streams import Sources
 from calibcli.recalibrate.evaluate import EvaluateAccumulator, HoldoutSplit
 from calibcli.recalibrate.fit import FitAccumulator
 from calibcli.smooth import options as smece_options
@@ -125,16 +125,14 @@ def _open_one(path: str, spec, *, max_rows: int, input_format, drop_invalid: boo
     """The stream of one dataset (a file, a directory of shards, a glob, '-'); ``max_rows`` checked first."""
     if max_rows < 2:
         raise OptionError("max_rows", f"{{name}} is {max_rows}: expected at least 2 rows to fit on")
-    (stream,) = open_streams(
-        [path],
-        spec,
-        input_format=input_format,
-        drop_invalid=drop_invalid,
-        pool=False,
-        batch_rows=batch_rows,
-        group_by=(),
-    )
+    (stream,) = _ungrouped([path], spec, input_format=input_format, drop_invalid=drop_invalid, batch_rows=batch_rows)
     return stream
+
+
+def _ungrouped(paths: list[str], spec, *, input_format, drop_invalid: bool, batch_rows: int) -> list:
+    """One stream per dataset of ``paths``, each read whole: not pooled, not grouped (a map is fitted on, and
+    measured over, one input at a time)."""
+    return list(Sources(tuple(paths), spec, input_format, drop_invalid, batch_rows=batch_rows).open())
 
 
 def _single(entries, empty):
@@ -281,17 +279,7 @@ def evaluation(
     tcal_options = TcalOptions(n_boot=n_boot, alpha=alpha, seed=seed, discrete=discrete, max_rows=max_rows)
     spec = ColumnSpec.of(prob_col, prob_cols, label_col, weight_col, logits)
     paths = [fit_file, file] if fit_file else [file]
-    streams = list(
-        open_streams(
-            paths,
-            spec,
-            input_format=input_format,
-            drop_invalid=drop_invalid,
-            pool=False,
-            batch_rows=batch_rows,
-            group_by=(),
-        )
-    )
+    streams = _ungrouped(paths, spec, input_format=input_format, drop_invalid=drop_invalid, batch_rows=batch_rows)
     test_stream = streams[-1]
     with engine_runner(engine, scheduler, workers) as runner:
         n_workers = runner.workers

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from calibcli.core.accumulator import Accumulator
+from calibcli.core.accumulator import Accumulator, OnePass
 from calibcli.core.errors import CalibcliError, OptionError
 from calibcli.core.modes import binary_problems
 from calibcli.core.results import Metric
@@ -249,7 +249,7 @@ class TcalReport:
 # One input (or group)
 
 
-class TcalInputAccumulator(Accumulator):
+class TcalInputAccumulator(OnePass):
     """T-Cal's state for one input (or group) in one mode: the rows (:class:`RowSample`) and, outside
     canonical mode, the per-value counts (:class:`ValueCounts`) of the binary problem.
 
@@ -306,13 +306,6 @@ class TcalInputAccumulator(Accumulator):
     def n_rows(self) -> int:
         return self.rows.n_seen
 
-    def needs_second_pass(self) -> bool:
-        """Never: the sample and the counts are complete after one pass."""
-        return False
-
-    def for_second_pass(self) -> TcalInputAccumulator:
-        return self
-
     @property
     def problems(self) -> list[str]:
         """The tests that resample (for a progress bar): T-Cal's mode, or none for the binomial test."""
@@ -358,18 +351,7 @@ class TcalInputAccumulator(Accumulator):
             return self._report(decision, None)
         o = self.options
         row_index, z, y, w = self.rows.arrays()
-        result = tcal_test(
-            y,
-            z,
-            sample_weight=w,
-            smoothness=o.smoothness,
-            null=o.null,
-            n_boot=o.n_boot,
-            combine=o.combine,
-            alpha=o.alpha,
-            rng=np.random.default_rng(o.seed),
-            progress=progress,
-        )
+        result = tcal_test(y, z, sample_weight=w, **o.procedure, rng=np.random.default_rng(o.seed), progress=progress)
         return self._report(decision, result, len(row_index))
 
     def _report(
@@ -416,15 +398,7 @@ def tcal_reports(accumulators: Sequence[TcalInputAccumulator]) -> list[TcalRepor
             row_index, z, y, w = accumulators[i].rows.arrays()
             problems.append((y, z, w))
             kept[i] = len(row_index)
-        tests = tcal_tests(
-            problems,
-            seed=o.seed,
-            smoothness=o.smoothness,
-            null=o.null,
-            n_boot=o.n_boot,
-            combine=o.combine,
-            alpha=o.alpha,
-        )
+        tests = tcal_tests(problems, seed=o.seed, **o.procedure)
         results.update(zip(members, tests, strict=True))
     return [
         acc._report(d, results.get(i), kept.get(i, 0))

@@ -140,6 +140,18 @@ class Options(Bootstrap):
         return {"tcal": "no", "binomial": "yes"}.get(self.test, self.discrete)
 
     @property
+    def procedure(self) -> dict:
+        """The keywords of :func:`calibcli.tcal.procedure.tcal_test` (and ``tcal_tests``) these options set: the
+        smoothness, the null, the resamples, the rule combining the levels and the level of the test."""
+        return {
+            "smoothness": self.smoothness,
+            "null": self.null,
+            "n_boot": self.n_boot,
+            "combine": self.combine,
+            "alpha": self.alpha,
+        }
+
+    @property
     def resamples(self) -> int:
         """Resamples T-Cal draws: ``n_boot``, none for the Chebyshev null."""
         return 0 if self.null == "chebyshev" else self.n_boot
