@@ -62,6 +62,8 @@ def _collapse(values: np.ndarray, n: np.ndarray, positives: np.ndarray):
     order = np.argsort(values)
     v = values[order] + 0.0
     starts = np.flatnonzero(np.concatenate(([True], v[1:] != v[:-1])))
+    if len(starts) == len(v):  # every value distinct (continuous scores): nothing to sum
+        return v, n[order], positives[order]
     return v[starts], np.add.reduceat(n[order], starts), np.add.reduceat(positives[order], starts)
 
 

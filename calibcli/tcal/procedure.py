@@ -55,10 +55,11 @@ def prepare(y_true, y_prob, sample_weight):
     return mode, K, labels, probs, w, weighted
 
 
-def make_engine(mode: str, K: int, labels, probs, w, n_bins_list: list[int], order=None) -> Engine:
-    """The engine of the data's mode; ``order``: a candidate sort order of binary predictions (checked)."""
+def make_engine(mode: str, K: int, labels, probs, w, n_bins_list: list[int], order=None, swept: int = 0) -> Engine:
+    """The engine of the data's mode; ``order``: a candidate sort order of binary predictions (checked);
+    ``swept``: the y-bootstrap resamples it will sweep (the size of the work chooses the sweep's backend)."""
     if mode == "binary":
-        return SortedScalarEngine(probs, labels.astype(np.float64), w, n_bins_list, order=order)
+        return SortedScalarEngine(probs, labels.astype(np.float64), w, n_bins_list, order=order, resamples=swept)
     P = probs / probs.sum(axis=1, keepdims=True)
     groups = [simplex_bin_index(P, m) for m in n_bins_list]
     return GroupVectorEngine(P, labels, w, groups, scale=1.0)
@@ -157,7 +158,7 @@ def _set_up(
             )
 
     order = None if orders is None or mode != "binary" else orders.get(n)
-    engine = make_engine(mode, K, labels, probs, w, n_bins_list, order=order)
+    engine = make_engine(mode, K, labels, probs, w, n_bins_list, order=order, swept=R if null == "y-bootstrap" else 0)
     if orders is not None and isinstance(engine, SortedScalarEngine):
         orders.setdefault(n, engine.order)
     return _Test(engine, mode, K, n, L, R, null, combine, alpha, adaptive, smoothness, weighted, n_bins_list, warnings)

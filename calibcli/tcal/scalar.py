@@ -13,25 +13,29 @@ moves ``T_m`` by at most about ``2^-F`` (about ``1e-13`` at n = 10^6); the obser
 arithmetic, so the Monte Carlo p-value stays exact. A bin holding one point contributes exactly 0 to ``T_m`` for
 every draw, so only bins with at least two points are gathered; such a bin is the same set of points at every level
 from the one where it appears to the one where it splits, so each distinct bin is visited once per resample and its
-contribution is credited to that range of levels: O(R x n) for all L levels together. The sweep goes block by block
-through the sorted points (drawing ``y*``, extending the prefix sums, finishing the bins that end in the block), so
-the working arrays stay in cache; the prefix sums are block-local (plus the few that bins crossing a block boundary
-start from), so several seeded chunks of resamples go through one sweep together (:data:`SWEEP_ROWS`), and tests of
-other predictions of the same rows can compare the same draws with their own predictions (:func:`sweep`). All levels
-and both combination rules use the same draws.
+contribution is credited to that range of levels: O(R x n) for all L levels together. NumPy's sweep goes block by
+block through the sorted points (drawing ``y*``, extending the prefix sums, finishing the bins that end in the
+block), so the working arrays stay in cache; the prefix sums are block-local (plus the few that bins crossing a block
+boundary start from). The compiled sweep (:func:`calibcli.tcal.kernels.sweep_streamed`, for large work) keeps only
+running sums and a stack of the sums at the starts of the bins still open (:func:`stream_layout`). Several seeded
+chunks of resamples go through one sweep together (:data:`SWEEP_ROWS`), and tests of other predictions of the same
+rows can compare the same draws with their own predictions (:func:`sweep`). All levels and both combination rules
+use the same draws.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from calibcli.core.binning import uniform_bin_index
 from calibcli.core.resampling import _GAMMA, _MIX1, _MIX2
 from calibcli.tcal.engine import CHUNK_BYTES
-from calibcli.tcal.kernels import sweep_block, sweep_block_weighted
+from calibcli.tcal.kernels import nested_bins, sweep_streamed
 
 #: Points per block of the sorted sweep (binary engine): the block's working arrays fit in cache (even: a
 #: block's draws start at a pair of points).
@@ -42,14 +46,15 @@ _BLOCK_POINTS = 2**15
 SWEEP_ROWS = 4
 #: The same for the compiled sweep, whose loops run over a point's label vectors side by side in vector registers:
 #: the more, the faster (1e6 points, per 1,000 resamples: 4 rows 4.2 s of CPU, 8 3.1 s, 16 2.3 s, 32 1.4 s).
-COMPILED_SWEEP_ROWS = 32
+COMPILED_SWEEP_ROWS = 64
 
-#: Points from which the y-bootstrap's sweep runs as one compiled loop (:func:`calibcli.tcal.kernels.sweep_block`)
-#: rather than NumPy's passes: 2^17 points and 1000 resamples are 1.3e8 labels, past which the loop's savings
-#: outweigh loading Numba and its cached code (about 0.4 s once per process); below, a small test does not load
-#: it. They are the sweep's two backends: the same statistics within 1e-12 relative (SPEC 8.1;
-#: tests/tcal/test_tcal_kernel.py).
-COMPILED_POINTS = 1 << 17
+#: Labels (points x resamples) from which the y-bootstrap's sweep runs as one compiled loop
+#: (:func:`calibcli.tcal.kernels.sweep_streamed`) rather than NumPy's passes, and the bins are found by a compiled
+#: pass (:func:`calibcli.tcal.kernels.nested_bins`): loading Numba and its cached code costs about 0.45 s of CPU
+#: once per process, NumPy's passes about 27 ns a label and the loop about 1 ns (1e4 points: 1000 resamples 0.29 s
+#: in NumPy against 0.46 s, 3000 resamples 0.82 s against 0.53 s); below, a small test does not load it. They are
+#: the sweep's two backends: the same statistics within 1e-12 relative (SPEC 8.1; tests/tcal/test_tcal_kernel.py).
+COMPILED_LABELS = 1 << 24
 
 
 def _gap_levels(zs: np.ndarray, n_bins_list: list[int]) -> np.ndarray:
@@ -185,6 +190,108 @@ def _bin_inverse_weights(w: np.ndarray | None, bin_start: np.ndarray, bin_end: n
         return np.where(weighted, 1.0 / np.where(weighted, bin_w, 1.0), 0.0), bool((weighted & small).any())
 
 
+def compiled_nested_bins(gap_part: np.ndarray, P: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_nested_bins`' bins (the same set) found in one compiled pass (:func:`calibcli.tcal.kernels.nested_bins`),
+    in increasing order of their ends."""
+    part = np.empty(n + 1, dtype=np.int64)
+    part[0] = part[n] = -1
+    part[1:n] = gap_part
+    room = [np.empty(2 * n + 1, dtype=np.int64) for _ in range(4)]
+    count = nested_bins(part, P, *room)
+    start, end, first, last = (a[:count].copy() for a in room)
+    return start, end, first, last
+
+
+@dataclass(frozen=True)
+class StreamLayout:
+    """The bins as the compiled sweep (:func:`calibcli.tcal.kernels.sweep_streamed`) meets them: ``by_end`` orders
+    them by their ends, ``end_ptr[i]..end_ptr[i + 1] - 1`` (in that order) end at sorted position ``i``, ``slot``
+    is the stack slot holding the sums at each one's start, ``push_slot[i]`` the slot the sums at position ``i``
+    are kept in (-1: no bin starts there)."""
+
+    by_end: np.ndarray
+    end_ptr: np.ndarray
+    slot: np.ndarray
+    push_slot: np.ndarray
+
+
+def stream_layout(start: np.ndarray, end: np.ndarray, n: int) -> StreamLayout:
+    """The compiled sweep's layout of nested bins ``start..end-1`` (any order).
+
+    A start's sums are held from the start to the end of the largest bin beginning there; those intervals are
+    nested or disjoint, so a start's slot is its depth among them, the number of the others that contain it:
+    two starts of one slot are held one after the other, and at most one per partition is held at a time."""
+    by_end = np.arange(len(end)) if np.all(end[1:] >= end[:-1]) else np.argsort(end, kind="stable")
+    start, end = start[by_end], end[by_end]
+    held = np.full(n + 1, -1, dtype=np.int64)  # the end of the largest bin starting at each position (-1: none)
+    np.maximum.at(held, start, end)
+    held_from = np.flatnonzero(held >= 0)
+    ended_by = np.cumsum(np.bincount(held[held_from], minlength=n + 1))  # held intervals ended at or before
+    # intervals containing a start s: those held from s or before, less those ended by s (ended before s began)
+    push_slot = np.full(n + 1, -1, dtype=np.int64)
+    push_slot[held_from] = np.arange(len(held_from)) - ended_by[held_from]
+    end_ptr = np.concatenate([[0], np.cumsum(np.bincount(end, minlength=n + 1))])
+    return StreamLayout(by_end, end_ptr, push_slot[start], push_slot)
+
+
+@dataclass(frozen=True)
+class BlockLayout:
+    """The bins as the NumPy sweep meets them, block by block of :data:`_BLOCK_POINTS` sorted points
+    (:func:`block_layout`)."""
+
+    edges: np.ndarray
+    width: int
+    kept: np.ndarray
+    local_start: np.ndarray
+    local_end: np.ndarray
+    bin_inv_weight: np.ndarray
+    bin_wz: np.ndarray
+    blocks: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+
+
+def block_layout(
+    start: np.ndarray, end: np.ndarray, group: np.ndarray, n: int, inv: np.ndarray, wz: np.ndarray
+) -> BlockLayout:
+    """The NumPy sweep's layout of the bins ``start..end-1`` (of ``group``, ``1 / W_b`` ``inv``, ``sum w z``
+    ``wz``): ordered by the block holding their end and, within a block, by group, so each block's
+    contributions reduce per group.
+
+    Block-local prefix sums: block k's buffer holds the prefix sums at points a..b of the block (index 0: the
+    carry from the blocks before), then the kept prefix sums at the starts of the bins that begin in an earlier
+    block than the one holding their end (at most one per partition per block boundary: such bins are nested).
+    Each bin's end and start are indices into that buffer."""
+    edges = np.append(np.arange(0, n, _BLOCK_POINTS), n)
+    block_of_end = (end - 1) // _BLOCK_POINTS
+    n_groups = int(group.max(initial=0)) + 1
+    # (block, group, end) triples are distinct (two bins ending at one point are nested, so they hold
+    # different partitions): one sort of the combined integer where it fits, a lexsort otherwise
+    if (int(block_of_end.max(initial=0)) + 1) * n_groups * (n + 1) < 2**62:
+        by_block = np.argsort((block_of_end * n_groups + group) * (n + 1) + end)
+    else:
+        by_block = np.lexsort((end, group, block_of_end))
+    start, end = start[by_block], end[by_block]
+    group, block_of_end = group[by_block], block_of_end[by_block]
+    bounds = np.searchsorted(block_of_end, np.arange(len(edges)))
+    width = int(np.diff(edges).max(initial=0))
+    block_start = edges[block_of_end]
+    crossing = start < block_start
+    kept = np.unique(start[crossing])  # prefix positions kept for later blocks, by slot
+    local_end = end - block_start
+    local_start = start - block_start
+    local_start[crossing] = width + 1 + np.searchsorted(kept, start[crossing])
+    kept_block = kept // _BLOCK_POINTS  # kept while sweeping the block holding the position (its index 0 too)
+    kept_bounds = np.searchsorted(kept_block, np.arange(len(edges)))
+    # per block: (first bin, last bin + 1, reduceat offsets within, their groups, kept positions, their slots)
+    blocks = []
+    for k in range(len(edges) - 1):
+        lo, hi = int(bounds[k]), int(bounds[k + 1])
+        heads_k = np.flatnonzero(np.diff(group[lo:hi], prepend=-1)) if hi > lo else np.zeros(0, dtype=np.int64)
+        slots = np.arange(int(kept_bounds[k]), int(kept_bounds[k + 1]))
+        where = kept[slots] - int(edges[k])
+        blocks.append((lo, hi, heads_k, group[lo:hi][heads_k], where, width + 1 + slots))
+    return BlockLayout(edges, width, kept, local_start, local_end, inv[by_block], wz[by_block], blocks)
+
+
 class SortedScalarEngine:
     """Binary / top-label data (y-bootstrap and consistency nulls): prefix sums over the z-sorted order."""
 
@@ -196,11 +303,13 @@ class SortedScalarEngine:
         n_bins_list: list[int],
         *,
         order: np.ndarray | None = None,
+        resamples: int = 0,
     ):
         """``order``: a candidate for the stable sort order of ``z`` (the order of other predictions of the same
-        rows, which a monotone map keeps): used when it is that order (checked in one pass), else ``z`` is sorted."""
+        rows, which a monotone map keeps): used when it is that order (checked in one pass), else ``z`` is sorted.
+        ``resamples``: how many y-bootstrap resamples will be swept (with the points, it chooses the backend)."""
         if order is None or not is_stable_order(z, order):
-            order = np.argsort(z, kind="stable")
+            order = stable_argsort(z)
         self.order = order
         self.z = z[order]
         self.y = y[order]
@@ -220,70 +329,33 @@ class SortedScalarEngine:
         self.level_of: list[int] = [int(j) for j in np.cumsum(new_partition) - 1]
         P = self.n_parts = int(new_partition.sum())
         gap_part = np.append(np.asarray(self.level_of, dtype=np.int64), P)[gap_level]
-        bin_start, bin_end, first, last = _nested_bins(gap_part, P, self.n)
+        #: the y-bootstrap's sweep as one compiled loop (:data:`COMPILED_LABELS`); tests set it either way
+        self.compiled = self.n * resamples >= COMPILED_LABELS
+        bin_start, bin_end, first, last = (compiled_nested_bins if self.compiled else _nested_bins)(gap_part, P, self.n)
         bin_inv, self.compensated = _bin_inverse_weights(self.w, bin_start, bin_end)
         self._bins = (bin_start, bin_end, first, last, bin_inv)  # for the consistency null's partitions
         self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
         self._gap_part = gap_part  # (the consistency null's singletons, made when first asked for)
         self._alone: tuple[np.ndarray, np.ndarray] | None = None
-        # Group the bins by (first, last) partition: the sum of a group's contributions counts for
-        # partitions first..last, a (groups x partitions) 0/1 matrix. The sweep goes through the sorted
-        # points block by block (so a block's arrays stay in cache); the bins are ordered by the block
-        # holding their end and, within a block, by group, so each block's contributions reduce per group.
-        pairs, group = np.unique(first * P + last, return_inverse=True)
-        self.group_spans = np.zeros((len(pairs), P))
-        for g, (f, t) in enumerate(zip(pairs // P, pairs % P, strict=True)):
-            self.group_spans[g, f : t + 1] = 1.0
-        self.block_edges = np.append(np.arange(0, self.n, _BLOCK_POINTS), self.n)
-        block_of_end = (bin_end - 1) // _BLOCK_POINTS
-        # (block, group, end) triples are distinct (two bins ending at one point are nested, so they hold
-        # different partitions): one sort of the combined integer where it fits, a lexsort otherwise
-        n_groups = max(len(pairs), 1)
-        if (int(block_of_end.max(initial=0)) + 1) * n_groups * (self.n + 1) < 2**62:
-            by_block = np.argsort((block_of_end * n_groups + group) * (self.n + 1) + bin_end)
-        else:
-            by_block = np.lexsort((bin_end, group, block_of_end))
-        self.bin_start, self.bin_end = bin_start[by_block], bin_end[by_block]
-        self.bin_inv_weight = bin_inv[by_block]
-        bin_group, block_of_end = group[by_block], block_of_end[by_block]
-        bounds = np.searchsorted(block_of_end, np.arange(len(self.block_edges)))
-        # Block-local prefix sums: block k's buffer holds the prefix sums at points a..b of the block (index
-        # 0: the carry from the blocks before), then the kept prefix sums at the starts of the bins that begin
-        # in an earlier block than the one holding their end (at most one per partition per block boundary:
-        # such bins are nested). Each bin's end and start are indices into that buffer.
-        self.width = int(np.diff(self.block_edges).max(initial=0))
-        block_start = self.block_edges[block_of_end]
-        crossing = self.bin_start < block_start
-        kept = np.unique(self.bin_start[crossing])  # prefix positions kept for later blocks, by slot
-        self.n_kept = len(kept)
-        self.local_end = self.bin_end - block_start
-        self.local_start = self.bin_start - block_start
-        self.local_start[crossing] = self.width + 1 + np.searchsorted(kept, self.bin_start[crossing])
-        kept_block = kept // _BLOCK_POINTS  # kept while sweeping the block holding the position (its index 0 too)
-        kept_bounds = np.searchsorted(kept_block, np.arange(len(self.block_edges)))
-        # per block: (first bin, last bin + 1, reduceat offsets within, their groups, kept positions, their slots)
-        self.blocks = []
-        for k in range(len(self.block_edges) - 1):
-            lo, hi = int(bounds[k]), int(bounds[k + 1])
-            heads_k = np.flatnonzero(np.diff(bin_group[lo:hi], prepend=-1)) if hi > lo else np.zeros(0, dtype=np.int64)
-            slots = np.arange(int(kept_bounds[k]), int(kept_bounds[k + 1]))
-            where = kept[slots] - int(self.block_edges[k])
-            self.blocks.append((lo, hi, heads_k, bin_group[lo:hi][heads_k], where, self.width + 1 + slots))
+        # Group the bins by (first, last) partition, group first * P + last: the sum of a group's contributions
+        # counts for partitions first..last, a (groups x partitions) 0/1 matrix.
+        self.bin_group = first * P + last
+        self.group_spans = np.zeros((P * P, P))
+        for f in range(P):
+            for t in range(f, P):
+                self.group_spans[f * P + t, f : t + 1] = 1.0
         # The deterministic parts of every bin: sum w z (subtracted from sum w y* to give sum w U) and
         # sum w^2 z^2 (the part of sum w^2 U^2 = sum w^2 y* (1 - 2z) + sum w^2 z^2 that does not move).
         # (compensated sums: a bin's parts keep their digits whatever the weights of the rows before it)
-        self.bin_wz = interval_sums(
-            compensated_prefix(zs if self.w is None else self.w * zs), self.bin_start, self.bin_end
-        )
-        fixed_part = interval_sums(compensated_prefix(w2 * zs * zs), self.bin_start, self.bin_end) * self.bin_inv_weight
-        self.const = np.bincount(bin_group, weights=fixed_part, minlength=len(pairs)) @ self.group_spans
+        self.bin_wz = interval_sums(compensated_prefix(zs if self.w is None else self.w * zs), bin_start, bin_end)
+        fixed_part = interval_sums(compensated_prefix(w2 * zs * zs), bin_start, bin_end) * bin_inv
+        self.const = np.bincount(self.bin_group, weights=fixed_part, minlength=P * P) @ self.group_spans
         # What a positive (y* = 1) adds to the two prefix sums. With unit weights these are an integer
         # count and (1 - 2z) in fixed point, so the prefix sums are exact integer cumsums (several
         # times faster than floating-point ones, whose serial additions cannot be vectorised).
         # Positives counted in int32 while n allows (exact, and half the bytes to sum and gather of int64).
         self.count_dtype = (np.int32 if self.n < 2**31 else np.int64) if self.w is None else np.float64
         self.step_b: np.ndarray
-        self.compiled = self.n >= COMPILED_POINTS
         # the compiled loop's draws: u = bits / 2^32 < z  <=>  bits < z 2^32 (exact)  <=>  bits < ceil(z 2^32)
         self.thresholds = np.ceil(self.z * 2.0**32).astype(np.int64)
         # what a positive adds to the first prefix sum: a count of 1, or its weight
@@ -295,31 +367,57 @@ class SortedScalarEngine:
         else:
             self.step_b = self.w**2 * (1.0 - 2.0 * zs)
             self.scale_b = 1.0
+        self._layouts: dict[str, Any] = {}
         self._local = threading.local()
+
+    @property
+    def streamed(self) -> StreamLayout:
+        """The compiled sweep's layout of the bins (:func:`stream_layout`), made when first asked for."""
+        if "stream" not in self._layouts:
+            layout = self._layouts["stream"] = stream_layout(self._bins[0], self._bins[1], self.n)
+            # the bins' numbers in the order the sweep meets them
+            self._layouts["stream_bins"] = tuple(
+                a[layout.by_end] for a in (self.bin_wz, self.bin_inv_weights, self.bin_group)
+            )
+        return self._layouts["stream"]
+
+    @property
+    def blocked(self) -> BlockLayout:
+        """The NumPy sweep's layout of the bins (:func:`block_layout`), made when first asked for."""
+        if "blocks" not in self._layouts:
+            self._layouts["blocks"] = block_layout(
+                self._bins[0], self._bins[1], self.bin_group, self.n, self.bin_inv_weights, self.bin_wz
+            )
+        return self._layouts["blocks"]
+
+    @property
+    def bin_inv_weights(self) -> np.ndarray:
+        """``1 / W_b`` of every distinct bin (of two or more points)."""
+        return self._bins[4]
+
+    @property
+    def n_kept(self) -> int:
+        """Prefix sums the NumPy sweep keeps for bins crossing a block boundary."""
+        return len(self.blocked.kept)
 
     def _workspace(self, rows: int) -> dict:
         """Per-thread buffers, reused from sweep to sweep (fresh large arrays would cost a page fault per page)."""
         space = getattr(self._local, "space", None)
         if space is None or space["rows"] < rows:
-            most_bins = max([blk[1] - blk[0] for blk in self.blocks] + [0])
+            layout = self.blocked
+            most_bins = max([blk[1] - blk[0] for blk in layout.blocks] + [0])
             prefix_dtype = np.int64 if self.w is None else np.float64
-            local = self.width + 1 + self.n_kept
+            local = layout.width + 1 + len(layout.kept)
             space = {
                 "rows": rows,
-                "D": np.empty(rows * self.width),
-                "positive": np.empty((rows, self.width), dtype=bool),
+                "D": np.empty(rows * layout.width),
+                "positive": np.empty((rows, layout.width), dtype=bool),
                 "A": np.empty((rows, local), dtype=self.count_dtype),
                 "B": np.empty((rows, local), dtype=prefix_dtype),
-                # the compiled loop's prefix sums: a point's rows side by side (vector registers over the rows; the
-                # first len(keys) columns used, the whole buffer passed, so the loop is compiled for one layout)
-                "AT": np.empty((local, rows), dtype=self.count_dtype),
-                "BT": np.empty((local, rows), dtype=prefix_dtype),
                 # with weights: the compensations of the two prefix sums (compensated_prefix), and a point's steps
                 "AL": np.empty((rows, local) if self.compensated else (0, 0)),
                 "BL": np.empty((rows, local) if self.compensated else (0, 0)),
-                "ALT": np.empty((local, rows) if self.compensated else (0, 0)),
-                "BLT": np.empty((local, rows) if self.compensated else (0, 0)),
-                "X": np.empty((rows, self.width) if self.compensated else (0, 0)),
+                "X": np.empty((rows, layout.width) if self.compensated else (0, 0)),
                 "hiA": np.empty((rows, most_bins), dtype=self.count_dtype),
                 "loA": np.empty((rows, most_bins), dtype=self.count_dtype),
                 "hi": np.empty((rows, most_bins), dtype=prefix_dtype),
@@ -334,36 +432,30 @@ class SortedScalarEngine:
         """A sweep over ``rows`` label vectors: this thread's buffers and the per-group totals (zeros)."""
         return self._workspace(rows), np.zeros((rows, self.group_spans.shape[0]))
 
-    def _drawn_block(self, k: int, keys: np.ndarray, space: dict, totals: np.ndarray) -> None:
-        """Sweep block ``k`` under the resamples' keys (a point is positive when its uniform, :func:`_uniforms`,
-        is below its prediction): the uniforms drawn and :meth:`_block`'s work done by NumPy, or past
-        :data:`COMPILED_POINTS` points in one compiled loop that makes the same draws (its sums within 1e-12
+    def _swept(self, keys: np.ndarray) -> np.ndarray:
+        """The per-group totals (rows x groups) of the resamples of ``keys`` (a point is positive when its
+        uniform, :func:`_uniforms`, is below its prediction): block by block with NumPy's passes, or past
+        :data:`COMPILED_LABELS` labels in one compiled loop that makes the same draws (its sums within 1e-12
         relative)."""
-        a, b = int(self.block_edges[k]), int(self.block_edges[k + 1])
-        rows = len(keys)
-        if not self.compiled:
-            uniform = space["D"][: rows * (b - a)].reshape(rows, b - a)
+        if self.compiled:
+            layout = self.streamed
+            wz, inv, group = self._layouts["stream_bins"]
+            totals = np.zeros((self.group_spans.shape[0], len(keys)))
+            sweep_streamed(
+                keys, self.thresholds, self.w_a, self.step_b, self.scale_b, self.compensated, layout.end_ptr,
+                layout.slot, wz, inv, group, layout.push_slot, totals,
+            )  # fmt: skip
+            return totals.T
+        space, totals = self._begin(len(keys))
+        edges = self.blocked.edges
+        for k in range(len(edges) - 1):
+            a, b = int(edges[k]), int(edges[k + 1])
+            uniform = space["D"][: len(keys) * (b - a)].reshape(len(keys), b - a)
             _uniforms(keys, a, b, uniform)
-            positive = space["positive"][:rows, : b - a]
+            positive = space["positive"][: len(keys), : b - a]
             np.less(uniform, self.z[a:b], out=positive)
             self._block(k, positive, space, totals)
-            return
-        first_bin, end_bin, heads, groups, kept_at, kept_slots = self.blocks[k]
-        if self.compensated:
-            sweep_block_weighted(
-                keys, a, self.thresholds[a:b], self.w_a[a:b], self.step_b[a:b], space["AT"], space["BT"],
-                space["ALT"], space["BLT"], k > 0, self.width, kept_at, kept_slots,
-                self.local_start[first_bin:end_bin], self.local_end[first_bin:end_bin], self.bin_wz[first_bin:end_bin],
-                self.bin_inv_weight[first_bin:end_bin], heads, groups, totals,
-            )  # fmt: skip
-            return
-        sweep_block(
-            keys, a, self.thresholds[a:b], self.w_a[a:b], self.step_b[a:b], space["AT"], space["BT"],
-            k > 0,
-            self.width, kept_at, kept_slots, self.local_start[first_bin:end_bin], self.local_end[first_bin:end_bin],
-            self.bin_wz[first_bin:end_bin], self.scale_b, self.bin_inv_weight[first_bin:end_bin], heads, groups,
-            totals,
-        )  # fmt: skip
+        return totals
 
     def _block(self, k: int, positive: np.ndarray, space: dict, totals: np.ndarray) -> None:
         """Sweep block ``k`` of the sorted points, given their labels ``positive`` (rows x points of the block):
@@ -375,26 +467,27 @@ class SortedScalarEngine:
         contribution ``((sum w U)^2 - sum w^2 U^2) / W_b`` then counts for the consecutive partitions that
         contain it.
         """
-        first_bin, end_bin, heads, groups, kept_at, kept_slots = self.blocks[k]
-        a, b = int(self.block_edges[k]), int(self.block_edges[k + 1])
+        layout = self.blocked
+        first_bin, end_bin, heads, groups, kept_at, kept_slots = layout.blocks[k]
+        a, b = int(layout.edges[k]), int(layout.edges[k + 1])
         rows = positive.shape[0]
         A, B = space["A"][:rows], space["B"][:rows]
         weighted = self.compensated
         AL, BL = space["AL"][:rows], space["BL"][:rows]  # (their compensations, with weights: empty otherwise)
         prefixes = (A, B, AL, BL) if weighted else (A, B)
         for prefix in prefixes:  # the carry: the prefix sums at the end of the previous block (its last index)
-            prefix[:, 0] = prefix[:, self.width] if k else 0
+            prefix[:, 0] = prefix[:, layout.width] if k else 0
         A_k, B_k = A[:, 1 : b - a + 1], B[:, 1 : b - a + 1]
-        if not weighted:  # from the block's own zero, the carry added after (integer sums, unit weights: exact)
-            if self.w is None:
-                np.cumsum(positive, axis=1, out=A_k)
-            else:
-                np.multiply(positive, self.w[a:b], out=A_k)
-                np.cumsum(A_k, axis=1, out=A_k)
+        if self.w is None:  # from the block's own zero, the carry added after (integer sums, unit weights: exact)
+            np.cumsum(positive, axis=1, out=A_k)
             A_k += A[:, :1]
             np.multiply(positive, self.step_b[a:b], out=B_k)
             np.cumsum(B_k, axis=1, out=B_k)
             B_k += B[:, :1]
+        elif not weighted:  # float running sums on from the carry: the compiled loop's additions
+            for prefix, step in ((A, self.w_a[a:b]), (B, self.step_b[a:b])):
+                np.multiply(positive, step, out=prefix[:, 1 : b - a + 1])
+                np.cumsum(prefix[:, : b - a + 1], axis=1, out=prefix[:, : b - a + 1])
         else:  # compensated prefix sums, running on from the carry (compensated_prefix, row by row)
             for hi, lo, step in ((A, AL, self.w_a[a:b]), (B, BL, self.step_b[a:b])):
                 x = space["X"][:rows, : b - a]
@@ -410,7 +503,7 @@ class SortedScalarEngine:
         if end_bin == first_bin:
             return
         count = end_bin - first_bin
-        starts, ends = self.local_start[first_bin:end_bin], self.local_end[first_bin:end_bin]
+        starts, ends = layout.local_start[first_bin:end_bin], layout.local_end[first_bin:end_bin]
         hi, lo = space["hi"][:rows, :count], space["lo"][:rows, :count]
         S, Q = space["S"][:rows, :count], space["Q"][:rows, :count]
 
@@ -423,14 +516,14 @@ class SortedScalarEngine:
         sum_a = bin_sums(A, space["hiA"][:rows, :count], space["loA"][:rows, :count])
         if weighted:  # (hi_e - hi_s) + (lo_e - lo_s), as interval_sums
             sum_a += bin_sums(AL, space["hi"][:rows, :count], space["lo"][:rows, :count])
-        np.subtract(sum_a, self.bin_wz[first_bin:end_bin], out=S)
+        np.subtract(sum_a, layout.bin_wz[first_bin:end_bin], out=S)
         np.multiply(S, S, out=S)
         sum_b = bin_sums(B)
         if weighted:
             sum_b += bin_sums(BL, space["hiA"][:rows, :count], space["loA"][:rows, :count])
         np.multiply(sum_b, self.scale_b, out=Q)
         S -= Q
-        S *= self.bin_inv_weight[first_bin:end_bin]
+        S *= layout.bin_inv_weight[first_bin:end_bin]
         totals[:, groups] += np.add.reduceat(S, heads, axis=1)
 
     def _end(self, totals: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
@@ -452,8 +545,9 @@ class SortedScalarEngine:
         then goes block by block (:meth:`_block`).
         """
         space, totals = self._begin(rows)
-        for k in range(len(self.blocks)):
-            a, b = int(self.block_edges[k]), int(self.block_edges[k + 1])
+        edges = self.blocked.edges
+        for k in range(len(edges) - 1):
+            a, b = int(edges[k]), int(edges[k + 1])
             positive = space["positive"][:rows, : b - a]
             labels(a, b, positive)
             self._block(k, positive, space, totals)
@@ -487,7 +581,28 @@ class SortedScalarEngine:
         return self._parts
 
     def observed(self) -> np.ndarray:
+        if self.compiled:
+            return self._observed_streamed()
         return self.statistics_of(self.y[None, :], sorted_order=True)[0]
+
+    def _observed_streamed(self) -> np.ndarray:
+        """``T_m`` of the observed labels with the compiled sweep's arithmetic: the same running sums, formulas and
+        order of additions into each group's total, so the observed statistic and the resampled ones are the
+        same function of the labels (ties between them, where labels tie, stay ties)."""
+        layout = self.streamed
+        positive = self.y > 0.5
+        start, end = self._bins[0][layout.by_end], self._bins[1][layout.by_end]
+        wz, inv, group = self._layouts["stream_bins"]
+        if self.compensated:
+            S = interval_sums(compensated_prefix(np.where(positive, self.w_a, 0.0)), start, end) - wz
+            Q = interval_sums(compensated_prefix(np.where(positive, self.step_b, 0.0)), start, end)
+        else:
+            A = np.concatenate([[0], np.cumsum(np.where(positive, self.w_a, 0))])
+            B = np.concatenate([[0], np.cumsum(np.where(positive, self.step_b, 0))])
+            S = (A[end] - A[start]).astype(np.float64) - wz
+            Q = (B[end] - B[start]).astype(np.float64) * self.scale_b
+        totals = np.bincount(group, weights=(S * S - Q) * inv, minlength=self.group_spans.shape[0])
+        return self._end(totals[None, :], [1])[0]
 
     def statistics_of(self, labels_rows: np.ndarray, *, sorted_order: bool = False) -> np.ndarray:
         """``T_m`` per distinct partition for each row of 0/1 labels (rows x n; benchmarks test many
@@ -554,6 +669,14 @@ class SortedScalarEngine:
         return max(1, CHUNK_BYTES // (48 * self.n))
 
 
+def stable_argsort(z: np.ndarray) -> np.ndarray:
+    """``numpy.argsort(z, kind="stable")``: NumPy's unstable sort (several times faster on floats), which is the
+    stable one where no two values tie (checked in one pass), else the stable sort."""
+    order = np.argsort(z)
+    zs = z[order]
+    return np.argsort(z, kind="stable") if np.any(zs[1:] == zs[:-1]) else order
+
+
 def is_stable_order(z: np.ndarray, order: np.ndarray) -> bool:
     """Whether ``order`` is ``numpy.argsort(z, kind="stable")``: ``z[order]`` non-decreasing and, among equal
     values, increasing row indices (the one permutation a stable sort returns). One pass, no sort."""
@@ -582,13 +705,7 @@ def sweep(engines: Sequence[SortedScalarEngine], chunks: Sequence[tuple[np.rando
         raise ValueError("an engine can take part in a sweep once")
     keys = _keys(chunks)
     sizes = [size for _, size in chunks]
-    out = []
-    for engine in engines:
-        space, totals = engine._begin(len(keys))
-        for k in range(len(engine.blocks)):
-            engine._drawn_block(k, keys, space, totals)
-        out.append(engine._end(totals, sizes))
-    return out
+    return [engine._end(engine._swept(keys), sizes) for engine in engines]
 
 
 class SharedDraws:

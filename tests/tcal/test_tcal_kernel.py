@@ -14,6 +14,7 @@ import pytest
 
 from _tolerance import assert_within_rule
 
+from calibcli.tcal import scalar as scalar_module
 from calibcli.tcal.scalar import SortedScalarEngine, sweep
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,3 +83,30 @@ def test_a_small_tcal_does_not_load_numba(tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["command"] == "tcal"
     assert not [m for m in json.loads(out.read_text()) if m == "numba" or m.startswith("numba.")]
+
+
+@pytest.mark.parametrize("kind", ["continuous", "ties", "single level"])
+def test_the_compiled_pass_finds_numpys_nested_bins(kind):
+    # the stack pass (calibcli.tcal.kernels.nested_bins) finds the same distinct bins, with the same partitions, as
+    # NumPy's pass per partition, in increasing order of their ends; and the stream layout's stack slots are never
+    # reused while a bin starting in them is open
+    rng = np.random.default_rng(13)
+    n = 20_000
+    z = rng.beta(2, 5, n)
+    if kind == "ties":
+        z = np.round(z * 40) / 40
+    engine = SortedScalarEngine(z, np.zeros(n), None, [13] if kind == "single level" else _levels(n))
+    P = engine.n_parts
+    numpy_bins = scalar_module._nested_bins(engine._gap_part, P, n)
+    compiled_bins = scalar_module.compiled_nested_bins(engine._gap_part, P, n)
+    assert sorted(zip(*(a.tolist() for a in numpy_bins))) == sorted(zip(*(a.tolist() for a in compiled_bins)))
+    assert np.all(np.diff(compiled_bins[1]) >= 0)
+    start, end = compiled_bins[0], compiled_bins[1]
+    layout = scalar_module.stream_layout(start, end, n)
+    slot = layout.slot[np.argsort(layout.by_end)]  # each bin's slot, in the bins' order
+    assert np.array_equal(slot, layout.push_slot[start])
+    held: dict[int, tuple[int, int]] = {}  # slot -> (start, the end of the largest bin from it)
+    for s, e, k in sorted(zip(start.tolist(), end.tolist(), slot.tolist())):
+        if k in held and held[k][0] != s:
+            assert held[k][1] <= s  # the slot's previous start is done with before this one is kept there
+        held[k] = (s, max(e, held[k][1]) if k in held and held[k][0] == s else e)
