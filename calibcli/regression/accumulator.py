@@ -3,8 +3,12 @@
 The state is sums over rows, so that it streams and merges (``merge_rules``): the weight, the weighted sums of
 every per-row column of :class:`calibcli.regression.kinds.Prediction` (scores, coverage, widths, spreads), the
 calibration curve's bin weights, a fine and a coarse PIT histogram, the count of rows with crossed quantiles;
-and a bounded sample of rows (:class:`calibcli.core.rows.RowSample`: every row up to ``max_rows``, else the
-seeded bottom-k, the same however the rows were split) for what needs rows at once:
+and two bounded samples of rows (:class:`calibcli.core.rows.RowSample`: every row up to their ``k``, else the
+seeded bottom-k, the same however the rows were split) for what needs rows at once. The sample of ``max_rows``
+rows keeps only the columns that its uses read (:attr:`~calibcli.regression.kinds.Prediction.sample_columns`:
+5 floats a row for a Gaussian, not 12); the bootstrap's sample of ``boot_rows`` rows, kept only when ``n_boot``
+is above 0, keeps them all. Both are bottom-k by the same hash, so the bootstrap's rows are the bottom
+``boot_rows`` of the larger sample's:
 
 - ENCE and UCE's equal-mass bins over the predicted std, and the size-stratified coverage's bins over widths:
   exact on all rows up to ``max_rows``; beyond, on the bottom-k sample (the report says so);
@@ -24,7 +28,7 @@ import numpy as np
 
 from calibcli.core.accumulator import Accumulator
 from calibcli.core.errors import CalibcliError
-from calibcli.core.resampling import Multiplicities, percentile_interval, row_hash
+from calibcli.core.resampling import Multiplicities, percentile_interval
 from calibcli.core.results import Metric
 from calibcli.core.rows import RowSample
 from calibcli.regression import curves, scores
@@ -51,6 +55,7 @@ class RegressionAccumulator(Accumulator):
         "pit_coarse": "sum",
         "crossed": "sum",
         "sample": "merge",
+        "boot_sample": "merge",
     }
     same = ("prediction",)
     same_message = "regression states of different kinds or options cannot be merged"
@@ -67,6 +72,8 @@ class RegressionAccumulator(Accumulator):
         self.pit_coarse = np.zeros(o.pit_bins if prediction.has_pit else 0)
         self.crossed = 0
         self.sample = RowSample(o.max_rows, o.seed)
+        # the bootstrap's rows, every column (the bottom boot_rows of all rows: those of the sample's bottom-k)
+        self.boot_sample = RowSample(min(o.boot_rows, o.max_rows), o.seed) if o.n_boot else None
 
     @property
     def problems(self) -> list:
@@ -86,7 +93,6 @@ class RegressionAccumulator(Accumulator):
         self.n_rows += n
         self.weight += float(ww.sum())
         self.totals += ww @ d.values
-        nan = np.full(n, np.nan)
         if d.curve_bin is not None:
             self.curve += np.bincount(d.curve_bin, weights=ww, minlength=p.n_bins_curve)
         if d.pit is not None:
@@ -96,15 +102,11 @@ class RegressionAccumulator(Accumulator):
             )
         if d.crossed is not None:
             self.crossed += int(d.crossed.sum())
-        extra = np.column_stack(
-            [
-                nan if d.sigma is None else d.sigma,
-                nan if d.pit is None else d.pit,
-                nan if d.curve_bin is None else d.curve_bin.astype(np.float64),
-            ]
-        )
         # (RowSample keeps integer labels beside its rows; a regression row's values are all in z)
-        self.sample.update(row_index, np.column_stack([d.values, extra]), np.zeros(n, dtype=np.int64), w)
+        labels = np.zeros(n, dtype=np.int64)
+        self.sample.update(row_index, _kept(p, d, p.sample_columns), labels, w)
+        if self.boot_sample is not None:
+            self.boot_sample.update(row_index, _kept(p, d, p.boot_columns), labels, w)
         return self
 
     def needs_second_pass(self) -> bool:
@@ -115,6 +117,13 @@ class RegressionAccumulator(Accumulator):
         if self.n_rows == 0:
             raise CalibcliError("no rows to evaluate")
         return finish(self, progress)
+
+
+def _kept(p: Prediction, d, names: tuple[str, ...]) -> np.ndarray:
+    """The ``(n, len(names))`` columns of a batch that a row sample keeps (:attr:`Prediction.sample_columns`)."""
+    index = {c: j for j, c in enumerate(p.columns)}
+    extra = {"sigma": d.sigma, "pit": d.pit, "curve_bin": d.curve_bin}
+    return np.column_stack([d.values[:, index[c]] if c in index else extra[c] for c in names]).astype(np.float64)
 
 
 def _cells(u: np.ndarray, cells: int) -> np.ndarray:
@@ -144,32 +153,29 @@ class RegressionReport:
 
 @dataclass
 class _Rows:
-    """The sample's rows as the finish reads them."""
+    """A row sample's rows as the finish reads them: ``z`` ``(n, len(names))``, its columns named."""
 
     row_index: np.ndarray
-    values: np.ndarray  # (n, S): the prediction's columns
-    sigma: np.ndarray
-    pit: np.ndarray
-    curve_bin: np.ndarray
+    z: np.ndarray
+    names: tuple[str, ...]
     w: np.ndarray
 
-    def take(self, keep: np.ndarray) -> _Rows:
-        return _Rows(
-            self.row_index[keep],
-            self.values[keep],
-            self.sigma[keep],
-            self.pit[keep],
-            self.curve_bin[keep],
-            self.w[keep],
-        )
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name == "sigma2" and name not in self.names:  # (sigma * sigma: how kinds.Prediction.derive makes it)
+            sigma = self["sigma"]
+            return sigma * sigma
+        column = self.z[:, self.names.index(name)]
+        return column.astype(np.int64) if name == "curve_bin" else column
+
+    def values(self, columns: tuple[str, ...]) -> np.ndarray:
+        """The prediction's per-row columns (the boot sample holds them first, in order)."""
+        assert self.names[: len(columns)] == columns
+        return self.z[:, : len(columns)]
 
 
-def _rows(acc: RegressionAccumulator) -> _Rows:
-    row, z, _, w = acc.sample.arrays()
-    s = len(acc.prediction.columns)
-    z = z.reshape(len(row), s + 3)
-    curve_bin = np.nan_to_num(z[:, s + 2], nan=0.0).astype(np.int64)
-    return _Rows(row, z[:, :s], z[:, s], z[:, s + 1], curve_bin, np.ones(len(row)) if w is None else w)
+def _rows(sample: RowSample, names: tuple[str, ...]) -> _Rows:
+    row, z, _, w = sample.arrays()
+    return _Rows(row, z.reshape(len(row), len(names)), names, np.ones(len(row)) if w is None else w)
 
 
 @dataclass
@@ -182,30 +188,30 @@ class _Bins:
 
 def _bins_of(p: Prediction, rows: _Rows) -> _Bins:
     o = p.options
-    ence = curves.bins_of(rows.sigma, o.n_bins, o.binning) if p.has_spread else None
-    index = {c: j for j, c in enumerate(p.columns)}
+    ence = curves.bins_of(rows["sigma"], o.n_bins, o.binning) if p.has_spread else None
     widths = {
-        level_name(lv): curves.bins_of(rows.values[:, index[f"width_{level_name(lv)}"]], o.n_bins, o.binning)
+        level_name(lv): curves.bins_of(rows[f"width_{level_name(lv)}"], o.n_bins, o.binning)
         for lv in p.interval_levels
     }
     return _Bins(ence, widths)
 
 
-def _row_sums(p: Prediction, rows: _Rows, bins: _Bins, mw: np.ndarray) -> dict:
-    """The sums the summaries read, over ``rows`` weighted by ``mw`` (``(R, n)``: replicates, or ``(n,)``)."""
+def _row_sums(p: Prediction, rows: _Rows, bins: _Bins, mw: np.ndarray, *, totals: bool = True) -> dict:
+    """The sums the summaries read, over ``rows`` weighted by ``mw`` (``(R, n)``: replicates, or ``(n,)``);
+    without ``totals`` only the binned ones (the totals and the curve are the state's exact sums)."""
     o = p.options
-    index = {c: j for j, c in enumerate(p.columns)}
-    out = {"W": mw.sum(axis=-1), "T": mw @ rows.values}
-    if p.kind != "intervals":
-        out["curve"] = curves.binned_sums(rows.curve_bin, p.n_bins_curve, np.ones(len(rows.w)), mw)
+    out = {"W": mw.sum(axis=-1)}
+    if totals:
+        out["T"] = mw @ rows.values(p.columns)
+        if p.kind != "intervals":
+            out["curve"] = curves.binned_sums(rows["curve_bin"], p.n_bins_curve, np.ones(len(rows.w)), mw)
     if bins.ence is not None:
         out["ence"] = tuple(
-            curves.binned_sums(bins.ence, o.n_bins, v, mw)
-            for v in (np.ones(len(rows.w)), rows.values[:, index["sigma2"]], rows.values[:, index["r2"]])
+            curves.binned_sums(bins.ence, o.n_bins, v, mw) for v in (np.ones(len(rows.w)), rows["sigma2"], rows["r2"])
         )
     out["ssc"] = {
         s: (
-            curves.binned_sums(b, o.n_bins, rows.values[:, index[f"cov_{s}"]], mw),
+            curves.binned_sums(b, o.n_bins, rows[f"cov_{s}"], mw),
             curves.binned_sums(b, o.n_bins, np.ones(len(rows.w)), mw),
         )
         for s, b in bins.widths.items()
@@ -245,16 +251,17 @@ def summaries(p: Prediction, sums: dict) -> dict[str, np.ndarray]:
 
 def finish(acc: RegressionAccumulator, progress=None) -> RegressionReport:
     p, o = acc.prediction, acc.prediction.options
-    rows = _rows(acc)
+    rows = _rows(acc.sample, p.sample_columns)
     complete = acc.sample.complete
     bins = _bins_of(p, rows)
-    full = _row_sums(p, rows, bins, rows.w)  # (the binned sums of the sample's rows: all rows up to max_rows)
+    # (the binned sums of the sample's rows: all rows up to max_rows)
+    full = _row_sums(p, rows, bins, rows.w, totals=False)
     full["W"], full["T"] = np.asarray(acc.weight), acc.totals  # (the exact sums of every row)
     if p.kind != "intervals":
         full["curve"] = acc.curve
     estimates = summaries(p, full)
     sampled = {"ence", "uce"} | {f"ssc_{level_name(lv)}" for lv in p.interval_levels}
-    intervals = _bootstrap(p, rows, acc, estimates, progress) if o.n_boot else {}
+    intervals = _bootstrap(p, acc, estimates, progress) if o.n_boot else {}
     how = "Poisson bootstrap over rows, keyed by (seed, global row index)"
     if acc.n_rows > o.boot_rows:
         how += f", of a bottom-k sample of {o.boot_rows} rows, spread scaled by sqrt(k/n)"
@@ -331,7 +338,7 @@ def _ks(acc: RegressionAccumulator, rows: _Rows) -> dict | None:
         return None
     n = acc.n_rows if not acc.weighted else int(round(acc.weight))
     if acc.sample.complete:
-        d = scores.ks_uniform(rows.pit, rows.w if acc.weighted else None)
+        d = scores.ks_uniform(rows["pit"], rows.w if acc.weighted else None)
         return {
             "statistic": d,
             "p_value": scores.ks_pvalue(d, n),
@@ -349,13 +356,11 @@ def _ks(acc: RegressionAccumulator, rows: _Rows) -> dict | None:
     }
 
 
-def _bootstrap(p: Prediction, rows: _Rows, acc: RegressionAccumulator, estimates: dict, progress) -> dict:
+def _bootstrap(p: Prediction, acc: RegressionAccumulator, estimates: dict, progress) -> dict:
     """Percentile intervals of every summary (module docstring: the rows, their bins, the scaling)."""
     o = p.options
-    if len(rows.row_index) > o.boot_rows:
-        hashes = row_hash(o.seed, rows.row_index)
-        keep = np.sort(np.argpartition(hashes, o.boot_rows - 1)[: o.boot_rows])
-        rows = rows.take(keep)
+    assert acc.boot_sample is not None
+    rows = _rows(acc.boot_sample, p.boot_columns)
     scaled = len(rows.row_index) < acc.n_rows
     bins = _bins_of(p, rows)
     centre = summaries(p, _row_sums(p, rows, bins, rows.w)) if scaled else estimates

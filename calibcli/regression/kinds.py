@@ -136,6 +136,25 @@ class Prediction:
         return tuple(names)
 
     @property
+    def sample_columns(self) -> tuple[str, ...]:
+        """What the row sample of ``max_rows`` rows keeps of a row: the std and the squared error (ENCE's bins),
+        the PIT (the exact KS statistic), each interval's coverage and width (its size-stratified coverage)."""
+        names = ["sigma", "r2"] if self.has_spread else []
+        names += ["pit"] if self.has_pit else []
+        for lv in self.interval_levels:
+            names += [f"cov_{level_name(lv)}", f"width_{level_name(lv)}"]
+        return tuple(names)
+
+    @property
+    def boot_columns(self) -> tuple[str, ...]:
+        """What the bootstrap's rows keep: every per-row column, then the std and the curve bin."""
+        return (
+            *self.columns,
+            *(("sigma",) if self.has_spread else ()),
+            *(("curve_bin",) if self.kind != "intervals" else ()),
+        )
+
+    @property
     def n_bins_curve(self) -> int:
         return len(self.expected) + 1
 

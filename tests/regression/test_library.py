@@ -103,18 +103,25 @@ def test_conformal_reaches_the_nominal_coverage_on_held_out_rows():
         recalibrators.Conformal.fit(y[:5], lo[:5], hi[:5], 0.9)
 
 
-def test_the_99_level_gaussian_scores_in_row_blocks_are_the_whole_calls_to_the_last_bit():
+def test_the_99_level_gaussian_scores_in_closed_form_are_their_definitions_row_by_row():
+    """check_score and the 99-level interval score, one search per row, against the 99 losses of each row summed
+    as defined: every row within 1e-13 relative, including a target at the mean and at an interval's end."""
     from scipy.special import ndtri
 
     from calibcli.regression import scores
 
-    mu, s, y = gaussian(n=3 * scores.ROW_BLOCK + 17, seed=3)
-    whole_pinball = scores.pinball(y, scores.gaussian_quantiles(mu, s, scores.UCT_LEVELS), scores.UCT_LEVELS)
-    half = ndtri(0.5 + scores.UCT_LEVELS / 2.0)
+    mu, s, y = gaussian(n=20_017, seed=3)
+    y[:3] = mu[:3]
+    y[3:6] = mu[3:6] + s[3:6] * ndtri(0.5 + scores.UCT_LEVELS[40] / 2.0)
+    y[6:9] = mu[6:9] + s[6:9] * ndtri(scores.UCT_LEVELS[10])
+    y[9:12] = mu[9:12] + 50.0 * s[9:12]  # beyond every level
+    levels = scores.UCT_LEVELS
+    defined_pinball = scores.pinball(y, mu[:, None] + s[:, None] * ndtri(levels)[None, :], levels)
+    half = ndtri(0.5 + levels / 2.0)
     lower, upper = mu[:, None] - s[:, None] * half, mu[:, None] + s[:, None] * half
-    whole_interval = np.mean(scores.interval_score(y[:, None], lower, upper, scores.UCT_LEVELS[None, :]), axis=1)
-    assert np.array_equal(scores.gaussian_pinball(y, mu, s), whole_pinball)
-    assert np.array_equal(scores.gaussian_interval_score_mean(y, mu, s), whole_interval)
+    defined_interval = np.mean(scores.interval_score(y[:, None], lower, upper, levels[None, :]), axis=1)
+    np.testing.assert_allclose(scores.gaussian_pinball(y, mu, s), defined_pinball, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(scores.gaussian_interval_score_mean(y, mu, s), defined_interval, rtol=1e-13, atol=0)
 
 
 def test_the_prediction_keywords_are_declared_once_and_listed_in_each_signature():
