@@ -34,6 +34,7 @@ RUNS = [
       "--name", "naive Bayes", "--title", "Two models of the breast-cancer data (held-out rows)"]),
     ("digits_nb_marginal.png",
      ["sample_data/digits_nb.parquet", "--mode", "marginal", "--kind", "binned", "--n-boot", "100"]),
+    ("diabetes_forest_regression.png", ["sample_data/regression/diabetes_forest.csv"]),
 ]
 
 

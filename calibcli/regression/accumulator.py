@@ -28,7 +28,7 @@ import numpy as np
 
 from calibcli.core.accumulator import Accumulator
 from calibcli.core.errors import CalibcliError
-from calibcli.core.resampling import Multiplicities, percentile_interval
+from calibcli.core.resampling import Multiplicities, percentile_interval, percentile_intervals
 from calibcli.core.results import Metric
 from calibcli.core.rows import RowSample
 from calibcli.regression import curves, scores
@@ -36,6 +36,8 @@ from calibcli.regression.kinds import Prediction, level_name
 
 #: Cells of the fine PIT histogram (the KS statistic beyond ``max_rows``).
 PIT_CELLS = 1 << 16
+#: The calibration curve's band among the bootstrap's replicates (the observed proportion at every level).
+CURVE = "calibration_curve"
 #: Replicates drawn at a time (memory: this many times the bootstrap rows, in float64).
 BLOCK = 16
 
@@ -190,8 +192,7 @@ def _bins_of(p: Prediction, rows: _Rows) -> _Bins:
     o = p.options
     ence = curves.bins_of(rows["sigma"], o.n_bins, o.binning) if p.has_spread else None
     widths = {
-        level_name(lv): curves.bins_of(rows[f"width_{level_name(lv)}"], o.n_bins, o.binning)
-        for lv in p.interval_levels
+        level_name(lv): curves.bins_of(rows[f"width_{level_name(lv)}"], o.n_bins, o.binning) for lv in p.interval_levels
     }
     return _Bins(ence, widths)
 
@@ -224,10 +225,7 @@ def summaries(p: Prediction, sums: dict) -> dict[str, np.ndarray]:
     W, T = sums["W"], sums["T"]
     col = {c: T[..., j] / W for j, c in enumerate(p.columns)}
     expected = np.asarray(p.expected)
-    if p.kind == "intervals":
-        observed = np.stack([col[f"cov_{level_name(lv)}"] for lv in expected], axis=-1)
-    else:
-        observed = curves.observed_proportions(sums["curve"], W)
+    observed = observed_curve(p, sums)
     out = {
         "mace": curves.mace(expected, observed),
         "rmsce": curves.rmsce(expected, observed),
@@ -261,7 +259,8 @@ def finish(acc: RegressionAccumulator, progress=None) -> RegressionReport:
         full["curve"] = acc.curve
     estimates = summaries(p, full)
     sampled = {"ence", "uce"} | {f"ssc_{level_name(lv)}" for lv in p.interval_levels}
-    intervals = _bootstrap(p, acc, estimates, progress) if o.n_boot else {}
+    intervals = _bootstrap(p, acc, {**estimates, CURVE: observed_curve(p, full)}, progress) if o.n_boot else {}
+    band = intervals.pop(CURVE, None)
     how = "Poisson bootstrap over rows, keyed by (seed, global row index)"
     if acc.n_rows > o.boot_rows:
         how += f", of a bottom-k sample of {o.boot_rows} rows, spread scaled by sqrt(k/n)"
@@ -276,7 +275,7 @@ def finish(acc: RegressionAccumulator, progress=None) -> RegressionReport:
         if name in sampled and not complete:
             note = f"on a bottom-k sample of {o.max_rows} of {acc.n_rows} rows"
         metrics[name] = Metric(name, float(value), low, high, how if name in intervals else None, note=note)
-    observed = estimates_curve(p, full)
+    observed = observed_curve(p, full)
     problem = {
         "name": p.kind,
         "kind": p.kind,
@@ -287,6 +286,15 @@ def finish(acc: RegressionAccumulator, progress=None) -> RegressionReport:
             "definition": _form_text(p),
             "expected": list(p.expected),
             "observed": observed.tolist(),
+            "band": None
+            if band is None
+            else {
+                "low": band[0].tolist(),
+                "high": band[1].tolist(),
+                "method": how,
+                "confidence_level": 1.0 - o.alpha,
+                "n_boot": o.n_boot,
+            },
         },
         "binning": {
             "over": "predicted std" if p.has_spread else None,
@@ -299,10 +307,12 @@ def finish(acc: RegressionAccumulator, progress=None) -> RegressionReport:
     if p.has_pit:
         counts = acc.pit_coarse
         edges = np.linspace(0.0, 1.0, len(counts) + 1)
+        n = acc.n_rows if not acc.weighted else int(round(acc.weight))
         problem["pit_histogram"] = {
             "edges": edges.tolist(),
             "counts": counts.tolist(),
             "density": (counts / acc.weight * len(counts)).tolist(),
+            "uniform_band": uniform_band(n, len(counts), o.alpha),
         }
         assert ks is not None
         problem["pit_ks"] = ks
@@ -311,12 +321,37 @@ def finish(acc: RegressionAccumulator, progress=None) -> RegressionReport:
     return RegressionReport(problem, metrics)
 
 
-def estimates_curve(p: Prediction, sums: dict) -> np.ndarray:
-    """The calibration curve's observed proportions."""
+def uniform_band(n: int, bins: int, alpha: float) -> dict:
+    """Where a PIT histogram's bars fall under uniformity: each bin's count is Binomial(n, 1/bins), and its
+    central ``1 - alpha`` interval (the binomial's ``alpha/2`` and ``1 - alpha/2`` quantiles, the smallest count
+    whose CDF reaches each) in density units (count over ``n / bins``), the same for every bin (pointwise)."""
+    from scipy.special import bdtr
+
+    def quantile(q: float) -> int:
+        lo, hi = 0, n  # bdtr(hi) = 1 >= q; find the smallest k with bdtr(k, n, 1/bins) >= q
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if bdtr(mid, n, 1.0 / bins) >= q:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    return {
+        "low": quantile(alpha / 2.0) * bins / n,
+        "high": quantile(1.0 - alpha / 2.0) * bins / n,
+        "confidence_level": 1.0 - alpha,
+        "method": f"pointwise central interval of Binomial({n}, 1/{bins}) counts under a uniform PIT, as density",
+    }
+
+
+def observed_curve(p: Prediction, sums: dict) -> np.ndarray:
+    """The calibration curve's observed proportions, ``(..., K)`` (leading axes: replicates)."""
+    W = np.asarray(sums["W"])
     if p.kind == "intervals":
         j = {c: i for i, c in enumerate(p.columns)}
-        return np.array([sums["T"][j[f"cov_{level_name(lv)}"]] / sums["W"] for lv in p.expected])
-    return curves.observed_proportions(sums["curve"], sums["W"])
+        return np.stack([sums["T"][..., j[f"cov_{level_name(lv)}"]] / W for lv in p.expected], axis=-1)
+    return curves.observed_proportions(sums["curve"], W)
 
 
 def _form_text(p: Prediction) -> str:
@@ -363,15 +398,22 @@ def _bootstrap(p: Prediction, acc: RegressionAccumulator, estimates: dict, progr
     rows = _rows(acc.boot_sample, p.boot_columns)
     scaled = len(rows.row_index) < acc.n_rows
     bins = _bins_of(p, rows)
-    centre = summaries(p, _row_sums(p, rows, bins, rows.w)) if scaled else estimates
+    if scaled:
+        sample_sums = _row_sums(p, rows, bins, rows.w)
+        centre = {**summaries(p, sample_sums), CURVE: observed_curve(p, sample_sums)}
+    else:
+        centre = estimates
     factor = np.sqrt(rows.w.sum() / acc.weight) if scaled else 1.0
     draws = Multiplicities(o.seed, rows.row_index)
     reps: dict[str, list] = {name: [] for name in estimates}
     for start in range(0, o.n_boot, BLOCK):
         block = np.arange(start, min(start + BLOCK, o.n_boot))
         mw = draws.block(block) * rows.w[None, :]
-        for name, values in summaries(p, _row_sums(p, rows, bins, mw)).items():
+        sums = _row_sums(p, rows, bins, mw)
+        for name, values in summaries(p, sums).items():
             reps[name].append(values)
+        if CURVE in reps:
+            reps[CURVE].append(observed_curve(p, sums))
         if progress is not None:
             progress(len(block))
     out = {}
@@ -379,5 +421,5 @@ def _bootstrap(p: Prediction, acc: RegressionAccumulator, estimates: dict, progr
         r = np.concatenate(parts)
         if scaled:
             r = estimates[name] + (r - centre[name]) * factor
-        out[name] = percentile_interval(r, o.alpha)
+        out[name] = percentile_interval(r, o.alpha) if name != CURVE else percentile_intervals(r.T, o.alpha)
     return out

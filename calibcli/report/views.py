@@ -352,6 +352,8 @@ def _diagram_title(doc: dict) -> str:
 
 
 def _diagram_detail(doc, name, m, section, entry) -> str:
+    if "regression_curve" in entry:  # a regression input's diagram: its numbers are calibcli regression's
+        return regression_view.detail(doc, name, m, section, entry)
     curve = next((c for c in entry["curves"] if c["problem"] == section), None)
     if curve is None:
         return ""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from calibcli.cli import options as cc
+from calibcli.cli import regression_input
 from calibcli.core.outputs import is_stream
 from calibcli.core.validation import check_option
 from calibcli.diagram import family as diagram_family
@@ -54,9 +55,11 @@ FigureOutput = Annotated[
 
 @cc.with_groups(
     cc.COLUMNS.but(prob_col=DiagramProbCol),
+    regression_input.COLUMNS,
     cc.READING,
     cc.DATASETS,
     cc.OWN,
+    regression_input.CURVE,
     cc.BOOTSTRAP,
     cc.ENGINE,
     cc.OUTPUT.only("as_json", "fmt", "summary", "metrics", "sort"),
@@ -66,8 +69,10 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
     """Draw reliability diagrams: binned (accuracy per bin with its interval, --band; bin histogram) and
     smooth (kernel regression at the SmoothECE bandwidth with a bootstrap band, density), with the
     metric and its interval in the legend. Several files or --prob-col columns are overlaid, and so
-    are the groups of --group-by; marginal mode draws one panel per class. Files, directories of
-    shards and quoted globs are streamed in flat memory.
+    are the groups of --group-by; marginal mode draws one panel per class. On a regression dump
+    (--mean/--std, quantiles, --lower/--upper, samples; as calibcli regression reads it): the
+    calibration curve with its bootstrap band and the PIT histogram with the uniform band. Files,
+    directories of shards and quoted globs are streamed in flat memory.
 
     Example: calibcli diagram sample_data/breast_cancer_nb.csv -o reliability.png"""
     chosen = diagram_family.Options.of(options)  # the choices and rules checked here, once
@@ -96,6 +101,9 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
         check_option(
             "-" not in files, "several --prob-col columns need a file: standard input ('-') can be read only once"
         )
+    if regression_input.is_regression(files, options):
+        _regression(files, output, chosen, options, fmt=fmt, fig_size=fig_size, fig_style=fig_style, engine=engine)
+        return
     sources = cc.sources_of(files, options)
     doc, data = diagram_document(
         files,
@@ -110,6 +118,34 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
     )
     write_atomic(output, data, "output")
     emit(doc, layout=layout)
+
+
+def _regression(files, output, chosen, options, *, fmt, fig_size, fig_style, engine) -> None:
+    """``diagram`` on regression inputs (:mod:`calibcli.diagram.regression`): the regression family's numbers
+    for the curve and the PIT histogram, then the figure, written atomically."""
+    from calibcli.diagram.regression import regression_diagram_document
+    from calibcli.regression import family as regression
+
+    check_option(
+        len(options["prob_col"] or ()) == 0, "--prob-col is a classifier's column: a regression dump takes --mean etc."
+    )
+    reg_options = regression.Options.of(
+        {k: options[k] for k in ("curve_form", "n_levels", "pit_bins", "n_boot", "alpha", "seed")}
+    )
+    sources = regression_input.regression_sources(files, options, group_by=cc.split_columns(options.get("group_by")))
+    doc, data = regression_diagram_document(
+        files,
+        output,
+        chosen,
+        reg_options,
+        sources=sources,
+        engine=engine,
+        fmt=fmt,
+        fig_size=fig_size,
+        fig_style=fig_style,
+    )
+    write_atomic(output, data, "output")
+    emit(doc, layout=cc.layout_of(options))
 
 
 def register(app: typer.Typer) -> None:
