@@ -22,13 +22,21 @@ imported only there.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from calibcli.core.errors import warn
 from calibcli.core.safe_text import for_matplotlib
+from calibcli.core.validation import check_option
+from calibcli.diagram import plot as dg
 from calibcli.diagram.legends import _boxes, _legend, _points_px, _polyline_boxes, place_legends
+from calibcli.diagram.plot import curve_look
+from calibcli.diagram.run import MAX_PIXELS, _curve_names, _group_text
+from calibcli.engines.pipeline import run
+from calibcli.regression import family as regression
 
 #: What the diagram's JSON calls the figure's mode for a regression input.
 MODE = "regression"
@@ -137,8 +145,6 @@ def plot_regression_diagram(
     """The calibration curve (left) and the PIT histogram (right; left out when no input has a PIT) of one or
     several regression inputs, overlaid; ``style`` a :class:`calibcli.diagram.plot.FigureStyle`. Returns the
     Figure (headless, no pyplot)."""
-    from calibcli.diagram import plot as dg
-
     fs = style or dg.FigureStyle()
     with_pit = [d for d in data if d.pit_edges is not None]
     n_panels = 2 if with_pit else 1
@@ -221,12 +227,6 @@ def _draw_pit(ax, data, colors, several: bool) -> None:
     _legend(ax, handles, labels, _pit_ink(with_pit))
 
 
-def curve_look(i: int, colors):
-    from calibcli.diagram.plot import curve_look as look
-
-    return look(i, colors)
-
-
 def _curve_ink(data, lines):
     def ink(ax) -> np.ndarray:
         parts = []
@@ -268,17 +268,9 @@ def regression_diagram_document(
     family run on ``sources`` with ``regression_options`` (its entries, numbers and parameters as ``calibcli
     regression --json`` gives them), each entry's drawn data beside it (``regression_curve``), the figure's
     parameters from ``chosen`` (:class:`calibcli.diagram.family.Options`) and its ``diagram`` block."""
-    from calibcli.core.validation import check_option
-    from calibcli.diagram import plot as dg
-    from calibcli.diagram.run import MAX_PIXELS, _curve_names, _group_text
-    from calibcli.engines.pipeline import run
-    from calibcli.regression import family as regression
-
     doc = run(regression.FAMILY, sources, regression_options, engine)
     entries = doc["files"]
     if len(entries) > chosen.max_overlays and sources.group_by:
-        from calibcli.core.errors import warn
-
         warn(f"the first {chosen.max_overlays} of {len(entries)} groups are drawn (--max-overlays)")
     drawn = entries[: chosen.max_overlays] if sources.group_by else entries
     base = _curve_names(files, sources.pool, [None], chosen.name)
@@ -317,8 +309,6 @@ def regression_diagram_document(
         )
     data_bytes = dg.figure_bytes(fig, fmt, dpi=chosen.dpi)
     width_in, height_in = fig.get_size_inches()
-    import struct
-
     width_px, height_px = struct.unpack(">II", data_bytes[16:24]) if fmt == "png" else (None, None)
     panels = ["calibration curve"] + (["PIT histogram"] if any(d.pit_edges is not None for d in data) else [])
     doc["diagram"] = {

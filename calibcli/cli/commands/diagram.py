@@ -19,8 +19,10 @@ from calibcli.core.outputs import is_stream
 from calibcli.core.validation import check_option
 from calibcli.diagram import family as diagram_family
 from calibcli.diagram import plot as dg
+from calibcli.diagram.regression import regression_diagram_document
 from calibcli.diagram.run import diagram_document
 from calibcli.engines.pipeline import check_engine
+from calibcli.regression import family as regression
 from calibcli.report.emit import emit, write_atomic
 
 # The calibcli.diagram.plot names used here are imported inside the command, which keeps matplotlib
@@ -123,9 +125,6 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
 def _regression(files, output, chosen, options, *, fmt, fig_size, fig_style, engine) -> None:
     """``diagram`` on regression inputs (:mod:`calibcli.diagram.regression`): the regression family's numbers
     for the curve and the PIT histogram, then the figure, written atomically."""
-    from calibcli.diagram.regression import regression_diagram_document
-    from calibcli.regression import family as regression
-
     check_option(
         len(options["prob_col"] or ()) == 0, "--prob-col is a classifier's column: a regression dump takes --mean etc."
     )
