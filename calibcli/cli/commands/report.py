@@ -28,6 +28,7 @@ import typer
 from calibcli.audit.options import Options as AuditOptions
 from calibcli.calibrators.document import METHOD_NAMES
 from calibcli.cli import options as cc
+from calibcli.cli import regression_input
 from calibcli.core.declarations import CLASS_WEIGHTS_PARAM, MODE, STRATEGY
 from calibcli.core.documents import to_json
 from calibcli.core.errors import check_choice, flag_of, warn
@@ -38,12 +39,15 @@ from calibcli.llm import family as selective_family
 from calibcli.monitor import family as monitor_family
 from calibcli.recalibrate import family as recalibrate_family
 from calibcli.recalibrate.family import DEFAULT_METHODS
+from calibcli.regression import family as regression
+from calibcli.regression.recalibration import REGRESSION_METHODS
 from calibcli.report.document import build_document
 from calibcli.report.emit import write_atomic
 from calibcli.report.html import render_page, require_jinja2
 from calibcli.report.html import verdict as verdicts
 from calibcli.report.html.audit import AUDIT_MODES, audit_lines, audit_section
 from calibcli.report.html.monitor import MONITOR_MODES, check_section, monitor_lines, monitor_section
+from calibcli.report.html.regression import regression_document
 
 ADJUST = params_of(AuditOptions)["adjust"][0]
 #: The audit's options (``--segment-cols`` and how segments are formed, judged and shown), from the audit
@@ -98,6 +102,7 @@ else:
 @cc.with_groups(
     cc.own("json_output"),
     cc.COLUMNS,
+    regression_input.COLUMNS,
     cc.READING,
     cc.DATASETS.only("group_by", "batch_rows"),
     cc.ENGINE,
@@ -106,6 +111,7 @@ else:
     cc.OWN,
     AUDIT,
     MONITOR,
+    regression_input.CURVE,
     declared=recalibrate_family.ReportOptions,
 )
 def report(files: ReportFiles, **options) -> None:
@@ -113,7 +119,9 @@ def report(files: ReportFiles, **options) -> None:
     statistically real), the binned and smooth reliability diagrams, every metric with its interval, the
     T-Cal test, and what recalibration would do (held-out comparison, best first); with several files or
     groups, a sortable summary first; with --segment-cols, the segment audit of every input (calibcli audit's
-    numbers, the worst segments' diagrams beside the whole population's). No network needed to open it;
+    numbers, the worst segments' diagrams beside the whole population's). On a regression dump (as calibcli
+    regression reads it): the calibration curve and PIT histogram, coverage against the nominal levels, and
+    what std-scaling, isotonic-pit and conformal would do on held-out rows. No network needed to open it;
     printable; dark-mode aware.
 
     Example: calibcli report sample_data/breast_cancer_nb.csv -o calibration.html"""
@@ -135,6 +143,9 @@ def report(files: ReportFiles, **options) -> None:
         alpha=alpha,
         batch_rows=options["batch_rows"],
     )
+    if regression_input.is_regression(files, options):
+        _regression_report(files, options, given)
+        return
     check_option(
         n_boot >= 1,
         f"--n-boot is {n_boot}: the report's T-Cal test draws its null distribution from "
@@ -216,6 +227,48 @@ def report(files: ReportFiles, **options) -> None:
     if monitored:
         lines += [f"  {for_terminal(line)}" for line in monitor_lines(doc["monitor"])]
     sys.stderr.write("\n".join(lines) + "\n")  # what the page says, in one line per entry (stdout stays empty)
+
+
+def _regression_report(files, options, given) -> None:
+    """``report`` on regression dumps (:mod:`calibcli.report.html.regression`): the regression family's run, the
+    verdict, the curve and PIT histogram, the held-out recalibration comparison, on one page."""
+    for name, what in (("segment_cols", "audits a classifier's segments"), ("time_col", "monitors a classifier")):
+        check_option(
+            not options[name],
+            f"{flag_of(name)} {what}: a regression dump's page has no such section (drop {flag_of(name)})",
+        )
+    methods = tuple(dict.fromkeys(options["method"])) if options["method"] else REGRESSION_METHODS
+    for m in methods:
+        check_option(
+            m in REGRESSION_METHODS,
+            f"--method {m} is a classifier's method: a regression dump is recalibrated by "
+            f"{', '.join(REGRESSION_METHODS)}",
+        )
+    check_options(holdout=options["holdout"])
+    chosen = regression.Options.of(
+        {k: options[k] for k in ("curve_form", "n_levels", "pit_bins", "n_boot", "alpha", "seed")}
+    )
+    columns = regression.Columns.of(options)
+    sources = regression_input.regression_sources(files, options, group_by=cc.split_columns(options["group_by"]))
+    doc = regression_document(
+        sources,
+        chosen,
+        engine=cc.engine_of(options),
+        methods=methods,
+        holdout=options["holdout"],
+        levels=columns.spec().level,
+        title=options["title"],
+        command_line=command_line(given),
+    )
+    page = render_page(doc, template="regression.html.j2")
+    if options["json_output"]:
+        write_atomic(options["json_output"], to_json(doc) + "\n", "json_output")
+    write_atomic(options["output"], page, "output")
+    output = options["output"]
+    n = len(doc["files"])
+    lines = [f"wrote {for_terminal(output)}: {n} entr{'y' if n == 1 else 'ies'}"]
+    lines += [f"  {for_terminal(e['label'])}: {for_terminal(e['verdict']['headline'])}" for e in doc["files"]]
+    sys.stderr.write("\n".join(lines) + "\n")
 
 
 def command_line(given: dict) -> str:

@@ -63,6 +63,8 @@ def page_data(doc: dict) -> dict:
     out["files"] = []
     for entry in doc["files"]:
         e = dict(entry)
+        if e.get("figure"):  # a regression entry's curve and PIT histogram (calibcli.report.html.regression)
+            e["figure"] = {**e["figure"], "svg": SVG_IN_PAGE}
         if e.get("diagrams"):
             e["diagrams"] = {k: (SVG_IN_PAGE if k in ("binned", "smooth") else v) for k, v in e["diagrams"].items()}
         out["files"].append(e)
@@ -148,8 +150,36 @@ def path_breaks(text: str):
     return Markup("").join(escape(t) if t.isspace() or not t else word(t) for t in _SPACES.split(text))
 
 
-def render_page(doc: dict) -> str:
-    """The HTML page of a report document (:mod:`calibcli.cli.commands.report`)."""
+def regression_rows(entry: dict) -> list[dict]:
+    """Every metric of a regression entry (``calibcli regression``'s), with its description from the registry."""
+    from calibcli.core.registry import REGISTRY
+
+    per_level = {
+        "picp": "coverage of the {} interval: mean 1{{lower <= y <= upper}}",
+        "mpiw": "mean width of the {} interval",
+        "interval_score": "Winkler score of the {} interval (Gneiting and Raftery 2007)",
+        "ssc": "size-stratified coverage of the {} interval: its smallest coverage over bins of the width",
+    }
+    rows = []
+    for name, m in entry["problem"]["metrics"].items():
+        spec = REGISTRY.get(name)
+        head, _, level = name.rpartition("_")
+        description = spec.description if spec else per_level.get(head, "{}").format(level) if head else ""
+        rows.append(
+            {
+                "metric": name,
+                "estimate": m.get("estimate"),
+                "ci_low": m.get("ci_low"),
+                "ci_high": m.get("ci_high"),
+                "description": description,
+            }
+        )
+    return rows
+
+
+def render_page(doc: dict, *, template: str = "report.html.j2") -> str:
+    """The HTML page of a report document (:mod:`calibcli.cli.commands.report`): the classifier page, or
+    ``regression.html.j2`` for regression dumps (:mod:`calibcli.report.html.regression`)."""
     from markupsafe import Markup
 
     from calibcli.core.documents import fmt_interval, fmt_number
@@ -171,14 +201,15 @@ def render_page(doc: dict) -> str:
     env.filters["interval"] = fmt_interval
     env.filters["raw"] = lambda v: "" if v is None else repr(float(v))
     env.filters["path_breaks"] = path_breaks
-    template = env.get_template("report.html.j2")
+    page = env.get_template(template)
     p = doc["parameters"]
-    return template.render(
+    return page.render(
         doc=doc,
         p=p,
         level=f"{100 * (1 - p['alpha']):g}%",
         data_json=_script_json(doc),
         metric_rows=metric_rows,
+        regression_rows=regression_rows,
         monitor_rows=monitor_render.window_rows,
         monitor_lines=monitor_render.footer_lines,
         css=_read("style.css"),
