@@ -307,10 +307,15 @@ def recalibration(sources, options: regression.Options, *, methods, holdout: flo
         if method not in REGRESSION_METHODS:
             continue
         if target.kind not in METHOD_KINDS[method]:
+            needs = " or ".join(METHOD_KINDS[method])
+            not_fitted.append({"method": method, "reason": f"needs {needs} predictions, not {target.kind}"})
+            continue
+        if method == "isotonic-pit" and target.kind != "gaussian":
             not_fitted.append(
                 {
                     "method": method,
-                    "reason": f"needs {' or '.join(METHOD_KINDS[method])} predictions, not {target.kind}",
+                    "reason": "this page measures the isotonic PIT map on a Gaussian; recalibrate fit and apply take "
+                    f"it on {target.kind} too",
                 }
             )
             continue
@@ -321,7 +326,7 @@ def recalibration(sources, options: regression.Options, *, methods, holdout: flo
             row = _measure("gaussian", (), at, scaled, yt, wt, rt, options)
             row["fitted"] = {"factor": scaling.factor}
         elif method == "isotonic-pit":
-            iso = recalibrators.IsotonicPIT.fit(gaussian_pit(yf, pf[:, 0], pf[:, 1]))
+            iso = recalibrators.IsotonicPIT.fit(gaussian_pit(yf, pf[:, 0], pf[:, 1]), wf)
             q = iso.gaussian_quantiles(pt[:, 0], pt[:, 1], np.asarray(ISOTONIC_LEVELS))
             row = _measure("quantiles", ISOTONIC_LEVELS, at, q, yt, wt, rt, replace(options, curve_form="quantile"))
             row["fitted"] = {}
