@@ -29,7 +29,6 @@ from calibcli.smooth import options as smece_options
 from calibcli.smooth.inputs import SmoothInputAccumulator
 from calibcli.tcal import options as tcal_options
 from calibcli.tcal.accumulator import TcalInputAccumulator
-from calibcli.tcal.options import MAX_ROWS as TCAL_MAX_ROWS
 
 # =============================================================================================
 # Metric functions on array-likes: the library's front door (scikit-learn's names and order)
@@ -407,19 +406,13 @@ def tcal_test(y_true, y_prob, *, sample_weight=None, logits: bool = False, data=
     )
 
 
-def clinical_test(
-    y_true,
-    y_prob,
-    *,
-    test: str = "spiegelhalter",
-    n_bins: int = 10,
-    sample_weight=None,
-    mode: str | None = None,
-    alpha: float = 0.05,
-    max_rows: int = TCAL_MAX_ROWS,
-    logits: bool = False,
-    data=None,
-) -> MetricResult:
+#: :func:`clinical_test`'s keywords in their order: the T-Cal family's declarations (their library defaults: the
+#: Spiegelhalter test, 10 Hosmer-Lemeshow groups) and its own ``sample_weight``, ``logits`` and ``data``.
+CLINICAL_KEYWORDS = ("test", "n_bins", "sample_weight", "mode", "alpha", "max_rows", "logits", "data")
+
+
+@library_signature(tcal_options.Options, *CLINICAL_KEYWORDS)
+def clinical_test(y_true, y_prob, *, sample_weight=None, logits: bool = False, data=None, **options) -> MetricResult:
     """Spiegelhalter's Z test, the Hosmer-Lemeshow test (:mod:`calibcli.clinical.classical_tests`) or the ECCE-R test
     (SPEC 9,
     :mod:`calibcli.cumulative.ecce`) of perfect calibration, as ``calibcli tcal --test
@@ -436,7 +429,11 @@ def clinical_test(
     >>> r.name, round(r.estimate, 4), round(r.related["spiegelhalter_z"].estimate, 4)
     ('spiegelhalter_p_value', 0.783, -0.2754)
     """
-    options = tcal_options.Options.library(
+    defaults = library_defaults(tcal_options.Options)
+    test, n_bins, mode, alpha, max_rows = (
+        options.get(k, defaults[k]) for k in ("test", "n_bins", "mode", "alpha", "max_rows")
+    )
+    chosen = tcal_options.Options.library(
         test=test, n_bins=n_bins if test == "hosmer-lemeshow" else None, alpha=alpha, max_rows=max_rows
     )
     check_options({"test": CLINICAL_TEST_NAMES}, test=test)
@@ -444,7 +441,7 @@ def clinical_test(
         check_type("n_bins", n_bins, int)
         check_options(n_bins=n_bins)
     prepared = prepare(y_true, y_prob, sample_weight, data=data, logits=logits)
-    report = _reported(ClinicalTestAccumulator, options, prepared, mode)
+    report = _reported(ClinicalTestAccumulator, chosen, prepared, mode)
     entry = report.to_dict()
     name = {
         "spiegelhalter": "spiegelhalter_p_value",

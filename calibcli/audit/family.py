@@ -60,9 +60,7 @@ def plan(o: Options, sources, engine: str, *, diagrams: int = 0) -> Plan:
             "pool": sources.pool,
             "batch_rows": sources.batch_rows,
             "engine": engine,
-            "gate": {"fail_above_sigma": o.fail_above_sigma, "fail_if_any_segment": o.fail_if_any_segment}
-            if o.fail_above_sigma is not None or o.fail_if_any_segment
-            else None,
+            "gate": _gate(o),
             **o.shown("top"),
         },
     )
@@ -70,14 +68,26 @@ def plan(o: Options, sources, engine: str, *, diagrams: int = 0) -> Plan:
     return Plan(doc, per_input(SegmentAuditAccumulator, mode, options, diagrams=diagrams), GateSpec("mce_sigma"), 0)
 
 
+def _gate(o: Options) -> dict | None:
+    """The gates asked for (the report's ``parameters.gate``), or None."""
+    if o.fail_above_sigma is None and not o.fail_if_any_segment:
+        return None
+    return {"fail_above_sigma": o.fail_above_sigma, "fail_if_any_segment": o.fail_if_any_segment}
+
+
 def finish(doc: dict, o: Options) -> list[str]:
     """The audit's headline at the top of the document, and the gates' verdicts (``doc["gate"]``)."""
     _headline(doc)
     failures = gate_failures(
-        doc, fail_above_sigma=o.fail_above_sigma, fail_if_any_segment=o.fail_if_any_segment, alpha=o.alpha
+        doc,
+        fail_above_sigma=o.fail_above_sigma,
+        fail_if_any_segment=o.fail_if_any_segment,
+        alpha=o.alpha,
+        min_segment=o.min_segment,
     )
-    if doc["parameters"]["gate"] is not None:
-        doc["gate"] = {**doc["parameters"]["gate"], "passed": not failures, "failures": failures}
+    gate = _gate(o)
+    if gate is not None:
+        doc["gate"] = {**gate, "passed": not failures, "failures": failures}
     return failures
 
 
@@ -105,7 +115,9 @@ def check_gate(doc: dict) -> None:
         raise GateFailed("Gate failed: " + "; ".join(failures))
 
 
-def gate_failures(doc: dict, *, fail_above_sigma: float | None, fail_if_any_segment: bool, alpha: float) -> list[str]:
+def gate_failures(
+    doc: dict, *, fail_above_sigma: float | None, fail_if_any_segment: bool, alpha: float, min_segment: int
+) -> list[str]:
     """The gates' verdicts over every entry: one line per failure, naming the input and the segments."""
     failures = []
     for entry in doc["files"]:
@@ -121,10 +133,9 @@ def gate_failures(doc: dict, *, fail_above_sigma: float | None, fail_if_any_segm
                 if on
             )
             rows = entry.get("population", {}).get("rows", 0)
-            least = doc["parameters"].get("min_segment")
             raise CalibcliError(
-                f"{flags}: {label} has no segment of at least --min-segment {least} rows (the whole population has "
-                f"{rows}), so no segment is tested, MCE is undefined and the gate would test nothing: pass "
+                f"{flags}: {label} has no segment of at least --min-segment {min_segment} rows (the whole population "
+                f"has {rows}), so no segment is tested, MCE is undefined and the gate would test nothing: pass "
                 f"--min-segment {max(min(rows, 100), 1)} or less"
             )
         if fail_above_sigma is not None and mce is not None and mce > fail_above_sigma:

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
+import types
+import typing
 from collections.abc import Callable
+from typing import Any
 
 from calibcli.core.binning import STRATEGIES
 from calibcli.core.modes import CLASS_WEIGHTS, MODES
@@ -47,17 +51,29 @@ def library_signature(options_class: type, *names: str) -> Callable:
     """Decorator of a library function that takes ``**options``: these declared options of ``options_class``
     become its keyword-only parameters, with the library's defaults stated in their declarations
     (:func:`library_defaults`) and their annotated types, so ``help()``, ``inspect.signature`` and an editor list
-    them as if written out; a keyword it does not take is refused as Python refuses one."""
+    them as if written out; a keyword it does not take is refused as Python refuses one.
+
+    The declared options follow the function's own parameters, in the order of ``names``; a name that is one of
+    the function's own keyword-only parameters (``sample_weight``) places that parameter there among them. An
+    option whose library default is not None takes no None in the library: its type loses ``| None``."""
     defaults, hints = library_defaults(options_class), field_types(options_class)
 
     def decorate(func):
         signature = inspect.signature(func)
-        own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-        taken = [
-            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=defaults[name], annotation=hints[name])
+        own = {p.name: p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD}
+        taken = {
+            name: inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=defaults[name],
+                annotation=_library_type(hints[name], defaults[name]),
+            )
             for name in names
-        ]
-        known = {p.name for p in own} | set(names)
+            if name not in own
+        }
+        unplaced = [p for name, p in own.items() if name not in names]
+        parameters = [*unplaced, *(own[name] if name in own else taken[name] for name in names)]
+        known = set(own) | set(names)
 
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
@@ -66,7 +82,15 @@ def library_signature(options_class: type, *names: str) -> Callable:
                     raise TypeError(f"{func.__name__}() got an unexpected keyword argument {name!r}")
             return func(*args, **kwargs)
 
-        wrapper.__signature__ = signature.replace(parameters=[*own, *taken])  # type: ignore[attr-defined]
+        wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
         return wrapper
 
     return decorate
+
+
+def _library_type(hint: Any, default: Any) -> Any:
+    """``hint`` without ``None`` when the library's ``default`` is not None (``int | None`` -> ``int``)."""
+    args = typing.get_args(hint)
+    if default is None or type(None) not in args or typing.get_origin(hint) not in (typing.Union, types.UnionType):
+        return hint
+    return functools.reduce(operator.or_, [a for a in args if a is not type(None)])

@@ -6,8 +6,36 @@ bound), and the library's :class:`MetricResult`, one metric of one set of predic
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
 
 from calibcli.core.documents import jsonable
+
+
+@dataclass(frozen=True)
+class ModeReport:
+    """One input's results in one mode, as the binned and smooth families report them: a result per binary problem
+    and, in marginal mode, their aggregate over the classes with the class weights it was made with."""
+
+    mode: str
+    problems: list
+    aggregate: dict[str, Metric] | None
+    class_weights: str | None
+    class_weight_values: np.ndarray | None
+
+    def aggregate_entry(self) -> dict[str, Any]:
+        """The report entry's ``aggregate`` (the weights and the aggregated metrics), or nothing without one."""
+        if self.aggregate is None:
+            return {}
+        assert self.class_weight_values is not None  # (an aggregate is a weighted one)
+        return {
+            "aggregate": {
+                "class_weights": self.class_weights,
+                "class_weight_values": self.class_weight_values.tolist(),
+                "metrics": {k: m.to_dict() for k, m in self.aggregate.items()},
+            }
+        }
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from calibcli.core.compensated import add_exact
 from calibcli.core.modes import binary_problems, class_weight_values
 from calibcli.core.registry import REGISTRY, aggregate_over_classes
 from calibcli.core.resampling import Multiplicities, percentile_interval
-from calibcli.core.results import Metric
+from calibcli.core.results import Metric, ModeReport
 from calibcli.core.rows import ROW_LIMIT, RowSample
 from calibcli.core.validation import BYTES_PER_BIN, check_allocation, memory_budget
 from calibcli.cumulative.accumulator import EcceAccumulator, ecce_metrics
@@ -44,14 +44,10 @@ class ProblemResult:
 
 
 @dataclass(frozen=True)
-class BinnedReport:
-    """Per-problem results, the marginal aggregate and the multiclass proper scores."""
+class BinnedReport(ModeReport):
+    """Per-problem results (:class:`ProblemResult`), the marginal aggregate and the multiclass proper scores."""
 
-    mode: str
     problems: list[ProblemResult]
-    aggregate: dict[str, Metric] | None
-    class_weights: str | None
-    class_weight_values: np.ndarray | None
     multiclass_scores: dict[str, Metric] | None
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -69,14 +65,8 @@ class BinnedReport:
                 }
                 for p in self.problems
             ],
+            **self.aggregate_entry(),
         }
-        if self.aggregate is not None:
-            assert self.class_weight_values is not None  # (an aggregate is a weighted one)
-            out["aggregate"] = {
-                "class_weights": self.class_weights,
-                "class_weight_values": self.class_weight_values.tolist(),
-                "metrics": {k: m.to_dict() for k, m in self.aggregate.items()},
-            }
         if self.multiclass_scores is not None:
             out["multiclass_scores"] = {k: m.to_dict() for k, m in self.multiclass_scores.items()}
         if self.notes:

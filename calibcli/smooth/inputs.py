@@ -13,7 +13,7 @@ from calibcli.core.accumulator import InputState
 from calibcli.core.modes import binary_problems, class_weight_values
 from calibcli.core.registry import REGISTRY, aggregate_over_classes
 from calibcli.core.resampling import percentile_interval
-from calibcli.core.results import Metric
+from calibcli.core.results import Metric, ModeReport
 from calibcli.smooth.accumulator import SmoothAccumulator
 
 
@@ -50,23 +50,11 @@ class SmoothProblemResult:
 
 
 @dataclass(frozen=True)
-class SmoothReport:
-    mode: str
+class SmoothReport(ModeReport):
     problems: list[SmoothProblemResult]
-    aggregate: dict[str, Metric] | None
-    class_weights: str | None
-    class_weight_values: np.ndarray | None
 
     def to_dict(self) -> dict:
-        out: dict[str, Any] = {"mode": self.mode, "problems": [p.to_dict() for p in self.problems]}
-        if self.aggregate is not None:
-            assert self.class_weight_values is not None  # (an aggregate is a weighted one)
-            out["aggregate"] = {
-                "class_weights": self.class_weights,
-                "class_weight_values": self.class_weight_values.tolist(),
-                "metrics": {k: m.to_dict() for k, m in self.aggregate.items()},
-            }
-        return out
+        return {"mode": self.mode, "problems": [p.to_dict() for p in self.problems], **self.aggregate_entry()}
 
     def headline(self) -> dict[str, Metric]:
         return dict(self.aggregate) if self.aggregate is not None else dict(self.problems[0].metrics)
@@ -139,9 +127,7 @@ class SmoothInputAccumulator(InputState):
             r.finer_grid if r.needs_finer_grid else acc.n_cells
             for r, acc in zip(self._points(), self.problems, strict=True)
         ]
-        return SmoothInputAccumulator(
-            mode=self.mode, n_classes=self.n_classes, class_names=self.class_names, options=self.options, grids=grids
-        )
+        return SmoothInputAccumulator(**self.head(), grids=grids)
 
     @classmethod
     def results(cls, accs: list, progress=None, on_chunks=None) -> list[SmoothReport]:

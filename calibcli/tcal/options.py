@@ -89,9 +89,13 @@ class Options(Bootstrap):
         "exact up to --max-rows "
         "rows, a 2^16-cell score grid with its error bound beyond).",
         choices=TESTS,
+        library="spiegelhalter",  # (the library's function taking it is clinical_test; tcal_test takes no test)
     )
     n_bins: int | None = option(
-        None, "--n-bins", help="Groups of the Hosmer-Lemeshow test (quantile bins of the predictions). Default: 10."
+        None,
+        "--n-bins",
+        help="Groups of the Hosmer-Lemeshow test (quantile bins of the predictions). Default: 10.",
+        library=10,
     )
     fail_on_reject: bool = option(False, "--fail-on-reject", help="Exit 1 when the test rejects perfect calibration.")
     n_boot: int = option(1000, "--n-boot", help="Resamples for the null distribution; one set serves every level.")

@@ -132,5 +132,26 @@ def test_the_metric_functions_signatures_come_from_the_family_declarations():
         if name in api.TCAL_KEYWORDS:
             assert params[name].default == default, name
     assert library_defaults(EceOptions)["n_boot"] == 0 and EceOptions().n_boot == 1000  # library vs command line
+    # clinical_test: the same declarations, their library defaults (Spiegelhalter's test, 10 groups) and its own
+    # keywords placed among them: the signature it always had, name by name, default by default, in order
+    params = inspect.signature(api.clinical_test).parameters
+    assert [(p.name, p.kind, p.default) for p in params.values()] == [
+        ("y_true", inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.empty),
+        ("y_prob", inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.empty),
+        ("test", inspect.Parameter.KEYWORD_ONLY, "spiegelhalter"),
+        ("n_bins", inspect.Parameter.KEYWORD_ONLY, 10),
+        ("sample_weight", inspect.Parameter.KEYWORD_ONLY, None),
+        ("mode", inspect.Parameter.KEYWORD_ONLY, None),
+        ("alpha", inspect.Parameter.KEYWORD_ONLY, 0.05),
+        ("max_rows", inspect.Parameter.KEYWORD_ONLY, 1_000_000),
+        ("logits", inspect.Parameter.KEYWORD_ONLY, False),
+        ("data", inspect.Parameter.KEYWORD_ONLY, None),
+    ]
+    tcal_defaults = library_defaults(TcalFamilyOptions)
+    assert all(params[name].default == tcal_defaults[name] for name in ("test", "n_bins", "mode", "alpha", "max_rows"))
+    assert params["n_bins"].annotation is int  # (the library takes a number of groups, not None)
+    assert TcalFamilyOptions().test == "auto" and TcalFamilyOptions().n_bins is None  # the command line's
+    with pytest.raises(TypeError, match=r"^clinical_test\(\) got an unexpected keyword argument 'n_boot'$"):
+        clinical_test(Y, P, n_boot=10)
     with pytest.raises(TypeError, match=r"^ece\(\) got an unexpected keyword argument 'n_bin'$"):
         ece(Y, P, n_bin=10)
