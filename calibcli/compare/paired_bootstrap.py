@@ -26,7 +26,7 @@ import numpy as np
 from calibcli.binned.accumulator import _row_values
 from calibcli.binned.stats import BinStats
 from calibcli.core.binning import uniform_bin_index
-from calibcli.core.compensated import add_exact
+from calibcli.core.compensated import add_exact, run_sums
 from calibcli.core.modes import binary_problems
 from calibcli.core.registry import REGISTRY, aggregate_over_classes
 from calibcli.core.resampling import Multiplicities, percentile_interval
@@ -64,17 +64,41 @@ class JointCells:
         cell_a = 2 * self.bins_a(za) + ya
         cell_b = 2 * self.bins_b(zb) + yb
         key = cell_a.astype(np.int64) * (2 * self.n_b) + cell_b
-        keys, inverse = np.unique(key, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        v = np.column_stack([_values(za, ya, wa), _values(zb, yb, wb)])
-        n_keys = len(keys)
-        count = np.bincount(inverse, minlength=n_keys)
-        sums = np.stack([np.bincount(inverse, weights=v[:, j], minlength=n_keys) for j in range(2 * _V)], axis=1)
-        moments = np.zeros((n_keys, 2 * _V, 2 * _V))
-        for i in range(2 * _V):
-            for j in range(i, 2 * _V):
-                moments[:, i, j] = moments[:, j, i] = np.bincount(inverse, weights=v[:, i] * v[:, j], minlength=n_keys)
-        self._add(keys, count, sums, moments)
+        order = np.argsort(key)  # (the order within a joint cell changes no sum: run_sums' are exact)
+        key = key[order]
+        starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+        keys, n_keys = key[starts], len(starts)
+        count = np.diff(np.append(starts, len(key)))
+        # the columns whose sums are not the counts (with unit weights w = 1, w v = v and w w = 1), the upper
+        # triangle of their products
+        weighted = wa is not None or wb is not None
+        free = np.arange(2 * _V) if weighted else np.array([j for j in range(2 * _V) if j % _V])
+        upper_i, upper_j = np.triu_indices(len(free))
+        values = np.empty((len(free) + len(upper_i), len(key)))  # (column, row in the order of the joint cells)
+        columns = _columns(za, ya, wa) + _columns(zb, yb, wb)
+        for k, j in enumerate(free):
+            np.take(columns[j], order, out=values[k])
+        for k, (i, j) in enumerate(zip(upper_i, upper_j, strict=True)):
+            np.multiply(values[i], values[j], out=values[len(free) + k])
+        top = np.max(np.abs(values[: len(free)]), axis=1)
+        # the batch's sums exact to about 2^-100 (calibcli.core.compensated.run_sums): added into the state's
+        # pairs, they give the same floats however the rows were split into batches (the covariances' square
+        # roots, whose small eigenvalues are differences of large sums, see the same numbers)
+        part, part_lo = run_sums(values, starts, np.concatenate([top, top[upper_i] * top[upper_j]]))
+        sums, sums_lo = (np.zeros((n_keys, 2 * _V)) for _ in range(2))
+        moments, moments_lo = (np.zeros((n_keys, 2 * _V, 2 * _V)) for _ in range(2))
+        for out, out_m, got in ((sums, moments, part), (sums_lo, moments_lo, part_lo)):
+            out[:, free] = got[:, : len(free)]
+            out_m[:, free[upper_i], free[upper_j]] = got[:, len(free) :]
+            out_m[:, free[upper_j], free[upper_i]] = got[:, len(free) :]
+        if len(free) < 2 * _V:  # unit weights: sum w = sum w w = count, sum w v = sum v (exact)
+            ws = np.array([0, _V])
+            sums[:, ws] = count[:, None]
+            moments[:, ws[:, None], ws[None, :]] = count[:, None, None]
+            for out, out_m in ((sums, moments), (sums_lo, moments_lo)):
+                out_m[:, ws[:, None], free[None, :]] = out[:, None, free]
+                out_m[:, free[:, None], ws[None, :]] = out[:, free, None]
+        self._add(keys, count, sums, moments, sums_lo, moments_lo)
 
     def merge(self, other: JointCells) -> None:
         """Add the joint cells of other rows."""
@@ -188,11 +212,11 @@ class _EqualWidth:
         return uniform_bin_index(z, self.n)
 
 
-def _values(z, y, w) -> np.ndarray:
-    """The (n, 4) per-row values ``(w, w u, w u^2, w ll)`` of one input (w = 1 without weights)."""
+def _columns(z, y, w) -> list[np.ndarray]:
+    """The per-row values ``(w, w u, w u^2, w ll)`` of one input (w = 1 without weights), one array each."""
     v = _row_values(z, y, w, False)
     ones = np.ones(len(z)) if w is None else v["w"]
-    return np.column_stack([ones, v["wu"], v["wu2"], v["wll"]])
+    return [ones, v["wu"], v["wu2"], v["wll"]]
 
 
 def _psd_root(cov: np.ndarray) -> np.ndarray:

@@ -79,3 +79,33 @@ def add_exact_at(hi: np.ndarray, lo: np.ndarray, x: np.ndarray, at: np.ndarray |
     part_hi, part_lo = hi[at], lo[at]
     add_exact(part_hi, part_lo, x[at])
     hi[at], lo[at] = part_hi, part_lo
+
+
+def run_sums(x: np.ndarray, starts: np.ndarray, top: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The sums of the runs ``x[:, starts[k]:starts[k + 1]]`` of each row of ``x`` ((columns, values) float64,
+    used as scratch: overwritten; ``starts`` increasing, the first 0), as pairs ``(hi, lo)`` (:func:`add_exact`'s,
+    (runs, columns)) whose value is the exact sum to about 2^-100 of it, so a state adding them holds the same
+    floats however its rows were split into batches. ``top``: a bound on each column's ``|x|`` (else its maximum).
+
+    Each column's values are split without error into a high part on a grid coarse enough that the high parts
+    sum exactly in any order, and the low rest (Rump, Ogita & Oishi 2008, "Accurate floating-point summation
+    part I", Algorithm 3.2 ExtractVector): with ``sigma = 2^E`` at least ``2 (n + 1) max |x|`` for ``n`` values,
+    ``hi = (sigma + x) - sigma`` is ``x`` rounded to a multiple of ``2^(E - 53)`` and every partial sum of such
+    numbers is below ``sigma / 2``, exact; ``x - hi`` is exact and below ``2^(E - 52)``, so its sums' rounding is
+    about ``n^2 2^-104`` of the largest value. A column that is not finite is summed plainly (its low parts 0)."""
+    columns, n = x.shape
+    if n == 0:
+        return np.zeros((0, columns)), np.zeros((0, columns))
+    top = np.max(np.abs(x), axis=1) if top is None else np.asarray(top, dtype=np.float64)
+    finite = np.isfinite(top)
+    _, exponent = np.frexp(np.where(finite, top, 1.0))  # top < 2^exponent
+    sigma = np.ldexp(1.0, exponent + int(n + 1).bit_length() + 1)[:, None]
+    hi = np.add(x, sigma)
+    hi -= sigma
+    np.subtract(x, hi, out=x)  # the low parts, exact
+    if not finite.all():
+        hi[~finite] += x[~finite]
+        x[~finite] = 0.0
+    s, e = np.add.reduceat(hi, starts, axis=1).T, np.add.reduceat(x, starts, axis=1).T
+    out_hi = s + e  # renormalised: hi the pair rounded to the nearest float
+    return out_hi, e - (out_hi - s)
