@@ -11,9 +11,10 @@ computed" in docs/computed.md). A loop sums in its own plain order; it does not 
 
 :func:`compiled` compiles a function on its first call (not at import: start-up does not pay for Numba), with
 the GIL released (the bootstrap's threads run side by side) and the machine code cached on disk beside the
-source, so a later process loads it rather than compiling it again. A kernel is one whole function (Numba's disk
-cache checks only the kernel's own source file, so a kernel calls no helper of another file). A cache file that
-cannot be read (truncated, corrupted) is removed and the kernel compiled again, said once on stderr.
+source, so a later process loads it rather than compiling it again. A kernel may call the pieces of loop marked
+:func:`inlined` (compiled into it): Numba's disk cache checks only the kernel's own source file, so the kernel's
+cache is keyed by the helpers' files too. A cache file that cannot be read (truncated, corrupted) is removed and
+the kernel compiled again, said once on stderr.
 """
 
 from __future__ import annotations
@@ -63,6 +64,45 @@ def compiled(function: F) -> F:
     return call  # type: ignore[return-value]
 
 
+def inlined(function: F) -> F:
+    """Mark ``function`` as a piece of loop that :func:`compiled` kernels call (of any module): Numba compiles it
+    into each of them (inlined) when the kernel is compiled; it is plain Python until then, and where Numba is off.
+    The kernel's disk cache is keyed by the helper's source file as well as its own, so an edit to the helper
+    compiles its callers again (Numba alone would go on loading their old machine code)."""
+    function._calibcli_inlined = True  # type: ignore[attr-defined]
+    return function
+
+
+def _helpers(function: Callable[..., Any], numba: Any) -> list[str]:
+    """The :func:`inlined` helpers ``function`` names, compiled in place in its module's globals (once each);
+    returns their source files."""
+    names = function.__globals__
+    files = []
+    for name in function.__code__.co_names:
+        value = names.get(name)
+        helper: Any = getattr(value, "_calibcli_python", value)
+        if not getattr(helper, "_calibcli_inlined", False):
+            continue
+        files.append(helper.__code__.co_filename)
+        if value is helper:
+            jitted = numba.njit(helper, inline="always", nogil=True, boundscheck=False, error_model="numpy")
+            jitted._calibcli_python = helper
+            names[name] = jitted
+    return files
+
+
+def _keyed_by(kernel: Any, files: list[str]) -> None:
+    """Key ``kernel``'s disk cache by ``files`` (their modification times and sizes) beside its own source."""
+    cache_file = getattr(getattr(kernel, "_cache", None), "_cache_file", None)
+    if cache_file is None or not files:
+        return
+    stamps = []
+    for path in sorted(set(files)):
+        st = os.stat(path)
+        stamps.append((path, st.st_mtime, st.st_size))
+    cache_file._source_stamp = (cache_file._source_stamp, tuple(stamps))
+
+
 def _stoppable(function: Callable[..., Any]) -> Callable[..., Any]:
     """``function`` as plain Python (``NUMBA_DISABLE_JIT=1``: a debugging run) that stops at its next line once a
     signal has asked the run to stop (:func:`calibcli.core.cancel.check`, from a line trace of this thread): a
@@ -95,11 +135,15 @@ def _jit(function: Callable[..., Any], cache: bool = True) -> Any:
 
     if getattr(numba.config, "DISABLE_JIT", 0):  # set from the environment when Numba is imported
         return _stoppable(function)
+    files = _helpers(function, numba)
     if cache:
         try:
-            return numba.njit(function, cache=True, nogil=True, boundscheck=False, error_model="numpy")
+            kernel = numba.njit(function, cache=True, nogil=True, boundscheck=False, error_model="numpy")
         except RuntimeError:  # no cache directory can be written: compile in each process instead
             pass
+        else:
+            _keyed_by(kernel, files)
+            return kernel
     return numba.njit(function, nogil=True, boundscheck=False, error_model="numpy")
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from calibcli.core.compiled import compiled
+from calibcli.core.splitmix import splitmix64
 
 
 @compiled
@@ -47,9 +48,7 @@ def poisson_run_sums(
     R = keys.shape[0]
     K = X.shape[1]
     J = X_self.shape[1]
-    mix1 = np.uint64(0xBF58476D1CE4E5B9)
-    mix2 = np.uint64(0x94D049BB133111EB)
-    s30, s27, s31, s32 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(32)
+    s32 = np.uint64(32)
     t0, t1, t2, t3 = thresholds[0], thresholds[1], thresholds[2], thresholds[3]
     small = np.empty(R, np.int32)
     m = np.empty(R, np.float64)
@@ -57,10 +56,7 @@ def poisson_run_sums(
         c = cell[i]
         p = positions[i]
         for r in range(R):
-            x = keys[r] + p
-            x = (x ^ (x >> s30)) * mix1
-            x = (x ^ (x >> s27)) * mix2
-            u = np.uint32((x ^ (x >> s31)) >> s32)
+            u = np.uint32(splitmix64(keys[r] + p) >> s32)
             small[r] = np.int32(u >= t0) + np.int32(u >= t1) + np.int32(u >= t2) + np.int32(u >= t3)
         beyond = False
         for r in range(R):
@@ -68,10 +64,7 @@ def poisson_run_sums(
         if beyond:  # m >= 4 for some replicates: count on among the thresholds
             for r in range(R):
                 if small[r] == 4:
-                    x = keys[r] + p
-                    x = (x ^ (x >> s30)) * mix1
-                    x = (x ^ (x >> s27)) * mix2
-                    u = np.uint32((x ^ (x >> s31)) >> s32)
+                    u = np.uint32(splitmix64(keys[r] + p) >> s32)
                     k = 4
                     while k < thresholds.shape[0] and thresholds[k] <= u:
                         k += 1
@@ -130,9 +123,7 @@ def poisson_quantile_sums(
     K = X.shape[1]
     J = X_self.shape[1]
     B = out.shape[2]
-    mix1 = np.uint64(0xBF58476D1CE4E5B9)
-    mix2 = np.uint64(0x94D049BB133111EB)
-    s30, s27, s31, s32 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(32)
+    s32 = np.uint64(32)
     t0, t1, t2, t3 = thresholds[0], thresholds[1], thresholds[2], thresholds[3]
     small = np.empty(n, np.int32)
     m = np.empty(n, np.float64)
@@ -145,10 +136,7 @@ def poisson_quantile_sums(
     for r in range(R):
         key = keys[r]
         for i in range(n):  # the draws as in poisson_run_sums, here along the rows
-            x = key + positions[i]
-            x = (x ^ (x >> s30)) * mix1
-            x = (x ^ (x >> s27)) * mix2
-            u = np.uint32((x ^ (x >> s31)) >> s32)
+            u = np.uint32(splitmix64(key + positions[i]) >> s32)
             small[i] = np.int32(u >= t0) + np.int32(u >= t1) + np.int32(u >= t2) + np.int32(u >= t3)
         beyond = False
         for i in range(n):
@@ -156,10 +144,7 @@ def poisson_quantile_sums(
         if beyond:
             for i in range(n):
                 if small[i] == 4:
-                    x = key + positions[i]
-                    x = (x ^ (x >> s30)) * mix1
-                    x = (x ^ (x >> s27)) * mix2
-                    u = np.uint32((x ^ (x >> s31)) >> s32)
+                    u = np.uint32(splitmix64(key + positions[i]) >> s32)
                     k = 4
                     while k < thresholds.shape[0] and thresholds[k] <= u:
                         k += 1

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from calibcli.core.compiled import compiled
+from calibcli.core.splitmix import splitmix64
 
 
 @compiled
@@ -49,8 +50,6 @@ def sweep_streamed(
     depth = 1
     for i in range(push_slot.shape[0]):
         depth = max(depth, push_slot[i] + 1)
-    mix1 = np.uint64(0xBF58476D1CE4E5B9)
-    mix2 = np.uint64(0x94D049BB133111EB)
     gamma = np.uint64(0x9E3779B97F4A7C15)
     low = np.uint64(0xFFFFFFFF)
     zero_a = abs(w_a[0]) * 0  # 0 (or +0.0) of each running sum's type
@@ -92,10 +91,7 @@ def sweep_streamed(
         if i % 2 == 0:  # two points' draws from one 64-bit output, every row side by side
             step = np.uint64(i // 2 + 1) * gamma
             for r in range(rows):
-                x = keys[r] + step
-                x = (x ^ (x >> np.uint64(30))) * mix1
-                x = (x ^ (x >> np.uint64(27))) * mix2
-                x = x ^ (x >> np.uint64(31))
+                x = splitmix64(keys[r] + step)
                 bits[r] = np.int64(x >> np.uint64(32))
                 spare[r] = np.int64(x & low)
         else:

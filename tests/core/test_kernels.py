@@ -101,3 +101,45 @@ def test_an_unreadable_cache_file_is_compiled_again_and_said_once(tmp_path):
         # compiled again and cached afresh: the next process loads it without a word
         after = _probe(cache)
         assert after.returncode == 0 and after.stderr == "" and after.stdout == first.stdout, what
+
+
+_HELPER = '''from calibcli.core.compiled import inlined
+
+
+@inlined
+def step(x):
+    return x + {add}
+'''
+
+_KERNEL = '''from calibcli.core.compiled import compiled
+from helpers import step
+
+
+@compiled
+def kernel(x):
+    return step(x) * 10
+'''
+
+
+def test_an_edit_to_a_helper_of_another_file_compiles_its_kernels_again(tmp_path):
+    # a kernel calling an inlined helper of another module (calibcli.core.splitmix's draws, called from the
+    # Poisson and T-Cal kernels): the kernel's disk cache is keyed by the helper's file, so after an edit to it a
+    # new process runs the new helper, not the machine code cached with the old one
+    (tmp_path / "kernels.py").write_text(_KERNEL)
+    helper = tmp_path / "helpers.py"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache"), "PYTHONDONTWRITEBYTECODE": "1"}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
+
+    def run() -> str:
+        r = subprocess.run(
+            [sys.executable, "-c", "from kernels import kernel; print(kernel(1))"],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+
+    helper.write_text(_HELPER.format(add=1))
+    assert run() == "20"
+    assert run() == "20" and list((tmp_path / "numba-cache").rglob("*.nbi"))  # (cached, and loaded)
+    helper.write_text(_HELPER.format(add=100))
+    assert run() == "1010"
