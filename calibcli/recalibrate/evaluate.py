@@ -41,6 +41,11 @@ from calibcli.tcal.accumulator import TcalInputAccumulator, tcal_reports
 from calibcli.tcal.binomial import BinomialTestResult
 
 STATE_VERSION = 1
+#: The holdout split's rule, as the reports state it (the classifier's and the regression predictions').
+SPLIT_RULE = (
+    "the fit part is the round(F n) rows with the smallest hash of (seed, global row index), the test part "
+    "every other row: the same rows whatever the batch size, file order or engine"
+)
 #: Bits of the hash histogram of the first pass (2^16 buckets).
 BUCKET_BITS = 16
 _SHIFT = np.uint64(64 - BUCKET_BITS)

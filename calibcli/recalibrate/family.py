@@ -118,8 +118,9 @@ class ApplyOptions(Declared):
 EVALUATE = {
     "method": Param(
         ("--method",),
-        f"Recalibration method; repeat it to compare several: {', '.join(METHOD_NAMES)}.",
-        choices=METHOD_NAMES,
+        f"Recalibration method; repeat it to compare several: {', '.join(METHOD_NAMES)}; for regression "
+        f"predictions (docs/commands/regression.md): {', '.join(REGRESSION_METHODS)}.",
+        choices=METHOD_NAMES + REGRESSION_METHODS,
         show_default=False,
     ),
     "holdout": HOLDOUT,
@@ -134,14 +135,22 @@ EVALUATE = {
     "ece_strategy": Param(
         ("--ece-strategy",), "Binning of the reported errors: uniform or quantile.", choices=STRATEGIES
     ),
-    "n_boot": Param(("--n-boot",), "Resamples of the T-Cal y-bootstrap null."),
+    "n_boot": Param(
+        ("--n-boot",),
+        "Resamples of the T-Cal y-bootstrap null; for regression predictions, of the paired bootstrap of the "
+        "metrics and their differences (0: none).",
+    ),
     "discrete": Param(
         ("--discrete",),
         "Binomial test per value instead of T-Cal: auto (when the predictions take at "
         "most sqrt(n) distinct values), yes or no.",
         choices=DISCRETE_CHOICES,
     ),
-    "alpha": Param(("--alpha",), "Level of the calibration tests (T-Cal, binomial)."),
+    "alpha": Param(
+        ("--alpha",),
+        "Level of the calibration tests (T-Cal, binomial); for regression predictions, 1 - the intervals' "
+        "confidence level, and conformal's Gaussian interval at 1 - alpha.",
+    ),
     "mode": MODE,
     "max_rows": Param(
         ("--max-rows",),

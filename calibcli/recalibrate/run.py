@@ -8,6 +8,7 @@ same document. The command and the report call it; it never renders.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,8 +29,10 @@ from calibcli.engines.pipeline import check_engine, engine_runner, progress_bar
 from calibcli.io.columns import ColumnSpec
 from calibcli.io.sources import DEFAULT_BATCH_ROWS
 from calibcli.io.streams import Sources
-from calibcli.recalibrate.evaluate import EvaluateAccumulator, HoldoutSplit
+from calibcli.recalibrate import regression
+from calibcli.recalibrate.evaluate import SPLIT_RULE, EvaluateAccumulator, HoldoutSplit
 from calibcli.recalibrate.fit import FitAccumulator
+from calibcli.regression.recalibration import REGRESSION_METHODS
 from calibcli.smooth import options as smece_options
 from calibcli.tcal.options import DISCRETE_CHOICES
 from calibcli.tcal.options import Options as TcalOptions
@@ -208,11 +211,6 @@ EVALUATE_ESTIMATORS = {
     "(docs: How it is computed §4.4); T-Cal on at most --max-rows rows (the bottom-k sample beyond)",
 }
 
-SPLIT_RULE = (
-    "the fit part is the round(F n) rows with the smallest hash of (seed, global row index), the test part "
-    "every other row: the same rows whatever the batch size, file order or engine"
-)
-
 
 def evaluation(
     file: str,
@@ -252,7 +250,14 @@ def evaluation(
     (``calibcli report`` runs the counting pass beside its other families); else they run here.
     ``skip_unfittable``: a method that has no fit on these rows (temperature scaling on predictions no better
     than uniform) is left out, its reason in the file's ``not_fitted``, instead of ending the run (``report``'s
-    default methods; a method asked for by ``recalibrate evaluate`` still fails with its Error line)."""
+    default methods; a method asked for by ``recalibrate evaluate`` still fails with its Error line).
+
+    A regression method (``std-scaling``, ``isotonic-pit``, ``conformal``) evaluates a regression dump instead
+    (:func:`calibcli.recalibrate.regression.regression_evaluation`; the classifier's options do not apply)."""
+    if any(m in REGRESSION_METHODS for m in method):
+        given = dict(locals())
+        defaults = {k: p.default for k, p in inspect.signature(evaluation).parameters.items()}
+        return regression.evaluation_of(given, defaults)
     methods = _check_methods(list(method))
     if mode is not None:
         check_choice(mode, MODES, "--mode")

@@ -22,7 +22,7 @@ is above 0, keeps them all. Both are bottom-k by the same hash, so the bootstrap
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -142,6 +142,9 @@ class RegressionReport:
 
     problem: dict
     metrics: dict[str, Metric]
+    #: Each bootstrapped summary's ``(n_boot,)`` replicates (keyed by ``(seed, global row index)``, so two
+    #: predictions of the same rows are resampled alike: ``recalibrate evaluate``'s paired differences).
+    replicates: dict[str, np.ndarray] | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict:
         return {
@@ -259,8 +262,10 @@ def finish(acc: RegressionAccumulator, progress=None) -> RegressionReport:
         full["curve"] = acc.curve
     estimates = summaries(p, full)
     sampled = {"ence", "uce"} | {f"ssc_{level_name(lv)}" for lv in p.interval_levels}
-    intervals = _bootstrap(p, acc, {**estimates, CURVE: observed_curve(p, full)}, progress) if o.n_boot else {}
-    band = intervals.pop(CURVE, None)
+    replicates = _replicates(p, acc, {**estimates, CURVE: observed_curve(p, full)}, progress) if o.n_boot else {}
+    curve_replicates = replicates.pop(CURVE, None)
+    intervals = {name: percentile_interval(r, o.alpha) for name, r in replicates.items()}
+    band = None if curve_replicates is None else percentile_intervals(curve_replicates.T, o.alpha)
     how = "Poisson bootstrap over rows, keyed by (seed, global row index)"
     if acc.n_rows > o.boot_rows:
         how += f", of a bottom-k sample of {o.boot_rows} rows, spread scaled by sqrt(k/n)"
@@ -318,7 +323,7 @@ def finish(acc: RegressionAccumulator, progress=None) -> RegressionReport:
         problem["pit_ks"] = ks
     if p.kind == "quantiles":
         problem["crossed_quantiles"] = {"rows": acc.crossed, "rate": acc.crossed / acc.n_rows, "handling": "sorted"}
-    return RegressionReport(problem, metrics)
+    return RegressionReport(problem, metrics, replicates)
 
 
 def uniform_band(n: int, bins: int, alpha: float) -> dict:
@@ -391,8 +396,8 @@ def _ks(acc: RegressionAccumulator, rows: _Rows) -> dict | None:
     }
 
 
-def _bootstrap(p: Prediction, acc: RegressionAccumulator, estimates: dict, progress) -> dict:
-    """Percentile intervals of every summary (module docstring: the rows, their bins, the scaling)."""
+def _replicates(p: Prediction, acc: RegressionAccumulator, estimates: dict, progress) -> dict:
+    """The bootstrap replicates of every summary (module docstring: the rows, their bins, the scaling)."""
     o = p.options
     assert acc.boot_sample is not None
     rows = _rows(acc.boot_sample, p.boot_columns)
@@ -419,7 +424,5 @@ def _bootstrap(p: Prediction, acc: RegressionAccumulator, estimates: dict, progr
     out = {}
     for name, parts in reps.items():
         r = np.concatenate(parts)
-        if scaled:
-            r = estimates[name] + (r - centre[name]) * factor
-        out[name] = percentile_interval(r, o.alpha) if name != CURVE else percentile_intervals(r.T, o.alpha)
+        out[name] = estimates[name] + (r - centre[name]) * factor if scaled else r
     return out

@@ -146,12 +146,16 @@ def fit_regression(
 ) -> dict:
     """The calibrator document of ``method`` fitted on the regression dump ``train``."""
     rows = read_rows(train, input_format=input_format, drop_invalid=drop_invalid, batch_rows=batch_rows)
-    fitted = fit_rows(rows, method, level=level, seed=seed, where=train)
+    return document(fit_rows(rows, method, level=level, seed=seed, where=train), rows, train, seed)
+
+
+def document(fitted, rows: Rows, path: str, seed: int) -> dict:
+    """The calibrator document of a map fitted on ``rows`` (read from ``path``): what ``recalibrate fit`` writes."""
     return {
         **fitted.to_dict(),
         "tool": "calibcli",
         "tool_version": __version__,
-        "fitted_on": {"path": train, "rows": int(len(rows.y)), "columns": rows.target.names, "seed": seed},
+        "fitted_on": {"path": path, "rows": int(len(rows.y)), "columns": rows.target.names, "seed": seed},
     }
 
 
@@ -282,3 +286,48 @@ def apply_regression(doc: dict, file: str, *, output: str, fmt: str | None = Non
     fmt = output_format(output, fmt, in_fmt if output != "-" else "csv")
     rows = write_table_output(output, fmt, [out])
     return {"output": output, "rows": rows, "method": method, "what": what}
+
+
+#: What a prediction matrix holds per kind, column by column (the library's recalibrators read it).
+ARRAY_KINDS = {
+    "gaussian": "mean, std",
+    "quantiles": "one column per level of quantile_levels, in their order",
+    "intervals": "lower, upper of the central interval at level",
+    "samples": "one column per member of the ensemble",
+}
+
+
+def array_target(kind: str, X: np.ndarray, *, quantile_levels=None, level: float = 0.9) -> Target:
+    """The :class:`~calibcli.io.regression.Target` of a prediction matrix ``X`` of ``kind`` (:data:`ARRAY_KINDS`),
+    its values checked as the input layer checks a file's (the columns named as a file's would be)."""
+    if kind not in ARRAY_KINDS:
+        raise CalibcliError(f"kind is {kind!r}: expected one of {', '.join(ARRAY_KINDS)}")
+    m = X.shape[1]
+    levels: tuple[float, ...] = ()
+    if kind == "quantiles":
+        levels = tuple(float(v) for v in np.atleast_1d(quantile_levels if quantile_levels is not None else []))
+        if len(levels) != m or not all(0 < v < 1 for v in levels) or list(levels) != sorted(set(levels)):
+            raise CalibcliError(
+                f"quantile_levels is {list(levels)}: expected {m} increasing levels in (0, 1), one per column of X"
+            )
+    elif kind == "intervals":
+        if not 0 < level < 1:
+            raise CalibcliError(f"level is {level!r}: expected a level in (0, 1)")
+        levels = (float(level),)
+    if kind in ("gaussian", "intervals") and m != 2:
+        raise CalibcliError(f"X has {m} columns: a {kind} prediction has 2 ({ARRAY_KINDS[kind]})")
+    if not np.isfinite(X).all():
+        raise CalibcliError("X holds NaN or infinite values: expected finite predictions")
+    if kind == "gaussian" and not np.all(X[:, 1] > 0):
+        raise CalibcliError("X's std column holds values <= 0: expected positive standard deviations")
+    if kind == "intervals" and np.any(X[:, 0] > X[:, 1]):
+        raise CalibcliError("X's lower column is above its upper column on some rows: expected lower <= upper")
+    if kind == "gaussian":
+        columns: tuple[str, ...] = ("mean", "std")
+    elif kind == "intervals":
+        columns = (f"lower_{level_name(level)}", f"upper_{level_name(level)}")
+    elif kind == "quantiles":
+        columns = tuple(f"q{level_name(v)}" for v in levels)
+    else:
+        columns = tuple(f"s{j}" for j in range(m))
+    return Target(kind=kind, columns=columns, target="y", levels=levels)

@@ -4,7 +4,7 @@ registered in :data:`calibcli.report.views.VIEWS`."""
 
 from __future__ import annotations
 
-from calibcli.core.documents import entry_label, fmt_number
+from calibcli.core.documents import entry_label, fmt_interval, fmt_number
 
 
 def title(doc: dict) -> str:
@@ -64,3 +64,44 @@ def worst_group_line(doc: dict) -> str | None:
         f"{doc['groups']['n_groups']} groups by {', '.join(doc['groups']['by'])}: worst {metric} "
         f"{fmt_number(g['worst'])} in {g['worst_group']}; spread {fmt_number(g['spread'])}"
     )
+
+
+#: ``recalibrate evaluate``'s summary columns on regression predictions (where the rows have them).
+EVALUATE_METRICS = ("mace", "pit_ks_pvalue", "crps", "pinball", "nll", "picp_0.9|picp_0.95")
+#: The differences the lines of ``recalibrate evaluate`` on regression predictions show, where a row has them.
+EVALUATE_DIFFERENCES = ("mace", "miscalibration_area", "crps", "pinball", "nll")
+
+
+def evaluate_lines(doc: dict, f: dict) -> list[str]:
+    """``recalibrate evaluate`` on regression predictions: the split, then each method's difference from its
+    baseline (the uncalibrated predictions written as it writes them) in the headline metrics and the coverage,
+    with the paired bootstrap interval."""
+    p, s = doc["parameters"], f["split"]
+    how = (
+        f"fit on {s['n_fit']} rows ({100 * s['fit_fraction']:g}%, seed {s['seed']}), evaluated on {s['n_test']}"
+        if s["kind"] == "holdout"
+        else f"fit on {s['fit_path']} ({s['n_fit']} rows), evaluated on {s['n_test']}"
+    )
+    boot = (
+        f"{p['n_boot']} paired bootstrap resamples, {1 - p['alpha']:.0%} intervals, seed {p['seed']}"
+        if p["n_boot"]
+        else "no bootstrap"
+    )
+    lines = [f"{entry_label(f)}: {f['kind']}; {how}; {boot}"]
+    for r in f["rows"][1:]:
+        base = r["baseline"]
+        against = (
+            "uncalibrated"
+            if base["method"] == "uncalibrated"
+            else f"the uncalibrated {base['kind']} at the same levels"
+        )
+        parts = []
+        names = [*EVALUATE_DIFFERENCES, *(n for n in r["difference"] if n.startswith("picp_"))]
+        for name in names:
+            d = r["difference"].get(name)
+            if d is None:
+                continue
+            interval = f" {fmt_interval(d['ci_low'], d['ci_high'])}" if d["ci_low"] is not None else ""
+            parts.append(f"{name} {fmt_number(d['estimate'])}{interval}")
+        lines.append(f"{r['method']} ({r['what']}) minus {against}: {'; '.join(parts) or 'no metric in common'}")
+    return lines

@@ -420,6 +420,8 @@ def _fit_tables(doc, f) -> list[DetailTable]:
 
 def _evaluate_lines(doc, f) -> list[str]:
     p = doc["parameters"]
+    if p.get("predictions") == "regression":
+        return regression_view.evaluate_lines(doc, f)
     s = f["split"]
     how = (
         f"fit on {s['n_fit']} rows ({100 * s['fit_fraction']:g}%, seed {s['seed']}), evaluated on {s['n_test']}"
@@ -610,6 +612,7 @@ VIEWS: dict[str, View] = {
             "brier_score|brier_score_multiclass",
             "log_loss|log_loss_multiclass",
             "test_p_value",
+            *regression_view.EVALUATE_METRICS,  # (regression predictions' rows: docs/commands/regression.md)
         ),
     ),
 }
