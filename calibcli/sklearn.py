@@ -21,8 +21,8 @@ import warnings
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, TransformerMixin, clone
+from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
 from calibcli.api import compute
 from calibcli.calibrators import METHOD_OPTIONS, METHODS, WEIGHTED_METHODS, calibrator_from_dict
@@ -616,3 +616,143 @@ def make_calibration_scorer(metric: str = "ece_l1_plugin", **kwargs) -> Calibrat
     True
     """
     return CalibrationScorer(metric, kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Regression: recalibrating a regressor's predictive uncertainty (SPEC 10 "Recalibration")
+
+
+class RegressionRecalibrator(TransformerMixin, BaseEstimator):
+    """Recalibrate a regressor's predictive uncertainty with a method of ``calibcli recalibrate fit`` for
+    regression predictions (docs/commands/regression.md): the same fit, the same numbers, the same JSON document.
+
+    Parameters
+    ----------
+    method : str, default="std-scaling"
+        ``std-scaling`` (Gaussian: the std times the NLL-optimal factor), ``isotonic-pit`` (Gaussian, quantiles,
+        samples: Kuleshov et al. 2018's map of the PIT) or ``conformal`` (Gaussian, intervals, quantiles with a
+        symmetric pair of levels: the split-conformal margin).
+    kind : str, default="gaussian"
+        What ``X`` holds, column by column (:data:`calibcli.regression.recalibration.ARRAY_KINDS`): ``gaussian``
+        (mean, std), ``quantiles`` (at ``quantile_levels``), ``intervals`` (lower, upper at ``level``) or
+        ``samples``.
+    quantile_levels : sequence of float, default=None
+        The levels of the quantile columns (``kind="quantiles"``), increasing, in (0, 1).
+    level : float, default=0.9
+        ``intervals``: the interval's level; ``conformal`` on a Gaussian: the level of the central interval it
+        adjusts (``calibcli recalibrate fit --alpha`` is ``1 - level``).
+    seed : int, default=0
+        The seed of the quantiles' and samples' randomised PIT (``--seed``): rows ``0 .. n - 1`` of ``X`` are
+        keyed as the rows of a file.
+
+    Attributes
+    ----------
+    calibrator_ : the fitted map (:mod:`calibcli.regression.recalibrators`)
+    kind_out_, levels_out_ : the kind and levels of what :meth:`transform` returns (``isotonic-pit`` writes a
+        Gaussian's quantiles at ``0.05 ... 0.95`` and re-labels quantiles and samples with their recalibrated
+        levels; ``conformal`` turns a Gaussian into its interval at ``level``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibcli.sklearn import RegressionRecalibrator
+    >>> rng = np.random.default_rng(0)
+    >>> mean, std = rng.normal(size=400), np.full(400, 0.5)
+    >>> y = mean + rng.normal(size=400)  # the std is half the errors' spread
+    >>> recal = RegressionRecalibrator(method="std-scaling").fit(np.column_stack([mean, std]), y)
+    >>> round(recal.calibrator_.factor, 3)
+    2.011
+    >>> recal.transform(np.column_stack([mean, std]))[:2, 1].round(4).tolist()
+    [1.0055, 1.0055]
+    """
+
+    def __init__(self, method="std-scaling", *, kind="gaussian", quantile_levels=None, level=0.9, seed=0):
+        self.method = method
+        self.kind = kind
+        self.quantile_levels = quantile_levels
+        self.level = level
+        self.seed = seed
+
+    def _target(self, X):
+        from calibcli.regression.recalibration import REGRESSION_METHODS, array_target
+
+        if self.method not in REGRESSION_METHODS:
+            raise ValueError(f"method is {self.method!r}: expected one of {', '.join(REGRESSION_METHODS)}")
+        X = check_array(X, dtype=np.float64, ensure_min_samples=1)
+        return array_target(self.kind, X, quantile_levels=self.quantile_levels, level=self.level), X
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the map on the predictions ``X`` (their columns as ``kind`` says) and the observed ``y``."""
+        from calibcli.regression import recalibration
+
+        target, X = self._target(X)
+        y = column_or_1d(y).astype(np.float64)
+        if len(y) != len(X) or not np.isfinite(y).all():
+            raise ValueError(f"y has {len(y)} values for {len(X)} rows of X: expected one finite target per row")
+        w = None if sample_weight is None else column_or_1d(sample_weight).astype(np.float64)
+        rows = recalibration.Rows(target, X, y, w, np.arange(len(y), dtype=np.int64), {})
+        where = f"{type(self).__name__}"
+        self.calibrator_ = recalibration.fit_rows(
+            rows, self.method, level=float(self.level), seed=self.seed, where=where
+        )
+        self._document = recalibration.document(self.calibrator_, rows, f"calibcli.sklearn.{where}", self.seed)
+        self._outputs(X.shape[1])
+        return self
+
+    def _outputs(self, m: int) -> None:
+        """``kind_out_``, ``levels_out_`` and ``n_features_in_``: what a row of ``m`` columns turns into."""
+        from calibcli.regression import recalibration
+
+        target, one = self._target(np.arange(1.0, m + 1.0)[None, :])  # (a valid row of any kind)
+        out = recalibration.recalibrated(self._document, target, one, type(self).__name__)
+        self.kind_out_, self.levels_out_, self.n_features_in_ = out.kind, tuple(out.levels), m
+
+    def transform(self, X):
+        """The recalibrated predictions (``kind_out_`` at ``levels_out_``), what ``recalibrate apply`` writes."""
+        from calibcli.regression import recalibration
+
+        check_is_fitted(self)
+        target, X = self._target(X)
+        return recalibration.recalibrated(self._document, target, X, type(self).__name__).preds
+
+    def to_json(self, path=None) -> str:
+        """The map as ``calibcli recalibrate fit``'s document (``recalibrate apply`` applies it to a file);
+        written atomically to ``path`` when given."""
+        from calibcli.core.documents import to_json
+
+        check_is_fitted(self)
+        text = to_json(self._document)
+        if path is not None:
+            write_atomic(os.fspath(path), text + "\n")
+        return text
+
+    @classmethod
+    def from_json(cls, source) -> RegressionRecalibrator:
+        """A fitted RegressionRecalibrator from ``calibcli recalibrate fit``'s document (its file, its text or
+        the parsed dict); its ``kind`` and ``quantile_levels`` are those the map was fitted on."""
+        from calibcli.regression import recalibrators
+
+        if isinstance(source, dict):
+            doc = source
+        elif isinstance(source, str) and source.lstrip().startswith("{"):
+            doc = _parse(source)
+        else:
+            with open(os.fspath(source), encoding="utf-8") as fh:
+                doc = _parse(fh.read())
+        cal = recalibrators.from_dict(doc)
+        columns = (doc.get("fitted_on") or {}).get("columns") or {}
+        kind = columns.get("kind", "gaussian")
+        level = doc.get("level", (columns.get("levels") or [0.9])[0] if kind == "intervals" else 0.9)
+        self = cls(
+            doc["method"],
+            kind=kind,
+            quantile_levels=columns.get("levels") if kind == "quantiles" else None,
+            level=level,
+            seed=int((doc.get("fitted_on") or {}).get("seed", 0)),
+        )
+        self.calibrator_, self._document = cal, doc
+        m = {"gaussian": 2, "intervals": 2}.get(kind) or len(
+            columns.get("levels" if kind == "quantiles" else "samples", [])
+        )
+        self._outputs(m)
+        return self
