@@ -40,9 +40,11 @@ from calibcli.calibrators.files import parse_calibrator_json
 from calibcli.calibrators.isotonic import VennAbersCalibrator
 from calibcli.calibrators.multiclass import WRAP_MODES, MulticlassCalibrator
 from calibcli.calibrators.parametric import TemperatureCalibrator
+from calibcli.core.documents import to_json
 from calibcli.core.errors import CalibcliError
 from calibcli.core.outputs import write_output as write_atomic
 from calibcli.core.registry import REGISTRY
+from calibcli.regression import recalibration, recalibrators
 
 #: Options of the calibration methods, as constructor parameters (None: the method's default).
 OPTION_PARAMS = ("n_bins", "strategy", "degree", "interpolation", "clip", "monotone")
@@ -674,17 +676,14 @@ class RegressionRecalibrator(TransformerMixin, BaseEstimator):
         self.seed = seed
 
     def _target(self, X):
-        from calibcli.regression.recalibration import REGRESSION_METHODS, array_target
-
-        if self.method not in REGRESSION_METHODS:
-            raise ValueError(f"method is {self.method!r}: expected one of {', '.join(REGRESSION_METHODS)}")
+        if self.method not in recalibration.REGRESSION_METHODS:
+            methods = ", ".join(recalibration.REGRESSION_METHODS)
+            raise ValueError(f"method is {self.method!r}: expected one of {methods}")
         X = check_array(X, dtype=np.float64, ensure_min_samples=1)
-        return array_target(self.kind, X, quantile_levels=self.quantile_levels, level=self.level), X
+        return recalibration.array_target(self.kind, X, quantile_levels=self.quantile_levels, level=self.level), X
 
     def fit(self, X, y, sample_weight=None):
         """Fit the map on the predictions ``X`` (their columns as ``kind`` says) and the observed ``y``."""
-        from calibcli.regression import recalibration
-
         target, X = self._target(X)
         y = column_or_1d(y).astype(np.float64)
         if len(y) != len(X) or not np.isfinite(y).all():
@@ -701,16 +700,12 @@ class RegressionRecalibrator(TransformerMixin, BaseEstimator):
 
     def _outputs(self, m: int) -> None:
         """``kind_out_``, ``levels_out_`` and ``n_features_in_``: what a row of ``m`` columns turns into."""
-        from calibcli.regression import recalibration
-
         target, one = self._target(np.arange(1.0, m + 1.0)[None, :])  # (a valid row of any kind)
         out = recalibration.recalibrated(self._document, target, one, type(self).__name__)
         self.kind_out_, self.levels_out_, self.n_features_in_ = out.kind, tuple(out.levels), m
 
     def transform(self, X):
         """The recalibrated predictions (``kind_out_`` at ``levels_out_``), what ``recalibrate apply`` writes."""
-        from calibcli.regression import recalibration
-
         check_is_fitted(self)
         target, X = self._target(X)
         return recalibration.recalibrated(self._document, target, X, type(self).__name__).preds
@@ -718,8 +713,6 @@ class RegressionRecalibrator(TransformerMixin, BaseEstimator):
     def to_json(self, path=None) -> str:
         """The map as ``calibcli recalibrate fit``'s document (``recalibrate apply`` applies it to a file);
         written atomically to ``path`` when given."""
-        from calibcli.core.documents import to_json
-
         check_is_fitted(self)
         text = to_json(self._document)
         if path is not None:
@@ -730,8 +723,6 @@ class RegressionRecalibrator(TransformerMixin, BaseEstimator):
     def from_json(cls, source) -> RegressionRecalibrator:
         """A fitted RegressionRecalibrator from ``calibcli recalibrate fit``'s document (its file, its text or
         the parsed dict); its ``kind`` and ``quantile_levels`` are those the map was fitted on."""
-        from calibcli.regression import recalibrators
-
         if isinstance(source, dict):
             doc = source
         elif isinstance(source, str) and source.lstrip().startswith("{"):
