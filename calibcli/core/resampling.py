@@ -183,6 +183,13 @@ class Multiplicities:
         out = np.empty((len(keys), self.n)) if out is None else out
         return _draws(np.add.outer(keys, self._positions), out)
 
+    def stream(self, replicates) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What a compiled loop needs to make these rows' draws under ``replicates`` itself, as
+        :func:`calibcli.core.poisson.poisson_run_sums` does: the rows' SplitMix64 positions, the replicates' stream
+        keys (uint64) and the inversion thresholds (uint32). A signal stops the run here."""
+        cancel.check()
+        return self._positions, _stream_keys(self.seed, replicates), _THRESHOLDS
+
     def columns(
         self,
         replicates,
