@@ -108,7 +108,8 @@ class Items:
         else:
             arrays["confidence"] = pa.array(np.asarray(self.confidence, dtype=np.float64))
             arrays["label"] = pa.array(np.asarray(self.correct, dtype=np.int64))
-        arrays[ITEM_KEY] = key_array(self.keys)
+        order_by = next((self.columns[c] for c in REPEAT_ORDER if c in self.columns), None)
+        arrays[ITEM_KEY] = key_array(self.keys, order_by)
         for name, values in self.columns.items():
             if name in arrays:
                 continue
@@ -125,25 +126,47 @@ class Items:
         return "top-label (choice counts differ per item): confidence = max_k p_k, label = 1 when argmax = target"
 
 
-def key_array(keys):
-    """The item keys as a pyarrow string array, made unique (:func:`unique_keys`) where they repeat."""
+#: The columns that order a repeated key's items before they are numbered (lm-eval's ``doc_id``: the document's
+#: place in its task), so the numbers do not depend on the order the rows come in.
+REPEAT_ORDER = ("doc_id",)
+
+
+def key_array(keys, order_by=None):
+    """The item keys as a pyarrow string array, made unique (:func:`unique_keys`, repeats numbered in the order of
+    ``order_by``, one value per item) where they repeat."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     array = keys if isinstance(keys, (pa.Array, pa.ChunkedArray)) else pa.array(keys, pa.string())
     if pc.count_distinct(array).as_py() == len(array) and array.null_count == 0:
         return array
-    return pa.array(unique_keys([str(k) for k in array.to_pylist()]), pa.string())
+    if isinstance(order_by, (pa.Array, pa.ChunkedArray)):
+        order_by = order_by.to_pylist()
+    return pa.array(unique_keys([str(k) for k in array.to_pylist()], order_by), pa.string())
 
 
-def unique_keys(keys: list[str]) -> list[str]:
-    """Keys made unique by a ``#2``, ``#3``, ... suffix on repeats (two equal documents in one task)."""
-    seen: dict[str, int] = {}
-    out = []
-    for key in keys:
-        count = seen.get(key, 0) + 1
-        seen[key] = count
-        out.append(key if count == 1 else f"{key}#{count}")
+def _order_value(value) -> tuple:
+    """A sort key of one ``order_by`` value: numbers, then texts, then missing values."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (0, value, "")
+    return (1, 0, str(value)) if value is not None else (2, 0, "")
+
+
+def unique_keys(keys: list[str], order_by: list | None = None) -> list[str]:
+    """Keys made unique by a ``#2``, ``#3``, ... suffix on repeats (two equal documents in one task). Within a
+    repeated key the items are numbered in the order of ``order_by`` (lm-eval's ``doc_id``), so the same
+    document gets the same key however the rows are ordered; items with equal values keep their reading order."""
+    rows: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        rows.setdefault(key, []).append(i)
+    out = list(keys)
+    for key, where in rows.items():
+        if len(where) == 1:
+            continue
+        if order_by is not None:
+            where = sorted(where, key=lambda i: _order_value(order_by[i]))  # (stable: reading order among equals)
+        for count, i in enumerate(where[1:], start=2):
+            out[i] = f"{key}#{count}"
     return out
 
 

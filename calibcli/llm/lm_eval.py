@@ -175,7 +175,7 @@ def read(path: str, confidence: str | None = None, *, task: str | None = None) -
     facts: dict = {
         "task": task,
         "target_delimiter": delimiter,
-        "item_key": "doc_hash (lm-eval's hash of the document; repeats get #2, #3)",
+        "item_key": "doc_hash (lm-eval's hash of the document; repeats get #2, #3 in doc_id order)",
     }
     if reported is not None:
         facts["lm_eval_results"] = {
