@@ -4,8 +4,12 @@ probability column and whose columns the regression reader recognises (``mean,st
 
 from __future__ import annotations
 
+import dataclasses
+
 from calibcli.cli import options as cc
-from calibcli.core.errors import CalibcliError
+from calibcli.core.errors import CalibcliError, flag_of
+from calibcli.io.columns import recognises_probabilities
+from calibcli.io.resolve import resolve_datasets
 from calibcli.regression import family as regression
 
 #: The regression column options a classifier command takes (``--weight-col`` is the classifier's own).
@@ -43,19 +47,35 @@ def regression_sources(files, options: dict, *, group_by: tuple[str, ...] = ()):
 
 def is_regression(files, options: dict) -> bool:
     """A regression option is given; or no classifier column option is, the files are not standard input, the
-    classifier reader finds no probability column and the regression reader recognises the columns."""
+    first file of some dataset has no column the classifier reader takes for probabilities
+    (:func:`calibcli.io.columns.recognises_probabilities`, its own rules) and the regression reader recognises
+    every dataset's columns. Decided from the column names, never from an error's text: when the regression
+    reader does not recognise them either, the classifier path runs and reports its own error."""
     if any(options.get(n) for n in COLUMN_NAMES):
         return True
     if any(options.get(n) for n in _CLASSIFIER) or "-" in files:
         return False
-    try:
-        list(cc.sources_of(files, {**options, "group_by": None}).open())
+    spec = cc.spec_of(options)
+    datasets = resolve_datasets(list(files), pool=options.get("pool", False))
+    if all(recognises_probabilities(*d.first_schema(options["input_format"])[1:3], spec) for d in datasets):
         return False
-    except CalibcliError as error:
-        if "no probability column recognised" not in str(error):
-            raise
-        try:
-            list(regression_sources(files, options).open())
-        except CalibcliError:
-            raise error from None
-        return True
+    try:
+        list(regression_sources(files, options).open())
+    except CalibcliError:
+        return False
+    return True
+
+
+def refuse_classifier_options(options: dict, declared, names: tuple[str, ...], what: str) -> None:
+    """One ``Error:`` line when any of ``names`` (the command's classifier-only options) was given with a regression
+    input, where it would be silently ignored. Given is told as the commands tell it (``report``'s command line,
+    ``--group-by`` refused in long form): a value other than its declaration's default in ``declared``, the
+    family's options dataclass; the default itself, given or not, changes nothing and passes."""
+    defaults = {f.name: f.default for f in dataclasses.fields(declared)}
+    for name in names:
+        value = options.get(name)
+        if value is not None and value != defaults[name]:
+            raise CalibcliError(
+                f"{flag_of(name)} {value} was given with a regression dump, but {flag_of(name)} applies to "
+                f"classifier {what} only and would be ignored: drop {flag_of(name)}"
+            )

@@ -196,26 +196,7 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
             return _Resolved(tuple(cols), True, label, weight, chosen, None)
         return _Resolved(tuple(cols), False, label, weight, chosen, tuple(_suffix(c) for c in cols))
 
-    # automatic recognition of the common layouts
-    # the Venn-Abers interval columns that `recalibrate apply` writes beside a probability column X
-    # (X_p0, X_p1) are not candidates themselves, so its output reads back without naming the columns
-    companions = {f"{n}_{s}" for n in names for s in ("p0", "p1")}
-    others = [n for n in names if n not in (label, weight) and n not in companions]
-    groups: dict[str, list[str]] = {}
-    for n in others:
-        m = _MULTI_PROB_RE.match(n)
-        if m:
-            groups.setdefault(m.group(1).lower(), []).append(n)
-    groups = {k: v for k, v in groups.items() if len(v) >= 2}
-    vectors = [n for n in others if types.get(n) is not None and _is_list_type(types[n])]
-    singles = [lower[n] for n in SINGLE_PROB_NAMES if n in lower and lower[n] in others and lower[n] not in vectors]
-    candidates = []
-    if singles:
-        candidates.append(("single", [singles[0]]))
-    for cols in groups.values():
-        candidates.append(("multi", natural_suffix_order(cols)))
-    for v in vectors:
-        candidates.append(("vector", [v]))
+    candidates = _candidates(names, types, label, weight)
     if not candidates:
         raise CalibcliError(
             f"{where}: no probability column recognised among {shown_names(names)}: expected a column named "
@@ -231,6 +212,46 @@ def _resolve_columns(names: list[str], types: dict, spec: ColumnSpec, where: str
     if kind == "multi":
         return _Resolved(tuple(cols), False, label, weight, "auto", tuple(_suffix(c) for c in cols))
     return _Resolved(tuple(cols), kind == "vector", label, weight, "auto", None)
+
+
+def _candidates(names: list[str], types: dict, label: str | None, weight: str | None) -> list[tuple[str, list[str]]]:
+    """The probability columns the common layouts recognise (automatic recognition): a single column, a
+    ``p_0..p_K-1`` group, a list column; each a candidate ``(kind, columns)``."""
+    lower = {n.lower(): n for n in names}
+    # the Venn-Abers interval columns that `recalibrate apply` writes beside a probability column X
+    # (X_p0, X_p1) are not candidates themselves, so its output reads back without naming the columns
+    companions = {f"{n}_{s}" for n in names for s in ("p0", "p1")}
+    others = [n for n in names if n not in (label, weight) and n not in companions]
+    groups: dict[str, list[str]] = {}
+    for n in others:
+        m = _MULTI_PROB_RE.match(n)
+        if m:
+            groups.setdefault(m.group(1).lower(), []).append(n)
+    groups = {k: v for k, v in groups.items() if len(v) >= 2}
+    vectors = [n for n in others if types.get(n) is not None and _is_list_type(types[n])]
+    singles = [lower[n] for n in SINGLE_PROB_NAMES if n in lower and lower[n] in others and lower[n] not in vectors]
+    candidates: list[tuple[str, list[str]]] = []
+    if singles:
+        candidates.append(("single", [singles[0]]))
+    for cols in groups.values():
+        candidates.append(("multi", natural_suffix_order(cols)))
+    for v in vectors:
+        candidates.append(("vector", [v]))
+    return candidates
+
+
+def recognises_probabilities(names: list[str], types: dict, spec: ColumnSpec) -> bool:
+    """Whether :func:`resolve_columns` takes some of these columns for probabilities: a probability column
+    option is given, or automatic recognition finds a candidate (the label column, given or recognised, and
+    the weight column excluded). False is exactly where it reports "no probability column recognised"."""
+    if spec.prob_col or spec.prob_cols:
+        return True
+    lower = {n.lower(): n for n in names}
+    if spec.label_col:
+        label: str | None = spec.label_col
+    else:
+        label = next((lower[n] for n in LABEL_NAMES if n in lower), None)
+    return bool(_candidates(names, types, label, spec.weight_col))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -144,3 +144,78 @@ def test_a_classifier_file_is_still_a_reliability_diagram(out):
 
     doc = run_json("diagram", BINARY, "--n-boot", "0", "-o", out / "f.png")
     assert doc["diagram"]["mode"] == "binary" and "regression_curve" not in doc["files"][0]
+
+
+@pytest.mark.parametrize(
+    "flags, flag",
+    [
+        (("--band", "clopper-pearson"), "--band"),
+        (("--kind", "binned"), "--kind"),
+        (("--min-count", "5"), "--min-count"),
+        (("--hist-scale", "log"), "--hist-scale"),
+        (("--n-bins", "10"), "--n-bins"),
+        (("--strategy", "quantile"), "--strategy"),
+        (("--mode", "top-label"), "--mode"),
+        (("--max-classes", "3"), "--max-classes"),
+    ],
+)
+def test_a_classifier_diagram_option_on_a_regression_dump_is_one_error_line(out, flags, flag):
+    r = run("diagram", GP, *flags, "--n-boot", "0", "-o", out / "f.png")
+    assert r.exit_code == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {flag} {flags[1]} was given with a regression dump"), lines
+    assert "applies to classifier diagrams" in lines[0] and lines[0].endswith(f"drop {flag}"), lines
+    assert list(out.iterdir()) == []
+
+
+def test_a_classifier_option_at_its_default_changes_nothing_and_passes(out):
+    doc = run_json("diagram", GP, "--band", "wilson", "--kind", "both", "--n-boot", "0", "-o", out / "f.png")
+    assert doc["diagram"]["panels"] == ["calibration curve", "PIT histogram"]
+
+
+def test_the_same_classifier_options_still_draw_a_classifier_diagram(out):
+    from _cli import BINARY
+
+    flags = ("--band", "clopper-pearson", "--kind", "binned", "--min-count", "5", "--hist-scale", "log")
+    doc = run_json("diagram", BINARY, *flags, "--n-boot", "0", "-o", out / "f.png")
+    assert doc["diagram"]["mode"] == "binary" and "regression_curve" not in doc["files"][0]
+
+
+@pytest.mark.parametrize(
+    "header, regression",
+    [
+        ("mean,std,y", True),
+        ("q0.05,q0.5,q0.95,target", True),
+        ("quantile_0.1,quantile_0.9,y", True),
+        ("s0,s1,s2,y", True),
+        ("lower_0.9,upper_0.9,y", True),
+        ("prob,mean,std,y", False),  # a probability column: the classifier's file
+        ("p_10,p_50,p_90,y", False),  # read as three class probabilities, as before
+    ],
+)
+def test_a_regression_dump_is_told_from_its_column_names(tmp_path, header, regression):
+    from calibcli.cli.regression_input import is_regression
+    from calibcli.io.columns import recognises_probabilities
+
+    n = len(header.split(","))
+    path = tmp_path / "d.csv"
+    path.write_text(header + "\n" + ",".join(["0.2"] * (n - 1) + ["1"]) + "\n")
+    options = {
+        "input_format": None,
+        "drop_invalid": False,
+        "batch_rows": 1000,
+        **dict.fromkeys(("prob_col", "prob_cols", "label_col", "weight_col", "logits")),
+    }
+    from calibcli.cli.regression_input import COLUMN_NAMES
+
+    options.update(dict.fromkeys(COLUMN_NAMES))
+    assert is_regression([str(path)], options) is regression
+    assert recognises_probabilities(header.split(","), {}, __import__("calibcli").io.ColumnSpec()) is not regression
+
+
+def test_a_file_neither_reader_recognises_is_the_classifiers_error(out, tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text("alpha,beta,y\n1,2,1\n")
+    r = run("diagram", path, "--n-boot", "0", "-o", out / "f.png")
+    assert r.exit_code == 2 and "no probability column recognised" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and list(out.iterdir()) == []

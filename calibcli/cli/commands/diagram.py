@@ -54,6 +54,10 @@ FigureOutput = Annotated[
     ),
 ]
 
+#: The options of the classifier's reliability diagrams that a regression diagram (the calibration curve and the
+#: PIT histogram, drawn from --n-levels, --pit-bins and --curve-form) has no use for: refused when given.
+CLASSIFIER_ONLY = ("kind", "mode", "n_bins", "strategy", "band", "min_count", "hist_scale", "max_classes")
+
 
 @cc.with_groups(
     cc.COLUMNS.but(prob_col=DiagramProbCol),
@@ -127,6 +131,9 @@ def _regression(files, output, chosen, options, *, fmt, fig_size, fig_style, eng
     for the curve and the PIT histogram, then the figure, written atomically."""
     check_option(
         len(options["prob_col"] or ()) == 0, "--prob-col is a classifier's column: a regression dump takes --mean etc."
+    )
+    regression_input.refuse_classifier_options(
+        options, diagram_family.Options, CLASSIFIER_ONLY, "diagrams (binned and smooth reliability diagrams)"
     )
     reg_options = regression.Options.of(
         {k: options[k] for k in ("curve_form", "n_levels", "pit_bins", "n_boot", "alpha", "seed")}
