@@ -57,7 +57,11 @@ def is_regression(files, options: dict) -> bool:
         return False
     spec = cc.spec_of(options)
     datasets = resolve_datasets(list(files), pool=options.get("pool", False))
-    if all(recognises_probabilities(*d.first_schema(options["input_format"])[1:3], spec) for d in datasets):
+    for dataset in datasets:
+        _, names, types, _, _ = dataset.first_schema(options["input_format"])
+        if not recognises_probabilities(names, types, spec):
+            break
+    else:
         return False
     try:
         list(regression_sources(files, options).open())

@@ -205,3 +205,24 @@ def test_in_chromium(browser, two):
     html = page.read_text()
     body = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S).group(1)
     assert "<svg" not in body
+
+
+@pytest.mark.parametrize(
+    "header, message",
+    [
+        # neither reader recognises the columns: the classifier reader's error, as before
+        ("alpha,beta,y", "no probability column recognised"),
+        # a probability column beside mean/std: the classifier's file, whose labels 0.5 are no class
+        ("prob,mean,std,y", "is not one of the 2 classes"),
+    ],
+)
+def test_a_file_that_is_no_regression_dump_gets_the_classifier_readers_error(tmp_path, header, message):
+    path = tmp_path / "d.csv"
+    path.write_text(header + "\n" + ",".join(["0.2"] * (len(header.split(",")) - 1) + ["0.5"]) + "\n")
+    folder = tmp_path / "out"
+    folder.mkdir()
+    r = run("report", path, *N_BOOT, "-o", folder / "page.html")
+    assert r.exit_code == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and message in lines[0], r.stderr
+    assert list(folder.iterdir()) == []
