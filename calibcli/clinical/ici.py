@@ -267,6 +267,7 @@ def _ici_chunk(cells: UniformCells, chunk: np.ndarray, at: np.ndarray) -> list[S
             refine,
             hi=hi[solve],
             cells_per_sigma=CELLS_PER_SIGMA,
+            min_cells=MIN_GRID,
         )
     exact = trivial | flat
     # the kernel regression on each group's grid, read at each cell's mean

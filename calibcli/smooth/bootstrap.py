@@ -22,6 +22,7 @@ from calibcli.smooth import kernels
 from calibcli.smooth.grid import (
     _CUTOFF,
     BOOT_CELLS_PER_SIGMA,
+    BOOT_MIN_GRID,
     CI_METHOD_CELLS,
     CI_METHOD_ROWS,
     DENSITY_FLOOR,
@@ -458,12 +459,13 @@ def _fixed_points(
     *,
     hi: np.ndarray | None = None,
     cells_per_sigma: float = BOOT_CELLS_PER_SIGMA,
+    min_cells: int = BOOT_MIN_GRID,
 ):
     """The fixed points ``s* = smECE_{s*}`` of resamples given by their residual deposits ``(N, n_cells + 1)``:
     for each, the steps of :func:`calibcli.smooth.grid._solve_fixed_point` (bracket ``[lo, hi]``, narrowed
     around ``guess`` where it lies inside; ``s*`` at an end of it or by Brent on ``smECE_s - s``), all at
-    once. A resample whose ``s*`` needs a finer grid (``cells_per_sigma`` cells per ``s*``, at most 8 times
-    finer per step) is solved again, with the others needing the same grid, on deposits
+    once. A resample whose ``s*`` needs a finer grid (``cells_per_sigma`` cells per ``s*``, on a grid of at least
+    ``min_cells``, at most 8 times finer per step) is solved again, with the others needing the same grid, on deposits
     ``refine(indices, cells)`` summed from its rows.
 
     ``hi`` defaults to 1 (a resample's mean absolute residual is at most 1). ``residual`` may be a pair
@@ -528,7 +530,7 @@ def _fixed_points(
         value[inner] = at_root
     value += s
     cells = np.full(N, n_cells)
-    needed = np.array([min(_grid_level(float(v), cells_per_sigma), max_cells) for v in s], dtype=np.int64)
+    needed = np.array([min(_grid_level(float(v), cells_per_sigma, min_cells), max_cells) for v in s], dtype=np.int64)
     finer = np.minimum(needed, 8 * n_cells)
     for grid in np.unique(finer[needed > n_cells]):
         pick = np.flatnonzero((needed > n_cells) & (finer == grid))
@@ -545,6 +547,7 @@ def _fixed_points(
             refine_picked,
             hi=hi[pick],
             cells_per_sigma=cells_per_sigma,
+            min_cells=min_cells,
         )
     return s, value, cells
 

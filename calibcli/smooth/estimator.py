@@ -93,6 +93,7 @@ from calibcli.smooth.bootstrap import RowBootstrap as _RowBootstrap
 from calibcli.smooth.bootstrap import bootstrap_values_groups as _bootstrap_values_groups
 from calibcli.smooth.grid import (
     BOOT_CELLS_PER_SIGMA,
+    BOOT_MIN_GRID,
     CURVE_POINTS,
     MAX_GRID,
     MIN_CELLS_PER_SIGMA,
@@ -268,11 +269,11 @@ def finish_groups(
         if n_boot > 0:
             if rows is not None:
                 bandwidth = s if not fixed else s / 1.2
-                boot_cells = _grid_level(bandwidth, BOOT_CELLS_PER_SIGMA) if bandwidth > 0 else n_cells
+                boot_cells = _grid_level(bandwidth, BOOT_CELLS_PER_SIGMA, BOOT_MIN_GRID) if bandwidth > 0 else n_cells
                 boots.append(_RowBootstrap(*rows, n_cells=boot_cells, want_curve=want_curve, seed=seed))
             else:
                 # Replicates cannot be summed on a finer grid than the sums': leave room for their s* to be
-                # half the full-data one.
+                # half the full-data one. (MIN_GRID's floor kept: the cells are this bootstrap's draws.)
                 bandwidth = s if not fixed else s / 2.0
                 boot_cells = _grid_level(bandwidth, BOOT_CELLS_PER_SIGMA) if bandwidth > 0 else n_cells
                 boots.append(

@@ -29,6 +29,10 @@ BOOT_CELLS_PER_SIGMA = 25
 #: Coarsest and finest grids (number of cells, powers of two).
 MIN_GRID = 2**12
 MAX_GRID = 2**22
+#: Coarsest grid of bootstrap resamples: their grids are sized to the bandwidth (BOOT_CELLS_PER_SIGMA cells per
+#: sigma) without MIN_GRID's floor, so a small group's wide kernel is solved on a few hundred cells, not 4,096
+#: (the same bound on the error per replicate; issue 37).
+BOOT_MIN_GRID = 2**8
 #: Grid of the per-cell sums that a stream accumulates (SPEC 8's first pass): MIN_CELLS_PER_SIGMA
 #: cells at sigma = 2^-14.
 STATS_GRID = 2**17
@@ -52,16 +56,17 @@ CI_METHOD_CELLS = "Poisson bootstrap from per-cell sufficient statistics, {n_boo
 # ----------------------------------------------------------------------------------------------
 
 
-def _grid_level(sigma: float, cells_per_sigma: float = CELLS_PER_SIGMA) -> int:
-    """Number of cells (power of two) giving at least ``cells_per_sigma`` cells per ``sigma``."""
+def _grid_level(sigma: float, cells_per_sigma: float = CELLS_PER_SIGMA, min_grid: int = MIN_GRID) -> int:
+    """Number of cells (power of two, from ``min_grid`` to ``MAX_GRID``) giving at least ``cells_per_sigma``
+    cells per ``sigma``."""
     if not sigma > 0:
         return MAX_GRID
     want = cells_per_sigma / sigma
     if want >= MAX_GRID:
         return MAX_GRID
-    if want <= MIN_GRID:  # a wide kernel (sigma beyond cells_per_sigma / MIN_GRID, up to any finite value)
-        return MIN_GRID
-    return int(min(MAX_GRID, max(MIN_GRID, 1 << int(np.ceil(np.log2(want))))))
+    if want <= min_grid:  # a wide kernel (sigma beyond cells_per_sigma / min_grid, up to any finite value)
+        return min_grid
+    return int(min(MAX_GRID, max(min_grid, 1 << int(np.ceil(np.log2(want))))))
 
 
 def _dct1(x: np.ndarray) -> np.ndarray:

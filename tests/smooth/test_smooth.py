@@ -445,3 +445,19 @@ def test_brent_root_matches_scipy_brentq(f, a, b):
     expected = brentq(f, a, b, xtol=1e-13, rtol=4 * np.finfo(float).eps, maxiter=200)
     assert root == pytest.approx(expected, abs=2e-13)
     assert all(a <= x <= b for x in calls) and len(calls) < 120
+
+
+def test_bootstrap_replicates_on_their_sized_grid_match_brute_force():
+    """A resample over rows is solved on a grid sized to its bandwidth (BOOT_CELLS_PER_SIGMA cells per sigma, from
+    BOOT_MIN_GRID cells; issue 37), not MIN_GRID's 4,096 cells: each replicate is a fixed point of the brute-force
+    smECE of that resample (the rows weighted by their multiplicities) within SPEC 3's 1e-5."""
+    from calibcli.core.resampling import Multiplicities
+    from calibcli.smooth.grid import BOOT_CELLS_PER_SIGMA, BOOT_MIN_GRID, MIN_GRID, _grid_level
+
+    y, z = _typical(60, seed=3)
+    result = smooth_ece(y, z, n_boot=3, rng=5)
+    assert _grid_level(result.sigma / 1.2, BOOT_CELLS_PER_SIGMA, BOOT_MIN_GRID) < MIN_GRID  # a coarser grid
+    multiplicities = Multiplicities(5, np.arange(len(z)))
+    for r in range(3):
+        s = float(result.replicates[r])
+        assert abs(brute_smece(y, z, s, multiplicities.replicate(r)) - s) <= ACCURACY
