@@ -51,8 +51,8 @@ def is_regression(files, options: dict) -> bool:
     (:func:`calibcli.io.columns.recognises_probabilities`, its own rules) and the regression reader recognises
     every dataset's columns. Decided from the column names, never from an error's text: when the regression
     reader does not recognise them either, the classifier path runs and reports its own error."""
-    if any(options.get(n) for n in COLUMN_NAMES):
-        return True
+    if any(options.get(n) for n in COLUMN_NAMES if n != "id_col"):
+        return True  # (an id column alone names no kind: a converted LLM dump's items are keyed by one too)
     if any(options.get(n) for n in _CLASSIFIER) or "-" in files:
         return False
     spec = cc.spec_of(options)
