@@ -133,6 +133,10 @@ def test_the_default_methods_are_the_regression_ones(tmp_path):
         (("--segment-cols", "y"), "--segment-cols audits a classifier's segments"),
         (("--method", "platt"), "--method platt is a classifier's"),
         (("--level", "1.5"), "--level 1.5 is outside (0, 1)"),
+        (("--n-bins", "20"), "--n-bins 20 was given with a regression dump, but --n-bins applies to classifier pages"),
+        (("--mode", "top-label"), "--mode top-label was given with a regression dump"),
+        (("--strategy", "quantile"), "--strategy quantile was given with a regression dump"),
+        (("--class-weights", "prior"), "--class-weights prior was given with a regression dump"),
     ],
 )
 def test_bad_options_are_one_error_line_and_nothing_is_written(tmp_path, args, message):

@@ -237,6 +237,12 @@ def _regression_report(files, options, given) -> None:
             not options[name],
             f"{flag_of(name)} {what}: a regression dump's page has no such section (drop {flag_of(name)})",
         )
+    regression_input.refuse_classifier_options(
+        options,
+        recalibrate_family.ReportOptions,
+        ("mode", "class_weights", "n_bins", "strategy"),
+        "pages (the reliability diagrams and the binned metrics)",
+    )
     methods = tuple(dict.fromkeys(options["method"])) if options["method"] else REGRESSION_METHODS
     for m in methods:
         check_option(
