@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from calibcli.cli import options as cc
+from calibcli.cli import regression_input
 from calibcli.engines.pipeline import run
 from calibcli.regression import family as regression
 from calibcli.report.emit import emit_with_gates
@@ -26,15 +27,7 @@ def regression_command(files: cc.Files, **options) -> None:
     Example: calibcli regression sample_data/regression/diabetes_gp.csv"""
     layout = cc.layout_of(options)
     chosen = regression.Options.of(options)
-    sources = regression.regression_sources(
-        files,
-        regression.Columns.of(options),
-        input_format=options["input_format"],
-        drop_invalid=options["drop_invalid"],
-        pool=options.get("pool", False),
-        batch_rows=options["batch_rows"],
-        group_by=cc.split_columns(options.get("group_by")),
-    )
+    sources = regression_input.regression_sources(files, options, group_by=cc.split_columns(options.get("group_by")))
     doc = run(regression.FAMILY, sources, chosen, cc.engine_of(options))
     emit_with_gates(doc, chosen.gate, output=options["output"], layout=layout)
 
