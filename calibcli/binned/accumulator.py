@@ -33,7 +33,6 @@ from calibcli.binned.estimators import (
     CalibrationResult,
     _point_metrics,
     assemble_metrics,
-    binned_calibration,
     binned_calibration_groups,
     ece_l2_sq_sun_interval,
     summarise_replicates,
@@ -331,29 +330,12 @@ class BinnedAccumulator(Accumulator):
     def result(
         self, *, n_boot: int = 0, alpha: float = 0.05, seed: int = 0, keep_replicates: bool = False, progress=None
     ) -> CalibrationResult:
-        """Every SPEC 2 estimator with bootstrap intervals (see the module docstring for which bootstrap)."""
-        if self.rows.n_seen == 0:
-            raise CalibcliError("no rows to evaluate: expected at least one prediction")
-        if not self.rows.dropped:
-            row_index, z, y, w = self.rows.arrays()
-            return binned_calibration(
-                y,
-                z,
-                sample_weight=w,
-                n_bins=self.n_bins,
-                strategy=self.strategy,
-                n_boot=n_boot,
-                alpha=alpha,
-                seed=seed,
-                row_index=row_index,
-                keep_replicates=keep_replicates,
-                progress=progress,
-            )
-        if self.binning is None:
-            raise ValueError("quantile bins over this many rows need their edges from a first pass (see needs_edges)")
-        return self._result_from_cells(
-            n_boot=n_boot, alpha=alpha, seed=seed, keep_replicates=keep_replicates, progress=progress
-        )
+        """Every SPEC 2 estimator with bootstrap intervals (see the module docstring for which bootstrap): the one
+        accumulator case of :meth:`results`; ``progress()`` is called once per finished resample."""
+        steps = None if progress is None else lambda n: [progress() for _ in range(n)]
+        return self.results(
+            [self], n_boot=n_boot, alpha=alpha, seed=seed, keep_replicates=keep_replicates, progress=steps
+        )[0]
 
     @classmethod
     def results(
@@ -391,7 +373,7 @@ class BinnedAccumulator(Accumulator):
                 out[j] = r
         for j, acc in enumerate(accs):  # beyond the row limit (at most one group per ROW_LIMIT rows), or empty
             if out[j] is None:
-                out[j] = acc.result(
+                out[j] = acc._result_from_cells(
                     n_boot=n_boot,
                     alpha=alpha,
                     seed=seed,
@@ -401,7 +383,11 @@ class BinnedAccumulator(Accumulator):
         return out
 
     def _result_from_cells(self, *, n_boot, alpha, seed, keep_replicates, progress) -> CalibrationResult:
-        assert self.cells is not None and self.binning is not None  # (the bins are known: checked by result)
+        if self.rows.n_seen == 0:
+            raise CalibcliError("no rows to evaluate: expected at least one prediction")
+        if self.binning is None:
+            raise ValueError("quantile bins over this many rows need their edges from a first pass (see needs_edges)")
+        assert self.cells is not None  # (with its bins)
         main = self.cells.bin_stats(self.weighted)
         uniform = main if self.uniform_cells is None else self.uniform_cells.bin_stats(self.weighted)
         point = _point_metrics(main, uniform)
