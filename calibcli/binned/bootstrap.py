@@ -23,7 +23,7 @@ import numpy as np
 
 from calibcli.binned.stats import _N_STATS, _W, _WLL, _WU2, _WY, _WZ, BinStats, _row_stats
 from calibcli.core.binning import Binning, quantile_starts_batched, uniform_bin_index
-from calibcli.core.resampling import Multiplicities, Scratch, in_threads
+from calibcli.core.resampling import Multiplicities, Scratch, compiled_pays, in_threads
 
 # ---------------------------------------------------------------------------------------------
 # Bootstrap through multiplicities and per-bin sums
@@ -163,7 +163,8 @@ _QUANTILE_BLOCK_ROWS = 1 << 13
 #: which pays off from about 1.5e8 draws on. The two are one step's two backends, the same draws and products
 #: (each run's terms added row after row from zero), tested against each other within 1e-12 relative (SPEC 8.1).
 #: An ungrouped run holds at most 2^17 rows (``accumulators.binned.ROW_LIMIT``): with 1000 resamples it stays
-#: below, and never loads Numba.
+#: below, and never loads Numba, unless the run's inputs together reach it (:func:`calibcli.core.resampling.
+#: planning_rows`: many inputs, Numba's load paid once for all).
 _COMPILED_DRAWS = 1 << 27
 
 
@@ -307,7 +308,7 @@ class SortedGroups:
         X, X_self = self.X[a:b], self.X_self[a:b]
         K = len(self._sums)
         gs = slice(b0 - g0, b1 - g0)
-        if self.bounds[-1] * n_boot >= _COMPILED_DRAWS:
+        if compiled_pays(self.bounds[-1], n_boot, _COMPILED_DRAWS):
             # replicates per call: the cells' sums (cells x statistics x R) within _BLOCK_ELEMENTS x 8 values
             widest = Gb * max(nb for _, nb in cells.values()) * (K + 3)
             step = min(max(1, 8 * _BLOCK_ELEMENTS // max(widest, 1)), n_boot)
@@ -359,7 +360,7 @@ class SortedGroups:
         a = self.bounds[b0]
         n = self.bounds[b1] - a
         sums_out, dup_out = main
-        if self.bounds[-1] * n_boot >= _COMPILED_DRAWS:  # each group's bins and sums in one compiled loop
+        if compiled_pays(self.bounds[-1], n_boot, _COMPILED_DRAWS):  # each group's bins and sums in one compiled loop
             reps = np.arange(n_boot)
             for g in range(b0, b1):
                 lo, hi = self.bounds[g], self.bounds[g + 1]

@@ -10,6 +10,8 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 
+from calibcli.core.resampling import planning_rows
+from calibcli.core.rows import ROW_LIMIT
 from calibcli.io import converted
 from calibcli.llm.items import ITEM_KEY, Items
 from calibcli.llm.readers import Request, read
@@ -50,6 +52,7 @@ def converted_inputs(args: list[str], request: Request) -> Iterator[bool]:
     request.check()
     work: str | None = None
     registered = False
+    rows = 0  # the rows of the dumps' per-row bootstraps (each task's up to ROW_LIMIT)
     try:
         for arg in dict.fromkeys(args):
             found = read(arg, request)
@@ -67,7 +70,9 @@ def converted_inputs(args: list[str], request: Request) -> Iterator[bool]:
                 if converted.lookup(entry.name) is None:
                     converted.register(entry.name, [entry])
             registered = True
-        yield registered
+            rows += sum(min(items.n, ROW_LIMIT) for items in found)
+        with planning_rows(rows):  # the tasks' bootstraps together: one choice of backend for the run
+            yield registered
     finally:
         converted.clear()
         if work is not None:

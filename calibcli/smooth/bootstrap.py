@@ -611,7 +611,9 @@ def bootstrap_values_groups(boots: list, *, sigma, sigma_full, n_boot: int, curv
                 )
 
     # the compiled loops once the row draws are many enough to pay for loading them (within 1e-12 either way)
-    compiled = sum(boot.n for boot in boots if isinstance(boot, RowBootstrap)) * n_boot >= _COMPILED_DRAWS
+    compiled = resampling.compiled_pays(
+        sum(boot.n for boot in boots if isinstance(boot, RowBootstrap)), n_boot, _COMPILED_DRAWS
+    )
 
     def solve(chunk: list, reps: np.ndarray, n_cells: int, max_cells: int) -> int:
         """One block (replicates ``reps`` of the groups of ``chunk``): its values and curves into their own slots."""
