@@ -24,7 +24,7 @@ import typer
 from calibcli.cli.exits import command_failure
 from calibcli.core import cancel, environment, outputs
 from calibcli.core import family as fam
-from calibcli.core.declarations import CLASS_WEIGHTS_PARAM, MODE, N_BINS, STRATEGY
+from calibcli.core.declarations import CLASS_WEIGHTS_PARAM, MODE, N_BINS, STRATEGY, WEIGHT_COL
 from calibcli.core.errors import (
     CalibcliError,
     cli_text,
@@ -38,6 +38,7 @@ from calibcli.core.validation import (
     Param,
     check_options,
     check_size,
+    declared,
     memory_culprit,
     option,
     params_of,
@@ -154,7 +155,7 @@ class ColumnOptions(Declared):
     label_col: str | None = option(
         None, "--label-col", help="Column with the labels (integers, booleans or class names)."
     )
-    weight_col: str | None = option(None, "--weight-col", help="Column with sample (frequency) weights.")
+    weight_col: str | None = declared(None, WEIGHT_COL)
     logits: bool = option(
         False, "--logits", help="The probability columns hold logits: apply sigmoid (one column) or softmax."
     )

@@ -44,7 +44,11 @@ CLASS_WEIGHTS_PARAM = Param(
 )
 N_BINS = Param(("--n-bins",), "Number of bins.", count=True)
 STRATEGY = Param(("--strategy",), "Binning: uniform (equal width) or quantile (equal mass).", choices=STRATEGIES)
+WEIGHT_COL = Param(("--weight-col",), "Column with sample (frequency) weights.")
 ALPHA = Param(("--alpha",), "1 - confidence level of the intervals and bounds.")
+N_BOOT = Param(("--n-boot",), "Bootstrap resamples for the confidence intervals (0: none).")
+#: The metric ``--fail-above`` and ``--fail-above-upper`` read (each family its own default).
+GATE_METRIC = Param(("--metric",), "Metric the gates look at (a name from the report).")
 
 
 def library_signature(options_class: type, *names: str) -> Callable:

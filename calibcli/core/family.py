@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from calibcli.core.declarations import ALPHA, MODE
+from calibcli.core.declarations import ALPHA, MODE, N_BOOT
 from calibcli.core.errors import CalibcliError
 from calibcli.core.gates import GateSpec
 from calibcli.core.validation import Declared, Param, declared, option
@@ -60,9 +60,7 @@ class Family:
 class Bootstrap(Declared):
     """The bootstrap options: resamples, level and seed."""
 
-    n_boot: int = option(
-        1000, "--n-boot", help="Bootstrap resamples for the confidence intervals (0: none).", library=0
-    )
+    n_boot: int = declared(1000, N_BOOT, library=0)
     alpha: float = declared(0.05, ALPHA)
     seed: int = option(0, "--seed", help="Seed of every random draw; the same seed prints the same numbers.")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from calibcli.core.declarations import MODE, N_BINS, STRATEGY
+from calibcli.core.declarations import MODE, N_BINS, N_BOOT, STRATEGY
 from calibcli.core.family import Bootstrap, mode_field
 from calibcli.core.rows import ROW_LIMIT
 from calibcli.core.validation import declared, option
@@ -103,7 +103,7 @@ class Options(Bootstrap):
         help="With --group-by: draw at most this many groups per dataset "
         "(the first ones in sorted order), each as its own curve.",
     )
-    n_boot: int = option(200, "--n-boot", help="Bootstrap resamples for the confidence intervals (0: none).")
+    n_boot: int = declared(200, N_BOOT)
     curve_points: int = field(default=501, repr=False)
     row_limit: int = field(default=ROW_LIMIT, repr=False)
 

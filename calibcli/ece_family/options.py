@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from calibcli.core.declarations import CLASS_WEIGHTS_PARAM, N_BINS, STRATEGY
+from calibcli.core.declarations import CLASS_WEIGHTS_PARAM, GATE_METRIC, N_BINS, STRATEGY
 from calibcli.core.family import GatedMetrics, mode_field
 from calibcli.core.rows import ROW_LIMIT
-from calibcli.core.validation import declared, option
+from calibcli.core.validation import declared
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class Options(GatedMetrics):
     class_weights: str = declared("uniform", CLASS_WEIGHTS_PARAM)
     n_bins: int = declared(15, N_BINS)
     strategy: str = declared("uniform", STRATEGY)
-    metric: str = option("ece_l1_plugin", "--metric", help="Metric the gates look at (a name from the report).")
+    metric: str = declared("ece_l1_plugin", GATE_METRIC)
     row_limit: int = field(default=ROW_LIMIT, repr=False)
 
     @property

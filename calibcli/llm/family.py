@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from calibcli.core.declarations import GATE_METRIC, MODE
 from calibcli.core.documents import entry_label, new_document
 from calibcli.core.errors import CalibcliError
 from calibcli.core.family import Family, GatedMetrics, Plan, sources_block
 from calibcli.core.gates import GateSpec, check_gate
-from calibcli.core.validation import option
+from calibcli.core.validation import declared, option
 from calibcli.llm.accumulator import HIGHER_IS_BETTER, NOTES, SelectiveAccumulator, SelectiveOptions, metric_names
 from calibcli.llm.curves import RISK_SLACK
 
@@ -37,13 +38,13 @@ def _levels(text: str, what: str, flag: str) -> tuple[float, ...]:
 class Options(GatedMetrics):
     """``selective``'s options: the levels, the gated metric, the bootstrap."""
 
-    mode: str | None = option(
+    mode: str | None = declared(
         None,
-        "--mode",
-        help="top-label (default with a column per class: the predicted class's probability, correct when it is "
-        "the label) or binary (one column: the confidence that the answer is right, the label 1 when it is).",
-        choices=SELECTIVE_MODES,
-        metavar="[binary|top-label]",
+        MODE.narrowed(
+            SELECTIVE_MODES,
+            help="top-label (default with a column per class: the predicted class's probability, correct when it "
+            "is the label) or binary (one column: the confidence that the answer is right, the label 1 when it is).",
+        ),
     )
     coverage: str = option(
         "0.5,0.8,0.9,0.95", "--coverage", help="Coverages q for risk_at_coverage_q (comma-separated, in (0, 1])."
@@ -51,7 +52,7 @@ class Options(GatedMetrics):
     risk: str = option(
         "0.05,0.1,0.2", "--risk", help="Target risks t for coverage_at_risk_t (comma-separated, in (0, 1])."
     )
-    metric: str = option("aurc", "--metric", help="Metric the gates look at (a name from the report).")
+    metric: str = declared("aurc", GATE_METRIC)
     fail_below: float | None = option(
         None,
         "--fail-below",

@@ -9,12 +9,14 @@ target, :mod:`calibcli.io.regression`); :class:`Options` what is computed. ``pla
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import replace as reworded
 
+from calibcli.core.declarations import GATE_METRIC, WEIGHT_COL
 from calibcli.core.documents import new_document
 from calibcli.core.errors import CalibcliError, shown, warn
 from calibcli.core.family import Family, GatedMetrics, Plan, sources_block
 from calibcli.core.registry import REGISTRY
-from calibcli.core.validation import Declared, option
+from calibcli.core.validation import Declared, declared, option
 from calibcli.io.regression import RegressionSources, RegressionSpec, check_level
 from calibcli.io.sources import DEFAULT_BATCH_ROWS
 from calibcli.regression import scores
@@ -50,7 +52,7 @@ class Columns(Declared):
     sample_cols: list[str] | None = option(
         None, "--sample-cols", help="Columns with samples of the predictive distribution (a list or a pattern 's*')."
     )
-    weight_col: str | None = option(None, "--weight-col", help="Column with sample (frequency) weights.")
+    weight_col: str | None = declared(None, WEIGHT_COL)
     id_col: str | None = option(
         None,
         "--id-col",
@@ -138,7 +140,7 @@ class Options(GatedMetrics):
         "fine PIT histogram (KS, with its error bound).",
         count=True,
     )
-    metric: str = option("mace", "--metric", help=_gate_metric_help())
+    metric: str = declared("mace", reworded(GATE_METRIC, help=_gate_metric_help()))
 
     def __post_init__(self) -> None:
         super().__post_init__()
