@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from dataclasses import replace as reworded
 
 from calibcli.audit.options import Options as AuditOptions
-from calibcli.core.declarations import MODE
 from calibcli.core.errors import CalibcliError, shown
 from calibcli.core.family import Bootstrap, split_columns
 from calibcli.core.validation import declared, option, params_of
@@ -30,7 +29,7 @@ _AUDITED = ("segment_cols", "mode", "depth", "min_segment", "alpha")
 class Options(Bootstrap):
     """``monitor``'s options (its flags, checks and the report's ``parameters``)."""
 
-    mode: str | None = declared(None, MODE.narrowed(("binary", "top-label")))
+    mode: str | None = declared(None, _AUDIT["mode"][0])
     time_col: str | None = option(
         None, "--time-col", help="The column of each prediction's time (timestamps, dates, or ISO 8601 text)."
     )
