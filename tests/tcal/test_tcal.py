@@ -13,6 +13,7 @@ from calibcli.core.errors import CalibcliError
 from calibcli.tcal.binomial import (
     binomial_test,
     binomial_test_from_counts,
+    binomtest_pvalue,
     discreteness,
     discreteness_from_counts,
     is_discrete,
@@ -495,6 +496,18 @@ def test_discreteness_rule():
     assert "sqrt(n)" in check.rule
     assert not is_discrete(np.random.default_rng(0).random(300))
     assert is_discrete(np.round(np.random.default_rng(0).random(20_000), 2))  # 101 values <= 141
+
+
+def test_binomtest_pvalue_is_scipys_binomtest():
+    from scipy.stats import binomtest
+
+    rng = np.random.default_rng(37)
+    for n in (1, 2, 3, 10, 37, 569, 12_345, 10**6):
+        for p in (0.0, 1.0, 0.5, 0.1, 1 / 3, *rng.random(4)):
+            mode = p * n
+            ks = {0, n, int(mode), min(n, int(mode) + 1), max(0, int(mode) - 1), *rng.integers(0, n + 1, 6).tolist()}
+            for k in ks:
+                assert binomtest_pvalue(k, n, float(p)) == binomtest(k, n, float(p)).pvalue, (k, n, p)
 
 
 def test_binomial_test_and_discreteness_from_counts_equal_the_row_versions():
