@@ -213,14 +213,7 @@ class DiagramInputAccumulator(InputState):
             edges, edges_method = [e for e, _ in fitted], fitted[0][1]
         grids = None if self.smooth is None else (self._second_pass_grids() or [acc.n_cells for acc in self.smooth])
         return DiagramInputAccumulator(
-            mode=self.mode,
-            n_classes=self.n_classes,
-            class_names=self.class_names,
-            options=self.options,
-            max_problems=self.max_problems,
-            edges=edges,
-            edges_method=edges_method,
-            grids=grids,
+            **self.head(), max_problems=self.max_problems, edges=edges, edges_method=edges_method, grids=grids
         )
 
     def result(self, progress: Callable[[], None] | None = None) -> DiagramReport:
