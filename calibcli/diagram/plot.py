@@ -33,7 +33,8 @@ figures are built on the headless Agg canvas, without pyplot's global state.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -281,6 +282,51 @@ def _style_lower(ax, problem: str, ylabel: str) -> None:
 # -- Binned and smooth panels ------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Panel:
+    """A binned or smooth panel being drawn: its curves, the main axes and the one under it (None: no histogram
+    or density), the curves' problem, and how its legend is written."""
+
+    curves: tuple
+    ax: Any
+    lower_ax: Any
+    problem: str
+    style: FigureStyle
+    compact: bool
+    names: bool
+    fontsize: float | None
+
+    def legend(self, handles: list, label: Callable, ink: Callable) -> None:
+        """The legend: per curve its handle and its ``label`` (:func:`binned_label`, :func:`smooth_label`), with the
+        curve's name when ``names`` (a `$` in a name is not mathtext), set where it hides least of ``ink``."""
+        labels = [
+            label(replace(d, name=for_matplotlib(d.name) if self.names else ""), compact=self.compact)
+            for d in self.curves
+        ]
+        fontsize = self.fontsize or _legend_size(self.style, self.compact)
+        _legend(self.ax, handles, labels, ink, fontsize, handles_shown=len(self.curves) > 1 or not self.compact)
+
+
+@contextmanager
+def _panel(
+    data, ax, lower_ax, style: FigureStyle, title: str | None, *, compact: bool, names: bool, fontsize
+) -> Iterator[_Panel]:
+    """The frame of a binned or smooth panel: inside ``style``'s drawing context, a new figure with the main panel
+    and the one under it when ``ax`` is None, and the main panel styled for the curves' problem; yields the
+    :class:`_Panel` of the curves (``data``: one or several); then places a new figure's legends
+    (:func:`place_legends`)."""
+    curves = _as_tuple(data)
+    standalone = ax is None
+    with _drawing_context(style):
+        if standalone:
+            ax, lower_ax = _pair_axes(_new_figure((PANEL_WIDTH, PANEL_HEIGHT)))
+        problem = curves[0].problem if curves else "binary"
+        _style_main(ax, problem, title, compact=compact)
+        yield _Panel(curves, ax, lower_ax, problem, style, compact, names, fontsize)
+        if standalone:
+            place_legends(ax.figure)
+
+
 def plot_binned(
     data,
     *,
@@ -308,18 +354,12 @@ def plot_binned(
     from matplotlib.patches import Rectangle
 
     style = style or FigureStyle()
-    curves = _as_tuple(data)
-    standalone = ax is None
-    with _drawing_context(style):
-        if standalone:
-            fig = _new_figure((PANEL_WIDTH, PANEL_HEIGHT))
-            ax, hist_ax = _pair_axes(fig)
-        problem = curves[0].problem if curves else "binary"
-        _style_main(ax, problem, title, compact=compact)
+    with _panel(data, ax, hist_ax, style, title, compact=compact, names=legend_names, fontsize=legend_fontsize) as p:
+        curves, ax, hist_ax = p.curves, p.ax, p.lower_ax
         several = len(curves) > 1
         weighted = any(d.weight_total != d.n for d in curves)  # frequency weights: the histogram counts them
         colors = style.colors()
-        handles, labels, lines = [], [], []
+        handles, lines = [], []
         for i, d in enumerate(curves):
             color, marker, linestyle = curve_look(i, colors)
             sparse = np.asarray(d.count) < style.min_count
@@ -381,25 +421,14 @@ def plot_binned(
             handles.append(
                 Line2D([], [], color=color, marker=marker, linestyle=linestyle, linewidth=1.0, markersize=4.5)
             )
-            shown = replace(d, name=for_matplotlib(d.name) if legend_names else "")  # a `$` in a name is not mathtext
-            labels.append(binned_label(shown, compact=compact))
-        _legend(
-            ax,
-            handles,
-            labels,
-            _binned_ink(curves, lines),
-            legend_fontsize or _legend_size(style, compact),
-            handles_shown=several or not compact,
-        )
+        p.legend(handles, binned_label, _binned_ink(curves, lines))
         if hist_ax is not None:
-            _style_lower(hist_ax, problem, "weighted count" if weighted else "count")
+            _style_lower(hist_ax, p.problem, "weighted count" if weighted else "count")
             if style.hist_scale == "log":
                 hist_ax.set_yscale("log")
                 hist_ax.set_ylim(bottom=min(_log_floor(d.weights_all if weighted else d.counts_all) for d in curves))
             else:
                 hist_ax.set_ylim(bottom=0.0)
-        if standalone:
-            place_legends(ax.figure)
     return ax.figure
 
 
@@ -446,17 +475,11 @@ def plot_smooth(
     from matplotlib.lines import Line2D
 
     style = style or FigureStyle()
-    curves = _as_tuple(data)
-    standalone = ax is None
-    with _drawing_context(style):
-        if standalone:
-            fig = _new_figure((PANEL_WIDTH, PANEL_HEIGHT))
-            ax, density_ax = _pair_axes(fig)
-        problem = curves[0].problem if curves else "binary"
-        _style_main(ax, problem, title, compact=compact)
+    with _panel(data, ax, density_ax, style, title, compact=compact, names=legend_names, fontsize=legend_fontsize) as p:
+        curves, ax, density_ax = p.curves, p.ax, p.lower_ax
         several = len(curves) > 1
         colors = style.colors()
-        handles, labels = [], []
+        handles = []
         for i, d in enumerate(curves):
             color, marker, linestyle = curve_look(i, colors)
             if d.band_low is not None and d.band_high is not None:
@@ -495,21 +518,10 @@ def plot_smooth(
                     markersize=3.5,
                 )
             )
-            shown = replace(d, name=for_matplotlib(d.name) if legend_names else "")
-            labels.append(smooth_label(shown, compact=compact))
-        _legend(
-            ax,
-            handles,
-            labels,
-            _smooth_ink(curves),
-            legend_fontsize or _legend_size(style, compact),
-            handles_shown=several or not compact,
-        )
+        p.legend(handles, smooth_label, _smooth_ink(curves))
         if density_ax is not None:
-            _style_lower(density_ax, problem, "density")
+            _style_lower(density_ax, p.problem, "density")
             density_ax.set_ylim(bottom=0.0)
-        if standalone:
-            place_legends(ax.figure)
     return ax.figure
 
 
