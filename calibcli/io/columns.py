@@ -298,26 +298,42 @@ class ReadPlan:
     @property
     def data_columns(self) -> list[str]:
         """The columns read from each file: probabilities, label, weight, group columns (each once)."""
-        c = self.columns
-        groups = [g for g in self.carried if g not in self.partition_keys]
-        return list(
-            dict.fromkeys([*c.prob_columns, c.label_column, *([c.weight_column] if c.weight_column else []), *groups])
-        )
+        return read_columns(self.columns, self.carried, self.partition_keys)
 
     def role_of(self, column: str) -> str:
-        c = self.columns
-        if column in c.prob_columns:
-            return "a probability column"
-        if column == c.label_column:
-            return "the label column"
-        if column == c.weight_column:
-            return "the weight column"
-        return "a segment column" if self.segment_by else "a group-by column"
+        return column_role(
+            column,
+            self.columns,
+            predictions="a probability column",
+            label="the label column",
+            carried="a segment column" if self.segment_by else "a group-by column",
+        )
 
     def read(self, table, where: str, first_row: int, partition, *, whole_file: bool, text_of):
         """A batch as arrays, the rows passing the checks, the drops by reason (io.regression's plan: its own)."""
         conv = convert_batch(table, self, where, first_row, partition)
         return conv, *check_rows(conv, self, where, first_row, whole_file=whole_file, text_of=text_of)
+
+
+def read_columns(columns, carried: tuple[str, ...], partition_keys: tuple[str, ...]) -> list[str]:
+    """The columns a plan reads from each file, each once: its prediction columns, its label (or target) and weight
+    columns (``columns``: their ``prob_columns``, ``label_column``, ``weight_column``), then the ``carried`` group
+    or segment columns but the ``partition_keys`` (those come from ``key=value`` directories, not the files)."""
+    groups = [g for g in carried if g not in partition_keys]
+    weight = [columns.weight_column] if columns.weight_column else []
+    return list(dict.fromkeys([*columns.prob_columns, columns.label_column, *weight, *groups]))
+
+
+def column_role(column: str, columns, *, predictions: str, label: str, carried: str) -> str:
+    """What ``column`` is to a plan's ``columns`` (:func:`read_columns`), for the message of a file that lacks it:
+    ``predictions``, ``label``, the weight column, else ``carried`` (a group-by or segment column)."""
+    if column in columns.prob_columns:
+        return predictions
+    if column == columns.label_column:
+        return label
+    if column == columns.weight_column:
+        return "the weight column"
+    return carried
 
 
 @dataclass

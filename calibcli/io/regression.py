@@ -37,10 +37,12 @@ from calibcli.io.columns import (
     _is_list_type,
     _split_list,
     _type_words,
+    column_role,
     expand_columns,
     group_kind,
     group_values,
     natural_suffix_order,
+    read_columns,
 )
 from calibcli.io.long_quantiles import LongForm, detect_long, first_levels, long_batches
 from calibcli.io.resolve import resolve_datasets
@@ -439,19 +441,16 @@ class RegressionPlan:
 
     @property
     def data_columns(self) -> list[str]:
-        t = self.target
-        groups = [g for g in self.group_by if g not in self.partition_keys]
-        return list(dict.fromkeys([*t.columns, t.target, *([t.weight] if t.weight else []), *groups]))
+        return read_columns(self.columns, self.group_by, self.partition_keys)
 
     def role_of(self, column: str) -> str:
-        t = self.target
-        if column in t.columns:
-            return "a prediction column"
-        if column == t.target:
-            return "the target column"
-        if column == t.weight:
-            return "the weight column"
-        return "a group-by column"
+        return column_role(
+            column,
+            self.columns,
+            predictions="a prediction column",
+            label="the target column",
+            carried="a group-by column",
+        )
 
     def read(self, table, where: str, first_row: int, partition, *, whole_file: bool, text_of):
         """One batch (a pyarrow table of :attr:`data_columns`) as arrays, the rows that pass every check and the
