@@ -107,11 +107,7 @@ def build_document(
         key = _key(e)
         smooth, test = by_key["smece"][key], by_key["tcal"][key]
         entry = {
-            "id": f"entry-{number}",
-            "label": entry_label(e),
-            "input": e["input"],
-            "group": e.get("group"),
-            "rows": e.get("rows_in_group", e["input"]["rows_used"]),
+            **entry_head(number, e),
             "mode": e["mode"],
             "ece": e,
             "smece": smooth,
@@ -158,6 +154,18 @@ def build_document(
     ]
     doc["files"] = entries
     return doc
+
+
+def entry_head(number: int, e: dict) -> dict:
+    """The head of the page's entry ``number`` (from 1) made of a command's entry ``e``: its id, label, input,
+    group and rows (every page's entry starts with these, the classifier's and the regression one's)."""
+    return {
+        "id": f"entry-{number}",
+        "label": entry_label(e),
+        "input": e["input"],
+        "group": e.get("group"),
+        "rows": e.get("rows_in_group", e["input"]["rows_used"]),
+    }
 
 
 def _default_title(entries: list[dict]) -> str:

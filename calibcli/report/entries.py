@@ -101,6 +101,19 @@ def entry_sections(entry: dict) -> list[Section]:
     return sections
 
 
+def metric_cells(problem: str, name: str, m: dict) -> dict:
+    """One metric of a section (:func:`entry_sections`) as a table row: its problem, name, estimate, interval and
+    bound (what the tidy CSV and the HTML page's full table show of it)."""
+    return {
+        "problem": problem,
+        "metric": name,
+        "estimate": m.get("estimate"),
+        "ci_low": m.get("ci_low"),
+        "ci_high": m.get("ci_high"),
+        "bound": m.get("upper_bound"),
+    }
+
+
 def summary_sections(entry: dict) -> list[Section]:
     """The sections a summary row shows: the aggregate (marginal) or the entry's problem(s), with the
     multiclass scores merged in; per method or per curve where a command has several."""

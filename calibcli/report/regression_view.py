@@ -55,17 +55,6 @@ def detail(doc, name, m, section, entry) -> str:
     return note
 
 
-def worst_group_line(doc: dict) -> str | None:
-    metric = (doc["parameters"].get("gate") or {}).get("metric") or "mace"
-    g = doc["groups"]["metrics"].get(metric)
-    if not g:
-        return None
-    return (
-        f"{doc['groups']['n_groups']} groups by {', '.join(doc['groups']['by'])}: worst {metric} "
-        f"{fmt_number(g['worst'])} in {g['worst_group']}; spread {fmt_number(g['spread'])}"
-    )
-
-
 #: ``recalibrate evaluate``'s summary columns on regression predictions (where the rows have them).
 EVALUATE_METRICS = ("mace", "pit_ks_pvalue", "crps", "pinball", "nll", "picp_0.9|picp_0.95")
 #: The differences the lines of ``recalibrate evaluate`` on regression predictions show, where a row has them.

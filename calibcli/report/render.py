@@ -24,7 +24,7 @@ from calibcli.core.documents import fmt_interval, fmt_number, group_text
 from calibcli.core.errors import OptionError
 from calibcli.core.registry import REGISTRY
 from calibcli.core.safe_text import for_markdown_cell, for_rich
-from calibcli.report.entries import _level, entry_sections, shortest_unique_suffixes, summary_sections
+from calibcli.report.entries import _level, entry_sections, metric_cells, shortest_unique_suffixes, summary_sections
 from calibcli.report.views import VIEWS, DetailTable, View, _problem
 
 #: Columns of the tidy (long) form of a report: one row per entry, problem and metric.
@@ -40,23 +40,12 @@ SUMMARY_AUTO = 3
 
 def long_rows(doc: dict) -> list[dict]:
     """The report as tidy rows (:data:`LONG_COLUMNS`), the same for every command."""
-    rows = []
-    for entry in doc["files"]:
-        for problem, metrics in entry_sections(entry):
-            for name, m in metrics.items():
-                rows.append(
-                    {
-                        "file": entry["input"]["path"],
-                        "group": group_text(entry),
-                        "problem": problem,
-                        "metric": name,
-                        "estimate": m.get("estimate"),
-                        "ci_low": m.get("ci_low"),
-                        "ci_high": m.get("ci_high"),
-                        "bound": m.get("upper_bound"),
-                    }
-                )
-    return rows
+    return [
+        {"file": entry["input"]["path"], "group": group_text(entry), **metric_cells(problem, name, m)}
+        for entry in doc["files"]
+        for problem, metrics in entry_sections(entry)
+        for name, m in metrics.items()
+    ]
 
 
 def render_csv(doc: dict) -> str:

@@ -586,7 +586,7 @@ VIEWS: dict[str, View] = {
         title=regression_view.title,
         entry_lines=regression_view.entry_lines,
         detail=regression_view.detail,
-        group_line=regression_view.worst_group_line,
+        group_line=lambda doc: _worst_group_line(doc, _gate_metric(doc, "mace")),
         summary_metrics=("mace", "pit_ks_pvalue", "picp_0.9", "ence", "crps|pinball"),
         problem_label="kind",
     ),

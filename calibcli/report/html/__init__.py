@@ -95,7 +95,7 @@ def metric_rows(entry: dict) -> list[dict]:
     """Every metric of an entry for the full table: the ece and smece sections (aggregate, problems,
     multiclass scores) and the test's headline, each with its description from the registry."""
     from calibcli.core.registry import REGISTRY
-    from calibcli.report.entries import entry_sections
+    from calibcli.report.entries import entry_sections, metric_cells
 
     rows = []
     for source in ("ece", "smece", "tcal"):
@@ -104,12 +104,7 @@ def metric_rows(entry: dict) -> list[dict]:
                 spec = REGISTRY.get(name)
                 rows.append(
                     {
-                        "problem": problem,
-                        "metric": name,
-                        "estimate": m.get("estimate"),
-                        "ci_low": m.get("ci_low"),
-                        "ci_high": m.get("ci_high"),
-                        "bound": m.get("upper_bound"),
+                        **metric_cells(problem, name, m),
                         "description": spec.description if spec else (m.get("note") or ""),
                         "better": spec.better if spec else "",
                     }

@@ -31,7 +31,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from calibcli.core.documents import entry_label, fmt_number
+from calibcli.core.documents import fmt_number
 from calibcli.core.errors import CalibcliError
 from calibcli.core.resampling import row_hash
 from calibcli.diagram import plot as dg
@@ -44,7 +44,7 @@ from calibcli.regression.kinds import Prediction, level_name
 from calibcli.regression.recalibration import _KINDS as METHOD_KINDS
 from calibcli.regression.recalibration import REGRESSION_METHODS, _interval
 from calibcli.regression.scores import gaussian_pit
-from calibcli.report.document import _versions
+from calibcli.report.document import _versions, entry_head
 from calibcli.report.html import svg_fragment
 from calibcli.report.html.verdict import size_word
 
@@ -84,11 +84,7 @@ def regression_document(
     for number, e in enumerate(reg["files"], start=1):
         problem = e["problems"][0]
         entry = {
-            "id": f"entry-{number}",
-            "label": entry_label(e),
-            "input": e["input"],
-            "group": e.get("group"),
-            "rows": e.get("rows_in_group", e["input"]["rows_used"]),
+            **entry_head(number, e),
             "kind": problem["kind"],
             "problem": problem,
             "figure": _figure(problem, prefix=f"r{number}-"),
