@@ -12,9 +12,9 @@ computed" in docs/computed.md). A loop sums in its own plain order; it does not 
 :func:`compiled` compiles a function on its first call (not at import: start-up does not pay for Numba), with
 the GIL released (the bootstrap's threads run side by side) and the machine code cached on disk beside the
 source, so a later process loads it rather than compiling it again. A kernel may call the pieces of loop marked
-:func:`inlined` (compiled into it): Numba's disk cache checks only the kernel's own source file, so the kernel's
-cache is keyed by the helpers' files too. A cache file that cannot be read (truncated, corrupted) is removed and
-the kernel compiled again, said once on stderr.
+:func:`inlined` (compiled into it), and they each other: Numba's disk cache checks only the kernel's own source
+file, so the kernel's cache is keyed by the helpers' files too. A cache file that cannot be read (truncated,
+corrupted) is removed and the kernel compiled again, said once on stderr.
 """
 
 from __future__ import annotations
@@ -74,16 +74,17 @@ def inlined(function: F) -> F:
 
 
 def _helpers(function: Callable[..., Any], numba: Any) -> list[str]:
-    """The :func:`inlined` helpers ``function`` names, compiled in place in its module's globals (once each);
-    returns their source files."""
+    """The :func:`inlined` helpers ``function`` names, and those they name in turn, compiled in place in their
+    modules' globals (once each); returns their source files."""
     names = function.__globals__
     files = []
     for name in function.__code__.co_names:
         value = names.get(name)
         helper: Any = getattr(value, "_calibcli_python", value)
-        if not getattr(helper, "_calibcli_inlined", False):
+        if not getattr(helper, "_calibcli_inlined", False) or helper is function:
             continue
         files.append(helper.__code__.co_filename)
+        files.extend(_helpers(helper, numba))
         if value is helper:
             jitted = numba.njit(helper, inline="always", nogil=True, boundscheck=False, error_model="numpy")
             jitted._calibcli_python = helper

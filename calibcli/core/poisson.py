@@ -15,8 +15,32 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibcli.core.compiled import compiled
+from calibcli.core.compiled import compiled, inlined
 from calibcli.core.splitmix import splitmix64
+
+
+@inlined
+def poisson_draws(base, offsets, thresholds, out):
+    """``out[j]`` (int32) = the Poisson(1) multiplicity at SplitMix64 point ``base + offsets[j]``, for every ``j``:
+    one row's draws under every replicate (``base`` its position, ``offsets`` the replicates' keys) or one
+    replicate's draws of every row (``base`` its key, ``offsets`` the rows' positions). The first four thresholds
+    are counted for every ``j`` side by side; the few draws that passed all four count on."""
+    s32 = np.uint64(32)
+    t0, t1, t2, t3 = thresholds[0], thresholds[1], thresholds[2], thresholds[3]
+    for j in range(out.shape[0]):
+        u = np.uint32(splitmix64(offsets[j] + base) >> s32)
+        out[j] = np.int32(u >= t0) + np.int32(u >= t1) + np.int32(u >= t2) + np.int32(u >= t3)
+    beyond = False
+    for j in range(out.shape[0]):
+        beyond |= out[j] == 4
+    if beyond:  # m >= 4 for some: count on among the thresholds
+        for j in range(out.shape[0]):
+            if out[j] == 4:
+                u = np.uint32(splitmix64(offsets[j] + base) >> s32)
+                k = 4
+                while k < thresholds.shape[0] and thresholds[k] <= u:
+                    k += 1
+                out[j] = k
 
 
 @compiled
@@ -48,27 +72,11 @@ def poisson_run_sums(
     R = keys.shape[0]
     K = X.shape[1]
     J = X_self.shape[1]
-    s32 = np.uint64(32)
-    t0, t1, t2, t3 = thresholds[0], thresholds[1], thresholds[2], thresholds[3]
     small = np.empty(R, np.int32)
     m = np.empty(R, np.float64)
     for i in range(n):
         c = cell[i]
-        p = positions[i]
-        for r in range(R):
-            u = np.uint32(splitmix64(keys[r] + p) >> s32)
-            small[r] = np.int32(u >= t0) + np.int32(u >= t1) + np.int32(u >= t2) + np.int32(u >= t3)
-        beyond = False
-        for r in range(R):
-            beyond |= small[r] == 4
-        if beyond:  # m >= 4 for some replicates: count on among the thresholds
-            for r in range(R):
-                if small[r] == 4:
-                    u = np.uint32(splitmix64(keys[r] + p) >> s32)
-                    k = 4
-                    while k < thresholds.shape[0] and thresholds[k] <= u:
-                        k += 1
-                    small[r] = k
+        poisson_draws(positions[i], keys, thresholds, small)
         for r in range(R):
             m[r] = small[r]
         for k in range(K):
@@ -123,8 +131,6 @@ def poisson_quantile_sums(
     K = X.shape[1]
     J = X_self.shape[1]
     B = out.shape[2]
-    s32 = np.uint64(32)
-    t0, t1, t2, t3 = thresholds[0], thresholds[1], thresholds[2], thresholds[3]
     small = np.empty(n, np.int32)
     m = np.empty(n, np.float64)
     cum = np.empty(n, np.int64)
@@ -134,21 +140,7 @@ def poisson_quantile_sums(
     if n == 0:
         return
     for r in range(R):
-        key = keys[r]
-        for i in range(n):  # the draws as in poisson_run_sums, here along the rows
-            u = np.uint32(splitmix64(key + positions[i]) >> s32)
-            small[i] = np.int32(u >= t0) + np.int32(u >= t1) + np.int32(u >= t2) + np.int32(u >= t3)
-        beyond = False
-        for i in range(n):
-            beyond |= small[i] == 4
-        if beyond:
-            for i in range(n):
-                if small[i] == 4:
-                    u = np.uint32(splitmix64(key + positions[i]) >> s32)
-                    k = 4
-                    while k < thresholds.shape[0] and thresholds[k] <= u:
-                        k += 1
-                    small[i] = k
+        poisson_draws(keys[r], positions, thresholds, small)  # the draws as in poisson_run_sums, along the rows
         for i in range(n):
             m[i] = small[i]
         running = np.int64(0)
@@ -169,34 +161,13 @@ def poisson_quantile_sums(
                 q += 1
             valid = bool(0 < q < total)
             rank = q if valid else 1
-            lo, hi = 0, n  # first i with cum[i] >= rank
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if cum[mid] < rank:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            first = min(lo, n - 1)
-            lo, hi = 0, n  # first i with cum[i] >= rank + 1
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if cum[mid] < rank + 1:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            second = min(lo, n - 1)
+            first = min(np.searchsorted(cum, rank), n - 1)  # first i with cum[i] >= rank
+            second = min(np.searchsorted(cum, rank + 1), n - 1)
             edge = 0.5 * (z_sorted[first] + z_sorted[second])
             repeat = have_previous and bool(edge == previous)
             have_previous, previous = valid, edge
             if valid and not repeat:
-                lo, hi = 0, n  # first i with z[i] >= edge
-                while lo < hi:
-                    mid = (lo + hi) >> 1
-                    if z_sorted[mid] < edge:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                starts[nb] = lo
+                starts[nb] = np.searchsorted(z_sorted, edge)  # first i with z[i] >= edge
                 nb += 1
         starts[nb] = n
         for b in range(nb):  # every statistic's sum in one pass over the bin's rows (independent additions)

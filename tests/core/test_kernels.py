@@ -143,3 +143,45 @@ def test_an_edit_to_a_helper_of_another_file_compiles_its_kernels_again(tmp_path
     assert run() == "20" and list((tmp_path / "numba-cache").rglob("*.nbi"))  # (cached, and loaded)
     helper.write_text(_HELPER.format(add=100))
     assert run() == "1010"
+
+
+_INNER = '''from calibcli.core.compiled import inlined
+
+
+@inlined
+def inner(x):
+    return x + {add}
+'''
+
+_OUTER = '''from calibcli.core.compiled import inlined
+from inner import inner
+
+
+@inlined
+def step(x):
+    return inner(x) * 2
+'''
+
+
+def test_a_helper_may_call_a_helper_and_an_edit_to_either_compiles_the_kernel_again(tmp_path):
+    # calibcli.core.poisson.poisson_draws (called from the Poisson and the selective kernels) calls splitmix64:
+    # the kernel is keyed by the files of the helpers its helpers call, too
+    (tmp_path / "kernels.py").write_text(_KERNEL)
+    (tmp_path / "helpers.py").write_text(_OUTER)
+    inner = tmp_path / "inner.py"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache"), "PYTHONDONTWRITEBYTECODE": "1"}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
+
+    def run() -> str:
+        r = subprocess.run(
+            [sys.executable, "-c", "from kernels import kernel; print(kernel(1))"],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+
+    inner.write_text(_INNER.format(add=1))
+    assert run() == "40"
+    assert run() == "40" and list((tmp_path / "numba-cache").rglob("*.nbi"))  # (cached, and loaded)
+    inner.write_text(_INNER.format(add=100))
+    assert run() == "2020"
