@@ -11,7 +11,8 @@ same order as :mod:`calibcli.llm.curves`. Tested against the NumPy form within 1
 
 Row ``i``'s multiplicity in replicate ``r`` is :class:`calibcli.core.resampling.Multiplicities`'s: SplitMix64
 (Steele, Lea & Flood 2014) at ``keys[r] + positions[i]``, its high 32 bits ``u`` inverted into Poisson(1),
-``m = #{k : thresholds[k] <= u}`` (as :func:`calibcli.core.poisson.poisson_run_sums` draws it).
+``m = #{k : thresholds[k] <= u}``, drawn by :func:`calibcli.core.poisson.poisson_draws` (as the binned bootstrap's
+loops draw it).
 
 This module only defines compiled functions (no Numba at import: start-up does not pay for it).
 """
@@ -20,7 +21,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibcli.core.compiled import compiled
+from calibcli.core.compiled import compiled, inlined
+from calibcli.core.poisson import poisson_draws
+
+
+@inlined
+def _resampled_sums(positions, keys, weight, wrong, thresholds, first, last, m, n_out, e_out):
+    """``n_out[r] = sum_i m_ir weight_i`` and ``e_out[r] = sum_i m_ir wrong_i`` over the rows ``first..last - 1``
+    (zeroed here, added row after row), ``m`` (R,) int32 scratch for a row's draws."""
+    for r in range(keys.shape[0]):
+        n_out[r] = 0.0
+        e_out[r] = 0.0
+    for i in range(first, last):
+        poisson_draws(positions[i], keys, thresholds, m)
+        wi = weight[i]
+        ei = wrong[i]
+        for r in range(keys.shape[0]):
+            n_out[r] += np.float64(m[r]) * wi
+            e_out[r] += np.float64(m[r]) * ei
 
 
 @compiled
@@ -34,49 +52,11 @@ def selective_totals(
     e_out: np.ndarray,
 ) -> None:
     """``n_out[r] = sum_i m_ir weight_i`` and ``e_out[r] = sum_i m_ir wrong_i`` (zeroed here): each replicate's
-    total weight and errors, which fix its risk-at-coverage ranks before :func:`selective_sums` runs. The first
-    eight thresholds are compared for every replicate side by side (vector registers); a draw that passed all
-    eight (P(m >= 8) = 1e-5) counts on."""
+    total weight and errors, which fix its risk-at-coverage ranks before :func:`selective_sums` runs."""
     n = positions.shape[0]
     R = keys.shape[0]
-    mix1 = np.uint64(0xBF58476D1CE4E5B9)
-    mix2 = np.uint64(0x94D049BB133111EB)
-    s30, s27, s31, s32 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(32)
-    L = thresholds.shape[0]
-    t0, t1, t2, t3 = thresholds[0], thresholds[1], thresholds[2], thresholds[3]
-    t4, t5, t6, t7 = thresholds[4], thresholds[5], thresholds[6], thresholds[7]
     m = np.empty(R, np.int32)
-    for r in range(R):
-        n_out[r] = 0.0
-        e_out[r] = 0.0
-    for i in range(n):
-        p = positions[i]
-        beyond = False
-        for r in range(R):
-            x = keys[r] + p
-            x = (x ^ (x >> s30)) * mix1
-            x = (x ^ (x >> s27)) * mix2
-            u = np.uint32((x ^ (x >> s31)) >> s32)
-            c = np.int32(u >= t0) + np.int32(u >= t1) + np.int32(u >= t2) + np.int32(u >= t3)
-            c += np.int32(u >= t4) + np.int32(u >= t5) + np.int32(u >= t6) + np.int32(u >= t7)
-            m[r] = c
-            beyond |= c == 8
-        if beyond:
-            for r in range(R):
-                if m[r] == 8:
-                    x = keys[r] + p
-                    x = (x ^ (x >> s30)) * mix1
-                    x = (x ^ (x >> s27)) * mix2
-                    u = np.uint32((x ^ (x >> s31)) >> s32)
-                    k = 8
-                    while k < L and thresholds[k] <= u:
-                        k += 1
-                    m[r] = k
-        wi = weight[i]
-        ei = wrong[i]
-        for r in range(R):
-            n_out[r] += np.float64(m[r]) * wi
-            e_out[r] += np.float64(m[r]) * ei
+    _resampled_sums(positions, keys, weight, wrong, thresholds, 0, n, m, n_out, e_out)
 
 
 @compiled
@@ -116,12 +96,6 @@ def selective_sums(
     T = risks.shape[0]
     nb = starts.shape[0]
     n = positions.shape[0]
-    mix1 = np.uint64(0xBF58476D1CE4E5B9)
-    mix2 = np.uint64(0x94D049BB133111EB)
-    s30, s27, s31, s32 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(32)
-    L = thresholds.shape[0]
-    t0, t1, t2, t3 = thresholds[0], thresholds[1], thresholds[2], thresholds[3]
-    t4, t5, t6, t7 = thresholds[4], thresholds[5], thresholds[6], thresholds[7]
     A = np.zeros(R)
     B = np.zeros(R)
     hi = np.zeros(R)
@@ -143,37 +117,7 @@ def selective_sums(
     for b in range(nb):
         first = starts[b]
         last = starts[b + 1] if b + 1 < nb else n
-        for r in range(R):
-            s_r[r] = 0.0
-            e_r[r] = 0.0
-        for i in range(first, last):
-            p = positions[i]
-            beyond = False
-            for r in range(R):
-                x = keys[r] + p
-                x = (x ^ (x >> s30)) * mix1
-                x = (x ^ (x >> s27)) * mix2
-                u = np.uint32((x ^ (x >> s31)) >> s32)
-                c = np.int32(u >= t0) + np.int32(u >= t1) + np.int32(u >= t2) + np.int32(u >= t3)
-                c += np.int32(u >= t4) + np.int32(u >= t5) + np.int32(u >= t6) + np.int32(u >= t7)
-                m[r] = c
-                beyond |= c == 8
-            if beyond:
-                for r in range(R):
-                    if m[r] == 8:
-                        x = keys[r] + p
-                        x = (x ^ (x >> s30)) * mix1
-                        x = (x ^ (x >> s27)) * mix2
-                        u = np.uint32((x ^ (x >> s31)) >> s32)
-                        k = 8
-                        while k < L and thresholds[k] <= u:
-                            k += 1
-                        m[r] = k
-            wi = weight[i]
-            ei = wrong[i]
-            for r in range(R):
-                s_r[r] += np.float64(m[r]) * wi
-                e_r[r] += np.float64(m[r]) * ei
+        _resampled_sums(positions, keys, weight, wrong, thresholds, first, last, m, s_r, e_r)
         long_block = False
         for r in range(R):
             s = s_r[r]
