@@ -34,7 +34,7 @@ from calibcli.core.accumulator import Accumulator
 from calibcli.core.errors import CalibcliError
 from calibcli.core.rows import RowSample
 from calibcli.core.validation import check_consistent_length, check_finite, check_labels, check_probabilities
-from calibcli.smooth.estimator import SmoothECEResult, finish, finish_groups
+from calibcli.smooth.estimator import SmoothECEResult, finish_groups
 from calibcli.smooth.grid import (
     CURVE_POINTS,
     DENSE_MAX_CELLS,
@@ -160,15 +160,18 @@ class SmoothAccumulator(Accumulator):
         n_boot: int = 0,
         alpha: float = 0.05,
         seed: int | None = None,
+        curve_points: int | None = None,
         progress=None,
     ) -> list:
         """:meth:`result` of many accumulators (the groups of an input, one seed) at once
-        (:func:`calibcli.smooth.estimator.finish_groups`: their bootstraps together); ``progress(steps)``."""
+        (:func:`calibcli.smooth.estimator.finish_groups`: their bootstraps together); ``curve_points`` as
+        :meth:`result` takes it (default: ``CURVE_POINTS`` if the first wants a curve); ``progress(steps)``."""
         for acc in accs:
             if acc.rows.n_seen == 0:
                 raise CalibcliError("no rows to evaluate: expected at least one prediction")
         first = accs[0]
-        curve_points = CURVE_POINTS if first.want_curve else None
+        if curve_points is None and first.want_curve:
+            curve_points = CURVE_POINTS
         problems = [(acc.sums, acc.rows.arrays() if acc.rows_kept else None, acc.rows.n_seen) for acc in accs]
         return finish_groups(
             problems,
@@ -198,19 +201,7 @@ class SmoothAccumulator(Accumulator):
         ``result.curve`` holds the smooth reliability diagram's data with its bootstrap band. Check
         ``result.needs_finer_grid``: see the module docstring.
         """
-        if self.rows.n_seen == 0:
-            raise CalibcliError("no rows to evaluate: expected at least one prediction")
-        if curve_points is None and self.want_curve:
-            curve_points = CURVE_POINTS
-        rows = self.rows.arrays() if self.rows_kept else None
-        return finish(
-            self.sums,
-            rows,
-            n=self.rows.n_seen,
-            sigma=sigma,
-            n_boot=n_boot,
-            alpha=alpha,
-            seed=self.seed if seed is None else int(seed) & 0xFFFFFFFFFFFFFFFF,
-            curve_points=curve_points,
-            progress=progress,
-        )
+        each = None if progress is None else lambda steps=1: [progress() for _ in range(steps)]
+        return type(self).results(
+            [self], sigma=sigma, n_boot=n_boot, alpha=alpha, seed=seed, curve_points=curve_points, progress=each
+        )[0]

@@ -76,6 +76,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -313,6 +314,19 @@ def _result(
         ci_low, ci_high = (float(v) for v in _percentiles(replicates, alpha))
         ci_method = boot.method.format(n_boot=n_boot)
 
+    shared: dict[str, Any] = {  # what the curve says as the result does
+        "smece": float(value),
+        "sigma": float(s),
+        "sigma_is_fixed_point": fixed,
+        "n": int(n),
+        "weight_total": data.weight_total,
+        "ci_low": ci_low,
+        "ci_high": ci_high,
+        "n_boot": n_boot,
+        "alpha": float(alpha),
+        "ci_method": ci_method,
+        "needs_finer_grid": needs_finer,
+    }
     curve = None
     if curve_points is not None:
         t = np.linspace(0.0, 1.0, int(curve_points))
@@ -320,39 +334,12 @@ def _result(
         band_low = band_high = None
         if curves is not None:
             band_low, band_high = _percentiles(curves, alpha, axis=0)
-        curve = SmoothCurve(
-            t=t,
-            yhat=yhat,
-            density=density,
-            sigma=float(s),
-            smece=float(value),
-            sigma_is_fixed_point=fixed,
-            band_low=band_low,
-            band_high=band_high,
-            ci_low=ci_low,
-            ci_high=ci_high,
-            n_boot=n_boot,
-            alpha=float(alpha),
-            n=int(n),
-            weight_total=data.weight_total,
-            ci_method=ci_method,
-            needs_finer_grid=needs_finer,
-        )
+        curve = SmoothCurve(t=t, yhat=yhat, density=density, band_low=band_low, band_high=band_high, **shared)
     return SmoothECEResult(
-        smece=float(value),
-        sigma=float(s),
-        sigma_is_fixed_point=fixed,
-        n=int(n),
-        weight_total=data.weight_total,
+        **shared,
         fixed_point_gap=None if gap is None else float(gap),
-        ci_low=ci_low,
-        ci_high=ci_high,
-        n_boot=n_boot,
-        alpha=float(alpha),
         grid_size=int(n_cells),
         replicates=replicates,
-        ci_method=ci_method,
-        needs_finer_grid=needs_finer,
         finer_grid=finer_grid,
         curve=curve,
     )
