@@ -15,8 +15,9 @@
     ``ece`` together (measured with the earlier ``bench_stream.py``: 4.5x the bare pass at 1e7 rows).
   * ICI, E50, E90 and Emax: the SmoothECE kernel regression on the same cells.
 
-  Integer counts and float sums added in a fixed order per batch: the results do not depend on batch
-  sizes or on which worker saw which rows (beyond float rounding).
+  Integer counts, and float sums exact per batch (:func:`calibcli.core.compensated.bincount_exact`) and added
+  as exact pairs: the results do not depend on batch sizes, on which worker saw which rows or on their order
+  (within the tolerance rule; almost always to the last bit).
 
 - :class:`ClinicalTestAccumulator` (``tcal --test spiegelhalter|hosmer-lemeshow|ecce``): Spiegelhalter's three
   sums over every row, or the Hosmer-Lemeshow groups, which are the binned family's quantile bins

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calibcli.core import cancel
+from calibcli.core.compensated import bincount_exact
 from calibcli.core.errors import CalibcliError
 from calibcli.smooth.bootstrap import _fixed_points, smoothed_rows, spectra
 from calibcli.smooth.grid import (
@@ -139,8 +140,9 @@ class UniformCells:
     @classmethod
     def of_rows(cls, rows: list[tuple], n_cells: int = ICI_GRID) -> UniformCells:
         """What :meth:`of_grids` gives for ``clinical.GridSums(n_cells).add_rows(z, y, w)`` of each group's rows
-        ``(z, y, w)`` (``w`` None: unit weights), in one pass over every group's rows: each cell's sums add its
-        rows in row order, as one group's bincounts do, so they are the same, bit for bit."""
+        ``(z, y, w)`` (``w`` None: unit weights), in one pass over every group's rows: each cell's sums exact
+        (:func:`calibcli.core.compensated.bincount_exact`, as the grid's), so they are the same floats whatever
+        the order of the rows."""
         sizes = np.array([len(r[0]) for r in rows], dtype=np.intp)
         z = np.concatenate([np.asarray(r[0], dtype=np.float64) for r in rows])
         y = np.concatenate([np.asarray(r[1], dtype=np.int64) for r in rows])
@@ -152,8 +154,8 @@ class UniformCells:
         cell += np.repeat(np.arange(len(rows), dtype=np.int64) * (2 * n_cells), sizes)  # each group's own keys
         keys, inverse = np.unique(cell, return_inverse=True)
         count = np.bincount(inverse, minlength=len(keys))
-        weight = None if w is None else np.bincount(inverse, weights=w, minlength=len(keys))
-        value = np.bincount(inverse, weights=z if w is None else w * z, minlength=len(keys))
+        weight = None if w is None else bincount_exact(inverse, w, count)[0]
+        value = bincount_exact(inverse, z if w is None else w * z, count)[0]
         mass = count.astype(np.float64) if weight is None else weight
         keep = mass > 0
         group, key = np.divmod(keys[keep], 2 * n_cells)

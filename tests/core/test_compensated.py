@@ -139,3 +139,30 @@ def test_paired_joint_cells_of_a_stream_and_of_a_tree_of_tasks_are_the_same_floa
     tree = _tree(parts, lambda a, b: a.merge(b), 16)
     for name in ("keys", "count", "sums", "moments"):
         assert np.array_equal(getattr(stream, name), getattr(tree, name)), name
+
+
+@pytest.mark.parametrize("spread", [1.0, 1e-9, 1e-30])
+def test_bincount_exact_is_the_exact_sum_whatever_the_order_and_the_batches(spread):
+    """Per-bin sums of values of very different sizes (a bin of small values beside large ones, bins that cancel):
+    the pair's high part is the correctly rounded exact sum (math.fsum), however the values were batched and
+    ordered."""
+    from calibcli.core.compensated import bincount_exact
+
+    rng = np.random.default_rng(3)
+    n, size = 20_000, 40
+    key = rng.integers(0, size, n)
+    x = rng.standard_normal(n) * np.where(key % 4 == 0, spread, 1.0) + np.where(key % 4 == 1, 1e6, 0.0)
+    want = np.array([math.fsum(x[key == b]) for b in range(size)])
+
+    def summed(order, batch):
+        hi, lo = np.zeros(size), np.zeros(size)
+        for s in range(0, n, batch):
+            k, v = key[order[s : s + batch]], x[order[s : s + batch]]
+            add_exact(hi, lo, *bincount_exact(k, v, np.bincount(k, minlength=size)))
+        return hi
+
+    for order, batch in ((np.arange(n), n), (rng.permutation(n), 777), (rng.permutation(n), 5_000)):
+        got = summed(order, batch)
+        np.testing.assert_array_equal(got, want)
+    plain = np.bincount(key, weights=x, minlength=size)
+    assert not np.array_equal(plain, want)  # (plain sums are not exact here)
