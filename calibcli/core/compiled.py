@@ -20,7 +20,9 @@ corrupted) is removed and the kernel compiled again, said once on stderr.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -132,8 +134,7 @@ def _jit(function: Callable[..., Any], cache: bool = True) -> Any:
     The ``NUMBA_*`` variables are checked first (:func:`calibcli.core.environment.check_numba`); with
     ``NUMBA_DISABLE_JIT=1`` the kernel is the Python function, run so that a signal stops it (:func:`_stoppable`)."""
     check_numba()
-    import numba
-
+    numba = _import_numba()
     if getattr(numba.config, "DISABLE_JIT", 0):  # set from the environment when Numba is imported
         return _stoppable(function)
     files = _helpers(function, numba)
@@ -146,6 +147,38 @@ def _jit(function: Callable[..., Any], cache: bool = True) -> Any:
             _keyed_by(kernel, files)
             return kernel
     return numba.njit(function, nogil=True, boundscheck=False, error_model="numpy")
+
+
+def _import_numba() -> Any:
+    """Numba, with its array functions loaded without their import-time probe for a BLAS.
+
+    ``numba.np.arraymath`` (which the first kernel call loads) imports ``scipy.linalg.cython_blas`` once at import
+    to learn whether ``np.dot`` and ``np.linalg`` can be compiled, and scipy.linalg's import is about a fifth of a
+    second of CPU, more than any kernel here takes on a small input (none of them calls a BLAS). scipy is one of
+    calibcli's requirements, so the answer is known: the probe is skipped (Numba records that a BLAS is there),
+    and Numba's own check still runs, importing scipy.linalg, when some kernel that does call a BLAS is compiled."""
+    import numba
+
+    if "numba.np.arraymath" in sys.modules or importlib.util.find_spec("scipy") is None:
+        return numba
+    try:
+        import numba.np.linalg as linalg
+
+        probe = linalg.ensure_blas
+    except (ImportError, AttributeError):  # (another Numba than the one this was written against)
+        return numba
+
+    def known() -> None:
+        return None
+
+    linalg.ensure_blas = known
+    try:
+        import numba.np.arraymath as arraymath
+    finally:
+        linalg.ensure_blas = probe
+    if getattr(arraymath, "ensure_blas", None) is known:  # (the module took the name at its import)
+        arraymath.ensure_blas = probe
+    return numba
 
 
 def _raised_by_the_cache(error: BaseException) -> bool:

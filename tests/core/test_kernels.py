@@ -60,6 +60,22 @@ def test_numba_is_imported_on_the_first_call_not_at_import():
     assert out == ["False", "True", "3.0"]
 
 
+def test_the_first_call_does_not_import_scipy_linalg_and_numba_still_compiles_blas_calls():
+    # Numba's import-time probe for a BLAS (scipy.linalg's import) is skipped; a kernel that calls one still works
+    probe = (
+        "import sys, numpy as np\n"
+        "from calibcli.core.compiled import compiled\n"
+        "def f(x):\n    return x.sum()\n"
+        "def g(x):\n    return np.dot(x, x)\n"
+        "value = compiled(f)(np.ones(3))\n"
+        "import numba.np.arraymath as am\n"
+        "print('scipy.linalg' in sys.modules, am._HAVE_BLAS, value)\n"
+        "print(compiled(g)(np.ones(3)), 'scipy.linalg' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True", "3.0", "3.0", "True"]
+
+
 #: A real kernel (the binned estimators' loop) run in a fresh process whose Numba cache is a folder of the test's.
 _PROBE = """
 import numpy as np
