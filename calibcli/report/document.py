@@ -13,6 +13,7 @@ more, as ``recalibrate evaluate`` does (:func:`calibcli.recalibrate.run.evaluati
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from calibcli._version import __version__
@@ -258,6 +259,10 @@ def _measure(
                 return Composite(members)
 
             accumulators, described = runner.run(stream, new)
+            # the drawn entries' diagrams finished first: their smooth bootstrap (the curve's band) is smece's too
+            reports = [acc["diagrams"].result() for _, acc in accumulators[: max(MAX_DIAGRAMS - len(drawn), 0)]]
+            for report, (_, acc) in zip(reports, accumulators, strict=False):
+                _share_smooth(report, acc["diagrams"], acc["smece"], diagram_options)
             for name in plans:  # each family finished as its command finishes it, in the same order
                 add_entries(
                     docs[name],
@@ -269,11 +274,9 @@ def _measure(
                 )
             if holdout is not None:
                 splits[described["path"]] = accumulators[0][1]["holdout"]
-            for group, acc in accumulators:
-                if len(drawn) >= MAX_DIAGRAMS:  # counted in the page's parameters, not drawn
-                    break
+            for report, (group, _) in zip(reports, accumulators, strict=False):  # (MAX_DIAGRAMS at most)
                 drawn[(described["path"], json.dumps(group, sort_keys=True))] = _draw(
-                    acc["diagrams"], marginal=fig_mode == "marginal", n_classes=stream.n_classes, number=2 * len(drawn)
+                    report, marginal=fig_mode == "marginal", n_classes=stream.n_classes, number=2 * len(drawn)
                 )
     for name in plans:
         summarise_groups(docs[name], headlines[name])
@@ -284,11 +287,35 @@ def _measure(
     return {name: json.loads(to_json(doc)) for name, doc in docs.items()}, drawn, splits
 
 
-def _draw(acc, *, marginal: bool, n_classes: int, number: int) -> dict:
+def _share_smooth(report, diagrams, smooth, diagram_options: DiagramOptions) -> None:
+    """Give the smece family's accumulator of an entry (a
+    :class:`~calibcli.smooth.inputs.SmoothInputAccumulator`) the SmoothECE results of its diagram's report (of the
+    ``diagrams`` accumulator), so that
+    the bootstrap both make (the same rows, grids, seed, resamples and level: the same replicates) is made once; the
+    diagram's curve is not smece's. Left to smece when anything differs (a bandwidth given, classes not drawn)."""
+    o = smooth.options
+    mine = [p.smooth for p in report.problems]
+    theirs = smooth.problems
+    same = (
+        smooth._results is None
+        and o.sigma is None
+        and (o.n_boot, o.alpha, o.seed) == (diagram_options.n_boot, diagram_options.alpha, diagram_options.seed)
+        and len(mine) == len(theirs) == len(diagrams.smooth or ())
+        and all(r is not None for r in mine)
+        and all(
+            (a.n_cells, a.row_limit, a.seed, a.n_rows, a.rows_kept)
+            == (b.n_cells, b.row_limit, b.seed, b.n_rows, b.rows_kept)
+            for a, b in zip(theirs, diagrams.smooth or (), strict=False)
+        )
+    )
+    if same:
+        smooth._results = [replace(r, curve=None) for r in mine]
+
+
+def _draw(report, *, marginal: bool, n_classes: int, number: int) -> dict:
     """The binned and the smooth reliability diagram of one input (or group) as SVG text, from its
-    :class:`calibcli.diagram.accumulator.DiagramInputAccumulator`, drawn by :func:`calibcli.diagram.plot.plot_diagram`
+    :class:`calibcli.diagram.accumulator.DiagramReport`, drawn by :func:`calibcli.diagram.plot.plot_diagram`
     (fixed-size figures whatever the number of rows); ``number`` figures were drawn before (their ids)."""
-    report = acc.result()
     curves = report.curves("", legend="")
     panels = [
         DiagramPanel(title=(c.problem if marginal else ""), binned=(c.binned,), smooth=(c.smooth,)) for c in curves
