@@ -1,8 +1,10 @@
-"""Shared data of the regression tests: seeded heteroscedastic predictions of every kind."""
+"""Shared data of the regression tests: seeded heteroscedastic predictions of every kind, and the check that bad
+input is refused."""
 
 from __future__ import annotations
 
 import numpy as np
+from _cli import run
 
 from calibcli.regression.accumulator import RegressionAccumulator
 from calibcli.regression.kinds import Prediction, RegressionOptions
@@ -29,3 +31,15 @@ def report(kind, preds, y, kind_levels=(), w=None, row_index=None, **options):
 
 def estimates(rep):
     return {k: m.estimate for k, m in rep.metrics.items()}
+
+
+def assert_refused(tmp_path, text, options, message):
+    """``calibcli regression`` on a CSV of ``text`` with ``options`` exits 2 with the one line ``Error: message``
+    (``{p}`` in it: the file's path) and writes no report."""
+    path = tmp_path / "in.csv"
+    path.write_text(text)
+    out = tmp_path / "report.json"
+    r = run("regression", path, *options, "--n-boot", "0", "--output", out)
+    assert r.exit_code == 2, r.stderr
+    assert r.stderr == "Error: " + message.format(p=path) + "\n", r.stderr
+    assert not out.exists()

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from _cli import run
-from _data import gaussian
+from _data import assert_refused, gaussian
 from scipy import stats
 
 
@@ -277,13 +277,7 @@ BAD = {
 
 @pytest.mark.parametrize("text, options, message", BAD.values(), ids=BAD.keys())
 def test_bad_input_is_one_error_line_and_nothing_is_written(tmp_path, text, options, message):
-    path = tmp_path / "in.csv"
-    path.write_text(text)
-    out = tmp_path / "report.json"
-    r = run("regression", path, *options, "--n-boot", "0", "--output", out)
-    assert r.exit_code == 2
-    assert r.stderr == "Error: " + message.format(p=path) + "\n"
-    assert not out.exists()
+    assert_refused(tmp_path, text, options, message)
 
 
 def test_a_library_state_round_trips_and_merges(tmp_path):

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _cli import SAMPLE, run
-from _data import gaussian
+from _data import assert_refused, gaussian
 from scipy import stats
 
 LEVELS = (0.05, 0.25, 0.5, 0.75, 0.95)
@@ -150,13 +150,7 @@ BAD = {
 
 @pytest.mark.parametrize("text, options, message", BAD.values(), ids=BAD.keys())
 def test_an_inconsistent_id_is_one_error_line(tmp_path, text, options, message):
-    path = tmp_path / "in.csv"
-    path.write_text(text)
-    out = tmp_path / "report.json"
-    r = run("regression", path, *options, "--n-boot", "0", "--output", out)
-    assert r.exit_code == 2
-    assert r.stderr == "Error: " + message.format(p=path) + "\n"
-    assert not out.exists()
+    assert_refused(tmp_path, text, options, message)
 
 
 def test_text_ids_give_the_same_numbers_in_any_row_order(tmp_path):

@@ -108,27 +108,29 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
             "-" not in files, "several --prob-col columns need a file: standard input ('-') can be read only once"
         )
     if regression_input.is_regression(files, options):
-        _regression(files, output, chosen, options, fmt=fmt, fig_size=fig_size, fig_style=fig_style, engine=engine)
-        return
-    sources = cc.sources_of(files, options)
-    doc, data = diagram_document(
-        files,
-        output,
-        chosen,
-        sources=sources,
-        columns=columns,
-        engine=engine,
-        fmt=fmt,
-        fig_size=fig_size,
-        fig_style=fig_style,
-    )
+        doc, data = _regression(
+            files, output, chosen, options, fmt=fmt, fig_size=fig_size, fig_style=fig_style, engine=engine
+        )
+    else:
+        sources = cc.sources_of(files, options)
+        doc, data = diagram_document(
+            files,
+            output,
+            chosen,
+            sources=sources,
+            columns=columns,
+            engine=engine,
+            fmt=fmt,
+            fig_size=fig_size,
+            fig_style=fig_style,
+        )
     write_atomic(output, data, "output")
     emit(doc, layout=layout)
 
 
-def _regression(files, output, chosen, options, *, fmt, fig_size, fig_style, engine) -> None:
-    """``diagram`` on regression inputs (:mod:`calibcli.diagram.regression`): the regression family's numbers
-    for the curve and the PIT histogram, then the figure, written atomically."""
+def _regression(files, output, chosen, options, *, fmt, fig_size, fig_style, engine) -> tuple[dict, bytes]:
+    """``diagram`` on regression inputs (:mod:`calibcli.diagram.regression`): the document and the figure's bytes
+    of the regression family's numbers for the curve and the PIT histogram."""
     check_option(
         len(options["prob_col"] or ()) == 0, "--prob-col is a classifier's column: a regression dump takes --mean etc."
     )
@@ -139,7 +141,7 @@ def _regression(files, output, chosen, options, *, fmt, fig_size, fig_style, eng
         {k: options[k] for k in ("curve_form", "n_levels", "pit_bins", "n_boot", "alpha", "seed")}
     )
     sources = regression_input.regression_sources(files, options, group_by=cc.split_columns(options.get("group_by")))
-    doc, data = regression_diagram_document(
+    return regression_diagram_document(
         files,
         output,
         chosen,
@@ -150,8 +152,6 @@ def _regression(files, output, chosen, options, *, fmt, fig_size, fig_style, eng
         fig_size=fig_size,
         fig_style=fig_style,
     )
-    write_atomic(output, data, "output")
-    emit(doc, layout=cc.layout_of(options))
 
 
 def register(app: typer.Typer) -> None:
