@@ -137,12 +137,9 @@ def kernel(x):
 '''
 
 
-def test_an_edit_to_a_helper_of_another_file_compiles_its_kernels_again(tmp_path):
-    # a kernel calling an inlined helper of another module (calibcli.core.splitmix's draws, called from the
-    # Poisson and T-Cal kernels): the kernel's disk cache is keyed by the helper's file, so after an edit to it a
-    # new process runs the new helper, not the machine code cached with the old one
-    (tmp_path / "kernels.py").write_text(_KERNEL)
-    helper = tmp_path / "helpers.py"
+def _kernel_runner(tmp_path):
+    """A function that runs ``kernels.kernel(1)`` of ``tmp_path`` in a new process (its own Numba disk cache
+    there) and returns what it printed."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache"), "PYTHONDONTWRITEBYTECODE": "1"}
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
 
@@ -154,6 +151,16 @@ def test_an_edit_to_a_helper_of_another_file_compiles_its_kernels_again(tmp_path
         assert r.returncode == 0, r.stderr
         return r.stdout.strip()
 
+    return run
+
+
+def test_an_edit_to_a_helper_of_another_file_compiles_its_kernels_again(tmp_path):
+    # a kernel calling an inlined helper of another module (calibcli.core.splitmix's draws, called from the
+    # Poisson and T-Cal kernels): the kernel's disk cache is keyed by the helper's file, so after an edit to it a
+    # new process runs the new helper, not the machine code cached with the old one
+    (tmp_path / "kernels.py").write_text(_KERNEL)
+    helper = tmp_path / "helpers.py"
+    run = _kernel_runner(tmp_path)
     helper.write_text(_HELPER.format(add=1))
     assert run() == "20"
     assert run() == "20" and list((tmp_path / "numba-cache").rglob("*.nbi"))  # (cached, and loaded)
@@ -185,17 +192,7 @@ def test_a_helper_may_call_a_helper_and_an_edit_to_either_compiles_the_kernel_ag
     (tmp_path / "kernels.py").write_text(_KERNEL)
     (tmp_path / "helpers.py").write_text(_OUTER)
     inner = tmp_path / "inner.py"
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache"), "PYTHONDONTWRITEBYTECODE": "1"}
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
-
-    def run() -> str:
-        r = subprocess.run(
-            [sys.executable, "-c", "from kernels import kernel; print(kernel(1))"],
-            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
-        )  # fmt: skip
-        assert r.returncode == 0, r.stderr
-        return r.stdout.strip()
-
+    run = _kernel_runner(tmp_path)
     inner.write_text(_INNER.format(add=1))
     assert run() == "40"
     assert run() == "40" and list((tmp_path / "numba-cache").rglob("*.nbi"))  # (cached, and loaded)
