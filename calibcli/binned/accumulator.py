@@ -42,7 +42,7 @@ from calibcli.core import cancel
 from calibcli.core.accumulator import Accumulator
 from calibcli.core.arraystate import ArrayState
 from calibcli.core.binning import Binning, fit_binning, uniform_bin_index
-from calibcli.core.compensated import add_exact, bincount_exact
+from calibcli.core.compensated import add_exact, bincount_exact_rows
 from calibcli.core.errors import CalibcliError
 from calibcli.core.rows import ROW_LIMIT, RowSample
 from calibcli.core.validation import BYTES_PER_RESAMPLE_CELL, check_allocation, check_options, memory_budget
@@ -118,11 +118,11 @@ class _Cells(Accumulator):
         size = 2 * self.n_bins
         count = np.bincount(cell, minlength=size)
         self.count += count
-        # the batch's sums exact too (bincount_exact), so the state's are the same floats however the rows were
+        # the batch's sums exact too (bincount_exact_rows), so the state's are the same floats however the rows were
         # batched and ordered (the per-bin draws' within-bin Brier interval moved by 1e-11 relative with plain ones)
+        rows = [_C[key] for key in values]
         batch, batch_lo = np.zeros_like(self.sums), np.zeros_like(self.sums)
-        for key, v in values.items():
-            batch[_C[key]], batch_lo[_C[key]] = bincount_exact(cell, v, count)
+        batch[rows], batch_lo[rows] = bincount_exact_rows(cell, np.stack(list(values.values())), count)
         add_exact(self.sums, self.sums_lo, batch, batch_lo)
 
     def completed(self, weighted: bool) -> np.ndarray:

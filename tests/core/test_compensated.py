@@ -166,3 +166,37 @@ def test_bincount_exact_is_the_exact_sum_whatever_the_order_and_the_batches(spre
         np.testing.assert_array_equal(got, want)
     plain = np.bincount(key, weights=x, minlength=size)
     assert not np.array_equal(plain, want)  # (plain sums are not exact here)
+
+
+def test_bincount_exact_rows_is_each_rows_bincount_exact_to_the_bit():
+    """The columns summed at once (the binned cells' six or more per batch) are the same pairs as each column
+    summed alone: rows that stop splitting at different levels, a row of zeros, a row with an infinity and one with
+    a NaN, values spread over 60 binades, a bin that cancels."""
+    from calibcli.core.compensated import bincount_exact, bincount_exact_rows
+
+    rng = np.random.default_rng(11)
+    n, size = 5_000, 30
+    key = rng.integers(0, size, n)
+    count = np.bincount(key, minlength=size)
+    small = rng.normal(size=n) * 1e-30
+    cancel = np.where(key == 3, 1e16, rng.uniform(size=n))
+    cancel[np.flatnonzero(key == 3)[::2]] = -1e16
+    rows = [
+        rng.uniform(size=n),
+        rng.normal(size=n) * np.exp2(rng.integers(-30, 30, n)),
+        np.zeros(n),
+        np.where(np.arange(n) == 17, np.inf, rng.uniform(size=n)),
+        np.where(np.arange(n) == 5, np.nan, rng.uniform(size=n)),
+        np.where(key < 10, small, rng.uniform(size=n) * 1e10),
+        cancel,
+        np.full(n, 1e300),
+    ]
+    x = np.stack(rows)
+    with np.errstate(invalid="ignore", over="ignore"):
+        hi, lo = bincount_exact_rows(key, x, count)
+        for j, row in enumerate(rows):
+            one_hi, one_lo = bincount_exact(key, row, count)
+            np.testing.assert_array_equal(hi[j], one_hi, err_msg=str(j))
+            np.testing.assert_array_equal(lo[j], one_lo, err_msg=str(j))
+    empty_hi, empty_lo = bincount_exact_rows(key[:0], x[:, :0], np.zeros(size, dtype=np.int64))
+    assert empty_hi.shape == (len(rows), size) and not empty_hi.any() and not empty_lo.any()
