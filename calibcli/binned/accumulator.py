@@ -44,6 +44,7 @@ from calibcli.core.arraystate import ArrayState
 from calibcli.core.binning import Binning, fit_binning, uniform_bin_index
 from calibcli.core.compensated import add_exact, bincount_exact_rows
 from calibcli.core.errors import CalibcliError
+from calibcli.core.family import Bootstrap
 from calibcli.core.rows import ROW_LIMIT, RowSample
 from calibcli.core.validation import BYTES_PER_RESAMPLE_CELL, check_allocation, check_options, memory_budget
 
@@ -336,26 +337,18 @@ class BinnedAccumulator(Accumulator):
         """Every SPEC 2 estimator with bootstrap intervals (see the module docstring for which bootstrap): the one
         accumulator case of :meth:`results`; ``progress()`` is called once per finished resample."""
         steps = None if progress is None else lambda n: [progress() for _ in range(n)]
-        return self.results(
-            [self], n_boot=n_boot, alpha=alpha, seed=seed, keep_replicates=keep_replicates, progress=steps
-        )[0]
+        boot = Bootstrap(n_boot=n_boot, alpha=alpha, seed=seed)
+        return self.results([self], boot, keep_replicates=keep_replicates, progress=steps)[0]
 
     @classmethod
     def results(
-        cls,
-        accs: list,
-        *,
-        n_boot: int = 0,
-        alpha: float = 0.05,
-        seed: int = 0,
-        keep_replicates: bool = False,
-        progress=None,
-        on_chunks=None,
+        cls, accs: list, boot: Bootstrap, *, keep_replicates: bool = False, progress=None, on_chunks=None
     ) -> list[CalibrationResult]:
-        """:meth:`result` of many accumulators of the same options (the groups of an input) at once: those that
-        hold their rows through :func:`calibcli.binned.estimators.binned_calibration_groups` (one ``(G, R, bins)``
-        bootstrap, every estimator called once per chunk of groups), those beyond their row limit from their
-        cells. ``progress(steps)`` is told the (group, resample) pairs finished."""
+        """:meth:`result` of many accumulators of the same options (the groups of an input) at once, with the
+        bootstrap ``boot`` (resamples, level, seed: the family's options): those that hold their rows through
+        :func:`calibcli.binned.estimators.binned_calibration_groups` (one ``(G, R, bins)`` bootstrap, every
+        estimator called once per chunk of groups), those beyond their row limit from their cells.
+        ``progress(steps)`` is told the (group, resample) pairs finished."""
         out: list = [None] * len(accs)
         held = [j for j, acc in enumerate(accs) if acc.rows.n_seen and not acc.rows.dropped]
         if held:
@@ -363,11 +356,9 @@ class BinnedAccumulator(Accumulator):
             groups = [(y, z, w, row) for row, z, y, w in (accs[j].rows.arrays() for j in held)]
             done = binned_calibration_groups(
                 groups,
+                boot,
                 n_bins=first.n_bins,
                 strategy=first.strategy,
-                n_boot=n_boot,
-                alpha=alpha,
-                seed=seed,
                 keep_replicates=keep_replicates,
                 progress=progress,
                 on_chunks=on_chunks,
@@ -376,16 +367,12 @@ class BinnedAccumulator(Accumulator):
                 out[j] = r
         for j, acc in enumerate(accs):  # beyond the row limit (at most one group per ROW_LIMIT rows), or empty
             if out[j] is None:
-                out[j] = acc._result_from_cells(
-                    n_boot=n_boot,
-                    alpha=alpha,
-                    seed=seed,
-                    keep_replicates=keep_replicates,
-                    progress=None if progress is None else lambda: progress(1),
-                )
+                one = None if progress is None else lambda: progress(1)
+                out[j] = acc._result_from_cells(boot, keep_replicates=keep_replicates, progress=one)
         return out
 
-    def _result_from_cells(self, *, n_boot, alpha, seed, keep_replicates, progress) -> CalibrationResult:
+    def _result_from_cells(self, boot: Bootstrap, *, keep_replicates, progress) -> CalibrationResult:
+        n_boot, alpha, seed = boot.n_boot, boot.alpha, boot.seed
         if self.rows.n_seen == 0:
             raise CalibcliError("no rows to evaluate: expected at least one prediction")
         if self.binning is None:

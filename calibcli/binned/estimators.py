@@ -30,6 +30,7 @@ from calibcli.binned.stats import (
     bin_statistics,
 )
 from calibcli.core.binning import fit_binning, uniform_bin_index
+from calibcli.core.family import Bootstrap
 from calibcli.core.registry import estimated, estimator, evaluate
 from calibcli.core.resampling import in_threads, percentile_intervals
 from calibcli.core.results import Metric
@@ -450,11 +451,9 @@ def binned_calibration(
     steps = None if progress is None else lambda n: [progress() for _ in range(n)]
     one = binned_calibration_groups(
         [(y_true, y_prob, sample_weight, row_index)],
+        Bootstrap(n_boot=n_boot, alpha=alpha, seed=seed),
         n_bins=n_bins,
         strategy=strategy,
-        n_boot=n_boot,
-        alpha=alpha,
-        seed=seed,
         keep_replicates=keep_replicates,
         progress=steps,
     )
@@ -485,18 +484,17 @@ def _take(s: BinStats, index) -> BinStats:
 
 def binned_calibration_groups(
     groups: list,
+    boot: Bootstrap,
     *,
     n_bins: int = 15,
     strategy: str = "uniform",
-    n_boot: int = 0,
-    alpha: float = 0.05,
-    seed: int = 0,
     keep_replicates: bool = False,
     progress=None,
     on_chunks=None,
 ) -> list[CalibrationResult]:
     """:func:`binned_calibration` of many groups of rows at once, one result per group: ``groups`` holds each
-    group's ``(y_true, y_prob, sample_weight, row_index)`` (``row_index`` None: ``0..n-1``).
+    group's ``(y_true, y_prob, sample_weight, row_index)`` (``row_index`` None: ``0..n-1``), ``boot`` the
+    bootstrap's resamples, level and seed (a family's options, checked when made).
 
     The groups' per-bin statistics are ``(G, bins)`` arrays taken in one pass over their rows (``bincount`` on
     combined group-bin indices) and their bootstrap statistics ``(G, R, bins)`` (:class:`SortedGroups`), so
@@ -508,7 +506,8 @@ def binned_calibration_groups(
     """
     checked = [check_binary(y, z, w) for y, z, w, _ in groups]
     unweighted = all(g[2] is None for g in groups)
-    check_options(n_bins=n_bins, n_boot=n_boot, alpha=alpha)  # in range and the memory budget, before allocating
+    n_boot, alpha, seed = boot.n_boot, boot.alpha, boot.seed
+    check_options(n_bins=n_bins, n_boot=n_boot)  # in range and the memory budget, before allocating
     G = len(groups)
     if strategy == "uniform":
         binnings = [fit_binning(np.empty(0), n_bins=n_bins, strategy=strategy)] * G

@@ -284,13 +284,7 @@ class InputAccumulator(InputState):
         keep = (marginal or keep_replicates) and o.n_boot > 0
         per_problem = [
             BinnedAccumulator.results(
-                [acc.problems[k] for acc in accs],
-                n_boot=o.n_boot,
-                alpha=o.alpha,
-                seed=o.seed,
-                keep_replicates=keep,
-                progress=progress,
-                on_chunks=on_chunks,
+                [acc.problems[k] for acc in accs], o, keep_replicates=keep, progress=progress, on_chunks=on_chunks
             )
             for k in range(len(accs[0].problems))
         ]

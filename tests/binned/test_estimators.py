@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+
+import calibcli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -270,6 +272,18 @@ def test_bad_arguments_raise_calibcli_error():
         binned_calibration([0, 1], [0.2, 0.3], strategy="kmeans")
     with pytest.raises(CalibcliError, match="no rows"):
         binned_calibration([], [])
+
+
+@pytest.mark.parametrize("seed", [-1, 2**64, 1.0])
+def test_a_seed_the_bootstrap_cannot_key_is_refused_as_calibcli_ece_refuses_it(seed):
+    """The seed is checked where the bootstrap's options are made, by the rule ``calibcli.ece`` and ``--seed``
+    use: before, -1 and 2**64 were masked to 64 bits (2**64 gave seed 0's intervals) and 1.0 truncated."""
+    rng = np.random.default_rng(2)
+    z = rng.random(60)
+    y = (rng.random(60) < z).astype(int)
+    for call in (calibcli.ece, binned_calibration):
+        with pytest.raises(ValueError, match="seed is .*: expected a non-negative integer below 2\\^64"):
+            call(y, z, n_boot=5, seed=seed)
 
 
 def test_quantile_edges_with_counts_equal_those_of_the_repeated_sample():

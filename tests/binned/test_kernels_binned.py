@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from calibcli.core.binning import fit_binning
+from calibcli.core.family import Bootstrap
 from _tolerance import assert_within_rule
 from calibcli.binned.estimators import _point_metrics, metric_names
 from calibcli.binned.stats import BinStats
@@ -112,12 +113,7 @@ def test_grouped_bootstrap_is_the_same_compiled_or_not(monkeypatch, strategy):
 
         monkeypatch.setattr(est, "binned_metrics", counted)
         runs[compiled] = est.binned_calibration_groups(
-            groups,
-            n_bins=10,
-            strategy=strategy,
-            n_boot=60,
-            seed=3,
-            keep_replicates=True,
+            groups, Bootstrap(n_boot=60, seed=3), n_bins=10, strategy=strategy, keep_replicates=True
         )
         assert (used["n"] > 0) == compiled
     for a, b in zip(runs[False], runs[True], strict=True):
