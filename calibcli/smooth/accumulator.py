@@ -32,6 +32,7 @@ import numpy as np
 
 from calibcli.core.accumulator import Accumulator
 from calibcli.core.errors import CalibcliError
+from calibcli.core.family import Bootstrap
 from calibcli.core.rows import RowSample
 from calibcli.core.validation import check_consistent_length, check_finite, check_labels, check_probabilities
 from calibcli.smooth.estimator import SmoothECEResult, finish_groups
@@ -153,19 +154,12 @@ class SmoothAccumulator(Accumulator):
 
     @classmethod
     def results(
-        cls,
-        accs: list,
-        *,
-        sigma: float | None = None,
-        n_boot: int = 0,
-        alpha: float = 0.05,
-        seed: int | None = None,
-        curve_points: int | None = None,
-        progress=None,
+        cls, accs: list, boot: Bootstrap, *, sigma: float | None = None, curve_points: int | None = None, progress=None
     ) -> list:
-        """:meth:`result` of many accumulators (the groups of an input, one seed) at once
-        (:func:`calibcli.smooth.estimator.finish_groups`: their bootstraps together); ``curve_points`` as
-        :meth:`result` takes it (default: ``CURVE_POINTS`` if the first wants a curve); ``progress(steps)``."""
+        """:meth:`result` of many accumulators (the groups of an input) at once, with the bootstrap ``boot``
+        (resamples, level, seed: the family's options; :func:`calibcli.smooth.estimator.finish_groups`: their
+        bootstraps together); ``curve_points`` as :meth:`result` takes it (default: ``CURVE_POINTS`` if the first
+        wants a curve); ``progress(steps)``."""
         for acc in accs:
             if acc.rows.n_seen == 0:
                 raise CalibcliError("no rows to evaluate: expected at least one prediction")
@@ -173,15 +167,7 @@ class SmoothAccumulator(Accumulator):
         if curve_points is None and first.want_curve:
             curve_points = CURVE_POINTS
         problems = [(acc.sums, acc.rows.arrays() if acc.rows_kept else None, acc.rows.n_seen) for acc in accs]
-        return finish_groups(
-            problems,
-            sigma=sigma,
-            n_boot=n_boot,
-            alpha=alpha,
-            seed=first.seed if seed is None else int(seed) & 0xFFFFFFFFFFFFFFFF,
-            curve_points=curve_points,
-            progress=progress,
-        )
+        return finish_groups(problems, boot, sigma=sigma, curve_points=curve_points, progress=progress)
 
     def result(
         self,
@@ -202,6 +188,5 @@ class SmoothAccumulator(Accumulator):
         ``result.needs_finer_grid``: see the module docstring.
         """
         each = None if progress is None else lambda steps=1: [progress() for _ in range(steps)]
-        return type(self).results(
-            [self], sigma=sigma, n_boot=n_boot, alpha=alpha, seed=seed, curve_points=curve_points, progress=each
-        )[0]
+        boot = Bootstrap(n_boot=n_boot, alpha=alpha, seed=self.seed if seed is None else int(seed) & 0xFFFFFFFFFFFFFFFF)
+        return type(self).results([self], boot, sigma=sigma, curve_points=curve_points, progress=each)[0]

@@ -80,8 +80,8 @@ from typing import Any
 
 import numpy as np
 
+from calibcli.core.family import Bootstrap
 from calibcli.core.validation import (
-    check_alpha,
     check_consistent_length,
     check_labels,
     check_option,
@@ -198,11 +198,6 @@ def _check_sigma(sigma) -> float:
     return float(sigma)
 
 
-def _check_bootstrap(n_boot, alpha):
-    check_options(n_boot=n_boot)
-    check_alpha(alpha)
-
-
 def finish(
     sums: CellSums,
     rows,
@@ -226,31 +221,22 @@ def finish(
     """
     return finish_groups(
         [(sums, rows, n)],
+        Bootstrap(n_boot=n_boot, alpha=alpha, seed=seed),
         sigma=sigma,
-        n_boot=n_boot,
-        alpha=alpha,
-        seed=seed,
         curve_points=curve_points,
         progress=None if progress is None else lambda steps=1: [progress() for _ in range(steps)],
     )[0]
 
 
 def finish_groups(
-    problems: list,
-    *,
-    sigma: float | None = None,
-    n_boot: int = 0,
-    alpha: float = 0.05,
-    seed: int = 0,
-    curve_points: int | None = None,
-    progress=None,
+    problems: list, boot: Bootstrap, *, sigma: float | None = None, curve_points: int | None = None, progress=None
 ) -> list[SmoothECEResult]:
-    """:func:`finish` of many problems (the groups of an input; ``(sums, rows, n)`` each) at once: each group's
-    own fixed point, then every group's bootstrap replicates together (their fixed points one batched Brent
-    search over the groups x replicates, :func:`calibcli.smooth.bootstrap.bootstrap_values_groups`); the same
-    numbers as each group alone. ``progress(steps)`` is told the (group, resample) pairs finished."""
-    _check_bootstrap(n_boot, alpha)
-    n_boot = int(n_boot)
+    """:func:`finish` of many problems (the groups of an input; ``(sums, rows, n)`` each) at once, with the
+    bootstrap ``boot`` (resamples, level, seed: the family's options, checked when made): each group's own fixed
+    point, then every group's bootstrap replicates together (their fixed points one batched Brent search over
+    the groups x replicates, :func:`calibcli.smooth.bootstrap.bootstrap_values_groups`); the same numbers as each
+    group alone. ``progress(steps)`` is told the (group, resample) pairs finished."""
+    n_boot, alpha, seed = int(boot.n_boot), boot.alpha, boot.seed
     if curve_points is not None:
         check_options(curve_points=curve_points)
     want_curve = curve_points is not None

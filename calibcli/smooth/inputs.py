@@ -138,14 +138,7 @@ class SmoothInputAccumulator(InputState):
         todo = [acc for acc in accs if acc._results is None]
         if todo:
             per_problem = [
-                SmoothAccumulator.results(
-                    [acc.problems[k] for acc in todo],
-                    sigma=o.sigma,
-                    n_boot=o.n_boot,
-                    alpha=o.alpha,
-                    seed=o.seed,
-                    progress=progress,
-                )
+                SmoothAccumulator.results([acc.problems[k] for acc in todo], o, sigma=o.sigma, progress=progress)
                 for k in range(len(todo[0].problems))
             ]
             for j, acc in enumerate(todo):

@@ -265,6 +265,7 @@ def test_groups_beyond_the_memory_budget_are_taken_in_chunks_with_the_same_numbe
 def test_smooth_bootstrap_of_many_groups_equals_each_group_alone():
     """SmoothECE's groups finished together (one lockstep Brent over groups x replicates) give each group's
     numbers alone, bit for bit."""
+    from calibcli.core.family import Bootstrap
     from calibcli.smooth.accumulator import SmoothAccumulator
 
     rng = np.random.default_rng(8)
@@ -274,7 +275,7 @@ def test_smooth_bootstrap_of_many_groups_equals_each_group_alone():
         z = rng.beta(2.0, 3.0, n)
         y = (rng.random(n) < z**1.3).astype(int)
         accs.append(SmoothAccumulator(seed=2).update(np.arange(n) * 7 + g, z, y))
-    together = SmoothAccumulator.results(accs, n_boot=30, alpha=0.1)
+    together = SmoothAccumulator.results(accs, Bootstrap(n_boot=30, alpha=0.1, seed=2))
     for acc, r in zip(accs, together, strict=True):
         alone = acc.result(n_boot=30, alpha=0.1)
         assert r.smece == alone.smece and r.sigma == alone.sigma

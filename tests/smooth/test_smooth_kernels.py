@@ -11,6 +11,7 @@ import pytest
 from _tolerance import assert_within_rule
 
 from calibcli.core import resampling
+from calibcli.core.family import Bootstrap
 from calibcli.core.resampling import Multiplicities
 from calibcli.smooth.bootstrap import CellBootstrap, RowBootstrap, _sinc2, smece_rows, spectra
 from calibcli.smooth.grid import _CUTOFF, CellSums, _multiplier
@@ -228,7 +229,7 @@ def test_a_grouped_bootstrap_gives_the_same_numbers_compiled_or_not(monkeypatch)
     results = {}
     for threshold in (0, 1 << 62):
         monkeypatch.setattr(sb, "_COMPILED_DRAWS", threshold)
-        results[threshold] = finish_groups(problems, n_boot=50, seed=4, curve_points=51)
+        results[threshold] = finish_groups(problems, Bootstrap(n_boot=50, seed=4), curve_points=51)
     for a, b in zip(results[0], results[1 << 62], strict=True):
         assert_within_rule(a.replicates, b.replicates)
         assert_within_rule([a.ci_low, a.ci_high, a.smece], [b.ci_low, b.ci_high, b.smece])
