@@ -100,51 +100,54 @@ class _Test:
     warnings: list[str]
 
 
-def _set_up(
-    y_true,
-    y_prob,
-    *,
-    sample_weight,
-    smoothness: float | None,
-    null: str,
-    n_boot: int,
-    combine: str,
-    alpha: float,
-    orders: dict[int, np.ndarray] | None = None,
-) -> _Test:
+@dataclass(frozen=True)
+class _Options:
+    """The options of :func:`tcal_test` (and :func:`tcal_tests`) that every test of a call shares."""
+
+    smoothness: float | None
+    null: str
+    n_boot: int
+    combine: str
+    alpha: float
+
+
+def _set_up(y_true, y_prob, sample_weight, o: _Options, orders: dict[int, np.ndarray]) -> _Test:
     """Validate the options and the data (in this order, so the first error is the same), choose the levels
     and make the engine. ``orders``: sort orders of binary predictions by their number of rows, to try first
     (other predictions of the same rows; a monotone recalibration keeps their order) and to add to."""
-    check_option(null in NULLS, f"unknown null {null!r}: expected one of {', '.join(NULLS)}")
-    check_option(combine in COMBINES, f"unknown combine rule {combine!r}: expected one of {', '.join(COMBINES)}")
-    alpha = check_alpha(alpha)
-    check_option(null == "chebyshev" or int(n_boot) >= 1, f"{{opt:n_boot}} is {n_boot}: expected at least 1 resample")
+    check_option(o.null in NULLS, f"unknown null {o.null!r}: expected one of {', '.join(NULLS)}")
+    check_option(o.combine in COMBINES, f"unknown combine rule {o.combine!r}: expected one of {', '.join(COMBINES)}")
+    alpha = check_alpha(o.alpha)
     check_option(
-        not (null == "chebyshev" and combine == "min-p"),
+        o.null == "chebyshev" or int(o.n_boot) >= 1, f"{{opt:n_boot}} is {o.n_boot}: expected at least 1 resample"
+    )
+    check_option(
+        not (o.null == "chebyshev" and o.combine == "min-p"),
         "{opt:combine} min-p calibrates the minimum p-value over resamples, and {opt:null} chebyshev draws none: "
         "use {opt:combine} bonferroni with chebyshev, or a resampling null",
     )
     check_option(
-        smoothness is None or smoothness > 0, f"{{opt:smoothness}} is {smoothness}: expected a positive Holder exponent"
+        o.smoothness is None or o.smoothness > 0,
+        f"{{opt:smoothness}} is {o.smoothness}: expected a positive Holder exponent",
     )
     mode, K, labels, probs, w, weighted = prepare(y_true, y_prob, sample_weight)
     check_option(
-        not weighted or null == "y-bootstrap",
-        f"sample weights are supported by {{opt:null}} y-bootstrap only (got {{opt:null}} {null}): "
+        not weighted or o.null == "y-bootstrap",
+        f"sample weights are supported by {{opt:null}} y-bootstrap only (got {{opt:null}} {o.null}): "
         "drop the weights or use the y-bootstrap",
     )
     n = len(labels)
     check_option(n >= 2, f"T-Cal needs at least 2 predictions, got {n}")
-    R = 0 if null == "chebyshev" else int(n_boot)
+    R = 0 if o.null == "chebyshev" else int(o.n_boot)
 
-    adaptive = smoothness is None
-    if smoothness is None:
+    adaptive = o.smoothness is None
+    if o.smoothness is None:
         L = n_levels(n, K)
         n_bins_list = [2**b for b in range(1, L + 1)]
     else:
         L = 1
-        n_bins_list = [optimal_n_bins(n, float(smoothness), K)]
-        check_cells(n_bins_list[0], K, n, float(smoothness))
+        n_bins_list = [optimal_n_bins(n, float(o.smoothness), K)]
+        check_cells(n_bins_list[0], K, n, float(o.smoothness))
 
     warnings: list[str] = []
     if mode == "canonical":
@@ -157,11 +160,13 @@ def _set_up(
                 f"use {{opt:mode}} top-label to test the confidence of the predicted class instead"
             )
 
-    order = None if orders is None or mode != "binary" else orders.get(n)
-    engine = make_engine(mode, K, labels, probs, w, n_bins_list, order=order, swept=R if null == "y-bootstrap" else 0)
-    if orders is not None and isinstance(engine, SortedScalarEngine):
+    order = orders.get(n) if mode == "binary" else None
+    engine = make_engine(mode, K, labels, probs, w, n_bins_list, order=order, swept=R if o.null == "y-bootstrap" else 0)
+    if isinstance(engine, SortedScalarEngine):
         orders.setdefault(n, engine.order)
-    return _Test(engine, mode, K, n, L, R, null, combine, alpha, adaptive, smoothness, weighted, n_bins_list, warnings)
+    return _Test(
+        engine, mode, K, n, L, R, o.null, o.combine, alpha, adaptive, o.smoothness, weighted, n_bins_list, warnings
+    )
 
 
 def _result(t: _Test, star: np.ndarray | None) -> TcalResult:
@@ -317,19 +322,10 @@ def tcal_test(
     ``progress``: called once per finished resample (for a progress bar).
     Sample weights are supported by the y-bootstrap only (weights held fixed, labels redrawn).
     """
-    t = _set_up(
-        y_true,
-        y_prob,
-        sample_weight=sample_weight,
-        smoothness=smoothness,
-        null=null,
-        n_boot=n_boot,
-        combine=combine,
-        alpha=alpha,
-    )
     rng = np.random.default_rng(0) if rng is None else rng
-    star = None if t.R == 0 else resample_all(t.engine, rng, t.R, t.null, progress)
-    return _result(t, star)
+    options = _Options(smoothness, null, n_boot, combine, alpha)
+    (result,) = _run([(y_true, y_prob, sample_weight)], options, lambda: rng, progress)
+    return result
 
 
 def tcal_tests(
@@ -352,33 +348,31 @@ def tcal_tests(
     sort order of the previous one with as many rows (monotone maps keep it, and ties they create are
     checked: :func:`calibcli.tcal.scalar.is_stable_order`), and sorts only when it is not its own.
     """
+    return _run(problems, _Options(smoothness, null, n_boot, combine, alpha), lambda: np.random.default_rng(seed))
+
+
+def _run(
+    problems: Sequence[tuple[Any, Any, Any]],
+    o: _Options,
+    rng: Callable[[], np.random.Generator],
+    progress: Callable[[], None] | None = None,
+) -> list[TcalResult]:
+    """The tests of :func:`tcal_tests` (:func:`tcal_test`'s is the one problem's): each set of resamples drawn
+    from a generator of its own, ``rng()``, and ``progress()`` called once per resample of each set."""
     orders: dict[int, np.ndarray] = {}
-    tests = [
-        _set_up(
-            y_true,
-            y_prob,
-            sample_weight=sample_weight,
-            smoothness=smoothness,
-            null=null,
-            n_boot=n_boot,
-            combine=combine,
-            alpha=alpha,
-            orders=orders,
-        )
-        for y_true, y_prob, sample_weight in problems
-    ]
+    tests = [_set_up(y_true, y_prob, sample_weight, o, orders) for y_true, y_prob, sample_weight in problems]
     stars: list[np.ndarray | None] = [None] * len(tests)
     shared: dict[int, list[int]] = {}  # rows -> the binary y-bootstrap tests that can share their draws
     for i, t in enumerate(tests):
         if t.R and t.null == "y-bootstrap" and isinstance(t.engine, SortedScalarEngine):
             shared.setdefault(t.n, []).append(i)
         elif t.R:
-            stars[i] = resample_all(t.engine, np.random.default_rng(seed), t.R, t.null)
+            stars[i] = resample_all(t.engine, rng(), t.R, t.null, progress)
     for members in shared.values():
         engines = [tests[i].engine for i in members]
         assert all(isinstance(e, SortedScalarEngine) for e in engines)  # (as grouped above)
         draws = SharedDraws([e for e in engines if isinstance(e, SortedScalarEngine)])
-        star = resample_all(draws, np.random.default_rng(seed), tests[members[0]].R, null)
+        star = resample_all(draws, rng(), tests[members[0]].R, o.null, progress)
         for i, part in zip(members, draws.split(star), strict=True):
             stars[i] = part
     return [_result(t, star) for t, star in zip(tests, stars, strict=True)]
