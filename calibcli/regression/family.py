@@ -157,19 +157,9 @@ class Options(GatedMetrics):
         return self.metric
 
     def computed(self, levels: tuple[float, ...]) -> RegressionOptions:
-        return RegressionOptions(
-            curve_form=self.curve_form,
-            n_levels=self.n_levels,
-            levels=levels,
-            crps_estimator=self.crps_estimator,
-            n_bins=self.n_bins,
-            binning=self.binning,
-            pit_bins=self.pit_bins,
-            n_boot=self.n_boot,
-            alpha=self.alpha,
-            seed=self.seed,
-            max_rows=self.max_rows,
-        )
+        """What the family computes: these options under :class:`RegressionOptions`' names, with the central
+        intervals to evaluate."""
+        return RegressionOptions.of(self, levels=levels)
 
 
 def regression_sources(

@@ -10,7 +10,7 @@ PIT, and the rows whose quantiles crossed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -37,6 +37,13 @@ class RegressionOptions:
     seed: int = 0
     max_rows: int = 1 << 20
     boot_rows: int = 1 << 17
+
+    @classmethod
+    def of(cls, options, **given) -> RegressionOptions:
+        """The fields of a command's ``options`` object (checked when it was made) that this record names, each
+        read once by its name, and ``given`` (what the options object does not hold: the levels)."""
+        taken = {f.name: getattr(options, f.name) for f in fields(cls) if hasattr(options, f.name)}
+        return cls(**{**taken, **given})
 
 
 def level_name(level: float) -> str:

@@ -299,3 +299,32 @@ def test_a_library_state_round_trips_and_merges(tmp_path):
                 m.ci_high, rel=1e-12
             )
     assert not math.isnan(whole.result().metrics["ence"].estimate)
+
+
+def test_what_the_family_computes_is_every_declared_option_of_the_same_name():
+    """``Options.computed`` reads :class:`RegressionOptions`' fields from the command's options by name: each
+    field but the levels and the bootstrap's row cap is a declared option, and a non-default value of each
+    arrives."""
+    from dataclasses import fields
+
+    from calibcli.regression.family import Options
+    from calibcli.regression.kinds import RegressionOptions
+
+    declared = {f.name for f in fields(Options)}
+    computed = {f.name for f in fields(RegressionOptions)} - {"levels", "boot_rows"}
+    assert computed <= declared, computed - declared
+    given = dict(
+        curve_form="quantile",
+        n_levels=9,
+        crps_estimator="fair",
+        n_bins=4,
+        binning="equal-width",
+        pit_bins=5,
+        n_boot=7,
+        alpha=0.1,
+        seed=3,
+        max_rows=100,
+    )
+    assert set(given) == computed
+    o = Options(**given).computed((0.5, 0.9))
+    assert o == RegressionOptions(**given, levels=(0.5, 0.9))
