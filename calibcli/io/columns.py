@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -258,23 +259,21 @@ def recognises_probabilities(names: list[str], types: dict, spec: ColumnSpec) ->
 # What every file of a dataset is read for (fixed once, from the first file)
 
 
-@dataclass(frozen=True)
-class ReadPlan:
-    """How the files of one dataset are read and converted; decided from the first file, picklable.
+@dataclass(frozen=True, kw_only=True)
+class DatasetPlan:
+    """What every plan of a dataset (:class:`ReadPlan`, :class:`calibcli.io.regression.RegressionPlan`) holds,
+    decided from its first file (picklable), and what it reads from each file.
 
     ``group_by`` are the columns whose values split the rows into report entries (``--group-by``);
     ``segment_by`` the audit's segment columns, read beside every row with empty values allowed (a segment of
     their own) and splitting nothing. A run has one or the other, never both: :attr:`carried` is the one it has.
     ``group_kinds`` says what each of those columns' values are: ``int``, ``float``, ``bool`` or ``str`` (the
     first file's type; every other file is converted to it). ``partition_keys`` are the ones that come from
-    ``key=value`` directories rather than from the files' data.
+    ``key=value`` directories rather than from the files' data. A plan also holds ``columns`` (their
+    ``prob_columns``, ``label_column``, ``weight_column``) and names its predictions and label
+    (``predictions_role``, ``label_role``) for the message of a file that lacks one.
     """
 
-    columns: _Resolved
-    class_names: tuple[str, ...]
-    n_classes: int
-    vector_length: int | None  # entries per row of the vector column; None without one
-    logits: bool
     first_file: str
     batch_rows: int
     drop_invalid: bool = False
@@ -282,13 +281,9 @@ class ReadPlan:
     segment_by: tuple[str, ...] = ()
     group_kinds: tuple[str, ...] = ()
     partition_keys: tuple[str, ...] = ()
-    #: The exact power of two every weight is multiplied by as it is read (1.0 but for extreme weights: chosen from
-    #: the first rows of the first file, one scale for the whole input, so batches, fragments and workers agree;
-    #: calibcli.core.validation.weight_scale).
-    weight_scale: int = 0  # (an exponent: the weights are multiplied by 2**weight_scale)
-
-    def __post_init__(self) -> None:
-        assert not (self.group_by and self.segment_by), "a run splits by groups or reads segments, not both"
+    columns: ClassVar[Any]  # (each plan's own field or property)
+    predictions_role = "a probability column"
+    label_role = "the label column"
 
     @property
     def carried(self) -> tuple[str, ...]:
@@ -297,43 +292,48 @@ class ReadPlan:
 
     @property
     def data_columns(self) -> list[str]:
-        """The columns read from each file: probabilities, label, weight, group columns (each once)."""
-        return read_columns(self.columns, self.carried, self.partition_keys)
+        """The columns read from each file, each once: the prediction columns, the label (or target) and weight
+        columns, then the :attr:`carried` columns but the ``partition_keys`` (those come from ``key=value``
+        directories, not the files)."""
+        columns = self.columns
+        groups = [g for g in self.carried if g not in self.partition_keys]
+        weight = [columns.weight_column] if columns.weight_column else []
+        return list(dict.fromkeys([*columns.prob_columns, columns.label_column, *weight, *groups]))
 
     def role_of(self, column: str) -> str:
-        return column_role(
-            column,
-            self.columns,
-            predictions="a probability column",
-            label="the label column",
-            carried="a segment column" if self.segment_by else "a group-by column",
-        )
+        """What ``column`` of :attr:`data_columns` is: a prediction column, the label, the weight column, else a
+        group-by or segment column."""
+        columns = self.columns
+        if column in columns.prob_columns:
+            return self.predictions_role
+        if column == columns.label_column:
+            return self.label_role
+        if column == columns.weight_column:
+            return "the weight column"
+        return "a segment column" if self.segment_by else "a group-by column"
+
+
+@dataclass(frozen=True)
+class ReadPlan(DatasetPlan):
+    """How the files of one dataset of probabilities are read and converted (:class:`DatasetPlan`)."""
+
+    columns: _Resolved  # type: ignore[misc]  # (a field here, a property of RegressionPlan)
+    class_names: tuple[str, ...]
+    n_classes: int
+    vector_length: int | None  # entries per row of the vector column; None without one
+    logits: bool
+    #: The exact power of two every weight is multiplied by as it is read (1.0 but for extreme weights: chosen from
+    #: the first rows of the first file, one scale for the whole input, so batches, fragments and workers agree;
+    #: calibcli.core.validation.weight_scale).
+    weight_scale: int = 0  # (an exponent: the weights are multiplied by 2**weight_scale)
+
+    def __post_init__(self) -> None:
+        assert not (self.group_by and self.segment_by), "a run splits by groups or reads segments, not both"
 
     def read(self, table, where: str, first_row: int, partition, *, whole_file: bool, text_of):
         """A batch as arrays, the rows passing the checks, the drops by reason (io.regression's plan: its own)."""
         conv = convert_batch(table, self, where, first_row, partition)
         return conv, *check_rows(conv, self, where, first_row, whole_file=whole_file, text_of=text_of)
-
-
-def read_columns(columns, carried: tuple[str, ...], partition_keys: tuple[str, ...]) -> list[str]:
-    """The columns a plan reads from each file, each once: its prediction columns, its label (or target) and weight
-    columns (``columns``: their ``prob_columns``, ``label_column``, ``weight_column``), then the ``carried`` group
-    or segment columns but the ``partition_keys`` (those come from ``key=value`` directories, not the files)."""
-    groups = [g for g in carried if g not in partition_keys]
-    weight = [columns.weight_column] if columns.weight_column else []
-    return list(dict.fromkeys([*columns.prob_columns, columns.label_column, *weight, *groups]))
-
-
-def column_role(column: str, columns, *, predictions: str, label: str, carried: str) -> str:
-    """What ``column`` is to a plan's ``columns`` (:func:`read_columns`), for the message of a file that lacks it:
-    ``predictions``, ``label``, the weight column, else ``carried`` (a group-by or segment column)."""
-    if column in columns.prob_columns:
-        return predictions
-    if column == columns.label_column:
-        return label
-    if column == columns.weight_column:
-        return "the weight column"
-    return carried
 
 
 @dataclass

@@ -34,15 +34,14 @@ from calibcli.core.errors import CalibcliError, shown, shown_names
 from calibcli.core.validation import check_options
 from calibcli.io.arrow_values import _floats, _is_text, _text_numbers, null_mask
 from calibcli.io.columns import (
+    DatasetPlan,
     _is_list_type,
     _split_list,
     _type_words,
-    column_role,
     expand_columns,
     group_kind,
     group_values,
     natural_suffix_order,
-    read_columns,
 )
 from calibcli.io.long_quantiles import LongForm, detect_long, first_levels, long_batches
 from calibcli.io.resolve import resolve_datasets
@@ -417,40 +416,22 @@ class Converted:
 
 
 @dataclass(frozen=True)
-class RegressionPlan:
-    """How the files of a regression dataset are read (decided from the first file; picklable): what
-    :class:`~calibcli.io.fragments.Fragment` and :class:`~calibcli.io.sources.Stream` read of a plan, with
-    this kind's conversion and row checks."""
+class RegressionPlan(DatasetPlan):
+    """How the files of a regression dataset are read (:class:`~calibcli.io.columns.DatasetPlan`; no audit of
+    regression dumps: ``segment_by`` is empty): what :class:`~calibcli.io.fragments.Fragment` and
+    :class:`~calibcli.io.sources.Stream` read of a plan, with this kind's conversion and row checks."""
 
     target: Target
-    first_file: str
-    batch_rows: int
-    drop_invalid: bool = False
-    group_by: tuple[str, ...] = ()
-    group_kinds: tuple[str, ...] = ()
-    partition_keys: tuple[str, ...] = ()
-    segment_by: tuple[str, ...] = ()  # (no audit of regression dumps: always empty, as ReadPlan's field)
     class_names: tuple[str, ...] = ()
     n_classes: int = 0
     logits: bool = False
+    predictions_role = "a prediction column"
+    label_role = "the target column"
 
     @property
     def columns(self) -> _Columns:
         t = self.target
         return _Columns(t.columns, t.target, t.weight, t.chosen)
-
-    @property
-    def data_columns(self) -> list[str]:
-        return read_columns(self.columns, self.group_by, self.partition_keys)
-
-    def role_of(self, column: str) -> str:
-        return column_role(
-            column,
-            self.columns,
-            predictions="a prediction column",
-            label="the target column",
-            carried="a group-by column",
-        )
 
     def read(self, table, where: str, first_row: int, partition, *, whole_file: bool, text_of):
         """One batch (a pyarrow table of :attr:`data_columns`) as arrays, the rows that pass every check and the
