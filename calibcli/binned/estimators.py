@@ -449,9 +449,11 @@ def binned_calibration(
         Optional callable invoked once per finished resample (progress bars).
     """
     steps = None if progress is None else lambda n: [progress() for _ in range(n)]
+    boot = Bootstrap(n_boot=n_boot, alpha=alpha, seed=seed)  # (checked when made, as every options object)
+    check_options(n_bins=n_bins)  # in range and the memory budget, before allocating
     one = binned_calibration_groups(
         [(y_true, y_prob, sample_weight, row_index)],
-        Bootstrap(n_boot=n_boot, alpha=alpha, seed=seed),
+        boot,
         n_bins=n_bins,
         strategy=strategy,
         keep_replicates=keep_replicates,
@@ -494,7 +496,8 @@ def binned_calibration_groups(
 ) -> list[CalibrationResult]:
     """:func:`binned_calibration` of many groups of rows at once, one result per group: ``groups`` holds each
     group's ``(y_true, y_prob, sample_weight, row_index)`` (``row_index`` None: ``0..n-1``), ``boot`` the
-    bootstrap's resamples, level and seed (a family's options, checked when made).
+    bootstrap's resamples, level and seed; ``n_bins`` and ``boot`` as checked where they were made (a family's
+    options object, or :func:`binned_calibration`), not again here.
 
     The groups' per-bin statistics are ``(G, bins)`` arrays taken in one pass over their rows (``bincount`` on
     combined group-bin indices) and their bootstrap statistics ``(G, R, bins)`` (:class:`SortedGroups`), so
@@ -507,7 +510,6 @@ def binned_calibration_groups(
     checked = [check_binary(y, z, w) for y, z, w, _ in groups]
     unweighted = all(g[2] is None for g in groups)
     n_boot, alpha, seed = boot.n_boot, boot.alpha, boot.seed
-    check_options(n_bins=n_bins, n_boot=n_boot)  # in range and the memory budget, before allocating
     G = len(groups)
     if strategy == "uniform":
         binnings = [fit_binning(np.empty(0), n_bins=n_bins, strategy=strategy)] * G
