@@ -24,7 +24,7 @@ import typer
 from calibcli.cli.exits import command_failure
 from calibcli.core import cancel, environment, outputs
 from calibcli.core import family as fam
-from calibcli.core.declarations import CLASS_WEIGHTS_PARAM, MODE, N_BINS, STRATEGY, WEIGHT_COL
+from calibcli.core.declarations import CLASS_WEIGHTS_PARAM, GROUP_BY, MODE, N_BINS, STRATEGY, WEIGHT_COL
 from calibcli.core.errors import (
     CalibcliError,
     cli_text,
@@ -186,13 +186,7 @@ class DatasetOptions(Declared):
     pool: bool = option(
         False, "--pool", help="Treat all FILES as one dataset (one report entry), rows in sorted-path order."
     )
-    group_by: str | None = option(
-        None,
-        "--group-by",
-        help="Report one entry per value of these columns "
-        "(comma-separated; hive partition columns of a directory too), with the worst "
-        "group and the spread.",
-    )
+    group_by: str | None = declared(None, GROUP_BY)
     batch_rows: int = option(
         DEFAULT_BATCH_ROWS,
         "--batch-rows",

@@ -45,6 +45,11 @@ CLASS_WEIGHTS_PARAM = Param(
 N_BINS = Param(("--n-bins",), "Number of bins.", count=True)
 STRATEGY = Param(("--strategy",), "Binning: uniform (equal width) or quantile (equal mass).", choices=STRATEGIES)
 WEIGHT_COL = Param(("--weight-col",), "Column with sample (frequency) weights.")
+GROUP_BY = Param(
+    ("--group-by",),
+    "Report one entry per value of these columns (comma-separated; hive partition columns of a directory too), "
+    "with the worst group and the spread.",
+)
 ALPHA = Param(("--alpha",), "1 - confidence level of the intervals and bounds.")
 N_BOOT = Param(("--n-boot",), "Bootstrap resamples for the confidence intervals (0: none).")
 #: The metric ``--fail-above`` and ``--fail-above-upper`` read (each family its own default).

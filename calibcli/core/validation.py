@@ -763,14 +763,25 @@ def check_params(declarations: dict[str, Param], **values) -> None:
     check_options({name: p.choices for name, p in declarations.items() if p.choices is not None}, **values)
 
 
+def _repeated(annotation) -> bool:
+    """Whether an option's annotation is a list (``list[str] | None``): the option is given once per value."""
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    return any(typing.get_origin(kind) is list for kind in (typing.get_args(annotation) if union else (annotation,)))
+
+
 def check_declared(options) -> None:
     """Check every declared field of ``options`` by its declaration: of its annotated type (:func:`check_types`:
     ``None`` only where the annotation allows it), choices among the declared ones, numbers by the rules of
     :data:`_RULES` (finite, in range, within the memory budget); text without declared choices passes."""
     check_types(options)
+    hints = field_types(type(options))
     choices, values = {}, {}
     for name, (param, _) in params_of(options).items():
         value = getattr(options, name)
+        if param.choices is not None and isinstance(value, list) and _repeated(hints[name]):
+            for item in value:  # an option given once per value (``--method`` repeated): each among the choices
+                check_options({name: param.choices}, **{name: item})
+            continue
         if param.choices is not None:
             choices[name] = param.choices
         elif isinstance(value, str) or not isinstance(value, (int, float, np.integer, np.floating)):

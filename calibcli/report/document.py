@@ -13,19 +13,22 @@ more, as ``recalibrate evaluate`` does (:func:`calibcli.recalibrate.run.evaluati
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from calibcli._version import __version__
 from calibcli.core.composite import Composite
+from calibcli.core.declarations import GROUP_BY
 from calibcli.core.documents import entry_label, new_document, to_json
-from calibcli.core.family import split_columns
+from calibcli.core.family import Bootstrap, split_columns
 from calibcli.core.modes import default_mode
+from calibcli.core.validation import declared, params_of
 from calibcli.diagram import plot as dg
 from calibcli.diagram.accumulator import DiagramInputAccumulator
 from calibcli.diagram.data import DiagramPanel
 from calibcli.diagram.family import Options as DiagramOptions
 from calibcli.engines.pipeline import add_entries, engine_runner, summarise_groups
+from calibcli.recalibrate.family import DEFAULT_METHODS, ReportOptions
 from calibcli.recalibrate.run import evaluation, holdout_split
 from calibcli.report.families import FAMILIES
 from calibcli.report.html import svg_fragment
@@ -45,57 +48,52 @@ def _key(entry: dict) -> tuple:
     return entry["input"]["path"], json.dumps(entry.get("group"), sort_keys=True)
 
 
-def build_document(
-    sources,
-    *,
-    columns: dict,
-    reading: dict,
-    engine: dict,
-    mode: str | None,
-    class_weights: str,
-    n_bins: int,
-    strategy: str,
-    n_boot: int,
-    alpha: float,
-    seed: int,
-    group_by: str | None,
-    methods: tuple[str, ...],
-    holdout: float,
-    title: str | None,
-    command_line: str,
-) -> dict:
+@dataclass(frozen=True)
+class PageOptions(ReportOptions, Bootstrap):
+    """The options of a classifier's page, made once by the command from those it parsed (``PageOptions.of``):
+    the report's own (:class:`~calibcli.recalibrate.family.ReportOptions`: the mode, class weights, bins and
+    strategy of the measures, the methods compared on held-out rows, the holdout, the title), the bootstrap's
+    (:class:`~calibcli.core.family.Bootstrap`: resamples, level, seed) and the ``--group-by`` columns; what
+    :func:`build_document` and :func:`_measure` read."""
+
+    group_by: str | None = declared(None, GROUP_BY)
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        """The recalibration methods compared, in order, each once: ``--method``'s, else :data:`DEFAULT_METHODS`."""
+        return tuple(dict.fromkeys(self.method)) if self.method else DEFAULT_METHODS
+
+    @property
+    def bootstrap(self) -> dict:
+        """The bootstrap's options by name (:class:`~calibcli.core.family.Bootstrap`'s fields: resamples, level,
+        seed), as ``recalibrate evaluate`` takes them."""
+        return {name: getattr(self, name) for name in params_of(Bootstrap)}
+
+    @property
+    def tcal_mode(self) -> str | None:
+        """T-Cal's mode: the page's, but T-Cal has no marginal mode (its default then)."""
+        return self.mode if self.mode in TCAL_MODES else None
+
+
+def build_document(sources, o: PageOptions, *, columns: dict, reading: dict, engine: dict, command_line: str) -> dict:
     """The report's JSON document: parameters, versions, the command line, and one entry per input or group
     with its ece, smece and tcal results, its diagrams (SVG text), its verdict and (without groups) the
-    held-out comparison of recalibration methods, best first."""
-    tcal_mode = mode if mode in TCAL_MODES else None  # T-Cal has no marginal mode: its default then
-    docs, diagrams, splits = _measure(
-        sources,
-        engine=engine,
-        mode=mode,
-        tcal_mode=tcal_mode,
-        class_weights=class_weights,
-        n_bins=n_bins,
-        strategy=strategy,
-        n_boot=n_boot,
-        alpha=alpha,
-        seed=seed,
-        holdout=None if group_by else holdout,
-    )
+    held-out comparison of recalibration methods, best first. ``columns``, ``reading`` and ``engine``: those
+    groups' values, as ``recalibrate evaluate`` takes them."""
+    docs, diagrams, splits = _measure(sources, o, engine)
     recalibration = {}
     for path, held in splits.items():  # fitted on the split found in the shared pass, measured in a pass of its own
         ev = evaluation(
             path,
-            list(methods),
-            holdout=holdout,
+            list(o.methods),
+            holdout=o.holdout,
             **columns,
             **reading,
             **engine,
-            mode=mode,
-            ece_n_bins=n_bins,
-            ece_strategy=strategy,
-            n_boot=n_boot,
-            alpha=alpha,
-            seed=seed,
+            **o.bootstrap,
+            mode=o.mode,
+            ece_n_bins=o.n_bins,
+            ece_strategy=o.strategy,
             max_rows=EVALUATE_MAX_ROWS,
             held=held,
             skip_unfittable=True,
@@ -117,24 +115,24 @@ def build_document(
         }
         measured = recalibration.get(e["input"]["path"])
         entry["recalibration"] = verdicts.recalibration_summary(measured) if measured is not None else None
-        entry["verdict"] = verdicts.verdict(entry, alpha=alpha)
+        entry["verdict"] = verdicts.verdict(entry, alpha=o.alpha)
         entries.append(entry)
 
     doc = new_document(
         "report",
         {
-            "mode": mode or "auto",
-            "tcal_mode": tcal_mode or "auto",
-            "class_weights": class_weights,
-            "n_bins": n_bins,
-            "strategy": strategy,
-            "n_boot": n_boot,
-            "alpha": alpha,
-            "confidence_level": 1.0 - alpha,
-            "seed": seed,
-            "group_by": split_columns(group_by) or None,
-            "methods": list(methods),
-            "holdout": holdout,
+            "mode": o.mode or "auto",
+            "tcal_mode": o.tcal_mode or "auto",
+            "class_weights": o.class_weights,
+            "n_bins": o.n_bins,
+            "strategy": o.strategy,
+            "n_boot": o.n_boot,
+            "alpha": o.alpha,
+            "confidence_level": 1.0 - o.alpha,
+            "seed": o.seed,
+            "group_by": split_columns(o.group_by) or None,
+            "methods": list(o.methods),
+            "holdout": o.holdout,
             **{k: v for k, v in engine.items()},
             "batch_rows": reading["batch_rows"],
             "max_diagrams": MAX_DIAGRAMS,
@@ -143,7 +141,7 @@ def build_document(
             "recalibration_rule": verdicts.BEST_RULE,
         },
     )
-    doc["title"] = title or _default_title(entries)
+    doc["title"] = o.title or _default_title(entries)
     doc["command_line"] = command_line
     doc["versions"] = _versions()
     doc["documents"] = {
@@ -189,23 +187,10 @@ def _versions() -> dict:
     return out
 
 
-def _measure(
-    sources,
-    *,
-    engine,
-    mode,
-    tcal_mode,
-    class_weights,
-    n_bins,
-    strategy,
-    n_boot,
-    alpha,
-    seed,
-    holdout,
-) -> tuple[dict, dict, dict]:
+def _measure(sources, o: PageOptions, engine: dict) -> tuple[dict, dict, dict]:
     """The ``ece``, ``smece`` and ``tcal`` documents (each as the command prints it with ``--json`` for the
-    same options), the diagrams (:func:`_draw`, keyed as the entries are) and, with a ``holdout`` fraction,
-    each input's holdout split for ``recalibrate evaluate`` (by input path), from ONE pass over each input.
+    same options), the diagrams (:func:`_draw`, keyed as the entries are) and, without groups, each input's
+    holdout split for ``recalibrate evaluate`` (by input path), from ONE pass over each input.
 
     Every family's input accumulator of a stream (made by the command's own ``plan``), the diagram
     accumulator and the holdout split's counter are the members of one
@@ -219,19 +204,20 @@ def _measure(
     on the fit rows (known after a second); its measuring pass runs in :func:`~calibcli.
     recalibrate.evaluation`.
     """
-    chosen = {
-        "ece": dict(mode=mode, class_weights=class_weights, n_bins=n_bins, strategy=strategy),
-        "smece": dict(mode=mode, class_weights=class_weights),
-        "tcal": dict(mode=tcal_mode),
+    chosen: dict[str, dict[str, Any]] = {
+        "ece": dict(mode=o.mode, class_weights=o.class_weights, n_bins=o.n_bins, strategy=o.strategy),
+        "smece": dict(mode=o.mode, class_weights=o.class_weights),
+        "tcal": dict(mode=o.tcal_mode),
     }
-    docs, plans, declared = {}, {}, {}
+    holdout = None if o.group_by else o.holdout  # (the comparison is not run with groups)
+    docs, plans, family_options = {}, {}, {}
     for name, family in FAMILIES.items():  # each family's options as its command would take them
-        declared[name] = family.options(**chosen[name], n_boot=n_boot, alpha=alpha, seed=seed)
-        plans[name] = family.plan(declared[name], sources, engine["engine"])
+        family_options[name] = family.options(**chosen[name], n_boot=o.n_boot, alpha=o.alpha, seed=o.seed)
+        plans[name] = family.plan(family_options[name], sources, engine["engine"])
         docs[name] = plans[name].doc
     # both kinds of diagram, the bins and the bootstrap of the other families (their band: the command's default)
     diagram_options = DiagramOptions(
-        kind="both", n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed
+        kind="both", n_bins=o.n_bins, strategy=o.strategy, n_boot=o.n_boot, alpha=o.alpha, seed=o.seed
     )
     streams = list(sources.open())
     headlines: dict = {name: {} for name in plans}
@@ -242,7 +228,7 @@ def _measure(
             doc["parameters"]["engine"] = engine["engine"]
             doc["parameters"]["workers"] = runner.workers
         for stream in streams:
-            fig_mode = mode or default_mode(stream.n_classes)
+            fig_mode = o.mode or default_mode(stream.n_classes)
             max_problems = MAX_CLASSES if fig_mode == "marginal" else None
 
             def new(stream=stream, fig_mode=fig_mode, max_problems=max_problems):
@@ -255,7 +241,7 @@ def _measure(
                     max_problems=max_problems,
                 )
                 if holdout is not None:
-                    members["holdout"] = holdout_split(holdout, seed=seed, max_rows=EVALUATE_MAX_ROWS)
+                    members["holdout"] = holdout_split(holdout, seed=o.seed, max_rows=EVALUATE_MAX_ROWS)
                 return Composite(members)
 
             accumulators, described = runner.run(stream, new)
@@ -282,7 +268,7 @@ def _measure(
         summarise_groups(docs[name], headlines[name])
     for name, family in FAMILIES.items():
         if family.finish is not None:
-            family.finish(docs[name], declared[name])
+            family.finish(docs[name], family_options[name])
     # each document as the command prints it (the JSON text, read back)
     return {name: json.loads(to_json(doc)) for name, doc in docs.items()}, drawn, splits
 

@@ -535,3 +535,22 @@ def test_report_reads_an_input_as_often_as_the_recalibration_alone(tmp_path, rea
     from calibcli.report.html.verdict import recalibration_summary
 
     assert doc["files"][0]["recalibration"] == recalibration_summary(ev)
+
+
+def test_the_page_options_are_the_reports_and_the_bootstraps_declarations():
+    # one object from the command's parsed options (the report's own and the bootstrap's fields, and --group-by),
+    # checked by their declarations: each value of the repeated --method among its choices
+    from calibcli.core.errors import OptionError, OptionTypeError
+    from calibcli.recalibrate.family import DEFAULT_METHODS
+    from calibcli.report.document import PageOptions
+
+    parsed = {"output": "p.html", "method": ["platt", "isotonic", "platt"], "n_boot": 10, "seed": 3, "group_by": "g"}
+    o = PageOptions.of({**parsed, "engine": "local", "mode": "marginal"})
+    assert (o.methods, o.n_boot, o.alpha, o.seed, o.group_by) == (("platt", "isotonic"), 10, 0.05, 3, "g")
+    assert o.bootstrap == {"n_boot": 10, "alpha": 0.05, "seed": 3}
+    assert o.mode == "marginal" and o.tcal_mode is None  # T-Cal has no marginal mode: its default
+    assert PageOptions(output="p.html").methods == DEFAULT_METHODS
+    with pytest.raises(OptionError, match="bogus"):
+        PageOptions(output="p.html", method=["platt", "bogus"])
+    with pytest.raises(OptionTypeError):
+        PageOptions(output="p.html", mode=["binary"])  # a single option given a list is still refused

@@ -38,10 +38,9 @@ from calibcli.engines.pipeline import check_engine, run
 from calibcli.llm import family as selective_family
 from calibcli.monitor import family as monitor_family
 from calibcli.recalibrate import family as recalibrate_family
-from calibcli.recalibrate.family import DEFAULT_METHODS
 from calibcli.regression import family as regression
 from calibcli.regression.recalibration import REGRESSION_METHODS
-from calibcli.report.document import build_document
+from calibcli.report.document import PageOptions, build_document
 from calibcli.report.emit import write_atomic
 from calibcli.report.html import render_page, require_jinja2
 from calibcli.report.html import verdict as verdicts
@@ -126,9 +125,9 @@ def report(files: ReportFiles, **options) -> None:
 
     Example: calibcli report sample_data/breast_cancer_nb.csv -o calibration.html"""
     given = {"files": files, **options}  # as parsed, for the page's footer
-    output, json_output, mode, class_weights, n_bins, strategy, method, holdout, title = (
+    output, json_output, mode, class_weights, n_bins, strategy, method, holdout = (
         options[k]
-        for k in ("output", "json_output", "mode", "class_weights", "n_bins", "strategy", "method", "holdout", "title")
+        for k in ("output", "json_output", "mode", "class_weights", "n_bins", "strategy", "method", "holdout")
     )
     n_boot, alpha, seed, group_by = options["n_boot"], options["alpha"], options["seed"], options["group_by"]
 
@@ -157,8 +156,7 @@ def report(files: ReportFiles, **options) -> None:
         "the report reads every input more than once (the recalibration comparison's fit "
         "and test parts), and standard input ('-') can be read once: save it to a file first",
     )
-    methods = tuple(dict.fromkeys(method)) if method else DEFAULT_METHODS
-    for m in methods:
+    for m in method or ():
         check_choice(m, METHOD_NAMES, "--method")
     check_engine(options["engine"], options["scheduler"], options["workers"])
     if group_by and holdout != 0.5:
@@ -187,20 +185,10 @@ def report(files: ReportFiles, **options) -> None:
         check_section(sources, watched, reference=reference)
     doc = build_document(
         sources,
+        PageOptions.of(options),  # the page's options, checked above: one object from here on
         columns={o.name: options[o.name] for o in cc.COLUMNS.options},
         reading=reading,
         engine={o.name: options[o.name] for o in cc.ENGINE.options},
-        mode=mode,
-        class_weights=class_weights,
-        n_bins=n_bins,
-        strategy=strategy,
-        n_boot=n_boot,
-        alpha=alpha,
-        seed=seed,
-        group_by=group_by,
-        methods=methods,
-        holdout=holdout,
-        title=title,
         command_line=command_line(given),
     )
     if (

@@ -1,6 +1,6 @@
 """The one-page HTML report, rendered from the report's JSON document with Jinja2 templates.
 
-:func:`render_page` takes the document :func:`calibcli.cli.commands.report.build_document` builds (the source of
+:func:`render_page` takes the document :func:`calibcli.report.document.build_document` builds (the source of
 truth) and returns one self-contained page: styles, scripts and the SVG diagrams inline, no external URL,
 the document itself embedded as ``<script type="application/json" id="report-data">`` (without the SVG
 text, which is in the page already). Jinja2 is a base dependency, imported only here (when a page is
