@@ -374,11 +374,13 @@ class SortedScalarEngine:
     def streamed(self) -> StreamLayout:
         """The compiled sweep's layout of the bins (:func:`stream_layout`), made when first asked for."""
         if "stream" not in self._layouts:
-            layout = self._layouts["stream"] = stream_layout(self._bins[0], self._bins[1], self.n)
-            # the bins' numbers in the order the sweep meets them
+            layout = stream_layout(self._bins[0], self._bins[1], self.n)
+            # the bins' numbers in the order the sweep meets them, stored before the layout: a sweep thread that
+            # finds the layout (resample_all's threads ask for it at once) finds these too
             self._layouts["stream_bins"] = tuple(
                 a[layout.by_end] for a in (self.bin_wz, self.bin_inv_weights, self.bin_group)
             )
+            self._layouts["stream"] = layout
         return self._layouts["stream"]
 
     @property
