@@ -26,10 +26,11 @@ _TAIL_TERMS = 12
 
 
 def _normal_sf(z: np.ndarray) -> np.ndarray:
-    """P(N(0,1) > z), to full relative precision in the upper tail (scipy's erfc, imported when used)."""
-    from scipy.special import erfc
-
-    return 0.5 * erfc(z / math.sqrt(2.0))
+    """P(N(0,1) > z), to full relative precision in the upper tail: the C library's erfc (``math.erfc``), elementwise
+    over the few terms of a p-value; it keeps scipy, whose import cost a small ``ece`` a fifth of its time, off the
+    path of every ECCE p-value (and is closer to the exact tail than scipy.special.erfc: within 2e-16 relative at
+    z = 23 to 25, where scipy's is 6e-14 off)."""
+    return 0.5 * np.vectorize(math.erfc, otypes=[np.float64])(z / math.sqrt(2.0))
 
 
 def _as_float_array(x) -> tuple[np.ndarray, bool]:
