@@ -33,6 +33,7 @@ figures are built on the headless Agg canvas, without pyplot's global state.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -751,7 +752,24 @@ def figure_bytes(fig, fmt: str, *, dpi: float = 300) -> bytes:
     buf = io.BytesIO()
     with matplotlib.rc_context(_RC):
         fig.savefig(buf, format=fmt, dpi=dpi, metadata=metadata)
-    return buf.getvalue()
+    return _numbered_clip_ids(buf.getvalue()) if fmt == "svg" else buf.getvalue()
+
+
+#: A clip rectangle's id in matplotlib's SVG, where it is defined and where it is used: ``p`` and a hash of the
+#: rectangle's bounds, whose last bits move with Python's string hashing (PYTHONHASHSEED): the same small-multiples
+#: figure drawn in two processes had other ids, and nothing else differed.
+_CLIP_ID = re.compile(rb'(id="|url\(#)(p[0-9a-f]{10})(?=[")])')
+
+
+def _numbered_clip_ids(svg: bytes) -> bytes:
+    """The SVG with its clip rectangles' ids numbered in order of first appearance (``p0000000000``, ...), so the
+    same figure gives the same bytes in every process; nothing drawn changes."""
+    numbers: dict[bytes, bytes] = {}
+
+    def number(m: re.Match) -> bytes:
+        return m.group(1) + numbers.setdefault(m.group(2), b"p%010x" % len(numbers))
+
+    return _CLIP_ID.sub(number, svg)
 
 
 def format_of(path: str) -> str:

@@ -337,6 +337,30 @@ def test_headless_and_reproducible_same_inputs_and_seed_give_the_same_png_bytes(
     assert sub.read_bytes() != (tmp_path / "other.png").read_bytes()
 
 
+def test_an_svg_of_small_multiples_is_the_same_bytes_in_every_process(tmp_path):
+    """Matplotlib names each clip rectangle by a hash of its bounds, whose last bits moved with Python's string
+    hashing: the same marginal figure drawn in two processes differed in its ids. They are numbered in order of
+    first appearance, so two processes with other hash seeds write the same bytes."""
+    root = Path(__file__).resolve().parents[2]
+    written = []
+    for hash_seed in ("1", "2"):
+        out = tmp_path / f"seed{hash_seed}.svg"
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "NO_COLOR": "1"}
+        args = ["diagram", str(root / "sample_data" / "digits_nb.csv"), "--mode", "marginal", "--max-classes", "4"]
+        proc = subprocess.run(
+            [sys.executable, "-m", "calibcli", *args, "--n-boot", "20", "-o", str(out)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=root,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr
+        written.append(out.read_bytes())
+    assert b'clip-path="url(#p0000000000)"' in written[0]
+    assert written[0] == written[1]
+
+
 # ---------------------------------------------------------------------------------------------
 # Errors: one `Error:` line on stderr, exit 2, nothing on stdout, no file left behind
 
