@@ -45,8 +45,10 @@ from calibcli.tcal.results import TcalResult
 
 STATE_VERSION = 1
 
-#: Per-batch counts are merged into the state once they hold this many entries (and twice the state's).
-_COMPACT_ENTRIES = 1 << 16
+#: Batches wait as they are, and are summed by value into the state (one sort of all that waits) once they hold this
+#: many entries and twice the state's: a sort of every row at the end, not one per batch and again per merge, while
+#: the rows waiting stay within what T-Cal's row sample holds anyway (``--max-rows``, 1e6 by default).
+_COMPACT_ENTRIES = 1 << 20
 
 
 # ---------------------------------------------------------------------------------------------
@@ -72,8 +74,9 @@ class ValueCounts(Accumulator):
 
     ``n`` counts every row offered. Once more than ``cap`` distinct values were seen the counts are
     dropped and ``overflowed`` set: the predictor is not discrete. Counts merge by adding, so they are
-    the same however the rows were split. Batches' counts wait in a list and are merged into the state
-    when they outnumber it (amortised: the work per row does not grow with the number of values).
+    the same however the rows were split. Batches wait in a list and are summed into the state when they
+    outnumber it (:data:`_COMPACT_ENTRIES`; amortised: the work per row does not grow with the number of values),
+    and before the state is pickled or written.
     """
 
     kind = "value_counts"
@@ -96,7 +99,8 @@ class ValueCounts(Accumulator):
         if self.overflowed or len(z) == 0:
             return self
         y = np.asarray(y, dtype=np.int64).reshape(-1)
-        self._add(_collapse(z, np.ones(len(z), dtype=np.int64), y))
+        # the batch as it is (copied: the reader may reuse its arrays), summed by value when the parts are compacted
+        self._add((z.copy(), np.ones(len(z), dtype=np.int64), y.copy()))
         return self
 
     def merge(self, other: ValueCounts) -> ValueCounts:
@@ -118,17 +122,21 @@ class ValueCounts(Accumulator):
             self._compact()
 
     def _compact(self) -> None:
-        if len(self._parts) > 1:
-            part = _collapse(*(np.concatenate(column) for column in zip(*self._parts, strict=True)))
-        elif self._parts:
-            part = self._parts[0]
-        else:
-            return
+        if not self._parts or (len(self._parts) == 1 and self._held == self._state_size):
+            return  # (nothing waits: the one part is the state, summed already)
+        part = _collapse(*(np.concatenate(column) for column in zip(*self._parts, strict=True)))
         if len(part[0]) > self.cap:
             self._overflow()
             return
         self._parts = [part]
         self._held = self._state_size = len(part[0])
+
+    def __getstate__(self) -> dict:
+        """The state as it travels (a worker's to the scheduler, ``to_dict``): its waiting batches summed first, so
+        a discrete predictor's state is its few values, not its rows."""
+        if not self.overflowed:
+            self._compact()
+        return super().__getstate__()
 
     def _overflow(self) -> None:
         self.overflowed = True
