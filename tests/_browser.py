@@ -38,6 +38,18 @@ def chromium(width: int = 1280, height: int = 900):
     return webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
 
 
+def load(driver, uri: str, *, limit: float = 600.0) -> None:
+    """Open ``uri`` and wait until the page has loaded (``document.readyState`` is "complete"). Selenium's ``get``
+    returns once the navigation is committed, which on a busy machine can be before the load event; the wait polls
+    for that event, and ``limit`` only keeps a page that never loads from hanging the run."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(uri)
+    WebDriverWait(driver, limit, poll_frequency=0.05).until(
+        lambda d: d.execute_script("return document.readyState") == "complete"
+    )
+
+
 def screenshot(driver, path: str, width: int, height: int, *, full_page: bool = True) -> None:
     """A PNG of the page at ``width`` CSS pixels (a phone is 390 wide); the whole page's height when ``full_page``."""
     driver.set_window_size(width, height)

@@ -242,7 +242,7 @@ def test_in_chromium(browser, audited, tmp_path):
 
     page, doc, _ = audited
     browser.set_window_size(1200, 900)
-    browser.get(page.resolve().as_uri())
+    _browser.load(browser, page.resolve().as_uri())
     assert browser.execute_script("return document.readyState") == "complete"
     assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
     section = browser.find_element(By.ID, "audit-1")

@@ -377,7 +377,7 @@ def test_in_chromium(browser, multi, tmp_path):
     from selenium.webdriver.common.by import By
 
     _, page, doc = multi
-    browser.get(page.resolve().as_uri())
+    _browser.load(browser, page.resolve().as_uri())
     assert browser.execute_script("return document.readyState") == "complete"
     errors = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
     assert errors == []

@@ -179,7 +179,7 @@ def test_in_chromium(browser, two):
     from calibcli.core.documents import fmt_number
 
     page, doc = two
-    browser.get(page.resolve().as_uri())
+    _browser.load(browser, page.resolve().as_uri())
     assert browser.execute_script("return document.readyState") == "complete"
     assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
     data = browser.execute_script("return JSON.parse(document.getElementById('report-data').textContent)")
