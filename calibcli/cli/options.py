@@ -332,14 +332,22 @@ def own(*names: str) -> Own:
 OWN = Own()
 
 
-def with_groups(*layout, declared=None):
+#: The parameter of a command's function that receives its options object (:func:`with_groups`, :func:`command`).
+CHOSEN = "chosen"
+
+
+def with_groups(*layout, declared=None, checked_by=None):
     """Decorator: the command's signature is its arguments (parameters without a default: FILES...), then
     the groups and its own options in the order of ``layout`` (:func:`own` places some of its own options,
     :data:`OWN` the rest). The function takes the groups' values as ``**options``.
 
     ``declared``: the family's options dataclass (:class:`calibcli.core.validation.Declared`). Its fields are the
     command's own options (flags, help and defaults from their declarations), and where a group's option is
-    one of its fields the field's declaration is taken (``tcal --alpha``: the test's level, not an interval's)."""
+    one of its fields the field's declaration is taken (``tcal --alpha``: the test's level, not an interval's).
+    A function that takes a parameter ``chosen`` receives the options object itself: :func:`command` makes it
+    from the command's values, once, before any work, and its fields are checked there alone. ``checked_by``:
+    the options class whose fields the function's own options object checks, when it makes it itself (the
+    report's page, told from a regression dump's first); :func:`command` leaves them to it."""
 
     layout = tuple(g for item in layout for g in ((item, DUMPS) if item is READING else (item,)))
 
@@ -348,7 +356,7 @@ def with_groups(*layout, declared=None):
         mine = [
             p.replace(annotation=hints.get(p.name, p.annotation))
             for p in inspect.signature(func).parameters.values()
-            if p.kind is not inspect.Parameter.VAR_KEYWORD
+            if p.kind is not inspect.Parameter.VAR_KEYWORD and p.name != CHOSEN
         ]
         fields = group_of(declared).options if declared is not None else ()
         field = {o.name: o for o in fields}
@@ -377,6 +385,10 @@ def with_groups(*layout, declared=None):
                     )
                     for o in (field.get(o.name, o) for o in item.options)
                 ]
+        if CHOSEN in inspect.signature(func).parameters:
+            func.options_class = declared  # made by :func:`command` and given to the function as ``chosen``
+        if CHOSEN in inspect.signature(func).parameters or checked_by is not None:
+            func.checked_by = checked_by or declared  # its fields checked when that object is made, alone
         func.__signature__ = inspect.Signature(params, return_annotation=None)
         func.__annotations__ = {**{p.name: p.annotation for p in params}, "return": None}
         return func
@@ -444,11 +456,10 @@ def sources_of(files, options: dict) -> Sources:
     )
 
 
-def run_gated(family, files, options: dict, options_class) -> None:
-    """A gated streaming family's command once parsed: its options object (``options_class.of``, checked once,
-    here), the pipeline over FILES, the document on stdout in the chosen layout and the gates' exit."""
+def run_gated(family, files, options: dict, chosen) -> None:
+    """A gated streaming family's command once parsed: its options object (made and checked once, by
+    :func:`command`), the pipeline over FILES, the document on stdout in the chosen layout and the gates' exit."""
     layout = layout_of(options)
-    chosen = options_class.of(options)
     doc = run(family, sources_of(files, options), chosen, engine_of(options))
     emit_with_gates(doc, chosen.gate, output=options["output"], layout=layout)
 
@@ -588,9 +599,13 @@ def check_command_options(
 
 def check_parameters(func, kwargs: dict) -> None:
     """Before any work: every numeric option of the command through :func:`calibcli.core.validation.check_options`
-    (finite, within range, within the memory budget), and no flag word (``--logits false``) read as a file."""
+    (finite, within range, within the memory budget), and no flag word (``--logits false``) read as a file.
+
+    The numbers of the command's options object (:func:`with_groups`' ``chosen`` or ``checked_by``) are left to
+    it: it checks them when it is made, so each option is checked once."""
     import typing
 
+    mine = params_of(func.checked_by) if hasattr(func, "checked_by") else {}
     flags, file_arguments = {}, {}
     for name, annotation in typing.get_type_hints(func, include_extras=True).items():
         if name not in kwargs:
@@ -600,7 +615,9 @@ def check_parameters(func, kwargs: dict) -> None:
             file_arguments[name] = kwargs[name]
         elif isinstance(kwargs[name], bool):
             flags[name] = kwargs[name]
-    check_command_options(kwargs, flags=flags, file_arguments=file_arguments)
+    check_command_options(
+        {k: v for k, v in kwargs.items() if k not in mine}, flags=flags, file_arguments=file_arguments
+    )
 
 
 def pure_flags(func) -> None:
@@ -638,10 +655,13 @@ def command(func):
                 environment.check()  # NUMBA_* values, matplotlib's directory (calibcli.core.environment)
                 check_file_options(kwargs)
                 check_parameters(func, kwargs)
+                chosen = {CHOSEN: func.options_class.of(kwargs)} if hasattr(func, "options_class") else {}
                 with converted_inputs(_input_arguments(kwargs), DumpOptions.of(kwargs).request()) as dumps:
                     if dumps and "id_col" in kwargs and kwargs["id_col"] is None:
                         kwargs["id_col"] = ITEM_KEY  # compare: two models' answers paired by item
-                    return func(*args, **kwargs)
+                        if hasattr(func, "options_class") and "id_col" in params_of(func.options_class):
+                            chosen[CHOSEN] = chosen[CHOSEN].but(id_col=ITEM_KEY)
+                    return func(*args, **chosen, **kwargs)
             except Exception:  # after a signal, any error is its consequence (a lock released twice
                 if cancel.requested():  # where the interrupt landed): report the interrupt
                     raise cancel.Interrupted(cancel.signal_number()) from None

@@ -58,12 +58,9 @@ def compare_document(baseline: str, candidate: str, chosen, *, spec, engine, gat
         for d in datasets
     ]
     used_mode = mode or default_mode(streams[0].n_classes)
-    binned = ece_options.Options(
-        n_bins=n_bins, strategy=strategy, n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights
-    )
-    smooth = (
-        smece_options.Options(n_boot=n_boot, alpha=alpha, seed=seed, class_weights=class_weights) if smece else None
-    )
+    shared = ("n_boot", "alpha", "seed", "class_weights")  # (checked when chosen was made: not again)
+    binned = ece_options.Options.from_checked(chosen, "n_bins", "strategy", *shared)
+    smooth = smece_options.Options.from_checked(chosen, *shared) if smece else None
     with engine_runner(engine.name, engine.scheduler, engine.workers) as runner:  # a cluster lives for the run
         try:
             run = compare_streams(

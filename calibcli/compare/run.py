@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -520,7 +520,7 @@ def compare_streams(
                 mode=mode_a,
                 n_classes=stream_a.n_classes,
                 class_names=stream_a.class_names,
-                options=replace(binned_options, seed=options_seed),
+                options=binned_options.but(seed=options_seed),
             )
         ]
         if smooth_options is not None:
@@ -529,7 +529,7 @@ def compare_streams(
                     mode=mode_a,
                     n_classes=stream_a.n_classes,
                     class_names=stream_a.class_names,
-                    options=replace(smooth_options, seed=options_seed),
+                    options=smooth_options.but(seed=options_seed),
                 )
             )
         return accs
@@ -664,7 +664,7 @@ def _unpair(state: dict, pairing: str, diff: tuple, name_a: str, name_b: str, co
 
 def _reseed(acc, seed: int) -> None:
     """Give an input accumulator another bootstrap seed (its state does not depend on the seed)."""
-    acc.options = replace(acc.options, seed=seed)
+    acc.options = acc.options.but(seed=seed)  # (checked when made: not again)
     if hasattr(acc, "_results"):
         acc._results = None
 

@@ -46,7 +46,7 @@ class Family:
     entry is in (None: the entries' own gates say it all)."""
 
     name: str
-    options: type
+    options: type[Declared]
     plan: Callable[..., Plan]
     finish: Callable[[dict, Any], list[str]] | None = None
 

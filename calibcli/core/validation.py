@@ -527,29 +527,10 @@ def check_alpha(alpha) -> float:
 #: Options that count something (bins, resamples, rows, groups, workers...): an integer, never a bool or a
 #: float (the library's ``ece(y, p, n_bins=True)`` ran with one bin; ``n_bins=15.0`` was numpy's UFuncTypeError).
 INTEGER_OPTIONS = frozenset(
-    {
-        "n_bins",
-        "ece_n_bins",
-        "n_boot",
-        "batch_rows",
-        "max_groups",
-        "max_overlays",
-        "max_classes",
-        "workers",
-        "degree",
-        "seed",
-        "depth",
-        "max_values",
-        "segment_bins",
-        "min_segment",
-        "max_segments",
-        "top",
-        "max_rows",
-        "n_points",
-        "curve_points",
-        "n_levels",
-        "pit_bins",
-    }
+    (
+        "n_bins ece_n_bins n_boot batch_rows max_groups max_overlays max_classes workers degree seed depth max_values "
+        "segment_bins min_segment max_segments top max_rows n_points curve_points n_levels pit_bins"
+    ).split()
 )
 
 
@@ -744,6 +725,24 @@ class Declared:
     def of(cls, values: dict):
         """The options from a command's (or a library call's) values: the fields it declares, the rest ignored."""
         return cls(**{name: values[name] for name in params_of(cls) if name in values})
+
+    @classmethod
+    def from_checked(cls, checked: Declared, *names: str, **values):
+        """Options of this class from ``checked``'s, checked when it was made: its fields ``names``, ``values`` the
+        tool derives (a point estimate's 0 resamples), the rest at their defaults; not checked again."""
+        given, made = {name: getattr(checked, name) for name in names} | values, object.__new__(cls)
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            value = given.pop(f.name, f.default if f.default_factory is dataclasses.MISSING else f.default_factory())
+            if value is dataclasses.MISSING:
+                raise TypeError(f"{cls.__name__} needs its field {f.name}")
+            object.__setattr__(made, f.name, value)  # (frozen: each field set once, on the new object)
+        if given:
+            raise TypeError(f"{cls.__name__} has no field {', '.join(sorted(given))}")
+        return made
+
+    def but(self, **values):
+        """A copy with ``values`` the tool chose (two LLM dumps paired by item key); the rest is not checked again."""
+        return type(self).from_checked(self, *(f.name for f in dataclasses.fields(self)), **values)  # type: ignore[arg-type]
 
     def shown(self, *names: str) -> dict:
         """These options as the report's ``parameters`` block shows them (each field's ``shown`` rule)."""

@@ -193,7 +193,12 @@ class DiagramInputAccumulator(InputState):
         if self.smooth is None:
             return None
         if self._grids is False:
-            checks = [None if acc.rows_kept else acc.result(n_boot=0, alpha=self.options.alpha) for acc in self.smooth]
+            checks = [
+                None
+                if acc.rows_kept
+                else SmoothAccumulator.results([acc], self.options.but(n_boot=0, seed=acc.seed))[0]
+                for acc in self.smooth
+            ]  # (the options, checked when made: not again)
             finer = [c.finer_grid if c is not None and c.needs_finer_grid else None for c in checks]
             self._grids = (
                 [acc.n_cells if g is None else g for g, acc in zip(finer, self.smooth, strict=True)]
@@ -222,20 +227,17 @@ class DiagramInputAccumulator(InputState):
         With both kinds the two families run side by side, one thread each (NumPy releases the GIL
         in the heavy calls); ``progress`` is called after every bootstrap resample.
         """
-        o = self.options
+        o = self.options  # (checked when made: the accumulators' results take it as it is)
+        steps = None if progress is None else lambda n=1: [progress() for _ in range(n)]
         marginal = self.mode == "marginal"
         names = [f"class {c}" for c in self.class_names] if marginal else [self.mode]
         tasks: dict[str, Callable[[], list]] = {}
         binned, smooth = self.binned, self.smooth
         if binned is not None:
             tasks["binned"] = lambda: [
-                acc.result(
-                    n_boot=o.n_boot,
-                    alpha=o.alpha,
-                    seed=o.seed,
-                    progress=progress,
-                    keep_replicates=o.band == "bootstrap",
-                )  # the band's per-bin resamples
+                BinnedAccumulator.results([acc], o, progress=steps, keep_replicates=o.band == "bootstrap")[
+                    0
+                ]  # the band's per-bin resamples
                 for acc in binned
             ]
         if smooth is not None:
@@ -246,9 +248,7 @@ class DiagramInputAccumulator(InputState):
                     # warning about it is not news for the user.
                     warnings.simplefilter("ignore", RuntimeWarning)
                     return [
-                        acc.result(
-                            n_boot=o.n_boot, alpha=o.alpha, seed=o.seed, curve_points=o.curve_points, progress=progress
-                        )
+                        SmoothAccumulator.results([acc], o, curve_points=o.curve_points, progress=steps)[0]
                         for acc in smooth
                     ]
 

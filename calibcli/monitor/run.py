@@ -139,8 +139,9 @@ def _segment_rule(parameters: dict) -> str:
 
 
 def _families(options: Options, sources, engine: str) -> dict:
-    ece_options = binned.Options(mode=options.mode, n_boot=options.n_boot, alpha=options.alpha, seed=options.seed)
-    smece_options = smooth.Options(mode=options.mode, n_boot=options.n_boot, alpha=options.alpha, seed=options.seed)
+    shared = ("mode", "n_boot", "alpha", "seed")  # (checked when the monitor's options were made: not again)
+    ece_options = binned.Options.from_checked(options, *shared)
+    smece_options = smooth.Options.from_checked(options, *shared)
     return {
         "ece": (binned.plan(ece_options, sources, engine), ece_options),
         "smece": (smooth.plan(smece_options, sources, engine), smece_options),

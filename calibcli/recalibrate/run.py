@@ -301,6 +301,11 @@ def evaluation(
 
         fitted, not_fitted = _fit_methods(fit_acc, methods, mode=mode, options=options, seed=seed, skip=skip_unfittable)
 
+        binned = ece_options.Options.from_checked(  # (checked above: not again for each accumulator)
+            tcal_options, "alpha", "seed", n_bins=ece_n_bins, strategy=ece_strategy, n_boot=0
+        )
+        smooth = smece_options.Options.from_checked(tcal_options, "alpha", "seed", n_boot=0)
+
         def new() -> EvaluateAccumulator:
             return EvaluateAccumulator(
                 calibrators=[(m, d) for m, _, d, _ in fitted],
@@ -308,8 +313,8 @@ def evaluation(
                 mode=eval_mode,
                 n_classes=K,
                 class_names=tuple(test_stream.class_names),
-                binned=ece_options.Options(n_bins=ece_n_bins, strategy=ece_strategy, n_boot=0, alpha=alpha, seed=seed),
-                smooth=smece_options.Options(n_boot=0, alpha=alpha, seed=seed),
+                binned=binned,
+                smooth=smooth,
                 tcal=tcal_options,
             )
 

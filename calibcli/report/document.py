@@ -20,6 +20,7 @@ from calibcli._version import __version__
 from calibcli.core.composite import Composite
 from calibcli.core.declarations import GROUP_BY
 from calibcli.core.documents import entry_label, new_document, to_json
+from calibcli.core.errors import CalibcliError
 from calibcli.core.family import Bootstrap, split_columns
 from calibcli.core.modes import default_mode
 from calibcli.core.validation import declared, params_of
@@ -57,6 +58,14 @@ class PageOptions(ReportOptions, Bootstrap):
     :func:`build_document` and :func:`_measure` read."""
 
     group_by: str | None = declared(None, GROUP_BY)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.n_boot < 1:
+            raise CalibcliError(
+                f"--n-boot is {self.n_boot}: the report's T-Cal test draws its null distribution from "
+                f"resamples: expected at least 1 (1000 or more for p-values below alpha/levels)"
+            )
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -204,21 +213,20 @@ def _measure(sources, o: PageOptions, engine: dict) -> tuple[dict, dict, dict]:
     on the fit rows (known after a second); its measuring pass runs in :func:`~calibcli.
     recalibrate.evaluation`.
     """
-    chosen: dict[str, dict[str, Any]] = {
-        "ece": dict(mode=o.mode, class_weights=o.class_weights, n_bins=o.n_bins, strategy=o.strategy),
-        "smece": dict(mode=o.mode, class_weights=o.class_weights),
-        "tcal": dict(mode=o.tcal_mode),
+    chosen: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {  # (the page's fields taken, those derived)
+        "ece": (("mode", "class_weights", "n_bins", "strategy"), {}),
+        "smece": (("mode", "class_weights"), {}),
+        "tcal": ((), {"mode": o.tcal_mode}),
     }
     holdout = None if o.group_by else o.holdout  # (the comparison is not run with groups)
     docs, plans, family_options = {}, {}, {}
-    for name, family in FAMILIES.items():  # each family's options as its command would take them
-        family_options[name] = family.options(**chosen[name], n_boot=o.n_boot, alpha=o.alpha, seed=o.seed)
+    for name, family in FAMILIES.items():  # each family's options as its command would take them (checked: o)
+        taken, derived = chosen[name]
+        family_options[name] = family.options.from_checked(o, *taken, "n_boot", "alpha", "seed", **derived)
         plans[name] = family.plan(family_options[name], sources, engine["engine"])
         docs[name] = plans[name].doc
     # both kinds of diagram, the bins and the bootstrap of the other families (their band: the command's default)
-    diagram_options = DiagramOptions(
-        kind="both", n_bins=o.n_bins, strategy=o.strategy, n_boot=o.n_boot, alpha=o.alpha, seed=o.seed
-    )
+    diagram_options = DiagramOptions.from_checked(o, "n_bins", "strategy", "n_boot", "alpha", "seed", kind="both")
     streams = list(sources.open())
     headlines: dict = {name: {} for name in plans}
     drawn: dict = {}

@@ -112,9 +112,9 @@ class SmoothInputAccumulator(InputState):
         if self._results is not None:
             return self._results
         if self._point_results is None:
-            o = self.options
+            point = self.options.but(n_boot=0)  # (the family's options, checked when made: not again)
             self._point_results = [
-                acc.result(sigma=o.sigma, n_boot=0, alpha=o.alpha, seed=o.seed) for acc in self.problems
+                SmoothAccumulator.results([acc], point, sigma=point.sigma)[0] for acc in self.problems
             ]
         return self._point_results
 

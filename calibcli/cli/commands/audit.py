@@ -29,13 +29,12 @@ from calibcli.report.emit import emit
     cc.OUTPUT.only("as_json", "fmt", "output"),
     declared=Options,
 )
-def audit(files: cc.Files, **options) -> None:
+def audit(files: cc.Files, chosen: Options, **options) -> None:
     """Where is it miscalibrated? Every segment of --segment-cols and their intersections up to --depth: the
     cumulative calibration error ECCE-R on its noise scale with p-values adjusted for the number of segments,
     observed/expected, the minimum detectable miscalibration, and MCE, the worst segments first.
 
     Example: calibcli audit sample_data/ads_segments.csv --segment-cols country,device,age --fail-if-any-segment"""
-    chosen = Options.of(options)
     layout = cc.layout(options["fmt"], options["as_json"], False)  # the worst segments, not a row per entry
     sources = replace(cc.sources_of(files, options), segment_by=chosen.columns)
     doc = run(audit_family.FAMILY, sources, chosen, cc.engine_of(options))

@@ -46,6 +46,7 @@ def compare(
         str,
         typer.Argument(help="The candidate's predictions, in the same forms.", show_default=False, metavar="CANDIDATE"),
     ],
+    chosen: compare_family.Options,
     **options,
 ) -> None:
     """Every metric of `ece` (and `smece` with --smece) for BASELINE and CANDIDATE, and candidate - baseline with a
@@ -56,7 +57,6 @@ def compare(
     """
     fmt, input_format, batch_rows = options["fmt"], options["input_format"], options["batch_rows"]
     check_options({"fmt": FORMATS}, fmt=fmt)
-    chosen = compare_family.Options.of(options)  # the choices and rules checked here, once
     by = [threshold(item) for item in chosen.fail_if_worse_by or []]
     gates = list(chosen.fail_if_worse or [])
     check_gate_names(gates + [name for name, _ in by], chosen.smece)  # before any reading (again on the report after)

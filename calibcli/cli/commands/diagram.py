@@ -71,7 +71,7 @@ CLASSIFIER_ONLY = ("kind", "mode", "n_bins", "strategy", "band", "min_count", "h
     cc.OUTPUT.only("as_json", "fmt", "summary", "metrics", "sort"),
     declared=diagram_family.Options,
 )
-def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
+def diagram(files: DiagramFiles, output: FigureOutput, chosen: diagram_family.Options, **options) -> None:
     """Draw reliability diagrams: binned (accuracy per bin with its interval, --band; bin histogram) and
     smooth (kernel regression at the SmoothECE bandwidth with a bootstrap band, density), with the
     metric and its interval in the legend. Several files or --prob-col columns are overlaid, and so
@@ -81,7 +81,6 @@ def diagram(files: DiagramFiles, output: FigureOutput, **options) -> None:
     directories of shards and quoted globs are streamed in flat memory.
 
     Example: calibcli diagram sample_data/breast_cancer_nb.csv -o reliability.png"""
-    chosen = diagram_family.Options.of(options)  # the choices and rules checked here, once
     if chosen.band == "bootstrap" and chosen.binned:
         check_option(
             chosen.n_boot > 0,

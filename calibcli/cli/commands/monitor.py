@@ -32,7 +32,7 @@ OUTPUT = cc.OUTPUT.only("as_json", "fmt", "output")
     OUTPUT,
     declared=family.Options,
 )
-def monitor(files: cc.Files, **options) -> None:
+def monitor(files: cc.Files, chosen: family.Options, **options) -> None:
     """Is it drifting? Calibration per time window (--time-col ts --every 7D, or --chunk-rows N), each window's
     SmoothECE and calibration-in-the-large with intervals, a test of perfect calibration and a comparison with
     a reference (the first windows, the windows before a date, or a file), p-values adjusted over the series
@@ -41,7 +41,6 @@ def monitor(files: cc.Files, **options) -> None:
     streamed in flat memory. See the guide "Monitoring calibration in production" (docs/monitoring.md).
 
     Example: calibcli monitor sample_data/monitor/scores.parquet --time-col ts --every 7D --reference-windows 4"""
-    chosen = family.Options.of(options)
     reference = None
     if chosen.reference is not None:
         reference = cc.sources_of([chosen.reference], options)

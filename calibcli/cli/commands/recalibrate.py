@@ -28,7 +28,6 @@ from calibcli.core.documents import to_json
 from calibcli.core.errors import CalibcliError, check_choice, warn
 from calibcli.core.modes import MODES
 from calibcli.core.outputs import stderr_console
-from calibcli.core.validation import check_options
 from calibcli.engines.pipeline import check_engine
 from calibcli.recalibrate import family as recalibrate_family
 from calibcli.recalibrate.apply import apply_document
@@ -98,7 +97,6 @@ def fit(train: TrainFile, **shared) -> None:
     layout = cc.layout_of(shared)
     if mode is not None:
         check_choice(mode, MODES, "--mode")
-    check_options(alpha=alpha)  # the one rule of alpha (calibcli.core.validation._RULES)
     options = method_options(
         [method], **{k: shared[k] for k in ("n_bins", "strategy", "degree", "interpolation", "clip", "monotone")}
     )[method]
@@ -120,7 +118,6 @@ def fit(train: TrainFile, **shared) -> None:
 
 def _fit_regression(train: str, shared: dict) -> None:
     """``recalibrate fit --method std-scaling|isotonic-pit|conformal`` on a regression dump."""
-    check_options(alpha=shared["alpha"])
     doc = regression_recalibration.fit_regression(
         train,
         shared["method"],
@@ -173,7 +170,6 @@ def apply(calibrator: CalibratorFile, file: DataFile, **shared) -> None:
             "--json prints the report on stdout, which carries the recalibrated rows: write the rows "
             "to a file with --output, or the report with --report"
         )
-    check_options(batch_rows=batch_rows)
     found = read_calibrator_document(calibrator)
     if isinstance(found, dict) and found.get("kind") == regression_recalibrators.KIND:  # a regression calibrator
         done = regression_recalibration.apply_regression(

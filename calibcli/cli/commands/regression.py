@@ -16,7 +16,7 @@ COLUMNS = cc.group_of(regression.Columns, name="columns")
 @cc.with_groups(
     COLUMNS, cc.READING, cc.DATASETS, cc.ENGINE, cc.OWN, cc.BOOTSTRAP, cc.OUTPUT, cc.GATES, declared=regression.Options
 )
-def regression_command(files: cc.Files, **options) -> None:
+def regression_command(files: cc.Files, chosen: regression.Options, **options) -> None:
     """Calibration of regression predictions: a Gaussian (--mean/--std or --var), quantiles (q0.05 ...
     q0.95), central intervals (--lower/--upper/--level) or samples (s0 ... sN) against the observed target
     (y or target). PIT values and their KS test, the calibration curve with MACE, RMSCE and the miscalibration
@@ -26,7 +26,6 @@ def regression_command(files: cc.Files, **options) -> None:
 
     Example: calibcli regression sample_data/regression/diabetes_gp.csv"""
     layout = cc.layout_of(options)
-    chosen = regression.Options.of(options)
     sources = regression_input.regression_sources(files, options, group_by=cc.split_columns(options.get("group_by")))
     doc = run(regression.FAMILY, sources, chosen, cc.engine_of(options))
     emit_with_gates(doc, chosen.gate, output=options["output"], layout=layout)

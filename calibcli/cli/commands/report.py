@@ -26,12 +26,11 @@ from typing import TYPE_CHECKING
 import typer
 
 from calibcli.audit.options import Options as AuditOptions
-from calibcli.calibrators.document import METHOD_NAMES
 from calibcli.cli import options as cc
 from calibcli.cli import regression_input
 from calibcli.core.declarations import CLASS_WEIGHTS_PARAM, MODE, STRATEGY
 from calibcli.core.documents import to_json
-from calibcli.core.errors import check_choice, flag_of, warn
+from calibcli.core.errors import flag_of, warn
 from calibcli.core.safe_text import for_terminal
 from calibcli.core.validation import check_option, check_options, check_params, params_of
 from calibcli.engines.pipeline import check_engine, run
@@ -112,6 +111,7 @@ else:
     MONITOR,
     regression_input.CURVE,
     declared=recalibrate_family.ReportOptions,
+    checked_by=PageOptions,
 )
 def report(files: ReportFiles, **options) -> None:
     """One self-contained HTML page: a verdict in plain words (is the model calibrated, how much, is it
@@ -129,35 +129,24 @@ def report(files: ReportFiles, **options) -> None:
         options[k]
         for k in ("output", "json_output", "mode", "class_weights", "n_bins", "strategy", "method", "holdout")
     )
-    n_boot, alpha, seed, group_by = options["n_boot"], options["alpha"], options["seed"], options["group_by"]
+    alpha, group_by = options["alpha"], options["group_by"]
 
     require_jinja2()  # (the output paths are checked before this, in cc.command)
-    check_params(
+    check_params(  # (a regression dump refuses them; told apart from a classifier's after these)
         {"mode": MODE, "strategy": STRATEGY, "class_weights": CLASS_WEIGHTS_PARAM},
         mode=mode,
         strategy=strategy,
         class_weights=class_weights,
-        n_bins=n_bins,
-        n_boot=n_boot,
-        alpha=alpha,
-        batch_rows=options["batch_rows"],
     )
     if regression_input.is_regression(files, options):
         _regression_report(files, options, given)
         return
-    check_option(
-        n_boot >= 1,
-        f"--n-boot is {n_boot}: the report's T-Cal test draws its null distribution from "
-        f"resamples: expected at least 1 (1000 or more for p-values below alpha/levels)",
-    )
-    check_options(holdout=holdout)
+    page = PageOptions.of(options)  # the page's options, checked here, once: one object from here on
     check_option(
         "-" not in files,
         "the report reads every input more than once (the recalibration comparison's fit "
         "and test parts), and standard input ('-') can be read once: save it to a file first",
     )
-    for m in method or ():
-        check_choice(m, METHOD_NAMES, "--method")
     check_engine(options["engine"], options["scheduler"], options["workers"])
     if group_by and holdout != 0.5:
         warn("--holdout applies to the recalibration comparison, which is not run with --group-by")
@@ -185,7 +174,7 @@ def report(files: ReportFiles, **options) -> None:
         check_section(sources, watched, reference=reference)
     doc = build_document(
         sources,
-        PageOptions.of(options),  # the page's options, checked above: one object from here on
+        page,
         columns={o.name: options[o.name] for o in cc.COLUMNS.options},
         reading=reading,
         engine={o.name: options[o.name] for o in cc.ENGINE.options},
@@ -201,7 +190,7 @@ def report(files: ReportFiles, **options) -> None:
     if monitored:  # the monitoring section (calibcli.report.html.monitor): calibcli monitor's run on each input
         doc["monitor"] = monitor_section(sources, watched, engine=cc.engine_of(options), reference=reference)
     if any("llm" in e["input"] for e in doc["files"]):  # LLM dumps: what a confidence threshold buys (selective)
-        chosen = selective_family.Options(n_boot=n_boot, alpha=alpha, seed=seed)
+        chosen = selective_family.Options.from_checked(page, "n_boot", "alpha", "seed")
         doc["selective"] = run(selective_family.FAMILY, sources, chosen, cc.engine_of(options))
     page = render_page(doc)
     if json_output:

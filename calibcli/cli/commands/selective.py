@@ -31,13 +31,12 @@ from calibcli.report.emit import emit, write_atomic
     cc.GATES,
     declared=selective_family.Options,
 )
-def selective(files: cc.Files, **options) -> None:
+def selective(files: cc.Files, chosen: selective_family.Options, **options) -> None:
     """How often is the model wrong among the answers it is most sure of? The risk-coverage curve, aurc, e_aurc,
     augrc, risk_at_coverage_q, coverage_at_risk_t and the auroc of confidence for correctness, with bootstrap
     intervals; ties in confidence as blocks. LLM evaluation dumps with --from (docs/guides/llm.md) or any predictions.
 
     Example: calibcli selective sample_data/llm/lm_eval --fail-above 0.6"""
-    chosen = selective_family.Options.of(options)
     layout = cc.layout_of(options)
     if chosen.diagram:
         format_of(chosen.diagram)  # a bad extension fails before any reading

@@ -15,7 +15,7 @@ from calibcli.tcal.options import Options
 
 
 @cc.with_groups(cc.COLUMNS, cc.READING, cc.DATASETS, cc.OWN, cc.BOOTSTRAP, cc.ENGINE, cc.OUTPUT, declared=Options)
-def tcal(files: cc.Files, **options) -> None:
+def tcal(files: cc.Files, chosen: Options, **options) -> None:
     """Test the hypothesis of perfect calibration with T-Cal (adaptive debiased plug-in test,
     Lee et al.), or with exact binomial tests for predictors that take few distinct values; per group
     with --group-by. Files, directories of shards and quoted globs are streamed: T-Cal runs on every row
@@ -23,7 +23,6 @@ def tcal(files: cc.Files, **options) -> None:
 
     Example: calibcli tcal sample_data/breast_cancer_nb.csv --alpha 0.05 --fail-on-reject"""
     layout = cc.layout_of(options)
-    chosen = Options.of(options)
     family = tcal_family.FAMILY
     if chosen.test in CLINICAL_TEST_NAMES:
         # the classical tests' family (Cox fits, calibrators, smoothing: about 0.05 s of imports) only when named
