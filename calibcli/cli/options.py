@@ -388,7 +388,7 @@ def with_groups(*layout, declared=None, checked_by=None):
         if CHOSEN in inspect.signature(func).parameters:
             func.options_class = declared  # made by :func:`command` and given to the function as ``chosen``
         if CHOSEN in inspect.signature(func).parameters or checked_by is not None:
-            func.checked_by = checked_by or declared  # its fields checked when that object is made, alone
+            func.checked_names = frozenset(params_of(checked_by or declared))  # checked where that object is made
         func.__signature__ = inspect.Signature(params, return_annotation=None)
         func.__annotations__ = {**{p.name: p.annotation for p in params}, "return": None}
         return func
@@ -401,12 +401,16 @@ def with_groups(*layout, declared=None, checked_by=None):
 GROUPS = (COLUMNS, READING, DATASETS, ENGINE, BOOTSTRAP, OUTPUT, GATES)
 
 
-def signature_from(library, aliases: dict, *extra, library_only: tuple[str, ...] = ()):
+def signature_from(
+    library, aliases: dict, *extra, library_only: tuple[str, ...] = (), checked_by_library: tuple[str, ...] = ()
+):
     """Decorator: the command takes the parameters of the library function ``library`` (their names, order and
     defaults: declared once, there), each with its command-line alias (``aliases`` by name: a declaration
     (:class:`~calibcli.core.validation.Param`) made an option of the parameter's type, or an ``Annotated`` alias; else
     the shared group's), then the options of the groups in ``extra`` (what only the command has: the output). The
-    command function takes them all as ``**options``; ``library_only`` are parameters the command does not offer."""
+    command function takes them all as ``**options``; ``library_only`` are parameters the command does not offer;
+    ``checked_by_library`` are options the library function checks itself, before any work: :func:`command`
+    leaves them to it, so each is checked once."""
     shared_alias = {o.name: o.annotation for group in GROUPS for o in group.options}
     hints = typing.get_type_hints(library)
     aliases = {name: alias_of(hints[name], a) if isinstance(a, Param) else a for name, a in aliases.items()}
@@ -431,6 +435,8 @@ def signature_from(library, aliases: dict, *extra, library_only: tuple[str, ...]
         ]
         func.__signature__ = inspect.Signature(params, return_annotation=None)
         func.__annotations__ = {**{p.name: p.annotation for p in params}, "return": None}
+        if checked_by_library:
+            func.checked_names = frozenset(checked_by_library)
         return func
 
     return decorate
@@ -602,10 +608,11 @@ def check_parameters(func, kwargs: dict) -> None:
     (finite, within range, within the memory budget), and no flag word (``--logits false``) read as a file.
 
     The numbers of the command's options object (:func:`with_groups`' ``chosen`` or ``checked_by``) are left to
-    it: it checks them when it is made, so each option is checked once."""
+    it: it checks them when it is made, so each option is checked once; so are the options a library function
+    checks itself (:func:`signature_from`'s ``checked_by_library``)."""
     import typing
 
-    mine = params_of(func.checked_by) if hasattr(func, "checked_by") else {}
+    mine: frozenset[str] = getattr(func, "checked_names", frozenset())
     flags, file_arguments = {}, {}
     for name, annotation in typing.get_type_hints(func, include_extras=True).items():
         if name not in kwargs:

@@ -27,6 +27,7 @@ import numpy as np
 
 from calibcli.core.documents import new_document
 from calibcli.core.errors import CalibcliError
+from calibcli.core.family import Bootstrap
 from calibcli.core.registry import REGISTRY
 from calibcli.core.resampling import percentile_interval, row_hash
 from calibcli.core.validation import check_option, check_options
@@ -112,7 +113,7 @@ def regression_evaluation(
 ) -> dict:
     """``recalibrate evaluate``'s document for regression predictions (module docstring)."""
     check_option(len(set(methods)) == len(methods), f"--method lists a method twice ({', '.join(methods)})")
-    check_option(n_boot >= 0, f"--n-boot is {n_boot}: expected 0 (no intervals) or more resamples")
+    boot = Bootstrap(n_boot, alpha, seed)  # checked here, once, before any reading (the command leaves them to it)
     if (holdout is None) == (fit_file is None):
         raise CalibcliError(
             "pass either --holdout FRACTION (split FILE) or --fit TRAIN (fit on TRAIN, evaluate on FILE)"
@@ -136,7 +137,7 @@ def regression_evaluation(
         fit_described = None
     target = test.target
     level = 1.0 - alpha
-    options = RegressionOptions(n_boot=n_boot, alpha=alpha, seed=seed)
+    options = RegressionOptions.of(boot)
     before = _measure(target.kind, target.levels, test.preds, test, options)
     out_rows: list[dict] = [
         {"method": "uncalibrated", "kind": target.kind, "metrics": {k: m.to_dict() for k, m in before.metrics.items()}}
@@ -245,7 +246,7 @@ def evaluation_of(given: dict, defaults: dict) -> dict:
             "recalibrate evaluate reads regression predictions into one process: drop --engine, --scheduler and "
             "--workers (the local engine)"
         )
-    check_options(alpha=given["alpha"], holdout=given["holdout"])
+    check_options(holdout=given["holdout"])
     return regression_evaluation(
         given["file"],
         methods,

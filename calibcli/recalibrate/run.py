@@ -263,8 +263,12 @@ def evaluation(
         check_choice(mode, MODES, "--mode")
     check_choice(ece_strategy, STRATEGIES, "--ece-strategy")
     check_choice(discrete, DISCRETE_CHOICES, "--discrete")
-    check_option(n_boot >= 1, f"--n-boot is {n_boot}: expected at least 1 resample")
-    check_options(ece_n_bins=ece_n_bins, alpha=alpha, holdout=holdout)  # the rules by name (validation._RULES)
+    if isinstance(max_rows, int) and max_rows < 2:  # (the fit's reason first; T-Cal's rule says the same)
+        raise OptionError("max_rows", f"{{name}} is {max_rows}: expected at least 2 rows to fit on")
+    # The test's options object checks n_boot (at least 1 resample), alpha, seed and max_rows, once: the command
+    # leaves them to it.
+    tcal_options = TcalOptions(n_boot=n_boot, alpha=alpha, seed=seed, discrete=discrete, max_rows=max_rows)
+    check_options(ece_n_bins=ece_n_bins, holdout=holdout)  # the rules by name (validation._RULES)
     if (holdout is None) == (fit_file is None):
         raise CalibcliError(
             "pass either --holdout FRACTION (split FILE) or --fit TRAIN (fit on TRAIN, evaluate on FILE)"
@@ -279,9 +283,6 @@ def evaluation(
         monotone=monotone,
     )
     check_engine(engine, scheduler, workers)
-    if max_rows < 2:
-        raise OptionError("max_rows", f"{{name}} is {max_rows}: expected at least 2 rows to fit on")
-    tcal_options = TcalOptions(n_boot=n_boot, alpha=alpha, seed=seed, discrete=discrete, max_rows=max_rows)
     spec = ColumnSpec.of(prob_col, prob_cols, label_col, weight_col, logits)
     paths = [fit_file, file] if fit_file else [file]
     streams = _ungrouped(paths, spec, input_format=input_format, drop_invalid=drop_invalid, batch_rows=batch_rows)

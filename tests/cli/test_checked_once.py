@@ -36,6 +36,18 @@ COMMANDS = {
     "regression": ["regression", str(SAMPLE / "regression" / "diabetes_gp.csv")],
     "monitor": ["monitor", str(SAMPLE / "monitor" / "scores.parquet"), "--time-col", "ts", "--every", "7D"],
     "lm-eval selective": ["selective", str(SAMPLE / "llm" / "lm_eval")],
+    # (its options are the library function's keywords, checked by it: the test's options object, or the
+    # regression methods' bootstrap)
+    "recalibrate evaluate": ["recalibrate", "evaluate", BINARY, "--method", "platt", "--holdout", "0.5"],
+    "recalibrate evaluate (regression)": [
+        "recalibrate",
+        "evaluate",
+        str(SAMPLE / "regression" / "diabetes_gp.csv"),
+        "--method",
+        "std-scaling",
+        "--holdout",
+        "0.5",
+    ],
 }
 
 
@@ -101,3 +113,21 @@ def test_derived_options_copy_the_checked_fields_and_check_nothing_again(n_boot_
         chosen.but(bandwidth=1.0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         point.n_boot = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (["--n-boot", "-1"], "Error: --n-boot is -1: expected 0 (no intervals) or a positive count"),
+        (["--n-boot", "0"], "Error: --n-boot is 0: expected at least 1 resample for the y-bootstrap null"),
+        (["--alpha", "2"], "Error: --alpha is 2.0: expected a number strictly between 0 and 1"),
+        (["--seed", "-1"], "Error: --seed is -1: expected a non-negative integer below 2^64"),
+        (["--max-rows", "1"], "Error: --max-rows is 1: expected at least 2 rows to fit on"),
+    ],
+)
+def test_recalibrate_evaluate_names_a_bad_option_it_checks_itself(given, expected, tmp_path):
+    """The options ``recalibrate evaluate`` leaves to its library function are still refused before any
+    reading (a missing file is not what the line names), each by its rule."""
+    r = run("recalibrate", "evaluate", tmp_path / "missing.csv", "--method", "platt", "--holdout", "0.5", *given)
+    assert r.exit_code == 2
+    assert r.stderr.strip() == expected

@@ -214,6 +214,7 @@ EVALUATE_FLAGS = {"file": DataFile, **recalibrate_family.EVALUATE}
     EVALUATE_FLAGS,
     cc.OUTPUT.only("as_json", "fmt", "summary", "metrics", "sort", "output"),
     library_only=("held", "skip_unfittable"),
+    checked_by_library=("n_boot", "alpha", "seed", "max_rows"),
 )
 def evaluate(**options) -> None:
     """Fit each --method on one part of the data and compare before/after calibration on the other part
