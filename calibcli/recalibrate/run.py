@@ -324,19 +324,7 @@ def evaluation(
     if fit_file:
         split["n_test"] = measured.n_rows
     results, warnings = measured.rows()
-    rows = [{"method": "uncalibrated", **results["uncalibrated"]}]
-    for m, fit_mode, d, how in fitted:
-        rows.append(
-            {
-                "method": m,
-                "fit_mode": fit_mode,
-                "options": options[m],
-                **results[m],
-                "params": _summary_params(d),
-                "fit_rows": how,
-            }
-        )
-
+    rows = _method_rows(results, fitted, options)
     doc = new_document(
         "recalibrate evaluate",
         {
@@ -366,6 +354,24 @@ def evaluation(
         entry["not_fitted"] = not_fitted
     doc["files"].append(entry)
     return doc
+
+
+def _method_rows(results: dict, fitted: list, options: dict) -> list[dict]:
+    """The document's rows: the uncalibrated predictions', then each fitted method's (its fit, options and
+    parameters beside its numbers)."""
+    rows = [{"method": "uncalibrated", **results["uncalibrated"]}]
+    for m, fit_mode, d, how in fitted:
+        rows.append(
+            {
+                "method": m,
+                "fit_mode": fit_mode,
+                "options": options[m],
+                **results[m],
+                "params": _summary_params(d),
+                "fit_rows": how,
+            }
+        )
+    return rows
 
 
 def _fit_part(runner, streams, *, fit_file, holdout, held, seed: int, max_rows: int):

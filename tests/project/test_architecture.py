@@ -1,7 +1,7 @@
 """The layering of calibcli, checked as CI checks it: the import-linter contract in ``pyproject.toml``
 (every module placed in a layer; a module imports only from layers below its own, function-level
 imports included), no import cycle among calibcli's modules, function-level imports of calibcli's own
-modules only where they defer a heavy optional package, and no module over 800 lines."""
+modules only where they defer a heavy optional package, no module over 800 lines and no function over 150."""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ PENDING = {"calibcli.binned.estimators", "calibcli.smooth.estimator", "calibcli.
 #: Longest module, in lines as formatted (``ruff format``), no module excepted.
 MAX_LINES = 800
 LONG_PENDING: set[str] = set()
+#: Longest function, in lines from its ``def`` (or first decorator's line: not counted) to its last, as formatted.
+MAX_FUNCTION_LINES = 150
 
 
 def _modules() -> dict[str, Path]:
@@ -135,3 +137,14 @@ def test_no_module_over_800_lines():
     long = {name: n for name, path in _modules().items()
             if (n := len(path.read_text().splitlines())) > MAX_LINES and name not in LONG_PENDING}
     assert long == {}
+
+
+def test_no_function_over_150_lines():
+    long = {}
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    long[f"{name}:{node.name}"] = n
+    assert long == {}, "split the function: a reader follows one step at a time"
