@@ -30,13 +30,14 @@ from calibcli.core.validation import Declared, Param, declared, option
 @dataclass
 class Plan:
     """A family set up for a run: its document (``parameters`` filled in, ``files`` empty), ``new(stream)``
-    making a stream's input accumulator, the gate of its entries and the bootstrap resamples (for the
-    progress bar)."""
+    making a stream's input accumulator, the gate of its entries and the resamples each problem draws when it
+    is finished (the progress bar's steps: the bootstrap's, T-Cal's null's, none for a classical test). The
+    options themselves reach the accumulators in ``new``, whole."""
 
     doc: dict
     new: Callable
     gate: GateSpec
-    n_boot: int
+    resamples: int
 
 
 @dataclass(frozen=True)

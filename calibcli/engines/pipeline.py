@@ -43,7 +43,7 @@ def run_plan(plan: Plan, sources: Sources, engine: EngineChoice = LOCAL) -> dict
         sources.open(),
         plan.new,
         gate=plan.gate,
-        n_boot=plan.n_boot,
+        resamples=plan.resamples,
         engine=engine.name,
         scheduler=engine.scheduler,
         workers=engine.workers,
@@ -57,7 +57,7 @@ def evaluate_streams(
     new_accumulator,
     *,
     gate,
-    n_boot: int,
+    resamples: int,
     engine: str = "local",
     scheduler: str | None = None,
     workers: int | None = None,
@@ -81,11 +81,11 @@ def evaluate_streams(
         doc["parameters"]["workers"] = runner.workers
         for stream in _chain(first, streams):
             accumulators, described = runner.run(stream, lambda stream=stream: new_accumulator(stream))
-            add_entries(doc, described, accumulators, gate=gate, n_boot=n_boot, headlines=headlines)
+            add_entries(doc, described, accumulators, gate=gate, resamples=resamples, headlines=headlines)
     summarise_groups(doc, headlines)
 
 
-def add_entries(doc: dict, described: dict, accumulators, *, gate, n_boot: int, headlines: dict) -> None:
+def add_entries(doc: dict, described: dict, accumulators, *, gate, resamples: int, headlines: dict) -> None:
     """Finish one stream's accumulators (``(group values or None, accumulator)`` pairs from an engine's
     ``run``; ``described`` its input section) into report entries of ``doc``: input, group, results
     (``to_dict``), per-entry gate; ``headlines`` gets every entry's headline metrics by label (for
@@ -98,7 +98,7 @@ def add_entries(doc: dict, described: dict, accumulators, *, gate, n_boot: int, 
             entry["group"] = group
             entry["rows_in_group"] = acc.n_rows
         entries.append(entry)
-    for entry, report in zip(entries, finish(pairs, [entry_label(e) for e in entries], n_boot), strict=True):
+    for entry, report in zip(entries, finish(pairs, [entry_label(e) for e in entries], resamples), strict=True):
         label = entry_label(entry)
         entry.update(report.to_dict())
         headline = {k: m.to_dict() for k, m in report.headline().items()}
@@ -110,7 +110,7 @@ def add_entries(doc: dict, described: dict, accumulators, *, gate, n_boot: int, 
         doc["files"].append(entry)
 
 
-def finish(pairs: list, labels: list[str], n_boot: int) -> list:
+def finish(pairs: list, labels: list[str], resamples: int) -> list:
     """The reports of one stream's accumulators (its groups), in order. A family whose accumulator class has
     ``results(accs, progress=, on_chunks=)`` finishes all its groups at once (the groups an array axis of the
     statistics; in chunks of groups beyond the memory budget, which the progress bar says); any other
@@ -120,7 +120,7 @@ def finish(pairs: list, labels: list[str], n_boot: int) -> list:
         return []
     kind = type(accs[0])
     batched = getattr(kind, "results", None)
-    total = n_boot * sum(len(acc.problems) for acc in accs)
+    total = resamples * sum(len(acc.problems) for acc in accs)  # (the progress bar's steps)
     title = f"bootstrap {labels[0]}" if len(accs) == 1 else f"bootstrap {len(accs)} groups"
     with progress_bar(total, title) as advance:
         if batched is not None and all(type(acc) is kind for acc in accs):

@@ -180,7 +180,7 @@ def _finish(records: list[dict], accumulators: list, described: dict, families: 
             described,
             [(group, acc[name]) for group, acc in accumulators],
             gate=plan.gate,
-            n_boot=plan.n_boot,
+            resamples=plan.resamples,
             headlines={},
         )
     for record, ece_entry, smece_entry in zip(records, docs["ece"]["files"], docs["smece"]["files"], strict=True):
@@ -249,7 +249,12 @@ def _finished(composite, families: dict) -> dict:
     for name, (plan, _) in families.items():
         doc: dict = {"parameters": {}, "files": []}
         add_entries(
-            doc, {"path": "reference"}, [(None, composite[name])], gate=plan.gate, n_boot=plan.n_boot, headlines={}
+            doc,
+            {"path": "reference"},
+            [(None, composite[name])],
+            gate=plan.gate,
+            resamples=plan.resamples,
+            headlines={},
         )
         docs[name] = doc["files"][0]
     return _window_numbers(docs["ece"], docs["smece"])

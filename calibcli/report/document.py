@@ -263,7 +263,7 @@ def _measure(sources, o: PageOptions, engine: dict) -> tuple[dict, dict, dict]:
                     described,
                     [(group, acc[name]) for group, acc in accumulators],
                     gate=plans[name].gate,
-                    n_boot=plans[name].n_boot,
+                    resamples=plans[name].resamples,
                     headlines=headlines[name],
                 )
             if holdout is not None:
