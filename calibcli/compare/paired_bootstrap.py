@@ -60,37 +60,45 @@ class JointCells:
     def update(self, za, ya, wa, zb, yb, wb) -> None:
         if len(za) == 0:
             return
-        self.weighted |= wa is not None or wb is not None
-        cell_a = 2 * self.bins_a(za) + ya
-        cell_b = 2 * self.bins_b(zb) + yb
-        key = cell_a.astype(np.int64) * (2 * self.n_b) + cell_b
-        order = np.argsort(key)  # (the order within a joint cell changes no sum: run_sums' are exact)
+        weighted = wa is not None or wb is not None
+        self.weighted |= weighted
+        key = (2 * self.bins_a(za) + ya) * (2 * self.n_b) + (2 * self.bins_b(zb) + yb)
+        # the rows in the order of their joint cells; a stable sort of small keys is a radix sort, linear (the order
+        # within a joint cell changes no sum: run_sums' are exact)
+        order = np.argsort(key.astype(np.int16) if 4 * self.n_a * self.n_b <= 1 << 15 else key, kind="stable")
         key = key[order]
         starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
         keys, n_keys = key[starts], len(starts)
         count = np.diff(np.append(starts, len(key)))
+        # the per-row values of both inputs in that order (the same floats as the rows' own: made one by one)
+        columns = [
+            column
+            for z, y, w in ((za, ya, wa), (zb, yb, wb))
+            for column in _columns(z[order], y[order], None if w is None else w[order])
+        ]
         # the columns whose sums are not the counts (with unit weights w = 1, w v = v and w w = 1), the upper
         # triangle of their products
-        weighted = wa is not None or wb is not None
         free = np.arange(2 * _V) if weighted else np.array([j for j in range(2 * _V) if j % _V])
         upper_i, upper_j = np.triu_indices(len(free))
-        values = np.empty((len(free) + len(upper_i), len(key)))  # (column, row in the order of the joint cells)
-        columns = _columns(za, ya, wa) + _columns(zb, yb, wb)
-        for k, j in enumerate(free):
-            np.take(columns[j], order, out=values[k])
-        for k, (i, j) in enumerate(zip(upper_i, upper_j, strict=True)):
-            np.multiply(values[i], values[j], out=values[len(free) + k])
-        top = np.max(np.abs(values[: len(free)]), axis=1)
+        top = np.array([max(np.max(columns[j]), -np.min(columns[j])) for j in free])
+        scratch = np.empty(len(key))
+
+        def products():  # each product made in the scratch array as run_sums takes it, then the columns themselves
+            for i, j in zip(upper_i, upper_j, strict=True):
+                yield np.multiply(columns[free[i]], columns[free[j]], out=scratch)
+            yield from (columns[j] for j in free)  # (overwritten: no longer needed)
+
         # the batch's sums exact to about 2^-100 (calibcli.core.compensated.run_sums): added into the state's
         # pairs, they give the same floats however the rows were split into batches (the covariances' square
         # roots, whose small eigenvalues are differences of large sums, see the same numbers)
-        part, part_lo = run_sums(values, starts, np.concatenate([top, top[upper_i] * top[upper_j]]))
+        got, got_lo = run_sums(products(), starts, np.concatenate([top[upper_i] * top[upper_j], top]))
         sums, sums_lo = (np.zeros((n_keys, 2 * _V)) for _ in range(2))
         moments, moments_lo = (np.zeros((n_keys, 2 * _V, 2 * _V)) for _ in range(2))
-        for out, out_m, got in ((sums, moments, part), (sums_lo, moments_lo, part_lo)):
-            out[:, free] = got[:, : len(free)]
-            out_m[:, free[upper_i], free[upper_j]] = got[:, len(free) :]
-            out_m[:, free[upper_j], free[upper_i]] = got[:, len(free) :]
+        n_products = len(upper_i)
+        for out, out_m, part in ((sums, moments, got), (sums_lo, moments_lo, got_lo)):
+            out[:, free] = part[:, n_products:]
+            out_m[:, free[upper_i], free[upper_j]] = part[:, :n_products]
+            out_m[:, free[upper_j], free[upper_i]] = part[:, :n_products]
         if len(free) < 2 * _V:  # unit weights: sum w = sum w w = count, sum w v = sum v (exact)
             ws = np.array([0, _V])
             sums[:, ws] = count[:, None]
@@ -107,22 +115,33 @@ class JointCells:
             self._add(other.keys, other.count, other.sums, other.moments, other.sums_lo, other.moments_lo)
 
     def _add(self, keys, count, sums, moments, sums_lo=None, moments_lo=None) -> None:
-        merged = np.union1d(self.keys, keys)
-        n = len(merged)
-        out_count = np.zeros(n, dtype=np.int64)
-        out = [np.zeros((n, *a.shape[1:])) for a in (self.sums, self.sums_lo, self.moments, self.moments_lo)]
-        at = np.searchsorted(merged, self.keys)
-        out_count[at] = self.count
-        for o, mine in zip(out, (self.sums, self.sums_lo, self.moments, self.moments_lo), strict=True):
-            o[at] = mine
-        at = np.searchsorted(merged, keys)
-        out_count[at] += count
-        for hi, lo, theirs, theirs_lo in ((out[0], out[1], sums, sums_lo), (out[2], out[3], moments, moments_lo)):
+        if not np.array_equal(self.keys, keys):  # joint cells this state has not seen: the union of both
+            self._grow(keys)
+        at = np.searchsorted(self.keys, keys)
+        self.count[at] += count
+        for hi, lo, theirs, theirs_lo in (
+            (self.sums, self.sums_lo, sums, sums_lo),
+            (self.moments, self.moments_lo, moments, moments_lo),
+        ):
             part_hi, part_lo = hi[at], lo[at]
             add_exact(part_hi, part_lo, theirs, theirs_lo)
             hi[at], lo[at] = part_hi, part_lo
-        self.keys, self.count = merged, out_count
-        self.sums, self.sums_lo, self.moments, self.moments_lo = out
+
+    def _grow(self, keys) -> None:
+        """Make room for the joint cells ``keys`` (sorted): the state's cells become the union, the new ones empty."""
+        merged = np.concatenate([self.keys, keys])
+        merged.sort()
+        merged = merged[np.concatenate(([True], merged[1:] != merged[:-1]))]
+        at = np.searchsorted(merged, self.keys)
+        count = np.zeros(len(merged), dtype=np.int64)
+        count[at] = self.count
+        grown = []
+        for mine in (self.sums, self.sums_lo, self.moments, self.moments_lo):
+            out = np.zeros((len(merged), *mine.shape[1:]))
+            out[at] = mine
+            grown.append(out)
+        self.keys, self.count = merged, count
+        self.sums, self.sums_lo, self.moments, self.moments_lo = grown
 
     def replicates(self, n_boot: int, rng: np.random.Generator) -> tuple[BinStats, BinStats]:
         """``n_boot`` paired replicates of both inputs' per-bin statistics (baseline's list, candidate's list)."""

@@ -22,6 +22,7 @@ renormalised at every step. The cost is a dozen array operations per addition of
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -85,32 +86,39 @@ def add_exact_at(
     hi[at], lo[at] = part_hi, part_lo
 
 
-def run_sums(x: np.ndarray, starts: np.ndarray, top: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The sums of the runs ``x[:, starts[k]:starts[k + 1]]`` of each row of ``x`` ((columns, values) float64,
-    used as scratch: overwritten; ``starts`` increasing, the first 0), as pairs ``(hi, lo)`` (:func:`add_exact`'s,
-    (runs, columns)) whose value is the exact sum to about 2^-100 of it, so a state adding them holds the same
-    floats however its rows were split into batches. ``top``: a bound on each column's ``|x|`` (else its maximum).
+def run_sums(columns: Iterable[np.ndarray], starts: np.ndarray, top: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sums of the runs ``x[starts[k]:starts[k + 1]]`` of each column ``x`` of ``columns`` (1-D float64 arrays of
+    one length, taken in turn and used as scratch: overwritten, so a generator may make each in the same array), as
+    pairs ``(hi, lo)`` (:func:`add_exact`'s, (runs, columns)) whose value is the exact sum to about 2^-100 of it, so
+    a state adding them holds the same floats however its rows were split into batches. ``starts``: increasing, the
+    first 0; ``top``: a bound on each column's ``|x|``.
 
     Each column's values are split without error into a high part on a grid coarse enough that the high parts
     sum exactly in any order, and the low rest (Rump, Ogita & Oishi 2008, "Accurate floating-point summation
     part I", Algorithm 3.2 ExtractVector): with ``sigma = 2^E`` at least ``2 (n + 1) max |x|`` for ``n`` values,
     ``hi = (sigma + x) - sigma`` is ``x`` rounded to a multiple of ``2^(E - 53)`` and every partial sum of such
     numbers is below ``sigma / 2``, exact; ``x - hi`` is exact and below ``2^(E - 52)``, so its sums' rounding is
-    about ``n^2 2^-104`` of the largest value. A column that is not finite is summed plainly (its low parts 0)."""
-    columns, n = x.shape
-    if n == 0:
-        return np.zeros((0, columns)), np.zeros((0, columns))
-    top = np.max(np.abs(x), axis=1) if top is None else np.asarray(top, dtype=np.float64)
-    finite = np.isfinite(top)
-    _, exponent = np.frexp(np.where(finite, top, 1.0))  # top < 2^exponent
-    sigma = np.ldexp(1.0, exponent + int(n + 1).bit_length() + 1)[:, None]
-    hi, x = _split_off(x, sigma, rest=x)  # x: the low parts
-    if not finite.all():
-        hi[~finite] += x[~finite]
-        x[~finite] = 0.0
-    s, e = np.add.reduceat(hi, starts, axis=1).T, np.add.reduceat(x, starts, axis=1).T
-    out_hi = s + e  # renormalised: hi the pair rounded to the nearest float
-    return out_hi, e - (out_hi - s)
+    about ``n^2 2^-104`` of the largest value. A column that is not finite is summed plainly (its low parts 0).
+    One column at a time, so a batch's column, its high parts and its runs stay in the cache (a pass over all the
+    columns at once streamed them through memory at every step)."""
+    top = np.asarray(top, dtype=np.float64)
+    out_hi, out_lo = np.zeros((len(starts), len(top))), np.zeros((len(starts), len(top)))
+    hi = None
+    for j, x in enumerate(columns):
+        n = len(x)
+        if n == 0:
+            continue
+        if not math.isfinite(top[j]):
+            out_hi[:, j] = np.add.reduceat(x, starts)
+            continue
+        if hi is None or len(hi) != n:
+            hi = np.empty(n)
+        _, exponent = math.frexp(top[j])  # top < 2^exponent
+        hi, x = _split_off(x, math.ldexp(1.0, exponent + int(n + 1).bit_length() + 1), part=hi, rest=x)
+        s, e = np.add.reduceat(hi, starts), np.add.reduceat(x, starts)
+        out = s + e  # renormalised: hi the pair rounded to the nearest float
+        out_hi[:, j], out_lo[:, j] = out, e - (out - s)
+    return out_hi, out_lo
 
 
 def _split_off(x: np.ndarray, sigma, part: np.ndarray | None = None, rest: np.ndarray | None = None):

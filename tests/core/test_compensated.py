@@ -141,6 +141,38 @@ def test_paired_joint_cells_of_a_stream_and_of_a_tree_of_tasks_are_the_same_floa
         assert np.array_equal(getattr(stream, name), getattr(tree, name)), name
 
 
+def test_run_sums_of_columns_made_in_one_scratch_array_are_each_runs_exact_sum():
+    """run_sums takes its columns one at a time (the joint cells make each product in one scratch array as it is
+    summed): every run's pair is the correctly rounded exact sum (math.fsum) of that column's run, whatever the
+    order of the rows within it."""
+    from calibcli.core.compensated import run_sums
+
+    rng = np.random.default_rng(11)
+    n = 5_000
+    starts = np.array([0, 3, 1_000, 1_001, 4_200])
+    base = [rng.standard_normal(n) * scale + shift for scale, shift in ((1.0, 0.0), (1e-9, 1.0), (1e3, -1e6))]
+    pairs = [(0, 0), (0, 1), (1, 2), (2, 2)]
+    scratch = np.empty(n)
+
+    def columns(order):
+        cols = [b[order] for b in base]
+        for i, j in pairs:
+            yield np.multiply(cols[i], cols[j], out=scratch)
+
+    def exact(order):
+        bounds = list(starts) + [n]
+        products = [base[i][order] * base[j][order] for i, j in pairs]
+        return np.array([[math.fsum(p[a:b]) for p in products] for a, b in zip(bounds[:-1], bounds[1:])])
+
+    top = [np.max(np.abs(base[i] * base[j])) for i, j in pairs]
+    ident = np.arange(n)
+    shuffled = np.concatenate([rng.permutation(np.arange(a, b)) for a, b in zip(starts, list(starts[1:]) + [n])])
+    for order in (ident, shuffled):
+        hi, lo = run_sums(columns(order), starts, top)
+        np.testing.assert_array_equal(hi, exact(ident))
+        assert hi.shape == lo.shape == (len(starts), len(pairs))
+
+
 @pytest.mark.parametrize("spread", [1.0, 1e-9, 1e-30])
 def test_bincount_exact_is_the_exact_sum_whatever_the_order_and_the_batches(spread):
     """Per-bin sums of values of very different sizes (a bin of small values beside large ones, bins that cancel):
