@@ -265,6 +265,31 @@ def test_isotonic_step_function_hand_example():
     assert_allclose(lin.predict([0.6]), [0.75])
 
 
+
+@pytest.mark.parametrize("values", ["continuous", "ties", "increasing", "decreasing"])
+def test_pava_in_python_gives_scipys_doubles(values):
+    # the Python loop (small inputs: no scipy.optimize import) is scipy's algorithm, operation for operation: the
+    # same fit to the last bit, equal values in one block, on both sides of the size where pava switches
+    from scipy.optimize import isotonic_regression
+
+    from calibcli.calibrators import isotonic
+
+    rng = np.random.default_rng(16)
+    for n in (1, 2, 3, 17, 250, isotonic.PAVA_PYTHON_MAX):
+        v = {
+            "continuous": rng.uniform(size=n),
+            "ties": rng.integers(0, 4, size=n) / 3,
+            "increasing": np.sort(rng.uniform(size=n)),
+            "decreasing": np.sort(rng.uniform(size=n))[::-1].copy(),
+        }[values]
+        w = rng.uniform(0.05, 3, size=n) if n % 2 else rng.integers(1, 5, size=n).astype(np.float64)
+        ref = isotonic_regression(v, weights=w, increasing=True).x
+        assert_array_equal(isotonic._pava_loop(v, w), ref, strict=True)
+        assert_array_equal(isotonic.pava(v, w), ref, strict=True)
+    big = rng.uniform(size=isotonic.PAVA_PYTHON_MAX + 1)  # scipy's own loop beyond the limit
+    assert_array_equal(isotonic.pava(big, np.ones_like(big)), isotonic_regression(big).x, strict=True)
+
+
 # --------------------------------------------------------------------------- venn-abers
 
 
