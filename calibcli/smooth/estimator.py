@@ -81,6 +81,7 @@ from typing import Any
 import numpy as np
 
 from calibcli.core.family import Bootstrap
+from calibcli.core.resampling import percentile_intervals
 from calibcli.core.validation import (
     check_consistent_length,
     check_labels,
@@ -318,8 +319,8 @@ def _result(
         t = np.linspace(0.0, 1.0, int(curve_points))
         yhat, density = _curve_on(data, s, n_cells, t)
         band_low = band_high = None
-        if curves is not None:
-            band_low, band_high = _percentiles(curves, alpha, axis=0)
+        if curves is not None:  # every point's interval at once: only points with a NaN replicate one by one
+            band_low, band_high = percentile_intervals(np.moveaxis(np.asarray(curves, dtype=np.float64), 0, -1), alpha)
         curve = SmoothCurve(t=t, yhat=yhat, density=density, band_low=band_low, band_high=band_high, **shared)
     return SmoothECEResult(
         **shared,

@@ -367,6 +367,26 @@ def test_curve_band_and_interval_agree_with_smooth_ece():
     assert np.all(curve.band_high - curve.band_low < 0.3)
 
 
+def test_curve_band_all_points_at_once_is_each_points_nan_quantile():
+    # the band's percentiles are taken for every curve point at once (only points with a NaN replicate one by one):
+    # the same doubles as numpy's nanquantile of each point's replicates, NaN where no replicate has a value
+    import warnings
+
+    from calibcli.core.resampling import percentile_intervals
+
+    rng = np.random.default_rng(6)
+    curves = rng.uniform(size=(1000, 40))
+    curves[rng.uniform(size=curves.shape) < 0.05 * (np.arange(40) % 3 == 0)] = np.nan
+    curves[:, 7] = np.nan  # far from every prediction: no replicate has a value
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.nanquantile(curves, [0.025, 0.975], axis=0)
+    low, high = percentile_intervals(np.moveaxis(curves, 0, -1), 0.05)
+    np.testing.assert_array_equal(low, want[0], strict=True)
+    np.testing.assert_array_equal(high, want[1], strict=True)
+    assert np.isnan(low[7]) and np.isnan(high[7]) and np.isfinite(np.delete(low, 7)).all()
+
+
 # ----------------------------------------------------------------------------------------------
 # Input checks
 # ----------------------------------------------------------------------------------------------
