@@ -80,6 +80,41 @@ def test_page_is_rendered_from_the_json_document(multi):
     assert doc["files"][0]["diagrams"]["binned"].startswith("<svg")
 
 
+def test_the_templates_compiled_code_is_kept_and_the_page_is_the_same(multi, tmp_path, monkeypatch):
+    # the compiled template is kept beside the package's bytecode (BYTECODE_DIR) and loaded by the next run instead
+    # of compiled (a tenth of a second of a small report): the same page; not written without bytecode
+    # (PYTHONDONTWRITEBYTECODE), not needed when the folder cannot be written, compiled again from a file cut short
+    import jinja2
+
+    from calibcli.report import html as report_html
+
+    _, page, doc = multi
+    html = page.read_text()
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(report_html, "BYTECODE_DIR", str(cache))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert report_html.render_page(doc) == html
+    assert not cache.exists()
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    assert report_html.render_page(doc) == html
+    (kept,) = cache.iterdir()
+    compile_ = jinja2.Environment.compile
+
+    def not_compiled(self, *args, **kwargs):
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(jinja2.Environment, "compile", not_compiled)
+    assert report_html.render_page(doc) == html  # loaded, not compiled
+    monkeypatch.setattr(jinja2.Environment, "compile", compile_)
+    kept.write_bytes(kept.read_bytes()[:40])  # cut short: compiled again, and written whole
+    assert report_html.render_page(doc) == html
+    assert len(kept.read_bytes()) > 1000
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    monkeypatch.setattr(report_html, "BYTECODE_DIR", str(blocked / "cache"))
+    assert report_html.render_page(doc) == html  # the folder cannot be made: compiled, the page the same
+
+
 def test_numbers_are_the_commands_numbers(multi):
     """Each entry holds the ece, smece and tcal commands' own results for the same options."""
     files, _, doc = multi

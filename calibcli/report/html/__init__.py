@@ -9,8 +9,11 @@ rendered), so that start-up does not pay for it.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
+import sys
 
 from calibcli.core.errors import CalibcliError
 from calibcli.monitor import render as monitor_render
@@ -191,6 +194,7 @@ def render_page(doc: dict, *, template: str = "report.html.j2") -> str:
         lstrip_blocks=True,
         undefined=jinja2.StrictUndefined,
         finalize=lambda v: html_text(v) if isinstance(v, str) and not isinstance(v, Markup) else v,
+        bytecode_cache=_bytecode_cache(),
     )
     env.filters["num"] = fmt_number
     env.filters["interval"] = fmt_interval
@@ -210,6 +214,46 @@ def render_page(doc: dict, *, template: str = "report.html.j2") -> str:
         css=_read("style.css"),
         js=_read("sort.js"),
     )
+
+
+#: Where the templates' compiled code is kept: this package's ``__pycache__``, beside its modules' bytecode.
+BYTECODE_DIR = os.path.join(os.path.dirname(__file__), "__pycache__")
+
+
+def _bytecode_cache():
+    """Jinja2's compiled templates kept on disk in :data:`BYTECODE_DIR`, as Python keeps a module's bytecode:
+    compiling the page's template is a tenth of a second of a small report, loading it a millisecond. A file's
+    name carries Jinja2's version and a digest of this module (the environment's options are compiled into the
+    code) and Jinja2 checks the template's own digest and Python's version inside it, so another template,
+    environment, Jinja2 or Python compiles afresh. Written only when Python writes bytecode (not with
+    ``PYTHONDONTWRITEBYTECODE`` or ``-B``); a folder that cannot be read or written is only slower, and a file cut
+    short or written by another version is compiled again. None (no cache) when this module cannot be read."""
+    from importlib.metadata import version
+
+    from jinja2 import FileSystemBytecodeCache
+
+    class Cache(FileSystemBytecodeCache):
+        def load_bytecode(self, bucket) -> None:
+            try:
+                super().load_bytecode(bucket)
+            except Exception:  # unreadable, or cut short (pickle's and marshal's errors): compiled again
+                bucket.reset()
+
+        def dump_bytecode(self, bucket) -> None:
+            if sys.dont_write_bytecode:
+                return
+            try:
+                os.makedirs(self.directory, exist_ok=True)
+                super().dump_bytecode(bucket)
+            except OSError:
+                pass  # (no temporary file is left: Jinja2 removes it)
+
+    try:
+        with open(__file__, "rb") as fh:
+            digest = hashlib.sha256(fh.read() + version("jinja2").encode()).hexdigest()[:16]
+    except OSError:
+        return None
+    return Cache(BYTECODE_DIR, f"calibcli-template-%s-{digest}.jinja2")
 
 
 def _read(name: str) -> str:
