@@ -25,6 +25,7 @@ interval's coverage against the per-row bootstrap by simulation.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -100,6 +101,17 @@ def _cell_index(bin_index: np.ndarray, y: np.ndarray) -> np.ndarray:
     return bin_index
 
 
+@dataclass(frozen=True)
+class CellSums:
+    """One batch's per (bin, label) cell counts and exact sums, made by a caller that has them already (compare's
+    joint cells of two inputs, :mod:`calibcli.compare.paired_bootstrap`, whose marginals they are): ``count``
+    (cells,) and, per column of :data:`CELL_COLUMNS` that the rows give, its pair ``(hi, lo)``
+    (:mod:`calibcli.core.compensated`'s, the sum exact to far below its last bit)."""
+
+    count: np.ndarray
+    sums: dict[str, tuple[np.ndarray, np.ndarray]]
+
+
 class _Cells(Accumulator):
     """Per (bin, label) counts and sums on a fixed binning.
 
@@ -125,6 +137,15 @@ class _Cells(Accumulator):
         batch, batch_lo = np.zeros_like(self.sums), np.zeros_like(self.sums)
         batch[rows], batch_lo[rows] = bincount_exact_rows(cell, np.stack(list(values.values())), count)
         add_exact(self.sums, self.sums_lo, batch, batch_lo)
+
+    def add_sums(self, batch: CellSums) -> None:
+        """Add a batch's cells summed by the caller (:class:`CellSums`): the same state as :meth:`add` of its rows."""
+        self.count += batch.count
+        rows = [_C[key] for key in batch.sums]
+        sums, sums_lo = np.zeros_like(self.sums), np.zeros_like(self.sums)
+        sums[rows] = [hi for hi, _ in batch.sums.values()]
+        sums_lo[rows] = [lo for _, lo in batch.sums.values()]
+        add_exact(self.sums, self.sums_lo, sums, sums_lo)
 
     def completed(self, weighted: bool) -> np.ndarray:
         """The sums with the unit-weight columns filled in (``w = 1``: ``w^2 x = w x``, ``sum w = count``)."""
@@ -278,20 +299,43 @@ class BinnedAccumulator(Accumulator):
     # -- streaming -------------------------------------------------------------------------------
 
     def update(
-        self, row_index: np.ndarray, z: np.ndarray, y: np.ndarray, w: np.ndarray | None = None
+        self,
+        row_index: np.ndarray,
+        z: np.ndarray,
+        y: np.ndarray,
+        w: np.ndarray | None = None,
+        cells: tuple[CellSums | None, CellSums | None] = (None, None),
     ) -> BinnedAccumulator:
+        """Add rows. ``cells``: the sums of these rows' main and equal-width cells where the caller has them
+        (:class:`CellSums`, the columns :meth:`row_columns` names; None: summed here)."""
         if len(z) == 0:
             return self
         self.weighted |= w is not None
         self.rows.update(row_index, z, y, w)
-        values = _row_values(z, y, w, self.moments)
+        main, uniform = cells
+        for given in (main, uniform):
+            assert given is None or tuple(given.sums) == self.row_columns(w is not None), "other columns"
+        summed_here = (self.cells is not None and main is None) or (self.uniform_cells is not None and uniform is None)
+        values = _row_values(z, y, w, self.moments) if summed_here else {}
         if self.cells is not None and self.binning is not None:  # (cells exist once the bins are known)
-            self.cells.add(_cell_index(self.binning.assign(z), y), values, w is not None)
+            if main is not None:
+                self.cells.add_sums(main)
+            else:
+                self.cells.add(_cell_index(self.binning.assign(z), y), values, w is not None)
         if self.uniform_cells is not None:
-            self.uniform_cells.add(_cell_index(uniform_bin_index(z, self.n_bins), y), values, w is not None)
+            if uniform is not None:
+                self.uniform_cells.add_sums(uniform)
+            else:
+                self.uniform_cells.add(_cell_index(uniform_bin_index(z, self.n_bins), y), values, w is not None)
         if self.sketch is not None:
             self.sketch.update(z)
         return self
+
+    def row_columns(self, weighted: bool) -> tuple[str, ...]:
+        """The columns of :data:`CELL_COLUMNS` that rows (with weights or not) sum into the cells, in
+        :func:`_row_values`' order (the others follow from them: :meth:`_Cells.completed`)."""
+        empty = np.empty(0)
+        return tuple(_row_values(empty, empty, empty if weighted else None, self.moments))
 
     merge_rules = {"weighted": "max", "rows": "merge", "cells": "merge", "uniform_cells": "merge", "sketch": "merge"}
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from calibcli.binned.accumulator import _row_values
+from calibcli.binned.accumulator import CellSums, _row_values
 from calibcli.binned.stats import BinStats
 from calibcli.core.binning import uniform_bin_index
 from calibcli.core.compensated import add_exact, run_sums
@@ -57,9 +57,12 @@ class JointCells:
         self.moments_lo = np.empty((0, 2 * _V, 2 * _V))
         self.weighted = False
 
-    def update(self, za, ya, wa, zb, yb, wb) -> None:
+    def update(self, za, ya, wa, zb, yb, wb, cell_columns: tuple[str, ...] = ()) -> tuple[CellSums | None, ...]:
+        """Add aligned rows of both inputs. ``cell_columns``: also return each input's own cells of these rows
+        (:class:`~calibcli.binned.accumulator.CellSums` of those columns, the marginals of the joint cells: its
+        accumulator need not sum them again), where the rows have unit weights (else None for both)."""
         if len(za) == 0:
-            return
+            return None, None
         weighted = wa is not None or wb is not None
         self.weighted |= weighted
         key = (2 * self.bins_a(za) + ya) * (2 * self.n_b) + (2 * self.bins_b(zb) + yb)
@@ -107,6 +110,45 @@ class JointCells:
                 out_m[:, ws[:, None], free[None, :]] = out[:, None, free]
                 out_m[:, free[:, None], ws[None, :]] = out[:, free, None]
         self._add(keys, count, sums, moments, sums_lo, moments_lo)
+        if not cell_columns or weighted:
+            return None, None
+        batch = (keys, count, sums, sums_lo, moments, moments_lo)
+        return tuple(self._marginal(batch, side, cell_columns) for side in (0, 1))
+
+    def _marginal(self, batch, side: int, columns: tuple[str, ...]) -> CellSums:
+        """One input's cells of a batch of unit weights (``side`` 0: the baseline's): the sums of its joint cells'
+        count and ``columns`` (``wu``, ``wu2``, ``wll`` are sums of the input's values, ``wu3``, ``wu4``, ``wll2`` of
+        their products: the same floats as the input's own per-row values), exact (run_sums of the pairs)."""
+        keys, count, sums, sums_lo, moments, moments_lo = batch
+        cell = keys // (2 * self.n_b) if side == 0 else keys % (2 * self.n_b)
+        order = np.argsort(cell, kind="stable")
+        cell = cell[order]
+        starts = np.flatnonzero(np.concatenate(([True], cell[1:] != cell[:-1])))
+        target = cell[starts]
+        size = 2 * (self.n_a if side == 0 else self.n_b)
+        out_count = np.zeros(size, dtype=np.int64)
+        out_count[target] = np.add.reduceat(count[order], starts)
+        o = side * _V
+        where = {
+            "wu": (sums, sums_lo, (o + 1,)),
+            "wu2": (sums, sums_lo, (o + 2,)),
+            "wll": (sums, sums_lo, (o + 3,)),
+            "wu3": (moments, moments_lo, (o + 1, o + 2)),
+            "wu4": (moments, moments_lo, (o + 2, o + 2)),
+            "wll2": (moments, moments_lo, (o + 3, o + 3)),
+        }
+        # each column's pairs (hi, lo) side by side, so a run of an input cell's joint cells sums both parts
+        pairs = [
+            np.stack([hi[(order, *at)], lo[(order, *at)]], axis=1).ravel()
+            for hi, lo, at in (where[name] for name in columns)
+        ]
+        got, got_lo = run_sums(pairs, 2 * starts, np.array([np.max(np.abs(x)) for x in pairs]))
+        out = {}
+        for j, name in enumerate(columns):
+            hi, lo = np.zeros(size), np.zeros(size)
+            hi[target], lo[target] = got[:, j], got_lo[:, j]
+            out[name] = (hi, lo)
+        return CellSums(out_count, out)
 
     def merge(self, other: JointCells) -> None:
         """Add the joint cells of other rows."""
@@ -356,20 +398,29 @@ class JointState:
             add_exact(self.scores.moments, self.scores.moments_lo, other.scores.moments, other.scores.moments_lo)
         return self
 
-    def update(self, a, b) -> None:
-        """Aligned batches ``a`` and ``b`` (the same examples, row by row)."""
+    def update(self, a, b, columns: tuple[str, ...] = ()) -> tuple[list, list]:
+        """Aligned batches ``a`` and ``b`` (the same examples, row by row). ``columns``: also return each input's
+        own cells of these rows, per binary problem its main and equal-width ones (:meth:`JointCells.update`; None
+        where there are no joint cells or the rows have weights), for its accumulator."""
         pa = binary_problems(
             a.labels, a.probs, mode=self.mode, sample_weight=a.sample_weight, class_names=self.class_names
         )
         pb = binary_problems(
             b.labels, b.probs, mode=self.mode, sample_weight=b.sample_weight, class_names=self.class_names
         )
+        given: tuple[list, list] = ([], [])
         for (main, uniform), qa, qb in zip(self.problems, pa, pb, strict=True):
-            for cells in (main, uniform):
-                if cells is not None:
-                    cells.update(qa.z, qa.y, qa.sample_weight, qb.z, qb.y, qb.sample_weight)
+            made = [
+                (None, None)
+                if cells is None
+                else cells.update(qa.z, qa.y, qa.sample_weight, qb.z, qb.y, qb.sample_weight, columns)
+                for cells in (main, uniform)
+            ]
+            for side in (0, 1):
+                given[side].append((made[0][side], made[1][side]))
         if self.scores is not None:
             self.scores.update(a.probs, a.labels, a.sample_weight, b.probs, b.labels, b.sample_weight)
+        return given
 
 
 # ---------------------------------------------------------------------------------------------------------

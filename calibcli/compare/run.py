@@ -28,9 +28,11 @@ Which bootstrap gives the paired replicates:
   (independent across joint cells, so each input's cell count is Poisson too, as in its own per-bin
   bootstrap), and given it the sums of both inputs' values are drawn from their joint normal law (mean and
   covariance per row). The correlation of the two models on the same examples is kept; aggregated to one
-  input's cells this is the per-bin bootstrap of :mod:`calibcli.binned.accumulator`. SmoothECE beyond the
-  row limit has no joint draw here: its difference interval is then unpaired (the candidate's SmoothECE is
-  resampled with the derived seed, ``seeds["candidate_smece"]``), and the report says so.
+  input's cells this is the per-bin bootstrap of :mod:`calibcli.binned.accumulator`. Those marginals are each
+  input's own cells (exact sums, as its own are): rows that pair (with unit weights) give both inputs' binned
+  accumulators their cells from the joint cells, so each row's values are summed once for the three. SmoothECE
+  beyond the row limit has no joint draw here: its difference interval is then unpaired (the candidate's
+  SmoothECE is resampled with the derived seed, ``seeds["candidate_smece"]``), and the report says so.
 
 On a cluster (``engine`` with ``reduce_tasks``: ``calibcli compare --engine dask``) both inputs are read in
 ranges of global rows (:func:`pair_tasks`), each task reading the same range of both, side by side
@@ -226,35 +228,43 @@ def _pair_pass(
     same row indices and labels row by row); ``stop``: stop reading at the first rows that are not (the
     comparison is then an error)."""
     part = PairPart(now_a, now_b, joint if paired else None)
+    # rows that pair give both binned accumulators (now_a[0], now_b[0]) their cells from the joint cells, whose
+    # marginals they are: the same exact sums, made once for both (JointCells.update); the columns they sum
+    both = now_a[0] is not None and now_b[0] is not None
+    columns = now_a[0].problems[0].row_columns(False) if both else ()
 
-    def feed(accs, rows):
+    def feed(accs, rows, cells=None):
         for acc in accs:
-            if acc is not None:
+            if acc is None:
+                continue
+            if isinstance(acc, InputAccumulator):
+                acc.update(rows.row_index, rows.probs, rows.labels, rows.sample_weight, cells)
+            else:
                 acc.update(rows.row_index, rows.probs, rows.labels, rows.sample_weight)
 
     for a, b in _lockstep(batches_a, batches_b):
+        given: tuple[list | None, list | None] = (None, None)
+        if paired and part.diff is None:
+            if a is None or b is None:
+                part.diff = (None if a is None else _mark(a, 0), None if b is None else _mark(b, 0))
+            else:
+                differ = np.flatnonzero((a.labels != b.labels) | (a.row_index != b.row_index))
+                if len(differ):
+                    part.diff = (_mark(a, int(differ[0])), _mark(b, int(differ[0])))
+                elif part.joint is not None:
+                    given = part.joint.update(a, b, columns)
+            if part.diff is not None:
+                part.joint = None
         if a is not None:
-            feed(now_a, a)
+            feed(now_a, a, given[0])
             part.n_a += len(a)
             part.head_a = part.head_a or _mark(a, 0)
         if b is not None:
-            feed(now_b, b)
+            feed(now_b, b, given[1])
             part.n_b += len(b)
             part.head_b = part.head_b or _mark(b, 0)
-        if not paired or part.diff is not None:
-            continue
-        if a is None or b is None:
-            part.diff = (None if a is None else _mark(a, 0), None if b is None else _mark(b, 0))
-        else:
-            differ = np.flatnonzero((a.labels != b.labels) | (a.row_index != b.row_index))
-            if len(differ):
-                part.diff = (_mark(a, int(differ[0])), _mark(b, int(differ[0])))
-                if stop:
-                    break
-            elif part.joint is not None:
-                part.joint.update(a, b)
-        if part.diff is not None:
-            part.joint = None
+        if stop and part.diff is not None and a is not None and b is not None:
+            break
     return part
 
 
@@ -582,7 +592,8 @@ def compare_streams(
         if joint_now is not None and part.joint is not None and part.joint is not joint_now:
             joint_now.problems, joint_now.scores = part.joint.problems, part.joint.scores
 
-    joint = JointState(accs_a[0], accs_b[0]) if state["paired"] else None
+    # (the joint cells serve the paired bootstrap beyond the rows kept: none without resamples)
+    joint = JointState(accs_a[0], accs_b[0]) if state["paired"] and binned_options.n_boot else None
     one_pass(accs_a, accs_b, joint)
     paired = state["paired"]
     if not paired:  # independent multiplicities for the candidate: its own seed stream
@@ -594,7 +605,9 @@ def compare_streams(
     if any(needs[0]) or any(needs[1]):
         now_a = [acc.for_second_pass() if need else None for acc, need in zip(accs_a, needs[0], strict=True)]
         now_b = [acc.for_second_pass() if need else None for acc, need in zip(accs_b, needs[1], strict=True)]
-        second_joint = JointState(now_a[0], now_b[0]) if paired and needs[0][0] and needs[1][0] else None
+        second_joint = (
+            JointState(now_a[0], now_b[0]) if paired and needs[0][0] and needs[1][0] and binned_options.n_boot else None
+        )
         one_pass(now_a, now_b, second_joint)
         accs_a = [new if new is not None else old for new, old in zip(now_a, accs_a, strict=True)]
         accs_b = [new if new is not None else old for new, old in zip(now_b, accs_b, strict=True)]

@@ -236,15 +236,20 @@ class InputAccumulator(InputState):
     def _has_scores(self) -> bool:
         return self.n_classes > 2 or self.mode == "marginal"
 
-    def update(self, row_index, probs, labels, w=None) -> "InputAccumulator":
-        for problem, acc, clinical, ecce in zip(
-            binary_problems(labels, probs, mode=self.mode, sample_weight=w, class_names=list(self.class_names)),
+    def update(self, row_index, probs, labels, w=None, cells=None) -> "InputAccumulator":
+        """Add rows. ``cells``: per binary problem, the sums of these rows' main and equal-width cells where the
+        caller has made them already (:class:`calibcli.binned.accumulator.CellSums`, or None; compare's joint cells
+        of two inputs); None: all summed here."""
+        problems = binary_problems(labels, probs, mode=self.mode, sample_weight=w, class_names=list(self.class_names))
+        for problem, acc, clinical, ecce, given in zip(
+            problems,
             self.problems,
             self.clinical,
             self.ecce,
+            cells if cells is not None else [(None, None)] * len(problems),
             strict=True,
         ):
-            acc.update(row_index, problem.z, problem.y, problem.sample_weight)
+            acc.update(row_index, problem.z, problem.y, problem.sample_weight, given)
             clinical.update(row_index, problem.z, problem.y, problem.sample_weight)
             ecce.update(row_index, problem.z, problem.y, problem.sample_weight)
         if self.mode == "marginal":  # the prior class weights of the aggregate

@@ -1,9 +1,13 @@
-"""compare beyond the kept rows gives the same paired intervals whatever the batch size (SPEC 8.1)."""
+"""compare beyond the kept rows gives the same paired intervals whatever the batch size (SPEC 8.1), and each input's
+binned cells taken from the joint cells are the ones it would sum itself."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
+import pytest
 
 from _cli import run_json
 from _tolerance import assert_within_rule
@@ -29,3 +33,60 @@ def test_joint_per_bin_intervals_do_not_depend_on_the_batch_size(tmp_path):
         a, b = docs[0]["comparison"][name], docs[1]["comparison"][name]
         for key in ("baseline", "candidate", "difference", "ci_low", "ci_high"):
             assert_within_rule(a[key], b[key], f"{name}.{key}")
+
+
+def _pair_rows(n, k, seed):
+    """Two models' probabilities of the same ``n`` rows of ``k`` classes (1-D for 2), and their labels."""
+    rng = np.random.default_rng(seed)
+    if k == 2:
+        z = rng.beta(2, 5, n)
+        return z, np.clip(z + rng.normal(0, 0.05, n), 0, 1), (rng.random(n) < z).astype(np.int64)
+    logits = rng.normal(size=(n, k))
+    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    q = np.exp(1.2 * logits) / np.exp(1.2 * logits).sum(axis=1, keepdims=True)
+    return p, q, np.array([rng.choice(k, p=row) for row in p])
+
+
+@pytest.mark.parametrize(
+    "mode, k, strategy", [("binary", 2, "uniform"), ("marginal", 3, "uniform"), ("binary", 2, "quantile")]
+)
+def test_cells_taken_from_the_joint_cells_are_the_ones_each_input_sums_itself(mode, k, strategy):
+    # rows that pair give each input's binned accumulator its cells as the joint cells' marginals (summed once for
+    # both, calibcli.compare.run._pair_pass): the same counts and the same floats as the cells it sums itself
+    from calibcli.compare.paired_bootstrap import JointState
+    from calibcli.ece_family.accumulator import InputAccumulator
+    from calibcli.ece_family.options import Options
+
+    p, q, y = _pair_rows(30_000, k, 5)
+    options = Options(n_bins=10, strategy=strategy, n_boot=50, row_limit=100)
+    edges = [np.quantile(p if p.ndim == 1 else p[:, j], np.linspace(0, 1, 11)[1:-1]) for j in range(k if k > 2 else 1)]
+
+    def new():
+        return InputAccumulator(
+            mode=mode,
+            n_classes=k,
+            class_names=tuple(str(c) for c in range(k)),
+            options=options,
+            edges=edges if strategy == "quantile" else None,
+        )
+
+    own, taken = [new(), new()], [new(), new()]
+    joint = JointState(*taken)
+    columns = taken[0].problems[0].row_columns(False)
+    assert columns == ("wu", "wu2", "wll", "wu3", "wu4", "wll2")
+    for start in range(0, len(y), 7_000):
+        rows = np.arange(start, min(start + 7_000, len(y)))
+        a, b = (SimpleNamespace(probs=m[rows], labels=y[rows], sample_weight=None) for m in (p, q))
+        given = joint.update(a, b, columns)
+        for side, m in enumerate((p, q)):
+            own[side].update(rows, m[rows], y[rows])
+            taken[side].update(rows, m[rows], y[rows], None, given[side])
+    for side in (0, 1):
+        for mine, theirs in zip(own[side].problems, taken[side].problems, strict=True):
+            assert mine.rows.dropped
+            for cells in ("cells", "uniform_cells"):
+                if getattr(mine, cells) is None:
+                    continue
+                np.testing.assert_array_equal(getattr(mine, cells).count, getattr(theirs, cells).count)
+                np.testing.assert_array_equal(getattr(mine, cells).sums, getattr(theirs, cells).sums)
+        assert own[side].result().to_dict() == taken[side].result().to_dict()
