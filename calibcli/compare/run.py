@@ -66,7 +66,7 @@ from calibcli.compare.paired_bootstrap import worse_by as worse_by  # (the compa
 from calibcli.core.errors import CalibcliError, shown
 from calibcli.core.resampling import row_hash
 from calibcli.ece_family.accumulator import InputAccumulator
-from calibcli.engines.fragments import pack_fragments, prefetched, task_rows
+from calibcli.engines.fragments import Beside, pack_fragments, prefetched, task_rows
 from calibcli.io.fragments import RowCounts
 from calibcli.smooth.inputs import SmoothInputAccumulator
 
@@ -233,38 +233,53 @@ def _pair_pass(
     both = now_a[0] is not None and now_b[0] is not None
     columns = now_a[0].problems[0].row_columns(False) if both else ()
 
-    def feed(accs, rows, cells=None):
-        for acc in accs:
-            if acc is None:
+    def feed(a, b, given) -> None:
+        """A chunk of both inputs into their accumulators, with their cells from its joint update (if any)."""
+        for accs, rows, cells in ((now_a, a, given[0]), (now_b, b, given[1])):
+            if rows is None:
                 continue
-            if isinstance(acc, InputAccumulator):
-                acc.update(rows.row_index, rows.probs, rows.labels, rows.sample_weight, cells)
-            else:
-                acc.update(rows.row_index, rows.probs, rows.labels, rows.sample_weight)
-
-    for a, b in _lockstep(batches_a, batches_b):
-        given: tuple[list | None, list | None] = (None, None)
-        if paired and part.diff is None:
-            if a is None or b is None:
-                part.diff = (None if a is None else _mark(a, 0), None if b is None else _mark(b, 0))
-            else:
-                differ = np.flatnonzero((a.labels != b.labels) | (a.row_index != b.row_index))
-                if len(differ):
-                    part.diff = (_mark(a, int(differ[0])), _mark(b, int(differ[0])))
-                elif part.joint is not None:
-                    given = part.joint.update(a, b, columns)
-            if part.diff is not None:
-                part.joint = None
+            for acc in accs:
+                if isinstance(acc, InputAccumulator):
+                    acc.update(rows.row_index, rows.probs, rows.labels, rows.sample_weight, cells)
+                elif acc is not None:
+                    acc.update(rows.row_index, rows.probs, rows.labels, rows.sample_weight)
         if a is not None:
-            feed(now_a, a, given[0])
             part.n_a += len(a)
             part.head_a = part.head_a or _mark(a, 0)
         if b is not None:
-            feed(now_b, b, given[1])
             part.n_b += len(b)
             part.head_b = part.head_b or _mark(b, 0)
-        if stop and part.diff is not None and a is not None and b is not None:
-            break
+
+    # a chunk's joint cells are summed in a thread while the chunk before it is fed (NumPy lets go of the GIL: the
+    # second core does the work of the pair); one joint update at a time, in row order, so every sum is the same
+    pending: tuple | None = None  # the chunk before: (a, b), its joint update (if any) running beside in `update`
+    update = None
+    try:
+        for a, b in _lockstep(batches_a, batches_b):
+            pairs = False
+            if paired and part.diff is None:
+                if a is None or b is None:
+                    part.diff = (None if a is None else _mark(a, 0), None if b is None else _mark(b, 0))
+                else:
+                    differ = np.flatnonzero((a.labels != b.labels) | (a.row_index != b.row_index))
+                    if len(differ):
+                        part.diff = (_mark(a, int(differ[0])), _mark(b, int(differ[0])))
+                    pairs = not len(differ) and part.joint is not None
+                if part.diff is not None:
+                    part.joint = None
+            # the joint state's previous update is done (its error raised here) before the next one starts
+            given = update.result() if update is not None else (None, None)
+            update = Beside(part.joint.update, a, b, columns) if pairs and part.joint is not None else None
+            if pending is not None:
+                feed(pending[0], pending[1], given)
+            pending = (a, b)
+            if stop and part.diff is not None and a is not None and b is not None:
+                break
+        if pending is not None:
+            feed(pending[0], pending[1], update.result() if update is not None else (None, None))
+    finally:  # (an error or a signal: the thread's chunk ends before the pass does)
+        if update is not None:
+            update.wait()
     return part
 
 

@@ -2,7 +2,7 @@
 
 - :func:`run_local` streams a dataset once (twice when an accumulator asks for a second pass: quantile
   edges, a finer smoothing grid; SPEC 8) in this process, reading the next batch while this one is
-  reduced (:func:`prefetched`).
+  reduced (:func:`prefetched`); :class:`Beside` runs a call in a thread beside the caller's work.
 - :func:`run_fragment` is the same over one fragment, or a run of consecutive fragments packed by
   :func:`pack_fragments`: the task a distributed engine runs, whose result is a :class:`Part`;
   :func:`merge_parts` merges parts of consecutive runs (a distributed engine does so in a tree on its
@@ -127,6 +127,36 @@ def prefetched(batches):
     finally:
         stop.set()
         reader.join()
+
+
+class Beside:
+    """``call(*args)`` run in a thread beside the caller's own work (NumPy lets go of the GIL, so the two share
+    the cores): :meth:`result` waits for it and gives its value, or raises its error in the caller's thread. The
+    thread is no daemon, and a caller waits for it (:meth:`wait`) even when it stops early: calls of a few
+    milliseconds each (compare's joint cells of one chunk, :mod:`calibcli.compare.run`)."""
+
+    def __init__(self, call, *args):
+        import threading
+
+        self._out: tuple = (None, None)
+        self._thread = threading.Thread(target=self._run, args=(call, args), name="calibcli-beside", daemon=False)
+        self._thread.start()
+
+    def _run(self, call, args) -> None:
+        try:
+            self._out = (call(*args), None)
+        except BaseException as exc:  # raised in the caller's thread, by result()
+            self._out = (None, exc)
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def result(self):
+        self.wait()
+        value, error = self._out
+        if error is not None:
+            raise error
+        return value
 
 
 def _stream_into(batches, group_by: tuple[str, ...], state: dict, new) -> dict:

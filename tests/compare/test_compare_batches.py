@@ -90,3 +90,51 @@ def test_cells_taken_from_the_joint_cells_are_the_ones_each_input_sums_itself(mo
                 np.testing.assert_array_equal(getattr(mine, cells).count, getattr(theirs, cells).count)
                 np.testing.assert_array_equal(getattr(mine, cells).sums, getattr(theirs, cells).sums)
         assert own[side].result().to_dict() == taken[side].result().to_dict()
+
+
+def test_an_error_in_the_joint_cells_thread_is_raised_by_the_pass_and_leaves_no_thread(monkeypatch):
+    # a chunk's joint cells are summed in a thread beside the feeding of the chunk before it
+    # (calibcli.engines.fragments.Beside): its error is the pass's, raised in the caller's thread, and the pass
+    # waits for the thread whichever way it ends
+    import threading
+
+    from calibcli.compare import paired_bootstrap
+    from calibcli.compare.paired_bootstrap import JointState
+    from calibcli.compare.run import _pair_pass
+    from calibcli.core.errors import CalibcliError
+    from calibcli.ece_family.accumulator import InputAccumulator
+    from calibcli.ece_family.options import Options
+
+    p, q, y = _pair_rows(5_000, 2, 8)
+    chunks = [np.arange(s, s + 1_000) for s in range(0, 5_000, 1_000)]
+
+    def batches(m):
+        return [
+            SimpleNamespace(probs=m[r], labels=y[r], sample_weight=None, row_index=r, groups=None, source="t")
+            for r in chunks
+        ]
+
+    def accs():
+        options = Options(n_bins=10, n_boot=20, row_limit=100)
+        return [InputAccumulator(mode="binary", n_classes=2, class_names=("0", "1"), options=options)]
+
+    now_a, now_b = accs(), accs()
+    part = _pair_pass(
+        batches(p), batches(q), now_a, now_b, JointState(now_a[0], now_b[0]), paired=True, stop=True
+    )
+    assert part.diff is None and part.n_a == part.n_b == 5_000 and part.joint.problems[0][0].count.sum() == 5_000
+    calls = []
+    real = paired_bootstrap.JointCells.update
+
+    def failing(self, *args):
+        calls.append(threading.current_thread().name)
+        if len(calls) == 3:
+            raise CalibcliError("the third chunk's joint cells failed")
+        return real(self, *args)
+
+    monkeypatch.setattr(paired_bootstrap.JointCells, "update", failing)
+    now_a, now_b = accs(), accs()
+    with pytest.raises(CalibcliError, match="the third chunk's joint cells failed"):
+        _pair_pass(batches(p), batches(q), now_a, now_b, JointState(now_a[0], now_b[0]), paired=True, stop=True)
+    assert calls == ["calibcli-beside"] * 3
+    assert not [t for t in threading.enumerate() if t.name == "calibcli-beside"]
