@@ -17,8 +17,12 @@ from calibcli.llm.texts import open_binary
 _SCALARS = {str: "string", int: "int64", float: "float64", bool: "bool"}
 
 
-def _schema(first: dict):
-    """The explicit schema of the columns read, from the first record; None when the layout is not the columnar one."""
+def _schema(first: dict, *, requests: bool = True):
+    """The explicit schema of the columns read, from the first record; None when the layout is not the columnar one.
+
+    ``requests``: read ``arguments`` (the choices' texts, which only the length-normalized and mutual-information
+    rules use). Without it pyarrow still parses the requests but builds no column of their texts, a fifth of the
+    read of a file whose prompts repeat in every request."""
     import pyarrow as pa
 
     resps = first.get("filtered_resps")
@@ -48,8 +52,9 @@ def _schema(first: dict):
         pa.field("target", pa.int64() if isinstance(target, int) else pa.string()),
         pa.field("doc_hash", pa.string()),
         pa.field("filtered_resps", pa.list_(pa.list_(pa.string()))),
-        pa.field("arguments", pa.struct([pa.field(n, request) for n in names])),
     ]
+    if requests:
+        fields.append(pa.field("arguments", pa.struct([pa.field(n, request) for n in names])))
     if doc_fields:
         fields.append(pa.field("doc", pa.struct(doc_fields)))
     return pa.schema(fields)
@@ -60,7 +65,7 @@ def read_columns(path: str, first: dict, *, rule, task: str, delimiter: str, mut
     import pyarrow as pa
     import pyarrow.json as pjson
 
-    schema = _schema(first)
+    schema = _schema(first, requests=mutual or rule.name == "length-normalized")
     if schema is None:
         return None
     try:
@@ -95,8 +100,10 @@ def _items(table, path: str, rule, task: str, delimiter: str, mutual: bool) -> I
     k = m // 2 if mutual else m
     if k < 2 or (mutual and m != 2 * k):
         return None
-    args = table["arguments"].combine_chunks()
-    conts = [pc.struct_field(pc.struct_field(args, [i]), [1]) for i in range(m)]
+    conts = []
+    if "arguments" in table.column_names:
+        args = table["arguments"].combine_chunks()
+        conts = [pc.struct_field(pc.struct_field(args, [i]), [1]) for i in range(m)]
     if mutual:
         for i in range(k, m):
             ctx = pc.struct_field(pc.struct_field(args, [i]), [0])

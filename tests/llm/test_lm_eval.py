@@ -99,3 +99,15 @@ def test_the_columnar_and_the_line_readers_agree(path, rule):
     assert fast.keys.to_pylist() == slow.keys
     assert fast.columns["doc.subject"].to_pylist() == slow.columns["doc.subject"]
     assert fast.table().column_names[:6] == slow.table().column_names[:6]
+
+
+def test_only_the_rules_that_use_the_choices_texts_read_them():
+    """The requests' texts (``arguments``) are read only for the length-normalized and mutual-information rules:
+    softmax needs none of them, and parsing them into columns was a fifth of a file's read."""
+    from calibcli.llm.lm_eval_columns import _schema
+    from calibcli.llm.texts import first_record
+
+    first = first_record(MC)
+    assert "arguments" in _schema(first).names
+    assert "arguments" not in _schema(first, requests=False).names
+    assert _schema(first, requests=False).names == [n for n in _schema(first).names if n != "arguments"]
