@@ -23,7 +23,14 @@ import numpy as np
 
 from calibcli.binned.stats import _N_STATS, _W, _WLL, _WU2, _WY, _WZ, BinStats, _row_stats
 from calibcli.core.binning import Binning, quantile_starts_batched, uniform_bin_index
-from calibcli.core.resampling import Multiplicities, Scratch, compiled_pays, in_threads
+from calibcli.core.resampling import (
+    THREADS,
+    Multiplicities,
+    Scratch,
+    compiled_pays,
+    in_threads,
+    replicate_spans,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Bootstrap through multiplicities and per-bin sums
@@ -274,7 +281,9 @@ class SortedGroups:
         groups ``g0..g1`` under replicates ``0..n_boot-1``.
 
         The blocks of groups are independent (each writes its own groups' statistics), so they run on
-        :data:`calibcli.core.resampling.THREADS` threads (:func:`calibcli.core.resampling.in_threads`)."""
+        :data:`calibcli.core.resampling.THREADS` threads (:func:`calibcli.core.resampling.in_threads`); fewer
+        blocks than threads (one input's one group: each task of an LLM dump) share out their replicates instead
+        (the compiled loop's sums of a replicate do not depend on the others, so the numbers are the same)."""
         Gc = g1 - g0
         separate = self.quantile or self.n_uniform != self.n_main
         main = np.zeros((_N_STATS + 1, Gc, n_boot, self.n_main))
@@ -282,14 +291,22 @@ class SortedGroups:
         uni = np.zeros((_N_STATS + 1, Gc, n_boot, self.n_uniform)) if separate else main
         uni_dup = np.zeros((3, Gc, n_boot, self.n_uniform)) if separate else main_dup
         out = {"main": (main, main_dup), "uniform": (uni, uni_dup)}
-        in_threads(lambda b0, b1: self._resample_block(b0, b1, g0, seed, n_boot, out), self._blocks(g0, g1))
+        blocks = self._blocks(g0, g1)
+        spans = [(0, n_boot)]
+        if len(blocks) < THREADS and not self.quantile and compiled_pays(self.bounds[-1], n_boot, _COMPILED_DRAWS):
+            spans = replicate_spans(n_boot)  # one block (an input's one group): its replicates shared out
+        jobs = [(b0, b1, r0, r1) for b0, b1 in blocks for r0, r1 in spans]
+        in_threads(lambda b0, b1, r0, r1: self._resample_block(b0, b1, g0, seed, n_boot, out, (r0, r1)), jobs)
         if self.unit_weights:  # the weights of the products' bins (quantile bins' own come with their sums)
             for sums in ([] if self.quantile else [main]) + ([uni] if separate else []):
                 sums[1 + _W] = sums[0]
         return _bin_stats(main, main_dup), _bin_stats(uni, uni_dup) if separate else None
 
-    def _resample_block(self, b0: int, b1: int, g0: int, seed: int, n_boot: int, out: dict) -> None:
-        """The statistics of groups ``b0..b1`` (one block) under every replicate, into ``out`` (their own slices).
+    def _resample_block(
+        self, b0: int, b1: int, g0: int, seed: int, n_boot: int, out: dict, span: tuple[int, int] | None = None
+    ) -> None:
+        """The statistics of groups ``b0..b1`` (one block) under every replicate, into ``out`` (their own slices);
+        ``span = (r0, r1)``: only replicates ``r0..r1`` (the compiled loop's; equal-width bins).
 
         Equal-width bins: every (group, bin) run's sums under a block of replicates are one compiled loop over the
         rows (:meth:`calibcli.core.resampling.Multiplicities.run_sums`: each run's terms added in the order of its rows,
@@ -311,9 +328,10 @@ class SortedGroups:
         if compiled_pays(self.bounds[-1], n_boot, _COMPILED_DRAWS):
             # replicates per call: the cells' sums (cells x statistics x R) within _BLOCK_ELEMENTS x 8 values
             widest = Gb * max(nb for _, nb in cells.values()) * (K + 3)
+            first, last = (0, n_boot) if span is None else span
             step = min(max(1, 8 * _BLOCK_ELEMENTS // max(widest, 1)), n_boot)
-            for r0 in range(0, n_boot, step):
-                R = min(step, n_boot - r0)
+            for r0 in range(first, last, step):
+                R = min(step, last - r0)
                 for key, (c, nb) in cells.items():
                     sums, dup = np.zeros((Gb * nb, K, R)), np.zeros((Gb * nb, 3, R))
                     rows.run_sums(np.arange(r0, r0 + R), c, X, X_self, sums, dup)
@@ -321,6 +339,7 @@ class SortedGroups:
                     s_out[self._sums, gs, r0 : r0 + R] = sums.reshape(Gb, nb, K, R).transpose(2, 0, 3, 1)
                     d_out[:, gs, r0 : r0 + R] = dup.reshape(Gb, nb, 3, R).transpose(2, 0, 3, 1)
         else:
+            assert span is None or span == (0, n_boot), "replicates are shared out by the compiled loop only"
             self._product_block(rows, cells, X, X_self, gs, n_boot, out)
         if self.quantile:
             self._quantile_block(b0, b1, g0, rows, n_boot, out["main"])

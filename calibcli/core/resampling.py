@@ -325,6 +325,14 @@ def compiled_pays(rows: int, n_boot: int, threshold: int | None = None) -> bool:
 THREADS = min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
+def replicate_spans(n_boot: int, parts: int | None = None) -> list[tuple[int, int]]:
+    """Replicates ``0..n_boot`` cut into ``parts`` (default :data:`THREADS`) consecutive spans, as equal as they
+    go, none empty: the jobs of one bootstrap shared out between threads (:func:`in_threads`)."""
+    parts = THREADS if parts is None else max(1, int(parts))
+    cuts = [n_boot * k // parts for k in range(parts + 1)]
+    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True) if b > a]
+
+
 def in_threads(
     function: Callable[..., Any], jobs: Sequence[tuple], on_done: Callable[[Any], None] | None = None
 ) -> list:

@@ -24,7 +24,7 @@ from calibcli.core.accumulator import Accumulator, InputState
 from calibcli.core.compensated import add_exact
 from calibcli.core.modes import binary_problems, class_weight_values
 from calibcli.core.registry import REGISTRY, aggregate_over_classes
-from calibcli.core.resampling import Multiplicities, compiled_pays, percentile_interval
+from calibcli.core.resampling import Multiplicities, compiled_pays, in_threads, percentile_interval, replicate_spans
 from calibcli.core.results import Metric, ModeReport
 from calibcli.core.rows import ROW_LIMIT, RowSample
 from calibcli.core.validation import BYTES_PER_BIN, check_allocation, memory_budget
@@ -169,15 +169,20 @@ class MulticlassScores(Accumulator):
 
 def _row_sums(rows: Multiplicities, X: np.ndarray, n_boot: int) -> np.ndarray:
     """``(n_boot, K)``: every replicate's sums ``sum_i m_ir X[i]`` of the rows. A compiled loop (each draw made and
-    used in registers, the terms added row after row) once the run's draws pay for loading it
+    used in registers, the terms added row after row; the replicates shared out between
+    :data:`calibcli.core.resampling.THREADS` threads, each replicate's sums the same) once the run's draws pay for
+    loading it
     (:func:`calibcli.core.resampling.compiled_pays`), else blocks of NumPy's draws, each one product with ``X``
     (the same sums in BLAS's order: within 1e-12 relative)."""
     if compiled_pays(rows.n, n_boot):
-        sums = np.zeros((1, X.shape[1], n_boot))
-        rows.run_sums(
-            np.arange(n_boot), np.zeros(rows.n, np.int64), X, np.empty((rows.n, 0)), sums, np.empty((1, 0, n_boot))
-        )
-        return sums[0].T
+        cell, none = np.zeros(rows.n, np.int64), np.empty((rows.n, 0))
+
+        def span(r0: int, r1: int) -> np.ndarray:
+            sums = np.zeros((1, X.shape[1], r1 - r0))
+            rows.run_sums(np.arange(r0, r1), cell, X, none, sums, np.empty((1, 0, r1 - r0)))
+            return sums[0].T
+
+        return np.concatenate(in_threads(span, replicate_spans(n_boot)))
     step = max(1, (1 << 18) // max(rows.n, 1))  # replicates per block: 2 MB of multiplicities
     return np.concatenate(
         [rows.block(np.arange(first, min(first + step, n_boot))) @ X for first in range(0, n_boot, step)]

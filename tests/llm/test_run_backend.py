@@ -68,3 +68,32 @@ def test_each_task_of_a_directory_equals_the_task_alone(tmp_path, monkeypatch):
         for key, value in want.items():
             assert_within_rule(got[key], value, err_msg=key)
 
+
+
+def test_one_group_shares_its_replicates_between_threads_and_prints_the_same_numbers(tmp_path, monkeypatch):
+    """Each task of a directory is one input of one group: its compiled bootstraps (the binned estimators' and the
+    multiclass scores') cut their replicates into one span per thread. Every replicate's sums are the same loop
+    over the same rows, so 1, 2 or 3 threads print the same numbers, bit for bit."""
+    tasks = 2
+    for t in range(tasks):
+        shutil.copy(MC, tmp_path / f"samples_task{t}_2026-01-01T00-00-00.000000.jsonl")
+    threshold = lm_eval.read(MC).n * N_BOOT  # every task's bootstrap on the compiled loops
+    monkeypatch.setattr(rs, "COMPILED_DRAWS", threshold)
+    monkeypatch.setattr(bb, "_COMPILED_DRAWS", threshold)
+    widths: list = []
+    run_sums = rs.Multiplicities.run_sums
+    monkeypatch.setattr(
+        rs.Multiplicities, "run_sums", lambda self, reps, *a: widths.append(len(reps)) or run_sums(self, reps, *a)
+    )
+    numbers = {}
+    for threads in (1, 2, 3):
+        monkeypatch.setattr(rs, "THREADS", threads)
+        monkeypatch.setattr(bb, "THREADS", threads)
+        widths.clear()
+        doc = run_json("ece", str(tmp_path), "--n-boot", N_BOOT)
+        numbers[threads] = [_numbers(entry) for entry in doc["files"]]
+        assert widths and max(widths) <= -(-N_BOOT // threads)  # no call took more than its thread's share
+    assert numbers[2] == numbers[1]
+    assert numbers[3] == numbers[1]
+    assert rs.replicate_spans(10, 3) == [(0, 3), (3, 6), (6, 10)]
+    assert rs.replicate_spans(1, 2) == [(0, 1)]
