@@ -93,8 +93,7 @@ def _items(table, path: str, rule, task: str, delimiter: str, mutual: bool) -> I
     pairs = pc.list_flatten(resps)
     if pc.min_max(pc.list_value_length(pairs)).as_py() != {"min": 2, "max": 2}:
         return None
-    values = pc.list_flatten(pairs)
-    lls = pc.cast(values.take(pa.array(np.arange(0, len(values), 2))), pa.float64()).to_numpy().reshape(n, m)
+    lls = pc.cast(pc.list_element(pairs, 0), pa.float64()).to_numpy().reshape(n, m)  # each pair's log-likelihood
     if not np.isfinite(lls).all():
         return None
     k = m // 2 if mutual else m
