@@ -171,9 +171,8 @@ def _row_sums(rows: Multiplicities, X: np.ndarray, n_boot: int) -> np.ndarray:
     """``(n_boot, K)``: every replicate's sums ``sum_i m_ir X[i]`` of the rows. A compiled loop (each draw made and
     used in registers, the terms added row after row; the replicates shared out between
     :data:`calibcli.core.resampling.THREADS` threads, each replicate's sums the same) once the run's draws pay for
-    loading it
-    (:func:`calibcli.core.resampling.compiled_pays`), else blocks of NumPy's draws, each one product with ``X``
-    (the same sums in BLAS's order: within 1e-12 relative)."""
+    loading it (:func:`calibcli.core.resampling.compiled_pays`), else blocks of NumPy's draws, each one product with
+    ``X`` (the same sums in BLAS's order: within 1e-12 relative)."""
     if compiled_pays(rows.n, n_boot):
         cell, none = np.zeros(rows.n, np.int64), np.empty((rows.n, 0))
 
