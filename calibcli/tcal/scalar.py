@@ -50,11 +50,13 @@ COMPILED_SWEEP_ROWS = 64
 
 #: Labels (points x resamples) from which the y-bootstrap's sweep runs as one compiled loop
 #: (:func:`calibcli.tcal.kernels.sweep_streamed`) rather than NumPy's passes, and the bins are found by a compiled
-#: pass (:func:`calibcli.tcal.kernels.nested_bins`): loading Numba and its cached code costs about 0.45 s of CPU
-#: once per process, NumPy's passes about 27 ns a label and the loop about 1 ns (1e4 points: 1000 resamples 0.29 s
-#: in NumPy against 0.46 s, 3000 resamples 0.82 s against 0.53 s); below, a small test does not load it. They are
-#: the sweep's two backends: the same statistics within 1e-12 relative (SPEC 8.1; tests/tcal/test_tcal_kernel.py).
-COMPILED_LABELS = 1 << 24
+#: pass (:func:`calibcli.tcal.kernels.nested_bins`): importing Numba and loading its cached code costs about 0.25 s
+#: once per process, NumPy's passes about 7 ns a label on one thread and the loop about 1 ns. Measured as whole
+#: ``calibcli tcal`` processes, NumPy against the loop: 1e4 points with 3000 resamples (3e7 labels) 0.52-0.59 s
+#: against 0.60-0.69 s, 4e7 and 4.5e7 labels even, 6e7 labels 0.71-0.87 s against 0.60-0.68 s; below, a test does
+#: not load it. They are the sweep's two backends: the same statistics within 1e-12 relative (SPEC 8.1;
+#: tests/tcal/test_tcal_kernel.py).
+COMPILED_LABELS = 1 << 25
 
 
 def _gap_levels(zs: np.ndarray, n_bins_list: list[int]) -> np.ndarray:
@@ -452,10 +454,8 @@ class SortedScalarEngine:
         edges = self.blocked.edges
         for k in range(len(edges) - 1):
             a, b = int(edges[k]), int(edges[k + 1])
-            uniform = space["D"][: len(keys) * (b - a)].reshape(len(keys), b - a)
-            _uniforms(keys, a, b, uniform)
             positive = space["positive"][: len(keys), : b - a]
-            np.less(uniform, self.z[a:b], out=positive)
+            _positives(keys, a, b, self.thresholds, positive)
             self._block(k, positive, space, totals)
         return totals
 
@@ -482,10 +482,11 @@ class SortedScalarEngine:
         A_k, B_k = A[:, 1 : b - a + 1], B[:, 1 : b - a + 1]
         if self.w is None:  # from the block's own zero, the carry added after (integer sums, unit weights: exact)
             np.cumsum(positive, axis=1, out=A_k)
-            A_k += A[:, :1]
             np.multiply(positive, self.step_b[a:b], out=B_k)
             np.cumsum(B_k, axis=1, out=B_k)
-            B_k += B[:, :1]
+            if k:  # (the first block's carry is zero)
+                A_k += A[:, :1]
+                B_k += B[:, :1]
         elif not weighted:  # float running sums on from the carry: the compiled loop's additions
             for prefix, step in ((A, self.w_a[a:b]), (B, self.step_b[a:b])):
                 np.multiply(positive, step, out=prefix[:, 1 : b - a + 1])
@@ -744,12 +745,10 @@ def _keys(chunks: Sequence[tuple[np.random.Generator, int]]) -> np.ndarray:
     )
 
 
-def _uniforms(keys: np.ndarray, a: int, b: int, out: np.ndarray) -> None:
-    """The uniforms of sorted points ``a..b-1`` (``a`` even) under each resample's key into ``out`` (rows x
-    points): point ``j`` takes half of SplitMix64's output at position ``j // 2 + 1`` of the key's stream (Steele,
-    Lea & Flood 2014; the mixing of :mod:`calibcli.core.resampling`), the high 32 bits for even ``j``, the low
-    ones for odd ``j``, as ``bits / 2^32``: two points' draws from one 64-bit output. The NumPy form of the draws
-    that :func:`calibcli.tcal.kernels.sweep_block` makes in its loop, the same numbers."""
+def _mixed(keys: np.ndarray, a: int, b: int) -> np.ndarray:
+    """SplitMix64's outputs (rows x pairs) that draw sorted points ``a..b-1`` (``a`` even) under each resample's
+    key: the pair of points ``j``, ``j + 1`` (``j`` even) takes the output at position ``j // 2 + 1`` of the key's
+    stream (Steele, Lea & Flood 2014; the mixing of :mod:`calibcli.core.resampling`)."""
     pairs = (b - a + 1) // 2
     position = (np.arange(a // 2, a // 2 + pairs, dtype=np.uint64) + np.uint64(1)) * _GAMMA
     with np.errstate(over="ignore"):
@@ -759,5 +758,24 @@ def _uniforms(keys: np.ndarray, a: int, b: int, out: np.ndarray) -> None:
         x ^= x >> np.uint64(27)
         x *= _MIX2
         x ^= x >> np.uint64(31)
+    return x
+
+
+def _uniforms(keys: np.ndarray, a: int, b: int, out: np.ndarray) -> None:
+    """The uniforms of sorted points ``a..b-1`` (``a`` even) under each resample's key into ``out`` (rows x
+    points): point ``j`` takes half of its pair's output (:func:`_mixed`), the high 32 bits for even ``j``, the low
+    ones for odd ``j``, as ``bits / 2^32``: two points' draws from one 64-bit output. The NumPy form of the draws
+    that :func:`calibcli.tcal.kernels.sweep_streamed` makes in its loop, the same numbers."""
+    x = _mixed(keys, a, b)
     np.multiply(x >> np.uint64(32), 2.0**-32, out=out[:, 0::2])
     np.multiply(x[:, : (b - a) // 2] & np.uint64(0xFFFFFFFF), 2.0**-32, out=out[:, 1::2])
+
+
+def _positives(keys: np.ndarray, a: int, b: int, thresholds: np.ndarray, out: np.ndarray) -> None:
+    """The labels ``uniform < z`` of sorted points ``a..b-1`` (:func:`_uniforms`) into ``out`` (rows x points,
+    bool), compared as integers: ``bits / 2^32 < z`` exactly when ``bits < ceil(z 2^32)`` (``thresholds``, all
+    points), as the compiled loop compares them. The same labels, without the uniforms' two conversions to float."""
+    x = _mixed(keys, a, b)  # (the halves below 2^32 viewed as int64, as the thresholds are)
+    np.less((x >> np.uint64(32)).view(np.int64), thresholds[a:b:2], out=out[:, 0::2])
+    x &= np.uint64(0xFFFFFFFF)
+    np.less(x[:, : (b - a) // 2].view(np.int64), thresholds[a + 1 : b : 2], out=out[:, 1::2])

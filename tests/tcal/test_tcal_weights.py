@@ -12,7 +12,14 @@ import pytest
 from _tolerance import assert_within_rule
 
 from calibcli.core.binning import uniform_bin_index
-from calibcli.tcal.scalar import SortedScalarEngine, _uniforms, compensated_prefix, interval_sums, sweep
+from calibcli.tcal.scalar import (
+    SortedScalarEngine,
+    _positives,
+    _uniforms,
+    compensated_prefix,
+    interval_sums,
+    sweep,
+)
 
 LEVELS = [2**b for b in range(1, 13)]
 
@@ -85,3 +92,20 @@ def test_compensated_interval_sums_keep_the_digits_plain_prefix_sums_cancel():
     assert_within_rule(interval_sums(compensated_prefix(x), start, end), np.full(len(start), 2e-16))
     plain = np.concatenate([[0.0], np.cumsum(x)])
     assert not np.allclose(plain[end] - plain[start], 2e-16, rtol=1e-3, atol=0)  # what the refusal was about
+
+
+def test_the_labels_compared_as_integers_are_those_of_the_uniforms():
+    """NumPy's sweep labels a point ``bits < ceil(z 2^32)`` (integers, as the compiled loop does): the labels
+    ``bits / 2^32 < z`` of the uniforms, at the edges too (z = 0, 1, multiples of 2^-32 and their neighbours), for
+    blocks of either parity."""
+    rng = np.random.default_rng(11)
+    edges = [0.0, 1.0, 0.5, 2.0**-32, 3 * 2.0**-32, np.nextafter(2.0**-32, 0), np.nextafter(0.5, 1), 1 - 2.0**-33]
+    z = np.sort(np.concatenate([rng.random(4001), edges]))
+    thresholds = np.ceil(z * 2.0**32).astype(np.int64)
+    keys = rng.integers(0, 2**64 - 1, size=5, dtype=np.uint64, endpoint=True)
+    for a, b in [(0, len(z)), (0, len(z) - 1), (2, 7), (4000, len(z))]:
+        uniform = np.empty((len(keys), b - a))
+        _uniforms(keys, a, b, uniform)
+        got = np.empty((len(keys), b - a), dtype=bool)
+        _positives(keys, a, b, thresholds, got)
+        np.testing.assert_array_equal(got, uniform < z[a:b])
