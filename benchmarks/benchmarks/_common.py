@@ -149,7 +149,12 @@ def run(*args: str, env: dict[str, str] | None = None, json_output: bool = True)
     """Run ``calibcli ARGS`` (``--json`` appended unless ``json_output`` is false) as a fresh process from the
     temporary folder and measure it. Exit 0 or 1 (a failed gate) is a run; anything else raises, with the last line
     of its stderr, so a benchmark never times an error."""
-    argv = [calibcli(), *args, *(["--json"] if json_output else [])]
+    return measure([calibcli(), *args, *(["--json"] if json_output else [])], env=env)
+
+
+def measure(argv: list[str], *, env: dict[str, str] | None = None) -> Run:
+    """Run ``argv`` as a fresh process from the temporary folder and measure it (:func:`run`'s clock: a floor that
+    a bar's command cannot go under is measured as the command is)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
         proc = subprocess.Popen(
