@@ -15,6 +15,8 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from calibcli.core.errors import CalibcliError
 from calibcli.core.groups import MAX_GROUPS, Grouped
 from calibcli.io.fragments import Fragment, RowCounts
@@ -159,6 +161,44 @@ class Beside:
         return value
 
 
+#: Bytes of batches a grouped pass holds before it splits them into their groups, together: each group's
+#: accumulator then takes its rows of several batches in one update (1,000 groups of 1e6 rows: one update each,
+#: not one per batch of 131,072 rows), and its sums are the same (they are exact however the rows are split,
+#: SPEC 8). ``ece --group-by`` over 1,000 groups, 1e6 rows: 4.8-5.8 -> 4.0-4.1 s wall.
+GROUPED_BYTES = 1 << 25
+
+
+def _batch_bytes(batch) -> int:
+    """The bytes of a batch's arrays (its group columns' as their arrays hold them)."""
+    arrays = [batch.probs, batch.labels, batch.row_index, batch.sample_weight, *(batch.groups or ())]
+    return sum(a.nbytes for a in arrays if isinstance(a, np.ndarray))
+
+
+def _layout(batch) -> tuple | None:
+    """What batches must share to be concatenated: their columns' dtypes and shapes past the rows, the weights'
+    presence; None when a group column is not a plain array (coded text: split batch by batch)."""
+    if not all(isinstance(g, np.ndarray) for g in batch.groups or ()):
+        return None
+    columns = (batch.probs, batch.labels, batch.row_index, *(batch.groups or ()))
+    return (batch.sample_weight is None, *((a.dtype, a.shape[1:]) for a in columns))
+
+
+def _update_grouped(grouped: Grouped, pending: list) -> None:
+    """Feed ``pending`` batches (in order) to ``grouped`` as one: their rows concatenated in order."""
+    if len(pending) == 1:
+        b = pending[0]
+        grouped.update(b.groups, b.row_index, b.probs, b.labels, b.sample_weight)
+        return
+    weights = [b.sample_weight for b in pending]
+    grouped.update(
+        tuple(np.concatenate(columns) for columns in zip(*(b.groups for b in pending), strict=True)),
+        np.concatenate([b.row_index for b in pending]),
+        np.concatenate([b.probs for b in pending]),
+        np.concatenate([b.labels for b in pending]),
+        None if weights[0] is None else np.concatenate(weights),
+    )
+
+
 def _stream_into(batches, group_by: tuple[str, ...], state: dict, new) -> dict:
     """One pass over ``batches`` into ``state`` (group key -> accumulator; key None without groups);
     ``new(key)`` makes the accumulator of a key not yet in ``state``. The next batch is read while this
@@ -168,9 +208,20 @@ def _stream_into(batches, group_by: tuple[str, ...], state: dict, new) -> dict:
         if group_by:
             grouped = Grouped(new, keyed=True)
             grouped.groups = state
+            pending: list = []  # batches not yet split into their groups, at most GROUPED_BYTES of them
+            size = 0
             for batch in batches:
-                grouped.update(batch.groups, batch.row_index, batch.probs, batch.labels, batch.sample_weight)
-                del batch  # the reader can free it while it reads the next one
+                if pending and _layout(batch) != _layout(pending[0]):  # (another file's kinds of column)
+                    _update_grouped(grouped, pending)
+                    pending, size = [], 0
+                pending.append(batch)
+                size += _batch_bytes(batch)
+                del batch
+                if size >= GROUPED_BYTES or _layout(pending[-1]) is None:
+                    _update_grouped(grouped, pending)
+                    pending, size = [], 0
+            if pending:
+                _update_grouped(grouped, pending)
             return grouped.groups
         acc = state.get(None)
         for batch in batches:

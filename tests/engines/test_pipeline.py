@@ -176,3 +176,61 @@ def test_marginal_state_round_trip_and_joint_aggregate():
     assert "jointly" in ref.aggregate["ece_l1_plugin"].ci_method
     for name, m in ref.multiclass_scores.items():
         assert merged.multiclass_scores[name].ci_high == pytest.approx(m.ci_high, rel=1e-12)
+
+
+class _Recorder:
+    """A group's accumulator that keeps what it was fed: its rows' indices, labels and weights, in order, and how
+    many updates brought them."""
+
+    def __init__(self):
+        self.rows, self.labels, self.weights, self.updates = [], [], [], 0
+
+    def update(self, row_index, probs, labels, w=None):
+        self.rows += row_index.tolist()
+        self.labels += labels.tolist()
+        self.weights += [] if w is None else w.tolist()
+        self.updates += 1
+        return self
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_grouped_pass_feeds_each_group_its_rows_in_order_whatever_batches_it_holds(monkeypatch, weighted):
+    """A grouped pass splits several batches at once into their groups (fragments.GROUPED_BYTES of them): every
+    group still gets all its rows, in row order, with their weights; batches of other column kinds (another
+    file's integer groups after text ones) are split apart rather than concatenated."""
+    from calibcli.engines import fragments
+    from calibcli.io.fragments import Batch
+
+    codes = RNG.integers(0, 7, N)
+    text = np.array([f"g{c}" for c in codes], dtype=object)
+    weights = W if weighted else None
+
+    def batches(size):
+        for start in range(0, N, size):
+            sel = slice(start, start + size)
+            as_text = start < N // 2  # the first half's groups are text, the second's integers (another file)
+            yield Batch(
+                probs=Z[sel],
+                labels=Y[sel],
+                sample_weight=None if weights is None else weights[sel],
+                row_index=ROWS[sel],
+                groups=(text[sel] if as_text else codes[sel],),
+                source="a.csv" if as_text else "b.csv",
+            )
+
+    def run(size, held):
+        monkeypatch.setattr(fragments, "GROUPED_BYTES", held)
+        return fragments._stream_into(batches(size), ("g",), {}, lambda key: _Recorder())
+
+    one_by_one = run(250, 1)  # (each batch split alone, as before)
+    for held in (40_000, 1 << 20):  # a few batches at a time; every batch of a file at once
+        state = run(250, held)
+        assert state.keys() == one_by_one.keys()
+        assert len(state) == 14  # g0..g6 and 0..6: the two files' kinds of value kept apart
+        for key, acc in state.items():
+            alone = one_by_one[key]
+            assert (acc.rows, acc.labels, acc.weights) == (alone.rows, alone.labels, alone.weights)
+            assert acc.rows == sorted(acc.rows)
+            assert acc.updates < alone.updates
+            if held == 1 << 20:  # (a group is in one file: its rows in one update)
+                assert acc.updates == 1
