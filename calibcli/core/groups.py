@@ -14,6 +14,9 @@ MAX_GROUPS = 10_000
 
 def _group_codes(columns: tuple[np.ndarray, ...]) -> tuple[np.ndarray, list[tuple]]:
     """Row codes ``0..G-1`` of the distinct value combinations, and those combinations."""
+    if len(columns) == 1:  # (the codes of one column are its values' ranks already: no second np.unique)
+        levels, inverse = np.unique(np.asarray(columns[0]), return_inverse=True)
+        return inverse.reshape(-1), [(v.item() if hasattr(v, "item") else v,) for v in levels]
     codes = np.zeros(len(columns[0]), dtype=np.int64)
     levels_per_column = []
     for col in columns:
@@ -52,7 +55,9 @@ class Grouped(Accumulator):
         if len(keys) == 1:
             self._get(keys[0]).update(row_index, probs, labels, w)
             return self
-        order = np.argsort(codes, kind="stable")
+        # (small integers: NumPy's stable sort is then a radix sort, the same order a dozen times faster)
+        small = np.int16 if len(keys) < 2**15 else np.int32 if len(keys) < 2**31 else np.int64
+        order = np.argsort(codes.astype(small), kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(len(keys) + 1))
         for j, key in enumerate(keys):
             sel = order[bounds[j] : bounds[j + 1]]
