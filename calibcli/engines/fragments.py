@@ -164,7 +164,7 @@ class Beside:
 #: Bytes of batches a grouped pass holds before it splits them into their groups, together: each group's
 #: accumulator then takes its rows of several batches in one update (1,000 groups of 1e6 rows: one update each,
 #: not one per batch of 131,072 rows), and its sums are the same (they are exact however the rows are split,
-#: SPEC 8). ``ece --group-by`` over 1,000 groups, 1e6 rows: 4.8-5.8 -> 4.0-4.1 s wall.
+#: SPEC 8). ``ece --group-by`` over 1,000 groups, 1e6 rows: 4.6-6.6 -> 3.7-4.4 s wall.
 GROUPED_BYTES = 1 << 25
 
 
