@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from calibcli.core.accumulator import Accumulator
+from calibcli.core.compensated import add_exact, run_sums
 from calibcli.core.errors import CalibcliError
 from calibcli.core.resampling import Multiplicities, percentile_interval, percentile_intervals
 from calibcli.core.results import Metric
@@ -49,9 +50,8 @@ class RegressionAccumulator(Accumulator):
     state_name = "regression input state"
     merge_rules = {
         "n_rows": "sum",
-        "weight": "sum",
         "weighted": "max",
-        "totals": "sum",
+        "sums": "exact",
         "curve": "sum",
         "pit_fine": "sum",
         "pit_coarse": "sum",
@@ -66,9 +66,12 @@ class RegressionAccumulator(Accumulator):
         o = prediction.options
         self.prediction = prediction
         self.n_rows = 0
-        self.weight = 0.0
         self.weighted = False
-        self.totals = np.zeros(len(prediction.columns))
+        # the weighted sums of every column, then the weight, as exact pairs (calibcli.core.compensated): the same
+        # floats however the rows were batched, split among workers and merged (a spread across groups, a small
+        # difference of two means, showed the plain sums' last bits)
+        self.sums = np.zeros(len(prediction.columns) + 1)
+        self.sums_lo = np.zeros_like(self.sums)
         self.curve = np.zeros(prediction.n_bins_curve)
         self.pit_fine = np.zeros(PIT_CELLS if prediction.has_pit else 0)
         self.pit_coarse = np.zeros(o.pit_bins if prediction.has_pit else 0)
@@ -76,6 +79,16 @@ class RegressionAccumulator(Accumulator):
         self.sample = RowSample(o.max_rows, o.seed)
         # the bootstrap's rows, every column (the bottom boot_rows of all rows: those of the sample's bottom-k)
         self.boot_sample = RowSample(min(o.boot_rows, o.max_rows), o.seed) if o.n_boot else None
+
+    @property
+    def totals(self) -> np.ndarray:
+        """The weighted sum of every per-row column (:attr:`Prediction.columns`) over the rows."""
+        return self.sums[:-1]
+
+    @property
+    def weight(self) -> float:
+        """The total weight of the rows (their number, unweighted)."""
+        return float(self.sums[-1])
 
     @property
     def problems(self) -> list:
@@ -93,8 +106,13 @@ class RegressionAccumulator(Accumulator):
         ww = np.ones(n) if w is None else np.asarray(w, dtype=np.float64)
         self.weighted |= w is not None
         self.n_rows += n
-        self.weight += float(ww.sum())
-        self.totals += ww @ d.values
+        weighted = [ww[:, None] * d.values] if w is not None else [d.values]
+        # (copies: run_sums uses its columns as scratch, and the row samples below read d.values)
+        columns = [v[:, j].copy() for v in weighted for j in range(v.shape[1])] + [ww.copy()]
+        with np.errstate(invalid="ignore"):  # (a column with inf or NaN is summed plainly, its bound not finite)
+            top = np.array([np.max(np.abs(c)) for c in columns])
+        hi, lo = run_sums(columns, np.zeros(1, dtype=np.int64), top)
+        add_exact(self.sums, self.sums_lo, hi[0], lo[0])
         if d.curve_bin is not None:
             self.curve += np.bincount(d.curve_bin, weights=ww, minlength=p.n_bins_curve)
         if d.pit is not None:

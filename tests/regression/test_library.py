@@ -150,3 +150,35 @@ def test_isotonic_pit_relabelled_levels_by_hand():
     assert recalibrators.level_text(1e-05) == "0.00001" and recalibrators.level_text(1 / 3) == "0.333333"
     with pytest.raises(CalibcliError, match="maps the quantile levels 0.5 and 0.5000001 to one level 0.25"):
         cal.relabelled_levels([0.5, 0.5000001])
+
+
+def test_the_state_sums_are_the_same_floats_however_the_rows_are_split():
+    """The accumulator's column sums and weight are exact pairs: one batch, batches of 7 rows, and two parts merged
+    in either order hold the same floats (a spread across groups, a small difference of two means, showed the plain
+    sums' last bits between the local engine's batches and the Dask engine's fragments)."""
+    from calibcli.regression.accumulator import RegressionAccumulator
+    from calibcli.regression.kinds import Prediction, RegressionOptions
+
+    mu, s, y = gaussian(2001, seed=4)
+    preds = np.column_stack([mu, s])
+    w = np.random.default_rng(5).uniform(0.1, 10.0, len(y))
+    for weights in (None, w):
+        def fed(*parts):
+            acc = RegressionAccumulator(Prediction("gaussian", (), RegressionOptions(n_boot=0)))
+            for part in parts:
+                acc.update(part, preds[part], y[part], None if weights is None else weights[part])
+            return acc
+
+        rows = np.arange(len(y))
+        whole = fed(rows)
+        batched = fed(*np.array_split(rows, len(y) // 7))
+        a, b = fed(rows[1000:]), fed(rows[:1000])
+        merged = a.merge(b)
+        for other in (batched, merged, fed(rows[:1000]).merge(fed(rows[1000:]))):
+            assert np.array_equal(other.totals, whole.totals) and other.weight == whole.weight
+        # each sum the exact sum of the rows' values, correctly rounded (math.fsum), to its last bit or one unit
+        prediction = whole.prediction
+        values = prediction.derive(preds, y, rows).values * (1.0 if weights is None else weights[:, None])
+        exact = np.array([math.fsum(values[:, j]) for j in range(values.shape[1])])
+        assert np.all(np.abs(whole.totals - exact) <= np.spacing(np.abs(exact)))
+        assert whole.weight == (len(y) if weights is None else math.fsum(w))
