@@ -277,7 +277,8 @@ def block_layout(
     width = int(np.diff(edges).max(initial=0))
     block_start = edges[block_of_end]
     crossing = start < block_start
-    kept = _sorted_distinct(start[crossing])  # prefix positions kept for later blocks, by slot
+    # prefix positions kept for later blocks, by slot (np.unique's first call imports numpy.ma: 7 ms of a start)
+    kept = _distinct_sorted(np.sort(start[crossing]))
     local_end = end - block_start
     local_start = start - block_start
     local_start[crossing] = width + 1 + np.searchsorted(kept, start[crossing])
@@ -292,12 +293,6 @@ def block_layout(
         where = kept[slots] - int(edges[k])
         blocks.append((lo, hi, heads_k, group[lo:hi][heads_k], where, width + 1 + slots))
     return BlockLayout(edges, width, kept, local_start, local_end, inv[by_block], wz[by_block], blocks)
-
-
-def _sorted_distinct(values: np.ndarray) -> np.ndarray:
-    """``np.unique(values)`` of integers, which imports numpy.ma on its first call (7 ms of a small test's start)."""
-    out = np.sort(values)
-    return out[np.concatenate([[True], out[1:] != out[:-1]])] if len(out) else out
 
 
 class SortedScalarEngine:
