@@ -106,9 +106,9 @@ class RegressionAccumulator(Accumulator):
         ww = np.ones(n) if w is None else np.asarray(w, dtype=np.float64)
         self.weighted |= w is not None
         self.n_rows += n
-        weighted = [ww[:, None] * d.values] if w is not None else [d.values]
+        values = d.values if w is None else ww[:, None] * d.values
         # (copies: run_sums uses its columns as scratch, and the row samples below read d.values)
-        columns = [v[:, j].copy() for v in weighted for j in range(v.shape[1])] + [ww.copy()]
+        columns = [values[:, j].copy() for j in range(values.shape[1])] + [ww.copy()]
         with np.errstate(invalid="ignore"):  # (a column with inf or NaN is summed plainly, its bound not finite)
             top = np.array([np.max(np.abs(c)) for c in columns])
         hi, lo = run_sums(columns, np.zeros(1, dtype=np.int64), top)
