@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from calibcli.core.accumulator import Accumulator
-from calibcli.core.compensated import add_exact, run_sums
+from calibcli.core.compensated import add_exact, bincount_exact, run_sums
 from calibcli.core.errors import CalibcliError
 from calibcli.core.resampling import Multiplicities, percentile_interval, percentile_intervals
 from calibcli.core.results import Metric
@@ -52,9 +52,9 @@ class RegressionAccumulator(Accumulator):
         "n_rows": "sum",
         "weighted": "max",
         "sums": "exact",
-        "curve": "sum",
-        "pit_fine": "sum",
-        "pit_coarse": "sum",
+        "curve": "exact",
+        "pit_fine": "exact",
+        "pit_coarse": "exact",
         "crossed": "sum",
         "sample": "merge",
         "boot_sample": "merge",
@@ -72,9 +72,13 @@ class RegressionAccumulator(Accumulator):
         # difference of two means, showed the plain sums' last bits)
         self.sums = np.zeros(len(prediction.columns) + 1)
         self.sums_lo = np.zeros_like(self.sums)
+        # the bins' weights, exact pairs too (with unit weights their counts, exact in any case)
         self.curve = np.zeros(prediction.n_bins_curve)
         self.pit_fine = np.zeros(PIT_CELLS if prediction.has_pit else 0)
         self.pit_coarse = np.zeros(o.pit_bins if prediction.has_pit else 0)
+        self.curve_lo = np.zeros_like(self.curve)
+        self.pit_fine_lo = np.zeros_like(self.pit_fine)
+        self.pit_coarse_lo = np.zeros_like(self.pit_coarse)
         self.crossed = 0
         self.sample = RowSample(o.max_rows, o.seed)
         # the bootstrap's rows, every column (the bottom boot_rows of all rows: those of the sample's bottom-k)
@@ -114,12 +118,10 @@ class RegressionAccumulator(Accumulator):
         hi, lo = run_sums(columns, np.zeros(1, dtype=np.int64), top)
         add_exact(self.sums, self.sums_lo, hi[0], lo[0])
         if d.curve_bin is not None:
-            self.curve += np.bincount(d.curve_bin, weights=ww, minlength=p.n_bins_curve)
+            self._add_weights("curve", d.curve_bin, w)
         if d.pit is not None:
-            self.pit_fine += np.bincount(_cells(d.pit, PIT_CELLS), weights=ww, minlength=PIT_CELLS)
-            self.pit_coarse += np.bincount(
-                _cells(d.pit, len(self.pit_coarse)), weights=ww, minlength=len(self.pit_coarse)
-            )
+            self._add_weights("pit_fine", _cells(d.pit, PIT_CELLS), w)
+            self._add_weights("pit_coarse", _cells(d.pit, len(self.pit_coarse)), w)
         if d.crossed is not None:
             self.crossed += int(d.crossed.sum())
         # (RowSample keeps integer labels beside its rows; a regression row's values are all in z)
@@ -128,6 +130,16 @@ class RegressionAccumulator(Accumulator):
         if self.boot_sample is not None:
             self.boot_sample.update(row_index, _kept(p, d, p.boot_columns), labels, w)
         return self
+
+    def _add_weights(self, name: str, cell: np.ndarray, w) -> None:
+        """Add the rows' weights (their counts, unweighted) into the bins ``cell`` of state ``name``, exactly."""
+        total = getattr(self, name)
+        count = np.bincount(cell, minlength=len(total))
+        if w is None:
+            hi, lo = count.astype(np.float64), None
+        else:
+            hi, lo = bincount_exact(cell, np.asarray(w, dtype=np.float64), count)
+        add_exact(total, getattr(self, name + "_lo"), hi, lo)
 
     def needs_second_pass(self) -> bool:
         """One pass gives everything (SPEC 10 "Streams": sums, and the bounded sample)."""

@@ -153,9 +153,9 @@ def test_isotonic_pit_relabelled_levels_by_hand():
 
 
 def test_the_state_sums_are_the_same_floats_however_the_rows_are_split():
-    """The accumulator's column sums and weight are exact pairs: one batch, batches of 7 rows, and two parts merged
-    in either order hold the same floats (a spread across groups, a small difference of two means, showed the plain
-    sums' last bits between the local engine's batches and the Dask engine's fragments)."""
+    """The accumulator's column sums, weight and bins' weights are exact pairs: one batch, batches of 7 rows, and two
+    parts merged in either order hold the same floats (a spread across groups, a small difference of two means,
+    showed the plain sums' last bits between the local engine's batches and the Dask engine's fragments)."""
     from calibcli.regression.accumulator import RegressionAccumulator
     from calibcli.regression.kinds import Prediction, RegressionOptions
 
@@ -176,6 +176,8 @@ def test_the_state_sums_are_the_same_floats_however_the_rows_are_split():
         merged = a.merge(b)
         for other in (batched, merged, fed(rows[:1000]).merge(fed(rows[1000:]))):
             assert np.array_equal(other.totals, whole.totals) and other.weight == whole.weight
+            for binned in ("curve", "pit_fine", "pit_coarse"):  # (the bins' weights: exact pairs too)
+                assert np.array_equal(getattr(other, binned), getattr(whole, binned)), binned
         # each sum the exact sum of the rows' values, correctly rounded (math.fsum), to its last bit or one unit
         prediction = whole.prediction
         values = prediction.derive(preds, y, rows).values * (1.0 if weights is None else weights[:, None])
