@@ -281,6 +281,10 @@ class DatasetPlan:
     segment_by: tuple[str, ...] = ()
     group_kinds: tuple[str, ...] = ()
     partition_keys: tuple[str, ...] = ()
+    #: The exact power of two every weight is multiplied by as it is read (1.0 but for extreme weights: chosen from
+    #: the first rows of the first file, one scale for the whole input, so batches, fragments and workers agree;
+    #: calibcli.core.validation.weight_scale).
+    weight_scale: int = 0  # (an exponent: the weights are multiplied by 2**weight_scale)
     columns: ClassVar[Any]  # (each plan's own field or property)
     predictions_role = "a probability column"
     label_role = "the label column"
@@ -322,10 +326,6 @@ class ReadPlan(DatasetPlan):
     n_classes: int
     vector_length: int | None  # entries per row of the vector column; None without one
     logits: bool
-    #: The exact power of two every weight is multiplied by as it is read (1.0 but for extreme weights: chosen from
-    #: the first rows of the first file, one scale for the whole input, so batches, fragments and workers agree;
-    #: calibcli.core.validation.weight_scale).
-    weight_scale: int = 0  # (an exponent: the weights are multiplied by 2**weight_scale)
 
     def __post_init__(self) -> None:
         assert not (self.group_by and self.segment_by), "a run splits by groups or reads segments, not both"

@@ -693,6 +693,7 @@ def open_regression(
         target = _long_target(target, group_by, drop_invalid, located[0], fmts[0], first.path, batch_rows)
     plan = RegressionPlan(
         target=target,
+        weight_scale=dataset._weight_scale(located, fmts, target.weight) if target.weight else 0,
         first_file=first.path,
         batch_rows=batch_rows,
         drop_invalid=drop_invalid,

@@ -184,3 +184,29 @@ def test_the_state_sums_are_the_same_floats_however_the_rows_are_split():
         exact = np.array([math.fsum(values[:, j]) for j in range(values.shape[1])])
         assert np.all(np.abs(whole.totals - exact) <= np.spacing(np.abs(exact)))
         assert whole.weight == (len(y) if weights is None else math.fsum(w))
+
+
+def test_weights_read_by_the_command_are_the_library_s_sample_weight(tmp_path):
+    """``regression --weight-col`` reads the weights (the command once failed with an internal error: its reading
+    plan had no weight scale) and gives the library's numbers with ``sample_weight``; with ``--group-by`` the
+    groups' numbers do not depend on the batch size."""
+    mu, s, y = gaussian(n=600, seed=12)
+    w = np.random.default_rng(3).uniform(0.2, 5.0, len(y))
+    path = tmp_path / "g.csv"
+    frame = pd.DataFrame({"mean": mu, "std": s, "y": y, "w": w, "g": np.where(np.arange(len(y)) % 3, "a", "b")})
+    frame.to_csv(path, index=False)
+    r = run("regression", path, "--weight-col", "w", "--n-boot", "25", "--seed", "4", "--json")
+    assert r.exit_code == 0, r.stderr
+    cli = json.loads(r.stdout)["files"][0]["problems"][0]["metrics"]
+    lib = regression_metrics(frame["y"], mean=frame["mean"], std=frame["std"], sample_weight=w, n_boot=25, seed=4)
+    unweighted = regression_metrics(frame["y"], mean=frame["mean"], std=frame["std"])
+    assert cli["mace"]["estimate"] != pytest.approx(unweighted["mace"].estimate, rel=1e-6)
+    for name, m in cli.items():
+        assert lib[name].estimate == pytest.approx(m["estimate"], rel=1e-12), name
+    grouped = [
+        json.loads(run("regression", path, "--weight-col", "w", "--group-by", "g", "--json", *rows).stdout)
+        for rows in ((), ("--batch-rows", "7"))
+    ]
+    for doc in grouped:
+        doc["parameters"].pop("batch_rows")
+    assert grouped[0] == grouped[1]
