@@ -297,6 +297,46 @@ def _summary_width(table: SummaryTable, cells: list[list[str]], name_width: int)
     return sum(w + 3 for w in widths) + sum(w + 3 for w in other) + max(name_width, 4) + 3 + 1
 
 
+def _plain(console, header: list[str], body: list[list[str]]) -> bool:
+    """Whether :func:`box_table` draws what rich would for this table on ``console``: no styles there (not a
+    terminal), some rows, and every cell printable ASCII (one character, one column; nothing for_rich changes
+    but the markup escapes rich takes out again) over lines without edge spaces."""
+    if console.color_system is not None or not body:
+        return False
+    for cell in [*header, *(c for row in body for c in row)]:
+        for line in cell.split("\n"):
+            if not (line.isascii() and line.isprintable()) or line != line.strip(" "):
+                return False
+    return True
+
+
+def box_table(header: list[str], body: list[list[str]], right: list[bool], min_width: dict[int, int]) -> str:
+    """A table as rich's default ``Table`` draws it unstyled (heavy head, one space of padding, columns as
+    wide as their widest line, cells over several lines top-aligned), for columns that do not wrap.
+
+    rich lays out 1,000 rows in 0.4 s, a tenth of a 1,000-group ``ece``; this takes 10 ms. Only for what
+    :func:`_plain` accepts (tests check it against rich on such tables)."""
+    cells = [[c.split("\n") for c in row] for row in body]
+    widths = [
+        max([len(header[j]), min_width.get(j, 0)] + [len(line) for row in cells for line in row[j]])
+        for j in range(len(header))
+    ]
+
+    def text(parts: list[str], edge: str) -> str:
+        padded = [(p.rjust(w) if r else p.ljust(w)) for p, w, r in zip(parts, widths, right, strict=True)]
+        return edge + edge.join(f" {p} " for p in padded) + edge
+
+    def rule(left: str, fill: str, cross: str, end: str) -> str:
+        return left + cross.join(fill * (w + 2) for w in widths) + end
+
+    lines = [rule("┏", "━", "┳", "┓"), text(header, "┃"), rule("┡", "━", "╇", "┩")]
+    for row in cells:
+        for k in range(max(len(c) for c in row)):
+            lines.append(text([c[k] if k < len(c) else "" for c in row], "│"))
+    lines.append(rule("└", "─", "┴", "┘"))
+    return "\n".join(lines) + "\n"
+
+
 def print_summary(doc: dict, console, table: SummaryTable, *, title: str | None, chosen: bool = False) -> None:
     """The summary as a rich table that fits the console: numbers never broken, names broken only at '/'.
 
@@ -326,29 +366,35 @@ def print_summary(doc: dict, console, table: SummaryTable, *, title: str | None,
         notes.append(f"{', '.join(dropped)} left out to fit {total} columns: choose with --metrics")
     if title:
         console.print(for_rich(title), soft_wrap=True)
-    out = Table()
-    out.add_column("file", no_wrap=True, min_width=name_width)
-    for label in table.labels[1:]:
-        out.add_column(label, no_wrap=True)
-    for name in table.metrics:
-        out.add_column(name, justify="right", no_wrap=True)
-    for row, name, values in zip(table.rows, wrapped, cells, strict=True):
-        out.add_row(for_rich(name), *[for_rich(v) for v in row.labels[1:]], *values)
+    header = ["file", *table.labels[1:], *table.metrics]
+    body = [[name, *row.labels[1:], *values] for row, name, values in zip(table.rows, wrapped, cells, strict=True)]
+    right = [False] * len(table.labels) + [True] * len(table.metrics)
     need = _summary_width(table, cells, name_width)
-    if need > total:  # rather wider than the terminal than a broken name or number
-        from rich.console import Console
-
-        wide = Console(
-            file=console.file,
-            highlight=False,
-            soft_wrap=False,
-            width=need,
-            no_color=console.no_color,
-            force_terminal=console.is_terminal,
-        )
-        wide.print(out)
+    if _plain(console, header, body):  # the same characters rich draws, without its layout engine
+        console.out(box_table(header, body, right, {0: name_width}), end="", highlight=False)
     else:
-        console.print(out)
+        out = Table()
+        out.add_column("file", no_wrap=True, min_width=name_width)
+        for label in table.labels[1:]:
+            out.add_column(label, no_wrap=True)
+        for name in table.metrics:
+            out.add_column(name, justify="right", no_wrap=True)
+        for cells_of_row in body:  # a wrapped name's lines each made safe (its line breaks kept)
+            out.add_row(*["\n".join(for_rich(line) for line in cell.split("\n")) for cell in cells_of_row])
+        if need > total:  # rather wider than the terminal than a broken name or number
+            from rich.console import Console
+
+            wide = Console(
+                file=console.file,
+                highlight=False,
+                soft_wrap=False,
+                width=need,
+                no_color=console.no_color,
+                force_terminal=console.is_terminal,
+            )
+            wide.print(out)
+        else:
+            console.print(out)
     if notes:
         console.print(for_rich("; ".join(notes)), soft_wrap=True)
 

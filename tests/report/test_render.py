@@ -14,7 +14,7 @@ import pytest
 
 from calibcli.core.documents import fmt_interval, fmt_number
 from calibcli.report.entries import shortest_unique_suffixes
-from tests._cli import BINARY, MULTI, run, run_json
+from tests._cli import BINARY, MULTI, run, run_json, write_csv
 
 
 def _model_dumps(tmp_path, n_files=9, n=400):
@@ -195,3 +195,79 @@ def test_piped_tables_follow_COLUMNS(tmp_path):
     )
     for entry in doc["files"]:
         assert fmt_number(entry["problems"][0]["metrics"]["ece_l1_plugin"]["estimate"]) in proc.stdout
+
+
+def _rich_table(header, body, right, min_width):
+    """What rich's own Table prints for these columns (no wrapping, unstyled), on a console wide enough."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table()
+    for j, name in enumerate(header):
+        table.add_column(name, justify="right" if right[j] else "left", no_wrap=True, min_width=min_width.get(j))
+    for row in body:
+        table.add_row(*row)
+    buffer = io.StringIO()
+    Console(file=buffer, width=1000, highlight=False, soft_wrap=False).print(table)
+    return buffer.getvalue()
+
+
+def test_the_plain_box_table_is_the_table_rich_draws():
+    from calibcli.report.render import box_table
+
+    rng = np.random.default_rng(3)
+    alphabet = list("abcxyz0129./_-=[]() ")
+    for trial in range(300):
+        cols = int(rng.integers(1, 6))
+        right = [bool(rng.integers(2)) for _ in range(cols)]
+        header = ["".join(rng.choice(alphabet[:12], int(rng.integers(1, 12)))) for _ in range(cols)]
+
+        def cell():
+            lines = ["".join(rng.choice(alphabet, int(rng.integers(0, 16)))).strip(" ") for _ in range(rng.integers(1, 4))]
+            return "\n".join(line or "-" for line in lines)
+
+        body = [[cell() for _ in range(cols)] for _ in range(int(rng.integers(1, 8)))]
+        min_width = {0: int(rng.integers(0, 20))} if trial % 2 else {}
+        expected = _rich_table(header, [[c.replace("[", "\\[") for c in row] for row in body], right, min_width)
+        assert box_table(header, body, right, min_width) == expected, (header, body)
+
+
+def test_the_summary_is_the_same_drawn_plainly_or_by_rich(tmp_path, monkeypatch):
+    from rich.console import Console
+
+    from calibcli.report import render as rd
+
+    paths = _model_dumps(tmp_path, n_files=5, n=300)
+    deep = tmp_path / "a_rather_long_folder_name" / "and_another_long_one" / "[x] model.csv"
+    deep.parent.mkdir(parents=True)
+    deep.write_text(open(paths[0]).read())
+    doc = run_json("ece", *paths, str(deep), "--n-boot", "20", "--group-by", "label")
+
+    def draw(width):
+        buffer = io.StringIO()
+        rd.render_table(doc, Console(file=buffer, width=width, highlight=False, soft_wrap=False))
+        return buffer.getvalue()
+
+    plain = {width: draw(width) for width in (60, 100, 160)}
+    monkeypatch.setattr(rd, "_plain", lambda *args: False)
+    assert {width: draw(width) for width in (60, 100, 160)} == plain
+    assert "[x] model.csv" in plain[160]
+
+
+def test_a_wrapped_name_is_shown_over_lines_and_no_number_is_cut(tmp_path, monkeypatch):
+    """Names broken at '/' to fit the terminal were shown with a literal backslash-n (the line break escaped as a
+    control character), which widened the column until rich cut the numbers beside it short with an ellipsis."""
+    paths = []
+    for folder in ("aaaaaaaaaaaaaaaaaaaa/bbbbbbbbbbbbbbbbbbbbbbbb/cccccccccccccccc", "dd/bbbbbbbbbbbbbbbbbbbbbbbb/cccccccccccccccc"):
+        (tmp_path / folder).mkdir(parents=True)
+        paths.append(write_csv(tmp_path / folder, "m.csv", [0.2, 0.7, 0.9, 0.4] * 30, [0, 1, 1, 1] * 30))
+    paths += [write_csv(tmp_path, name, [0.3, 0.6] * 50, [0, 1] * 50) for name in ("p3.csv", "p4.csv")]
+    doc = run_json("ece", *paths, "--n-boot", "20")
+    monkeypatch.setenv("COLUMNS", "50")
+    r = run("ece", *paths, "--n-boot", "20")
+    assert r.exit_code == 0, r.stderr
+    assert "\\n" not in r.stdout and "…" not in r.stdout
+    assert "/bbbbbbbbbbbbbbbbbbbbbbbb" in r.stdout and "/cccccccccccccccc/m.csv" in r.stdout
+    for entry in doc["files"]:
+        m = entry["problems"][0]["metrics"]["ece_l1_plugin"]
+        assert fmt_number(m["estimate"]) in r.stdout and fmt_interval(m["ci_low"], m["ci_high"]) in r.stdout
