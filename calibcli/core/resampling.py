@@ -333,6 +333,25 @@ def replicate_spans(n_boot: int, parts: int | None = None) -> list[tuple[int, in
     return [(a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True) if b > a]
 
 
+def alongside(side: Callable[[], Any], main: Callable[[], Any]) -> tuple[Any, Any]:
+    """``(side(), main())``: ``side`` in a thread of its own while ``main`` runs in this one, which keeps its pool
+    for :func:`in_threads` (a bootstrap's threads leave a CPU idle whenever this thread waits on them or works
+    alone; ``side`` fills it). The two must share no state they change. On one CPU, one after the other. An error
+    in ``main`` is raised once ``side`` has stopped (at its next :func:`calibcli.core.cancel.check` on a signal);
+    else ``side``'s."""
+    if THREADS < 2:
+        return side(), main()
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="calibcli-side")
+    try:
+        future = pool.submit(side)
+        done = main()
+        return future.result(), done
+    finally:
+        cancel.shutdown_now(pool)
+
+
 def in_threads(
     function: Callable[..., Any], jobs: Sequence[tuple], on_done: Callable[[Any], None] | None = None
 ) -> list:

@@ -24,7 +24,14 @@ from calibcli.core.accumulator import Accumulator, InputState
 from calibcli.core.compensated import add_exact
 from calibcli.core.modes import binary_problems, class_weight_values
 from calibcli.core.registry import REGISTRY, aggregate_over_classes
-from calibcli.core.resampling import Multiplicities, compiled_pays, in_threads, percentile_interval, replicate_spans
+from calibcli.core.resampling import (
+    Multiplicities,
+    alongside,
+    compiled_pays,
+    in_threads,
+    percentile_interval,
+    replicate_spans,
+)
 from calibcli.core.results import Metric, ModeReport
 from calibcli.core.rows import ROW_LIMIT, RowSample
 from calibcli.core.validation import BYTES_PER_BIN, check_allocation, memory_budget
@@ -291,24 +298,32 @@ class InputAccumulator(InputState):
         o = accs[0].options
         marginal = accs[0].mode == "marginal"
         keep = (marginal or keep_replicates) and o.n_boot > 0
-        per_problem = [
-            BinnedAccumulator.results(
-                [acc.problems[k] for acc in accs], o, keep_replicates=keep, progress=progress, on_chunks=on_chunks
-            )
-            for k in range(len(accs[0].problems))
-        ]
         kept = [  # each problem's rows of each group, where they are all held
             [None if acc.problems[k].rows.dropped else acc.problems[k].rows.arrays() for acc in accs]
             for k in range(len(accs[0].problems))
         ]
-        per_problem_clinical = [  # Cox and ICI: every group's at once
-            ClinicalAccumulator.results([acc.clinical[k] for acc in accs], alpha=o.alpha, rows=rows)
-            for k, rows in enumerate(kept)
-        ]
-        per_problem_ecce = [  # ECCE-MAD and ECCE-R: every group's statistics and p-values at once
-            EcceAccumulator.results([acc.ecce[k] for acc in accs], rows, row_limit=o.row_limit)
-            for k, rows in enumerate(kept)
-        ]
+
+        def others() -> tuple[list, list]:
+            clinical = [  # Cox and ICI: every group's at once
+                ClinicalAccumulator.results([acc.clinical[k] for acc in accs], alpha=o.alpha, rows=rows)
+                for k, rows in enumerate(kept)
+            ]
+            ecce = [  # ECCE-MAD and ECCE-R: every group's statistics and p-values at once
+                EcceAccumulator.results([acc.ecce[k] for acc in accs], rows, row_limit=o.row_limit)
+                for k, rows in enumerate(kept)
+            ]
+            return clinical, ecce
+
+        def binned() -> list:
+            return [
+                BinnedAccumulator.results(
+                    [acc.problems[k] for acc in accs], o, keep_replicates=keep, progress=progress, on_chunks=on_chunks
+                )
+                for k in range(len(accs[0].problems))
+            ]
+
+        # the clinical and ECCE numbers (NumPy in this process) beside the binned bootstrap's threads
+        (per_problem_clinical, per_problem_ecce), per_problem = alongside(others, binned)
         return [
             acc._report(
                 [done[j] for done in per_problem],

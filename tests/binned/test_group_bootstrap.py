@@ -284,3 +284,49 @@ def test_dense_sums_of_a_few_rows_hold_only_their_cells_with_the_same_sums():
     for name in ("w", "wf", "wf2", "wf3", "ww"):
         np.testing.assert_array_equal(getattr(got, name), want[name][where], err_msg=name)
     assert sums.rows == 0 and sums.cells is not None and len(sums.count) == 0  # empty again, and small
+
+
+def test_alongside_runs_the_side_task_in_its_own_thread_while_the_main_one_keeps_its_pool(monkeypatch):
+    """The side task runs while the main one does (each waits for the other's event: one after the other, they
+    would never both be set), in another thread; the main task stays in the calling thread, so its bootstrap
+    still gets a pool (in_threads runs jobs in their own threads only from the main thread)."""
+    monkeypatch.setattr(rs, "THREADS", 2)
+    side_started, main_started = threading.Event(), threading.Event()
+    seen = {}
+
+    def side():
+        side_started.set()
+        seen["side"] = (threading.current_thread() is threading.main_thread(), main_started.wait(60))
+        return "side"
+
+    def main():
+        main_started.set()
+        seen["main"] = (threading.current_thread() is threading.main_thread(), side_started.wait(60))
+        seen["pool"] = rs.in_threads(lambda k: threading.current_thread().name, [(1,), (2,)])
+        return "main"
+
+    assert rs.alongside(side, main) == ("side", "main")
+    assert seen["side"] == (False, True) and seen["main"] == (True, True)
+    assert all(name.startswith("calibcli-boot") for name in seen["pool"])  # the main task's jobs in a pool
+
+
+def test_alongside_raises_the_first_error_once_the_side_task_has_stopped(monkeypatch):
+    monkeypatch.setattr(rs, "THREADS", 2)
+    finished = threading.Event()
+
+    def side():
+        finished.set()
+        return 1
+
+    def failing_main():
+        raise ValueError("main failed")
+
+    with pytest.raises(ValueError, match="main failed"):
+        rs.alongside(side, failing_main)
+    assert finished.is_set()
+
+    def failing_side():
+        raise TypeError("side failed")
+
+    with pytest.raises(TypeError, match="side failed"):
+        rs.alongside(failing_side, lambda: 2)
