@@ -248,6 +248,31 @@ def stdout_console():
     return Console(highlight=False, soft_wrap=False, width=terminal_width())
 
 
+def print_whole(console, table, need: int) -> None:
+    """Print ``table`` (a rich table) on ``console``, or, when its narrowest layout (names and numbers whole,
+    wrapped text at its longest word: ``need`` characters, which the caller counts) is wider than the console, on
+    a console that wide over the same file: rather wider than the terminal than a number cut short."""
+    if need <= console.width:
+        console.print(table)
+        return
+    from rich.console import Console
+
+    Console(
+        file=console.file,
+        highlight=False,
+        soft_wrap=False,
+        width=need,
+        no_color=console.no_color,
+        force_terminal=console.is_terminal,
+    ).print(table)
+
+
+def table_width(columns: list[list[str]]) -> int:
+    """Characters a rich table takes whose columns are at least as wide as their longest line (``columns``: each
+    column's header and cells): each its width + 2 padding + 1 rule, + 1 rule."""
+    return sum(max(len(line) for text in column for line in text.split("\n")) + 3 for column in columns) + 1
+
+
 def _wrap_name(name: str, width: int) -> str:
     """Break a path over lines at '/' only, each line at most ``width`` where the components allow."""
     if len(name) <= width or "/" not in name:
@@ -381,20 +406,7 @@ def print_summary(doc: dict, console, table: SummaryTable, *, title: str | None,
             out.add_column(name, justify="right", no_wrap=True)
         for cells_of_row in body:  # a wrapped name's lines each made safe (its line breaks kept)
             out.add_row(*["\n".join(for_rich(line) for line in cell.split("\n")) for cell in cells_of_row])
-        if need > total:  # rather wider than the terminal than a broken name or number
-            from rich.console import Console
-
-            wide = Console(
-                file=console.file,
-                highlight=False,
-                soft_wrap=False,
-                width=need,
-                no_color=console.no_color,
-                force_terminal=console.is_terminal,
-            )
-            wide.print(out)
-        else:
-            console.print(out)
+        print_whole(console, out, need)  # rather wider than the terminal than a broken name or number
     if notes:
         console.print(for_rich("; ".join(notes)), soft_wrap=True)
 

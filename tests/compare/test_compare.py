@@ -372,3 +372,24 @@ def test_joint_draw_multiclass_quantile_and_smooth_beyond_the_kept_rows():
     assert not c["paired"] and c["ci_method"].startswith("unpaired: the SmoothECE bootstrap from per-cell sums")
     assert c["difference"] == 0 and c["ci_low"] < 0 < c["ci_high"]
     assert run_.seeds["candidate_smece"] != run_.seeds["baseline"]
+
+
+@pytest.mark.parametrize("columns", ["60", "80"])
+def test_a_narrow_terminal_gets_every_number_and_verdict_whole(pair, monkeypatch, columns):
+    """At 80 columns the verdict column was left one character wide (an ellipsis for every verdict), and at 60 the
+    numbers were cut too: the table is now printed wider than the terminal rather than cut."""
+    from calibcli.cli.commands.compare import verdict
+    from calibcli.core.documents import fmt_interval, fmt_number
+
+    doc = run_json("compare", *pair, "--n-boot", "50")
+    monkeypatch.setenv("COLUMNS", columns)
+    r = run("compare", *pair, "--n-boot", "50")
+    assert r.exit_code == 0, r.stderr
+    assert "…" not in r.stdout
+    for name, c in doc["comparison"].items():
+        row = [line for line in r.stdout.splitlines() if line.startswith(f"│ {name} ")]
+        assert len(row) == 1, name
+        assert fmt_number(c["baseline"]) in row[0] and fmt_number(c["candidate"]) in row[0]
+        if c["ci_low"] is not None:
+            assert fmt_interval(c["ci_low"], c["ci_high"]) in r.stdout
+        assert verdict(c).split()[0] in row[0]

@@ -21,6 +21,7 @@ from calibcli.core.safe_text import for_rich
 from calibcli.core.validation import check_options
 from calibcli.engines.pipeline import check_engine
 from calibcli.report.emit import FORMATS, emit
+from calibcli.report.render import print_whole, table_width
 
 
 @cc.with_groups(
@@ -125,16 +126,23 @@ def render_compare(doc: dict, console) -> None:
             no_wrap=True,
             min_width=widest if col == "metric" else None,
         )
-    table.add_column("verdict", justify="left")  # wraps at spaces
-    for name, c in doc["comparison"].items():  # the interval under the difference: fits 100 columns
-        table.add_row(
-            for_rich(name),
+    verdicts = [verdict(c) for c in doc["comparison"].values()]
+    longest_word = max([len("verdict")] + [len(word) for v in verdicts for word in v.split()])
+    table.add_column("verdict", justify="left", min_width=longest_word)  # wraps at spaces, never within a word
+    cells = [
+        [
+            name,
             fmt_number(c["baseline"]),
             fmt_number(c["candidate"]),
-            f"{c['difference']:+.4g}\n{fmt_interval(c['ci_low'], c['ci_high'])}",
-            verdict(c),
-        )
-    console.print(table)
+            f"{c['difference']:+.4g}\n{fmt_interval(c['ci_low'], c['ci_high'])}",  # the interval under the difference
+        ]
+        for name, c in doc["comparison"].items()
+    ]
+    for row, said in zip(cells, verdicts, strict=True):
+        table.add_row(for_rich(row[0]), *row[1:], said)
+    headers = ["metric", "baseline", "candidate", f"difference\n{level} CI"]
+    need = table_width([[h, *(row[j] for row in cells)] for j, h in enumerate(headers)] + [["x" * longest_word]])
+    print_whole(console, table, need)  # (fits 100 columns; on a narrower terminal, wider than it rather than cut)
     rows = {f["role"]: f["input"].get("rows_used") for f in doc["files"] if f.get("family") == "ece"}
     console.print(
         f"baseline {for_rich(p['baseline'])}: {rows.get('baseline')} rows; candidate {for_rich(p['candidate'])}: "
