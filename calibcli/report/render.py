@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from calibcli.core.documents import fmt_interval, fmt_number, group_text
 from calibcli.core.errors import OptionError
 from calibcli.core.registry import REGISTRY
-from calibcli.core.safe_text import for_markdown_cell, for_rich
+from calibcli.core.safe_text import for_markdown_cell, for_rich, for_terminal
 from calibcli.report.entries import _level, entry_sections, metric_cells, shortest_unique_suffixes, summary_sections
 from calibcli.report.views import VIEWS, DetailTable, View, _problem
 
@@ -267,6 +267,27 @@ def print_whole(console, table, need: int) -> None:
     ).print(table)
 
 
+def fit_columns(columns: list[list[str]], width: int) -> list[int]:
+    """Widths for a rich table's columns (``columns``: each column's header and cells) that fit ``width``
+    characters where they can: each column as wide as its longest line, and when that is too wide, the widest
+    columns narrowed in turn, never below their longest word (text wraps between words, never within a date, a
+    number or an interval's bound). The table may come out wider than ``width``; :func:`print_whole` then prints
+    it whole."""
+    from rich.cells import cell_len
+
+    lines = [[line for text in column for line in text.split("\n")] for column in columns]
+    widths = [max([1] + [cell_len(line) for line in column]) for column in lines]
+    floor = [max([1] + [cell_len(word) for line in column for word in line.split()]) for column in lines]
+    excess = sum(w + 3 for w in widths) + 1 - width
+    while excess > 0:  # a character off the widest column that can still narrow
+        narrowable = [k for k in range(len(widths)) if widths[k] > floor[k]]
+        if not narrowable:
+            break
+        widths[max(narrowable, key=lambda k: widths[k])] -= 1
+        excess -= 1
+    return widths
+
+
 def table_width(columns: list[list[str]]) -> int:
     """Characters a rich table takes whose columns are at least as wide as their longest line (``columns``: each
     column's header and cells): each its width + 2 padding + 1 rule, + 1 rule."""
@@ -503,14 +524,18 @@ def render_table(
 
 
 def _print_detail_table(console, t: DetailTable) -> None:
+    """A command's detail table (segments, classes, tests): cells wrap between words, never within a number or a
+    name (a p-value of 2.849e-11 folded as "2.849e-1" over "1"), wider than the terminal rather than cut."""
     from rich.table import Table
 
     table = Table(title=for_rich(t.title) if t.title else t.title, title_justify="left")
-    for name, just in t.columns:
-        table.add_column(for_rich(name), justify="left" if just == "left" else "right", overflow="fold")
+    shown = [[for_terminal(name), *(for_terminal(row[j]) for row in t.rows)] for j, (name, _) in enumerate(t.columns)]
+    widths = fit_columns(shown, console.width)
+    for (name, just), width in zip(t.columns, widths, strict=True):
+        table.add_column(for_rich(name), justify="left" if just == "left" else "right", overflow="fold", width=width)
     for row in t.rows:
         table.add_row(*[for_rich(c) for c in row])
-    console.print(table)
+    print_whole(console, table, sum(w + 3 for w in widths) + 1)
 
 
 def render_metric_table(

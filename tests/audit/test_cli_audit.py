@@ -171,3 +171,22 @@ def test_dask_gives_the_local_engine_audit(tmp_path):
     assert remote["parameters"].pop("engine") == "dask" and local["parameters"].pop("engine") == "local"
     remote["parameters"].pop("workers"), local["parameters"].pop("workers")
     _close(remote, local)
+
+
+@pytest.mark.parametrize("columns", ["60", "80", "100"])
+def test_the_segment_table_never_breaks_a_number_on_a_narrow_terminal(monkeypatch, columns):
+    """The detail tables folded their cells at any character to fit the terminal: at 100 columns a p-value of
+    2.849e-11 read "2.849e-1" with a "1" on the line below, at 80 every number was broken. Cells now wrap between
+    words only and the table is printed wider than the terminal when it must be."""
+    from calibcli.core.documents import fmt_number
+
+    doc = _json(ADS, "--segment-cols", "country,device")
+    monkeypatch.setenv("COLUMNS", columns)
+    r = run("audit", ADS, "--segment-cols", "country,device")
+    assert r.exit_code == 0, r.stderr
+    words = set(r.stdout.replace("│", " ").split())
+    shown = doc["files"][0]["segments"][:10]  # the table's ten worst
+    assert len(shown) == 10
+    for s in shown:
+        assert fmt_number(s["ecce_r_sigma"]) in words
+        assert fmt_number(s["p_adjusted"]) in words, s["p_adjusted"]

@@ -325,3 +325,23 @@ def test_the_library_docstring_example_runs(monkeypatch):
     monkeypatch.chdir(SAMPLE.parent)
     result = doctest.testmod(frame)
     assert result.attempted >= 4 and result.failed == 0
+
+
+@pytest.mark.parametrize("columns", ["60", "80", "200"])
+def test_a_narrow_terminal_gets_every_date_number_and_alert_whole(monkeypatch, columns):
+    """At 80 columns the window table cut its dates and interval bounds short with an ellipsis and could lose the
+    alert column: cells now wrap between words only, and a table that cannot fit is printed wider than it."""
+    from calibcli.core.documents import fmt_interval, fmt_number
+
+    doc = run_json("monitor", SCORES, *WEEKLY, *FAST)
+    monkeypatch.setenv("COLUMNS", columns)
+    r = run("monitor", SCORES, *WEEKLY, *FAST)
+    assert r.exit_code == 0, r.stderr
+    assert "…" not in r.stdout
+    words = set(r.stdout.replace("│", " ").replace("┃", " ").split())
+    for w in doc["windows"]:
+        assert {w["start"], w["end"], str(w["rows"])} <= words
+        m = w["metrics"]["smece"]
+        assert fmt_number(m["estimate"]) in words
+        assert set(fmt_interval(m["ci_low"], m["ci_high"]).split()) <= words
+    assert "alert" in words

@@ -17,7 +17,7 @@ from calibcli.monitor import render as mr
 from calibcli.monitor.plot import save_plot
 from calibcli.monitor.run import monitor as run
 from calibcli.report.emit import write_atomic
-from calibcli.report.render import stdout_console
+from calibcli.report.render import fit_columns, print_whole, stdout_console
 
 OUTPUT = cc.OUTPUT.only("as_json", "fmt", "output")
 
@@ -72,12 +72,13 @@ def _emit(doc: dict, *, fmt: str, output: str | None) -> None:
 
         header, rows = mr.window_cells(doc)
         table = Table(title=f"calibcli monitor: {for_rich(doc['input']['path'])}")
-        for name in header:
-            table.add_column(name)
+        console = stdout_console()
+        widths = fit_columns([[name, *(r[j] for r in rows)] for j, name in enumerate(header)], console.width)
+        for name, width in zip(header, widths, strict=True):  # (cells wrap between words, never within one)
+            table.add_column(name, width=width)
         for row in rows:
             table.add_row(*(for_rich(c) for c in row))
-        console = stdout_console()
-        console.print(table)
+        print_whole(console, table, sum(w + 3 for w in widths) + 1)  # wider than the terminal rather than cut
         for line in mr.footer_lines(doc):
             console.print(for_rich(line))
     sys.stdout.flush()
