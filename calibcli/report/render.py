@@ -267,17 +267,18 @@ def print_whole(console, table, need: int) -> None:
     ).print(table)
 
 
-def fit_columns(columns: list[list[str]], width: int) -> list[int]:
+def fit_columns(columns: list[list[str]], width: int, whole: list[bool] | None = None) -> list[int]:
     """Widths for a rich table's columns (``columns``: each column's header and cells) that fit ``width``
     characters where they can: each column as wide as its longest line, and when that is too wide, the widest
     columns narrowed in turn, never below their longest word (text wraps between words, never within a date, a
-    number or an interval's bound). The table may come out wider than ``width``; :func:`print_whole` then prints
-    it whole."""
+    number or an interval's bound), nor at all where ``whole[j]`` (a column that never wraps). The table may come
+    out wider than ``width``; :func:`print_whole` then prints it whole."""
     from rich.cells import cell_len
 
     lines = [[line for text in column for line in text.split("\n")] for column in columns]
     widths = [max([1] + [cell_len(line) for line in column]) for column in lines]
     floor = [max([1] + [cell_len(word) for line in column for word in line.split()]) for column in lines]
+    floor = [w if whole and whole[j] else f for j, (w, f) in enumerate(zip(widths, floor, strict=True))]
     excess = sum(w + 3 for w in widths) + 1 - width
     while excess > 0:  # a character off the widest column that can still narrow
         narrowable = [k for k in range(len(widths)) if widths[k] > floor[k]]
@@ -440,38 +441,50 @@ def print_metric_table(doc: dict, console, view: View) -> None:
     short = shortest_unique_suffixes([e["input"]["path"] for e in doc["files"]])
     if view.title:
         console.print(for_rich(view.title(doc)), soft_wrap=True)
-    table = Table()
-    for col, just, wrap in (
+    columns = (
         ("file", "left", False),
         (view.problem_label, "left", False),
         ("metric", "left", False),
         ("estimate", "right", False),
         (f"{level} CI".strip(), "right", False),
         ("bound / note", "left", True),
-    ):
-        table.add_column(col, justify="left" if just == "left" else "right", no_wrap=not wrap, overflow="fold")
+    )
+    sections = []  # each entry's rows: the text shown in each cell
     for entry in doc["files"]:
         group = group_text(entry)
-        label = for_rich(short[entry["input"]["path"]] + (f" [{group}]" if group else ""))
+        label = short[entry["input"]["path"]] + (f" [{group}]" if group else "")
         problems = {q["name"] for q in entry.get("problems", [])}
-        first = True
+        rows: list[list[str]] = []
         for problem, metrics in entry_sections(entry):
             keep = view.per_class if ("aggregate" in entry and problem in problems) else None
             for name, m in metrics.items():
                 if keep is not None and name not in keep:
                     continue
                 extra = view.detail(doc, name, m, problem, entry) if view.detail else (m.get("note") or "")
-                table.add_row(
-                    label if first else "",
-                    for_rich(str(problem)),
-                    name,
-                    fmt_number(m.get("estimate")),
-                    fmt_interval(m.get("ci_low"), m.get("ci_high")),
-                    for_rich(extra or ""),
+                rows.append(
+                    [
+                        "" if rows else for_terminal(label),
+                        for_terminal(str(problem)),
+                        name,
+                        fmt_number(m.get("estimate")),
+                        fmt_interval(m.get("ci_low"), m.get("ci_high")),
+                        for_terminal(extra or ""),
+                    ]
                 )
-                first = False
+        sections.append(rows)
+    shown = [[col, *(row[j] for rows in sections for row in rows)] for j, (col, _, _) in enumerate(columns)]
+    # names and numbers whole (never cut short to fit the terminal: wider than it instead), the note wrapping
+    widths = fit_columns(shown, console.width, whole=[not wrap for _, _, wrap in columns])
+    table = Table()
+    for (col, just, wrap), width in zip(columns, widths, strict=True):
+        table.add_column(
+            col, justify="left" if just == "left" else "right", no_wrap=not wrap, overflow="fold", width=width
+        )
+    for rows in sections:
+        for row in rows:
+            table.add_row(*(for_rich(c) for c in row))
         table.add_section()
-    console.print(table)
+    print_whole(console, table, sum(w + 3 for w in widths) + 1)
 
 
 def render_table(

@@ -271,3 +271,21 @@ def test_a_wrapped_name_is_shown_over_lines_and_no_number_is_cut(tmp_path, monke
     for entry in doc["files"]:
         m = entry["problems"][0]["metrics"]["ece_l1_plugin"]
         assert fmt_number(m["estimate"]) in r.stdout and fmt_interval(m["ci_low"], m["ci_high"]) in r.stdout
+
+
+@pytest.mark.parametrize("columns", ["60", "80", "100"])
+def test_the_metric_table_never_cuts_a_name_or_number_on_a_narrow_terminal(monkeypatch, columns):
+    """`ece FILE` on an 80-column terminal printed 0.06027 as "0.0602", cut the intervals and metric names, and
+    dropped the bound column: rich cropped the columns that do not wrap to fit. Now only the note wraps, and the
+    table is printed wider than the terminal when it must be."""
+    path = str(BINARY)
+    doc = run_json("ece", path, "--n-boot", "50")
+    monkeypatch.setenv("COLUMNS", columns)
+    r = run("ece", path, "--n-boot", "50")
+    assert r.exit_code == 0, r.stderr
+    rows = {line.split("│")[3].strip(): line for line in r.stdout.splitlines() if line.count("│") == 7}
+    for name, m in doc["files"][0]["problems"][0]["metrics"].items():
+        assert name in rows, name
+        cells = [c.strip() for c in rows[name].split("│")]
+        assert cells[4] == fmt_number(m["estimate"]) and cells[5] == fmt_interval(m["ci_low"], m["ci_high"])
+    assert "upper bound" in r.stdout
